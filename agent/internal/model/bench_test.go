@@ -1,0 +1,46 @@
+package model
+
+import (
+	"fmt"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// benchSnapshot has n Ingresses, each with its own host, one path, one
+// Service and one EndpointSlice of 10 endpoints.
+func benchSnapshot(n int) Snapshot {
+	s := Snapshot{
+		IngressClasses: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)},
+		IngressClass:   testClass,
+	}
+	for i := range n {
+		name := fmt.Sprintf("app-%d", i)
+		s.Ingresses = append(s.Ingresses, newIngress("default", name, createdAt(i%60),
+			rule(name+".example.com", prefix("/", name, 80))))
+		s.Services = append(s.Services, service("default", name, servicePort("http", 80)))
+		endpoints := make([]discoveryv1.Endpoint, 10)
+		for j := range endpoints {
+			endpoints[j] = ready(fmt.Sprintf("10.%d.%d.%d", i/256%256, i%256, j+1))
+		}
+		s.EndpointSlices = append(s.EndpointSlices, endpointSlice("default", name+"-abc", name,
+			discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), endpoints...))
+	}
+	return s
+}
+
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("ingresses=%d", n), func(b *testing.B) {
+			s := benchSnapshot(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				m, problems := Build(s)
+				if len(m.Servers) != n || len(problems) != 0 {
+					b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// legacyClassAnnotation is the class annotation from before
+// spec.ingressClassName; it is still honoured when the field is unset.
+const legacyClassAnnotation = "kubernetes.io/ingress.class"
+
+// Build computes what nginx should serve from the objects in s, following
+// Ingress v1: class selection, hosts merged across Ingresses (the oldest
+// Ingress wins a path both define), Exact and Prefix paths
+// (ImplementationSpecific is Prefix), default backends, and ready endpoints
+// from EndpointSlices. Anything invalid becomes a Problem and only that part
+// is left out. A backend whose Service or port is missing is still emitted,
+// with no endpoints, so its paths answer 503 instead of falling through to
+// another location.
+//
+// The result is sorted and depends only on s: the same objects in any order
+// give an identical Model and Problems. Backend.Endpoints is never nil (an
+// empty list encodes as [] for Lua). s is only read.
+func Build(s Snapshot) (Model, []Problem) {
+	b := newBuilder(s)
+	ours := ourIngresses(s)
+	var withDefault []defaultBackend
+	for _, ing := range ours {
+		if d, ok := b.addIngress(ing); ok {
+			withDefault = append(withDefault, d)
+		}
+	}
+	b.addDefaultBackends(withDefault)
+	return b.model(), b.sortedProblems()
+}
+
+type namespacedName struct{ namespace, name string }
+
+type locationKey struct {
+	path     string
+	pathType PathType
+}
+
+// builder holds the indexes and the partial result of one Build.
+type builder struct {
+	services map[namespacedName]*corev1.Service
+	// slices by namespace and the Service named in their kubernetes.io/service-name label.
+	slices   map[namespacedName][]*discoveryv1.EndpointSlice
+	resolved map[string]resolved
+	// servers by host; "" is the default server.
+	servers  map[string]map[locationKey]Location
+	problems []Problem
+}
+
+// defaultBackend is the spec.defaultBackend of one of our Ingresses, with
+// the valid hosts of its rules.
+type defaultBackend struct {
+	ingress string
+	ref     backendRef
+	hosts   []string
+}
+
+func newBuilder(s Snapshot) *builder {
+	b := &builder{
+		services: make(map[namespacedName]*corev1.Service, len(s.Services)),
+		slices:   make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+		resolved: make(map[string]resolved),
+		servers:  make(map[string]map[locationKey]Location),
+	}
+	for _, svc := range s.Services {
+		b.services[namespacedName{svc.Namespace, svc.Name}] = svc
+	}
+	for _, slice := range s.EndpointSlices {
+		service := slice.Labels[discoveryv1.LabelServiceName]
+		if service == "" {
+			continue
+		}
+		key := namespacedName{slice.Namespace, service}
+		b.slices[key] = append(b.slices[key], slice)
+	}
+	return b
+}
+
+// ourIngresses returns the Ingresses of our class, oldest first (ties broken
+// by namespace and name), so that "the oldest wins" is "the first wins".
+func ourIngresses(s Snapshot) []*networkingv1.Ingress {
+	isOurs := classFilter(s)
+	ours := make([]*networkingv1.Ingress, 0, len(s.Ingresses))
+	for _, ing := range s.Ingresses {
+		if isOurs(ing) {
+			ours = append(ours, ing)
+		}
+	}
+	slices.SortFunc(ours, func(a, b *networkingv1.Ingress) int {
+		return cmp.Or(
+			a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time),
+			strings.Compare(a.Namespace, b.Namespace),
+			strings.Compare(a.Name, b.Name),
+		)
+	})
+	return ours
+}
+
+// classFilter decides which Ingresses are ours: those naming our class in
+// spec.ingressClassName (unless our IngressClass object belongs to another
+// controller), or, without the field, in the legacy annotation; and those
+// naming no class when our IngressClass is the default one, or when
+// WatchWithoutClass is set and no other IngressClass is the default.
+func classFilter(s Snapshot) func(*networkingv1.Ingress) bool {
+	var classTaken, weAreDefault, otherIsDefault bool
+	for _, class := range s.IngressClasses {
+		isDefault := class.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+		ourController := class.Spec.Controller == ControllerName
+		switch {
+		case class.Name == s.IngressClass && !ourController:
+			classTaken = true
+			otherIsDefault = otherIsDefault || isDefault
+		case class.Name == s.IngressClass:
+			weAreDefault = isDefault
+		case isDefault:
+			otherIsDefault = true
+		}
+	}
+	return func(ing *networkingv1.Ingress) bool {
+		if name := ing.Spec.IngressClassName; name != nil && *name != "" {
+			return *name == s.IngressClass && !classTaken
+		}
+		if annotation := ing.Annotations[legacyClassAnnotation]; annotation != "" {
+			return annotation == s.IngressClass
+		}
+		if weAreDefault {
+			return true
+		}
+		return s.WatchWithoutClass && !otherIsDefault
+	}
+}
+
+// addIngress adds the paths of ing to the servers of their hosts. It
+// returns the Ingress's default backend, if it has a usable one.
+func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
+	id := ing.Namespace + "/" + ing.Name
+	if len(ing.Spec.Rules) == 0 && ing.Spec.DefaultBackend == nil {
+		b.ingressProblem(ing, "spec: has no rules and no default backend; nothing to serve")
+		return defaultBackend{}, false
+	}
+	var hosts []string
+	for ri := range ing.Spec.Rules {
+		rule := &ing.Spec.Rules[ri]
+		if rule.Host != "" {
+			if reason := validHost(rule.Host); reason != "" {
+				b.ingressProblem(ing, fmt.Sprintf("spec.rules[%d].host %q: %s; rule left out", ri, rule.Host, reason))
+				continue
+			}
+			hosts = append(hosts, rule.Host)
+		}
+		locations := b.server(rule.Host)
+		if rule.HTTP == nil {
+			continue
+		}
+		for pi := range rule.HTTP.Paths {
+			b.addPath(ing, id, locations, rule.Host, ri, pi)
+		}
+	}
+	if ing.Spec.DefaultBackend == nil {
+		return defaultBackend{}, false
+	}
+	ref, reason := parseBackend(ing.Namespace, ing.Spec.DefaultBackend, "spec.defaultBackend")
+	if reason != "" {
+		b.ingressProblem(ing, reason+"; default backend left out")
+		return defaultBackend{}, false
+	}
+	if r := b.resolve(ref); r.problem != "" {
+		b.ingressProblem(ing, "spec.defaultBackend"+r.problem+"; requests sent to it answer 503")
+	}
+	return defaultBackend{ingress: id, ref: ref, hosts: hosts}, true
+}
+
+// addPath adds path pi of rule ri of ing to locations, the server of host,
+// unless it is invalid or an older Ingress already serves it.
+func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[locationKey]Location, host string, ri, pi int) {
+	p := &ing.Spec.Rules[ri].HTTP.Paths[pi]
+	// field names the path in problems; only they pay for formatting it.
+	field := func() string { return fmt.Sprintf("spec.rules[%d].http.paths[%d]", ri, pi) }
+	kind, pathType, err := matchType(p.PathType)
+	if err != nil {
+		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field(), *p.PathType, err))
+		return
+	}
+	path, err := locationPath(p.Path, kind)
+	if err != nil {
+		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field(), p.Path, err))
+		return
+	}
+	ref, reason := parseBackend(ing.Namespace, &p.Backend, "backend")
+	if reason != "" {
+		b.ingressProblem(ing, field()+"."+reason+"; path left out")
+		return
+	}
+	key := locationKey{path, pathType}
+	if owner, taken := locations[key]; taken {
+		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",
+			field(), p.Path, path, pathType, describeHost(host), owner.Ingress))
+		return
+	}
+	if r := b.resolve(ref); r.problem != "" {
+		b.ingressProblem(ing, field()+".backend"+r.problem+"; the path answers 503")
+	}
+	locations[key] = Location{Path: path, PathType: pathType, Backend: ref.name, Ingress: id}
+}
+
+// addDefaultBackends gives "/" to the default server and to each host of an
+// Ingress with a default backend, where no rule defines Prefix "/". They go
+// oldest Ingress first, so the oldest default backend wins.
+func (b *builder) addDefaultBackends(withDefault []defaultBackend) {
+	root := locationKey{"/", PathPrefix}
+	for _, d := range withDefault {
+		for _, host := range append([]string{""}, d.hosts...) {
+			locations := b.server(host)
+			if _, taken := locations[root]; !taken {
+				locations[root] = Location{Path: "/", PathType: PathPrefix, Backend: d.ref.name, Ingress: d.ingress}
+			}
+		}
+	}
+}
+
+func (b *builder) server(host string) map[locationKey]Location {
+	locations, ok := b.servers[host]
+	if !ok {
+		locations = make(map[locationKey]Location)
+		b.servers[host] = locations
+	}
+	return locations
+}
+
+// model turns the servers into sorted lists and collects the backends the
+// locations use.
+func (b *builder) model() Model {
+	var m Model
+	used := make(map[string]bool)
+	for host, locations := range b.servers {
+		if len(locations) == 0 {
+			continue
+		}
+		server := Server{Host: host, Locations: make([]Location, 0, len(locations))}
+		for _, loc := range locations {
+			server.Locations = append(server.Locations, loc)
+			used[loc.Backend] = true
+		}
+		slices.SortFunc(server.Locations, compareLocations)
+		if host == "" {
+			m.Default = server
+		} else {
+			m.Servers = append(m.Servers, server)
+		}
+	}
+	slices.SortFunc(m.Servers, func(a, b Server) int { return strings.Compare(a.Host, b.Host) })
+	for name := range used {
+		m.Backends = append(m.Backends, b.resolved[name].backend)
+	}
+	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	return m
+}
+
+// compareLocations orders by path, then Exact before Prefix.
+func compareLocations(a, b Location) int {
+	return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(pathTypeRank(a.PathType), pathTypeRank(b.PathType)))
+}
+
+func pathTypeRank(t PathType) int {
+	if t == PathExact {
+		return 0
+	}
+	return 1
+}
+
+func describeHost(host string) string {
+	if host == "" {
+		return "the default server"
+	}
+	return fmt.Sprintf("host %q", host)
+}
+
+func (b *builder) ingressProblem(ing *networkingv1.Ingress, reason string) {
+	b.problem("Ingress", ing.Namespace, ing.Name, reason)
+}
+
+func (b *builder) problem(kind, namespace, name, reason string) {
+	b.problems = append(b.problems, Problem{Kind: kind, Namespace: namespace, Name: name, Reason: reason})
+}
+
+// sortedProblems sorts by Kind, Namespace, Name and Reason, and drops
+// duplicates (an EndpointSlice read for two ports reports its bad addresses twice).
+func (b *builder) sortedProblems() []Problem {
+	slices.SortFunc(b.problems, func(x, y Problem) int {
+		return cmp.Or(
+			strings.Compare(x.Kind, y.Kind),
+			strings.Compare(x.Namespace, y.Namespace),
+			strings.Compare(x.Name, y.Name),
+			strings.Compare(x.Reason, y.Reason),
+		)
+	})
+	return slices.Compact(b.problems)
+}

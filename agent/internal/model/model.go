@@ -1,0 +1,113 @@
+// Package model is the "build" stage of the pipeline: source → model → plan → render/apply.
+//
+// Build is a pure function of a Snapshot: no I/O, no clock, no logger. It turns
+// Kubernetes objects into a Model that holds no Kubernetes API types, sorted so
+// that the same Snapshot always yields the same Model (and so the same
+// nginx.conf bytes). Anything invalid becomes a Problem naming the object and
+// the reason; that part is left out and everything else is still served.
+package model
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// ControllerName is the value of IngressClass.spec.controller that selects restysync.
+const ControllerName = "restysync.io/ingress-controller"
+
+// Snapshot is everything Build reads: the objects a source holds, plus the
+// settings that decide which Ingresses are ours. Objects are read-only.
+type Snapshot struct {
+	Ingresses      []*networkingv1.Ingress
+	IngressClasses []*networkingv1.IngressClass
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	Secrets        []*corev1.Secret
+
+	// IngressClass is the name of the class we serve (--ingress-class).
+	IngressClass string
+	// WatchWithoutClass also takes Ingresses that name no class and have no
+	// default IngressClass to fall back on.
+	WatchWithoutClass bool
+}
+
+// Model is what nginx should serve. It holds only plain values.
+type Model struct {
+	// Servers sorted by Host. Exact hosts and wildcard hosts ("*.example.com").
+	Servers []Server
+	// Default is the catch-all server for requests whose Host matches no Server:
+	// host-less rules, and the default backend. Host is "".
+	Default Server
+	// Backends sorted by Name; one per (namespace, service, service port) that a
+	// Location or default backend references.
+	Backends []Backend
+}
+
+// Server is one virtual host.
+type Server struct {
+	// Host is an exact lower-case DNS name, a wildcard "*.example.com" that
+	// matches exactly one label, or "" for the default server.
+	Host string
+	// Locations sorted by Path, then Exact before Prefix.
+	Locations []Location
+}
+
+// PathType is how a Location matches the request path.
+type PathType string
+
+const (
+	// PathExact matches the path exactly, case-sensitive.
+	PathExact PathType = "Exact"
+	// PathPrefix matches element-wise on "/": "/foo" matches "/foo", "/foo/"
+	// and "/foo/bar" but not "/foobar". Path never ends in "/" unless it is "/".
+	PathPrefix PathType = "Prefix"
+)
+
+// Location routes one path of one Server to a Backend.
+type Location struct {
+	Path     string
+	PathType PathType
+	// Backend is the Name of an entry in Model.Backends.
+	Backend string
+	// Ingress that owns this location ("namespace/name").
+	Ingress string
+}
+
+// Backend is a set of endpoints behind one service port.
+type Backend struct {
+	// Name is "namespace/service:port", with port as written in the Ingress
+	// (number or name). It is the key the Lua balancer stores the backend under.
+	Name string
+	// Endpoints sorted by Address then Port; only ready ones. Empty means 503.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one address:port a request can go to.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    int32  `json:"port"`
+}
+
+// Problem is invalid input that was left out of the Model.
+type Problem struct {
+	// Kind of the object: "Ingress", "Service", "Secret", ... or "File" for a
+	// manifest the file source could not decode.
+	Kind string
+	// Namespace and Name of the object. For Kind "File", Name is the file path
+	// and document number ("path/to/x.yaml#2").
+	Namespace string
+	Name      string
+	// Reason is a sentence for a human: what is wrong and what was left out.
+	Reason string
+}
+
+// Object names the object as "Kind namespace/name".
+func (p Problem) Object() string {
+	if p.Namespace == "" {
+		return p.Kind + " " + p.Name
+	}
+	return p.Kind + " " + p.Namespace + "/" + p.Name
+}
+
+func (p Problem) String() string { return p.Object() + ": " + p.Reason }

@@ -1,0 +1,103 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// maxPathLength bounds an Ingress path, in bytes.
+const maxPathLength = 2048
+
+// forbiddenPathChars are characters that have no place in the path of a URL
+// (query '?', fragment '#') or that mean something in nginx.conf syntax.
+const forbiddenPathChars = "{};\"'\\$#?"
+
+// invalidPathSequences and invalidPathSuffixes are the ones the API server
+// rejects in Exact and Prefix paths. nginx normalises the request URI before
+// it matches locations, so a path holding one of them could never match.
+var (
+	invalidPathSequences = []string{"//", "/./", "/../", "%2f", "%2F"}
+	invalidPathSuffixes  = []string{"/..", "/."}
+)
+
+// validPath reports why path cannot be an nginx location, or nil when it
+// can. It is the only gate between user-written paths and nginx.conf.
+func validPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return errors.New(`must start with "/"`)
+	}
+	if len(path) > maxPathLength {
+		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
+	}
+	if !utf8.ValidString(path) {
+		return errors.New("is not valid UTF-8")
+	}
+	for _, r := range path {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("contains control character %U", r)
+		case unicode.IsSpace(r):
+			return fmt.Errorf("contains white space %U", r)
+		case strings.ContainsRune(forbiddenPathChars, r):
+			return fmt.Errorf("contains %q", r)
+		}
+	}
+	for _, seq := range invalidPathSequences {
+		if strings.Contains(path, seq) {
+			return fmt.Errorf("contains %q", seq)
+		}
+	}
+	for _, suffix := range invalidPathSuffixes {
+		if strings.HasSuffix(path, suffix) {
+			return fmt.Errorf("ends with %q", suffix)
+		}
+	}
+	return nil
+}
+
+// matchType maps an Ingress path type to the match type of a Location.
+// ImplementationSpecific means Prefix here, and so does a missing path type,
+// which the API server rejects but a hand-written manifest may have.
+func matchType(pathType *networkingv1.PathType) (networkingv1.PathType, PathType, error) {
+	if pathType == nil {
+		return networkingv1.PathTypeImplementationSpecific, PathPrefix, nil
+	}
+	switch *pathType {
+	case networkingv1.PathTypeExact:
+		return *pathType, PathExact, nil
+	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
+		return *pathType, PathPrefix, nil
+	}
+	return "", "", errors.New("is not one of Exact, Prefix, ImplementationSpecific")
+}
+
+// locationPath checks an Ingress path and returns the Location path for it.
+// An ImplementationSpecific path may be empty, which means "/" (as the API
+// server and ingress-nginx have it); Prefix paths lose their trailing "/".
+func locationPath(path string, pathType networkingv1.PathType) (string, error) {
+	if path == "" && pathType == networkingv1.PathTypeImplementationSpecific {
+		path = "/"
+	}
+	if err := validPath(path); err != nil {
+		return "", err
+	}
+	if pathType == networkingv1.PathTypeExact {
+		return path, nil
+	}
+	return trimPrefixPath(path), nil
+}
+
+// trimPrefixPath drops the trailing "/" of a Prefix path: prefixes match
+// element-wise, so "/foo/" and "/foo" are the same prefix.
+func trimPrefixPath(path string) string {
+	trimmed := strings.TrimRight(path, "/")
+	if trimmed == "" {
+		return "/"
+	}
+	return trimmed
+}

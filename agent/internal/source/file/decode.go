@@ -1,0 +1,244 @@
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// acceptedKinds names what the decoder reads, for the Problem of any other kind.
+const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
+	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice"
+
+// maxReasonLen caps a decoder message, which may quote the input, in a Problem.
+const maxReasonLen = 400
+
+// manifestDecoder decodes one YAML or JSON document (YAML is a superset of
+// JSON) into one of the accepted types. It is strict: unknown fields and
+// duplicate keys are errors.
+var manifestDecoder = newManifestDecoder()
+
+func newManifestDecoder() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypes(networkingv1.SchemeGroupVersion, &networkingv1.Ingress{}, &networkingv1.IngressClass{})
+	scheme.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{})
+	scheme.AddKnownTypes(discoveryv1.SchemeGroupVersion, &discoveryv1.EndpointSlice{})
+	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
+	if !ok || info.StrictSerializer == nil {
+		panic("file source: apimachinery has no strict YAML serializer")
+	}
+	return info.StrictSerializer
+}
+
+// objectKey identifies an object; two documents with the same key are duplicates.
+type objectKey struct {
+	kind      source.Kind
+	namespace string
+	name      string
+}
+
+func (k objectKey) String() string {
+	if k.namespace == "" {
+		return string(k.kind) + " " + k.name
+	}
+	return string(k.kind) + " " + k.namespace + "/" + k.name
+}
+
+// document is one object decoded from a manifest file.
+type document struct {
+	index int // 1-based, counting documents that are not empty
+	key   objectKey
+	obj   runtime.Object
+}
+
+// problem is a document or file left out. index 0 means the whole file.
+type problem struct {
+	path   string
+	index  int
+	reason string
+}
+
+// decodeManifests splits data into documents and decodes each one. A
+// document that cannot be used becomes a problem and the others are still
+// returned. Documents holding only comments and blank lines are skipped;
+// after maxDocuments documents the rest of the file is left out.
+func decodeManifests(path string, data []byte, maxDocuments int) ([]document, []problem) {
+	var docs []document
+	var problems []problem
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	index := 0
+	for {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil && isEmptyDocument(raw) {
+			continue
+		}
+		index++
+		if index > maxDocuments {
+			problems = append(problems, problem{path: path, index: index,
+				reason: fmt.Sprintf("the file has more than %d documents; this one and the rest are left out", maxDocuments)})
+			break
+		}
+		if err != nil {
+			// A malformed separator line; the reader goes on after it.
+			problems = append(problems, problem{path: path, index: index,
+				reason: shorten(err.Error()) + "; document left out"})
+			continue
+		}
+		doc, reason := decodeDocument(raw)
+		if reason != "" {
+			problems = append(problems, problem{path: path, index: index, reason: reason})
+			continue
+		}
+		doc.index = index
+		docs = append(docs, doc)
+	}
+	return docs, problems
+}
+
+// isEmptyDocument reports whether a document holds only comments, blank
+// lines and a separator (the reader keeps the separator that opens a file).
+func isEmptyDocument(raw []byte) bool {
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("---")) {
+			continue
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeDocument decodes and checks one document. On failure it returns the
+// reason for a Problem.
+func decodeDocument(raw []byte) (document, string) {
+	obj, gvk, err := manifestDecoder.Decode(raw, nil, nil)
+	if err != nil {
+		return document{}, decodeErrorReason(err, gvk)
+	}
+	var (
+		kind          source.Kind
+		meta          *metav1.ObjectMeta
+		clusterScoped bool
+		validateName  = validation.IsDNS1123Subdomain
+	)
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		kind, meta = source.KindIngress, &o.ObjectMeta
+	case *networkingv1.IngressClass:
+		kind, meta, clusterScoped = source.KindIngressClass, &o.ObjectMeta, true
+	case *corev1.Service:
+		kind, meta, validateName = source.KindService, &o.ObjectMeta, validation.IsDNS1035Label
+	case *discoveryv1.EndpointSlice:
+		kind, meta = source.KindEndpointSlice, &o.ObjectMeta
+	case *corev1.ConfigMap:
+		kind, meta = source.KindConfigMap, &o.ObjectMeta
+	case *corev1.Secret:
+		kind, meta = source.KindSecret, &o.ObjectMeta
+	default:
+		// Unreachable: the scheme knows only the types above.
+		return document{}, fmt.Sprintf("%T is not read; document left out", obj)
+	}
+
+	if meta.Name == "" {
+		return document{}, fmt.Sprintf("%s has no metadata.name; document left out", kind)
+	}
+	if errs := validateName(meta.Name); len(errs) > 0 {
+		return document{}, shorten(fmt.Sprintf("%s metadata.name %q: %s; document left out",
+			kind, meta.Name, strings.Join(errs, "; ")))
+	}
+	switch {
+	case clusterScoped:
+		meta.Namespace = "" // as the API server does for cluster-scoped kinds
+	case meta.Namespace == "":
+		meta.Namespace = metav1.NamespaceDefault // as kubectl does
+	default:
+		if errs := validation.IsDNS1123Label(meta.Namespace); len(errs) > 0 {
+			return document{}, shorten(fmt.Sprintf("%s %s metadata.namespace %q: %s; document left out",
+				kind, meta.Name, meta.Namespace, strings.Join(errs, "; ")))
+		}
+	}
+	key := objectKey{kind: kind, namespace: meta.Namespace, name: meta.Name}
+
+	if secret, ok := obj.(*corev1.Secret); ok {
+		if reason := checkSecret(key, secret); reason != "" {
+			return document{}, reason
+		}
+	}
+	return document{key: key, obj: obj}, ""
+}
+
+// checkSecret accepts only TLS Secrets, and folds stringData into data as
+// the API server does, so hand-written manifests may use plain PEM text.
+func checkSecret(key objectKey, secret *corev1.Secret) string {
+	if secret.Type != corev1.SecretTypeTLS {
+		return fmt.Sprintf("%s has type %q: only kubernetes.io/tls Secrets are read; document left out", key, secret.Type)
+	}
+	if len(secret.StringData) > 0 {
+		if secret.Data == nil {
+			secret.Data = make(map[string][]byte, len(secret.StringData))
+		}
+		for k, v := range secret.StringData {
+			secret.Data[k] = []byte(v)
+		}
+		secret.StringData = nil
+	}
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if _, ok := secret.Data[k]; !ok {
+			return fmt.Sprintf("%s has no %q in data or stringData; document left out", key, k)
+		}
+	}
+	return ""
+}
+
+// decodeErrorReason turns a decoder error into a short sentence. Some
+// apimachinery errors quote the whole document; those are replaced.
+func decodeErrorReason(err error, gvk *schema.GroupVersionKind) string {
+	switch {
+	case runtime.IsMissingKind(err):
+		return "kind is not set; document left out"
+	case runtime.IsMissingVersion(err):
+		return "apiVersion is not set; document left out"
+	case strings.HasPrefix(err.Error(), "couldn't get version/kind"):
+		// The document is a list, a scalar, or has a non-string kind.
+		return "not an object with string fields apiVersion and kind; document left out"
+	case runtime.IsNotRegisteredError(err) && gvk != nil:
+		return fmt.Sprintf("kind %q of apiVersion %q is not read (the file source reads %s); document left out",
+			shorten(gvk.Kind), shorten(gvk.GroupVersion().String()), acceptedKinds)
+	default:
+		return shorten(err.Error()) + "; document left out"
+	}
+}
+
+// shorten cuts s to maxReasonLen bytes on a UTF-8 boundary.
+func shorten(s string) string {
+	if len(s) <= maxReasonLen {
+		return s
+	}
+	cut := maxReasonLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

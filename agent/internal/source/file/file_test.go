@@ -1,0 +1,723 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+func serviceYAML(name string, port int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: %s
+spec:
+  ports:
+    - name: http
+      port: %d
+`, name, port)
+}
+
+func ingressYAML(name, service string) string {
+	return fmt.Sprintf(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: %s
+  namespace: default
+spec:
+  ingressClassName: restysync
+  rules:
+    - host: %s.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: %s
+                port:
+                  number: 80
+`, name, name, service)
+}
+
+func endpointSliceYAML(name, service string) string {
+	return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %s
+  namespace: default
+  labels:
+    kubernetes.io/service-name: %s
+addressType: IPv4
+ports:
+  - name: http
+    port: 8080
+endpoints:
+  - addresses: ["10.0.0.1"]
+`, name, service)
+}
+
+const tlsSecretYAML = `apiVersion: v1
+kind: Secret
+metadata:
+  name: tls
+  namespace: web
+type: kubernetes.io/tls
+data:
+  tls.crt: Y2VydA==
+  tls.key: a2V5
+`
+
+const ingressClassYAML = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: restysync
+  namespace: ignored
+spec:
+  controller: restysync.io/ingress-controller
+`
+
+const configMapYAML = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  a: b
+`
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeAtomic saves a file as editors do: a temp file renamed over it.
+func writeAtomic(t testing.TB, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	writeFile(t, tmp, content)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objectNames lists what a source serves as "Kind namespace/name", in order.
+func objectNames(s *Source) []string {
+	snap, _ := s.Snapshot()
+	var names []string
+	add := func(kind, namespace, name string) {
+		if namespace == "" {
+			names = append(names, kind+" "+name)
+		} else {
+			names = append(names, kind+" "+namespace+"/"+name)
+		}
+	}
+	for _, o := range snap.IngressClasses {
+		add("IngressClass", o.Namespace, o.Name)
+	}
+	for _, o := range snap.Ingresses {
+		add("Ingress", o.Namespace, o.Name)
+	}
+	for _, o := range snap.Services {
+		add("Service", o.Namespace, o.Name)
+	}
+	for _, o := range snap.EndpointSlices {
+		add("EndpointSlice", o.Namespace, o.Name)
+	}
+	for _, o := range snap.Secrets {
+		add("Secret", o.Namespace, o.Name)
+	}
+	for _, o := range s.ConfigMaps() {
+		add("ConfigMap", o.Namespace, o.Name)
+	}
+	return names
+}
+
+// relativeProblems returns the problems with dir cut from their names.
+func relativeProblems(dir string, problems []model.Problem) []model.Problem {
+	out := slices.Clone(problems)
+	for i := range out {
+		out[i].Name = strings.TrimPrefix(out[i].Name, dir+string(filepath.Separator))
+	}
+	return out
+}
+
+type wantProblem struct {
+	name   string // relative to the folder: "x.yaml#2"
+	reason string // a part of the reason
+}
+
+func TestDecodeFolder(t *testing.T) {
+	tests := []struct {
+		name         string
+		files        map[string]string
+		opts         []Option
+		wantObjects  []string
+		wantProblems []wantProblem
+		check        func(t *testing.T, snap model.Snapshot)
+	}{
+		{
+			name: "all kinds in one file, in any order",
+			files: map[string]string{"all.yaml": strings.Join([]string{
+				configMapYAML, tlsSecretYAML, endpointSliceYAML("web-1", "web"),
+				serviceYAML("web", 80), ingressYAML("web", "web"), ingressClassYAML,
+			}, "---\n")},
+			wantObjects: []string{
+				"IngressClass restysync", "Ingress default/web", "Service default/web",
+				"EndpointSlice default/web-1", "Secret web/tls", "ConfigMap default/settings",
+			},
+		},
+		{
+			name: "empty documents and comments are skipped",
+			files: map[string]string{"x.yaml": "---\n---\n# only a comment\n\n---\n" +
+				serviceYAML("a", 80) + "---\n# trailing comment\n"},
+			wantObjects: []string{"Service default/a"},
+		},
+		{
+			name:        "json",
+			files:       map[string]string{"x.json": `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j"}, "spec": {"ports": [{"port": 80}]}}`},
+			wantObjects: []string{"Service default/j"},
+		},
+		{
+			name:         "unknown kind",
+			files:        map[string]string{"x.yaml": serviceYAML("a", 80) + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"},
+			wantObjects:  []string{"Service default/a"},
+			wantProblems: []wantProblem{{"x.yaml#2", `kind "Pod" of apiVersion "v1" is not read`}},
+		},
+		{
+			name:         "unknown apiVersion",
+			files:        map[string]string{"x.yaml": strings.Replace(ingressYAML("a", "a"), "networking.k8s.io/v1", "networking.k8s.io/v1beta1", 1)},
+			wantProblems: []wantProblem{{"x.yaml#1", `kind "Ingress" of apiVersion "networking.k8s.io/v1beta1" is not read`}},
+		},
+		{
+			name:         "secret that is not TLS",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  password: cHc=\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "only kubernetes.io/tls Secrets are read"}},
+		},
+		{
+			name:         "TLS secret without a key",
+			files:        map[string]string{"x.yaml": strings.Replace(tlsSecretYAML, "  tls.key: a2V5\n", "", 1)},
+			wantProblems: []wantProblem{{"x.yaml#1", `has no "tls.key"`}},
+		},
+		{
+			name: "TLS secret with stringData",
+			files: map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ntype: kubernetes.io/tls\n" +
+				"stringData:\n  tls.crt: CERT\n  tls.key: KEY\n"},
+			wantObjects: []string{"Secret default/s"},
+			check: func(t *testing.T, snap model.Snapshot) {
+				s := snap.Secrets[0]
+				if string(s.Data[corev1.TLSCertKey]) != "CERT" || string(s.Data[corev1.TLSPrivateKeyKey]) != "KEY" || s.StringData != nil {
+					t.Errorf("stringData not folded into data: %+v", s)
+				}
+			},
+		},
+		{
+			name: "malformed document 2 of 3",
+			files: map[string]string{"x.yaml": serviceYAML("a", 80) + "---\nkind: Service\n  bad: [indent\n---\n" +
+				serviceYAML("c", 80)},
+			wantObjects:  []string{"Service default/a", "Service default/c"},
+			wantProblems: []wantProblem{{"x.yaml#2", "yaml"}},
+		},
+		{
+			name:         "malformed separator",
+			files:        map[string]string{"x.yaml": serviceYAML("a", 80) + "---junk\n" + serviceYAML("b", 80)},
+			wantProblems: []wantProblem{{"x.yaml#1", "invalid Yaml document separator"}},
+			wantObjects:  []string{"Service default/b"},
+		},
+		{
+			name:         "unknown field",
+			files:        map[string]string{"x.yaml": serviceYAML("a", 80) + "  colour: blue\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", `unknown field "spec.colour"`}},
+		},
+		{
+			name:         "duplicate key",
+			files:        map[string]string{"x.yaml": serviceYAML("a", 80) + "metadata:\n  name: b\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", `"metadata" already set`}},
+		},
+		{
+			name:         "missing kind",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nmetadata:\n  name: a\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "kind is not set"}},
+		},
+		{
+			name:         "missing name",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  generateName: a-\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "Service has no metadata.name"}},
+		},
+		{
+			name:         "invalid names",
+			files:        map[string]string{"x.yaml": serviceYAML("Web_1", 80) + "---\n" + strings.Replace(serviceYAML("a", 80), "name: a", "name: a\n  namespace: \"a/b\"", 1)},
+			wantProblems: []wantProblem{{"x.yaml#1", `metadata.name "Web_1"`}, {"x.yaml#2", `metadata.namespace "a/b"`}},
+		},
+		{
+			name:        "missing namespace is default, cluster-scoped has none",
+			files:       map[string]string{"x.yaml": serviceYAML("a", 80) + "---\n" + ingressClassYAML},
+			wantObjects: []string{"IngressClass restysync", "Service default/a"},
+		},
+		{
+			name: "duplicate objects across files: first path wins",
+			files: map[string]string{
+				"a.yaml":     serviceYAML("web", 80),
+				"b.yaml":     serviceYAML("web", 81) + "---\n" + serviceYAML("other", 80),
+				"sub/c.yaml": strings.Replace(serviceYAML("web", 82), "name: web", "name: web\n  namespace: default", 1),
+			},
+			wantObjects: []string{"Service default/other", "Service default/web"},
+			wantProblems: []wantProblem{
+				{"b.yaml#1", "Service default/web is also defined in"},
+				{"sub/c.yaml#1", "Service default/web is also defined in"},
+			},
+			check: func(t *testing.T, snap model.Snapshot) {
+				if port := snap.Services[1].Spec.Ports[0].Port; port != 80 {
+					t.Errorf("Service web has port %d, want 80 from a.yaml", port)
+				}
+			},
+		},
+		{
+			name: "objects sorted by namespace and name",
+			files: map[string]string{
+				"a.yaml": serviceYAML("zeta", 80) + "---\n" + strings.Replace(serviceYAML("alpha", 80), "name: alpha", "name: alpha\n  namespace: zz", 1),
+				"b.yaml": serviceYAML("beta", 80),
+			},
+			wantObjects: []string{"Service default/beta", "Service default/zeta", "Service zz/alpha"},
+		},
+		{
+			name:         "too many documents",
+			files:        map[string]string{"x.yaml": serviceYAML("a", 80) + "---\n" + serviceYAML("b", 80) + "---\n" + serviceYAML("c", 80)},
+			opts:         []Option{WithMaxDocuments(2)},
+			wantObjects:  []string{"Service default/a", "Service default/b"},
+			wantProblems: []wantProblem{{"x.yaml#3", "more than 2 documents"}},
+		},
+		{
+			name:         "file too large",
+			files:        map[string]string{"big.yaml": serviceYAML("big", 80) + "#" + strings.Repeat("-", 100), "small.yml": serviceYAML("s", 1)},
+			opts:         []Option{WithMaxFileSize(150)},
+			wantObjects:  []string{"Service default/s"},
+			wantProblems: []wantProblem{{"big.yaml", "more than the limit of 150"}},
+		},
+		{
+			name: "hidden, temp and other files are not read",
+			files: map[string]string{
+				"x.yaml~": "junk", ".x.yaml": "junk", ".#x.yaml": "junk", "x.yaml.swp": "junk",
+				"4913": "junk", "#x.yaml#": "junk", "README.md": "junk", ".hidden/x.yaml": "junk",
+				"..2024_01_01/x.yaml": "junk", "X.YAML": serviceYAML("upper", 80),
+			},
+			wantObjects: []string{"Service default/upper"},
+		},
+		{
+			name:        "subfolders",
+			files:       map[string]string{"a/b/c/x.yaml": serviceYAML("deep", 80), "a/y.yml": serviceYAML("shallow", 80)},
+			wantObjects: []string{"Service default/deep", "Service default/shallow"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tt.files {
+				writeFile(t, filepath.Join(dir, name), content)
+			}
+			s := New(dir, tt.opts...)
+			s.readAll()
+			s.publish()
+
+			if got := objectNames(s); !slices.Equal(got, tt.wantObjects) {
+				t.Errorf("objects:\n got %q\nwant %q", got, tt.wantObjects)
+			}
+			snap, problems := s.Snapshot()
+			problems = relativeProblems(dir, problems)
+			if len(problems) != len(tt.wantProblems) {
+				t.Fatalf("problems:\n got %v\nwant %v", problems, tt.wantProblems)
+			}
+			for i, want := range tt.wantProblems {
+				got := problems[i]
+				if got.Kind != "File" || got.Name != want.name || !strings.Contains(got.Reason, want.reason) {
+					t.Errorf("problem %d = %v, want File %s: ...%s...", i, got, want.name, want.reason)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, snap)
+			}
+		})
+	}
+}
+
+func TestSnapshotSlicesAreFresh(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "x.yaml"), serviceYAML("a", 80)+"---\n"+serviceYAML("b", 80)+"---\nkind: Pod\napiVersion: v1\n")
+	s := New(dir)
+	s.readAll()
+	s.publish()
+
+	snap, problems := s.Snapshot()
+	snap.Services[0], snap.Services[1] = snap.Services[1], snap.Services[0]
+	problems[0].Reason = "changed"
+	again, problemsAgain := s.Snapshot()
+	if again.Services[0].Name != "a" || problemsAgain[0].Reason == "changed" {
+		t.Error("Snapshot returned slices that share memory with the source")
+	}
+}
+
+func TestProblemsLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "x.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
+	var logs strings.Builder
+	s := New(dir, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	for range 3 {
+		s.readAll()
+		s.publish()
+	}
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "x.yaml#1") {
+		t.Errorf("warning does not name the document:\n%s", logs.String())
+	}
+}
+
+// recorder collects the kinds passed to the changed callback.
+type recorder struct{ kinds chan source.Kind }
+
+func (r *recorder) changed(kind source.Kind) {
+	select {
+	case r.kinds <- kind:
+	default:
+		panic("recorder full")
+	}
+}
+
+// drain forgets the calls so far.
+func (r *recorder) drain() {
+	for {
+		select {
+		case <-r.kinds:
+		default:
+			return
+		}
+	}
+}
+
+func startSource(t *testing.T, dir string, opts ...Option) (*Source, *recorder) {
+	t.Helper()
+	s := New(dir, opts...)
+	rec := &recorder{kinds: make(chan source.Kind, 1000)}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx, rec.changed); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			t.Error("watch goroutine did not stop")
+		}
+	})
+	return s, rec
+}
+
+const waitTimeout = 5 * time.Second
+
+// waitChange waits until changed was called with kind and the source then
+// satisfies cond.
+func waitChange(t *testing.T, s *Source, rec *recorder, kind source.Kind, what string, cond func(model.Snapshot, []model.Problem) bool) {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	called := false
+	for {
+		if called {
+			if snap, problems := s.Snapshot(); cond(snap, problems) {
+				return
+			}
+		}
+		select {
+		case k := <-rec.kinds:
+			called = called || k == kind
+		case <-deadline:
+			snap, problems := s.Snapshot()
+			t.Fatalf("after %v: changed(%s) called: %v; waiting for %s; services %v, problems %v",
+				waitTimeout, kind, called, what, serviceSummary(snap), problems)
+		}
+	}
+}
+
+func serviceSummary(snap model.Snapshot) []string {
+	var out []string
+	for _, s := range snap.Services {
+		port := int32(0)
+		if len(s.Spec.Ports) > 0 {
+			port = s.Spec.Ports[0].Port
+		}
+		out = append(out, fmt.Sprintf("%s/%s:%d", s.Namespace, s.Name, port))
+	}
+	return out
+}
+
+// servicePort returns the first port of Service default/name, or 0.
+func servicePort(snap model.Snapshot, name string) int32 {
+	for _, s := range snap.Services {
+		if s.Namespace == "default" && s.Name == name && len(s.Spec.Ports) > 0 {
+			return s.Spec.Ports[0].Port
+		}
+	}
+	return 0
+}
+
+func hasPort(name string, port int32) func(model.Snapshot, []model.Problem) bool {
+	return func(snap model.Snapshot, _ []model.Problem) bool { return servicePort(snap, name) == port }
+}
+
+func hasProblem(name string) func(model.Snapshot, []model.Problem) bool {
+	return func(_ model.Snapshot, problems []model.Problem) bool {
+		return slices.ContainsFunc(problems, func(p model.Problem) bool { return p.Name == name })
+	}
+}
+
+func TestWatch(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "start.yaml"), serviceYAML("start", 80))
+	s, rec := startSource(t, dir)
+	if port := servicePort(func() model.Snapshot { snap, _ := s.Snapshot(); return snap }(), "start"); port != 80 {
+		t.Fatalf("after Start: Service start has port %d, want 80", port)
+	}
+	select {
+	case k := <-rec.kinds:
+		t.Fatalf("changed(%s) called for the first read", k)
+	default:
+	}
+	path := filepath.Join(dir, "web.yaml")
+
+	t.Run("create", func(t *testing.T) {
+		rec.drain()
+		writeFile(t, path, serviceYAML("web", 80))
+		waitChange(t, s, rec, source.KindService, "web:80", hasPort("web", 80))
+	})
+	t.Run("modify in place", func(t *testing.T) {
+		rec.drain()
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two writes, as an editor may do; both land in one read or two.
+		if _, err := f.WriteString(serviceYAML("web", 81)[:20]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(serviceYAML("web", 81)[20:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitChange(t, s, rec, source.KindService, "web:81", hasPort("web", 81))
+	})
+	t.Run("save by rename", func(t *testing.T) {
+		rec.drain()
+		tmp := filepath.Join(dir, ".web.yaml.tmp")
+		writeFile(t, tmp, serviceYAML("web", 82))
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+		waitChange(t, s, rec, source.KindService, "web:82", hasPort("web", 82))
+	})
+	t.Run("save by delete and create, with vim's probe and backup", func(t *testing.T) {
+		rec.drain()
+		writeFile(t, filepath.Join(dir, "4913"), "")
+		os.Remove(filepath.Join(dir, "4913"))
+		if err := os.Rename(path, path+"~"); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, path, serviceYAML("web", 83))
+		os.Remove(path + "~")
+		waitChange(t, s, rec, source.KindService, "web:83", hasPort("web", 83))
+	})
+	t.Run("delete", func(t *testing.T) {
+		rec.drain()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		waitChange(t, s, rec, source.KindService, "web gone", hasPort("web", 0))
+		if port := servicePort(func() model.Snapshot { snap, _ := s.Snapshot(); return snap }(), "start"); port != 80 {
+			t.Errorf("Service start has port %d, want 80", port)
+		}
+	})
+}
+
+func TestWatchBrokenFileDoesNotStopOthers(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	writeFile(t, a, serviceYAML("a", 80))
+	writeFile(t, b, serviceYAML("b", 80))
+	s, rec := startSource(t, dir)
+
+	writeFile(t, a, "apiVersion: v1\nkind: Service\nmetadata: [broken\n")
+	waitChange(t, s, rec, source.KindService, "a gone and reported", func(snap model.Snapshot, problems []model.Problem) bool {
+		return servicePort(snap, "a") == 0 && hasProblem(a+"#1")(snap, problems)
+	})
+
+	rec.drain()
+	writeFile(t, b, serviceYAML("b", 81))
+	waitChange(t, s, rec, source.KindService, "b:81", hasPort("b", 81))
+	if _, problems := s.Snapshot(); !hasProblem(a+"#1")(model.Snapshot{}, problems) {
+		t.Errorf("problem of a.yaml is gone: %v", problems)
+	}
+
+	rec.drain()
+	writeFile(t, a, serviceYAML("a", 82))
+	waitChange(t, s, rec, source.KindService, "a:82 and no problems", func(snap model.Snapshot, problems []model.Problem) bool {
+		return servicePort(snap, "a") == 82 && len(problems) == 0
+	})
+}
+
+func TestWatchOnlyProblemsChanged(t *testing.T) {
+	dir := t.TempDir()
+	s, rec := startSource(t, dir)
+	writeFile(t, filepath.Join(dir, "x.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
+	waitChange(t, s, rec, source.KindUnknown, "a problem", hasProblem(filepath.Join(dir, "x.yaml#1")))
+}
+
+func TestWatchIdenticalContentIsQuiet(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	writeFile(t, a, serviceYAML("a", 80))
+	writeFile(t, b, ingressYAML("b", "b"))
+	s, rec := startSource(t, dir)
+
+	// The same bytes, then the same objects written differently; each
+	// saved by rename, so that no read can see a half-written file.
+	writeAtomic(t, a, serviceYAML("a", 80))
+	writeAtomic(t, a, "# a comment\n"+serviceYAML("a", 80))
+	// A later change to another file shows that a.yaml was read by then.
+	writeFile(t, b, ingressYAML("b", "c"))
+	waitChange(t, s, rec, source.KindIngress, "Ingress b to c", func(snap model.Snapshot, _ []model.Problem) bool {
+		return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name == "c"
+	})
+	for {
+		select {
+		case k := <-rec.kinds:
+			if k != source.KindIngress {
+				t.Errorf("changed(%s) called, but only the Ingress changed", k)
+			}
+		default:
+			return
+		}
+	}
+}
+
+func TestWatchSubfolder(t *testing.T) {
+	dir := t.TempDir()
+	s, rec := startSource(t, dir)
+	sub := filepath.Join(dir, "team", "app")
+	writeFile(t, filepath.Join(sub, "x.yaml"), serviceYAML("sub", 80))
+	waitChange(t, s, rec, source.KindService, "sub:80", hasPort("sub", 80))
+
+	rec.drain()
+	writeFile(t, filepath.Join(sub, "x.yaml"), serviceYAML("sub", 81))
+	waitChange(t, s, rec, source.KindService, "sub:81", hasPort("sub", 81))
+
+	rec.drain()
+	if err := os.RemoveAll(filepath.Join(dir, "team")); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, s, rec, source.KindService, "sub gone", hasPort("sub", 0))
+}
+
+// TestWatchConfigMapVolume swaps files the way kubelet updates a ConfigMap
+// volume: visible names are symlinks through "..data", which is replaced
+// by renaming a new symlink over it.
+func TestWatchConfigMapVolume(t *testing.T) {
+	dir := t.TempDir()
+	version := func(name string, port int) {
+		writeFile(t, filepath.Join(dir, name, "svc.yaml"), serviceYAML("cm", port))
+		if err := os.Symlink(name, filepath.Join(dir, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2024_01_01_00_00_00.1", 80)
+	if err := os.Symlink(filepath.Join("..data", "svc.yaml"), filepath.Join(dir, "svc.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	s, rec := startSource(t, dir)
+	if snap, problems := s.Snapshot(); servicePort(snap, "cm") != 80 || len(problems) != 0 {
+		t.Fatalf("after Start: services %v, problems %v", serviceSummary(snap), problems)
+	}
+
+	version("..2024_01_01_00_00_01.2", 81)
+	if err := os.RemoveAll(filepath.Join(dir, "..2024_01_01_00_00_00.1")); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, s, rec, source.KindService, "cm:81", hasPort("cm", 81))
+}
+
+func TestWatchFolderRecreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "manifests")
+	writeFile(t, filepath.Join(dir, "x.yaml"), serviceYAML("old", 80))
+	s, rec := startSource(t, dir, WithRetryInterval(20*time.Millisecond))
+
+	// Renamed away: what was read is kept, and the folder is reported.
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, s, rec, source.KindUnknown, "the folder reported, objects kept", func(snap model.Snapshot, problems []model.Problem) bool {
+		return hasProblem(dir)(snap, problems) && servicePort(snap, "old") == 80
+	})
+
+	// A new folder under the name is read whole.
+	rec.drain()
+	writeFile(t, filepath.Join(dir, "y.yaml"), serviceYAML("new", 80))
+	waitChange(t, s, rec, source.KindService, "old gone, new read, no problems", func(snap model.Snapshot, problems []model.Problem) bool {
+		return servicePort(snap, "old") == 0 && servicePort(snap, "new") == 80 && len(problems) == 0
+	})
+
+	// It is watched, and the old one is not.
+	rec.drain()
+	writeFile(t, filepath.Join(dir+".old", "x.yaml"), serviceYAML("old", 81))
+	writeFile(t, filepath.Join(dir, "y.yaml"), serviceYAML("new", 81))
+	waitChange(t, s, rec, source.KindService, "new:81", hasPort("new", 81))
+	if snap, _ := s.Snapshot(); servicePort(snap, "old") != 0 {
+		t.Errorf("a change in the renamed folder was read: %v", serviceSummary(snap))
+	}
+
+	// Deleted and created again.
+	rec.drain()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "z.yaml"), serviceYAML("newer", 80))
+	waitChange(t, s, rec, source.KindService, "only newer, no problems", func(snap model.Snapshot, problems []model.Problem) bool {
+		return len(snap.Services) == 1 && servicePort(snap, "newer") == 80 && len(problems) == 0
+	})
+}
+
+func TestStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file.yaml")
+	writeFile(t, notDir, "")
+	for _, path := range []string{filepath.Join(dir, "missing"), notDir} {
+		s := New(path)
+		if err := s.Start(t.Context(), func(source.Kind) {}); err == nil {
+			t.Errorf("Start(%s) succeeded, want an error", path)
+		}
+	}
+
+	s, _ := startSource(t, dir)
+	if err := s.Start(t.Context(), func(source.Kind) {}); err == nil {
+		t.Error("second Start succeeded, want an error")
+	}
+}

@@ -1,0 +1,154 @@
+package file
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// view is what Snapshot serves. It is built whole and never changed after
+// publish, so readers need the lock only to fetch the pointer.
+type view struct {
+	objects        map[objectKey]runtime.Object
+	ingresses      []*networkingv1.Ingress
+	ingressClasses []*networkingv1.IngressClass
+	services       []*corev1.Service
+	endpointSlices []*discoveryv1.EndpointSlice
+	secrets        []*corev1.Secret
+	configMaps     []*corev1.ConfigMap
+	problems       []model.Problem
+}
+
+// kindOrder is the order in which changed kinds are reported.
+var kindOrder = []source.Kind{
+	source.KindIngressClass, source.KindIngress, source.KindService,
+	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
+}
+
+// publish builds a view of the files read and serves it. It returns the
+// kinds whose objects changed and whether the problems changed, and logs
+// the problems that are new.
+func (s *Source) publish() (kinds []source.Kind, problemsChanged bool) {
+	next := s.buildView()
+	s.mu.Lock()
+	prev := s.view
+	s.view = next
+	s.mu.Unlock()
+
+	changed := map[source.Kind]bool{}
+	for key, obj := range next.objects {
+		if prev.objects[key] != obj {
+			changed[key.kind] = true
+		}
+	}
+	for key := range prev.objects {
+		if _, ok := next.objects[key]; !ok {
+			changed[key.kind] = true
+		}
+	}
+	for _, kind := range kindOrder {
+		if changed[kind] {
+			kinds = append(kinds, kind)
+		}
+	}
+
+	known := make(map[model.Problem]bool, len(prev.problems))
+	for _, p := range prev.problems {
+		known[p] = true
+	}
+	for _, p := range next.problems {
+		if !known[p] {
+			s.logger.Warn("manifest left out", "file", p.Name, "reason", p.Reason)
+		}
+	}
+	return kinds, !slices.Equal(prev.problems, next.problems)
+}
+
+// buildView merges the files in path order. When two documents define the
+// same object, the first one wins and the other is a problem.
+func (s *Source) buildView() *view {
+	v := &view{objects: map[objectKey]runtime.Object{}}
+	definedAt := map[objectKey]string{}
+	var problems []problem
+	for _, path := range slices.Sorted(maps.Keys(s.files)) {
+		file := s.files[path]
+		problems = append(problems, file.problems...)
+		for _, doc := range file.docs {
+			if first, dup := definedAt[doc.key]; dup {
+				problems = append(problems, problem{path: path, index: doc.index,
+					reason: fmt.Sprintf("%s is also defined in %s, which is used; document left out", doc.key, first)})
+				continue
+			}
+			definedAt[doc.key] = location(path, doc.index)
+			v.objects[doc.key] = doc.obj
+			v.add(doc.obj)
+		}
+	}
+	problems = append(problems, s.dirProblem...)
+	if s.folderErr != nil {
+		problems = append(problems, problem{path: s.dir,
+			reason: fmt.Sprintf("%v; the objects last read from it are kept until it can be read again", s.folderErr)})
+	}
+
+	sortObjects(v.ingresses)
+	sortObjects(v.ingressClasses)
+	sortObjects(v.services)
+	sortObjects(v.endpointSlices)
+	sortObjects(v.secrets)
+	sortObjects(v.configMaps)
+	slices.SortFunc(problems, func(a, b problem) int {
+		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
+	})
+	v.problems = make([]model.Problem, 0, len(problems))
+	for _, p := range problems {
+		v.problems = append(v.problems, model.Problem{Kind: "File", Name: location(p.path, p.index), Reason: p.reason})
+	}
+	return v
+}
+
+func (v *view) add(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		v.ingresses = append(v.ingresses, o)
+	case *networkingv1.IngressClass:
+		v.ingressClasses = append(v.ingressClasses, o)
+	case *corev1.Service:
+		v.services = append(v.services, o)
+	case *discoveryv1.EndpointSlice:
+		v.endpointSlices = append(v.endpointSlices, o)
+	case *corev1.Secret:
+		v.secrets = append(v.secrets, o)
+	case *corev1.ConfigMap:
+		v.configMaps = append(v.configMaps, o)
+	}
+}
+
+// location names a document as "path#N", or the whole file as "path".
+func location(path string, index int) string {
+	if index == 0 {
+		return path
+	}
+	return path + "#" + strconv.Itoa(index)
+}
+
+type namedObject interface {
+	GetNamespace() string
+	GetName() string
+}
+
+func sortObjects[T namedObject](objs []T) {
+	slices.SortFunc(objs, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+	})
+}

@@ -1,0 +1,42 @@
+// Package source is the first stage of the pipeline: it holds the Kubernetes
+// objects restysync serves and says when they changed.
+//
+// Two implementations share the Source interface: kube (client-go informers)
+// and file (a watched folder of manifests). Only this package tree knows where
+// objects come from; the syncer sees a Snapshot and a change callback.
+package source
+
+import (
+	"context"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// Kind says which kind of object changed, so the syncer can take the fast
+// path when only endpoints moved.
+type Kind string
+
+const (
+	KindIngress       Kind = "Ingress"
+	KindIngressClass  Kind = "IngressClass"
+	KindService       Kind = "Service"
+	KindEndpointSlice Kind = "EndpointSlice"
+	KindSecret        Kind = "Secret"
+	KindConfigMap     Kind = "ConfigMap"
+	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).
+	KindUnknown Kind = "Unknown"
+)
+
+// Source holds a cache of objects and reports changes.
+type Source interface {
+	// Start fills the cache and begins watching. It returns once the first
+	// full listing is in the cache (every informer synced, every file read),
+	// or with an error if that cannot happen. Watching goes on until ctx is
+	// done. changed is called after every change to the cache; it must not
+	// block and it may be called from several goroutines.
+	Start(ctx context.Context, changed func(Kind)) error
+	// Snapshot returns the objects now in the cache (read-only, never to be
+	// mutated) and the problems the source itself found, such as files that
+	// failed to decode. The class settings of model.Snapshot are left empty.
+	Snapshot() (model.Snapshot, []model.Problem)
+}
