@@ -1,0 +1,322 @@
+// Package render is the render stage of the pipeline: model → nginx.conf
+// bytes.
+//
+// Render fills templates/nginx.conf.tmpl with typed view structs. The
+// template holds no logic that can fail silently; every user-supplied
+// string reaches nginx.conf through Quote (or serverName, for the regex
+// that an Ingress wildcard host needs). The hash of the bytes is embedded in
+// them, in init_by_lua, so that the Lua status API reports which config the
+// workers run: a reload is confirmed by its hash, not by the exit code of
+// kill.
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/templates"
+)
+
+// Names of the files nginx uses in the shared dir. nginx runs with
+// -p SharedDir -c ConfigName.
+const (
+	ConfigName = "nginx.conf"
+	PIDName    = "nginx.pid"
+	// SocketName is the unix socket of the Lua config API.
+	SocketName = "restysync.sock"
+	// ErrorLogName is nginx's error log, at level notice.
+	ErrorLogName = "logs/error.log"
+)
+
+// Settings are the parts of nginx.conf that come from the agent's flags
+// rather than from Kubernetes.
+type Settings struct {
+	// SharedDir is the absolute path of the folder nginx and the agent share;
+	// nginx runs with -p SharedDir. It holds nginx.conf, nginx.pid, the API
+	// socket, lua/, logs/ and tmp/ (the last two must exist before nginx starts).
+	SharedDir string
+	// HTTPPort is the port of the HTTP servers. Required.
+	HTTPPort int
+	// HTTPSPort is the port TLS servers will use. Not rendered yet.
+	HTTPSPort int
+	// ListenAddress is the IP address the HTTP servers listen on; "" (the
+	// default) means every IPv4 address.
+	ListenAddress string
+	// LoadModules are paths of dynamic modules, emitted as load_module lines
+	// in this order (ndk before lua for Debian's nginx). Default none.
+	LoadModules []string
+	// WorkerProcesses is "auto" (the default, when empty) or a number.
+	WorkerProcesses string
+}
+
+// Config is a rendered nginx.conf.
+type Config struct {
+	Bytes []byte
+	// Hash is the hex SHA-256 of Bytes with the hash itself left out; it is
+	// embedded in Bytes and reported back by the Lua status API.
+	Hash string
+}
+
+// hashPlaceholder stands in for the hash while the bytes are hashed. It
+// holds '$', which Quote rejects, so no user string can contain it.
+const hashPlaceholder = "$restysync_config_hash$"
+
+// maxSocketPath is the longest unix socket path Linux takes (sun_path less
+// its terminating NUL).
+const maxSocketPath = 107
+
+var confTemplate = template.Must(template.New("nginx.conf").
+	Option("missingkey=error").
+	Funcs(template.FuncMap{"quote": Quote, "serverName": serverName}).
+	Parse(templates.NginxConf))
+
+// confView is what the template prints. User-supplied strings stay raw here
+// and are quoted by the template through Quote.
+type confView struct {
+	SharedDir       string
+	LoadModules     []string
+	WorkerProcesses string
+	LuaPackagePath  string
+	ConfigHash      string
+	// ServerNamesHash* size nginx's hash of exact server names so that
+	// long names fit and many names build without warnings.
+	ServerNamesHashBucketSize int
+	ServerNamesHashMaxSize    int
+	APIListen                 string
+	HTTPListen                string
+	Default                   serverView
+	Servers                   []serverView
+}
+
+type serverView struct {
+	Host      string
+	Locations []locationView
+	// RootNotFound adds "location / { return 404; }" when no location
+	// covers "/": unmatched paths answer 404 instead of reaching nginx's
+	// static file handler.
+	RootNotFound bool
+}
+
+type locationView struct {
+	Exact   bool
+	Path    string
+	Backend string
+}
+
+// Render renders nginx.conf for m. The same m and s give the same bytes.
+func Render(m model.Model, s Settings) (Config, error) {
+	view, err := newConfView(m, s)
+	if err != nil {
+		return Config{}, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(4096 + 512*len(m.Servers))
+	if err := confTemplate.Execute(&buf, view); err != nil {
+		return Config{}, fmt.Errorf("rendering nginx.conf: %w", err)
+	}
+	out := buf.Bytes()
+	if n := bytes.Count(out, []byte(hashPlaceholder)); n != 1 {
+		return Config{}, fmt.Errorf("rendering nginx.conf: the template holds the hash placeholder %d times, want once", n)
+	}
+	sum := sha256.Sum256(out)
+	hash := hex.EncodeToString(sum[:])
+	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
+	return Config{Bytes: out, Hash: hash}, nil
+}
+
+func newConfView(m model.Model, s Settings) (confView, error) {
+	if err := checkSettings(s); err != nil {
+		return confView{}, err
+	}
+	workers := s.WorkerProcesses
+	if workers == "" {
+		workers = "auto"
+	}
+	view := confView{
+		SharedDir:       s.SharedDir,
+		LoadModules:     s.LoadModules,
+		WorkerProcesses: workers,
+		LuaPackagePath:  luaPackagePath(s.SharedDir),
+		ConfigHash:      hashPlaceholder,
+		APIListen:       "unix:" + filepath.Join(s.SharedDir, SocketName),
+		HTTPListen:      listen(s.ListenAddress, s.HTTPPort),
+		Servers:         make([]serverView, 0, len(m.Servers)),
+	}
+
+	var err error
+	if view.Default, err = newServerView(m.Default); err != nil {
+		return confView{}, fmt.Errorf("default server: %w", err)
+	}
+	hosts := make(map[string]bool, len(m.Servers))
+	longest, exact := 0, 0
+	for _, srv := range m.Servers {
+		if hosts[srv.Host] {
+			return confView{}, fmt.Errorf("server %q: host appears twice", srv.Host)
+		}
+		hosts[srv.Host] = true
+		if !strings.HasPrefix(srv.Host, "*.") {
+			longest = max(longest, len(srv.Host))
+			exact++
+		}
+		sv, err := newServerView(srv)
+		if err != nil {
+			return confView{}, fmt.Errorf("server %q: %w", srv.Host, err)
+		}
+		view.Servers = append(view.Servers, sv)
+	}
+	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHashSizes(longest, exact)
+	return view, nil
+}
+
+// luaPackagePath finds the bundled modules in the shared dir; the trailing
+// ";;" keeps the default path, where Debian's resty.core and OpenResty's own
+// libraries live.
+func luaPackagePath(sharedDir string) string {
+	lua := filepath.Join(sharedDir, "lua")
+	return lua + "/?.lua;" + lua + "/?/init.lua;;"
+}
+
+func listen(address string, port int) string {
+	p := strconv.Itoa(port)
+	if address == "" {
+		return p
+	}
+	return netip.AddrPortFrom(netip.MustParseAddr(address), uint16(port)).String()
+}
+
+// newServerView turns the model's locations into nginx locations. Exact
+// "/p" is "location = /p". Prefix "/" is "location /". Prefix "/p" is the
+// element-wise match "/p", "/p/", "/p/...": "location = /p" (unless an
+// Exact "/p" takes it) and "location /p/". nginx picks the exact match
+// first and then the longest prefix, which is Ingress's "Exact beats Prefix,
+// longest prefix wins".
+func newServerView(srv model.Server) (serverView, error) {
+	type key struct {
+		exact bool
+		path  string
+	}
+	exactPaths := make(map[string]bool)
+	for _, loc := range srv.Locations {
+		if loc.PathType == model.PathExact {
+			exactPaths[loc.Path] = true
+		}
+	}
+	view := serverView{Host: srv.Host, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
+	seen := make(map[key]bool, 2*len(srv.Locations))
+	add := func(exact bool, path string, loc model.Location) error {
+		k := key{exact, path}
+		if seen[k] {
+			return fmt.Errorf("location %s %q (path %q of %s) is rendered twice", matchName(exact), path, loc.Path, loc.Ingress)
+		}
+		seen[k] = true
+		view.Locations = append(view.Locations, locationView{Exact: exact, Path: path, Backend: loc.Backend})
+		return nil
+	}
+	for _, loc := range srv.Locations {
+		if !strings.HasPrefix(loc.Path, "/") {
+			return serverView{}, fmt.Errorf("path %q of %s: must start with \"/\"", loc.Path, loc.Ingress)
+		}
+		var err error
+		switch {
+		case loc.PathType == model.PathExact:
+			err = add(true, loc.Path, loc)
+		case loc.PathType == model.PathPrefix && loc.Path == "/":
+			view.RootNotFound = false
+			err = add(false, "/", loc)
+		case loc.PathType == model.PathPrefix && strings.HasSuffix(loc.Path, "/"):
+			err = fmt.Errorf("prefix path %q of %s: must not end in \"/\"", loc.Path, loc.Ingress)
+		case loc.PathType == model.PathPrefix:
+			if !exactPaths[loc.Path] {
+				err = add(true, loc.Path, loc)
+			}
+			if err == nil {
+				err = add(false, loc.Path+"/", loc)
+			}
+		default:
+			err = fmt.Errorf("path %q of %s: unknown path type %q", loc.Path, loc.Ingress, loc.PathType)
+		}
+		if err != nil {
+			return serverView{}, err
+		}
+	}
+	return view, nil
+}
+
+func matchName(exact bool) string {
+	if exact {
+		return "="
+	}
+	return "prefix"
+}
+
+// serverNamesHashSizes sizes nginx's hash of exact server names. A bucket
+// must hold the longest name (nginx refuses to start otherwise); the table
+// may grow to a few slots per name, so that nginx finds a size where no
+// bucket overflows instead of warning at every start.
+func serverNamesHashSizes(longestName, names int) (bucketSize, maxSize int) {
+	const pointer = 8
+	// One element: a pointer, a 2-byte length and the name, aligned to a
+	// pointer; a bucket ends with a NULL pointer.
+	need := (pointer+2+longestName+pointer-1)/pointer*pointer + pointer
+	bucketSize = 64
+	for bucketSize < need {
+		bucketSize *= 2
+	}
+	maxSize = 512
+	for maxSize < 4*names {
+		maxSize *= 2
+	}
+	return bucketSize, maxSize
+}
+
+func checkSettings(s Settings) error {
+	if !filepath.IsAbs(s.SharedDir) || filepath.Clean(s.SharedDir) != s.SharedDir {
+		return fmt.Errorf("shared dir %q: must be an absolute, clean path", s.SharedDir)
+	}
+	if strings.ContainsAny(s.SharedDir, ";?") {
+		return fmt.Errorf("shared dir %q: must not contain ';' or '?', which mean something in lua_package_path", s.SharedDir)
+	}
+	if _, err := Quote(s.SharedDir); err != nil {
+		return fmt.Errorf("shared dir: %w", err)
+	}
+	if socket := filepath.Join(s.SharedDir, SocketName); len(socket) > maxSocketPath {
+		return fmt.Errorf("shared dir %q: the socket path %s is %d bytes long; a unix socket path may have at most %d", s.SharedDir, socket, len(socket), maxSocketPath)
+	}
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"HTTP port", s.HTTPPort}, {"HTTPS port", s.HTTPSPort}} {
+		if p.port < 1 || p.port > 65535 {
+			return fmt.Errorf("%s %d: must be 1..65535", p.name, p.port)
+		}
+	}
+	if s.HTTPPort == s.HTTPSPort {
+		return fmt.Errorf("HTTP and HTTPS port are both %d", s.HTTPPort)
+	}
+	if s.ListenAddress != "" {
+		addr, err := netip.ParseAddr(s.ListenAddress)
+		if err != nil || addr.Zone() != "" {
+			return fmt.Errorf("listen address %q: must be an IP address without zone, or empty for all", s.ListenAddress)
+		}
+	}
+	if w := s.WorkerProcesses; w != "" && w != "auto" {
+		if n, err := strconv.Atoi(w); err != nil || n < 1 || strconv.Itoa(n) != w {
+			return fmt.Errorf("worker processes %q: want \"auto\" or a positive number", w)
+		}
+	}
+	for _, module := range s.LoadModules {
+		if module == "" {
+			return errors.New("load module: empty path")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,337 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/lua"
+	"github.com/restysync/restysync/templates"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.conf from the current output")
+
+// goldenSettings are the settings of every golden case but "load-modules".
+var goldenSettings = Settings{
+	SharedDir: "/srv/restysync",
+	HTTPPort:  80,
+	HTTPSPort: 443,
+}
+
+func loc(path string, pathType model.PathType, backend string) model.Location {
+	return model.Location{Path: path, PathType: pathType, Backend: backend, Ingress: "default/web"}
+}
+
+type goldenCase struct {
+	name     string
+	model    model.Model
+	settings Settings
+}
+
+func goldenCases() []goldenCase {
+	withModules := goldenSettings
+	withModules.LoadModules = []string{"/usr/share/nginx/modules/ndk_http_module.so", "/usr/share/nginx/modules/ngx_http_lua_module.so"}
+	withModules.ListenAddress = "127.0.0.1"
+	withModules.WorkerProcesses = "2"
+
+	var many model.Model
+	for i := range 50 {
+		host := fmt.Sprintf("host-%02d.example.com", i)
+		if i%10 == 0 {
+			host = fmt.Sprintf("*.zone-%02d.example.com", i)
+		}
+		many.Servers = append(many.Servers, model.Server{Host: host, Locations: []model.Location{
+			loc("/", model.PathPrefix, fmt.Sprintf("ns-%02d/web:80", i)),
+			loc("/api", model.PathPrefix, fmt.Sprintf("ns-%02d/api:8080", i)),
+		}})
+	}
+
+	return []goldenCase{
+		{name: "bootstrap", model: model.Model{}, settings: goldenSettings},
+		{name: "one-host", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+				loc("/", model.PathPrefix, "default/web:80"),
+			}}},
+		}},
+		{name: "wildcard-host", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{{Host: "*.example.com", Locations: []model.Location{
+				loc("/shop", model.PathPrefix, "default/shop:http"),
+			}}},
+		}},
+		{name: "exact-and-prefix", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+				loc("/", model.PathExact, "default/home:80"),
+				loc("/foo", model.PathExact, "default/exact:80"),
+				loc("/foo", model.PathPrefix, "default/prefix:80"),
+				loc("/foo/", model.PathExact, "default/slash:80"),
+				loc("/foo/bar", model.PathPrefix, "default/bar:80"),
+			}}},
+		}},
+		{name: "default-backend", settings: goldenSettings, model: model.Model{
+			Default: model.Server{Locations: []model.Location{
+				loc("/", model.PathPrefix, "default/fallback:80"),
+				loc("/health", model.PathExact, "default/health:80"),
+			}},
+			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+				loc("/app", model.PathPrefix, "default/app:80"),
+			}}},
+		}},
+		{name: "many-hosts", model: many, settings: goldenSettings},
+		{name: "load-modules", model: model.Model{}, settings: withModules},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Render(tc.model, tc.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Render(tc.model, tc.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(cfg.Bytes, again.Bytes) || cfg.Hash != again.Hash {
+				t.Fatal("rendering the same input twice gave different bytes")
+			}
+			if !bytes.Contains(cfg.Bytes, []byte(`require("restysync").init("`+cfg.Hash+`")`)) {
+				t.Errorf("the hash %s is not in init_by_lua", cfg.Hash)
+			}
+
+			path := filepath.Join("testdata", tc.name+".conf")
+			if *update {
+				if err := os.WriteFile(path, cfg.Bytes, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(cfg.Bytes, want) {
+				t.Errorf("nginx.conf differs from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(cfg.Bytes)))
+			}
+		})
+	}
+}
+
+// TestRenderNginxAccepts runs the real `nginx -t` on every golden case,
+// rendered into a prefix of its own with the Lua modules in place.
+func TestRenderNginxAccepts(t *testing.T) {
+	nginxproc.Binary(t)
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := nginxproc.TempPrefix(t)
+			s := tc.settings
+			s.SharedDir = prefix
+			s.LoadModules = nginxproc.DebianLoadModules()
+			writePrefix(t, prefix, tc.model, s)
+			out, err := nginxproc.Test(t, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNoWarnings(t, out)
+		})
+	}
+}
+
+// TestRenderNginxAcceptsManyHosts checks that nginx takes 10,000 hosts with
+// the longest names DNS allows, without hash warnings.
+func TestRenderNginxAcceptsManyHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	nginxproc.Binary(t)
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + ".example.com"
+	m := manyServers(10_000)
+	m.Servers[0].Host = long // sorted order does not matter to Render
+	prefix := nginxproc.TempPrefix(t)
+	s := goldenSettings
+	s.SharedDir = prefix
+	s.LoadModules = nginxproc.DebianLoadModules()
+	writePrefix(t, prefix, m, s)
+	out, err := nginxproc.Test(t, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoWarnings(t, out)
+}
+
+func writePrefix(t testing.TB, prefix string, m model.Model, s Settings) Config {
+	t.Helper()
+	cfg, err := Render(m, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lua.WriteTo(prefix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(prefix, ConfigName), cfg.Bytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// checkNoWarnings fails on nginx warnings but the one about the open file
+// limit, which depends on the machine.
+func checkNoWarnings(t *testing.T, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "[warn]") && !strings.Contains(line, "open file resource limit") {
+			t.Errorf("nginx -t warned: %s", line)
+		}
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	oneServer := func(host string, locs ...model.Location) model.Model {
+		return model.Model{Servers: []model.Server{{Host: host, Locations: locs}}}
+	}
+	settings := func(change func(*Settings)) Settings {
+		s := goldenSettings
+		change(&s)
+		return s
+	}
+	tests := []struct {
+		name     string
+		model    model.Model
+		settings Settings
+		want     string // in the error
+	}{
+		{"dollar in backend", oneServer("a.example.com", loc("/", model.PathPrefix, "ns/x$y:80")), goldenSettings, `"ns/x$y:80": contains "$"`},
+		{"newline in path", oneServer("a.example.com", loc("/a\nb", model.PathExact, "ns/a:80")), goldenSettings, `control character U+000A`},
+		{"bad host", oneServer("a b.example.com", loc("/", model.PathPrefix, "ns/a:80")), goldenSettings, `host "a b.example.com"`},
+		{"upper-case host", oneServer("A.example.com", loc("/", model.PathPrefix, "ns/a:80")), goldenSettings, `host "A.example.com"`},
+		{"deep wildcard", oneServer("*.*.example.com", loc("/", model.PathPrefix, "ns/a:80")), goldenSettings, `host "*.*.example.com"`},
+		{"empty host", oneServer("", loc("/", model.PathPrefix, "ns/a:80")), goldenSettings, `host ""`},
+		{"relative path", oneServer("a.example.com", loc("a", model.PathPrefix, "ns/a:80")), goldenSettings, `must start with "/"`},
+		{"prefix ends in slash", oneServer("a.example.com", loc("/a/", model.PathPrefix, "ns/a:80")), goldenSettings, `must not end in "/"`},
+		{"unknown path type", oneServer("a.example.com", loc("/a", "Regex", "ns/a:80")), goldenSettings, `unknown path type "Regex"`},
+		{"duplicate location", oneServer("a.example.com", loc("/a", model.PathPrefix, "ns/a:80"), loc("/a", model.PathPrefix, "ns/b:80")), goldenSettings, `rendered twice`},
+		{"duplicate host", model.Model{Servers: []model.Server{{Host: "a.example.com"}, {Host: "a.example.com"}}}, goldenSettings, `host appears twice`},
+		{"relative shared dir", model.Model{}, settings(func(s *Settings) { s.SharedDir = "srv" }), `absolute`},
+		{"shared dir with semicolon", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/srv/a;b" }), `';'`},
+		{"shared dir too long", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/" + strings.Repeat("d", 100) }), `at most 107`},
+		{"no port", model.Model{}, settings(func(s *Settings) { s.HTTPPort = 0 }), `HTTP port 0`},
+		{"same ports", model.Model{}, settings(func(s *Settings) { s.HTTPSPort = 80 }), `both 80`},
+		{"bad listen address", model.Model{}, settings(func(s *Settings) { s.ListenAddress = "localhost" }), `listen address "localhost"`},
+		{"bad workers", model.Model{}, settings(func(s *Settings) { s.WorkerProcesses = "02" }), `worker processes "02"`},
+		{"module with dollar", model.Model{}, settings(func(s *Settings) { s.LoadModules = []string{"/x/$y.so"} }), `contains "$"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(tc.model, tc.settings)
+			if err == nil {
+				t.Fatalf("Render succeeded, want an error holding %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not hold %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderListen(t *testing.T) {
+	tests := []struct {
+		address string
+		want    string
+	}{
+		{"", `listen "8080" default_server reuseport;`},
+		{"127.0.0.1", `listen "127.0.0.1:8080" default_server reuseport;`},
+		{"::1", `listen "[::1]:8080" default_server reuseport;`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.address, func(t *testing.T) {
+			s := goldenSettings
+			s.HTTPPort, s.ListenAddress = 8080, tc.address
+			cfg, err := Render(model.Model{}, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(cfg.Bytes, []byte(tc.want)) {
+				t.Errorf("nginx.conf lacks %s", tc.want)
+			}
+		})
+	}
+}
+
+// TestTemplatePrintsOnlyQuoted guards the rule that the template cannot emit
+// an unquoted user string: every action that prints goes through quote or
+// serverName, or prints a value render computes itself.
+func TestTemplatePrintsOnlyQuoted(t *testing.T) {
+	computed := map[string]bool{".ConfigHash": true, ".ServerNamesHashBucketSize": true, ".ServerNamesHashMaxSize": true}
+	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
+	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
+		body := m[1]
+		first := strings.Fields(body)[0]
+		switch {
+		case first == "quote" || first == "serverName":
+		case first == "range" || first == "if" || first == "end" || first == "else" || first == "define" || first == "template":
+		case computed[body]:
+		default:
+			t.Errorf("template action {{%s}} prints without quote", body)
+		}
+	}
+}
+
+func manyServers(n int) model.Model {
+	var m model.Model
+	for i := range n {
+		host := fmt.Sprintf("host-%05d.example.com", i)
+		if i%10 == 9 {
+			host = fmt.Sprintf("*.zone-%05d.example.com", i)
+		}
+		backend := fmt.Sprintf("ns-%05d/web:80", i)
+		m.Servers = append(m.Servers, model.Server{Host: host, Locations: []model.Location{
+			loc("/", model.PathPrefix, backend),
+			loc("/api", model.PathPrefix, backend),
+		}})
+	}
+	return m
+}
+
+func BenchmarkRender(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		m := manyServers(n)
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				cfg, err := Render(m, goldenSettings)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(cfg.Bytes)
+			}
+			b.ReportMetric(float64(size), "bytes/conf")
+		})
+	}
+}
+
+// lineDiff shows the first lines where want and got differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n  got  %q\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,535 @@
+-- restysync.api: the config API the agent talks to.
+--
+-- Served by content_by_lua in a server that listens only on a unix socket in
+-- the shared dir. It stores backends in the shared dict:
+--
+--   b:<name>  the endpoints, a compact JSON array of {"address","port"}
+--   v:<name>  the version at which that backend last changed
+--   version   bumped once per accepted POST /backends
+--   count     how many b: keys there are
+--   boot_id   set by restysync.init, new on every cold start
+--
+-- Workers compare v:<name> with their cached copy on each request (see
+-- restysync.balancer), so b:<name> is always written before v:<name>.
+-- A POST is validated whole before anything is written, and written whole or
+-- not at all: a write the dict has no room for is undone.
+
+local cjson = require "cjson"
+local restysync = require "restysync"
+
+local ngx = ngx
+local ngx_var = ngx.var
+local ngx_req = ngx.req
+local ngx_print = ngx.print
+local ngx_header = ngx.header
+local ngx_sleep = ngx.sleep
+local ngx_now = ngx.now
+local ngx_log = ngx.log
+local ngx_ERR = ngx.ERR
+local io_open = io.open
+local pairs = pairs
+local ipairs = ipairs
+local tonumber = tonumber
+local pcall = pcall
+local type = type
+local tostring = tostring
+local math_floor = math.floor
+local math_min = math.min
+local string_find = string.find
+local string_match = string.match
+local string_sub = string.sub
+local string_format = string.format
+local table_concat = table.concat
+local table_sort = table.sort
+
+local _M = { _VERSION = "0.1" }
+
+-- Limits of one POST /backends.
+local MAX_NAME_BYTES = 512
+local MAX_ENDPOINTS = 10000
+
+-- A writer holds LOCK_KEY while it writes, so that two POSTs handled by two
+-- workers cannot interleave their keys or reuse a version number.
+local LOCK_KEY = "lock"
+local LOCK_TTL = 10 -- seconds; frees the lock if a worker dies holding it
+local LOCK_WAIT = 5 -- seconds a POST waits for another one to finish
+
+-- A private cjson instance: its settings do not leak into other code.
+local json = cjson.new()
+json.decode_invalid_numbers(false)
+json.decode_max_depth(16)
+local json_null = json.null
+local json_encode = json.encode
+
+local function dict()
+    return restysync.dict()
+end
+
+-- Responses --------------------------------------------------------------
+
+local function reply(status, body)
+    ngx.status = status
+    ngx_header["Content-Type"] = "application/json"
+    ngx_print(body, "\n")
+end
+
+local function fail(status, reason)
+    reply(status, '{"error":' .. json_encode(reason) .. "}")
+end
+
+-- Validation -------------------------------------------------------------
+
+-- array_length returns the length of v if it is a JSON array (a table whose
+-- keys are exactly 1..n), or nil. An empty table counts as an empty array:
+-- cjson decodes {} and [] alike.
+local function array_length(v)
+    if type(v) ~= "table" then
+        return nil
+    end
+    local n = 0
+    for k in pairs(v) do
+        if type(k) ~= "number" then
+            return nil
+        end
+        n = n + 1
+    end
+    for i = 1, n do
+        if v[i] == nil then
+            return nil
+        end
+    end
+    return n
+end
+
+-- is_object reports whether v is a JSON object (a table with string keys).
+local function is_object(v)
+    if type(v) ~= "table" then
+        return false
+    end
+    for k in pairs(v) do
+        if type(k) ~= "string" then
+            return false
+        end
+    end
+    return true
+end
+
+-- unknown_field returns the first key of obj not in allowed, or nil.
+local function unknown_field(obj, allowed)
+    for k in pairs(obj) do
+        if not allowed[k] then
+            return k
+        end
+    end
+    return nil
+end
+
+local function octet(part)
+    if not part or #part > 3 or (#part > 1 and string_sub(part, 1, 1) == "0") then
+        return false
+    end
+    return tonumber(part) <= 255
+end
+
+-- is_ipv4 accepts dotted-quad literals without leading zeros.
+local function is_ipv4(s)
+    local a, b, c, d = string_match(s, "^(%d+)%.(%d+)%.(%d+)%.(%d+)$")
+    return a ~= nil and octet(a) and octet(b) and octet(c) and octet(d)
+end
+
+-- hex_groups counts the 16-bit groups in a colon-separated run of hex
+-- groups, where the last may be a dotted quad (two groups) if v4_tail.
+-- It returns nil if s is not such a run.
+local function hex_groups(s, v4_tail)
+    if s == "" then
+        return 0
+    end
+    local count = 0
+    local pos = 1
+    while true do
+        local colon = string_find(s, ":", pos, true)
+        local group = colon and string_sub(s, pos, colon - 1) or string_sub(s, pos)
+        if not colon and v4_tail and string_find(group, ".", 1, true) then
+            if not is_ipv4(group) then
+                return nil
+            end
+            return count + 2
+        end
+        if not string_match(group, "^%x%x?%x?%x?$") then
+            return nil
+        end
+        count = count + 1
+        if not colon then
+            return count
+        end
+        pos = colon + 1
+    end
+end
+
+-- is_ipv6 accepts RFC 4291 text forms without zone: full, "::"-compressed,
+-- and with an embedded IPv4 tail.
+local function is_ipv6(s)
+    if #s < 2 or #s > 45 then
+        return false
+    end
+    local head, tail = string_match(s, "^(.-)::(.*)$")
+    if head then
+        if string_find(tail, "::", 1, true) then
+            return false
+        end
+        local h, t = hex_groups(head, false), hex_groups(tail, true)
+        return h ~= nil and t ~= nil and h + t <= 7
+    end
+    return hex_groups(s, true) == 8
+end
+
+local function is_port(v)
+    return type(v) == "number" and v >= 1 and v <= 65535 and math_floor(v) == v
+end
+
+local BACKEND_FIELDS = { name = true, endpoints = true }
+local ENDPOINT_FIELDS = { address = true, port = true }
+local UPDATE_FIELDS = { upserts = true, removes = true }
+
+-- check_endpoints validates the endpoints of one backend and returns them
+-- as the compact JSON array stored under b:<name>, or nil and the reason.
+local function check_endpoints(endpoints, path)
+    if endpoints == json_null then
+        return "[]" -- a Go nil slice: no endpoints
+    end
+    local n = array_length(endpoints)
+    if not n then
+        return nil, path .. ": must be an array"
+    end
+    if n > MAX_ENDPOINTS then
+        return nil, string_format("%s: has %d endpoints, more than %d", path, n, MAX_ENDPOINTS)
+    end
+    local parts = {}
+    for i = 1, n do
+        local ep = endpoints[i]
+        local at = string_format("%s[%d]", path, i - 1)
+        if not is_object(ep) then
+            return nil, at .. ": must be an object"
+        end
+        local extra = unknown_field(ep, ENDPOINT_FIELDS)
+        if extra then
+            return nil, at .. "." .. tostring(extra) .. ": unknown field"
+        end
+        local address, port = ep.address, ep.port
+        if type(address) ~= "string" or not (is_ipv4(address) or is_ipv6(address)) then
+            return nil, at .. ".address: must be an IPv4 or IPv6 address"
+        end
+        if not is_port(port) then
+            return nil, at .. ".port: must be an integer 1..65535"
+        end
+        -- address holds only hex digits, '.' and ':', so it needs no escaping.
+        parts[i] = string_format('{"address":"%s","port":%d}', address, port)
+    end
+    return "[" .. table_concat(parts, ",") .. "]"
+end
+
+local function check_name(name, path)
+    if type(name) ~= "string" then
+        return path .. ": must be a string"
+    end
+    if name == "" then
+        return path .. ": must not be empty"
+    end
+    if #name > MAX_NAME_BYTES then
+        return string_format("%s: is %d bytes long, longer than %d", path, #name, MAX_NAME_BYTES)
+    end
+    return nil
+end
+
+-- check_update validates a decoded POST /backends body. It returns
+-- { upserts = { {name=, endpoints=<json>}, ... }, removes = { name, ... } }
+-- or nil and the reason, naming the field.
+local function check_update(body)
+    if not is_object(body) then
+        return nil, "body: must be a JSON object"
+    end
+    local extra = unknown_field(body, UPDATE_FIELDS)
+    if extra then
+        return nil, tostring(extra) .. ": unknown field"
+    end
+
+    local seen = {} -- name -> where it appeared first
+    local update = { upserts = {}, removes = {} }
+
+    local upserts = body.upserts
+    if upserts ~= nil and upserts ~= json_null then
+        local n = array_length(upserts)
+        if not n then
+            return nil, "upserts: must be an array"
+        end
+        for i = 1, n do
+            local b = upserts[i]
+            local at = string_format("upserts[%d]", i - 1)
+            if not is_object(b) then
+                return nil, at .. ": must be an object"
+            end
+            local field = unknown_field(b, BACKEND_FIELDS)
+            if field then
+                return nil, at .. "." .. tostring(field) .. ": unknown field"
+            end
+            local err = check_name(b.name, at .. ".name")
+            if err then
+                return nil, err
+            end
+            if seen[b.name] then
+                return nil, at .. '.name: "' .. b.name .. '" is also ' .. seen[b.name]
+            end
+            seen[b.name] = at
+            if b.endpoints == nil then
+                return nil, at .. ".endpoints: is missing"
+            end
+            local endpoints, eerr = check_endpoints(b.endpoints, at .. ".endpoints")
+            if not endpoints then
+                return nil, eerr
+            end
+            update.upserts[i] = { name = b.name, endpoints = endpoints }
+        end
+    end
+
+    local removes = body.removes
+    if removes ~= nil and removes ~= json_null then
+        local n = array_length(removes)
+        if not n then
+            return nil, "removes: must be an array"
+        end
+        for i = 1, n do
+            local name = removes[i]
+            local at = string_format("removes[%d]", i - 1)
+            local err = check_name(name, at)
+            if err then
+                return nil, err
+            end
+            if seen[name] then
+                return nil, at .. ': "' .. name .. '" is also ' .. seen[name]
+            end
+            seen[name] = at
+            update.removes[i] = name
+        end
+    end
+    return update
+end
+
+-- Storage ----------------------------------------------------------------
+
+local function lock(d)
+    local deadline = ngx_now() + LOCK_WAIT
+    local delay = 0.001
+    while true do
+        local ok, err = d:safe_add(LOCK_KEY, true, LOCK_TTL)
+        if ok then
+            return true
+        end
+        if err ~= "exists" then
+            return nil, "taking the update lock: " .. tostring(err)
+        end
+        if ngx_now() >= deadline then
+            return nil, "another update is still in progress"
+        end
+        ngx_sleep(delay)
+        delay = math_min(delay * 2, 0.05)
+    end
+end
+
+-- restore puts back the values saved before a failed write: b: keys first,
+-- then the rest, so that no worker pairs an old v: with a new b:. It returns
+-- nil and a reason if a value did not fit back.
+local function restore(d, saved)
+    local failed
+    for pass = 1, 2 do
+        for i = #saved, 1, -1 do
+            local key, old = saved[i][1], saved[i][2]
+            if (string_sub(key, 1, 2) == "b:") == (pass == 1) then
+                local ok, err
+                if old == nil then
+                    ok, err = d:delete(key)
+                else
+                    ok, err = d:safe_set(key, old)
+                end
+                if not ok then
+                    failed = failed or (key .. ": " .. tostring(err))
+                end
+            end
+        end
+    end
+    if failed then
+        return nil, failed
+    end
+    return true
+end
+
+-- write stores a checked update. It returns the new version, or nil, the
+-- HTTP status and the reason. It must not yield: it runs under the lock.
+local function write(d, update)
+    local version = (d:get("version") or 0) + 1
+    local count = d:get("count") or 0
+
+    -- Each write is { key, value }; a nil value deletes the key.
+    local writes = {}
+    for _, name in ipairs(update.removes) do
+        if d:get("b:" .. name) ~= nil then
+            count = count - 1
+        end
+        writes[#writes + 1] = { "v:" .. name }
+        writes[#writes + 1] = { "b:" .. name }
+    end
+    for _, b in ipairs(update.upserts) do
+        if d:get("b:" .. b.name) == nil then
+            count = count + 1
+        end
+        writes[#writes + 1] = { "b:" .. b.name, b.endpoints }
+        writes[#writes + 1] = { "v:" .. b.name, version }
+    end
+    writes[#writes + 1] = { "count", count }
+    writes[#writes + 1] = { "version", version }
+
+    local saved = {}
+    for i = 1, #writes do
+        local key, value = writes[i][1], writes[i][2]
+        saved[i] = { key, (d:get(key)) }
+        local ok, err
+        if value == nil then
+            ok, err = d:delete(key)
+        else
+            ok, err = d:safe_set(key, value)
+        end
+        if not ok then
+            local reason = string_format("storing %s: %s", key, tostring(err))
+            local status = err == "no memory" and 507 or 500
+            local restored, rerr = restore(d, saved)
+            -- Burn the version number even though nothing changed: a worker
+            -- may have cached endpoints stamped with it before the undo.
+            d:safe_set("version", version)
+            if not restored then
+                return nil, 500, reason .. "; undoing the update failed too (" .. rerr
+                    .. "): the stored backends are now partly updated, push them all again"
+            end
+            return nil, status, reason .. "; nothing was changed"
+        end
+    end
+    return version
+end
+
+-- Handlers ---------------------------------------------------------------
+
+local function read_body()
+    ngx_req.read_body()
+    local body = ngx_req.get_body_data()
+    if body then
+        return body
+    end
+    local path = ngx_req.get_body_file()
+    if not path then
+        return nil
+    end
+    local f, err = io_open(path, "rb")
+    if not f then
+        return nil, "reading the spilled request body: " .. tostring(err)
+    end
+    body = f:read("*a")
+    f:close()
+    return body
+end
+
+local function get_status()
+    local d = dict()
+    reply(200, json_encode({
+        config_hash = restysync.config_hash(),
+        boot_id = d:get("boot_id") or "",
+        version = d:get("version") or 0,
+        backends = d:get("count") or 0,
+    }))
+end
+
+local function get_backends()
+    local d = dict()
+    local names = {}
+    for _, key in ipairs(d:get_keys(0)) do
+        if string_sub(key, 1, 2) == "b:" then
+            names[#names + 1] = string_sub(key, 3)
+        end
+    end
+    table_sort(names)
+    local parts = {}
+    for _, name in ipairs(names) do
+        local endpoints = d:get("b:" .. name)
+        if endpoints then
+            parts[#parts + 1] = '{"name":' .. json_encode(name) .. ',"endpoints":' .. endpoints .. "}"
+        end
+    end
+    reply(200, '{"backends":[' .. table_concat(parts, ",") .. "]}")
+end
+
+local function post_backends()
+    local raw, rerr = read_body()
+    if not raw then
+        if rerr then
+            ngx_log(ngx_ERR, "restysync: ", rerr)
+            return fail(500, rerr)
+        end
+        return fail(400, "body: is empty")
+    end
+    local ok, body = pcall(json.decode, raw)
+    if not ok then
+        return fail(400, "body: is not valid JSON: " .. tostring(body))
+    end
+    local update, err = check_update(body)
+    if not update then
+        return fail(400, err)
+    end
+
+    local d = dict()
+    local locked, lerr = lock(d)
+    if not locked then
+        return fail(503, lerr)
+    end
+    local pok, version, status, reason = pcall(write, d, update)
+    d:delete(LOCK_KEY)
+    if not pok then
+        ngx_log(ngx_ERR, "restysync: storing backends: ", version)
+        return fail(500, "storing backends: " .. tostring(version))
+    end
+    if not version then
+        ngx_log(ngx_ERR, "restysync: ", reason)
+        return fail(status, reason)
+    end
+    reply(200, string_format('{"version":%d}', version))
+end
+
+local routes = {
+    ["/status"] = { GET = get_status, HEAD = get_status },
+    ["/backends"] = { GET = get_backends, POST = post_backends },
+}
+
+local allowed_methods = {
+    ["/status"] = "GET, HEAD",
+    ["/backends"] = "GET, POST",
+}
+
+-- serve is the content handler of the config API server.
+function _M.serve()
+    local uri = ngx_var.uri
+    local route = routes[uri]
+    if not route then
+        return fail(404, "no such endpoint: " .. uri)
+    end
+    local handler = route[ngx_req.get_method()]
+    if not handler then
+        ngx_header["Allow"] = allowed_methods[uri]
+        return fail(405, "method not allowed; use " .. allowed_methods[uri])
+    end
+    return handler()
+end
+
+-- Private functions, reachable by tests.
+setmetatable(_M, { __index = {
+    check_update = check_update,
+    is_ipv4 = is_ipv4,
+    is_ipv6 = is_ipv6,
+} })
+
+return _M

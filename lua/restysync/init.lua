@@ -1,0 +1,109 @@
+-- restysync: state shared by every module of the bundled Lua side.
+--
+-- init() runs in the nginx master (init_by_lua) on every start and every
+-- HUP. It records the hash of the nginx.conf being loaded, which the config
+-- API reports so the agent can tell that a reload took effect, and makes sure
+-- the shared dict holds a boot id. dict:add keeps an existing boot id, and
+-- the dict survives a HUP but not a cold start: a new boot id therefore means
+-- "this nginx lost every backend the agent pushed".
+
+local ngx = ngx
+local io_open = io.open
+local math_random = math.random
+local math_randomseed = math.randomseed
+local string_byte = string.byte
+local string_format = string.format
+local tostring = tostring
+local type = type
+local error = error
+
+local DICT_NAME = "restysync"
+
+local _M = { _VERSION = "0.1", DICT_NAME = DICT_NAME }
+
+local config_hash = ""
+
+-- random_bytes returns n bytes from /dev/urandom, or nil and an error.
+local function random_bytes(n)
+    local f, err = io_open("/dev/urandom", "rb")
+    if not f then
+        return nil, err
+    end
+    local data = f:read(n)
+    f:close()
+    if not data or #data ~= n then
+        return nil, "short read from /dev/urandom"
+    end
+    return data
+end
+
+local function to_hex(data)
+    return (data:gsub(".", function(c)
+        return string_format("%02x", string_byte(c))
+    end))
+end
+
+-- new_boot_id returns 32 hex digits. /dev/urandom is the source; if it cannot
+-- be read the clock and the pid stand in, which is still unique per start.
+local function new_boot_id()
+    local data, err = random_bytes(16)
+    if data then
+        return to_hex(data)
+    end
+    ngx.log(ngx.WARN, "restysync: no /dev/urandom (", err, "), boot id from clock and pid")
+    math_randomseed(ngx.now() * 1000 + ngx.worker.pid())
+    return string_format("%08x%08x%08x%08x", ngx.now() * 1000 % 0x100000000,
+        ngx.worker.pid(), math_random(0, 0x7fffffff), math_random(0, 0x7fffffff))
+end
+
+-- seed gives this process its own random sequence: workers are forked from
+-- the master and would otherwise all draw the same numbers.
+local function seed()
+    local data = random_bytes(4)
+    local n
+    if data then
+        local b1, b2, b3, b4 = string_byte(data, 1, 4)
+        n = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+    else
+        n = ngx.now() * 1000 + ngx.worker.pid()
+    end
+    math_randomseed(n)
+end
+
+-- dict returns the shared dict, or raises: a missing lua_shared_dict is a
+-- broken nginx.conf, not a runtime condition.
+function _M.dict()
+    local d = ngx.shared[DICT_NAME]
+    if not d then
+        error("restysync: lua_shared_dict " .. DICT_NAME .. " is not defined")
+    end
+    return d
+end
+
+-- init is called from init_by_lua_block with the hash of the nginx.conf.
+function _M.init(hash)
+    if type(hash) ~= "string" then
+        error("restysync.init: config hash must be a string")
+    end
+    config_hash = hash
+    local d = _M.dict()
+    local ok, err = d:add("boot_id", new_boot_id())
+    if not ok and err ~= "exists" then
+        error("restysync.init: storing boot id: " .. tostring(err))
+    end
+end
+
+-- init_worker is called from init_worker_by_lua_block.
+function _M.init_worker()
+    seed()
+end
+
+function _M.config_hash()
+    return config_hash
+end
+
+function _M.boot_id()
+    return _M.dict():get("boot_id")
+end
+
+return _M
