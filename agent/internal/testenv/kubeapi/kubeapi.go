@@ -1,0 +1,436 @@
+//go:build linux
+
+package kubeapi
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Version is the kube-apiserver version that build.sh builds.
+const Version = "v1.37.2"
+
+// BinaryEnv names the environment variable that overrides the kube-apiserver
+// binary path.
+const BinaryEnv = "RESTYSYNC_KUBE_APISERVER"
+
+const (
+	readyTimeout = 60 * time.Second
+	stopTimeout  = 15 * time.Second
+	installHint  = "run `go tool task kube-apiserver` (agent/tools/kubeapiserver/build.sh)"
+)
+
+// Options configures Start.
+type Options struct {
+	// Binary is the kube-apiserver to run. Default: $RESTYSYNC_KUBE_APISERVER,
+	// else ${RESTYSYNC_CACHE:-$HOME/.cache/restysync}/bin/kube-apiserver-v1.37.2.
+	Binary string
+	// Etcd is the etcd binary. Default: etcd on PATH.
+	Etcd string
+}
+
+// Server is a running kube-apiserver backed by its own etcd.
+type Server struct {
+	// URL is the API server's https URL on 127.0.0.1.
+	URL string
+	// Kubeconfig is the path of a kubeconfig for the admin user.
+	Kubeconfig string
+	// AdminToken is a static bearer token of a system:masters member.
+	AdminToken string
+	// CAData is the PEM certificate that the API server serves with.
+	CAData []byte
+}
+
+// DefaultBinary returns the kube-apiserver path that Start uses when
+// Options.Binary is empty.
+func DefaultBinary() string {
+	if p := os.Getenv(BinaryEnv); p != "" {
+		return p
+	}
+	cache := os.Getenv("RESTYSYNC_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "restysync")
+	}
+	return filepath.Join(cache, "bin", "kube-apiserver-"+Version)
+}
+
+// Start runs etcd and kube-apiserver on free loopback ports and waits until
+// the API server is ready. Both are stopped by t.Cleanup. Without the
+// binaries it skips t, or fails it when the environment has CI=true.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	apiserverBin, etcdBin := findBinaries(t, opts)
+
+	dir := t.TempDir()
+	ports, err := freePorts(3)
+	if err != nil {
+		t.Fatalf("kubeapi: %v", err)
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	s := &Server{URL: "https://127.0.0.1:" + strconv.Itoa(ports[2])}
+
+	etcd := startProcess(t, filepath.Join(dir, "etcd.log"), etcdBin,
+		"--name=test",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=test="+peerURL,
+		"--logger=zap",
+		"--log-outputs=stderr",
+		"--log-level=warn",
+	)
+	waitReady(t, etcd, etcdURL+"/health", nil, "")
+
+	files, err := writeFiles(dir, s)
+	if err != nil {
+		t.Fatalf("kubeapi: %v", err)
+	}
+	apiserver := startProcess(t, filepath.Join(dir, "kube-apiserver.log"), apiserverBin,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]),
+		"--etcd-servers="+etcdURL,
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--tls-cert-file="+files.servingCert,
+		"--tls-private-key-file="+files.servingKey,
+		"--token-auth-file="+files.tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+files.serviceAccountKey,
+		"--service-account-signing-key-file="+files.serviceAccountKey,
+		"--service-cluster-ip-range=10.96.0.0/16",
+		// The "kubernetes" Service's endpoints may not be loopback addresses.
+		"--endpoint-reconciler-type=none",
+		// No controller-manager creates the "default" ServiceAccounts, which
+		// the ServiceAccount admission plugin requires for every Pod.
+		"--disable-admission-plugins=ServiceAccount",
+		// Without it the server waits before it stops serving.
+		"--shutdown-delay-duration=0",
+		"--profiling=false",
+	)
+	waitReady(t, apiserver, s.URL+"/readyz", s.CAData, s.AdminToken)
+
+	s.Kubeconfig = s.KubeconfigFor(t, s.AdminToken)
+	return s
+}
+
+// Config returns a rest.Config for the admin user.
+func (s *Server) Config() *rest.Config {
+	return &rest.Config{
+		Host:            s.URL,
+		BearerToken:     s.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.CAData},
+	}
+}
+
+// KubeconfigFor writes a kubeconfig that authenticates with the bearer token
+// into a temporary directory of t, and returns its path.
+func (s *Server) KubeconfigFor(t testing.TB, token string) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthorityData: s.CAData}
+	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test", Namespace: "default"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("kubeapi: write kubeconfig: %v", err)
+	}
+	return path
+}
+
+// ServiceAccountKubeconfig creates the namespace and ServiceAccount when they
+// are missing, mints a token for the ServiceAccount through the TokenRequest
+// API and returns the path of a kubeconfig that uses it. The ServiceAccount
+// has no permissions until the test grants them with RBAC.
+func (s *Server) ServiceAccountKubeconfig(t testing.TB, namespace, name string) string {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(s.Config())
+	if err != nil {
+		t.Fatalf("kubeapi: %v", err)
+	}
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("kubeapi: create namespace %s: %v", namespace, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("kubeapi: create service account %s/%s: %v", namespace, name, err)
+	}
+	expiry := int64(time.Hour / time.Second)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
+	tr, err := client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("kubeapi: token for service account %s/%s: %v", namespace, name, err)
+	}
+	return s.KubeconfigFor(t, tr.Status.Token)
+}
+
+func findBinaries(t testing.TB, opts Options) (apiserver, etcd string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...) + "; " + installHint
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	apiserver = opts.Binary
+	if apiserver == "" {
+		apiserver = DefaultBinary()
+	}
+	if _, err := os.Stat(apiserver); err != nil {
+		missing("kube-apiserver %s not found at %s", Version, apiserver)
+	}
+	etcd = opts.Etcd
+	if etcd == "" {
+		etcd = "etcd"
+	}
+	path, err := exec.LookPath(etcd)
+	if err != nil {
+		missing("etcd not found (%v)", err)
+	}
+	return apiserver, path
+}
+
+// process is a started child whose exit is reported by closing done.
+type process struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error // valid once done is closed
+}
+
+// startProcess runs bin in its own process group with output to logPath, and
+// registers a cleanup that stops it.
+func startProcess(t testing.TB, logPath, bin string, args ...string) *process {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatalf("kubeapi: %v", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Own process group so the whole tree can be killed; Pdeathsig kills the
+	// child should the test binary die without running its cleanups.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("kubeapi: start %s: %v", bin, err)
+	}
+	p := &process{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kubeapi: last lines of %s:\n%s", filepath.Base(logPath), p.tail())
+		}
+		p.stop(t)
+	})
+	return p
+}
+
+// stop sends SIGTERM, then SIGKILLs the process group if the process has not
+// exited in time.
+func (p *process) stop(t testing.TB) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		t.Logf("kubeapi: %s did not stop within %s; killing it", filepath.Base(p.cmd.Path), stopTimeout)
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// tail returns the last lines of the process log.
+func (p *process) tail() string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
+}
+
+// waitReady polls url until it answers 200, and fails t with the log tail
+// when p exits or readyTimeout passes first.
+func waitReady(t testing.TB, p *process, url string, caPEM []byte, token string) {
+	t.Helper()
+	transport := &http.Transport{}
+	if caPEM != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
+	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
+	defer transport.CloseIdleConnections()
+
+	deadline := time.After(readyTimeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body := readSmall(resp)
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%s: %s", resp.Status, body)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("kubeapi: %s exited before %s was ready: %v\n%s", filepath.Base(p.cmd.Path), url, p.err, p.tail())
+		case <-deadline:
+			t.Fatalf("kubeapi: %s not ready within %s (last answer: %s)\n%s", url, readyTimeout, last, p.tail())
+		case <-tick.C:
+		}
+	}
+}
+
+// readSmall returns the start of the response body and closes it.
+func readSmall(resp *http.Response) string {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return strings.TrimSpace(string(body))
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+type serverFiles struct {
+	servingCert, servingKey string
+	serviceAccountKey       string
+	tokens                  string
+}
+
+// writeFiles generates the serving certificate, the ServiceAccount signing
+// key and the static token file into dir, and sets s.CAData and s.AdminToken.
+func writeFiles(dir string, s *Server) (serverFiles, error) {
+	f := serverFiles{
+		servingCert:       filepath.Join(dir, "serving.crt"),
+		servingKey:        filepath.Join(dir, "serving.key"),
+		serviceAccountKey: filepath.Join(dir, "service-account.key"),
+		tokens:            filepath.Join(dir, "tokens.csv"),
+	}
+	certPEM, keyPEM, err := selfSignedCert()
+	if err != nil {
+		return f, err
+	}
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return f, err
+	}
+	saPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)})
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		return f, err
+	}
+	s.AdminToken = hex.EncodeToString(token)
+	s.CAData = certPEM
+	tokens := s.AdminToken + ",admin,admin,system:masters\n"
+
+	for path, data := range map[string][]byte{
+		f.servingCert:       certPEM,
+		f.servingKey:        keyPEM,
+		f.serviceAccountKey: saPEM,
+		f.tokens:            []byte(tokens),
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// selfSignedCert returns a PEM certificate and key for 127.0.0.1 and
+// localhost; clients trust the certificate itself.
+func selfSignedCert() (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM, nil
+}

@@ -1,0 +1,89 @@
+//go:build linux
+
+package kubeapi
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestServer(t *testing.T) {
+	s := Start(t, Options{})
+	ctx := context.Background()
+
+	// The admin kubeconfig works as a client would load it.
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const ns = "web"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready, portName, port := true, "http", int32(8080)
+	if _, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   "app-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "app"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{"10.244.1.10"},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	services, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(services.Items) != 1 || services.Items[0].Name != "app" || services.Items[0].Spec.ClusterIP == "" {
+		t.Errorf("services = %+v, want app with a cluster IP", services.Items)
+	}
+	slices, err := client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=app",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slices.Items) != 1 || slices.Items[0].Endpoints[0].Addresses[0] != "10.244.1.10" {
+		t.Errorf("endpoint slices = %+v, want one with 10.244.1.10", slices.Items)
+	}
+
+	// A ServiceAccount without RBAC grants is authenticated but forbidden.
+	saConfig, err := clientcmd.BuildConfigFromFlags("", s.ServiceAccountKubeconfig(t, ns, "reader"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saClient, err := kubernetes.NewForConfig(saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = saClient.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("listing secrets as the service account: err = %v, want 403 Forbidden", err)
+	}
+}
