@@ -1,0 +1,155 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// SocketName is the config API socket nginx listens on, in the shared dir.
+const SocketName = "restysync.sock"
+
+// Status is what the Lua config API reports about the running nginx.
+type Status struct {
+	// ConfigHash is the hash rendered into the nginx.conf the workers run.
+	ConfigHash string `json:"config_hash"`
+	// BootID is new on every nginx cold start and survives a HUP.
+	BootID string `json:"boot_id"`
+	// Version counts accepted changes since the boot.
+	Version int64 `json:"version"`
+	// Backends is how many backends Lua holds.
+	Backends int `json:"backends"`
+}
+
+// BackendUpdate is the body of POST /backends.
+type BackendUpdate struct {
+	Upserts []BackendPayload `json:"upserts"`
+	Removes []string         `json:"removes"`
+}
+
+// BackendPayload is one backend as Lua stores it.
+type BackendPayload struct {
+	Name      string           `json:"name"`
+	Endpoints []model.Endpoint `json:"endpoints"`
+}
+
+// LuaClient talks to the Lua config API over the unix socket.
+type LuaClient struct {
+	push   *retryablehttp.Client
+	status *http.Client
+}
+
+// NewLuaClient returns a client for the socket at path. Pushes retry a few
+// times with backoff; status reads do not, as callers poll them.
+func NewLuaClient(socketPath string, logger *slog.Logger) *LuaClient {
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConns:        4,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 4,
+	}
+	push := retryablehttp.NewClient()
+	push.HTTPClient = &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	push.RetryMax = 4
+	push.RetryWaitMin = 20 * time.Millisecond
+	push.RetryWaitMax = 500 * time.Millisecond
+	push.Logger = nil
+	if logger != nil {
+		push.Logger = logger.With("component", "lua-client")
+	}
+	// A 4xx means Lua rejected the payload: retrying cannot help.
+	push.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		if resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return false, nil
+		}
+		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	}
+	push.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	return &LuaClient{
+		push:   push,
+		status: &http.Client{Transport: transport, Timeout: 2 * time.Second},
+	}
+}
+
+// Status asks the running nginx for its config hash, boot id and version.
+func (c *LuaClient) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.getJSON(ctx, "/status", &s)
+	return s, err
+}
+
+// Backends returns every backend Lua holds, by name.
+func (c *LuaClient) Backends(ctx context.Context) (map[string][]model.Endpoint, error) {
+	var body struct {
+		Backends []BackendPayload `json:"backends"`
+	}
+	if err := c.getJSON(ctx, "/backends", &body); err != nil {
+		return nil, err
+	}
+	held := make(map[string][]model.Endpoint, len(body.Backends))
+	for _, b := range body.Backends {
+		held[b.Name] = b.Endpoints
+	}
+	return held, nil
+}
+
+// Push sends upserts and removes in one request and returns the bytes sent.
+func (c *LuaClient) Push(ctx context.Context, update BackendUpdate) (int, error) {
+	body, err := json.Marshal(update)
+	if err != nil {
+		return 0, fmt.Errorf("encoding backends: %w", err)
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://restysync/backends", body)
+	if err != nil {
+		return 0, fmt.Errorf("building push request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.push.Do(req)
+	if err != nil {
+		return len(body), fmt.Errorf("pushing backends: %w", err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return len(body), fmt.Errorf("pushing backends: lua answered %s: %s", resp.Status, bytes.TrimSpace(reply))
+	}
+	return len(body), nil
+}
+
+func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://restysync"+path, nil)
+	if err != nil {
+		return fmt.Errorf("building request for %s: %w", path, err)
+	}
+	resp, err := c.status.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking lua for %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("asking lua for %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(into); err != nil {
+		return fmt.Errorf("decoding lua's %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrNotConfirmed means nginx did not report the new config hash in time.
+var ErrNotConfirmed = errors.New("nginx did not confirm the new config")

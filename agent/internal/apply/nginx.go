@@ -1,0 +1,151 @@
+// Package apply is the last stage of the pipeline: plan → nginx.
+//
+// It writes nginx.conf atomically into the shared dir, signals the nginx
+// master, and confirms through the Lua status API that the new config is the
+// one running; and it pushes backends to Lua over the unix socket. A reload is
+// only "done" when nginx reports the new hash, because `kill -HUP` succeeds
+// even when nginx rejects the new config.
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// File names in the shared dir.
+const (
+	ConfigName = "nginx.conf"
+	PIDName    = "nginx.pid"
+)
+
+// WriteFileAtomic writes data to path through a temp file in the same folder
+// and a rename, so nginx never reads half a file.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("creating temp file in %s: %w", dir, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("setting mode of %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("syncing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	return nil
+}
+
+// Nginx is the nginx that shares the dir with the agent.
+type Nginx struct {
+	SharedDir string
+	Lua       *LuaClient
+	// ConfirmTimeout bounds how long a reload may take to show its hash.
+	ConfirmTimeout time.Duration
+}
+
+// ConfigPath is where nginx reads its config.
+func (n *Nginx) ConfigPath() string { return filepath.Join(n.SharedDir, ConfigName) }
+
+// ReadConfig returns the nginx.conf now in the shared dir (nil if none).
+func (n *Nginx) ReadConfig() ([]byte, error) {
+	data, err := os.ReadFile(n.ConfigPath())
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading nginx.conf: %w", err)
+	}
+	return data, nil
+}
+
+// WriteConfig replaces nginx.conf unless it already holds exactly data.
+func (n *Nginx) WriteConfig(data []byte) error {
+	current, err := n.ReadConfig()
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(current, data) {
+		return nil
+	}
+	return WriteFileAtomic(n.ConfigPath(), data, 0o644)
+}
+
+// MasterPID reads the nginx master's pid from the pid file in the shared dir.
+func (n *Nginx) MasterPID() (int, error) {
+	raw, err := os.ReadFile(filepath.Join(n.SharedDir, PIDName))
+	if err != nil {
+		return 0, fmt.Errorf("reading nginx pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(raw)))
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("nginx pid file holds %q, not a pid", bytes.TrimSpace(raw))
+	}
+	return pid, nil
+}
+
+// Reload signals the master with SIGHUP and waits until Lua reports wantHash.
+func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
+	pid, err := n.MasterPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return fmt.Errorf("signalling nginx master %d: %w", pid, err)
+	}
+	return n.WaitForHash(ctx, wantHash)
+}
+
+// WaitForHash polls the status API until the running config hash is wantHash,
+// for at most ConfirmTimeout.
+func (n *Nginx) WaitForHash(ctx context.Context, wantHash string) error {
+	timeout := n.ConfirmTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 10 * time.Millisecond
+	var last Status
+	var lastErr error
+	for {
+		last, lastErr = n.Lua.Status(ctx)
+		if lastErr == nil && last.ConfigHash == wantHash {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return fmt.Errorf("%w within %s: %v", ErrNotConfirmed, timeout, lastErr)
+			}
+			return fmt.Errorf("%w within %s: still running %s", ErrNotConfirmed, timeout, short(last.ConfigHash))
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

@@ -1,0 +1,388 @@
+// Package syncer is the loop that drives the pipeline:
+// source → model.Build → plan → render/apply.
+//
+// Source events only mark the state dirty; one goroutine coalesces bursts for
+// a few milliseconds and then syncs, so a thousand changes cost a handful of
+// syncs. The syncer records what nginx runs (the confirmed config hash) and
+// what Lua holds (per backend) separately, and moves each record only once
+// nginx has confirmed it, so a failed step is simply tried again.
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// Options configure a Syncer. Zero durations take the defaults noted.
+type Options struct {
+	// IngressClass and WatchWithoutClass decide which Ingresses are ours.
+	IngressClass      string
+	WatchWithoutClass bool
+	// Render settings for nginx.conf.
+	Render render.Settings
+	// Coalesce is how long the loop waits for more events after the first
+	// one before it syncs (default 5ms); MaxDelay caps that wait under a
+	// constant stream of events (default 100ms).
+	Coalesce time.Duration
+	MaxDelay time.Duration
+	// CheckInterval is how often nginx's status is read to notice a cold
+	// start or a config that is not running (default 250ms).
+	CheckInterval time.Duration
+}
+
+// Syncer keeps nginx in step with a Source.
+type Syncer struct {
+	src    source.Source
+	nginx  *apply.Nginx
+	opts   Options
+	logger *slog.Logger
+	dirty  chan struct{}
+
+	// The fields below are owned by the loop goroutine.
+	applied     *model.Model                // structure nginx is confirmed to run
+	appliedHash string                      // its config hash
+	held        map[string][]model.Endpoint // backends Lua holds
+	heldBoot    string                      // nginx boot the held map belongs to
+	rendered    *model.Model                // structure of lastConfig
+	lastConfig  render.Config               // last rendered config
+	failedHash  string                      // config nginx rejected; not retried until it changes
+	reported    map[string]bool             // problems already logged
+
+	mu    sync.RWMutex
+	state State
+}
+
+// State is what the loop last did, for health checks and tests.
+type State struct {
+	Synced     bool      // the source finished its first listing
+	Applied    bool      // a config was confirmed running and Lua holds every backend
+	ConfigHash string    // hash nginx runs
+	LastSync   time.Time // end of the last sync
+	Syncs      int
+	Reloads    int
+	Pushes     int
+	Problems   []model.Problem
+}
+
+// New returns a Syncer; Run starts it.
+func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logger) *Syncer {
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = 5 * time.Millisecond
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = 100 * time.Millisecond
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 250 * time.Millisecond
+	}
+	return &Syncer{
+		src:      src,
+		nginx:    nginx,
+		opts:     opts,
+		logger:   logger,
+		dirty:    make(chan struct{}, 1),
+		reported: map[string]bool{},
+	}
+}
+
+// State returns a copy of the loop's state.
+func (s *Syncer) State() State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.state
+	st.Problems = append([]model.Problem(nil), s.state.Problems...)
+	return st
+}
+
+// Run starts the source and syncs until ctx is done.
+func (s *Syncer) Run(ctx context.Context) error {
+	start := time.Now()
+	if err := s.src.Start(ctx, func(source.Kind) { s.markDirty() }); err != nil {
+		return fmt.Errorf("starting source: %w", err)
+	}
+	s.update(func(st *State) { st.Synced = true })
+	s.logger.Info("source synced", "duration", time.Since(start).Round(time.Millisecond))
+	s.sync(ctx)
+
+	check := time.NewTicker(s.opts.CheckInterval)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.dirty:
+			s.coalesce(ctx)
+			s.sync(ctx)
+		case <-check.C:
+			if s.needsSync(ctx) {
+				s.sync(ctx)
+			}
+		}
+	}
+}
+
+func (s *Syncer) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// coalesce waits until no event arrived for Coalesce, or MaxDelay passed.
+func (s *Syncer) coalesce(ctx context.Context) {
+	deadline := time.Now().Add(s.opts.MaxDelay)
+	quiet := time.NewTimer(s.opts.Coalesce)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.dirty:
+			if time.Now().After(deadline) {
+				return
+			}
+			quiet.Reset(min(s.opts.Coalesce, time.Until(deadline)))
+		case <-quiet.C:
+			return
+		}
+	}
+}
+
+// needsSync reads nginx's status and says whether it differs from the record:
+// nginx cold-started (new boot id), runs another config, or was not reachable.
+func (s *Syncer) needsSync(ctx context.Context) bool {
+	st, err := s.nginx.Lua.Status(ctx)
+	if err != nil {
+		return false // still down; the config for its start is written
+	}
+	if st.BootID != s.heldBoot {
+		return true
+	}
+	return st.ConfigHash != s.appliedHash && s.lastConfig.Hash != s.failedHash
+}
+
+func (s *Syncer) update(f func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.state)
+}
+
+// sync runs the pipeline once. Errors are logged and left for the next sync:
+// nothing is recorded as applied until nginx confirmed it.
+func (s *Syncer) sync(ctx context.Context) {
+	start := time.Now()
+	snap, problems := s.src.Snapshot()
+	snap.IngressClass = s.opts.IngressClass
+	snap.WatchWithoutClass = s.opts.WatchWithoutClass
+	next, buildProblems := model.Build(snap)
+	problems = append(problems, buildProblems...)
+	s.reportProblems(problems)
+
+	result, err := s.apply(ctx, next)
+	s.update(func(st *State) {
+		st.Syncs++
+		st.LastSync = time.Now()
+		st.Problems = problems
+		st.ConfigHash = s.appliedHash
+		st.Applied = err == nil && s.applied != nil
+		if result.reloaded {
+			st.Reloads++
+		}
+		if result.pushed {
+			st.Pushes++
+		}
+	})
+	attrs := []any{
+		"action", result.action(),
+		"ingresses", len(snap.Ingresses),
+		"servers", len(next.Servers),
+		"backends", len(next.Backends),
+		"upserts", result.upserts,
+		"removes", result.removes,
+		"bytes", result.bytes,
+		"problems", len(problems),
+		"duration", time.Since(start).Round(time.Microsecond),
+	}
+	if err != nil {
+		s.logger.Error("sync failed", append(attrs, "error", err)...)
+		return
+	}
+	s.logger.Info("sync", attrs...)
+}
+
+type syncResult struct {
+	reloaded, pushed, waiting bool
+	upserts, removes, bytes   int
+}
+
+func (r syncResult) action() string {
+	switch {
+	case r.waiting:
+		return "wait-for-nginx"
+	case r.reloaded && r.pushed:
+		return "reload+push"
+	case r.reloaded:
+		return "reload"
+	case r.pushed:
+		return "push"
+	}
+	return "nothing"
+}
+
+func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
+	var res syncResult
+	cfg, err := s.configFor(next)
+	if err != nil {
+		return res, err
+	}
+
+	status, err := s.nginx.Lua.Status(ctx)
+	if err != nil {
+		// nginx is not up (yet): leave the right config for it to start with.
+		res.waiting = true
+		if werr := s.nginx.WriteConfig(cfg.Bytes); werr != nil {
+			return res, werr
+		}
+		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
+		return res, nil
+	}
+	if status.BootID != s.heldBoot {
+		held, err := s.nginx.Lua.Backends(ctx)
+		if err != nil {
+			return res, err
+		}
+		if s.heldBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID, "backends_held", len(held))
+		}
+		s.held, s.heldBoot = held, status.BootID
+	}
+	if status.ConfigHash == cfg.Hash {
+		s.adopt(next, cfg.Hash)
+	} else if status.ConfigHash != s.appliedHash {
+		s.applied, s.appliedHash = nil, ""
+	}
+
+	p := plan.Compute(s.applied, s.held, next)
+	if len(p.Upserts) > 0 {
+		// Backends go first, so a new location finds its endpoints.
+		n, err := s.nginx.Lua.Push(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)})
+		res.bytes += n
+		if err != nil {
+			return res, err
+		}
+		for _, b := range p.Upserts {
+			s.held[b.Name] = b.Endpoints
+		}
+		res.pushed, res.upserts = true, len(p.Upserts)
+	}
+	if p.Reload {
+		if cfg.Hash == s.failedHash {
+			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
+			return res, nil
+		}
+		if err := s.reload(ctx, cfg); err != nil {
+			return res, err
+		}
+		s.adopt(next, cfg.Hash)
+		res.reloaded = true
+	}
+	if len(p.Removes) > 0 {
+		n, err := s.nginx.Lua.Push(ctx, apply.BackendUpdate{Removes: p.Removes})
+		res.bytes += n
+		if err != nil {
+			return res, err
+		}
+		for _, name := range p.Removes {
+			delete(s.held, name)
+		}
+		res.pushed, res.removes = true, len(p.Removes)
+	}
+	return res, nil
+}
+
+// configFor renders next, or reuses the last render when the structure is the same.
+func (s *Syncer) configFor(next model.Model) (render.Config, error) {
+	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
+		return s.lastConfig, nil
+	}
+	cfg, err := render.Render(next, s.opts.Render)
+	if err != nil {
+		return render.Config{}, fmt.Errorf("rendering nginx.conf: %w", err)
+	}
+	structure := next
+	s.rendered, s.lastConfig = &structure, cfg
+	return cfg, nil
+}
+
+func (s *Syncer) adopt(m model.Model, hash string) {
+	structure := m
+	s.applied, s.appliedHash = &structure, hash
+}
+
+// reload writes the config, signals nginx and waits for the new hash. When
+// nginx does not take it, the previous file is put back so that a later cold
+// start never meets a config nginx rejected.
+func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
+	previous, err := s.nginx.ReadConfig()
+	if err != nil {
+		return err
+	}
+	if err := s.nginx.WriteConfig(cfg.Bytes); err != nil {
+		return err
+	}
+	err = s.nginx.Reload(ctx, cfg.Hash)
+	if err == nil {
+		s.failedHash = ""
+		return nil
+	}
+	if errors.Is(err, apply.ErrNotConfirmed) {
+		s.failedHash = cfg.Hash
+	}
+	if previous != nil {
+		if rerr := s.nginx.WriteConfig(previous); rerr != nil {
+			return fmt.Errorf("reloading nginx: %w; restoring previous nginx.conf: %v", err, rerr)
+		}
+	}
+	return fmt.Errorf("reloading nginx: %w", err)
+}
+
+func (s *Syncer) reportProblems(problems []model.Problem) {
+	seen := make(map[string]bool, len(problems))
+	for _, p := range problems {
+		key := p.String()
+		seen[key] = true
+		if !s.reported[key] {
+			s.logger.Warn("problem", "object", p.Object(), "reason", p.Reason)
+		}
+	}
+	s.reported = seen
+}
+
+func payloads(backends []model.Backend) []apply.BackendPayload {
+	out := make([]apply.BackendPayload, len(backends))
+	for i, b := range backends {
+		eps := b.Endpoints
+		if eps == nil {
+			eps = []model.Endpoint{}
+		}
+		out[i] = apply.BackendPayload{Name: b.Name, Endpoints: eps}
+	}
+	return out
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
