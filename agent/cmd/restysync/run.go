@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/source/file"
+	"github.com/restysync/restysync/agent/internal/syncer"
+	"github.com/restysync/restysync/lua"
+)
+
+func env(name string) []string { return []string{"RESTYSYNC_" + name} }
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "source", Value: "kube", EnvVars: env("SOURCE"),
+			Usage: "where objects come from: `kube` (the cluster) or file:DIR (a folder of manifests)"},
+		&cli.StringFlag{Name: "shared-dir", Value: "/var/run/restysync", EnvVars: env("SHARED_DIR"),
+			Usage: "folder shared with nginx (nginx -p DIR): nginx.conf, Lua modules, pid file, config socket"},
+		&cli.IntFlag{Name: "http-port", Value: 80, EnvVars: env("HTTP_PORT"), Usage: "port nginx serves HTTP on"},
+		&cli.IntFlag{Name: "https-port", Value: 443, EnvVars: env("HTTPS_PORT"), Usage: "port nginx serves HTTPS on"},
+		&cli.StringFlag{Name: "listen-address", Value: "", EnvVars: env("LISTEN_ADDRESS"),
+			Usage: "address nginx binds its HTTP(S) ports to; empty for all"},
+		&cli.StringSliceFlag{Name: "load-module", EnvVars: env("LOAD_MODULE"),
+			Usage: "nginx module `PATH` to emit as a load_module line (repeatable; for nginx builds where Lua is a dynamic module)"},
+		&cli.StringFlag{Name: "worker-processes", Value: "auto", EnvVars: env("WORKER_PROCESSES"),
+			Usage: "nginx worker_processes: auto or a number"},
+		&cli.StringFlag{Name: "ingress-class", Value: "restysync", EnvVars: env("INGRESS_CLASS"),
+			Usage: "IngressClass name to serve"},
+		&cli.BoolFlag{Name: "watch-ingress-without-class", EnvVars: env("WATCH_INGRESS_WITHOUT_CLASS"),
+			Usage: "also serve Ingresses that name no class"},
+		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
+			Usage: "how long nginx may take to show a new config before the reload counts as failed"},
+		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
+	}
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "run",
+		Usage:  "run the agent",
+		Flags:  runFlags(),
+		Action: run,
+	}
+}
+
+// runConfig is the validated form of the run flags.
+type runConfig struct {
+	sourceKind, sourceDir string
+	sharedDir             string
+	render                render.Settings
+	ingressClass          string
+	withoutClass          bool
+	reloadTimeout         time.Duration
+	logger                *slog.Logger
+}
+
+func parseRunConfig(c *cli.Context) (runConfig, error) {
+	var rc runConfig
+	logger, err := newLogger(c.String("log-level"), c.String("log-format"), c.App.ErrWriter)
+	if err != nil {
+		return rc, err
+	}
+	rc.logger = logger
+
+	src := c.String("source")
+	switch {
+	case src == "kube":
+		rc.sourceKind = "kube"
+	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
+		rc.sourceKind, rc.sourceDir = "file", strings.TrimPrefix(src, "file:")
+	default:
+		return rc, fmt.Errorf("--source %q: want kube or file:DIR", src)
+	}
+
+	shared := c.String("shared-dir")
+	if shared == "" {
+		return rc, fmt.Errorf("--shared-dir: must not be empty")
+	}
+	if rc.sharedDir, err = filepath.Abs(shared); err != nil {
+		return rc, fmt.Errorf("--shared-dir %q: %w", shared, err)
+	}
+	for _, name := range []string{"http-port", "https-port"} {
+		if p := c.Int(name); p < 1 || p > 65535 {
+			return rc, fmt.Errorf("--%s %d: must be 1..65535", name, p)
+		}
+	}
+	if c.Int("http-port") == c.Int("https-port") {
+		return rc, fmt.Errorf("--http-port and --https-port are both %d", c.Int("http-port"))
+	}
+	workers := c.String("worker-processes")
+	if !validWorkerProcesses(workers) {
+		return rc, fmt.Errorf("--worker-processes %q: want auto or a number 1..1024", workers)
+	}
+	for _, m := range c.StringSlice("load-module") {
+		if !filepath.IsAbs(m) || strings.ContainsAny(m, "\"'\\$;{}\n\r\t ") {
+			return rc, fmt.Errorf("--load-module %q: want an absolute path without spaces, quotes or nginx syntax", m)
+		}
+	}
+	class := c.String("ingress-class")
+	if class == "" {
+		return rc, fmt.Errorf("--ingress-class: must not be empty")
+	}
+	if d := c.Duration("reload-timeout"); d <= 0 {
+		return rc, fmt.Errorf("--reload-timeout %s: must be positive", d)
+	}
+	rc.render = render.Settings{
+		SharedDir:       rc.sharedDir,
+		HTTPPort:        c.Int("http-port"),
+		HTTPSPort:       c.Int("https-port"),
+		ListenAddress:   c.String("listen-address"),
+		LoadModules:     c.StringSlice("load-module"),
+		WorkerProcesses: workers,
+	}
+	rc.ingressClass = class
+	rc.withoutClass = c.Bool("watch-ingress-without-class")
+	rc.reloadTimeout = c.Duration("reload-timeout")
+	return rc, nil
+}
+
+func validWorkerProcesses(s string) bool {
+	if s == "auto" {
+		return true
+	}
+	var n int
+	_, err := fmt.Sscanf(s, "%d", &n)
+	return err == nil && fmt.Sprint(n) == s && n >= 1 && n <= 1024
+}
+
+func run(c *cli.Context) error {
+	rc, err := parseRunConfig(c)
+	if err != nil {
+		return err
+	}
+	logger := rc.logger
+	logger.Info("starting", "version", versionString(), "source", c.String("source"), "shared_dir", rc.sharedDir)
+
+	// Start-up contract: Lua modules and a bootstrap nginx.conf come first, so
+	// nginx can start as soon as the file exists.
+	if err := prepareSharedDir(rc); err != nil {
+		return err
+	}
+
+	var src source.Source
+	switch rc.sourceKind {
+	case "file":
+		src = file.New(rc.sourceDir, file.WithLogger(logger))
+	default:
+		return fmt.Errorf("--source kube: not available in this build yet; use file:DIR")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	nginx := &apply.Nginx{
+		SharedDir:      rc.sharedDir,
+		Lua:            apply.NewLuaClient(filepath.Join(rc.sharedDir, apply.SocketName), logger),
+		ConfirmTimeout: rc.reloadTimeout,
+	}
+	s := syncer.New(src, nginx, syncer.Options{
+		IngressClass:      rc.ingressClass,
+		WatchWithoutClass: rc.withoutClass,
+		Render:            rc.render,
+	}, logger)
+	err = s.Run(ctx)
+	logger.Info("stopped")
+	return err
+}
+
+// prepareSharedDir writes the Lua modules, and a bootstrap nginx.conf when
+// there is none. An existing nginx.conf is kept: nginx may be running it, and
+// the first sync replaces it only if it differs.
+func prepareSharedDir(rc runConfig) error {
+	if err := os.MkdirAll(rc.sharedDir, 0o755); err != nil {
+		return fmt.Errorf("creating shared dir: %w", err)
+	}
+	for _, sub := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(rc.sharedDir, sub), 0o755); err != nil {
+			return fmt.Errorf("creating shared dir: %w", err)
+		}
+	}
+	if err := lua.WriteTo(rc.sharedDir); err != nil {
+		return fmt.Errorf("writing Lua modules: %w", err)
+	}
+	confPath := filepath.Join(rc.sharedDir, apply.ConfigName)
+	if _, err := os.Stat(confPath); err == nil {
+		return nil
+	}
+	cfg, err := render.Render(model.Model{}, rc.render)
+	if err != nil {
+		return fmt.Errorf("rendering bootstrap nginx.conf: %w", err)
+	}
+	if err := apply.WriteFileAtomic(confPath, cfg.Bytes, 0o644); err != nil {
+		return fmt.Errorf("writing bootstrap nginx.conf: %w", err)
+	}
+	rc.logger.Info("bootstrap nginx.conf written", "path", confPath, "config_hash", cfg.Hash[:12])
+	return nil
+}
