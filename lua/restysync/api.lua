@@ -473,6 +473,10 @@ local function post_backends()
         end
         return fail(400, "body: is empty")
     end
+    -- cjson decodes [] as an empty table, like {}; only an object is an update.
+    if not string_find(raw, "^%s*{") then
+        return fail(400, "body: must be a JSON object")
+    end
     local ok, body = pcall(json.decode, raw)
     if not ok then
         return fail(400, "body: is not valid JSON: " .. tostring(body))

@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -368,23 +367,6 @@ func TestSnapshotSlicesAreFresh(t *testing.T) {
 	again, problemsAgain := s.Snapshot()
 	if again.Services[0].Name != "a" || problemsAgain[0].Reason == "changed" {
 		t.Error("Snapshot returned slices that share memory with the source")
-	}
-}
-
-func TestProblemsLoggedOnce(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "x.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
-	var logs strings.Builder
-	s := New(dir, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	for range 3 {
-		s.readAll()
-		s.publish()
-	}
-	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", got, logs.String())
-	}
-	if !strings.Contains(logs.String(), "x.yaml#1") {
-		t.Errorf("warning does not name the document:\n%s", logs.String())
 	}
 }
 

@@ -63,15 +63,8 @@ func (s *Source) publish() (kinds []source.Kind, problemsChanged bool) {
 		}
 	}
 
-	known := make(map[model.Problem]bool, len(prev.problems))
-	for _, p := range prev.problems {
-		known[p] = true
-	}
-	for _, p := range next.problems {
-		if !known[p] {
-			s.logger.Warn("manifest left out", "file", p.Name, "reason", p.Reason)
-		}
-	}
+	// New problems are not logged here: the syncer reports every problem,
+	// from any stage, in one place.
 	return kinds, !slices.Equal(prev.problems, next.problems)
 }
 

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Manifest builders for the tests: small, readable YAML that the agent
+// decodes exactly as it decodes a user's files.
+
+const ingressClasses = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: restysync
+  annotations:
+    ingressclass.kubernetes.io/is-default-class: "true"
+spec:
+  controller: restysync.io/ingress-controller
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: other
+spec:
+  controller: example.com/other
+`
+
+// endpoint is one address of an EndpointSlice; ready "" leaves the
+// condition out (which the API says counts as ready).
+type endpoint struct {
+	addr  string
+	ready string
+}
+
+func ep(addr string) endpoint        { return endpoint{addr: addr} }
+func notReady(addr string) endpoint  { return endpoint{addr: addr, ready: "false"} }
+func readyTrue(addr string) endpoint { return endpoint{addr: addr, ready: "true"} }
+
+// service returns a Service with port 80 named "http", and one EndpointSlice
+// for it whose port "http" is port, with the endpoints given.
+func service(name string, port int, endpoints ...endpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
+kind: Service
+metadata:
+  name: %[1]s
+  namespace: default
+spec:
+  ports:
+    - name: http
+      port: 80
+      targetPort: 8080
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %[1]s-1
+  namespace: default
+  labels:
+    kubernetes.io/service-name: %[1]s
+addressType: IPv4
+ports:
+  - name: http
+    port: %[2]d
+endpoints:
+`, name, port)
+	if len(endpoints) == 0 {
+		b.WriteString("  []\n")
+	}
+	for _, e := range endpoints {
+		fmt.Fprintf(&b, "  - addresses: [%q]\n", e.addr)
+		if e.ready != "" {
+			fmt.Fprintf(&b, "    conditions:\n      ready: %s\n", e.ready)
+		}
+	}
+	return b.String()
+}
+
+// path is one HTTP path of an Ingress rule; port is a number or a name.
+type path struct {
+	path, pathType, service, port string
+}
+
+func prefix(p, svc string) path { return path{p, "Prefix", svc, "80"} }
+func exact(p, svc string) path  { return path{p, "Exact", svc, "http"} }
+
+// ingressOpts are the parts of an Ingress besides its rule.
+type ingressOpts struct {
+	class       string // spec.ingressClassName; "" for none
+	legacyClass string // the kubernetes.io/ingress.class annotation
+	created     string // metadata.creationTimestamp
+	host        string
+	paths       []path
+	defaultSvc  string // spec.defaultBackend service (port 80)
+}
+
+func ingress(name string, o ingressOpts) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\n", name)
+	if o.created != "" {
+		fmt.Fprintf(&b, "  creationTimestamp: %q\n", o.created)
+	}
+	if o.legacyClass != "" {
+		fmt.Fprintf(&b, "  annotations:\n    kubernetes.io/ingress.class: %q\n", o.legacyClass)
+	}
+	b.WriteString("spec:\n")
+	if o.class != "" {
+		fmt.Fprintf(&b, "  ingressClassName: %s\n", o.class)
+	}
+	if o.defaultSvc != "" {
+		fmt.Fprintf(&b, "  defaultBackend:\n    service:\n      name: %s\n      port:\n        number: 80\n", o.defaultSvc)
+	}
+	if len(o.paths) > 0 {
+		b.WriteString("  rules:\n")
+		if o.host != "" {
+			fmt.Fprintf(&b, "    - host: %q\n      http:\n", o.host)
+		} else {
+			b.WriteString("    - http:\n")
+		}
+		b.WriteString("        paths:\n")
+		for _, p := range o.paths {
+			port := "number: " + p.port
+			if p.port[0] < '0' || p.port[0] > '9' {
+				port = "name: " + p.port
+			}
+			fmt.Fprintf(&b, "          - path: %q\n            pathType: %s\n            backend:\n              service:\n                name: %s\n                port:\n                  %s\n",
+				p.path, p.pathType, p.service, port)
+		}
+	}
+	return b.String()
+}

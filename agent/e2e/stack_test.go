@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+)
+
+// Bounds of every wait in these tests.
+const (
+	eventuallyTimeout = 15 * time.Second
+	stopTimeout       = 10 * time.Second
+)
+
+// Binaries built once by TestMain.
+var (
+	agentBinary string
+	demoBinary  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "restysync-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	agentBinary = filepath.Join(dir, "restysync")
+	demoBinary = filepath.Join(dir, "demo")
+	for bin, pkg := range map[string]string{
+		agentBinary: "github.com/restysync/restysync/agent/cmd/restysync",
+		demoBinary:  "github.com/restysync/restysync/agent/cmd/demo",
+	} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// stack is the whole pipeline on loopback: the agent binary on a folder of
+// manifests (the file source), and a real nginx it configures.
+type stack struct {
+	t         *testing.T
+	manifests string // the folder the agent watches
+	shared    string // the shared dir: nginx's prefix
+	port      int    // nginx's HTTP port on 127.0.0.1
+	agent     *agentProcess
+	nginx     *nginxproc.Nginx
+	client    *http.Client
+}
+
+// newStack writes files into a new manifests folder, starts the agent on
+// it, then nginx on the config the agent wrote, as a pod would.
+func newStack(t *testing.T, files map[string]string) *stack {
+	t.Helper()
+	nginxproc.Binary(t) // fails under CI=true when nginx is missing
+	s := &stack{t: t, manifests: t.TempDir(), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
+	for name, content := range files {
+		s.writeFile(name, content)
+	}
+	args := []string{"run",
+		"--source", "file:" + s.manifests,
+		"--shared-dir", s.shared,
+		"--http-port", strconv.Itoa(s.port),
+		"--https-port", strconv.Itoa(nginxproc.FreePort(t)),
+		"--listen-address", "127.0.0.1",
+		"--worker-processes", "2",
+		"--log-level", "debug",
+	}
+	for _, m := range nginxproc.DebianLoadModules() {
+		args = append(args, "--load-module", m)
+	}
+	s.agent = startAgent(t, args...)
+	s.eventually("the agent writes nginx.conf", func() error {
+		_, err := os.Stat(filepath.Join(s.shared, "nginx.conf"))
+		return err
+	})
+	s.nginx = nginxproc.Start(t, s.shared)
+	s.client = clientTo(s.port)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log:\n%s", s.agent.log.String())
+			t.Logf("%s", s.nginx.Logs())
+		}
+	})
+	return s
+}
+
+// writeFile saves a manifest the way editors do: a temp file renamed over it.
+func (s *stack) writeFile(name, content string) {
+	s.t.Helper()
+	tmp := filepath.Join(s.manifests, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.manifests, name)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *stack) removeFile(name string) {
+	s.t.Helper()
+	if err := os.Remove(filepath.Join(s.manifests, name)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// get sends GET path with the Host header host and returns status and body.
+func (s *stack) get(host, path string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+host+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, strings.TrimSpace(string(body)), err
+}
+
+// expect checks that host+path answers want: a backend name ("127.0.0.21")
+// for a 200, or a status code ("404", "503").
+func (s *stack) expect(host, path, want string) error {
+	status, body, err := s.get(host, path)
+	if err != nil {
+		return err
+	}
+	got := strconv.Itoa(status)
+	if status == http.StatusOK {
+		got = body
+	}
+	if got != want {
+		return fmt.Errorf("%s%s: got %s, want %s", host, path, got, want)
+	}
+	return nil
+}
+
+// eventually retries check every 20 ms until it passes or the bound is hit.
+func (s *stack) eventually(what string, check func() error) {
+	s.t.Helper()
+	deadline := time.Now().Add(eventuallyTimeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not within %s: %v", what, eventuallyTimeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// clientTo returns a client that sends every request to 127.0.0.1:port,
+// whatever the URL's host, so the URL's host is the Host header.
+func clientTo(port int) *http.Client {
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			},
+			MaxIdleConnsPerHost: 4,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// agentProcess is the agent binary running in its own process group.
+type agentProcess struct {
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{}
+}
+
+func startAgent(t *testing.T, args ...string) *agentProcess {
+	t.Helper()
+	a := &agentProcess{cmd: exec.Command(agentBinary, args...), log: &lockedBuffer{}, done: make(chan struct{})}
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("starting the agent: %v", err)
+	}
+	go func() {
+		a.cmd.Wait()
+		close(a.done)
+	}()
+	t.Cleanup(func() { a.stop(t) })
+	return a
+}
+
+// stop sends SIGTERM and waits; past the bound it kills the process group.
+func (a *agentProcess) stop(t *testing.T) {
+	pid := a.cmd.Process.Pid
+	syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(stopTimeout):
+		t.Errorf("agent did not stop within %s on SIGTERM; killing it", stopTimeout)
+		syscall.Kill(-pid, syscall.SIGKILL)
+		<-a.done
+	}
+}
+
+// backends are HTTP servers on several loopback addresses and one port,
+// each answering with its own address, as the endpoints of a Service do.
+type backends struct {
+	port int
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+// startBackends listens on every address in addrs on one port that is free
+// on all of them, and stops them when the test ends.
+func startBackends(t *testing.T, addrs ...string) *backends {
+	t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		port := nginxproc.FreePort(t)
+		var listeners []net.Listener
+		for _, addr := range addrs {
+			l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+			if err != nil {
+				break
+			}
+			listeners = append(listeners, l)
+		}
+		if len(listeners) < len(addrs) {
+			for _, l := range listeners {
+				l.Close()
+			}
+			continue
+		}
+		b := &backends{port: port, hits: map[string]int{}}
+		for i, l := range listeners {
+			name := addrs[i]
+			srv := &http.Server{
+				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					b.mu.Lock()
+					b.hits[name]++
+					b.mu.Unlock()
+					fmt.Fprintln(w, name)
+				}),
+				ReadHeaderTimeout: 5 * time.Second,
+			}
+			go srv.Serve(l)
+			t.Cleanup(func() { srv.Close() })
+		}
+		return b
+	}
+	t.Fatalf("no port free on all of %v", addrs)
+	return nil
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
