@@ -168,7 +168,7 @@ func run(c *cli.Context) error {
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
-		Lua:            apply.NewLuaClient(filepath.Join(rc.sharedDir, apply.SocketName), logger),
+		Lua:            apply.NewLuaClient(filepath.Join(rc.sharedDir, render.SocketName)),
 		ConfirmTimeout: rc.reloadTimeout,
 	}
 	s := syncer.New(src, nginx, syncer.Options{
@@ -196,7 +196,7 @@ func prepareSharedDir(rc runConfig) error {
 	if err := lua.WriteTo(rc.sharedDir); err != nil {
 		return fmt.Errorf("writing Lua modules: %w", err)
 	}
-	confPath := filepath.Join(rc.sharedDir, apply.ConfigName)
+	confPath := filepath.Join(rc.sharedDir, render.ConfigName)
 	if _, err := os.Stat(confPath); err == nil {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/model"
 )
-
-// SocketName is the config API socket nginx listens on, in the shared dir.
-const SocketName = "restysync.sock"
 
 // Status is what the Lua config API reports about the running nginx.
 type Status struct {
@@ -52,7 +48,7 @@ type LuaClient struct {
 
 // NewLuaClient returns a client for the socket at path. Pushes retry a few
 // times with backoff; status reads do not, as callers poll them.
-func NewLuaClient(socketPath string, logger *slog.Logger) *LuaClient {
+func NewLuaClient(socketPath string) *LuaClient {
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -68,10 +64,8 @@ func NewLuaClient(socketPath string, logger *slog.Logger) *LuaClient {
 	push.RetryMax = 4
 	push.RetryWaitMin = 20 * time.Millisecond
 	push.RetryWaitMax = 500 * time.Millisecond
+	// The syncer logs each push once; retryablehttp's per-attempt lines are noise.
 	push.Logger = nil
-	if logger != nil {
-		push.Logger = logger.With("component", "lua-client")
-	}
 	// A 4xx means Lua rejected the payload: retrying cannot help.
 	push.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 {

@@ -16,12 +16,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-)
 
-// File names in the shared dir.
-const (
-	ConfigName = "nginx.conf"
-	PIDName    = "nginx.pid"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 // WriteFileAtomic writes data to path through a temp file in the same folder
@@ -63,7 +59,7 @@ type Nginx struct {
 }
 
 // ConfigPath is where nginx reads its config.
-func (n *Nginx) ConfigPath() string { return filepath.Join(n.SharedDir, ConfigName) }
+func (n *Nginx) ConfigPath() string { return filepath.Join(n.SharedDir, render.ConfigName) }
 
 // ReadConfig returns the nginx.conf now in the shared dir (nil if none).
 func (n *Nginx) ReadConfig() ([]byte, error) {
@@ -91,7 +87,7 @@ func (n *Nginx) WriteConfig(data []byte) error {
 
 // MasterPID reads the nginx master's pid from the pid file in the shared dir.
 func (n *Nginx) MasterPID() (int, error) {
-	raw, err := os.ReadFile(filepath.Join(n.SharedDir, PIDName))
+	raw, err := os.ReadFile(filepath.Join(n.SharedDir, render.PIDName))
 	if err != nil {
 		return 0, fmt.Errorf("reading nginx pid file: %w", err)
 	}

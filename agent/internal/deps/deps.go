@@ -18,8 +18,8 @@ import (
 	_ "k8s.io/client-go/kubernetes/fake"
 	_ "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/tools/clientcmd"
-	_ "k8s.io/client-go/tools/leaderelection"
 	_ "k8s.io/client-go/tools/events"
+	_ "k8s.io/client-go/tools/leaderelection"
 	_ "k8s.io/klog/v2"
 	_ "sigs.k8s.io/yaml"
 )

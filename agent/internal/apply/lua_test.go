@@ -1,0 +1,109 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// serveUnix serves h on a unix socket in a temp dir and returns its path.
+func serveUnix(t *testing.T, h http.Handler) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "api.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return path
+}
+
+func TestPushRetriesServerErrorsOnly(t *testing.T) {
+	var calls atomic.Int32
+	var got BackendUpdate
+	path := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.URL.Path != "/backends" || r.Method != http.MethodPost {
+			http.Error(w, "wrong route", http.StatusNotFound)
+			return
+		}
+		if n == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		json.NewDecoder(r.Body).Decode(&got)
+		w.Write([]byte(`{"version":1}`))
+	}))
+	c := NewLuaClient(path)
+	update := BackendUpdate{Upserts: []BackendPayload{{Name: "default/a:80", Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}}}}}
+	n, err := c.Push(context.Background(), update)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 || n == 0 || len(got.Upserts) != 1 || got.Upserts[0].Endpoints[0].Port != 8080 {
+		t.Errorf("calls %d, bytes %d, received %+v", calls.Load(), n, got)
+	}
+
+	calls.Store(0)
+	rejecting := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, `{"error":"upserts[0].name: is empty"}`, http.StatusBadRequest)
+	}))
+	_, err = NewLuaClient(rejecting).Push(context.Background(), update)
+	if err == nil || !strings.Contains(err.Error(), "upserts[0].name") {
+		t.Errorf("err %v, want Lua's reason", err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("a 400 was retried: %d calls", calls.Load())
+	}
+}
+
+func TestStatusAndBackends(t *testing.T) {
+	path := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/status":
+			w.Write([]byte(`{"config_hash":"abc","boot_id":"b1","version":3,"backends":1}`))
+		case "/backends":
+			w.Write([]byte(`{"backends":[{"name":"default/a:80","endpoints":[{"address":"10.0.0.1","port":80}]}]}`))
+		}
+	}))
+	c := NewLuaClient(path)
+	st, err := c.Status(context.Background())
+	if err != nil || st != (Status{ConfigHash: "abc", BootID: "b1", Version: 3, Backends: 1}) {
+		t.Errorf("status %+v, %v", st, err)
+	}
+	held, err := c.Backends(context.Background())
+	if err != nil || len(held["default/a:80"]) != 1 {
+		t.Errorf("backends %+v, %v", held, err)
+	}
+	if _, err := NewLuaClient(filepath.Join(t.TempDir(), "none.sock")).Status(context.Background()); err == nil {
+		t.Error("status from a missing socket: no error")
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nginx.conf")
+	for _, content := range []string{"one", "two"} {
+		if err := WriteFileAtomic(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n := &Nginx{SharedDir: filepath.Dir(path)}
+		got, err := n.ReadConfig()
+		if err != nil || string(got) != content {
+			t.Errorf("read %q, %v; want %q", got, err, content)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
+	if len(matches) != 1 {
+		t.Errorf("temp files left behind: %v", matches)
+	}
+}
