@@ -92,7 +92,9 @@ func run() error {
 
 	args := []string{"run", "--source", "file:" + dir, "--shared-dir", shared,
 		"--http-port", strconv.Itoa(*port), "--https-port", strconv.Itoa(*port + 1),
-		"--listen-address", "127.0.0.1", "--worker-processes", "2"}
+		"--listen-address", "127.0.0.1",
+		// One worker, so curl sees the round robin in order; each worker keeps its own turn.
+		"--worker-processes", "1"}
 	for _, m := range modules {
 		args = append(args, "--load-module", m)
 	}
