@@ -8,6 +8,8 @@
 package model
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -111,3 +113,20 @@ func (p Problem) Object() string {
 }
 
 func (p Problem) String() string { return p.Object() + ": " + p.Reason }
+
+// ServedIngresses returns the Ingresses ("namespace/name") that own at least
+// one location of m, sorted: the ones whose status names this agent.
+func (m Model) ServedIngresses() []string {
+	seen := map[string]bool{}
+	for _, s := range append([]Server{m.Default}, m.Servers...) {
+		for _, l := range s.Locations {
+			seen[l.Ingress] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

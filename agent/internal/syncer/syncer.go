@@ -38,6 +38,19 @@ type Options struct {
 	// CheckInterval is how often nginx's status is read to notice a cold
 	// start or a config that is not running (default 250ms).
 	CheckInterval time.Duration
+	// OnSync, if set, is called by the loop after every sync. It must not
+	// block: status writers and event recorders hand the work to their own
+	// goroutines.
+	OnSync func(Report)
+}
+
+// Report is what one sync found and did, for OnSync.
+type Report struct {
+	// Model is what nginx should serve; Problems were left out of it.
+	Model    model.Model
+	Problems []model.Problem
+	// Applied says nginx runs Model and Lua holds its backends, confirmed.
+	Applied bool
 }
 
 // Syncer keeps nginx in step with a Source.
@@ -194,7 +207,7 @@ func (s *Syncer) sync(ctx context.Context) {
 		st.LastSync = time.Now()
 		st.Problems = problems
 		st.ConfigHash = s.appliedHash
-		st.Applied = err == nil && s.applied != nil
+		st.Applied = err == nil && result.current
 		if result.reloaded {
 			st.Reloads++
 		}
@@ -202,6 +215,9 @@ func (s *Syncer) sync(ctx context.Context) {
 			st.Pushes++
 		}
 	})
+	if s.opts.OnSync != nil {
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current})
+	}
 	attrs := []any{
 		"action", result.action(),
 		"ingresses", len(snap.Ingresses),
@@ -221,6 +237,8 @@ func (s *Syncer) sync(ctx context.Context) {
 }
 
 type syncResult struct {
+	// current: nginx runs the config of this sync and Lua holds its backends.
+	current                   bool
 	reloaded, pushed, waiting bool
 	upserts, removes, bytes   int
 }
@@ -307,6 +325,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		}
 		res.pushed, res.removes = true, len(p.Removes)
 	}
+	res.current = s.appliedHash == cfg.Hash
 	return res, nil
 }
 
