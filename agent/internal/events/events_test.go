@@ -1,0 +1,165 @@
+package events
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// fakeRecorder records the Events it is asked to emit.
+type fakeRecorder struct {
+	mu     sync.Mutex
+	events []string // "Type Reason name fieldPath: note"
+}
+
+var _ events.EventRecorder = (*fakeRecorder)(nil)
+
+func (f *fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	var name, field string
+	switch o := regarding.(type) {
+	case *corev1.ObjectReference:
+		name, field = o.Namespace+"/"+o.Name, o.FieldPath
+	case *networkingv1.Ingress:
+		name = o.Namespace + "/" + o.Name
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, fmt.Sprintf("%s %s %s %s: %s", eventtype, reason, name, field, fmt.Sprintf(note, args...)))
+}
+
+// take returns the events recorded since the last call.
+func (f *fakeRecorder) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.events
+	f.events = nil
+	return out
+}
+
+func ingress(name string, uid types.UID) *networkingv1.Ingress {
+	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, UID: uid}}
+}
+
+// cluster is a lookup over a set of Ingresses.
+type cluster map[string]*networkingv1.Ingress
+
+func (c cluster) lookup(namespace, name string) runtime.Object {
+	if ing, ok := c[namespace+"/"+name]; ok {
+		return ing
+	}
+	return nil
+}
+
+func TestProblems(t *testing.T) {
+	fake := &fakeRecorder{}
+	r := newRecorder(fake, nil)
+	objects := cluster{"web/app": ingress("app", "1")}
+	p1 := model.Problem{Kind: "Ingress", Namespace: "web", Name: "app", Reason: `spec.rules[0].http.paths[0].backend: service "x" not found; the path answers 503`}
+	p2 := model.Problem{Kind: "Ingress", Namespace: "web", Name: "app", Reason: `spec: has no rules and no default backend; nothing to serve`}
+	onSlice := model.Problem{Kind: "EndpointSlice", Namespace: "web", Name: "app-1", Reason: "bad address"}
+	onMissing := model.Problem{Kind: "Ingress", Namespace: "web", Name: "gone", Reason: "spec: whatever"}
+
+	steps := []struct {
+		name     string
+		problems []model.Problem
+		want     []string
+	}{
+		{"first", []model.Problem{p1, p2, onSlice, onMissing}, []string{
+			`Warning Problem web/app spec.rules[0].http.paths[0].backend: ` + p1.Reason,
+			`Warning Problem web/app spec: ` + p2.Reason,
+		}},
+		{"same again", []model.Problem{p2, p1, onSlice}, nil},
+		{"one gone", []model.Problem{p1}, nil},
+		{"it comes back", []model.Problem{p1, p2}, []string{`Warning Problem web/app spec: ` + p2.Reason}},
+		{"all gone", nil, nil},
+		{"all back", []model.Problem{p1, p1}, []string{`Warning Problem web/app spec.rules[0].http.paths[0].backend: ` + p1.Reason}},
+	}
+	for _, step := range steps {
+		r.Problems(step.problems, objects.lookup)
+		if got := fake.take(); !slices.Equal(got, step.want) {
+			t.Errorf("%s: events\n%s\nwant\n%s", step.name, strings.Join(got, "\n"), strings.Join(step.want, "\n"))
+		}
+	}
+
+	// The Ingress appears later: its problem is reported then.
+	objects["web/gone"] = ingress("gone", "2")
+	r.Problems([]model.Problem{onMissing}, objects.lookup)
+	if got := fake.take(); len(got) != 1 {
+		t.Errorf("problem of an Ingress that appeared: events %v, want 1", got)
+	}
+	if got := r.reported(); len(got) != 1 || !got[onMissing] {
+		t.Errorf("remembered problems = %v, want only %v", got, onMissing)
+	}
+}
+
+func TestServed(t *testing.T) {
+	fake := &fakeRecorder{}
+	r := newRecorder(fake, nil)
+	objects := cluster{"web/app": ingress("app", "1")}
+
+	r.Served(objects["web/app"])
+	r.Served(objects["web/app"])
+	r.Served(nil)
+	if got, want := fake.take(), []string{"Normal Sync web/app : Ingress web/app is served"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+
+	// Deleted and created again: a new UID is served anew, once Problems
+	// has let the Recorder forget the old one.
+	objects["web/app"] = ingress("app", "2")
+	r.Problems(nil, objects.lookup)
+	r.Served(objects["web/app"])
+	r.Served(objects["web/app"])
+	if got := fake.take(); len(got) != 1 {
+		t.Errorf("re-created Ingress: events %v, want 1", got)
+	}
+	delete(objects, "web/app")
+	r.Problems(nil, objects.lookup)
+	r.mu.Lock()
+	n := len(r.served)
+	r.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d served Ingresses remembered after the delete, want 0", n)
+	}
+}
+
+func TestFieldPath(t *testing.T) {
+	for reason, want := range map[string]string{
+		`spec: has no rules`:                                "spec",
+		`spec.rules[0].host "a b": bad; rule left out`:      "spec.rules[0].host",
+		`spec.defaultBackend.service.name "x": not found`:   "spec.defaultBackend.service.name",
+		`spec.rules[1].http.paths[0].backend; the path 503`: "spec.rules[1].http.paths[0].backend",
+		`metadata.annotations: bad`:                         "metadata.annotations",
+		`service "x" not found`:                             "",
+		`specification: odd`:                                "",
+		`spec.rules[0]{}: odd`:                              "",
+		``:                                                  "",
+	} {
+		if got := fieldPath(reason); got != want {
+			t.Errorf("fieldPath(%q) = %q, want %q", reason, got, want)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := truncate("short"); got != "short" {
+		t.Errorf("truncate(short) = %q", got)
+	}
+	long := strings.Repeat("é", 1000) // 2000 bytes
+	got := truncate(long)
+	if len(got) > noteLimit || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("truncate: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+	}
+}

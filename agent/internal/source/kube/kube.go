@@ -1,0 +1,318 @@
+// Package kube is the "source" stage of the pipeline (source → model → plan
+// → render/apply) that reads objects from the Kubernetes API server with
+// client-go informers.
+//
+// Secrets are listed through their own informer factory with the field
+// selector type=kubernetes.io/tls, so the agent never lists, watches or
+// caches any other Secret, and the one agent ConfigMap is watched by name in
+// its own namespace; RBAC cannot restrict a list by type, so this selector is
+// the only thing that keeps other Secrets out of the agent's memory. Every
+// object has its managedFields and kubectl's last-applied-configuration
+// annotation dropped before it is cached, because neither is read and
+// together they often outweigh the rest of the object (a Secret applied with
+// kubectl would otherwise be held twice).
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// lastAppliedAnnotation is written by `kubectl apply`: a full JSON copy of
+// the object as last applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// tlsSecretSelector is the field selector of the Secret informer.
+var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+
+var _ source.Source = (*Source)(nil)
+
+// Options configures a Source.
+type Options struct {
+	// Namespace limits Ingresses, Services, EndpointSlices and Secrets to one
+	// namespace (default "": all namespaces). IngressClasses are cluster-wide
+	// and always all read.
+	Namespace string
+	// ConfigMap is the agent's own ConfigMap as "namespace/name" (default "":
+	// none). Only that one ConfigMap is watched, in its namespace, whatever
+	// Namespace says.
+	ConfigMap string
+	// Logger receives watch errors, such as a list the API server forbids
+	// (default: discarded).
+	Logger *slog.Logger
+	// ResyncPeriod makes the informers replay their cache this often (default
+	// 0: never). Replays do not change anything, so they call nothing.
+	ResyncPeriod time.Duration
+}
+
+// Source serves the objects of a Kubernetes API server.
+type Source struct {
+	client kubernetes.Interface
+	opts   Options
+	logger *slog.Logger
+
+	started atomic.Bool
+	ready   atomic.Bool // the fields below are set
+	done    chan struct{}
+
+	// Set by Start before ready.
+	factories []informers.SharedInformerFactory
+	informers []namedInformer
+
+	ingresses      networkinglisters.IngressLister
+	ingressClasses networkinglisters.IngressClassLister
+	services       corelisters.ServiceLister
+	endpointSlices discoverylisters.EndpointSliceLister
+	secrets        corelisters.SecretLister
+	configMaps     corelisters.ConfigMapLister // nil without Options.ConfigMap
+	configMapNS    string
+	configMapName  string
+}
+
+type namedInformer struct {
+	kind     source.Kind
+	informer cache.SharedIndexInformer
+}
+
+// New returns a Source that reads through client. Start begins watching.
+func New(client kubernetes.Interface, opts Options) *Source {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Source{client: client, opts: opts, logger: logger, done: make(chan struct{})}
+}
+
+// Start lists every kind, waits until every informer holds its first full
+// listing and has told its handler about it, and returns. Watching goes on
+// until ctx is done; Done is closed once every informer has stopped. Start
+// fails if the ConfigMap option is malformed or ctx ends before the caches
+// have synced (a list the API server forbids is retried, and logged, until
+// then). changed is called from the informers' goroutines, once for each
+// object added, changed or deleted.
+func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("kube source: Start called twice")
+	}
+	synced, err := s.setup(changed)
+	if err != nil {
+		close(s.done)
+		return err
+	}
+	s.ready.Store(true)
+
+	for _, f := range s.factories {
+		f.StartWithContext(ctx)
+	}
+	go func() {
+		<-ctx.Done()
+		for _, f := range s.factories {
+			f.Shutdown()
+		}
+		close(s.done)
+	}()
+
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("kube source: waiting for caches to sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// setup creates the informers and registers handler, transform and watch
+// error handler on each. It returns what must be synced before Start returns.
+func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error) {
+	if s.opts.ConfigMap != "" {
+		ns, name, err := cache.SplitMetaNamespaceKey(s.opts.ConfigMap)
+		if err != nil || ns == "" || name == "" {
+			return nil, fmt.Errorf("kube source: ConfigMap %q: want namespace/name", s.opts.ConfigMap)
+		}
+		s.configMapNS, s.configMapName = ns, name
+	}
+	s.createInformers()
+
+	var synced []cache.InformerSynced
+	for _, ni := range s.informers {
+		kind := ni.kind
+		if err := ni.informer.SetTransform(strip); err != nil {
+			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
+		}
+		if err := ni.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			s.logger.Warn("watching the API server", "kind", string(kind), "error", err)
+		}); err != nil {
+			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
+		}
+		reg, err := ni.informer.AddEventHandler(handler{kind: kind, changed: changed})
+		if err != nil {
+			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
+		}
+		synced = append(synced, ni.informer.HasSynced, reg.HasSynced)
+	}
+	return synced, nil
+}
+
+// createInformers creates the factories and their informers.
+func (s *Source) createInformers() {
+	resync := s.opts.ResyncPeriod
+	main := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+		informers.WithNamespace(s.opts.Namespace))
+	// Its own factory, so that no other informer inherits the selector and
+	// nothing can create an unfiltered Secret informer next to it.
+	tls := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+		informers.WithNamespace(s.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector }))
+	s.factories = []informers.SharedInformerFactory{main, tls}
+
+	networking := main.Networking().V1()
+	ingresses := networking.Ingresses()
+	classes := networking.IngressClasses() // cluster-scoped: the namespace does not apply
+	services := main.Core().V1().Services()
+	slices := main.Discovery().V1().EndpointSlices()
+	secrets := tls.Core().V1().Secrets()
+	s.ingresses, s.ingressClasses = ingresses.Lister(), classes.Lister()
+	s.services, s.endpointSlices, s.secrets = services.Lister(), slices.Lister(), secrets.Lister()
+	s.informers = []namedInformer{
+		{source.KindIngress, ingresses.Informer()},
+		{source.KindIngressClass, classes.Informer()},
+		{source.KindService, services.Informer()},
+		{source.KindEndpointSlice, slices.Informer()},
+		{source.KindSecret, secrets.Informer()},
+	}
+
+	if s.configMapName != "" {
+		byName := fields.OneTermEqualSelector("metadata.name", s.configMapName).String()
+		cm := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+			informers.WithNamespace(s.configMapNS),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = byName }))
+		s.factories = append(s.factories, cm)
+		configMaps := cm.Core().V1().ConfigMaps()
+		s.configMaps = configMaps.Lister()
+		s.informers = append(s.informers, namedInformer{source.KindConfigMap, configMaps.Informer()})
+	}
+}
+
+// Done is closed once every informer has stopped after the ctx given to
+// Start ended (at once if Start failed on its options).
+func (s *Source) Done() <-chan struct{} { return s.done }
+
+// Snapshot returns the cached objects in no particular order (model.Build
+// sorts), and no problems: the API server has validated every object. The
+// slices are the caller's; the objects are the cache's and must not be
+// modified. Before Start it returns an empty Snapshot.
+func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
+	if !s.isStarted() {
+		return model.Snapshot{}, nil
+	}
+	var snap model.Snapshot
+	everything := labels.Everything()
+	// The listers' errors are for bad selectors only.
+	snap.Ingresses, _ = s.ingresses.List(everything)
+	snap.IngressClasses, _ = s.ingressClasses.List(everything)
+	snap.Services, _ = s.services.List(everything)
+	snap.EndpointSlices, _ = s.endpointSlices.List(everything)
+	secrets, _ := s.secrets.List(everything)
+	// The field selector already keeps other types out; this only guards
+	// against a server (or fake) that ignores it.
+	snap.Secrets = secrets[:0]
+	for _, secret := range secrets {
+		if secret.Type == corev1.SecretTypeTLS {
+			snap.Secrets = append(snap.Secrets, secret)
+		}
+	}
+	return snap, nil
+}
+
+// ConfigMapData returns a copy of the data of the agent's ConfigMap, or nil
+// when none is configured or it does not exist.
+func (s *Source) ConfigMapData() map[string]string {
+	if !s.isStarted() || s.configMaps == nil {
+		return nil
+	}
+	cm, err := s.configMaps.ConfigMaps(s.configMapNS).Get(s.configMapName)
+	if err != nil {
+		return nil
+	}
+	data := maps.Clone(cm.Data)
+	if data == nil {
+		data = map[string]string{}
+	}
+	return data
+}
+
+// Ingress returns the cached Ingress namespace/name, or nil. It is the
+// cache's object and must not be modified.
+func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
+	if !s.isStarted() {
+		return nil
+	}
+	ing, err := s.ingresses.Ingresses(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return ing
+}
+
+func (s *Source) isStarted() bool { return s.ready.Load() }
+
+// strip drops what restysync never reads from an object before it is
+// cached. It changes the object in place, which a transform may do, and is
+// idempotent.
+func strip(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+		if _, ok := o.GetAnnotations()[lastAppliedAnnotation]; ok {
+			annotations := maps.Clone(o.GetAnnotations())
+			delete(annotations, lastAppliedAnnotation)
+			if len(annotations) == 0 {
+				annotations = nil
+			}
+			o.SetAnnotations(annotations)
+		}
+	}
+	return obj, nil
+}
+
+// handler reports each change of one informer as its Kind.
+type handler struct {
+	kind    source.Kind
+	changed func(source.Kind)
+}
+
+var _ cache.ResourceEventHandler = handler{}
+
+func (h handler) OnAdd(any, bool) { h.changed(h.kind) }
+
+// OnUpdate drops resync replays: the object did not change if its
+// ResourceVersion did not.
+func (h handler) OnUpdate(oldObj, newObj any) {
+	oldMeta, err1 := meta.Accessor(oldObj)
+	newMeta, err2 := meta.Accessor(newObj)
+	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
+		return
+	}
+	h.changed(h.kind)
+}
+
+// OnDelete is also called with a cache.DeletedFinalStateUnknown when the
+// watch missed the deletion; the object is gone from the cache either way.
+func (h handler) OnDelete(any) { h.changed(h.kind) }

@@ -1,0 +1,377 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// waitTimeout bounds every wait for the cache to catch up.
+const waitTimeout = 10 * time.Second
+
+// kindCounter counts changed calls by Kind.
+type kindCounter struct {
+	mu     sync.Mutex
+	counts map[source.Kind]int
+}
+
+func newKindCounter() *kindCounter { return &kindCounter{counts: map[source.Kind]int{}} }
+
+func (c *kindCounter) changed(kind source.Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[kind]++
+}
+
+func (c *kindCounter) get(kind source.Kind) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[kind]
+}
+
+// startSource starts src and registers a cleanup that stops it and waits
+// until every informer has stopped.
+func startSource(t *testing.T, src *Source, changed func(source.Kind)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-src.Done():
+		case <-time.After(waitTimeout):
+			t.Errorf("informers did not stop within %s", waitTimeout)
+		}
+	})
+	// Start's ctx also bounds the watching, so the wait is bounded here.
+	timer := time.AfterFunc(waitTimeout, cancel)
+	defer timer.Stop()
+	if err := src.Start(ctx, changed); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// eventually polls cond every 10ms until it holds, and fails t after
+// waitTimeout.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %s", what, waitTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// names returns "namespace/name" of objects, sorted.
+func names[T metav1.Object](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		if o.GetNamespace() == "" {
+			out = append(out, o.GetName())
+		} else {
+			out = append(out, o.GetNamespace()+"/"+o.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func testObjects() []runtime.Object {
+	class := "restysync"
+	pathType := networkingv1.PathTypePrefix
+	ready, portName, port := true, "http", int32(8080)
+	return []runtime.Object{
+		&networkingv1.IngressClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec:       networkingv1.IngressClassSpec{Controller: model.ControllerName},
+		},
+		&networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "app", Namespace: "web",
+				Annotations: map[string]string{
+					lastAppliedAnnotation: `{"big":"copy"}`,
+					"example.com/kept":    "yes",
+				},
+			},
+			Spec: networkingv1.IngressSpec{
+				IngressClassName: &class,
+				Rules: []networkingv1.IngressRule{{
+					Host: "app.example.com",
+					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+						Paths: []networkingv1.HTTPIngressPath{{
+							Path: "/", PathType: &pathType,
+							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+								Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80},
+							}},
+						}},
+					}},
+				}},
+			},
+		},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "web"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+		},
+		&discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "app-1", Namespace: "web",
+				Labels: map[string]string{discoveryv1.LabelServiceName: "app"},
+			},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{
+				Addresses:  []string{"10.244.1.10"},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			}},
+			Ports: []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "web"},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key")},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "password", Namespace: "web"},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"password": []byte("hunter2")},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "restysync", Namespace: "restysync"},
+			Data:       map[string]string{"worker-processes": "2"},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "restysync"},
+			Data:       map[string]string{"not": "ours"},
+		},
+	}
+}
+
+func TestSourceFake(t *testing.T) {
+	client := fake.NewClientset(testObjects()...)
+	src := New(client, Options{ConfigMap: "restysync/restysync"})
+	counter := newKindCounter()
+	startSource(t, src, counter.changed)
+
+	snap, problems := src.Snapshot()
+	if len(problems) != 0 {
+		t.Errorf("problems = %v, want none", problems)
+	}
+	for _, c := range []struct {
+		kind string
+		got  []string
+		want []string
+	}{
+		{"ingresses", names(snap.Ingresses), []string{"web/app"}},
+		{"ingress classes", names(snap.IngressClasses), []string{"restysync"}},
+		{"services", names(snap.Services), []string{"web/app"}},
+		{"endpoint slices", names(snap.EndpointSlices), []string{"web/app-1"}},
+		// The fake ignores field selectors; Snapshot still drops the Opaque Secret.
+		{"secrets", names(snap.Secrets), []string{"web/tls"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.kind, c.got, c.want)
+		}
+	}
+	if got := string(snap.Secrets[0].Data["tls.key"]); got != "key" {
+		t.Errorf("TLS secret data tls.key = %q, want it kept", got)
+	}
+	ing := snap.Ingresses[0]
+	if len(ing.ManagedFields) != 0 {
+		t.Errorf("ingress managedFields = %v, want stripped", ing.ManagedFields)
+	}
+	if want := map[string]string{"example.com/kept": "yes"}; !maps.Equal(ing.Annotations, want) {
+		t.Errorf("ingress annotations = %v, want %v", ing.Annotations, want)
+	}
+	if got, want := src.ConfigMapData(), map[string]string{"worker-processes": "2"}; !maps.Equal(got, want) {
+		t.Errorf("ConfigMapData = %v, want %v", got, want)
+	}
+	if got := src.Ingress("web", "app"); got == nil || got.Name != "app" {
+		t.Errorf("Ingress(web, app) = %v, want the cached Ingress", got)
+	}
+	if got := src.Ingress("web", "missing"); got != nil {
+		t.Errorf("Ingress(web, missing) = %v, want nil", got)
+	}
+
+	// Secrets and ConfigMaps are only ever listed and watched with their selectors.
+	for _, action := range client.Actions() {
+		var opts metav1.ListOptions
+		switch a := action.(type) {
+		case k8stesting.ListActionImpl:
+			opts = a.ListOptions
+		case k8stesting.WatchActionImpl:
+			opts = a.ListOptions
+		default:
+			continue
+		}
+		switch action.GetResource().Resource {
+		case "secrets":
+			if opts.FieldSelector != "type=kubernetes.io/tls" {
+				t.Errorf("%s secrets with field selector %q, want type=kubernetes.io/tls", action.GetVerb(), opts.FieldSelector)
+			}
+		case "configmaps":
+			if opts.FieldSelector != "metadata.name=restysync" || action.GetNamespace() != "restysync" {
+				t.Errorf("%s configmaps in %q with field selector %q, want metadata.name=restysync in restysync",
+					action.GetVerb(), action.GetNamespace(), opts.FieldSelector)
+			}
+		}
+	}
+
+	ctx := context.Background()
+	t.Run("update", func(t *testing.T) {
+		before := counter.get(source.KindIngress)
+		updated := ing.DeepCopy()
+		updated.Spec.Rules[0].Host = "new.example.com"
+		// The fake does not set resourceVersion as a server does, and an
+		// update with an unchanged one is dropped as a resync replay.
+		updated.ResourceVersion = "100"
+		if _, err := client.NetworkingV1().Ingresses("web").Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "updated host in snapshot", func() bool {
+			snap, _ := src.Snapshot()
+			return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].Host == "new.example.com"
+		})
+		// The cache is updated before the handlers hear of it.
+		eventually(t, "changed(Ingress) called", func() bool { return counter.get(source.KindIngress) > before })
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		before := counter.get(source.KindService)
+		if err := client.CoreV1().Services("web").Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "service gone from snapshot", func() bool {
+			snap, _ := src.Snapshot()
+			return len(snap.Services) == 0
+		})
+		eventually(t, "changed(Service) called", func() bool { return counter.get(source.KindService) > before })
+	})
+
+	t.Run("configmap", func(t *testing.T) {
+		if err := client.CoreV1().ConfigMaps("restysync").Delete(ctx, "restysync", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "ConfigMapData nil after delete", func() bool { return src.ConfigMapData() == nil })
+		eventually(t, "changed(ConfigMap) called for add and delete", func() bool { return counter.get(source.KindConfigMap) >= 2 })
+	})
+}
+
+func TestSourceNamespace(t *testing.T) {
+	objs := append(testObjects(),
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "other"}},
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "other"}},
+	)
+	src := New(fake.NewClientset(objs...), Options{Namespace: "other"})
+	startSource(t, src, func(source.Kind) {})
+	snap, _ := src.Snapshot()
+	if got, want := names(snap.Ingresses), []string{"other/app"}; !slices.Equal(got, want) {
+		t.Errorf("ingresses = %v, want %v", got, want)
+	}
+	if got, want := names(snap.Services), []string{"other/app"}; !slices.Equal(got, want) {
+		t.Errorf("services = %v, want %v", got, want)
+	}
+	if got, want := names(snap.IngressClasses), []string{"restysync"}; !slices.Equal(got, want) {
+		t.Errorf("ingress classes = %v, want %v (cluster-scoped, always read)", got, want)
+	}
+	if len(snap.Secrets) != 0 || len(snap.EndpointSlices) != 0 {
+		t.Errorf("secrets %v, endpoint slices %v: want none outside the namespace", names(snap.Secrets), names(snap.EndpointSlices))
+	}
+	if src.ConfigMapData() != nil {
+		t.Errorf("ConfigMapData = %v, want nil with no ConfigMap configured", src.ConfigMapData())
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	t.Run("bad configmap", func(t *testing.T) {
+		for _, cm := range []string{"just-a-name", "ns/", "a/b/c"} {
+			src := New(fake.NewClientset(), Options{ConfigMap: cm})
+			if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
+				t.Errorf("ConfigMap %q: Start succeeded, want an error", cm)
+			}
+			<-src.Done()
+		}
+	})
+	t.Run("twice", func(t *testing.T) {
+		src := New(fake.NewClientset(), Options{})
+		startSource(t, src, func(source.Kind) {})
+		if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
+			t.Error("second Start succeeded, want an error")
+		}
+	})
+	t.Run("context ends before sync", func(t *testing.T) {
+		client := fake.NewClientset()
+		// A list that never answers keeps the caches from syncing.
+		block := make(chan struct{})
+		defer close(block)
+		client.PrependReactor("list", "ingresses", func(k8stesting.Action) (bool, runtime.Object, error) {
+			<-block
+			return true, &networkingv1.IngressList{}, nil
+		})
+		src := New(client, Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if err := src.Start(ctx, func(source.Kind) {}); err == nil {
+			t.Fatal("Start succeeded, want an error when ctx ends before sync")
+		}
+	})
+}
+
+func TestHandler(t *testing.T) {
+	counter := newKindCounter()
+	h := handler{kind: source.KindService, changed: counter.changed}
+	v1 := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "web", ResourceVersion: "1"}}
+	v2 := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "web", ResourceVersion: "2"}}
+
+	h.OnAdd(v1, true)
+	h.OnUpdate(v1, v1.DeepCopy()) // resync replay
+	if got := counter.get(source.KindService); got != 1 {
+		t.Errorf("after add and a resync replay: %d calls, want 1", got)
+	}
+	h.OnUpdate(v1, v2)
+	h.OnDelete(v2)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "web/a", Obj: v2})
+	if got := counter.get(source.KindService); got != 4 {
+		t.Errorf("after update, delete and tombstone: %d calls, want 4", got)
+	}
+}
+
+func TestStrip(t *testing.T) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:          "tls",
+			Annotations:   map[string]string{lastAppliedAnnotation: "{}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte("c")},
+	}
+	for range 2 { // idempotent
+		obj, err := strip(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := obj.(*corev1.Secret)
+		if got.ManagedFields != nil || got.Annotations != nil || string(got.Data["tls.crt"]) != "c" {
+			t.Errorf("strip = %+v, want no managedFields or annotations, data kept", got)
+		}
+	}
+	tombstone := cache.DeletedFinalStateUnknown{Key: "a/b"}
+	if obj, err := strip(tombstone); err != nil || obj != any(tombstone) {
+		t.Errorf("strip(tombstone) = %v, %v; want it unchanged", obj, err)
+	}
+}
