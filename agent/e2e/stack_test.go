@@ -66,6 +66,7 @@ type stack struct {
 	shared    string // the shared dir: nginx's prefix
 	port      int    // nginx's HTTP port on 127.0.0.1
 	agent     *agentProcess
+	agentArgs []string
 	nginx     *nginxproc.Nginx
 	client    *http.Client
 }
@@ -74,24 +75,32 @@ type stack struct {
 // it, then nginx on the config the agent wrote, as a pod would.
 func newStack(t *testing.T, files map[string]string) *stack {
 	t.Helper()
-	nginxproc.Binary(t) // fails under CI=true when nginx is missing
-	s := &stack{t: t, manifests: t.TempDir(), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
+	s := &stack{t: t, manifests: t.TempDir()}
 	for name, content := range files {
 		s.writeFile(name, content)
 	}
-	args := []string{"run",
-		"--source", "file:" + s.manifests,
+	s.start("--source", "file:"+s.manifests)
+	return s
+}
+
+// start runs the agent with the source args and nginx beside it.
+func (s *stack) start(sourceArgs ...string) {
+	t := s.t
+	t.Helper()
+	nginxproc.Binary(t) // fails under CI=true when nginx is missing
+	s.shared, s.port = nginxproc.TempPrefix(t), nginxproc.FreePort(t)
+	s.agentArgs = append(append([]string{"run"}, sourceArgs...),
 		"--shared-dir", s.shared,
 		"--http-port", strconv.Itoa(s.port),
 		"--https-port", strconv.Itoa(nginxproc.FreePort(t)),
 		"--listen-address", "127.0.0.1",
 		"--worker-processes", "2",
 		"--log-level", "debug",
-	}
+	)
 	for _, m := range nginxproc.DebianLoadModules() {
-		args = append(args, "--load-module", m)
+		s.agentArgs = append(s.agentArgs, "--load-module", m)
 	}
-	s.agent = startAgent(t, args...)
+	s.agent = startAgent(t, s.agentArgs...)
 	s.eventually("the agent writes nginx.conf", func() error {
 		_, err := os.Stat(filepath.Join(s.shared, "nginx.conf"))
 		return err
@@ -104,7 +113,6 @@ func newStack(t *testing.T, files map[string]string) *stack {
 			t.Logf("%s", s.nginx.Logs())
 		}
 	})
-	return s
 }
 
 // writeFile saves a manifest the way editors do: a temp file renamed over it.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -22,7 +23,11 @@ import (
 	"github.com/restysync/restysync/lua"
 )
 
-func env(name string) []string { return []string{"RESTYSYNC_" + name} }
+// env returns the environment variables of a flag: RESTYSYNC_name, then
+// the plain names given (such as POD_NAMESPACE from the downward API).
+func env(name string, plain ...string) []string {
+	return append([]string{"RESTYSYNC_" + name}, plain...)
+}
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
@@ -53,7 +58,7 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent",
-		Flags:  runFlags(),
+		Flags:  append(runFlags(), kubeFlags()...),
 		Action: run,
 	}
 }
@@ -66,6 +71,7 @@ type runConfig struct {
 	ingressClass          string
 	withoutClass          bool
 	reloadTimeout         time.Duration
+	kube                  kubeConfig
 	logger                *slog.Logger
 }
 
@@ -129,6 +135,9 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	rc.ingressClass = class
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
+	if rc.kube, err = parseKubeConfig(c); err != nil {
+		return rc, err
+	}
 	return rc, nil
 }
 
@@ -147,6 +156,8 @@ func run(c *cli.Context) error {
 		return err
 	}
 	logger := rc.logger
+	// client-go logs through klog; send it to the same place, in the same format.
+	klog.SetSlogLogger(logger.With("component", "client-go"))
 	logger.Info("starting", "version", versionString(), "source", c.String("source"), "shared_dir", rc.sharedDir)
 
 	// Start-up contract: Lua modules and a bootstrap nginx.conf come first, so
@@ -155,16 +166,19 @@ func run(c *cli.Context) error {
 		return err
 	}
 
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
 	var src source.Source
+	var onSync func(syncer.Report)
 	switch rc.sourceKind {
 	case "file":
 		src = file.New(rc.sourceDir, file.WithLogger(logger))
-	default:
-		return fmt.Errorf("--source kube: not available in this build yet; use file:DIR")
+	case "kube":
+		if src, onSync, err = startKube(ctx, rc.kube, logger); err != nil {
+			return err
+		}
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
@@ -175,6 +189,7 @@ func run(c *cli.Context) error {
 		IngressClass:      rc.ingressClass,
 		WatchWithoutClass: rc.withoutClass,
 		Render:            rc.render,
+		OnSync:            onSync,
 	}, logger)
 	err = s.Run(ctx)
 	logger.Info("stopped")

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/restysync/restysync/agent/internal/events"
+	"github.com/restysync/restysync/agent/internal/source/kube"
+	"github.com/restysync/restysync/agent/internal/status"
+	"github.com/restysync/restysync/agent/internal/syncer"
+)
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func kubeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
+			Usage: "kubeconfig `FILE` to use outside a cluster (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+		&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "kubeconfig context to use (default: its current context)"},
+		&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"),
+			Usage: "watch Ingresses, Services, EndpointSlices and Secrets in this namespace only (default: all)"},
+		&cli.Float64Flag{Name: "kube-api-qps", Value: 50, EnvVars: env("KUBE_API_QPS"), Usage: "steady requests per second to the API server"},
+		&cli.IntFlag{Name: "kube-api-burst", Value: 100, EnvVars: env("KUBE_API_BURST"), Usage: "request burst to the API server"},
+		&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"), Usage: "the agent's own ConfigMap, `NAMESPACE/NAME` (default: none)"},
+		&cli.StringFlag{Name: "publish-service", EnvVars: env("PUBLISH_SERVICE"),
+			Usage: "write the addresses of this Service (`NAMESPACE/NAME`) into the status of served Ingresses"},
+		&cli.StringSliceFlag{Name: "publish-address", EnvVars: env("PUBLISH_ADDRESS"),
+			Usage: "write these IPs or host names into the status of served Ingresses (repeatable; instead of --publish-service)"},
+		&cli.StringFlag{Name: "election-namespace", EnvVars: env("ELECTION_NAMESPACE", "POD_NAMESPACE"),
+			Usage: "namespace of the leader-election Lease (default: the pod's namespace)"},
+		&cli.StringFlag{Name: "election-id", Value: status.DefaultLeaseName, EnvVars: env("ELECTION_ID"),
+			Usage: "name of the leader-election Lease; replicas that share it elect one status writer"},
+		&cli.StringFlag{Name: "pod-name", EnvVars: env("POD_NAME", "POD_NAME"),
+			Usage: "this replica's identity in the Lease (default: the host name, which is the pod name in a pod)"},
+	}
+}
+
+// kubeConfig is the validated form of the kube flags.
+type kubeConfig struct {
+	kubeconfig, context  string
+	namespace, configMap string
+	qps                  float32
+	burst                int
+	publishService       string
+	publishAddresses     []string
+	electionNamespace    string
+	electionID, podName  string
+}
+
+func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
+	kc := kubeConfig{
+		kubeconfig:       c.String("kubeconfig"),
+		context:          c.String("context"),
+		namespace:        c.String("namespace"),
+		configMap:        c.String("configmap"),
+		qps:              float32(c.Float64("kube-api-qps")),
+		burst:            c.Int("kube-api-burst"),
+		publishService:   c.String("publish-service"),
+		publishAddresses: c.StringSlice("publish-address"),
+		electionID:       c.String("election-id"),
+		podName:          c.String("pod-name"),
+	}
+	if kc.qps <= 0 {
+		return kc, fmt.Errorf("--kube-api-qps %v: must be positive", c.Float64("kube-api-qps"))
+	}
+	if kc.burst < 1 {
+		return kc, fmt.Errorf("--kube-api-burst %d: must be at least 1", kc.burst)
+	}
+	if kc.configMap != "" && !validNamespacedName(kc.configMap) {
+		return kc, fmt.Errorf("--configmap %q: want NAMESPACE/NAME", kc.configMap)
+	}
+	if kc.publishService != "" && !validNamespacedName(kc.publishService) {
+		return kc, fmt.Errorf("--publish-service %q: want NAMESPACE/NAME", kc.publishService)
+	}
+	if kc.publishService != "" && len(kc.publishAddresses) > 0 {
+		return kc, fmt.Errorf("--publish-service and --publish-address: give one, not both")
+	}
+	if kc.electionID == "" {
+		return kc, fmt.Errorf("--election-id: must not be empty")
+	}
+	kc.electionNamespace = c.String("election-namespace")
+	if kc.electionNamespace == "" {
+		if data, err := os.ReadFile(serviceAccountNamespace); err == nil {
+			kc.electionNamespace = strings.TrimSpace(string(data))
+		}
+	}
+	if kc.publishing() && kc.electionNamespace == "" {
+		return kc, fmt.Errorf("--election-namespace: needed to write Ingress status outside a pod")
+	}
+	return kc, nil
+}
+
+func (kc kubeConfig) publishing() bool {
+	return kc.publishService != "" || len(kc.publishAddresses) > 0
+}
+
+func validNamespacedName(s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// kubeClient builds a client: the kubeconfig and context when given, else
+// in-cluster config, else the default kubeconfig loading rules.
+func kubeClient(kc kubeConfig) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kc.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kc.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = kc.qps, kc.burst
+	cfg.UserAgent = "restysync/" + version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+// startKube returns the kube source and the OnSync hook that writes
+// Ingress status (when publishing) and Events; their goroutines run until
+// ctx is done.
+func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (*kube.Source, func(syncer.Report), error) {
+	client, err := kubeClient(kc)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap, Logger: logger.With("component", "kube")})
+
+	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})
+	if err := recorder.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	lookup := func(namespace, name string) runtime.Object {
+		if ing := src.Ingress(namespace, name); ing != nil {
+			return ing
+		}
+		return nil // not a typed nil inside the interface
+	}
+
+	var writer *status.Writer
+	if kc.publishing() {
+		pub, err := status.NewPublisher(client, kc.publishService, kc.publishAddresses)
+		if err != nil {
+			return nil, nil, err
+		}
+		writer, err = status.NewWriter(client, pub, status.Options{
+			Namespace: kc.electionNamespace,
+			LeaseName: kc.electionID,
+			Identity:  kc.podName,
+			Lookup:    src.Ingress,
+			Logger:    logger.With("component", "status"),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		go func() {
+			if err := writer.Run(ctx); err != nil {
+				logger.Error("status writer stopped", "error", err)
+			}
+		}()
+	} else {
+		logger.Info("Ingress status is not written: neither --publish-service nor --publish-address is set")
+	}
+
+	onSync := func(r syncer.Report) {
+		recorder.Problems(r.Problems, lookup)
+		if !r.Applied {
+			return
+		}
+		ids := r.Model.ServedIngresses()
+		served := make([]types.NamespacedName, 0, len(ids))
+		for _, id := range ids {
+			ns, name, _ := strings.Cut(id, "/")
+			served = append(served, types.NamespacedName{Namespace: ns, Name: name})
+			recorder.Served(src.Ingress(ns, name))
+		}
+		if writer != nil {
+			writer.Update(served)
+		}
+	}
+	return src, onSync, nil
+}
