@@ -128,19 +128,27 @@ func kubeClient(kc kubeConfig) (kubernetes.Interface, error) {
 	return client, nil
 }
 
-// startKube returns the kube source and the OnSync hook that writes
-// Ingress status (when publishing) and Events; their goroutines run until
-// ctx is done.
-func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (*kube.Source, func(syncer.Report), error) {
+// kubeParts are what the kube source adds to the sync loop.
+type kubeParts struct {
+	source *kube.Source
+	// onSync writes Ingress status (when publishing) and Events.
+	onSync func(syncer.Report)
+	// stopped is closed when the status writer has stopped and released its
+	// Lease, so a replica can take over at once (closed at once without one).
+	stopped <-chan struct{}
+}
+
+// startKube starts the kube parts; their goroutines run until ctx is done.
+func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubeParts, error) {
 	client, err := kubeClient(kc)
 	if err != nil {
-		return nil, nil, err
+		return kubeParts{}, err
 	}
 	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap, Logger: logger.With("component", "kube")})
 
 	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})
 	if err := recorder.Start(ctx); err != nil {
-		return nil, nil, err
+		return kubeParts{}, err
 	}
 	lookup := func(namespace, name string) runtime.Object {
 		if ing := src.Ingress(namespace, name); ing != nil {
@@ -150,10 +158,11 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (*kube.S
 	}
 
 	var writer *status.Writer
+	stopped := make(chan struct{})
 	if kc.publishing() {
 		pub, err := status.NewPublisher(client, kc.publishService, kc.publishAddresses)
 		if err != nil {
-			return nil, nil, err
+			return kubeParts{}, err
 		}
 		writer, err = status.NewWriter(client, pub, status.Options{
 			Namespace: kc.electionNamespace,
@@ -163,14 +172,16 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (*kube.S
 			Logger:    logger.With("component", "status"),
 		})
 		if err != nil {
-			return nil, nil, err
+			return kubeParts{}, err
 		}
 		go func() {
+			defer close(stopped)
 			if err := writer.Run(ctx); err != nil {
 				logger.Error("status writer stopped", "error", err)
 			}
 		}()
 	} else {
+		close(stopped)
 		logger.Info("Ingress status is not written: neither --publish-service nor --publish-address is set")
 	}
 
@@ -190,5 +201,5 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (*kube.S
 			writer.Update(served)
 		}
 	}
-	return src, onSync, nil
+	return kubeParts{source: src, onSync: onSync, stopped: stopped}, nil
 }

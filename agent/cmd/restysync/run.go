@@ -175,9 +175,12 @@ func run(c *cli.Context) error {
 	case "file":
 		src = file.New(rc.sourceDir, file.WithLogger(logger))
 	case "kube":
-		if src, onSync, err = startKube(ctx, rc.kube, logger); err != nil {
+		parts, err := startKube(ctx, rc.kube, logger)
+		if err != nil {
 			return err
 		}
+		src, onSync = parts.source, parts.onSync
+		defer waitStopped(parts.stopped, logger)
 	}
 
 	nginx := &apply.Nginx{
@@ -211,6 +214,11 @@ func prepareSharedDir(rc runConfig) error {
 	if err := lua.WriteTo(rc.sharedDir); err != nil {
 		return fmt.Errorf("writing Lua modules: %w", err)
 	}
+	if made, err := render.WriteFallbackCertificate(rc.sharedDir); err != nil {
+		return err
+	} else if made {
+		rc.logger.Info("default certificate generated", "path", filepath.Join(rc.sharedDir, render.FallbackCertName))
+	}
 	confPath := filepath.Join(rc.sharedDir, render.ConfigName)
 	if _, err := os.Stat(confPath); err == nil {
 		return nil
@@ -224,4 +232,16 @@ func prepareSharedDir(rc runConfig) error {
 	}
 	rc.logger.Info("bootstrap nginx.conf written", "path", confPath, "config_hash", cfg.Hash[:12])
 	return nil
+}
+
+// shutdownTimeout bounds the wait for background work at exit.
+const shutdownTimeout = 5 * time.Second
+
+// waitStopped waits, within shutdownTimeout, for stopped to close.
+func waitStopped(stopped <-chan struct{}, logger *slog.Logger) {
+	select {
+	case <-stopped:
+	case <-time.After(shutdownTimeout):
+		logger.Warn("background work did not stop in time", "timeout", shutdownTimeout)
+	}
 }

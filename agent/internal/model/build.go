@@ -108,20 +108,21 @@ func ourIngresses(s Snapshot) []*networkingv1.Ingress {
 }
 
 // classFilter decides which Ingresses are ours: those naming our class in
-// spec.ingressClassName (unless our IngressClass object belongs to another
-// controller), or, without the field, in the legacy annotation; and those
-// naming no class when our IngressClass is the default one, or when
-// WatchWithoutClass is set and no other IngressClass is the default.
+// spec.ingressClassName, when that IngressClass exists with our controller
+// (as ingress-nginx has it, so deleting the class stops serving them), or,
+// without the field, in the legacy annotation; and those naming no class
+// when our IngressClass is the default one, or when WatchWithoutClass is
+// set and no other IngressClass is the default.
 func classFilter(s Snapshot) func(*networkingv1.Ingress) bool {
-	var classTaken, weAreDefault, otherIsDefault bool
+	var classExists, weAreDefault, otherIsDefault bool
 	for _, class := range s.IngressClasses {
 		isDefault := class.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
 		ourController := class.Spec.Controller == ControllerName
 		switch {
 		case class.Name == s.IngressClass && !ourController:
-			classTaken = true
 			otherIsDefault = otherIsDefault || isDefault
 		case class.Name == s.IngressClass:
+			classExists = true
 			weAreDefault = isDefault
 		case isDefault:
 			otherIsDefault = true
@@ -129,7 +130,7 @@ func classFilter(s Snapshot) func(*networkingv1.Ingress) bool {
 	}
 	return func(ing *networkingv1.Ingress) bool {
 		if name := ing.Spec.IngressClassName; name != nil && *name != "" {
-			return *name == s.IngressClass && !classTaken
+			return *name == s.IngressClass && classExists
 		}
 		if annotation := ing.Annotations[legacyClassAnnotation]; annotation != "" {
 			return annotation == s.IngressClass

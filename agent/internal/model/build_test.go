@@ -23,7 +23,7 @@ func TestBuildClassSelection(t *testing.T) {
 		wantOurs          bool
 	}{
 		{name: "field names our class", classes: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)}, wantOurs: true},
-		{name: "field names our class, no IngressClass object", wantOurs: true},
+		{name: "field names our class, no IngressClass object"},
 		{name: "field names our class, object of another controller", classes: []*networkingv1.IngressClass{ingressClass(testClass, other, false)}},
 		{name: "field names another class", opts: []ingressOption{classField("nginx")}},
 		{name: "field wins over legacy annotation", opts: []ingressOption{classField("nginx"), annotation(legacyClassAnnotation, testClass)}},
