@@ -123,7 +123,7 @@ func command(name string, args ...string) string {
 
 // stats summarises durations.
 type stats struct {
-	n                   int
+	n                  int
 	min, p50, p99, max time.Duration
 }
 
