@@ -1,0 +1,805 @@
+//go:build bench
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/lua"
+)
+
+// B3 is the data-plane cost of the Lua balancer: the same nginx binary runs
+// twice, side by side.
+//
+//   - "lua": nginx.conf exactly as render.Render writes it for one host with
+//     one Prefix "/" location, its three endpoints pushed over the config API.
+//     Every request runs access_by_lua (restysync.balancer.access) and
+//     balancer_by_lua (restysync.balancer.balance).
+//   - "static": the same rendered nginx.conf, with that one location changed
+//     to proxy to a static `upstream` of the same three endpoints, with the
+//     keepalive lines of the Lua upstream, and no Lua in the location.
+//     Everything else (global settings, proxy_set_header lines, the Lua API
+//     server, init_by_lua) is byte for byte the same, so the two differ in
+//     the per-request Lua work and nothing else.
+//
+// wrk drives both in interleaved rounds, alternating which goes first. The
+// backends are Go HTTP servers in a separate process (this test binary,
+// re-executed as TestBackendProcess) on 127.0.0.2-4.
+
+const (
+	b3Host    = "bench.example.com"
+	b3Backend = "bench/web:80"
+	// b3Upstream names the static upstream; b3LuaUpstream is the template's.
+	b3Upstream    = "restysync_static"
+	b3LuaUpstream = "restysync_upstream"
+	// b3Connections is wrk's -c: keep-alive connections, one wrk thread.
+	b3Connections = 32
+	// b3BackendsEnv, when set to N, makes TestBackendProcess serve N
+	// backends on the listeners it inherits as fds 3, 4, ...
+	b3BackendsEnv = "RESTYSYNC_BENCH_BACKENDS"
+)
+
+func TestB3DataPlane(t *testing.T) {
+	if !wanted("B3") {
+		t.Skip("B3 is not among -only")
+	}
+	wrk := lookWrk(t)
+	nginxproc.Binary(t)
+
+	rounds, duration := 7, 15*time.Second
+	if *quick {
+		rounds, duration = 3, 5*time.Second
+	}
+
+	// CPUs: nginx (master and worker) on one, wrk and the backends on the other.
+	pin := b3Pinning()
+	backends := startBackendProcess(t, 3, pin)
+	variants := []*b3Variant{
+		startLuaVariant(t, backends),
+		startStaticVariant(t, backends),
+	}
+	for _, v := range variants {
+		pin.nginx(t, v)
+		checkSpread(t, v, backends)
+	}
+
+	// fail reports the row as failed with why, and ends the test.
+	fail := func(format string, args ...any) {
+		t.Helper()
+		reason := fmt.Sprintf(format, args...)
+		report(t, Row{ID: "B3", What: "rps Lua ÷ static upstream", Target: "median ≥ 0.95", Measured: "not measured: " + oneLine(reason)})
+		t.Fatal(reason)
+	}
+
+	for _, v := range variants {
+		if _, err := runWrk(wrk, pin, v, time.Second); err != nil {
+			fail("warm-up of %s: %v", v.name, err)
+		}
+	}
+
+	var (
+		rpsRatios, p99Ratios []float64
+		results              = map[string][]wrkResult{}
+	)
+	for i := range rounds {
+		order := []*b3Variant{variants[0], variants[1]}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		got := map[string]wrkResult{}
+		for _, v := range order {
+			r, err := runWrk(wrk, pin, v, duration)
+			if err != nil {
+				fail("round %d, %s: %v", i+1, v.name, err)
+			}
+			got[v.name] = r
+			results[v.name] = append(results[v.name], r)
+			t.Logf("round %d %-6s %9.0f req/s  p99 %-9s  nginx worker %5.1f µs CPU/request, busy %3.0f%%",
+				i+1, v.name, r.rps, r.p99, r.cpuPerRequest().Seconds()*1e6, 100*r.busy())
+		}
+		lua, static := got["lua"], got["static"]
+		rpsRatios = append(rpsRatios, lua.rps/static.rps)
+		p99Ratios = append(p99Ratios, lua.p99.Seconds()/static.p99.Seconds())
+		t.Logf("round %d ratio rps %.4f, p99 %.4f", i+1, rpsRatios[i], p99Ratios[i])
+	}
+
+	rpsRatio, p99Ratio := median(rpsRatios), median(p99Ratios)
+	luaRPS := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.rps }))
+	staticRPS := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.rps }))
+	luaP99 := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.p99.Seconds() }))
+	staticP99 := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.p99.Seconds() }))
+	luaCPU := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.cpuPerRequest().Seconds() * 1e6 }))
+	staticCPU := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.cpuPerRequest().Seconds() * 1e6 }))
+	luaBusy := median(mapSlice(results["lua"], func(r wrkResult) float64 { return 100 * r.busy() }))
+	staticBusy := median(mapSlice(results["static"], func(r wrkResult) float64 { return 100 * r.busy() }))
+
+	note := fmt.Sprintf("%d interleaved rounds of wrk -t1 -c%d -d%s --latency (keep-alive), order alternating; "+
+		"1 nginx worker each (worker_processes 1); Lua = the rendered nginx.conf, static = the same file with a static upstream of the same 3 endpoints and no Lua in the location, keepalive 320 both; %s; "+
+		"nginx worker busy (median) Lua %.0f%%, static %.0f%%; nginx worker CPU per request (median) Lua %.1f µs, static %.1f µs (%+.1f µs); load average at start %s",
+		rounds, b3Connections, duration, pin.describe(), luaBusy, staticBusy, luaCPU, staticCPU, luaCPU-staticCPU, loadAverage())
+
+	// The shown numbers are rounded toward failing: a pass is never a
+	// rounding artefact.
+	report(t, Row{
+		ID:     "B3",
+		What:   "rps Lua ÷ static upstream",
+		Target: "median ≥ 0.95",
+		Measured: fmt.Sprintf("median %s (min–max %s–%s, n=%d); req/s median Lua %.0f, static %.0f",
+			floor3(rpsRatio), floor3(slices.Min(rpsRatios)), floor3(slices.Max(rpsRatios)), len(rpsRatios), luaRPS, staticRPS),
+		Pass: rpsRatio >= 0.95,
+		Note: note,
+	})
+	report(t, Row{
+		ID:     "B3-p99",
+		What:   "p99 latency Lua ÷ static",
+		Target: "≤ 1.10",
+		Measured: fmt.Sprintf("median %s (min–max %s–%s, n=%d); p99 median Lua %s, static %s",
+			ceil3(p99Ratio), ceil3(slices.Min(p99Ratios)), ceil3(slices.Max(p99Ratios)), len(p99Ratios),
+			secondsString(luaP99), secondsString(staticP99)),
+		Pass: p99Ratio <= 1.10,
+		Note: "same runs as B3",
+	})
+}
+
+// lookWrk returns the path of wrk; without it the test fails when CI=true
+// and is skipped otherwise.
+func lookWrk(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("wrk")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("wrk needed (CI=true): %v", err)
+		}
+		t.Skipf("skipping: %v (apt-get install wrk)", err)
+	}
+	return path
+}
+
+// b3Variant is one running nginx under load.
+type b3Variant struct {
+	name  string
+	nginx *nginxproc.Nginx
+	port  int
+}
+
+func (v *b3Variant) url() string { return fmt.Sprintf("http://127.0.0.1:%d/", v.port) }
+
+// b3Model is one host whose "/" goes to one backend.
+func b3Model(backends []string) model.Model {
+	b := model.Backend{Name: b3Backend}
+	for _, addr := range backends {
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		b.Endpoints = append(b.Endpoints, model.Endpoint{Address: host, Port: p})
+	}
+	return model.Model{
+		Servers: []model.Server{{
+			Host:      b3Host,
+			Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: b3Backend, Ingress: "bench/web"}},
+		}},
+		Backends: []model.Backend{b},
+	}
+}
+
+// renderPrefix makes a prefix with the Lua modules and the rendered
+// nginx.conf for backends, and returns it, the HTTP port and the config.
+func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
+	t.Helper()
+	prefix := nginxproc.TempPrefix(t)
+	port := nginxproc.FreePort(t)
+	s := render.Settings{
+		SharedDir:       prefix,
+		HTTPPort:        port,
+		HTTPSPort:       nginxproc.FreePort(t),
+		ListenAddress:   "127.0.0.1",
+		LoadModules:     nginxproc.DebianLoadModules(),
+		WorkerProcesses: "1",
+	}
+	cfg, err := render.Render(b3Model(backends), s)
+	if err != nil {
+		t.Fatalf("rendering nginx.conf: %v", err)
+	}
+	if err := lua.WriteTo(prefix); err != nil {
+		t.Fatalf("writing the Lua modules: %v", err)
+	}
+	if err := writeCertificates(prefix, cfg.Bytes); err != nil {
+		t.Fatal(err)
+	}
+	return prefix, port, cfg.Bytes
+}
+
+func startLuaVariant(t *testing.T, backends []string) *b3Variant {
+	t.Helper()
+	prefix, port, conf := renderPrefix(t, backends)
+	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := &b3Variant{name: "lua", nginx: nginxproc.Start(t, prefix), port: port}
+	pushBackends(t, v.nginx, b3Model(backends).Backends)
+	return v
+}
+
+func startStaticVariant(t *testing.T, backends []string) *b3Variant {
+	t.Helper()
+	prefix, port, conf := renderPrefix(t, backends)
+	static, err := staticConfig(conf, backends)
+	if err != nil {
+		t.Fatalf("turning the rendered nginx.conf into the static one: %v\n%s", err, conf)
+	}
+	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), static, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &b3Variant{name: "static", nginx: nginxproc.Start(t, prefix), port: port}
+}
+
+// staticConfig rewrites the one location that proxies to the Lua upstream
+// to proxy to a static upstream of backends instead, without the Lua (and
+// the set of $restysync_backend) in it. The static upstream is inserted
+// before the Lua one and gets its keepalive lines. Anything it does not
+// recognise is an error: the bench must not silently compare something else.
+func staticConfig(conf []byte, backends []string) ([]byte, error) {
+	lines := strings.Split(string(conf), "\n")
+	proxy := "proxy_pass http://" + b3LuaUpstream + ";"
+	at := -1
+	for i, line := range lines {
+		if strings.TrimSpace(line) == proxy {
+			if at >= 0 {
+				return nil, fmt.Errorf("%q appears more than once", proxy)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil, fmt.Errorf("no %q line", proxy)
+	}
+	start := at - 1
+	for start >= 0 && !strings.HasPrefix(strings.TrimSpace(lines[start]), "location ") {
+		start--
+	}
+	if start < 0 {
+		return nil, errors.New("the proxy_pass line is in no location")
+	}
+	var out []string
+	out = append(out, lines[:start+1]...)
+	for _, line := range lines[start+1 : at] {
+		s := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(s, "set $restysync_"):
+		case strings.Contains(s, "_by_lua"):
+			if strings.Count(s, "{") != strings.Count(s, "}") {
+				return nil, fmt.Errorf("%q: a Lua block over several lines is not understood", s)
+			}
+		default:
+			out = append(out, line)
+		}
+	}
+	indent := lines[at][:len(lines[at])-len(strings.TrimLeft(lines[at], " \t"))]
+	out = append(out, indent+"proxy_pass http://"+b3Upstream+";")
+	out = append(out, lines[at+1:]...)
+
+	// The static upstream, before the Lua one, with its keepalive lines.
+	head := "upstream " + b3LuaUpstream + " {"
+	up := slices.IndexFunc(out, func(line string) bool { return strings.TrimSpace(line) == head })
+	if up < 0 {
+		return nil, fmt.Errorf("no %q line", head)
+	}
+	var keepalive []string
+	depth := 0
+	for _, line := range out[up:] {
+		s := strings.TrimSpace(line)
+		if depth == 1 && strings.HasPrefix(s, "keepalive") {
+			keepalive = append(keepalive, s)
+		}
+		depth += strings.Count(s, "{") - strings.Count(s, "}")
+		if depth == 0 {
+			break
+		}
+	}
+	if !slices.ContainsFunc(keepalive, func(s string) bool { return strings.HasPrefix(s, "keepalive ") }) {
+		return nil, fmt.Errorf("the %s upstream has no keepalive line", b3LuaUpstream)
+	}
+	indent = out[up][:len(out[up])-len(strings.TrimLeft(out[up], " \t"))]
+	block := []string{indent + "upstream " + b3Upstream + " {"}
+	for _, addr := range backends {
+		block = append(block, indent+"    server "+addr+";")
+	}
+	for _, k := range keepalive {
+		block = append(block, indent+"    "+k)
+	}
+	block = append(block, indent+"}", "")
+	return []byte(strings.Join(slices.Insert(out, up, block...), "\n")), nil
+}
+
+// writeCertificates writes a self-signed certificate and key wherever conf
+// names an ssl_certificate or ssl_certificate_key file (relative to prefix)
+// that does not exist yet; nginx refuses to start without them. B3 sends
+// no TLS traffic.
+func writeCertificates(prefix string, conf []byte) error {
+	re := regexp.MustCompile(`(?m)^\s*(ssl_certificate|ssl_certificate_key)\s+"([^"]+)";`)
+	paths := map[string]string{}
+	for _, m := range re.FindAllSubmatch(conf, -1) {
+		paths[string(m[1])] = string(m[2])
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	certPath, keyPath := paths["ssl_certificate"], paths["ssl_certificate_key"]
+	if certPath == "" || keyPath == "" {
+		return fmt.Errorf("nginx.conf names ssl certificate files %v; want both a certificate and a key", paths)
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(prefix, p)
+	}
+	certPath, keyPath = abs(certPath), abs(keyPath)
+	if _, err := os.Stat(certPath); err == nil {
+		if _, err := os.Stat(keyPath); err == nil {
+			return nil
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "restysync bench"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		path string
+		pem  []byte
+	}{
+		{certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.path, f.pem, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushBackends sends the backends to the config API, as the agent does.
+func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"upserts": backends})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := n.API().Post("http://restysync/backends", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /backends: %v", err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /backends: %d %s", resp.StatusCode, reply)
+	}
+}
+
+// checkSpread sends requests through v and wants every backend to answer:
+// both variants really proxy to all three endpoints before anything is timed.
+func checkSpread(t *testing.T, v *b3Variant, backends []string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	seen := map[string]int{}
+	for range 3 * len(backends) {
+		req, err := http.NewRequest(http.MethodGet, v.url(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = b3Host
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: GET %s: %v", v.name, v.url(), err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: GET %s: %d %q %v\n%s", v.name, v.url(), resp.StatusCode, body, err, v.nginx.Logs())
+		}
+		seen[string(body)]++
+	}
+	if len(seen) != len(backends) {
+		t.Fatalf("%s: %d requests reached %v, want all %d backends", v.name, 3*len(backends), seen, len(backends))
+	}
+}
+
+// b3Pin says which CPUs nginx and the load run on; the zero value pins
+// nothing.
+type b3Pin struct {
+	taskset         string
+	nginxCPU, other string // taskset -c lists
+	cpus            int
+}
+
+// b3Pinning pins nginx to the first allowed CPU and wrk with the backends
+// to the second, if taskset exists and there are two CPUs to use.
+func b3Pinning() b3Pin {
+	cpus := allowedCPUs()
+	path, err := exec.LookPath("taskset")
+	if err != nil || len(cpus) < 2 {
+		return b3Pin{cpus: len(cpus)}
+	}
+	return b3Pin{taskset: path, nginxCPU: strconv.Itoa(cpus[0]), other: strconv.Itoa(cpus[1]), cpus: len(cpus)}
+}
+
+func (p b3Pin) describe() string {
+	if p.taskset == "" {
+		return fmt.Sprintf("not pinned (no taskset or fewer than 2 CPUs): nginx, wrk and the backends share %d CPUs", p.cpus)
+	}
+	return fmt.Sprintf("taskset: nginx master and worker on CPU %s, wrk and the 3 Go backends (one process, GOMAXPROCS=1) on CPU %s, of %d CPUs", p.nginxCPU, p.other, p.cpus)
+}
+
+// nginx pins the master and the workers of v.
+func (p b3Pin) nginx(t *testing.T, v *b3Variant) {
+	t.Helper()
+	if p.taskset == "" {
+		return
+	}
+	pids := append([]int{v.nginx.MasterPID()}, v.nginx.WorkerPIDs()...)
+	for _, pid := range pids {
+		out, err := exec.Command(p.taskset, "-a", "-p", "-c", p.nginxCPU, strconv.Itoa(pid)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("taskset nginx pid %d: %v\n%s", pid, err, out)
+		}
+	}
+}
+
+// command wraps name and args in taskset onto the non-nginx CPU.
+func (p b3Pin) command(name string, args ...string) (string, []string) {
+	if p.taskset == "" {
+		return name, args
+	}
+	return p.taskset, append([]string{"-c", p.other, name}, args...)
+}
+
+// allowedCPUs reads the CPUs this process may run on.
+func allowedCPUs() []int {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil
+	}
+	var cpus []int
+	for _, line := range strings.Split(string(data), "\n") {
+		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		for _, part := range strings.Split(strings.TrimSpace(list), ",") {
+			lo, hi, isRange := strings.Cut(part, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := a, error(nil)
+			if isRange {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 != nil || err2 != nil {
+				return nil
+			}
+			for c := a; c <= b; c++ {
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	return cpus
+}
+
+// startBackendProcess starts n Go HTTP backends on 127.0.0.2, .3, ... in a
+// child process (this test binary running TestBackendProcess), so they do
+// not share a Go scheduler with the test, and returns their addresses. The
+// listeners are made here and inherited, so they accept from the start.
+// The child exits when its stdin closes (the test ends or dies); the
+// cleanup also kills its process group.
+func startBackendProcess(t *testing.T, n int, pin b3Pin) []string {
+	t.Helper()
+	var (
+		addrs []string
+		files []*os.File
+	)
+	for i := range n {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", i+2))
+		if err != nil {
+			t.Fatalf("backend listener: %v", err)
+		}
+		f, err := l.(*net.TCPListener).File()
+		l.Close() // f holds its own descriptor of the socket
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		files = append(files, f)
+	}
+	name, args := pin.command(os.Args[0], "-test.run=^TestBackendProcess$", "-test.count=1", "-test.timeout=0")
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), b3BackendsEnv+"="+strconv.Itoa(n))
+	if pin.taskset != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+	}
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the backend process: %v", err)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("the backend process did not exit within 5 s of its stdin closing; killing it")
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("the backend process %d survived SIGKILL", cmd.Process.Pid)
+		}
+		if t.Failed() {
+			t.Logf("backend process stderr:\n%s", stderr.String())
+		}
+	})
+	return addrs
+}
+
+// TestBackendProcess is the backend process of B3: it serves a small fixed
+// body on each inherited listener until its stdin closes. Run directly it
+// skips.
+func TestBackendProcess(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(b3BackendsEnv))
+	if n == 0 {
+		t.Skip("only runs as the backend process of B3")
+	}
+	for i := range n {
+		l, err := net.FileListener(os.NewFile(uintptr(3+i), fmt.Sprintf("listener%d", i)))
+		if err != nil {
+			t.Fatalf("listener %d: %v", i, err)
+		}
+		body := []byte(fmt.Sprintf("backend %d\n", i+1))
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				w.Write(body)
+			}),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       5 * time.Minute,
+		}
+		go srv.Serve(l)
+	}
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// wrkResult is one wrk run against one variant.
+type wrkResult struct {
+	rps      float64
+	p99      time.Duration
+	requests int64
+	duration time.Duration // wrk's -d
+	// workerCPU is the CPU time the nginx workers used during the run.
+	workerCPU time.Duration
+}
+
+func (r wrkResult) cpuPerRequest() time.Duration {
+	if r.requests == 0 {
+		return 0
+	}
+	return r.workerCPU / time.Duration(r.requests)
+}
+
+// busy is the share of one CPU the nginx workers used.
+func (r wrkResult) busy() float64 { return r.workerCPU.Seconds() / r.duration.Seconds() }
+
+var (
+	wrkRPS      = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)\s*$`)
+	wrkP99      = regexp.MustCompile(`(?m)^\s*99%\s+([0-9.]+)(us|ms|s|m|h)\s*$`)
+	wrkRequests = regexp.MustCompile(`(?m)^\s*([0-9]+) requests in `)
+	wrkNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: ([0-9]+)`)
+	wrkErrors   = regexp.MustCompile(`Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)`)
+)
+
+// runWrk loads v for d and parses what wrk prints. Failed requests of any
+// kind make the run an error.
+func runWrk(wrk string, pin b3Pin, v *b3Variant, d time.Duration) (wrkResult, error) {
+	name, args := pin.command(wrk, "-t1", fmt.Sprintf("-c%d", b3Connections), fmt.Sprintf("-d%ds", int(d.Seconds())),
+		"--latency", "-H", "Host: "+b3Host, v.url())
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	workers := v.nginx.WorkerPIDs()
+	before, err := cpuTime(workers)
+	if err != nil {
+		return wrkResult{}, err
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w\n%s", err, out)
+	}
+	after, err := cpuTime(workers)
+	if err != nil {
+		return wrkResult{}, err
+	}
+	if now := v.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
+		return wrkResult{}, fmt.Errorf("nginx workers changed from %v to %v during the run", workers, now)
+	}
+	r, err := parseWrk(out)
+	if err != nil {
+		return wrkResult{}, err
+	}
+	r.duration = d
+	r.workerCPU = after - before
+	return r, nil
+}
+
+func parseWrk(out []byte) (wrkResult, error) {
+	var r wrkResult
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		return r, fmt.Errorf("wrk saw %s non-2xx answers\n%s", m[1], out)
+	}
+	if m := wrkErrors.FindSubmatch(out); m != nil && string(bytes.Join(m[1:], nil)) != "0000" {
+		return r, fmt.Errorf("wrk saw socket errors\n%s", out)
+	}
+	m := wrkRPS.FindSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("no Requests/sec in wrk's output\n%s", out)
+	}
+	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	m = wrkRequests.FindSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("no request count in wrk's output\n%s", out)
+	}
+	r.requests, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	m = wrkP99.FindSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("no 99%% latency in wrk's output\n%s", out)
+	}
+	value, _ := strconv.ParseFloat(string(m[1]), 64)
+	unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour}[string(m[2])]
+	r.p99 = time.Duration(value * float64(unit))
+	if r.rps <= 0 || r.requests <= 0 || r.p99 <= 0 {
+		return r, fmt.Errorf("wrk measured nothing\n%s", out)
+	}
+	return r, nil
+}
+
+// cpuTime sums the CPU time the processes have used, from
+// /proc/PID/schedstat (nanoseconds on a CPU, all threads).
+func cpuTime(pids []int) (time.Duration, error) {
+	if len(pids) == 0 {
+		return 0, errors.New("nginx has no workers")
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+		if err != nil {
+			return 0, fmt.Errorf("CPU time of nginx worker %d: %w", pid, err)
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time of nginx worker %d: %q: %w", pid, data, err)
+		}
+		total += time.Duration(ns)
+	}
+	return total, nil
+}
+
+// median of an odd number of values is the middle one; of an even number,
+// the mean of the two in the middle.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func mapSlice[T any](in []T, f func(T) float64) []float64 {
+	out := make([]float64, len(in))
+	for i, x := range in {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// floor3 and ceil3 print a ratio to three decimals, rounded down (for a
+// "≥" target) or up (for a "≤" target).
+func floor3(x float64) string { return fmt.Sprintf("%.3f", math.Floor(x*1000)/1000) }
+func ceil3(x float64) string  { return fmt.Sprintf("%.3f", math.Ceil(x*1000)/1000) }
+
+func secondsString(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond).String()
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "|", "/")
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,242 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/podnet"
+)
+
+// TestB4Churn keeps a keep-alive load on one host while its endpoints
+// change ten times a second, and counts failed requests and reloads.
+func TestB4Churn(t *testing.T) {
+	if !wanted("B4") {
+		t.Skip("not selected")
+	}
+	wrk := requireWrk(t)
+	podnet.Require(t)
+	c := startCluster(t)
+	pods := make([]*podnet.Pod, 6)
+	for i := range pods {
+		pods[i] = podnet.New(t, "pod-"+strconv.Itoa(i))
+	}
+	ips := func(set []int) []string {
+		var out []string
+		for _, i := range set {
+			out = append(out, pods[i].IP)
+		}
+		return out
+	}
+	set := []int{0, 1, 2}
+	c.createAll([]any{service("b4"), slice("b4", ips(set)...), ingress("b4", "b4.test", "b4")})
+	a := startAgent(t, c, "--worker-processes", "2")
+	a.waitFor("b4.test", "/", "", 60*time.Second)
+	workers := a.nginx.WorkerPIDs()
+
+	duration := 60 * time.Second
+	if *quick {
+		duration = 10 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var changes int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if i%2 == 0 && len(set) < len(pods) {
+				for p := range pods {
+					if !slices.Contains(set, p) {
+						set = append(set, p)
+						break
+					}
+				}
+			} else if len(set) > 1 {
+				set = set[1:]
+			}
+			c.setEndpoints("b4", ips(set)...)
+			changes++
+		}
+	}()
+	out := runWrk(t, wrk, a.port, "b4.test", duration)
+	cancel()
+	wg.Wait()
+	reloads := 0
+	if !slices.Equal(a.nginx.WorkerPIDs(), workers) {
+		reloads = 1 // at least one; the workers were replaced
+	}
+	failed := out.non2xx + out.socketErrors
+	report(t, Row{ID: "B4", What: fmt.Sprintf("churn: %d endpoint changes in %s under keep-alive load", changes, duration),
+		Target:   "0 failed requests, 0 reloads",
+		Measured: fmt.Sprintf("%d requests, %d non-2xx, %d socket errors, %d reloads", out.requests, out.non2xx, out.socketErrors, reloads),
+		Pass:     failed == 0 && reloads == 0 && out.requests > 0,
+		Note:     "wrk -t1 -c16 on the same 2 CPUs as nginx (2 workers), agent and API server"})
+}
+
+// TestB5Structural measures a new Ingress → first 200 through nginx with
+// 1,000 Ingresses present: the reload path.
+func TestB5Structural(t *testing.T) {
+	if !wanted("B5") {
+		t.Skip("not selected")
+	}
+	podnet.Require(t)
+	c := startCluster(t)
+	pod := podnet.New(t, "pod-b5")
+	objs := []any{service("b5"), slice("b5", pod.IP)}
+	for i := range 1000 {
+		objs = append(objs, ingress("i"+strconv.Itoa(i), "i"+strconv.Itoa(i)+".b5.test", "b5"))
+	}
+	c.createAll(objs)
+	a := startAgent(t, c)
+	a.waitFor("i999.b5.test", "/", "", 60*time.Second)
+	n := 30
+	if *quick {
+		n = 8
+	}
+	var latencies []time.Duration
+	for i := range n {
+		host := "new" + strconv.Itoa(i) + ".b5.test"
+		if err := c.create(ingress("new"+strconv.Itoa(i), host, "b5")); err != nil {
+			t.Fatal(err)
+		}
+		latencies = append(latencies, a.waitFor(host, "/", "", waitBound))
+		time.Sleep(300 * time.Millisecond) // let the old workers drain
+	}
+	s := summarize(latencies)
+	report(t, Row{ID: "B5", What: "new Ingress → first 200, 1,000 Ingresses present", Target: "p99 ≤ 300 ms",
+		Measured: s.String(), Pass: s.p99 <= 300*time.Millisecond && s.n > 0})
+}
+
+// TestB6Scale fills the API server with 10,000 Ingresses and Services and
+// 100,000 endpoints, then cold-starts the agent.
+func TestB6Scale(t *testing.T) {
+	if !wanted("B6") {
+		t.Skip("not selected")
+	}
+	podnet.Require(t)
+	n := 10000
+	if *quick {
+		n = 1000
+	}
+	c := startCluster(t)
+	pods := []*podnet.Pod{podnet.New(t, "pod-a"), podnet.New(t, "pod-b")}
+	var objs []any
+	for i := range n - 1 {
+		name := "s" + strconv.Itoa(i)
+		objs = append(objs, service(name), slice(name, fakeAddrs(10*i, 10)...), ingress(name, name+".scale.test", name))
+	}
+	objs = append(objs, service("probe"), slice("probe", append([]string{pods[0].IP}, fakeAddrs(10*n, 0)...)...),
+		ingress("probe", "probe.scale.test", "probe"))
+	fill := time.Now()
+	c.createAll(objs)
+	t.Logf("created %d objects in %s", len(objs), time.Since(fill).Round(time.Millisecond))
+
+	a := startAgent(t, c)
+	cold := time.Since(a.start) + a.waitFor("probe.scale.test", "/", pods[0].Name, 120*time.Second)
+	time.Sleep(2 * time.Second)
+	rss := a.rssKiB()
+	firstSync := firstSyncDuration(a.log.String())
+
+	var latencies []time.Duration
+	current := 0
+	changes := 50
+	if *quick {
+		changes = 20
+	}
+	for range changes {
+		current = 1 - current
+		c.setEndpoints("probe", pods[current].IP)
+		latencies = append(latencies, a.waitFor("probe.scale.test", "/", pods[current].Name, waitBound))
+	}
+	b1 := summarize(latencies)
+	size := fmt.Sprintf("%d Ingresses, %d Services, %d endpoints", n, n, 10*(n-1)+1)
+	report(t, Row{ID: "B6-start", What: "cold start → fully serving, " + size, Target: "≤ 20 s",
+		Measured: cold.Round(10 * time.Millisecond).String(), Pass: cold <= 20*time.Second})
+	report(t, Row{ID: "B6-rss", What: "agent RSS after sync, " + size, Target: "≤ 300 MB",
+		Measured: fmt.Sprintf("%.0f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 300*1024})
+	report(t, Row{ID: "B6-render", What: "first sync (build + render + write), " + size, Target: "render ≤ 1 s",
+		Measured: firstSync.String(), Pass: firstSync > 0 && firstSync <= time.Second,
+		Note: "the agent's own sync duration from its log; the nginx reload is not in it"})
+	report(t, Row{ID: "B6-B1", What: "endpoint propagation at that scale", Target: "p50 ≤ 20 ms, p99 ≤ 50 ms",
+		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond})
+}
+
+var syncDuration = regexp.MustCompile(`msg=sync action=\S+ .*? duration=(\S+)`)
+
+// firstSyncDuration is the duration of the agent's first sync with work.
+func firstSyncDuration(log string) time.Duration {
+	for _, m := range syncDuration.FindAllStringSubmatch(log, -1) {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			return d
+		}
+	}
+	return 0
+}
+
+func requireWrk(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("wrk")
+	if err != nil {
+		t.Fatalf("wrk is needed: apt-get install wrk (go tool task bench installs it)")
+	}
+	return path
+}
+
+type wrkResult struct {
+	requests, non2xx, socketErrors int
+	rps                            float64
+}
+
+var (
+	wrkRequests = regexp.MustCompile(`(\d+) requests in`)
+	wrkNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkSocket   = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	wrkRPS      = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+)
+
+// runWrk runs wrk against nginx on port with the Host header host.
+func runWrk(t *testing.T, wrk string, port int, host string, d time.Duration) wrkResult {
+	t.Helper()
+	args := []string{"-t1", "-c16", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "-H", "Host: " + host,
+		"http://127.0.0.1:" + strconv.Itoa(port) + "/"}
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, wrk, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrk: %v\n%s", err, out)
+	}
+	var r wrkResult
+	if m := wrkRequests.FindSubmatch(out); m != nil {
+		r.requests, _ = strconv.Atoi(string(m[1]))
+	}
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		r.non2xx, _ = strconv.Atoi(string(m[1]))
+	}
+	if m := wrkSocket.FindSubmatch(out); m != nil {
+		for _, g := range m[1:] {
+			n, _ := strconv.Atoi(string(g))
+			r.socketErrors += n
+		}
+	}
+	if m := wrkRPS.FindSubmatch(out); m != nil {
+		r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	t.Logf("wrk: %s", out)
+	return r
+}
