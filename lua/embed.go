@@ -1,6 +1,7 @@
 // Package lua holds the data plane's Lua modules, the last hop of the
-// pipeline: the agent pushes backends to them over the config API and they
-// balance every request.
+// pipeline: the agent pushes backends and certificates to them over the
+// config API; they balance every request and pick the certificate of every
+// TLS handshake.
 //
 // The modules are embedded in the agent binary and written into the shared
 // dir at start, so the stock OpenResty image needs nothing but the volume.
@@ -16,7 +17,8 @@ import (
 )
 
 // FS holds the modules under restysync/ (require "restysync",
-// "restysync.api", "restysync.balancer").
+// "restysync.api", "restysync.balancer", "restysync.certs", and their
+// helpers "restysync.check" and "restysync.store").
 //
 //go:embed restysync
 var FS embed.FS

@@ -24,7 +24,7 @@ func TestWriteTo(t *testing.T) {
 		}
 	}
 
-	for _, name := range []string{"init.lua", "api.lua", "balancer.lua"} {
+	for _, name := range []string{"init.lua", "api.lua", "balancer.lua", "certs.lua", "check.lua", "store.lua"} {
 		t.Run(name, func(t *testing.T) {
 			want, err := fs.ReadFile(FS, "restysync/"+name)
 			if err != nil {

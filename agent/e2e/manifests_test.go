@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 )
@@ -92,6 +93,13 @@ type ingressOpts struct {
 	host        string
 	paths       []path
 	defaultSvc  string // spec.defaultBackend service (port 80)
+	tls         []ingressTLS
+}
+
+// ingressTLS is one entry of spec.tls.
+type ingressTLS struct {
+	secret string
+	hosts  []string
 }
 
 func ingress(name string, o ingressOpts) string {
@@ -109,6 +117,15 @@ func ingress(name string, o ingressOpts) string {
 	}
 	if o.defaultSvc != "" {
 		fmt.Fprintf(&b, "  defaultBackend:\n    service:\n      name: %s\n      port:\n        number: 80\n", o.defaultSvc)
+	}
+	if len(o.tls) > 0 {
+		b.WriteString("  tls:\n")
+		for _, t := range o.tls {
+			fmt.Fprintf(&b, "    - secretName: %s\n      hosts:\n", t.secret)
+			for _, h := range t.hosts {
+				fmt.Fprintf(&b, "        - %q\n", h)
+			}
+		}
 	}
 	if len(o.paths) > 0 {
 		b.WriteString("  rules:\n")
@@ -128,4 +145,18 @@ func ingress(name string, o ingressOpts) string {
 		}
 	}
 	return b.String()
+}
+
+// tlsSecret returns a kubernetes.io/tls Secret in namespace default.
+func tlsSecret(name, certPEM, keyPEM string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  namespace: default
+type: kubernetes.io/tls
+data:
+  tls.crt: %s
+  tls.key: %s
+`, name, base64.StdEncoding.EncodeToString([]byte(certPEM)), base64.StdEncoding.EncodeToString([]byte(keyPEM)))
 }

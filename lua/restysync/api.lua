@@ -1,11 +1,12 @@
 -- restysync.api: the config API the agent talks to.
 --
 -- Served by content_by_lua in a server that listens only on a unix socket in
--- the shared dir. It stores backends in the shared dict:
+-- the shared dir. It stores certificates as restysync.certs describes, and
+-- backends in the shared dict:
 --
 --   b:<name>  the endpoints, a compact JSON array of {"address","port"}
 --   v:<name>  the version at which that backend last changed
---   version   bumped once per accepted POST /backends
+--   version   bumped once per accepted POST /backends or /certificates
 --   count     how many b: keys there are
 --   boot_id   set by restysync.init, new on every cold start
 --
@@ -16,14 +17,15 @@
 
 local cjson = require "cjson"
 local restysync = require "restysync"
+local certs = require "restysync.certs"
+local check = require "restysync.check"
+local store = require "restysync.store"
 
 local ngx = ngx
 local ngx_var = ngx.var
 local ngx_req = ngx.req
 local ngx_print = ngx.print
 local ngx_header = ngx.header
-local ngx_sleep = ngx.sleep
-local ngx_now = ngx.now
 local ngx_log = ngx.log
 local ngx_ERR = ngx.ERR
 local io_open = io.open
@@ -34,7 +36,6 @@ local pcall = pcall
 local type = type
 local tostring = tostring
 local math_floor = math.floor
-local math_min = math.min
 local string_find = string.find
 local string_match = string.match
 local string_sub = string.sub
@@ -45,14 +46,12 @@ local table_sort = table.sort
 local _M = { _VERSION = "0.1" }
 
 -- Limits of one POST /backends.
-local MAX_NAME_BYTES = 512
 local MAX_ENDPOINTS = 10000
 
--- A writer holds LOCK_KEY while it writes, so that two POSTs handled by two
--- workers cannot interleave their keys or reuse a version number.
-local LOCK_KEY = "lock"
-local LOCK_TTL = 10 -- seconds; frees the lock if a worker dies holding it
-local LOCK_WAIT = 5 -- seconds a POST waits for another one to finish
+local array_length = check.array_length
+local is_object = check.is_object
+local unknown_field = check.unknown_field
+local check_name = check.name
 
 -- A private cjson instance: its settings do not leak into other code.
 local json = cjson.new()
@@ -78,51 +77,6 @@ local function fail(status, reason)
 end
 
 -- Validation -------------------------------------------------------------
-
--- array_length returns the length of v if it is a JSON array (a table whose
--- keys are exactly 1..n), or nil. An empty table counts as an empty array:
--- cjson decodes {} and [] alike.
-local function array_length(v)
-    if type(v) ~= "table" then
-        return nil
-    end
-    local n = 0
-    for k in pairs(v) do
-        if type(k) ~= "number" then
-            return nil
-        end
-        n = n + 1
-    end
-    for i = 1, n do
-        if v[i] == nil then
-            return nil
-        end
-    end
-    return n
-end
-
--- is_object reports whether v is a JSON object (a table with string keys).
-local function is_object(v)
-    if type(v) ~= "table" then
-        return false
-    end
-    for k in pairs(v) do
-        if type(k) ~= "string" then
-            return false
-        end
-    end
-    return true
-end
-
--- unknown_field returns the first key of obj not in allowed, or nil.
-local function unknown_field(obj, allowed)
-    for k in pairs(obj) do
-        if not allowed[k] then
-            return k
-        end
-    end
-    return nil
-end
 
 local function octet(part)
     if not part or #part > 3 or (#part > 1 and string_sub(part, 1, 1) == "0") then
@@ -228,19 +182,6 @@ local function check_endpoints(endpoints, path)
     return "[" .. table_concat(parts, ",") .. "]"
 end
 
-local function check_name(name, path)
-    if type(name) ~= "string" then
-        return path .. ": must be a string"
-    end
-    if name == "" then
-        return path .. ": must not be empty"
-    end
-    if #name > MAX_NAME_BYTES then
-        return string_format("%s: is %d bytes long, longer than %d", path, #name, MAX_NAME_BYTES)
-    end
-    return nil
-end
-
 -- check_update validates a decoded POST /backends body. It returns
 -- { upserts = { {name=, endpoints=<json>}, ... }, removes = { name, ... } }
 -- or nil and the reason, naming the field.
@@ -316,56 +257,11 @@ end
 
 -- Storage ----------------------------------------------------------------
 
-local function lock(d)
-    local deadline = ngx_now() + LOCK_WAIT
-    local delay = 0.001
-    while true do
-        local ok, err = d:safe_add(LOCK_KEY, true, LOCK_TTL)
-        if ok then
-            return true
-        end
-        if err ~= "exists" then
-            return nil, "taking the update lock: " .. tostring(err)
-        end
-        if ngx_now() >= deadline then
-            return nil, "another update is still in progress"
-        end
-        ngx_sleep(delay)
-        delay = math_min(delay * 2, 0.05)
-    end
-end
-
--- restore puts back the values saved before a failed write: b: keys first,
--- then the rest, so that no worker pairs an old v: with a new b:. It returns
--- nil and a reason if a value did not fit back.
-local function restore(d, saved)
-    local failed
-    for pass = 1, 2 do
-        for i = #saved, 1, -1 do
-            local key, old = saved[i][1], saved[i][2]
-            if (string_sub(key, 1, 2) == "b:") == (pass == 1) then
-                local ok, err
-                if old == nil then
-                    ok, err = d:delete(key)
-                else
-                    ok, err = d:safe_set(key, old)
-                end
-                if not ok then
-                    failed = failed or (key .. ": " .. tostring(err))
-                end
-            end
-        end
-    end
-    if failed then
-        return nil, failed
-    end
-    return true
-end
-
 -- write stores a checked update. It returns the new version, or nil, the
 -- HTTP status and the reason. It must not yield: it runs under the lock.
+-- b:<name> is written before v:<name>, the stamp workers cache by.
 local function write(d, update)
-    local version = (d:get("version") or 0) + 1
+    local version = store.next_version(d)
     local count = d:get("count") or 0
 
     -- Each write is { key, value }; a nil value deletes the key.
@@ -374,7 +270,7 @@ local function write(d, update)
         if d:get("b:" .. name) ~= nil then
             count = count - 1
         end
-        writes[#writes + 1] = { "v:" .. name }
+        writes[#writes + 1] = { "v:" .. name, stamp = true }
         writes[#writes + 1] = { "b:" .. name }
     end
     for _, b in ipairs(update.upserts) do
@@ -382,36 +278,11 @@ local function write(d, update)
             count = count + 1
         end
         writes[#writes + 1] = { "b:" .. b.name, b.endpoints }
-        writes[#writes + 1] = { "v:" .. b.name, version }
+        writes[#writes + 1] = { "v:" .. b.name, version, stamp = true }
     end
     writes[#writes + 1] = { "count", count }
     writes[#writes + 1] = { "version", version }
-
-    local saved = {}
-    for i = 1, #writes do
-        local key, value = writes[i][1], writes[i][2]
-        saved[i] = { key, (d:get(key)) }
-        local ok, err
-        if value == nil then
-            ok, err = d:delete(key)
-        else
-            ok, err = d:safe_set(key, value)
-        end
-        if not ok then
-            local reason = string_format("storing %s: %s", key, tostring(err))
-            local status = err == "no memory" and 507 or 500
-            local restored, rerr = restore(d, saved)
-            -- Burn the version number even though nothing changed: a worker
-            -- may have cached endpoints stamped with it before the undo.
-            d:safe_set("version", version)
-            if not restored then
-                return nil, 500, reason .. "; undoing the update failed too (" .. rerr
-                    .. "): the stored backends are now partly updated, push them all again"
-            end
-            return nil, status, reason .. "; nothing was changed"
-        end
-    end
-    return version
+    return store.apply(d, writes, version, "backends")
 end
 
 -- Handlers ---------------------------------------------------------------
@@ -442,6 +313,7 @@ local function get_status()
         boot_id = d:get("boot_id") or "",
         version = d:get("version") or 0,
         backends = d:get("count") or 0,
+        certificates = certs.count(d),
     }))
 end
 
@@ -464,7 +336,13 @@ local function get_backends()
     reply(200, '{"backends":[' .. table_concat(parts, ",") .. "]}")
 end
 
-local function post_backends()
+local function get_certificates()
+    reply(200, certs.list(dict()))
+end
+
+-- post reads a JSON object, checks it with check_body and stores it with
+-- write_update under the lock; what names the stored items in messages.
+local function post(check_body, write_update, what)
     local raw, rerr = read_body()
     if not raw then
         if rerr then
@@ -481,37 +359,53 @@ local function post_backends()
     if not ok then
         return fail(400, "body: is not valid JSON: " .. tostring(body))
     end
-    local update, err = check_update(body)
+    local cok, update, err = pcall(check_body, body)
+    if not cok then
+        ngx_log(ngx_ERR, "restysync: checking ", what, ": ", update)
+        return fail(500, "checking " .. what .. ": " .. tostring(update))
+    end
     if not update then
         return fail(400, err)
     end
 
     local d = dict()
-    local locked, lerr = lock(d)
+    local locked, lerr = store.lock(d)
     if not locked then
         return fail(503, lerr)
     end
-    local pok, version, status, reason = pcall(write, d, update)
-    d:delete(LOCK_KEY)
+    local pok, version, status, reason = pcall(write_update, d, update)
+    store.unlock(d)
     if not pok then
-        ngx_log(ngx_ERR, "restysync: storing backends: ", version)
-        return fail(500, "storing backends: " .. tostring(version))
+        ngx_log(ngx_ERR, "restysync: storing ", what, ": ", version)
+        return fail(500, "storing " .. what .. ": " .. tostring(version))
     end
     if not version then
-        ngx_log(ngx_ERR, "restysync: ", reason)
+        if status >= 500 then
+            ngx_log(ngx_ERR, "restysync: ", reason)
+        end
         return fail(status, reason)
     end
     reply(200, string_format('{"version":%d}', version))
 end
 
+local function post_backends()
+    return post(check_update, write, "backends")
+end
+
+local function post_certificates()
+    return post(certs.check_update, certs.write, "certificates")
+end
+
 local routes = {
     ["/status"] = { GET = get_status, HEAD = get_status },
     ["/backends"] = { GET = get_backends, POST = post_backends },
+    ["/certificates"] = { GET = get_certificates, POST = post_certificates },
 }
 
 local allowed_methods = {
     ["/status"] = "GET, HEAD",
     ["/backends"] = "GET, POST",
+    ["/certificates"] = "GET, POST",
 }
 
 -- serve is the content handler of the config API server.

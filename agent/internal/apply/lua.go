@@ -26,6 +26,8 @@ type Status struct {
 	Version int64 `json:"version"`
 	// Backends is how many backends Lua holds.
 	Backends int `json:"backends"`
+	// Certificates is how many certificates Lua holds.
+	Certificates int `json:"certificates"`
 }
 
 // BackendUpdate is the body of POST /backends.
@@ -38,6 +40,32 @@ type BackendUpdate struct {
 type BackendPayload struct {
 	Name      string           `json:"name"`
 	Endpoints []model.Endpoint `json:"endpoints"`
+}
+
+// CertificateUpdate is the body of POST /certificates.
+type CertificateUpdate struct {
+	Upserts []CertificatePayload `json:"upserts"`
+	Removes []string             `json:"removes"`
+}
+
+// CertificatePayload is one certificate as the agent sends it.
+type CertificatePayload struct {
+	// Name is the Secret, "namespace/name".
+	Name string `json:"name"`
+	// Hosts are the SNI names it is served for, sorted.
+	Hosts []string `json:"hosts"`
+	// Cert is the PEM chain, leaf first; Key the PEM private key.
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+}
+
+// HeldCertificate is one certificate as GET /certificates lists it: no key.
+type HeldCertificate struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	// Hash is the hex SHA-1 of the chain, a newline and the key (see
+	// model.Certificate.Hash).
+	Hash string `json:"hash"`
 }
 
 // LuaClient talks to the Lua config API over the unix socket.
@@ -102,25 +130,48 @@ func (c *LuaClient) Backends(ctx context.Context) (map[string][]model.Endpoint, 
 	return held, nil
 }
 
-// Push sends upserts and removes in one request and returns the bytes sent.
+// Certificates returns every certificate Lua holds (names, hosts, hashes).
+func (c *LuaClient) Certificates(ctx context.Context) ([]HeldCertificate, error) {
+	var body struct {
+		Certificates []HeldCertificate `json:"certificates"`
+	}
+	if err := c.getJSON(ctx, "/certificates", &body); err != nil {
+		return nil, err
+	}
+	return body.Certificates, nil
+}
+
+// Push sends backend upserts and removes in one request and returns the
+// bytes sent.
 func (c *LuaClient) Push(ctx context.Context, update BackendUpdate) (int, error) {
+	return c.post(ctx, "backends", update)
+}
+
+// PushCertificates sends certificate upserts and removes in one request and
+// returns the bytes sent. Lua takes all of it or none.
+func (c *LuaClient) PushCertificates(ctx context.Context, update CertificateUpdate) (int, error) {
+	return c.post(ctx, "certificates", update)
+}
+
+// post sends update to POST /what.
+func (c *LuaClient) post(ctx context.Context, what string, update any) (int, error) {
 	body, err := json.Marshal(update)
 	if err != nil {
-		return 0, fmt.Errorf("encoding backends: %w", err)
+		return 0, fmt.Errorf("encoding %s: %w", what, err)
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://restysync/backends", body)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://restysync/"+what, body)
 	if err != nil {
 		return 0, fmt.Errorf("building push request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.push.Do(req)
 	if err != nil {
-		return len(body), fmt.Errorf("pushing backends: %w", err)
+		return len(body), fmt.Errorf("pushing %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return len(body), fmt.Errorf("pushing backends: lua answered %s: %s", resp.Status, bytes.TrimSpace(reply))
+		return len(body), fmt.Errorf("pushing %s: lua answered %s: %s", what, resp.Status, bytes.TrimSpace(reply))
 	}
 	return len(body), nil
 }

@@ -107,3 +107,38 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("temp files left behind: %v", matches)
 	}
 }
+
+func TestCertificates(t *testing.T) {
+	var got CertificateUpdate
+	path := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/certificates" && r.Method == http.MethodGet:
+			w.Write([]byte(`{"certificates":[{"name":"ns/a","hosts":["a.test"],"hash":"abc"}]}`))
+		case r.URL.Path == "/certificates" && r.Method == http.MethodPost:
+			json.NewDecoder(r.Body).Decode(&got)
+			if len(got.Removes) > 0 {
+				http.Error(w, `{"error":"removes[0]: conflict"}`, http.StatusConflict)
+				return
+			}
+			w.Write([]byte(`{"version":2}`))
+		default:
+			http.Error(w, "wrong route", http.StatusNotFound)
+		}
+	}))
+	c := NewLuaClient(path)
+	held, err := c.Certificates(context.Background())
+	if err != nil || len(held) != 1 || held[0].Name != "ns/a" || held[0].Hash != "abc" || held[0].Hosts[0] != "a.test" {
+		t.Fatalf("Certificates() = %+v, %v", held, err)
+	}
+	update := CertificateUpdate{Upserts: []CertificatePayload{{Name: "ns/a", Hosts: []string{"a.test"}, Cert: "C", Key: "K"}}}
+	if _, err := c.PushCertificates(context.Background(), update); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Upserts) != 1 || got.Upserts[0].Cert != "C" || got.Upserts[0].Key != "K" {
+		t.Errorf("lua received %+v", got)
+	}
+	_, err = c.PushCertificates(context.Background(), CertificateUpdate{Removes: []string{"ns/a"}})
+	if err == nil || !strings.Contains(err.Error(), "pushing certificates: lua answered 409") {
+		t.Errorf("error %v, want the 409 named", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,7 +20,8 @@ const legacyClassAnnotation = "kubernetes.io/ingress.class"
 // Ingress v1: class selection, hosts merged across Ingresses (the oldest
 // Ingress wins a path both define), Exact and Prefix paths
 // (ImplementationSpecific is Prefix), default backends, and ready endpoints
-// from EndpointSlices. Anything invalid becomes a Problem and only that part
+// from EndpointSlices, and TLS certificates from the Secrets spec.tls names
+// (see addTLS; checked against s.Now). Anything invalid becomes a Problem and only that part
 // is left out. A backend whose Service or port is missing is still emitted,
 // with no endpoints, so its paths answer 503 instead of falling through to
 // another location.
@@ -34,6 +36,9 @@ func Build(s Snapshot) (Model, []Problem) {
 	for _, ing := range ours {
 		if d, ok := b.addIngress(ing); ok {
 			withDefault = append(withDefault, d)
+		}
+		if len(ing.Spec.Rules) > 0 || ing.Spec.DefaultBackend != nil {
+			b.addTLS(ing, ing.Namespace+"/"+ing.Name)
 		}
 	}
 	b.addDefaultBackends(withDefault)
@@ -56,6 +61,14 @@ type builder struct {
 	// servers by host; "" is the default server.
 	servers  map[string]map[locationKey]Location
 	problems []Problem
+
+	now     time.Time
+	secrets map[namespacedName]*corev1.Secret
+	// checked Secrets by "namespace/name"; tlsHosts gives each TLS host
+	// its certificate; certHosts lists the hosts each certificate won.
+	checked   map[string]*checkedSecret
+	tlsHosts  map[string]tlsClaim
+	certHosts map[string][]string
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -72,6 +85,15 @@ func newBuilder(s Snapshot) *builder {
 		slices:   make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
+
+		now:       s.Now,
+		secrets:   make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
+		checked:   make(map[string]*checkedSecret),
+		tlsHosts:  make(map[string]tlsClaim),
+		certHosts: make(map[string][]string),
+	}
+	for _, secret := range s.Secrets {
+		b.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
 	}
 	for _, svc := range s.Services {
 		b.services[namespacedName{svc.Namespace, svc.Name}] = svc
@@ -265,6 +287,7 @@ func (b *builder) model() Model {
 		m.Backends = append(m.Backends, b.resolved[name].backend)
 	}
 	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	m.Certificates = b.certificates()
 	return m
 }
 

@@ -334,21 +334,10 @@ func TestBuildMerge(t *testing.T) {
 				ingressProblem("default", "a", `spec.rules[1].http.paths[0].path "/a;": contains ';'; path left out`),
 			},
 		},
-		{
-			name: "TLS sections and Secrets are no problem",
-			ingresses: []*networkingv1.Ingress{
-				newIngress("default", "a", withTLS("cert", "a.example.com"), withTLS(""), rule("a.example.com", prefix("/", "web", 80))),
-			},
-			want: Model{
-				Servers:  []Server{{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}}},
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshotOf(tt.ingresses...)
-			s.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cert"}, Type: corev1.SecretTypeTLS}}
 			checkBuild(t, s, tt.want, tt.wantProblems)
 		})
 	}
@@ -700,7 +689,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 // backends, several slices, problems of every kind.
 func richSnapshot() Snapshot {
 	s := snapshotOf(
-		newIngress("default", "a", createdAt(1), defaultBackendTo(backend("web", 80)),
+		newIngress("default", "a", createdAt(1), defaultBackendTo(backend("web", 80)), withTLS("tls", "a.example.com", "*.example.com"), withTLS("missing"),
 			rule("a.example.com", prefix("/", "web", 80), exact("/x", "web", "http")),
 			rule("*.example.com", prefix("/w/", "api", "grpc")),
 			hostOnly("c.example.com")),
@@ -719,7 +708,7 @@ func richSnapshot() Snapshot {
 		endpointSlice("default", "api-1", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), unnamedSlicePort(8081)), ready("2001:db8::2"), readyUnset("2001:db8::1"), notReady("2001:db8::3")),
 		endpointSlice("default", "api-2", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), slicePort("", 8081)), ready("2001:db8::2", "10.0.0.1")),
 		endpointSlice("other", "web-1", "web", discoveryv1.AddressTypeIPv4, ports(unnamedSlicePort(80)), ready("10.2.0.1")))
-	s.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tls"}}}
+	s.Secrets = []*corev1.Secret{tlsSecret("default", "tls", richPair), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "opaque"}}}
 	return s
 }
 

@@ -8,7 +8,10 @@
 package model
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,6 +35,10 @@ type Snapshot struct {
 	// WatchWithoutClass also takes Ingresses that name no class and have no
 	// default IngressClass to fall back on.
 	WatchWithoutClass bool
+	// Now is the time certificates are checked against: one whose NotAfter
+	// is before Now is not served. The zero time (the default) skips the
+	// check, which keeps Build pure; the syncer sets it on every sync.
+	Now time.Time
 }
 
 // Model is what nginx should serve. It holds only plain values.
@@ -44,6 +51,44 @@ type Model struct {
 	// Backends sorted by Name; one per (namespace, service, service port) that a
 	// Location or default backend references.
 	Backends []Backend
+	// Certificates sorted by Name; one per TLS Secret that spec.tls of one
+	// of our Ingresses names and that won at least one host. They are not
+	// part of the structure: adding, rotating or removing one needs no reload.
+	Certificates []Certificate
+}
+
+// Certificate is a TLS Secret's certificate chain and key, and the SNI
+// hosts it is served for.
+type Certificate struct {
+	// Name is the Secret, "namespace/name". It is the key Lua stores the
+	// certificate under.
+	Name string
+	// Hosts sorted: exact lower-case names and one-label wildcards
+	// ("*.example.com"). A host belongs to one certificate only: when
+	// Ingresses disagree, the oldest wins, as for paths.
+	Hosts []string
+	// CertPEM is the chain, leaf first, re-encoded as PEM CERTIFICATE blocks
+	// (anything else the Secret's tls.crt held is dropped); KeyPEM is the
+	// key as a PKCS #8 PEM block. Both are empty when Invalid is set.
+	CertPEM string
+	KeyPEM  string
+	// NotAfter is when the leaf expires; zero when Invalid is set.
+	NotAfter time.Time
+	// Invalid is why the Secret exists but cannot be served (a bad PEM, a
+	// key that does not match, an expired leaf), or "" for a good one. The
+	// syncer then keeps serving the content it last had for Name, if any.
+	Invalid string
+}
+
+// Hash identifies the content Lua holds for c: the hex SHA-1 of CertPEM,
+// a newline and KeyPEM. Lua computes the same over what it stores, so
+// comparing hashes tells whether Lua holds this content.
+func (c Certificate) Hash() string {
+	h := sha1.New()
+	h.Write([]byte(c.CertPEM))
+	h.Write([]byte("\n"))
+	h.Write([]byte(c.KeyPEM))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Server is one virtual host.

@@ -4,7 +4,8 @@
 // reload when the structure changed, push only the backends whose endpoints
 // differ from what Lua holds, remove the ones no longer referenced. Keeping
 // the structure and the endpoints apart is what lets an endpoint change skip
-// the render and the reload entirely.
+// the render and the reload entirely. Certificates are kept apart the same
+// way: Lua serves them by SNI, so they never need a reload either.
 package plan
 
 import (
@@ -52,7 +53,8 @@ func Compute(applied *model.Model, held map[string][]model.Endpoint, next model.
 }
 
 // SameStructure reports whether a and b render the same nginx.conf: every
-// field but the endpoints is equal.
+// field but the endpoints and the certificates is equal. Every server
+// listens for TLS, so which hosts have a certificate is not structure either.
 func SameStructure(a, b model.Model) bool {
 	return serversEqual(a.Servers, b.Servers) && serverEqual(a.Default, b.Default)
 }
@@ -63,4 +65,68 @@ func serversEqual(a, b []model.Server) bool {
 
 func serverEqual(a, b model.Server) bool {
 	return a.Host == b.Host && slices.Equal(a.Locations, b.Locations)
+}
+
+// HeldCertificate is what Lua reports holding for one certificate name.
+type HeldCertificate struct {
+	// Hosts it is served for, sorted.
+	Hosts []string
+	// Hash of its content, as model.Certificate.Hash computes it.
+	Hash string
+}
+
+// CertificatePlan is the certificate work of one sync.
+type CertificatePlan struct {
+	// Upserts are certificates Lua lacks or holds with other content or
+	// hosts, sorted by Name; none is Invalid.
+	Upserts []model.Certificate
+	// Removes are names Lua holds that are no longer wanted, sorted.
+	Removes []string
+	// Kept are names whose Secret is invalid now and that keep serving the
+	// last good content, sorted.
+	Kept []string
+}
+
+// Empty reports whether the plan has nothing to push.
+func (p CertificatePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) == 0 }
+
+// Certificates diffs next against the certificates Lua holds, comparing
+// content hashes and hosts, so that only changed certificates are sent.
+// An Invalid certificate keeps its last good content: lastGood[name] with
+// the new hosts when the caller has it; else what Lua holds, when it holds
+// that name for the same hosts (after an agent restart the content is not
+// known, and Lua cannot move hosts without it). Otherwise it is removed and
+// its hosts get the default certificate.
+func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Certificate, next []model.Certificate) CertificatePlan {
+	var p CertificatePlan
+	wanted := make(map[string]struct{}, len(next))
+	for _, c := range next {
+		if c.Invalid != "" {
+			good, ok := lastGood[c.Name]
+			h, isHeld := held[c.Name]
+			switch {
+			case ok && good.Invalid == "":
+				good.Hosts = c.Hosts
+				c = good
+			case isHeld && slices.Equal(h.Hosts, c.Hosts):
+				wanted[c.Name] = struct{}{}
+				p.Kept = append(p.Kept, c.Name)
+				continue
+			default:
+				continue
+			}
+			p.Kept = append(p.Kept, c.Name)
+		}
+		wanted[c.Name] = struct{}{}
+		if h, ok := held[c.Name]; !ok || h.Hash != c.Hash() || !slices.Equal(h.Hosts, c.Hosts) {
+			p.Upserts = append(p.Upserts, c)
+		}
+	}
+	for name := range held {
+		if _, ok := wanted[name]; !ok {
+			p.Removes = append(p.Removes, name)
+		}
+	}
+	slices.Sort(p.Removes)
+	return p
 }

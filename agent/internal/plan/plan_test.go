@@ -49,3 +49,62 @@ func TestCompute(t *testing.T) {
 		})
 	}
 }
+
+func TestCertificates(t *testing.T) {
+	cert := func(name, content string, hosts ...string) model.Certificate {
+		return model.Certificate{Name: name, Hosts: hosts, CertPEM: "cert " + content, KeyPEM: "key " + content}
+	}
+	invalid := func(name string, hosts ...string) model.Certificate {
+		return model.Certificate{Name: name, Hosts: hosts, Invalid: "holds an unusable tls.crt"}
+	}
+	heldOf := func(c model.Certificate) HeldCertificate { return HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()} }
+	a1 := cert("ns/a", "1", "a.test")
+	a2 := cert("ns/a", "2", "a.test")
+	b1 := cert("ns/b", "1", "b.test")
+
+	tests := []struct {
+		name     string
+		held     map[string]HeldCertificate
+		lastGood map[string]model.Certificate
+		next     []model.Certificate
+		want     CertificatePlan
+	}{
+		{"first push", nil, nil, []model.Certificate{a1, b1}, CertificatePlan{Upserts: []model.Certificate{a1, b1}}},
+		{"nothing changed", map[string]HeldCertificate{"ns/a": heldOf(a1)}, nil, []model.Certificate{a1}, CertificatePlan{}},
+		{"rotated: only that one", map[string]HeldCertificate{"ns/a": heldOf(a1), "ns/b": heldOf(b1)}, nil, []model.Certificate{a2, b1},
+			CertificatePlan{Upserts: []model.Certificate{a2}}},
+		{"hosts changed", map[string]HeldCertificate{"ns/a": heldOf(a1)}, nil, []model.Certificate{cert("ns/a", "1", "a.test", "c.test")},
+			CertificatePlan{Upserts: []model.Certificate{cert("ns/a", "1", "a.test", "c.test")}}},
+		{"gone: removed", map[string]HeldCertificate{"ns/a": heldOf(a1), "ns/b": heldOf(b1)}, nil, []model.Certificate{a1},
+			CertificatePlan{Removes: []string{"ns/b"}}},
+		{"invalid keeps the last good one", map[string]HeldCertificate{"ns/a": heldOf(a1)}, map[string]model.Certificate{"ns/a": a1},
+			[]model.Certificate{invalid("ns/a", "a.test")}, CertificatePlan{Kept: []string{"ns/a"}}},
+		{"invalid keeps the last good one with new hosts", map[string]HeldCertificate{"ns/a": heldOf(a1)}, map[string]model.Certificate{"ns/a": a1},
+			[]model.Certificate{invalid("ns/a", "a.test", "c.test")},
+			CertificatePlan{Upserts: []model.Certificate{cert("ns/a", "1", "a.test", "c.test")}, Kept: []string{"ns/a"}}},
+		{"invalid after a restart keeps what Lua holds", map[string]HeldCertificate{"ns/a": heldOf(a1)}, nil,
+			[]model.Certificate{invalid("ns/a", "a.test")}, CertificatePlan{Kept: []string{"ns/a"}}},
+		{"invalid after a restart with other hosts: removed", map[string]HeldCertificate{"ns/a": heldOf(a1)}, nil,
+			[]model.Certificate{invalid("ns/a", "c.test")}, CertificatePlan{Removes: []string{"ns/a"}}},
+		{"invalid and never good: nothing", nil, nil, []model.Certificate{invalid("ns/a", "a.test")}, CertificatePlan{}},
+		{"lua lost its state: push the last good one", map[string]HeldCertificate{}, map[string]model.Certificate{"ns/a": a1},
+			[]model.Certificate{invalid("ns/a", "a.test")}, CertificatePlan{Upserts: []model.Certificate{a1}, Kept: []string{"ns/a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Certificates(tt.held, tt.lastGood, tt.next)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSameStructureIgnoresCertificates(t *testing.T) {
+	a := model.Model{Servers: []model.Server{{Host: "a.test"}}}
+	b := a
+	b.Certificates = []model.Certificate{{Name: "ns/a", Hosts: []string{"a.test"}, CertPEM: "c", KeyPEM: "k"}}
+	if !SameStructure(a, b) {
+		t.Error("a certificate made the structure differ")
+	}
+}

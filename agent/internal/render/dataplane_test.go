@@ -63,6 +63,8 @@ type status struct {
 	BootID     string `json:"boot_id"`
 	Version    int    `json:"version"`
 	Backends   int    `json:"backends"`
+	// Certificates is read by the TLS data plane tests.
+	Certificates int `json:"certificates"`
 }
 
 // dataPlane is a running nginx and the clients to reach it.

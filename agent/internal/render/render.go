@@ -46,7 +46,8 @@ type Settings struct {
 	SharedDir string
 	// HTTPPort is the port of the HTTP servers. Required.
 	HTTPPort int
-	// HTTPSPort is the port TLS servers will use. Not rendered yet.
+	// HTTPSPort is the port every server also listens on with TLS (and
+	// HTTP/2). Required.
 	HTTPSPort int
 	// ListenAddress is the IP address the HTTP servers listen on; "" (the
 	// default) means every IPv4 address.
@@ -93,8 +94,13 @@ type confView struct {
 	ServerNamesHashMaxSize    int
 	APIListen                 string
 	HTTPListen                string
-	Default                   serverView
-	Servers                   []serverView
+	HTTPSListen               string
+	// FallbackCertificate and FallbackKey are the default certificate,
+	// relative to the prefix (see WriteFallbackCertificate).
+	FallbackCertificate string
+	FallbackKey         string
+	Default             serverView
+	Servers             []serverView
 }
 
 type serverView struct {
@@ -149,7 +155,11 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		ConfigHash:      hashPlaceholder,
 		APIListen:       "unix:" + filepath.Join(s.SharedDir, SocketName),
 		HTTPListen:      listen(s.ListenAddress, s.HTTPPort),
-		Servers:         make([]serverView, 0, len(m.Servers)),
+		HTTPSListen:     listen(s.ListenAddress, s.HTTPSPort),
+
+		FallbackCertificate: FallbackCertName,
+		FallbackKey:         FallbackKeyName,
+		Servers:             make([]serverView, 0, len(m.Servers)),
 	}
 
 	var err error

@@ -174,6 +174,9 @@ func writePrefix(t testing.TB, prefix string, m model.Model, s Settings) Config 
 	if err := lua.WriteTo(prefix); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := WriteFallbackCertificate(prefix); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(prefix, ConfigName), cfg.Bytes, 0o644); err != nil {
 		t.Fatal(err)
 	}

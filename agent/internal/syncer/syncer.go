@@ -4,7 +4,7 @@
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
 // syncs. The syncer records what nginx runs (the confirmed config hash) and
-// what Lua holds (per backend) separately, and moves each record only once
+// what Lua holds (per backend and per certificate) separately, and moves each record only once
 // nginx has confirmed it, so a failed step is simply tried again.
 package syncer
 
@@ -62,14 +62,18 @@ type Syncer struct {
 	dirty  chan struct{}
 
 	// The fields below are owned by the loop goroutine.
-	applied     *model.Model                // structure nginx is confirmed to run
-	appliedHash string                      // its config hash
-	held        map[string][]model.Endpoint // backends Lua holds
-	heldBoot    string                      // nginx boot the held map belongs to
-	rendered    *model.Model                // structure of lastConfig
-	lastConfig  render.Config               // last rendered config
-	failedHash  string                      // config nginx rejected; not retried until it changes
-	reported    map[string]bool             // problems already logged
+	applied     *model.Model                    // structure nginx is confirmed to run
+	appliedHash string                          // its config hash
+	held        map[string][]model.Endpoint     // backends Lua holds
+	heldCerts   map[string]plan.HeldCertificate // certificates Lua holds
+	heldBoot    string                          // nginx boot the held maps belong to
+	// goodCerts is the last valid content of every certificate the model
+	// names: what keeps serving when its Secret turns bad.
+	goodCerts  map[string]model.Certificate
+	rendered   *model.Model    // structure of lastConfig
+	lastConfig render.Config   // last rendered config
+	failedHash string          // config nginx rejected; not retried until it changes
+	reported   map[string]bool // problems already logged
 
 	mu    sync.RWMutex
 	state State
@@ -99,12 +103,13 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts.CheckInterval = 250 * time.Millisecond
 	}
 	return &Syncer{
-		src:      src,
-		nginx:    nginx,
-		opts:     opts,
-		logger:   logger,
-		dirty:    make(chan struct{}, 1),
-		reported: map[string]bool{},
+		src:       src,
+		nginx:     nginx,
+		opts:      opts,
+		logger:    logger,
+		dirty:     make(chan struct{}, 1),
+		reported:  map[string]bool{},
+		goodCerts: map[string]model.Certificate{},
 	}
 }
 
@@ -197,6 +202,7 @@ func (s *Syncer) sync(ctx context.Context) {
 	snap, problems := s.src.Snapshot()
 	snap.IngressClass = s.opts.IngressClass
 	snap.WatchWithoutClass = s.opts.WatchWithoutClass
+	snap.Now = time.Now()
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.reportProblems(problems)
@@ -223,8 +229,11 @@ func (s *Syncer) sync(ctx context.Context) {
 		"ingresses", len(snap.Ingresses),
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
+		"certificates", len(next.Certificates),
 		"upserts", result.upserts,
 		"removes", result.removes,
+		"cert_upserts", result.certUpserts,
+		"cert_removes", result.certRemoves,
 		"bytes", result.bytes,
 		"problems", len(problems),
 		"duration", time.Since(start).Round(time.Microsecond),
@@ -241,6 +250,7 @@ type syncResult struct {
 	current                   bool
 	reloaded, pushed, waiting bool
 	upserts, removes, bytes   int
+	certUpserts, certRemoves  int
 }
 
 func (r syncResult) action() string {
@@ -279,16 +289,26 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		if err != nil {
 			return res, err
 		}
-		if s.heldBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID, "backends_held", len(held))
+		certs, err := s.nginx.Lua.Certificates(ctx)
+		if err != nil {
+			return res, err
 		}
-		s.held, s.heldBoot = held, status.BootID
+		if s.heldBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID,
+				"backends_held", len(held), "certificates_held", len(certs))
+		}
+		s.held, s.heldCerts, s.heldBoot = held, heldCertificates(certs), status.BootID
 	}
 	if status.ConfigHash == cfg.Hash {
 		s.adopt(next, cfg.Hash)
 	} else if status.ConfigHash != s.appliedHash {
 		s.applied, s.appliedHash = nil, ""
 	}
+
+	// Certificates go before a reload, so that new servers find them. Lua
+	// refusing them does not stop the backends and the reload: the error is
+	// returned at the end, and the next sync tries again.
+	certErr := s.pushCertificates(ctx, next.Certificates, &res)
 
 	p := plan.Compute(s.applied, s.held, next)
 	if len(p.Upserts) > 0 {
@@ -325,8 +345,55 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		}
 		res.pushed, res.removes = true, len(p.Removes)
 	}
-	res.current = s.appliedHash == cfg.Hash
-	return res, nil
+	res.current = s.appliedHash == cfg.Hash && certErr == nil
+	return res, certErr
+}
+
+// pushCertificates sends the certificates that differ from what Lua holds.
+// A certificate whose Secret turned bad keeps its last good content.
+func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate, res *syncResult) error {
+	named := make(map[string]bool, len(certs))
+	for _, c := range certs {
+		named[c.Name] = true
+		if c.Invalid == "" {
+			s.goodCerts[c.Name] = c
+		}
+	}
+	for name := range s.goodCerts {
+		if !named[name] {
+			delete(s.goodCerts, name)
+		}
+	}
+	cp := plan.Certificates(s.heldCerts, s.goodCerts, certs)
+	if cp.Empty() {
+		return nil
+	}
+	update := apply.CertificateUpdate{Upserts: make([]apply.CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
+	for i, c := range cp.Upserts {
+		update.Upserts[i] = apply.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
+	}
+	n, err := s.nginx.Lua.PushCertificates(ctx, update)
+	res.bytes += n
+	if err != nil {
+		return err
+	}
+	for _, c := range cp.Upserts {
+		s.heldCerts[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}
+	}
+	for _, name := range cp.Removes {
+		delete(s.heldCerts, name)
+	}
+	res.pushed = true
+	res.certUpserts, res.certRemoves = len(cp.Upserts), len(cp.Removes)
+	return nil
+}
+
+func heldCertificates(certs []apply.HeldCertificate) map[string]plan.HeldCertificate {
+	held := make(map[string]plan.HeldCertificate, len(certs))
+	for _, c := range certs {
+		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
+	}
+	return held
 }
 
 // configFor renders next, or reuses the last render when the structure is the same.

@@ -1,0 +1,307 @@
+package model
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// keyPair is a self-signed certificate and its key, PEM encoded the way
+// Build re-encodes them (CERTIFICATE; PKCS #8 PRIVATE KEY).
+type keyPair struct {
+	certPEM, keyPEM string
+	// sec1KeyPEM is the same key as an "EC PRIVATE KEY" block.
+	sec1KeyPEM string
+	notAfter   time.Time
+}
+
+// newPair makes a P-256 certificate for names (the first is the CN) that
+// expires at notAfter. It panics on error: it runs in var initializers.
+func newPair(notAfter time.Time, names ...string) keyPair {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: names[0]},
+		DNSNames:     names,
+		NotBefore:    notAfter.Add(-365 * 24 * time.Hour),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	sec1, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	return keyPair{
+		certPEM:    string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		keyPEM:     string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})),
+		sec1KeyPEM: string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1})),
+		notAfter:   notAfter.UTC().Truncate(time.Second),
+	}
+}
+
+var (
+	certExpiry = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	richPair   = newPair(certExpiry, "a.example.com", "*.example.com")
+	pairA      = newPair(certExpiry, "a.example.com")
+	pairB      = newPair(certExpiry, "a.example.com", "b.example.com")
+	pairWild   = newPair(certExpiry, "*.example.com")
+	pairOld    = newPair(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), "a.example.com")
+)
+
+func tlsSecret(namespace, name string, p keyPair) *corev1.Secret {
+	return rawTLSSecret(namespace, name, p.certPEM, p.keyPEM)
+}
+
+func rawTLSSecret(namespace, name, cert, key string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte(cert), corev1.TLSPrivateKeyKey: []byte(key)},
+	}
+}
+
+// servedCert is the Certificate Build makes of a good pair.
+func servedCert(name string, p keyPair, hosts ...string) Certificate {
+	return Certificate{Name: name, Hosts: hosts, CertPEM: p.certPEM, KeyPEM: p.keyPEM, NotAfter: p.notAfter}
+}
+
+// invalidCert is the Certificate of a bad Secret; reason is compared as a substring.
+func invalidCert(name, reason string, hosts ...string) Certificate {
+	return Certificate{Name: name, Hosts: hosts, Invalid: reason}
+}
+
+func TestBuildTLS(t *testing.T) {
+	aRule := rule("a.example.com", prefix("/", "web", 80))
+	tests := []struct {
+		name      string
+		ingresses []*networkingv1.Ingress
+		secrets   []*corev1.Secret
+		now       time.Time
+		want      []Certificate
+		// wantProblems are substrings of the problems' Reason, in order.
+		wantProblems []string
+	}{
+		{
+			name:      "good certificate",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:   []*corev1.Secret{tlsSecret("default", "cert", pairA)},
+			want:      []Certificate{servedCert("default/cert", pairA, "a.example.com")},
+		},
+		{
+			name:      "PEM is re-encoded: SEC1 key and text around the blocks",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:   []*corev1.Secret{rawTLSSecret("default", "cert", "subject=a.example.com\n"+pairA.certPEM+"\n\n", pairA.sec1KeyPEM)},
+			want:      []Certificate{servedCert("default/cert", pairA, "a.example.com")},
+		},
+		{
+			name:      "expiry not checked without a clock",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:   []*corev1.Secret{tlsSecret("default", "cert", pairOld)},
+			want:      []Certificate{servedCert("default/cert", pairOld, "a.example.com")},
+		},
+		{
+			name:         "expired",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{tlsSecret("default", "cert", pairOld)},
+			now:          time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC),
+			want:         []Certificate{invalidCert("default/cert", "expired at 2024-01-01T00:00:00Z", "a.example.com")},
+			wantProblems: []string{`spec.tls[0].secretName "cert": Secret default/cert holds a certificate that expired at 2024-01-01T00:00:00Z; hosts "a.example.com" keep the certificate last served`},
+		},
+		{
+			name:         "missing Secret",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			wantProblems: []string{`spec.tls[0].secretName "cert": Secret default/cert not found; hosts "a.example.com" get the default certificate`},
+		},
+		{
+			name:         "Secret in another namespace is not found",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{tlsSecret("other", "cert", pairA)},
+			wantProblems: []string{`Secret default/cert not found`},
+		},
+		{
+			name:      "wrong type",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets: func() []*corev1.Secret {
+				s := tlsSecret("default", "cert", pairA)
+				s.Type = corev1.SecretTypeOpaque
+				return []*corev1.Secret{s}
+			}(),
+			wantProblems: []string{`Secret default/cert has type "Opaque"; only kubernetes.io/tls Secrets are served; hosts "a.example.com" get the default certificate`},
+		},
+		{
+			name:         "key does not match",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{rawTLSSecret("default", "cert", pairA.certPEM, pairB.keyPEM)},
+			want:         []Certificate{invalidCert("default/cert", "private key does not match public key", "a.example.com")},
+			wantProblems: []string{`Secret default/cert holds an unusable tls.crt or tls.key: private key does not match public key; hosts "a.example.com" keep the certificate last served`},
+		},
+		{
+			name:         "not PEM",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{rawTLSSecret("default", "cert", "cert", "key")},
+			want:         []Certificate{invalidCert("default/cert", "failed to find any PEM data", "a.example.com")},
+			wantProblems: []string{`holds an unusable tls.crt or tls.key: failed to find any PEM data`},
+		},
+		{
+			name:         "no key",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{rawTLSSecret("default", "cert", pairA.certPEM, "")},
+			want:         []Certificate{invalidCert("default/cert", "has no tls.key", "a.example.com")},
+			wantProblems: []string{`Secret default/cert has no tls.key`},
+		},
+		{
+			name:      "wildcard",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("wild", "*.example.com"), rule("*.example.com", prefix("/", "web", 80)))},
+			secrets:   []*corev1.Secret{tlsSecret("default", "wild", pairWild)},
+			want:      []Certificate{servedCert("default/wild", pairWild, "*.example.com")},
+		},
+		{
+			name:         "exact certificate does not cover a wildcard host: served with a problem",
+			ingresses:    []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "*.example.com", "a.example.com"), aRule)},
+			secrets:      []*corev1.Secret{tlsSecret("default", "cert", pairA)},
+			want:         []Certificate{servedCert("default/cert", pairA, "*.example.com", "a.example.com")},
+			wantProblems: []string{`spec.tls[0].hosts[0] "*.example.com": the certificate of Secret default/cert does not cover it`},
+		},
+		{
+			name:      "no hosts: the hosts of the rules",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert"), aRule, rule("b.example.com", prefix("/", "web", 80)), rule("", prefix("/x", "web", 80)))},
+			secrets:   []*corev1.Secret{tlsSecret("default", "cert", pairB)},
+			want:      []Certificate{servedCert("default/cert", pairB, "a.example.com", "b.example.com")},
+		},
+		{
+			name: "conflict: the oldest Ingress wins",
+			ingresses: []*networkingv1.Ingress{
+				newIngress("default", "young", createdAt(5), withTLS("b", "a.example.com", "b.example.com"), rule("a.example.com", prefix("/y", "web", 80))),
+				newIngress("default", "old", createdAt(1), withTLS("a", "a.example.com"), aRule),
+			},
+			secrets: []*corev1.Secret{tlsSecret("default", "a", pairA), tlsSecret("default", "b", pairB)},
+			want: []Certificate{
+				servedCert("default/a", pairA, "a.example.com"),
+				servedCert("default/b", pairB, "b.example.com"),
+			},
+			wantProblems: []string{`spec.tls[0].hosts[0] "a.example.com": already served with the certificate of Secret default/a by Ingress default/old; host left out`},
+		},
+		{
+			name: "conflict: a missing Secret claims nothing",
+			ingresses: []*networkingv1.Ingress{
+				newIngress("default", "young", createdAt(5), withTLS("b", "a.example.com"), rule("a.example.com", prefix("/y", "web", 80))),
+				newIngress("default", "old", createdAt(1), withTLS("gone", "a.example.com"), aRule),
+			},
+			secrets:      []*corev1.Secret{tlsSecret("default", "b", pairB)},
+			want:         []Certificate{servedCert("default/b", pairB, "a.example.com")},
+			wantProblems: []string{`Secret default/gone not found`},
+		},
+		{
+			name: "one Secret for two Ingresses serves the hosts of both",
+			ingresses: []*networkingv1.Ingress{
+				newIngress("default", "x", withTLS("cert", "b.example.com"), rule("b.example.com", prefix("/", "web", 80))),
+				newIngress("default", "y", withTLS("cert", "a.example.com", "b.example.com"), aRule),
+			},
+			secrets: []*corev1.Secret{tlsSecret("default", "cert", pairB)},
+			want:    []Certificate{servedCert("default/cert", pairB, "a.example.com", "b.example.com")},
+		},
+		{
+			name:      "bad hosts and a missing secret name",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", withTLS("cert", "A.example.com", "a.example.com", "10.0.0.1"), withTLS(""), aRule)},
+			secrets:   []*corev1.Secret{tlsSecret("default", "cert", pairA)},
+			want:      []Certificate{servedCert("default/cert", pairA, "a.example.com")},
+			wantProblems: []string{
+				`spec.tls[0].hosts[0] "A.example.com": must be lower case; host left out`,
+				`spec.tls[0].hosts[2] "10.0.0.1": is an IP address`,
+				`spec.tls[1].secretName: is missing`,
+			},
+		},
+		{
+			name:      "Ingresses that are not ours are ignored",
+			ingresses: []*networkingv1.Ingress{newIngress("default", "a", classField("nginx"), withTLS("gone", "a.example.com"), aRule)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotOf(tt.ingresses...)
+			s.Secrets = tt.secrets
+			s.Now = tt.now
+			m, problems := Build(s)
+			if len(m.Certificates) != len(tt.want) {
+				t.Fatalf("certificates:\n got %s\nwant %s", dump(m.Certificates), dump(tt.want))
+			}
+			for i, want := range tt.want {
+				got := m.Certificates[i]
+				if got.Name != want.Name || !slices.Equal(got.Hosts, want.Hosts) || got.CertPEM != want.CertPEM ||
+					got.KeyPEM != want.KeyPEM || !got.NotAfter.Equal(want.NotAfter) ||
+					(want.Invalid == "") != (got.Invalid == "") || !strings.Contains(got.Invalid, want.Invalid) {
+					t.Errorf("certificate %d:\n got %s\nwant %s", i, dump(got), dump(want))
+				}
+			}
+			if len(problems) != len(tt.wantProblems) {
+				t.Fatalf("problems:\n got %s\nwant %q", dump(problems), tt.wantProblems)
+			}
+			for i, want := range tt.wantProblems {
+				if !strings.Contains(problems[i].Reason, want) {
+					t.Errorf("problem %d: %q does not hold %q", i, problems[i].Reason, want)
+				}
+			}
+		})
+	}
+}
+
+// The certificates are not structure, but Build still gives the servers
+// of TLS hosts as before: TLS changes nothing else in the Model.
+func TestBuildTLSLeavesServersAlone(t *testing.T) {
+	plain := snapshotOf(newIngress("default", "a", rule("a.example.com", prefix("/", "web", 80))))
+	withCert := snapshotOf(newIngress("default", "a", withTLS("cert", "a.example.com", "tls-only.example.com"), rule("a.example.com", prefix("/", "web", 80))))
+	withCert.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
+	a, _ := Build(plain)
+	b, _ := Build(withCert)
+	b.Certificates = nil
+	if dump(a) != dump(b) {
+		t.Errorf("TLS changed the model:\n%s\n%s", dump(a), dump(b))
+	}
+}
+
+func TestCertificateHash(t *testing.T) {
+	c := servedCert("default/cert", pairA, "a.example.com")
+	// Lua computes the hex SHA-1 of cert .. "\n" .. key over what it stores.
+	if got, want := (Certificate{CertPEM: "c", KeyPEM: "k"}).Hash(), fmt.Sprintf("%x", sha1.Sum([]byte("c\nk"))); got != want {
+		t.Errorf("Hash() = %s, want %s", got, want)
+	}
+	other := c
+	other.Hosts = []string{"b.example.com"}
+	if c.Hash() != other.Hash() {
+		t.Error("hosts changed the hash; it covers the PEMs only")
+	}
+	other.KeyPEM = pairB.keyPEM
+	if c.Hash() == other.Hash() {
+		t.Error("another key gave the same hash")
+	}
+}

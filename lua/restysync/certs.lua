@@ -1,0 +1,484 @@
+-- restysync.certs: TLS certificates served by SNI, with no reload.
+--
+-- The agent pushes certificates over the config API (POST /certificates,
+-- see restysync.api); they live in the shared dict:
+--
+--   c:<name>      the PEM chain, a NUL byte, the PEM key
+--   cm:<name>     `"hosts":[...],"hash":"<hex>"`, a JSON object's members,
+--                 for GET /certificates and for moving hosts
+--   cv:<name>     the version at which that certificate last changed
+--   h:<host>      the name of the certificate of host ("a.example.com",
+--                 or a one-label wildcard "*.example.com")
+--   certificates  how many certificates there are
+--
+-- serve() runs in ssl_certificate_by_lua for every handshake. It looks the
+-- SNI name up as an exact host, then as the wildcard one label up; a client
+-- without SNI, or with a host no certificate names, keeps the default
+-- certificate from nginx.conf. Each worker caches the parsed certificate and
+-- key by name and rebuilds them only when cv:<name> moved, so c: is always
+-- written before cv:.
+
+local cjson = require "cjson"
+local ngx_ssl = require "ngx.ssl"
+local check = require "restysync.check"
+local store = require "restysync.store"
+local restysync = require "restysync"
+
+local ngx = ngx
+local ngx_log = ngx.log
+local ngx_ERR = ngx.ERR
+local ngx_sha1_bin = ngx.sha1_bin
+local server_name = ngx_ssl.server_name
+local clear_certs = ngx_ssl.clear_certs
+local set_cert = ngx_ssl.set_cert
+local set_priv_key = ngx_ssl.set_priv_key
+local parse_pem_cert = ngx_ssl.parse_pem_cert
+local parse_pem_priv_key = ngx_ssl.parse_pem_priv_key
+local ipairs = ipairs
+local pairs = pairs
+local pcall = pcall
+local type = type
+local tostring = tostring
+local string_byte = string.byte
+local string_find = string.find
+local string_format = string.format
+local string_gmatch = string.gmatch
+local string_lower = string.lower
+local string_match = string.match
+local string_sub = string.sub
+local table_concat = table.concat
+local table_sort = table.sort
+
+local _M = { _VERSION = "0.1" }
+
+-- Limits of one certificate; a Kubernetes Secret holds at most 1 MiB.
+local MAX_PEM_BYTES = 1024 * 1024
+local MAX_HOSTS = 10000
+local MAX_HOST_BYTES = 253
+
+local json = cjson.new()
+json.decode_max_depth(16)
+local json_null = json.null
+local json_encode = json.encode
+
+local array_length = check.array_length
+local is_object = check.is_object
+local unknown_field = check.unknown_field
+
+-- Validation -------------------------------------------------------------
+
+-- is_host accepts a lower-case DNS name, or "*." and one: labels of 1..63
+-- letters, digits and inner hyphens.
+local function is_host(h)
+    if type(h) ~= "string" or #h == 0 or #h > MAX_HOST_BYTES then
+        return false
+    end
+    local rest = h
+    if string_sub(h, 1, 2) == "*." then
+        rest = string_sub(h, 3)
+    end
+    if rest == "" then
+        return false
+    end
+    for label in string_gmatch(rest .. ".", "([^.]*)%.") do
+        if #label == 0 or #label > 63 then
+            return false
+        end
+        if not string_match(label, "^[a-z0-9]$") and not string_match(label, "^[a-z0-9][a-z0-9%-]*[a-z0-9]$") then
+            return false
+        end
+    end
+    return true
+end
+
+local function to_hex(data)
+    return (data:gsub(".", function(c)
+        return string_format("%02x", string_byte(c))
+    end))
+end
+
+-- hash is what GET /certificates reports and the agent compares with:
+-- the hex SHA-1 of the chain, a newline and the key.
+local function hash(cert, key)
+    return to_hex(ngx_sha1_bin(cert .. "\n" .. key))
+end
+
+-- check_pem returns why pem (at path) is not a usable PEM string, or nil.
+-- parse parses it; OpenSSL reads PEM, so anything it takes is stored.
+local function check_pem(pem, path, parse)
+    if type(pem) ~= "string" then
+        return path .. ": must be a string"
+    end
+    if pem == "" then
+        return path .. ": must not be empty"
+    end
+    if #pem > MAX_PEM_BYTES then
+        return string_format("%s: is %d bytes long, longer than %d", path, #pem, MAX_PEM_BYTES)
+    end
+    if string_find(pem, "\0", 1, true) then
+        return path .. ": must not contain a NUL byte"
+    end
+    local parsed, err = parse(pem)
+    if not parsed then
+        return path .. ": does not parse: " .. tostring(err)
+    end
+    return nil
+end
+
+local CERT_FIELDS = { name = true, hosts = true, cert = true, key = true }
+local UPDATE_FIELDS = { upserts = true, removes = true }
+
+-- check_hosts validates the hosts of one certificate and returns them, or
+-- nil and the reason. owners maps each host of the update to where it is.
+local function check_hosts(hosts, path, owners)
+    if hosts == nil then
+        return nil, path .. ": is missing"
+    end
+    if hosts == json_null then
+        return {}
+    end
+    local n = array_length(hosts)
+    if not n then
+        return nil, path .. ": must be an array"
+    end
+    if n > MAX_HOSTS then
+        return nil, string_format("%s: has %d hosts, more than %d", path, n, MAX_HOSTS)
+    end
+    local out = {}
+    for i = 1, n do
+        local host = hosts[i]
+        local at = string_format("%s[%d]", path, i - 1)
+        if not is_host(host) then
+            return nil, at .. ": must be a lower-case DNS name or a wildcard \"*.\" and one"
+        end
+        if owners[host] then
+            return nil, at .. ': "' .. host .. '" is also ' .. owners[host]
+        end
+        owners[host] = at
+        out[i] = host
+    end
+    table_sort(out)
+    return out
+end
+
+-- check_update validates a decoded POST /certificates body. It returns
+-- { upserts = { {name=, hosts=, cert=, key=}, ... }, removes = { name, ... } }
+-- or nil and the reason, naming the field.
+local function check_update(body)
+    if not is_object(body) then
+        return nil, "body: must be a JSON object"
+    end
+    local extra = unknown_field(body, UPDATE_FIELDS)
+    if extra then
+        return nil, tostring(extra) .. ": unknown field"
+    end
+
+    local seen = {}   -- name -> where it appeared first
+    local owners = {} -- host -> where it appeared first
+    local update = { upserts = {}, removes = {} }
+
+    local upserts = body.upserts
+    if upserts ~= nil and upserts ~= json_null then
+        local n = array_length(upserts)
+        if not n then
+            return nil, "upserts: must be an array"
+        end
+        for i = 1, n do
+            local c = upserts[i]
+            local at = string_format("upserts[%d]", i - 1)
+            if not is_object(c) then
+                return nil, at .. ": must be an object"
+            end
+            local field = unknown_field(c, CERT_FIELDS)
+            if field then
+                return nil, at .. "." .. tostring(field) .. ": unknown field"
+            end
+            local err = check.name(c.name, at .. ".name")
+            if err then
+                return nil, err
+            end
+            if seen[c.name] then
+                return nil, at .. '.name: "' .. c.name .. '" is also ' .. seen[c.name]
+            end
+            seen[c.name] = at
+            local hosts, herr = check_hosts(c.hosts, at .. ".hosts", owners)
+            if not hosts then
+                return nil, herr
+            end
+            err = check_pem(c.cert, at .. ".cert", parse_pem_cert)
+                or check_pem(c.key, at .. ".key", parse_pem_priv_key)
+            if err then
+                return nil, err
+            end
+            update.upserts[i] = { name = c.name, hosts = hosts, cert = c.cert, key = c.key }
+        end
+    end
+
+    local removes = body.removes
+    if removes ~= nil and removes ~= json_null then
+        local n = array_length(removes)
+        if not n then
+            return nil, "removes: must be an array"
+        end
+        for i = 1, n do
+            local name = removes[i]
+            local at = string_format("removes[%d]", i - 1)
+            local err = check.name(name, at)
+            if err then
+                return nil, err
+            end
+            if seen[name] then
+                return nil, at .. ': "' .. name .. '" is also ' .. seen[name]
+            end
+            seen[name] = at
+            update.removes[i] = name
+        end
+    end
+    return update
+end
+
+-- Storage ----------------------------------------------------------------
+
+-- stored_hosts returns the hosts stored for name, or nil if name is not stored.
+local function stored_hosts(d, name)
+    local meta = d:get("cm:" .. name)
+    if not meta then
+        return nil
+    end
+    local ok, m = pcall(json.decode, "{" .. meta .. "}")
+    if not ok or type(m) ~= "table" or type(m.hosts) ~= "table" then
+        return {}
+    end
+    return m.hosts
+end
+
+local function meta_of(c)
+    local hosts = "[]"
+    if #c.hosts > 0 then
+        -- Hosts passed is_host: no character needs escaping.
+        hosts = '["' .. table_concat(c.hosts, '","') .. '"]'
+    end
+    return '"hosts":' .. hosts .. ',"hash":"' .. hash(c.cert, c.key) .. '"'
+end
+
+-- write stores a checked update. It returns the new version, or nil, the
+-- HTTP status and the reason. A host that another certificate holds, and
+-- that certificate is not part of the update, is a conflict (409): the
+-- agent moves a host by sending both certificates. It must not yield: it
+-- runs under the lock.
+local function write(d, update)
+    local touched = {}
+    local wanted = {} -- host -> name after this update
+    for _, c in ipairs(update.upserts) do
+        touched[c.name] = true
+        for _, host in ipairs(c.hosts) do
+            wanted[host] = c.name
+        end
+    end
+    for _, name in ipairs(update.removes) do
+        touched[name] = true
+    end
+    for i, c in ipairs(update.upserts) do
+        for _, host in ipairs(c.hosts) do
+            local owner = d:get("h:" .. host)
+            if owner and owner ~= c.name and not touched[owner] then
+                return nil, 409, string_format('upserts[%d].hosts: "%s" belongs to certificate "%s", which this update leaves as it is',
+                    i - 1, host, owner)
+            end
+        end
+    end
+
+    local version = store.next_version(d)
+    local count = d:get("certificates") or 0
+    local writes = {}
+    -- unmap deletes the h: keys of name's stored hosts that no certificate
+    -- of the update takes; it returns whether name was stored.
+    local function unmap(name)
+        local old = stored_hosts(d, name)
+        if not old then
+            return false
+        end
+        for _, host in ipairs(old) do
+            if type(host) == "string" and wanted[host] == nil and d:get("h:" .. host) == name then
+                writes[#writes + 1] = { "h:" .. host }
+            end
+        end
+        return true
+    end
+    for _, name in ipairs(update.removes) do
+        if unmap(name) then
+            count = count - 1
+        end
+        writes[#writes + 1] = { "cv:" .. name, stamp = true }
+        writes[#writes + 1] = { "cm:" .. name }
+        writes[#writes + 1] = { "c:" .. name }
+    end
+    for _, c in ipairs(update.upserts) do
+        if not unmap(c.name) then
+            count = count + 1
+        end
+        writes[#writes + 1] = { "c:" .. c.name, c.cert .. "\0" .. c.key }
+        writes[#writes + 1] = { "cm:" .. c.name, meta_of(c) }
+        writes[#writes + 1] = { "cv:" .. c.name, version, stamp = true }
+    end
+    for host, name in pairs(wanted) do
+        if d:get("h:" .. host) ~= name then
+            writes[#writes + 1] = { "h:" .. host, name }
+        end
+    end
+    writes[#writes + 1] = { "certificates", count }
+    writes[#writes + 1] = { "version", version }
+    return store.apply(d, writes, version, "certificates")
+end
+
+-- list returns the body of GET /certificates: every certificate's name,
+-- hosts and hash, sorted by name. Keys are never listed.
+local function list(d)
+    local names = {}
+    for _, key in ipairs(d:get_keys(0)) do
+        if string_sub(key, 1, 3) == "cm:" then
+            names[#names + 1] = string_sub(key, 4)
+        end
+    end
+    table_sort(names)
+    local parts = {}
+    for _, name in ipairs(names) do
+        local meta = d:get("cm:" .. name)
+        if meta then
+            parts[#parts + 1] = '{"name":' .. json_encode(name) .. "," .. meta .. "}"
+        end
+    end
+    return '{"certificates":[' .. table_concat(parts, ",") .. "]}"
+end
+
+-- count returns how many certificates the dict holds.
+local function count(d)
+    return d:get("certificates") or 0
+end
+
+-- Serving ----------------------------------------------------------------
+
+-- cache[name] = { version = v, cert = <parsed chain>, key = <parsed key> }
+local cache = {}
+-- swept is the dict version at which cache was last checked for stale entries.
+local swept
+
+-- sweep drops cached certificates that changed or went away, once per
+-- dict version, so that removed certificates do not stay parsed forever.
+local function sweep(d)
+    local version = d:get("version")
+    if version == swept then
+        return
+    end
+    swept = version
+    for name, entry in pairs(cache) do
+        if d:get("cv:" .. name) ~= entry.version then
+            cache[name] = nil
+        end
+    end
+end
+
+-- lookup returns the name of the certificate for sni, or nil.
+local function lookup(d, sni)
+    local name = d:get("h:" .. sni)
+    if name then
+        return name
+    end
+    local dot = string_find(sni, ".", 1, true)
+    if dot and dot > 1 then
+        return d:get("h:*" .. string_sub(sni, dot))
+    end
+    return nil
+end
+
+-- load returns the parsed certificate name, from the cache unless its
+-- version moved, or nil and why.
+local function load(d, name)
+    local version = d:get("cv:" .. name)
+    if version == nil then
+        cache[name] = nil
+        return nil, "is not stored"
+    end
+    local entry = cache[name]
+    if entry and entry.version == version then
+        return entry
+    end
+    cache[name] = nil
+    local raw = d:get("c:" .. name)
+    if type(raw) ~= "string" then
+        return nil, "is not stored"
+    end
+    local sep = string_find(raw, "\0", 1, true)
+    if not sep then
+        return nil, "is stored without a key"
+    end
+    local cert, err = parse_pem_cert(string_sub(raw, 1, sep - 1))
+    if not cert then
+        return nil, "certificate does not parse: " .. tostring(err)
+    end
+    local key
+    key, err = parse_pem_priv_key(string_sub(raw, sep + 1))
+    if not key then
+        return nil, "key does not parse: " .. tostring(err)
+    end
+    entry = { version = version, cert = cert, key = key }
+    cache[name] = entry
+    return entry
+end
+
+local function serve_sni()
+    local sni = server_name()
+    if not sni or #sni > MAX_HOST_BYTES then
+        return -- no SNI (or not a host name): the default certificate
+    end
+    sni = string_lower(sni)
+    local d = restysync.dict()
+    sweep(d)
+    local name = lookup(d, sni)
+    if not name then
+        return
+    end
+    local entry, err = load(d, name)
+    if not entry then
+        ngx_log(ngx_ERR, "restysync: certificate ", name, " for ", sni, " ", err, "; serving the default one")
+        return
+    end
+    local ok
+    ok, err = clear_certs()
+    if not ok then
+        ngx_log(ngx_ERR, "restysync: clearing the default certificate: ", err)
+        return
+    end
+    ok, err = set_cert(entry.cert)
+    if ok then
+        ok, err = set_priv_key(entry.key)
+    end
+    if not ok then
+        -- The default certificate is gone: this handshake fails.
+        ngx_log(ngx_ERR, "restysync: setting certificate ", name, " for ", sni, ": ", err)
+    end
+end
+
+-- serve picks the certificate for this handshake; call it from
+-- ssl_certificate_by_lua_block. It never raises: on any error the client
+-- gets the default certificate, and the error is logged.
+function _M.serve()
+    local ok, err = pcall(serve_sni)
+    if not ok then
+        ngx_log(ngx_ERR, "restysync: choosing a certificate: ", err)
+    end
+end
+
+_M.check_update = check_update
+_M.write = write
+_M.list = list
+_M.count = count
+
+-- Private functions, reachable by tests.
+setmetatable(_M, { __index = {
+    cache = cache,
+    is_host = is_host,
+    hash = hash,
+} })
+
+return _M
