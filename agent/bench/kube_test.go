@@ -200,7 +200,7 @@ func fakeAddrs(start, n int) []string {
 type agent struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *logBuffer
 	done   chan struct{}
 	nginx  *nginxproc.Nginx
 	shared string
@@ -216,7 +216,7 @@ func startAgent(t *testing.T, c *cluster, extra ...string) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, log: &syncBuffer{}, done: make(chan struct{}), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
+	a := &agent{t: t, log: &logBuffer{}, done: make(chan struct{}), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
 	args := []string{"run", "--source", "kube", "--kubeconfig", c.srv.Kubeconfig, "--namespace", benchNS,
 		"--shared-dir", a.shared, "--http-port", strconv.Itoa(a.port), "--https-port", strconv.Itoa(nginxproc.FreePort(t)),
 		"--listen-address", "127.0.0.1", "--worker-processes", "1", "--log-level", "info"}
@@ -339,24 +339,24 @@ func (a *agent) cpuTime() time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
-type syncBuffer struct {
+type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
 
-func (b *syncBuffer) Len() int {
+func (b *logBuffer) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Len()

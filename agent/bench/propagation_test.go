@@ -87,7 +87,7 @@ func TestB1B2Propagation(t *testing.T) {
 			results[mode][size] = r
 			a.stop()
 			t.Logf("%s, %d backends: %s; push bytes median %d over %d pushes; agent CPU %s per change",
-				mode, size, summarize(r.latency), median(r.bytes), len(r.bytes), r.cpu)
+				mode, size, summarize(r.latency), medianInt(r.bytes), len(r.bytes), r.cpu)
 		}
 	}
 
@@ -103,13 +103,13 @@ func TestB1B2Propagation(t *testing.T) {
 	var first = -1
 	for _, size := range sizes {
 		changed, full := results["changed"][size], results["full"][size]
-		m := median(changed.bytes)
+		m := medianInt(changed.bytes)
 		if first < 0 {
 			first = m
 		}
 		bytesOK = bytesOK && m <= 2048 && m == first
 		perSize = append(perSize, fmt.Sprintf("%d: %d B", size, m))
-		perSizeFull = append(perSizeFull, fmt.Sprintf("%d: %d B", size, median(full.bytes)))
+		perSizeFull = append(perSizeFull, fmt.Sprintf("%d: %d B", size, medianInt(full.bytes)))
 		cpu = append(cpu, fmt.Sprintf("%d: %s vs %s", size, changed.cpu, full.cpu))
 		if size != small {
 			s, f := summarize(changed.latency), summarize(full.latency)
@@ -126,7 +126,7 @@ func TestB1B2Propagation(t *testing.T) {
 		Measured: strings.Join(cpu, "; ")})
 }
 
-func median(v []int) int {
+func medianInt(v []int) int {
 	if len(v) == 0 {
 		return 0
 	}

@@ -74,7 +74,7 @@ func TestB4Churn(t *testing.T) {
 			changes++
 		}
 	}()
-	out := runWrk(t, wrk, a.port, "b4.test", duration)
+	out := runChurnWrk(t, wrk, a.port, "b4.test", duration)
 	cancel()
 	wg.Wait()
 	reloads := 0
@@ -198,20 +198,20 @@ func requireWrk(t *testing.T) string {
 	return path
 }
 
-type wrkResult struct {
+type churnResult struct {
 	requests, non2xx, socketErrors int
 	rps                            float64
 }
 
 var (
-	wrkRequests = regexp.MustCompile(`(\d+) requests in`)
-	wrkNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	wrkSocket   = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
-	wrkRPS      = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	churnRequests = regexp.MustCompile(`(\d+) requests in`)
+	churnNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	churnSocket   = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	churnRPS      = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
 )
 
 // runWrk runs wrk against nginx on port with the Host header host.
-func runWrk(t *testing.T, wrk string, port int, host string, d time.Duration) wrkResult {
+func runChurnWrk(t *testing.T, wrk string, port int, host string, d time.Duration) churnResult {
 	t.Helper()
 	args := []string{"-t1", "-c16", "-d" + strconv.Itoa(int(d.Seconds())) + "s", "-H", "Host: " + host,
 		"http://127.0.0.1:" + strconv.Itoa(port) + "/"}
@@ -221,20 +221,20 @@ func runWrk(t *testing.T, wrk string, port int, host string, d time.Duration) wr
 	if err != nil {
 		t.Fatalf("wrk: %v\n%s", err, out)
 	}
-	var r wrkResult
-	if m := wrkRequests.FindSubmatch(out); m != nil {
+	var r churnResult
+	if m := churnRequests.FindSubmatch(out); m != nil {
 		r.requests, _ = strconv.Atoi(string(m[1]))
 	}
-	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+	if m := churnNon2xx.FindSubmatch(out); m != nil {
 		r.non2xx, _ = strconv.Atoi(string(m[1]))
 	}
-	if m := wrkSocket.FindSubmatch(out); m != nil {
+	if m := churnSocket.FindSubmatch(out); m != nil {
 		for _, g := range m[1:] {
 			n, _ := strconv.Atoi(string(g))
 			r.socketErrors += n
 		}
 	}
-	if m := wrkRPS.FindSubmatch(out); m != nil {
+	if m := churnRPS.FindSubmatch(out); m != nil {
 		r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
 	}
 	t.Logf("wrk: %s", out)
