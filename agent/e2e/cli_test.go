@@ -37,6 +37,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{args: []string{"--worker-processes", "many"}, want: "--worker-processes"},
 		{args: []string{"--ingress-class", ""}, want: "--ingress-class"},
 		{args: []string{"--reload-timeout", "-1s"}, want: "--reload-timeout"},
+		{args: []string{"--push-mode", "some"}, want: "--push-mode"},
+		{args: []string{"--source", "kube", "--publish-service", "nons"}, want: "--publish-service"},
+		{args: []string{"--source", "kube", "--kube-api-qps", "0"}, want: "--kube-api-qps"},
 		{env: "RESTYSYNC_HTTP_PORT=99999", want: "--http-port"},
 	}
 	for _, c := range cases {

@@ -49,6 +49,8 @@ func runFlags() []cli.Flag {
 			Usage: "also serve Ingresses that name no class"},
 		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
 			Usage: "how long nginx may take to show a new config before the reload counts as failed"},
+		&cli.StringFlag{Name: "push-mode", Value: "changed", EnvVars: env("PUSH_MODE"),
+			Usage: "`changed` sends Lua only the backends that changed; full sends all of them on every change (the classic strategy, for benchmarks)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}
@@ -71,6 +73,7 @@ type runConfig struct {
 	ingressClass          string
 	withoutClass          bool
 	reloadTimeout         time.Duration
+	fullPush              bool
 	kube                  kubeConfig
 	logger                *slog.Logger
 }
@@ -135,6 +138,12 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	rc.ingressClass = class
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
+	switch mode := c.String("push-mode"); mode {
+	case "changed", "full":
+		rc.fullPush = mode == "full"
+	default:
+		return rc, fmt.Errorf("--push-mode %q: want changed or full", mode)
+	}
 	if rc.kube, err = parseKubeConfig(c); err != nil {
 		return rc, err
 	}
@@ -193,6 +202,7 @@ func run(c *cli.Context) error {
 		WatchWithoutClass: rc.withoutClass,
 		Render:            rc.render,
 		OnSync:            onSync,
+		FullPush:          rc.fullPush,
 	}, logger)
 	err = s.Run(ctx)
 	logger.Info("stopped")

@@ -38,6 +38,9 @@ type Options struct {
 	// CheckInterval is how often nginx's status is read to notice a cold
 	// start or a config that is not running (default 250ms).
 	CheckInterval time.Duration
+	// FullPush sends every backend to Lua whenever any changed, as the
+	// classic controller does. It exists only as the benchmark's baseline.
+	FullPush bool
 	// OnSync, if set, is called by the loop after every sync. It must not
 	// block: status writers and event recorders hand the work to their own
 	// goroutines.
@@ -311,6 +314,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	certErr := s.pushCertificates(ctx, next.Certificates, &res)
 
 	p := plan.Compute(s.applied, s.held, next)
+	if s.opts.FullPush && (len(p.Upserts) > 0 || len(p.Removes) > 0) {
+		p.Upserts = next.Backends
+	}
 	if len(p.Upserts) > 0 {
 		// Backends go first, so a new location finds its endpoints.
 		n, err := s.nginx.Lua.Push(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)})
