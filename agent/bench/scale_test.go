@@ -151,7 +151,7 @@ func TestB6Scale(t *testing.T) {
 	cold := time.Since(a.start) + a.waitFor("probe.scale.test", "/", pods[0].Name, 120*time.Second)
 	time.Sleep(2 * time.Second)
 	rss := a.rssKiB()
-	firstSync := firstSyncDuration(a.log.String())
+	build, render := firstRender(a.log.String())
 
 	var latencies []time.Duration
 	current := 0
@@ -170,23 +170,26 @@ func TestB6Scale(t *testing.T) {
 		Measured: cold.Round(10 * time.Millisecond).String(), Pass: cold <= 20*time.Second})
 	report(t, Row{ID: "B6-rss", What: "agent RSS after sync, " + size, Target: "≤ 300 MB",
 		Measured: fmt.Sprintf("%.0f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 300*1024})
-	report(t, Row{ID: "B6-render", What: "first sync (build + render + write), " + size, Target: "render ≤ 1 s",
-		Measured: firstSync.String(), Pass: firstSync > 0 && firstSync <= time.Second,
-		Note: "the agent's own sync duration from its log; the nginx reload is not in it"})
+	report(t, Row{ID: "B6-render", What: "render nginx.conf, " + size, Target: "≤ 1 s",
+		Measured: render.Round(time.Millisecond).String(), Pass: render > 0 && render <= time.Second,
+		Note: "model build " + build.Round(time.Millisecond).String() + "; both from the agent's sync log line"})
 	report(t, Row{ID: "B6-B1", What: "endpoint propagation at that scale", Target: "p50 ≤ 20 ms, p99 ≤ 50 ms",
 		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond})
 }
 
-var syncDuration = regexp.MustCompile(`msg=sync action=\S+ .*? duration=(\S+)`)
+var syncTimes = regexp.MustCompile(`msg=sync .*? build=(\S+) render=(\S+)`)
 
-// firstSyncDuration is the duration of the agent's first sync with work.
-func firstSyncDuration(log string) time.Duration {
-	for _, m := range syncDuration.FindAllStringSubmatch(log, -1) {
-		if d, err := time.ParseDuration(m[1]); err == nil {
-			return d
+// firstRender returns the build and render times of the agent's first
+// sync that rendered nginx.conf, from its log.
+func firstRender(log string) (build, render time.Duration) {
+	for _, m := range syncTimes.FindAllStringSubmatch(log, -1) {
+		b, err1 := time.ParseDuration(m[1])
+		r, err2 := time.ParseDuration(m[2])
+		if err1 == nil && err2 == nil && r > 0 {
+			return b, r
 		}
 	}
-	return 0
+	return 0, 0
 }
 
 func requireWrk(t *testing.T) string {

@@ -131,6 +131,10 @@ func TestDemo(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
+			if t.Failed() {
+				ps, _ := exec.Command("ps", "-o", "pid,stat,wchan:20,args", "-g", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+				t.Logf("demo processes:\n%s", ps)
+			}
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
@@ -140,6 +144,7 @@ func TestDemo(t *testing.T) {
 	})
 
 	s := &stack{t: t, client: clientTo(port)}
+	// The demo starts three processes; on a loaded machine that can take a while.
 	s.eventually("the demo prints its URL", func() error {
 		if !strings.Contains(out.String(), "http://demo.localhost:"+strconv.Itoa(port)+"/") {
 			return errorf("no URL yet")

@@ -9,6 +9,9 @@ package source
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -39,4 +42,21 @@ type Source interface {
 	// mutated) and the problems the source itself found, such as files that
 	// failed to decode. The class settings of model.Snapshot are left empty.
 	Snapshot() (model.Snapshot, []model.Problem)
+}
+
+// ServiceKey names a Service.
+type ServiceKey struct{ Namespace, Name string }
+
+// EndpointIndex is implemented by sources that know which Services'
+// EndpointSlices changed, so that the syncer can refresh only the backends
+// of those Services when nothing but endpoints moved (the fast path),
+// instead of building the whole model again.
+type EndpointIndex interface {
+	// TakeChangedServices returns the Services whose EndpointSlices changed
+	// since the last call, and forgets them. A slice is recorded before the
+	// changed callback for it is called.
+	TakeChangedServices() []ServiceKey
+	// ServiceEndpoints returns the Service (nil if there is none) and its
+	// EndpointSlices, read-only.
+	ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice)
 }

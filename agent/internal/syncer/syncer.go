@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Syncer struct {
 	logger *slog.Logger
 	dirty  chan struct{}
 
+	kindsMu sync.Mutex
+	kinds   map[source.Kind]bool // changed since the last sync
+
 	// The fields below are owned by the loop goroutine.
 	applied     *model.Model                    // structure nginx is confirmed to run
 	appliedHash string                          // its config hash
@@ -73,6 +77,9 @@ type Syncer struct {
 	// goodCerts is the last valid content of every certificate the model
 	// names: what keeps serving when its Secret turns bad.
 	goodCerts  map[string]model.Certificate
+	built      *model.Model    // the last model, for the fast path
+	builtFrom  int             // Ingresses it was built from
+	problems   []model.Problem // the problems of the last full build
 	rendered   *model.Model    // structure of lastConfig
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
@@ -111,6 +118,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts:      opts,
 		logger:    logger,
 		dirty:     make(chan struct{}, 1),
+		kinds:     map[source.Kind]bool{},
 		reported:  map[string]bool{},
 		goodCerts: map[string]model.Certificate{},
 	}
@@ -128,7 +136,7 @@ func (s *Syncer) State() State {
 // Run starts the source and syncs until ctx is done.
 func (s *Syncer) Run(ctx context.Context) error {
 	start := time.Now()
-	if err := s.src.Start(ctx, func(source.Kind) { s.markDirty() }); err != nil {
+	if err := s.src.Start(ctx, s.changed); err != nil {
 		return fmt.Errorf("starting source: %w", err)
 	}
 	s.update(func(st *State) { st.Synced = true })
@@ -150,6 +158,23 @@ func (s *Syncer) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// changed records which kind of object changed and wakes the loop.
+func (s *Syncer) changed(kind source.Kind) {
+	s.kindsMu.Lock()
+	s.kinds[kind] = true
+	s.kindsMu.Unlock()
+	s.markDirty()
+}
+
+// takeKinds returns the kinds changed since the last call.
+func (s *Syncer) takeKinds() map[source.Kind]bool {
+	s.kindsMu.Lock()
+	defer s.kindsMu.Unlock()
+	kinds := s.kinds
+	s.kinds = map[source.Kind]bool{}
+	return kinds
 }
 
 func (s *Syncer) markDirty() {
@@ -202,12 +227,8 @@ func (s *Syncer) update(f func(*State)) {
 // nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) {
 	start := time.Now()
-	snap, problems := s.src.Snapshot()
-	snap.IngressClass = s.opts.IngressClass
-	snap.WatchWithoutClass = s.opts.WatchWithoutClass
-	snap.Now = time.Now()
-	next, buildProblems := model.Build(snap)
-	problems = append(problems, buildProblems...)
+	next, problems, path := s.model(s.takeKinds())
+	buildTime := time.Since(start)
 	s.reportProblems(problems)
 
 	result, err := s.apply(ctx, next)
@@ -229,7 +250,8 @@ func (s *Syncer) sync(ctx context.Context) {
 	}
 	attrs := []any{
 		"action", result.action(),
-		"ingresses", len(snap.Ingresses),
+		"path", path,
+		"ingresses", s.builtFrom,
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
 		"certificates", len(next.Certificates),
@@ -239,6 +261,8 @@ func (s *Syncer) sync(ctx context.Context) {
 		"cert_removes", result.certRemoves,
 		"bytes", result.bytes,
 		"problems", len(problems),
+		"build", buildTime.Round(time.Microsecond),
+		"render", result.render.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	}
 	if err != nil {
@@ -254,6 +278,7 @@ type syncResult struct {
 	reloaded, pushed, waiting bool
 	upserts, removes, bytes   int
 	certUpserts, certRemoves  int
+	render                    time.Duration // 0 when the last render was reused
 }
 
 func (r syncResult) action() string {
@@ -272,9 +297,13 @@ func (r syncResult) action() string {
 
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
-	cfg, err := s.configFor(next)
+	renderStart := time.Now()
+	cfg, rendered, err := s.configFor(next)
 	if err != nil {
 		return res, err
+	}
+	if rendered {
+		res.render = time.Since(renderStart)
 	}
 
 	status, err := s.nginx.Lua.Status(ctx)
@@ -402,18 +431,62 @@ func heldCertificates(certs []apply.HeldCertificate) map[string]plan.HeldCertifi
 	return held
 }
 
-// configFor renders next, or reuses the last render when the structure is the same.
-func (s *Syncer) configFor(next model.Model) (render.Config, error) {
+// configFor renders next, or reuses the last render when the structure is
+// the same; rendered says which.
+func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, err error) {
 	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
-		return s.lastConfig, nil
+		return s.lastConfig, false, nil
 	}
-	cfg, err := render.Render(next, s.opts.Render)
+	cfg, err = render.Render(next, s.opts.Render)
 	if err != nil {
-		return render.Config{}, fmt.Errorf("rendering nginx.conf: %w", err)
+		return render.Config{}, false, fmt.Errorf("rendering nginx.conf: %w", err)
 	}
 	structure := next
 	s.rendered, s.lastConfig = &structure, cfg
-	return cfg, nil
+	return cfg, true, nil
+}
+
+// model returns what nginx should serve, its problems, and which path
+// computed it. When nothing but EndpointSlices changed since the last
+// build and the source tracks them, only the backends of the Services
+// whose slices changed are resolved again ("fast"): O(changed), no
+// snapshot, no full build. Anything else builds the whole model ("full").
+// The fast path keeps the problems of the last full build; problems of
+// single endpoint addresses are refreshed by the next full build.
+func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
+	index, tracks := s.src.(source.EndpointIndex)
+	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
+	if tracks && s.built != nil && onlyEndpoints {
+		next := *s.built
+		changed := index.TakeChangedServices()
+		if len(changed) > 0 {
+			services := make(map[source.ServiceKey]bool, len(changed))
+			for _, k := range changed {
+				services[k] = true
+			}
+			next.Backends = slices.Clone(s.built.Backends)
+			for i, b := range next.Backends {
+				namespace, service, _ := model.BackendService(b.Name)
+				if services[source.ServiceKey{Namespace: namespace, Name: service}] {
+					svc, endpointSlices := index.ServiceEndpoints(namespace, service)
+					next.Backends[i], _ = model.ResolveBackend(b.Name, svc, endpointSlices)
+				}
+			}
+		}
+		s.built = &next
+		return next, s.problems, "fast"
+	}
+	if tracks {
+		index.TakeChangedServices() // the full build covers them
+	}
+	snap, problems := s.src.Snapshot()
+	snap.IngressClass = s.opts.IngressClass
+	snap.WatchWithoutClass = s.opts.WatchWithoutClass
+	snap.Now = time.Now()
+	next, buildProblems := model.Build(snap)
+	problems = append(problems, buildProblems...)
+	s.built, s.builtFrom, s.problems = &next, len(snap.Ingresses), problems
+	return next, problems, "full"
 }
 
 func (s *Syncer) adopt(m model.Model, hash string) {

@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
@@ -89,5 +94,91 @@ func TestBurstCoalesces(t *testing.T) {
 	after := waitSyncs(before + 1)
 	if n := after - before; n > 5 {
 		t.Errorf("1,000 changes cost %d syncs, want at most 5", n)
+	}
+}
+
+// indexSource is a fakeSource that also tracks changed Services.
+type indexSource struct {
+	fakeSource
+	snapshots int
+	changed   []source.ServiceKey
+}
+
+func (f *indexSource) Snapshot() (model.Snapshot, []model.Problem) {
+	f.snapshots++
+	return f.snap, nil
+}
+
+func (f *indexSource) TakeChangedServices() []source.ServiceKey {
+	out := f.changed
+	f.changed = nil
+	return out
+}
+
+func (f *indexSource) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+	var svc *corev1.Service
+	for _, s := range f.snap.Services {
+		if s.Namespace == namespace && s.Name == name {
+			svc = s
+		}
+	}
+	var out []*discoveryv1.EndpointSlice
+	for _, sl := range f.snap.EndpointSlices {
+		if sl.Namespace == namespace && sl.Labels[discoveryv1.LabelServiceName] == name {
+			out = append(out, sl)
+		}
+	}
+	return svc, out
+}
+
+// An EndpointSlice change resolves only that Service's backend again, with
+// no snapshot and no full build; any other change builds everything.
+func TestFastPathForEndpointsOnly(t *testing.T) {
+	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
+	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+
+	m, _, path := s.model(map[source.Kind]bool{source.KindIngress: true})
+	if path != "full" || src.snapshots != 1 || len(m.Backends) != 1 || m.Backends[0].Endpoints[0].Address != "10.0.0.1" {
+		t.Fatalf("first build: path %s, snapshots %d, model %+v", path, src.snapshots, m)
+	}
+
+	src.snap = oneIngressSnapshot("10.0.0.2")
+	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+	m, _, path = s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
+	if path != "fast" || src.snapshots != 1 {
+		t.Fatalf("endpoint change: path %s, snapshots %d", path, src.snapshots)
+	}
+	if got := m.Backends[0].Endpoints; len(got) != 1 || got[0].Address != "10.0.0.2" {
+		t.Errorf("fast path endpoints %+v, want 10.0.0.2", got)
+	}
+	if len(m.Servers) != 1 {
+		t.Errorf("fast path lost the servers: %+v", m.Servers)
+	}
+
+	m, _, path = s.model(map[source.Kind]bool{source.KindEndpointSlice: true, source.KindService: true})
+	if path != "full" || src.snapshots != 2 || m.Backends[0].Endpoints[0].Address != "10.0.0.2" {
+		t.Errorf("service change: path %s, snapshots %d", path, src.snapshots)
+	}
+}
+
+func oneIngressSnapshot(address string) model.Snapshot {
+	prefix, class, ready := networkingv1.PathTypePrefix, "restysync", true
+	port, portName := int32(8080), "http"
+	return model.Snapshot{
+		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: "web.test",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		EndpointSlices: []*discoveryv1.EndpointSlice{{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{address}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}},
 	}
 }

@@ -19,10 +19,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +48,10 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // tlsSecretSelector is the field selector of the Secret informer.
 var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
 
-var _ source.Source = (*Source)(nil)
+var (
+	_ source.Source        = (*Source)(nil)
+	_ source.EndpointIndex = (*Source)(nil)
+)
 
 // Options configures a Source.
 type Options struct {
@@ -72,6 +77,8 @@ type Source struct {
 	opts   Options
 	logger *slog.Logger
 
+	changedServices changedServices
+
 	started atomic.Bool
 	ready   atomic.Bool // the fields below are set
 	done    chan struct{}
@@ -85,9 +92,17 @@ type Source struct {
 	services       corelisters.ServiceLister
 	endpointSlices discoverylisters.EndpointSliceLister
 	secrets        corelisters.SecretLister
+	sliceIndexer   cache.Indexer               // EndpointSlices by serviceIndex
 	configMaps     corelisters.ConfigMapLister // nil without Options.ConfigMap
 	configMapNS    string
 	configMapName  string
+}
+
+// changedServices is what the fast path reads: the Services whose
+// EndpointSlices changed since TakeChangedServices was last called.
+type changedServices struct {
+	mu   sync.Mutex
+	keys map[source.ServiceKey]struct{}
 }
 
 type namedInformer struct {
@@ -162,7 +177,14 @@ func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error
 		}); err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
-		reg, err := ni.informer.AddEventHandler(handler{kind: kind, changed: changed})
+		h := handler{kind: kind, changed: changed}
+		if kind == source.KindEndpointSlice {
+			h.noteSlice = s.noteSlice
+			if err := ni.informer.AddIndexers(cache.Indexers{serviceIndex: sliceService}); err != nil {
+				return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
+			}
+		}
+		reg, err := ni.informer.AddEventHandler(h)
 		if err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
@@ -191,6 +213,7 @@ func (s *Source) createInformers() {
 	secrets := tls.Core().V1().Secrets()
 	s.ingresses, s.ingressClasses = ingresses.Lister(), classes.Lister()
 	s.services, s.endpointSlices, s.secrets = services.Lister(), slices.Lister(), secrets.Lister()
+	s.sliceIndexer = slices.Informer().GetIndexer()
 	s.informers = []namedInformer{
 		{source.KindIngress, ingresses.Informer()},
 		{source.KindIngressClass, classes.Informer()},
@@ -296,11 +319,16 @@ func strip(obj any) (any, error) {
 type handler struct {
 	kind    source.Kind
 	changed func(source.Kind)
+	// noteSlice, for EndpointSlices only, records the slice's Service.
+	noteSlice func(any)
 }
 
 var _ cache.ResourceEventHandler = handler{}
 
-func (h handler) OnAdd(any, bool) { h.changed(h.kind) }
+func (h handler) OnAdd(obj any, _ bool) {
+	h.note(obj)
+	h.changed(h.kind)
+}
 
 // OnUpdate drops resync replays: the object did not change if its
 // ResourceVersion did not.
@@ -310,9 +338,88 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
 		return
 	}
+	h.note(newObj)
 	h.changed(h.kind)
 }
 
 // OnDelete is also called with a cache.DeletedFinalStateUnknown when the
 // watch missed the deletion; the object is gone from the cache either way.
-func (h handler) OnDelete(any) { h.changed(h.kind) }
+func (h handler) OnDelete(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	h.note(obj)
+	h.changed(h.kind)
+}
+
+func (h handler) note(obj any) {
+	if h.noteSlice != nil {
+		h.noteSlice(obj)
+	}
+}
+
+// serviceIndex indexes EndpointSlices by "namespace/service".
+const serviceIndex = "service"
+
+func sliceService(obj any) ([]string, error) {
+	slice, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	name := slice.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil, nil
+	}
+	return []string{slice.Namespace + "/" + name}, nil
+}
+
+// noteSlice records the Service of a changed EndpointSlice.
+func (s *Source) noteSlice(obj any) {
+	slice, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || slice.Labels[discoveryv1.LabelServiceName] == "" {
+		return
+	}
+	key := source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
+	s.changedServices.mu.Lock()
+	defer s.changedServices.mu.Unlock()
+	if s.changedServices.keys == nil {
+		s.changedServices.keys = map[source.ServiceKey]struct{}{}
+	}
+	s.changedServices.keys[key] = struct{}{}
+}
+
+// TakeChangedServices returns the Services whose EndpointSlices changed
+// since the last call, and forgets them.
+func (s *Source) TakeChangedServices() []source.ServiceKey {
+	s.changedServices.mu.Lock()
+	defer s.changedServices.mu.Unlock()
+	out := make([]source.ServiceKey, 0, len(s.changedServices.keys))
+	for k := range s.changedServices.keys {
+		out = append(out, k)
+	}
+	clear(s.changedServices.keys)
+	return out
+}
+
+// ServiceEndpoints returns the cached Service namespace/name (nil if none)
+// and its EndpointSlices, found through an index rather than a scan.
+func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+	if !s.isStarted() {
+		return nil, nil
+	}
+	svc, err := s.services.Services(namespace).Get(name)
+	if err != nil {
+		svc = nil
+	}
+	objs, err := s.sliceIndexer.ByIndex(serviceIndex, namespace+"/"+name)
+	if err != nil {
+		return svc, nil
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		if slice, ok := o.(*discoveryv1.EndpointSlice); ok {
+			out = append(out, slice)
+		}
+	}
+	return svc, out
+}

@@ -1,0 +1,41 @@
+package model
+
+import (
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// BackendService returns the namespace and Service a Backend name
+// ("namespace/service:port") refers to.
+func BackendService(name string) (namespace, service string, ok bool) {
+	namespace, rest, ok := strings.Cut(name, "/")
+	if !ok {
+		return "", "", false
+	}
+	service, _, ok = strings.Cut(rest, ":")
+	return namespace, service, ok
+}
+
+// ResolveBackend computes the endpoints of the backend called name from its
+// Service (nil if it is gone) and that Service's EndpointSlices, exactly as
+// Build does. It is the fast path for a change of endpoints only: the rest
+// of the Model stays as it is. The problems are those of the slices read.
+func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (Backend, []Problem) {
+	namespace, rest, _ := strings.Cut(name, "/")
+	service, written, _ := strings.Cut(rest, ":")
+	port := networkingv1.ServiceBackendPort{Name: written}
+	if n, err := strconv.Atoi(written); err == nil {
+		port = networkingv1.ServiceBackendPort{Number: int32(n)}
+	}
+	s := Snapshot{EndpointSlices: slices}
+	if svc != nil {
+		s.Services = []*corev1.Service{svc}
+	}
+	b := newBuilder(s)
+	r := b.resolve(backendRef{namespace: namespace, service: service, port: port, name: name})
+	return r.backend, b.sortedProblems()
+}
