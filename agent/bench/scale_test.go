@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,6 +118,11 @@ func TestB5Structural(t *testing.T) {
 		}
 		latencies = append(latencies, a.waitFor(host, "/", "", waitBound))
 		time.Sleep(300 * time.Millisecond) // let the old workers drain
+	}
+	for _, line := range strings.Split(a.log.String(), "\n") {
+		if strings.Contains(line, "action=reload") {
+			t.Logf("%s", line)
+		}
 	}
 	s := summarize(latencies)
 	report(t, Row{ID: "B5", What: "new Ingress → first 200, 1,000 Ingresses present", Target: "p99 ≤ 300 ms",

@@ -69,6 +69,8 @@ type builder struct {
 	checked   map[string]*checkedSecret
 	tlsHosts  map[string]tlsClaim
 	certHosts map[string][]string
+	// httpsHosts are the hosts some spec.tls names, valid certificate or not.
+	httpsHosts map[string]bool
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -91,6 +93,8 @@ func newBuilder(s Snapshot) *builder {
 		checked:   make(map[string]*checkedSecret),
 		tlsHosts:  make(map[string]tlsClaim),
 		certHosts: make(map[string][]string),
+
+		httpsHosts: make(map[string]bool),
 	}
 	for _, secret := range s.Secrets {
 		b.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
@@ -270,7 +274,7 @@ func (b *builder) model() Model {
 		if len(locations) == 0 {
 			continue
 		}
-		server := Server{Host: host, Locations: make([]Location, 0, len(locations))}
+		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
 		for _, loc := range locations {
 			server.Locations = append(server.Locations, loc)
 			used[loc.Backend] = true
@@ -289,6 +293,22 @@ func (b *builder) model() Model {
 	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	m.Certificates = b.certificates()
 	return m
+}
+
+// servesHTTPS says whether host listens for HTTPS: when a spec.tls names
+// it, or names the wildcard that covers it. (The default server always
+// listens for HTTPS; render sees to that.)
+func (b *builder) servesHTTPS(host string) bool {
+	if host == "" {
+		return false
+	}
+	if b.httpsHosts[host] {
+		return true
+	}
+	if _, parent, ok := strings.Cut(host, "."); ok && !strings.HasPrefix(host, "*.") {
+		return b.httpsHosts["*."+parent]
+	}
+	return false
 }
 
 // compareLocations orders by path, then Exact before Prefix.

@@ -47,10 +47,6 @@ func (b *builder) addTLS(ing *networkingv1.Ingress, id string) {
 	for ti := range ing.Spec.TLS {
 		entry := &ing.Spec.TLS[ti]
 		field := fmt.Sprintf("spec.tls[%d]", ti)
-		if entry.SecretName == "" {
-			b.ingressProblem(ing, field+".secretName: is missing; its hosts get the default certificate")
-			continue
-		}
 		hosts, fromRules := entry.Hosts, false
 		if len(hosts) == 0 {
 			hosts, fromRules = ruleHosts(ing), true
@@ -58,6 +54,15 @@ func (b *builder) addTLS(ing *networkingv1.Ingress, id string) {
 				b.ingressProblem(ing, field+": names no hosts and the rules name none either; left out")
 				continue
 			}
+		}
+		for _, host := range hosts {
+			if validHost(host) == "" {
+				b.httpsHosts[strings.ToLower(host)] = true
+			}
+		}
+		if entry.SecretName == "" {
+			b.ingressProblem(ing, field+".secretName: is missing; its hosts get the default certificate")
+			continue
 		}
 		secret := b.checkSecret(ing.Namespace, entry.SecretName)
 		name := secret.cert.Name

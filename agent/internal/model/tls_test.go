@@ -283,9 +283,28 @@ func TestBuildTLSLeavesServersAlone(t *testing.T) {
 	withCert.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
 	a, _ := Build(plain)
 	b, _ := Build(withCert)
+	if a.Servers[0].HTTPS || !b.Servers[0].HTTPS {
+		t.Errorf("HTTPS without TLS %v, with TLS %v; want false, true", a.Servers[0].HTTPS, b.Servers[0].HTTPS)
+	}
 	b.Certificates = nil
+	b.Servers[0].HTTPS = false
 	if dump(a) != dump(b) {
-		t.Errorf("TLS changed the model:\n%s\n%s", dump(a), dump(b))
+		t.Errorf("TLS changed the model beyond HTTPS:\n%s\n%s", dump(a), dump(b))
+	}
+}
+
+// A wildcard in spec.tls makes the hosts it covers listen for HTTPS; a
+// Secret that is missing does not stop that (they get the default certificate).
+func TestBuildHTTPSHosts(t *testing.T) {
+	s := snapshotOf(newIngress("default", "a", withTLS("missing", "*.example.com"),
+		rule("a.example.com", prefix("/", "web", 80)), rule("b.other.com", prefix("/", "web", 80))))
+	m, _ := Build(s)
+	got := map[string]bool{}
+	for _, srv := range m.Servers {
+		got[srv.Host] = srv.HTTPS
+	}
+	if !got["a.example.com"] || got["b.other.com"] {
+		t.Errorf("HTTPS by host %v; want a.example.com only", got)
 	}
 }
 

@@ -211,7 +211,7 @@ func dataPlaneModel() model.Model {
 			{Host: "*.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/wild:80"),
 			}},
-			{Host: "app.example.com", Locations: []model.Location{
+			{Host: "app.example.com", HTTPS: true, Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/web:80"),
 				loc("/empty", model.PathPrefix, "ns/empty:80"),
 				loc("/foo", model.PathExact, "ns/exact:80"),

@@ -105,6 +105,7 @@ type confView struct {
 
 type serverView struct {
 	Host      string
+	HTTPS     bool
 	Locations []locationView
 	// RootNotFound adds "location / { return 404; }" when no location
 	// covers "/": unmatched paths answer 404 instead of reaching nginx's
@@ -220,7 +221,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			exactPaths[loc.Path] = true
 		}
 	}
-	view := serverView{Host: srv.Host, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
+	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
 	seen := make(map[key]bool, 2*len(srv.Locations))
 	add := func(exact bool, path string, loc model.Location) error {
 		k := key{exact, path}
