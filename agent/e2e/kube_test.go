@@ -106,6 +106,8 @@ func (e *kubeEnv) create(obj any) {
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		_, err = e.admin.CoreV1().Namespaces().Create(ctx, o, c)
+	case *corev1.Secret:
+		_, err = e.admin.CoreV1().Secrets(o.Namespace).Create(ctx, o, c)
 	case *corev1.ServiceAccount:
 		_, err = e.admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, c)
 	case *rbacv1.ClusterRole:
@@ -291,6 +293,37 @@ func TestKube(t *testing.T) {
 		s.eventually("mine.test is gone", func() error { return s.expect("mine.test", "/", "404") })
 	})
 
+	t.Run("TLS Secret created, rotated and deleted", func(t *testing.T) {
+		https := stackHTTPSPort(t, s)
+		first, second := newTLSKeyPair(t, 301, "secure.test"), newTLSKeyPair(t, 302, "secure.test")
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secure-tls", Namespace: appsNS}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: []byte(first.cert), corev1.TLSPrivateKeyKey: []byte(first.key)}}
+		ing := kubeIngress(appsNS, "secure", "restysync", "secure.test", map[string]string{"/": "web"})
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"secure.test"}, SecretName: "secure-tls"}}
+		e.create(ing)
+		s.eventually("secure.test is served over HTTPS with the default certificate", func() error {
+			return servedIs(https, "secure.test", "default")
+		})
+		e.create(secret)
+		s.eventually("the Secret's certificate is served", func() error { return servedIs(https, "secure.test", "301") })
+		workers := s.nginx.WorkerPIDs()
+		secret.Data = map[string][]byte{corev1.TLSCertKey: []byte(second.cert), corev1.TLSPrivateKeyKey: []byte(second.key)}
+		if _, err := e.admin.CoreV1().Secrets(appsNS).Update(e.ctx(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.eventually("the rotated certificate is served", func() error { return servedIs(https, "secure.test", "302") })
+		if _, body, err := httpsGet(httpsClient(https), "secure.test"); err != nil || body != pods[3].Name {
+			t.Errorf("HTTPS GET secure.test: %q, %v", body, err)
+		}
+		if err := e.admin.CoreV1().Secrets(appsNS).Delete(e.ctx(), "secure-tls", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.eventually("the default certificate is back", func() error { return servedIs(https, "secure.test", "default") })
+		if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
+			t.Errorf("a certificate change reloaded nginx: workers %v, before %v", now, workers)
+		}
+	})
+
 	t.Run("event for a missing service", func(t *testing.T) {
 		e.create(kubeIngress(appsNS, "broken", "restysync", "broken.test", map[string]string{"/": "no-such-service"}))
 		s.eventually("a Warning Event names the missing Service", func() error {
@@ -456,4 +489,16 @@ func rssOf(pid int) (int, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
+}
+
+// servedIs checks which certificate nginx presents for sni: a serial or "default".
+func servedIs(port int, sni, want string) error {
+	got, err := servedCertificate(port, sni)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return errorf("served certificate %s, want %s", got, want)
+	}
+	return nil
 }
