@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -373,5 +374,32 @@ func TestStrip(t *testing.T) {
 	tombstone := cache.DeletedFinalStateUnknown{Key: "a/b"}
 	if obj, err := strip(tombstone); err != nil || obj != any(tombstone) {
 		t.Errorf("strip(tombstone) = %v, %v; want it unchanged", obj, err)
+	}
+}
+
+// An EndpointSlice event, a tombstone included, records its Service for the
+// fast path before the change is reported; other kinds record nothing.
+func TestChangedServices(t *testing.T) {
+	src := New(nil, Options{})
+	counter := newKindCounter()
+	h := handler{kind: source.KindEndpointSlice, changed: counter.changed, noteSlice: src.noteSlice}
+	slice := func(ns, svc string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc + "-x",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc}}}
+	}
+	h.OnAdd(slice("web", "a"), false)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "web/b-x", Obj: slice("web", "b")})
+	h.OnAdd(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "orphan"}}, false)
+	got := src.TakeChangedServices()
+	slices.SortFunc(got, func(x, y source.ServiceKey) int { return strings.Compare(x.Name, y.Name) })
+	want := []source.ServiceKey{{Namespace: "web", Name: "a"}, {Namespace: "web", Name: "b"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("changed services %v, want %v", got, want)
+	}
+	if again := src.TakeChangedServices(); len(again) != 0 {
+		t.Errorf("taken twice: %v", again)
+	}
+	if n := counter.get(source.KindEndpointSlice); n != 3 {
+		t.Errorf("%d changes reported, want 3", n)
 	}
 }
