@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/source/file"
+	"github.com/restysync/restysync/agent/internal/source/fqdn"
 	"github.com/restysync/restysync/agent/internal/syncer"
 	"github.com/restysync/restysync/lua"
 )
@@ -49,6 +51,10 @@ func runFlags() []cli.Flag {
 			Usage: "also serve Ingresses that name no class"},
 		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
 			Usage: "how long nginx may take to show a new config before the reload counts as failed"},
+		&cli.StringFlag{Name: "dns-server", EnvVars: env("DNS_SERVER"),
+			Usage: "`HOST:PORT` of the DNS server that resolves FQDN EndpointSlices (default: the system's resolver)"},
+		&cli.DurationFlag{Name: "dns-refresh-interval", Value: 5 * time.Second, EnvVars: env("DNS_REFRESH_INTERVAL"),
+			Usage: "how often the names of FQDN EndpointSlices are resolved again"},
 		&cli.StringFlag{Name: "push-mode", Value: "changed", EnvVars: env("PUSH_MODE"),
 			Usage: "`changed` sends Lua only the backends that changed; full sends all of them on every change (the classic strategy, for benchmarks)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
@@ -74,6 +80,7 @@ type runConfig struct {
 	withoutClass          bool
 	reloadTimeout         time.Duration
 	fullPush              bool
+	dns                   fqdn.Options
 	kube                  kubeConfig
 	logger                *slog.Logger
 }
@@ -138,6 +145,10 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	rc.ingressClass = class
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
+	if rc.dns, err = parseDNS(c); err != nil {
+		return rc, err
+	}
+	rc.dns.Logger = logger
 	switch mode := c.String("push-mode"); mode {
 	case "changed", "full":
 		rc.fullPush = mode == "full"
@@ -182,13 +193,14 @@ func run(c *cli.Context) error {
 	var onSync func(syncer.Report)
 	switch rc.sourceKind {
 	case "file":
-		src = file.New(rc.sourceDir, file.WithLogger(logger))
+		// FQDN EndpointSlices (the compose demo names its backends) are resolved here.
+		src = fqdn.Wrap(file.New(rc.sourceDir, file.WithLogger(logger)), rc.dns)
 	case "kube":
 		parts, err := startKube(ctx, rc.kube, logger)
 		if err != nil {
 			return err
 		}
-		src, onSync = parts.source, parts.onSync
+		src, onSync = fqdn.WrapIndexed(parts.source, rc.dns), parts.onSync
 		defer waitStopped(parts.stopped, logger)
 	}
 
@@ -254,4 +266,24 @@ func waitStopped(stopped <-chan struct{}, logger *slog.Logger) {
 	case <-time.After(shutdownTimeout):
 		logger.Warn("background work did not stop in time", "timeout", shutdownTimeout)
 	}
+}
+
+// parseDNS reads the resolver flags of FQDN EndpointSlices.
+func parseDNS(c *cli.Context) (fqdn.Options, error) {
+	opts := fqdn.Options{Interval: c.Duration("dns-refresh-interval")}
+	if opts.Interval <= 0 {
+		return opts, fmt.Errorf("--dns-refresh-interval %s: must be positive", opts.Interval)
+	}
+	server := c.String("dns-server")
+	if server == "" {
+		return opts, nil
+	}
+	if _, _, err := net.SplitHostPort(server); err != nil {
+		return opts, fmt.Errorf("--dns-server %q: want HOST:PORT", server)
+	}
+	opts.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server)
+	}}
+	return opts, nil
 }

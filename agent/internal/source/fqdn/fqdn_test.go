@@ -1,0 +1,110 @@
+package fqdn
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+type fakeResolver struct {
+	mu      sync.Mutex
+	answers map[string][]string
+}
+
+func (r *fakeResolver) set(name string, addrs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answers[name] = addrs
+}
+
+func (r *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	raw, ok := r.answers[host]
+	if !ok {
+		return nil, errors.New("no such host")
+	}
+	var out []netip.Addr
+	for _, a := range raw {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out, nil
+}
+
+type staticSource struct{ snap model.Snapshot }
+
+func (s *staticSource) Start(context.Context, func(source.Kind)) error { return nil }
+func (s *staticSource) Snapshot() (model.Snapshot, []model.Problem)    { return s.snap, nil }
+
+func fqdnSlice(names ...string) *discoveryv1.EndpointSlice {
+	ready := true
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "demo-1", Labels: map[string]string{discoveryv1.LabelServiceName: "demo"}},
+		AddressType: discoveryv1.AddressTypeFQDN,
+	}
+	for _, n := range names {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{n}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+	}
+	return s
+}
+
+func addresses(snap model.Snapshot) []string {
+	var out []string
+	for _, s := range snap.EndpointSlices {
+		for _, ep := range s.Endpoints {
+			out = append(out, string(s.AddressType)+" "+ep.Addresses[0])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestResolvesAndFollowsDNS(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{}}
+	r.set("backend-1", "10.1.0.1")
+	r.set("backend-2", "10.1.0.2", "fd00::2")
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{fqdnSlice("backend-1", "backend-2", "missing")}}}
+	s := Wrap(inner, Options{Resolver: r, Interval: 20 * time.Millisecond})
+
+	snap, problems := s.Snapshot()
+	want := []string{"IPv4 10.1.0.1", "IPv4 10.1.0.2", "IPv6 fd00::2"}
+	if got := addresses(snap); !slices.Equal(got, want) {
+		t.Errorf("addresses %v, want %v", got, want)
+	}
+	if len(problems) != 1 || problems[0].Object() != "EndpointSlice default/demo-1" {
+		t.Errorf("problems %v, want one for the missing name", problems)
+	}
+	if inner.snap.EndpointSlices[0].AddressType != discoveryv1.AddressTypeFQDN {
+		t.Error("the inner source's slice was modified")
+	}
+
+	changes := make(chan source.Kind, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Start(ctx, func(k source.Kind) { changes <- k }); err != nil {
+		t.Fatal(err)
+	}
+	r.set("backend-1", "10.1.0.9")
+	select {
+	case k := <-changes:
+		if k != source.KindEndpointSlice {
+			t.Errorf("change of kind %s", k)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a DNS change was not reported within 5s")
+	}
+	snap, _ = s.Snapshot()
+	if got := addresses(snap); !slices.Contains(got, "IPv4 10.1.0.9") || slices.Contains(got, "IPv4 10.1.0.1") {
+		t.Errorf("after the DNS change: %v", got)
+	}
+}
