@@ -246,6 +246,12 @@ type backends struct {
 // on all of them, and stops them when the test ends.
 func startBackends(t *testing.T, addrs ...string) *backends {
 	t.Helper()
+	return startBackendsWith(t, func(addr string) string { return addr + "\n" }, addrs...)
+}
+
+// startBackendsWith is startBackends with the answer of each address given.
+func startBackendsWith(t *testing.T, answer func(addr string) string, addrs ...string) *backends {
+	t.Helper()
 	for attempt := 0; attempt < 20; attempt++ {
 		port := nginxproc.FreePort(t)
 		var listeners []net.Listener
@@ -270,7 +276,7 @@ func startBackends(t *testing.T, addrs ...string) *backends {
 					b.mu.Lock()
 					b.hits[name]++
 					b.mu.Unlock()
-					fmt.Fprintln(w, name)
+					io.WriteString(w, answer(name))
 				}),
 				ReadHeaderTimeout: 5 * time.Second,
 			}
