@@ -10,10 +10,13 @@ package apply
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -98,16 +101,61 @@ func (n *Nginx) MasterPID() (int, error) {
 	return pid, nil
 }
 
-// Reload signals the master with SIGHUP and waits until Lua reports wantHash.
+// Reload signals the master with SIGHUP and waits until Lua reports
+// wantHash. When nginx does not take the config, the error wraps
+// ErrNotConfirmed and carries nginx's own reason: the [emerg], [alert] and
+// [error] lines it wrote to its error log after the signal.
 func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	pid, err := n.MasterPID()
 	if err != nil {
 		return err
 	}
+	logPath := filepath.Join(n.SharedDir, render.ErrorLogName)
+	offset := fileSize(logPath)
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("signalling nginx master %d: %w", pid, err)
 	}
-	return n.WaitForHash(ctx, wantHash)
+	err = n.WaitForHash(ctx, wantHash)
+	if err != nil && errors.Is(err, ErrNotConfirmed) {
+		if reason := nginxErrors(logPath, offset); reason != "" {
+			err = fmt.Errorf("%w; nginx said: %s", err, reason)
+		}
+	}
+	return err
+}
+
+func fileSize(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+// nginxErrors returns the error lines nginx logged after offset, joined,
+// at most 2 KiB of them.
+func nginxErrors(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	var lines []string
+	size := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, "[emerg]") && !strings.Contains(line, "[alert]") && !strings.Contains(line, "[error]") {
+			continue
+		}
+		if size += len(line); size > 2048 {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	return strings.Join(lines, " | ")
 }
 
 // WaitForHash polls the status API until the running config hash is wantHash,

@@ -1,0 +1,52 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/lua"
+)
+
+// A config nginx rejects on SIGHUP is reported as not confirmed, with
+// nginx's own reason, while nginx keeps running the previous one.
+func TestReloadRejectedWithNginxReason(t *testing.T) {
+	nginxproc.Binary(t)
+	prefix := nginxproc.TempPrefix(t)
+	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
+		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
+	if err := lua.WriteTo(prefix); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
+		t.Fatal(err)
+	}
+	good, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Nginx{SharedDir: prefix, Lua: NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: 2 * time.Second}
+	if err := n.WriteConfig(good.Bytes); err != nil {
+		t.Fatal(err)
+	}
+	nginxproc.Start(t, prefix)
+
+	bad := append(append([]byte{}, good.Bytes...), "\nnot_a_directive on;\n"...)
+	if err := n.WriteConfig(bad); err != nil {
+		t.Fatal(err)
+	}
+	err = n.Reload(context.Background(), "some-new-hash")
+	if !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "not_a_directive") || !strings.Contains(err.Error(), "[emerg]") {
+		t.Fatalf("reload error %v; want ErrNotConfirmed with nginx's [emerg] reason", err)
+	}
+	st, err := n.Lua.Status(context.Background())
+	if err != nil || st.ConfigHash != good.Hash {
+		t.Errorf("after the rejected reload nginx runs %q (%v), want the previous %q", st.ConfigHash, err, good.Hash)
+	}
+}
