@@ -38,6 +38,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{args: []string{"--ingress-class", ""}, want: "--ingress-class"},
 		{args: []string{"--reload-timeout", "-1s"}, want: "--reload-timeout"},
 		{args: []string{"--push-mode", "some"}, want: "--push-mode"},
+		{args: []string{"--metrics-address", "10254"}, want: "--metrics-address"},
 		{args: []string{"--source", "kube", "--publish-service", "nons"}, want: "--publish-service"},
 		{args: []string{"--source", "kube", "--kube-api-qps", "0"}, want: "--kube-api-qps"},
 		{env: "RESTYSYNC_HTTP_PORT=99999", want: "--http-port"},

@@ -65,6 +65,7 @@ type stack struct {
 	manifests string // the folder the agent watches
 	shared    string // the shared dir: nginx's prefix
 	port      int    // nginx's HTTP port on 127.0.0.1
+	admin     string // the agent's admin server, http://127.0.0.1:PORT
 	agent     *agentProcess
 	agentArgs []string
 	nginx     *nginxproc.Nginx
@@ -85,10 +86,20 @@ func newStack(t *testing.T, files map[string]string) *stack {
 
 // start runs the agent with the source args and nginx beside it.
 func (s *stack) start(sourceArgs ...string) {
+	s.t.Helper()
+	s.startAgentOnly(sourceArgs...)
+	s.startNginx()
+}
+
+// startAgentOnly runs the agent with the source args and waits for its
+// nginx.conf; startNginx then starts nginx on it.
+func (s *stack) startAgentOnly(sourceArgs ...string) {
 	t := s.t
 	t.Helper()
 	nginxproc.Binary(t) // fails under CI=true when nginx is missing
 	s.shared, s.port = nginxproc.TempPrefix(t), nginxproc.FreePort(t)
+	adminAddr := "127.0.0.1:" + strconv.Itoa(nginxproc.FreePort(t))
+	s.admin = "http://" + adminAddr
 	s.agentArgs = append(append([]string{"run"}, sourceArgs...),
 		"--shared-dir", s.shared,
 		"--http-port", strconv.Itoa(s.port),
@@ -96,6 +107,7 @@ func (s *stack) start(sourceArgs ...string) {
 		"--listen-address", "127.0.0.1",
 		"--worker-processes", "2",
 		"--log-level", "debug",
+		"--metrics-address", adminAddr,
 	)
 	for _, m := range nginxproc.DebianLoadModules() {
 		s.agentArgs = append(s.agentArgs, "--load-module", m)
@@ -105,6 +117,11 @@ func (s *stack) start(sourceArgs ...string) {
 		_, err := os.Stat(filepath.Join(s.shared, "nginx.conf"))
 		return err
 	})
+}
+
+func (s *stack) startNginx() {
+	t := s.t
+	t.Helper()
 	s.nginx = nginxproc.Start(t, s.shared)
 	s.client = clientTo(s.port)
 	t.Cleanup(func() {

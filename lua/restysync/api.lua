@@ -10,6 +10,10 @@
 --   count     how many b: keys there are
 --   boot_id   set by restysync.init, new on every cold start
 --
+-- GET /metrics reports, per backend, its endpoints and the request counters
+-- restysync.balancer keeps in the restysync_metrics dict; the counters of a
+-- removed backend are dropped with it.
+--
 -- Workers compare v:<name> with their cached copy on each request (see
 -- restysync.balancer), so b:<name> is always written before v:<name>.
 -- A POST is validated whole before anything is written, and written whole or
@@ -282,7 +286,15 @@ local function write(d, update)
     end
     writes[#writes + 1] = { "count", count }
     writes[#writes + 1] = { "version", version }
-    return store.apply(d, writes, version, "backends")
+    local stored, status, reason = store.apply(d, writes, version, "backends")
+    local m = restysync.metrics_dict()
+    if stored and m then
+        for _, name in ipairs(update.removes) do
+            m:delete("r:" .. name)
+            m:delete("f:" .. name)
+        end
+    end
+    return stored, status, reason
 end
 
 -- Handlers ---------------------------------------------------------------
@@ -334,6 +346,50 @@ local function get_backends()
         end
     end
     reply(200, '{"backends":[' .. table_concat(parts, ",") .. "]}")
+end
+
+-- count_endpoints counts the endpoints of a stored b:<name> value without
+-- decoding it: each endpoint is one JSON object.
+local function count_endpoints(raw)
+    local n, pos = 0, 1
+    while true do
+        pos = string_find(raw, "{", pos, true)
+        if not pos then
+            return n
+        end
+        n = n + 1
+        pos = pos + 1
+    end
+end
+
+local function get_metrics()
+    local d = dict()
+    local m = restysync.metrics_dict()
+    local names = {}
+    for _, key in ipairs(d:get_keys(0)) do
+        if string_sub(key, 1, 2) == "b:" then
+            names[#names + 1] = string_sub(key, 3)
+        end
+    end
+    table_sort(names)
+    local parts = {}
+    for _, name in ipairs(names) do
+        local endpoints = d:get("b:" .. name)
+        if endpoints then
+            local requests, failures = 0, 0
+            if m then
+                requests = m:get("r:" .. name) or 0
+                failures = m:get("f:" .. name) or 0
+            end
+            parts[#parts + 1] = string_format('{"name":%s,"endpoints":%d,"requests":%d,"failures":%d}',
+                json_encode(name), count_endpoints(endpoints), requests, failures)
+        end
+    end
+    local nearest = certs.nearest_expiry(d)
+    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"certificates":%d,'
+        .. '"certificate_nearest_expiry":%d,"counting":%s}',
+        table_concat(parts, ","), m and m:get("rebuilds") or 0, certs.count(d), nearest or 0,
+        m and "true" or "false"))
 end
 
 local function get_certificates()
@@ -400,12 +456,14 @@ local routes = {
     ["/status"] = { GET = get_status, HEAD = get_status },
     ["/backends"] = { GET = get_backends, POST = post_backends },
     ["/certificates"] = { GET = get_certificates, POST = post_certificates },
+    ["/metrics"] = { GET = get_metrics },
 }
 
 local allowed_methods = {
     ["/status"] = "GET, HEAD",
     ["/backends"] = "GET, POST",
     ["/certificates"] = "GET, POST",
+    ["/metrics"] = "GET",
 }
 
 -- serve is the content handler of the config API server.

@@ -6,6 +6,13 @@
 -- worker rebuilds that one backend from b:<name>. The peer is picked in the
 -- access phase, where a 503 still reaches the client as a 503 (in
 -- balancer_by_lua it would turn into a 500), and balance() hands it to nginx.
+--
+-- log() counts, in the restysync_metrics dict, the requests of each backend
+-- (r:<name>) and those that ended in 502, 503 or 504 (f:<name>): no endpoint,
+-- none reachable, or a timeout. rebuilds counts the rebuilds of a worker's
+-- cached backend. That is one or two dict increments per request, in the log
+-- phase, after the response went out; the config API reports them on
+-- GET /metrics.
 
 local cjson = require "cjson"
 local ngx_balancer = require "ngx.balancer"
@@ -87,7 +94,12 @@ local function backend(name)
         cache[name] = nil
         return nil
     end
+    entry.requests_key, entry.failures_key = "r:" .. name, "f:" .. name
     cache[name] = entry
+    local m = restysync.metrics_dict()
+    if m then
+        m:incr("rebuilds", 1, 0)
+    end
     return entry
 end
 
@@ -111,14 +123,33 @@ function _M.access()
         ngx_log(ngx_WARN, "restysync: backend ", name, " is unknown")
         return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
     end
+    local ctx = ngx.ctx
+    ctx.restysync_entry = entry
     if #entry.endpoints == 0 then
         -- Routine while a service scales from zero: not worth a warning per request.
         ngx_log(ngx_INFO, "restysync: backend ", name, " has no endpoints")
         return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
     end
-    local ctx = ngx.ctx
     ctx.restysync_endpoints = entry.endpoints
     ctx.restysync_index = next_index(entry)
+end
+
+-- log counts the request for its backend; call it from log_by_lua_block
+-- (at http level: requests that access() did not see are not counted).
+function _M.log()
+    local entry = ngx.ctx.restysync_entry
+    if not entry then
+        return
+    end
+    local m = restysync.metrics_dict()
+    if not m then
+        return
+    end
+    m:incr(entry.requests_key, 1, 0)
+    local status = ngx.status
+    if status >= 502 and status <= 504 then
+        m:incr(entry.failures_key, 1, 0)
+    end
 end
 
 -- balance sets the peer access() picked; call it from balancer_by_lua_block.

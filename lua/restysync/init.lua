@@ -18,8 +18,11 @@ local type = type
 local error = error
 
 local DICT_NAME = "restysync"
+-- Counters live in a dict of their own: incr with an initial value may evict
+-- other keys when the dict is full, which must never hit a backend.
+local METRICS_DICT_NAME = "restysync_metrics"
 
-local _M = { _VERSION = "0.1", DICT_NAME = DICT_NAME }
+local _M = { _VERSION = "0.1", DICT_NAME = DICT_NAME, METRICS_DICT_NAME = METRICS_DICT_NAME }
 
 local config_hash = ""
 
@@ -78,6 +81,12 @@ function _M.dict()
         error("restysync: lua_shared_dict " .. DICT_NAME .. " is not defined")
     end
     return d
+end
+
+-- metrics_dict returns the dict of request counters, or nil when nginx.conf
+-- has none (a config rendered by an older agent): counting is then skipped.
+function _M.metrics_dict()
+    return ngx.shared[METRICS_DICT_NAME]
 end
 
 -- init is called from init_by_lua_block with the hash of the nginx.conf.

@@ -136,6 +136,8 @@ type kubeParts struct {
 	// stopped is closed when the status writer has stopped and released its
 	// Lease, so a replica can take over at once (closed at once without one).
 	stopped <-chan struct{}
+	// leader says whether this replica holds the Lease (nil: no status writer).
+	leader func() bool
 }
 
 // startKube starts the kube parts; their goroutines run until ctx is done.
@@ -201,5 +203,9 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 			writer.Update(served)
 		}
 	}
-	return kubeParts{source: src, onSync: onSync, stopped: stopped}, nil
+	parts := kubeParts{source: src, onSync: onSync, stopped: stopped}
+	if writer != nil {
+		parts.leader = writer.IsLeader
+	}
+	return parts, nil
 }

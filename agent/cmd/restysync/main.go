@@ -31,6 +31,7 @@ func newApp() *cli.App {
 		EnableBashCompletion: false,
 		Commands: []*cli.Command{
 			runCommand(),
+			inspectCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version and commit",

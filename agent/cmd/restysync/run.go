@@ -66,7 +66,7 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "run",
 		Usage:  "run the agent",
-		Flags:  append(runFlags(), kubeFlags()...),
+		Flags:  append(append(runFlags(), adminFlags()...), kubeFlags()...),
 		Action: run,
 	}
 }
@@ -80,6 +80,7 @@ type runConfig struct {
 	withoutClass          bool
 	reloadTimeout         time.Duration
 	fullPush              bool
+	metricsAddress        string
 	dns                   fqdn.Options
 	kube                  kubeConfig
 	logger                *slog.Logger
@@ -155,6 +156,9 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	default:
 		return rc, fmt.Errorf("--push-mode %q: want changed or full", mode)
 	}
+	if rc.metricsAddress, err = parseMetricsAddress(c); err != nil {
+		return rc, err
+	}
 	if rc.kube, err = parseKubeConfig(c); err != nil {
 		return rc, err
 	}
@@ -188,19 +192,25 @@ func run(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	obs, err := listenAdmin(rc.metricsAddress)
+	if err != nil {
+		return err
+	}
 
 	var src source.Source
 	var onSync func(syncer.Report)
 	switch rc.sourceKind {
 	case "file":
 		// FQDN EndpointSlices (the compose demo names its backends) are resolved here.
-		src = fqdn.Wrap(file.New(rc.sourceDir, file.WithLogger(logger)), rc.dns)
+		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger))
+		src = fqdn.Wrap(obs.objects, rc.dns)
 	case "kube":
 		parts, err := startKube(ctx, rc.kube, logger)
 		if err != nil {
 			return err
 		}
 		src, onSync = fqdn.WrapIndexed(parts.source, rc.dns), parts.onSync
+		obs.objects, obs.leader = parts.source, parts.leader
 		defer waitStopped(parts.stopped, logger)
 	}
 
@@ -215,7 +225,9 @@ func run(c *cli.Context) error {
 		Render:            rc.render,
 		OnSync:            onSync,
 		FullPush:          rc.fullPush,
+		Metrics:           obs.syncerMetrics(nginx.Lua),
 	}, logger)
+	obs.serve(ctx, s, nginx.Lua, rc.reloadTimeout, logger)
 	err = s.Run(ctx)
 	logger.Info("stopped")
 	return err

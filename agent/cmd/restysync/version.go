@@ -2,9 +2,14 @@ package main
 
 import "runtime/debug"
 
-// versionString is "VERSION (commit COMMIT)", the commit taken from the
-// build's VCS stamp when -ldflags did not set it.
+// versionString is "VERSION (commit COMMIT)".
 func versionString() string {
+	return version + " (commit " + commitString() + ")"
+}
+
+// commitString is the commit set by -ldflags, else the build's VCS stamp,
+// else "unknown".
+func commitString() string {
 	c := commit
 	if c == "" {
 		if info, ok := debug.ReadBuildInfo(); ok {
@@ -18,5 +23,5 @@ func versionString() string {
 	if c == "" {
 		c = "unknown"
 	}
-	return version + " (commit " + c + ")"
+	return c
 }

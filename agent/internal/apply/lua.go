@@ -30,6 +30,34 @@ type Status struct {
 	Certificates int `json:"certificates"`
 }
 
+// LuaMetrics is what GET /metrics of the Lua config API reports.
+type LuaMetrics struct {
+	// Backends Lua holds, sorted by name, with their request counters.
+	Backends []BackendMetrics `json:"backends"`
+	// BalancerRebuilds counts the times a worker rebuilt its cached copy of
+	// a backend because the backend's version moved.
+	BalancerRebuilds int64 `json:"balancer_rebuilds"`
+	// Certificates is how many certificates Lua holds.
+	Certificates int `json:"certificates"`
+	// CertificateNearestExpiry is when the first of their leaves expires,
+	// in Unix seconds; 0 when there is none.
+	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
+	// Counting is false when the running nginx.conf has no counter dict
+	// (rendered by an older agent): the counters are then all 0.
+	Counting bool `json:"counting"`
+}
+
+// BackendMetrics is one backend in LuaMetrics.
+type BackendMetrics struct {
+	Name      string `json:"name"`
+	Endpoints int    `json:"endpoints"`
+	// Requests counts the requests proxied to this backend since nginx
+	// started (or since the backend was last added); Failures those of them
+	// that ended in 502, 503 or 504.
+	Requests int64 `json:"requests"`
+	Failures int64 `json:"failures"`
+}
+
 // BackendUpdate is the body of POST /backends.
 type BackendUpdate struct {
 	Upserts []BackendPayload `json:"upserts"`
@@ -113,6 +141,13 @@ func (c *LuaClient) Status(ctx context.Context) (Status, error) {
 	var s Status
 	err := c.getJSON(ctx, "/status", &s)
 	return s, err
+}
+
+// Metrics reads Lua's counters and what it holds, for the agent's /metrics.
+func (c *LuaClient) Metrics(ctx context.Context) (LuaMetrics, error) {
+	var m LuaMetrics
+	err := c.getJSON(ctx, "/metrics", &m)
+	return m, err
 }
 
 // Backends returns every backend Lua holds, by name.

@@ -53,8 +53,8 @@ func Compute(applied *model.Model, held map[string][]model.Endpoint, next model.
 }
 
 // SameStructure reports whether a and b render the same nginx.conf: every
-// field but the endpoints and the certificates is equal. Every server
-// listens for TLS, so which hosts have a certificate is not structure either.
+// field but the endpoints and the certificates is equal. Which hosts listen
+// for HTTPS (Server.HTTPS) is structure; which certificate a host gets is not.
 func SameStructure(a, b model.Model) bool {
 	return serversEqual(a.Servers, b.Servers) && serverEqual(a.Default, b.Default)
 }
@@ -64,7 +64,7 @@ func serversEqual(a, b []model.Server) bool {
 }
 
 func serverEqual(a, b model.Server) bool {
-	return a.Host == b.Host && slices.Equal(a.Locations, b.Locations)
+	return a.Host == b.Host && a.HTTPS == b.HTTPS && slices.Equal(a.Locations, b.Locations)
 }
 
 // HeldCertificate is what Lua reports holding for one certificate name.

@@ -108,3 +108,12 @@ func TestSameStructureIgnoresCertificates(t *testing.T) {
 		t.Error("a certificate made the structure differ")
 	}
 }
+
+// A host that starts listening for HTTPS needs a new nginx.conf.
+func TestSameStructureSeesHTTPS(t *testing.T) {
+	a := model.Model{Servers: []model.Server{{Host: "a.test"}}}
+	b := model.Model{Servers: []model.Server{{Host: "a.test", HTTPS: true}}}
+	if SameStructure(a, b) {
+		t.Error("HTTPS on a host did not change the structure")
+	}
+}

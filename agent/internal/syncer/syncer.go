@@ -46,7 +46,35 @@ type Options struct {
 	// block: status writers and event recorders hand the work to their own
 	// goroutines.
 	OnSync func(Report)
+	// Metrics, if set, is told what every sync, reload and push did
+	// (default: nothing is recorded).
+	Metrics Metrics
 }
+
+// Metrics is told what the loop does, for Prometheus. Its methods are
+// called from the loop goroutine and must be cheap and never block.
+type Metrics interface {
+	// Synced is called at the end of every sync with the path that computed
+	// the model ("fast" or "full"), its outcome (the action of the log
+	// line, or "error") and how long it took.
+	Synced(path, outcome string, d time.Duration)
+	// Reloaded is called after every reload attempt: signal and confirmation.
+	Reloaded(d time.Duration, err error)
+	// Pushed is called after every POST to Lua: kind is "backends" or
+	// "certificates", bytes the size of the body sent.
+	Pushed(kind string, bytes int, d time.Duration, err error)
+	// Propagated is called when a sync applied a change by a reload or a
+	// push: d runs from the first source event it applied to the end of
+	// that sync.
+	Propagated(d time.Duration)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Synced(string, string, time.Duration)     {}
+func (noMetrics) Reloaded(time.Duration, error)            {}
+func (noMetrics) Pushed(string, int, time.Duration, error) {}
+func (noMetrics) Propagated(time.Duration)                 {}
 
 // Report is what one sync found and did, for OnSync.
 type Report struct {
@@ -65,8 +93,9 @@ type Syncer struct {
 	logger *slog.Logger
 	dirty  chan struct{}
 
-	kindsMu sync.Mutex
-	kinds   map[source.Kind]bool // changed since the last sync
+	kindsMu    sync.Mutex
+	kinds      map[source.Kind]bool // changed since the last sync
+	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
 	applied     *model.Model                    // structure nginx is confirmed to run
@@ -84,6 +113,9 @@ type Syncer struct {
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
 	reported   map[string]bool // problems already logged
+	// pendingEvent is the first source event not yet applied, for
+	// Metrics.Propagated; zero when there is none.
+	pendingEvent time.Time
 
 	mu    sync.RWMutex
 	state State
@@ -91,10 +123,13 @@ type Syncer struct {
 
 // State is what the loop last did, for health checks and tests.
 type State struct {
-	Synced     bool      // the source finished its first listing
-	Applied    bool      // a config was confirmed running and Lua holds every backend
-	ConfigHash string    // hash nginx runs
-	LastSync   time.Time // end of the last sync
+	Synced     bool        // the source finished its first listing
+	Applied    bool        // a config was confirmed running and Lua holds every backend
+	ConfigHash string      // hash nginx runs
+	LastSync   time.Time   // end of the last sync
+	LastLoop   time.Time   // last time the loop came round: a sync or a status check
+	WantedHash string      // hash of the config last rendered: what nginx should run
+	Model      model.Model // what the last sync computed; read-only
 	Syncs      int
 	Reloads    int
 	Pushes     int
@@ -111,6 +146,9 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	}
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 250 * time.Millisecond
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = noMetrics{}
 	}
 	return &Syncer{
 		src:       src,
@@ -141,6 +179,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	s.update(func(st *State) { st.Synced = true })
 	s.logger.Info("source synced", "duration", time.Since(start).Round(time.Millisecond))
+	s.kindsMu.Lock()
+	s.firstEvent = time.Time{} // the first listing is not a change to time
+	s.kindsMu.Unlock()
 	s.sync(ctx)
 
 	check := time.NewTicker(s.opts.CheckInterval)
@@ -153,6 +194,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			s.coalesce(ctx)
 			s.sync(ctx)
 		case <-check.C:
+			s.update(func(st *State) { st.LastLoop = time.Now() })
 			if s.needsSync(ctx) {
 				s.sync(ctx)
 			}
@@ -164,14 +206,22 @@ func (s *Syncer) Run(ctx context.Context) error {
 func (s *Syncer) changed(kind source.Kind) {
 	s.kindsMu.Lock()
 	s.kinds[kind] = true
+	if s.firstEvent.IsZero() {
+		s.firstEvent = time.Now()
+	}
 	s.kindsMu.Unlock()
 	s.markDirty()
 }
 
-// takeKinds returns the kinds changed since the last call.
+// takeKinds returns the kinds changed since the last call, and keeps the
+// time of the first of those changes in pendingEvent if none is pending.
 func (s *Syncer) takeKinds() map[source.Kind]bool {
 	s.kindsMu.Lock()
 	defer s.kindsMu.Unlock()
+	if s.pendingEvent.IsZero() {
+		s.pendingEvent = s.firstEvent
+	}
+	s.firstEvent = time.Time{}
 	kinds := s.kinds
 	s.kinds = map[source.Kind]bool{}
 	return kinds
@@ -235,6 +285,9 @@ func (s *Syncer) sync(ctx context.Context) {
 	s.update(func(st *State) {
 		st.Syncs++
 		st.LastSync = time.Now()
+		st.LastLoop = st.LastSync
+		st.WantedHash = s.lastConfig.Hash
+		st.Model = next
 		st.Problems = problems
 		st.ConfigHash = s.appliedHash
 		st.Applied = err == nil && result.current
@@ -248,6 +301,7 @@ func (s *Syncer) sync(ctx context.Context) {
 	if s.opts.OnSync != nil {
 		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current})
 	}
+	s.recordSync(path, result, err, start)
 	attrs := []any{
 		"action", result.action(),
 		"path", path,
@@ -270,6 +324,23 @@ func (s *Syncer) sync(ctx context.Context) {
 		return
 	}
 	s.logger.Info("sync", attrs...)
+}
+
+// recordSync tells Metrics about the sync that began at start. A change
+// that a failed sync did not apply stays pending for the next one.
+func (s *Syncer) recordSync(path string, result syncResult, err error, start time.Time) {
+	outcome := result.action()
+	if err != nil {
+		outcome = "error"
+	}
+	s.opts.Metrics.Synced(path, outcome, time.Since(start))
+	if err != nil {
+		return
+	}
+	if (result.reloaded || result.pushed) && !s.pendingEvent.IsZero() {
+		s.opts.Metrics.Propagated(time.Since(s.pendingEvent))
+	}
+	s.pendingEvent = time.Time{}
 }
 
 type syncResult struct {
@@ -348,7 +419,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	if len(p.Upserts) > 0 {
 		// Backends go first, so a new location finds its endpoints.
-		n, err := s.nginx.Lua.Push(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)})
+		n, err := s.pushBackends(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)})
 		res.bytes += n
 		if err != nil {
 			return res, err
@@ -370,7 +441,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		res.reloaded = true
 	}
 	if len(p.Removes) > 0 {
-		n, err := s.nginx.Lua.Push(ctx, apply.BackendUpdate{Removes: p.Removes})
+		n, err := s.pushBackends(ctx, apply.BackendUpdate{Removes: p.Removes})
 		res.bytes += n
 		if err != nil {
 			return res, err
@@ -407,7 +478,9 @@ func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate
 	for i, c := range cp.Upserts {
 		update.Upserts[i] = apply.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
 	}
+	start := time.Now()
 	n, err := s.nginx.Lua.PushCertificates(ctx, update)
+	s.opts.Metrics.Pushed("certificates", n, time.Since(start), err)
 	res.bytes += n
 	if err != nil {
 		return err
@@ -421,6 +494,14 @@ func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate
 	res.pushed = true
 	res.certUpserts, res.certRemoves = len(cp.Upserts), len(cp.Removes)
 	return nil
+}
+
+// pushBackends sends update to Lua and tells Metrics.
+func (s *Syncer) pushBackends(ctx context.Context, update apply.BackendUpdate) (int, error) {
+	start := time.Now()
+	n, err := s.nginx.Lua.Push(ctx, update)
+	s.opts.Metrics.Pushed("backends", n, time.Since(start), err)
+	return n, err
 }
 
 func heldCertificates(certs []apply.HeldCertificate) map[string]plan.HeldCertificate {
@@ -505,7 +586,9 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 	if err := s.nginx.WriteConfig(cfg.Bytes); err != nil {
 		return err
 	}
+	reloadStart := time.Now()
 	err = s.nginx.Reload(ctx, cfg.Hash)
+	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
 	if err == nil {
 		s.failedHash = ""
 		return nil

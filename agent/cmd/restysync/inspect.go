@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
+
+	"github.com/restysync/restysync/agent/internal/admin"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/source/file"
+	"github.com/restysync/restysync/agent/internal/source/fqdn"
+	"github.com/restysync/restysync/agent/internal/source/kube"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "inspect",
+		Usage: "print what the agent serves: hosts, paths, backends, endpoints, problems, and whether nginx and Lua are in step",
+		Description: "Without --source it asks a running agent through its admin server (--admin).\n" +
+			"With --source file:DIR or --source kube it computes the same from that source, with no agent and no nginx (a dry run).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "admin", EnvVars: env("ADMIN"),
+				Usage: "`URL` or HOST:PORT of the running agent's admin server (default: its --metrics-address, from $RESTYSYNC_METRICS_ADDRESS, else " + defaultMetricsAddress + ")"},
+			&cli.StringFlag{Name: "source",
+				Usage: "compute from this source instead of asking an agent: file:DIR or kube (a dry run)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second,
+				Usage: "how long to wait for the agent, or for the source's first listing"},
+			&cli.StringFlag{Name: "ingress-class", Value: "restysync", EnvVars: env("INGRESS_CLASS"),
+				Usage: "with --source: IngressClass name to serve"},
+			&cli.BoolFlag{Name: "watch-ingress-without-class", EnvVars: env("WATCH_INGRESS_WITHOUT_CLASS"),
+				Usage: "with --source: also serve Ingresses that name no class"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
+				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
+			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
+		},
+		Action: inspect,
+	}
+}
+
+func inspect(c *cli.Context) error {
+	output := c.String("output")
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: want text or json", output)
+	}
+	if c.Duration("timeout") <= 0 {
+		return fmt.Errorf("--timeout %s: must be positive", c.Duration("timeout"))
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+
+	var report admin.Report
+	var from string
+	var err error
+	if src := c.String("source"); src != "" {
+		from = "dry run of --source " + src
+		report, err = inspectSource(ctx, c, src)
+	} else {
+		var url string
+		url, err = adminURL(c.String("admin"))
+		if err != nil {
+			return err
+		}
+		from = "agent at " + url
+		report, err = fetchReport(ctx, url)
+	}
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	writeReport(c.App.Writer, from, report)
+	return nil
+}
+
+// adminURL turns --admin (or the metrics address) into a base URL. An
+// address that listens on every interface is reached on loopback.
+func adminURL(flag string) (string, error) {
+	addr := flag
+	if addr == "" {
+		addr = os.Getenv("RESTYSYNC_METRICS_ADDRESS")
+	}
+	if addr == "" {
+		addr = defaultMetricsAddress
+	}
+	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
+		return strings.TrimRight(addr, "/"), nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--admin %q: want a URL or HOST:PORT", addr)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// fetchReport reads GET /debug/state of a running agent.
+func fetchReport(ctx context.Context, base string) (admin.Report, error) {
+	var report admin.Report
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/state", nil)
+	if err != nil {
+		return report, fmt.Errorf("--admin: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return report, fmt.Errorf("asking the agent (is it running with --metrics-address? else use --source for a dry run): %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return report, fmt.Errorf("asking the agent: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&report); err != nil {
+		return report, fmt.Errorf("decoding the agent's /debug/state: %w", err)
+	}
+	return report, nil
+}
+
+// inspectSource builds the model from a source, as the agent would, with
+// no nginx: a dry run.
+func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Report, error) {
+	// client-go logs through klog: keep its chatter off the report.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	var inner source.Source
+	switch {
+	case src == "kube":
+		kc := kubeConfig{kubeconfig: c.String("kubeconfig"), context: c.String("context"), namespace: c.String("namespace"), qps: 50, burst: 100}
+		client, err := kubeClient(kc)
+		if err != nil {
+			return admin.Report{}, err
+		}
+		inner = kube.New(client, kube.Options{Namespace: kc.namespace})
+	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
+		inner = file.New(strings.TrimPrefix(src, "file:"))
+	default:
+		return admin.Report{}, fmt.Errorf("--source %q: want kube or file:DIR", src)
+	}
+	class := c.String("ingress-class")
+	if class == "" {
+		return admin.Report{}, fmt.Errorf("--ingress-class: must not be empty")
+	}
+	s := fqdn.Wrap(inner, fqdn.Options{})
+	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
+		return admin.Report{}, fmt.Errorf("reading --source %s: %w", src, err)
+	}
+	snap, problems := s.Snapshot()
+	snap.IngressClass = class
+	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
+	snap.Now = time.Now()
+	m, buildProblems := model.Build(snap)
+	report := admin.FromModel(m, append(problems, buildProblems...))
+	report.DryRun = true
+	return report, nil
+}
+
+// writeReport prints the report as a tree for a terminal.
+func writeReport(w io.Writer, from string, r admin.Report) {
+	fmt.Fprintf(w, "restysync inspect: %s\n\n", from)
+	if len(r.Hosts) == 0 {
+		fmt.Fprintln(w, "Hosts: none (every request answers 404)")
+	} else {
+		fmt.Fprintln(w, "Hosts")
+	}
+	for _, h := range r.Hosts {
+		name := h.Host
+		if name == "" {
+			name = "(default server: requests for any other host)"
+		}
+		var notes []string
+		if h.HTTPS && h.Host != "" {
+			notes = append(notes, "HTTPS")
+		}
+		if h.Certificate != "" {
+			notes = append(notes, "certificate "+h.Certificate)
+		}
+		if len(notes) > 0 {
+			name += "  [" + strings.Join(notes, ", ") + "]"
+		}
+		fmt.Fprintln(w, name)
+		for i, p := range h.Paths {
+			branch, indent := "├── ", "│   "
+			if i == len(h.Paths)-1 {
+				branch, indent = "└── ", "    "
+			}
+			fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, p.Backend, p.Ingress)
+			if len(p.Endpoints) == 0 {
+				fmt.Fprintf(w, "%s└── no endpoints: answers 503\n", indent)
+			}
+			for j, e := range p.Endpoints {
+				leaf := "├── "
+				if j == len(p.Endpoints)-1 {
+					leaf = "└── "
+				}
+				fmt.Fprintf(w, "%s%s%s\n", indent, leaf, e)
+			}
+		}
+	}
+
+	if len(r.Certificates) > 0 {
+		fmt.Fprintf(w, "\nCertificates (%d)\n", len(r.Certificates))
+		for _, c := range r.Certificates {
+			line := fmt.Sprintf("  %s for %s", c.Name, strings.Join(c.Hosts, ", "))
+			if c.NotAfter != nil {
+				line += ", expires " + c.NotAfter.Format(time.RFC3339)
+			}
+			if c.Invalid != "" {
+				line += ", INVALID: " + c.Invalid
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "\nProblems: none")
+	} else {
+		fmt.Fprintf(w, "\nProblems (%d)\n", len(r.Problems))
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
+		}
+	}
+	if len(r.QuarantinedIngresses) == 0 {
+		fmt.Fprintln(w, "Quarantined Ingresses: none")
+	} else {
+		fmt.Fprintf(w, "Quarantined Ingresses: %s\n", strings.Join(r.QuarantinedIngresses, ", "))
+	}
+
+	if r.DryRun {
+		fmt.Fprintln(w, "\nConfig and Lua: not checked (dry run: no agent, no nginx)")
+		return
+	}
+	writeConfig(w, r.Config)
+	writeLua(w, r.Lua)
+}
+
+func writeConfig(w io.Writer, c *admin.Config) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nConfig")
+	fmt.Fprintf(w, "  wanted   %s\n", orNone(short(c.Wanted)))
+	fmt.Fprintf(w, "  applied  %s\n", orNone(short(c.Applied)))
+	switch {
+	case !c.NginxAnswering:
+		fmt.Fprintf(w, "  nginx    does not answer: %s\n", c.Error)
+	case c.NginxRunsApplied && c.InStep:
+		fmt.Fprintf(w, "  nginx    runs %s: the applied config, up to date\n", short(c.Running))
+	case c.NginxRunsApplied:
+		fmt.Fprintf(w, "  nginx    runs %s: the applied config; the wanted one is not applied yet (or nginx rejected it)\n", short(c.Running))
+	default:
+		fmt.Fprintf(w, "  nginx    runs %s: NOT the applied config\n", orNone(short(c.Running)))
+	}
+}
+
+func writeLua(w io.Writer, d *admin.LuaDiff) {
+	if d == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nLua")
+	if d.Error != "" {
+		fmt.Fprintf(w, "  not read: %s\n", d.Error)
+		return
+	}
+	if d.InStep {
+		fmt.Fprintf(w, "  in step: Lua holds what the agent wants (%s, %s)\n", plural(d.Backends, "backend"), plural(d.Certificates, "certificate"))
+		return
+	}
+	fmt.Fprintf(w, "  NOT in step (Lua holds %s, %s):\n", plural(d.Backends, "backend"), plural(d.Certificates, "certificate"))
+	for _, n := range d.MissingBackends {
+		fmt.Fprintf(w, "  backend %s: wanted, Lua does not hold it\n", n)
+	}
+	for _, n := range d.ExtraBackends {
+		fmt.Fprintf(w, "  backend %s: held by Lua, not wanted\n", n)
+	}
+	for _, b := range d.ChangedBackends {
+		fmt.Fprintf(w, "  backend %s: wanted [%s], Lua holds [%s]\n", b.Name, strings.Join(b.Want, " "), strings.Join(b.Held, " "))
+	}
+	for _, n := range d.MissingCertificates {
+		fmt.Fprintf(w, "  certificate %s: wanted, Lua does not hold it\n", n)
+	}
+	for _, n := range d.ExtraCertificates {
+		fmt.Fprintf(w, "  certificate %s: held by Lua, not wanted\n", n)
+	}
+	for _, n := range d.ChangedCertificates {
+		fmt.Fprintf(w, "  certificate %s: Lua holds other content or hosts\n", n)
+	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

@@ -1,0 +1,207 @@
+// Package admin is the agent's operator interface beside the pipeline: an
+// HTTP server with /metrics, /healthz, /readyz and /debug/state, and the
+// Report that `restysync inspect` prints.
+//
+// It only reads: the syncer's State, the Lua config API and the metrics
+// registry. It never changes what nginx runs.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/syncer"
+)
+
+// Lua is what the admin server reads from the Lua config API;
+// *apply.LuaClient is one.
+type Lua interface {
+	Status(ctx context.Context) (apply.Status, error)
+	Backends(ctx context.Context) (map[string][]model.Endpoint, error)
+	Certificates(ctx context.Context) ([]apply.HeldCertificate, error)
+}
+
+var _ Lua = (*apply.LuaClient)(nil)
+
+// Options configure a Server. Zero durations take the defaults noted.
+type Options struct {
+	// Metrics serves /metrics; nil answers 404 there.
+	Metrics http.Handler
+	// State is the syncer's state.
+	State func() syncer.State
+	// Lua is asked whether nginx answers, and what it holds.
+	Lua Lua
+	// StuckAfter is how long the loop may go without coming round before
+	// /healthz fails (default 30s). The loop comes round at least every
+	// check interval (250ms) unless a sync or a status read hangs.
+	StuckAfter time.Duration
+	// LuaTimeout bounds each read from Lua for /readyz and /debug/state
+	// (default 2s).
+	LuaTimeout time.Duration
+	Logger     *slog.Logger
+	// Now is the clock (default time.Now), for tests.
+	Now func() time.Time
+}
+
+// Server is the admin HTTP server.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// New returns a Server; Handler serves it, Serve runs it on a listener.
+func New(opts Options) *Server {
+	if opts.StuckAfter <= 0 {
+		opts.StuckAfter = 30 * time.Second
+	}
+	if opts.LuaTimeout <= 0 {
+		opts.LuaTimeout = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	if opts.Metrics != nil {
+		s.mux.Handle("GET /metrics", opts.Metrics)
+	}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /debug/state", s.debugState)
+	s.mux.HandleFunc("GET /{$}", s.index)
+	return s
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve answers on ln until ctx is done, then shuts down within a second.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	err := srv.Serve(ln)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("admin server: %w", err)
+}
+
+func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "restysync agent: /metrics /healthz /readyz /debug/state")
+}
+
+// Health is the verdict of /healthz or /readyz, and its JSON body.
+type Health struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason"`
+}
+
+// Healthy says whether the agent is alive: its source is still listing, or
+// its loop came round within StuckAfter.
+func (s *Server) Healthy() Health {
+	st := s.opts.State()
+	if !st.Synced {
+		return Health{OK: true, Reason: "the source is still listing"}
+	}
+	last := st.LastLoop
+	if last.IsZero() {
+		last = st.LastSync
+	}
+	if last.IsZero() {
+		return Health{OK: true, Reason: "the first sync is running"}
+	}
+	if age := s.opts.Now().Sub(last); age > s.opts.StuckAfter {
+		return Health{Reason: fmt.Sprintf("the sync loop has not come round for %s (limit %s)", age.Round(time.Second), s.opts.StuckAfter)}
+	}
+	return Health{OK: true, Reason: "the sync loop is running"}
+}
+
+// Ready says whether this replica should get traffic: the source finished
+// its first listing, nginx was confirmed to run a config of this agent
+// (by its hash), and nginx answers now, running that config.
+func (s *Server) Ready(ctx context.Context) Health {
+	st := s.opts.State()
+	switch {
+	case !st.Synced:
+		return Health{Reason: "the source has not finished its first listing"}
+	case st.ConfigHash == "":
+		return Health{Reason: "no config is confirmed running in nginx yet"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.LuaTimeout)
+	defer cancel()
+	status, err := s.opts.Lua.Status(ctx)
+	if err != nil {
+		return Health{Reason: "nginx does not answer: " + err.Error()}
+	}
+	if status.ConfigHash != st.ConfigHash {
+		return Health{Reason: fmt.Sprintf("nginx runs config %s, not the applied %s", short(status.ConfigHash), short(st.ConfigHash))}
+	}
+	return Health{OK: true, Reason: "nginx runs config " + short(st.ConfigHash)}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeHealth(w, s.Healthy())
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	writeHealth(w, s.Ready(r.Context()))
+}
+
+func writeHealth(w http.ResponseWriter, h Health) {
+	status := http.StatusOK
+	if !h.OK {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
+
+// debugState answers with the Report of the running agent.
+func (s *Server) debugState(w http.ResponseWriter, r *http.Request) {
+	st := s.opts.State()
+	report := FromModel(st.Model, st.Problems)
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.LuaTimeout)
+	defer cancel()
+	report.AddLive(ctx, st, s.opts.Lua)
+	writeJSON(w, http.StatusOK, report)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

@@ -1,0 +1,253 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/syncer"
+)
+
+// fakeLua answers like the Lua config API, or fails with err.
+type fakeLua struct {
+	status   apply.Status
+	backends map[string][]model.Endpoint
+	certs    []apply.HeldCertificate
+	err      error
+}
+
+func (f *fakeLua) Status(context.Context) (apply.Status, error) { return f.status, f.err }
+func (f *fakeLua) Backends(context.Context) (map[string][]model.Endpoint, error) {
+	return f.backends, f.err
+}
+func (f *fakeLua) Certificates(context.Context) ([]apply.HeldCertificate, error) {
+	return f.certs, f.err
+}
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+func TestHealthz(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name  string
+		state syncer.State
+		want  int
+	}{
+		{"still listing", syncer.State{}, 200},
+		{"first sync running", syncer.State{Synced: true}, 200},
+		{"loop came round", syncer.State{Synced: true, LastLoop: now.Add(-time.Second)}, 200},
+		{"loop stuck", syncer.State{Synced: true, LastLoop: now.Add(-31 * time.Second)}, 503},
+		{"only a sync recorded, long ago", syncer.State{Synced: true, LastSync: now.Add(-time.Hour)}, 503},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Options{State: func() syncer.State { return c.state }, Lua: &fakeLua{}, Now: func() time.Time { return now }})
+			code, body := get(t, s.Handler(), "/healthz")
+			if code != c.want {
+				t.Errorf("GET /healthz: %d %s, want %d", code, body, c.want)
+			}
+		})
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	up := apply.Status{ConfigHash: "aaa", BootID: "b1"}
+	cases := []struct {
+		name   string
+		state  syncer.State
+		lua    *fakeLua
+		want   int
+		reason string
+	}{
+		{"source listing", syncer.State{}, &fakeLua{status: up}, 503, "listing"},
+		{"nothing applied", syncer.State{Synced: true}, &fakeLua{status: up}, 503, "no config"},
+		{"nginx down", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
+		{"nginx runs another config", syncer.State{Synced: true, ConfigHash: "bbb"}, &fakeLua{status: up}, 503, "not the applied"},
+		{"ready", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Options{State: func() syncer.State { return c.state }, Lua: c.lua})
+			code, body := get(t, s.Handler(), "/readyz")
+			var h Health
+			if err := json.Unmarshal([]byte(body), &h); err != nil {
+				t.Fatalf("body %q: %v", body, err)
+			}
+			if code != c.want || h.OK != (c.want == 200) || !strings.Contains(h.Reason, c.reason) {
+				t.Errorf("GET /readyz: %d %+v, want %d and a reason with %q", code, h, c.want, c.reason)
+			}
+		})
+	}
+}
+
+func ep(addr string, port int32) model.Endpoint { return model.Endpoint{Address: addr, Port: port} }
+
+func testModel() model.Model {
+	return model.Model{
+		Default: model.Server{Locations: []model.Location{
+			{Path: "/", PathType: model.PathPrefix, Backend: "default/fallback:80", Ingress: "default/fb"},
+		}},
+		Servers: []model.Server{
+			{Host: "a.test", HTTPS: true, Locations: []model.Location{
+				{Path: "/", PathType: model.PathPrefix, Backend: "default/web:80", Ingress: "default/a"},
+				{Path: "/api", PathType: model.PathExact, Backend: "default/api:http", Ingress: "default/a"},
+			}},
+		},
+		Backends: []model.Backend{
+			{Name: "default/api:http"},
+			{Name: "default/fallback:80", Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
+			{Name: "default/web:80", Endpoints: []model.Endpoint{ep("10.0.0.1", 8080), ep("fd00::1", 8080)}},
+		},
+		Certificates: []model.Certificate{
+			{Name: "default/a-tls", Hosts: []string{"a.test"}, CertPEM: "C", KeyPEM: "K", NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
+			{Name: "default/bad-tls", Hosts: []string{"b.test"}, Invalid: "key does not match"},
+		},
+	}
+}
+
+func TestFromModel(t *testing.T) {
+	problems := []model.Problem{{Kind: "Ingress", Namespace: "default", Name: "b", Reason: "path \"x\" must start with /"}}
+	r := FromModel(testModel(), problems)
+	if len(r.Hosts) != 2 || r.Hosts[0].Host != "" || r.Hosts[1].Host != "a.test" {
+		t.Fatalf("hosts %+v, want the default server then a.test", r.Hosts)
+	}
+	a := r.Hosts[1]
+	if !a.HTTPS || a.Certificate != "default/a-tls" || len(a.Paths) != 2 {
+		t.Errorf("a.test: %+v", a)
+	}
+	if got := a.Paths[0].Endpoints; !slices.Equal(got, []string{"10.0.0.1:8080", "[fd00::1]:8080"}) {
+		t.Errorf("endpoints of /: %v", got)
+	}
+	if got := a.Paths[1]; got.PathType != "Exact" || got.Backend != "default/api:http" || got.Endpoints == nil || len(got.Endpoints) != 0 {
+		t.Errorf("/api: %+v, want Exact with an empty (not null) endpoint list", got)
+	}
+	if len(r.Problems) != 1 || r.Problems[0].Object != "Ingress default/b" {
+		t.Errorf("problems %+v", r.Problems)
+	}
+	if len(r.Certificates) != 2 || r.Certificates[0].NotAfter == nil || r.Certificates[1].Invalid == "" {
+		t.Errorf("certificates %+v", r.Certificates)
+	}
+	if r.QuarantinedIngresses == nil || len(r.QuarantinedIngresses) != 0 {
+		t.Errorf("quarantined %v, want an empty list", r.QuarantinedIngresses)
+	}
+}
+
+// /debug/state compares what the agent wants with what Lua holds.
+func TestDebugState(t *testing.T) {
+	m := testModel()
+	good := m.Certificates[0]
+	st := syncer.State{Synced: true, Applied: true, ConfigHash: "aaa", WantedHash: "bbb", Model: m, Syncs: 3}
+	lua := &fakeLua{
+		status: apply.Status{ConfigHash: "aaa", BootID: "b1"},
+		backends: map[string][]model.Endpoint{
+			"default/web:80":      {ep("10.0.0.1", 8080)}, // one endpoint short
+			"default/fallback:80": {ep("10.0.0.9", 80)},
+			"default/gone:80":     {ep("10.0.0.7", 80)},
+			// default/api:http is missing
+		},
+		certs: []apply.HeldCertificate{
+			{Name: good.Name, Hosts: good.Hosts, Hash: good.Hash()},
+			{Name: "default/bad-tls", Hosts: []string{"b.test"}, Hash: "old"}, // invalid now: kept, not a difference
+			{Name: "default/old-tls", Hosts: []string{"o.test"}, Hash: "x"},
+		},
+	}
+	s := New(Options{State: func() syncer.State { return st }, Lua: lua})
+	code, body := get(t, s.Handler(), "/debug/state")
+	if code != 200 {
+		t.Fatalf("GET /debug/state: %d %s", code, body)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.DryRun || r.Config == nil || r.Lua == nil || r.Sync == nil || r.Sync.Syncs != 3 {
+		t.Fatalf("report lacks the live parts: %s", body)
+	}
+	c := r.Config
+	if !c.NginxAnswering || !c.NginxRunsApplied || c.InStep || c.Running != "aaa" || c.Wanted != "bbb" {
+		t.Errorf("config %+v: want nginx running the applied aaa, not the wanted bbb", c)
+	}
+	d := r.Lua
+	if d.InStep || !slices.Equal(d.MissingBackends, []string{"default/api:http"}) ||
+		!slices.Equal(d.ExtraBackends, []string{"default/gone:80"}) ||
+		len(d.ChangedBackends) != 1 || d.ChangedBackends[0].Name != "default/web:80" ||
+		len(d.ChangedBackends[0].Want) != 2 || len(d.ChangedBackends[0].Held) != 1 ||
+		!slices.Equal(d.ExtraCertificates, []string{"default/old-tls"}) ||
+		len(d.MissingCertificates) != 0 || len(d.ChangedCertificates) != 0 {
+		t.Errorf("lua diff %+v", d)
+	}
+
+	// In step: Lua holds exactly what is wanted.
+	lua.backends = map[string][]model.Endpoint{}
+	for _, b := range m.Backends {
+		lua.backends[b.Name] = b.Endpoints
+	}
+	lua.certs = lua.certs[:1]
+	_, body = get(t, s.Handler(), "/debug/state")
+	r = Report{}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Lua.InStep {
+		t.Errorf("lua diff %+v, want in step", r.Lua)
+	}
+
+	// nginx down: the model is still reported.
+	lua.err = errors.New("connection refused")
+	_, body = get(t, s.Handler(), "/debug/state")
+	r = Report{}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.NginxAnswering || r.Config.Error == "" || len(r.Hosts) != 2 {
+		t.Errorf("nginx down: config %+v, %d hosts", r.Config, len(r.Hosts))
+	}
+}
+
+// Serve answers on its listener and stops when the context ends.
+func TestServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "restysync_up 1\n") })
+	s := New(Options{Metrics: metrics, State: func() syncer.State { return syncer.State{} }, Lua: &fakeLua{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	for path, want := range map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/": 200, "/nope": 404} {
+		resp, err := client.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the context ended")
+	}
+}

@@ -1,0 +1,271 @@
+package admin
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/syncer"
+)
+
+// Report is what `restysync inspect` prints and GET /debug/state returns:
+// what the agent wants nginx to serve, what is wrong with the input, and,
+// for a running agent, whether nginx and Lua hold what it wants.
+type Report struct {
+	// DryRun is true when the report was computed from a source, with no
+	// agent and no nginx: Config, Lua and Sync are then absent.
+	DryRun bool `json:"dry_run"`
+	// Hosts sorted by name; the default server (Host "") comes first when
+	// it has paths (host-less rules or a default backend).
+	Hosts []Host `json:"hosts"`
+	// Certificates the model names, sorted by name.
+	Certificates []Certificate `json:"certificates"`
+	// Problems are the invalid input left out of the model.
+	Problems []Problem `json:"problems"`
+	// QuarantinedIngresses are left out whole because nginx rejected a
+	// config with them. Quarantine does not exist yet: always empty.
+	QuarantinedIngresses []string `json:"quarantined_ingresses"`
+	Config               *Config  `json:"config,omitempty"`
+	Lua                  *LuaDiff `json:"lua,omitempty"`
+	Sync                 *Sync    `json:"sync,omitempty"`
+}
+
+// Host is one server of nginx.conf.
+type Host struct {
+	// Host is the server name; "" is the default server.
+	Host string `json:"host"`
+	// HTTPS says it listens on the HTTPS port too.
+	HTTPS bool `json:"https"`
+	// Certificate is the Secret ("namespace/name") served for it by SNI, if any.
+	Certificate string `json:"certificate,omitempty"`
+	Paths       []Path `json:"paths"`
+}
+
+// Path is one location of a Host.
+type Path struct {
+	Path     string `json:"path"`
+	PathType string `json:"path_type"`
+	// Ingress that owns it, "namespace/name".
+	Ingress string `json:"ingress"`
+	// Backend is "namespace/service:port".
+	Backend string `json:"backend"`
+	// Endpoints of the backend, "address:port"; empty answers 503.
+	Endpoints []string `json:"endpoints"`
+}
+
+// Certificate is one TLS Secret the model serves.
+type Certificate struct {
+	Name     string     `json:"name"`
+	Hosts    []string   `json:"hosts"`
+	NotAfter *time.Time `json:"not_after,omitempty"`
+	// Invalid is why the Secret cannot be served now ("" when it can); Lua
+	// then keeps the last good content, if it had any.
+	Invalid string `json:"invalid,omitempty"`
+}
+
+// Problem is one piece of invalid input.
+type Problem struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Object is "Kind namespace/name".
+	Object string `json:"object"`
+	Reason string `json:"reason"`
+}
+
+// Config compares the configs the agent rendered, had confirmed, and
+// nginx runs now.
+type Config struct {
+	// Wanted is the hash of the nginx.conf the agent rendered last.
+	Wanted string `json:"wanted"`
+	// Applied is the hash nginx was last confirmed to run ("" if none).
+	Applied string `json:"applied"`
+	// Running is the hash nginx reports now ("" when it does not answer).
+	Running string `json:"running"`
+	// NginxAnswering says the Lua config API answered.
+	NginxAnswering bool `json:"nginx_answering"`
+	// NginxRunsApplied says nginx runs the applied config; InStep that it
+	// runs the wanted one.
+	NginxRunsApplied bool   `json:"nginx_runs_applied"`
+	InStep           bool   `json:"in_step"`
+	BootID           string `json:"boot_id,omitempty"`
+	Error            string `json:"error,omitempty"`
+}
+
+// LuaDiff is the difference between the backends and certificates the
+// agent wants and those Lua holds.
+type LuaDiff struct {
+	// InStep is true when Lua holds exactly what the agent wants.
+	InStep       bool `json:"in_step"`
+	Backends     int  `json:"backends"`
+	Certificates int  `json:"certificates"`
+	// MissingBackends are wanted and not held; ExtraBackends held and not
+	// wanted; ChangedBackends held with other endpoints.
+	MissingBackends []string         `json:"missing_backends"`
+	ExtraBackends   []string         `json:"extra_backends"`
+	ChangedBackends []ChangedBackend `json:"changed_backends"`
+	// The same for certificates, compared by content hash and hosts. An
+	// invalid certificate is not compared: Lua keeps its last good content.
+	MissingCertificates []string `json:"missing_certificates"`
+	ExtraCertificates   []string `json:"extra_certificates"`
+	ChangedCertificates []string `json:"changed_certificates"`
+	Error               string   `json:"error,omitempty"`
+}
+
+// ChangedBackend is a backend Lua holds with other endpoints than wanted.
+type ChangedBackend struct {
+	Name string   `json:"name"`
+	Want []string `json:"want"`
+	Held []string `json:"held"`
+}
+
+// Sync is the loop's record.
+type Sync struct {
+	SourceSynced bool      `json:"source_synced"`
+	Applied      bool      `json:"applied"`
+	LastSync     time.Time `json:"last_sync"`
+	Syncs        int       `json:"syncs"`
+	Reloads      int       `json:"reloads"`
+	Pushes       int       `json:"pushes"`
+}
+
+// FromModel reports what m serves and the problems left out of it.
+func FromModel(m model.Model, problems []model.Problem) Report {
+	r := Report{
+		Hosts:                []Host{},
+		Certificates:         []Certificate{},
+		Problems:             []Problem{},
+		QuarantinedIngresses: []string{},
+	}
+	endpoints := make(map[string][]string, len(m.Backends))
+	for _, b := range m.Backends {
+		endpoints[b.Name] = endpointStrings(b.Endpoints)
+	}
+	certOf := map[string]string{}
+	for _, c := range m.Certificates {
+		rc := Certificate{Name: c.Name, Hosts: slices.Clone(c.Hosts), Invalid: c.Invalid}
+		if !c.NotAfter.IsZero() {
+			t := c.NotAfter.UTC()
+			rc.NotAfter = &t
+		}
+		r.Certificates = append(r.Certificates, rc)
+		for _, h := range c.Hosts {
+			certOf[h] = c.Name
+		}
+	}
+	servers := m.Servers
+	if len(m.Default.Locations) > 0 {
+		servers = append([]model.Server{m.Default}, m.Servers...)
+	}
+	for _, s := range servers {
+		h := Host{Host: s.Host, HTTPS: s.HTTPS || s.Host == "", Certificate: certOf[s.Host], Paths: []Path{}}
+		for _, l := range s.Locations {
+			eps := endpoints[l.Backend]
+			if eps == nil {
+				eps = []string{}
+			}
+			h.Paths = append(h.Paths, Path{Path: l.Path, PathType: string(l.PathType), Ingress: l.Ingress, Backend: l.Backend, Endpoints: eps})
+		}
+		r.Hosts = append(r.Hosts, h)
+	}
+	for _, p := range problems {
+		r.Problems = append(r.Problems, Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Object: p.Object(), Reason: p.Reason})
+	}
+	return r
+}
+
+// AddLive adds what a running agent knows: its loop's record, the config
+// hashes, and the difference with what Lua holds, read through lua.
+func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
+	r.Sync = &Sync{SourceSynced: st.Synced, Applied: st.Applied, LastSync: st.LastSync,
+		Syncs: st.Syncs, Reloads: st.Reloads, Pushes: st.Pushes}
+	cfg := &Config{Wanted: st.WantedHash, Applied: st.ConfigHash}
+	r.Config = cfg
+	status, err := lua.Status(ctx)
+	if err != nil {
+		cfg.Error = err.Error()
+		r.Lua = &LuaDiff{Error: "nginx does not answer"}
+		return
+	}
+	cfg.NginxAnswering, cfg.Running, cfg.BootID = true, status.ConfigHash, status.BootID
+	cfg.NginxRunsApplied = cfg.Applied != "" && status.ConfigHash == cfg.Applied
+	cfg.InStep = cfg.Wanted != "" && status.ConfigHash == cfg.Wanted
+
+	diff := &LuaDiff{
+		MissingBackends: []string{}, ExtraBackends: []string{}, ChangedBackends: []ChangedBackend{},
+		MissingCertificates: []string{}, ExtraCertificates: []string{}, ChangedCertificates: []string{},
+	}
+	r.Lua = diff
+	held, err := lua.Backends(ctx)
+	if err != nil {
+		diff.Error = err.Error()
+		return
+	}
+	heldCerts, err := lua.Certificates(ctx)
+	if err != nil {
+		diff.Error = err.Error()
+		return
+	}
+	diff.Backends, diff.Certificates = len(held), len(heldCerts)
+	diffLua(diff, st.Model, held, heldCerts)
+}
+
+func diffLua(diff *LuaDiff, m model.Model, held map[string][]model.Endpoint, heldCerts []apply.HeldCertificate) {
+	wanted := make(map[string]bool, len(m.Backends))
+	for _, b := range m.Backends {
+		wanted[b.Name] = true
+		have, ok := held[b.Name]
+		switch {
+		case !ok:
+			diff.MissingBackends = append(diff.MissingBackends, b.Name)
+		case !slices.Equal(have, b.Endpoints):
+			diff.ChangedBackends = append(diff.ChangedBackends, ChangedBackend{
+				Name: b.Name, Want: endpointStrings(b.Endpoints), Held: endpointStrings(have)})
+		}
+	}
+	for name := range held {
+		if !wanted[name] {
+			diff.ExtraBackends = append(diff.ExtraBackends, name)
+		}
+	}
+	slices.Sort(diff.ExtraBackends)
+
+	byName := make(map[string]apply.HeldCertificate, len(heldCerts))
+	for _, c := range heldCerts {
+		byName[c.Name] = c
+	}
+	wantedCerts := make(map[string]bool, len(m.Certificates))
+	for _, c := range m.Certificates {
+		wantedCerts[c.Name] = true
+		if c.Invalid != "" {
+			continue
+		}
+		h, ok := byName[c.Name]
+		switch {
+		case !ok:
+			diff.MissingCertificates = append(diff.MissingCertificates, c.Name)
+		case h.Hash != c.Hash() || !slices.Equal(h.Hosts, c.Hosts):
+			diff.ChangedCertificates = append(diff.ChangedCertificates, c.Name)
+		}
+	}
+	for _, c := range heldCerts {
+		if !wantedCerts[c.Name] {
+			diff.ExtraCertificates = append(diff.ExtraCertificates, c.Name)
+		}
+	}
+	slices.Sort(diff.ExtraCertificates)
+	diff.InStep = len(diff.MissingBackends)+len(diff.ExtraBackends)+len(diff.ChangedBackends)+
+		len(diff.MissingCertificates)+len(diff.ExtraCertificates)+len(diff.ChangedCertificates) == 0
+}
+
+func endpointStrings(eps []model.Endpoint) []string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
+	}
+	return out
+}

@@ -1,0 +1,375 @@
+// Package metrics exports what the pipeline does as Prometheus metrics.
+//
+// It watches every stage from the outside: the syncer reports each sync,
+// reload and push through the syncer.Metrics interface, which *Metrics
+// implements; the state of the loop, the objects the source holds and the
+// Lua side (per-backend endpoints and request counters, certificates) are
+// read at scrape time by collectors, so nothing is computed between scrapes.
+// Every series lives in the agent's own registry, never the global one.
+package metrics
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/syncer"
+)
+
+// Namespace prefixes every series name.
+const Namespace = "restysync"
+
+// LuaReader reads Lua's counters; *apply.LuaClient is one.
+type LuaReader interface {
+	Metrics(ctx context.Context) (apply.LuaMetrics, error)
+}
+
+var _ LuaReader = (*apply.LuaClient)(nil)
+
+// Options say where the scrape-time series come from. A nil func leaves
+// its series out (Leader: reported as 0).
+type Options struct {
+	// Version and Commit of the agent, for restysync_build_info.
+	Version, Commit string
+	// State is the syncer's state: config hash, problems.
+	State func() syncer.State
+	// Objects counts the objects the source holds by kind (see CountObjects).
+	Objects func() map[string]int
+	// Leader says whether this replica holds the status writer's Lease.
+	Leader func() bool
+	// Lua is asked for its counters on every scrape, within LuaTimeout
+	// (default 2s). A failed read is counted, never fatal.
+	Lua        LuaReader
+	LuaTimeout time.Duration
+}
+
+// Metrics holds the agent's registry and the series the syncer moves.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	syncDuration   *prometheus.HistogramVec
+	syncs          *prometheus.CounterVec
+	reloads        prometheus.Counter
+	reloadFailures prometheus.Counter
+	reloadDuration prometheus.Histogram
+	lastReload     prometheus.Gauge
+	pushes         *prometheus.CounterVec
+	pushFailures   *prometheus.CounterVec
+	pushBytes      *prometheus.CounterVec
+	pushDuration   *prometheus.HistogramVec
+	eventToPush    prometheus.Histogram
+}
+
+var _ syncer.Metrics = (*Metrics)(nil)
+
+// Sync outcomes, as the sync log line's action names them, plus "error".
+var outcomes = []string{"nothing", "push", "reload", "reload+push", "wait-for-nginx", "error"}
+
+// pushKinds are the kinds of POST to Lua.
+var pushKinds = []string{"backends", "certificates"}
+
+// latencyBuckets span a fast-path push (~1 ms) to a slow reload (10 s).
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// New registers every series in a new registry, with the Go and process
+// collectors.
+func New(opts Options) *Metrics {
+	if opts.LuaTimeout <= 0 {
+		opts.LuaTimeout = 2 * time.Second
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "sync_duration_seconds",
+			Help:    "Duration of one sync, from taking the source's changes to the end of the reload or push; path is fast (only endpoints) or full (model built).",
+			Buckets: latencyBuckets,
+		}, []string{"path"}),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "syncs_total",
+			Help: "Syncs by outcome: nothing, push, reload, reload+push, wait-for-nginx or error.",
+		}, []string{"outcome"}),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reloads_total",
+			Help: "nginx reloads attempted (SIGHUP, then waiting for the new config hash).",
+		}),
+		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reload_failures_total",
+			Help: "nginx reloads that failed or were not confirmed in time; the previous nginx.conf was put back.",
+		}),
+		reloadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "reload_duration_seconds",
+			Help:    "Duration of a reload, from the signal to nginx reporting the new config hash.",
+			Buckets: latencyBuckets,
+		}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "last_reload_success_timestamp_seconds",
+			Help: "Unix time of the last confirmed reload; 0 before the first.",
+		}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lua_pushes_total",
+			Help: "POSTs to the Lua config API, by kind (backends or certificates).",
+		}, []string{"kind"}),
+		pushFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lua_push_failures_total",
+			Help: "POSTs to the Lua config API that failed (after retries) or that Lua rejected.",
+		}, []string{"kind"}),
+		pushBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lua_push_bytes_total",
+			Help: "Bytes of JSON sent to the Lua config API.",
+		}, []string{"kind"}),
+		pushDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "lua_push_duration_seconds",
+			Help:    "Duration of one POST to the Lua config API, retries included.",
+			Buckets: latencyBuckets,
+		}, []string{"kind"}),
+		eventToPush: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "event_to_push_seconds",
+			Help:    "Time from the first source event of a batch to the end of the sync whose reload or push applied it.",
+			Buckets: latencyBuckets,
+		}),
+	}
+	for _, o := range outcomes {
+		m.syncs.WithLabelValues(o)
+	}
+	for _, p := range []string{"fast", "full"} {
+		m.syncDuration.WithLabelValues(p)
+	}
+	for _, k := range pushKinds {
+		m.pushes.WithLabelValues(k)
+		m.pushFailures.WithLabelValues(k)
+		m.pushBytes.WithLabelValues(k)
+		m.pushDuration.WithLabelValues(k)
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.syncDuration, m.syncs, m.reloads, m.reloadFailures, m.reloadDuration, m.lastReload,
+		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush,
+		newStateCollector(opts),
+	)
+	if opts.Lua != nil {
+		m.reg.MustRegister(newLuaCollector(opts.Lua, opts.LuaTimeout))
+	}
+	return m
+}
+
+// Registry is the agent's registry, for tests and for more collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition formats. A
+// collector that fails leaves its series out; the rest are still served.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorHandling:     promhttp.ContinueOnError,
+		Registry:          m.reg, // promhttp_metric_handler_errors_total
+		Timeout:           10 * time.Second,
+		EnableOpenMetrics: false,
+	})
+}
+
+// Synced records one sync.
+func (m *Metrics) Synced(path, outcome string, d time.Duration) {
+	m.syncDuration.WithLabelValues(path).Observe(d.Seconds())
+	m.syncs.WithLabelValues(outcome).Inc()
+}
+
+// Reloaded records one reload attempt.
+func (m *Metrics) Reloaded(d time.Duration, err error) {
+	// The timestamp first: a scrape that sees the new count sees it too.
+	if err == nil {
+		m.lastReload.SetToCurrentTime()
+	} else {
+		m.reloadFailures.Inc()
+	}
+	m.reloadDuration.Observe(d.Seconds())
+	m.reloads.Inc()
+}
+
+// Pushed records one POST to Lua.
+func (m *Metrics) Pushed(kind string, bytes int, d time.Duration, err error) {
+	m.pushes.WithLabelValues(kind).Inc()
+	m.pushBytes.WithLabelValues(kind).Add(float64(bytes))
+	m.pushDuration.WithLabelValues(kind).Observe(d.Seconds())
+	if err != nil {
+		m.pushFailures.WithLabelValues(kind).Inc()
+	}
+}
+
+// Propagated records the time from a source event to its application.
+func (m *Metrics) Propagated(d time.Duration) {
+	m.eventToPush.Observe(d.Seconds())
+}
+
+// ObjectKinds are the kinds restysync_objects reports, always, 0 or not.
+var ObjectKinds = []string{"Ingress", "IngressClass", "Service", "EndpointSlice", "Secret"}
+
+// CountObjects counts the objects of a source's snapshot by kind.
+func CountObjects(snap model.Snapshot) map[string]int {
+	return map[string]int{
+		"Ingress":       len(snap.Ingresses),
+		"IngressClass":  len(snap.IngressClasses),
+		"Service":       len(snap.Services),
+		"EndpointSlice": len(snap.EndpointSlices),
+		"Secret":        len(snap.Secrets),
+	}
+}
+
+// problemKinds are reported by restysync_problems even at 0, so that a
+// dashboard has a series to draw.
+var problemKinds = []string{"Ingress", "Service", "EndpointSlice", "Secret", "File"}
+
+// stateCollector reads the syncer's state, the source's object counts and
+// the leader flag at scrape time.
+type stateCollector struct {
+	opts        Options
+	buildInfo   *prometheus.Desc
+	configInfo  *prometheus.Desc
+	problems    *prometheus.Desc
+	quarantined *prometheus.Desc
+	objects     *prometheus.Desc
+	leader      *prometheus.Desc
+}
+
+func newStateCollector(opts Options) *stateCollector {
+	name := func(n string) string { return prometheus.BuildFQName(Namespace, "", n) }
+	return &stateCollector{
+		opts: opts,
+		buildInfo: prometheus.NewDesc(name("build_info"),
+			"The agent's version, commit and Go version; always 1.", []string{"version", "commit", "goversion"}, nil),
+		configInfo: prometheus.NewDesc(name("config_info"),
+			"The hash of the nginx.conf nginx is confirmed to run; always 1, absent before the first.", []string{"hash"}, nil),
+		problems: prometheus.NewDesc(name("problems"),
+			"Problems of the last sync (invalid input left out), by the kind of the object they name.", []string{"kind"}, nil),
+		quarantined: prometheus.NewDesc(name("quarantined_ingresses"),
+			"Ingresses left out whole because nginx rejected a config with them; always 0 for now.", nil, nil),
+		objects: prometheus.NewDesc(name("objects"),
+			"Objects the source holds, by kind.", []string{"kind"}, nil),
+		leader: prometheus.NewDesc(name("leader"),
+			"1 when this replica holds the Lease and writes Ingress status, else 0.", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.quarantined, c.objects, c.leader} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.opts.Version, c.opts.Commit, runtime.Version())
+	ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, 0)
+	leader := 0.0
+	if c.opts.Leader != nil && c.opts.Leader() {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
+	if c.opts.State != nil {
+		st := c.opts.State()
+		if st.ConfigHash != "" {
+			ch <- prometheus.MustNewConstMetric(c.configInfo, prometheus.GaugeValue, 1, st.ConfigHash)
+		}
+		byKind := map[string]int{}
+		for _, k := range problemKinds {
+			byKind[k] = 0
+		}
+		for _, p := range st.Problems {
+			byKind[p.Kind]++
+		}
+		for kind, n := range byKind {
+			ch <- prometheus.MustNewConstMetric(c.problems, prometheus.GaugeValue, float64(n), kind)
+		}
+	}
+	if c.opts.Objects != nil {
+		counts := c.opts.Objects()
+		for _, kind := range ObjectKinds {
+			ch <- prometheus.MustNewConstMetric(c.objects, prometheus.GaugeValue, float64(counts[kind]), kind)
+		}
+	}
+}
+
+// luaCollector asks Lua for its counters on every scrape.
+type luaCollector struct {
+	lua     LuaReader
+	timeout time.Duration
+
+	up           *prometheus.Desc
+	endpoints    *prometheus.Desc
+	requests     *prometheus.Desc
+	failures     *prometheus.Desc
+	rebuilds     *prometheus.Desc
+	certificates *prometheus.Desc
+	expiry       *prometheus.Desc
+	errors       prometheus.Counter
+}
+
+func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
+	name := func(n string) string { return prometheus.BuildFQName(Namespace, "lua", n) }
+	backend := []string{"backend"}
+	return &luaCollector{
+		lua:     lua,
+		timeout: timeout,
+		up: prometheus.NewDesc(name("up"),
+			"1 when the Lua config API answered this scrape, else 0 (nginx down, or slower than the scrape timeout).", nil, nil),
+		endpoints: prometheus.NewDesc(name("backend_endpoints"),
+			"Endpoints Lua holds for each backend.", backend, nil),
+		requests: prometheus.NewDesc(name("backend_requests_total"),
+			"Requests nginx proxied to each backend (any status), counted by the Lua balancer.", backend, nil),
+		failures: prometheus.NewDesc(name("backend_failures_total"),
+			"Requests to each backend that ended in 502, 503 or 504: no endpoint, none reachable, or a timeout.", backend, nil),
+		rebuilds: prometheus.NewDesc(name("balancer_rebuilds_total"),
+			"Times an nginx worker rebuilt its copy of a backend after a push.", nil, nil),
+		certificates: prometheus.NewDesc(name("certificates"),
+			"Certificates Lua holds and serves by SNI.", nil, nil),
+		expiry: prometheus.NewDesc(name("certificate_nearest_expiry_timestamp_seconds"),
+			"Unix time at which the first certificate Lua holds expires; absent when it holds none.", nil, nil),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "lua", Name: "scrape_errors_total",
+			Help: "Scrapes for which the Lua config API did not answer.",
+		}),
+	}
+}
+
+func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates, c.expiry} {
+		ch <- d
+	}
+	c.errors.Describe(ch)
+}
+
+func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	lm, err := c.lua.Metrics(ctx)
+	if err != nil {
+		c.errors.Inc()
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		c.errors.Collect(ch)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	c.errors.Collect(ch)
+	backends := slices.Clone(lm.Backends)
+	slices.SortFunc(backends, func(a, b apply.BackendMetrics) int { return cmp.Compare(a.Name, b.Name) })
+	for i, b := range backends {
+		if i > 0 && backends[i-1].Name == b.Name {
+			continue // a duplicate would fail the whole scrape
+		}
+		ch <- prometheus.MustNewConstMetric(c.endpoints, prometheus.GaugeValue, float64(b.Endpoints), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(b.Requests), b.Name)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(b.Failures), b.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.rebuilds, prometheus.CounterValue, float64(lm.BalancerRebuilds))
+	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
+	if lm.CertificateNearestExpiry > 0 {
+		ch <- prometheus.MustNewConstMetric(c.expiry, prometheus.GaugeValue, float64(lm.CertificateNearestExpiry))
+	}
+}

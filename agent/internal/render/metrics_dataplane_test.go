@@ -1,0 +1,163 @@
+package render
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+)
+
+// luaMetrics is the body of GET /metrics.
+type luaMetrics struct {
+	Backends []struct {
+		Name      string `json:"name"`
+		Endpoints int    `json:"endpoints"`
+		Requests  int64  `json:"requests"`
+		Failures  int64  `json:"failures"`
+	} `json:"backends"`
+	BalancerRebuilds         int64 `json:"balancer_rebuilds"`
+	Certificates             int   `json:"certificates"`
+	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
+	Counting                 bool  `json:"counting"`
+}
+
+func (dp *dataPlane) metrics(t *testing.T) luaMetrics {
+	t.Helper()
+	code, reply := dp.api(t, http.MethodGet, "/metrics", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, reply)
+	}
+	var m luaMetrics
+	if err := json.Unmarshal(reply, &m); err != nil {
+		t.Fatalf("GET /metrics answered %s: %v", reply, err)
+	}
+	return m
+}
+
+// backend returns the counters of name, and whether GET /metrics lists it.
+func (m luaMetrics) backend(name string) (endpoints int, requests, failures int64, ok bool) {
+	for _, b := range m.Backends {
+		if b.Name == name {
+			return b.Endpoints, b.Requests, b.Failures, true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// certExpiring is a self-signed certificate for name that expires at notAfter.
+func certExpiring(t *testing.T, name string, notAfter time.Time) (certJSON, time.Time) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7),
+		Subject:      pkix.Name{CommonName: name},
+		DNSNames:     []string{name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     notAfter,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certJSON{
+		Name:  "ns/" + name,
+		Hosts: []string{name},
+		Cert:  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		Key:   string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})),
+	}, parsed.NotAfter
+}
+
+// GET /metrics reports what Lua holds and the counters the balancer keeps
+// in the log phase: requests per backend, those that ended in 502-504, and
+// worker rebuilds; a removed backend loses its counters.
+func TestDataPlaneMetrics(t *testing.T) {
+	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2")}
+	dead := endpoint{Address: "127.0.0.1", Port: nginxproc.FreePort(t)} // nothing listens here
+	dp, _, _ := startDataPlane(t, dataPlaneModel(), nil)
+	dp.push(t, []backendJSON{
+		{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep, web[1].ep}},
+		{Name: "ns/empty:80", Endpoints: []endpoint{}},
+		{Name: "ns/retry:80", Endpoints: []endpoint{dead}},
+	}, nil)
+
+	m := dp.metrics(t)
+	if !m.Counting {
+		t.Fatal("counting is off: the rendered nginx.conf has no restysync_metrics dict")
+	}
+	if eps, req, _, ok := m.backend("ns/web:80"); !ok || eps != 2 || req != 0 {
+		t.Fatalf("ns/web:80 before any request: endpoints %d requests %d listed %v; want 2, 0, true", eps, req, ok)
+	}
+	if eps, _, _, ok := m.backend("ns/empty:80"); !ok || eps != 0 {
+		t.Fatalf("ns/empty:80: endpoints %d listed %v; want 0, true", eps, ok)
+	}
+
+	dp.spread(t, "app.example.com", "/", 5)
+	for range 2 {
+		if code, _ := dp.get(t, "app.example.com", "/empty"); code != http.StatusServiceUnavailable {
+			t.Fatalf("GET /empty: %d, want 503", code)
+		}
+	}
+	if code, _ := dp.get(t, "app.example.com", "/retry"); code != http.StatusBadGateway {
+		t.Fatalf("GET /retry with a dead endpoint: %d, want 502", code)
+	}
+	// The log phase runs after the response: give it a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m = dp.metrics(t)
+		_, webReq, webFail, _ := m.backend("ns/web:80")
+		_, emptyReq, emptyFail, _ := m.backend("ns/empty:80")
+		_, retryReq, retryFail, _ := m.backend("ns/retry:80")
+		got := [6]int64{webReq, webFail, emptyReq, emptyFail, retryReq, retryFail}
+		if got == [6]int64{5, 0, 2, 2, 1, 1} {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("requests/failures of web, empty, retry: %v, want [5 0 2 2 1 1]", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m.BalancerRebuilds < 3 {
+		t.Errorf("balancer_rebuilds %d, want at least 3 (one per backend served)", m.BalancerRebuilds)
+	}
+
+	dp.push(t, nil, []string{"ns/web:80"})
+	dp.push(t, []backendJSON{{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep}}}, nil)
+	if eps, req, _, _ := dp.metrics(t).backend("ns/web:80"); eps != 1 || req != 0 {
+		t.Errorf("ns/web:80 removed and added again: endpoints %d requests %d, want 1, 0", eps, req)
+	}
+
+	if m := dp.metrics(t); m.Certificates != 0 || m.CertificateNearestExpiry != 0 {
+		t.Errorf("no certificates: count %d nearest expiry %d, want 0, 0", m.Certificates, m.CertificateNearestExpiry)
+	}
+	// UTCTime before 2050, GeneralizedTime from 2050 on: both are read.
+	soon, soonAt := certExpiring(t, "soon.example.com", time.Now().Add(48*time.Hour).Truncate(time.Second))
+	late, lateAt := certExpiring(t, "late.example.com", time.Date(2061, 3, 4, 5, 6, 7, 0, time.UTC))
+	dp.pushCerts(t, []certJSON{late}, nil)
+	if m := dp.metrics(t); m.Certificates != 1 || m.CertificateNearestExpiry != lateAt.Unix() {
+		t.Errorf("one certificate until %s: count %d nearest expiry %d, want 1, %d", lateAt, m.Certificates, m.CertificateNearestExpiry, lateAt.Unix())
+	}
+	dp.pushCerts(t, []certJSON{soon}, nil)
+	if m := dp.metrics(t); m.Certificates != 2 || m.CertificateNearestExpiry != soonAt.Unix() {
+		t.Errorf("two certificates: count %d nearest expiry %d, want 2, %d (%s)", m.Certificates, m.CertificateNearestExpiry, soonAt.Unix(), soonAt)
+	}
+}
