@@ -1,0 +1,203 @@
+{{/* Chart name, truncated to 63 characters (a DNS label). */}}
+{{- define "restysync.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of every object: fullnameOverride, else RELEASE-NAME (or RELEASE
+when it already contains the chart name), truncated to 63 characters.
+*/}}
+{{- define "restysync.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the metrics Service (fullname-metrics, within 63 characters). */}}
+{{- define "restysync.metricsName" -}}
+{{- printf "%s-metrics" (include "restysync.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/* chart label value: NAME-VERSION. */}}
+{{- define "restysync.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels that select this release's pods. */}}
+{{- define "restysync.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "restysync.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "restysync.labels" -}}
+helm.sh/chart: {{ include "restysync.chart" . }}
+{{ include "restysync.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Name of the ServiceAccount. */}}
+{{- define "restysync.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "restysync.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* image reference: repository@digest, else repository:tag. Call with (list image defaultTag). */}}
+{{- define "restysync.image" -}}
+{{- $img := index . 0 }}
+{{- $default := index . 1 }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default $default $img.tag | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* Arguments of `restysync run`. */}}
+{{- define "restysync.agentArgs" -}}
+- run
+- --source=kube
+- --shared-dir={{ .Values.sharedDir }}
+- --http-port={{ .Values.containerPorts.http }}
+- --https-port={{ .Values.containerPorts.https }}
+- --worker-processes={{ .Values.openresty.workerProcesses }}
+- --ingress-class={{ .Values.ingressClass.name }}
+{{- if .Values.agent.watchIngressWithoutClass }}
+- --watch-ingress-without-class
+{{- end }}
+{{- if .Values.agent.watchNamespace }}
+- --namespace={{ .Values.agent.watchNamespace }}
+{{- end }}
+{{- if .Values.service.publish }}
+- --publish-service={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}
+{{- end }}
+- --election-namespace=$(POD_NAMESPACE)
+- --election-id={{ .Values.agent.electionID }}
+- --pod-name=$(POD_NAME)
+- --reload-timeout={{ .Values.agent.reloadTimeout }}
+- --metrics-address={{ .Values.agent.metricsAddress }}
+- --log-level={{ .Values.agent.logLevel }}
+- --log-format={{ .Values.agent.logFormat }}
+{{- with .Values.agent.extraArgs }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The agent container (a native sidecar adds restartPolicy: Always). */}}
+{{- define "restysync.agentContainer" -}}
+- name: agent
+  image: {{ include "restysync.image" (list .Values.agent.image .Chart.AppVersion) }}
+  imagePullPolicy: {{ .Values.agent.image.pullPolicy }}
+  {{- if .Values.agent.nativeSidecar }}
+  restartPolicy: Always
+  {{- end }}
+  args:
+    {{- include "restysync.agentArgs" . | nindent 4 }}
+  env:
+    - name: POD_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+    - name: POD_NAMESPACE
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.namespace
+    {{- with .Values.agent.extraEnv }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  ports:
+    - name: metrics
+      containerPort: {{ .Values.agent.metricsPort }}
+      protocol: TCP
+  startupProbe:
+    httpGet:
+      path: /healthz
+      port: metrics
+    periodSeconds: {{ .Values.agent.startupProbe.periodSeconds }}
+    failureThreshold: {{ .Values.agent.startupProbe.failureThreshold }}
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: metrics
+    periodSeconds: {{ .Values.agent.livenessProbe.periodSeconds }}
+    timeoutSeconds: {{ .Values.agent.livenessProbe.timeoutSeconds }}
+    failureThreshold: {{ .Values.agent.livenessProbe.failureThreshold }}
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: metrics
+    periodSeconds: {{ .Values.agent.readinessProbe.periodSeconds }}
+    timeoutSeconds: {{ .Values.agent.readinessProbe.timeoutSeconds }}
+    failureThreshold: {{ .Values.agent.readinessProbe.failureThreshold }}
+  resources:
+    {{- toYaml .Values.agent.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.agent.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: shared
+      mountPath: {{ .Values.sharedDir }}
+{{- end }}
+
+{{/* The nginx container: stock OpenResty started on the shared dir. */}}
+{{- define "restysync.openrestyContainer" -}}
+- name: openresty
+  image: {{ include "restysync.image" (list .Values.openresty.image "") }}
+  imagePullPolicy: {{ .Values.openresty.image.pullPolicy }}
+  {{- if .Values.agent.nativeSidecar }}
+  # Starts after the agent's startup probe passed: nginx.conf exists.
+  command:
+    - openresty
+    - -p
+    - {{ trimSuffix "/" .Values.sharedDir }}/
+    - -c
+    - nginx.conf
+    - -g
+    - daemon off;
+  {{- else }}
+  {{- $start := printf "openresty -p %s/ -c nginx.conf -g 'daemon off;'" (trimSuffix "/" .Values.sharedDir) }}
+  # The agent is a plain container here, started at the same time: wait for
+  # its first nginx.conf.
+  command:
+    - sh
+    - -c
+    - {{ printf "until [ -s %s/nginx.conf ]; do sleep 1; done; exec %s" (trimSuffix "/" .Values.sharedDir) $start | quote }}
+  {{- end }}
+  ports:
+    - name: http
+      containerPort: {{ .Values.containerPorts.http }}
+      protocol: TCP
+    - name: https
+      containerPort: {{ .Values.containerPorts.https }}
+      protocol: TCP
+  livenessProbe:
+    tcpSocket:
+      port: http
+    periodSeconds: {{ .Values.openresty.livenessProbe.periodSeconds }}
+    timeoutSeconds: {{ .Values.openresty.livenessProbe.timeoutSeconds }}
+    failureThreshold: {{ .Values.openresty.livenessProbe.failureThreshold }}
+  readinessProbe:
+    tcpSocket:
+      port: http
+    periodSeconds: {{ .Values.openresty.readinessProbe.periodSeconds }}
+    timeoutSeconds: {{ .Values.openresty.readinessProbe.timeoutSeconds }}
+    failureThreshold: {{ .Values.openresty.readinessProbe.failureThreshold }}
+  resources:
+    {{- toYaml .Values.openresty.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.openresty.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: shared
+      mountPath: {{ .Values.sharedDir }}
+{{- end }}
