@@ -4,19 +4,13 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -52,8 +46,8 @@ import (
 //     the per-request Lua work and nothing else.
 //
 // wrk drives both in interleaved rounds, alternating which goes first. The
-// backends are Go HTTP servers in a separate process (this test binary,
-// re-executed as TestBackendProcess) on 127.0.0.2-4.
+// backends are minimal Go HTTP/1.1 servers in a separate process (this test
+// binary, re-executed as TestBackendProcess) on 127.0.0.2-4.
 
 const (
 	b3Host    = "bench.example.com"
@@ -82,7 +76,7 @@ func TestB3DataPlane(t *testing.T) {
 
 	// CPUs: nginx (master and worker) on one, wrk and the backends on the other.
 	pin := b3Pinning()
-	backends := startBackendProcess(t, 3, pin)
+	backends, backendPID := startBackendProcess(t, 3, pin)
 	variants := []*b3Variant{
 		startLuaVariant(t, backends),
 		startStaticVariant(t, backends),
@@ -100,74 +94,229 @@ func TestB3DataPlane(t *testing.T) {
 		t.Fatal(reason)
 	}
 
+	// Warm-up: in a full run with a 1 s warm-up, static nginx still needed
+	// ~25 µs per request in round 1 against ~21.5 µs from round 4 on,
+	// which biased the first rounds toward Lua.
+	warmup := 5 * time.Second
+	if *quick {
+		warmup = 2 * time.Second
+	}
 	for _, v := range variants {
-		if _, err := runWrk(wrk, pin, v, time.Second); err != nil {
+		if _, err := runWrk(wrk, pin, v, backendPID, warmup); err != nil {
 			fail("warm-up of %s: %v", v.name, err)
 		}
 	}
 
+	// Rounds: lua and static back to back, the order alternating. This
+	// machine is shared (and virtual). A round is measured again, after a
+	// bounded wait for the machine to be quiet, while the time budget lasts,
+	// if during either run other processes or the hypervisor took more than
+	// b3NoisyCPU of a CPU, or neither nginx nor the load side kept its CPU
+	// b3Saturated busy: a closed loop with both sides idle stalled on
+	// something outside it, and its req/s is no data-plane cost. If the
+	// budget runs out, the least noisy of the noisy rounds fill up the
+	// count, the note says so, and the rows fail as inconclusive.
 	var (
-		rpsRatios, p99Ratios []float64
-		results              = map[string][]wrkResult{}
+		clean, noisy []b3Round
+		attempts     int
+		started      = time.Now()
 	)
-	for i := range rounds {
+	budget, quietWait := 6*time.Minute, 20*time.Second
+	if *quick {
+		budget, quietWait = 40*time.Second, 3*time.Second
+	}
+	for len(clean) < rounds && (attempts < rounds || time.Since(started) < budget) && attempts < 3*rounds {
+		attempts++
+		if waited, quiet := waitQuiet(quietWait); waited > 0 {
+			t.Logf("waited %s for other processes to leave the CPUs (quiet: %v)", waited.Round(time.Second), quiet)
+		}
+		round := b3Round{}
 		order := []*b3Variant{variants[0], variants[1]}
-		if i%2 == 1 {
+		if attempts%2 == 0 {
 			order[0], order[1] = order[1], order[0]
 		}
-		got := map[string]wrkResult{}
 		for _, v := range order {
-			r, err := runWrk(wrk, pin, v, duration)
+			r, err := runWrk(wrk, pin, v, backendPID, duration)
 			if err != nil {
-				fail("round %d, %s: %v", i+1, v.name, err)
+				fail("round %d, %s: %v", attempts, v.name, err)
 			}
-			got[v.name] = r
-			results[v.name] = append(results[v.name], r)
-			t.Logf("round %d %-6s %9.0f req/s  p99 %-9s  nginx worker %5.1f µs CPU/request, busy %3.0f%%",
-				i+1, v.name, r.rps, r.p99, r.cpuPerRequest().Seconds()*1e6, 100*r.busy())
+			if v.name == "lua" {
+				round.lua = r
+			} else {
+				round.static = r
+			}
+			t.Logf("round %d %-6s %9.0f req/s  p99 %-9s  nginx worker %5.1f µs CPU/request, busy %3.0f%%; wrk+backends busy %3.0f%%; other processes %3.0f%%, stolen %3.0f%%",
+				attempts, v.name, r.rps, r.p99, micros(r.cpuPerRequest()), 100*r.busy(), 100*r.loadBusy(), 100*r.othersBusy(), 100*r.stolenBusy())
 		}
-		lua, static := got["lua"], got["static"]
-		rpsRatios = append(rpsRatios, lua.rps/static.rps)
-		p99Ratios = append(p99Ratios, lua.p99.Seconds()/static.p99.Seconds())
-		t.Logf("round %d ratio rps %.4f, p99 %.4f", i+1, rpsRatios[i], p99Ratios[i])
+		if round.noisy() {
+			noisy = append(noisy, round)
+			t.Logf("round %d: ratio rps %.4f, p99 %.4f — %s, measuring again", attempts, round.rpsRatio(), round.p99Ratio(), round.why())
+			continue
+		}
+		clean = append(clean, round)
+		t.Logf("round %d: ratio rps %.4f, p99 %.4f", attempts, round.rpsRatio(), round.p99Ratio())
+	}
+	slices.SortStableFunc(noisy, func(a, b b3Round) int { return cmp.Compare(a.badness(), b.badness()) })
+	used := clean
+	noisyUsed := 0
+	for len(used) < rounds && noisyUsed < len(noisy) {
+		used = append(used, noisy[noisyUsed])
+		noisyUsed++
 	}
 
+	of := func(f func(b3Round) float64) []float64 { return mapSlice(used, f) }
+	rpsRatios := of(b3Round.rpsRatio)
+	p99Ratios := of(b3Round.p99Ratio)
 	rpsRatio, p99Ratio := median(rpsRatios), median(p99Ratios)
-	luaRPS := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.rps }))
-	staticRPS := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.rps }))
-	luaP99 := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.p99.Seconds() }))
-	staticP99 := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.p99.Seconds() }))
-	luaCPU := median(mapSlice(results["lua"], func(r wrkResult) float64 { return r.cpuPerRequest().Seconds() * 1e6 }))
-	staticCPU := median(mapSlice(results["static"], func(r wrkResult) float64 { return r.cpuPerRequest().Seconds() * 1e6 }))
-	luaBusy := median(mapSlice(results["lua"], func(r wrkResult) float64 { return 100 * r.busy() }))
-	staticBusy := median(mapSlice(results["static"], func(r wrkResult) float64 { return 100 * r.busy() }))
+	luaRPS := median(of(func(r b3Round) float64 { return r.lua.rps }))
+	staticRPS := median(of(func(r b3Round) float64 { return r.static.rps }))
+	luaP99 := median(of(func(r b3Round) float64 { return r.lua.p99.Seconds() }))
+	staticP99 := median(of(func(r b3Round) float64 { return r.static.p99.Seconds() }))
+	luaCPU := median(of(func(r b3Round) float64 { return micros(r.lua.cpuPerRequest()) }))
+	staticCPU := median(of(func(r b3Round) float64 { return micros(r.static.cpuPerRequest()) }))
+	cpuDelta := median(of(func(r b3Round) float64 { return micros(r.lua.cpuPerRequest() - r.static.cpuPerRequest()) }))
+	cpuRatio := median(of(func(r b3Round) float64 {
+		return r.static.cpuPerRequest().Seconds() / r.lua.cpuPerRequest().Seconds()
+	}))
+	luaBusy := median(of(func(r b3Round) float64 { return 100 * r.lua.busy() }))
+	staticBusy := median(of(func(r b3Round) float64 { return 100 * r.static.busy() }))
+	luaLoad := median(of(func(r b3Round) float64 { return 100 * r.lua.loadBusy() }))
+	staticLoad := median(of(func(r b3Round) float64 { return 100 * r.static.loadBusy() }))
 
+	noise := fmt.Sprintf("%d of %d rounds measured again because other processes or the hypervisor (steal) took over %.0f%% of a CPU, or neither side kept its CPU %.0f%% busy", len(noisy), attempts, 100*b3NoisyCPU, 100*b3Saturated)
+	if noisyUsed > 0 {
+		noise = fmt.Sprintf("NOISY: %d of the %d rounds counted lost over %.0f%% of a CPU to other processes or the hypervisor (steal), or stalled with neither side %.0f%% busy; the time budget was spent (%d rounds tried)", noisyUsed, len(used), 100*b3NoisyCPU, 100*b3Saturated, attempts)
+	}
 	note := fmt.Sprintf("%d interleaved rounds of wrk -t1 -c%d -d%s --latency (keep-alive), order alternating; "+
 		"1 nginx worker each (worker_processes 1); Lua = the rendered nginx.conf, static = the same file with a static upstream of the same 3 endpoints and no Lua in the location, keepalive 320 both; %s; "+
-		"nginx worker busy (median) Lua %.0f%%, static %.0f%%; nginx worker CPU per request (median) Lua %.1f µs, static %.1f µs (%+.1f µs); load average at start %s",
-		rounds, b3Connections, duration, pin.describe(), luaBusy, staticBusy, luaCPU, staticCPU, luaCPU-staticCPU, loadAverage())
+		"busy (median, share of one CPU) nginx worker Lua %.0f%% static %.0f%%, wrk+backends Lua %.0f%% static %.0f%%; "+
+		"nginx worker CPU per request (medians) Lua %.1f µs, static %.1f µs, Lua − static per round %+.1f µs, static ÷ Lua per round %s (≈ the rps ratio if nginx alone were the bottleneck); %s",
+		len(used), b3Connections, duration, pin.describe(), luaBusy, staticBusy, luaLoad, staticLoad,
+		luaCPU, staticCPU, cpuDelta, floor3(cpuRatio), noise)
 
 	// The shown numbers are rounded toward failing: a pass is never a
-	// rounding artefact.
+	// rounding artefact. Nor is it an artefact of noise: with noisy rounds
+	// counted the rows fail as inconclusive.
+	verdictOf := func(ok bool) (bool, string) {
+		if noisyUsed > 0 {
+			return false, "inconclusive (noisy): "
+		}
+		return ok, ""
+	}
+	rpsPass, rpsPrefix := verdictOf(rpsRatio >= 0.95)
+	p99Pass, p99Prefix := verdictOf(p99Ratio <= 1.10)
 	report(t, Row{
 		ID:     "B3",
 		What:   "rps Lua ÷ static upstream",
 		Target: "median ≥ 0.95",
-		Measured: fmt.Sprintf("median %s (min–max %s–%s, n=%d); req/s median Lua %.0f, static %.0f",
-			floor3(rpsRatio), floor3(slices.Min(rpsRatios)), floor3(slices.Max(rpsRatios)), len(rpsRatios), luaRPS, staticRPS),
-		Pass: rpsRatio >= 0.95,
+		Measured: fmt.Sprintf("%smedian %s (min–max %s–%s, n=%d); req/s median Lua %.0f, static %.0f",
+			rpsPrefix, floor3(rpsRatio), floor3(slices.Min(rpsRatios)), floor3(slices.Max(rpsRatios)), len(rpsRatios), luaRPS, staticRPS),
+		Pass: rpsPass,
 		Note: note,
 	})
 	report(t, Row{
 		ID:     "B3-p99",
 		What:   "p99 latency Lua ÷ static",
 		Target: "≤ 1.10",
-		Measured: fmt.Sprintf("median %s (min–max %s–%s, n=%d); p99 median Lua %s, static %s",
-			ceil3(p99Ratio), ceil3(slices.Min(p99Ratios)), ceil3(slices.Max(p99Ratios)), len(p99Ratios),
+		Measured: fmt.Sprintf("%smedian %s (min–max %s–%s, n=%d); p99 median Lua %s, static %s",
+			p99Prefix, ceil3(p99Ratio), ceil3(slices.Min(p99Ratios)), ceil3(slices.Max(p99Ratios)), len(p99Ratios),
 			secondsString(luaP99), secondsString(staticP99)),
-		Pass: p99Ratio <= 1.10,
+		Pass: p99Pass,
 		Note: "same runs as B3",
 	})
+}
+
+// b3NoisyCPU is the share of one CPU that other processes and the
+// hypervisor (steal time) may take during a run before its round is
+// measured again.
+const b3NoisyCPU = 0.15
+
+// b3Saturated is how busy nginx or the load side must keep its CPU during
+// a run for the run to be CPU-bound, and so to measure a cost.
+const b3Saturated = 0.85
+
+// b3Round is one lua run and one static run, back to back.
+type b3Round struct{ lua, static wrkResult }
+
+func (r b3Round) rpsRatio() float64 { return r.lua.rps / r.static.rps }
+func (r b3Round) p99Ratio() float64 { return r.lua.p99.Seconds() / r.static.p99.Seconds() }
+func (r b3Round) noisy() bool       { return r.why() != "" }
+
+// badness orders noisy rounds: the CPU share lost to others and the
+// hypervisor plus the share by which the less busy run fell short of
+// b3Saturated.
+func (r b3Round) badness() float64 {
+	short := 0.0
+	for _, w := range []wrkResult{r.lua, r.static} {
+		short = max(short, b3Saturated-max(w.busy(), w.loadBusy()))
+	}
+	return r.noise() + short
+}
+
+// why says what makes the round noisy, or "".
+func (r b3Round) why() string {
+	if r.noise() > b3NoisyCPU {
+		return "other processes or the hypervisor took CPU time"
+	}
+	for _, w := range []wrkResult{r.lua, r.static} {
+		if max(w.busy(), w.loadBusy()) < b3Saturated {
+			return "a run stalled with neither side saturated"
+		}
+	}
+	return ""
+}
+
+// noise is the larger share of one CPU that other processes and the
+// hypervisor took during either run.
+func (r b3Round) noise() float64 {
+	return max(r.lua.othersBusy()+r.lua.stolenBusy(), r.static.othersBusy()+r.static.stolenBusy())
+}
+
+func micros(d time.Duration) float64 { return d.Seconds() * 1e6 }
+
+// waitQuiet waits until the CPUs were less than 10% busy (of one CPU) over
+// half a second, or until max has passed. It returns how long it waited
+// and whether the machine was quiet in the end.
+func waitQuiet(max time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	for {
+		before, stolenBefore, err := machineBusy()
+		if err != nil {
+			return 0, false
+		}
+		time.Sleep(500 * time.Millisecond)
+		after, stolenAfter, err := machineBusy()
+		if err != nil {
+			return 0, false
+		}
+		quiet := (after - before + stolenAfter - stolenBefore).Seconds() < 0.1*0.5
+		if quiet || time.Since(start) >= max {
+			return time.Since(start) - 500*time.Millisecond, quiet
+		}
+	}
+}
+
+// machineBusy returns the CPU time all processes have used (user, nice
+// and system of every CPU) and the time the hypervisor took from the CPUs
+// (steal), from /proc/stat.
+func machineBusy() (busy, stolen time.Duration, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: %q", line)
+	}
+	var ticks [8]int64 // user nice system idle iowait irq softirq steal
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(f[1+i], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %q: %w", line, err)
+		}
+	}
+	const tick = time.Second / 100 // USER_HZ is 100 on Linux
+	return time.Duration(ticks[0]+ticks[1]+ticks[2]) * tick, time.Duration(ticks[7]) * tick, nil
 }
 
 // lookWrk returns the path of wrk; without it the test fails when CI=true
@@ -199,7 +348,7 @@ func b3Model(backends []string) model.Model {
 	for _, addr := range backends {
 		host, port, _ := net.SplitHostPort(addr)
 		p, _ := strconv.Atoi(port)
-		b.Endpoints = append(b.Endpoints, model.Endpoint{Address: host, Port: p})
+		b.Endpoints = append(b.Endpoints, model.Endpoint{Address: host, Port: int32(p)})
 	}
 	return model.Model{
 		Servers: []model.Server{{
@@ -231,7 +380,7 @@ func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
 	if err := lua.WriteTo(prefix); err != nil {
 		t.Fatalf("writing the Lua modules: %v", err)
 	}
-	if err := writeCertificates(prefix, cfg.Bytes); err != nil {
+	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
 		t.Fatal(err)
 	}
 	return prefix, port, cfg.Bytes
@@ -339,74 +488,26 @@ func staticConfig(conf []byte, backends []string) ([]byte, error) {
 	return []byte(strings.Join(slices.Insert(out, up, block...), "\n")), nil
 }
 
-// writeCertificates writes a self-signed certificate and key wherever conf
-// names an ssl_certificate or ssl_certificate_key file (relative to prefix)
-// that does not exist yet; nginx refuses to start without them. B3 sends
-// no TLS traffic.
-func writeCertificates(prefix string, conf []byte) error {
-	re := regexp.MustCompile(`(?m)^\s*(ssl_certificate|ssl_certificate_key)\s+"([^"]+)";`)
-	paths := map[string]string{}
-	for _, m := range re.FindAllSubmatch(conf, -1) {
-		paths[string(m[1])] = string(m[2])
-	}
-	if len(paths) == 0 {
-		return nil
-	}
-	certPath, keyPath := paths["ssl_certificate"], paths["ssl_certificate_key"]
-	if certPath == "" || keyPath == "" {
-		return fmt.Errorf("nginx.conf names ssl certificate files %v; want both a certificate and a key", paths)
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(prefix, p)
-	}
-	certPath, keyPath = abs(certPath), abs(keyPath)
-	if _, err := os.Stat(certPath); err == nil {
-		if _, err := os.Stat(keyPath); err == nil {
-			return nil
-		}
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "restysync bench"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		path string
-		pem  []byte
-	}{
-		{certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
-		{keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})},
-	} {
-		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.path, f.pem, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // pushBackends sends the backends to the config API, as the agent does.
 func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"upserts": backends})
+	type endpoint struct {
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+	}
+	type backend struct {
+		Name      string     `json:"name"`
+		Endpoints []endpoint `json:"endpoints"`
+	}
+	var upserts []backend
+	for _, b := range backends {
+		u := backend{Name: b.Name, Endpoints: []endpoint{}}
+		for _, e := range b.Endpoints {
+			u.Endpoints = append(u.Endpoints, endpoint{Address: e.Address, Port: int(e.Port)})
+		}
+		upserts = append(upserts, u)
+	}
+	body, err := json.Marshal(map[string]any{"upserts": upserts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +635,7 @@ func allowedCPUs() []int {
 // listeners are made here and inherited, so they accept from the start.
 // The child exits when its stdin closes (the test ends or dies); the
 // cleanup also kills its process group.
-func startBackendProcess(t *testing.T, n int, pin b3Pin) []string {
+func startBackendProcess(t *testing.T, n int, pin b3Pin) ([]string, int) {
 	t.Helper()
 	var (
 		addrs []string
@@ -595,12 +696,18 @@ func startBackendProcess(t *testing.T, n int, pin b3Pin) []string {
 			t.Logf("backend process stderr:\n%s", stderr.String())
 		}
 	})
-	return addrs
+	return addrs, cmd.Process.Pid
 }
 
 // TestBackendProcess is the backend process of B3: it serves a small fixed
 // body on each inherited listener until its stdin closes. Run directly it
 // skips.
+//
+// The backends speak just enough HTTP/1.1 for GET without a body, with
+// keep-alive: every request header ("\r\n\r\n") gets one fixed response.
+// net/http would do too, but it costs the load side (wrk and the backends
+// share one CPU) more per request than the nginx under test, and B3 must
+// measure nginx, not its backends.
 func TestBackendProcess(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(b3BackendsEnv))
 	if n == 0 {
@@ -611,18 +718,56 @@ func TestBackendProcess(t *testing.T) {
 		if err != nil {
 			t.Fatalf("listener %d: %v", i, err)
 		}
-		body := []byte(fmt.Sprintf("backend %d\n", i+1))
-		srv := &http.Server{
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				w.Header().Set("Content-Type", "text/plain")
-				w.Write(body)
-			}),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       5 * time.Minute,
-		}
-		go srv.Serve(l)
+		body := fmt.Sprintf("backend %d\n", i+1)
+		response := []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+		go serveFixed(l, response)
 	}
 	io.Copy(io.Discard, os.Stdin)
+}
+
+// serveFixed answers each request on each connection of l with response.
+func serveFixed(l net.Listener, response []byte) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			in := make([]byte, 16<<10)
+			var out []byte
+			state := 0 // how much of "\r\n\r\n" has been seen
+			for {
+				c.SetReadDeadline(time.Now().Add(5 * time.Minute))
+				n, err := c.Read(in)
+				out = out[:0]
+				for _, b := range in[:n] {
+					switch {
+					case b == '\r' && (state == 0 || state == 2):
+						state++
+					case b == '\n' && (state == 1 || state == 3):
+						state++
+					case b == '\r':
+						state = 1
+					default:
+						state = 0
+					}
+					if state == 4 {
+						out = append(out, response...)
+						state = 0
+					}
+				}
+				if len(out) > 0 {
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
 }
 
 // wrkResult is one wrk run against one variant.
@@ -633,6 +778,13 @@ type wrkResult struct {
 	duration time.Duration // wrk's -d
 	// workerCPU is the CPU time the nginx workers used during the run.
 	workerCPU time.Duration
+	// loadCPU is the CPU time wrk and the backend process used.
+	loadCPU time.Duration
+	// othersCPU is the CPU time every other process used (at 10 ms
+	// resolution): the test itself, and whatever else runs on the machine.
+	othersCPU time.Duration
+	// stolenCPU is the time the hypervisor took from the CPUs (steal).
+	stolenCPU time.Duration
 }
 
 func (r wrkResult) cpuPerRequest() time.Duration {
@@ -645,6 +797,15 @@ func (r wrkResult) cpuPerRequest() time.Duration {
 // busy is the share of one CPU the nginx workers used.
 func (r wrkResult) busy() float64 { return r.workerCPU.Seconds() / r.duration.Seconds() }
 
+// loadBusy is the share of one CPU wrk and the backends used.
+func (r wrkResult) loadBusy() float64 { return r.loadCPU.Seconds() / r.duration.Seconds() }
+
+// othersBusy is the share of one CPU every other process used.
+func (r wrkResult) othersBusy() float64 { return r.othersCPU.Seconds() / r.duration.Seconds() }
+
+// stolenBusy is the share of one CPU the hypervisor took.
+func (r wrkResult) stolenBusy() float64 { return r.stolenCPU.Seconds() / r.duration.Seconds() }
+
 var (
 	wrkRPS      = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)\s*$`)
 	wrkP99      = regexp.MustCompile(`(?m)^\s*99%\s+([0-9.]+)(us|ms|s|m|h)\s*$`)
@@ -655,7 +816,7 @@ var (
 
 // runWrk loads v for d and parses what wrk prints. Failed requests of any
 // kind make the run an error.
-func runWrk(wrk string, pin b3Pin, v *b3Variant, d time.Duration) (wrkResult, error) {
+func runWrk(wrk string, pin b3Pin, v *b3Variant, backendPID int, d time.Duration) (wrkResult, error) {
 	name, args := pin.command(wrk, "-t1", fmt.Sprintf("-c%d", b3Connections), fmt.Sprintf("-d%ds", int(d.Seconds())),
 		"--latency", "-H", "Host: "+b3Host, v.url())
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
@@ -666,11 +827,27 @@ func runWrk(wrk string, pin b3Pin, v *b3Variant, d time.Duration) (wrkResult, er
 	if err != nil {
 		return wrkResult{}, err
 	}
+	backendsBefore, err := cpuTime([]int{backendPID})
+	if err != nil {
+		return wrkResult{}, err
+	}
+	machineBefore, stolenBefore, err := machineBusy()
+	if err != nil {
+		return wrkResult{}, err
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w\n%s", err, out)
 	}
 	after, err := cpuTime(workers)
+	if err != nil {
+		return wrkResult{}, err
+	}
+	backendsAfter, err := cpuTime([]int{backendPID})
+	if err != nil {
+		return wrkResult{}, err
+	}
+	machineAfter, stolenAfter, err := machineBusy()
 	if err != nil {
 		return wrkResult{}, err
 	}
@@ -683,6 +860,9 @@ func runWrk(wrk string, pin b3Pin, v *b3Variant, d time.Duration) (wrkResult, er
 	}
 	r.duration = d
 	r.workerCPU = after - before
+	r.loadCPU = backendsAfter - backendsBefore + cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	r.othersCPU = max(0, machineAfter-machineBefore-r.workerCPU-r.loadCPU)
+	r.stolenCPU = stolenAfter - stolenBefore
 	return r, nil
 }
 
@@ -717,23 +897,34 @@ func parseWrk(out []byte) (wrkResult, error) {
 	return r, nil
 }
 
-// cpuTime sums the CPU time the processes have used, from
-// /proc/PID/schedstat (nanoseconds on a CPU, all threads).
+// cpuTime sums the CPU time the processes have used, all their threads,
+// from /proc/PID/task/TID/schedstat (nanoseconds on a CPU). Threads that
+// exit between two readings are lost; nginx workers and Go keep theirs.
 func cpuTime(pids []int) (time.Duration, error) {
 	if len(pids) == 0 {
-		return 0, errors.New("nginx has no workers")
+		return 0, errors.New("no processes to measure")
 	}
 	var total time.Duration
 	for _, pid := range pids {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-		if err != nil {
-			return 0, fmt.Errorf("CPU time of nginx worker %d: %w", pid, err)
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		if err != nil || len(tasks) == 0 {
+			return 0, fmt.Errorf("CPU time of pid %d: no threads found", pid)
 		}
-		ns, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("CPU time of nginx worker %d: %q: %w", pid, data, err)
+		for _, task := range tasks {
+			data, err := os.ReadFile(task)
+			if err != nil {
+				continue // the thread exited
+			}
+			f := strings.Fields(string(data))
+			if len(f) == 0 {
+				return 0, fmt.Errorf("%s: %q", task, data)
+			}
+			ns, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %q: %w", task, data, err)
+			}
+			total += time.Duration(ns)
 		}
-		total += time.Duration(ns)
 	}
 	return total, nil
 }
