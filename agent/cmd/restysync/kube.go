@@ -187,11 +187,21 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		logger.Info("Ingress status is not written: neither --publish-service nor --publish-address is set")
 	}
 
+	// servedHash is the config whose Ingresses were last reported served.
+	// A fast-path sync on that config serves the same Ingresses, so the
+	// per-Ingress work below is skipped on the many syncs that only move
+	// endpoints (it is O(Ingresses)).
+	servedHash := ""
 	onSync := func(r syncer.Report) {
 		recorder.Problems(r.Problems, lookup)
 		if !r.Applied {
+			servedHash = ""
 			return
 		}
+		if r.Path == "fast" && r.ConfigHash == servedHash {
+			return
+		}
+		servedHash = r.ConfigHash
 		ids := r.Model.ServedIngresses()
 		served := make([]types.NamespacedName, 0, len(ids))
 		for _, id := range ids {

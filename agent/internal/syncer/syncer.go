@@ -83,6 +83,11 @@ type Report struct {
 	Problems []model.Problem
 	// Applied says nginx runs Model and Lua holds its backends, confirmed.
 	Applied bool
+	// ConfigHash is the hash of the nginx.conf nginx runs.
+	ConfigHash string
+	// Path is "fast" when only endpoints were resolved again: the servers,
+	// and so the Ingresses served, are those of the previous report.
+	Path string
 }
 
 // Syncer keeps nginx in step with a Source.
@@ -299,7 +304,7 @@ func (s *Syncer) sync(ctx context.Context) {
 		}
 	})
 	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current})
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current, ConfigHash: s.appliedHash, Path: path})
 	}
 	s.recordSync(path, result, err, start)
 	attrs := []any{
