@@ -158,6 +158,14 @@ func TestB6Scale(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	rss := a.rssKiB()
 	build, render := firstRender(a.log.String())
+	for i, line := range strings.Split(a.log.String(), "\n") {
+		if strings.Contains(line, "msg=sync") || strings.Contains(line, "sync failed") {
+			t.Logf("%s", line)
+			if i > 40 {
+				break
+			}
+		}
+	}
 
 	var latencies []time.Duration
 	current := 0
@@ -183,7 +191,7 @@ func TestB6Scale(t *testing.T) {
 		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond})
 }
 
-var syncTimes = regexp.MustCompile(`msg=sync .*? build=(\S+) render=(\S+)`)
+var syncTimes = regexp.MustCompile(`msg="?sync.*? build=(\S+) render=(\S+)`)
 
 // firstRender returns the build and render times of the agent's first
 // sync that rendered nginx.conf, from its log.
