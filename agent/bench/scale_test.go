@@ -41,7 +41,9 @@ func TestB4Churn(t *testing.T) {
 	c.createAll([]any{service("b4"), slice("b4", ips(set)...), ingress("b4", "b4.test", "b4")})
 	a := startAgent(t, c, "--worker-processes", "2")
 	a.waitFor("b4.test", "/", "", 60*time.Second)
-	workers := a.nginx.WorkerPIDs()
+	// nginx may have started on the bootstrap config and been reloaded:
+	// wait until only the two workers of the running config are left.
+	workers := a.settledWorkers(2)
 
 	duration := 60 * time.Second
 	if *quick {
@@ -83,6 +85,10 @@ func TestB4Churn(t *testing.T) {
 		reloads = 1 // at least one; the workers were replaced
 	}
 	failed := out.non2xx + out.socketErrors
+	if failed > 0 || reloads > 0 {
+		t.Logf("agent log (tail):\n%s", tail(a.log.String(), 3000))
+		t.Logf("%s", tail(a.nginx.Logs(), 3000))
+	}
 	report(t, Row{ID: "B4", What: fmt.Sprintf("churn: %d endpoint changes in %s under keep-alive load", changes, duration),
 		Target:   "0 failed requests, 0 reloads",
 		Measured: fmt.Sprintf("%d requests, %d non-2xx, %d socket errors, %d reloads", out.requests, out.non2xx, out.socketErrors, reloads),
@@ -256,4 +262,26 @@ func runChurnWrk(t *testing.T, wrk string, port int, host string, d time.Duratio
 	}
 	t.Logf("wrk: %s", out)
 	return r
+}
+
+// settledWorkers waits until nginx has exactly n workers and they stayed the
+// same for a second (the workers of an earlier config have exited), and
+// returns them.
+func (a *agent) settledWorkers(n int) []int {
+	a.t.Helper()
+	deadline := time.Now().Add(waitBound)
+	last, since := a.nginx.WorkerPIDs(), time.Now()
+	for {
+		time.Sleep(50 * time.Millisecond)
+		now := a.nginx.WorkerPIDs()
+		if !slices.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+		if len(last) == n && time.Since(since) >= time.Second {
+			return last
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("nginx workers did not settle to %d: %v", n, last)
+		}
+	}
 }
