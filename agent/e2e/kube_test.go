@@ -223,6 +223,13 @@ func TestKube(t *testing.T) {
 
 	s := newKubeStack(t, e, "agent-a", publishA)
 	s.eventually("web.test is served", func() error { return seenAll(s, "web.test", "/", name(pods[:3]...), 12) })
+	// Progress of the start, for a user with many objects: counts per kind
+	// when the caches synced, and the time to the first applied config.
+	for _, want := range []string{`msg="kube caches synced"`, `Ingress=1 IngressClass=2 Service=1 EndpointSlice=1 Secret=0`, `msg="first config applied"`} {
+		if !strings.Contains(s.agent.log.String(), want) {
+			t.Errorf("the agent log has no %s", want)
+		}
+	}
 
 	t.Run("endpoint slice scaled 3 to 10 to 1 without reload", func(t *testing.T) {
 		workers := s.nginx.WorkerPIDs()

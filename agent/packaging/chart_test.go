@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ var valueSets = []struct {
 	}},
 	{"clusterip-no-publish", map[string]any{"service": map[string]any{"type": "ClusterIP", "publish": false}}},
 	{"hpa", map[string]any{"autoscaling": map[string]any{"enabled": true, "targetMemoryUtilizationPercentage": 75}}},
-	{"servicemonitor", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}}}},
+	{"servicemonitor", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}, "dashboard": map[string]any{"enabled": true}}}},
 	{"options", map[string]any{
 		"fullnameOverride": "rs",
 		"agent": map[string]any{
@@ -282,6 +283,7 @@ func TestChartRenders(t *testing.T) {
 				"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 				"IngressClass": 1, "Service": 2, "PodDisruptionBudget": 1,
 				"HorizontalPodAutoscaler": 0, "ServiceMonitor": 0, "Deployment": 1, "DaemonSet": 0,
+				"ConfigMap": 0,
 			}
 			switch vs.name {
 			case "daemonset":
@@ -289,7 +291,14 @@ func TestChartRenders(t *testing.T) {
 			case "hpa":
 				wantKinds["HorizontalPodAutoscaler"] = 1
 			case "servicemonitor":
-				wantKinds["ServiceMonitor"] = 1
+				wantKinds["ServiceMonitor"], wantKinds["ConfigMap"] = 1, 1
+				dashboards := find(objs, "ConfigMap")
+				if len(dashboards) == 1 {
+					data, _, _ := unstructured.NestedString(dashboards[0].Object, "data", "restysync.json")
+					if !json.Valid([]byte(data)) || !strings.Contains(data, "restysync_syncs_total") {
+						t.Errorf("the dashboard ConfigMap does not hold the dashboard JSON")
+					}
+				}
 			}
 			for kind, n := range wantKinds {
 				if got := len(find(objs, kind)); got != n {

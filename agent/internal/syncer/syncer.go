@@ -110,14 +110,16 @@ type Syncer struct {
 	heldBoot    string                          // nginx boot the held maps belong to
 	// goodCerts is the last valid content of every certificate the model
 	// names: what keeps serving when its Secret turns bad.
-	goodCerts  map[string]model.Certificate
-	built      *model.Model    // the last model, for the fast path
-	builtFrom  int             // Ingresses it was built from
-	problems   []model.Problem // the problems of the last full build
-	rendered   *model.Model    // structure of lastConfig
-	lastConfig render.Config   // last rendered config
-	failedHash string          // config nginx rejected; not retried until it changes
-	reported   map[string]bool // problems already logged
+	goodCerts    map[string]model.Certificate
+	started      time.Time       // when Run began
+	firstApplied bool            // a config was confirmed once: logged
+	built        *model.Model    // the last model, for the fast path
+	builtFrom    int             // Ingresses it was built from
+	problems     []model.Problem // the problems of the last full build
+	rendered     *model.Model    // structure of lastConfig
+	lastConfig   render.Config   // last rendered config
+	failedHash   string          // config nginx rejected; not retried until it changes
+	reported     map[string]bool // problems already logged
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -179,6 +181,7 @@ func (s *Syncer) State() State {
 // Run starts the source and syncs until ctx is done.
 func (s *Syncer) Run(ctx context.Context) error {
 	start := time.Now()
+	s.started = start
 	if err := s.src.Start(ctx, s.changed); err != nil {
 		return fmt.Errorf("starting source: %w", err)
 	}
@@ -303,6 +306,10 @@ func (s *Syncer) sync(ctx context.Context) {
 			st.Pushes++
 		}
 	})
+	if !s.firstApplied && err == nil && result.current {
+		s.firstApplied = true
+		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
+	}
 	if s.opts.OnSync != nil {
 		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current, ConfigHash: s.appliedHash, Path: path})
 	}

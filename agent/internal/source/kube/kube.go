@@ -148,10 +148,37 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 		close(s.done)
 	}()
 
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("kube source: waiting for caches to sync: %w", context.Cause(ctx))
+	// At 10,000 Ingresses the first listing takes seconds: say how far it got.
+	result := make(chan bool, 1)
+	go func() { result <- cache.WaitForCacheSync(ctx.Done(), synced...) }()
+	progress := time.NewTicker(listingProgressInterval)
+	defer progress.Stop()
+	start := time.Now()
+	for {
+		select {
+		case ok := <-result:
+			if !ok {
+				return fmt.Errorf("kube source: waiting for caches to sync: %w", context.Cause(ctx))
+			}
+			s.logger.Info("kube caches synced", append(s.listed(), "duration", time.Since(start).Round(time.Millisecond))...)
+			return nil
+		case <-progress.C:
+			s.logger.Info("listing from the API server", append(s.listed(), "elapsed", time.Since(start).Round(time.Second))...)
+		}
 	}
-	return nil
+}
+
+// listingProgressInterval is how often the first listing reports progress.
+const listingProgressInterval = 2 * time.Second
+
+// listed returns, as log attributes, how many objects of each kind the
+// caches hold.
+func (s *Source) listed() []any {
+	attrs := make([]any, 0, 2*len(s.informers))
+	for _, ni := range s.informers {
+		attrs = append(attrs, string(ni.kind), len(ni.informer.GetStore().ListKeys()))
+	}
+	return attrs
 }
 
 // setup creates the informers and registers handler, transform and watch
