@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -234,6 +235,7 @@ type stateCollector struct {
 	buildInfo   *prometheus.Desc
 	configInfo  *prometheus.Desc
 	problems    *prometheus.Desc
+	reasons     *prometheus.Desc
 	quarantined *prometheus.Desc
 	objects     *prometheus.Desc
 	leader      *prometheus.Desc
@@ -249,6 +251,8 @@ func newStateCollector(opts Options) *stateCollector {
 			"The hash of the nginx.conf nginx is confirmed to run; always 1, absent before the first.", []string{"hash"}, nil),
 		problems: prometheus.NewDesc(name("problems"),
 			"Problems of the last sync (invalid input left out), by the kind of the object they name.", []string{"kind"}, nil),
+		reasons: prometheus.NewDesc(name("problems_by_reason"),
+			"Problems of the last sync by class of reason: "+strings.Join(ProblemReasons, ", ")+".", []string{"reason"}, nil),
 		quarantined: prometheus.NewDesc(name("quarantined_ingresses"),
 			"Ingresses left out whole because nginx rejected a config with them; always 0 for now.", nil, nil),
 		objects: prometheus.NewDesc(name("objects"),
@@ -259,7 +263,7 @@ func newStateCollector(opts Options) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.quarantined, c.objects, c.leader} {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.reasons, c.quarantined, c.objects, c.leader} {
 		ch <- d
 	}
 }
@@ -286,6 +290,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for kind, n := range byKind {
 			ch <- prometheus.MustNewConstMetric(c.problems, prometheus.GaugeValue, float64(n), kind)
+		}
+		byReason := map[string]int{}
+		for _, r := range ProblemReasons {
+			byReason[r] = 0
+		}
+		for _, p := range st.Problems {
+			byReason[ProblemReason(p)]++
+		}
+		for reason, n := range byReason {
+			ch <- prometheus.MustNewConstMetric(c.reasons, prometheus.GaugeValue, float64(n), reason)
 		}
 	}
 	if c.opts.Objects != nil {
@@ -372,4 +386,30 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 	if lm.CertificateNearestExpiry > 0 {
 		ch <- prometheus.MustNewConstMetric(c.expiry, prometheus.GaugeValue, float64(lm.CertificateNearestExpiry))
 	}
+}
+
+// ProblemReasons are the classes ProblemReason sorts problems into.
+var ProblemReasons = []string{"manifest", "tls", "missing_reference", "conflict", "dns", "unsupported", "invalid"}
+
+// ProblemReason classes a problem by its reason, for alerting: a manifest
+// that did not decode, a TLS Secret or certificate, a reference to an object
+// that is not there, two Ingresses claiming one path or host, a name that
+// does not resolve, something not supported, or any other invalid value.
+func ProblemReason(p model.Problem) string {
+	r := strings.ToLower(p.Reason)
+	switch {
+	case p.Kind == "File":
+		return "manifest"
+	case strings.Contains(r, "spec.tls") || strings.Contains(r, "certificate") || strings.Contains(r, "tls."):
+		return "tls"
+	case strings.Contains(r, "already served"):
+		return "conflict"
+	case strings.Contains(r, "does not resolve"):
+		return "dns"
+	case strings.Contains(r, "not supported"):
+		return "unsupported"
+	case strings.Contains(r, "not found") || strings.Contains(r, "is missing") || strings.Contains(r, " has no "):
+		return "missing_reference"
+	}
+	return "invalid"
 }

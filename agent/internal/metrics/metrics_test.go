@@ -231,3 +231,23 @@ func TestHandler(t *testing.T) {
 		}
 	}
 }
+
+func TestProblemReason(t *testing.T) {
+	cases := map[string]model.Problem{
+		"manifest":          {Kind: "File", Name: "x.yaml#1", Reason: "yaml: bad"},
+		"tls":               {Kind: "Ingress", Reason: `spec.tls[0].secretName "c": Secret a/c not found; hosts get the default certificate`},
+		"missing_reference": {Kind: "Ingress", Reason: `spec.rules[0].http.paths[0].backend.service.name "x": Service a/x not found; the path answers 503`},
+		"conflict":          {Kind: "Ingress", Reason: `path "/" on host "a" is already served by Ingress a/b; path left out`},
+		"dns":               {Kind: "EndpointSlice", Reason: `endpoints[0].addresses[0] "x": does not resolve: no such host`},
+		"unsupported":       {Kind: "Ingress", Reason: `backend.resource: resource backends are not supported`},
+		"invalid":           {Kind: "Ingress", Reason: `spec.rules[0].host "A_B": is not a valid DNS name; rule left out`},
+	}
+	for want, p := range cases {
+		if got := ProblemReason(p); got != want {
+			t.Errorf("ProblemReason(%q) = %s, want %s", p.Reason, got, want)
+		}
+	}
+	m := New(Options{State: func() syncer.State { return syncer.State{Problems: []model.Problem{cases["tls"], cases["dns"]}} }})
+	mustValue(t, m, "restysync_problems_by_reason", map[string]string{"reason": "tls"}, 1)
+	mustValue(t, m, "restysync_problems_by_reason", map[string]string{"reason": "conflict"}, 0)
+}
