@@ -55,7 +55,6 @@ local MAX_ENDPOINTS = 10000
 local array_length = check.array_length
 local is_object = check.is_object
 local unknown_field = check.unknown_field
-local check_name = check.name
 
 -- A private cjson instance: its settings do not leak into other code.
 local json = cjson.new()
@@ -147,7 +146,6 @@ end
 
 local BACKEND_FIELDS = { name = true, endpoints = true }
 local ENDPOINT_FIELDS = { address = true, port = true }
-local UPDATE_FIELDS = { upserts = true, removes = true }
 
 -- check_endpoints validates the endpoints of one backend and returns them
 -- as the compact JSON array stored under b:<name>, or nil and the reason.
@@ -190,73 +188,16 @@ end
 -- { upserts = { {name=, endpoints=<json>}, ... }, removes = { name, ... } }
 -- or nil and the reason, naming the field.
 local function check_update(body)
-    if not is_object(body) then
-        return nil, "body: must be a JSON object"
-    end
-    local extra = unknown_field(body, UPDATE_FIELDS)
-    if extra then
-        return nil, tostring(extra) .. ": unknown field"
-    end
-
-    local seen = {} -- name -> where it appeared first
-    local update = { upserts = {}, removes = {} }
-
-    local upserts = body.upserts
-    if upserts ~= nil and upserts ~= json_null then
-        local n = array_length(upserts)
-        if not n then
-            return nil, "upserts: must be an array"
+    return check.update(body, BACKEND_FIELDS, function(b, at)
+        if b.endpoints == nil then
+            return nil, at .. ".endpoints: is missing"
         end
-        for i = 1, n do
-            local b = upserts[i]
-            local at = string_format("upserts[%d]", i - 1)
-            if not is_object(b) then
-                return nil, at .. ": must be an object"
-            end
-            local field = unknown_field(b, BACKEND_FIELDS)
-            if field then
-                return nil, at .. "." .. tostring(field) .. ": unknown field"
-            end
-            local err = check_name(b.name, at .. ".name")
-            if err then
-                return nil, err
-            end
-            if seen[b.name] then
-                return nil, at .. '.name: "' .. b.name .. '" is also ' .. seen[b.name]
-            end
-            seen[b.name] = at
-            if b.endpoints == nil then
-                return nil, at .. ".endpoints: is missing"
-            end
-            local endpoints, eerr = check_endpoints(b.endpoints, at .. ".endpoints")
-            if not endpoints then
-                return nil, eerr
-            end
-            update.upserts[i] = { name = b.name, endpoints = endpoints }
+        local endpoints, err = check_endpoints(b.endpoints, at .. ".endpoints")
+        if not endpoints then
+            return nil, err
         end
-    end
-
-    local removes = body.removes
-    if removes ~= nil and removes ~= json_null then
-        local n = array_length(removes)
-        if not n then
-            return nil, "removes: must be an array"
-        end
-        for i = 1, n do
-            local name = removes[i]
-            local at = string_format("removes[%d]", i - 1)
-            local err = check_name(name, at)
-            if err then
-                return nil, err
-            end
-            if seen[name] then
-                return nil, at .. ': "' .. name .. '" is also ' .. seen[name]
-            end
-            seen[name] = at
-            update.removes[i] = name
-        end
-    end
-    return update
+        return { name = b.name, endpoints = endpoints }
+    end)
 end
 
 -- Storage ----------------------------------------------------------------

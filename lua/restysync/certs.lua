@@ -65,8 +65,6 @@ local json_null = json.null
 local json_encode = json.encode
 
 local array_length = check.array_length
-local is_object = check.is_object
-local unknown_field = check.unknown_field
 
 -- Validation -------------------------------------------------------------
 
@@ -129,7 +127,6 @@ local function check_pem(pem, path, parse)
 end
 
 local CERT_FIELDS = { name = true, hosts = true, cert = true, key = true }
-local UPDATE_FIELDS = { upserts = true, removes = true }
 
 -- check_hosts validates the hosts of one certificate and returns them, or
 -- nil and the reason. owners maps each host of the update to where it is.
@@ -168,76 +165,19 @@ end
 -- { upserts = { {name=, hosts=, cert=, key=}, ... }, removes = { name, ... } }
 -- or nil and the reason, naming the field.
 local function check_update(body)
-    if not is_object(body) then
-        return nil, "body: must be a JSON object"
-    end
-    local extra = unknown_field(body, UPDATE_FIELDS)
-    if extra then
-        return nil, tostring(extra) .. ": unknown field"
-    end
-
-    local seen = {}   -- name -> where it appeared first
     local owners = {} -- host -> where it appeared first
-    local update = { upserts = {}, removes = {} }
-
-    local upserts = body.upserts
-    if upserts ~= nil and upserts ~= json_null then
-        local n = array_length(upserts)
-        if not n then
-            return nil, "upserts: must be an array"
+    return check.update(body, CERT_FIELDS, function(c, at)
+        local hosts, err = check_hosts(c.hosts, at .. ".hosts", owners)
+        if not hosts then
+            return nil, err
         end
-        for i = 1, n do
-            local c = upserts[i]
-            local at = string_format("upserts[%d]", i - 1)
-            if not is_object(c) then
-                return nil, at .. ": must be an object"
-            end
-            local field = unknown_field(c, CERT_FIELDS)
-            if field then
-                return nil, at .. "." .. tostring(field) .. ": unknown field"
-            end
-            local err = check.name(c.name, at .. ".name")
-            if err then
-                return nil, err
-            end
-            if seen[c.name] then
-                return nil, at .. '.name: "' .. c.name .. '" is also ' .. seen[c.name]
-            end
-            seen[c.name] = at
-            local hosts, herr = check_hosts(c.hosts, at .. ".hosts", owners)
-            if not hosts then
-                return nil, herr
-            end
-            err = check_pem(c.cert, at .. ".cert", parse_pem_cert)
-                or check_pem(c.key, at .. ".key", parse_pem_priv_key)
-            if err then
-                return nil, err
-            end
-            update.upserts[i] = { name = c.name, hosts = hosts, cert = c.cert, key = c.key }
+        err = check_pem(c.cert, at .. ".cert", parse_pem_cert)
+            or check_pem(c.key, at .. ".key", parse_pem_priv_key)
+        if err then
+            return nil, err
         end
-    end
-
-    local removes = body.removes
-    if removes ~= nil and removes ~= json_null then
-        local n = array_length(removes)
-        if not n then
-            return nil, "removes: must be an array"
-        end
-        for i = 1, n do
-            local name = removes[i]
-            local at = string_format("removes[%d]", i - 1)
-            local err = check.name(name, at)
-            if err then
-                return nil, err
-            end
-            if seen[name] then
-                return nil, at .. ': "' .. name .. '" is also ' .. seen[name]
-            end
-            seen[name] = at
-            update.removes[i] = name
-        end
-    end
-    return update
+        return { name = c.name, hosts = hosts, cert = c.cert, key = c.key }
+    end)
 end
 
 -- Storage ----------------------------------------------------------------

@@ -4,7 +4,10 @@
 -- alike; these helpers tell them apart so that the API can name the field
 -- that is wrong.
 
+local json_null = require("cjson").null -- one lightuserdata for every cjson instance
+
 local pairs = pairs
+local tostring = tostring
 local type = type
 local string_format = string.format
 
@@ -70,6 +73,84 @@ function _M.name(name, path)
         return string_format("%s: is %d bytes long, longer than %d", path, #name, _M.MAX_NAME_BYTES)
     end
     return nil
+end
+
+local UPDATE_FIELDS = { upserts = true, removes = true }
+
+-- update validates the envelope every POST body shares:
+--   { "upserts": [ {"name": ..., <fields>}, ... ], "removes": [ name, ... ] }
+-- Each upsert is an object with only the keys in item_fields and a usable
+-- name; no name appears twice in the body. check_item(item, at) checks the
+-- rest of one upsert and returns what to store, or nil and the reason. It
+-- returns { upserts = {...}, removes = {...} }, or nil and the reason,
+-- naming the field.
+function _M.update(body, item_fields, check_item)
+    if not _M.is_object(body) then
+        return nil, "body: must be a JSON object"
+    end
+    local extra = _M.unknown_field(body, UPDATE_FIELDS)
+    if extra then
+        return nil, tostring(extra) .. ": unknown field"
+    end
+
+    local seen = {} -- name -> where it appeared first
+    local function claim(name, at, path)
+        local err = _M.name(name, path)
+        if err then
+            return err
+        end
+        if seen[name] then
+            return path .. ': "' .. name .. '" is also ' .. seen[name]
+        end
+        seen[name] = at
+        return nil
+    end
+
+    local update = { upserts = {}, removes = {} }
+    local upserts = body.upserts
+    if upserts ~= nil and upserts ~= json_null then
+        local n = _M.array_length(upserts)
+        if not n then
+            return nil, "upserts: must be an array"
+        end
+        for i = 1, n do
+            local item = upserts[i]
+            local at = string_format("upserts[%d]", i - 1)
+            if not _M.is_object(item) then
+                return nil, at .. ": must be an object"
+            end
+            local field = _M.unknown_field(item, item_fields)
+            if field then
+                return nil, at .. "." .. tostring(field) .. ": unknown field"
+            end
+            local err = claim(item.name, at, at .. ".name")
+            if err then
+                return nil, err
+            end
+            local checked, ierr = check_item(item, at)
+            if not checked then
+                return nil, ierr
+            end
+            update.upserts[i] = checked
+        end
+    end
+
+    local removes = body.removes
+    if removes ~= nil and removes ~= json_null then
+        local n = _M.array_length(removes)
+        if not n then
+            return nil, "removes: must be an array"
+        end
+        for i = 1, n do
+            local at = string_format("removes[%d]", i - 1)
+            local err = claim(removes[i], at, at)
+            if err then
+                return nil, err
+            end
+            update.removes[i] = removes[i]
+        end
+    end
+    return update
 end
 
 return _M
