@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 	"github.com/restysync/restysync/lua"
 )
 
@@ -662,7 +662,7 @@ func startBackendProcess(t *testing.T, n int, pin b3Pin) ([]string, int) {
 	}
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -976,21 +976,4 @@ func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "|", "/")
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	"github.com/restysync/restysync/agent/internal/testenv/podnet"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 const (
@@ -200,7 +201,7 @@ func fakeAddrs(start, n int) []string {
 type agent struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	log    *logBuffer
+	log    *syncbuf.Buffer
 	done   chan struct{}
 	nginx  *nginxproc.Nginx
 	shared string
@@ -216,7 +217,7 @@ func startAgent(t *testing.T, c *cluster, extra ...string) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{t: t, log: &logBuffer{}, done: make(chan struct{}), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
+	a := &agent{t: t, log: &syncbuf.Buffer{}, done: make(chan struct{}), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
 	args := []string{"run", "--source", "kube", "--kubeconfig", c.srv.Kubeconfig, "--namespace", benchNS,
 		"--shared-dir", a.shared, "--http-port", strconv.Itoa(a.port), "--https-port", strconv.Itoa(nginxproc.FreePort(t)),
 		"--listen-address", "127.0.0.1", "--worker-processes", "1", "--log-level", "info"}
@@ -337,29 +338,6 @@ func (a *agent) cpuTime() time.Duration {
 	utime, _ := strconv.Atoi(fields[11])
 	stime, _ := strconv.Atoi(fields[12])
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-}
-
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }
 
 func tail(s string, n int) string {

@@ -23,7 +23,7 @@ func TestB4Churn(t *testing.T) {
 	if !wanted("B4") {
 		t.Skip("not selected")
 	}
-	wrk := requireWrk(t)
+	wrk := lookWrk(t)
 	podnet.Require(t)
 	c := startCluster(t)
 	pods := make([]*podnet.Pod, 6)
@@ -210,15 +210,6 @@ func firstRender(log string) (build, render time.Duration) {
 		}
 	}
 	return 0, 0
-}
-
-func requireWrk(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("wrk")
-	if err != nil {
-		t.Fatalf("wrk is needed: apt-get install wrk (go tool task bench installs it)")
-	}
-	return path
 }
 
 type churnResult struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // A bad flag or value stops the agent at once, non-zero, naming the flag.
@@ -120,7 +121,7 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	port := nginxproc.FreePort(t)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := exec.Command(demoBinary, "--agent", agentBinary, "--manifests", manifests, "--port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // Bounds of every wait in these tests.
@@ -218,13 +218,13 @@ func clientTo(port int) *http.Client {
 // agentProcess is the agent binary running in its own process group.
 type agentProcess struct {
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 	done chan struct{}
 }
 
 func startAgent(t *testing.T, args ...string) *agentProcess {
 	t.Helper()
-	a := &agentProcess{cmd: exec.Command(agentBinary, args...), log: &lockedBuffer{}, done: make(chan struct{})}
+	a := &agentProcess{cmd: exec.Command(agentBinary, args...), log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := a.cmd.Start(); err != nil {
@@ -304,23 +304,6 @@ func startBackendsWith(t *testing.T, answer func(addr string) string, addrs ...s
 	}
 	t.Fatalf("no port free on all of %v", addrs)
 	return nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

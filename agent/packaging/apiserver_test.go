@@ -1,7 +1,6 @@
 package packaging
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,11 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -251,7 +250,7 @@ func runAgentWithChart(t *testing.T, c *cluster) {
 	args = append(args, "--kubeconfig="+kubeconfig)
 	t.Logf("restysync %s", strings.Join(args, " "))
 
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd := exec.Command(agentBinary, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -323,21 +322,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -146,9 +146,6 @@ func TestRenderNginxAccepts(t *testing.T) {
 // TestRenderNginxAcceptsManyHosts checks that nginx takes 10,000 hosts with
 // the longest names DNS allows, without hash warnings.
 func TestRenderNginxAcceptsManyHosts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow")
-	}
 	nginxproc.Binary(t)
 	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + ".example.com"
 	m := manyServers(10_000)

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // File names in the prefix; they match render's layout.
@@ -153,7 +155,7 @@ type Nginx struct {
 	Prefix string
 
 	cmd    *exec.Cmd
-	output *lockedBuffer
+	output *syncbuf.Buffer
 	done   chan struct{} // closed when the master has exited
 	client *http.Client
 }
@@ -170,7 +172,7 @@ func Start(t testing.TB, prefix string) *Nginx {
 	removeStaleSocket(t, filepath.Join(prefix, socketName))
 	n := &Nginx{
 		Prefix: prefix,
-		output: &lockedBuffer{},
+		output: &syncbuf.Buffer{},
 		done:   make(chan struct{}),
 		client: UnixClient(filepath.Join(prefix, socketName)),
 	}
@@ -369,21 +371,4 @@ func parentOf(pid int) (int, bool) {
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	return ppid, err == nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

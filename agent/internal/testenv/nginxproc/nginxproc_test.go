@@ -14,7 +14,7 @@ func TestChildren(t *testing.T) {
 	}
 	cmd := exec.Command("sleep", "10")
 	if err := cmd.Start(); err != nil {
-		t.Skipf("no sleep command: %v", err)
+		t.Fatalf("starting sleep: %v", err)
 	}
 	defer func() {
 		cmd.Process.Kill()
