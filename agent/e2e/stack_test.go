@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -124,11 +125,26 @@ func (s *stack) startNginx() {
 	t.Helper()
 	s.nginx = nginxproc.Start(t, s.shared)
 	s.client = clientTo(s.port)
+	s.settle()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log:\n%s", s.agent.log.String())
 			t.Logf("%s", s.nginx.Logs())
 		}
+	})
+}
+
+// settle waits until the agent is ready (its first config applied and
+// confirmed) and no nginx worker of the bootstrap config is left, so a test's
+// first request meets the config under test.
+func (s *stack) settle() {
+	s.t.Helper()
+	s.eventually("the agent is ready", func() error { return s.expectAdmin("/readyz", http.StatusOK) })
+	s.eventually("the bootstrap config's workers are gone", func() error {
+		if s.nginx.Draining() {
+			return errors.New("a worker is still shutting down")
+		}
+		return nil
 	})
 }
 

@@ -266,6 +266,19 @@ func (n *Nginx) WorkerPIDs() []int {
 	return children(n.MasterPID())
 }
 
+// Draining reports whether a worker of an earlier config is still shutting
+// down: until it exits it may accept one more connection on a listener the
+// configs share and answer it with the old config.
+func (n *Nginx) Draining() bool {
+	for _, pid := range n.WorkerPIDs() {
+		title, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err == nil && bytes.Contains(title, []byte("shutting down")) {
+			return true
+		}
+	}
+	return false
+}
+
 // Reload sends SIGHUP and waits until every worker of the old config has
 // exited, new workers run and the config API answers.
 func (n *Nginx) Reload(t testing.TB) {
