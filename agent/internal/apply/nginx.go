@@ -115,13 +115,21 @@ func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("signalling nginx master %d: %w", pid, err)
 	}
-	err = n.WaitForHash(ctx, wantHash)
+	// nginx logs [emerg] as soon as it rejects the new config and keeps
+	// the old one: that ends the wait at once instead of at the timeout.
+	rejected := func() bool { return fileSize(logPath) > offset && nginxRejected(logPath, offset) }
+	err = n.waitForHash(ctx, wantHash, rejected)
 	if err != nil && errors.Is(err, ErrNotConfirmed) {
 		if reason := nginxErrors(logPath, offset); reason != "" {
 			err = fmt.Errorf("%w; nginx said: %s", err, reason)
 		}
 	}
 	return err
+}
+
+// nginxRejected reports whether nginx logged an [emerg] line after offset.
+func nginxRejected(path string, offset int64) bool {
+	return strings.Contains(nginxErrors(path, offset), "[emerg]")
 }
 
 func fileSize(path string) int64 {
@@ -161,6 +169,12 @@ func nginxErrors(path string, offset int64) string {
 // WaitForHash polls the status API until the running config hash is wantHash,
 // for at most ConfirmTimeout.
 func (n *Nginx) WaitForHash(ctx context.Context, wantHash string) error {
+	return n.waitForHash(ctx, wantHash, func() bool { return false })
+}
+
+// waitForHash is WaitForHash that also ends, unconfirmed, once rejected
+// says nginx refused the config.
+func (n *Nginx) waitForHash(ctx context.Context, wantHash string, rejected func() bool) error {
 	timeout := n.ConfirmTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -176,6 +190,9 @@ func (n *Nginx) WaitForHash(ctx context.Context, wantHash string) error {
 		last, lastErr = n.Lua.Status(ctx)
 		if lastErr == nil && last.ConfigHash == wantHash {
 			return nil
+		}
+		if rejected() {
+			return fmt.Errorf("%w: nginx rejected it and runs %s", ErrNotConfirmed, short(last.ConfigHash))
 		}
 		select {
 		case <-ctx.Done():

@@ -31,7 +31,7 @@ func TestReloadRejectedWithNginxReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Nginx{SharedDir: prefix, Lua: NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: 2 * time.Second}
+	n := &Nginx{SharedDir: prefix, Lua: NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: time.Minute}
 	if err := n.WriteConfig(good.Bytes); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,14 @@ func TestReloadRejectedWithNginxReason(t *testing.T) {
 	if err := n.WriteConfig(bad); err != nil {
 		t.Fatal(err)
 	}
-	err = n.Reload(context.Background(), "some-new-hash")
+	// The rejection is read from nginx's log as it happens: the call must
+	// not wait for the minute-long confirmation bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = n.Reload(ctx, "some-new-hash")
+	if ctx.Err() != nil {
+		t.Fatalf("the rejected reload was noticed only at the timeout: %v", err)
+	}
 	if !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), "not_a_directive") || !strings.Contains(err.Error(), "[emerg]") {
 		t.Fatalf("reload error %v; want ErrNotConfirmed with nginx's [emerg] reason", err)
 	}
