@@ -176,6 +176,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 		b.ingressProblem(ing, "spec: has no rules and no default backend; nothing to serve")
 		return defaultBackend{}, false
 	}
+	useRegex := b.useRegex(ing)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
 		rule := &ing.Spec.Rules[ri]
@@ -191,7 +192,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 			continue
 		}
 		for pi := range rule.HTTP.Paths {
-			b.addPath(ing, id, locations, rule.Host, ri, pi)
+			b.addPath(ing, id, locations, rule.Host, ri, pi, useRegex)
 		}
 	}
 	if ing.Spec.DefaultBackend == nil {
@@ -210,7 +211,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 
 // addPath adds path pi of rule ri of ing to locations, the server of host,
 // unless it is invalid or an older Ingress already serves it.
-func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[locationKey]Location, host string, ri, pi int) {
+func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[locationKey]Location, host string, ri, pi int, useRegex bool) {
 	p := &ing.Spec.Rules[ri].HTTP.Paths[pi]
 	// field names the path in problems; only they pay for formatting it.
 	field := func() string { return fmt.Sprintf("spec.rules[%d].http.paths[%d]", ri, pi) }
@@ -219,7 +220,10 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field(), *p.PathType, err))
 		return
 	}
-	path, err := locationPath(p.Path, kind)
+	if useRegex && kind == networkingv1.PathTypeImplementationSpecific {
+		pathType = PathRegex
+	}
+	path, err := locationPath(p.Path, kind, pathType)
 	if err != nil {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field(), p.Path, err))
 		return
@@ -317,10 +321,13 @@ func compareLocations(a, b Location) int {
 }
 
 func pathTypeRank(t PathType) int {
-	if t == PathExact {
+	switch t {
+	case PathExact:
 		return 0
+	case PathPrefix:
+		return 1
 	}
-	return 1
+	return 2
 }
 
 func describeHost(host string) string {

@@ -115,6 +115,11 @@ const (
 	// PathPrefix matches element-wise on "/": "/foo" matches "/foo", "/foo/"
 	// and "/foo/bar" but not "/foobar". Path never ends in "/" unless it is "/".
 	PathPrefix PathType = "Prefix"
+	// PathRegex matches when the regular expression Path matches the start
+	// of the request path, case-insensitively: an ImplementationSpecific
+	// path of an Ingress with use-regex, as ingress-nginx has it. nginx
+	// (PCRE) is the judge of the syntax; the model checks it with RE2.
+	PathRegex PathType = "Regex"
 )
 
 // Location routes one path of one Server to a Backend.

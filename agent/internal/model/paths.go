@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -79,9 +80,12 @@ func matchType(pathType *networkingv1.PathType) (networkingv1.PathType, PathType
 // locationPath checks an Ingress path and returns the Location path for it.
 // An ImplementationSpecific path may be empty, which means "/" (as the API
 // server and ingress-nginx have it); Prefix paths lose their trailing "/".
-func locationPath(path string, pathType networkingv1.PathType) (string, error) {
+func locationPath(path string, pathType networkingv1.PathType, match PathType) (string, error) {
 	if path == "" && pathType == networkingv1.PathTypeImplementationSpecific {
 		path = "/"
+	}
+	if match == PathRegex {
+		return path, validRegexPath(path)
 	}
 	if err := validPath(path); err != nil {
 		return "", err
@@ -100,4 +104,30 @@ func trimPrefixPath(path string) string {
 		return "/"
 	}
 	return trimmed
+}
+
+// validRegexPath reports why path cannot be a use-regex location. It must
+// look like a path (start with "/"), be printable UTF-8 of bounded length,
+// and compile as a regular expression. RE2 and nginx's PCRE differ at the
+// edges; a regex PCRE refuses is caught by nginx's own check at reload, and
+// the syncer then quarantines the Ingress.
+func validRegexPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return errors.New(`must start with "/"`)
+	}
+	if len(path) > maxPathLength {
+		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
+	}
+	if !utf8.ValidString(path) {
+		return errors.New("is not valid UTF-8")
+	}
+	for _, r := range path {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("contains %U", r)
+		}
+	}
+	if _, err := regexp.Compile(path); err != nil {
+		return fmt.Errorf("is not a valid regular expression: %v", err)
+	}
+	return nil
 }

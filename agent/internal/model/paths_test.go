@@ -61,18 +61,21 @@ func TestLocationPath(t *testing.T) {
 	tests := []struct {
 		path     string
 		pathType networkingv1.PathType
+		match    PathType
 		want     string
 	}{
-		{"/", networkingv1.PathTypePrefix, "/"},
-		{"/foo/", networkingv1.PathTypePrefix, "/foo"},
-		{"/foo", networkingv1.PathTypePrefix, "/foo"},
-		{"/foo/", networkingv1.PathTypeExact, "/foo/"},
-		{"", networkingv1.PathTypeImplementationSpecific, "/"},
-		{"/foo/", networkingv1.PathTypeImplementationSpecific, "/foo"},
+		{"/", networkingv1.PathTypePrefix, PathPrefix, "/"},
+		{"/foo/", networkingv1.PathTypePrefix, PathPrefix, "/foo"},
+		{"/foo", networkingv1.PathTypePrefix, PathPrefix, "/foo"},
+		{"/foo/", networkingv1.PathTypeExact, PathExact, "/foo/"},
+		{"", networkingv1.PathTypeImplementationSpecific, PathPrefix, "/"},
+		{"/foo/", networkingv1.PathTypeImplementationSpecific, PathPrefix, "/foo"},
+		{"/foo/(.*)$", networkingv1.PathTypeImplementationSpecific, PathRegex, "/foo/(.*)$"},
+		{"", networkingv1.PathTypeImplementationSpecific, PathRegex, "/"},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.pathType)+tt.path, func(t *testing.T) {
-			got, err := locationPath(tt.path, tt.pathType)
+		t.Run(string(tt.match)+tt.path, func(t *testing.T) {
+			got, err := locationPath(tt.path, tt.pathType, tt.match)
 			if err != nil || got != tt.want {
 				t.Fatalf("locationPath(%q, %s) = %q, %v; want %q", tt.path, tt.pathType, got, err, tt.want)
 			}
@@ -108,4 +111,25 @@ func FuzzValidPath(f *testing.F) {
 			t.Fatalf("trimmed %q to invalid %q: %v", path, trimmed, validPath(trimmed))
 		}
 	})
+}
+
+func TestValidRegexPath(t *testing.T) {
+	for _, path := range []string{"/", "/api/v[0-9]+/", "/foo(/|$)(.*)", `/files/.+\.png$`, "/a{2,3}", `/a\nb`, `/\xff`} {
+		if err := validRegexPath(path); err != nil {
+			t.Errorf("validRegexPath(%q) = %v, want nil", path, err)
+		}
+	}
+	for path, reason := range map[string]string{
+		"api/.*":                                 "must start with",
+		"/foo(":                                  "not a valid regular expression",
+		`/\x{zz}`:                                "not a valid regular expression",
+		"/a b":                                   "U+0020",
+		"/a\nb":                                  "U+000A",
+		"/bad\xff":                               "not valid UTF-8",
+		"/" + strings.Repeat("x", maxPathLength): "longer than",
+	} {
+		if err := validRegexPath(path); err == nil || !strings.Contains(err.Error(), reason) {
+			t.Errorf("validRegexPath(%q) = %v, want an error with %q", path, err, reason)
+		}
+	}
 }

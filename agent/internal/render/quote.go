@@ -18,11 +18,21 @@ import (
 // Quote is the one quoting function for every user-supplied string in
 // nginx.conf; the template reaches it as "quote".
 func Quote(s string) (string, error) {
+	return quote(s, false)
+}
+
+// QuoteRegex is Quote for the regex of a location, where nginx expands no
+// variables and '$' is the regex's end anchor: it lets '$' through.
+func QuoteRegex(s string) (string, error) {
+	return quote(s, true)
+}
+
+func quote(s string, dollarIsLiteral bool) (string, error) {
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			return "", fmt.Errorf("%q: is not valid UTF-8 at byte %d", s, i)
-		case r == '$':
+		case r == '$' && !dollarIsLiteral:
 			return "", fmt.Errorf("%q: contains \"$\", which nginx would expand as a variable", s)
 		case unicode.IsControl(r):
 			return "", fmt.Errorf("%q: contains control character %U", s, r)

@@ -12,12 +12,14 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -77,7 +79,7 @@ const maxSocketPath = 107
 
 var confTemplate = template.Must(template.New("nginx.conf").
 	Option("missingkey=error").
-	Funcs(template.FuncMap{"quote": Quote, "serverName": serverName}).
+	Funcs(template.FuncMap{"quote": Quote, "quoteRegex": QuoteRegex, "serverName": serverName}).
 	Parse(templates.NginxConf))
 
 // confView is what the template prints. User-supplied strings stay raw here
@@ -115,6 +117,7 @@ type serverView struct {
 
 type locationView struct {
 	Exact   bool
+	Regex   bool // Path is a case-insensitive regex anchored at the start
 	Path    string
 	Backend string
 }
@@ -223,6 +226,7 @@ func newServerView(srv model.Server) (serverView, error) {
 	}
 	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
 	seen := make(map[key]bool, 2*len(srv.Locations))
+	var regexes []locationView
 	add := func(exact bool, path string, loc model.Location) error {
 		k := key{exact, path}
 		if seen[k] {
@@ -252,6 +256,8 @@ func newServerView(srv model.Server) (serverView, error) {
 			if err == nil {
 				err = add(false, loc.Path+"/", loc)
 			}
+		case loc.PathType == model.PathRegex:
+			regexes = append(regexes, locationView{Regex: true, Path: "^" + loc.Path, Backend: loc.Backend})
 		default:
 			err = fmt.Errorf("path %q of %s: unknown path type %q", loc.Path, loc.Ingress, loc.PathType)
 		}
@@ -259,6 +265,10 @@ func newServerView(srv model.Server) (serverView, error) {
 			return serverView{}, err
 		}
 	}
+	// nginx tries regex locations in the order written, after the exact
+	// ones and before the prefixes: longest first, as ingress-nginx does.
+	slices.SortStableFunc(regexes, func(a, b locationView) int { return cmp.Compare(len(b.Path), len(a.Path)) })
+	view.Locations = append(view.Locations, regexes...)
 	return view, nil
 }
 

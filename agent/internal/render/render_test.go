@@ -83,6 +83,15 @@ func goldenCases() []goldenCase {
 				loc("/app", model.PathPrefix, "default/app:80"),
 			}}},
 		}},
+		{name: "regex-paths", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+				loc("/", model.PathPrefix, "default/home:80"),
+				loc("/api", model.PathExact, "default/exact:80"),
+				loc("/api/v[0-9]+/(.*)$", model.PathRegex, "default/versioned:80"),
+				loc(`/files/.+\.(png|jpe?g)$`, model.PathRegex, "default/images:80"),
+				loc(`/q/"{2,3};`, model.PathRegex, "default/quoted:80"),
+			}}},
+		}},
 		{name: "many-hosts", model: many, settings: goldenSettings},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
 	}
@@ -214,7 +223,7 @@ func TestRenderErrors(t *testing.T) {
 		{"empty host", oneServer("", loc("/", model.PathPrefix, "ns/a:80")), goldenSettings, `host ""`},
 		{"relative path", oneServer("a.example.com", loc("a", model.PathPrefix, "ns/a:80")), goldenSettings, `must start with "/"`},
 		{"prefix ends in slash", oneServer("a.example.com", loc("/a/", model.PathPrefix, "ns/a:80")), goldenSettings, `must not end in "/"`},
-		{"unknown path type", oneServer("a.example.com", loc("/a", "Regex", "ns/a:80")), goldenSettings, `unknown path type "Regex"`},
+		{"unknown path type", oneServer("a.example.com", loc("/a", "Glob", "ns/a:80")), goldenSettings, `unknown path type "Glob"`},
 		{"duplicate location", oneServer("a.example.com", loc("/a", model.PathPrefix, "ns/a:80"), loc("/a", model.PathPrefix, "ns/b:80")), goldenSettings, `rendered twice`},
 		{"duplicate host", model.Model{Servers: []model.Server{{Host: "a.example.com"}, {Host: "a.example.com"}}}, goldenSettings, `host appears twice`},
 		{"relative shared dir", model.Model{}, settings(func(s *Settings) { s.SharedDir = "srv" }), `absolute`},
@@ -273,7 +282,7 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		body := m[1]
 		first := strings.Fields(body)[0]
 		switch {
-		case first == "quote" || first == "serverName":
+		case first == "quote" || first == "quoteRegex" || first == "serverName":
 		case first == "range" || first == "if" || first == "end" || first == "else" || first == "define" || first == "template":
 		case computed[body]:
 		default:

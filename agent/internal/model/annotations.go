@@ -1,0 +1,56 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// annotationPrefixes are the prefixes every annotation key works under:
+// restysync's own, and ingress-nginx's so that its users switch by changing
+// the class alone. When both are set, restysync's wins.
+var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/"}
+
+// lookupAnnotation returns the value of key under the first prefix that has it,
+// and the full key it was found under.
+func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey string, ok bool) {
+	for _, prefix := range annotationPrefixes {
+		fullKey = prefix + key
+		if value, ok = ing.Annotations[fullKey]; ok {
+			return value, fullKey, true
+		}
+	}
+	return "", "", false
+}
+
+// boolAnnotation reads a "true"/"false" annotation. A value that is
+// neither is a Problem on the Ingress, and the default is used.
+func (b *builder) boolAnnotation(ing *networkingv1.Ingress, key string, def bool) bool {
+	value, fullKey, ok := lookupAnnotation(ing, key)
+	if !ok {
+		return def
+	}
+	v, err := strconv.ParseBool(value)
+	if err != nil {
+		b.ingressProblem(ing, fmt.Sprintf("annotation %s %q: is not true or false; %t is used", fullKey, clip(value), def))
+		return def
+	}
+	return v
+}
+
+// useRegex says whether the ImplementationSpecific paths of ing are
+// regular expressions (annotation use-regex).
+func (b *builder) useRegex(ing *networkingv1.Ingress) bool {
+	return b.boolAnnotation(ing, "use-regex", false)
+}
+
+// clip shortens a user value quoted in a Problem, so that a huge
+// annotation costs a line, not a megabyte, in every log and Event.
+func clip(value string) string {
+	const max = 64
+	if len(value) <= max {
+		return value
+	}
+	return value[:max] + "…"
+}
