@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -84,6 +86,9 @@ type path struct {
 
 func prefix(p, svc string) path { return path{p, "Prefix", svc, "80"} }
 func exact(p, svc string) path  { return path{p, "Exact", svc, "http"} }
+func implementationSpecific(p, svc string) path {
+	return path{p, "ImplementationSpecific", svc, "80"}
+}
 
 // ingressOpts are the parts of an Ingress besides its rule.
 type ingressOpts struct {
@@ -94,6 +99,7 @@ type ingressOpts struct {
 	paths       []path
 	defaultSvc  string // spec.defaultBackend service (port 80)
 	tls         []ingressTLS
+	annotations map[string]string
 }
 
 // ingressTLS is one entry of spec.tls.
@@ -108,8 +114,18 @@ func ingress(name string, o ingressOpts) string {
 	if o.created != "" {
 		fmt.Fprintf(&b, "  creationTimestamp: %q\n", o.created)
 	}
+	annotations := maps.Clone(o.annotations)
 	if o.legacyClass != "" {
-		fmt.Fprintf(&b, "  annotations:\n    kubernetes.io/ingress.class: %q\n", o.legacyClass)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations["kubernetes.io/ingress.class"] = o.legacyClass
+	}
+	if len(annotations) > 0 {
+		b.WriteString("  annotations:\n")
+		for _, key := range slices.Sorted(maps.Keys(annotations)) {
+			fmt.Fprintf(&b, "    %s: %q\n", key, annotations[key])
+		}
 	}
 	b.WriteString("spec:\n")
 	if o.class != "" {

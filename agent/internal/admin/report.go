@@ -26,8 +26,9 @@ type Report struct {
 	Certificates []Certificate `json:"certificates"`
 	// Problems are the invalid input left out of the model.
 	Problems []Problem `json:"problems"`
-	// QuarantinedIngresses are left out whole because nginx rejected a
-	// config with them. Quarantine does not exist yet: always empty.
+	// QuarantinedIngresses ("namespace/name") are the Ingresses nginx
+	// rejected a config with; their last good version serves until they
+	// change. Filled in by AddLive (a dry run has none).
 	QuarantinedIngresses []string `json:"quarantined_ingresses"`
 	Config               *Config  `json:"config,omitempty"`
 	Lua                  *LuaDiff `json:"lua,omitempty"`
@@ -181,6 +182,9 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 // AddLive adds what a running agent knows: its loop's record, the config
 // hashes, and the difference with what Lua holds, read through lua.
 func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
+	if len(st.Quarantined) > 0 {
+		r.QuarantinedIngresses = slices.Clone(st.Quarantined)
+	}
 	r.Sync = &Sync{SourceSynced: st.Synced, Applied: st.Applied, LastSync: st.LastSync,
 		Syncs: st.Syncs, Reloads: st.Reloads, Pushes: st.Pushes}
 	cfg := &Config{Wanted: st.WantedHash, Applied: st.ConfigHash}

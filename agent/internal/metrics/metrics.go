@@ -254,7 +254,7 @@ func newStateCollector(opts Options) *stateCollector {
 		reasons: prometheus.NewDesc(name("problems_by_reason"),
 			"Problems of the last sync by class of reason: "+strings.Join(ProblemReasons, ", ")+".", []string{"reason"}, nil),
 		quarantined: prometheus.NewDesc(name("quarantined_ingresses"),
-			"Ingresses left out whole because nginx rejected a config with them; always 0 for now.", nil, nil),
+			"Ingresses quarantined because nginx rejected a config with them: their last good version serves until they change.", nil, nil),
 		objects: prometheus.NewDesc(name("objects"),
 			"Objects the source holds, by kind.", []string{"kind"}, nil),
 		leader: prometheus.NewDesc(name("leader"),
@@ -270,14 +270,17 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.opts.Version, c.opts.Commit, runtime.Version())
-	ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, 0)
 	leader := 0.0
 	if c.opts.Leader != nil && c.opts.Leader() {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
+	if c.opts.State == nil {
+		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, 0)
+	}
 	if c.opts.State != nil {
 		st := c.opts.State()
+		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, float64(len(st.Quarantined)))
 		if st.ConfigHash != "" {
 			ch <- prometheus.MustNewConstMetric(c.configInfo, prometheus.GaugeValue, 1, st.ConfigHash)
 		}
@@ -389,17 +392,20 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // ProblemReasons are the classes ProblemReason sorts problems into.
-var ProblemReasons = []string{"manifest", "tls", "missing_reference", "conflict", "dns", "unsupported", "invalid"}
+var ProblemReasons = []string{"manifest", "tls", "missing_reference", "conflict", "dns", "unsupported", "quarantined", "invalid"}
 
 // ProblemReason classes a problem by its reason, for alerting: a manifest
 // that did not decode, a TLS Secret or certificate, a reference to an object
 // that is not there, two Ingresses claiming one path or host, a name that
-// does not resolve, something not supported, or any other invalid value.
+// does not resolve, something not supported, an Ingress nginx rejected, or
+// any other invalid value.
 func ProblemReason(p model.Problem) string {
 	r := strings.ToLower(p.Reason)
 	switch {
 	case p.Kind == "File":
 		return "manifest"
+	case strings.HasPrefix(r, "quarantined:"):
+		return "quarantined"
 	case strings.Contains(r, "spec.tls") || strings.Contains(r, "certificate") || strings.Contains(r, "tls."):
 		return "tls"
 	case strings.Contains(r, "already served"):

@@ -120,6 +120,7 @@ type Syncer struct {
 	lastConfig   render.Config   // last rendered config
 	failedHash   string          // config nginx rejected; not retried until it changes
 	reported     map[string]bool // problems already logged
+	guard        *guard          // quarantine of Ingresses nginx refused
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -141,6 +142,9 @@ type State struct {
 	Reloads    int
 	Pushes     int
 	Problems   []model.Problem
+	// Quarantined are the Ingresses ("namespace/name") nginx refused a
+	// config with; their last good version serves until they change.
+	Quarantined []string
 }
 
 // New returns a Syncer; Run starts it.
@@ -166,6 +170,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		kinds:     map[source.Kind]bool{},
 		reported:  map[string]bool{},
 		goodCerts: map[string]model.Certificate{},
+		guard:     newGuard(),
 	}
 }
 
@@ -175,6 +180,7 @@ func (s *Syncer) State() State {
 	defer s.mu.RUnlock()
 	st := s.state
 	st.Problems = append([]model.Problem(nil), s.state.Problems...)
+	st.Quarantined = slices.Clone(s.state.Quarantined)
 	return st
 }
 
@@ -290,6 +296,10 @@ func (s *Syncer) sync(ctx context.Context) {
 	s.reportProblems(problems)
 
 	result, err := s.apply(ctx, next)
+	if path == "full" {
+		problems = append(problems, s.judge(result, err)...)
+	}
+	quarantined := s.guard.quarantinedKeys()
 	s.update(func(st *State) {
 		st.Syncs++
 		st.LastSync = time.Now()
@@ -297,6 +307,7 @@ func (s *Syncer) sync(ctx context.Context) {
 		st.WantedHash = s.lastConfig.Hash
 		st.Model = next
 		st.Problems = problems
+		st.Quarantined = quarantined
 		st.ConfigHash = s.appliedHash
 		st.Applied = err == nil && result.current
 		if result.reloaded {
@@ -355,9 +366,38 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 	s.pendingEvent = time.Time{}
 }
 
+// judge tells the guard whether nginx took the config of a full build, and
+// schedules the next bisection step at once. It returns the Problems of the
+// Ingresses it quarantined just now.
+func (s *Syncer) judge(result syncResult, err error) []model.Problem {
+	var quarantined []model.Problem
+	switch {
+	case result.configRunning:
+		s.guard.confirmed()
+	case errors.Is(err, apply.ErrNotConfirmed):
+		before := s.guard.quarantinedKeys()
+		if s.guard.rejected(nginxReason(err)) {
+			for _, key := range s.guard.quarantinedKeys() {
+				if !slices.Contains(before, key) {
+					s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", nginxReason(err))
+					quarantined = append(quarantined, s.guard.problem(key))
+				}
+			}
+			s.markDirty() // build without it: its Problem, and the next step
+		}
+	}
+	if s.guard.bisecting() {
+		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
+		s.markDirty()
+	}
+	return quarantined
+}
+
 type syncResult struct {
 	// current: nginx runs the config of this sync and Lua holds its backends.
-	current                   bool
+	current bool
+	// configRunning: nginx runs the config of this sync.
+	configRunning             bool
 	reloaded, pushed, waiting bool
 	upserts, removes, bytes   int
 	certUpserts, certRemoves  int
@@ -463,7 +503,8 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		}
 		res.pushed, res.removes = true, len(p.Removes)
 	}
-	res.current = s.appliedHash == cfg.Hash && certErr == nil
+	res.configRunning = s.appliedHash == cfg.Hash
+	res.current = res.configRunning && certErr == nil
 	return res, certErr
 }
 
@@ -549,7 +590,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, 
 func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
-	if tracks && s.built != nil && onlyEndpoints {
+	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() {
 		next := *s.built
 		changed := index.TakeChangedServices()
 		if len(changed) > 0 {
@@ -573,6 +614,9 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		index.TakeChangedServices() // the full build covers them
 	}
 	snap, problems := s.src.Snapshot()
+	var quarantine []model.Problem
+	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
+	problems = append(problems, quarantine...)
 	snap.IngressClass = s.opts.IngressClass
 	snap.WatchWithoutClass = s.opts.WatchWithoutClass
 	snap.Now = time.Now()

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// pcreRejects is a path regex that Go's RE2 accepts and nginx's PCRE
+// refuses: a code point above 255 outside UTF mode.
+const pcreRejects = `/smile/\x{263A}`
+
+// When nginx rejects a config the model accepted, the agent finds the
+// Ingress to blame by bisecting the changed ones, quarantines it with a
+// Problem, serves every other change, keeps the last good version of a
+// quarantined Ingress that nginx served before, keeps endpoint updates
+// flowing, and tries a quarantined Ingress again once it changes.
+func TestQuarantine(t *testing.T) {
+	const ipA, ipA2, ipB, ipC, ipD = "127.0.0.61", "127.0.0.62", "127.0.0.63", "127.0.0.64", "127.0.0.65"
+	b := startBackends(t, ipA, ipA2, ipB, ipC, ipD)
+	regex := map[string]string{"nginx.ingress.kubernetes.io/use-regex": "true"}
+	good := func(name, host, svc string) string {
+		return ingress(name, ingressOpts{class: "restysync", host: host, annotations: regex,
+			paths: []path{implementationSpecific("/", svc), implementationSpecific("/v[0-9]+/", svc)}})
+	}
+	bad := func(name, host, svc string) string {
+		return ingress(name, ingressOpts{class: "restysync", host: host, annotations: regex,
+			paths: []path{implementationSpecific("/", svc), implementationSpecific(pcreRejects, svc)}})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("a", b.port, ep(ipA)) + "---\n" + service("b", b.port, ep(ipB)) + "---\n" + service("c", b.port, ep(ipC)) + "---\n" + service("d", b.port, ep(ipD)),
+		"a.yaml":        good("a", "a.test", "a"),
+	})
+	s.eventually("a.test served", func() error { return s.expect("a.test", "/v2/", ipA) })
+	l := startLoad(s, "a.test", ipA)
+
+	// Three new Ingresses at once, one of them bad: nginx rejects the
+	// candidate with all three, and the agent bisects.
+	s.writeFile("bcd.yaml", good("b", "b.test", "b")+"---\n"+bad("c", "c.test", "c")+"---\n"+good("d", "d.test", "d"))
+	s.eventually("b.test and d.test served", func() error {
+		return cmpErr(s.expect("b.test", "/", ipB), s.expect("d.test", "/v1/", ipD))
+	})
+	s.eventually("c.test quarantined", func() error {
+		report := s.debugState()
+		if !slices.Equal(report.Quarantined, []string{"default/c"}) {
+			return fmt.Errorf("quarantined %v, want [default/c]", report.Quarantined)
+		}
+		return nil
+	})
+	if err := s.expect("c.test", "/", "404"); err != nil {
+		t.Errorf("the quarantined new Ingress is served: %v", err)
+	}
+	problem := s.problemOf("Ingress default/c")
+	if !strings.Contains(problem, "quarantined") || !strings.Contains(problem, "[emerg]") || !strings.Contains(problem, "not served") {
+		t.Errorf("problem of the quarantined Ingress %q: want quarantined, nginx's [emerg] reason, not served", problem)
+	}
+	s.metricAtLeast("the quarantine is a metric", "restysync_quarantined_ingresses", 1)
+
+	// While c is quarantined, endpoint changes flow and other changes apply.
+	requests, failures := l.stop()
+	t.Logf("a.test under load through the bisection: %d requests, %d failed", requests, failures)
+	if failures != 0 {
+		t.Errorf("%d of %d requests to a.test failed while the agent bisected", failures, requests)
+	}
+	s.writeFile("services.yaml", service("a", b.port, ep(ipA2))+"---\n"+service("b", b.port, ep(ipB))+"---\n"+service("c", b.port, ep(ipC))+"---\n"+service("d", b.port, ep(ipD)))
+	s.eventually("a's new endpoint serves", func() error { return s.expect("a.test", "/", ipA2) })
+
+	// A served Ingress turning bad keeps its last good version.
+	s.writeFile("a.yaml", bad("a", "a.test", "a"))
+	s.eventually("a quarantined too", func() error {
+		if q := s.debugState().Quarantined; !slices.Equal(q, []string{"default/a", "default/c"}) {
+			return fmt.Errorf("quarantined %v, want [default/a default/c]", q)
+		}
+		return nil
+	})
+	if err := s.expect("a.test", "/v3/", ipA2); err != nil {
+		t.Errorf("the last good version of a quarantined Ingress stopped serving: %v", err)
+	}
+	if problem := s.problemOf("Ingress default/a"); !strings.Contains(problem, "keeps serving") {
+		t.Errorf("problem of the quarantined served Ingress %q: want it to say its last version keeps serving", problem)
+	}
+
+	// Fixing an Ingress takes it out of quarantine.
+	s.writeFile("bcd.yaml", good("b", "b.test", "b")+"---\n"+good("c", "c.test", "c")+"---\n"+good("d", "d.test", "d"))
+	s.eventually("c.test served once fixed", func() error { return s.expect("c.test", "/v9/", ipC) })
+	s.eventually("only a stays quarantined", func() error {
+		if q := s.debugState().Quarantined; !slices.Equal(q, []string{"default/a"}) {
+			return fmt.Errorf("quarantined %v, want [default/a]", q)
+		}
+		return nil
+	})
+}
+
+func cmpErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stateReport is the part of /debug/state these tests read.
+type stateReport struct {
+	Quarantined []string `json:"quarantined_ingresses"`
+	Problems    []struct {
+		Object string `json:"object"`
+		Reason string `json:"reason"`
+	} `json:"problems"`
+}
+
+func (s *stack) debugState() stateReport {
+	s.t.Helper()
+	body, code, err := s.adminGet("/debug/state")
+	if err != nil || code != 200 {
+		s.t.Fatalf("GET /debug/state: %d %v", code, err)
+	}
+	var r stateReport
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		s.t.Fatalf("decoding /debug/state: %v", err)
+	}
+	return r
+}
+
+// problemOf returns the reason of the problem naming object, or "".
+func (s *stack) problemOf(object string) string {
+	for _, p := range s.debugState().Problems {
+		if p.Object == object {
+			return p.Reason
+		}
+	}
+	return ""
+}
