@@ -47,6 +47,15 @@ func TestListeningSockets(t *testing.T) {
 			t.Errorf("unexpected listening socket %q", g)
 		}
 	}
+	// nginx creates the socket 0666; the agent narrows it to its pod's
+	// user and group.
+	info, err := os.Stat(filepath.Join(s.shared, "restysync.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode().Perm(); mode&^0o660 != 0 {
+		t.Errorf("the config socket has mode %#o, want 0660 or tighter", mode)
+	}
 }
 
 var ssPID = regexp.MustCompile(`pid=(\d+)`)

@@ -76,6 +76,28 @@ func (n *Nginx) ReadConfig() ([]byte, error) {
 	return data, nil
 }
 
+// SocketMode is the widest mode the config socket may have: nginx creates
+// unix sockets world-writable (0666), and anyone who can write to it can
+// change what nginx serves.
+const SocketMode = 0o660
+
+// TightenSocket makes the config socket no wider than SocketMode. nginx
+// creates the socket afresh at every cold start, so the syncer calls this
+// whenever it meets a new nginx boot.
+func (n *Nginx) TightenSocket() error {
+	path := filepath.Join(n.SharedDir, render.SocketName)
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("config socket: %w", err)
+	}
+	if mode := info.Mode().Perm(); mode&^SocketMode != 0 {
+		if err := os.Chmod(path, mode&SocketMode); err != nil {
+			return fmt.Errorf("config socket %s has mode %#o; tightening it to %#o: %w", path, mode, mode&SocketMode, err)
+		}
+	}
+	return nil
+}
+
 // WriteConfig replaces nginx.conf unless it already holds exactly data.
 func (n *Nginx) WriteConfig(data []byte) error {
 	current, err := n.ReadConfig()

@@ -440,6 +440,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		return res, nil
 	}
 	if status.BootID != s.heldBoot {
+		if err := s.nginx.TightenSocket(); err != nil {
+			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
+		}
 		held, err := s.nginx.Lua.Backends(ctx)
 		if err != nil {
 			return res, err
