@@ -196,24 +196,57 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.kindsMu.Lock()
 	s.firstEvent = time.Time{} // the first listing is not a change to time
 	s.kindsMu.Unlock()
-	s.sync(ctx)
 
 	check := time.NewTicker(s.opts.CheckInterval)
 	defer check.Stop()
+	retry := newRetry()
+	defer retry.timer.Stop()
+	retry.after(s.sync(ctx))
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.dirty:
 			s.coalesce(ctx)
-			s.sync(ctx)
+			retry.after(s.sync(ctx))
+		case <-retry.timer.C:
+			retry.after(s.sync(ctx))
 		case <-check.C:
 			s.update(func(st *State) { st.LastLoop = time.Now() })
 			if s.needsSync(ctx) {
-				s.sync(ctx)
+				retry.after(s.sync(ctx))
 			}
 		}
 	}
+}
+
+// retry runs a failed sync again with exponential backoff, so that a push
+// or reload that failed is never dropped while no new change arrives.
+type retry struct {
+	timer *time.Timer
+	delay time.Duration
+}
+
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 10 * time.Second
+)
+
+func newRetry() *retry {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &retry{timer: t}
+}
+
+// after arms the timer when the sync failed and disarms it when it did not.
+func (r *retry) after(err error) {
+	if err == nil {
+		r.delay = 0
+		r.timer.Stop()
+		return
+	}
+	r.delay = min(max(2*r.delay, retryFirst), retryMax)
+	r.timer.Reset(r.delay)
 }
 
 // changed records which kind of object changed and wakes the loop.
@@ -287,9 +320,9 @@ func (s *Syncer) update(f func(*State)) {
 	f(&s.state)
 }
 
-// sync runs the pipeline once. Errors are logged and left for the next sync:
-// nothing is recorded as applied until nginx confirmed it.
-func (s *Syncer) sync(ctx context.Context) {
+// sync runs the pipeline once. Errors are logged and returned for the
+// loop to retry: nothing is recorded as applied until nginx confirmed it.
+func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
 	next, problems, path := s.model(s.takeKinds())
 	buildTime := time.Since(start)
@@ -344,9 +377,10 @@ func (s *Syncer) sync(ctx context.Context) {
 	}
 	if err != nil {
 		s.logger.Error("sync failed", append(attrs, "error", err)...)
-		return
+		return err
 	}
 	s.logger.Info("sync", attrs...)
+	return nil
 }
 
 // recordSync tells Metrics about the sync that began at start. A change
