@@ -5,6 +5,7 @@
 -- backends in the shared dict:
 --
 --   b:<name>  the endpoints, a compact JSON array of {"address","port"}
+--   p:<name>  its policy (restysync.policy), absent for the default one
 --   v:<name>  the version at which that backend last changed
 --   version   bumped once per accepted POST /backends or /certificates
 --   count     how many b: keys there are
@@ -23,6 +24,7 @@ local cjson = require "cjson"
 local restysync = require "restysync"
 local certs = require "restysync.certs"
 local check = require "restysync.check"
+local policy = require "restysync.policy"
 local store = require "restysync.store"
 
 local ngx = ngx
@@ -144,7 +146,7 @@ local function is_port(v)
     return type(v) == "number" and v >= 1 and v <= 65535 and math_floor(v) == v
 end
 
-local BACKEND_FIELDS = { name = true, endpoints = true }
+local BACKEND_FIELDS = { name = true, endpoints = true, policy = true }
 local ENDPOINT_FIELDS = { address = true, port = true }
 
 -- check_endpoints validates the endpoints of one backend and returns them
@@ -196,7 +198,14 @@ local function check_update(body)
         if not endpoints then
             return nil, err
         end
-        return { name = b.name, endpoints = endpoints }
+        local stored_policy
+        if b.policy ~= nil and b.policy ~= json_null then
+            stored_policy, err = policy.check(b.policy, at .. ".policy")
+            if not stored_policy then
+                return nil, err
+            end
+        end
+        return { name = b.name, endpoints = endpoints, policy = stored_policy }
     end)
 end
 
@@ -217,12 +226,14 @@ local function write(d, update)
         end
         writes[#writes + 1] = { "v:" .. name, stamp = true }
         writes[#writes + 1] = { "b:" .. name }
+        writes[#writes + 1] = { "p:" .. name }
     end
     for _, b in ipairs(update.upserts) do
         if d:get("b:" .. b.name) == nil then
             count = count + 1
         end
         writes[#writes + 1] = { "b:" .. b.name, b.endpoints }
+        writes[#writes + 1] = { "p:" .. b.name, b.policy }
         writes[#writes + 1] = { "v:" .. b.name, version, stamp = true }
     end
     writes[#writes + 1] = { "count", count }
@@ -283,7 +294,9 @@ local function get_backends()
     for _, name in ipairs(names) do
         local endpoints = d:get("b:" .. name)
         if endpoints then
-            parts[#parts + 1] = '{"name":' .. json_encode(name) .. ',"endpoints":' .. endpoints .. "}"
+            local stored_policy = d:get("p:" .. name)
+            parts[#parts + 1] = '{"name":' .. json_encode(name) .. ',"endpoints":' .. endpoints
+                .. (stored_policy and (',"policy":' .. stored_policy) or "") .. "}"
         end
     end
     reply(200, '{"backends":[' .. table_concat(parts, ",") .. "]}")

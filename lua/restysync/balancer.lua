@@ -17,6 +17,8 @@
 local cjson = require "cjson"
 local ngx_balancer = require "ngx.balancer"
 local restysync = require "restysync"
+local policy = require "restysync.policy"
+local canary = require "restysync.canary"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -46,7 +48,8 @@ local HTTP_INTERNAL_SERVER_ERROR = 500
 
 local json = cjson.new()
 
--- cache[name] = { version = v, endpoints = { {host=, port=}, ... }, index = i }
+-- cache[name] = { version = v, endpoints = { {host=, port=}, ... }, index = i,
+--                policy = <restysync.policy.decode> }
 local cache = {}
 
 -- build decodes the stored endpoints of one backend. host is in the form
@@ -94,6 +97,8 @@ local function backend(name)
         cache[name] = nil
         return nil
     end
+    entry.name = name
+    entry.policy = policy.decode(d:get("p:" .. name))
     entry.requests_key, entry.failures_key = "r:" .. name, "f:" .. name
     cache[name] = entry
     local m = restysync.metrics_dict()
@@ -122,6 +127,14 @@ function _M.access()
     if not entry then
         ngx_log(ngx_WARN, "restysync: backend ", name, " is unknown")
         return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
+    end
+    if entry.policy.canary then
+        -- A canary the dict does not hold (yet) leaves the request on the
+        -- primary backend.
+        local chosen = canary.choose(entry.policy) and backend(entry.policy.canary)
+        if chosen then
+            entry = chosen
+        end
     end
     local ctx = ngx.ctx
     ctx.restysync_entry = entry

@@ -25,7 +25,7 @@ import (
 // *apply.LuaClient is one.
 type Lua interface {
 	Status(ctx context.Context) (apply.Status, error)
-	Backends(ctx context.Context) (map[string][]model.Endpoint, error)
+	Backends(ctx context.Context) (map[string]model.Backend, error)
 	Certificates(ctx context.Context) ([]apply.HeldCertificate, error)
 }
 

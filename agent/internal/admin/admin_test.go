@@ -21,13 +21,13 @@ import (
 // fakeLua answers like the Lua config API, or fails with err.
 type fakeLua struct {
 	status   apply.Status
-	backends map[string][]model.Endpoint
+	backends map[string]model.Backend
 	certs    []apply.HeldCertificate
 	err      error
 }
 
 func (f *fakeLua) Status(context.Context) (apply.Status, error) { return f.status, f.err }
-func (f *fakeLua) Backends(context.Context) (map[string][]model.Endpoint, error) {
+func (f *fakeLua) Backends(context.Context) (map[string]model.Backend, error) {
 	return f.backends, f.err
 }
 func (f *fakeLua) Certificates(context.Context) ([]apply.HeldCertificate, error) {
@@ -154,10 +154,10 @@ func TestDebugState(t *testing.T) {
 	st := syncer.State{Synced: true, Applied: true, ConfigHash: "aaa", WantedHash: "bbb", Model: m, Syncs: 3}
 	lua := &fakeLua{
 		status: apply.Status{ConfigHash: "aaa", BootID: "b1"},
-		backends: map[string][]model.Endpoint{
-			"default/web:80":      {ep("10.0.0.1", 8080)}, // one endpoint short
-			"default/fallback:80": {ep("10.0.0.9", 80)},
-			"default/gone:80":     {ep("10.0.0.7", 80)},
+		backends: map[string]model.Backend{
+			"default/web:80":      {Endpoints: []model.Endpoint{ep("10.0.0.1", 8080)}}, // one endpoint short
+			"default/fallback:80": {Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
+			"default/gone:80":     {Endpoints: []model.Endpoint{ep("10.0.0.7", 80)}},
 			// default/api:http is missing
 		},
 		certs: []apply.HeldCertificate{
@@ -193,9 +193,9 @@ func TestDebugState(t *testing.T) {
 	}
 
 	// In step: Lua holds exactly what is wanted.
-	lua.backends = map[string][]model.Endpoint{}
+	lua.backends = map[string]model.Backend{}
 	for _, b := range m.Backends {
-		lua.backends[b.Name] = b.Endpoints
+		lua.backends[b.Name] = b
 	}
 	lua.certs = lua.certs[:1]
 	_, body = get(t, s.Handler(), "/debug/state")

@@ -218,7 +218,7 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 	diffLua(diff, st.Model, held, heldCerts)
 }
 
-func diffLua(diff *LuaDiff, m model.Model, held map[string][]model.Endpoint, heldCerts []apply.HeldCertificate) {
+func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCerts []apply.HeldCertificate) {
 	wanted := make(map[string]bool, len(m.Backends))
 	for _, b := range m.Backends {
 		wanted[b.Name] = true
@@ -226,9 +226,9 @@ func diffLua(diff *LuaDiff, m model.Model, held map[string][]model.Endpoint, hel
 		switch {
 		case !ok:
 			diff.MissingBackends = append(diff.MissingBackends, b.Name)
-		case !slices.Equal(have, b.Endpoints):
+		case !slices.Equal(have.Endpoints, b.Endpoints) || have.Policy != b.Policy:
 			diff.ChangedBackends = append(diff.ChangedBackends, ChangedBackend{
-				Name: b.Name, Want: endpointStrings(b.Endpoints), Held: endpointStrings(have)})
+				Name: b.Name, Want: endpointStrings(b.Endpoints), Held: endpointStrings(have.Endpoints)})
 		}
 	}
 	for name := range held {

@@ -68,6 +68,21 @@ type BackendUpdate struct {
 type BackendPayload struct {
 	Name      string           `json:"name"`
 	Endpoints []model.Endpoint `json:"endpoints"`
+	// Policy is left out for the default one (round robin, defaults).
+	Policy *model.Policy `json:"policy,omitempty"`
+}
+
+// NewBackendPayload returns the payload of b.
+func NewBackendPayload(b model.Backend) BackendPayload {
+	p := BackendPayload{Name: b.Name, Endpoints: b.Endpoints}
+	if p.Endpoints == nil {
+		p.Endpoints = []model.Endpoint{}
+	}
+	if b.Policy != (model.Policy{}) {
+		policy := b.Policy
+		p.Policy = &policy
+	}
+	return p
 }
 
 // CertificateUpdate is the body of POST /certificates.
@@ -151,16 +166,20 @@ func (c *LuaClient) Metrics(ctx context.Context) (LuaMetrics, error) {
 }
 
 // Backends returns every backend Lua holds, by name.
-func (c *LuaClient) Backends(ctx context.Context) (map[string][]model.Endpoint, error) {
+func (c *LuaClient) Backends(ctx context.Context) (map[string]model.Backend, error) {
 	var body struct {
 		Backends []BackendPayload `json:"backends"`
 	}
 	if err := c.getJSON(ctx, "/backends", &body); err != nil {
 		return nil, err
 	}
-	held := make(map[string][]model.Endpoint, len(body.Backends))
+	held := make(map[string]model.Backend, len(body.Backends))
 	for _, b := range body.Backends {
-		held[b.Name] = b.Endpoints
+		h := model.Backend{Name: b.Name, Endpoints: b.Endpoints}
+		if b.Policy != nil {
+			h.Policy = *b.Policy
+		}
+		held[b.Name] = h
 	}
 	return held, nil
 }

@@ -82,7 +82,7 @@ func TestStatusAndBackends(t *testing.T) {
 		t.Errorf("status %+v, %v", st, err)
 	}
 	held, err := c.Backends(context.Background())
-	if err != nil || len(held["default/a:80"]) != 1 {
+	if err != nil || len(held["default/a:80"].Endpoints) != 1 {
 		t.Errorf("backends %+v, %v", held, err)
 	}
 	if _, err := NewLuaClient(filepath.Join(t.TempDir(), "none.sock")).Status(context.Background()); err == nil {

@@ -33,7 +33,7 @@ func (b *builder) boolAnnotation(ing *networkingv1.Ingress, key string, def bool
 	}
 	v, err := strconv.ParseBool(value)
 	if err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("annotation %s %q: is not true or false; %t is used", fullKey, clip(value), def))
+		b.annotationProblem(ing, fullKey, value, fmt.Sprintf("is not true or false; %t is used", def))
 		return def
 	}
 	return v
@@ -53,4 +53,9 @@ func clip(value string) string {
 		return value
 	}
 	return value[:max] + "…"
+}
+
+// annotationProblem reports a bad annotation value on ing.
+func (b *builder) annotationProblem(ing *networkingv1.Ingress, key, value, reason string) {
+	b.ingressProblem(ing, fmt.Sprintf("annotation %s %q: %s", key, clip(value), reason))
 }

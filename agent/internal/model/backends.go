@@ -19,8 +19,20 @@ type backendRef struct {
 	namespace string
 	service   string
 	port      networkingv1.ServiceBackendPort
-	// name is the Backend.Name: "namespace/service:port", port as written.
-	name string
+	// name is the Backend.Name: "namespace/service:port", port as written,
+	// and "@namespace/ingress" for a variant with a Policy.
+	name   string
+	policy Policy
+}
+
+// withPolicy returns the variant of r that carries the Policy of ingress,
+// or r itself for the zero Policy.
+func (r backendRef) withPolicy(p Policy, ingress string) backendRef {
+	if p == (Policy{}) {
+		return r
+	}
+	r.policy, r.name = p, r.name+variantSeparator+ingress
+	return r
 }
 
 // parseBackend checks the shape of an Ingress backend. It returns the reason
@@ -73,7 +85,7 @@ func (b *builder) resolve(ref backendRef) resolved {
 	if r, ok := b.resolved[ref.name]; ok {
 		return r
 	}
-	r := resolved{backend: Backend{Name: ref.name, Endpoints: []Endpoint{}}}
+	r := resolved{backend: Backend{Name: ref.name, Endpoints: []Endpoint{}, Policy: ref.policy}}
 	svc, servicePort, problem := b.servicePort(ref)
 	if problem == "" {
 		r.backend.Endpoints = b.endpoints(svc, servicePort)

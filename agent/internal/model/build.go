@@ -177,6 +177,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 		return defaultBackend{}, false
 	}
 	useRegex := b.useRegex(ing)
+	policy := b.policyFor(ing)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
 		rule := &ing.Spec.Rules[ri]
@@ -192,7 +193,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 			continue
 		}
 		for pi := range rule.HTTP.Paths {
-			b.addPath(ing, id, locations, rule.Host, ri, pi, useRegex)
+			b.addPath(ing, id, locations, rule.Host, ri, pi, useRegex, policy)
 		}
 	}
 	if ing.Spec.DefaultBackend == nil {
@@ -203,6 +204,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 		b.ingressProblem(ing, reason+"; default backend left out")
 		return defaultBackend{}, false
 	}
+	ref = ref.withPolicy(policy, id)
 	if r := b.resolve(ref); r.problem != "" {
 		b.ingressProblem(ing, "spec.defaultBackend"+r.problem+"; requests sent to it answer 503")
 	}
@@ -211,7 +213,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 
 // addPath adds path pi of rule ri of ing to locations, the server of host,
 // unless it is invalid or an older Ingress already serves it.
-func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[locationKey]Location, host string, ri, pi int, useRegex bool) {
+func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[locationKey]Location, host string, ri, pi int, useRegex bool, policy Policy) {
 	p := &ing.Spec.Rules[ri].HTTP.Paths[pi]
 	// field names the path in problems; only they pay for formatting it.
 	field := func() string { return fmt.Sprintf("spec.rules[%d].http.paths[%d]", ri, pi) }
@@ -233,6 +235,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		b.ingressProblem(ing, field()+"."+reason+"; path left out")
 		return
 	}
+	ref = ref.withPolicy(policy, id)
 	key := locationKey{path, pathType}
 	if owner, taken := locations[key]; taken {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",

@@ -136,7 +136,13 @@ type Location struct {
 type Backend struct {
 	// Name is "namespace/service:port", with port as written in the Ingress
 	// (number or name). It is the key the Lua balancer stores the backend under.
+	// A backend whose Ingress sets a Policy of its own is a variant named
+	// "namespace/service:port@namespace/ingress": two Ingresses may balance
+	// one Service differently.
 	Name string
+	// Policy is how Lua balances it; it travels with the endpoints, so a
+	// change of it is a push, not a reload.
+	Policy Policy
 	// Endpoints sorted by Address then Port; only ready ones. Empty means 503.
 	Endpoints []Endpoint
 }

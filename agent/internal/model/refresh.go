@@ -12,7 +12,7 @@ import (
 // BackendService returns the namespace and Service a Backend name
 // ("namespace/service:port") refers to.
 func BackendService(name string) (namespace, service string, ok bool) {
-	namespace, rest, ok := strings.Cut(name, "/")
+	namespace, rest, ok := strings.Cut(baseBackendName(name), "/")
 	if !ok {
 		return "", "", false
 	}
@@ -25,7 +25,7 @@ func BackendService(name string) (namespace, service string, ok bool) {
 // Build does. It is the fast path for a change of endpoints only: the rest
 // of the Model stays as it is. The problems are those of the slices read.
 func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (Backend, []Problem) {
-	namespace, rest, _ := strings.Cut(name, "/")
+	namespace, rest, _ := strings.Cut(baseBackendName(name), "/")
 	service, written, _ := strings.Cut(rest, ":")
 	port := networkingv1.ServiceBackendPort{Name: written}
 	if n, err := strconv.Atoi(written); err == nil {

@@ -19,7 +19,8 @@ type Plan struct {
 	// Reload is true when the rendered structure (hosts, paths, backend
 	// names) differs from the one last applied.
 	Reload bool
-	// Upserts are backends Lua lacks or holds with other endpoints, sorted by Name.
+	// Upserts are backends Lua lacks or holds with other endpoints or
+	// another Policy, sorted by Name.
 	Upserts []model.Backend
 	// Removes are backend names Lua holds that the next model no longer references, sorted.
 	Removes []string
@@ -30,12 +31,12 @@ func (p Plan) Empty() bool { return !p.Reload && len(p.Upserts) == 0 && len(p.Re
 
 // Compute diffs next against the applied structure and the backends Lua holds.
 // applied is nil when no structure is known to be running (first sync).
-func Compute(applied *model.Model, held map[string][]model.Endpoint, next model.Model) Plan {
+func Compute(applied *model.Model, held map[string]model.Backend, next model.Model) Plan {
 	var p Plan
 	p.Reload = applied == nil || !SameStructure(*applied, next)
 	for _, b := range next.Backends {
 		have, ok := held[b.Name]
-		if !ok || !slices.Equal(have, b.Endpoints) {
+		if !ok || !slices.Equal(have.Endpoints, b.Endpoints) || have.Policy != b.Policy {
 			p.Upserts = append(p.Upserts, b)
 		}
 	}

@@ -17,14 +17,16 @@ func TestCompute(t *testing.T) {
 	}
 	moved := base
 	moved.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}}
+	withPolicy := base
+	withPolicy.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}}
 	rehosted := base
 	rehosted.Servers = []model.Server{{Host: "b.example.com", Locations: []model.Location{loc}}}
-	held := map[string][]model.Endpoint{"ns/a:80": {ep("10.0.0.1")}}
+	held := map[string]model.Backend{"ns/a:80": {Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}}
 
 	tests := []struct {
 		name    string
 		applied *model.Model
-		held    map[string][]model.Endpoint
+		held    map[string]model.Backend
 		next    model.Model
 		want    Plan
 	}{
@@ -35,9 +37,11 @@ func TestCompute(t *testing.T) {
 			Plan{Upserts: moved.Backends}},
 		{"host changed: reload, no push", &base, held, rehosted,
 			Plan{Reload: true}},
-		{"backend gone: removed", &base, map[string][]model.Endpoint{"ns/a:80": {ep("10.0.0.1")}, "ns/old:80": nil}, base,
+		{"backend gone: removed", &base, map[string]model.Backend{"ns/a:80": {Endpoints: []model.Endpoint{ep("10.0.0.1")}}, "ns/old:80": {}}, base,
 			Plan{Removes: []string{"ns/old:80"}}},
-		{"lua lost its state: push all, no reload", &base, map[string][]model.Endpoint{}, base,
+		{"policy changed: push only", &base, held, withPolicy,
+			Plan{Upserts: withPolicy.Backends}},
+		{"lua lost its state: push all, no reload", &base, map[string]model.Backend{}, base,
 			Plan{Upserts: base.Backends}},
 	}
 	for _, tt := range tests {

@@ -105,7 +105,7 @@ type Syncer struct {
 	// The fields below are owned by the loop goroutine.
 	applied     *model.Model                    // structure nginx is confirmed to run
 	appliedHash string                          // its config hash
-	held        map[string][]model.Endpoint     // backends Lua holds
+	held        map[string]model.Backend        // backends Lua holds
 	heldCerts   map[string]plan.HeldCertificate // certificates Lua holds
 	heldBoot    string                          // nginx boot the held maps belong to
 	// goodCerts is the last valid content of every certificate the model
@@ -514,7 +514,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 			return res, err
 		}
 		for _, b := range p.Upserts {
-			s.held[b.Name] = b.Endpoints
+			s.held[b.Name] = b
 		}
 		res.pushed, res.upserts = true, len(p.Upserts)
 	}
@@ -641,6 +641,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 				if services[source.ServiceKey{Namespace: namespace, Name: service}] {
 					svc, endpointSlices := index.ServiceEndpoints(namespace, service)
 					next.Backends[i], _ = model.ResolveBackend(b.Name, svc, endpointSlices)
+					next.Backends[i].Policy = b.Policy
 				}
 			}
 		}
@@ -712,11 +713,7 @@ func (s *Syncer) reportProblems(problems []model.Problem) {
 func payloads(backends []model.Backend) []apply.BackendPayload {
 	out := make([]apply.BackendPayload, len(backends))
 	for i, b := range backends {
-		eps := b.Endpoints
-		if eps == nil {
-			eps = []model.Endpoint{}
-		}
-		out[i] = apply.BackendPayload{Name: b.Name, Endpoints: eps}
+		out[i] = apply.NewBackendPayload(b)
 	}
 	return out
 }

@@ -1,0 +1,181 @@
+package model
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// Policy is how the Lua balancer treats one backend: the algorithm, session
+// affinity, retries and passive health, and a canary. The zero Policy is
+// round robin with the documented defaults. It is comparable on purpose:
+// the plan compares it with what Lua holds, as it does the endpoints.
+type Policy struct {
+	// Algorithm is "" (round robin), AlgorithmEWMA or AlgorithmHash.
+	Algorithm string `json:"algorithm,omitempty"`
+	// HashBy is the nginx variable (without "$") whose value is hashed when
+	// Algorithm is AlgorithmHash: "request_uri", "http_x_user", "cookie_id".
+	HashBy string `json:"hash_by,omitempty"`
+
+	// Affinity is "" or "cookie": a client is pinned to an endpoint by a
+	// cookie the balancer sets.
+	Affinity string `json:"affinity,omitempty"`
+	// Cookie* shape the affinity cookie.
+	CookieName     string `json:"cookie_name,omitempty"`
+	CookieMaxAge   int    `json:"cookie_max_age,omitempty"` // seconds; 0: a session cookie
+	CookiePath     string `json:"cookie_path,omitempty"`
+	CookieSameSite string `json:"cookie_samesite,omitempty"` // "", "Strict", "Lax", "None"
+	CookieSecure   bool   `json:"cookie_secure,omitempty"`
+	// CookieChangeOnFailure re-pins a client whose endpoint failed; an
+	// endpoint that is gone always re-pins.
+	CookieChangeOnFailure bool `json:"cookie_change_on_failure,omitempty"`
+
+	// Tries bounds the endpoints one request tries, the first included
+	// (0: DefaultTries).
+	Tries int `json:"tries,omitempty"`
+	// MaxFails failures of an endpoint within FailTimeout seconds take it
+	// out for FailTimeout seconds (0: DefaultMaxFails, DefaultFailTimeout).
+	MaxFails    int `json:"max_fails,omitempty"`
+	FailTimeout int `json:"fail_timeout,omitempty"`
+
+	// Canary is the Name of the backend that takes part of the traffic:
+	// requests with CanaryHeader (equal to CanaryHeaderValue when set, else
+	// "always"), then those with the cookie CanaryCookie = "always", then
+	// CanaryWeight of every CanaryWeightTotal. A header or cookie "never"
+	// keeps a request off the canary.
+	Canary            string `json:"canary,omitempty"`
+	CanaryWeight      int    `json:"canary_weight,omitempty"`
+	CanaryWeightTotal int    `json:"canary_weight_total,omitempty"`
+	CanaryHeader      string `json:"canary_header,omitempty"`
+	CanaryHeaderValue string `json:"canary_header_value,omitempty"`
+	CanaryCookie      string `json:"canary_cookie,omitempty"`
+}
+
+// Algorithms of Policy.Algorithm.
+const (
+	AlgorithmRoundRobin = "round_robin"
+	AlgorithmEWMA       = "ewma"
+	AlgorithmHash       = "hash"
+)
+
+// Defaults of Policy, as the Lua balancer applies them.
+const (
+	DefaultTries       = 3
+	DefaultMaxFails    = 3
+	DefaultFailTimeout = 10 // seconds
+)
+
+// variantSeparator joins a backend's name and the Ingress whose Policy it
+// carries. Neither a Service, a port name nor an Ingress name can hold it.
+const variantSeparator = "@"
+
+// baseBackendName strips the Ingress of a variant's name.
+func baseBackendName(name string) string {
+	base, _, _ := strings.Cut(name, variantSeparator)
+	return base
+}
+
+// policyFor reads the Policy of the backends of ing from its annotations.
+// Each part is read by its own function; a bad value is a Problem on the
+// Ingress and leaves that part at its default.
+func (b *builder) policyFor(ing *networkingv1.Ingress) Policy {
+	var p Policy
+	b.readLoadBalance(ing, &p)
+	b.readAffinity(ing, &p)
+	b.readRetries(ing, &p)
+	return p
+}
+
+// nginxVariable is one nginx variable, as upstream-hash-by names it.
+var nginxVariable = regexp.MustCompile(`^\$([a-z_][a-z0-9_]{0,63})$`)
+
+// cookieName is an RFC 6265 token of bounded length.
+var cookieName = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]{1,64}$")
+
+// cookiePath is a cookie Path attribute: printable, no ";", bounded.
+var cookiePath = regexp.MustCompile(`^/[\x21-\x3a\x3c-\x7e]{0,255}$`)
+
+// readLoadBalance reads load-balance and upstream-hash-by.
+func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
+	if value, key, ok := lookupAnnotation(ing, "load-balance"); ok {
+		switch value {
+		case AlgorithmRoundRobin:
+		case AlgorithmEWMA:
+			p.Algorithm = AlgorithmEWMA
+		default:
+			b.annotationProblem(ing, key, value, `is not "round_robin" or "ewma"; round robin is used`)
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "upstream-hash-by"); ok {
+		m := nginxVariable.FindStringSubmatch(value)
+		if m == nil {
+			b.annotationProblem(ing, key, value, `is not one nginx variable such as "$request_uri", "$http_x_user" or "$cookie_id"; consistent hashing is off`)
+			return
+		}
+		p.Algorithm, p.HashBy = AlgorithmHash, m[1]
+	}
+}
+
+// readAffinity reads affinity and the session-cookie-* family.
+func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
+	value, key, ok := lookupAnnotation(ing, "affinity")
+	if !ok {
+		return
+	}
+	if value != "cookie" {
+		b.annotationProblem(ing, key, value, `is not "cookie"; no session affinity`)
+		return
+	}
+	p.Affinity, p.CookieName, p.CookiePath = "cookie", "INGRESSCOOKIE", "/"
+	if value, key, ok := lookupAnnotation(ing, "session-cookie-name"); ok {
+		if cookieName.MatchString(value) {
+			p.CookieName = value
+		} else {
+			b.annotationProblem(ing, key, value, "is not a cookie name (1 to 64 token characters); INGRESSCOOKIE is used")
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "session-cookie-path"); ok {
+		if cookiePath.MatchString(value) {
+			p.CookiePath = value
+		} else {
+			b.annotationProblem(ing, key, value, `is not a cookie path (starts with "/", printable, no ";"); "/" is used`)
+		}
+	}
+	p.CookieMaxAge = b.intAnnotation(ing, "session-cookie-max-age", 0, 0, 10*365*24*3600)
+	if value, key, ok := lookupAnnotation(ing, "session-cookie-samesite"); ok {
+		switch value {
+		case "Strict", "Lax", "None":
+			p.CookieSameSite = value
+		default:
+			b.annotationProblem(ing, key, value, `is not "Strict", "Lax" or "None"; no SameSite attribute`)
+		}
+	}
+	p.CookieSecure = b.boolAnnotation(ing, "session-cookie-secure", false)
+	p.CookieChangeOnFailure = b.boolAnnotation(ing, "session-cookie-change-on-failure", false)
+}
+
+// readRetries reads proxy-next-upstream-tries and the passive health
+// settings max-fails and fail-timeout.
+func (b *builder) readRetries(ing *networkingv1.Ingress, p *Policy) {
+	p.Tries = b.intAnnotation(ing, "proxy-next-upstream-tries", 0, 1, 20)
+	p.MaxFails = b.intAnnotation(ing, "max-fails", 0, 1, 1000)
+	p.FailTimeout = b.intAnnotation(ing, "fail-timeout", 0, 1, 3600)
+}
+
+// intAnnotation reads an integer annotation in [min, max]; absent or bad,
+// it is def (a bad one is a Problem).
+func (b *builder) intAnnotation(ing *networkingv1.Ingress, name string, def, min, max int) int {
+	value, key, ok := lookupAnnotation(ing, name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < min || n > max {
+		b.annotationProblem(ing, key, value, fmt.Sprintf("is not an integer from %d to %d; the default is used", min, max))
+		return def
+	}
+	return n
+}
