@@ -33,7 +33,12 @@ func Build(s Snapshot) (Model, []Problem) {
 	b := newBuilder(s)
 	ours := ourIngresses(s)
 	var withDefault []defaultBackend
+	var canaries []*networkingv1.Ingress
 	for _, ing := range ours {
+		if b.isCanary(ing) {
+			canaries = append(canaries, ing)
+			continue
+		}
 		if d, ok := b.addIngress(ing); ok {
 			withDefault = append(withDefault, d)
 		}
@@ -42,6 +47,9 @@ func Build(s Snapshot) (Model, []Problem) {
 		}
 	}
 	b.addDefaultBackends(withDefault)
+	for _, ing := range canaries {
+		b.addCanary(ing)
+	}
 	return b.model(), b.sortedProblems()
 }
 
@@ -59,8 +67,10 @@ type builder struct {
 	slices   map[namespacedName][]*discoveryv1.EndpointSlice
 	resolved map[string]resolved
 	// servers by host; "" is the default server.
-	servers  map[string]map[locationKey]Location
-	problems []Problem
+	servers map[string]map[locationKey]Location
+	// canaryBackends are backends only a canary split names.
+	canaryBackends map[string]bool
+	problems       []Problem
 
 	now     time.Time
 	secrets map[namespacedName]*corev1.Secret
@@ -87,6 +97,8 @@ func newBuilder(s Snapshot) *builder {
 		slices:   make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
+
+		canaryBackends: make(map[string]bool),
 
 		now:       s.Now,
 		secrets:   make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
@@ -294,6 +306,9 @@ func (b *builder) model() Model {
 		}
 	}
 	slices.SortFunc(m.Servers, func(a, b Server) int { return strings.Compare(a.Host, b.Host) })
+	for name := range b.canaryBackends {
+		used[name] = true
+	}
 	for name := range used {
 		m.Backends = append(m.Backends, b.resolved[name].backend)
 	}
