@@ -1,0 +1,90 @@
+package model
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// policyAnnotations are the keys FuzzAnnotations sets, each under one of the
+// two prefixes.
+var policyAnnotations = []string{
+	"use-regex", "load-balance", "upstream-hash-by", "affinity", "session-cookie-name",
+	"session-cookie-path", "session-cookie-max-age", "session-cookie-samesite", "session-cookie-secure",
+	"session-cookie-change-on-failure", "proxy-next-upstream-tries", "max-fails", "fail-timeout",
+	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
+}
+
+// luaAccepts mirrors the field checks of lua/restysync/policy.lua: a Policy
+// Build emits must pass them, or Lua would refuse the whole push.
+var luaAccepts = map[string]*regexp.Regexp{
+	"hash_by":             regexp.MustCompile(`^[a-z_][a-z0-9_]*$`),
+	"cookie_name":         regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
+	"cookie_path":         regexp.MustCompile(`^/[!-:<-~]*$`),
+	"canary_header":       regexp.MustCompile(`^[A-Za-z0-9_-]+$`),
+	"canary_header_value": regexp.MustCompile(`^[ -~]*$`),
+	"canary_cookie":       regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
+}
+
+// FuzzAnnotations sets every annotation Build reads to fuzzed values on a
+// main and a canary Ingress. Build must not panic, must name the Ingress in
+// every Problem it raises, and every Policy it emits must be one Lua takes.
+func FuzzAnnotations(f *testing.F) {
+	f.Add("true", "ewma", "$request_uri", "cookie", "30", "X-Canary", uint32(0))
+	f.Add("yes", "weighted", "$host$uri", "ip", "-1", "X Canary", uint32(0xffffffff))
+	f.Add("false", "round_robin", "$cookie_id", "cookie", "1000001", "a;b", uint32(0x5555))
+	f.Add("", "", "", "", "", "", uint32(1))
+	f.Fuzz(func(t *testing.T, a, b, c, d, e, g string, prefixes uint32) {
+		values := []string{a, b, c, d, e, g}
+		annotate := func(shift int) ingressOption {
+			return func(ing *networkingv1.Ingress) {
+				ing.Annotations = map[string]string{}
+				for i, key := range policyAnnotations {
+					prefix := annotationPrefixes[(prefixes>>uint((i+shift)%32))&1]
+					ing.Annotations[prefix+key] = values[(i+shift)%len(values)]
+				}
+			}
+		}
+		main := newIngress("default", "main", annotate(0), rule("a.test", httpPath(implType, "/", backend("web", 80))))
+		main.Annotations["restysync.io/canary"] = "false"
+		canary := newIngress("default", "canary", createdAt(1), annotate(3), rule("a.test", httpPath(implType, "/", backend("web", "http"))))
+		canary.Annotations["restysync.io/canary"] = "true"
+		m, problems := Build(snapshotOf(main, canary))
+		for _, p := range problems {
+			if p.Kind != "Ingress" || (p.Name != "main" && p.Name != "canary") || p.Reason == "" {
+				t.Fatalf("problem names no Ingress: %+v", p)
+			}
+			if len(p.Reason) > 4096 {
+				t.Fatalf("problem reason of %d bytes", len(p.Reason))
+			}
+		}
+		for _, backend := range m.Backends {
+			raw, err := json.Marshal(backend.Policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				t.Fatal(err)
+			}
+			for field, re := range luaAccepts {
+				if v, ok := fields[field].(string); ok && (!re.MatchString(v) || len(v) > 512) {
+					t.Fatalf("backend %s: policy field %s %q is one Lua refuses", backend.Name, field, v)
+				}
+			}
+			p := backend.Policy
+			if p.Algorithm == AlgorithmHash && p.HashBy == "" {
+				t.Fatalf("backend %s: hash without hash_by", backend.Name)
+			}
+			if p.CanaryWeight > max(p.CanaryWeightTotal, 100) {
+				t.Fatalf("backend %s: canary weight %d over total %d", backend.Name, p.CanaryWeight, p.CanaryWeightTotal)
+			}
+			if strings.Contains(backend.Name, "\n") {
+				t.Fatalf("backend name %q", backend.Name)
+			}
+		}
+	})
+}
