@@ -412,7 +412,7 @@ func ProblemReason(p model.Problem) string {
 		return "conflict"
 	case strings.Contains(r, "does not resolve"):
 		return "dns"
-	case strings.Contains(r, "not supported"):
+	case strings.Contains(r, "not supported") || strings.Contains(r, "refused by design"):
 		return "unsupported"
 	case strings.Contains(r, "not found") || strings.Contains(r, "is missing") || strings.Contains(r, " has no "):
 		return "missing_reference"

@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 )
@@ -58,4 +60,46 @@ func clip(value string) string {
 // annotationProblem reports a bad annotation value on ing.
 func (b *builder) annotationProblem(ing *networkingv1.Ingress, key, value, reason string) {
 	b.ingressProblem(ing, fmt.Sprintf("annotation %s %q: %s", key, clip(value), reason))
+}
+
+// supportedAnnotations are the keys Build reads, without prefix.
+var supportedAnnotations = map[string]bool{
+	"use-regex": true, "load-balance": true, "upstream-hash-by": true,
+	"affinity": true, "session-cookie-name": true, "session-cookie-path": true, "session-cookie-max-age": true,
+	"session-cookie-samesite": true, "session-cookie-secure": true, "session-cookie-change-on-failure": true,
+	"proxy-next-upstream-tries": true, "max-fails": true, "fail-timeout": true,
+	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
+	"canary-by-header-value": true, "canary-by-cookie": true,
+	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true,
+}
+
+// isSnippet reports whether key (without prefix) is a raw nginx directive.
+func isSnippet(key string) bool {
+	return strings.HasSuffix(key, "-snippet") || key == "lua-resty-waf-extra-rules"
+}
+
+// checkAnnotationKeys raises a Problem for each annotation under our
+// prefixes that Build does not read: a snippet, refused by design, or a
+// key not supported (yet), ignored. Users switching from ingress-nginx see
+// in one place what their Ingress asks for and does not get.
+func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
+	var keys []string
+	for key := range ing.Annotations {
+		for _, prefix := range annotationPrefixes {
+			if name, ok := strings.CutPrefix(key, prefix); ok && !supportedAnnotations[name] {
+				keys = append(keys, key)
+			}
+		}
+	}
+	slices.Sort(keys) // problems in a stable order
+	for _, key := range keys {
+		name := key[strings.IndexByte(key, '/')+1:]
+		if isSnippet(name) {
+			b.ingressProblem(ing, fmt.Sprintf("annotation %s: raw nginx directives are refused by design: "+
+				"a snippet could read every certificate and key nginx holds and break every other Ingress; "+
+				"ignored, the rest of the Ingress is served", key))
+			continue
+		}
+		b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))
+	}
 }

@@ -35,6 +35,7 @@ func Build(s Snapshot) (Model, []Problem) {
 	var withDefault []defaultBackend
 	var canaries []*networkingv1.Ingress
 	for _, ing := range ours {
+		b.checkAnnotationKeys(ing)
 		if b.isCanary(ing) {
 			canaries = append(canaries, ing)
 			continue

@@ -71,3 +71,35 @@ func TestCanaryProblems(t *testing.T) {
 		}
 	}
 }
+
+// Snippets are refused with a reason and unknown keys reported; the rest of
+// the Ingress is served.
+func TestAnnotationKeysChecked(t *testing.T) {
+	ing := newIngress("default", "snippety",
+		annotation("nginx.ingress.kubernetes.io/configuration-snippet", "more_set_headers \"X: y\";"),
+		annotation("restysync.io/server-snippet", "return 200;"),
+		annotation("nginx.ingress.kubernetes.io/stream-snippet", "server {}"),
+		annotation("nginx.ingress.kubernetes.io/mirror-target", "http://x"),
+		annotation("restysync.io/load-balnce", "ewma"),
+		annotation("nginx.ingress.kubernetes.io/load-balance", "ewma"),
+		annotation("example.com/unrelated", "x"),
+		rule("a.test", prefix("/", "web", 80)))
+	m, problems := Build(snapshotOf(ing))
+	if len(m.Servers) != 1 || m.Backends[0].Policy.Algorithm != AlgorithmEWMA {
+		t.Fatalf("the Ingress is not served with its supported annotations: %s", dump(m))
+	}
+	for _, want := range []string{
+		"annotation nginx.ingress.kubernetes.io/configuration-snippet: raw nginx directives are refused by design",
+		"annotation restysync.io/server-snippet: raw nginx directives are refused by design",
+		"annotation nginx.ingress.kubernetes.io/stream-snippet: raw nginx directives are refused by design",
+		"annotation nginx.ingress.kubernetes.io/mirror-target: is not supported; ignored",
+		"annotation restysync.io/load-balnce: is not supported; ignored",
+	} {
+		if !findProblem(problems, "snippety", want) {
+			t.Errorf("no problem %q; problems: %v", want, problems)
+		}
+	}
+	if len(problems) != 5 {
+		t.Errorf("%d problems, want 5: %v", len(problems), problems)
+	}
+}
