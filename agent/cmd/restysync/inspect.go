@@ -134,9 +134,9 @@ func fetchReport(ctx context.Context, base string) (admin.Report, error) {
 	return report, nil
 }
 
-// inspectSource builds the model from a source, as the agent would, with
-// no nginx: a dry run.
-func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Report, error) {
+// readSource lists a source once (file:DIR, or kube with the kubeconfig
+// flags) and returns what it holds, with the problems of reading it.
+func readSource(ctx context.Context, c *cli.Context, src string) (model.Snapshot, []model.Problem, error) {
 	// client-go logs through klog: keep its chatter off the report.
 	klog.SetSlogLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	var inner source.Source
@@ -145,23 +145,33 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 		kc := kubeConfig{kubeconfig: c.String("kubeconfig"), context: c.String("context"), namespace: c.String("namespace"), qps: 50, burst: 100}
 		client, err := kubeClient(kc)
 		if err != nil {
-			return admin.Report{}, err
+			return model.Snapshot{}, nil, err
 		}
 		inner = kube.New(client, kube.Options{Namespace: kc.namespace})
 	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
 		inner = file.New(strings.TrimPrefix(src, "file:"))
 	default:
-		return admin.Report{}, fmt.Errorf("--source %q: want kube or file:DIR", src)
+		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube or file:DIR", src)
 	}
+	s := fqdn.Wrap(inner, fqdn.Options{})
+	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
+		return model.Snapshot{}, nil, fmt.Errorf("reading --source %s: %w", src, err)
+	}
+	snap, problems := s.Snapshot()
+	return snap, problems, nil
+}
+
+// inspectSource builds the model from a source, as the agent would, with
+// no nginx: a dry run.
+func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Report, error) {
 	class := c.String("ingress-class")
 	if class == "" {
 		return admin.Report{}, fmt.Errorf("--ingress-class: must not be empty")
 	}
-	s := fqdn.Wrap(inner, fqdn.Options{})
-	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
-		return admin.Report{}, fmt.Errorf("reading --source %s: %w", src, err)
+	snap, problems, err := readSource(ctx, c, src)
+	if err != nil {
+		return admin.Report{}, err
 	}
-	snap, problems := s.Snapshot()
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
 	snap.Now = time.Now()

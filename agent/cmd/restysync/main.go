@@ -32,6 +32,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			runCommand(),
 			inspectCommand(),
+			checkCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version and commit",

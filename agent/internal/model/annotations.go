@@ -78,6 +78,37 @@ func isSnippet(key string) bool {
 	return strings.HasSuffix(key, "-snippet") || key == "lua-resty-waf-extra-rules"
 }
 
+// Annotation statuses, as AnnotationStatus and `restysync check` name them.
+const (
+	AnnotationSupported = "supported"
+	AnnotationRefused   = "refused"
+	AnnotationUnknown   = "unknown"
+)
+
+// refusedReason says why a snippet annotation is refused.
+const refusedReason = "raw nginx directives are refused by design: a snippet could read every certificate " +
+	"and key nginx holds and break every other Ingress"
+
+// AnnotationStatus classifies an annotation key: AnnotationSupported (Build
+// reads it), AnnotationRefused (a raw nginx directive), AnnotationUnknown
+// (under one of our prefixes, not read), or "" (not one of ours).
+func AnnotationStatus(key string) string {
+	for _, prefix := range annotationPrefixes {
+		name, ok := strings.CutPrefix(key, prefix)
+		switch {
+		case !ok:
+			continue
+		case supportedAnnotations[name]:
+			return AnnotationSupported
+		case isSnippet(name):
+			return AnnotationRefused
+		default:
+			return AnnotationUnknown
+		}
+	}
+	return ""
+}
+
 // checkAnnotationKeys raises a Problem for each annotation under our
 // prefixes that Build does not read: a snippet, refused by design, or a
 // key not supported (yet), ignored. Users switching from ingress-nginx see
@@ -85,19 +116,14 @@ func isSnippet(key string) bool {
 func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 	var keys []string
 	for key := range ing.Annotations {
-		for _, prefix := range annotationPrefixes {
-			if name, ok := strings.CutPrefix(key, prefix); ok && !supportedAnnotations[name] {
-				keys = append(keys, key)
-			}
+		if status := AnnotationStatus(key); status == AnnotationRefused || status == AnnotationUnknown {
+			keys = append(keys, key)
 		}
 	}
 	slices.Sort(keys) // problems in a stable order
 	for _, key := range keys {
-		name := key[strings.IndexByte(key, '/')+1:]
-		if isSnippet(name) {
-			b.ingressProblem(ing, fmt.Sprintf("annotation %s: raw nginx directives are refused by design: "+
-				"a snippet could read every certificate and key nginx holds and break every other Ingress; "+
-				"ignored, the rest of the Ingress is served", key))
+		if AnnotationStatus(key) == AnnotationRefused {
+			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s; ignored, the rest of the Ingress is served", key, refusedReason))
 			continue
 		}
 		b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// checkClass is the class check gives every Ingress, so that each is built
+// as if it were ours, whatever class it names today.
+const checkClass = "restysync-check"
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "say, for every Ingress, which annotations restysync supports, refuses or does not know, before you switch",
+		Description: "Reads every Ingress from --source (file:DIR or kube), whatever class it names, and builds it as\n" +
+			"restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is supported,\n" +
+			"invalid (supported, but its value is not), refused (a snippet) or unknown (ignored). The exit code\n" +
+			"is 1 when anything is not supported, so check can gate a migration in CI.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "source", Required: true, Usage: "file:DIR or kube"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the source's first listing"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
+				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
+			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
+		},
+		Action: check,
+	}
+}
+
+// CheckReport is what check prints with -o json.
+type CheckReport struct {
+	Ingresses []CheckedIngress `json:"ingresses"`
+	Summary   CheckSummary     `json:"summary"`
+}
+
+// CheckedIngress lists the annotations of one Ingress under our prefixes.
+type CheckedIngress struct {
+	Ingress     string              `json:"ingress"` // namespace/name
+	Annotations []CheckedAnnotation `json:"annotations"`
+}
+
+// CheckedAnnotation is one annotation and what restysync does with it.
+type CheckedAnnotation struct {
+	Key    string `json:"key"`
+	Status string `json:"status"` // supported, invalid, refused, unknown
+	Reason string `json:"reason,omitempty"`
+}
+
+// CheckSummary counts the annotations by status.
+type CheckSummary struct {
+	Ingresses int `json:"ingresses"`
+	Supported int `json:"supported"`
+	Invalid   int `json:"invalid"`
+	Refused   int `json:"refused"`
+	Unknown   int `json:"unknown"`
+}
+
+// annotationInvalid is a supported annotation whose value Build refused.
+const annotationInvalid = "invalid"
+
+func check(c *cli.Context) error {
+	output := c.String("output")
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: want text or json", output)
+	}
+	if c.Duration("timeout") <= 0 {
+		return fmt.Errorf("--timeout %s: must be positive", c.Duration("timeout"))
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	snap, _, err := readSource(ctx, c, c.String("source"))
+	if err != nil {
+		return err
+	}
+	report := checkSnapshot(snap)
+	if output == "json" {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		writeCheck(c.App.Writer, report)
+	}
+	if s := report.Summary; s.Invalid+s.Refused+s.Unknown > 0 {
+		return cli.Exit(fmt.Sprintf("restysync check: %d annotations are not supported as written (%d invalid, %d refused, %d unknown)",
+			s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown), 1)
+	}
+	return nil
+}
+
+// checkSnapshot builds every Ingress of snap as ours and classifies its
+// annotations; a supported one is invalid when Build raised a Problem
+// naming it.
+func checkSnapshot(snap model.Snapshot) CheckReport {
+	class := checkClass
+	ours := make([]*networkingv1.Ingress, len(snap.Ingresses))
+	for i, ing := range snap.Ingresses {
+		copied := ing.DeepCopy()
+		copied.Spec.IngressClassName = &class
+		ours[i] = copied
+	}
+	snap.Ingresses = ours
+	snap.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
+	snap.IngressClass = class
+	_, problems := model.Build(snap)
+	reasons := map[string][]string{} // by "namespace/name"
+	for _, p := range problems {
+		if p.Kind == "Ingress" {
+			key := p.Namespace + "/" + p.Name
+			reasons[key] = append(reasons[key], p.Reason)
+		}
+	}
+
+	var report CheckReport
+	slices.SortFunc(ours, func(a, b *networkingv1.Ingress) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	for _, ing := range ours {
+		id := ing.Namespace + "/" + ing.Name
+		checked := CheckedIngress{Ingress: id, Annotations: []CheckedAnnotation{}}
+		for _, key := range slices.Sorted(maps.Keys(ing.Annotations)) {
+			status := model.AnnotationStatus(key)
+			if status == "" {
+				continue
+			}
+			a := CheckedAnnotation{Key: key, Status: status}
+			for _, reason := range reasons[id] {
+				if strings.HasPrefix(reason, "annotation "+key+" ") || strings.HasPrefix(reason, "annotation "+key+":") {
+					a.Reason = strings.TrimPrefix(reason, "annotation "+key)
+					a.Reason = strings.TrimLeft(a.Reason, ": ")
+					if status == model.AnnotationSupported {
+						a.Status = annotationInvalid
+					}
+					break
+				}
+			}
+			switch a.Status {
+			case model.AnnotationSupported:
+				report.Summary.Supported++
+			case annotationInvalid:
+				report.Summary.Invalid++
+			case model.AnnotationRefused:
+				report.Summary.Refused++
+			default:
+				report.Summary.Unknown++
+			}
+			checked.Annotations = append(checked.Annotations, a)
+		}
+		report.Ingresses = append(report.Ingresses, checked)
+	}
+	report.Summary.Ingresses = len(report.Ingresses)
+	if report.Ingresses == nil {
+		report.Ingresses = []CheckedIngress{}
+	}
+	return report
+}
+
+func writeCheck(w io.Writer, r CheckReport) {
+	s := r.Summary
+	fmt.Fprintf(w, "restysync check: %d Ingresses; annotations: %d supported, %d invalid, %d refused, %d unknown\n",
+		s.Ingresses, s.Supported, s.Invalid, s.Refused, s.Unknown)
+	for _, ing := range r.Ingresses {
+		fmt.Fprintf(w, "\nIngress %s\n", ing.Ingress)
+		if len(ing.Annotations) == 0 {
+			fmt.Fprintln(w, "  no annotations of restysync.io/ or nginx.ingress.kubernetes.io/")
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, a := range ing.Annotations {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.Key, a.Status, a.Reason)
+		}
+		tw.Flush()
+	}
+}
