@@ -1,75 +1,158 @@
--- restysync.balancer: round robin over the endpoints the agent pushed.
+-- restysync.balancer: picks the endpoint of every proxied request.
 --
 -- Each worker keeps a cache of the backends it has served, keyed by name:
--- { version, endpoints, index }. On every request access() reads only
--- v:<name> from the shared dict; when it differs from the cached version the
--- worker rebuilds that one backend from b:<name>. The peer is picked in the
--- access phase, where a 503 still reaches the client as a 503 (in
--- balancer_by_lua it would turn into a 500), and balance() hands it to nginx.
+-- an entry with the endpoints, the decoded policy and what its algorithm
+-- needs. On every request access() reads only v:<name> from the shared dict;
+-- when it differs from the cached version the worker rebuilds that one
+-- backend from b:<name> and p:<name>. A rebuild carries over the table of
+-- every endpoint that remains (by address:port), and with it the state kept
+-- there: EWMA scores, hash ring points, the cookie id, passive health.
+--
+-- The peer is picked in the access phase, where a 503 still reaches the
+-- client as a 503 (in balancer_by_lua it would turn into a 500), and
+-- balance() hands it to nginx. The policy decides how:
+--
+--   algorithm   round_robin (here), ewma (restysync.ewma), hash by an nginx
+--               variable (restysync.chash);
+--   affinity    "cookie": a client's cookie pins its endpoint
+--               (restysync.affinity);
+--   tries       endpoints one request tries on a connect error or timeout
+--               (nginx's proxy_next_upstream; a request already sent is
+--               only retried when idempotent);
+--   max_fails, fail_timeout
+--               passive health (restysync.health): endpoints that keep
+--               failing are skipped for a while, never to the point of a 503.
 --
 -- log() counts, in the restysync_metrics dict, the requests of each backend
 -- (r:<name>) and those that ended in 502, 503 or 504 (f:<name>): no endpoint,
 -- none reachable, or a timeout. rebuilds counts the rebuilds of a worker's
 -- cached backend. That is one or two dict increments per request, in the log
 -- phase, after the response went out; the config API reports them on
--- GET /metrics.
+-- GET /metrics. For EWMA backends log() also feeds the response time to the
+-- average, and a request that failed on its last attempt counts as a
+-- failure of that endpoint.
 
 local cjson = require "cjson"
 local ngx_balancer = require "ngx.balancer"
 local restysync = require "restysync"
 local policy = require "restysync.policy"
 local canary = require "restysync.canary"
+local health = require "restysync.health"
+local ewma = require "restysync.ewma"
+local chash = require "restysync.chash"
+local affinity = require "restysync.affinity"
 
 local ngx = ngx
 local ngx_var = ngx.var
 local ngx_log = ngx.log
 local ngx_exit = ngx.exit
+local ngx_now = ngx.now
 local ngx_ERR = ngx.ERR
 local ngx_WARN = ngx.WARN
 local ngx_INFO = ngx.INFO
 local set_current_peer = ngx_balancer.set_current_peer
 local set_more_tries = ngx_balancer.set_more_tries
 local get_last_failure = ngx_balancer.get_last_failure
+local usable = health.usable
 local math_min = math.min
 local math_random = math.random
 local pcall = pcall
 local type = type
 local tostring = tostring
 local string_find = string.find
+local string_match = string.match
 
 local _M = { _VERSION = "0.1" }
-
--- MAX_TRIES bounds how many endpoints one request tries (first try included)
--- when proxy_next_upstream lets nginx retry.
-local MAX_TRIES = 3
 
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
 
 local json = cjson.new()
 
--- cache[name] = { version = v, endpoints = { {host=, port=}, ... }, index = i,
---                policy = <restysync.policy.decode> }
+-- cache[name] = entry:
+--   version, name, policy      the stored version and decoded policy
+--   endpoints = { ep, ... }    ep = { host=, port=, key="host:port", index=i, ... }
+--   by_key = { [key] = ep }    what the next rebuild carries over
+--   pick = function(entry, now) -> ep, by the policy's algorithm
+--   index                      round robin position
+--   ring, hash_var             consistent hashing (restysync.chash)
+--   ewma                       true for EWMA (restysync.ewma)
+--   affinity                   true for cookie affinity (restysync.affinity)
 local cache = {}
 
--- build decodes the stored endpoints of one backend. host is in the form
--- set_current_peer wants: IPv6 addresses in brackets.
-local function build(version, raw)
+-- pick_round_robin takes the next usable endpoint in turn.
+local function pick_round_robin(entry, now)
+    local list = entry.endpoints
+    local i = entry.index % #list + 1
+    entry.index = i
+    local ep = list[i]
+    if usable(ep, now) then
+        return ep
+    end
+    ep = health.next_usable(list, i, now) or ep
+    entry.index = ep.index or i
+    return ep
+end
+
+local function pick_hash(entry, now)
+    return chash.pick(entry.ring, ngx_var[entry.hash_var] or "", now)
+end
+
+-- build decodes the stored endpoints (raw) and policy (raw_policy) of
+-- backend name. Endpoint tables of prev (the entry it replaces) whose
+-- address:port remains are reused. host is in the form set_current_peer
+-- wants: IPv6 addresses in brackets.
+local function build(name, version, raw, raw_policy, prev)
     local ok, list = pcall(json.decode, raw)
     if not ok or type(list) ~= "table" then
         return nil, "stored endpoints are not a JSON array: " .. tostring(list)
     end
-    local endpoints = {}
+    local old = prev and prev.by_key or {}
+    local endpoints, by_key = {}, {}
     for i = 1, #list do
-        local address = list[i].address
-        if string_find(address, ":", 1, true) then
-            address = "[" .. address .. "]"
+        local host, port = list[i].address, list[i].port
+        if string_find(host, ":", 1, true) then
+            host = "[" .. host .. "]"
         end
-        endpoints[i] = { host = address, port = list[i].port }
+        local key = host .. ":" .. port
+        local ep = old[key] or { host = host, port = port, key = key }
+        ep.index = i
+        health.prepare(ep, name)
+        endpoints[i], by_key[key] = ep, ep
     end
     local n = #endpoints
-    -- A random start keeps the workers from marching in lockstep.
-    return { version = version, endpoints = endpoints, index = n > 0 and math_random(n) or 0 }
+    local p = policy.decode(raw_policy)
+    local entry = {
+        version = version,
+        name = name,
+        policy = p,
+        endpoints = endpoints,
+        by_key = by_key,
+        -- A random start keeps the workers from marching in lockstep.
+        index = n > 0 and math_random(n) or 0,
+        pick = pick_round_robin,
+        requests_key = "r:" .. name,
+        failures_key = "f:" .. name,
+    }
+    if n == 0 then
+        return entry
+    end
+    if p.algorithm == "hash" and p.hash_by then
+        entry.ring = chash.build(endpoints)
+        entry.hash_var = p.hash_by
+        entry.pick = pick_hash
+    elseif p.algorithm == "ewma" then
+        for i = 1, n do
+            ewma.prepare(endpoints[i])
+        end
+        entry.ewma = true
+        entry.pick = ewma.pick
+    end
+    if p.affinity == "cookie" and p.cookie_name then
+        affinity.prepare(entry, p)
+        entry.affinity = true
+    end
+    return entry
 end
 
 -- backend returns the cached entry for name, rebuilt if its version moved,
@@ -91,28 +174,18 @@ local function backend(name)
         return nil
     end
     local err
-    entry, err = build(version, raw)
+    entry, err = build(name, version, raw, d:get("p:" .. name), entry)
     if not entry then
         ngx_log(ngx_ERR, "restysync: backend ", name, ": ", err)
         cache[name] = nil
         return nil
     end
-    entry.name = name
-    entry.policy = policy.decode(d:get("p:" .. name))
-    entry.requests_key, entry.failures_key = "r:" .. name, "f:" .. name
     cache[name] = entry
     local m = restysync.metrics_dict()
     if m then
         m:incr("rebuilds", 1, 0)
     end
     return entry
-end
-
--- next_index advances the round robin of entry and returns the new index.
-local function next_index(entry)
-    local i = entry.index % #entry.endpoints + 1
-    entry.index = i
-    return i
 end
 
 -- access picks the endpoint for this request; call it from
@@ -143,55 +216,115 @@ function _M.access()
         ngx_log(ngx_INFO, "restysync: backend ", name, " has no endpoints")
         return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
     end
-    ctx.restysync_endpoints = entry.endpoints
-    ctx.restysync_index = next_index(entry)
+    local now = ngx_now()
+    local ep
+    if entry.affinity then
+        ep = affinity.pinned(entry)
+        if not ep or not usable(ep, now) then
+            ep = entry.pick(entry, now)
+            affinity.pin(entry, ep)
+        end
+    else
+        ep = entry.pick(entry, now)
+    end
+    ctx.restysync_peer = ep
+end
+
+-- retry_peer returns the endpoint for the next try after ep failed: the
+-- next usable one in list order that this request has not tried.
+local function retry_peer(ctx, entry, ep)
+    local tried = ctx.restysync_tried
+    if not tried then
+        tried = {}
+        ctx.restysync_tried = tried
+    end
+    tried[ep] = true
+    local list = entry.endpoints
+    local i = ep.index or 1
+    if list[i] ~= ep then
+        i = 1 -- ep left the list in a rebuild since the request started
+    end
+    return health.next_usable(list, i, ngx_now(), tried) or list[i % #list + 1]
+end
+
+-- balance sets the peer access() picked; call it from balancer_by_lua_block.
+-- nginx calls it again for each retry (proxy_next_upstream) after the
+-- previous endpoint failed.
+function _M.balance()
+    local ctx = ngx.ctx
+    local entry, ep = ctx.restysync_entry, ctx.restysync_peer
+    if not ep then
+        ngx_log(ngx_ERR, "restysync: no endpoint picked; is access_by_lua_block missing?")
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+    end
+    if get_last_failure() == nil then
+        local tries = math_min(#entry.endpoints, entry.policy.tries)
+        if tries > 1 then
+            local ok, err = set_more_tries(tries - 1)
+            if not ok then
+                ngx_log(ngx_ERR, "restysync: set_more_tries: ", err)
+            end
+        end
+    else
+        health.failed(ep, entry.policy)
+        if entry.ewma then
+            ewma.finished(ep)
+        end
+        ep = retry_peer(ctx, entry, ep)
+        ctx.restysync_peer = ep
+        if entry.affinity and entry.policy.cookie_change_on_failure then
+            affinity.pin(entry, ep)
+        end
+    end
+    if entry.ewma then
+        ewma.started(ep)
+        ctx.restysync_started = true
+    end
+    local ok, err = set_current_peer(ep.host, ep.port)
+    if not ok then
+        ngx_log(ngx_ERR, "restysync: set_current_peer ", ep.key, ": ", err)
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+    end
+end
+
+-- last_attempt_failed says whether the last endpoint this request tried
+-- failed to connect or timed out: nothing came back from it
+-- ($upstream_bytes_received holds one value per attempt).
+local function last_attempt_failed()
+    local received = ngx_var.upstream_bytes_received
+    return received ~= nil and string_match(received, "(%d+)%s*$") == "0"
 end
 
 -- log counts the request for its backend; call it from log_by_lua_block
 -- (at http level: requests that access() did not see are not counted).
 function _M.log()
-    local entry = ngx.ctx.restysync_entry
+    local ctx = ngx.ctx
+    local entry = ctx.restysync_entry
     if not entry then
         return
+    end
+    local ep = ctx.restysync_peer
+    local status = ngx.status
+    local failed = status >= 502 and status <= 504
+    -- An endpoint that failed on the last attempt counts as a failure for
+    -- passive health; its (short) response time is not a measurement.
+    local ep_failed = failed and ep ~= nil and last_attempt_failed()
+    if ep_failed then
+        health.failed(ep, entry.policy)
+    end
+    if entry.ewma and ctx.restysync_started then
+        ewma.finished(ep)
+        if not ep_failed then
+            ewma.observe(ep, ngx_var.upstream_response_time, ngx_now())
+        end
     end
     local m = restysync.metrics_dict()
     if not m then
         return
     end
     m:incr(entry.requests_key, 1, 0)
-    local status = ngx.status
-    if status >= 502 and status <= 504 then
+    if failed then
         m:incr(entry.failures_key, 1, 0)
-    end
-end
-
--- balance sets the peer access() picked; call it from balancer_by_lua_block.
--- nginx calls it again for each retry (proxy_next_upstream); a retry goes to
--- the next endpoint of the same list.
-function _M.balance()
-    local ctx = ngx.ctx
-    local endpoints, index = ctx.restysync_endpoints, ctx.restysync_index
-    if not endpoints then
-        ngx_log(ngx_ERR, "restysync: no endpoint picked; is access_by_lua_block missing?")
-        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
-    end
-    local n = #endpoints
-    if get_last_failure() == nil then
-        if n > 1 then
-            local ok, err = set_more_tries(math_min(n, MAX_TRIES) - 1)
-            if not ok then
-                ngx_log(ngx_ERR, "restysync: set_more_tries: ", err)
-            end
-        end
-    else
-        index = index % n + 1
-        ctx.restysync_index = index
-    end
-    local peer = endpoints[index]
-    local ok, err = set_current_peer(peer.host, peer.port)
-    if not ok then
-        ngx_log(ngx_ERR, "restysync: set_current_peer ", peer.host, ":", peer.port, ": ", err)
-        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
 end
 

@@ -1,0 +1,269 @@
+package render
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+)
+
+// The balancing data plane tests run restysync.balancer and its algorithm
+// modules in a real nginx (one worker) against Go backends: the policy
+// checks of POST /backends, cookie affinity, consistent hashing, EWMA and
+// retries with passive health.
+
+// policyBackend is a backend of the config API with a policy.
+type policyBackend struct {
+	Name      string         `json:"name"`
+	Endpoints []endpoint     `json:"endpoints"`
+	Policy    map[string]any `json:"policy,omitempty"`
+}
+
+func (dp *dataPlane) pushPolicies(t *testing.T, upserts ...policyBackend) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"upserts": upserts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, reply := dp.api(t, http.MethodPost, "/backends", body); code != http.StatusOK {
+		t.Fatalf("POST /backends: %d %s", code, reply)
+	}
+}
+
+// startSlowBackend is startEchoBackend whose answers take delay.
+func startSlowBackend(t *testing.T, name string, delay time.Duration) echoBackend {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(delay)
+			io.WriteString(w, name)
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return echoBackend{name: name, ep: endpoint{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}}
+}
+
+// cookieID is the affinity cookie value restysync.affinity gives ep.
+func cookieID(ep endpoint) string {
+	sum := md5.Sum([]byte(fmt.Sprintf("%s:%d", ep.Address, ep.Port)))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// request sends GET http://bal.example.com/path with the cookie header
+// (if any) and returns the status, body and Set-Cookie header.
+func (dp *dataPlane) request(t *testing.T, path, cookie string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://bal.example.com"+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	resp, err := dp.client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, string(body), resp.Header.Get("Set-Cookie")
+}
+
+func TestDataPlaneBalancing(t *testing.T) {
+	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2"), startEchoBackend(t, "web-3")}
+	slow := startSlowBackend(t, "slow", 30*time.Millisecond)
+	dead := endpoint{Address: "127.0.0.1", Port: nginxproc.FreePort(t)} // nothing listens here
+	eps := func(bs ...echoBackend) []endpoint {
+		var out []endpoint
+		for _, b := range bs {
+			out = append(out, b.ep)
+		}
+		return out
+	}
+
+	m := model.Model{Servers: []model.Server{{Host: "bal.example.com", Locations: []model.Location{
+		loc("/sticky", model.PathPrefix, "ns/sticky:80"),
+		loc("/change", model.PathPrefix, "ns/change:80"),
+		loc("/keep", model.PathPrefix, "ns/keep:80"),
+		loc("/hash", model.PathPrefix, "ns/hash:80"),
+		loc("/ewma", model.PathPrefix, "ns/ewma:80"),
+		loc("/health", model.PathPrefix, "ns/health:80"),
+	}}}}
+	dp, _, _ := startDataPlane(t, m, nil)
+
+	t.Run("bad policies are rejected naming the field", func(t *testing.T) {
+		tests := []struct{ policy, reason string }{
+			{`"ewma"`, "upserts[0].policy: must be an object"},
+			{`{"algorithm":"random"}`, "upserts[0].policy.algorithm: is not one of the allowed values"},
+			{`{"algorithm":"hash"}`, "upserts[0].policy.hash_by: is required with algorithm hash"},
+			{`{"algorithm":"hash","hash_by":"$request_uri"}`, "upserts[0].policy.hash_by: must be an nginx variable name"},
+			{`{"tries":0}`, "upserts[0].policy.tries: must be an integer 1..20"},
+			{`{"tries":21}`, "upserts[0].policy.tries: must be an integer 1..20"},
+			{`{"max_fails":1.5}`, "upserts[0].policy.max_fails: must be an integer 1..1000"},
+			{`{"fail_timeout":0}`, "upserts[0].policy.fail_timeout: must be an integer 1..3600"},
+			{`{"affinity":"ip"}`, "upserts[0].policy.affinity: is not one of the allowed values"},
+			{`{"cookie_name":"a b"}`, "upserts[0].policy.cookie_name: must be a cookie name"},
+			{`{"cookie_path":"/a;b"}`, "upserts[0].policy.cookie_path: must be a cookie path"},
+			{`{"cookie_samesite":"lax"}`, "upserts[0].policy.cookie_samesite: is not one of the allowed values"},
+			{`{"cookie_secure":"true"}`, "upserts[0].policy.cookie_secure: must be true or false"},
+			{`{"weight":1}`, "upserts[0].policy.weight: unknown field"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.policy, func(t *testing.T) {
+				body := `{"upserts":[{"name":"ns/bad:80","endpoints":[],"policy":` + tc.policy + `}]}`
+				code, reply := dp.api(t, http.MethodPost, "/backends", []byte(body))
+				if code != http.StatusBadRequest || !strings.Contains(string(reply), tc.reason) {
+					t.Errorf("got %d %s, want 400 with %q", code, reply, tc.reason)
+				}
+			})
+		}
+		if got := dp.backends(t); len(got) != 0 {
+			t.Errorf("rejected policies stored backends: %+v", got)
+		}
+	})
+
+	t.Run("cookie affinity", func(t *testing.T) {
+		dp.pushPolicies(t, policyBackend{Name: "ns/sticky:80", Endpoints: eps(web...), Policy: map[string]any{
+			"affinity": "cookie", "cookie_name": "SESSION", "cookie_path": "/sticky", "cookie_max_age": 60,
+			"cookie_samesite": "Lax", "cookie_secure": true,
+		}})
+		code, first, setCookie := dp.request(t, "/sticky", "")
+		if code != http.StatusOK {
+			t.Fatalf("got %d %s", code, first)
+		}
+		value, attrs, _ := strings.Cut(setCookie, ";")
+		name, id, _ := strings.Cut(value, "=")
+		if name != "SESSION" || len(id) != 16 || strings.Contains(setCookie, "127.0.0.1") {
+			t.Errorf("Set-Cookie %q: want SESSION=<16 hex digits> that does not name the address", setCookie)
+		}
+		if want := " Path=/sticky; Max-Age=60; SameSite=Lax; Secure; HttpOnly"; attrs != want {
+			t.Errorf("cookie attributes %q, want %q", attrs, want)
+		}
+		for range 12 {
+			code, body, again := dp.request(t, "/sticky", value)
+			if code != http.StatusOK || body != first || again != "" {
+				t.Fatalf("with the cookie: %d %q Set-Cookie %q, want %q and no new cookie", code, body, again, first)
+			}
+		}
+		// A cookie naming no endpoint of the backend re-pins.
+		if _, _, again := dp.request(t, "/sticky", "SESSION=0123456789abcdef"); !strings.HasPrefix(again, "SESSION=") {
+			t.Errorf("a stale cookie got Set-Cookie %q, want a new one", again)
+		}
+	})
+
+	t.Run("change on failure", func(t *testing.T) {
+		sticky := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000}
+		change := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000, "cookie_change_on_failure": true}
+		dp.pushPolicies(t,
+			policyBackend{Name: "ns/change:80", Endpoints: []endpoint{dead, web[0].ep}, Policy: change},
+			policyBackend{Name: "ns/keep:80", Endpoints: []endpoint{dead, web[0].ep}, Policy: sticky},
+		)
+		pinned := "S=" + cookieID(dead)
+		code, body, setCookie := dp.request(t, "/change", pinned)
+		if code != http.StatusOK || body != "web-1" {
+			t.Fatalf("pinned to a dead endpoint: %d %q, want the retry to reach web-1", code, body)
+		}
+		if want := "S=" + cookieID(web[0].ep) + ";"; !strings.HasPrefix(setCookie, want) {
+			t.Errorf("Set-Cookie %q after the failure, want it to re-pin to web-1 (%s)", setCookie, want)
+		}
+		code, body, setCookie = dp.request(t, "/keep", pinned)
+		if code != http.StatusOK || body != "web-1" || setCookie != "" {
+			t.Errorf("without change on failure: %d %q Set-Cookie %q, want web-1 and the pin kept", code, body, setCookie)
+		}
+	})
+
+	t.Run("consistent hashing", func(t *testing.T) {
+		dp.pushPolicies(t, policyBackend{Name: "ns/hash:80", Endpoints: eps(web...), Policy: map[string]any{"algorithm": "hash", "hash_by": "request_uri"}})
+		owner := map[string]string{}
+		counts := map[string]int{}
+		for i := range 90 {
+			uri := fmt.Sprintf("/hash/key-%d", i)
+			_, body, _ := dp.request(t, uri, "")
+			owner[uri] = body
+			counts[body]++
+		}
+		for uri, want := range owner {
+			if _, body, _ := dp.request(t, uri, ""); body != want {
+				t.Errorf("%s went to %s, then to %s", uri, want, body)
+			}
+		}
+		t.Logf("90 keys over 3 endpoints: %v", counts)
+		for _, w := range web {
+			if counts[w.name] < 10 {
+				t.Errorf("%s owns %d of 90 keys: %v", w.name, counts[w.name], counts)
+			}
+		}
+	})
+
+	t.Run("ewma avoids the slow endpoint", func(t *testing.T) {
+		dp.pushPolicies(t, policyBackend{Name: "ns/ewma:80", Endpoints: append(eps(web[0], web[1]), slow.ep), Policy: map[string]any{"algorithm": "ewma"}})
+		counts := map[string]int{}
+		for range 150 {
+			_, body, _ := dp.request(t, "/ewma", "")
+			counts[body]++
+		}
+		t.Logf("150 requests: %v", counts)
+		if counts["slow"] > 15 { // round robin would give it 50
+			t.Errorf("the slow endpoint got %d of 150 requests: %v", counts["slow"], counts)
+		}
+	})
+
+	t.Run("retries and passive health", func(t *testing.T) {
+		attempts := func() int {
+			n := 0
+			for _, line := range strings.Split(dp.errorLog(t), "\n") {
+				if strings.Contains(line, "connect() failed") && strings.Contains(line, fmt.Sprintf("upstream: \"http://127.0.0.1:%d/", dead.Port)) {
+					n++
+				}
+			}
+			return n
+		}
+		before := attempts()
+		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []endpoint{dead, web[0].ep, web[1].ep},
+			Policy: map[string]any{"max_fails": 2, "fail_timeout": 60}})
+		for range 30 {
+			if code, body, _ := dp.request(t, "/health", ""); code != http.StatusOK {
+				t.Fatalf("got %d %q: the retry did not reach a live endpoint", code, body)
+			}
+		}
+		if n := attempts() - before; n != 2 {
+			t.Errorf("%d connection attempts to the dead endpoint, want max_fails = 2", n)
+		}
+		// Every endpoint down (or failing): still tried, never a 503 of our own.
+		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []endpoint{dead}, Policy: map[string]any{"max_fails": 1, "fail_timeout": 60}})
+		for range 3 {
+			if code, _, _ := dp.request(t, "/health", ""); code != http.StatusBadGateway {
+				t.Errorf("only a dead endpoint: got %d, want 502 (tried anyway)", code)
+			}
+		}
+	})
+}
+
+func (dp *dataPlane) errorLog(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dp.nginx.Prefix, ErrorLogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
