@@ -177,9 +177,11 @@ func TestTLS(t *testing.T) {
 	if got, err := servedCertificate(port, ""); err != nil || got != "default" {
 		t.Errorf("no SNI got %q (%v), want the default certificate", got, err)
 	}
-	// Eventually: a worker of the bootstrap config may still accept a
-	// connection on the shared HTTP listener for a moment after the reload.
-	s.eventually("plain HTTP reaches the backend", func() error { return s.expect(host, "/", ipSecure) })
+	// Plain HTTP to a TLS host is redirected to HTTPS (ssl-redirect is on
+	// by default; protocols_test.go covers turning it off). Eventually: a
+	// worker of the bootstrap config may still accept a connection on the
+	// shared HTTP listener for a moment after the reload.
+	s.eventually("plain HTTP is redirected to HTTPS", func() error { return expectRedirect(s, host, "/a?b=c", port) })
 
 	// Workers of the config being served; any reload from here on replaces them.
 	s.eventually("the start-up reloads are over", func() error {
@@ -248,8 +250,11 @@ func TestTLS(t *testing.T) {
 			}
 			return nil
 		})
-		if err := s.expect(host, "/", ipSecure); err != nil {
+		if err := expectRedirect(s, host, "/", port); err != nil {
 			t.Errorf("plain HTTP after the Secret went: %v", err)
+		}
+		if _, body, err := httpsGet(client, host); err != nil || body != ipSecure {
+			t.Errorf("HTTPS with the default certificate: %q, %v; want %s", body, err, ipSecure)
 		}
 		checkNoReload(t)
 	})

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,6 +59,18 @@ func runFlags() []cli.Flag {
 			Usage: "how often the names of FQDN EndpointSlices are resolved again"},
 		&cli.StringFlag{Name: "push-mode", Value: "changed", EnvVars: env("PUSH_MODE"),
 			Usage: "`changed` sends Lua only the backends that changed; full sends all of them on every change (the classic strategy, for benchmarks)"},
+		&cli.IntFlag{Name: "https-redirect-port", EnvVars: env("HTTPS_REDIRECT_PORT"),
+			Usage: "port in the Location of HTTP → HTTPS redirects: the one clients reach the HTTPS port on (0: --https-port; 443 is left out of the URL)"},
+		&cli.BoolFlag{Name: "hsts", Value: true, EnvVars: env("HSTS"),
+			Usage: "add Strict-Transport-Security to responses over HTTPS (--hsts=false turns it off)"},
+		&cli.IntFlag{Name: "hsts-max-age", Value: 31536000, EnvVars: env("HSTS_MAX_AGE"),
+			Usage: "HSTS max-age in seconds"},
+		&cli.BoolFlag{Name: "hsts-include-subdomains", Value: true, EnvVars: env("HSTS_INCLUDE_SUBDOMAINS"),
+			Usage: "HSTS includeSubDomains directive"},
+		&cli.BoolFlag{Name: "hsts-preload", EnvVars: env("HSTS_PRELOAD"),
+			Usage: "HSTS preload directive"},
+		&cli.StringSliceFlag{Name: "trusted-proxies", EnvVars: env("TRUSTED_PROXIES"),
+			Usage: "`CIDR`s (comma-separated or repeated) whose X-Forwarded-For/-Proto/-Host/-Port are passed on; from others they are replaced (default none)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}
@@ -143,6 +157,9 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		LoadModules:     c.StringSlice("load-module"),
 		WorkerProcesses: workers,
 	}
+	if err := parseHTTPSFlags(c, &rc.render); err != nil {
+		return rc, err
+	}
 	rc.ingressClass = class
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
@@ -163,6 +180,60 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	return rc, nil
+}
+
+// maxHSTSMaxAge bounds --hsts-max-age: ten years.
+const maxHSTSMaxAge = 10 * 365 * 24 * 3600
+
+// parseHTTPSFlags reads the redirect, HSTS and trusted-proxy flags into s.
+// Everything nginx.conf gets from them is a number, a flag or a CIDR
+// netip parsed.
+func parseHTTPSFlags(c *cli.Context, s *render.Settings) error {
+	if p := c.Int("https-redirect-port"); p < 0 || p > 65535 {
+		return fmt.Errorf("--https-redirect-port %d: must be 1..65535, or 0 for --https-port", p)
+	}
+	s.HTTPSRedirectPort = c.Int("https-redirect-port")
+	s.HSTS = c.Bool("hsts")
+	s.HSTSMaxAge = c.Int("hsts-max-age")
+	if s.HSTSMaxAge < 0 || s.HSTSMaxAge > maxHSTSMaxAge {
+		return fmt.Errorf("--hsts-max-age %d: must be 0..%d seconds", s.HSTSMaxAge, maxHSTSMaxAge)
+	}
+	s.HSTSIncludeSubdomains = c.Bool("hsts-include-subdomains")
+	s.HSTSPreload = c.Bool("hsts-preload")
+	for _, v := range c.StringSlice("trusted-proxies") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		p, err := parseTrustedProxy(v)
+		if err != nil {
+			return fmt.Errorf("--trusted-proxies %q: %v", v, err)
+		}
+		s.TrustedProxies = append(s.TrustedProxies, p)
+	}
+	return nil
+}
+
+// parseTrustedProxy reads a CIDR ("10.0.0.0/8") or one address ("10.0.0.1",
+// a /32 or /128).
+func parseTrustedProxy(v string) (netip.Prefix, error) {
+	var p netip.Prefix
+	if strings.Contains(v, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(v); err != nil {
+			return p, errors.New("want a CIDR such as 10.0.0.0/8 or fd00::/8, or one IP address")
+		}
+	} else {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return p, errors.New("want a CIDR such as 10.0.0.0/8 or fd00::/8, or one IP address")
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	if p.Addr().Zone() != "" {
+		return p, errors.New("an address with a zone cannot be matched")
+	}
+	return p.Masked(), nil
 }
 
 func validWorkerProcesses(s string) bool {

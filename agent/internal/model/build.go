@@ -82,6 +82,8 @@ type builder struct {
 	certHosts map[string][]string
 	// httpsHosts are the hosts some spec.tls names, valid certificate or not.
 	httpsHosts map[string]bool
+	// locationOptions by Ingress ("namespace/name"), when not the defaults (protocol.go).
+	locationOptions map[string]locationOptions
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -191,6 +193,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 	}
 	useRegex := b.useRegex(ing)
 	policy := b.policyFor(ing)
+	b.readLocationOptions(ing, id)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
 		rule := &ing.Spec.Rules[ri]
@@ -296,6 +299,7 @@ func (b *builder) model() Model {
 		}
 		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
 		for _, loc := range locations {
+			loc = b.finishLocation(loc, server.HTTPS)
 			server.Locations = append(server.Locations, loc)
 			used[loc.Backend] = true
 		}

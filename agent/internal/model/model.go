@@ -130,6 +130,13 @@ type Location struct {
 	Backend string
 	// Ingress that owns this location ("namespace/name").
 	Ingress string
+	// SSLRedirect answers a plain-HTTP request with a 308 to the same URL
+	// over HTTPS: by default on hosts that listen for HTTPS (annotation
+	// ssl-redirect), on any host with force-ssl-redirect.
+	SSLRedirect bool
+	// Protocol nginx speaks to the backend: ProtocolHTTP (""), ProtocolHTTPS,
+	// ProtocolGRPC or ProtocolGRPCS (annotation backend-protocol).
+	Protocol string
 }
 
 // Backend is a set of endpoints behind one service port.

@@ -286,10 +286,16 @@ func TestBuildTLSLeavesServersAlone(t *testing.T) {
 	if a.Servers[0].HTTPS || !b.Servers[0].HTTPS {
 		t.Errorf("HTTPS without TLS %v, with TLS %v; want false, true", a.Servers[0].HTTPS, b.Servers[0].HTTPS)
 	}
+	// A TLS host redirects plain HTTP to HTTPS (ssl-redirect defaults to true).
+	if a.Servers[0].Locations[0].SSLRedirect || !b.Servers[0].Locations[0].SSLRedirect {
+		t.Errorf("SSLRedirect without TLS %v, with TLS %v; want false, true",
+			a.Servers[0].Locations[0].SSLRedirect, b.Servers[0].Locations[0].SSLRedirect)
+	}
 	b.Certificates = nil
 	b.Servers[0].HTTPS = false
+	b.Servers[0].Locations[0].SSLRedirect = false
 	if dump(a) != dump(b) {
-		t.Errorf("TLS changed the model beyond HTTPS:\n%s\n%s", dump(a), dump(b))
+		t.Errorf("TLS changed the model beyond HTTPS and the redirect:\n%s\n%s", dump(a), dump(b))
 	}
 }
 

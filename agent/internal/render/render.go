@@ -59,6 +59,23 @@ type Settings struct {
 	LoadModules []string
 	// WorkerProcesses is "auto" (the default, when empty) or a number.
 	WorkerProcesses string
+	// HTTPSRedirectPort is the port in the Location of the HTTP → HTTPS
+	// redirect (model.Location.SSLRedirect): the port clients reach nginx's
+	// HTTPS port on, when a Service maps another one to it. 0 means HTTPSPort;
+	// 443 is left out of the URL.
+	HTTPSRedirectPort int
+	// HSTS adds Strict-Transport-Security to every response over HTTPS,
+	// with max-age HSTSMaxAge (seconds) and the includeSubDomains and
+	// preload directives when set. Off in the zero Settings.
+	HSTS                  bool
+	HSTSMaxAge            int
+	HSTSIncludeSubdomains bool
+	HSTSPreload           bool
+	// TrustedProxies are the networks whose X-Forwarded-For, -Proto, -Host
+	// and -Port nginx passes on (and, for -Proto, believes when it decides
+	// on the HTTPS redirect and HSTS). From any other address they are
+	// replaced by nginx's own values. Default none.
+	TrustedProxies []netip.Prefix
 }
 
 // Config is a rendered nginx.conf.
@@ -72,6 +89,10 @@ type Config struct {
 // hashPlaceholder stands in for the hash while the bytes are hashed. It
 // holds '$', which Quote rejects, so no user string can contain it.
 const hashPlaceholder = "$restysync_config_hash$"
+
+// maxHSTSMaxAge bounds HSTS max-age: ten years, well past what preload
+// lists ask for (one year).
+const maxHSTSMaxAge = 10 * 365 * 24 * 3600
 
 // maxSocketPath is the longest unix socket path Linux takes (sun_path less
 // its terminating NUL).
@@ -101,8 +122,13 @@ type confView struct {
 	// relative to the prefix (see WriteFallbackCertificate).
 	FallbackCertificate string
 	FallbackKey         string
-	Default             serverView
-	Servers             []serverView
+	// HSTSHeader is the value of Strict-Transport-Security, built from
+	// numbers and flags; "" when HSTS is off.
+	HSTSHeader string
+	// TrustedProxies are masked CIDRs ("10.0.0.0/8").
+	TrustedProxies []string
+	Default        serverView
+	Servers        []serverView
 }
 
 type serverView struct {
@@ -113,6 +139,9 @@ type serverView struct {
 	// covers "/": unmatched paths answer 404 instead of reaching nginx's
 	// static file handler.
 	RootNotFound bool
+	// RedirectPort is the port of the HTTPS redirect's Location, 0 for 443
+	// (left out of the URL).
+	RedirectPort int
 }
 
 type locationView struct {
@@ -120,6 +149,9 @@ type locationView struct {
 	Regex   bool // Path is a case-insensitive regex anchored at the start
 	Path    string
 	Backend string
+	// SSLRedirect and Protocol are those of model.Location.
+	SSLRedirect bool
+	Protocol    string
 }
 
 // Render renders nginx.conf for m. The same m and s give the same bytes.
@@ -163,13 +195,22 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 
 		FallbackCertificate: FallbackCertName,
 		FallbackKey:         FallbackKeyName,
+		HSTSHeader:          hstsHeader(s),
 		Servers:             make([]serverView, 0, len(m.Servers)),
+	}
+	for _, p := range s.TrustedProxies {
+		view.TrustedProxies = append(view.TrustedProxies, p.Masked().String())
+	}
+	redirectPort := cmp.Or(s.HTTPSRedirectPort, s.HTTPSPort)
+	if redirectPort == 443 {
+		redirectPort = 0
 	}
 
 	var err error
 	if view.Default, err = newServerView(m.Default); err != nil {
 		return confView{}, fmt.Errorf("default server: %w", err)
 	}
+	view.Default.RedirectPort = redirectPort
 	hosts := make(map[string]bool, len(m.Servers))
 	longest, exact := 0, 0
 	for _, srv := range m.Servers {
@@ -185,6 +226,7 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		if err != nil {
 			return confView{}, fmt.Errorf("server %q: %w", srv.Host, err)
 		}
+		sv.RedirectPort = redirectPort
 		view.Servers = append(view.Servers, sv)
 	}
 	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHashSizes(longest, exact)
@@ -233,12 +275,18 @@ func newServerView(srv model.Server) (serverView, error) {
 			return fmt.Errorf("location %s %q (path %q of %s) is rendered twice", matchName(exact), path, loc.Path, loc.Ingress)
 		}
 		seen[k] = true
-		view.Locations = append(view.Locations, locationView{Exact: exact, Path: path, Backend: loc.Backend})
+		view.Locations = append(view.Locations, locationView{Exact: exact, Path: path, Backend: loc.Backend,
+			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol})
 		return nil
 	}
 	for _, loc := range srv.Locations {
 		if !strings.HasPrefix(loc.Path, "/") {
 			return serverView{}, fmt.Errorf("path %q of %s: must start with \"/\"", loc.Path, loc.Ingress)
+		}
+		switch loc.Protocol {
+		case model.ProtocolHTTP, model.ProtocolHTTPS, model.ProtocolGRPC, model.ProtocolGRPCS:
+		default:
+			return serverView{}, fmt.Errorf("path %q of %s: unknown backend protocol %q", loc.Path, loc.Ingress, loc.Protocol)
 		}
 		var err error
 		switch {
@@ -257,7 +305,8 @@ func newServerView(srv model.Server) (serverView, error) {
 				err = add(false, loc.Path+"/", loc)
 			}
 		case loc.PathType == model.PathRegex:
-			regexes = append(regexes, locationView{Regex: true, Path: "^" + loc.Path, Backend: loc.Backend})
+			regexes = append(regexes, locationView{Regex: true, Path: "^" + loc.Path, Backend: loc.Backend,
+				SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol})
 		default:
 			err = fmt.Errorf("path %q of %s: unknown path type %q", loc.Path, loc.Ingress, loc.PathType)
 		}
@@ -270,6 +319,22 @@ func newServerView(srv model.Server) (serverView, error) {
 	slices.SortStableFunc(regexes, func(a, b locationView) int { return cmp.Compare(len(b.Path), len(a.Path)) })
 	view.Locations = append(view.Locations, regexes...)
 	return view, nil
+}
+
+// hstsHeader is the Strict-Transport-Security value of s, or "" when HSTS
+// is off. It is built from a number and flags only.
+func hstsHeader(s Settings) string {
+	if !s.HSTS {
+		return ""
+	}
+	v := "max-age=" + strconv.Itoa(s.HSTSMaxAge)
+	if s.HSTSIncludeSubdomains {
+		v += "; includeSubDomains"
+	}
+	if s.HSTSPreload {
+		v += "; preload"
+	}
+	return v
 }
 
 func matchName(exact bool) string {
@@ -322,6 +387,17 @@ func checkSettings(s Settings) error {
 	}
 	if s.HTTPPort == s.HTTPSPort {
 		return fmt.Errorf("HTTP and HTTPS port are both %d", s.HTTPPort)
+	}
+	if p := s.HTTPSRedirectPort; p < 0 || p > 65535 {
+		return fmt.Errorf("HTTPS redirect port %d: must be 1..65535, or 0 for the HTTPS port", p)
+	}
+	if s.HSTS && (s.HSTSMaxAge < 0 || s.HSTSMaxAge > maxHSTSMaxAge) {
+		return fmt.Errorf("HSTS max-age %d: must be 0..%d seconds", s.HSTSMaxAge, maxHSTSMaxAge)
+	}
+	for _, p := range s.TrustedProxies {
+		if !p.IsValid() || p.Addr().Zone() != "" {
+			return fmt.Errorf("trusted proxy %q: must be a CIDR without zone", p)
+		}
 	}
 	if s.ListenAddress != "" {
 		addr, err := netip.ParseAddr(s.ListenAddress)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,6 +28,24 @@ var goldenSettings = Settings{
 
 func loc(path string, pathType model.PathType, backend string) model.Location {
 	return model.Location{Path: path, PathType: pathType, Backend: backend, Ingress: "default/web"}
+}
+
+// protocolSettings turn on HSTS with every directive, trust two proxy
+// networks, and serve HTTPS on 8443 (so the redirect names the port).
+var protocolSettings = Settings{
+	SharedDir:             "/srv/restysync",
+	HTTPPort:              8080,
+	HTTPSPort:             8443,
+	HSTS:                  true,
+	HSTSMaxAge:            600,
+	HSTSIncludeSubdomains: true,
+	HSTSPreload:           true,
+	TrustedProxies:        []netip.Prefix{netip.MustParsePrefix("10.1.2.3/8"), netip.MustParsePrefix("fd00::/8")},
+}
+
+func withOptions(l model.Location, sslRedirect bool, protocol string) model.Location {
+	l.SSLRedirect, l.Protocol = sslRedirect, protocol
+	return l
 }
 
 type goldenCase struct {
@@ -93,6 +112,29 @@ func goldenCases() []goldenCase {
 			}}},
 		}},
 		{name: "many-hosts", model: many, settings: goldenSettings},
+		// Redirects, HSTS and backend protocols (backend-protocol,
+		// ssl-redirect, force-ssl-redirect; --hsts*, --trusted-proxies).
+		{name: "protocols", settings: protocolSettings, model: model.Model{
+			Default: model.Server{Locations: []model.Location{
+				withOptions(loc("/", model.PathPrefix, "default/fallback:80"), true, ""),
+			}},
+			Servers: []model.Server{
+				{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+					withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
+					withOptions(loc("/api", model.PathPrefix, "default/api:443"), true, model.ProtocolHTTPS),
+					withOptions(loc("/grpc.health.v1.Health/Check", model.PathExact, "default/grpc:50051"), false, model.ProtocolGRPC),
+					withOptions(loc("/secure.v1.", model.PathRegex, "default/grpcs:50052"), true, model.ProtocolGRPCS),
+				}},
+				{Host: "plain.example.com", Locations: []model.Location{
+					withOptions(loc("/", model.PathPrefix, "default/plain:80"), false, model.ProtocolHTTP),
+				}},
+			},
+		}},
+		{name: "redirect-port-443", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+				withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
+			}}},
+		}},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
 	}
 }
@@ -234,6 +276,10 @@ func TestRenderErrors(t *testing.T) {
 		{"bad listen address", model.Model{}, settings(func(s *Settings) { s.ListenAddress = "localhost" }), `listen address "localhost"`},
 		{"bad workers", model.Model{}, settings(func(s *Settings) { s.WorkerProcesses = "02" }), `worker processes "02"`},
 		{"module with dollar", model.Model{}, settings(func(s *Settings) { s.LoadModules = []string{"/x/$y.so"} }), `contains "$"`},
+		{"bad redirect port", model.Model{}, settings(func(s *Settings) { s.HTTPSRedirectPort = 70000 }), `HTTPS redirect port 70000`},
+		{"negative HSTS max-age", model.Model{}, settings(func(s *Settings) { s.HSTS, s.HSTSMaxAge = true, -1 }), `HSTS max-age -1`},
+		{"invalid trusted proxy", model.Model{}, settings(func(s *Settings) { s.TrustedProxies = []netip.Prefix{{}} }), `trusted proxy`},
+		{"unknown protocol", oneServer("a.example.com", withOptions(loc("/", model.PathPrefix, "ns/a:80"), false, "AJP")), goldenSettings, `unknown backend protocol "AJP"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -272,11 +318,39 @@ func TestRenderListen(t *testing.T) {
 	}
 }
 
+// The redirect names --https-redirect-port when set (a Service maps 443 to
+// nginx's 8443), else the HTTPS port; 443 is left out.
+func TestRenderRedirectPort(t *testing.T) {
+	m := model.Model{Servers: []model.Server{{Host: "a.example.com", HTTPS: true, Locations: []model.Location{
+		withOptions(loc("/", model.PathPrefix, "ns/a:80"), true, ""),
+	}}}}
+	for _, tc := range []struct {
+		https, redirect int
+		want            string
+	}{
+		{8443, 0, "return 308 https://$host:8443$request_uri;"},
+		{8443, 443, "return 308 https://$host$request_uri;"},
+		{443, 0, "return 308 https://$host$request_uri;"},
+		{443, 9443, "return 308 https://$host:9443$request_uri;"},
+	} {
+		s := goldenSettings
+		s.HTTPSPort, s.HTTPSRedirectPort = tc.https, tc.redirect
+		cfg, err := Render(m, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(cfg.Bytes, []byte(tc.want)) {
+			t.Errorf("HTTPS port %d, redirect port %d: nginx.conf lacks %s", tc.https, tc.redirect, tc.want)
+		}
+	}
+}
+
 // TestTemplatePrintsOnlyQuoted guards the rule that the template cannot emit
 // an unquoted user string: every action that prints goes through quote or
 // serverName, or prints a value render computes itself.
 func TestTemplatePrintsOnlyQuoted(t *testing.T) {
-	computed := map[string]bool{".ConfigHash": true, ".ServerNamesHashBucketSize": true, ".ServerNamesHashMaxSize": true}
+	computed := map[string]bool{".ConfigHash": true, ".ServerNamesHashBucketSize": true, ".ServerNamesHashMaxSize": true,
+		"$.RedirectPort": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]

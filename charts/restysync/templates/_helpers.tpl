@@ -72,6 +72,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --shared-dir={{ .Values.sharedDir }}
 - --http-port={{ .Values.containerPorts.http }}
 - --https-port={{ .Values.containerPorts.https }}
+- --https-redirect-port={{ .Values.service.httpsPort }}
 - --worker-processes={{ .Values.openresty.workerProcesses }}
 - --ingress-class={{ .Values.ingressClass.name }}
 {{- if .Values.agent.watchIngressWithoutClass }}

@@ -1,0 +1,70 @@
+package model
+
+import (
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// Per-location settings of an Ingress that shape the nginx location itself
+// rather than the balancing (see Policy): the HTTP → HTTPS redirect and the
+// protocol nginx speaks to the backend. They are structure: changing one is
+// a reload.
+
+// Backend protocols of Location.Protocol, as the annotation backend-protocol
+// names them. The zero value "" is ProtocolHTTP.
+const (
+	ProtocolHTTP  = ""
+	ProtocolHTTPS = "HTTPS"
+	ProtocolGRPC  = "GRPC"
+	ProtocolGRPCS = "GRPCS"
+)
+
+// locationOptions are what an Ingress's annotations say about its locations.
+type locationOptions struct {
+	// sslRedirect redirects plain HTTP to HTTPS when the host serves
+	// HTTPS (annotation ssl-redirect, default true).
+	sslRedirect bool
+	// forceSSLRedirect redirects even when the host does not (annotation
+	// force-ssl-redirect, default false): TLS ends before nginx.
+	forceSSLRedirect bool
+	protocol         string
+}
+
+// readLocationOptions reads the location annotations of ing, whose id is
+// "namespace/name", once per Build; a bad value is a Problem on the Ingress
+// and leaves that setting at its default.
+func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
+	o := locationOptions{
+		sslRedirect:      b.boolAnnotation(ing, "ssl-redirect", true),
+		forceSSLRedirect: b.boolAnnotation(ing, "force-ssl-redirect", false),
+	}
+	if value, key, ok := lookupAnnotation(ing, "backend-protocol"); ok {
+		switch p := strings.ToUpper(value); p {
+		case "HTTP":
+		case ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS:
+			o.protocol = p
+		default:
+			b.annotationProblem(ing, key, value, `is not "HTTP", "HTTPS", "GRPC" or "GRPCS"; HTTP is used`)
+		}
+	}
+	if o == (locationOptions{sslRedirect: true}) {
+		return // the defaults: nothing to remember
+	}
+	if b.locationOptions == nil {
+		b.locationOptions = make(map[string]locationOptions)
+	}
+	b.locationOptions[id] = o
+}
+
+// finishLocation applies the options of the Ingress that owns loc, on a
+// server that listens for HTTPS or not.
+func (b *builder) finishLocation(loc Location, https bool) Location {
+	o, ok := b.locationOptions[loc.Ingress]
+	if !ok {
+		o = locationOptions{sslRedirect: true}
+	}
+	loc.SSLRedirect = o.forceSSLRedirect || (o.sslRedirect && https)
+	loc.Protocol = o.protocol
+	return loc
+}
