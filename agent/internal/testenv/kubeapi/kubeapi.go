@@ -69,6 +69,12 @@ type Server struct {
 	AdminToken string
 	// CAData is the PEM certificate that the API server serves with.
 	CAData []byte
+
+	// How to run the kube-apiserver again after StopAPIServer.
+	apiserverBin  string
+	apiserverArgs []string
+	apiserverLog  string
+	apiserver     *process // nil while stopped
 }
 
 // DefaultBinary returns the kube-apiserver path that Start uses when
@@ -119,19 +125,21 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("kubeapi: %v", err)
 	}
-	apiserver := startProcess(t, filepath.Join(dir, "kube-apiserver.log"), apiserverBin,
+	s.apiserverBin = apiserverBin
+	s.apiserverLog = filepath.Join(dir, "kube-apiserver.log")
+	s.apiserverArgs = []string{
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]),
-		"--etcd-servers="+etcdURL,
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--tls-cert-file="+files.servingCert,
-		"--tls-private-key-file="+files.servingKey,
-		"--token-auth-file="+files.tokens,
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--etcd-servers=" + etcdURL,
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--tls-cert-file=" + files.servingCert,
+		"--tls-private-key-file=" + files.servingKey,
+		"--token-auth-file=" + files.tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+files.serviceAccountKey,
-		"--service-account-signing-key-file="+files.serviceAccountKey,
+		"--service-account-key-file=" + files.serviceAccountKey,
+		"--service-account-signing-key-file=" + files.serviceAccountKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		// The "kubernetes" Service's endpoints may not be loopback addresses.
 		"--endpoint-reconciler-type=none",
@@ -140,12 +148,43 @@ func Start(t testing.TB, opts Options) *Server {
 		"--disable-admission-plugins=ServiceAccount",
 		// Without it the server waits before it stops serving.
 		"--shutdown-delay-duration=0",
+		// Without it the open watches, which the server does not end, hold
+		// its exit back until the request timeout (60 s) and it is killed;
+		// with it they end at once on SIGTERM and the server exits.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--profiling=false",
-	)
-	waitReady(t, apiserver, s.URL+"/readyz", s.CAData, s.AdminToken)
+	}
+	s.StartAPIServer(t)
 
 	s.Kubeconfig = s.KubeconfigFor(t, s.AdminToken)
 	return s
+}
+
+// StopAPIServer stops the kube-apiserver, as the test's cleanup would, and
+// leaves etcd running: the API is unreachable (connections to its port are
+// refused) until StartAPIServer. It fails t if the API server is not running.
+func (s *Server) StopAPIServer(t testing.TB) {
+	t.Helper()
+	if s.apiserver == nil {
+		t.Fatal("kubeapi: StopAPIServer: the API server is not running")
+	}
+	s.apiserver.stop(t)
+	s.apiserver = nil
+}
+
+// StartAPIServer runs the kube-apiserver on s.URL with the same
+// certificates, tokens and etcd, and waits until it is ready, so every
+// kubeconfig and rest.Config of s stays valid and every stored object is
+// still there. Start calls it; tests call it after StopAPIServer. It fails t
+// if the API server is already running or does not become ready in time.
+func (s *Server) StartAPIServer(t testing.TB) {
+	t.Helper()
+	if s.apiserver != nil {
+		t.Fatal("kubeapi: StartAPIServer: the API server is already running")
+	}
+	p := startProcess(t, s.apiserverLog, s.apiserverBin, s.apiserverArgs...)
+	s.apiserver = p
+	waitReady(t, p, s.URL+"/readyz", s.CAData, s.AdminToken)
 }
 
 // Config returns a rest.Config for the admin user.
@@ -237,11 +276,11 @@ type process struct {
 	err  error // valid once done is closed
 }
 
-// startProcess runs bin in its own process group with output to logPath, and
-// registers a cleanup that stops it.
+// startProcess runs bin in its own process group with output appended to
+// logPath, and registers a cleanup that stops it.
 func startProcess(t testing.TB, logPath, bin string, args ...string) *process {
 	t.Helper()
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatalf("kubeapi: %v", err)
 	}

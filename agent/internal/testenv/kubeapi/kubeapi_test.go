@@ -4,7 +4,10 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -85,5 +88,31 @@ func TestServer(t *testing.T) {
 	_, err = saClient.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("listing secrets as the service account: err = %v, want 403 Forbidden", err)
+	}
+
+	// Stopped, the API server refuses connections; started again, it serves
+	// the same objects at the same address to the same kubeconfig. An open
+	// watch does not hold the stop back.
+	w, err := client.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	stopStart := time.Now()
+	s.StopAPIServer(t)
+	if took := time.Since(stopStart); took > stopTimeout/2 {
+		t.Errorf("StopAPIServer with a watch open took %s", took)
+	}
+	down, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := client.CoreV1().Services(ns).Get(down, "app", metav1.GetOptions{}); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("with the API server stopped: err = %v, want connection refused", err)
+	}
+	s.StartAPIServer(t)
+	if _, err := client.CoreV1().Services(ns).Get(ctx, "app", metav1.GetOptions{}); err != nil {
+		t.Errorf("after StartAPIServer, with the same client: %v", err)
+	}
+	if _, err := saClient.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("after StartAPIServer, the service account's token: err = %v, want 403 Forbidden", err)
 	}
 }
