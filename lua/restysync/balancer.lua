@@ -16,9 +16,14 @@
 --               variable (restysync.chash);
 --   affinity    "cookie": a client's cookie pins its endpoint
 --               (restysync.affinity);
---   tries       endpoints one request tries on a connect error or timeout
---               (nginx's proxy_next_upstream; a request already sent is
---               only retried when idempotent);
+--   tries       endpoints one request tries, the first included, on the
+--               failures the location's proxy_next_upstream names ("error
+--               timeout" unless the annotation proxy-next-upstream says
+--               more, such as http_502; "off": never). nginx itself never
+--               retries a request already sent unless it is idempotent or
+--               proxy_next_upstream holds non_idempotent, and leaves
+--               proxy_next_upstream_tries at 0, so that set_more_tries
+--               alone bounds the tries;
 --   max_fails, fail_timeout
 --               passive health (restysync.health): endpoints that keep
 --               failing are skipped for a while, never to the point of a 503.
@@ -257,7 +262,8 @@ function _M.balance()
         ngx_log(ngx_ERR, "restysync: no endpoint picked; is access_by_lua_block missing?")
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
-    if get_last_failure() == nil then
+    local state = get_last_failure()
+    if state == nil then
         local tries = math_min(#entry.endpoints, entry.policy.tries)
         if tries > 1 then
             local ok, err = set_more_tries(tries - 1)
@@ -266,7 +272,12 @@ function _M.balance()
             end
         end
     else
-        health.failed(ep, entry.policy)
+        -- "failed": an error, a timeout, an invalid header or a status
+        -- proxy_next_upstream names; "next": a 403 or 404 it names, which,
+        -- as for nginx's own max_fails, is not a failure of the endpoint.
+        if state == "failed" then
+            health.failed(ep, entry.policy)
+        end
         if entry.ewma then
             ewma.finished(ep)
         end

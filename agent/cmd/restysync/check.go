@@ -30,7 +30,8 @@ func checkCommand() *cli.Command {
 		Description: "Reads every Ingress from --source (file:DIR or kube), whatever class it names, and builds it as\n" +
 			"restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is supported,\n" +
 			"invalid (supported, but its value is not), refused (a snippet) or unknown (ignored). The exit code\n" +
-			"is 1 when anything is not supported, so check can gate a migration in CI.",
+			"is 1 when anything is not supported, so check can gate a migration in CI. With --configmap, the keys\n" +
+			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "source", Required: true, Usage: "file:DIR or kube"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
@@ -39,6 +40,8 @@ func checkCommand() *cli.Command {
 				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
 			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
 			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
+			&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
+				Usage: "also check the keys of this ConfigMap, `NAMESPACE/NAME` (ingress-nginx's controller ConfigMap, or the agent's)"},
 		},
 		Action: check,
 	}
@@ -47,7 +50,9 @@ func checkCommand() *cli.Command {
 // CheckReport is what check prints with -o json.
 type CheckReport struct {
 	Ingresses []CheckedIngress `json:"ingresses"`
-	Summary   CheckSummary     `json:"summary"`
+	// ConfigMap is the check of --configmap, nil without it (check_configmap.go).
+	ConfigMap *CheckedConfigMap `json:"configMap,omitempty"`
+	Summary   CheckSummary      `json:"summary"`
 }
 
 // CheckedIngress lists the annotations of one Ingress under our prefixes.
@@ -83,6 +88,9 @@ func check(c *cli.Context) error {
 	if c.Duration("timeout") <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", c.Duration("timeout"))
 	}
+	if name := c.String("configmap"); name != "" && !validNamespacedName(name) {
+		return fmt.Errorf("--configmap %q: want NAMESPACE/NAME", name)
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
 	snap, _, err := readSource(ctx, c, c.String("source"))
@@ -90,6 +98,9 @@ func check(c *cli.Context) error {
 		return err
 	}
 	report := checkSnapshot(snap)
+	if name := c.String("configmap"); name != "" {
+		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)
+	}
 	if output == "json" {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
@@ -98,6 +109,10 @@ func check(c *cli.Context) error {
 		}
 	} else {
 		writeCheck(c.App.Writer, report)
+		writeCheckConfigMap(c.App.Writer, report.ConfigMap)
+	}
+	if cm := report.ConfigMap; cm != nil && !cm.ok() {
+		return cli.Exit(fmt.Sprintf("restysync check: ConfigMap %s: %s", cm.ConfigMap, cm.failure()), 1)
 	}
 	if s := report.Summary; s.Invalid+s.Refused+s.Unknown > 0 {
 		return cli.Exit(fmt.Sprintf("restysync check: %d annotations are not supported as written (%d invalid, %d refused, %d unknown)",

@@ -147,9 +147,9 @@ func readSource(ctx context.Context, c *cli.Context, src string) (model.Snapshot
 		if err != nil {
 			return model.Snapshot{}, nil, err
 		}
-		inner = kube.New(client, kube.Options{Namespace: kc.namespace})
+		inner = kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: c.String("configmap")})
 	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
-		inner = file.New(strings.TrimPrefix(src, "file:"))
+		inner = file.New(strings.TrimPrefix(src, "file:"), file.WithConfigMap(c.String("configmap")))
 	default:
 		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube or file:DIR", src)
 	}

@@ -273,7 +273,7 @@ func run(c *cli.Context) error {
 	switch rc.sourceKind {
 	case "file":
 		// FQDN EndpointSlices (the compose demo names its backends) are resolved here.
-		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger))
+		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger), file.WithConfigMap(rc.kube.configMap))
 		src = fqdn.Wrap(obs.objects, rc.dns)
 	case "kube":
 		parts, err := startKube(ctx, rc.kube, logger)
@@ -294,6 +294,7 @@ func run(c *cli.Context) error {
 		IngressClass:      rc.ingressClass,
 		WatchWithoutClass: rc.withoutClass,
 		Render:            rc.render,
+		ConfigMap:         rc.kube.configMap,
 		OnSync:            onSync,
 		FullPush:          rc.fullPush,
 		Metrics:           obs.syncerMetrics(nginx.Lua),

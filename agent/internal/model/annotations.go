@@ -42,9 +42,10 @@ func (b *builder) boolAnnotation(ing *networkingv1.Ingress, key string, def bool
 }
 
 // useRegex says whether the ImplementationSpecific paths of ing are
-// regular expressions (annotation use-regex).
+// regular expressions (annotation use-regex, or a rewrite-target, as
+// ingress-nginx has it).
 func (b *builder) useRegex(ing *networkingv1.Ingress) bool {
-	return b.boolAnnotation(ing, "use-regex", false)
+	return b.boolAnnotation(ing, "use-regex", false) || rewriteImpliesRegex(ing)
 }
 
 // clip shortens a user value quoted in a Problem, so that a huge
@@ -71,6 +72,19 @@ var supportedAnnotations = map[string]bool{
 	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
 	"canary-by-header-value": true, "canary-by-cookie": true,
 	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true,
+	// proxy and routing (proxy.go)
+	"rewrite-target": true, "app-root": true, "permanent-redirect": true, "permanent-redirect-code": true,
+	"temporal-redirect": true, "proxy-body-size": true, "proxy-connect-timeout": true, "proxy-send-timeout": true,
+	"proxy-read-timeout": true, "proxy-buffering": true, "proxy-buffer-size": true, "proxy-request-buffering": true,
+	"proxy-next-upstream": true, "proxy-next-upstream-timeout": true, "proxy-http-version": true,
+	"upstream-vhost": true, "x-forwarded-prefix": true, "server-alias": true, "enable-access-log": true,
+	// access control (access.go)
+	"whitelist-source-range": true, "allowlist-source-range": true, "denylist-source-range": true,
+	"enable-cors": true, "cors-allow-origin": true, "cors-allow-methods": true, "cors-allow-headers": true,
+	"cors-allow-credentials": true, "cors-max-age": true, "cors-expose-headers": true,
+	"auth-type": true, "auth-secret": true, "auth-secret-type": true, "auth-realm": true,
+	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
+	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
 }
 
 // isSnippet reports whether key (without prefix) is a raw nginx directive.

@@ -84,6 +84,14 @@ type builder struct {
 	httpsHosts map[string]bool
 	// locationOptions by Ingress ("namespace/name"), when not the defaults (protocol.go).
 	locationOptions map[string]locationOptions
+	// loadBalance is Snapshot.LoadBalance, "" for round robin (policy.go).
+	loadBalance string
+	// proxySettings by Ingress, when not the defaults; aliasClaims oldest
+	// Ingress first (proxy.go).
+	proxySettings map[string]ProxySettings
+	aliasClaims   []aliasClaim
+	// access by Ingress, when not the defaults (access.go).
+	access map[string]accessState
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -110,6 +118,11 @@ func newBuilder(s Snapshot) *builder {
 		certHosts: make(map[string][]string),
 
 		httpsHosts: make(map[string]bool),
+
+		loadBalance: s.LoadBalance,
+	}
+	if b.loadBalance == AlgorithmRoundRobin {
+		b.loadBalance = ""
 	}
 	for _, secret := range s.Secrets {
 		b.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
@@ -194,6 +207,8 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 	useRegex := b.useRegex(ing)
 	policy := b.policyFor(ing)
 	b.readLocationOptions(ing, id)
+	b.recordProxy(ing, id)
+	b.readAccess(ing, id)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
 		rule := &ing.Spec.Rules[ri]
@@ -300,8 +315,12 @@ func (b *builder) model() Model {
 		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
 		for _, loc := range locations {
 			loc = b.finishLocation(loc, server.HTTPS)
+			loc = b.finishAccess(loc)
 			server.Locations = append(server.Locations, loc)
 			used[loc.Backend] = true
+			if errors := loc.Access.Errors.Backend; errors != "" {
+				used[errors] = true
+			}
 		}
 		slices.SortFunc(server.Locations, compareLocations)
 		if host == "" {
@@ -311,14 +330,20 @@ func (b *builder) model() Model {
 		}
 	}
 	slices.SortFunc(m.Servers, func(a, b Server) int { return strings.Compare(a.Host, b.Host) })
+	b.addServerAliases(&m)
 	for name := range b.canaryBackends {
 		used[name] = true
 	}
 	for name := range used {
-		m.Backends = append(m.Backends, b.resolved[name].backend)
+		backend := b.resolved[name].backend
+		if backend.Policy.Algorithm == "" {
+			backend.Policy.Algorithm = b.loadBalance // the ConfigMap's load-balance
+		}
+		m.Backends = append(m.Backends, backend)
 	}
 	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	m.Certificates = b.certificates()
+	m.AuthFiles = b.authFiles()
 	return m
 }
 
@@ -365,7 +390,7 @@ func (b *builder) ingressProblem(ing *networkingv1.Ingress, reason string) {
 }
 
 func (b *builder) problem(kind, namespace, name, reason string) {
-	b.problems = append(b.problems, Problem{Kind: kind, Namespace: namespace, Name: name, Reason: reason})
+	b.problems = append(b.problems, Problem{Kind: kind, Namespace: namespace, Name: name, Reason: clipReason(reason)})
 }
 
 // sortedProblems sorts by Kind, Namespace, Name and Reason, and drops

@@ -39,6 +39,14 @@ type Snapshot struct {
 	// is before Now is not served. The zero time (the default) skips the
 	// check, which keeps Build pure; the syncer sets it on every sync.
 	Now time.Time
+	// ConfigMap is the agent's ConfigMap (--configmap), nil when none is
+	// named or it does not exist. Build does not read it: package
+	// configmap does, for the syncer, which sets LoadBalance from it.
+	ConfigMap *corev1.ConfigMap
+	// LoadBalance is the algorithm of backends whose Ingress names none
+	// (ConfigMap key load-balance): "" or AlgorithmRoundRobin for round
+	// robin, or AlgorithmEWMA.
+	LoadBalance string
 }
 
 // Model is what nginx should serve. It holds only plain values.
@@ -55,6 +63,10 @@ type Model struct {
 	// of our Ingresses names and that won at least one host. They are not
 	// part of the structure: adding, rotating or removing one needs no reload.
 	Certificates []Certificate
+	// AuthFiles sorted by Name: the htpasswd files of the locations with
+	// basic auth. Like certificates they are not structure: nginx reads
+	// them on every request, so a new content needs no reload.
+	AuthFiles []AuthFile
 }
 
 // Certificate is a TLS Secret's certificate chain and key, and the SNI
@@ -98,6 +110,9 @@ type Server struct {
 	Host string
 	// Locations sorted by Path, then Exact before Prefix.
 	Locations []Location
+	// Aliases are more exact host names this server answers for, sorted
+	// (annotation server-alias); nil when none.
+	Aliases []string
 	// HTTPS says the server also listens on the HTTPS port: the default
 	// server always, another only when a spec.tls names its host. Each
 	// such server costs nginx an SSL context and a certificate load on
@@ -137,6 +152,12 @@ type Location struct {
 	// Protocol nginx speaks to the backend: ProtocolHTTP (""), ProtocolHTTPS,
 	// ProtocolGRPC or ProtocolGRPCS (annotation backend-protocol).
 	Protocol string
+	// Proxy are the proxy and routing settings of the owning Ingress
+	// (rewrite, redirects, timeouts, buffering, retries; proxy.go).
+	Proxy ProxySettings
+	// Access are the access-control settings of the owning Ingress
+	// (source ranges, CORS, basic auth, rate limits, error pages; access.go).
+	Access AccessSettings
 }
 
 // Backend is a set of endpoints behind one service port.

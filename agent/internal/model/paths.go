@@ -129,5 +129,5 @@ func validRegexPath(path string) error {
 	if _, err := regexp.Compile(path); err != nil {
 		return fmt.Errorf("is not a valid regular expression: %v", err)
 	}
-	return nil
+	return pcreIncompatible(path)
 }

@@ -14,7 +14,9 @@ import (
 // round robin with the documented defaults. It is comparable on purpose:
 // the plan compares it with what Lua holds, as it does the endpoints.
 type Policy struct {
-	// Algorithm is "" (round robin), AlgorithmEWMA or AlgorithmHash.
+	// Algorithm is "" (round robin), AlgorithmEWMA or AlgorithmHash; or
+	// AlgorithmRoundRobin when an Ingress names it against a ConfigMap
+	// load-balance of ewma. Build sets a backend's "" to that load-balance.
 	Algorithm string `json:"algorithm,omitempty"`
 	// HashBy is the nginx variable (without "$") whose value is hashed when
 	// Algorithm is AlgorithmHash: "request_uri", "http_x_user", "cookie_id".
@@ -103,6 +105,11 @@ func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
 	if value, key, ok := lookupAnnotation(ing, "load-balance"); ok {
 		switch value {
 		case AlgorithmRoundRobin:
+			if b.loadBalance != "" {
+				// Round robin against the ConfigMap's default: a Policy
+				// (and a backend variant) of its own.
+				p.Algorithm = AlgorithmRoundRobin
+			}
 		case AlgorithmEWMA:
 			p.Algorithm = AlgorithmEWMA
 		default:

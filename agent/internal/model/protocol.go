@@ -66,5 +66,6 @@ func (b *builder) finishLocation(loc Location, https bool) Location {
 	}
 	loc.SSLRedirect = o.forceSSLRedirect || (o.sslRedirect && https)
 	loc.Protocol = o.protocol
+	loc.Proxy = b.proxySettings[loc.Ingress]
 	return loc
 }

@@ -65,7 +65,7 @@ func serversEqual(a, b []model.Server) bool {
 }
 
 func serverEqual(a, b model.Server) bool {
-	return a.Host == b.Host && a.HTTPS == b.HTTPS && slices.Equal(a.Locations, b.Locations)
+	return a.Host == b.Host && a.HTTPS == b.HTTPS && slices.Equal(a.Aliases, b.Aliases) && slices.Equal(a.Locations, b.Locations)
 }
 
 // HeldCertificate is what Lua reports holding for one certificate name.

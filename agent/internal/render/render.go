@@ -76,6 +76,9 @@ type Settings struct {
 	// on the HTTPS redirect and HSTS). From any other address they are
 	// replaced by nginx's own values. Default none.
 	TrustedProxies []netip.Prefix
+	// HTTP are the http-block settings the agent's ConfigMap may change
+	// (http.go); nil renders DefaultHTTP().
+	HTTP *HTTP
 }
 
 // Config is a rendered nginx.conf.
@@ -100,7 +103,8 @@ const maxSocketPath = 107
 
 var confTemplate = template.Must(template.New("nginx.conf").
 	Option("missingkey=error").
-	Funcs(template.FuncMap{"quote": Quote, "quoteRegex": QuoteRegex, "serverName": serverName}).
+	Funcs(template.FuncMap{"quote": Quote, "quoteRegex": QuoteRegex, "serverName": serverName,
+		"quoteRewrite": QuoteRewrite, "logFormat": quoteLogFormat}).
 	Parse(templates.NginxConf))
 
 // confView is what the template prints. User-supplied strings stay raw here
@@ -125,10 +129,21 @@ type confView struct {
 	// HSTSHeader is the value of Strict-Transport-Security, built from
 	// numbers and flags; "" when HSTS is off.
 	HSTSHeader string
-	// TrustedProxies are masked CIDRs ("10.0.0.0/8").
+	// TrustedProxies are masked CIDRs ("10.0.0.0/8"); TrustAll says that
+	// 0.0.0.0/0 and ::/0 were among them, which geo's default stands for.
 	TrustedProxies []string
-	Default        serverView
-	Servers        []serverView
+	TrustAll       bool
+	// HTTP are the ConfigMap's settings (http.go).
+	HTTP httpView
+	// ErrorPages are the custom HTTP errors; ErrorBackend is the backend
+	// that answers them (the default server's "/"), or "" for nginx's own
+	// error pages.
+	ErrorPages   []errorPageView
+	ErrorBackend string
+	// Access are the rate-limit zones of the locations (access.go).
+	Access  accessHTTPView
+	Default serverView
+	Servers []serverView
 }
 
 type serverView struct {
@@ -142,6 +157,11 @@ type serverView struct {
 	// RedirectPort is the port of the HTTPS redirect's Location, 0 for 443
 	// (left out of the URL).
 	RedirectPort int
+	// Aliases are more exact names of the server (model.Server.Aliases).
+	Aliases []string
+	// AccessErrors are the named locations of the locations' custom
+	// errors (access.go).
+	AccessErrors []errorLocationView
 }
 
 type locationView struct {
@@ -152,6 +172,10 @@ type locationView struct {
 	// SSLRedirect and Protocol are those of model.Location.
 	SSLRedirect bool
 	Protocol    string
+	// Proxy are the proxy and routing settings (proxy.go).
+	Proxy proxyView
+	// Access are the access-control settings (access.go).
+	Access accessView
 }
 
 // Render renders nginx.conf for m. The same m and s give the same bytes.
@@ -198,8 +222,16 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		HSTSHeader:          hstsHeader(s),
 		Servers:             make([]serverView, 0, len(m.Servers)),
 	}
-	for _, p := range s.TrustedProxies {
-		view.TrustedProxies = append(view.TrustedProxies, p.Masked().String())
+	view.TrustedProxies, view.TrustAll = trustedNetworks(s.TrustedProxies)
+	h := DefaultHTTP()
+	if s.HTTP != nil {
+		h = *s.HTTP
+	}
+	view.HTTP = newHTTPView(h)
+	view.Access = newAccessHTTPView(m)
+	if len(h.CustomHTTPErrors) > 0 {
+		view.ErrorPages = newErrorPages(h.CustomHTTPErrors)
+		view.ErrorBackend = errorBackend(m.Default)
 	}
 	redirectPort := cmp.Or(s.HTTPSRedirectPort, s.HTTPSPort)
 	if redirectPort == 443 {
@@ -266,7 +298,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			exactPaths[loc.Path] = true
 		}
 	}
-	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
+	view := serverView{Host: srv.Host, Aliases: srv.Aliases, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
 	seen := make(map[key]bool, 2*len(srv.Locations))
 	var regexes []locationView
 	add := func(exact bool, path string, loc model.Location) error {
@@ -275,8 +307,16 @@ func newServerView(srv model.Server) (serverView, error) {
 			return fmt.Errorf("location %s %q (path %q of %s) is rendered twice", matchName(exact), path, loc.Path, loc.Ingress)
 		}
 		seen[k] = true
+		proxy, err := newProxyView(loc.Proxy, loc.Protocol, path, false)
+		if err != nil {
+			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+		}
+		access, err := newAccessView(loc)
+		if err != nil {
+			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+		}
 		view.Locations = append(view.Locations, locationView{Exact: exact, Path: path, Backend: loc.Backend,
-			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol})
+			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access})
 		return nil
 	}
 	for _, loc := range srv.Locations {
@@ -305,8 +345,18 @@ func newServerView(srv model.Server) (serverView, error) {
 				err = add(false, loc.Path+"/", loc)
 			}
 		case loc.PathType == model.PathRegex:
+			var proxy proxyView
+			if proxy, err = newProxyView(loc.Proxy, loc.Protocol, "^"+loc.Path, true); err != nil {
+				err = fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+				break
+			}
+			var access accessView
+			if access, err = newAccessView(loc); err != nil {
+				err = fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+				break
+			}
 			regexes = append(regexes, locationView{Regex: true, Path: "^" + loc.Path, Backend: loc.Backend,
-				SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol})
+				SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access})
 		default:
 			err = fmt.Errorf("path %q of %s: unknown path type %q", loc.Path, loc.Ingress, loc.PathType)
 		}
@@ -318,6 +368,7 @@ func newServerView(srv model.Server) (serverView, error) {
 	// ones and before the prefixes: longest first, as ingress-nginx does.
 	slices.SortStableFunc(regexes, func(a, b locationView) int { return cmp.Compare(len(b.Path), len(a.Path)) })
 	view.Locations = append(view.Locations, regexes...)
+	view.AccessErrors = accessErrorLocations(srv.Locations)
 	return view, nil
 }
 
@@ -413,6 +464,11 @@ func checkSettings(s Settings) error {
 	for _, module := range s.LoadModules {
 		if module == "" {
 			return errors.New("load module: empty path")
+		}
+	}
+	if s.HTTP != nil {
+		if err := checkHTTP(*s.HTTP); err != nil {
+			return fmt.Errorf("ConfigMap settings: %w", err)
 		}
 	}
 	return nil

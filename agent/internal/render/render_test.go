@@ -350,13 +350,24 @@ func TestRenderRedirectPort(t *testing.T) {
 // serverName, or prints a value render computes itself.
 func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 	computed := map[string]bool{".ConfigHash": true, ".ServerNamesHashBucketSize": true, ".ServerNamesHashMaxSize": true,
-		"$.RedirectPort": true}
+		"$.RedirectPort": true,
+		// ints of model.ProxySettings
+		".RedirectCode": true, ".ConnectTimeout": true, ".SendTimeout": true, ".ReadTimeout": true, ".NextUpstreamTimeout": true,
+		// ints, checked tokens and names render makes of Settings.HTTP (http.go)
+		".HTTP.MaxWorkerConnections": true, ".HTTP.KeepAlive": true, ".HTTP.KeepAliveRequests": true, ".HTTP.GzipLevel": true,
+		".HTTP.GzipMinLength": true, ".HTTP.ProxyConnectTimeout": true, ".HTTP.ProxyReadTimeout": true, ".HTTP.ProxySendTimeout": true,
+		".HTTP.UpstreamKeepaliveConnections": true, ".HTTP.UpstreamKeepaliveTimeout": true, ".HTTP.ForwardedForVariable": true,
+		".HTTP.SSLProtocolList": true, ".Code": true, ".Location": true,
+		// ints, and zone, variable and location names render makes of hashes (access.go)
+		".GeoVar": true, ".KeyVar": true, ".ZoneKey": true, ".ZoneName": true, ".ZoneRate": true, ".ErrorCode": true,
+		".ErrorLocation": true, ".CORSMaxAge": true, ".ConnZone": true, ".ConnLimit": true, ".LimitZone": true,
+		".LimitBurst": true, ".PageCode": true, ".PageLocation": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
 		first := strings.Fields(body)[0]
 		switch {
-		case first == "quote" || first == "quoteRegex" || first == "serverName":
+		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "serverName" || first == "logFormat":
 		case first == "range" || first == "if" || first == "end" || first == "else" || first == "define" || first == "template":
 		case computed[body]:
 		default:

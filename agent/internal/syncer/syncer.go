@@ -29,8 +29,13 @@ type Options struct {
 	// IngressClass and WatchWithoutClass decide which Ingresses are ours.
 	IngressClass      string
 	WatchWithoutClass bool
-	// Render settings for nginx.conf.
+	// Render settings for nginx.conf, from the flags: the defaults the
+	// agent's ConfigMap overrides.
 	Render render.Settings
+	// ConfigMap is the agent's ConfigMap, "namespace/name" (default "":
+	// none). The source puts it in the Snapshot; its keys change Render
+	// and the default balancing algorithm (package configmap).
+	ConfigMap string
 	// Coalesce is how long the loop waits for more events after the first
 	// one before it syncs (default 5ms); MaxDelay caps that wait under a
 	// constant stream of events (default 100ms).
@@ -124,6 +129,9 @@ type Syncer struct {
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
+	// globals are the render settings and load-balance the ConfigMap gave
+	// (configmap.go).
+	globals globals
 
 	mu    sync.RWMutex
 	state State
@@ -171,6 +179,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		reported:  map[string]bool{},
 		goodCerts: map[string]model.Certificate{},
 		guard:     newGuard(),
+		globals:   globals{settings: opts.Render},
 	}
 }
 
@@ -462,6 +471,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if rendered {
 		res.render = time.Since(renderStart)
 	}
+	// htpasswd files before the config that names them; nginx reads them
+	// on every request, so a changed Secret needs no reload.
+	if err := s.nginx.WriteAuthFiles(next.AuthFiles); err != nil {
+		return res, err
+	}
 
 	status, err := s.nginx.Lua.Status(ctx)
 	if err != nil {
@@ -495,6 +509,10 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		s.adopt(next, cfg.Hash)
 	} else if status.ConfigHash != s.appliedHash {
 		s.applied, s.appliedHash = nil, ""
+	} else if cfg.Hash != s.appliedHash {
+		// The same structure renders other bytes: the ConfigMap's
+		// settings changed. The plan must reload.
+		s.applied = nil
 	}
 
 	// Certificates go before a reload, so that new servers find them. Lua
@@ -608,7 +626,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, 
 	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
 		return s.lastConfig, false, nil
 	}
-	cfg, err = render.Render(next, s.opts.Render)
+	cfg, err = render.Render(next, s.globals.settings)
 	if err != nil {
 		return render.Config{}, false, fmt.Errorf("rendering nginx.conf: %w", err)
 	}
@@ -652,6 +670,8 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		index.TakeChangedServices() // the full build covers them
 	}
 	snap, problems := s.src.Snapshot()
+	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
+	snap.LoadBalance = s.globals.loadBalance
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)

@@ -133,6 +133,9 @@ func isEmptyDocument(raw []byte) bool {
 // decodeDocument decodes and checks one document. On failure it returns the
 // reason for a Problem.
 func decodeDocument(raw []byte) (document, string) {
+	if reason := checkAliases(raw); reason != "" {
+		return document{}, reason
+	}
 	obj, gvk, err := manifestDecoder.Decode(raw, nil, nil)
 	if err != nil {
 		return document{}, decodeErrorReason(err, gvk)
@@ -189,11 +192,15 @@ func decodeDocument(raw []byte) (document, string) {
 	return document{key: key, obj: obj}, ""
 }
 
-// checkSecret accepts only TLS Secrets, and folds stringData into data as
-// the API server does, so hand-written manifests may use plain PEM text.
+// checkSecret accepts TLS Secrets and Opaque ones (the htpasswd of basic
+// auth), and folds stringData into data as the API server does, so
+// hand-written manifests may use plain PEM or htpasswd text.
 func checkSecret(key objectKey, secret *corev1.Secret) string {
-	if secret.Type != corev1.SecretTypeTLS {
-		return fmt.Sprintf("%s has type %q: only kubernetes.io/tls Secrets are read; document left out", key, secret.Type)
+	if secret.Type == "" {
+		secret.Type = corev1.SecretTypeOpaque // the API server's default
+	}
+	if secret.Type != corev1.SecretTypeTLS && secret.Type != corev1.SecretTypeOpaque {
+		return fmt.Sprintf("%s has type %q: only kubernetes.io/tls and Opaque Secrets are read; document left out", key, secret.Type)
 	}
 	if len(secret.StringData) > 0 {
 		if secret.Data == nil {
@@ -203,6 +210,9 @@ func checkSecret(key objectKey, secret *corev1.Secret) string {
 			secret.Data[k] = []byte(v)
 		}
 		secret.StringData = nil
+	}
+	if secret.Type == corev1.SecretTypeOpaque {
+		return ""
 	}
 	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
 		if _, ok := secret.Data[k]; !ok {

@@ -63,6 +63,9 @@ type Source struct {
 	maxDocuments  int
 	retryInterval time.Duration
 	logger        *slog.Logger
+	// configMap is the agent's ConfigMap, "namespace/name", or ""
+	// (WithConfigMap, configmap.go).
+	configMap string
 
 	// Owned by Start, then by the watch goroutine.
 	watcher    *fsnotify.Watcher
@@ -188,6 +191,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		Services:       slices.Clone(v.services),
 		EndpointSlices: slices.Clone(v.endpointSlices),
 		Secrets:        slices.Clone(v.secrets),
+		ConfigMap:      s.agentConfigMap(v),
 	}, slices.Clone(v.problems)
 }
 

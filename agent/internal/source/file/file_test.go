@@ -204,9 +204,9 @@ func TestDecodeFolder(t *testing.T) {
 			wantProblems: []wantProblem{{"x.yaml#1", `kind "Ingress" of apiVersion "networking.k8s.io/v1beta1" is not read`}},
 		},
 		{
-			name:         "secret that is not TLS",
-			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  password: cHc=\n"},
-			wantProblems: []wantProblem{{"x.yaml#1", "only kubernetes.io/tls Secrets are read"}},
+			name:         "secret that is neither TLS nor Opaque",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ntype: kubernetes.io/basic-auth\ndata:\n  password: cHc=\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "only kubernetes.io/tls and Opaque Secrets are read"}},
 		},
 		{
 			name:         "TLS secret without a key",

@@ -6,7 +6,11 @@
 // selector type=kubernetes.io/tls, so the agent never lists, watches or
 // caches any other Secret, and the one agent ConfigMap is watched by name in
 // its own namespace; RBAC cannot restrict a list by type, so this selector is
-// the only thing that keeps other Secrets out of the agent's memory. Every
+// the only thing that keeps other Secrets out of the agent's memory. Opaque
+// Secrets (the htpasswd files of basic auth) come through a second
+// informer, with the selector type=Opaque and a transform that drops every
+// data key but "auth" before the cache sees it: no other Opaque value is
+// ever held. Every
 // object has its managedFields and kubectl's last-applied-configuration
 // annotation dropped before it is cached, because neither is read and
 // together they often outweigh the rest of the object (a Secret applied with
@@ -47,6 +51,9 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // tlsSecretSelector is the field selector of the Secret informer.
 var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
+
+// opaqueSecretSelector is the field selector of the auth Secret informer.
+var opaqueSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeOpaque)).String()
 
 var (
 	_ source.Source        = (*Source)(nil)
@@ -92,6 +99,7 @@ type Source struct {
 	services       corelisters.ServiceLister
 	endpointSlices discoverylisters.EndpointSliceLister
 	secrets        corelisters.SecretLister
+	authSecrets    corelisters.SecretLister    // Opaque, holding only the "auth" key
 	sliceIndexer   cache.Indexer               // EndpointSlices by serviceIndex
 	configMaps     corelisters.ConfigMapLister // nil without Options.ConfigMap
 	configMapNS    string
@@ -108,6 +116,8 @@ type changedServices struct {
 type namedInformer struct {
 	kind     source.Kind
 	informer cache.SharedIndexInformer
+	// transform replaces strip when set.
+	transform cache.TransformFunc
 }
 
 // New returns a Source that reads through client. Start begins watching.
@@ -196,7 +206,11 @@ func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error
 	var synced []cache.InformerSynced
 	for _, ni := range s.informers {
 		kind := ni.kind
-		if err := ni.informer.SetTransform(strip); err != nil {
+		transform := strip
+		if ni.transform != nil {
+			transform = ni.transform
+		}
+		if err := ni.informer.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
 		if err := ni.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -230,7 +244,10 @@ func (s *Source) createInformers() {
 	tls := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
 		informers.WithNamespace(s.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector }))
-	s.factories = []informers.SharedInformerFactory{main, tls}
+	opaque := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+		informers.WithNamespace(s.opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = opaqueSecretSelector }))
+	s.factories = []informers.SharedInformerFactory{main, tls, opaque}
 
 	networking := main.Networking().V1()
 	ingresses := networking.Ingresses()
@@ -238,15 +255,18 @@ func (s *Source) createInformers() {
 	services := main.Core().V1().Services()
 	slices := main.Discovery().V1().EndpointSlices()
 	secrets := tls.Core().V1().Secrets()
+	authSecrets := opaque.Core().V1().Secrets()
+	s.authSecrets = authSecrets.Lister()
 	s.ingresses, s.ingressClasses = ingresses.Lister(), classes.Lister()
 	s.services, s.endpointSlices, s.secrets = services.Lister(), slices.Lister(), secrets.Lister()
 	s.sliceIndexer = slices.Informer().GetIndexer()
 	s.informers = []namedInformer{
-		{source.KindIngress, ingresses.Informer()},
-		{source.KindIngressClass, classes.Informer()},
-		{source.KindService, services.Informer()},
-		{source.KindEndpointSlice, slices.Informer()},
-		{source.KindSecret, secrets.Informer()},
+		{kind: source.KindIngress, informer: ingresses.Informer()},
+		{kind: source.KindIngressClass, informer: classes.Informer()},
+		{kind: source.KindService, informer: services.Informer()},
+		{kind: source.KindEndpointSlice, informer: slices.Informer()},
+		{kind: source.KindSecret, informer: secrets.Informer()},
+		{kind: source.KindSecret, informer: authSecrets.Informer(), transform: stripAuthSecret},
 	}
 
 	if s.configMapName != "" {
@@ -257,7 +277,7 @@ func (s *Source) createInformers() {
 		s.factories = append(s.factories, cm)
 		configMaps := cm.Core().V1().ConfigMaps()
 		s.configMaps = configMaps.Lister()
-		s.informers = append(s.informers, namedInformer{source.KindConfigMap, configMaps.Informer()})
+		s.informers = append(s.informers, namedInformer{kind: source.KindConfigMap, informer: configMaps.Informer()})
 	}
 }
 
@@ -288,6 +308,15 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		if secret.Type == corev1.SecretTypeTLS {
 			snap.Secrets = append(snap.Secrets, secret)
 		}
+	}
+	authSecrets, _ := s.authSecrets.List(everything)
+	for _, secret := range authSecrets {
+		if _, ok := secret.Data[authSecretKey]; ok && secret.Type == corev1.SecretTypeOpaque {
+			snap.Secrets = append(snap.Secrets, secret)
+		}
+	}
+	if s.configMaps != nil {
+		snap.ConfigMap, _ = s.configMaps.ConfigMaps(s.configMapNS).Get(s.configMapName)
 	}
 	return snap, nil
 }
@@ -337,6 +366,29 @@ func strip(obj any) (any, error) {
 				annotations = nil
 			}
 			o.SetAnnotations(annotations)
+		}
+	}
+	return obj, nil
+}
+
+// authSecretKey is the one key of an Opaque Secret the agent keeps: the
+// htpasswd file of basic auth (annotation auth-secret).
+const authSecretKey = "auth"
+
+// stripAuthSecret is strip for the Opaque Secret informer: it also drops
+// every data key but "auth", and all data of a Secret of another type (a
+// server that ignores the field selector), so that no other secret value
+// is ever cached.
+func stripAuthSecret(obj any) (any, error) {
+	obj, err := strip(obj)
+	if err != nil {
+		return obj, err
+	}
+	if secret, ok := obj.(*corev1.Secret); ok {
+		auth, has := secret.Data[authSecretKey]
+		secret.Data, secret.StringData = nil, nil
+		if has && secret.Type == corev1.SecretTypeOpaque {
+			secret.Data = map[string][]byte{authSecretKey: auth}
 		}
 	}
 	return obj, nil

@@ -221,8 +221,8 @@ func TestSourceFake(t *testing.T) {
 		}
 		switch action.GetResource().Resource {
 		case "secrets":
-			if opts.FieldSelector != "type=kubernetes.io/tls" {
-				t.Errorf("%s secrets with field selector %q, want type=kubernetes.io/tls", action.GetVerb(), opts.FieldSelector)
+			if opts.FieldSelector != "type=kubernetes.io/tls" && opts.FieldSelector != "type=Opaque" {
+				t.Errorf("%s secrets with field selector %q, want type=kubernetes.io/tls or type=Opaque", action.GetVerb(), opts.FieldSelector)
 			}
 		case "configmaps":
 			if opts.FieldSelector != "metadata.name=restysync" || action.GetNamespace() != "restysync" {

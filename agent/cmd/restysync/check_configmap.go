@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/restysync/restysync/agent/internal/configmap"
+	"github.com/restysync/restysync/agent/internal/render"
+)
+
+// CheckedConfigMap lists the keys of the ConfigMap check was given and
+// what restysync does with each.
+type CheckedConfigMap struct {
+	ConfigMap string `json:"configMap"` // namespace/name
+	Found     bool   `json:"found"`
+	// Keys sorted; Status is supported, invalid, refused or unknown.
+	Keys    []configmap.Key `json:"keys"`
+	Summary CheckKeySummary `json:"summary"`
+}
+
+// CheckKeySummary counts the ConfigMap's keys by status.
+type CheckKeySummary struct {
+	Supported int `json:"supported"`
+	Invalid   int `json:"invalid"`
+	Refused   int `json:"refused"`
+	Unknown   int `json:"unknown"`
+}
+
+// checkConfigMap classifies the keys of cm, the ConfigMap name (nil when it
+// does not exist), as the agent would apply them.
+func checkConfigMap(name string, cm *corev1.ConfigMap) *CheckedConfigMap {
+	out := &CheckedConfigMap{ConfigMap: name, Found: cm != nil, Keys: []configmap.Key{}}
+	if cm == nil {
+		return out
+	}
+	res := configmap.Apply(render.Settings{}, cm.Namespace, cm.Name, cm.Data)
+	out.Keys = res.Keys
+	for _, k := range res.Keys {
+		switch k.Status {
+		case configmap.StatusSupported:
+			out.Summary.Supported++
+		case configmap.StatusInvalid:
+			out.Summary.Invalid++
+		case configmap.StatusRefused:
+			out.Summary.Refused++
+		default:
+			out.Summary.Unknown++
+		}
+	}
+	return out
+}
+
+// ok says whether the ConfigMap exists and every key is supported as written.
+func (c *CheckedConfigMap) ok() bool {
+	s := c.Summary
+	return c.Found && s.Invalid+s.Refused+s.Unknown == 0
+}
+
+func (c *CheckedConfigMap) failure() string {
+	if !c.Found {
+		return "not found"
+	}
+	s := c.Summary
+	return fmt.Sprintf("%d keys are not supported as written (%d invalid, %d refused, %d unknown)",
+		s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown)
+}
+
+func writeCheckConfigMap(w io.Writer, c *CheckedConfigMap) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nConfigMap %s\n", c.ConfigMap)
+	if !c.Found {
+		fmt.Fprintln(w, "  not found")
+		return
+	}
+	s := c.Summary
+	fmt.Fprintf(w, "  keys: %d supported, %d invalid, %d refused, %d unknown\n", s.Supported, s.Invalid, s.Refused, s.Unknown)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range c.Keys {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", k.Key, k.Status, strings.TrimSpace(k.Reason))
+	}
+	tw.Flush()
+}

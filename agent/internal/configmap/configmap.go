@@ -1,0 +1,419 @@
+// Package configmap is part of the build stage of the pipeline (source →
+// model → plan → render/apply): it reads the agent's ConfigMap
+// (--configmap) into the global settings of nginx.conf and the default
+// balancing algorithm, with ingress-nginx's key names.
+//
+// Apply is pure: a map of strings in, typed settings and Problems out. The
+// flags give the defaults and a key present in the ConfigMap overrides
+// them; take the key out and the flag's value is back. A bad value is a
+// Problem naming the ConfigMap and the key, and leaves that setting at its
+// default: every other key still applies. Unknown keys are Problems too,
+// and snippet keys are refused, as snippet annotations are.
+package configmap
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+)
+
+// Status of a key, as restysync check reports it.
+const (
+	StatusSupported = "supported"
+	StatusInvalid   = "invalid" // supported, but its value is not
+	StatusRefused   = "refused"
+	StatusUnknown   = "unknown"
+)
+
+// Key is one key of the ConfigMap and what restysync did with it.
+type Key struct {
+	Key    string `json:"key"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Result is what Apply read from a ConfigMap.
+type Result struct {
+	// Render is the base settings with the ConfigMap's keys applied;
+	// Render.HTTP is never nil.
+	Render render.Settings
+	// LoadBalance is the algorithm of backends whose Ingress names none
+	// (key load-balance): "" for round robin, or model.AlgorithmEWMA.
+	LoadBalance string
+	// Keys are the ConfigMap's keys, sorted.
+	Keys []Key
+	// Problems name the ConfigMap and a key each, sorted by key.
+	Problems []model.Problem
+}
+
+// keyFunc applies value to a; it returns "" or why the value is refused
+// (the setting then keeps its default).
+type keyFunc func(a *applier, value string) string
+
+// keys are the supported keys. They are applied in this order, so that a
+// key that reads another (use-forwarded-headers reads proxy-real-ip-cidr)
+// comes after it.
+var keys = []struct {
+	name  string
+	apply keyFunc
+}{
+	{"worker-processes", func(a *applier, v string) string {
+		if v == "auto" {
+			a.s.WorkerProcesses = v
+			return ""
+		}
+		n, reason := integer(v, 1, 1024)
+		if reason != "" {
+			return `is not "auto" or an integer from 1 to 1024`
+		}
+		a.s.WorkerProcesses = strconv.Itoa(n)
+		return ""
+	}},
+	{"max-worker-connections", intKey(func(a *applier) *int { return &a.h.MaxWorkerConnections }, render.MinWorkerConnections, render.MaxWorkerConnections)},
+	{"keep-alive", intKey(func(a *applier) *int { return &a.h.KeepAlive }, 0, render.MaxKeepAlive)},
+	{"keep-alive-requests", intKey(func(a *applier) *int { return &a.h.KeepAliveRequests }, 1, render.MaxKeepAliveRequests)},
+	{"upstream-keepalive-connections", intKey(func(a *applier) *int { return &a.h.UpstreamKeepaliveConnections }, 0, render.MaxUpstreamKeepalive)},
+	{"upstream-keepalive-timeout", intKey(func(a *applier) *int { return &a.h.UpstreamKeepaliveTimeout }, 1, render.MaxKeepAlive)},
+	{"proxy-body-size", func(a *applier, v string) string {
+		if !render.BodySize.MatchString(v) {
+			return "is not a size: up to 9 digits and an optional k, m or g (0: no limit)"
+		}
+		a.h.ClientMaxBodySize = v
+		return ""
+	}},
+	{"proxy-connect-timeout", intKey(func(a *applier) *int { return &a.h.ProxyConnectTimeout }, 1, render.MaxConnectTimeout)},
+	{"proxy-read-timeout", intKey(func(a *applier) *int { return &a.h.ProxyReadTimeout }, 1, render.MaxProxyTimeout)},
+	{"proxy-send-timeout", intKey(func(a *applier) *int { return &a.h.ProxySendTimeout }, 1, render.MaxProxyTimeout)},
+	{"proxy-real-ip-cidr", func(a *applier, v string) string {
+		var proxies []netip.Prefix
+		for _, part := range strings.Split(v, ",") {
+			p, ok := prefix(strings.TrimSpace(part))
+			if !ok {
+				return "is not a comma-separated list of CIDRs (10.0.0.0/8, fd00::/8) or IP addresses"
+			}
+			proxies = append(proxies, p)
+		}
+		a.realIPCIDR = proxies
+		return ""
+	}},
+	{"use-forwarded-headers", func(a *applier, v string) string {
+		on, reason := boolean(v)
+		if reason != "" {
+			return reason
+		}
+		switch {
+		case !on:
+			a.s.TrustedProxies = nil
+		case a.realIPCIDR != nil:
+			a.s.TrustedProxies = a.realIPCIDR
+		case len(a.s.TrustedProxies) == 0:
+			// ingress-nginx's proxy-real-ip-cidr default: everyone.
+			a.s.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+		}
+		return ""
+	}},
+	{"forwarded-for-header", func(a *applier, v string) string {
+		if !render.HeaderName.MatchString(v) {
+			return "is not a header name (letters, digits and '-', at most 64)"
+		}
+		a.h.ForwardedForHeader = v
+		return ""
+	}},
+	{"compute-full-forwarded-for", boolKey(func(a *applier) *bool { return &a.h.ComputeFullForwardedFor })},
+	{"enable-access-log", func(a *applier, v string) string {
+		on, reason := boolean(v)
+		if reason == "" {
+			a.enableAccessLog = &on
+		}
+		return reason
+	}},
+	{"disable-access-log", func(a *applier, v string) string {
+		off, reason := boolean(v)
+		if reason != "" {
+			return reason
+		}
+		if a.enableAccessLog != nil && *a.enableAccessLog == off {
+			return fmt.Sprintf("contradicts enable-access-log %t; enable-access-log is used", *a.enableAccessLog)
+		}
+		a.h.AccessLog = !off
+		return ""
+	}},
+	{"access-log-path", func(a *applier, v string) string {
+		if v != "/dev/stdout" && v != "/dev/stderr" && !render.AccessLogFile.MatchString(v) {
+			return `is not "/dev/stdout", "/dev/stderr" or a file under logs/ in the shared dir ("logs/access.log")`
+		}
+		a.h.AccessLogPath = v
+		return ""
+	}},
+	{"log-format-upstream", func(a *applier, v string) string {
+		format := logFormatAliases.Replace(v)
+		if err := render.CheckLogFormat(format); err != nil {
+			return err.Error()
+		}
+		a.h.LogFormat = format
+		return ""
+	}},
+	{"ssl-protocols", func(a *applier, v string) string {
+		var protocols []string
+		for _, p := range strings.Fields(v) {
+			if !slices.Contains(render.SSLProtocolNames, p) {
+				return fmt.Sprintf("names %q, but want protocols among %s, separated by spaces", p, strings.Join(render.SSLProtocolNames, " "))
+			}
+			if !slices.Contains(protocols, p) {
+				protocols = append(protocols, p)
+			}
+		}
+		if len(protocols) == 0 {
+			return "names no protocol"
+		}
+		slices.SortFunc(protocols, func(x, y string) int {
+			return slices.Index(render.SSLProtocolNames, x) - slices.Index(render.SSLProtocolNames, y)
+		})
+		a.h.SSLProtocols = protocols
+		return ""
+	}},
+	{"ssl-ciphers", func(a *applier, v string) string {
+		if len(v) > render.MaxSSLCiphers || !render.SSLCiphersSyntax.MatchString(v) {
+			return fmt.Sprintf("is not an OpenSSL cipher list of A-Z a-z 0-9 : + ! _ - (at most %d characters)", render.MaxSSLCiphers)
+		}
+		a.h.SSLCiphers = v
+		return ""
+	}},
+	{"hsts", boolKey(func(a *applier) *bool { return &a.s.HSTS })},
+	{"hsts-max-age", intKey(func(a *applier) *int { return &a.s.HSTSMaxAge }, 0, maxHSTSMaxAge)},
+	{"hsts-include-subdomains", boolKey(func(a *applier) *bool { return &a.s.HSTSIncludeSubdomains })},
+	{"hsts-preload", boolKey(func(a *applier) *bool { return &a.s.HSTSPreload })},
+	{"use-gzip", boolKey(func(a *applier) *bool { return &a.h.Gzip })},
+	{"gzip-level", intKey(func(a *applier) *int { return &a.h.GzipLevel }, 1, 9)},
+	{"gzip-min-length", intKey(func(a *applier) *int { return &a.h.GzipMinLength }, 0, render.MaxGzipMinLength)},
+	{"gzip-types", func(a *applier, v string) string {
+		var types []string
+		for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
+			t = strings.ToLower(t)
+			if t != "*" && !render.MIMEType.MatchString(t) {
+				return fmt.Sprintf("names %q, which is not a MIME type (type/subtype) or *", t)
+			}
+			// nginx always compresses text/html, and warns when it is listed.
+			if t != "text/html" && !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+		if len(types) > render.MaxGzipTypes {
+			return fmt.Sprintf("names %d types, more than %d", len(types), render.MaxGzipTypes)
+		}
+		a.h.GzipTypes = types
+		return ""
+	}},
+	{"server-tokens", boolKey(func(a *applier) *bool { return &a.h.ServerTokens })},
+	{"custom-http-errors", func(a *applier, v string) string {
+		var codes []int
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			n, err := strconv.Atoi(part)
+			if err != nil || n < 300 || n > 599 || strconv.Itoa(n) != part {
+				return fmt.Sprintf("names %q, but want status codes from 300 to 599, separated by commas", part)
+			}
+			if !slices.Contains(codes, n) {
+				codes = append(codes, n)
+			}
+		}
+		slices.Sort(codes)
+		a.h.CustomHTTPErrors = codes
+		return ""
+	}},
+	{"load-balance", func(a *applier, v string) string {
+		switch v {
+		case model.AlgorithmRoundRobin:
+			a.loadBalance = ""
+		case model.AlgorithmEWMA:
+			a.loadBalance = model.AlgorithmEWMA
+		default:
+			return `is not "round_robin" or "ewma"`
+		}
+		return ""
+	}},
+}
+
+// refusedKeys are ingress-nginx keys that would let the ConfigMap write
+// nginx.conf itself.
+var refusedKeys = map[string]bool{
+	"main-snippet": true, "http-snippet": true, "server-snippet": true, "location-snippet": true,
+	"stream-snippet": true, "modsecurity-snippet": true, "global-auth-snippet": true,
+	"allow-snippet-annotations": true,
+}
+
+// logFormatAliases turn ingress-nginx's own log variables into restysync's,
+// so that ingress-nginx's formats work as written. restysync has no
+// alternative (canary) upstream of its own: that one logs as "-".
+var logFormatAliases = strings.NewReplacer(
+	"$proxy_alternative_upstream_name", "-",
+	"${proxy_alternative_upstream_name}", "-",
+	"$proxy_upstream_name", "$restysync_backend",
+	"${proxy_upstream_name}", "${restysync_backend}",
+	"$req_id", "$restysync_request_id",
+	"${req_id}", "${restysync_request_id}",
+)
+
+// maxHSTSMaxAge bounds hsts-max-age: ten years, as --hsts-max-age.
+const maxHSTSMaxAge = 10 * 365 * 24 * 3600
+
+// applier holds the settings while the keys are applied.
+type applier struct {
+	s               render.Settings
+	h               *render.HTTP
+	loadBalance     string
+	realIPCIDR      []netip.Prefix
+	enableAccessLog *bool
+}
+
+// SupportedKeys returns the keys Apply reads, in the order it applies them.
+func SupportedKeys() []string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.name
+	}
+	return names
+}
+
+// Apply applies the ConfigMap namespace/name, holding data, to base (the
+// settings from the flags). base is not changed; its HTTP, when nil, is
+// render.DefaultHTTP(). A nil data (no ConfigMap) gives base with HTTP
+// set and no Problems.
+func Apply(base render.Settings, namespace, name string, data map[string]string) Result {
+	h := render.DefaultHTTP()
+	if base.HTTP != nil {
+		h = *base.HTTP
+		h.SSLProtocols = slices.Clone(h.SSLProtocols)
+		h.GzipTypes = slices.Clone(h.GzipTypes)
+		h.CustomHTTPErrors = slices.Clone(h.CustomHTTPErrors)
+	}
+	a := &applier{s: base, h: &h}
+	a.s.TrustedProxies = slices.Clone(base.TrustedProxies)
+	if a.s.WorkerProcesses == "" {
+		a.s.WorkerProcesses = "auto"
+	}
+
+	status := make(map[string]Key, len(data))
+	var problems []model.Problem
+	problem := func(key, reason string) {
+		problems = append(problems, model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
+			Reason: "key " + key + ": " + reason})
+	}
+	for _, k := range keys {
+		value, ok := data[k.name]
+		if !ok {
+			continue
+		}
+		reason := k.apply(a, strings.TrimSpace(value))
+		if reason == "" {
+			status[k.name] = Key{Key: k.name, Status: StatusSupported}
+			continue
+		}
+		if !strings.HasSuffix(reason, " is used") {
+			reason += "; the default is kept"
+		}
+		reason = fmt.Sprintf("%q %s", clip(value), reason)
+		status[k.name] = Key{Key: k.name, Status: StatusInvalid, Reason: reason}
+		problem(k.name, reason)
+	}
+	if a.enableAccessLog != nil && status["disable-access-log"].Status != StatusSupported {
+		a.h.AccessLog = *a.enableAccessLog
+	}
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		if _, known := status[key]; known {
+			continue
+		}
+		k := Key{Key: key, Status: StatusUnknown, Reason: "restysync does not know this key; it is ignored"}
+		if refusedKeys[key] {
+			k = Key{Key: key, Status: StatusRefused, Reason: "snippets are refused: they would let the ConfigMap write any nginx directive; it is ignored"}
+		}
+		status[key] = k
+		problem(key, k.Reason)
+	}
+
+	res := Result{Render: a.s, LoadBalance: a.loadBalance, Keys: make([]Key, 0, len(status))}
+	res.Render.HTTP = a.h
+	for _, key := range slices.Sorted(maps.Keys(status)) {
+		res.Keys = append(res.Keys, status[key])
+	}
+	slices.SortFunc(problems, func(x, y model.Problem) int { return strings.Compare(x.Reason, y.Reason) })
+	res.Problems = problems
+	return res
+}
+
+// NotFound is the Problem of a ConfigMap --configmap names that does not
+// exist: the flags' settings apply.
+func NotFound(namespace, name string) model.Problem {
+	return model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
+		Reason: "not found; the defaults and flags apply until it exists"}
+}
+
+func intKey(field func(*applier) *int, lo, hi int) keyFunc {
+	return func(a *applier, v string) string {
+		n, reason := integer(v, lo, hi)
+		if reason == "" {
+			*field(a) = n
+		}
+		return reason
+	}
+}
+
+func boolKey(field func(*applier) *bool) keyFunc {
+	return func(a *applier, v string) string {
+		b, reason := boolean(v)
+		if reason == "" {
+			*field(a) = b
+		}
+		return reason
+	}
+}
+
+// integer reads a decimal integer in [lo, hi], written plainly.
+func integer(v string, lo, hi int) (int, string) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi || strconv.Itoa(n) != v {
+		return 0, fmt.Sprintf("is not an integer from %d to %d", lo, hi)
+	}
+	return n, ""
+}
+
+// boolean reads "true" or "false" (and strconv.ParseBool's other
+// spellings, as ingress-nginx does).
+func boolean(v string) (bool, string) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, `is not "true" or "false"`
+	}
+	return b, ""
+}
+
+// prefix reads a CIDR or one IP address, without zone.
+func prefix(v string) (netip.Prefix, bool) {
+	if strings.Contains(v, "/") {
+		p, err := netip.ParsePrefix(v)
+		return p.Masked(), err == nil && p.Addr().Zone() == ""
+	}
+	addr, err := netip.ParseAddr(v)
+	if err != nil || addr.Zone() != "" {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(addr, addr.BitLen()), true
+}
+
+// clip shortens a value quoted in a Problem.
+func clip(v string) string {
+	const max = 128
+	if len(v) > max {
+		return v[:max] + "…"
+	}
+	return v
+}

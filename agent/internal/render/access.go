@@ -1,0 +1,357 @@
+package render
+
+// Access control of a location (model.AccessSettings): source ranges with
+// allow/deny, basic auth with auth_basic_user_file, rate limits with
+// limit_req/limit_conn over zones declared once in the http block, CORS
+// with rewrite-phase "if"s and a Lua header filter, and custom error pages
+// through named locations of the server.
+//
+// Basic auth uses nginx's own auth_basic against an htpasswd file the agent
+// writes into the shared dir (apply.WriteAuthFiles), rather than a check in
+// Lua: nginx already speaks every htpasswd hash (crypt(3) bcrypt and SHA-2,
+// apr1, {SHA}, {SSHA}, {PLAIN}), which Lua would have to reimplement, and it
+// reads the file on every request, so a changed Secret needs no reload.
+//
+// CORS headers are set by restysync.access in header_filter_by_lua rather
+// than by add_header: an add_header in a location drops every add_header
+// the http block sets (X-Request-ID, HSTS), and the values travel in
+// variables set by the location, so no user string is ever Lua source.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// accessView is what the template's "access" section prints for one
+// location.
+type accessView struct {
+	// Denied: the location answers 503 and nothing else is printed.
+	Denied bool
+	// DenySources and AllowSources are masked CIDRs; with AllowSources
+	// every other client is denied.
+	DenySources  []string
+	AllowSources []string
+	// AuthFile and AuthRealm: basic auth when AuthFile is not "".
+	AuthFile  string
+	AuthRealm string
+	// Limits are limit_req and limit_conn lines, in ingress-nginx's order:
+	// connections, per minute, per second.
+	ConnZone  string
+	ConnLimit int
+	ReqLimits []reqLimitView
+	CORS      *corsView
+	// Errors, when set, intercepts the listed codes into named locations.
+	Errors *errorsView
+}
+
+type reqLimitView struct {
+	LimitZone  string
+	LimitBurst int
+}
+
+type corsView struct {
+	// AnyOrigin answers every origin with "*"; otherwise OriginRegex (an
+	// anchored case-insensitive regex of the allowed origins) decides and
+	// the request's Origin is echoed.
+	AnyOrigin   bool
+	OriginRegex string
+	Methods     string
+	Headers     string
+	Expose      string
+	Credentials bool
+	CORSMaxAge  int
+}
+
+type errorsView struct {
+	Pages []errorPageRef
+	// Namespace, Ingress, Service and ServicePort of the location, sent
+	// to the error backend as X-Namespace and friends.
+	Namespace   string
+	Ingress     string
+	Service     string
+	ServicePort string
+}
+
+type errorPageRef struct {
+	PageCode     int
+	PageLocation string // "@restysync_error_<hash>_<code>"
+}
+
+// errorLocationView is one named location of a server that asks the error
+// backend for the page of one code.
+type errorLocationView struct {
+	ErrorLocation string
+	ErrorCode     int
+	Backend       string
+}
+
+// accessHTTPView is what the http block needs for the locations' limits.
+type accessHTTPView struct {
+	// ExemptKeys map a client address to the limit key, "" (not counted)
+	// for the exempt networks of limit-whitelist.
+	ExemptKeys []exemptKeyView
+	ReqZones   []reqZoneView
+	ConnZones  []connZoneView
+}
+
+type exemptKeyView struct {
+	GeoVar, KeyVar string // variable names without "$"
+	Networks       []string
+}
+
+type reqZoneView struct {
+	ZoneName, ZoneKey, ZoneRate string // ZoneKey is a variable name without "$"
+}
+
+type connZoneView struct {
+	ZoneName, ZoneKey string
+}
+
+// limitZoneSize is each zone's shared memory, as ingress-nginx has it:
+// about 80,000 client addresses.
+const limitZoneSize = "5m"
+
+// shortHash names zones and locations after what they stand for: the same
+// input gives the same name in every render.
+func shortHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// limitKey returns the variable (without "$") a zone counts by: the client
+// address, or for a limit-whitelist an address that is "" for the exempt
+// networks.
+func limitKey(exempt string) string {
+	if exempt == "" {
+		return "binary_remote_addr"
+	}
+	return "restysync_limit_key_" + shortHash(exempt)
+}
+
+// Zone names: per Ingress, limit and key, so that Ingresses never share
+// counters and a changed limit gets a fresh zone.
+func reqZoneName(ingress, unit string, rate int, exempt string) string {
+	return "restysync_req_" + shortHash(ingress, unit, strconv.Itoa(rate), exempt)
+}
+
+func connZoneName(ingress string, exempt string) string {
+	return "restysync_conn_" + shortHash(ingress, exempt)
+}
+
+// newAccessView checks and prints the access settings of loc.
+func newAccessView(loc model.Location) (accessView, error) {
+	a := loc.Access
+	if a.Denied != "" {
+		return accessView{Denied: true}, nil
+	}
+	var v accessView
+	var err error
+	if v.DenySources, err = splitCIDRs(a.DenySources); err != nil {
+		return accessView{}, fmt.Errorf("deny sources: %w", err)
+	}
+	if v.AllowSources, err = splitCIDRs(a.AllowSources); err != nil {
+		return accessView{}, fmt.Errorf("allow sources: %w", err)
+	}
+	if a.BasicAuth.File != "" {
+		if err := checkAuthFileName(a.BasicAuth.File); err != nil {
+			return accessView{}, err
+		}
+		v.AuthFile, v.AuthRealm = a.BasicAuth.File, a.BasicAuth.Realm
+		if v.AuthRealm == "off" || strings.ContainsAny(v.AuthRealm, `"\`) {
+			return accessView{}, fmt.Errorf("auth realm %q: cannot be sent", v.AuthRealm)
+		}
+	}
+	r := a.RateLimit
+	if r.RPS < 0 || r.RPM < 0 || r.Connections < 0 || r.BurstMultiplier < 0 {
+		return accessView{}, fmt.Errorf("negative rate limit %+v", r)
+	}
+	if _, err := splitCIDRs(r.Exempt); err != nil {
+		return accessView{}, fmt.Errorf("rate limit exempt networks: %w", err)
+	}
+	if r.Connections > 0 {
+		v.ConnZone, v.ConnLimit = connZoneName(loc.Ingress, r.Exempt), r.Connections
+	}
+	burst := max(r.BurstMultiplier, 1)
+	if r.RPM > 0 {
+		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName(loc.Ingress, "m", r.RPM, r.Exempt), LimitBurst: r.RPM * burst})
+	}
+	if r.RPS > 0 {
+		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName(loc.Ingress, "s", r.RPS, r.Exempt), LimitBurst: r.RPS * burst})
+	}
+	if a.CORS.Enabled {
+		if v.CORS, err = newCORSView(a.CORS); err != nil {
+			return accessView{}, fmt.Errorf("CORS: %w", err)
+		}
+	}
+	if a.Errors.Codes != "" {
+		if v.Errors, err = newErrorsView(loc); err != nil {
+			return accessView{}, fmt.Errorf("custom errors: %w", err)
+		}
+	}
+	return v, nil
+}
+
+// splitCIDRs splits a canonical list of the model and checks each entry.
+func splitCIDRs(list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	out := strings.Split(list, ",")
+	for _, s := range out {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p.Masked() != p || p.Addr().Zone() != "" {
+			return nil, fmt.Errorf("%q: not a masked CIDR", s)
+		}
+	}
+	return out, nil
+}
+
+// authFileName is the only shape of htpasswd file name render prints.
+var authFileName = regexp.MustCompile(`^auth/[a-z0-9-]{1,63}_[a-z0-9.-]{1,253}$`)
+
+func checkAuthFileName(name string) error {
+	if !authFileName.MatchString(name) || strings.Contains(name, "..") {
+		return fmt.Errorf("auth file %q: want auth/<namespace>_<secret>", name)
+	}
+	return nil
+}
+
+// corsOrigin is an origin as the model canonicalises it.
+var corsOrigin = regexp.MustCompile(`^([a-z][a-z0-9+.-]*)://(\*\.)?([a-z0-9.-]+)(:[0-9]{1,5})?$`)
+
+// corsList is a list of header names or methods as the model checks them;
+// no character nginx or Lua would read.
+var corsList = regexp.MustCompile("^[!#%&'*+.^_`|~0-9A-Za-z, -]*$")
+
+func newCORSView(c model.CORS) (*corsView, error) {
+	v := &corsView{Methods: c.AllowMethods, Headers: c.AllowHeaders, Expose: c.ExposeHeaders,
+		Credentials: c.AllowCredentials, CORSMaxAge: c.MaxAge}
+	for _, list := range []string{v.Methods, v.Headers, v.Expose} {
+		if !corsList.MatchString(list) {
+			return nil, fmt.Errorf("%q: not a list of tokens", list)
+		}
+	}
+	if c.MaxAge < 0 {
+		return nil, fmt.Errorf("max age %d: negative", c.MaxAge)
+	}
+	if c.AllowOrigins == "*" {
+		v.AnyOrigin = true
+		return v, nil
+	}
+	var alternatives []string
+	for _, origin := range strings.Split(c.AllowOrigins, ",") {
+		m := corsOrigin.FindStringSubmatch(origin)
+		if m == nil {
+			return nil, fmt.Errorf("origin %q: not an origin", origin)
+		}
+		re := regexp.QuoteMeta(m[1]) + "://"
+		if m[2] != "" {
+			re += `[^.:/]+\.`
+		}
+		re += regexp.QuoteMeta(m[3]) + m[4] // the port is digits and ":"
+		alternatives = append(alternatives, re)
+	}
+	slices.Sort(alternatives)
+	v.OriginRegex = "^(" + strings.Join(alternatives, "|") + ")$"
+	return v, nil
+}
+
+func newErrorsView(loc model.Location) (*errorsView, error) {
+	e := loc.Access.Errors
+	namespace, ingress, _ := strings.Cut(loc.Ingress, "/")
+	_, service, _ := model.BackendService(loc.Backend)
+	_, port, _ := strings.Cut(strings.SplitN(loc.Backend, "@", 2)[0], ":")
+	v := &errorsView{Namespace: namespace, Ingress: ingress, Service: service, ServicePort: port}
+	for _, text := range strings.Split(e.Codes, ",") {
+		code, err := strconv.Atoi(text)
+		if err != nil || code < 400 || code > 599 {
+			return nil, fmt.Errorf("code %q: want 400..599", text)
+		}
+		v.Pages = append(v.Pages, errorPageRef{PageCode: code, PageLocation: errorLocationName(e.Backend, code)})
+	}
+	return v, nil
+}
+
+func errorLocationName(backend string, code int) string {
+	return "@restysync_error_" + shortHash(backend) + "_" + strconv.Itoa(code)
+}
+
+// accessErrorLocations returns the named locations the locations of a
+// server send their custom errors to, one per error backend and code,
+// sorted by name.
+func accessErrorLocations(locations []model.Location) []errorLocationView {
+	seen := map[string]bool{}
+	var out []errorLocationView
+	for _, loc := range locations {
+		e := loc.Access.Errors
+		if e.Codes == "" || loc.Access.Denied != "" {
+			continue
+		}
+		for _, text := range strings.Split(e.Codes, ",") {
+			code, err := strconv.Atoi(text)
+			if err != nil {
+				continue // newAccessView has refused it
+			}
+			name := errorLocationName(e.Backend, code)
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, errorLocationView{ErrorLocation: name, ErrorCode: code, Backend: e.Backend})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b errorLocationView) int { return strings.Compare(a.ErrorLocation, b.ErrorLocation) })
+	return out
+}
+
+// newAccessHTTPView collects the zones and keys every location's limits
+// need, sorted by name.
+func newAccessHTTPView(m model.Model) accessHTTPView {
+	var v accessHTTPView
+	keys := map[string]bool{}
+	req := map[string]bool{}
+	conn := map[string]bool{}
+	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+		for _, loc := range srv.Locations {
+			r := loc.Access.RateLimit
+			if loc.Access.Denied != "" || (r.RPS == 0 && r.RPM == 0 && r.Connections == 0) {
+				continue
+			}
+			key := limitKey(r.Exempt)
+			if r.Exempt != "" && !keys[key] {
+				keys[key] = true
+				networks, _ := splitCIDRs(r.Exempt) // newAccessView has checked them
+				v.ExemptKeys = append(v.ExemptKeys, exemptKeyView{
+					GeoVar: "restysync_limit_exempt_" + shortHash(r.Exempt), KeyVar: key, Networks: networks})
+			}
+			addReq := func(unit string, rate int) {
+				name := reqZoneName(loc.Ingress, unit, rate, r.Exempt)
+				if rate > 0 && !req[name] {
+					req[name] = true
+					v.ReqZones = append(v.ReqZones, reqZoneView{ZoneName: name, ZoneKey: key, ZoneRate: strconv.Itoa(rate) + "r/" + unit})
+				}
+			}
+			addReq("m", r.RPM)
+			addReq("s", r.RPS)
+			if name := connZoneName(loc.Ingress, r.Exempt); r.Connections > 0 && !conn[name] {
+				conn[name] = true
+				v.ConnZones = append(v.ConnZones, connZoneView{ZoneName: name, ZoneKey: key})
+			}
+		}
+	}
+	slices.SortFunc(v.ExemptKeys, func(a, b exemptKeyView) int { return strings.Compare(a.KeyVar, b.KeyVar) })
+	slices.SortFunc(v.ReqZones, func(a, b reqZoneView) int { return strings.Compare(a.ZoneName, b.ZoneName) })
+	slices.SortFunc(v.ConnZones, func(a, b connZoneView) int { return strings.Compare(a.ZoneName, b.ZoneName) })
+	return v
+}

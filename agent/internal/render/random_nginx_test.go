@@ -1,0 +1,639 @@
+package render
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"math/big"
+	mathrand "math/rand"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+)
+
+// TestRandomSnapshotsNginxAccepts generates random Ingress snapshots from a
+// seed (odd but valid hosts and wildcards, paths of the three types and
+// regexes, every supported annotation with valid and hostile values, TLS,
+// default backends, canaries), builds and renders each, and runs the real
+// `nginx -t` on the result. Whatever the model accepts, nginx must accept:
+// an invalid Ingress must become a Problem, never a config nginx refuses,
+// since that would block every other Ingress. Each location's path must
+// also read back, through nginx's quoting rules, as the model's path.
+//
+// A failure names the seed; rerun it alone with
+//
+//	go test ./agent/internal/render -run TestRandomSnapshotsNginxAccepts -random.seed=N -random.snapshots=1
+var (
+	randomSeed      = flag.Int64("random.seed", 1, "first seed of TestRandomSnapshotsNginxAccepts; snapshot i uses seed+i")
+	randomSnapshots = flag.Int("random.snapshots", 300, "how many random snapshots TestRandomSnapshotsNginxAccepts checks with nginx -t (30 with -short)")
+)
+
+func TestRandomSnapshotsNginxAccepts(t *testing.T) {
+	binary := nginxproc.Binary(t)
+	n := *randomSnapshots
+	if testing.Short() && n > 30 {
+		n = 30
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	prefixes := make([]string, workers)
+	for w := range prefixes {
+		prefixes[w] = nginxproc.TempPrefix(t)
+		// The Lua modules and the default certificate, once per prefix.
+		writePrefix(t, prefixes[w], model.Model{}, randomSettings(mathrand.New(mathrand.NewSource(0)), prefixes[w]))
+	}
+	world := newRandomWorld()
+
+	start := time.Now()
+	var next, checked, ingresses, locations, servers atomic.Int64
+	var failures atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || failures.Load() >= 3 {
+					return
+				}
+				seed := *randomSeed + i
+				st, err := checkRandomSnapshot(world, binary, seed, prefixes[w])
+				checked.Add(1)
+				ingresses.Add(int64(st.ingresses))
+				locations.Add(int64(st.locations))
+				servers.Add(int64(st.servers))
+				if err != nil {
+					failures.Add(1)
+					t.Errorf("seed %d (rerun: -random.seed=%d -random.snapshots=1): %v", seed, seed, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d snapshots (seeds from %d): %d Ingresses, %d servers, %d locations checked by nginx -t in %s with %d workers",
+		checked.Load(), *randomSeed, ingresses.Load(), servers.Load(), locations.Load(), time.Since(start).Round(time.Millisecond), workers)
+}
+
+type snapshotStats struct{ ingresses, servers, locations int }
+
+// checkRandomSnapshot builds, renders and tests the snapshot of seed in
+// prefix; the error holds what is needed to see why.
+func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix string) (snapshotStats, error) {
+	rng := mathrand.New(mathrand.NewSource(seed))
+	snap := world.snapshot(rng)
+	m, _ := model.Build(snap)
+	st := snapshotStats{ingresses: len(snap.Ingresses), servers: len(m.Servers) + 1}
+	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+		st.locations += len(srv.Locations)
+	}
+	s := randomSettings(rng, prefix)
+	cfg, err := Render(m, s)
+	if err != nil {
+		return st, fmt.Errorf("Render refused a model Build made: %v", err)
+	}
+	again, err := Render(m, s)
+	if err != nil || string(again.Bytes) != string(cfg.Bytes) {
+		return st, fmt.Errorf("rendering the same model twice gave different bytes (%v)", err)
+	}
+	if err := checkLocationTokens(m, cfg.Bytes); err != nil {
+		return st, err
+	}
+	if err := os.WriteFile(filepath.Join(prefix, ConfigName), cfg.Bytes, 0o644); err != nil {
+		return st, err
+	}
+	out, err := nginxTest(binary, prefix)
+	if err != nil {
+		return st, fmt.Errorf("nginx -t refused the config:\n%s\n%s", out, offendingLines(out, cfg.Bytes))
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "[warn]") && !strings.Contains(line, "open file resource limit") {
+			return st, fmt.Errorf("nginx -t warned:\n%s\n%s", out, offendingLines(out, cfg.Bytes))
+		}
+	}
+	return st, nil
+}
+
+// nginxTest is nginxproc.Test without the testing.TB, for the workers.
+func nginxTest(binary, prefix string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "-t", "-e", "stderr", "-p", prefix+"/", "-c", ConfigName).CombinedOutput()
+	return string(out), err
+}
+
+// offendingLines quotes the lines of conf that nginx's messages name
+// ("... in /prefix/nginx.conf:42"), with two lines around each.
+func offendingLines(out string, conf []byte) string {
+	lines := strings.Split(string(conf), "\n")
+	var b strings.Builder
+	for _, m := range regexp.MustCompile(`nginx\.conf:(\d+)`).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		fmt.Fprintf(&b, "--- nginx.conf around line %d ---\n", n)
+		for i := max(1, n-2); i <= min(len(lines), n+2); i++ {
+			marker := "  "
+			if i == n {
+				marker = "> "
+			}
+			fmt.Fprintf(&b, "%s%5d %s\n", marker, i, lines[i-1])
+		}
+	}
+	if b.Len() == 0 {
+		return "(nginx named no line)"
+	}
+	return b.String()
+}
+
+// locationLine is a location block's first line: its modifier and token.
+var locationLine = regexp.MustCompile(`^\s*location (= |~\* )?(.*) \{$`)
+
+// templateLocation is a named location the template makes ("@restysync_...").
+var templateLocation = regexp.MustCompile(`^@restysync_[a-z0-9_]+$`)
+
+// checkLocationTokens reads every location line back the way nginx's
+// parser does and checks that each path of m is there, as one quoted token.
+func checkLocationTokens(m model.Model, conf []byte) error {
+	rendered := map[string]bool{}
+	for _, line := range strings.Split(string(conf), "\n") {
+		match := locationLine.FindStringSubmatch(line)
+		if match == nil {
+			continue
+		}
+		if match[2] == "/" || templateLocation.MatchString(match[2]) { // the template's own
+			rendered[match[1]+match[2]] = true
+			continue
+		}
+		value, err := nginxToken(match[2])
+		if err != nil {
+			return fmt.Errorf("location line %q: the path is not one quoted token: %v", line, err)
+		}
+		rendered[match[1]+value] = true
+	}
+	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+		for _, l := range srv.Locations {
+			var want []string
+			switch {
+			case l.PathType == model.PathExact:
+				want = []string{"= " + l.Path}
+			case l.PathType == model.PathRegex:
+				want = []string{"~* ^" + l.Path}
+			case l.Path == "/":
+				want = []string{"/"}
+			default:
+				want = []string{l.Path + "/"}
+			}
+			for _, w := range want {
+				if !rendered[w] {
+					return fmt.Errorf("host %q: path %q (%s) of %s reads back from no location line (want %q)", srv.Host, l.Path, l.PathType, l.Ingress, w)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// randomSettings varies the agent's flags that reach nginx.conf.
+func randomSettings(rng *mathrand.Rand, prefix string) Settings {
+	s := Settings{
+		SharedDir:       prefix,
+		HTTPPort:        18080,
+		HTTPSPort:       18443,
+		ListenAddress:   "127.0.0.1",
+		LoadModules:     nginxproc.DebianLoadModules(),
+		WorkerProcesses: "1",
+	}
+	if rng.Intn(2) == 0 {
+		s.HSTS, s.HSTSMaxAge, s.HSTSIncludeSubdomains, s.HSTSPreload = true, rng.Intn(maxHSTSMaxAge), rng.Intn(2) == 0, rng.Intn(2) == 0
+	}
+	if rng.Intn(2) == 0 {
+		s.HTTPSRedirectPort = []int{443, 8443, 1}[rng.Intn(3)]
+	}
+	if rng.Intn(2) == 0 {
+		s.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	}
+	return s
+}
+
+// randomWorld holds what every snapshot shares: Services, EndpointSlices
+// and Secrets (generating keys is slow), and the class.
+type randomWorld struct {
+	classes  []*networkingv1.IngressClass
+	services []*corev1.Service
+	slices   []*discoveryv1.EndpointSlice
+	secrets  []*corev1.Secret
+}
+
+// Namespaces and Services of the random world; "gone" has no Service.
+var (
+	randomNamespaces = []string{"default", "team-a", "x"}
+	randomServices   = []string{"web", "api", "grpc", "gone"}
+)
+
+func newRandomWorld() *randomWorld {
+	w := &randomWorld{classes: []*networkingv1.IngressClass{{
+		ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+		Spec:       networkingv1.IngressClassSpec{Controller: model.ControllerName},
+	}}}
+	exact := randomCertificate("app.example.com", "a.example.com")
+	wildcard := randomCertificate("*.example.com")
+	for _, ns := range randomNamespaces {
+		for i, name := range randomServices[:3] {
+			w.services = append(w.services, &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "alt", Port: 8080}}},
+			})
+			port, portName := int32(9000+i), "http"
+			w.slices = append(w.slices, &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}}, {Addresses: []string{"127.0.0.2"}}},
+			})
+		}
+		tlsSecret := func(name string, cert, key []byte) *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}
+		}
+		w.secrets = append(w.secrets,
+			tlsSecret("tls-exact", exact.cert, exact.key),
+			tlsSecret("tls-wildcard", wildcard.cert, wildcard.key),
+			tlsSecret("tls-mismatch", exact.cert, wildcard.key),
+			tlsSecret("tls-junk", []byte("-----BEGIN CERTIFICATE-----\n;{}$\"\n-----END CERTIFICATE-----\n"), []byte("junk")),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "basic-auth"}, Type: corev1.SecretTypeOpaque,
+				Data: map[string][]byte{"auth": []byte("alice:$apr1$Kq1uYIqB$Sg0VhbUFOFMqV7/5LXKsL1\nbob:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n")}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-auth"}, Type: corev1.SecretTypeOpaque,
+				Data: map[string][]byte{"auth": []byte("no colon; } here\n")}},
+		)
+	}
+	return w
+}
+
+type pemPair struct{ cert, key []byte }
+
+func randomCertificate(names ...string) pemPair {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: names[0]},
+		DNSNames:     names,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	return pemPair{
+		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+	}
+}
+
+// snapshot makes 8 to 30 Ingresses over a small pool of hosts, so that
+// they merge and conflict, with a few canaries among them.
+func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
+	s := model.Snapshot{
+		IngressClasses: w.classes,
+		Services:       w.services,
+		EndpointSlices: w.slices,
+		Secrets:        w.secrets,
+		IngressClass:   "restysync",
+	}
+	hosts := make([]string, 3+rng.Intn(15))
+	for i := range hosts {
+		hosts[i] = randomHost(rng)
+	}
+	n := 8 + rng.Intn(23)
+	for i := range n {
+		ing := randomIngress(rng, i, hosts)
+		s.Ingresses = append(s.Ingresses, ing)
+		if rng.Intn(8) == 0 && len(ing.Spec.Rules) > 0 {
+			s.Ingresses = append(s.Ingresses, randomCanary(rng, i, ing))
+		}
+	}
+	return s
+}
+
+func randomIngress(rng *mathrand.Rand, i int, hosts []string) *networkingv1.Ingress {
+	class := "restysync"
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         pick(rng, randomNamespaces),
+			Name:              fmt.Sprintf("ing-%d", i),
+			CreationTimestamp: metav1.NewTime(time.Date(2025, 1, 1, 0, rng.Intn(30), 0, 0, time.UTC)),
+			Annotations:       map[string]string{},
+		},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class},
+	}
+	if rng.Intn(10) == 0 {
+		ing.Spec.IngressClassName = nil
+		ing.Annotations["kubernetes.io/ingress.class"] = class
+	}
+	useRegex := rng.Intn(4) == 0
+	if useRegex {
+		ing.Annotations[pick(rng, annotationPrefixes)+"use-regex"] = "true"
+	}
+	for range rng.Intn(6) {
+		key, value := randomAnnotation(rng)
+		ing.Annotations[pick(rng, annotationPrefixes)+key] = value
+	}
+	if rng.Intn(5) == 0 {
+		b := randomBackend(rng)
+		ing.Spec.DefaultBackend = &b
+	}
+	for range rng.Intn(4) {
+		r := networkingv1.IngressRule{Host: pick(rng, hosts)}
+		if rng.Intn(8) == 0 {
+			r.Host = ""
+		}
+		if rng.Intn(10) != 0 {
+			r.HTTP = &networkingv1.HTTPIngressRuleValue{}
+			for range 1 + rng.Intn(6) {
+				r.HTTP.Paths = append(r.HTTP.Paths, randomPath(rng, useRegex))
+			}
+		}
+		ing.Spec.Rules = append(ing.Spec.Rules, r)
+	}
+	if rng.Intn(3) == 0 && len(ing.Spec.Rules) > 0 {
+		entry := networkingv1.IngressTLS{SecretName: pick(rng, []string{"tls-exact", "tls-wildcard", "tls-mismatch", "tls-junk", "missing", ""})}
+		if rng.Intn(3) != 0 {
+			for range 1 + rng.Intn(3) {
+				entry.Hosts = append(entry.Hosts, pick(rng, hosts))
+			}
+		}
+		ing.Spec.TLS = append(ing.Spec.TLS, entry)
+	}
+	return ing
+}
+
+// randomCanary splits some paths of primary.
+func randomCanary(rng *mathrand.Rand, i int, primary *networkingv1.Ingress) *networkingv1.Ingress {
+	canary := primary.DeepCopy()
+	canary.Name = fmt.Sprintf("canary-%d", i)
+	canary.CreationTimestamp = metav1.NewTime(primary.CreationTimestamp.Add(time.Minute))
+	canary.Spec.DefaultBackend = nil
+	canary.Spec.TLS = nil
+	for key := range canary.Annotations {
+		if !strings.HasSuffix(key, "use-regex") {
+			delete(canary.Annotations, key)
+		}
+	}
+	canary.Annotations[pick(rng, annotationPrefixes)+"canary"] = "true"
+	for _, key := range []string{"canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-cookie"} {
+		if rng.Intn(2) == 0 {
+			canary.Annotations[pick(rng, annotationPrefixes)+key] = randomAnnotationValue(rng, key)
+		}
+	}
+	for ri := range canary.Spec.Rules {
+		if http := canary.Spec.Rules[ri].HTTP; http != nil {
+			for pi := range http.Paths {
+				http.Paths[pi].Backend = randomBackend(rng)
+			}
+		}
+	}
+	return canary
+}
+
+var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/"}
+
+func pick[T any](rng *mathrand.Rand, from []T) T { return from[rng.Intn(len(from))] }
+
+// randomHost returns mostly valid hosts, many of them odd: one-letter and
+// 63-letter labels, digits only, "--", punycode, wildcards, 253 bytes.
+// One in ten is invalid (upper case, IP, '_', Unicode, trailing dot,
+// nginx syntax), which Build must turn into a Problem.
+func randomHost(rng *mathrand.Rand) string {
+	switch rng.Intn(20) {
+	case 0:
+		return "localhost"
+	case 1:
+		return "xn--bcher-kva.example.com"
+	case 2:
+		return "*." + randomLabel(rng) + ".example.com"
+	case 3:
+		return "*." + randomLabel(rng) + "." + randomLabel(rng)
+	case 4: // 253 bytes
+		return strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
+	case 5:
+		return "0.1-2.a--b.example.com"
+	case 6:
+		return pick(rng, []string{"App.example.com", "10.0.0.1", "a_b.example.com", "bücher.example.com", "example.com.",
+			"*.*.example.com", "a;b.example.com", "a{b}.example.com", "$host.example.com", "a\"b.example.com", "a b.example.com", "*"})
+	}
+	labels := 1 + rng.Intn(4)
+	parts := make([]string, labels)
+	for i := range parts {
+		parts[i] = randomLabel(rng)
+	}
+	return strings.Join(parts, ".") + pick(rng, []string{".example.com", ".test", ".io", ""})
+}
+
+func randomLabel(rng *mathrand.Rand) string {
+	const alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+	n := 1 + rng.Intn(12)
+	if rng.Intn(20) == 0 {
+		n = 63
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alnum[rng.Intn(len(alnum))]
+		if i > 0 && i < n-1 && rng.Intn(6) == 0 {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func randomBackend(rng *mathrand.Rand) networkingv1.IngressBackend {
+	b := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: pick(rng, randomServices)}}
+	switch rng.Intn(4) {
+	case 0:
+		b.Service.Port.Name = pick(rng, []string{"http", "alt", "missing"})
+	default:
+		b.Service.Port.Number = pick(rng, []int32{80, 8080, 81})
+	}
+	return b
+}
+
+// pathChars are what the generated path segments are made of: URL path
+// characters, percent escapes and non-ASCII, and (rarely) characters the
+// model must refuse in Exact and Prefix paths.
+var (
+	pathChars    = []string{"a", "b", "z", "0", "9", "-", ".", "_", "~", "!", "&", "(", ")", "*", "+", ",", "=", ":", "@", "%20", "%41", "é", "日本"}
+	hostileChars = []string{";", "{", "}", "$", "\"", "'", "\\", "#", "?", " ", "\n", "\t", "//", "/./", "/../", "%2f", "\x00", "\xff"}
+)
+
+func randomPath(rng *mathrand.Rand, useRegex bool) networkingv1.HTTPIngressPath {
+	types := []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
+	pathType := pick(rng, types)
+	p := networkingv1.HTTPIngressPath{PathType: &pathType, Backend: randomBackend(rng)}
+	if rng.Intn(20) == 0 {
+		p.PathType = nil
+	}
+	if useRegex && pathType == networkingv1.PathTypeImplementationSpecific {
+		p.Path = randomRegex(rng)
+		return p
+	}
+	var b strings.Builder
+	for range rng.Intn(4) {
+		b.WriteByte('/')
+		for range rng.Intn(8) {
+			b.WriteString(pick(rng, pathChars))
+		}
+		if rng.Intn(25) == 0 {
+			b.WriteString(pick(rng, hostileChars))
+		}
+	}
+	if rng.Intn(3) == 0 || b.Len() == 0 {
+		b.WriteByte('/')
+	}
+	p.Path = b.String()
+	return p
+}
+
+// regexParts are pieces of the regex paths: common ones, ones that mean
+// something to nginx's parser ('{', ';', quotes, '$', '\'), and the edges
+// where RE2 (the model's check) and PCRE (nginx's) might differ.
+var regexParts = []string{
+	"api", "v[0-9]+", "(foo|bar)", ".*", "[^/]+", `\d{2,4}`, `\.`, "(?i)", "x?", "a+", "(?:b|c)*",
+	"{", "}", "a{2}", "a{1,}", ";", `"`, "'", `\\`, "$", "%20", "é", "日本", "/",
+	`\z`, `\A`, "(?U)a+", "(?s).", `[[:alpha:]]`, `\pL`, `\p{Greek}`, `\PN`, `\Q.*\E`, `(?P<id>[0-9]+)`, `(?<name>x)`,
+	`\C`, `[\d-z]`, `\x41`, `\x{263a}`, `\0`, `\v`, `\h`, `\b`, `\B`, `a{1000}`, `(a)\1`, `(?=a)`, `x**`, `[a`, "(", ")",
+}
+
+func randomRegex(rng *mathrand.Rand) string {
+	var b strings.Builder
+	b.WriteByte('/')
+	for range 1 + rng.Intn(4) {
+		b.WriteString(pick(rng, regexParts))
+		if rng.Intn(3) == 0 {
+			b.WriteByte('/')
+		}
+	}
+	return b.String()
+}
+
+// annotationValues are valid values of each supported annotation, as the
+// ingress-nginx documentation has them. randomAnnotation picks one of
+// them or, two times in five, a hostile value.
+var annotationValues = map[string][]string{
+	"use-regex":                        {"true", "false"},
+	"load-balance":                     {"round_robin", "ewma"},
+	"upstream-hash-by":                 {"$request_uri", "$http_x_user", "$cookie_id"},
+	"affinity":                         {"cookie"},
+	"session-cookie-name":              {"SESSION", "route"},
+	"session-cookie-path":              {"/", "/app"},
+	"session-cookie-max-age":           {"3600", "0"},
+	"session-cookie-samesite":          {"Lax", "Strict", "None"},
+	"session-cookie-secure":            {"true", "false"},
+	"session-cookie-change-on-failure": {"true", "false"},
+	"proxy-next-upstream-tries":        {"1", "3", "20"},
+	"max-fails":                        {"1", "5"},
+	"fail-timeout":                     {"10", "3600"},
+	"canary":                           {"false"},
+	"canary-weight":                    {"0", "20", "100"},
+	"canary-weight-total":              {"100", "1000"},
+	"canary-by-header":                 {"X-Canary", "x_canary"},
+	"canary-by-header-value":           {"yes", "always please"},
+	"canary-by-cookie":                 {"canary"},
+	"ssl-redirect":                     {"true", "false"},
+	"force-ssl-redirect":               {"true", "false"},
+	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc"},
+	"rewrite-target":                   {"/", "/$1", "/new/$2/x", "/v2"},
+	"app-root":                         {"/app", "/index.html"},
+	"permanent-redirect":               {"https://example.com/new", "https://www.example.com"},
+	"permanent-redirect-code":          {"301", "308"},
+	"temporal-redirect":                {"https://example.com/tmp", "http://other.example.com/x?y=1"},
+	"proxy-body-size":                  {"0", "8m", "1g", "100k", "512"},
+	"proxy-connect-timeout":            {"5", "60"},
+	"proxy-send-timeout":               {"60", "600"},
+	"proxy-read-timeout":               {"60", "3600"},
+	"proxy-buffering":                  {"on", "off"},
+	"proxy-buffer-size":                {"4k", "8k", "16k"},
+	"proxy-request-buffering":          {"on", "off"},
+	"proxy-next-upstream":              {"error timeout", "error timeout http_502 http_503", "off"},
+	"proxy-next-upstream-timeout":      {"0", "10"},
+	"proxy-http-version":               {"1.0", "1.1"},
+	"upstream-vhost":                   {"internal.example.com", "svc.ns.svc.cluster.local"},
+	"x-forwarded-prefix":               {"/api", "/"},
+	"server-alias":                     {"alias.example.com", "a1.example.com, *.a2.example.com"},
+	"enable-access-log":                {"true", "false"},
+	"whitelist-source-range":           {"10.0.0.0/8", "10.0.0.0/8, 192.168.1.1, fd00::/8"},
+	"allowlist-source-range":           {"127.0.0.1/32"},
+	"denylist-source-range":            {"203.0.113.0/24"},
+	"enable-cors":                      {"true", "false"},
+	"cors-allow-origin":                {"*", "https://a.example.com", "https://a.example.com, https://*.b.example.com"},
+	"cors-allow-methods":               {"GET, PUT, POST", "GET"},
+	"cors-allow-headers":               {"X-Custom, Authorization", "DNT,Keep-Alive"},
+	"cors-allow-credentials":           {"true", "false"},
+	"cors-max-age":                     {"600", "0"},
+	"cors-expose-headers":              {"X-Id", "X-A, X-B"},
+	"auth-type":                        {"basic"},
+	"auth-secret":                      {"basic-auth", "bad-auth", "missing-auth", "default/basic-auth"},
+	"auth-secret-type":                 {"auth-file"},
+	"auth-realm":                       {"Protected", "Authentication Required - foo"},
+	"limit-rps":                        {"1", "10"},
+	"limit-rpm":                        {"60", "100"},
+	"limit-connections":                {"5"},
+	"limit-burst-multiplier":           {"3", "1"},
+	"limit-whitelist":                  {"10.0.0.0/8, 127.0.0.1"},
+	"custom-http-errors":               {"404,503", "500"},
+	"default-backend":                  {"web", "api", "gone"},
+}
+
+// hostileValues are tried for every annotation: nginx syntax, variables,
+// control characters, numbers out of range, invalid UTF-8, long.
+var hostileValues = []string{
+	"", " ", "x", "-1", "0", "99999999999999999999", "1e3", "0x10", "on", "TRUE",
+	`"`, "'", ";", "{", "}", "$host", "${x}", `\`, "a;b", "a\nb", "a\rb", "a\tb", "a\x00b", "\xff", "é",
+	"return 200;", "true; }", "1k;", "/$1;", "/a b", "http://a b", "https://x.example.com/\"; return 200; #",
+	"10.0.0.0/33", "::/0;", "*", "https://*", "GET; PUT", "X-A\r\nX-B: c", "/app\"", "#", "../..",
+	strings.Repeat("a", 300), strings.Repeat("9", 30),
+}
+
+func randomAnnotation(rng *mathrand.Rand) (string, string) {
+	keys := make([]string, 0, len(annotationValues))
+	for key := range annotationValues {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // map order is random; the seed must decide
+	key := pick(rng, keys)
+	return key, randomAnnotationValue(rng, key)
+}
+
+func randomAnnotationValue(rng *mathrand.Rand, key string) string {
+	if rng.Intn(5) < 2 {
+		return pick(rng, hostileValues)
+	}
+	return pick(rng, annotationValues[key])
+}

@@ -1,0 +1,67 @@
+-- restysync.access: the CORS response headers of a location (annotation
+-- enable-cors and the cors-* family).
+--
+-- The location decides in its rewrite phase (nginx "if"s the agent
+-- renders) whether the request's origin is allowed and sets the values in
+-- variables: $restysync_cors is "1" for an allowed origin, "1o" for its
+-- preflight (answered 204 there), "" otherwise. cors() runs as the
+-- location's header filter and copies them into the response, replacing
+-- whatever the backend sent. Headers go through ngx.header rather than
+-- add_header, which in a location would drop the http block's headers.
+
+local ngx = ngx
+local ngx_var = ngx.var
+local ngx_header = ngx.header
+
+local type = type
+local string_find = string.find
+local table_concat = table.concat
+
+local _M = { _VERSION = "0.1" }
+
+-- add_vary_origin adds Origin to the Vary header, keeping the backend's.
+local function add_vary_origin()
+    local vary = ngx_header["Vary"]
+    if type(vary) == "table" then
+        vary = table_concat(vary, ", ")
+    end
+    if not vary or vary == "" then
+        ngx_header["Vary"] = "Origin"
+    elseif not string_find(vary, "Origin", 1, true) then
+        ngx_header["Vary"] = vary .. ", Origin"
+    end
+end
+
+-- cors sets the Access-Control-* headers when the origin is allowed.
+function _M.cors()
+    local flag = ngx_var.restysync_cors
+    if flag ~= "1" and flag ~= "1o" then
+        return
+    end
+    local origin = ngx_var.restysync_cors_origin
+    if not origin or origin == "" then
+        origin = ngx_var.http_origin
+        if not origin or origin == "" then
+            return
+        end
+        -- The answer depends on the request's Origin: caches must know.
+        add_vary_origin()
+    end
+    ngx_header["Access-Control-Allow-Origin"] = origin
+    if ngx_var.restysync_cors_credentials == "true" then
+        ngx_header["Access-Control-Allow-Credentials"] = "true"
+    end
+    ngx_header["Access-Control-Allow-Methods"] = ngx_var.restysync_cors_methods
+    ngx_header["Access-Control-Allow-Headers"] = ngx_var.restysync_cors_headers
+    local expose = ngx_var.restysync_cors_expose
+    if expose and expose ~= "" then
+        ngx_header["Access-Control-Expose-Headers"] = expose
+    end
+    ngx_header["Access-Control-Max-Age"] = ngx_var.restysync_cors_max_age
+    if flag == "1o" then
+        ngx_header["Content-Type"] = "text/plain; charset=utf-8"
+        ngx_header["Content-Length"] = "0"
+    end
+end
+
+return _M
