@@ -237,14 +237,16 @@ func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error
 // createInformers creates the factories and their informers.
 func (s *Source) createInformers() {
 	resync := s.opts.ResyncPeriod
-	main := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+	// Its List and Watch wait out an API server outage (reconnect.go).
+	client := s.informerClient()
+	main := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(s.opts.Namespace))
 	// Its own factory, so that no other informer inherits the selector and
 	// nothing can create an unfiltered Secret informer next to it.
-	tls := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+	tls := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(s.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector }))
-	opaque := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+	opaque := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(s.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = opaqueSecretSelector }))
 	s.factories = []informers.SharedInformerFactory{main, tls, opaque}
@@ -271,7 +273,7 @@ func (s *Source) createInformers() {
 
 	if s.configMapName != "" {
 		byName := fields.OneTermEqualSelector("metadata.name", s.configMapName).String()
-		cm := informers.NewSharedInformerFactoryWithOptions(s.client, resync,
+		cm := informers.NewSharedInformerFactoryWithOptions(client, resync,
 			informers.WithNamespace(s.configMapNS),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = byName }))
 		s.factories = append(s.factories, cm)
