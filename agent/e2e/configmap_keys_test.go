@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +97,88 @@ func TestConfigMapMoreKeys(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TLS keys from the ConfigMap, checked with real TLS clients:
+// ssl-protocols (a TLS 1.2 client is refused when only TLSv1.3 is on),
+// ssl-ciphers (a TLS 1.2 client offering only a cipher left out is refused)
+// and the hsts keys overriding the flags' defaults.
+func TestConfigMapTLSKeys(t *testing.T) {
+	const ip = "127.0.0.154"
+	port := serveOn(t, ip, echoHandler(ip))
+	pair := newTLSKeyPair(t, 3003, "cmtls.test")
+	files := map[string]string{
+		"classes.yaml": ingressClasses,
+		"service.yaml": service("web", port, ep(ip)),
+		"secret.yaml":  tlsSecret("tls", pair.cert, pair.key),
+		"ingress.yaml": ingress("web", ingressOpts{class: "restysync", host: "cmtls.test", paths: []path{prefix("/", "web")},
+			tls: []ingressTLS{{secret: "tls", hosts: []string{"cmtls.test"}}}}),
+	}
+	handshake := func(httpsPort int, version uint16, ciphers []uint16) error {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(httpsPort)),
+			&tls.Config{ServerName: "cmtls.test", InsecureSkipVerify: true, MinVersion: version, MaxVersion: version, CipherSuites: ciphers})
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+
+	t.Run("ssl-protocols and hsts", func(t *testing.T) {
+		s := newConfigMapStack(t, with(files, "settings.yaml", configMap(map[string]string{
+			"ssl-protocols":           "TLSv1.3",
+			"hsts-max-age":            "300",
+			"hsts-include-subdomains": "false",
+			"hsts-preload":            "true",
+		})))
+		httpsPort := stackHTTPSPort(t, s)
+		client := httpsClient(httpsPort)
+		var resp *http.Response
+		s.eventually("HTTPS reaches the backend", func() error {
+			var err error
+			_, resp, err = echoed(client, newRequest(t, http.MethodGet, "https://cmtls.test/"))
+			return err
+		})
+		if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=300; preload" {
+			t.Errorf("Strict-Transport-Security %q, want the ConfigMap's max-age=300; preload", got)
+		}
+		if err := handshake(httpsPort, tls.VersionTLS13, nil); err != nil {
+			t.Errorf("TLS 1.3 handshake: %v", err)
+		}
+		if err := handshake(httpsPort, tls.VersionTLS12, nil); err == nil {
+			t.Error("a TLS 1.2 handshake succeeded with ssl-protocols TLSv1.3")
+		}
+	})
+
+	t.Run("ssl-ciphers and hsts off", func(t *testing.T) {
+		s := newConfigMapStack(t, with(files, "settings.yaml", configMap(map[string]string{
+			"ssl-protocols": "TLSv1.2",
+			"ssl-ciphers":   "ECDHE-ECDSA-AES128-GCM-SHA256",
+			"hsts":          "false",
+		})))
+		httpsPort := stackHTTPSPort(t, s)
+		client := httpsClient(httpsPort)
+		var resp *http.Response
+		s.eventually("HTTPS reaches the backend", func() error {
+			var err error
+			_, resp, err = echoed(client, newRequest(t, http.MethodGet, "https://cmtls.test/"))
+			return err
+		})
+		if got := resp.Header.Get("Strict-Transport-Security"); got != "" {
+			t.Errorf("Strict-Transport-Security %q with hsts false", got)
+		}
+		if err := handshake(httpsPort, tls.VersionTLS12, []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}); err != nil {
+			t.Errorf("TLS 1.2 with the listed cipher: %v", err)
+		}
+		if err := handshake(httpsPort, tls.VersionTLS12, []uint16{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256}); err == nil {
+			t.Error("TLS 1.2 with a cipher ssl-ciphers leaves out succeeded")
+		}
+	})
+}
+
+// with returns a copy of files with name set to content.
+func with(files map[string]string, name, content string) map[string]string {
+	out := maps.Clone(files)
+	out[name] = content
+	return out
 }
