@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +183,74 @@ func with(files map[string]string, name, content string) map[string]string {
 	out := maps.Clone(files)
 	out[name] = content
 	return out
+}
+
+// upstream-keepalive-connections: with the default, nginx reuses its
+// connections to the backend; with 0 it opens one per request.
+// forwarded-for-header: a trusted proxy's chain is read from that header.
+func TestConfigMapUpstreamKeepaliveAndForwardedFor(t *testing.T) {
+	const ipWeb = "127.0.0.155"
+	var accepted atomic.Int64
+	l, err := net.Listen("tcp", net.JoinHostPort(ipWeb, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second,
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				accepted.Add(1)
+			}
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, r.Header.Get("X-Forwarded-For"))
+		})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+
+	settings := map[string]string{"use-forwarded-headers": "true", "forwarded-for-header": "X-Client-Chain"}
+	s := newConfigMapStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"web.yaml":      service("web", port, ep(ipWeb)),
+		"ingress.yaml":  ingress("web", ingressOpts{class: "restysync", host: "ka.test", paths: []path{prefix("/", "web")}}),
+		"settings.yaml": configMap(settings),
+	})
+	s.eventually("served", func() error {
+		_, _, err := s.request("GET", "ka.test", "/", nil, nil)
+		return err
+	})
+	connectionsFor := func(requests int) int64 {
+		before := accepted.Load()
+		for range requests {
+			if _, _, err := s.request("GET", "ka.test", "/", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return accepted.Load() - before
+	}
+
+	t.Run("forwarded-for-header", func(t *testing.T) {
+		_, xff, err := s.request("GET", "ka.test", "/", nil, map[string]string{"X-Client-Chain": "203.0.113.7"})
+		if err != nil || xff != "203.0.113.7, 127.0.0.1" {
+			t.Errorf("X-Forwarded-For at the backend %q (%v), want the chain from X-Client-Chain and the proxy", xff, err)
+		}
+	})
+
+	t.Run("upstream-keepalive-connections", func(t *testing.T) {
+		if n := connectionsFor(20); n > 4 {
+			t.Errorf("20 requests with upstream keep-alive on opened %d backend connections, want at most one per worker and a spare", n)
+		}
+		workers := s.nginx.WorkerPIDs()
+		settings["upstream-keepalive-connections"] = "0"
+		s.writeFile("settings.yaml", configMap(settings))
+		s.eventually("nginx reloaded", func() error {
+			if now := s.nginx.WorkerPIDs(); slices.Equal(now, workers) || len(now) != len(workers) {
+				return fmt.Errorf("workers %v, before %v", now, workers)
+			}
+			return nil
+		})
+		if n := connectionsFor(20); n != 20 {
+			t.Errorf("20 requests with upstream-keepalive-connections 0 opened %d backend connections, want 20", n)
+		}
+	})
 }
