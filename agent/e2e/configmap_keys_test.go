@@ -26,6 +26,9 @@ func TestConfigMapMoreKeys(t *testing.T) {
 	port := nginxproc.FreePort(t)
 	serveConfigMapBackend(t, ipWeb, port, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case "/no-read":
+			time.Sleep(4 * time.Second) // never reads the body
+			io.WriteString(w, "too late")
 		case "/slow":
 			time.Sleep(2500 * time.Millisecond)
 			io.WriteString(w, "late")
@@ -40,6 +43,8 @@ func TestConfigMapMoreKeys(t *testing.T) {
 		"settings.yaml": configMap(map[string]string{
 			"worker-processes":    "3",
 			"proxy-read-timeout":  "1",
+			"proxy-send-timeout":  "1",
+			"proxy-body-size":     "0",
 			"keep-alive-requests": "2",
 			"enable-access-log":   "true",
 			"access-log-path":     "logs/access.log",
@@ -65,6 +70,22 @@ func TestConfigMapMoreKeys(t *testing.T) {
 		}
 		if resp.StatusCode != http.StatusGatewayTimeout {
 			t.Errorf("a backend 2.5 s late with proxy-read-timeout 1: %d after %s, want 504", resp.StatusCode, time.Since(start))
+		}
+	})
+
+	t.Run("proxy-send-timeout", func(t *testing.T) {
+		// 64 MiB fills the socket buffers of a backend that does not read.
+		start := time.Now()
+		c := clientTo(s.port)
+		c.Timeout = 15 * time.Second
+		req, _ := http.NewRequest("POST", "http://keys.test/no-read", strings.NewReader(strings.Repeat("x", 64<<20)))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Errorf("a backend that does not read, proxy-send-timeout 1: %d after %s, want 504", resp.StatusCode, time.Since(start))
 		}
 	})
 
@@ -208,7 +229,8 @@ func TestConfigMapUpstreamKeepaliveAndForwardedFor(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	port := l.Addr().(*net.TCPAddr).Port
 
-	settings := map[string]string{"use-forwarded-headers": "true", "forwarded-for-header": "X-Client-Chain"}
+	settings := map[string]string{"use-forwarded-headers": "true", "forwarded-for-header": "X-Client-Chain",
+		"disable-access-log": "false", "access-log-path": "logs/access.log"}
 	s := newConfigMapStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
 		"web.yaml":      service("web", port, ep(ipWeb)),
@@ -234,6 +256,19 @@ func TestConfigMapUpstreamKeepaliveAndForwardedFor(t *testing.T) {
 		if err != nil || xff != "203.0.113.7, 127.0.0.1" {
 			t.Errorf("X-Forwarded-For at the backend %q (%v), want the chain from X-Client-Chain and the proxy", xff, err)
 		}
+	})
+
+	t.Run("disable-access-log false", func(t *testing.T) {
+		s.eventually("the request is logged", func() error {
+			log, err := os.ReadFile(filepath.Join(s.shared, "logs", "access.log"))
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(log), `"GET / HTTP/1.1" 200`) {
+				return fmt.Errorf("access log:\n%s", log)
+			}
+			return nil
+		})
 	})
 
 	t.Run("upstream-keepalive-connections", func(t *testing.T) {
