@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -329,6 +330,50 @@ func TestKube(t *testing.T) {
 		if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
 			t.Errorf("a certificate change reloaded nginx: workers %v, before %v", now, workers)
 		}
+	})
+
+	t.Run("basic auth from the Opaque Secret the Ingress names", func(t *testing.T) {
+		ing := kubeIngress(appsNS, "guarded", "restysync", "guarded.test", map[string]string{"/": "web"})
+		ing.Annotations = map[string]string{
+			"nginx.ingress.kubernetes.io/auth-type":   "basic",
+			"nginx.ingress.kubernetes.io/auth-secret": "guarded-users",
+		}
+		e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "guarded-users", Namespace: appsNS}, Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"auth": []byte(htpasswdSHA("alice", "first")), "unrelated": []byte("not for the agent")}})
+		e.create(ing)
+		status := func(user, password string) (int, error) {
+			req, _ := http.NewRequest("GET", "http://guarded.test/", nil)
+			if user != "" {
+				req.SetBasicAuth(user, password)
+			}
+			resp, err := clientTo(s.port).Do(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		}
+		want := func(user, password string, code int) func() error {
+			return func() error {
+				got, err := status(user, password)
+				if err == nil && got != code {
+					err = fmt.Errorf("GET guarded.test as %q/%q: %d, want %d", user, password, got, code)
+				}
+				return err
+			}
+		}
+		s.eventually("alice gets in with the Secret's password", want("alice", "first", http.StatusOK))
+		s.eventually("no credentials: 401", want("", "", http.StatusUnauthorized))
+		secret, err := e.admin.CoreV1().Secrets(appsNS).Get(e.ctx(), "guarded-users", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret.Data["auth"] = []byte(htpasswdSHA("alice", "second"))
+		if _, err := e.admin.CoreV1().Secrets(appsNS).Update(e.ctx(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s.eventually("the changed password applies", want("alice", "second", http.StatusOK))
+		s.eventually("the old password is refused", want("alice", "first", http.StatusUnauthorized))
 	})
 
 	t.Run("event for a missing service", func(t *testing.T) {

@@ -93,7 +93,7 @@ func check(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	snap, _, err := readSource(ctx, c, c.String("source"))
+	snap, _, err := readSource(ctx, c, c.String("source"), true)
 	if err != nil {
 		return err
 	}

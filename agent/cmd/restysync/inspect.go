@@ -135,8 +135,10 @@ func fetchReport(ctx context.Context, base string) (admin.Report, error) {
 }
 
 // readSource lists a source once (file:DIR, or kube with the kubeconfig
-// flags) and returns what it holds, with the problems of reading it.
-func readSource(ctx context.Context, c *cli.Context, src string) (model.Snapshot, []model.Problem, error) {
+// flags) and returns what it holds, with the problems of reading it. From
+// kube it reads the auth Secrets of the Ingresses of --ingress-class, or of
+// every Ingress with everyIngress.
+func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bool) (model.Snapshot, []model.Problem, error) {
 	// client-go logs through klog: keep its chatter off the report.
 	klog.SetSlogLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	var inner source.Source
@@ -147,7 +149,9 @@ func readSource(ctx context.Context, c *cli.Context, src string) (model.Snapshot
 		if err != nil {
 			return model.Snapshot{}, nil, err
 		}
-		inner = kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: c.String("configmap")})
+		inner = kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: c.String("configmap"),
+			IngressClass: c.String("ingress-class"), WatchWithoutClass: c.Bool("watch-ingress-without-class"),
+			EveryIngress: everyIngress})
 	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
 		inner = file.New(strings.TrimPrefix(src, "file:"), file.WithConfigMap(c.String("configmap")))
 	default:
@@ -168,7 +172,7 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	if class == "" {
 		return admin.Report{}, fmt.Errorf("--ingress-class: must not be empty")
 	}
-	snap, problems, err := readSource(ctx, c, src)
+	snap, problems, err := readSource(ctx, c, src, false)
 	if err != nil {
 		return admin.Report{}, err
 	}

@@ -50,26 +50,32 @@ func kubeFlags() []cli.Flag {
 type kubeConfig struct {
 	kubeconfig, context  string
 	namespace, configMap string
-	qps                  float32
-	burst                int
-	publishService       string
-	publishAddresses     []string
-	electionNamespace    string
-	electionID, podName  string
+	// ingressClass and watchWithoutClass say which Ingresses are served:
+	// the kube source reads only the auth Secrets those name.
+	ingressClass        string
+	watchWithoutClass   bool
+	qps                 float32
+	burst               int
+	publishService      string
+	publishAddresses    []string
+	electionNamespace   string
+	electionID, podName string
 }
 
 func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 	kc := kubeConfig{
-		kubeconfig:       c.String("kubeconfig"),
-		context:          c.String("context"),
-		namespace:        c.String("namespace"),
-		configMap:        c.String("configmap"),
-		qps:              float32(c.Float64("kube-api-qps")),
-		burst:            c.Int("kube-api-burst"),
-		publishService:   c.String("publish-service"),
-		publishAddresses: c.StringSlice("publish-address"),
-		electionID:       c.String("election-id"),
-		podName:          c.String("pod-name"),
+		kubeconfig:        c.String("kubeconfig"),
+		context:           c.String("context"),
+		namespace:         c.String("namespace"),
+		configMap:         c.String("configmap"),
+		ingressClass:      c.String("ingress-class"),
+		watchWithoutClass: c.Bool("watch-ingress-without-class"),
+		qps:               float32(c.Float64("kube-api-qps")),
+		burst:             c.Int("kube-api-burst"),
+		publishService:    c.String("publish-service"),
+		publishAddresses:  c.StringSlice("publish-address"),
+		electionID:        c.String("election-id"),
+		podName:           c.String("pod-name"),
 	}
 	if kc.qps <= 0 {
 		return kc, fmt.Errorf("--kube-api-qps %v: must be positive", c.Float64("kube-api-qps"))
@@ -147,7 +153,8 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	if err != nil {
 		return kubeParts{}, err
 	}
-	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap, Logger: logger.With("component", "kube")})
+	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap,
+		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, Logger: logger.With("component", "kube")})
 
 	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})
 	if err := recorder.Start(ctx); err != nil {

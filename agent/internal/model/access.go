@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -389,6 +390,34 @@ func parseOrigin(s string) (string, bool) {
 	return scheme + "://" + u.Host, true
 }
 
+// splitAuthSecretRef splits the auth-secret value ref of ing, "name" or
+// "namespace/name", into namespace and name.
+func splitAuthSecretRef(ing *networkingv1.Ingress, ref string) (namespace, name string) {
+	namespace, name, found := strings.Cut(ref, "/")
+	if !found {
+		return ing.Namespace, ref
+	}
+	return namespace, name
+}
+
+// AuthSecretRef returns the Secret that ing names for basic auth
+// (auth-type basic, auth-secret in the Ingress's own namespace), if any.
+// The kube source reads these Secrets and no other non-TLS one.
+func AuthSecretRef(ing *networkingv1.Ingress) (types.NamespacedName, bool) {
+	if authType, _, ok := lookupAnnotation(ing, "auth-type"); !ok || authType != authTypeBasic {
+		return types.NamespacedName{}, false
+	}
+	ref, _, ok := lookupAnnotation(ing, "auth-secret")
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	namespace, name := splitAuthSecretRef(ing, ref)
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, true
+}
+
 // readBasicAuth reads auth-type, auth-secret, auth-secret-type and
 // auth-realm into st. It returns why the location must fail closed, or "".
 func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) string {
@@ -414,10 +443,7 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		b.ingressProblem(ing, fmt.Sprintf("annotation %s%s needs auth-secret%s", annotationPrefixOf(typeKey), "auth-type", closed))
 		return "auth-secret is missing"
 	}
-	namespace, name, found := strings.Cut(ref, "/")
-	if !found {
-		namespace, name = ing.Namespace, ref
-	}
+	namespace, name := splitAuthSecretRef(ing, ref)
 	if namespace != ing.Namespace {
 		b.annotationProblem(ing, secretKey, ref, "names a Secret in another namespace; only the Ingress's own namespace is read"+closed)
 		return secretKey + " is not usable"

@@ -161,6 +161,10 @@ func ourIngresses(s Snapshot) []*networkingv1.Ingress {
 	return ours
 }
 
+// Serves returns what decides which Ingresses of s restysync serves
+// (classFilter).
+func Serves(s Snapshot) func(*networkingv1.Ingress) bool { return classFilter(s) }
+
 // classFilter decides which Ingresses are ours: those naming our class in
 // spec.ingressClassName, when that IngressClass exists with our controller
 // (as ingress-nginx has it, so deleting the class stops serving them), or,

@@ -4,13 +4,12 @@
 //
 // Secrets are listed through their own informer factory with the field
 // selector type=kubernetes.io/tls, so the agent never lists, watches or
-// caches any other Secret, and the one agent ConfigMap is watched by name in
-// its own namespace; RBAC cannot restrict a list by type, so this selector is
-// the only thing that keeps other Secrets out of the agent's memory. Opaque
-// Secrets (the htpasswd files of basic auth) come through a second
-// informer, with the selector type=Opaque and a transform that drops every
-// data key but "auth" before the cache sees it: no other Opaque value is
-// ever held. Every
+// caches any other Secret in bulk, and the one agent ConfigMap is watched by
+// name in its own namespace; RBAC cannot restrict a list by type, so this
+// selector is the only thing that keeps other Secrets out of the agent's
+// memory. The htpasswd files of basic auth are Opaque Secrets: each one an
+// Ingress of ours names in auth-secret is watched on its own, by name
+// (authsecrets.go), and only its "auth" key is cached. Every
 // object has its managedFields and kubectl's last-applied-configuration
 // annotation dropped before it is cached, because neither is read and
 // together they often outweigh the rest of the object (a Secret applied with
@@ -34,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -51,9 +51,6 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // tlsSecretSelector is the field selector of the Secret informer.
 var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
-
-// opaqueSecretSelector is the field selector of the auth Secret informer.
-var opaqueSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeOpaque)).String()
 
 var (
 	_ source.Source        = (*Source)(nil)
@@ -76,6 +73,13 @@ type Options struct {
 	// ResyncPeriod makes the informers replay their cache this often (default
 	// 0: never). Replays do not change anything, so they call nothing.
 	ResyncPeriod time.Duration
+	// IngressClass and WatchWithoutClass say which Ingresses are served, as
+	// for model.Snapshot: only the auth Secrets those name are read.
+	IngressClass      string
+	WatchWithoutClass bool
+	// EveryIngress reads the auth Secrets of every Ingress, whatever its
+	// class (restysync check, which judges them all).
+	EveryIngress bool
 }
 
 // Source serves the objects of a Kubernetes API server.
@@ -99,7 +103,7 @@ type Source struct {
 	services       corelisters.ServiceLister
 	endpointSlices discoverylisters.EndpointSliceLister
 	secrets        corelisters.SecretLister
-	authSecrets    corelisters.SecretLister    // Opaque, holding only the "auth" key
+	authSecrets    *authWatches
 	sliceIndexer   cache.Indexer               // EndpointSlices by serviceIndex
 	configMaps     corelisters.ConfigMapLister // nil without Options.ConfigMap
 	configMapNS    string
@@ -145,6 +149,8 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 		close(s.done)
 		return err
 	}
+	s.authSecrets = &authWatches{client: s.informerClient(), resync: s.opts.ResyncPeriod, logger: s.logger,
+		changed: changed, ctx: ctx, watches: map[types.NamespacedName]*authWatch{}}
 	s.ready.Store(true)
 
 	for _, f := range s.factories {
@@ -246,10 +252,7 @@ func (s *Source) createInformers() {
 	tls := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithNamespace(s.opts.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector }))
-	opaque := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithNamespace(s.opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = opaqueSecretSelector }))
-	s.factories = []informers.SharedInformerFactory{main, tls, opaque}
+	s.factories = []informers.SharedInformerFactory{main, tls}
 
 	networking := main.Networking().V1()
 	ingresses := networking.Ingresses()
@@ -257,8 +260,6 @@ func (s *Source) createInformers() {
 	services := main.Core().V1().Services()
 	slices := main.Discovery().V1().EndpointSlices()
 	secrets := tls.Core().V1().Secrets()
-	authSecrets := opaque.Core().V1().Secrets()
-	s.authSecrets = authSecrets.Lister()
 	s.ingresses, s.ingressClasses = ingresses.Lister(), classes.Lister()
 	s.services, s.endpointSlices, s.secrets = services.Lister(), slices.Lister(), secrets.Lister()
 	s.sliceIndexer = slices.Informer().GetIndexer()
@@ -268,7 +269,6 @@ func (s *Source) createInformers() {
 		{kind: source.KindService, informer: services.Informer()},
 		{kind: source.KindEndpointSlice, informer: slices.Informer()},
 		{kind: source.KindSecret, informer: secrets.Informer()},
-		{kind: source.KindSecret, informer: authSecrets.Informer(), transform: stripAuthSecret},
 	}
 
 	if s.configMapName != "" {
@@ -311,12 +311,8 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 			snap.Secrets = append(snap.Secrets, secret)
 		}
 	}
-	authSecrets, _ := s.authSecrets.List(everything)
-	for _, secret := range authSecrets {
-		if _, ok := secret.Data[authSecretKey]; ok && secret.Type == corev1.SecretTypeOpaque {
-			snap.Secrets = append(snap.Secrets, secret)
-		}
-	}
+	s.authSecrets.reconcile(s.authSecretRefs(snap))
+	snap.Secrets = append(snap.Secrets, s.authSecrets.secrets()...)
 	if s.configMaps != nil {
 		snap.ConfigMap, _ = s.configMaps.ConfigMaps(s.configMapNS).Get(s.configMapName)
 	}
@@ -353,6 +349,25 @@ func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
 	return ing
 }
 
+// authSecretRefs returns the auth Secrets the served Ingresses of snap
+// name, each once.
+func (s *Source) authSecretRefs(snap model.Snapshot) []types.NamespacedName {
+	ours := func(*networkingv1.Ingress) bool { return true }
+	if !s.opts.EveryIngress {
+		ours = model.Serves(model.Snapshot{IngressClasses: snap.IngressClasses,
+			IngressClass: s.opts.IngressClass, WatchWithoutClass: s.opts.WatchWithoutClass})
+	}
+	seen := map[types.NamespacedName]bool{}
+	var refs []types.NamespacedName
+	for _, ing := range snap.Ingresses {
+		if ref, ok := model.AuthSecretRef(ing); ok && !seen[ref] && ours(ing) {
+			seen[ref] = true
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
 func (s *Source) isStarted() bool { return s.ready.Load() }
 
 // strip drops what restysync never reads from an object before it is
@@ -377,7 +392,7 @@ func strip(obj any) (any, error) {
 // htpasswd file of basic auth (annotation auth-secret).
 const authSecretKey = "auth"
 
-// stripAuthSecret is strip for the Opaque Secret informer: it also drops
+// stripAuthSecret is strip for the auth Secret watches: it also drops
 // every data key but "auth", and all data of a Secret of another type (a
 // server that ignores the field selector), so that no other secret value
 // is ever cached.

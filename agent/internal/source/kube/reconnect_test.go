@@ -203,7 +203,7 @@ func TestSourceWaitsOutOutage(t *testing.T) {
 	})
 	mu.Lock()
 	for _, res := range []string{"ingresses", "ingressclasses", "services", "endpointslices", "secrets", "configmaps"} {
-		// Secrets: two informers, TLS and Opaque, share the count.
+		// Secrets: the TLS informer (no Ingress names an auth Secret).
 		if lists[res] < 2 {
 			t.Errorf("%s listed %d times, want the refused list made again", res, lists[res])
 		}

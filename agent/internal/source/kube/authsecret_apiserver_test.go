@@ -1,0 +1,124 @@
+//go:build linux
+
+package kube
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
+)
+
+// On a real API server the agent asks for Secrets only by type
+// kubernetes.io/tls or by the name of an auth Secret an Ingress of ours
+// names; it follows changes of that Secret, and stops watching it once no
+// Ingress names it.
+func TestAuthSecretsAPIServer(t *testing.T) {
+	srv := kubeapi.Start(t, kubeapi.Options{})
+	admin := adminClient(t, srv)
+	createAll(t, admin, namespace("web"), namespace("restysync"))
+	createAll(t, admin, authTestObjects()...)
+
+	var mu sync.Mutex
+	var selectors []string // field selectors of the agent's Secret requests
+	cfg := srv.Config()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.WarningHandler = rest.NoWarnings{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/secrets") {
+				mu.Lock()
+				selectors = append(selectors, req.URL.Path+"?"+req.URL.Query().Get("fieldSelector"))
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := New(client, Options{IngressClass: "restysync"})
+	counter := newKindCounter()
+	startSource(t, src, counter.changed)
+
+	snap, _ := src.Snapshot()
+	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+		t.Errorf("secrets = %v, want web/tls and web/users", got)
+	}
+	for _, s := range snap.Secrets {
+		if s.Name == "users" && !maps.Equal(stringData(s), map[string]string{"auth": "alice:{PLAIN}x\n"}) {
+			t.Errorf("web/users data = %v, want only auth", stringData(s))
+		}
+	}
+
+	t.Run("a changed auth Secret", func(t *testing.T) {
+		before := counter.get(source.KindSecret)
+		ctx := context.Background()
+		users, err := admin.CoreV1().Secrets("web").Get(ctx, "users", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		users.Data["auth"] = []byte("alice:{PLAIN}new\n")
+		if _, err := admin.CoreV1().Secrets("web").Update(ctx, users, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the new auth in the snapshot", func() bool {
+			snap, _ := src.Snapshot()
+			for _, s := range snap.Secrets {
+				if s.Name == "users" {
+					return string(s.Data["auth"]) == "alice:{PLAIN}new\n"
+				}
+			}
+			return false
+		})
+		if counter.get(source.KindSecret) == before {
+			t.Errorf("no Secret change reported")
+		}
+	})
+
+	t.Run("no Ingress names it any more", func(t *testing.T) {
+		ctx := context.Background()
+		for _, name := range []string{"secured", "secured-too"} {
+			if err := admin.NetworkingV1().Ingresses("web").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "web/users out of the snapshot and unwatched", func() bool {
+			snap, _ := src.Snapshot()
+			return slices.Equal(names(snap.Secrets), []string{"web/tls"}) && len(src.authSecrets.watched()) == 1
+		})
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, sel := range selectors {
+		path, selector, _ := strings.Cut(sel, "?")
+		switch selector {
+		case "type=kubernetes.io/tls":
+		case "metadata.name=users", "metadata.name=basic":
+			if !strings.Contains(path, "/namespaces/web/") {
+				t.Errorf("asked for %s, want only in namespace web", sel)
+			}
+		default:
+			t.Errorf("asked the API server for Secrets %s, want only TLS ones or web/users and web/basic by name", sel)
+		}
+	}
+	if len(selectors) == 0 {
+		t.Errorf("no Secret requests recorded")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

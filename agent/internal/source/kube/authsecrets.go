@@ -1,0 +1,140 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// authWatches reads the Opaque Secrets that served Ingresses name for basic
+// auth, and nothing else: one list and watch per Secret, by name in its
+// namespace (field selector metadata.name), started when an Ingress names
+// it and stopped when none does any more. Each cached copy keeps only the
+// "auth" key (stripAuthSecret).
+//
+// A per-namespace or cluster-wide Opaque informer would be one watch
+// instead of many, but it would stream every Opaque Secret's data
+// (database passwords, tokens) through the agent; reading only what an
+// Ingress names is the least the agent can read.
+type authWatches struct {
+	client  kubernetes.Interface
+	resync  time.Duration
+	logger  *slog.Logger
+	changed func(source.Kind)
+	ctx     context.Context
+
+	mu      sync.Mutex
+	watches map[types.NamespacedName]*authWatch
+}
+
+type authWatch struct {
+	informer cache.SharedIndexInformer
+	synced   cache.InformerSynced
+	stop     context.CancelFunc
+}
+
+// authSyncWait bounds how long a Snapshot waits for the first listing of a
+// Secret an Ingress has just started to name. Until it arrives the
+// Ingress fails closed, so waiting briefly saves a spurious Problem.
+const authSyncWait = 5 * time.Second
+
+// reconcile starts a watch for every ref not yet watched, stops those of
+// Secrets no longer named, and waits (at most authSyncWait) for the new
+// ones to hold their first listing.
+func (a *authWatches) reconcile(refs []types.NamespacedName) {
+	a.mu.Lock()
+	wanted := make(map[types.NamespacedName]bool, len(refs))
+	var started []cache.InformerSynced
+	for _, ref := range refs {
+		wanted[ref] = true
+		if _, ok := a.watches[ref]; ok {
+			continue
+		}
+		w := a.start(ref)
+		a.watches[ref] = w
+		started = append(started, w.synced)
+	}
+	for ref, w := range a.watches {
+		if !wanted[ref] {
+			w.stop()
+			delete(a.watches, ref)
+		}
+	}
+	a.mu.Unlock()
+	if len(started) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, authSyncWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(ctx.Done(), started...) {
+		a.logger.Warn("auth Secrets not listed yet; their Ingresses fail closed until they are", "secrets", len(started), "waited", authSyncWait)
+	}
+}
+
+// start begins the list and watch of the one Secret ref.
+func (a *authWatches) start(ref types.NamespacedName) *authWatch {
+	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
+	informer := coreinformers.NewFilteredSecretInformer(a.client, ref.Namespace, a.resync, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = byName })
+	// Errors from these three only come after the informer has started.
+	_ = informer.SetTransform(func(obj any) (any, error) {
+		// A server (or fake) that ignores the field selector must not
+		// get another Secret's data into the cache.
+		if secret, ok := obj.(*corev1.Secret); ok && secret.Name != ref.Name {
+			secret.Data, secret.StringData = nil, nil
+		}
+		return stripAuthSecret(obj)
+	})
+	_ = informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		a.logger.Warn("watching the API server", "kind", "Secret", "secret", ref.String(), "error", err)
+	})
+	reg, _ := informer.AddEventHandler(handler{kind: source.KindSecret, changed: a.changed})
+	ctx, stop := context.WithCancel(a.ctx)
+	go informer.RunWithContext(ctx)
+	return &authWatch{
+		informer: informer,
+		synced:   func() bool { return informer.HasSynced() && reg.HasSynced() },
+		stop:     stop,
+	}
+}
+
+// secrets returns the cached Opaque Secrets that hold an "auth" key.
+func (a *authWatches) secrets() []*corev1.Secret {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*corev1.Secret
+	for ref, w := range a.watches {
+		for _, obj := range w.informer.GetStore().List() {
+			secret, ok := obj.(*corev1.Secret)
+			if !ok || secret.Type != corev1.SecretTypeOpaque || secret.Name != ref.Name || secret.Namespace != ref.Namespace {
+				continue
+			}
+			if _, has := secret.Data[authSecretKey]; has {
+				out = append(out, secret)
+			}
+		}
+	}
+	return out
+}
+
+// watched returns the Secrets being watched.
+func (a *authWatches) watched() []types.NamespacedName {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(a.watches))
+	for ref := range a.watches {
+		out = append(out, ref)
+	}
+	return out
+}
