@@ -370,3 +370,40 @@ func TestCheckConfigMap(t *testing.T) {
 		t.Errorf("check of a missing ConfigMap: %v\n%s", err, out)
 	}
 }
+
+// restysync inspect --source --configmap reads the ConfigMap as the agent
+// would: its bad and unknown keys are Problems in the dry run, and a
+// ConfigMap that does not exist is one too.
+func TestInspectConfigMap(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"classes.yaml":  ingressClasses,
+		"web.yaml":      service("web", 8080, ep("127.0.0.159")),
+		"ingress.yaml":  ingress("web", ingressOpts{class: "restysync", host: "inspect.test", paths: []path{prefix("/", "web")}}),
+		"settings.yaml": configMap(map[string]string{"load-balance": "ewma", "gzip-level": "42", "brotli-level": "4"}),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inspect := func(args ...string) string {
+		out, err := exec.Command(agentBinary, append([]string{"inspect", "--source", "file:" + dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("restysync inspect %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := inspect("--configmap", cmName)
+	for _, want := range []string{"inspect.test", "ConfigMap default/restysync: key gzip-level", "ConfigMap default/restysync: key brotli-level"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect --configmap output lacks %q:\n%s", want, out)
+		}
+	}
+	if out := inspect("--configmap", "default/missing"); !strings.Contains(out, "ConfigMap default/missing: not found") {
+		t.Errorf("inspect --configmap default/missing does not report it missing:\n%s", out)
+	}
+	if out := inspect(); strings.Contains(out, "ConfigMap default/") {
+		t.Errorf("inspect without --configmap reports the ConfigMap:\n%s", out)
+	}
+}

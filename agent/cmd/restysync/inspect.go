@@ -16,7 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/restysync/restysync/agent/internal/admin"
+	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/source/fqdn"
@@ -45,6 +47,8 @@ func inspectCommand() *cli.Command {
 				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
 			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
 			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
+			&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
+				Usage: "with --source: global settings from this ConfigMap, `NAMESPACE/NAME`, as the agent's --configmap"},
 		},
 		Action: inspect,
 	}
@@ -175,6 +179,19 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	snap, problems, err := readSource(ctx, c, src, false)
 	if err != nil {
 		return admin.Report{}, err
+	}
+	if ref := c.String("configmap"); ref != "" {
+		namespace, name, ok := strings.Cut(ref, "/")
+		if !ok || !validNamespacedName(ref) {
+			return admin.Report{}, fmt.Errorf("--configmap %q: want NAMESPACE/NAME", ref)
+		}
+		if snap.ConfigMap == nil {
+			problems = append(problems, configmap.NotFound(namespace, name))
+		} else {
+			res := configmap.Apply(render.Settings{}, namespace, name, snap.ConfigMap.Data)
+			problems = append(problems, res.Problems...)
+			snap.LoadBalance = res.LoadBalance
+		}
 	}
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
