@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -44,6 +45,8 @@ var valueSets = []struct {
 		"ingressClass": map[string]any{"default": true},
 	}},
 	{"clusterip-no-publish", map[string]any{"service": map[string]any{"type": "ClusterIP", "publish": false}}},
+	{"config", map[string]any{"config": map[string]any{"data": map[string]any{"use-gzip": "true", "proxy-body-size": "8m"}}}},
+	{"no-config", map[string]any{"config": map[string]any{"create": false}}},
 	{"hpa", map[string]any{"autoscaling": map[string]any{"enabled": true, "targetMemoryUtilizationPercentage": 75}}},
 	{"servicemonitor", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}, "dashboard": map[string]any{"enabled": true}}}},
 	{"options", map[string]any{
@@ -283,21 +286,25 @@ func TestChartRenders(t *testing.T) {
 				"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
 				"IngressClass": 1, "Service": 2, "PodDisruptionBudget": 1,
 				"HorizontalPodAutoscaler": 0, "ServiceMonitor": 0, "Deployment": 1, "DaemonSet": 0,
-				"ConfigMap": 0,
+				"ConfigMap": 1, // the agent's settings (config.create)
 			}
 			switch vs.name {
+			case "no-config":
+				wantKinds["ConfigMap"] = 0
 			case "daemonset":
 				wantKinds["Deployment"], wantKinds["DaemonSet"], wantKinds["PodDisruptionBudget"] = 0, 1, 0
 			case "hpa":
 				wantKinds["HorizontalPodAutoscaler"] = 1
 			case "servicemonitor":
-				wantKinds["ServiceMonitor"], wantKinds["ConfigMap"] = 1, 1
-				dashboards := find(objs, "ConfigMap")
-				if len(dashboards) == 1 {
-					data, _, _ := unstructured.NestedString(dashboards[0].Object, "data", "restysync.json")
-					if !json.Valid([]byte(data)) || !strings.Contains(data, "restysync_syncs_total") {
-						t.Errorf("the dashboard ConfigMap does not hold the dashboard JSON")
+				wantKinds["ServiceMonitor"], wantKinds["ConfigMap"] = 1, 2
+				var dashboard string
+				for _, cm := range find(objs, "ConfigMap") {
+					if data, ok, _ := unstructured.NestedString(cm.Object, "data", "restysync.json"); ok {
+						dashboard = data
 					}
+				}
+				if !json.Valid([]byte(dashboard)) || !strings.Contains(dashboard, "restysync_syncs_total") {
+					t.Errorf("no dashboard ConfigMap holds the dashboard JSON")
 				}
 			}
 			for kind, n := range wantKinds {
@@ -394,6 +401,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"relative shared dir", map[string]any{"sharedDir": "run/restysync"}, []string{"sharedDir"}},
 		{"extra arg not a flag", map[string]any{"agent": map[string]any{"extraArgs": []any{"kube"}}}, []string{"agent/extraArgs"}},
 		{"worker processes", map[string]any{"openresty": map[string]any{"workerProcesses": "many"}}, []string{"openresty/workerProcesses"}},
+		{"config value not a string", map[string]any{"config": map[string]any{"data": map[string]any{"keep-alive": 75}}}, []string{"config/data"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -412,6 +420,35 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 			}
 			t.Logf("%s: %v", c.name, err)
 		})
+	}
+}
+
+// config: the chart creates the agent's ConfigMap with config.data and
+// points --configmap at it; with create false there is neither.
+func TestChartConfigMap(t *testing.T) {
+	objs, _ := mustRender(t, map[string]any{"config": map[string]any{"data": map[string]any{"use-gzip": "true", "proxy-body-size": "8m"}}})
+	cms := find(objs, "ConfigMap")
+	if len(cms) != 1 {
+		t.Fatalf("%d ConfigMaps rendered, want 1", len(cms))
+	}
+	cm := convert[corev1.ConfigMap](t, cms[0])
+	if want := map[string]string{"use-gzip": "true", "proxy-body-size": "8m"}; !maps.Equal(cm.Data, want) {
+		t.Errorf("ConfigMap data %v, want %v", cm.Data, want)
+	}
+	agent, _ := agentContainer(t, podSpec(t, objs))
+	if want := "--configmap=" + cm.Namespace + "/" + cm.Name; !slices.Contains(agent.Args, want) {
+		t.Errorf("agent args %q lack %s", agent.Args, want)
+	}
+
+	objs, _ = mustRender(t, map[string]any{"config": map[string]any{"create": false}})
+	if cms := find(objs, "ConfigMap"); len(cms) != 0 {
+		t.Errorf("config.create false rendered %d ConfigMaps", len(cms))
+	}
+	agent, _ = agentContainer(t, podSpec(t, objs))
+	for _, arg := range agent.Args {
+		if strings.HasPrefix(arg, "--configmap") {
+			t.Errorf("config.create false: agent has %s", arg)
+		}
 	}
 }
 

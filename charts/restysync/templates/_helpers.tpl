@@ -84,6 +84,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.service.publish }}
 - --publish-service={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}
 {{- end }}
+{{- if .Values.config.create }}
+- --configmap={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}-config
+{{- end }}
 - --election-namespace=$(POD_NAMESPACE)
 - --election-id={{ .Values.agent.electionID }}
 - --pod-name=$(POD_NAME)
