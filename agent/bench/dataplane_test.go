@@ -111,9 +111,10 @@ func TestB3DataPlane(t *testing.T) {
 	// machine is shared (and virtual). A round is measured again, after a
 	// bounded wait for the machine to be quiet, while the time budget lasts,
 	// if during either run other processes or the hypervisor took more than
-	// b3NoisyCPU of a CPU, or neither nginx nor the load side kept its CPU
-	// b3Saturated busy: a closed loop with both sides idle stalled on
-	// something outside it, and its req/s is no data-plane cost. If the
+	// b3NoisyCPU of a CPU, or the nginx worker was under b3Saturated busy:
+	// then nginx was not the bottleneck (wrk and the backends were, or the
+	// loop stalled on something outside it), and its req/s is no data-plane
+	// cost. If the
 	// budget runs out, the least noisy of the noisy rounds fill up the
 	// count, the note says so, and the rows fail as inconclusive.
 	var (
@@ -183,9 +184,9 @@ func TestB3DataPlane(t *testing.T) {
 	luaLoad := median(of(func(r b3Round) float64 { return 100 * r.lua.loadBusy() }))
 	staticLoad := median(of(func(r b3Round) float64 { return 100 * r.static.loadBusy() }))
 
-	noise := fmt.Sprintf("%d of %d rounds measured again because other processes or the hypervisor (steal) took over %.0f%% of a CPU, or neither side kept its CPU %.0f%% busy", len(noisy), attempts, 100*b3NoisyCPU, 100*b3Saturated)
+	noise := fmt.Sprintf("%d of %d rounds measured again because other processes or the hypervisor (steal) took over %.0f%% of a CPU, or the nginx worker was under %.0f%% busy", len(noisy), attempts, 100*b3NoisyCPU, 100*b3Saturated)
 	if noisyUsed > 0 {
-		noise = fmt.Sprintf("NOISY: %d of the %d rounds counted lost over %.0f%% of a CPU to other processes or the hypervisor (steal), or stalled with neither side %.0f%% busy; the time budget was spent (%d rounds tried)", noisyUsed, len(used), 100*b3NoisyCPU, 100*b3Saturated, attempts)
+		noise = fmt.Sprintf("NOISY: %d of the %d rounds counted lost over %.0f%% of a CPU to other processes or the hypervisor (steal), or had the nginx worker under %.0f%% busy; the time budget was spent (%d rounds tried)", noisyUsed, len(used), 100*b3NoisyCPU, 100*b3Saturated, attempts)
 	}
 	note := fmt.Sprintf("%d interleaved rounds of wrk -t1 -c%d -d%s --latency (keep-alive), order alternating; "+
 		"1 nginx worker each (worker_processes 1); Lua = the rendered nginx.conf, static = the same file with a static upstream of the same 3 endpoints and no Lua in the location, keepalive 320 both; %s; "+
@@ -231,8 +232,12 @@ func TestB3DataPlane(t *testing.T) {
 // measured again.
 const b3NoisyCPU = 0.15
 
-// b3Saturated is how busy nginx or the load side must keep its CPU during
-// a run for the run to be CPU-bound, and so to measure a cost.
+// b3Saturated is how busy the nginx worker must keep its CPU during a run
+// for the run's req/s to measure nginx: below it, wrk and the backends (or
+// something outside) were the bottleneck and the req/s ratio says nothing
+// about the data plane's cost (a full run on 2026-12-04 counted rounds
+// where the static nginx was 80 % busy and wrk 99 %: rps ratio 0.967 while
+// the worker CPU per request gave 0.938).
 const b3Saturated = 0.85
 
 // b3Round is one lua run and one static run, back to back.
@@ -248,7 +253,7 @@ func (r b3Round) noisy() bool       { return r.why() != "" }
 func (r b3Round) badness() float64 {
 	short := 0.0
 	for _, w := range []wrkResult{r.lua, r.static} {
-		short = max(short, b3Saturated-max(w.busy(), w.loadBusy()))
+		short = max(short, b3Saturated-w.busy())
 	}
 	return r.noise() + short
 }
@@ -259,8 +264,8 @@ func (r b3Round) why() string {
 		return "other processes or the hypervisor took CPU time"
 	}
 	for _, w := range []wrkResult{r.lua, r.static} {
-		if max(w.busy(), w.loadBusy()) < b3Saturated {
-			return "a run stalled with neither side saturated"
+		if w.busy() < b3Saturated {
+			return "nginx was not the bottleneck of a run (its worker under the saturation mark)"
 		}
 	}
 	return ""

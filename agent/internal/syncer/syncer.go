@@ -119,6 +119,10 @@ type Syncer struct {
 	started      time.Time       // when Run began
 	firstApplied bool            // a config was confirmed once: logged
 	built        *model.Model    // the last model, for the fast path
+	// builtIndex maps each Service to the positions of its backends in
+	// built.Backends; the fast path keeps names and order, so it lasts
+	// until the next full build (nil: not made yet).
+	builtIndex map[source.ServiceKey][]int
 	builtFrom    int             // Ingresses it was built from
 	problems     []model.Problem // the problems of the last full build
 	rendered     *model.Model    // structure of lastConfig
@@ -649,15 +653,19 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		next := *s.built
 		changed := index.TakeChangedServices()
 		if len(changed) > 0 {
-			services := make(map[source.ServiceKey]bool, len(changed))
-			for _, k := range changed {
-				services[k] = true
+			if s.builtIndex == nil {
+				s.builtIndex = backendsByService(s.built.Backends)
 			}
+			// A copy: the last model may still be read (admin state).
 			next.Backends = slices.Clone(s.built.Backends)
-			for i, b := range next.Backends {
-				namespace, service, _ := model.BackendService(b.Name)
-				if services[source.ServiceKey{Namespace: namespace, Name: service}] {
-					svc, endpointSlices := index.ServiceEndpoints(namespace, service)
+			for _, k := range changed {
+				positions := s.builtIndex[k]
+				if len(positions) == 0 {
+					continue
+				}
+				svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
+				for _, i := range positions {
+					b := next.Backends[i]
 					next.Backends[i], _ = model.ResolveBackend(b.Name, svc, endpointSlices)
 					next.Backends[i].Policy = b.Policy
 				}
@@ -680,8 +688,19 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	snap.Now = time.Now()
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
-	s.built, s.builtFrom, s.problems = &next, len(snap.Ingresses), problems
+	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
 	return next, problems, "full"
+}
+
+// backendsByService returns the positions of the backends of each Service.
+func backendsByService(backends []model.Backend) map[source.ServiceKey][]int {
+	out := make(map[source.ServiceKey][]int, len(backends))
+	for i, b := range backends {
+		namespace, service, _ := model.BackendService(b.Name)
+		k := source.ServiceKey{Namespace: namespace, Name: service}
+		out[k] = append(out[k], i)
+	}
+	return out
 }
 
 func (s *Syncer) adopt(m model.Model, hash string) {
