@@ -116,20 +116,20 @@ type Syncer struct {
 	// goodCerts is the last valid content of every certificate the model
 	// names: what keeps serving when its Secret turns bad.
 	goodCerts    map[string]model.Certificate
-	started      time.Time       // when Run began
-	firstApplied bool            // a config was confirmed once: logged
-	built        *model.Model    // the last model, for the fast path
+	started      time.Time    // when Run began
+	firstApplied bool         // a config was confirmed once: logged
+	built        *model.Model // the last model, for the fast path
 	// builtIndex maps each Service to the positions of its backends in
 	// built.Backends; the fast path keeps names and order, so it lasts
 	// until the next full build (nil: not made yet).
 	builtIndex map[source.ServiceKey][]int
-	builtFrom    int             // Ingresses it was built from
-	problems     []model.Problem // the problems of the last full build
-	rendered     *model.Model    // structure of lastConfig
-	lastConfig   render.Config   // last rendered config
-	failedHash   string          // config nginx rejected; not retried until it changes
-	reported     map[string]bool // problems already logged
-	guard        *guard          // quarantine of Ingresses nginx refused
+	builtFrom  int             // Ingresses it was built from
+	problems   []model.Problem // the problems of the last full build
+	rendered   *model.Model    // structure of lastConfig
+	lastConfig render.Config   // last rendered config
+	failedHash string          // config nginx rejected; not retried until it changes
+	reported   map[string]bool // problems already logged
+	guard      *guard          // quarantine of Ingresses nginx refused
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
