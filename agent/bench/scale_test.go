@@ -173,6 +173,7 @@ func TestB6Scale(t *testing.T) {
 		}
 	}
 
+	syncsBefore := len(fastSyncs(a.log.String()))
 	var latencies []time.Duration
 	current := 0
 	changes := 50
@@ -185,6 +186,14 @@ func TestB6Scale(t *testing.T) {
 		latencies = append(latencies, a.waitFor("probe.scale.test", "/", pods[current].Name, waitBound))
 	}
 	b1 := summarize(latencies)
+	// The agent's share: its fast-path syncs of these changes, from its
+	// log (event coalescing and the API server's watch come before them).
+	agentShare := summarize(fastSyncs(a.log.String())[syncsBefore:])
+	for _, line := range strings.Split(a.log.String(), "\n") {
+		if strings.Contains(line, "path=fast") && strings.Contains(line, "action=push") {
+			t.Logf("%s", line)
+		}
+	}
 	size := fmt.Sprintf("%d Ingresses, %d Services, %d endpoints", n, n, 10*(n-1)+1)
 	report(t, Row{ID: "B6-start", What: "cold start → fully serving, " + size, Target: "≤ 20 s",
 		Measured: cold.Round(10 * time.Millisecond).String(), Pass: cold <= 20*time.Second})
@@ -194,7 +203,27 @@ func TestB6Scale(t *testing.T) {
 		Measured: render.Round(time.Millisecond).String(), Pass: render > 0 && render <= time.Second,
 		Note: "model build " + build.Round(time.Millisecond).String() + "; both from the agent's sync log line"})
 	report(t, Row{ID: "B6-B1", What: "endpoint propagation at that scale", Target: "p50 ≤ 20 ms, p99 ≤ 50 ms",
-		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond})
+		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond,
+		Note: "the agent's fast-path syncs (push included) in that time: " + agentShare.String()})
+}
+
+var fastSyncTime = regexp.MustCompile(`msg="?sync.*? path=fast .*? duration=(\S+)`)
+
+// fastSyncs returns the durations of the agent's fast-path syncs that
+// pushed, in log order.
+func fastSyncs(log string) []time.Duration {
+	var out []time.Duration
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "action=push") {
+			continue
+		}
+		if m := fastSyncTime.FindStringSubmatch(line); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
 }
 
 var syncTimes = regexp.MustCompile(`msg="?sync.*? build=(\S+) render=(\S+)`)

@@ -109,7 +109,11 @@ func TestFailedPushIsRetried(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if st := s.State(); !st.Applied {
-		t.Error("the state is not applied after the push went through")
+	// The loop records the sync just after Lua answered the push.
+	for !s.State().Applied {
+		if time.Now().After(deadline) {
+			t.Fatal("the state is not applied after the push went through")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
