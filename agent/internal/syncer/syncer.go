@@ -388,6 +388,8 @@ func (s *Syncer) sync(ctx context.Context) error {
 		"problems", len(problems),
 		"build", buildTime.Round(time.Microsecond),
 		"render", result.render.Round(time.Microsecond),
+		"status", result.status.Round(time.Microsecond),
+		"push", result.push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	}
 	if err != nil {
@@ -451,6 +453,8 @@ type syncResult struct {
 	upserts, removes, bytes   int
 	certUpserts, certRemoves  int
 	render                    time.Duration // 0 when the last render was reused
+	status                    time.Duration // asking Lua for its status
+	push                      time.Duration // pushing backends and certificates to Lua
 }
 
 func (r syncResult) action() string {
@@ -483,7 +487,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		return res, err
 	}
 
+	statusStart := time.Now()
 	status, err := s.nginx.Lua.Status(ctx)
+	res.status = time.Since(statusStart)
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.waiting = true
@@ -532,7 +538,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	if len(p.Upserts) > 0 {
 		// Backends go first, so a new location finds its endpoints.
-		n, err := s.pushBackends(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)})
+		n, err := s.pushBackends(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)}, &res)
 		res.bytes += n
 		if err != nil {
 			return res, err
@@ -554,7 +560,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		res.reloaded = true
 	}
 	if len(p.Removes) > 0 {
-		n, err := s.pushBackends(ctx, apply.BackendUpdate{Removes: p.Removes})
+		n, err := s.pushBackends(ctx, apply.BackendUpdate{Removes: p.Removes}, &res)
 		res.bytes += n
 		if err != nil {
 			return res, err
@@ -595,6 +601,7 @@ func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate
 	start := time.Now()
 	n, err := s.nginx.Lua.PushCertificates(ctx, update)
 	s.opts.Metrics.Pushed("certificates", n, time.Since(start), err)
+	res.push += time.Since(start)
 	res.bytes += n
 	if err != nil {
 		return err
@@ -611,10 +618,11 @@ func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate
 }
 
 // pushBackends sends update to Lua and tells Metrics.
-func (s *Syncer) pushBackends(ctx context.Context, update apply.BackendUpdate) (int, error) {
+func (s *Syncer) pushBackends(ctx context.Context, update apply.BackendUpdate, res *syncResult) (int, error) {
 	start := time.Now()
 	n, err := s.nginx.Lua.Push(ctx, update)
 	s.opts.Metrics.Pushed("backends", n, time.Since(start), err)
+	res.push += time.Since(start)
 	return n, err
 }
 
@@ -630,6 +638,10 @@ func heldCertificates(certs []apply.HeldCertificate) map[string]plan.HeldCertifi
 // the same; rendered says which.
 func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, err error) {
 	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
+		// Kept in next's slices: the fast path reuses them, and the same
+		// slices compare in O(1) on the next endpoint change.
+		structure := next
+		s.rendered = &structure
 		return s.lastConfig, false, nil
 	}
 	cfg, err = render.Render(next, s.globals.settings)
