@@ -139,6 +139,9 @@ type Syncer struct {
 
 	mu    sync.RWMutex
 	state State
+	// stateRead says State handed out state.Model since the fast path
+	// last changed its backends: they are copied before the next change.
+	stateRead bool
 }
 
 // State is what the loop last did, for health checks and tests.
@@ -189,11 +192,11 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 
 // State returns a copy of the loop's state.
 func (s *Syncer) State() State {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	st := s.state
-	// The fast path changes the backends in place (under s.mu).
-	st.Model.Backends = slices.Clone(s.state.Model.Backends)
+	// The fast path copies the backends before it next changes them.
+	s.stateRead = true
 	st.Problems = append([]model.Problem(nil), s.state.Problems...)
 	st.Quarantined = slices.Clone(s.state.Quarantined)
 	return st
@@ -672,10 +675,10 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 			}
 			// The backends are changed in place, not in a copy: copying
 			// 10,000 of them (2.5 MB) on every endpoint change made the
-			// garbage collector's assists cost 20–65 ms a sync. Nothing
-			// keeps the old backend values: the plan diffs against what Lua
-			// holds, and State copies the backends under s.mu, which the
-			// writes below hold.
+			// garbage collector's assists cost 20–65 ms a sync. The plan
+			// diffs against what Lua holds, not the old values; the only
+			// other reader is State, and once it has handed them out they
+			// are copied before the next change (copy on write).
 			var resolved []positionedBackend
 			for _, k := range changed {
 				positions := s.builtIndex[k]
@@ -690,6 +693,10 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 				}
 			}
 			s.mu.Lock()
+			if s.stateRead {
+				next.Backends = slices.Clone(next.Backends)
+				s.stateRead = false
+			}
 			for _, r := range resolved {
 				next.Backends[r.index] = r.backend
 			}

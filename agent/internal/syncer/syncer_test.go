@@ -161,6 +161,38 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	}
 }
 
+// The fast path changes the backends in place, except those State has
+// handed out: a reader's model never changes under it.
+func TestFastPathCopiesBackendsStateHandedOut(t *testing.T) {
+	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
+	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+	m, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})
+	s.update(func(st *State) { st.Model = m })
+
+	read := s.State().Model
+	src.snap = oneIngressSnapshot("10.0.0.2")
+	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+	m, _, _ = s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
+	s.update(func(st *State) { st.Model = m })
+	if got := read.Backends[0].Endpoints[0].Address; got != "10.0.0.1" {
+		t.Errorf("the model State handed out changed under its reader: %s", got)
+	}
+	if got := m.Backends[0].Endpoints[0].Address; got != "10.0.0.2" {
+		t.Errorf("fast path endpoints %s, want 10.0.0.2", got)
+	}
+
+	// Nobody read the state since: the next change is made in place.
+	src.snap = oneIngressSnapshot("10.0.0.3")
+	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+	next, _, _ := s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
+	if &next.Backends[0] != &m.Backends[0] {
+		t.Errorf("the backends were copied though no reader held them")
+	}
+	if got := next.Backends[0].Endpoints[0].Address; got != "10.0.0.3" {
+		t.Errorf("fast path endpoints %s, want 10.0.0.3", got)
+	}
+}
+
 func oneIngressSnapshot(address string) model.Snapshot {
 	prefix, class, ready := networkingv1.PathTypePrefix, "restysync", true
 	port, portName := int32(8080), "http"
