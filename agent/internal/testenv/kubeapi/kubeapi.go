@@ -35,6 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/restysync/restysync/agent/internal/testenv/freeport"
 )
 
 // Version is the kube-apiserver version that build.sh builds.
@@ -380,16 +382,16 @@ func readSmall(resp *http.Response) string {
 	return strings.TrimSpace(string(body))
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
+// freePorts returns n distinct free TCP ports on 127.0.0.1, below the
+// ephemeral range (package freeport says why).
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := freeport.Pick()
 		if err != nil {
-			return nil, fmt.Errorf("find free port: %w", err)
+			return nil, err
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

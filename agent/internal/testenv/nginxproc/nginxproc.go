@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/testenv/freeport"
 	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
@@ -125,15 +126,15 @@ func TempPrefix(t testing.TB) string {
 	return dir
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// below the ephemeral range (package freeport says why).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Test runs `nginx -t` on prefix/nginx.conf and returns its output, or an
