@@ -4,7 +4,6 @@ package kube
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,15 +51,7 @@ func TestAuthSecretsAPIServer(t *testing.T) {
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 
-	snap, _ := src.Snapshot()
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
-		t.Errorf("secrets = %v, want web/tls and web/users", got)
-	}
-	for _, s := range snap.Secrets {
-		if s.Name == "users" && !maps.Equal(stringData(s), map[string]string{"auth": "alice:{PLAIN}x\n"}) {
-			t.Errorf("web/users data = %v, want only auth", stringData(s))
-		}
-	}
+	wantServedAuthSecrets(t, src)
 
 	t.Run("a changed auth Secret", func(t *testing.T) {
 		before := counter.get(source.KindSecret)

@@ -61,15 +61,7 @@ func TestAuthSecrets(t *testing.T) {
 	src := New(client, Options{IngressClass: "restysync"})
 	startSource(t, src, func(source.Kind) {})
 
-	snap, _ := src.Snapshot()
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
-		t.Errorf("secrets = %v, want web/tls and web/users", got)
-	}
-	for _, s := range snap.Secrets {
-		if s.Name == "users" && !maps.Equal(stringData(s), map[string]string{"auth": "alice:{PLAIN}x\n"}) {
-			t.Errorf("web/users data = %v, want only auth", stringData(s))
-		}
-	}
+	wantServedAuthSecrets(t, src)
 	watched := src.authSecrets.watched()
 	if len(watched) != 2 { // users (named twice) and basic
 		t.Errorf("watching %v, want web/users and web/basic", watched)
@@ -93,6 +85,21 @@ func TestAuthSecrets(t *testing.T) {
 			t.Errorf("secrets = %v, want web/foreign, web/tls and web/users", got)
 		}
 	})
+}
+
+// wantServedAuthSecrets checks the snapshot of authTestObjects: the TLS
+// Secret, and web/users with nothing but its auth key.
+func wantServedAuthSecrets(t *testing.T, src *Source) {
+	t.Helper()
+	snap, _ := src.Snapshot()
+	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+		t.Errorf("secrets = %v, want web/tls and web/users", got)
+	}
+	for _, s := range snap.Secrets {
+		if s.Name == "users" && !maps.Equal(stringData(s), map[string]string{"auth": "alice:{PLAIN}x\n"}) {
+			t.Errorf("web/users data = %v, want only auth", stringData(s))
+		}
+	}
 }
 
 func stringData(s *corev1.Secret) map[string]string {
