@@ -23,10 +23,11 @@ import (
 //go:embed restysync
 var FS embed.FS
 
-// WriteTo writes every module under dir/lua/, replacing each file through a
-// temp file and a rename so that nginx never reads half a module. Files are
-// 0644 and folders 0755: nginx workers run as nobody and must read them.
-func WriteTo(dir string) error {
+// WriteTo writes every module under dir/lua/ with writeFile, in 0644
+// files and 0755 folders: nginx workers run as nobody and must read them.
+// The agent passes apply.WriteFileAtomic, so that nginx never reads half a
+// module; a test may pass os.WriteFile.
+func WriteTo(dir string, writeFile func(path string, data []byte, perm fs.FileMode) error) error {
 	root := filepath.Join(dir, "lua")
 	return fs.WalkDir(FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -40,7 +41,7 @@ func WriteTo(dir string) error {
 		if err != nil {
 			return fmt.Errorf("reading embedded %s: %w", path, err)
 		}
-		return writeFile(target, data)
+		return writeFile(target, data, 0o644)
 	})
 }
 
@@ -52,33 +53,6 @@ func makeDir(dir string) error {
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("setting mode of %s: %w", dir, err)
-	}
-	return nil
-}
-
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("creating temp file for %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("setting mode of %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("syncing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("renaming %s to %s: %w", tmp.Name(), path, err)
 	}
 	return nil
 }

@@ -382,7 +382,7 @@ func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
 	if err != nil {
 		t.Fatalf("rendering nginx.conf: %v", err)
 	}
-	if err := lua.WriteTo(prefix); err != nil {
+	if err := lua.WriteTo(prefix, os.WriteFile); err != nil {
 		t.Fatalf("writing the Lua modules: %v", err)
 	}
 	if _, err := render.WriteFallbackCertificate(prefix); err != nil {

@@ -317,7 +317,7 @@ func prepareSharedDir(rc runConfig) error {
 			return fmt.Errorf("creating shared dir: %w", err)
 		}
 	}
-	if err := lua.WriteTo(rc.sharedDir); err != nil {
+	if err := lua.WriteTo(rc.sharedDir, apply.WriteFileAtomic); err != nil {
 		return fmt.Errorf("writing Lua modules: %w", err)
 	}
 	if made, err := render.WriteFallbackCertificate(rc.sharedDir); err != nil {

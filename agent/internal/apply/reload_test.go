@@ -21,7 +21,7 @@ func TestReloadRejectedWithNginxReason(t *testing.T) {
 	prefix := nginxproc.TempPrefix(t)
 	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
 		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
-	if err := lua.WriteTo(prefix); err != nil {
+	if err := lua.WriteTo(prefix, WriteFileAtomic); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := render.WriteFallbackCertificate(prefix); err != nil {

@@ -219,7 +219,7 @@ func writePrefix(t testing.TB, prefix string, m model.Model, s Settings) Config 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lua.WriteTo(prefix); err != nil {
+	if err := lua.WriteTo(prefix, os.WriteFile); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := WriteFallbackCertificate(prefix); err != nil {

@@ -1,4 +1,4 @@
-package lua
+package apply
 
 import (
 	"bytes"
@@ -6,9 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/restysync/restysync/lua"
 )
 
-func TestWriteTo(t *testing.T) {
+// The agent writes the Lua modules with WriteFileAtomic: stale files and
+// folders get the modes nginx workers need, and no temp file stays.
+func TestWriteLuaModules(t *testing.T) {
 	dir := t.TempDir()
 	// A stale module and a folder with a tight mode, as an older agent or a
 	// restrictive umask may have left them.
@@ -19,14 +23,14 @@ func TestWriteTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 2 { // the second round replaces what the first wrote
-		if err := WriteTo(dir); err != nil {
+		if err := lua.WriteTo(dir, WriteFileAtomic); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
 
 	for _, name := range []string{"init.lua", "api.lua", "balancer.lua", "certs.lua", "check.lua", "store.lua"} {
 		t.Run(name, func(t *testing.T) {
-			want, err := fs.ReadFile(FS, "restysync/"+name)
+			want, err := fs.ReadFile(lua.FS, "restysync/"+name)
 			if err != nil {
 				t.Fatal(err)
 			}
