@@ -281,8 +281,8 @@ local function get_status()
     }))
 end
 
-local function get_backends()
-    local d = dict()
+-- backend_names returns the names of the backends d holds, sorted.
+local function backend_names(d)
     local names = {}
     for _, key in ipairs(d:get_keys(0)) do
         if string_sub(key, 1, 2) == "b:" then
@@ -290,6 +290,12 @@ local function get_backends()
         end
     end
     table_sort(names)
+    return names
+end
+
+local function get_backends()
+    local d = dict()
+    local names = backend_names(d)
     local parts = {}
     for _, name in ipairs(names) do
         local endpoints = d:get("b:" .. name)
@@ -319,13 +325,7 @@ end
 local function get_metrics()
     local d = dict()
     local m = restysync.metrics_dict()
-    local names = {}
-    for _, key in ipairs(d:get_keys(0)) do
-        if string_sub(key, 1, 2) == "b:" then
-            names[#names + 1] = string_sub(key, 3)
-        end
-    end
-    table_sort(names)
+    local names = backend_names(d)
     local parts = {}
     for _, name in ipairs(names) do
         local endpoints = d:get("b:" .. name)

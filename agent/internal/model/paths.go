@@ -26,9 +26,9 @@ var (
 	invalidPathSuffixes  = []string{"/..", "/."}
 )
 
-// validPath reports why path cannot be an nginx location, or nil when it
-// can. It is the only gate between user-written paths and nginx.conf.
-func validPath(path string) error {
+// pathShape reports why path is not path-shaped: it must start with "/",
+// be of bounded length and be valid UTF-8. Both path checks start with it.
+func pathShape(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return errors.New(`must start with "/"`)
 	}
@@ -37,6 +37,15 @@ func validPath(path string) error {
 	}
 	if !utf8.ValidString(path) {
 		return errors.New("is not valid UTF-8")
+	}
+	return nil
+}
+
+// validPath reports why path cannot be an nginx location, or nil when it
+// can. It is the only gate between user-written paths and nginx.conf.
+func validPath(path string) error {
+	if err := pathShape(path); err != nil {
+		return err
 	}
 	for _, r := range path {
 		switch {
@@ -112,14 +121,8 @@ func trimPrefixPath(path string) string {
 // edges; a regex PCRE refuses is caught by nginx's own check at reload, and
 // the syncer then quarantines the Ingress.
 func validRegexPath(path string) error {
-	if !strings.HasPrefix(path, "/") {
-		return errors.New(`must start with "/"`)
-	}
-	if len(path) > maxPathLength {
-		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
-	}
-	if !utf8.ValidString(path) {
-		return errors.New("is not valid UTF-8")
+	if err := pathShape(path); err != nil {
+		return err
 	}
 	for _, r := range path {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {
