@@ -137,7 +137,7 @@ type Syncer struct {
 	// (configmap.go).
 	globals globals
 
-	mu    sync.RWMutex
+	mu    sync.Mutex
 	state State
 	// stateRead says State handed out state.Model since the fast path
 	// last changed its backends: they are copied before the next change.

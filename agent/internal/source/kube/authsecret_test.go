@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/restysync/restysync/agent/internal/source"
@@ -106,6 +107,17 @@ func stringData(s *corev1.Secret) map[string]string {
 	out := map[string]string{}
 	for k, v := range s.Data {
 		out[k] = string(v)
+	}
+	return out
+}
+
+// watched returns the Secrets being watched.
+func (a *authWatches) watched() []types.NamespacedName {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(a.watches))
+	for ref := range a.watches {
+		out = append(out, ref)
 	}
 	return out
 }

@@ -127,14 +127,3 @@ func (a *authWatches) secrets() []*corev1.Secret {
 	}
 	return out
 }
-
-// watched returns the Secrets being watched.
-func (a *authWatches) watched() []types.NamespacedName {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]types.NamespacedName, 0, len(a.watches))
-	for ref := range a.watches {
-		out = append(out, ref)
-	}
-	return out
-}
