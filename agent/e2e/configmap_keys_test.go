@@ -147,13 +147,10 @@ func TestConfigMapTLSKeys(t *testing.T) {
 		return err
 	}
 
-	t.Run("ssl-protocols and hsts", func(t *testing.T) {
-		s := newConfigMapStack(t, with(files, "settings.yaml", configMap(map[string]string{
-			"ssl-protocols":           "TLSv1.3",
-			"hsts-max-age":            "300",
-			"hsts-include-subdomains": "false",
-			"hsts-preload":            "true",
-		})))
+	// servedOverHTTPS starts a stack with settings as its ConfigMap and
+	// returns its HTTPS port and the first response that came through.
+	servedOverHTTPS := func(t *testing.T, settings map[string]string) (int, *http.Response) {
+		s := newConfigMapStack(t, with(files, "settings.yaml", configMap(settings)))
 		httpsPort := stackHTTPSPort(t, s)
 		client := httpsClient(httpsPort)
 		var resp *http.Response
@@ -161,6 +158,16 @@ func TestConfigMapTLSKeys(t *testing.T) {
 			var err error
 			_, resp, err = echoed(client, newRequest(t, http.MethodGet, "https://cmtls.test/"))
 			return err
+		})
+		return httpsPort, resp
+	}
+
+	t.Run("ssl-protocols and hsts", func(t *testing.T) {
+		httpsPort, resp := servedOverHTTPS(t, map[string]string{
+			"ssl-protocols":           "TLSv1.3",
+			"hsts-max-age":            "300",
+			"hsts-include-subdomains": "false",
+			"hsts-preload":            "true",
 		})
 		if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=300; preload" {
 			t.Errorf("Strict-Transport-Security %q, want the ConfigMap's max-age=300; preload", got)
@@ -174,18 +181,10 @@ func TestConfigMapTLSKeys(t *testing.T) {
 	})
 
 	t.Run("ssl-ciphers and hsts off", func(t *testing.T) {
-		s := newConfigMapStack(t, with(files, "settings.yaml", configMap(map[string]string{
+		httpsPort, resp := servedOverHTTPS(t, map[string]string{
 			"ssl-protocols": "TLSv1.2",
 			"ssl-ciphers":   "ECDHE-ECDSA-AES128-GCM-SHA256",
 			"hsts":          "false",
-		})))
-		httpsPort := stackHTTPSPort(t, s)
-		client := httpsClient(httpsPort)
-		var resp *http.Response
-		s.eventually("HTTPS reaches the backend", func() error {
-			var err error
-			_, resp, err = echoed(client, newRequest(t, http.MethodGet, "https://cmtls.test/"))
-			return err
 		})
 		if got := resp.Header.Get("Strict-Transport-Security"); got != "" {
 			t.Errorf("Strict-Transport-Security %q with hsts false", got)
