@@ -24,7 +24,7 @@ import (
 func TestConfigMapMoreKeys(t *testing.T) {
 	const ipWeb = "127.0.0.153"
 	port := nginxproc.FreePort(t)
-	serveConfigMapBackend(t, ipWeb, port, func(w http.ResponseWriter, r *http.Request) {
+	serve(t, ipWeb, port, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/no-read":
 			time.Sleep(4 * time.Second) // never reads the body

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,18 +42,6 @@ func configMap(data map[string]string) string {
 		fmt.Fprintf(&b, "  %s: %q\n", k, data[k])
 	}
 	return b.String()
-}
-
-// serveConfigMapBackend answers on addr:port with h until the test ends.
-func serveConfigMapBackend(t *testing.T, addr string, port int, h http.HandlerFunc) {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
 }
 
 // newConfigMapStack starts the agent with --configmap default/restysync on
@@ -95,7 +81,7 @@ func (s *stack) request(method, host, path string, body io.Reader, header map[st
 func TestConfigMap(t *testing.T) {
 	port := nginxproc.FreePort(t)
 	page := strings.Repeat("restysync compresses this line. ", 64) // 2 KiB of text/plain
-	serveConfigMapBackend(t, ipCMWeb, port, func(w http.ResponseWriter, r *http.Request) {
+	serve(t, ipCMWeb, port, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/missing":
 			http.Error(w, "the backend's own 404 page", http.StatusNotFound)
@@ -106,7 +92,7 @@ func TestConfigMap(t *testing.T) {
 			io.WriteString(w, page)
 		}
 	})
-	serveConfigMapBackend(t, ipCMDefault, port, func(w http.ResponseWriter, r *http.Request) {
+	serve(t, ipCMDefault, port, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "custom error page: code %s for %s", r.Header.Get("X-Code"), r.Header.Get("X-Original-URI"))
 	})
 	data := map[string]string{
