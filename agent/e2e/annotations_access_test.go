@@ -218,7 +218,7 @@ func TestAccessBasicAuth(t *testing.T) {
 	}
 
 	// A new password: no reload, the next request checks the new file.
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 	s.writeFile("secret.yaml", secretYAML("users", htpasswdSHA("alice", "looking-glass")))
 	s.eventually("the new password applies", func() error {
 		if status, _, _ := get("alice", "looking-glass"); status != http.StatusOK {

@@ -160,7 +160,7 @@ func TestBalancingRoundRobinToEWMA(t *testing.T) {
 	})
 	s.eventually("served", func() error { return seen(s, "lb.test", slow, 6) })
 	s.settle()
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	const n = 300
 	rr := s.spread(t, "lb.test", n)
@@ -215,7 +215,7 @@ func TestConsistentHashRemap(t *testing.T) {
 	})
 	s.eventually("served", func() error { return s.served("hash.test") })
 	s.settle()
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	const keys = 1000
 	uri := func(i int) string { return "/key/" + strconv.Itoa(i) }
@@ -338,7 +338,7 @@ func TestStickySessions(t *testing.T) {
 	})
 	s.eventually("served", func() error { return s.served("sticky.test") })
 	s.settle()
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	pinned, setCookie := s.getWithCookie(t, "sticky.test", "")
 	cookie, attrs, _ := strings.Cut(setCookie, ";")
@@ -420,7 +420,7 @@ func TestFailoverAndPassiveHealth(t *testing.T) {
 	})
 	s.eventually("served", func() error { return seen(s, "fo.test", dead, 6) })
 	s.settle()
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	l := startAnyLoad(s, "fo.test", addrs, 2)
 	time.Sleep(500 * time.Millisecond)

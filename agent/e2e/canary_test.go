@@ -37,7 +37,7 @@ func TestCanary(t *testing.T) {
 		return nil
 	})
 	s.settle()
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	const n = 2000
 	checkShare := func(what string, weight float64, header http.Header) {

@@ -274,7 +274,7 @@ func TestConfigMapUpstreamKeepaliveAndForwardedFor(t *testing.T) {
 		if n := connectionsFor(20); n > 4 {
 			t.Errorf("20 requests with upstream keep-alive on opened %d backend connections, want at most one per worker and a spare", n)
 		}
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		settings["upstream-keepalive-connections"] = "0"
 		s.writeFile("settings.yaml", configMap(settings))
 		s.eventually("nginx reloaded", func() error {

@@ -252,7 +252,7 @@ func TestConfigMap(t *testing.T) {
 	t.Run("load-balance alone is a push", func(t *testing.T) {
 		s.settle()
 		before := s.metricAtLeast("metrics", "restysync_reloads_total", 0)
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		data["load-balance"] = "ewma"
 		s.writeFile("settings.yaml", configMap(data))
 		api := s.nginx.API()

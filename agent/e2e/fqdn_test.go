@@ -73,7 +73,7 @@ func TestFQDNEndpoints(t *testing.T) {
 		t.Error("the name that does not resolve is not reported")
 	}
 
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 	dns.Set("backend-b.demo.test", ipNamedC)
 	s.eventually("the new address of backend-b serves", func() error { return seen(s, "named.test", ipNamedC, 8) })
 	for range 8 {

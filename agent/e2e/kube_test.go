@@ -233,7 +233,7 @@ func TestKube(t *testing.T) {
 	}
 
 	t.Run("endpoint slice scaled 3 to 10 to 1 without reload", func(t *testing.T) {
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		e.updateSlice(kubeSlice("web", pods[:10]...))
 		s.eventually("all ten pods serve", func() error { return seenAll(s, "web.test", "/", name(pods[:10]...), 40) })
 		e.updateSlice(kubeSlice("web", pods[3]))
@@ -312,9 +312,17 @@ func TestKube(t *testing.T) {
 		s.eventually("secure.test is served over HTTPS with the default certificate", func() error {
 			return servedIs(https, "secure.test", "default")
 		})
+		// The default certificate is served before the new server block is, so
+		// wait for the Ingress itself before counting workers.
+		s.eventually("secure.test is served", func() error {
+			if _, body, err := httpsGet(httpsClient(https), "secure.test"); err != nil || body != pods[3].Name {
+				return fmt.Errorf("HTTPS GET secure.test: %q, %v", body, err)
+			}
+			return nil
+		})
+		workers := s.steadyWorkers()
 		e.create(secret)
 		s.eventually("the Secret's certificate is served", func() error { return servedIs(https, "secure.test", "301") })
-		workers := s.nginx.WorkerPIDs()
 		secret.Data = map[string][]byte{corev1.TLSCertKey: []byte(second.cert), corev1.TLSPrivateKeyKey: []byte(second.key)}
 		if _, err := e.admin.CoreV1().Secrets(appsNS).Update(e.ctx(), secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -421,7 +429,7 @@ func TestKube(t *testing.T) {
 
 	t.Run("agent killed and restarted under load", func(t *testing.T) {
 		s.eventually("the agent is back", func() error { return s.expect("web.test", "/", pods[3].Name) })
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		var requests, failures atomic.Int64
 		stopLoad := make(chan struct{})
 		loadDone := make(chan struct{})

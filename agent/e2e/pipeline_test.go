@@ -151,7 +151,7 @@ func TestPipeline(t *testing.T) {
 	})
 
 	t.Run("endpoint change without reload", func(t *testing.T) {
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		s.writeFile("rr.yaml", service("rr", b.port, ep(ipRR2), ep(ipRR3), ep(ipRR4)))
 		s.eventually("the new endpoint serves", func() error { return seen(s, "rr.test", ipRR4, 6) })
 		for range 12 {
@@ -165,7 +165,7 @@ func TestPipeline(t *testing.T) {
 	})
 
 	t.Run("ingress change through reload", func(t *testing.T) {
-		workers := s.nginx.WorkerPIDs()
+		workers := s.steadyWorkers()
 		s.writeFile("default.yaml", ingress("default", ingressOpts{class: "restysync", defaultSvc: "default-backend"}))
 		s.eventually("the default backend serves unknown hosts", func() error { return s.expect("unknown.test", "/", ipDefault) })
 		if err := s.expect("unknown.test", "/hostless", ipHostless); err != nil {

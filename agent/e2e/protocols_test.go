@@ -752,7 +752,7 @@ func TestWebSocketSurvivesEndpointPush(t *testing.T) {
 		}
 		return nil
 	})
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 
 	ws, err := wsDial(s.port, host)
 	if err != nil {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,12 +140,29 @@ func (s *stack) startNginx() {
 func (s *stack) settle() {
 	s.t.Helper()
 	s.eventually("the agent is ready", func() error { return s.expectAdmin("/readyz", http.StatusOK) })
-	s.eventually("the bootstrap config's workers are gone", func() error {
-		if s.nginx.Draining() {
-			return errors.New("a worker is still shutting down")
+	s.steadyWorkers()
+}
+
+// steadyWorkers waits until no worker of an earlier config is left and the
+// set of workers has stayed the same for a moment (an old worker renames itself
+// "shutting down" only some time after the master signals it), and returns it:
+// the baseline for a "no reload" check.
+func (s *stack) steadyWorkers() []int {
+	s.t.Helper()
+	const steadyFor = 200 * time.Millisecond
+	var last []int
+	var since time.Time
+	s.eventually("the earlier config's workers are gone", func() error {
+		now := s.nginx.WorkerPIDs()
+		if !slices.Equal(now, last) || s.nginx.Draining() {
+			last, since = now, time.Now()
+		}
+		if time.Since(since) < steadyFor {
+			return fmt.Errorf("workers %v not steady for %s", last, steadyFor)
 		}
 		return nil
 	})
+	return last
 }
 
 // writeFile saves a manifest the way editors do: a temp file renamed over it.

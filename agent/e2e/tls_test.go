@@ -190,7 +190,7 @@ func TestTLS(t *testing.T) {
 		}
 		return nil
 	})
-	workers := s.nginx.WorkerPIDs()
+	workers := s.steadyWorkers()
 	checkNoReload := func(t *testing.T) {
 		t.Helper()
 		if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
