@@ -15,14 +15,18 @@ import (
 func TestCanary(t *testing.T) {
 	const ipMain, ipCanary = "127.0.0.71", "127.0.0.72"
 	b := startBackends(t, ipMain, ipCanary)
-	canary := func(weight string) string {
+	canary := func(weight string, more ...string) string {
+		annotations := map[string]string{
+			"nginx.ingress.kubernetes.io/canary":           "true",
+			"nginx.ingress.kubernetes.io/canary-weight":    weight,
+			"nginx.ingress.kubernetes.io/canary-by-header": "X-Canary",
+			"restysync.io/canary-by-cookie":                "use_canary",
+		}
+		for i := 0; i+1 < len(more); i += 2 {
+			annotations[more[i]] = more[i+1]
+		}
 		return ingress("web-canary", ingressOpts{class: "restysync", host: "canary.test", paths: []path{prefix("/", "canary")},
-			annotations: map[string]string{
-				"nginx.ingress.kubernetes.io/canary":           "true",
-				"nginx.ingress.kubernetes.io/canary-weight":    weight,
-				"nginx.ingress.kubernetes.io/canary-by-header": "X-Canary",
-				"restysync.io/canary-by-cookie":                "use_canary",
-			}})
+			annotations: annotations})
 	}
 	s := newStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
@@ -66,6 +70,22 @@ func TestCanary(t *testing.T) {
 		return nil
 	})
 	checkShare("weight 75", 0.75, nil)
+
+	// canary-weight-total sets the scale; with canary-by-header-value only
+	// that value routes by header, and "always" is one more value that falls
+	// through to the weight.
+	s.writeFile("canary.yaml", canary("250",
+		"nginx.ingress.kubernetes.io/canary-weight-total", "1000",
+		"nginx.ingress.kubernetes.io/canary-by-header-value", "blue"))
+	s.eventually("the weight of 250 out of 1000 applies", func() error {
+		if share := s.canaryShare(t, 400, nil); share > 0.4 {
+			return fmt.Errorf("canary share %.2f, want about 0.25", share)
+		}
+		return nil
+	})
+	checkShare("weight 250 of 1000", 0.25, nil)
+	checkShare("header value blue", 1, http.Header{"X-Canary": {"blue"}})
+	checkShare("header always is not the configured value", 0.25, http.Header{"X-Canary": {"always"}})
 	if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
 		t.Errorf("nginx workers changed from %v to %v: a weight change reloaded", workers, now)
 	}
