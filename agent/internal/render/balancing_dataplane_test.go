@@ -89,6 +89,27 @@ func (dp *dataPlane) request(t *testing.T, path, cookie string) (int, string, st
 	return resp.StatusCode, string(body), resp.Header.Get("Set-Cookie")
 }
 
+// requestWithHeader sends GET path with one header and returns the body of
+// a 200.
+func (dp *dataPlane) requestWithHeader(t *testing.T, path, name, value string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://bal.example.com"+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(name, value)
+	resp, err := dp.client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %q %v", path, resp.StatusCode, body, err)
+	}
+	return string(body)
+}
+
 func TestDataPlaneBalancing(t *testing.T) {
 	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2"), startEchoBackend(t, "web-3")}
 	slow := startSlowBackend(t, "slow", 30*time.Millisecond)
@@ -215,6 +236,37 @@ func TestDataPlaneBalancing(t *testing.T) {
 		}
 	})
 
+	t.Run("consistent hashing by a header and by a cookie", func(t *testing.T) {
+		for _, tc := range []struct{ hashBy, header string }{{"http_x_user", "X-User"}, {"cookie_user", "Cookie"}} {
+			dp.pushPolicies(t, policyBackend{Name: "ns/hash:80", Endpoints: eps(web...), Policy: map[string]any{"algorithm": "hash", "hash_by": tc.hashBy}})
+			owner := map[string]string{}
+			counts := map[string]int{}
+			for round := range 2 {
+				for i := range 60 {
+					key := fmt.Sprintf("user-%d", i)
+					value := key
+					if tc.header == "Cookie" {
+						value = "user=" + key
+					}
+					// Another path each time: only the key may decide.
+					body := dp.requestWithHeader(t, fmt.Sprintf("/hash/%d/%d", round, i), tc.header, value)
+					if round == 0 {
+						owner[key] = body
+						counts[body]++
+					} else if body != owner[key] {
+						t.Errorf("%s %s went to %s, then to %s", tc.header, key, owner[key], body)
+					}
+				}
+			}
+			t.Logf("hash by $%s: 60 keys over 3 endpoints: %v", tc.hashBy, counts)
+			for _, w := range web {
+				if counts[w.name] < 5 {
+					t.Errorf("hash by $%s: %s owns %d of 60 keys: %v", tc.hashBy, w.name, counts[w.name], counts)
+				}
+			}
+		}
+	})
+
 	t.Run("ewma avoids the slow endpoint", func(t *testing.T) {
 		dp.pushPolicies(t, policyBackend{Name: "ns/ewma:80", Endpoints: append(eps(web[0], web[1]), slow.ep), Policy: map[string]any{"algorithm": "ewma"}})
 		counts := map[string]int{}
@@ -225,6 +277,19 @@ func TestDataPlaneBalancing(t *testing.T) {
 		t.Logf("150 requests: %v", counts)
 		if counts["slow"] > 15 { // round robin would give it 50
 			t.Errorf("the slow endpoint got %d of 150 requests: %v", counts["slow"], counts)
+		}
+		// A push that adds an endpoint keeps the scores of those that
+		// remain: the slow one gets nothing. With fresh scores every
+		// worker would try it about once in four until it measured it.
+		dp.pushPolicies(t, policyBackend{Name: "ns/ewma:80", Endpoints: append(eps(web...), slow.ep), Policy: map[string]any{"algorithm": "ewma"}})
+		after := map[string]int{}
+		for range 40 {
+			_, body, _ := dp.request(t, "/ewma", "")
+			after[body]++
+		}
+		t.Logf("40 requests after adding web-3: %v", after)
+		if after["slow"] > 0 || after["web-3"] == 0 {
+			t.Errorf("after a push that added web-3: %v, want none for slow (its score kept) and some for web-3", after)
 		}
 	})
 
@@ -248,6 +313,22 @@ func TestDataPlaneBalancing(t *testing.T) {
 		}
 		if n := attempts() - before; n != 2 {
 			t.Errorf("%d connection attempts to the dead endpoint, want max_fails = 2", n)
+		}
+		// tries bounds the endpoints one request tries: with every endpoint
+		// dead, each request makes exactly that many attempts.
+		deadOnes := []endpoint{dead, {Address: "127.0.0.1", Port: nginxproc.FreePort(t)}, {Address: "127.0.0.1", Port: nginxproc.FreePort(t)}}
+		for _, tries := range []int{1, 2, 3} {
+			dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: deadOnes,
+				Policy: map[string]any{"tries": tries, "max_fails": 1000}})
+			before := strings.Count(dp.errorLog(t), "connect() failed")
+			for range 4 {
+				if code, _, _ := dp.request(t, "/health", ""); code != http.StatusBadGateway {
+					t.Errorf("tries %d, every endpoint dead: got %d, want 502", tries, code)
+				}
+			}
+			if n := strings.Count(dp.errorLog(t), "connect() failed") - before; n != 4*tries {
+				t.Errorf("tries %d: 4 requests made %d connection attempts, want %d", tries, n, 4*tries)
+			}
 		}
 		// Every endpoint down (or failing): still tried, never a 503 of our own.
 		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []endpoint{dead}, Policy: map[string]any{"max_fails": 1, "fail_timeout": 60}})
