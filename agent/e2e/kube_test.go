@@ -404,6 +404,26 @@ func TestKube(t *testing.T) {
 		}
 	})
 
+	t.Run("a snippet annotation is refused with a Warning Event, the rest is served", func(t *testing.T) {
+		ing := kubeIngress(appsNS, "snippety", "restysync", "snippety.test", map[string]string{"/": "web"})
+		ing.Annotations = map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": "return 200 owned;"}
+		e.create(ing)
+		s.eventually("snippety.test is served without the snippet", func() error { return s.expect("snippety.test", "/", pods[3].Name) })
+		s.eventually("a Warning Event says the snippet is refused", func() error {
+			list, err := e.admin.EventsV1().Events(appsNS).List(e.ctx(), metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, ev := range list.Items {
+				if ev.Regarding.Kind == "Ingress" && ev.Regarding.Name == "snippety" && ev.Type == corev1.EventTypeWarning &&
+					strings.Contains(ev.Note, "configuration-snippet") {
+					return nil
+				}
+			}
+			return errorf("no Warning on Ingress snippety among %d events", len(list.Items))
+		})
+	})
+
 	t.Run("status written by the leader only", func(t *testing.T) {
 		e.eventuallyStatus(s, "web", publishA)
 		b := newKubeStack(t, e, "agent-b", publishB)
