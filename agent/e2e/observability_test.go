@@ -286,6 +286,7 @@ func TestObservability(t *testing.T) {
 		s.writeFile("broken.yaml", ingress("broken", ingressOpts{class: "restysync", host: "broken.test",
 			paths: []path{{path: "/", pathType: "Prefix", service: "obs", port: "9999"}}}))
 		s.metricAtLeast("the broken Ingress is a Problem", `restysync_problems{kind="Ingress"}`, 1)
+		s.metricAtLeast("and a validation failure of the agent", `restysync_validation_failures_total{validator="agent"}`, 1)
 	})
 
 	t.Run("inspect a running agent", func(t *testing.T) {

@@ -60,6 +60,8 @@ func TestQuarantine(t *testing.T) {
 		t.Errorf("problem of the quarantined Ingress %q: want quarantined, nginx's [emerg] reason, not served", problem)
 	}
 	s.metricAtLeast("the quarantine is a metric", "restysync_quarantined_ingresses", 1)
+	s.metricAtLeast("nginx's rejections are validation failures", `restysync_validation_failures_total{validator="nginx"}`, 1)
+	s.metricAtLeast("the quarantine Problem is a validation failure", `restysync_validation_failures_total{validator="agent"}`, 1)
 
 	// While c is quarantined, endpoint changes flow and other changes apply.
 	requests, failures := l.stop()

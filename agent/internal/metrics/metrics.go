@@ -57,17 +57,18 @@ type Options struct {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	syncDuration   *prometheus.HistogramVec
-	syncs          *prometheus.CounterVec
-	reloads        prometheus.Counter
-	reloadFailures prometheus.Counter
-	reloadDuration prometheus.Histogram
-	lastReload     prometheus.Gauge
-	pushes         *prometheus.CounterVec
-	pushFailures   *prometheus.CounterVec
-	pushBytes      *prometheus.CounterVec
-	pushDuration   *prometheus.HistogramVec
-	eventToPush    prometheus.Histogram
+	syncDuration       *prometheus.HistogramVec
+	syncs              *prometheus.CounterVec
+	reloads            prometheus.Counter
+	reloadFailures     prometheus.Counter
+	reloadDuration     prometheus.Histogram
+	lastReload         prometheus.Gauge
+	pushes             *prometheus.CounterVec
+	pushFailures       *prometheus.CounterVec
+	pushBytes          *prometheus.CounterVec
+	pushDuration       *prometheus.HistogramVec
+	eventToPush        prometheus.Histogram
+	validationFailures *prometheus.CounterVec
 }
 
 var _ syncer.Metrics = (*Metrics)(nil)
@@ -132,6 +133,10 @@ func New(opts Options) *Metrics {
 			Help:    "Duration of one POST to the Lua config API, retries included.",
 			Buckets: latencyBuckets,
 		}, []string{"kind"}),
+		validationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "validation_failures_total",
+			Help: "Things validation rejected: validator agent counts each new Problem once (that part of the object is left out), nginx each config nginx did not take on a reload (the last good one keeps serving).",
+		}, []string{"validator"}),
 		eventToPush: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "event_to_push_seconds",
 			Help:    "Time from the first source event of a batch to the end of the sync whose reload or push applied it.",
@@ -144,6 +149,9 @@ func New(opts Options) *Metrics {
 	for _, p := range []string{"fast", "full"} {
 		m.syncDuration.WithLabelValues(p)
 	}
+	for _, v := range []string{"agent", "nginx"} {
+		m.validationFailures.WithLabelValues(v)
+	}
 	for _, k := range pushKinds {
 		m.pushes.WithLabelValues(k)
 		m.pushFailures.WithLabelValues(k)
@@ -154,7 +162,7 @@ func New(opts Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.syncDuration, m.syncs, m.reloads, m.reloadFailures, m.reloadDuration, m.lastReload,
-		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush,
+		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush, m.validationFailures,
 		newStateCollector(opts),
 	)
 	if opts.Lua != nil {
@@ -203,6 +211,11 @@ func (m *Metrics) Pushed(kind string, bytes int, d time.Duration, err error) {
 	if err != nil {
 		m.pushFailures.WithLabelValues(kind).Inc()
 	}
+}
+
+// ValidationFailed records one thing validation rejected.
+func (m *Metrics) ValidationFailed(validator string) {
+	m.validationFailures.WithLabelValues(validator).Inc()
 }
 
 // Propagated records the time from a source event to its application.

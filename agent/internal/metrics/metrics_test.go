@@ -86,6 +86,9 @@ func TestSyncerSeries(t *testing.T) {
 	m.Pushed("backends", 20, time.Millisecond, errors.New("lua answered 400"))
 	m.Pushed("certificates", 3000, time.Millisecond, nil)
 	m.Propagated(8 * time.Millisecond)
+	m.ValidationFailed("agent")
+	m.ValidationFailed("agent")
+	m.ValidationFailed("nginx")
 
 	mustValue(t, m, "restysync_syncs_total", map[string]string{"outcome": "push"}, 2)
 	mustValue(t, m, "restysync_syncs_total", map[string]string{"outcome": "reload"}, 1)
@@ -103,6 +106,8 @@ func TestSyncerSeries(t *testing.T) {
 	mustValue(t, m, "restysync_lua_push_bytes_total", map[string]string{"kind": "certificates"}, 3000)
 	mustValue(t, m, "restysync_lua_push_duration_seconds", map[string]string{"kind": "backends"}, 2)
 	mustValue(t, m, "restysync_event_to_push_seconds", nil, 1)
+	mustValue(t, m, "restysync_validation_failures_total", map[string]string{"validator": "agent"}, 2)
+	mustValue(t, m, "restysync_validation_failures_total", map[string]string{"validator": "nginx"}, 1)
 	if ts, _ := value(t, m, "restysync_last_reload_success_timestamp_seconds", nil); time.Since(time.Unix(int64(ts), 0)) > time.Minute {
 		t.Errorf("last reload success at %v, want about now", ts)
 	}

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 )
@@ -22,6 +24,13 @@ type recordingMetrics struct {
 	reloads    int
 	pushes     []string
 	propagated []time.Duration
+	rejected   []string
+}
+
+func (m *recordingMetrics) ValidationFailed(validator string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rejected = append(m.rejected, validator)
 }
 
 func (m *recordingMetrics) Synced(path, outcome string, _ time.Duration) {
@@ -126,5 +135,22 @@ func TestLoopReportsSyncs(t *testing.T) {
 	}
 	if s.State().WantedHash == "" {
 		t.Error("State.WantedHash is empty after a render")
+	}
+}
+
+// Each new Problem counts once as a validation failure of the agent, not
+// again on every sync that still finds it.
+func TestProblemsCountOnce(t *testing.T) {
+	rec := &recordingMetrics{}
+	s := New(nil, nil, Options{Metrics: rec}, slog.New(slog.DiscardHandler))
+	bad := model.Problem{Kind: "Ingress", Namespace: "a", Name: "x", Reason: "bad path"}
+	worse := model.Problem{Kind: "Ingress", Namespace: "a", Name: "y", Reason: "missing Service"}
+	s.reportProblems([]model.Problem{bad})
+	s.reportProblems([]model.Problem{bad})
+	s.reportProblems([]model.Problem{bad, worse})
+	s.reportProblems(nil)
+	s.reportProblems([]model.Problem{bad}) // back after it was fixed: new again
+	if want := []string{"agent", "agent", "agent"}; !slices.Equal(rec.rejected, want) {
+		t.Errorf("validation failures %v, want %v", rec.rejected, want)
 	}
 }

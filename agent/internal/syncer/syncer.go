@@ -72,6 +72,10 @@ type Metrics interface {
 	// push: d runs from the first source event it applied to the end of
 	// that sync.
 	Propagated(d time.Duration)
+	// ValidationFailed is called when validation rejected something:
+	// validator "agent" for each new Problem (a part of an object left
+	// out), "nginx" for each config nginx did not take on a reload.
+	ValidationFailed(validator string)
 }
 
 type noMetrics struct{}
@@ -80,6 +84,7 @@ func (noMetrics) Synced(string, string, time.Duration)     {}
 func (noMetrics) Reloaded(time.Duration, error)            {}
 func (noMetrics) Pushed(string, int, time.Duration, error) {}
 func (noMetrics) Propagated(time.Duration)                 {}
+func (noMetrics) ValidationFailed(string)                  {}
 
 // Report is what one sync found and did, for OnSync.
 type Report struct {
@@ -765,6 +770,7 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 	}
 	if errors.Is(err, apply.ErrNotConfirmed) {
 		s.failedHash = cfg.Hash
+		s.opts.Metrics.ValidationFailed("nginx")
 	}
 	if previous != nil {
 		if rerr := s.nginx.WriteConfig(previous); rerr != nil {
@@ -781,6 +787,7 @@ func (s *Syncer) reportProblems(problems []model.Problem) {
 		seen[key] = true
 		if !s.reported[key] {
 			s.logger.Warn("problem", "object", p.Object(), "reason", p.Reason)
+			s.opts.Metrics.ValidationFailed("agent")
 		}
 	}
 	s.reported = seen
