@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // pcreRejects is a path regex that Go's RE2 accepts and nginx's PCRE
@@ -137,4 +139,51 @@ func (s *stack) problemOf(object string) string {
 		}
 	}
 	return ""
+}
+
+// An Ingress nginx rejects, present when the agent starts before nginx, must
+// not keep nginx from starting: after the agent's start bound it leaves
+// nginx the bootstrap config, and once nginx is up the verified reload and
+// the quarantine serve everything else.
+func TestRejectedConfigBeforeNginxStarts(t *testing.T) {
+	const ipGood = "127.0.0.66"
+	b := startBackends(t, ipGood)
+	regex := map[string]string{"nginx.ingress.kubernetes.io/use-regex": "true"}
+	s := &stack{t: t, manifests: t.TempDir()}
+	for name, content := range map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("good", b.port, ep(ipGood)) + "---\n" + service("bad", b.port, ep(ipGood)),
+		"good.yaml":     ingress("good", ingressOpts{class: "restysync", host: "good.test", paths: []path{prefix("/", "good")}}),
+		"bad.yaml": ingress("bad", ingressOpts{class: "restysync", host: "bad.test", annotations: regex,
+			paths: []path{implementationSpecific("/", "bad"), implementationSpecific(pcreRejects, "bad")}}),
+	} {
+		s.writeFile(name, content)
+	}
+	s.startAgentOnly("--source", "file:"+s.manifests)
+	t.Cleanup(func() {
+		if t.Failed() && s.nginx == nil {
+			t.Logf("agent log:\n%s", s.agent.log.String())
+		}
+	})
+	s.metricAtLeast("a sync waits for nginx", `restysync_syncs_total{outcome="wait-for-nginx"}`, 1)
+	if out, err := nginxproc.Test(t, s.shared); err == nil {
+		t.Fatalf("nginx -t accepts the config left for nginx's start; the test needs one it rejects:\n%s", out)
+	}
+	s.eventually("the agent leaves nginx a config it can start with", func() error {
+		if out, err := nginxproc.Test(t, s.shared); err != nil {
+			return fmt.Errorf("nginx -t: %v: %s", err, out)
+		}
+		return nil
+	})
+	if !strings.Contains(s.agent.log.String(), "leaving it the last confirmed one") {
+		t.Errorf("the agent did not log the fallback:\n%s", s.agent.log.String())
+	}
+	s.startNginx()
+	s.eventually("good.test served", func() error { return s.expect("good.test", "/", ipGood) })
+	s.eventually("bad.test quarantined", func() error {
+		if q := s.debugState().Quarantined; !slices.Equal(q, []string{"default/bad"}) {
+			return fmt.Errorf("quarantined %v, want [default/bad]", q)
+		}
+		return nil
+	})
 }

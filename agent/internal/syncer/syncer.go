@@ -44,6 +44,11 @@ type Options struct {
 	// CheckInterval is how often nginx's status is read to notice a cold
 	// start or a config that is not running (default 250ms).
 	CheckInterval time.Duration
+	// StartBound is how long nginx may stay down with a config it never
+	// confirmed left for its start before the agent leaves it the last
+	// confirmed one (or the bootstrap) instead (default 5 s; see
+	// configForStart).
+	StartBound time.Duration
 	// FullPush sends every backend to Lua whenever any changed, as the
 	// classic controller does. It exists only as the benchmark's baseline.
 	FullPush bool
@@ -133,6 +138,13 @@ type Syncer struct {
 	rendered   *model.Model    // structure of lastConfig
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
+	good       render.Config   // the config nginx last confirmed (zero: none yet)
+	// unprovenSince is when a config nginx never confirmed was left for
+	// its start while it did not answer (zero: none); safeStart says that
+	// nginx stayed down past StartBound and the last good config (or the
+	// bootstrap) was left instead (configForStart).
+	unprovenSince time.Time
+	safeStart     bool
 	reported   map[string]bool // problems already logged
 	guard      *guard          // quarantine of Ingresses nginx refused
 	// pendingEvent is the first source event not yet applied, for
@@ -177,6 +189,9 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	}
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 250 * time.Millisecond
+	}
+	if opts.StartBound <= 0 {
+		opts.StartBound = 5 * time.Second
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = noMetrics{}
@@ -329,7 +344,9 @@ func (s *Syncer) coalesce(ctx context.Context) {
 func (s *Syncer) needsSync(ctx context.Context) bool {
 	st, err := s.nginx.Lua.Status(ctx)
 	if err != nil {
-		return false // still down; the config for its start is written
+		// Still down; the config for its start is written, unless it is
+		// time to leave it a confirmed one instead.
+		return !s.unprovenSince.IsZero() && !s.safeStart && time.Since(s.unprovenSince) >= s.opts.StartBound
 	}
 	if st.BootID != s.heldBoot {
 		return true
@@ -501,12 +518,17 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.waiting = true
-		if werr := s.nginx.WriteConfig(cfg.Bytes); werr != nil {
+		start, err := s.configForStart(cfg)
+		if err != nil {
+			return res, err
+		}
+		if werr := s.nginx.WriteConfig(start); werr != nil {
 			return res, werr
 		}
 		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
 		return res, nil
 	}
+	s.unprovenSince, s.safeStart = time.Time{}, false
 	if status.BootID != s.heldBoot {
 		if err := s.nginx.TightenSocket(); err != nil {
 			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
@@ -527,6 +549,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	if status.ConfigHash == cfg.Hash {
 		s.adopt(next, cfg.Hash)
+		s.good = cfg
 	} else if status.ConfigHash != s.appliedHash {
 		s.applied, s.appliedHash = nil, ""
 	} else if cfg.Hash != s.appliedHash {
@@ -565,6 +588,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 			return res, err
 		}
 		s.adopt(next, cfg.Hash)
+		s.good = cfg
 		res.reloaded = true
 	}
 	if len(p.Removes) > 0 {
@@ -581,6 +605,38 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	res.configRunning = s.appliedHash == cfg.Hash
 	res.current = res.configRunning && certErr == nil
 	return res, certErr
+}
+
+// configForStart is what to leave on disk for nginx's next start while it
+// does not answer: cfg, unless nginx stayed down for StartBound since a
+// config it never confirmed was left there; from then on the last config it
+// confirmed, or the bootstrap one. A config nginx rejects (a regex PCRE
+// refuses) would otherwise keep it from starting at all, and with it every
+// other Ingress; once nginx is up, cfg follows by a verified reload, and the
+// guard finds the Ingress to blame.
+func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
+	if cfg.Hash == s.good.Hash {
+		return cfg.Bytes, nil
+	}
+	if s.unprovenSince.IsZero() {
+		s.unprovenSince = time.Now()
+	}
+	if !s.safeStart && time.Since(s.unprovenSince) < s.opts.StartBound {
+		return cfg.Bytes, nil
+	}
+	safe := s.good
+	if safe.Hash == "" {
+		var err error
+		if safe, err = render.Render(model.Model{}, s.globals.settings); err != nil {
+			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
+		}
+	}
+	if !s.safeStart {
+		s.safeStart = true
+		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
+			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(safe.Hash))
+	}
+	return safe.Bytes, nil
 }
 
 // pushCertificates sends the certificates that differ from what Lua holds.

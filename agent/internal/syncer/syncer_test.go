@@ -214,3 +214,61 @@ func oneIngressSnapshot(address string) model.Snapshot {
 		}},
 	}
 }
+
+// While nginx does not answer, the config left for its start is the new one
+// at first; after StartBound it is the last confirmed one, or the bootstrap,
+// so that a config nginx rejects cannot keep it from starting.
+func TestConfigForStartFallsBack(t *testing.T) {
+	shared := t.TempDir()
+	settings := render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"}
+	bootstrap, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSyncer := func() *Syncer {
+		nginx := &apply.Nginx{SharedDir: shared, Lua: apply.NewLuaClient(filepath.Join(shared, "none.sock"))}
+		return New(&fakeSource{}, nginx, Options{Render: settings, StartBound: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	}
+	candidate := render.Config{Hash: "candidate", Bytes: []byte("candidate")}
+	startWith := func(s *Syncer) string {
+		t.Helper()
+		got, err := s.configForStart(candidate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	}
+
+	s := newSyncer()
+	if got := startWith(s); got != "candidate" {
+		t.Fatalf("at first: %q, want the candidate", got)
+	}
+	if s.needsSync(context.Background()) {
+		t.Error("needsSync before StartBound passed")
+	}
+	time.Sleep(60 * time.Millisecond)
+	if !s.needsSync(context.Background()) {
+		t.Error("no sync asked for once StartBound passed")
+	}
+	if got := startWith(s); got != string(bootstrap.Bytes) {
+		t.Errorf("after StartBound with nothing confirmed: %.60q, want the bootstrap config", got)
+	}
+	if s.needsSync(context.Background()) || startWith(s) != string(bootstrap.Bytes) {
+		t.Error("the fallback does not stay until nginx answers")
+	}
+
+	s = newSyncer()
+	s.good = render.Config{Hash: "good", Bytes: []byte("good")}
+	startWith(s)
+	time.Sleep(60 * time.Millisecond)
+	if got := startWith(s); got != "good" {
+		t.Errorf("after StartBound: %q, want the last confirmed config", got)
+	}
+
+	s = newSyncer()
+	s.good = candidate
+	time.Sleep(60 * time.Millisecond)
+	if got := startWith(s); got != "candidate" || !s.unprovenSince.IsZero() {
+		t.Errorf("a confirmed candidate: %q (unproven since %v), want it at once", got, s.unprovenSince)
+	}
+}
