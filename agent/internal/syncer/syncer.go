@@ -145,8 +145,8 @@ type Syncer struct {
 	// bootstrap) was left instead (configForStart).
 	unprovenSince time.Time
 	safeStart     bool
-	reported   map[string]bool // problems already logged
-	guard      *guard          // quarantine of Ingresses nginx refused
+	reported      map[string]bool // problems already logged
+	guard         *guard          // quarantine of Ingresses nginx refused
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
