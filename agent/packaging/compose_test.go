@@ -43,6 +43,11 @@ func TestComposeDemo(t *testing.T) {
 	if !strings.Contains(strings.Join(nginx.Command, " "), "openresty -p /var/run/restysync/ -c nginx.conf") {
 		t.Errorf("openresty command %q does not run the shared nginx.conf", nginx.Command)
 	}
+	// Without an init the nginx master is PID 1 of the shared namespace,
+	// and the agent refuses to signal PID 1 (apply.Nginx.MasterPID).
+	if nginx.Init == nil || !*nginx.Init {
+		t.Error("openresty init is not true: the nginx master would be PID 1, which the agent never signals")
+	}
 
 	agent := service("agent")
 	if agent.Build == nil || filepath.Base(agent.Build.Dockerfile) != "Dockerfile" || !strings.HasSuffix(filepath.Dir(agent.Build.Dockerfile), "agent") {
