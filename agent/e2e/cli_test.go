@@ -30,6 +30,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{args: []string{"--http-port", "0"}, want: "--http-port"},
 		{args: []string{"--https-port", "70000"}, want: "--https-port"},
 		{args: []string{"--http-port", "8080", "--https-port", "8080"}, want: "--http-port"},
+		{args: []string{"--http-port", "8080", "--status-port", "8080"}, want: "--status-port"},
+		{args: []string{"--status-port", "-1"}, want: "--status-port"},
 		{args: []string{"--http-port", "eighty"}, want: "http-port"},
 		{args: []string{"--log-level", "loud"}, want: "--log-level"},
 		{args: []string{"--log-format", "xml"}, want: "--log-format"},

@@ -263,7 +263,7 @@ func TestChartRenders(t *testing.T) {
 			}
 
 			// Probes: the agent's /healthz and /readyz on the metrics port,
-			// nginx by TCP on its HTTP port.
+			// nginx's status server's /healthz.
 			for probe, want := range map[*corev1.Probe]string{agent.StartupProbe: "/healthz", agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz"} {
 				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.String() != "metrics" {
 					t.Errorf("agent probe %+v: want GET %s on port metrics", probe, want)
@@ -273,12 +273,15 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("agent ports %+v: want metrics 10254", agent.Ports)
 			}
 			for _, probe := range []*corev1.Probe{nginx.LivenessProbe, nginx.ReadinessProbe} {
-				if probe == nil || probe.TCPSocket == nil || probe.TCPSocket.Port.String() != "http" {
-					t.Errorf("nginx probe %+v: want tcpSocket on port http", probe)
+				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/healthz" || probe.HTTPGet.Port.String() != "status" {
+					t.Errorf("nginx probe %+v: want GET /healthz on port status", probe)
 				}
 			}
-			if !hasPort(nginx, "http", 8080) || !hasPort(nginx, "https", 8443) {
-				t.Errorf("nginx ports %+v: want http 8080, https 8443", nginx.Ports)
+			if !hasPort(nginx, "http", 8080) || !hasPort(nginx, "https", 8443) || !hasPort(nginx, "status", 10246) {
+				t.Errorf("nginx ports %+v: want http 8080, https 8443, status 10246", nginx.Ports)
+			}
+			if !slices.Contains(agent.Args, "--status-port=10246") {
+				t.Errorf("agent args %v: want --status-port=10246, the port of nginx's probes", agent.Args)
 			}
 
 			// Optional objects.

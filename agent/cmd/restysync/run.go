@@ -41,6 +41,8 @@ func runFlags() []cli.Flag {
 			Usage: "folder shared with nginx (nginx -p DIR): nginx.conf, Lua modules, pid file, config socket"},
 		&cli.IntFlag{Name: "http-port", Value: 80, EnvVars: env("HTTP_PORT"), Usage: "port nginx serves HTTP on"},
 		&cli.IntFlag{Name: "https-port", Value: 443, EnvVars: env("HTTPS_PORT"), Usage: "port nginx serves HTTPS on"},
+		&cli.IntFlag{Name: "status-port", EnvVars: env("STATUS_PORT"),
+			Usage: "port of nginx's status server, whose GET /healthz answers 200 while nginx serves (the nginx container's probes); 0: none"},
 		&cli.StringFlag{Name: "listen-address", Value: "", EnvVars: env("LISTEN_ADDRESS"),
 			Usage: "address nginx binds its HTTP(S) ports to; empty for all"},
 		&cli.StringSliceFlag{Name: "load-module", EnvVars: env("LOAD_MODULE"),
@@ -133,6 +135,9 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	if c.Int("http-port") == c.Int("https-port") {
 		return rc, fmt.Errorf("--http-port and --https-port are both %d", c.Int("http-port"))
 	}
+	if p := c.Int("status-port"); p != 0 && (p < 1 || p > 65535 || p == c.Int("http-port") || p == c.Int("https-port")) {
+		return rc, fmt.Errorf("--status-port %d: must be 1..65535 and neither --http-port nor --https-port, or 0 for none", p)
+	}
 	workers := c.String("worker-processes")
 	if !validWorkerProcesses(workers) {
 		return rc, fmt.Errorf("--worker-processes %q: want auto or a number 1..1024", workers)
@@ -153,6 +158,7 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		SharedDir:       rc.sharedDir,
 		HTTPPort:        c.Int("http-port"),
 		HTTPSPort:       c.Int("https-port"),
+		StatusPort:      c.Int("status-port"),
 		ListenAddress:   c.String("listen-address"),
 		LoadModules:     c.StringSlice("load-module"),
 		WorkerProcesses: workers,

@@ -83,6 +83,7 @@ func startDataPlane(t *testing.T, m model.Model, edit func([]byte) []byte) (*dat
 		SharedDir:       prefix,
 		HTTPPort:        port,
 		HTTPSPort:       nginxproc.FreePort(t),
+		StatusPort:      nginxproc.FreePort(t),
 		ListenAddress:   "127.0.0.1",
 		LoadModules:     nginxproc.DebianLoadModules(),
 		WorkerProcesses: "1", // round robin counts are exact with one worker
@@ -231,6 +232,20 @@ func TestDataPlane(t *testing.T) {
 
 	m := dataPlaneModel()
 	dp, settings, cfg := startDataPlane(t, m, nil)
+
+	t.Run("status server for probes", func(t *testing.T) {
+		for path, want := range map[string]int{"/healthz": http.StatusOK, "/": http.StatusNotFound, "/metrics": http.StatusNotFound} {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", settings.StatusPort, path))
+			if err != nil {
+				t.Fatalf("GET %s on the status port: %v", path, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == http.StatusOK && string(body) != "ok\n") {
+				t.Errorf("GET %s on the status port: %d %q, want %d", path, resp.StatusCode, body, want)
+			}
+		}
+	})
 
 	initial := []backendJSON{
 		{Name: "default/health:80", Endpoints: []endpoint{health.ep}},

@@ -51,6 +51,10 @@ type Settings struct {
 	// HTTPSPort is the port every server also listens on with TLS (and
 	// HTTP/2). Required.
 	HTTPSPort int
+	// StatusPort is the port of nginx's status server, whose GET /healthz
+	// answers 200 while nginx serves: the nginx container's probes. 0 (the
+	// default) renders none.
+	StatusPort int
 	// ListenAddress is the IP address the HTTP servers listen on; "" (the
 	// default) means every IPv4 address.
 	ListenAddress string
@@ -122,6 +126,7 @@ type confView struct {
 	APIListen                 string
 	HTTPListen                string
 	HTTPSListen               string
+	StatusListen              string // "" when there is no status server
 	// FallbackCertificate and FallbackKey are the default certificate,
 	// relative to the prefix (see WriteFallbackCertificate).
 	FallbackCertificate string
@@ -221,6 +226,9 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		FallbackKey:         FallbackKeyName,
 		HSTSHeader:          hstsHeader(s),
 		Servers:             make([]serverView, 0, len(m.Servers)),
+	}
+	if s.StatusPort != 0 {
+		view.StatusListen = listen(s.ListenAddress, s.StatusPort)
 	}
 	view.TrustedProxies, view.TrustAll = trustedNetworks(s.TrustedProxies)
 	h := DefaultHTTP()
@@ -438,6 +446,9 @@ func checkSettings(s Settings) error {
 	}
 	if s.HTTPPort == s.HTTPSPort {
 		return fmt.Errorf("HTTP and HTTPS port are both %d", s.HTTPPort)
+	}
+	if p := s.StatusPort; p != 0 && (p < 1 || p > 65535 || p == s.HTTPPort || p == s.HTTPSPort) {
+		return fmt.Errorf("status port %d: must be 1..65535 and neither the HTTP nor the HTTPS port, or 0 for none", p)
 	}
 	if p := s.HTTPSRedirectPort; p < 0 || p > 65535 {
 		return fmt.Errorf("HTTPS redirect port %d: must be 1..65535, or 0 for the HTTPS port", p)

@@ -277,6 +277,8 @@ func TestRenderErrors(t *testing.T) {
 		{"bad workers", model.Model{}, settings(func(s *Settings) { s.WorkerProcesses = "02" }), `worker processes "02"`},
 		{"module with dollar", model.Model{}, settings(func(s *Settings) { s.LoadModules = []string{"/x/$y.so"} }), `contains "$"`},
 		{"bad redirect port", model.Model{}, settings(func(s *Settings) { s.HTTPSRedirectPort = 70000 }), `HTTPS redirect port 70000`},
+		{"status port is the HTTP port", model.Model{}, settings(func(s *Settings) { s.StatusPort = s.HTTPPort }), `status port`},
+		{"status port out of range", model.Model{}, settings(func(s *Settings) { s.StatusPort = 70000 }), `status port 70000`},
 		{"negative HSTS max-age", model.Model{}, settings(func(s *Settings) { s.HSTS, s.HSTSMaxAge = true, -1 }), `HSTS max-age -1`},
 		{"invalid trusted proxy", model.Model{}, settings(func(s *Settings) { s.TrustedProxies = []netip.Prefix{{}} }), `trusted proxy`},
 		{"unknown protocol", oneServer("a.example.com", withOptions(loc("/", model.PathPrefix, "ns/a:80"), false, "AJP")), goldenSettings, `unknown backend protocol "AJP"`},

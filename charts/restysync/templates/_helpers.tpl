@@ -72,6 +72,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --shared-dir={{ .Values.sharedDir }}
 - --http-port={{ .Values.containerPorts.http }}
 - --https-port={{ .Values.containerPorts.https }}
+- --status-port={{ .Values.containerPorts.status }}
 - --https-redirect-port={{ .Values.service.httpsPort }}
 - --worker-processes={{ .Values.openresty.workerProcesses }}
 - --ingress-class={{ .Values.ingressClass.name }}
@@ -185,15 +186,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - name: https
       containerPort: {{ .Values.containerPorts.https }}
       protocol: TCP
+    - name: status
+      containerPort: {{ .Values.containerPorts.status }}
+      protocol: TCP
   livenessProbe:
-    tcpSocket:
-      port: http
+    httpGet:
+      path: /healthz
+      port: status
     periodSeconds: {{ .Values.openresty.livenessProbe.periodSeconds }}
     timeoutSeconds: {{ .Values.openresty.livenessProbe.timeoutSeconds }}
     failureThreshold: {{ .Values.openresty.livenessProbe.failureThreshold }}
   readinessProbe:
-    tcpSocket:
-      port: http
+    httpGet:
+      path: /healthz
+      port: status
     periodSeconds: {{ .Values.openresty.readinessProbe.periodSeconds }}
     timeoutSeconds: {{ .Values.openresty.readinessProbe.timeoutSeconds }}
     failureThreshold: {{ .Values.openresty.readinessProbe.failureThreshold }}
