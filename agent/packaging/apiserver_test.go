@@ -227,7 +227,6 @@ func runAgentWithChart(t *testing.T, c *cluster) {
 	// The kubelet expands $(VAR) from the container's env; the downward API
 	// gives these two.
 	env := map[string]string{"POD_NAMESPACE": ns, "POD_NAME": "edge-restysync-7d9f-abcde"}
-	flags := agentFlags(t)
 	shared := t.TempDir()
 	metricsAddr := ""
 	var args []string
@@ -238,10 +237,6 @@ func runAgentWithChart(t *testing.T, c *cluster) {
 		case "--shared-dir":
 			a = "--shared-dir=" + shared
 		case "--metrics-address":
-			if !flags["metrics-address"] {
-				t.Logf("the agent has no --metrics-address yet: left out of this run")
-				continue
-			}
 			metricsAddr = freeAddr(t)
 			a = "--metrics-address=" + metricsAddr
 		}
@@ -279,13 +274,35 @@ func runAgentWithChart(t *testing.T, c *cluster) {
 			}
 		}
 	}
+	if metricsAddr == "" {
+		t.Fatal("the chart passes no --metrics-address: the agent's probes have nothing to reach")
+	}
+	// The startup probe (GET /healthz) passes only once nginx.conf is there
+	// for the nginx container to start with.
+	probe := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := probe.Get("http://" + metricsAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if _, err := os.Stat(filepath.Join(shared, "nginx.conf")); err != nil {
+					t.Errorf("/healthz answers 200 before nginx.conf is written: %v", err)
+				}
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz did not answer 200 in 30s: %v\n%s", err, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	waitFor(`"msg":"bootstrap nginx.conf written"`)
 	if fi, err := os.Stat(filepath.Join(shared, "nginx.conf")); err != nil || fi.Size() == 0 {
 		t.Errorf("no nginx.conf in the shared dir: %v", err)
 	}
 	waitFor(`"msg":"source synced"`)                   // list+watch of every kind: the ClusterRole
 	waitFor(`"msg":"leading: writing Ingress status"`) // the Lease: the Role, --election-namespace
-	if metricsAddr != "" {
+	{
 		client := &http.Client{Timeout: 2 * time.Second}
 		for _, path := range []string{"/healthz", "/metrics"} {
 			resp, err := client.Get("http://" + metricsAddr + path)

@@ -24,12 +24,6 @@ func agentFlags(t *testing.T) map[string]bool {
 	return flags
 }
 
-// pendingFlags are flags the chart passes that the agent is getting in
-// parallel work; each is tolerated only while the agent does not have it.
-var pendingFlags = map[string]string{
-	"metrics-address": "health and metrics endpoints (/metrics, /healthz, /readyz) are being added to the agent",
-}
-
 // Every flag the chart and the sidecar example pass to the agent, in every
 // value set, is a flag of `restysync run`. TestAPIServer then runs the agent
 // with the rendered arguments.
@@ -46,10 +40,6 @@ func TestAgentArgsAreRealFlags(t *testing.T) {
 			}
 			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 			if flags[name] {
-				continue
-			}
-			if why, ok := pendingFlags[name]; ok {
-				t.Logf("--%s is not a flag of this agent build yet (%s): tolerated", name, why)
 				continue
 			}
 			t.Errorf("--%s is not a flag of restysync run", name)
