@@ -282,3 +282,48 @@ func TestTLS(t *testing.T) {
 		checkNoReload(t)
 	})
 }
+
+// --default-ssl-certificate: the Secret is served to clients without SNI
+// and for names no Ingress's certificate covers; rotating it needs no
+// reload, and without it the self-signed one is back.
+func TestDefaultSSLCertificate(t *testing.T) {
+	b := startBackends(t, ipSecure)
+	const host = "secure.test"
+	own, fallback, rotated := newTLSKeyPair(t, 2001, host), newTLSKeyPair(t, 2002, "fallback.test"), newTLSKeyPair(t, 2003, "fallback.test")
+	s := &stack{t: t, manifests: t.TempDir()}
+	for name, content := range map[string]string{
+		"classes.yaml": ingressClasses,
+		"service.yaml": service("secure", b.port, ep(ipSecure)),
+		"ingress.yaml": ingress("secure", ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "secure")},
+			tls: []ingressTLS{{secret: "secure-tls", hosts: []string{host}}}}),
+		"secret.yaml":   tlsSecret("secure-tls", own.cert, own.key),
+		"fallback.yaml": tlsSecret("fallback-tls", fallback.cert, fallback.key),
+	} {
+		s.writeFile(name, content)
+	}
+	s.start("--source", "file:"+s.manifests, "--default-ssl-certificate", "default/fallback-tls")
+	port := stackHTTPSPort(t, s)
+	expect := func(what string, want map[string]string) {
+		t.Helper()
+		s.eventually(what, func() error {
+			for sni, w := range want {
+				if err := servedIs(port, sni, w); err != nil {
+					return fmt.Errorf("SNI %q: %w", sni, err)
+				}
+			}
+			return nil
+		})
+	}
+	expect("the configured default certificate", map[string]string{"": "2002", "unknown.test": "2002", host: "2001"})
+	workers := s.steadyWorkers()
+	s.writeFile("fallback.yaml", tlsSecret("fallback-tls", rotated.cert, rotated.key))
+	expect("the rotated default certificate", map[string]string{"": "2003", "unknown.test": "2003", host: "2001"})
+	s.removeFile("fallback.yaml")
+	expect("the self-signed one when the Secret is gone", map[string]string{"": "default", "unknown.test": "default", host: "2001"})
+	if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
+		t.Errorf("changing the default certificate reloaded nginx: workers %v, before %v", now, workers)
+	}
+	if problem := s.problemOf("Secret default/fallback-tls"); !strings.Contains(problem, "not found") {
+		t.Errorf("problem of the missing default Secret: %q", problem)
+	}
+}

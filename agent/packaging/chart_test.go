@@ -54,6 +54,7 @@ var valueSets = []struct {
 		"agent": map[string]any{
 			"watchNamespace":           "apps",
 			"watchIngressWithoutClass": true,
+			"defaultSSLCertificate":    "apps/wildcard-tls",
 			"extraArgs":                []any{"--kube-api-qps=20"},
 			"image":                    map[string]any{"digest": "sha256:" + strings.Repeat("a", 64)},
 		},

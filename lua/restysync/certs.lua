@@ -68,9 +68,17 @@ local array_length = check.array_length
 
 -- Validation -------------------------------------------------------------
 
--- is_host accepts a lower-case DNS name, or "*." and one: labels of 1..63
--- letters, digits and inner hyphens.
+-- DEFAULT_HOST is the host of the default certificate
+-- (--default-ssl-certificate): served without SNI and for names no other
+-- certificate covers.
+local DEFAULT_HOST = "*"
+
+-- is_host accepts a lower-case DNS name, "*." and one (labels of 1..63
+-- letters, digits and inner hyphens), or DEFAULT_HOST.
 local function is_host(h)
+    if h == DEFAULT_HOST then
+        return true
+    end
     if type(h) ~= "string" or #h == 0 or #h > MAX_HOST_BYTES then
         return false
     end
@@ -149,7 +157,7 @@ local function check_hosts(hosts, path, owners)
         local host = hosts[i]
         local at = string_format("%s[%d]", path, i - 1)
         if not is_host(host) then
-            return nil, at .. ": must be a lower-case DNS name or a wildcard \"*.\" and one"
+            return nil, at .. ": must be a lower-case DNS name, a wildcard \"*.\" and one, or \"*\" for the default"
         end
         if owners[host] then
             return nil, at .. ': "' .. host .. '" is also ' .. owners[host]
@@ -460,9 +468,12 @@ local function lookup(d, sni)
     end
     local dot = string_find(sni, ".", 1, true)
     if dot and dot > 1 then
-        return d:get("h:*" .. string_sub(sni, dot))
+        name = d:get("h:*" .. string_sub(sni, dot))
+        if name then
+            return name
+        end
     end
-    return nil
+    return d:get("h:" .. DEFAULT_HOST)
 end
 
 -- load returns the parsed certificate name, from the cache unless its
@@ -502,13 +513,17 @@ end
 
 local function serve_sni()
     local sni = server_name()
-    if not sni or #sni > MAX_HOST_BYTES then
-        return -- no SNI (or not a host name): the default certificate
-    end
-    sni = string_lower(sni)
     local d = restysync.dict()
     sweep(d)
-    local name = lookup(d, sni)
+    local name
+    if not sni or #sni > MAX_HOST_BYTES then
+        -- No SNI (or not a host name): the default certificate.
+        sni = "(no SNI)"
+        name = d:get("h:" .. DEFAULT_HOST)
+    else
+        sni = string_lower(sni)
+        name = lookup(d, sni)
+    end
     if not name then
         return
     end

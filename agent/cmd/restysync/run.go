@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -51,6 +52,8 @@ func runFlags() []cli.Flag {
 			Usage: "nginx worker_processes: auto or a number"},
 		&cli.StringFlag{Name: "ingress-class", Value: "restysync", EnvVars: env("INGRESS_CLASS"),
 			Usage: "IngressClass name to serve"},
+		&cli.StringFlag{Name: "default-ssl-certificate", EnvVars: env("DEFAULT_SSL_CERTIFICATE"),
+			Usage: "TLS Secret `NAMESPACE/NAME` served to clients without SNI and for names no Ingress's certificate covers (default: a self-signed one)"},
 		&cli.BoolFlag{Name: "watch-ingress-without-class", EnvVars: env("WATCH_INGRESS_WITHOUT_CLASS"),
 			Usage: "also serve Ingresses that name no class"},
 		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
@@ -94,6 +97,7 @@ type runConfig struct {
 	render                render.Settings
 	ingressClass          string
 	withoutClass          bool
+	defaultCertificate    string
 	reloadTimeout         time.Duration
 	fullPush              bool
 	metricsAddress        string
@@ -167,6 +171,12 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	rc.ingressClass = class
+	if rc.defaultCertificate = c.String("default-ssl-certificate"); rc.defaultCertificate != "" {
+		namespace, name, ok := strings.Cut(rc.defaultCertificate, "/")
+		if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return rc, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME of a Secret", rc.defaultCertificate)
+		}
+	}
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
 	if rc.dns, err = parseDNS(c); err != nil {
@@ -297,13 +307,14 @@ func run(c *cli.Context) error {
 		ConfirmTimeout: rc.reloadTimeout,
 	}
 	s := syncer.New(src, nginx, syncer.Options{
-		IngressClass:      rc.ingressClass,
-		WatchWithoutClass: rc.withoutClass,
-		Render:            rc.render,
-		ConfigMap:         rc.kube.configMap,
-		OnSync:            onSync,
-		FullPush:          rc.fullPush,
-		Metrics:           obs.syncerMetrics(nginx.Lua),
+		IngressClass:       rc.ingressClass,
+		WatchWithoutClass:  rc.withoutClass,
+		DefaultCertificate: rc.defaultCertificate,
+		Render:             rc.render,
+		ConfigMap:          rc.kube.configMap,
+		OnSync:             onSync,
+		FullPush:           rc.fullPush,
+		Metrics:            obs.syncerMetrics(nginx.Lua),
 	}, logger)
 	obs.serve(ctx, s, nginx.Lua, rc.reloadTimeout, logger)
 	err = s.Run(ctx)

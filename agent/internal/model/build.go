@@ -51,6 +51,7 @@ func Build(s Snapshot) (Model, []Problem) {
 	for _, ing := range canaries {
 		b.addCanary(ing)
 	}
+	b.addDefaultCertificate(s.DefaultCertificate)
 	return b.model(), b.sortedProblems()
 }
 

@@ -35,6 +35,10 @@ type Snapshot struct {
 	// WatchWithoutClass also takes Ingresses that name no class and have no
 	// default IngressClass to fall back on.
 	WatchWithoutClass bool
+	// DefaultCertificate is the TLS Secret ("namespace/name") served to
+	// clients without SNI and for names no other certificate covers
+	// (--default-ssl-certificate); "" for the self-signed one.
+	DefaultCertificate string
 	// Now is the time certificates are checked against: one whose NotAfter
 	// is before Now is not served. The zero time (the default) skips the
 	// check, which keeps Build pure; the syncer sets it on every sync.
@@ -69,14 +73,19 @@ type Model struct {
 	AuthFiles []AuthFile
 }
 
+// DefaultCertificateHost is the host under which a Certificate is the
+// default one (Snapshot.DefaultCertificate): Lua serves it to clients
+// without SNI and for names no other certificate covers.
+const DefaultCertificateHost = "*"
+
 // Certificate is a TLS Secret's certificate chain and key, and the SNI
 // hosts it is served for.
 type Certificate struct {
 	// Name is the Secret, "namespace/name". It is the key Lua stores the
 	// certificate under.
 	Name string
-	// Hosts sorted: exact lower-case names and one-label wildcards
-	// ("*.example.com"). A host belongs to one certificate only: when
+	// Hosts sorted: exact lower-case names, one-label wildcards
+	// ("*.example.com"), and DefaultCertificateHost for the default one. A host belongs to one certificate only: when
 	// Ingresses disagree, the oldest wins, as for paths.
 	Hosts []string
 	// CertPEM is the chain, leaf first, re-encoded as PEM CERTIFICATE blocks

@@ -194,6 +194,26 @@ func parseKeyPair(certPEM, keyPEM []byte, now time.Time) (string, string, *x509.
 	return chain.String(), key, leaf, ""
 }
 
+// addDefaultCertificate makes the TLS Secret id ("namespace/name") the
+// default certificate. One that is missing or not of type TLS is a Problem,
+// and the self-signed certificate stays the default; one that is bad is a
+// Problem and keeps its last good content, as for any host.
+func (b *builder) addDefaultCertificate(id string) {
+	if id == "" {
+		return
+	}
+	namespace, name, _ := strings.Cut(id, "/")
+	c := b.checkSecret(namespace, name)
+	switch {
+	case c.unusable != "":
+		b.problem("Secret", namespace, name, fmt.Sprintf("--default-ssl-certificate: %s; the self-signed default certificate is served", c.unusable))
+		return
+	case c.cert.Invalid != "":
+		b.problem("Secret", namespace, name, fmt.Sprintf("--default-ssl-certificate: the Secret %s; its last good content (or the self-signed one) stays the default", c.cert.Invalid))
+	}
+	b.certHosts[id] = append(b.certHosts[id], DefaultCertificateHost)
+}
+
 // certificates returns the certificates that won at least one host, sorted.
 func (b *builder) certificates() []Certificate {
 	if len(b.certHosts) == 0 {

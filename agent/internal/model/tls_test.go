@@ -330,3 +330,49 @@ func TestCertificateHash(t *testing.T) {
 		t.Error("another key gave the same hash")
 	}
 }
+
+// --default-ssl-certificate: the Secret is a certificate for the host "*",
+// also when an Ingress names it; a missing Secret is a Problem and the
+// self-signed one stays the default.
+func TestBuildDefaultCertificate(t *testing.T) {
+	a := newIngress("default", "a", withTLS("cert", "a.example.com"), rule("a.example.com", prefix("/", "web", 80)))
+	tests := []struct {
+		name         string
+		ingresses    []*networkingv1.Ingress
+		want         []Certificate
+		wantProblems []string
+	}{
+		{name: "alone", want: []Certificate{servedCert("ingress/fallback", pairA, DefaultCertificateHost)}},
+		{name: "beside an Ingress's", ingresses: []*networkingv1.Ingress{a},
+			want: []Certificate{servedCert("default/cert", pairA, "a.example.com"), servedCert("ingress/fallback", pairA, DefaultCertificateHost)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshotOf(tc.ingresses...)
+			s.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA), tlsSecret("ingress", "fallback", pairA)}
+			s.DefaultCertificate = "ingress/fallback"
+			m, problems := Build(s)
+			if dump(m.Certificates) != dump(tc.want) || len(problems) != 0 {
+				t.Errorf("certificates %s problems %v, want %s", dump(m.Certificates), problems, dump(tc.want))
+			}
+		})
+	}
+	t.Run("the Ingress's Secret is the default too", func(t *testing.T) {
+		s := snapshotOf(a)
+		s.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
+		s.DefaultCertificate = "default/cert"
+		m, _ := Build(s)
+		if want := []Certificate{servedCert("default/cert", pairA, DefaultCertificateHost, "a.example.com")}; dump(m.Certificates) != dump(want) {
+			t.Errorf("certificates %s, want %s", dump(m.Certificates), dump(want))
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		s := snapshotOf()
+		s.DefaultCertificate = "ingress/nope"
+		m, problems := Build(s)
+		if len(m.Certificates) != 0 || len(problems) != 1 || problems[0].Object() != "Secret ingress/nope" ||
+			!strings.Contains(problems[0].Reason, "--default-ssl-certificate: Secret ingress/nope not found; the self-signed default certificate is served") {
+			t.Errorf("certificates %s problems %v", dump(m.Certificates), problems)
+		}
+	})
+}

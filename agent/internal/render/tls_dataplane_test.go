@@ -272,6 +272,19 @@ func TestDataPlaneTLS(t *testing.T) {
 		})
 	})
 
+	t.Run("a configured default certificate", func(t *testing.T) {
+		fallback := newTestCert(t, 301, "fallback.example")
+		dp.pushCerts(t, []certJSON{upsertOf("ns/fallback", fallback, "*")}, nil)
+		expect(t, map[string]string{
+			"":                "301", // no SNI
+			"x.test":          "301",
+			"app.example.com": "102",
+			"x.example.com":   "201",
+		})
+		dp.pushCerts(t, nil, []string{"ns/fallback"})
+		expect(t, map[string]string{"": "default", "x.test": "default"})
+	})
+
 	t.Run("rejected updates change nothing", func(t *testing.T) {
 		before, _ := dp.certificates(t)
 		version := dp.status(t).Version

@@ -29,6 +29,8 @@ type Options struct {
 	// IngressClass and WatchWithoutClass decide which Ingresses are ours.
 	IngressClass      string
 	WatchWithoutClass bool
+	// DefaultCertificate is model.Snapshot.DefaultCertificate.
+	DefaultCertificate string
 	// Render settings for nginx.conf, from the flags: the defaults the
 	// agent's ConfigMap overrides.
 	Render render.Settings
@@ -777,6 +779,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	problems = append(problems, quarantine...)
 	snap.IngressClass = s.opts.IngressClass
 	snap.WatchWithoutClass = s.opts.WatchWithoutClass
+	snap.DefaultCertificate = s.opts.DefaultCertificate
 	snap.Now = time.Now()
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)

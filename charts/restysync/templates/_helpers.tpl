@@ -79,6 +79,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.agent.watchIngressWithoutClass }}
 - --watch-ingress-without-class
 {{- end }}
+{{- with .Values.agent.defaultSSLCertificate }}
+- --default-ssl-certificate={{ . }}
+{{- end }}
 {{- if .Values.agent.watchNamespace }}
 - --namespace={{ .Values.agent.watchNamespace }}
 {{- end }}
