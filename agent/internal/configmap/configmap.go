@@ -189,6 +189,14 @@ var keys = []struct {
 	{"hsts-max-age", intKey(func(a *applier) *int { return &a.s.HSTSMaxAge }, 0, maxHSTSMaxAge)},
 	{"hsts-include-subdomains", boolKey(func(a *applier) *bool { return &a.s.HSTSIncludeSubdomains })},
 	{"hsts-preload", boolKey(func(a *applier) *bool { return &a.s.HSTSPreload })},
+	{"proxy-buffering", func(a *applier, v string) string {
+		switch v {
+		case "on", "off":
+			a.h.ProxyBuffering = v == "on"
+			return ""
+		}
+		return `is not "on" or "off"`
+	}},
 	{"use-gzip", boolKey(func(a *applier) *bool { return &a.h.Gzip })},
 	{"gzip-level", intKey(func(a *applier) *int { return &a.h.GzipLevel }, 1, 9)},
 	{"gzip-min-length", intKey(func(a *applier) *int { return &a.h.GzipMinLength }, 0, render.MaxGzipMinLength)},

@@ -56,6 +56,7 @@ func TestEveryKeyIsApplied(t *testing.T) {
 		{"hsts-max-age", "600", func(r Result) bool { return r.Render.HSTSMaxAge == 600 }},
 		{"hsts-include-subdomains", "false", func(r Result) bool { return !r.Render.HSTSIncludeSubdomains }},
 		{"hsts-preload", "true", func(r Result) bool { return r.Render.HSTSPreload }},
+		{"proxy-buffering", "on", func(r Result) bool { return r.Render.HTTP.ProxyBuffering }},
 		{"use-gzip", "true", func(r Result) bool { return r.Render.HTTP.Gzip }},
 		{"gzip-level", "6", func(r Result) bool { return r.Render.HTTP.GzipLevel == 6 }},
 		{"gzip-min-length", "1000", func(r Result) bool { return r.Render.HTTP.GzipMinLength == 1000 }},

@@ -31,6 +31,7 @@ func configMapCases() []goldenCase {
 	every.Gzip, every.GzipLevel, every.GzipMinLength = true, 5, 100
 	every.GzipTypes = []string{"text/plain", "application/json"}
 	every.ServerTokens = true
+	every.ProxyBuffering = true
 	every.CustomHTTPErrors = []int{404, 503}
 	everySettings := goldenSettings
 	everySettings.HTTP = &every

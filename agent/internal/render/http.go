@@ -77,6 +77,10 @@ type HTTP struct {
 	GzipLevel     int
 	GzipMinLength int
 	GzipTypes     []string
+	// ProxyBuffering buffers responses from backends (proxy-buffering:
+	// "on" or "off"). Default off, as in ingress-nginx: responses stream
+	// to the client as the backend sends them.
+	ProxyBuffering bool
 	// ServerTokens puts nginx's version in the Server header and in error
 	// pages (server-tokens). Default off.
 	ServerTokens bool
