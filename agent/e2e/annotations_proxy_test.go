@@ -141,6 +141,7 @@ func TestAnnotationsProxy(t *testing.T) {
 		ipSlow  = "127.0.0.142"
 		ipBad   = "127.0.0.143" // answers 502
 		ipGood  = "127.0.0.144"
+		ipBulk  = "127.0.0.145" // sends a large body
 		nginxIO = "nginx.ingress.kubernetes.io/"
 		ours    = "restysync.io/"
 	)
@@ -164,13 +165,16 @@ func TestAnnotationsProxy(t *testing.T) {
 		ipGood: proxyEcho(ipGood, hits),
 	})
 
+	bulk := newBulkBackend()
+	bulkPort := serveOn(t, ipBulk, bulk)
+
 	ing := func(name, host string, p path, annotations map[string]string) string {
 		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{p}, annotations: annotations})
 	}
 	files := map[string]string{
 		"classes.yaml": ingressClasses,
 		"services.yaml": service("echo", echoPort, ep(ipEcho)) + "---\n" + service("slow", slowPort, ep(ipSlow)) +
-			"---\n" + service("flaky", flakyPort, ep(ipBad), ep(ipGood)),
+			"---\n" + service("flaky", flakyPort, ep(ipBad), ep(ipGood)) + "---\n" + service("bulk", bulkPort, ep(ipBulk)),
 		"config.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -208,6 +212,10 @@ data:
 		"noretry.yaml": ing("noretry", "noretry.test", prefix("/", "flaky"), map[string]string{ours + "max-fails": "1000"}),
 		"quiet.yaml":   ing("quiet", "quiet.test", prefix("/", "echo"), map[string]string{nginxIO + "enable-access-log": "false"}),
 		"loud.yaml":    ing("loud", "loud.test", prefix("/", "echo"), nil),
+		"stream.yaml":  ing("stream", "stream.test", prefix("/", "bulk"), nil),
+		"buffered.yaml": ing("buffered", "buffered.test", prefix("/", "bulk"), map[string]string{
+			nginxIO + "proxy-buffering": "on",
+		}),
 	}
 	s := newStackWith(t, files, "--configmap", "default/restysync")
 	s.eventually("the annotated Ingresses are served", func() error {
@@ -246,6 +254,19 @@ data:
 		}
 		if e, err := s.seen("plain.test", "/x"); err != nil || e.Host != "plain.test" {
 			t.Errorf("plain.test: backend saw Host %q, %v; want the client's host", e.Host, err)
+		}
+	})
+
+	t.Run("proxy-buffering", func(t *testing.T) {
+		// On: nginx takes the whole response from the backend (into a
+		// temp file) while the client reads nothing yet.
+		if !bulk.fetch(t, s.port, "buffered.test", "on") {
+			t.Error("buffered.test (proxy-buffering on): the backend could not finish sending while the client waited")
+		}
+		// Off (the default, as in ingress-nginx): nginx reads from the
+		// backend only as fast as the client takes the response.
+		if bulk.fetch(t, s.port, "stream.test", "off") {
+			t.Error("stream.test (buffering off): the backend finished sending before the client read anything")
 		}
 	})
 
@@ -387,4 +408,62 @@ data:
 			t.Errorf("the access log has the request of quiet.test (enable-access-log false):\n%s", b)
 		}
 	})
+}
+
+// bulkBackend answers with bulkSize bytes and records, by the request's
+// ?id=, when it has written them all: with proxy buffering nginx takes
+// them at once, without it only as fast as the client reads.
+type bulkBackend struct {
+	mu   sync.Mutex
+	done map[string]chan struct{}
+}
+
+const bulkSize = 64 << 20 // more than the sockets between the three hold
+
+func newBulkBackend() *bulkBackend { return &bulkBackend{done: map[string]chan struct{}{}} }
+
+func (b *bulkBackend) doneCh(id string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch, ok := b.done[id]
+	if !ok {
+		ch = make(chan struct{})
+		b.done[id] = ch
+	}
+	return ch
+}
+
+func (b *bulkBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", strconv.Itoa(bulkSize))
+	chunk := make([]byte, 1<<20)
+	for range bulkSize / len(chunk) {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+	close(b.doneCh(r.URL.Query().Get("id")))
+}
+
+// fetch GETs host/?id=id through nginx on port, waits up to 3 seconds
+// before reading the body, and says whether the backend finished sending
+// in that time. Then it reads the whole body.
+func (b *bulkBackend) fetch(t *testing.T, port int, host, id string) (finishedFirst bool) {
+	t.Helper()
+	client := clientTo(port)
+	client.Timeout = 30 * time.Second
+	resp, err := client.Get("http://" + host + "/?id=" + id)
+	if err != nil {
+		t.Fatalf("GET %s: %v", host, err)
+	}
+	defer resp.Body.Close()
+	select {
+	case <-b.doneCh(id):
+		finishedFirst = true
+	case <-time.After(3 * time.Second):
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n != bulkSize {
+		t.Errorf("GET %s: %d bytes, %v; want %d", host, n, err, bulkSize)
+	}
+	return finishedFirst
 }
