@@ -25,7 +25,7 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 func kubeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
-			Usage: "kubeconfig `FILE` to use outside a cluster (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+			Usage: "kubeconfig `FILE` to use outside a cluster (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)"},
 		&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "kubeconfig context to use (default: its current context)"},
 		&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"),
 			Usage: "watch Ingresses, Services, EndpointSlices and Secrets in this namespace only (default: all)"},
@@ -116,8 +116,9 @@ func validNamespacedName(s string) bool {
 	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
 }
 
-// kubeClient builds a client: the kubeconfig and context when given, else
-// in-cluster config, else the default kubeconfig loading rules.
+// kubeClient builds a client with client-go's loading rules: --kubeconfig
+// (and --context) when given, else $KUBECONFIG, else ~/.kube/config, else
+// the in-cluster config (a pod has no kubeconfig file).
 func kubeClient(kc kubeConfig) (kubernetes.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kc.kubeconfig
