@@ -55,7 +55,14 @@ func routingFiles(port int) map[string]string {
 			exact("/exact", "exact"),
 			prefix("/empty", "empty"),
 			prefix("/missing", "no-such-service"),
+			prefix("/foo/deep", "bar"),                      // longer than /foo
+			implementationSpecific("/impl", "bar"),          // as Prefix
+			prefix("/slash/", "exact"),                      // the trailing slash is ignored
+			prefix("/both", "foo"), exact("/both", "exact"), // Exact beats Prefix
 		}}),
+		// Created at the same time: the namespace/name decides, c before d.
+		"c.yaml": ingress("c", ingressOpts{class: "restysync", created: "2022-01-01T00:00:00Z", host: "tie.test", paths: []path{prefix("/", "foo")}}),
+		"d.yaml": ingress("d", ingressOpts{class: "restysync", created: "2022-01-01T00:00:00Z", host: "tie.test", paths: []path{prefix("/", "other")}}),
 		"b.yaml": ingress("b", ingressOpts{class: "restysync", created: "2021-01-01T00:00:00Z", host: "a.test", paths: []path{
 			prefix("/foo", "other"),
 			prefix("/bar", "bar"),
@@ -92,6 +99,20 @@ func TestPipeline(t *testing.T) {
 			{"a.test", "/exact", ipExact},
 			{"a.test", "/exact/", "404"},
 			{"a.test", "/exact/x", "404"},
+			// The longest match wins; ImplementationSpecific is Prefix; a
+			// trailing slash in the rule is ignored; Exact beats Prefix.
+			{"a.test", "/foo/deep", ipBar},
+			{"a.test", "/foo/deep/x", ipBar},
+			{"a.test", "/foo/deeper", ipFoo},
+			{"a.test", "/impl", ipBar},
+			{"a.test", "/impl/x", ipBar},
+			{"a.test", "/implx", "404"},
+			{"a.test", "/slash", ipExact},
+			{"a.test", "/slash/x", ipExact},
+			{"a.test", "/both", ipExact},
+			{"a.test", "/both/x", ipFoo},
+			// Same creationTimestamp: namespace/name breaks the tie.
+			{"tie.test", "/", ipFoo},
 			// b merges into a.test; a, older, keeps /foo.
 			{"a.test", "/bar", ipBar},
 			{"a.test", "/nope", "404"},
