@@ -136,14 +136,23 @@ func TestDataPlaneMetrics(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if m.BalancerRebuilds < 3 {
-		t.Errorf("balancer_rebuilds %d, want at least 3 (one per backend served)", m.BalancerRebuilds)
+	// One worker: a rebuild per backend served, not one per request.
+	if m.BalancerRebuilds != 3 {
+		t.Errorf("balancer_rebuilds %d after 8 requests to 3 backends, want 3 (one per backend served)", m.BalancerRebuilds)
 	}
 
 	dp.push(t, nil, []string{"ns/web:80"})
 	dp.push(t, []backendJSON{{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep}}}, nil)
 	if eps, req, _, _ := dp.metrics(t).backend("ns/web:80"); eps != 1 || req != 0 {
 		t.Errorf("ns/web:80 removed and added again: endpoints %d requests %d, want 1, 0", eps, req)
+	}
+	// Only a backend whose version moved is rebuilt, once.
+	dp.spread(t, "app.example.com", "/", 3)
+	for range 3 {
+		dp.get(t, "app.example.com", "/empty")
+	}
+	if m := dp.metrics(t); m.BalancerRebuilds != 4 {
+		t.Errorf("balancer_rebuilds %d after a new version of one backend, want 4", m.BalancerRebuilds)
 	}
 
 	if m := dp.metrics(t); m.Certificates != 0 || m.CertificateNearestExpiry != 0 {
