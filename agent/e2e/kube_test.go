@@ -5,11 +5,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -30,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/restysync/restysync/agent/internal/admin"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 	"github.com/restysync/restysync/agent/internal/testenv/podnet"
 )
@@ -422,6 +425,33 @@ func TestKube(t *testing.T) {
 			}
 			return errorf("no Warning on Ingress snippety among %d events", len(list.Items))
 		})
+	})
+
+	t.Run("inspect and check read the API server", func(t *testing.T) {
+		kubeArgs := []string{"--source", "kube", "--kubeconfig", e.kubeconfig, "--namespace", appsNS}
+		out, err := exec.Command(agentBinary, append([]string{"inspect", "-o", "json"}, kubeArgs...)...).Output()
+		if err != nil {
+			t.Fatalf("inspect --source kube: %v\n%s", err, out)
+		}
+		var r admin.Report
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("inspect -o json does not parse: %v\n%s", err, out)
+		}
+		hosts := map[string]bool{}
+		for _, h := range r.Hosts {
+			hosts[h.Host] = true
+		}
+		if !r.DryRun || !hosts["web.test"] || !hosts["snippety.test"] || hosts["far.test"] {
+			t.Errorf("inspect --source kube: dry run %v, hosts %v; want a dry run with web.test and snippety.test, not far.test (another namespace)", r.DryRun, hosts)
+		}
+		out, err = exec.Command(agentBinary, append([]string{"check"}, kubeArgs...)...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("check --source kube with a snippet annotation: %v, want exit code 1\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "snippety") || !strings.Contains(string(out), "configuration-snippet") {
+			t.Errorf("check --source kube does not name the refused snippet:\n%s", out)
+		}
 	})
 
 	t.Run("status written by the leader only", func(t *testing.T) {
