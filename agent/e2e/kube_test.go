@@ -427,6 +427,54 @@ func TestKube(t *testing.T) {
 		})
 	})
 
+	t.Run("Service and IngressClass updated in place", func(t *testing.T) {
+		_, served, err := s.get("web.test", "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		setPort := func(port int32) {
+			t.Helper()
+			svc, err := e.admin.CoreV1().Services(appsNS).Get(e.ctx(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc.Spec.Ports[0].Port = port
+			if _, err := e.admin.CoreV1().Services(appsNS).Update(e.ctx(), svc, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setPort(8080)
+		s.eventually("the Ingress's port 80 is gone from the Service", func() error { return s.expect("web.test", "/", "503") })
+		setPort(80)
+		s.eventually("port 80 is back", func() error { return s.expect("web.test", "/", served) })
+
+		nameless := kubeIngress(appsNS, "nameless", "restysync", "nameless.test", map[string]string{"/": "web"})
+		nameless.Spec.IngressClassName = nil
+		e.create(nameless)
+		setDefault := func(isDefault bool) {
+			t.Helper()
+			class, err := e.admin.NetworkingV1().IngressClasses().Get(e.ctx(), "restysync", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if isDefault {
+				class.Annotations = map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}
+			} else {
+				delete(class.Annotations, networkingv1.AnnotationIsDefaultIngressClass)
+			}
+			if _, err := e.admin.NetworkingV1().IngressClasses().Update(e.ctx(), class, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.expect("nameless.test", "/", "404"); err != nil {
+			t.Errorf("a class-less Ingress while our class is not the default: %v", err)
+		}
+		setDefault(true)
+		s.eventually("our class made the default takes the class-less Ingress", func() error { return s.expect("nameless.test", "/", served) })
+		setDefault(false)
+		s.eventually("and lets it go again", func() error { return s.expect("nameless.test", "/", "404") })
+	})
+
 	t.Run("inspect and check read the API server", func(t *testing.T) {
 		kubeArgs := []string{"--source", "kube", "--kubeconfig", e.kubeconfig, "--namespace", appsNS}
 		out, err := exec.Command(agentBinary, append([]string{"inspect", "-o", "json"}, kubeArgs...)...).Output()
