@@ -86,6 +86,21 @@ func TestCanary(t *testing.T) {
 	checkShare("weight 250 of 1000", 0.25, nil)
 	checkShare("header value blue", 1, http.Header{"X-Canary": {"blue"}})
 	checkShare("header always is not the configured value", 0.25, http.Header{"X-Canary": {"always"}})
+
+	// canary-by-header-pattern: a value the PCRE pattern matches chooses
+	// the canary, any other falls through.
+	s.writeFile("canary.yaml", canary("0", "nginx.ingress.kubernetes.io/canary-by-header-pattern", "^(blue|gr[e]+n)$"))
+	s.eventually("the header pattern applies", func() error {
+		if share := s.canaryShare(t, 20, http.Header{"X-Canary": {"green"}}); share != 1 {
+			return fmt.Errorf("canary share %.2f for a matching header, want 1", share)
+		}
+		return nil
+	})
+	checkShare("header matching the pattern", 1, http.Header{"X-Canary": {"greeen"}})
+	checkShare("header not matching the pattern", 0, http.Header{"X-Canary": {"red"}})
+	// With a pattern (as with a value) "never" is one more value that does
+	// not match: the cookie decides.
+	checkShare("header never with a pattern falls through to the cookie", 1, http.Header{"X-Canary": {"never"}, "Cookie": {"use_canary=always"}})
 	if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
 		t.Errorf("nginx workers changed from %v to %v: a weight change reloaded", workers, now)
 	}

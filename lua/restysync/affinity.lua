@@ -17,6 +17,8 @@ local ngx = ngx
 local ngx_var = ngx.var
 local ngx_header = ngx.header
 local ngx_md5 = ngx.md5
+local ngx_time = ngx.time
+local ngx_http_time = ngx.http_time
 local string_sub = string.sub
 
 local _M = { _VERSION = "0.1" }
@@ -46,9 +48,13 @@ function _M.prepare(entry, p)
     if p.cookie_max_age and p.cookie_max_age > 0 then
         attrs = attrs .. "; Max-Age=" .. p.cookie_max_age
     end
+    if p.cookie_domain then
+        attrs = attrs .. "; Domain=" .. p.cookie_domain
+    end
     if p.cookie_samesite then
         attrs = attrs .. "; SameSite=" .. p.cookie_samesite
     end
+    entry.cookie_expires = p.cookie_expires
     if p.cookie_secure then
         attrs = attrs .. "; Secure"
     end
@@ -68,7 +74,12 @@ end
 -- pin sets the cookie that pins the client to ep. It works until the
 -- response headers are sent: in the access and balancer phases.
 function _M.pin(entry, ep)
-    ngx_header["Set-Cookie"] = entry.cookie_prefix .. id(ep) .. entry.cookie_suffix
+    local cookie = entry.cookie_prefix .. id(ep) .. entry.cookie_suffix
+    local expires = entry.cookie_expires
+    if expires and expires > 0 then
+        cookie = cookie .. "; Expires=" .. ngx_http_time(ngx_time() + expires)
+    end
+    ngx_header["Set-Cookie"] = cookie
 end
 
 return _M

@@ -3,11 +3,15 @@
 -- The policy of the primary backend names the canary backend and how to
 -- choose (model.Policy in Go): a request header first, then a cookie, then
 -- a weight. The header or cookie says "always" or "never" (or, for the
--- header, the configured value means "always"); anything else falls
--- through to the next rule, as in ingress-nginx.
+-- header, the configured value, or a value the configured PCRE pattern
+-- matches, means "always"); anything else falls through to the next rule,
+-- as in ingress-nginx.
 
 local ngx = ngx
 local ngx_var = ngx.var
+local ngx_log = ngx.log
+local ngx_ERR = ngx.ERR
+local re_find = ngx.re.find
 local math_random = math.random
 local string_gsub = string.gsub
 local string_lower = string.lower
@@ -27,6 +31,15 @@ function _M.choose(p)
             if p.canary_header_value then
                 if value == p.canary_header_value then
                     return true
+                end
+            elseif p.canary_header_pattern then
+                -- PCRE, compiled once per worker ("o"); a pattern PCRE
+                -- refuses matches nothing.
+                local from, _, err = re_find(value, p.canary_header_pattern, "jo")
+                if from then
+                    return true
+                elseif err then
+                    ngx_log(ngx_ERR, "restysync: canary-by-header-pattern ", p.canary_header_pattern, ": ", err)
                 end
             elseif value == "always" then
                 return true

@@ -69,6 +69,8 @@ local FIELDS = {
     cookie_samesite = one_of({ Strict = true, Lax = true, None = true }),
     cookie_secure = boolean,
     cookie_change_on_failure = boolean,
+    cookie_domain = pattern("^%.?[a-z0-9][a-z0-9%-%.]*$", "a domain name"),
+    cookie_expires = integer(0, 10 * 365 * 24 * 3600),
     tries = integer(1, 20),
     max_fails = integer(1, 1000),
     fail_timeout = integer(1, 3600),
@@ -77,6 +79,7 @@ local FIELDS = {
     canary_weight_total = integer(1, 1000000),
     canary_header = pattern("^[%w%-_]+$", "a header name"),
     canary_header_value = pattern("^[ -~]*$", "printable ASCII"),
+    canary_header_pattern = pattern("^[ -~]+$", "printable ASCII"),
     canary_cookie = pattern("^[%w!#$%%&'*+%-.^_`|~]+$", "a cookie name"),
 }
 

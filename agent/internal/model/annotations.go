@@ -68,9 +68,10 @@ var supportedAnnotations = map[string]bool{
 	"use-regex": true, "load-balance": true, "upstream-hash-by": true,
 	"affinity": true, "session-cookie-name": true, "session-cookie-path": true, "session-cookie-max-age": true,
 	"session-cookie-samesite": true, "session-cookie-secure": true, "session-cookie-change-on-failure": true,
+	"session-cookie-domain": true, "session-cookie-expires": true,
 	"proxy-next-upstream-tries": true, "max-fails": true, "fail-timeout": true,
 	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
-	"canary-by-header-value": true, "canary-by-cookie": true,
+	"canary-by-header-value": true, "canary-by-header-pattern": true, "canary-by-cookie": true,
 	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true,
 	// proxy and routing (proxy.go)
 	"rewrite-target": true, "app-root": true, "permanent-redirect": true, "permanent-redirect-code": true,

@@ -14,19 +14,23 @@ import (
 var policyAnnotations = []string{
 	"use-regex", "load-balance", "upstream-hash-by", "affinity", "session-cookie-name",
 	"session-cookie-path", "session-cookie-max-age", "session-cookie-samesite", "session-cookie-secure",
-	"session-cookie-change-on-failure", "proxy-next-upstream-tries", "max-fails", "fail-timeout",
-	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
+	"session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires",
+	"proxy-next-upstream-tries", "max-fails", "fail-timeout",
+	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value",
+	"canary-by-header-pattern", "canary-by-cookie",
 }
 
 // luaAccepts mirrors the field checks of lua/restysync/policy.lua: a Policy
 // Build emits must pass them, or Lua would refuse the whole push.
 var luaAccepts = map[string]*regexp.Regexp{
-	"hash_by":             regexp.MustCompile(`^[a-z_][a-z0-9_]*$`),
-	"cookie_name":         regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
-	"cookie_path":         regexp.MustCompile(`^/[!-:<-~]*$`),
-	"canary_header":       regexp.MustCompile(`^[A-Za-z0-9_-]+$`),
-	"canary_header_value": regexp.MustCompile(`^[ -~]*$`),
-	"canary_cookie":       regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
+	"hash_by":               regexp.MustCompile(`^[a-z_][a-z0-9_]*$`),
+	"cookie_name":           regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
+	"cookie_path":           regexp.MustCompile(`^/[!-:<-~]*$`),
+	"canary_header":         regexp.MustCompile(`^[A-Za-z0-9_-]+$`),
+	"canary_header_value":   regexp.MustCompile(`^[ -~]*$`),
+	"canary_cookie":         regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
+	"cookie_domain":         regexp.MustCompile(`^\.?[a-z0-9][a-z0-9.-]*$`),
+	"canary_header_pattern": regexp.MustCompile(`^[ -~]+$`),
 }
 
 // FuzzAnnotations sets every annotation Build reads to fuzzed values on a

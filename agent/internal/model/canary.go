@@ -55,6 +55,24 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 			p.CanaryHeaderValue = value
 		}
 	}
+	if value, key, ok := lookupAnnotation(ing, "canary-by-header-pattern"); ok {
+		switch {
+		case p.CanaryHeader == "":
+			b.annotationProblem(ing, key, value, "needs canary-by-header; ignored")
+		case p.CanaryHeaderValue != "":
+			b.annotationProblem(ing, key, value, "is ignored: canary-by-header-value is set, and it wins")
+		case value == "" || !headerValue.MatchString(value):
+			b.annotationProblem(ing, key, value, `is not 1 to 256 printable ASCII characters; the header's "always" and "never" are used`)
+		default:
+			if _, err := regexp.Compile(value); err != nil {
+				b.annotationProblem(ing, key, value, fmt.Sprintf(`is not a regular expression (%v); the header's "always" and "never" are used`, err))
+			} else if err := pcreIncompatible(value); err != nil {
+				b.annotationProblem(ing, key, value, err.Error()+`; the header's "always" and "never" are used`)
+			} else {
+				p.CanaryHeaderPattern = value
+			}
+		}
+	}
 	if value, key, ok := lookupAnnotation(ing, "canary-by-cookie"); ok {
 		if cookieName.MatchString(value) {
 			p.CanaryCookie = value
@@ -141,6 +159,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 	variant.backend.Policy.CanaryWeightTotal = split.CanaryWeightTotal
 	variant.backend.Policy.CanaryHeader = split.CanaryHeader
 	variant.backend.Policy.CanaryHeaderValue = split.CanaryHeaderValue
+	variant.backend.Policy.CanaryHeaderPattern = split.CanaryHeaderPattern
 	variant.backend.Policy.CanaryCookie = split.CanaryCookie
 	b.resolved[variant.backend.Name] = variant
 	loc.Backend = variant.backend.Name

@@ -169,10 +169,10 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 			opts := []ingressOption{annotation("nginx.ingress.kubernetes.io/"+key, huge),
 				rule("hostile.example.com", prefix("/", "web", 80))}
 			switch key {
-			case "canary-by-header-value", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-cookie":
+			case "canary-by-header-value", "canary-by-header-pattern", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-cookie":
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/canary", "true"))
 			case "session-cookie-name", "session-cookie-path", "session-cookie-max-age", "session-cookie-samesite",
-				"session-cookie-secure", "session-cookie-change-on-failure":
+				"session-cookie-secure", "session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires":
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/affinity", "cookie"))
 			}
 			// Keys read only when another one turns their feature on.

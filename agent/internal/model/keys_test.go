@@ -22,9 +22,9 @@ var ingressNginxKeys = []string{
 	"limit-rps", "limit-rpm", "limit-connections", "limit-burst-multiplier", "limit-whitelist",
 	"custom-http-errors", "default-backend", "enable-access-log",
 	"affinity", "session-cookie-name", "session-cookie-path", "session-cookie-max-age",
-	"session-cookie-samesite", "session-cookie-secure", "session-cookie-change-on-failure",
+	"session-cookie-samesite", "session-cookie-secure", "session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires",
 	"load-balance", "upstream-hash-by",
-	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-cookie",
+	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie",
 }
 
 // enablingAnnotations turn on the features whose other keys are read only

@@ -31,6 +31,8 @@ type Policy struct {
 	CookiePath     string `json:"cookie_path,omitempty"`
 	CookieSameSite string `json:"cookie_samesite,omitempty"` // "", "Strict", "Lax", "None"
 	CookieSecure   bool   `json:"cookie_secure,omitempty"`
+	CookieDomain   string `json:"cookie_domain,omitempty"`  // "" : host-only
+	CookieExpires  int    `json:"cookie_expires,omitempty"` // seconds from now; 0: no Expires
 	// CookieChangeOnFailure re-pins a client whose endpoint failed; an
 	// endpoint that is gone always re-pins.
 	CookieChangeOnFailure bool `json:"cookie_change_on_failure,omitempty"`
@@ -53,7 +55,10 @@ type Policy struct {
 	CanaryWeightTotal int    `json:"canary_weight_total,omitempty"`
 	CanaryHeader      string `json:"canary_header,omitempty"`
 	CanaryHeaderValue string `json:"canary_header_value,omitempty"`
-	CanaryCookie      string `json:"canary_cookie,omitempty"`
+	// CanaryHeaderPattern is a regex (PCRE in Lua) the header's value must
+	// match to choose the canary; unused when CanaryHeaderValue is set.
+	CanaryHeaderPattern string `json:"canary_header_pattern,omitempty"`
+	CanaryCookie        string `json:"canary_cookie,omitempty"`
 }
 
 // Algorithms of Policy.Algorithm.
@@ -99,6 +104,10 @@ var cookieName = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]{1,64}$")
 
 // cookiePath is a cookie Path attribute: printable, no ";", bounded.
 var cookiePath = regexp.MustCompile(`^/[\x21-\x3a\x3c-\x7e]{0,255}$`)
+
+// cookieDomain is a lower-case domain name, with an optional leading dot
+// (which browsers ignore).
+var cookieDomain = regexp.MustCompile(`^\.?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
 // readLoadBalance reads load-balance and upstream-hash-by.
 func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
@@ -161,6 +170,14 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 		}
 	}
 	p.CookieSecure = b.boolAnnotation(ing, "session-cookie-secure", false)
+	p.CookieExpires = b.intAnnotation(ing, "session-cookie-expires", 0, 0, 10*365*24*3600)
+	if value, key, ok := lookupAnnotation(ing, "session-cookie-domain"); ok {
+		if domain := strings.ToLower(value); cookieDomain.MatchString(domain) && len(domain) <= 253 {
+			p.CookieDomain = domain
+		} else {
+			b.annotationProblem(ing, key, value, "is not a domain name (labels of letters, digits and '-', an optional leading '.'); the cookie is for the request's host only")
+		}
+	}
 	p.CookieChangeOnFailure = b.boolAnnotation(ing, "session-cookie-change-on-failure", false)
 }
 

@@ -147,6 +147,8 @@ func TestDataPlaneBalancing(t *testing.T) {
 			{`{"cookie_path":"/a;b"}`, "upserts[0].policy.cookie_path: must be a cookie path"},
 			{`{"cookie_samesite":"lax"}`, "upserts[0].policy.cookie_samesite: is not one of the allowed values"},
 			{`{"cookie_secure":"true"}`, "upserts[0].policy.cookie_secure: must be true or false"},
+			{`{"cookie_domain":"a;b"}`, "upserts[0].policy.cookie_domain: must be a domain name"},
+			{`{"cookie_expires":-1}`, "upserts[0].policy.cookie_expires: must be an integer"},
 			{`{"weight":1}`, "upserts[0].policy.weight: unknown field"},
 		}
 		for _, tc := range tests {
@@ -210,6 +212,21 @@ func TestDataPlaneBalancing(t *testing.T) {
 		code, body, setCookie = dp.request(t, "/keep", pinned)
 		if code != http.StatusOK || body != "web-1" || setCookie != "" {
 			t.Errorf("without change on failure: %d %q Set-Cookie %q, want web-1 and the pin kept", code, body, setCookie)
+		}
+	})
+
+	t.Run("cookie domain and expires", func(t *testing.T) {
+		dp.pushPolicies(t, policyBackend{Name: "ns/keep:80", Endpoints: eps(web...), Policy: map[string]any{
+			"affinity": "cookie", "cookie_name": "S2", "cookie_domain": ".example.com", "cookie_expires": 3600,
+		}})
+		_, _, setCookie := dp.request(t, "/keep", "")
+		before, expires, ok := strings.Cut(setCookie, "; Expires=")
+		if !ok || !strings.HasSuffix(before, "; Path=/; Domain=.example.com; HttpOnly") {
+			t.Fatalf("Set-Cookie %q: want Path=/, Domain=.example.com, HttpOnly and Expires", setCookie)
+		}
+		at, err := http.ParseTime(expires)
+		if err != nil || at.Sub(time.Now()) < 3500*time.Second || at.Sub(time.Now()) > 3700*time.Second {
+			t.Errorf("Expires=%q (%v): want about an hour from now", expires, err)
 		}
 	})
 
