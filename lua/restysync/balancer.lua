@@ -66,6 +66,7 @@ local type = type
 local tostring = tostring
 local string_find = string.find
 local string_match = string.match
+local string_gmatch = string.gmatch
 
 local _M = { _VERSION = "0.1" }
 
@@ -80,7 +81,7 @@ local json = cjson.new()
 --   by_key = { [key] = ep }    what the next rebuild carries over
 --   pick = function(entry, now) -> ep, by the policy's algorithm
 --   index                      round robin position
---   ring, hash_var             consistent hashing (restysync.chash)
+--   ring, hash_var(s)          consistent hashing (restysync.chash)
 --   ewma                       true for EWMA (restysync.ewma)
 --   affinity                   true for cookie affinity (restysync.affinity)
 local cache = {}
@@ -101,6 +102,15 @@ end
 
 local function pick_hash(entry, now)
     return chash.pick(entry.ring, ngx_var[entry.hash_var] or "", now)
+end
+
+-- pick_hash_many hashes the values of several variables, concatenated.
+local function pick_hash_many(entry, now)
+    local vars, key = entry.hash_vars, ""
+    for i = 1, #vars do
+        key = key .. (ngx_var[vars[i]] or "")
+    end
+    return chash.pick(entry.ring, key, now)
 end
 
 -- build decodes the stored endpoints (raw) and policy (raw_policy) of
@@ -144,8 +154,17 @@ local function build(name, version, raw, raw_policy, prev)
     end
     if p.algorithm == "hash" and p.hash_by then
         entry.ring = chash.build(endpoints)
-        entry.hash_var = p.hash_by
-        entry.pick = pick_hash
+        local vars = {}
+        for name in string_gmatch(p.hash_by, "[^ ]+") do
+            vars[#vars + 1] = name
+        end
+        if #vars == 1 then
+            entry.hash_var = vars[1]
+            entry.pick = pick_hash
+        else
+            entry.hash_vars = vars
+            entry.pick = pick_hash_many
+        end
     elseif p.algorithm == "ewma" then
         for i = 1, n do
             ewma.prepare(endpoints[i])

@@ -15,6 +15,8 @@ local tostring = tostring
 local math_floor = math.floor
 local string_find = string.find
 local string_format = string.format
+local string_gmatch = string.gmatch
+local string_match = string.match
 
 local _M = { _VERSION = "0.1" }
 
@@ -61,7 +63,19 @@ end
 -- FIELDS maps each field to its check; the Go side writes nothing else.
 local FIELDS = {
     algorithm = one_of({ round_robin = true, ewma = true, hash = true }),
-    hash_by = pattern("^[a-z_][a-z0-9_]*$", "an nginx variable name"),
+    hash_by = function(v)
+        if type(v) ~= "string" or v == "" then
+            return "must be nginx variable names separated by spaces"
+        end
+        local n = 0
+        for name in string_gmatch(v .. " ", "([^ ]*) ") do
+            n = n + 1
+            if n > 4 or not string_match(name, "^[a-z_][a-z0-9_]*$") then
+                return "must be one to four nginx variable names separated by spaces"
+            end
+        end
+        return nil
+    end,
     affinity = one_of({ cookie = true }),
     cookie_name = pattern("^[%w!#$%%&'*+%-.^_`|~]+$", "a cookie name"),
     cookie_max_age = integer(0, 10 * 365 * 24 * 3600),

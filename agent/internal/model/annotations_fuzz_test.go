@@ -23,7 +23,7 @@ var policyAnnotations = []string{
 // luaAccepts mirrors the field checks of lua/restysync/policy.lua: a Policy
 // Build emits must pass them, or Lua would refuse the whole push.
 var luaAccepts = map[string]*regexp.Regexp{
-	"hash_by":               regexp.MustCompile(`^[a-z_][a-z0-9_]*$`),
+	"hash_by":               regexp.MustCompile(`^[a-z_][a-z0-9_]*( [a-z_][a-z0-9_]*){0,3}$`),
 	"cookie_name":           regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_`|~]+$"),
 	"cookie_path":           regexp.MustCompile(`^/[!-:<-~]*$`),
 	"canary_header":         regexp.MustCompile(`^[A-Za-z0-9_-]+$`),

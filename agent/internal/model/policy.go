@@ -18,8 +18,9 @@ type Policy struct {
 	// AlgorithmRoundRobin when an Ingress names it against a ConfigMap
 	// load-balance of ewma. Build sets a backend's "" to that load-balance.
 	Algorithm string `json:"algorithm,omitempty"`
-	// HashBy is the nginx variable (without "$") whose value is hashed when
-	// Algorithm is AlgorithmHash: "request_uri", "http_x_user", "cookie_id".
+	// HashBy are the nginx variables (without "$", separated by spaces)
+	// whose values, concatenated, are hashed when Algorithm is
+	// AlgorithmHash: "request_uri", "http_x_user", "host request_uri".
 	HashBy string `json:"hash_by,omitempty"`
 
 	// Affinity is "" or "cookie": a client is pinned to an endpoint by a
@@ -97,7 +98,7 @@ func (b *builder) policyFor(ing *networkingv1.Ingress) Policy {
 }
 
 // nginxVariable is one nginx variable, as upstream-hash-by names it.
-var nginxVariable = regexp.MustCompile(`^\$([a-z_][a-z0-9_]{0,63})$`)
+var nginxVariables = regexp.MustCompile(`^(\$[a-z_][a-z0-9_]{0,63}){1,4}$`)
 
 // cookieName is an RFC 6265 token of bounded length.
 var cookieName = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]{1,64}$")
@@ -126,12 +127,11 @@ func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "upstream-hash-by"); ok {
-		m := nginxVariable.FindStringSubmatch(value)
-		if m == nil {
-			b.annotationProblem(ing, key, value, `is not one nginx variable such as "$request_uri", "$http_x_user" or "$cookie_id"; consistent hashing is off`)
+		if !nginxVariables.MatchString(value) {
+			b.annotationProblem(ing, key, value, `is not one to four nginx variables such as "$request_uri", "$http_x_user", "$cookie_id" or "$host$request_uri"; consistent hashing is off`)
 			return
 		}
-		p.Algorithm, p.HashBy = AlgorithmHash, m[1]
+		p.Algorithm, p.HashBy = AlgorithmHash, strings.Join(strings.Split(value[1:], "$"), " ")
 	}
 }
 

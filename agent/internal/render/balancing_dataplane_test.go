@@ -137,7 +137,8 @@ func TestDataPlaneBalancing(t *testing.T) {
 			{`"ewma"`, "upserts[0].policy: must be an object"},
 			{`{"algorithm":"random"}`, "upserts[0].policy.algorithm: is not one of the allowed values"},
 			{`{"algorithm":"hash"}`, "upserts[0].policy.hash_by: is required with algorithm hash"},
-			{`{"algorithm":"hash","hash_by":"$request_uri"}`, "upserts[0].policy.hash_by: must be an nginx variable name"},
+			{`{"algorithm":"hash","hash_by":"$request_uri"}`, "upserts[0].policy.hash_by: must be one to four nginx variable names"},
+			{`{"algorithm":"hash","hash_by":"a b c d e"}`, "upserts[0].policy.hash_by: must be one to four nginx variable names"},
 			{`{"tries":0}`, "upserts[0].policy.tries: must be an integer 1..20"},
 			{`{"tries":21}`, "upserts[0].policy.tries: must be an integer 1..20"},
 			{`{"max_fails":1.5}`, "upserts[0].policy.max_fails: must be an integer 1..1000"},
@@ -281,6 +282,38 @@ func TestDataPlaneBalancing(t *testing.T) {
 					t.Errorf("hash by $%s: %s owns %d of 60 keys: %v", tc.hashBy, w.name, counts[w.name], counts)
 				}
 			}
+		}
+	})
+
+	t.Run("consistent hashing by two variables", func(t *testing.T) {
+		dp.pushPolicies(t, policyBackend{Name: "ns/hash:80", Endpoints: eps(web...), Policy: map[string]any{"algorithm": "hash", "hash_by": "http_x_user uri"}})
+		owner := map[int]string{}
+		counts := map[string]int{}
+		moved := 0
+		for round := range 2 {
+			for i := range 60 {
+				body := dp.requestWithHeader(t, fmt.Sprintf("/hash/%d", i), "X-User", fmt.Sprintf("user-%d", i))
+				if round == 0 {
+					owner[i] = body
+					counts[body]++
+				} else if body != owner[i] {
+					t.Errorf("user-%d on /hash/%d went to %s, then to %s", i, i, owner[i], body)
+				}
+			}
+		}
+		for i := range 60 {
+			if dp.requestWithHeader(t, "/hash/other", "X-User", fmt.Sprintf("user-%d", i)) != owner[i] {
+				moved++
+			}
+		}
+		t.Logf("hash by $http_x_user$uri: 60 keys over 3 endpoints: %v; %d of 60 users went elsewhere on another path", counts, moved)
+		for _, w := range web {
+			if counts[w.name] < 5 {
+				t.Errorf("%s owns %d of 60 keys: %v", w.name, counts[w.name], counts)
+			}
+		}
+		if moved == 0 {
+			t.Error("no user went elsewhere on another path: the path is not part of the key")
 		}
 	})
 

@@ -549,7 +549,7 @@ func randomRegex(rng *mathrand.Rand) string {
 var annotationValues = map[string][]string{
 	"use-regex":                        {"true", "false"},
 	"load-balance":                     {"round_robin", "ewma"},
-	"upstream-hash-by":                 {"$request_uri", "$http_x_user", "$cookie_id"},
+	"upstream-hash-by":                 {"$request_uri", "$http_x_user", "$cookie_id", "$host$request_uri"},
 	"affinity":                         {"cookie"},
 	"session-cookie-name":              {"SESSION", "route"},
 	"session-cookie-path":              {"/", "/app"},
