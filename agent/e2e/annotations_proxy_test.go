@@ -174,7 +174,8 @@ func TestAnnotationsProxy(t *testing.T) {
 	files := map[string]string{
 		"classes.yaml": ingressClasses,
 		"services.yaml": service("echo", echoPort, ep(ipEcho)) + "---\n" + service("slow", slowPort, ep(ipSlow)) +
-			"---\n" + service("flaky", flakyPort, ep(ipBad), ep(ipGood)) + "---\n" + service("bulk", bulkPort, ep(ipBulk)),
+			"---\n" + service("flaky", flakyPort, ep(ipBad), ep(ipGood)) + "---\n" + service("bulk", bulkPort, ep(ipBulk)) +
+			"---\n" + service("scaled-to-zero", echoPort),
 		"config.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -213,6 +214,10 @@ data:
 		"quiet.yaml":   ing("quiet", "quiet.test", prefix("/", "echo"), map[string]string{nginxIO + "enable-access-log": "false"}),
 		"loud.yaml":    ing("loud", "loud.test", prefix("/", "echo"), nil),
 		"stream.yaml":  ing("stream", "stream.test", prefix("/", "bulk"), nil),
+		"fallback.yaml": ing("fallback", "fallback.test", prefix("/", "scaled-to-zero"), map[string]string{
+			nginxIO + "default-backend": "echo",
+		}),
+		"nofallback.yaml": ing("nofallback", "nofallback.test", prefix("/", "scaled-to-zero"), nil),
 		"buffered.yaml": ing("buffered", "buffered.test", prefix("/", "bulk"), map[string]string{
 			nginxIO + "proxy-buffering": "on",
 		}),
@@ -254,6 +259,15 @@ data:
 		}
 		if e, err := s.seen("plain.test", "/x"); err != nil || e.Host != "plain.test" {
 			t.Errorf("plain.test: backend saw Host %q, %v; want the client's host", e.Host, err)
+		}
+	})
+
+	t.Run("default-backend answers while the Service has no endpoints", func(t *testing.T) {
+		if e, err := s.seen("fallback.test", "/x"); err != nil || e.Backend != ipEcho || e.URI != "/x" {
+			t.Errorf("fallback.test: %+v, %v; want the request answered by the default-backend Service (%s)", e, err, ipEcho)
+		}
+		if status, _, _, err := s.send(http.MethodGet, "nofallback.test", "/", nil); err != nil || status != http.StatusServiceUnavailable {
+			t.Errorf("nofallback.test: %d, %v; want 503 without a default-backend", status, err)
 		}
 	})
 

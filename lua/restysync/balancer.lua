@@ -16,6 +16,8 @@
 --               variable (restysync.chash);
 --   affinity    "cookie": a client's cookie pins its endpoint
 --               (restysync.affinity);
+--   fallback    the backend that answers while this one has no endpoints
+--               (annotation default-backend);
 --   tries       endpoints one request tries, the first included, on the
 --               failures the location's proxy_next_upstream names ("error
 --               timeout" unless the annotation proxy-next-upstream says
@@ -231,6 +233,13 @@ function _M.access()
         local chosen = canary.choose(entry.policy) and backend(entry.policy.canary)
         if chosen then
             entry = chosen
+        end
+    end
+    if #entry.endpoints == 0 and entry.policy.fallback then
+        -- default-backend: it answers while this backend has no endpoints.
+        local fallback = backend(entry.policy.fallback)
+        if fallback and #fallback.endpoints > 0 then
+            entry = fallback
         end
     end
     local ctx = ngx.ctx

@@ -89,6 +89,7 @@ local FIELDS = {
     max_fails = integer(1, 1000),
     fail_timeout = integer(1, 3600),
     canary = backend_name,
+    fallback = backend_name,
     canary_weight = integer(0, 1000000),
     canary_weight_total = integer(1, 1000000),
     canary_header = pattern("^[%w%-_]+$", "a header name"),

@@ -564,14 +564,11 @@ func (b *builder) readRateLimit(ing *networkingv1.Ingress) RateLimit {
 // per server.
 const maxErrorCodes = 50
 
-// readCustomErrors reads custom-http-errors and default-backend.
+// readCustomErrors reads custom-http-errors; default-backend names the
+// Service that serves the pages (defaultBackendOf).
 func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
 	value, key, ok := lookupAnnotation(ing, "custom-http-errors")
-	backendValue, backendKey, hasBackend := lookupAnnotation(ing, "default-backend")
 	if !ok {
-		if hasBackend {
-			b.annotationProblem(ing, backendKey, backendValue, "is only used with custom-http-errors here; ignored")
-		}
 		return CustomErrors{}
 	}
 	var codes []int
@@ -593,39 +590,71 @@ func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
 		b.annotationProblem(ing, key, value, fmt.Sprintf("needs 1 to %d status codes; error responses pass through unchanged", maxErrorCodes))
 		return CustomErrors{}
 	}
-	if !hasBackend {
+	if _, _, has := lookupAnnotation(ing, "default-backend"); !has {
 		b.annotationProblem(ing, key, value, "needs default-backend, the Service that serves the error pages; error responses pass through unchanged")
 		return CustomErrors{}
 	}
-	if errs := validation.IsDNS1035Label(backendValue); len(errs) > 0 {
-		b.annotationProblem(ing, backendKey, backendValue, "is not a Service name in the Ingress's namespace; error responses pass through unchanged")
+	ref, ok := b.defaultBackendOf(ing)
+	if !ok {
 		return CustomErrors{}
-	}
-	svc := b.services[namespacedName{ing.Namespace, backendValue}]
-	if svc == nil || len(svc.Spec.Ports) == 0 {
-		b.annotationProblem(ing, backendKey, backendValue, fmt.Sprintf("Service %s/%s not found or has no port; error responses pass through unchanged", ing.Namespace, backendValue))
-		return CustomErrors{}
-	}
-	// The Service's first port, as ingress-nginx takes it.
-	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}
-	if port.Name == "" {
-		port = networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port}
-	}
-	ref, reason := parseBackend(ing.Namespace, &networkingv1.IngressBackend{
-		Service: &networkingv1.IngressServiceBackend{Name: backendValue, Port: port},
-	}, "default-backend")
-	if reason != "" {
-		b.annotationProblem(ing, backendKey, backendValue, reason+"; error responses pass through unchanged")
-		return CustomErrors{}
-	}
-	if r := b.resolve(ref); r.problem != "" {
-		b.annotationProblem(ing, backendKey, backendValue, strings.TrimPrefix(r.problem, ".")+"; error pages answer 503")
 	}
 	text := make([]string, len(codes))
 	for i, c := range codes {
 		text[i] = strconv.Itoa(c)
 	}
 	return CustomErrors{Codes: strings.Join(text, ","), Backend: ref.name}
+}
+
+// annotatedDefault is what defaultBackendOf read of one Ingress.
+type annotatedDefault struct {
+	ref backendRef
+	ok  bool
+}
+
+// defaultBackendOf reads the default-backend annotation of ing, once: the
+// Service in the Ingress's namespace (its first port, as ingress-nginx takes
+// it) that answers for the Ingress's backends while they have no endpoints,
+// and serves its custom-http-errors pages. ok is false when the annotation
+// is absent or unusable (a Problem).
+func (b *builder) defaultBackendOf(ing *networkingv1.Ingress) (backendRef, bool) {
+	id := ing.Namespace + "/" + ing.Name
+	if d, seen := b.annotatedDefaults[id]; seen {
+		return d.ref, d.ok
+	}
+	ref, ok := b.readDefaultBackend(ing)
+	b.annotatedDefaults[id] = annotatedDefault{ref, ok}
+	return ref, ok
+}
+
+func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, bool) {
+	value, key, found := lookupAnnotation(ing, "default-backend")
+	if !found {
+		return backendRef{}, false
+	}
+	if errs := validation.IsDNS1035Label(value); len(errs) > 0 {
+		b.annotationProblem(ing, key, value, "is not a Service name in the Ingress's namespace; ignored")
+		return backendRef{}, false
+	}
+	svc := b.services[namespacedName{ing.Namespace, value}]
+	if svc == nil || len(svc.Spec.Ports) == 0 {
+		b.annotationProblem(ing, key, value, fmt.Sprintf("Service %s/%s not found or has no port; ignored", ing.Namespace, value))
+		return backendRef{}, false
+	}
+	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}
+	if port.Name == "" {
+		port = networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port}
+	}
+	ref, reason := parseBackend(ing.Namespace, &networkingv1.IngressBackend{
+		Service: &networkingv1.IngressServiceBackend{Name: value, Port: port},
+	}, "default-backend")
+	if reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; ignored")
+		return backendRef{}, false
+	}
+	if r := b.resolve(ref); r.problem != "" {
+		b.annotationProblem(ing, key, value, strings.TrimPrefix(r.problem, ".")+"; it answers 503")
+	}
+	return ref, true
 }
 
 // finishAccess gives loc the access settings of its Ingress.

@@ -311,9 +311,9 @@ func TestAccessCustomErrors(t *testing.T) {
 			want: CustomErrors{Codes: "404,503", Backend: "default/errors:http"}, backends: 2},
 		{name: "no default backend", annotations: map[string]string{"custom-http-errors": "404"}, backends: 1,
 			problem: "needs default-backend"},
-		{name: "default backend alone", annotations: map[string]string{"default-backend": "errors"}, backends: 1,
-			problem: "is only used with custom-http-errors here"},
-		{name: "bad code", annotations: map[string]string{"custom-http-errors": "404,200", "default-backend": "errors"}, backends: 1,
+		// Alone it is the fallback of the Ingress's backends (policy.go).
+		{name: "default backend alone", annotations: map[string]string{"default-backend": "errors"}, backends: 2},
+		{name: "bad code", annotations: map[string]string{"custom-http-errors": "404,200", "default-backend": "errors"}, backends: 2,
 			problem: `"200" is not a status code from 400 to 599`},
 		{name: "missing service", annotations: map[string]string{"custom-http-errors": "404", "default-backend": "gone"}, backends: 1,
 			problem: "Service default/gone not found"},

@@ -78,9 +78,11 @@ type builder struct {
 	secrets map[namespacedName]*corev1.Secret
 	// checked Secrets by "namespace/name"; tlsHosts gives each TLS host
 	// its certificate; certHosts lists the hosts each certificate won.
-	checked   map[string]*checkedSecret
-	tlsHosts  map[string]tlsClaim
-	certHosts map[string][]string
+	checked map[string]*checkedSecret
+	// annotatedDefaults by Ingress "namespace/name" (defaultBackendOf).
+	annotatedDefaults map[string]annotatedDefault
+	tlsHosts          map[string]tlsClaim
+	certHosts         map[string][]string
 	// httpsHosts are the hosts some spec.tls names, valid certificate or not.
 	httpsHosts map[string]bool
 	// locationOptions by Ingress ("namespace/name"), when not the defaults (protocol.go).
@@ -112,11 +114,13 @@ func newBuilder(s Snapshot) *builder {
 
 		canaryBackends: make(map[string]bool),
 
-		now:       s.Now,
-		secrets:   make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
-		checked:   make(map[string]*checkedSecret),
-		tlsHosts:  make(map[string]tlsClaim),
-		certHosts: make(map[string][]string),
+		now:     s.Now,
+		secrets: make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
+		checked: make(map[string]*checkedSecret),
+
+		annotatedDefaults: make(map[string]annotatedDefault),
+		tlsHosts:          make(map[string]tlsClaim),
+		certHosts:         make(map[string][]string),
 
 		httpsHosts: make(map[string]bool),
 
@@ -338,6 +342,11 @@ func (b *builder) model() Model {
 	b.addServerAliases(&m)
 	for name := range b.canaryBackends {
 		used[name] = true
+	}
+	for name := range used {
+		if fallback := b.resolved[name].backend.Policy.Fallback; fallback != "" {
+			used[fallback] = true // adding while ranging: seen or not, it is kept
+		}
 	}
 	for name := range used {
 		backend := b.resolved[name].backend

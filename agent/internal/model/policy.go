@@ -56,6 +56,9 @@ type Policy struct {
 	CanaryWeightTotal int    `json:"canary_weight_total,omitempty"`
 	CanaryHeader      string `json:"canary_header,omitempty"`
 	CanaryHeaderValue string `json:"canary_header_value,omitempty"`
+	// Fallback is the Name of the backend that answers while this one has
+	// no endpoints (annotation default-backend); "" for a 503.
+	Fallback string `json:"fallback,omitempty"`
 	// CanaryHeaderPattern is a regex (PCRE in Lua) the header's value must
 	// match to choose the canary; unused when CanaryHeaderValue is set.
 	CanaryHeaderPattern string `json:"canary_header_pattern,omitempty"`
@@ -94,6 +97,9 @@ func (b *builder) policyFor(ing *networkingv1.Ingress) Policy {
 	b.readLoadBalance(ing, &p)
 	b.readAffinity(ing, &p)
 	b.readRetries(ing, &p)
+	if ref, ok := b.defaultBackendOf(ing); ok {
+		p.Fallback = ref.name
+	}
 	return p
 }
 

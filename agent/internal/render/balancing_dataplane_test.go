@@ -129,6 +129,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		loc("/hash", model.PathPrefix, "ns/hash:80"),
 		loc("/ewma", model.PathPrefix, "ns/ewma:80"),
 		loc("/health", model.PathPrefix, "ns/health:80"),
+		loc("/fallback", model.PathPrefix, "ns/nofb:80"),
 	}}}}
 	dp, _, _ := startDataPlane(t, m, nil)
 
@@ -314,6 +315,22 @@ func TestDataPlaneBalancing(t *testing.T) {
 		}
 		if moved == 0 {
 			t.Error("no user went elsewhere on another path: the path is not part of the key")
+		}
+	})
+
+	t.Run("fallback while a backend has no endpoints", func(t *testing.T) {
+		empty := policyBackend{Name: "ns/nofb:80", Endpoints: []endpoint{}, Policy: map[string]any{"fallback": "ns/fb:80"}}
+		dp.pushPolicies(t, empty, policyBackend{Name: "ns/fb:80", Endpoints: eps(web[2])})
+		if code, body, _ := dp.request(t, "/fallback", ""); code != http.StatusOK || body != "web-3" {
+			t.Errorf("no endpoints, a fallback with one: %d %q, want 200 from web-3", code, body)
+		}
+		dp.pushPolicies(t, policyBackend{Name: "ns/nofb:80", Endpoints: eps(web[0]), Policy: map[string]any{"fallback": "ns/fb:80"}})
+		if code, body, _ := dp.request(t, "/fallback", ""); code != http.StatusOK || body != "web-1" {
+			t.Errorf("with an endpoint of its own: %d %q, want 200 from web-1", code, body)
+		}
+		dp.pushPolicies(t, empty, policyBackend{Name: "ns/fb:80", Endpoints: []endpoint{}})
+		if code, _, _ := dp.request(t, "/fallback", ""); code != http.StatusServiceUnavailable {
+			t.Errorf("no endpoints anywhere: %d, want 503", code)
 		}
 	})
 
