@@ -137,8 +137,9 @@ func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("signalling nginx master %d: %w", pid, err)
 	}
-	// nginx logs [emerg] as soon as it rejects the new config and keeps
-	// the old one: that ends the wait at once instead of at the timeout.
+	// nginx logs [emerg] (or an init_by_lua error) as soon as it rejects
+	// the new config and keeps the old one: that ends the wait at once
+	// instead of at the timeout.
 	rejected := func() bool { return fileSize(logPath) > offset && nginxRejected(logPath, offset) }
 	err = n.waitForHash(ctx, wantHash, rejected)
 	if err != nil && errors.Is(err, ErrNotConfirmed) {
@@ -149,9 +150,12 @@ func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	return err
 }
 
-// nginxRejected reports whether nginx logged an [emerg] line after offset.
+// nginxRejected reports whether nginx logged, after offset, that it keeps
+// the old config: an [emerg] line, or init_by_lua failing (which nginx
+// logs as [error] only).
 func nginxRejected(path string, offset int64) bool {
-	return strings.Contains(nginxErrors(path, offset), "[emerg]")
+	errs := nginxErrors(path, offset)
+	return strings.Contains(errs, "[emerg]") || strings.Contains(errs, "init_by_lua error")
 }
 
 func fileSize(path string) int64 {
