@@ -566,6 +566,13 @@ func TestKube(t *testing.T) {
 		if now := s.nginx.WorkerPIDs(); !slices.Equal(now, workers) {
 			t.Errorf("the restarted agent reloaded nginx with nothing changed: workers %v, before %v\n%s", now, workers, s.agent.log.String())
 		}
+		// It asked Lua what it holds and sent nothing: Lua lacked nothing.
+		for _, line := range strings.Split(s.agent.log.String(), "\n") {
+			if strings.Contains(line, "msg=sync ") && (!strings.Contains(line, " upserts=0 ") || !strings.Contains(line, " removes=0 ") ||
+				!strings.Contains(line, " cert_upserts=0 ") || !strings.Contains(line, " bytes=0 ")) {
+				t.Errorf("the restarted agent pushed to Lua with nothing changed: %s", line)
+			}
+		}
 		if rss, err := rssOf(s.agent.cmd.Process.Pid); err == nil {
 			t.Logf("agent RSS after sync: %d KiB", rss)
 		}
