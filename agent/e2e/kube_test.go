@@ -519,9 +519,16 @@ func TestKube(t *testing.T) {
 		if again.ResourceVersion != ing.ResourceVersion || statusIPs(again) != publishA {
 			t.Errorf("status moved while agent-a leads: %q (rv %s → %s)", statusIPs(again), ing.ResourceVersion, again.ResourceVersion)
 		}
+		if a, err := s.scrape(); err != nil || a["restysync_leader"] != 1 {
+			t.Errorf("agent-a restysync_leader %v (%v), want 1", a["restysync_leader"], err)
+		}
+		if m, err := b.scrape(); err != nil || m["restysync_leader"] != 0 || m[`restysync_objects{kind="Ingress"}`] < 1 {
+			t.Errorf("agent-b restysync_leader %v, objects{Ingress} %v (%v); want 0 and at least 1", m["restysync_leader"], m[`restysync_objects{kind="Ingress"}`], err)
+		}
 		// The leader stops cleanly, releasing the Lease; agent-b takes over.
 		s.agent.stop(t)
 		e.eventuallyStatus(b, "web", publishB)
+		b.metricAtLeast("agent-b leads", "restysync_leader", 1)
 		s.agent = startAgent(t, s.agentArgs...) // back for the next subtest
 	})
 

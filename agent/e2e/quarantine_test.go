@@ -63,6 +63,8 @@ func TestQuarantine(t *testing.T) {
 	}
 	s.metricAtLeast("the quarantine is a metric", "restysync_quarantined_ingresses", 1)
 	s.metricAtLeast("nginx's rejections are validation failures", `restysync_validation_failures_total{validator="nginx"}`, 1)
+	s.metricAtLeast("and failed reloads", "restysync_reload_failures_total", 1)
+	s.metricAtLeast("the quarantine is a Problem by reason", `restysync_problems_by_reason{reason="quarantined"}`, 1)
 	s.metricAtLeast("the quarantine Problem is a validation failure", `restysync_validation_failures_total{validator="agent"}`, 1)
 
 	// While c is quarantined, endpoint changes flow and other changes apply.
