@@ -216,10 +216,13 @@ func TestObservability(t *testing.T) {
 				}
 			}
 			return rose(before, m, `restysync_lua_push_bytes_total{kind="backends"}`, `restysync_lua_pushes_total{kind="backends"}`,
-				"restysync_event_to_push_seconds_count")
+				"restysync_event_to_push_seconds_count", `restysync_lua_push_duration_seconds_count{kind="backends"}`)
 		})
 		if got, was := after["restysync_reloads_total"], before["restysync_reloads_total"]; got != was {
 			t.Errorf("reloads_total %v, was %v: an endpoint change must not reload", got, was)
+		}
+		if got := after[`restysync_lua_push_failures_total{kind="backends"}`]; got != 0 {
+			t.Errorf("lua_push_failures_total %v, want 0", got)
 		}
 		s.eventually("the new endpoint answers", func() error {
 			for range 6 {
