@@ -525,6 +525,10 @@ func TestKube(t *testing.T) {
 		if m, err := b.scrape(); err != nil || m["restysync_leader"] != 0 || m[`restysync_objects{kind="Ingress"}`] < 1 {
 			t.Errorf("agent-b restysync_leader %v, objects{Ingress} %v (%v); want 0 and at least 1", m["restysync_leader"], m[`restysync_objects{kind="Ingress"}`], err)
 		}
+		// client-go's own logging (klog) goes through the agent's slog.
+		if !strings.Contains(s.agent.log.String(), `msg="Successfully acquired lease" component=client-go`) {
+			t.Errorf("client-go's lease message is not in the agent's log as a slog line:\n%s", s.agent.log.String())
+		}
 		// The leader stops cleanly, releasing the Lease; agent-b takes over.
 		s.agent.stop(t)
 		e.eventuallyStatus(b, "web", publishB)

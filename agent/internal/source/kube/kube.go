@@ -185,7 +185,7 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 }
 
 // listingProgressInterval is how often the first listing reports progress.
-const listingProgressInterval = 2 * time.Second
+var listingProgressInterval = 2 * time.Second
 
 // listed returns, as log attributes, how many objects of each kind the
 // caches hold.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // waitTimeout bounds every wait for the cache to catch up.
@@ -402,5 +404,25 @@ func TestChangedServices(t *testing.T) {
 	}
 	if n := counter.get(source.KindEndpointSlice); n != 3 {
 		t.Errorf("%d changes reported, want 3", n)
+	}
+}
+
+// The first listing logs its progress every listingProgressInterval, with
+// the objects of each kind listed so far, then the totals.
+func TestStartLogsListingProgress(t *testing.T) {
+	defer func(was time.Duration) { listingProgressInterval = was }(listingProgressInterval)
+	listingProgressInterval = 20 * time.Millisecond
+	client := fake.NewClientset(testObjects()...)
+	client.PrependReactor("list", "ingresses", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(300 * time.Millisecond) // a slow listing
+		return false, nil, nil
+	})
+	var log syncbuf.Buffer
+	src := New(client, Options{ConfigMap: "restysync/restysync", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	startSource(t, src, func(source.Kind) {})
+	text := log.String()
+	if !strings.Contains(text, `msg="listing from the API server"`) || !strings.Contains(text, "Service=1") ||
+		!strings.Contains(text, `msg="kube caches synced"`) {
+		t.Errorf("no progress of the listing, or no totals:\n%s", text)
 	}
 }
