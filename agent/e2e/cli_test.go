@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +186,10 @@ func TestDemo(t *testing.T) {
 		return nil
 	})
 
+	started := descendants(cmd.Process.Pid) // the agent, nginx's master and worker (the backends run in the demo)
+	if len(started) < 3 {
+		t.Errorf("the demo runs %d processes, want at least the agent and nginx's master and worker: %v", len(started), started)
+	}
 	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +202,11 @@ func TestDemo(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("demo did not stop within 30s of Ctrl-C")
 	}
+	for pid, cmdline := range started {
+		if now, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && string(now) == cmdline {
+			t.Errorf("process %d (%s) outlived the demo's Ctrl-C", pid, strings.ReplaceAll(cmdline, "\x00", " "))
+		}
+	}
 	if _, _, err := s.get("demo.localhost", "/"); err == nil {
 		t.Error("something still serves the demo port after Ctrl-C")
 	}
@@ -206,4 +216,40 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(out.String(), "action=push") {
 		t.Error("the agent log shows no push")
 	}
+}
+
+// descendants returns every process below pid, by pid, with its command
+// line (to tell it from a later process that reuses the pid).
+func descendants(pid int) map[int]string {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 {
+			if pp, err := strconv.Atoi(fields[1]); err == nil {
+				parent[p] = pp
+			}
+		}
+	}
+	out := map[int]string{}
+	for p := range parent {
+		for a := parent[p]; a > 1; a = parent[a] {
+			if a == pid {
+				if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil {
+					out[p] = string(cmdline)
+				}
+				break
+			}
+		}
+	}
+	return out
 }
