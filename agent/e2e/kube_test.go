@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -31,6 +32,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/restysync/restysync/agent/internal/admin"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
@@ -52,6 +54,7 @@ const (
 type kubeEnv struct {
 	t          *testing.T
 	admin      kubernetes.Interface
+	config     *rest.Config // the admin's
 	kubeconfig string
 }
 
@@ -62,7 +65,7 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &kubeEnv{t: t, admin: admin}
+	e := &kubeEnv{t: t, admin: admin, config: srv.Config()}
 	e.applyRBAC(filepath.Join("..", "..", "examples", "kubernetes", "rbac.yaml"))
 	for _, ns := range []string{appsNS, elsewhereNS} {
 		e.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -500,6 +503,65 @@ func TestKube(t *testing.T) {
 		if !strings.Contains(string(out), "snippety") || !strings.Contains(string(out), "configuration-snippet") {
 			t.Errorf("check --source kube does not name the refused snippet:\n%s", out)
 		}
+	})
+
+	t.Run("a burst of 1,000 changes costs a handful of syncs", func(t *testing.T) {
+		cfg := rest.CopyConfig(e.config)
+		cfg.QPS, cfg.Burst = 2000, 2000
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const changes, clients = 1000, 20
+		syncLines := func() int { return strings.Count(s.agent.log.String(), "msg=sync ") }
+		before := syncLines()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Go(func() {
+				for i := c; i < changes; i += clients {
+					svc := kubeService(fmt.Sprintf("burst-%d", i))
+					if _, err := client.CoreV1().Services(appsNS).Create(e.ctx(), svc, metav1.CreateOptions{}); err != nil {
+						t.Errorf("creating Service %d: %v", i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		created := time.Since(start)
+		s.eventually("the agent holds every Service", func() error {
+			m, err := s.scrape()
+			if err != nil {
+				return err
+			}
+			if got := m[`restysync_objects{kind="Service"}`]; got < changes {
+				return errorf("the agent holds %v Services", got)
+			}
+			return nil
+		})
+		// Quiet for a second: the loop is done with the burst.
+		for last, quiet := syncLines(), time.Now(); time.Since(quiet) < time.Second; time.Sleep(50 * time.Millisecond) {
+			if n := syncLines(); n != last {
+				last, quiet = n, time.Now()
+			}
+		}
+		syncs := syncLines() - before
+		t.Logf("%d Services created by %d clients in %s: %d syncs", changes, clients, created.Round(time.Millisecond), syncs)
+		if syncs > changes/10 {
+			t.Errorf("%d changes cost %d syncs, want at most %d", changes, syncs, changes/10)
+		}
+		for c := range clients {
+			wg.Go(func() {
+				for i := c; i < changes; i += clients {
+					if err := client.CoreV1().Services(appsNS).Delete(e.ctx(), fmt.Sprintf("burst-%d", i), metav1.DeleteOptions{}); err != nil {
+						t.Errorf("deleting Service %d: %v", i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	})
 
 	t.Run("status written by the leader only", func(t *testing.T) {

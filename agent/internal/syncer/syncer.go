@@ -38,11 +38,15 @@ type Options struct {
 	// none). The source puts it in the Snapshot; its keys change Render
 	// and the default balancing algorithm (package configmap).
 	ConfigMap string
-	// Coalesce is how long the loop waits for more events after the first
-	// one before it syncs (default 5ms); MaxDelay caps that wait under a
-	// constant stream of events (default 100ms).
-	Coalesce time.Duration
-	MaxDelay time.Duration
+	// Coalesce is how long the loop waits for more events after the last
+	// one before it syncs when only EndpointSlices changed (default 5ms),
+	// StructureCoalesce when anything else did (default 25ms): a change of
+	// structure costs a full build and maybe a reload, so a stream of them
+	// (a deploy of many objects) is worth a longer wait. MaxDelay caps the
+	// wait under a constant stream of events (default 100ms).
+	Coalesce          time.Duration
+	StructureCoalesce time.Duration
+	MaxDelay          time.Duration
 	// CheckInterval is how often nginx's status is read to notice a cold
 	// start or a config that is not running (default 250ms).
 	CheckInterval time.Duration
@@ -186,6 +190,9 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	if opts.Coalesce <= 0 {
 		opts.Coalesce = 5 * time.Millisecond
 	}
+	if opts.StructureCoalesce <= 0 {
+		opts.StructureCoalesce = 25 * time.Millisecond
+	}
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = 100 * time.Millisecond
 	}
@@ -314,6 +321,19 @@ func (s *Syncer) takeKinds() map[source.Kind]bool {
 	return kinds
 }
 
+// quietPeriod is Coalesce while only EndpointSlices changed since the last
+// sync, else StructureCoalesce.
+func (s *Syncer) quietPeriod() time.Duration {
+	s.kindsMu.Lock()
+	defer s.kindsMu.Unlock()
+	for kind := range s.kinds {
+		if kind != source.KindEndpointSlice {
+			return s.opts.StructureCoalesce
+		}
+	}
+	return s.opts.Coalesce
+}
+
 func (s *Syncer) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
@@ -321,10 +341,11 @@ func (s *Syncer) markDirty() {
 	}
 }
 
-// coalesce waits until no event arrived for Coalesce, or MaxDelay passed.
+// coalesce waits until no event arrived for Coalesce (StructureCoalesce
+// when more than EndpointSlices changed), or MaxDelay passed.
 func (s *Syncer) coalesce(ctx context.Context) {
 	deadline := time.Now().Add(s.opts.MaxDelay)
-	quiet := time.NewTimer(s.opts.Coalesce)
+	quiet := time.NewTimer(min(s.quietPeriod(), time.Until(deadline)))
 	defer quiet.Stop()
 	for {
 		select {
@@ -334,7 +355,7 @@ func (s *Syncer) coalesce(ctx context.Context) {
 			if time.Now().After(deadline) {
 				return
 			}
-			quiet.Reset(min(s.opts.Coalesce, time.Until(deadline)))
+			quiet.Reset(min(s.quietPeriod(), time.Until(deadline)))
 		case <-quiet.C:
 			return
 		}

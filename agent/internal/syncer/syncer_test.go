@@ -272,3 +272,21 @@ func TestConfigForStartFallsBack(t *testing.T) {
 		t.Errorf("a confirmed candidate: %q (unproven since %v), want it at once", got, s.unprovenSince)
 	}
 }
+
+// Endpoint changes wait Coalesce for more; any other change waits the
+// longer StructureCoalesce.
+func TestQuietPeriod(t *testing.T) {
+	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.DiscardHandler))
+	s.changed(source.KindEndpointSlice)
+	if got := s.quietPeriod(); got != 5*time.Millisecond {
+		t.Errorf("only EndpointSlices: %s, want 5ms", got)
+	}
+	s.changed(source.KindService)
+	if got := s.quietPeriod(); got != 25*time.Millisecond {
+		t.Errorf("a Service too: %s, want 25ms", got)
+	}
+	s.takeKinds()
+	if got := s.quietPeriod(); got != 5*time.Millisecond {
+		t.Errorf("after the sync took them: %s, want 5ms", got)
+	}
+}
