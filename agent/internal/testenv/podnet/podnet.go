@@ -75,11 +75,13 @@ func New(t testing.TB, name string) *Pod {
 	t.Helper()
 	Require(t)
 	p := &Pod{Name: name}
+	// Before link: a step that fails halfway leaves the veth or the
+	// namespace, and Remove takes away whatever exists.
+	t.Cleanup(p.Remove)
 	subnet, err := p.link()
 	if err != nil {
 		t.Fatalf("pod %s: %v", name, err)
 	}
-	t.Cleanup(p.Remove)
 	p.IP = fmt.Sprintf("10.244.%d.2", subnet)
 	if err := p.serve(); err != nil {
 		t.Fatalf("pod %s: %v", name, err)
