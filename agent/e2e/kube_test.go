@@ -74,6 +74,22 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	return e
 }
 
+// warningOn says whether a Warning Event on the Ingress appsNS/name has a
+// note holding fragment.
+func (e *kubeEnv) warningOn(name, fragment string) error {
+	list, err := e.admin.EventsV1().Events(appsNS).List(e.ctx(), metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == "Ingress" && ev.Regarding.Name == name && ev.Type == corev1.EventTypeWarning &&
+			strings.Contains(ev.Note, fragment) {
+			return nil
+		}
+	}
+	return errorf("no Warning holding %q on Ingress %s among %d events", fragment, name, len(list.Items))
+}
+
 // applyRBAC creates every object of the RBAC file as the admin.
 func (e *kubeEnv) applyRBAC(path string) {
 	e.t.Helper()
@@ -392,19 +408,7 @@ func TestKube(t *testing.T) {
 
 	t.Run("event for a missing service", func(t *testing.T) {
 		e.create(kubeIngress(appsNS, "broken", "restysync", "broken.test", map[string]string{"/": "no-such-service"}))
-		s.eventually("a Warning Event names the missing Service", func() error {
-			list, err := e.admin.EventsV1().Events(appsNS).List(e.ctx(), metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for _, ev := range list.Items {
-				if ev.Regarding.Kind == "Ingress" && ev.Regarding.Name == "broken" && ev.Type == corev1.EventTypeWarning &&
-					strings.Contains(ev.Note, "no-such-service") {
-					return nil
-				}
-			}
-			return errorf("no Warning on Ingress broken among %d events", len(list.Items))
-		})
+		s.eventually("a Warning Event names the missing Service", func() error { return e.warningOn("broken", "no-such-service") })
 		if err := s.expect("broken.test", "/", "503"); err != nil {
 			t.Error(err)
 		}
@@ -415,19 +419,7 @@ func TestKube(t *testing.T) {
 		ing.Annotations = map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": "return 200 owned;"}
 		e.create(ing)
 		s.eventually("snippety.test is served without the snippet", func() error { return s.expect("snippety.test", "/", pods[3].Name) })
-		s.eventually("a Warning Event says the snippet is refused", func() error {
-			list, err := e.admin.EventsV1().Events(appsNS).List(e.ctx(), metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for _, ev := range list.Items {
-				if ev.Regarding.Kind == "Ingress" && ev.Regarding.Name == "snippety" && ev.Type == corev1.EventTypeWarning &&
-					strings.Contains(ev.Note, "configuration-snippet") {
-					return nil
-				}
-			}
-			return errorf("no Warning on Ingress snippety among %d events", len(list.Items))
-		})
+		s.eventually("a Warning Event says the snippet is refused", func() error { return e.warningOn("snippety", "configuration-snippet") })
 	})
 
 	t.Run("Service and IngressClass updated in place", func(t *testing.T) {
