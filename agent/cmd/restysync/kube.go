@@ -203,6 +203,9 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	servedHash := ""
 	onSync := func(r syncer.Report) {
 		recorder.Problems(r.Problems, lookup)
+		if r.Path == "full" {
+			recorder.Forget(lookup)
+		}
 		if !r.Applied {
 			servedHash = ""
 			return

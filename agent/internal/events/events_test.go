@@ -116,17 +116,17 @@ func TestServed(t *testing.T) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 
-	// Deleted and created again: a new UID is served anew, once Problems
-	// has let the Recorder forget the old one.
+	// Deleted and created again: a new UID is served anew, once Forget
+	// has let the Recorder drop the old one.
 	objects["web/app"] = ingress("app", "2")
-	r.Problems(nil, objects.lookup)
+	r.Forget(objects.lookup)
 	r.Served(objects["web/app"])
 	r.Served(objects["web/app"])
 	if got := fake.take(); len(got) != 1 {
 		t.Errorf("re-created Ingress: events %v, want 1", got)
 	}
 	delete(objects, "web/app")
-	r.Problems(nil, objects.lookup)
+	r.Forget(objects.lookup)
 	r.mu.Lock()
 	n := len(r.served)
 	r.mu.Unlock()
