@@ -89,6 +89,12 @@ func TestAccessCORS(t *testing.T) {
 			}}),
 		"any.yaml": ingress("any", ingressOpts{class: "restysync", host: "any.test", paths: []path{prefix("/", "app")},
 			annotations: map[string]string{"restysync.io/enable-cors": "true", "restysync.io/cors-allow-credentials": "false", "restysync.io/cors-max-age": "60"}}),
+		"custom.yaml": ingress("custom", ingressOpts{class: "restysync", host: "custom.test", paths: []path{prefix("/", "app")},
+			annotations: map[string]string{
+				"nginx.ingress.kubernetes.io/enable-cors":        "true",
+				"nginx.ingress.kubernetes.io/cors-allow-methods": "GET, POST",
+				"restysync.io/cors-allow-headers":                "X-Custom, Content-Type",
+			}}),
 	})
 	s.eventually("cors.test serves", func() error { return s.expect("cors.test", "/", ip) })
 
@@ -134,6 +140,14 @@ func TestAccessCORS(t *testing.T) {
 	resp, _ = s.do(t, accessRequest(t, http.MethodOptions, "http://cors.test/", http.Header{"Origin": {"https://evil.example.com"}}))
 	if resp.StatusCode == http.StatusNoContent {
 		t.Errorf("a preflight from another origin was answered 204 by nginx")
+	}
+
+	// cors-allow-methods and cors-allow-headers replace the defaults.
+	resp, _ = s.do(t, accessRequest(t, http.MethodOptions, "http://custom.test/", http.Header{"Origin": {"https://whoever.test"}}))
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Methods") != "GET, POST" ||
+		resp.Header.Get("Access-Control-Allow-Headers") != "X-Custom, Content-Type" {
+		t.Errorf("custom.test preflight: %d, methods %q, headers %q; want 204, \"GET, POST\", \"X-Custom, Content-Type\"",
+			resp.StatusCode, resp.Header.Get("Access-Control-Allow-Methods"), resp.Header.Get("Access-Control-Allow-Headers"))
 	}
 
 	// cors-allow-origin "*" (the default) answers "*".
@@ -254,6 +268,8 @@ func TestAccessRateLimit(t *testing.T) {
 		"services.yaml": service("app", b.port, ep(ip)),
 		"limited.yaml":  limited("limited", "limited.test", nil),
 		"exempt.yaml":   limited("exempt", "exempt.test", map[string]string{"nginx.ingress.kubernetes.io/limit-whitelist": "127.0.0.0/8"}),
+		"rps.yaml": ingress("rps", ingressOpts{class: "restysync", host: "rps.test", paths: []path{prefix("/", "app")},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/limit-rps": "1", "nginx.ingress.kubernetes.io/limit-burst-multiplier": "2"}}),
 	})
 	// One request a minute with a burst of 3: the first 4 pass, then 503.
 	var got []string
@@ -272,6 +288,19 @@ func TestAccessRateLimit(t *testing.T) {
 		if err := s.expect("exempt.test", "/", ip); err != nil {
 			t.Fatalf("exempt.test request %d: %v", i, err)
 		}
+	}
+	// One request a second with a burst of 2: three pass at once, the
+	// fourth (well within the second) does not.
+	got = got[:0]
+	for range 4 {
+		status, _, err := s.get("rps.test", "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strconv.Itoa(status))
+	}
+	if want := []string{"200", "200", "200", "503"}; !slices.Equal(got, want) {
+		t.Errorf("rps.test: %v, want %v", got, want)
 	}
 }
 

@@ -27,6 +27,7 @@ type seenRequest struct {
 	Host    string `json:"host"`
 	Prefix  string `json:"prefix"` // X-Forwarded-Prefix
 	Body    int64  `json:"body"`   // bytes of request body read
+	Proto   string `json:"proto"`  // HTTP version nginx spoke to the backend
 }
 
 // hitCounter counts requests per backend and method.
@@ -56,7 +57,7 @@ func proxyEcho(name string, hits *hitCounter) http.Handler {
 		n, _ := io.Copy(io.Discard, r.Body)
 		hits.add(name, r.Method)
 		json.NewEncoder(w).Encode(seenRequest{Backend: name, Method: r.Method, URI: r.RequestURI, Host: r.Host,
-			Prefix: r.Header.Get("X-Forwarded-Prefix"), Body: n})
+			Prefix: r.Header.Get("X-Forwarded-Prefix"), Body: n, Proto: r.Proto})
 	})
 }
 
@@ -218,6 +219,7 @@ data:
 			nginxIO + "default-backend": "echo",
 		}),
 		"nofallback.yaml": ing("nofallback", "nofallback.test", prefix("/", "scaled-to-zero"), nil),
+		"http10.yaml":     ing("http10", "http10.test", prefix("/", "echo"), map[string]string{nginxIO + "proxy-http-version": "1.0"}),
 		"buffered.yaml": ing("buffered", "buffered.test", prefix("/", "bulk"), map[string]string{
 			nginxIO + "proxy-buffering": "on",
 		}),
@@ -259,6 +261,14 @@ data:
 		}
 		if e, err := s.seen("plain.test", "/x"); err != nil || e.Host != "plain.test" {
 			t.Errorf("plain.test: backend saw Host %q, %v; want the client's host", e.Host, err)
+		}
+	})
+
+	t.Run("proxy-http-version", func(t *testing.T) {
+		for host, want := range map[string]string{"http10.test": "HTTP/1.0", "plain.test": "HTTP/1.1"} {
+			if e, err := s.seen(host, "/"); err != nil || e.Proto != want {
+				t.Errorf("%s: the backend saw %q (%v), want %s", host, e.Proto, err, want)
+			}
 		}
 	})
 
