@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +26,10 @@ type seenRequest struct {
 	Method  string `json:"method"`
 	URI     string `json:"uri"`
 	Host    string `json:"host"`
-	Prefix  string `json:"prefix"` // X-Forwarded-Prefix
-	Body    int64  `json:"body"`   // bytes of request body read
-	Proto   string `json:"proto"`  // HTTP version nginx spoke to the backend
+	Prefix  string `json:"prefix"`  // X-Forwarded-Prefix
+	Body    int64  `json:"body"`    // bytes of request body read
+	Proto   string `json:"proto"`   // HTTP version nginx spoke to the backend
+	Chunked bool   `json:"chunked"` // the body came chunked, not with a Content-Length
 }
 
 // hitCounter counts requests per backend and method.
@@ -57,7 +59,7 @@ func proxyEcho(name string, hits *hitCounter) http.Handler {
 		n, _ := io.Copy(io.Discard, r.Body)
 		hits.add(name, r.Method)
 		json.NewEncoder(w).Encode(seenRequest{Backend: name, Method: r.Method, URI: r.RequestURI, Host: r.Host,
-			Prefix: r.Header.Get("X-Forwarded-Prefix"), Body: n, Proto: r.Proto})
+			Prefix: r.Header.Get("X-Forwarded-Prefix"), Body: n, Proto: r.Proto, Chunked: slices.Contains(r.TransferEncoding, "chunked")})
 	})
 }
 
@@ -143,6 +145,7 @@ func TestAnnotationsProxy(t *testing.T) {
 		ipBad   = "127.0.0.143" // answers 502
 		ipGood  = "127.0.0.144"
 		ipBulk  = "127.0.0.145" // sends a large body
+		ipBig   = "127.0.0.146" // sends a 6 KiB response header
 		nginxIO = "nginx.ingress.kubernetes.io/"
 		ours    = "restysync.io/"
 	)
@@ -166,6 +169,10 @@ func TestAnnotationsProxy(t *testing.T) {
 		ipGood: proxyEcho(ipGood, hits),
 	})
 
+	bigPort := serveOn(t, ipBig, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 6<<10))
+		io.WriteString(w, "big header\n")
+	}))
 	bulk := newBulkBackend()
 	bulkPort := serveOn(t, ipBulk, bulk)
 
@@ -176,7 +183,7 @@ func TestAnnotationsProxy(t *testing.T) {
 		"classes.yaml": ingressClasses,
 		"services.yaml": service("echo", echoPort, ep(ipEcho)) + "---\n" + service("slow", slowPort, ep(ipSlow)) +
 			"---\n" + service("flaky", flakyPort, ep(ipBad), ep(ipGood)) + "---\n" + service("bulk", bulkPort, ep(ipBulk)) +
-			"---\n" + service("scaled-to-zero", echoPort),
+			"---\n" + service("scaled-to-zero", echoPort) + "---\n" + service("big", bigPort, ep(ipBig)),
 		"config.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -220,6 +227,9 @@ data:
 		}),
 		"nofallback.yaml": ing("nofallback", "nofallback.test", prefix("/", "scaled-to-zero"), nil),
 		"http10.yaml":     ing("http10", "http10.test", prefix("/", "echo"), map[string]string{nginxIO + "proxy-http-version": "1.0"}),
+		"smallbuf.yaml":   ing("smallbuf", "smallbuf.test", prefix("/", "big"), map[string]string{nginxIO + "proxy-buffer-size": "4k"}),
+		"bigbuf.yaml":     ing("bigbuf", "bigbuf.test", prefix("/", "big"), map[string]string{ours + "proxy-buffer-size": "16k"}),
+		"unbuffered.yaml": ing("unbuffered", "unbuffered.test", prefix("/", "echo"), map[string]string{nginxIO + "proxy-request-buffering": "off"}),
 		"buffered.yaml": ing("buffered", "buffered.test", prefix("/", "bulk"), map[string]string{
 			nginxIO + "proxy-buffering": "on",
 		}),
@@ -261,6 +271,37 @@ data:
 		}
 		if e, err := s.seen("plain.test", "/x"); err != nil || e.Host != "plain.test" {
 			t.Errorf("plain.test: backend saw Host %q, %v; want the client's host", e.Host, err)
+		}
+	})
+
+	t.Run("proxy-buffer-size", func(t *testing.T) {
+		for host, want := range map[string]int{"smallbuf.test": http.StatusBadGateway, "bigbuf.test": http.StatusOK} {
+			if status, _, _, err := s.send(http.MethodGet, host, "/", nil); err != nil || status != want {
+				t.Errorf("%s with a 6 KiB response header: %d, %v; want %d", host, status, err, want)
+			}
+		}
+	})
+
+	t.Run("proxy-request-buffering", func(t *testing.T) {
+		// A body of unknown length goes chunked from the client: nginx
+		// buffers it and sends a Content-Length, or, with buffering off,
+		// passes it on chunked as it comes.
+		for host, wantChunked := range map[string]bool{"plain.test": false, "unbuffered.test": true} {
+			body, w := io.Pipe()
+			go func() {
+				io.WriteString(w, "streamed ")
+				time.Sleep(200 * time.Millisecond) // the rest comes later
+				io.WriteString(w, "body")
+				w.Close()
+			}()
+			status, _, text, err := s.send(http.MethodPost, host, "/", body)
+			var e seenRequest
+			if err == nil && status == http.StatusOK {
+				err = json.Unmarshal([]byte(text), &e)
+			}
+			if err != nil || status != http.StatusOK || e.Body != 13 || e.Chunked != wantChunked {
+				t.Errorf("%s: %d %+v %v; want 200, 13 bytes, chunked %v", host, status, e, err, wantChunked)
+			}
 		}
 	})
 
