@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,8 +255,18 @@ func TestAccessBasicAuth(t *testing.T) {
 // limit-rps: past the burst (rate × limit-burst-multiplier) nginx answers
 // 503; limit-whitelist exempts the client.
 func TestAccessRateLimit(t *testing.T) {
-	const ip = "127.0.0.84"
+	const ip, ipHeld = "127.0.0.84", "127.0.0.85"
 	b := startBackends(t, ip)
+	release := make(chan struct{})
+	var arrived atomic.Int32
+	heldPort := serveOn(t, ipHeld, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		io.WriteString(w, "held")
+	}))
 	limited := func(name, host string, extra map[string]string) string {
 		annotations := map[string]string{"nginx.ingress.kubernetes.io/limit-rpm": "1", "restysync.io/limit-burst-multiplier": "3"}
 		for k, v := range extra {
@@ -265,9 +276,11 @@ func TestAccessRateLimit(t *testing.T) {
 	}
 	s := newStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
-		"services.yaml": service("app", b.port, ep(ip)),
+		"services.yaml": service("app", b.port, ep(ip)) + "---\n" + service("held", heldPort, ep(ipHeld)),
 		"limited.yaml":  limited("limited", "limited.test", nil),
-		"exempt.yaml":   limited("exempt", "exempt.test", map[string]string{"nginx.ingress.kubernetes.io/limit-whitelist": "127.0.0.0/8"}),
+		"conn.yaml": ingress("conn", ingressOpts{class: "restysync", host: "conn.test", paths: []path{prefix("/", "held")},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/limit-connections": "2"}}),
+		"exempt.yaml": limited("exempt", "exempt.test", map[string]string{"nginx.ingress.kubernetes.io/limit-whitelist": "127.0.0.0/8"}),
 		"rps.yaml": ingress("rps", ingressOpts{class: "restysync", host: "rps.test", paths: []path{prefix("/", "app")},
 			annotations: map[string]string{"nginx.ingress.kubernetes.io/limit-rps": "1", "nginx.ingress.kubernetes.io/limit-burst-multiplier": "2"}}),
 	})
@@ -301,6 +314,34 @@ func TestAccessRateLimit(t *testing.T) {
 	}
 	if want := []string{"200", "200", "200", "503"}; !slices.Equal(got, want) {
 		t.Errorf("rps.test: %v, want %v", got, want)
+	}
+
+	// limit-connections 2: with two requests held open by the backend, a
+	// third from the same address is refused; once they finish, it passes.
+	statuses := make(chan int, 2)
+	for range 2 {
+		go func() {
+			status, _, _ := s.get("conn.test", "/")
+			statuses <- status
+		}()
+	}
+	s.eventually("two requests are held by the backend", func() error {
+		if n := arrived.Load(); n != 2 {
+			return fmt.Errorf("%d requests at the backend", n)
+		}
+		return nil
+	})
+	if status, _, err := s.get("conn.test", "/"); err != nil || status != http.StatusServiceUnavailable {
+		t.Errorf("a third connection: %d, %v; want 503", status, err)
+	}
+	close(release)
+	for range 2 {
+		if status := <-statuses; status != http.StatusOK {
+			t.Errorf("a held request ended with %d, want 200", status)
+		}
+	}
+	if err := s.expect("conn.test", "/", "held"); err != nil {
+		t.Errorf("after the held requests: %v", err)
 	}
 }
 
