@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,5 +335,11 @@ func TestDefaultSSLCertificate(t *testing.T) {
 	}
 	if problem := s.problemOf("Secret default/fallback-tls"); !strings.Contains(problem, "not found") {
 		t.Errorf("problem of the missing default Secret: %q", problem)
+	}
+	// The dry run says the same.
+	out, err := exec.Command(agentBinary, "inspect", "--source", "file:"+s.manifests,
+		"--default-ssl-certificate", "default/fallback-tls", "--admin", "127.0.0.1:1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Secret default/fallback-tls") || !strings.Contains(string(out), "--default-ssl-certificate") {
+		t.Errorf("inspect --source with --default-ssl-certificate: %v\n%s", err, out)
 	}
 }

@@ -37,7 +37,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the source's first listing"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
-				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+				Usage: "with --source kube: kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)"},
 			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
 			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
 			&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),

@@ -44,11 +44,13 @@ func inspectCommand() *cli.Command {
 			&cli.BoolFlag{Name: "watch-ingress-without-class", EnvVars: env("WATCH_INGRESS_WITHOUT_CLASS"),
 				Usage: "with --source: also serve Ingresses that name no class"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
-				Usage: "with --source kube: kubeconfig `FILE` (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config)"},
+				Usage: "with --source kube: kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)"},
 			&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "with --source kube: kubeconfig context"},
 			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
 			&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
 				Usage: "with --source: global settings from this ConfigMap, `NAMESPACE/NAME`, as the agent's --configmap"},
+			&cli.StringFlag{Name: "default-ssl-certificate", EnvVars: env("DEFAULT_SSL_CERTIFICATE"),
+				Usage: "with --source: the TLS Secret `NAMESPACE/NAME` of the default certificate, as the agent's --default-ssl-certificate"},
 		},
 		Action: inspect,
 	}
@@ -195,6 +197,12 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	}
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
+	if ref := c.String("default-ssl-certificate"); ref != "" {
+		if !validNamespacedName(ref) {
+			return admin.Report{}, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME", ref)
+		}
+		snap.DefaultCertificate = ref
+	}
 	snap.Now = time.Now()
 	m, buildProblems := model.Build(snap)
 	report := admin.FromModel(m, append(problems, buildProblems...))
