@@ -1,41 +1,20 @@
-package apply
+package apply_test
 
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/render"
-	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
-	"github.com/restysync/restysync/lua"
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 )
 
 // A config nginx rejects on SIGHUP is reported as not confirmed, with
 // nginx's own reason, while nginx keeps running the previous one.
 func TestReloadRejectedWithNginxReason(t *testing.T) {
-	nginxproc.Binary(t)
-	prefix := nginxproc.TempPrefix(t)
-	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
-		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
-	if err := lua.WriteTo(prefix, WriteFileAtomic); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
-		t.Fatal(err)
-	}
-	good, err := render.Render(model.Model{}, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &Nginx{SharedDir: prefix, Lua: NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: time.Minute}
-	if err := n.WriteConfig(good.Bytes); err != nil {
-		t.Fatal(err)
-	}
-	nginxproc.Start(t, prefix)
+	n, _, good := agentnginx.Start(t)
 
 	for _, tc := range []struct {
 		name, want string
@@ -60,8 +39,8 @@ func TestReloadRejectedWithNginxReason(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatalf("the rejected reload was noticed only at the timeout: %v", err)
 			}
-			if !errors.Is(err, ErrNotConfirmed) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("reload error %v; want ErrNotConfirmed with nginx's reason %q", err, tc.want)
+			if !errors.Is(err, apply.ErrNotConfirmed) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("reload error %v; want apply.ErrNotConfirmed with nginx's reason %q", err, tc.want)
 			}
 			st, err := n.Lua.Status(context.Background())
 			if err != nil || st.ConfigHash != good.Hash {

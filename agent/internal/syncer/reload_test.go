@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
-	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
-	"github.com/restysync/restysync/lua"
 )
 
 // A config nginx rejects on reload never stays on disk: the last good
@@ -22,32 +21,15 @@ import (
 // config it ran, and the rejected hash is remembered until the next change.
 // (Real nginx: it is nginx that rejects.)
 func TestRejectedReloadPutsTheGoodConfigBack(t *testing.T) {
-	nginxproc.Binary(t)
-	prefix := nginxproc.TempPrefix(t)
-	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
-		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
-	if err := lua.WriteTo(prefix, apply.WriteFileAtomic); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
-		t.Fatal(err)
-	}
-	good, err := render.Render(model.Model{}, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &apply.Nginx{SharedDir: prefix, Lua: apply.NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: time.Minute}
-	if err := n.WriteConfig(good.Bytes); err != nil {
-		t.Fatal(err)
-	}
-	nginxproc.Start(t, prefix)
+	n, settings, good := agentnginx.Start(t)
+	prefix := settings.SharedDir
 
 	rec := &recordingMetrics{}
 	s := New(&fakeSource{}, n, Options{Render: settings, Metrics: rec}, slog.New(slog.DiscardHandler))
 	bad := render.Config{Hash: "rejected", Bytes: append(append([]byte{}, good.Bytes...), "\nnot_a_directive on;\n"...)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = s.reload(ctx, bad)
+	err := s.reload(ctx, bad)
 	if !errors.Is(err, apply.ErrNotConfirmed) {
 		t.Fatalf("reload of a config nginx rejects: %v, want ErrNotConfirmed", err)
 	}

@@ -1,0 +1,45 @@
+// Package agentnginx is a test helper: a real nginx started from a shared
+// dir laid out as the agent lays it out (Lua modules, default certificate,
+// the rendered nginx.conf of an empty model), with the apply.Nginx that
+// drives it. It lives apart from nginxproc because it needs apply and
+// render, whose own tests use nginxproc.
+package agentnginx
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/lua"
+)
+
+// Start makes a shared dir, starts nginx on loopback with the config of an
+// empty model, and returns the Nginx that drives it (a minute to confirm a
+// reload), the settings and that config. The test's cleanup stops nginx.
+func Start(t testing.TB) (*apply.Nginx, render.Settings, render.Config) {
+	t.Helper()
+	nginxproc.Binary(t)
+	prefix := nginxproc.TempPrefix(t)
+	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
+		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
+	if err := lua.WriteTo(prefix, apply.WriteFileAtomic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &apply.Nginx{SharedDir: prefix, Lua: apply.NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: time.Minute}
+	if err := n.WriteConfig(cfg.Bytes); err != nil {
+		t.Fatal(err)
+	}
+	nginxproc.Start(t, prefix)
+	return n, settings, cfg
+}
