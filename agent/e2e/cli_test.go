@@ -33,6 +33,8 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{args: []string{"--http-port", "8080", "--https-port", "8080"}, want: "--http-port"},
 		{args: []string{"--http-port", "8080", "--status-port", "8080"}, want: "--status-port"},
 		{args: []string{"--status-port", "-1"}, want: "--status-port"},
+		{args: []string{"--default-ssl-certificate", "no-slash"}, want: "--default-ssl-certificate"},
+		{args: []string{"--default-ssl-certificate", "ns/Bad_Name"}, want: "--default-ssl-certificate"},
 		{args: []string{"--http-port", "eighty"}, want: "http-port"},
 		{args: []string{"--log-level", "loud"}, want: "--log-level"},
 		{args: []string{"--log-format", "xml"}, want: "--log-format"},

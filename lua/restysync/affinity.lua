@@ -54,10 +54,10 @@ function _M.prepare(entry, p)
     if p.cookie_samesite then
         attrs = attrs .. "; SameSite=" .. p.cookie_samesite
     end
-    entry.cookie_expires = p.cookie_expires
     if p.cookie_secure then
         attrs = attrs .. "; Secure"
     end
+    entry.cookie_expires = p.cookie_expires -- added per pin: a date
     entry.cookie_prefix = p.cookie_name .. "="
     entry.cookie_suffix = attrs .. "; HttpOnly"
 end

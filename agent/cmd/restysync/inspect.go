@@ -197,11 +197,8 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	}
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
-	if ref := c.String("default-ssl-certificate"); ref != "" {
-		if !validNamespacedName(ref) {
-			return admin.Report{}, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME", ref)
-		}
-		snap.DefaultCertificate = ref
+	if snap.DefaultCertificate, err = defaultCertificate(c); err != nil {
+		return admin.Report{}, err
 	}
 	snap.Now = time.Now()
 	m, buildProblems := model.Build(snap)

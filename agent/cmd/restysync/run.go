@@ -171,11 +171,8 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	rc.ingressClass = class
-	if rc.defaultCertificate = c.String("default-ssl-certificate"); rc.defaultCertificate != "" {
-		namespace, name, ok := strings.Cut(rc.defaultCertificate, "/")
-		if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return rc, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME of a Secret", rc.defaultCertificate)
-		}
+	if rc.defaultCertificate, err = defaultCertificate(c); err != nil {
+		return rc, err
 	}
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
 	rc.reloadTimeout = c.Duration("reload-timeout")
@@ -196,6 +193,20 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	return rc, nil
+}
+
+// defaultCertificate reads --default-ssl-certificate: "" or the
+// NAMESPACE/NAME of a Secret. run and inspect take it alike.
+func defaultCertificate(c *cli.Context) (string, error) {
+	ref := c.String("default-ssl-certificate")
+	if ref == "" {
+		return "", nil
+	}
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return "", fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME of a Secret", ref)
+	}
+	return ref, nil
 }
 
 // maxHSTSMaxAge bounds --hsts-max-age: ten years.

@@ -343,10 +343,14 @@ func (b *builder) model() Model {
 	for name := range b.canaryBackends {
 		used[name] = true
 	}
+	var fallbacks []string
 	for name := range used {
 		if fallback := b.resolved[name].backend.Policy.Fallback; fallback != "" {
-			used[fallback] = true // adding while ranging: seen or not, it is kept
+			fallbacks = append(fallbacks, fallback)
 		}
+	}
+	for _, name := range fallbacks {
+		used[name] = true
 	}
 	for name := range used {
 		backend := b.resolved[name].backend

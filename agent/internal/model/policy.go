@@ -46,6 +46,10 @@ type Policy struct {
 	MaxFails    int `json:"max_fails,omitempty"`
 	FailTimeout int `json:"fail_timeout,omitempty"`
 
+	// Fallback is the Name of the backend that answers while this one has
+	// no endpoints (annotation default-backend); "" for a 503.
+	Fallback string `json:"fallback,omitempty"`
+
 	// Canary is the Name of the backend that takes part of the traffic:
 	// requests with CanaryHeader (equal to CanaryHeaderValue when set, else
 	// "always"), then those with the cookie CanaryCookie = "always", then
@@ -56,9 +60,6 @@ type Policy struct {
 	CanaryWeightTotal int    `json:"canary_weight_total,omitempty"`
 	CanaryHeader      string `json:"canary_header,omitempty"`
 	CanaryHeaderValue string `json:"canary_header_value,omitempty"`
-	// Fallback is the Name of the backend that answers while this one has
-	// no endpoints (annotation default-backend); "" for a 503.
-	Fallback string `json:"fallback,omitempty"`
 	// CanaryHeaderPattern is a regex (PCRE in Lua) the header's value must
 	// match to choose the canary; unused when CanaryHeaderValue is set.
 	CanaryHeaderPattern string `json:"canary_header_pattern,omitempty"`

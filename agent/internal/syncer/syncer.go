@@ -541,9 +541,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.waiting = true
-		start, err := s.configForStart(cfg)
-		if err != nil {
-			return res, err
+		start, serr := s.configForStart(cfg)
+		if serr != nil {
+			return res, serr
 		}
 		if werr := s.nginx.WriteConfig(start); werr != nil {
 			return res, werr
