@@ -234,13 +234,31 @@ func TestObservability(t *testing.T) {
 		})
 	})
 
-	t.Run("Ingress change: a reload", func(t *testing.T) {
+	t.Run("new path of a host Lua routes: a push, no reload", func(t *testing.T) {
 		before, err := s.scrape()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.writeFile("ingress.yaml", ingress("obs", ingressOpts{class: "restysync", host: "obs.test",
 			paths: []path{prefix("/", "obs"), exact("/two", "obs")}}))
+		after := s.metricsWhere("a routes push", func(m map[string]float64) error {
+			return rose(before, m, `restysync_lua_pushes_total{kind="routes"}`, `restysync_lua_push_bytes_total{kind="routes"}`)
+		})
+		if after["restysync_reloads_total"] != before["restysync_reloads_total"] {
+			t.Errorf("reloads_total went from %v to %v for a path Lua routes", before["restysync_reloads_total"], after["restysync_reloads_total"])
+		}
+		s.eventually("the new path answers", func() error { return s.expect("obs.test", "/two", ipObs3) })
+	})
+
+	t.Run("Ingress change: a reload", func(t *testing.T) {
+		before, err := s.scrape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An annotation of its own gives the host a server block.
+		s.writeFile("ingress.yaml", ingress("obs", ingressOpts{class: "restysync", host: "obs.test",
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"},
+			paths:       []path{prefix("/", "obs"), exact("/two", "obs")}}))
 		after := s.metricsWhere("a reload", func(m map[string]float64) error {
 			return rose(before, m, "restysync_reloads_total", "restysync_reload_duration_seconds_count",
 				"restysync_last_reload_success_timestamp_seconds")

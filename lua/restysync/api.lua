@@ -2,12 +2,12 @@
 --
 -- Served by content_by_lua in a server that listens only on a unix socket in
 -- the shared dir. It stores certificates as restysync.certs describes, and
--- backends in the shared dict:
+-- routes as restysync.routes describes, and backends in the shared dict:
 --
 --   b:<name>  the endpoints, a compact JSON array of {"address","port"}
 --   p:<name>  its policy (restysync.policy), absent for the default one
 --   v:<name>  the version at which that backend last changed
---   version   bumped once per accepted POST /backends or /certificates
+--   version   bumped once per accepted POST /backends, /certificates or /routes
 --   count     how many b: keys there are
 --   boot_id   set by restysync.init, new on every cold start
 --
@@ -23,6 +23,7 @@
 local cjson = require "cjson"
 local restysync = require "restysync"
 local certs = require "restysync.certs"
+local routes_store = require "restysync.routes"
 local check = require "restysync.check"
 local policy = require "restysync.policy"
 local store = require "restysync.store"
@@ -278,6 +279,7 @@ local function get_status()
         version = d:get("version") or 0,
         backends = d:get("count") or 0,
         certificates = certs.count(d),
+        routes = routes_store.count(d),
     }))
 end
 
@@ -406,8 +408,17 @@ local function post_certificates()
     return post(certs.check_update, certs.write, "certificates")
 end
 
+local function get_routes()
+    reply(200, routes_store.list(dict()))
+end
+
+local function post_routes()
+    return post(routes_store.check_update, routes_store.write, "routes")
+end
+
 local routes = {
     ["/status"] = { GET = get_status, HEAD = get_status },
+    ["/routes"] = { GET = get_routes, POST = post_routes },
     ["/backends"] = { GET = get_backends, POST = post_backends },
     ["/certificates"] = { GET = get_certificates, POST = post_certificates },
     ["/metrics"] = { GET = get_metrics },
@@ -417,6 +428,7 @@ local allowed_methods = {
     ["/status"] = "GET, HEAD",
     ["/backends"] = "GET, POST",
     ["/certificates"] = "GET, POST",
+    ["/routes"] = "GET, POST",
     ["/metrics"] = "GET",
 }
 

@@ -48,6 +48,7 @@ local health = require "restysync.health"
 local ewma = require "restysync.ewma"
 local chash = require "restysync.chash"
 local affinity = require "restysync.affinity"
+local routes = require "restysync.routes"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -72,6 +73,7 @@ local string_gmatch = string.gmatch
 
 local _M = { _VERSION = "0.1" }
 
+local HTTP_NOT_FOUND = 404
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
 
@@ -214,14 +216,8 @@ local function backend(name)
     return entry
 end
 
--- access picks the endpoint for this request; call it from
--- access_by_lua_block in every location that proxies to restysync_upstream.
-function _M.access()
-    local name = ngx_var.restysync_backend
-    if not name or name == "" then
-        ngx_log(ngx_ERR, "restysync: $restysync_backend is not set in this location")
-        return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
-    end
+-- access_backend picks the endpoint of backend name for this request.
+local function access_backend(name)
     local entry = backend(name)
     if not entry then
         ngx_log(ngx_WARN, "restysync: backend ", name, " is unknown")
@@ -261,6 +257,45 @@ function _M.access()
         ep = entry.pick(entry, now)
     end
     ctx.restysync_peer = ep
+end
+
+-- access picks the endpoint for this request; call it from
+-- access_by_lua_block in every location that proxies to restysync_upstream.
+function _M.access()
+    local name = ngx_var.restysync_backend
+    if not name or name == "" then
+        ngx_log(ngx_ERR, "restysync: $restysync_backend is not set in this location")
+        return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
+    end
+    return access_backend(name)
+end
+
+-- route is access() for the default server's "location /": a host that
+-- restysync.routes holds is routed by its paths (no matching path: 404);
+-- any other host goes to $restysync_backend, the default server's own "/"
+-- backend, or gets a 404 when there is none. Routed hosts serve HTTP only,
+-- as their server blocks would.
+function _M.route()
+    local name
+    if ngx_var.https ~= "on" then
+        local r, err = routes.lookup(restysync.dict(), ngx_var.host)
+        if r then
+            name = routes.match(r, ngx_var.uri)
+            if not name then
+                return ngx_exit(HTTP_NOT_FOUND)
+            end
+            ngx_var.restysync_backend = name
+        elseif err then
+            ngx_log(ngx_ERR, "restysync: routes of ", ngx_var.host, ": ", err)
+        end
+    end
+    if not name then
+        name = ngx_var.restysync_backend
+        if not name or name == "" then
+            return ngx_exit(HTTP_NOT_FOUND)
+        end
+    end
+    return access_backend(name)
 end
 
 -- retry_peer returns the endpoint for the next try after ep failed: the

@@ -28,6 +28,8 @@ type Status struct {
 	Backends int `json:"backends"`
 	// Certificates is how many certificates Lua holds.
 	Certificates int `json:"certificates"`
+	// Routes is how many hosts Lua routes.
+	Routes int `json:"routes"`
 }
 
 // LuaMetrics is what GET /metrics of the Lua config API reports.
@@ -109,6 +111,19 @@ type HeldCertificate struct {
 	// Hash is the hex SHA-1 of the chain, a newline and the key (see
 	// model.Certificate.Hash).
 	Hash string `json:"hash"`
+}
+
+// RouteUpdate is the body of POST /routes.
+type RouteUpdate struct {
+	Upserts []RoutePayload `json:"upserts"`
+	Removes []string       `json:"removes"`
+}
+
+// RoutePayload is one host Lua routes (model.Route).
+type RoutePayload struct {
+	// Name is the host.
+	Name      string                `json:"name"`
+	Locations []model.RouteLocation `json:"locations"`
 }
 
 // LuaClient talks to the Lua config API over the unix socket.
@@ -193,6 +208,27 @@ func (c *LuaClient) Certificates(ctx context.Context) ([]HeldCertificate, error)
 		return nil, err
 	}
 	return body.Certificates, nil
+}
+
+// Routes returns the locations of every host Lua routes, by host.
+func (c *LuaClient) Routes(ctx context.Context) (map[string][]model.RouteLocation, error) {
+	var body struct {
+		Routes []RoutePayload `json:"routes"`
+	}
+	if err := c.getJSON(ctx, "/routes", &body); err != nil {
+		return nil, err
+	}
+	held := make(map[string][]model.RouteLocation, len(body.Routes))
+	for _, r := range body.Routes {
+		held[r.Name] = r.Locations
+	}
+	return held, nil
+}
+
+// PushRoutes sends route upserts and removes in one request and returns
+// the bytes sent. Lua takes all of it or none.
+func (c *LuaClient) PushRoutes(ctx context.Context, update RouteUpdate) (int, error) {
+	return c.post(ctx, "routes", update)
 }
 
 // Push sends backend upserts and removes in one request and returns the

@@ -77,7 +77,7 @@ var _ syncer.Metrics = (*Metrics)(nil)
 var outcomes = []string{"nothing", "push", "reload", "reload+push", "wait-for-nginx", "error"}
 
 // pushKinds are the kinds of POST to Lua.
-var pushKinds = []string{"backends", "certificates"}
+var pushKinds = []string{"backends", "certificates", "routes"}
 
 // latencyBuckets span a fast-path push (~1 ms) to a slow reload (10 s).
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
@@ -118,7 +118,7 @@ func New(opts Options) *Metrics {
 		}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "lua_pushes_total",
-			Help: "POSTs to the Lua config API, by kind (backends or certificates).",
+			Help: "POSTs to the Lua config API, by kind (backends, certificates or routes).",
 		}, []string{"kind"}),
 		pushFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "lua_push_failures_total",

@@ -73,20 +73,38 @@ func sameEndpoints(a, b []model.Endpoint) bool {
 }
 
 // SameStructure reports whether a and b render the same nginx.conf: every
-// field but the endpoints and the certificates is equal. Which hosts listen
-// for HTTPS (Server.HTTPS) is structure; which certificate a host gets is not.
+// field but the endpoints, the certificates and the servers Lua routes is
+// equal. Which hosts listen for HTTPS (Server.HTTPS) is structure; which
+// certificate a host gets is not.
 func SameStructure(a, b model.Model) bool {
-	return serversEqual(a.Servers, b.Servers) && serverEqual(a.Default, b.Default)
+	// RoutesInLua depends on the default server alone.
+	return serverEqual(a.Default, b.Default) && serversEqual(a.Servers, b.Servers, a.RoutesInLua())
 }
 
-// serversEqual compares a and b server by server, or not at all when they
-// are the same slice: the fast path keeps the servers of the last build, so
-// an endpoint change at 10,000 hosts costs no structure compare.
-func serversEqual(a, b []model.Server) bool {
+// serversEqual compares the servers a and b render, server by server
+// (skipping the ones Lua routes when routing), or not at all when they are
+// the same slice: the fast path keeps the servers of the last build, so an
+// endpoint change at 10,000 hosts costs no structure compare.
+func serversEqual(a, b []model.Server, routing bool) bool {
 	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
 		return true
 	}
-	return slices.EqualFunc(a, b, serverEqual)
+	i, j := 0, 0
+	for {
+		for routing && i < len(a) && a[i].RoutedInLua() {
+			i++
+		}
+		for routing && j < len(b) && b[j].RoutedInLua() {
+			j++
+		}
+		if i == len(a) || j == len(b) {
+			return i == len(a) && j == len(b)
+		}
+		if !serverEqual(a[i], b[j]) {
+			return false
+		}
+		i, j = i+1, j+1
+	}
 }
 
 func serverEqual(a, b model.Server) bool {
@@ -151,6 +169,37 @@ func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Cer
 	for name := range held {
 		if _, ok := wanted[name]; !ok {
 			p.Removes = append(p.Removes, name)
+		}
+	}
+	slices.Sort(p.Removes)
+	return p
+}
+
+// RoutePlan is the route work of one sync: the hosts Lua routes
+// (model.RoutedInLua) whose locations changed.
+type RoutePlan struct {
+	// Upserts are routes Lua lacks or holds with other locations, in Host order.
+	Upserts []model.Route
+	// Removes are hosts Lua routes that next does not, sorted.
+	Removes []string
+}
+
+// Empty reports whether the plan has nothing to push.
+func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) == 0 }
+
+// Routes diffs next against the routes Lua holds (host → locations).
+func Routes(held map[string][]model.RouteLocation, next []model.Route) RoutePlan {
+	var p RoutePlan
+	wanted := make(map[string]struct{}, len(next))
+	for _, r := range next {
+		wanted[r.Host] = struct{}{}
+		if have, ok := held[r.Host]; !ok || !slices.Equal(have, r.Locations) {
+			p.Upserts = append(p.Upserts, r)
+		}
+	}
+	for host := range held {
+		if _, ok := wanted[host]; !ok {
+			p.Removes = append(p.Removes, host)
 		}
 	}
 	slices.Sort(p.Removes)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -12,7 +13,8 @@ func ep(addr string) model.Endpoint { return model.Endpoint{Address: addr, Port:
 func TestCompute(t *testing.T) {
 	loc := model.Location{Path: "/", PathType: model.PathPrefix, Backend: "ns/a:80", Ingress: "ns/i"}
 	base := model.Model{
-		Servers:  []model.Server{{Host: "a.example.com", Locations: []model.Location{loc}}},
+		// HTTPS: a host with a server block of its own, not one Lua routes.
+		Servers:  []model.Server{{Host: "a.example.com", HTTPS: true, Locations: []model.Location{loc}}},
 		Backends: []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}},
 	}
 	moved := base
@@ -20,7 +22,7 @@ func TestCompute(t *testing.T) {
 	withPolicy := base
 	withPolicy.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}}
 	rehosted := base
-	rehosted.Servers = []model.Server{{Host: "b.example.com", Locations: []model.Location{loc}}}
+	rehosted.Servers = []model.Server{{Host: "b.example.com", HTTPS: true, Locations: []model.Location{loc}}}
 	held := map[string]model.Backend{"ns/a:80": {Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}}
 
 	tests := []struct {
@@ -119,5 +121,64 @@ func TestSameStructureSeesHTTPS(t *testing.T) {
 	b := model.Model{Servers: []model.Server{{Host: "a.test", HTTPS: true}}}
 	if SameStructure(a, b) {
 		t.Error("HTTPS on a host did not change the structure")
+	}
+}
+
+func routedServer(host, path, backend string) model.Server {
+	return model.Server{Host: host, Locations: []model.Location{{Path: path, PathType: model.PathPrefix, Backend: backend}}}
+}
+
+// A host Lua routes is not structure: adding, changing or removing one
+// needs no reload, unless the default server stops the routing.
+func TestSameStructureLeavesRoutedHostsOut(t *testing.T) {
+	annotated := routedServer("big.example.com", "/", "ns/big:80")
+	annotated.Locations[0].Proxy.BodySize = "8m"
+	base := model.Model{Servers: []model.Server{annotated, routedServer("a.example.com", "/", "ns/a:80")}}
+	base.Servers[0], base.Servers[1] = base.Servers[1], base.Servers[0]
+
+	added := base
+	added.Servers = append([]model.Server{routedServer("0.example.com", "/", "ns/b:80")}, base.Servers...)
+	if !SameStructure(base, added) {
+		t.Error("a new routed host counts as structure")
+	}
+	changed := base
+	changed.Servers = []model.Server{routedServer("a.example.com", "/v2", "ns/a:80"), annotated}
+	if !SameStructure(base, changed) {
+		t.Error("a routed host's new path counts as structure")
+	}
+	bigger := base
+	more := annotated
+	more.Locations = []model.Location{annotated.Locations[0]}
+	more.Locations[0].Proxy.BodySize = "9m"
+	bigger.Servers = []model.Server{base.Servers[0], more}
+	if SameStructure(base, bigger) {
+		t.Error("a rendered host's new annotation does not count as structure")
+	}
+	hostless := added
+	hostless.Default = routedServer("", "/api", "ns/api:80")
+	if SameStructure(added, hostless) {
+		t.Error("a host-less path, which stops the routing, does not count as structure")
+	}
+	hostless2 := hostless
+	hostless2.Servers = base.Servers
+	if SameStructure(hostless, hostless2) {
+		t.Error("without routing, a removed host does not count as structure")
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	a := model.Route{Host: "a.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
+	b := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Exact: true, Backend: "ns/b:80"}}}
+	b2 := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/b:80"}}}
+	held := map[string][]model.RouteLocation{a.Host: a.Locations, b.Host: b.Locations, "gone.example.com": a.Locations}
+	p := Routes(held, []model.Route{a, b2})
+	if len(p.Upserts) != 1 || p.Upserts[0].Host != b.Host || !slices.Equal(p.Upserts[0].Locations, b2.Locations) {
+		t.Errorf("upserts %+v, want only b.example.com with its new location", p.Upserts)
+	}
+	if !slices.Equal(p.Removes, []string{"gone.example.com"}) {
+		t.Errorf("removes %v, want gone.example.com", p.Removes)
+	}
+	if p := Routes(map[string][]model.RouteLocation{a.Host: a.Locations}, []model.Route{a}); !p.Empty() {
+		t.Errorf("plan %+v for what Lua holds, want empty", p)
 	}
 }

@@ -108,7 +108,37 @@ func startDataPlane(t *testing.T, m model.Model, edit func([]byte) []byte) (*dat
 			},
 		},
 	}
+	dp.pushRoutes(t, m)
 	return dp, s, cfg
+}
+
+// pushRoutes gives Lua the routes of m's hosts that nginx.conf leaves out,
+// as the syncer does.
+func (dp *dataPlane) pushRoutes(t *testing.T, m model.Model) {
+	t.Helper()
+	routes, err := Routes(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) == 0 {
+		return
+	}
+	update := map[string]any{"upserts": routePayloads(routes)}
+	body, err := json.Marshal(update)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, reply := dp.api(t, http.MethodPost, "/routes", body); code != http.StatusOK {
+		t.Fatalf("POST /routes: %d %s", code, reply)
+	}
+}
+
+func routePayloads(routes []model.Route) []map[string]any {
+	out := make([]map[string]any, len(routes))
+	for i, r := range routes {
+		out[i] = map[string]any{"name": r.Host, "locations": r.Locations}
+	}
+	return out
 }
 
 // get sends GET http://host/path to nginx and returns the status and body.

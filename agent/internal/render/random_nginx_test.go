@@ -174,7 +174,8 @@ var locationLine = regexp.MustCompile(`^\s*location (= |~\* )?(.*) \{$`)
 var templateLocation = regexp.MustCompile(`^@restysync_[a-z0-9_]+$`)
 
 // checkLocationTokens reads every location line back the way nginx's
-// parser does and checks that each path of m is there, as one quoted token.
+// parser does and checks that each path of m is there, as one quoted token,
+// or in the routes Lua gets for the hosts nginx.conf leaves out.
 func checkLocationTokens(m model.Model, conf []byte) error {
 	rendered := map[string]bool{}
 	for _, line := range strings.Split(string(conf), "\n") {
@@ -191,6 +192,20 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 			return fmt.Errorf("location line %q: the path is not one quoted token: %v", line, err)
 		}
 		rendered[match[1]+value] = true
+	}
+	// The hosts nginx.conf leaves to Lua are served by their routes.
+	routes, err := Routes(m)
+	if err != nil {
+		return err
+	}
+	for _, r := range routes {
+		for _, l := range r.Locations {
+			if l.Exact {
+				rendered["= "+l.Path] = true
+			} else {
+				rendered[l.Path] = true
+			}
+		}
 	}
 	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
 		for _, l := range srv.Locations {

@@ -167,6 +167,12 @@ type serverView struct {
 	// AccessErrors are the named locations of the locations' custom
 	// errors (access.go).
 	AccessErrors []errorLocationView
+	// Routing (the default server only, when model.RoutesInLua) replaces
+	// its locations by one "location /" that asks Lua for the hosts nginx.conf
+	// leaves out; RoutingBackend is the default server's own "/" backend,
+	// for every other host, or "" for 404.
+	Routing        bool
+	RoutingBackend string
 }
 
 type locationView struct {
@@ -251,9 +257,16 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		return confView{}, fmt.Errorf("default server: %w", err)
 	}
 	view.Default.RedirectPort = redirectPort
+	if m.RoutesInLua() {
+		view.Default.Routing, view.Default.RootNotFound = true, false
+		if len(view.Default.Locations) > 0 {
+			view.Default.RoutingBackend = view.Default.Locations[0].Backend
+		}
+		view.Default.Locations = nil
+	}
 	hosts := make(map[string]bool, len(m.Servers))
 	longest, exact := 0, 0
-	for _, srv := range m.Servers {
+	for _, srv := range m.RenderedServers() {
 		if hosts[srv.Host] {
 			return confView{}, fmt.Errorf("server %q: host appears twice", srv.Host)
 		}
@@ -378,6 +391,35 @@ func newServerView(srv model.Server) (serverView, error) {
 	view.Locations = append(view.Locations, regexes...)
 	view.AccessErrors = accessErrorLocations(srv.Locations)
 	return view, nil
+}
+
+// Routes returns what Lua holds for the servers it routes
+// (model.LuaRoutedServers), in Host order: the locations newServerView
+// would render for each. They pass the checks Render makes of what it
+// renders, so that a host is valid whichever of the two serves it.
+func Routes(m model.Model) ([]model.Route, error) {
+	servers := m.LuaRoutedServers()
+	routes := make([]model.Route, 0, len(servers))
+	for _, srv := range servers {
+		if _, err := serverName(srv.Host); err != nil {
+			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
+		}
+		sv, err := newServerView(srv)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
+		}
+		r := model.Route{Host: srv.Host, Locations: make([]model.RouteLocation, len(sv.Locations))}
+		for i, l := range sv.Locations {
+			for _, v := range []string{l.Path, l.Backend} {
+				if _, err := Quote(v); err != nil {
+					return nil, fmt.Errorf("server %q: %w", srv.Host, err)
+				}
+			}
+			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend}
+		}
+		routes = append(routes, r)
+	}
+	return routes, nil
 }
 
 // hstsHeader is the Strict-Transport-Security value of s, or "" when HSTS

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -170,7 +171,42 @@ func TestRenderGolden(t *testing.T) {
 			if !bytes.Equal(cfg.Bytes, want) {
 				t.Errorf("nginx.conf differs from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(cfg.Bytes)))
 			}
+			checkRoutesGolden(t, tc.name, tc.model)
 		})
+	}
+}
+
+// checkRoutesGolden compares the routes Lua gets for m (the hosts left out
+// of nginx.conf) with testdata/<name>.routes.json, when there are any.
+func checkRoutesGolden(t *testing.T, name string, m model.Model) {
+	t.Helper()
+	routes, err := Routes(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name+".routes.json")
+	if len(routes) == 0 {
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s exists, but Lua routes no host of this case", path)
+		}
+		return
+	}
+	got, err := json.MarshalIndent(routes, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("routes differ from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(got)))
 	}
 }
 
@@ -285,9 +321,13 @@ func TestRenderErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// A plain host is routed by Lua, not rendered: Routes checks it.
 			_, err := Render(tc.model, tc.settings)
 			if err == nil {
-				t.Fatalf("Render succeeded, want an error holding %q", tc.want)
+				_, err = Routes(tc.model)
+			}
+			if err == nil {
+				t.Fatalf("Render and Routes succeeded, want an error holding %q", tc.want)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not hold %q", err, tc.want)

@@ -40,6 +40,10 @@ func (f *fakeLua) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"backends":[]}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/certificates":
 		io.WriteString(w, `{"certificates":[]}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/routes":
+		io.WriteString(w, `{"routes":[]}`)
+	case r.Method == http.MethodPost && r.URL.Path == "/routes":
+		io.WriteString(w, `{}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/backends":
 		f.pushes++
 		if f.pushes <= f.failPushes {

@@ -124,11 +124,17 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	applied     *model.Model                    // structure nginx is confirmed to run
-	appliedHash string                          // its config hash
-	held        map[string]model.Backend        // backends Lua holds
-	heldCerts   map[string]plan.HeldCertificate // certificates Lua holds
-	heldBoot    string                          // nginx boot the held maps belong to
+	applied     *model.Model                     // structure nginx is confirmed to run
+	appliedHash string                           // its config hash
+	held        map[string]model.Backend         // backends Lua holds
+	heldCerts   map[string]plan.HeldCertificate  // certificates Lua holds
+	heldRoutes  map[string][]model.RouteLocation // routes Lua holds, by host
+	heldBoot    string                           // nginx boot the held maps belong to
+	// routesOf are the servers Lua's routes were last made from; routesSynced
+	// says Lua holds exactly those routes, so the same servers (the fast
+	// path keeps the slice) need no route diff.
+	routesOf     []model.Server
+	routesSynced bool
 	// goodCerts is the last valid content of every certificate the model
 	// names: what keeps serving when its Secret turns bad.
 	goodCerts    map[string]model.Certificate
@@ -144,6 +150,7 @@ type Syncer struct {
 	rendered   *model.Model    // structure of lastConfig
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
+	failedErr  error           // what the reload of failedHash returned
 	good       render.Config   // the config nginx last confirmed (zero: none yet)
 	// unprovenSince is when a config nginx never confirmed was left for
 	// its start while it did not answer (zero: none); safeStart says that
@@ -432,6 +439,8 @@ func (s *Syncer) sync(ctx context.Context) error {
 		"removes", result.removes,
 		"cert_upserts", result.certUpserts,
 		"cert_removes", result.certRemoves,
+		"route_upserts", result.routeUpserts,
+		"route_removes", result.routeRemoves,
 		"bytes", result.bytes,
 		"problems", len(problems),
 		"build", buildTime.Round(time.Microsecond),
@@ -496,13 +505,14 @@ type syncResult struct {
 	// current: nginx runs the config of this sync and Lua holds its backends.
 	current bool
 	// configRunning: nginx runs the config of this sync.
-	configRunning             bool
-	reloaded, pushed, waiting bool
-	upserts, removes, bytes   int
-	certUpserts, certRemoves  int
-	render                    time.Duration // 0 when the last render was reused
-	status                    time.Duration // asking Lua for its status
-	push                      time.Duration // pushing backends and certificates to Lua
+	configRunning              bool
+	reloaded, pushed, waiting  bool
+	upserts, removes, bytes    int
+	certUpserts, certRemoves   int
+	routeUpserts, routeRemoves int
+	render                     time.Duration // 0 when the last render was reused
+	status                     time.Duration // asking Lua for its status
+	push                       time.Duration // pushing backends and certificates to Lua
 }
 
 func (r syncResult) action() string {
@@ -564,11 +574,16 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		if err != nil {
 			return res, err
 		}
+		routes, err := s.nginx.Lua.Routes(ctx)
+		if err != nil {
+			return res, err
+		}
 		if s.heldBoot != "" {
 			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID,
 				"backends_held", len(held), "certificates_held", len(certs))
 		}
 		s.held, s.heldCerts, s.heldBoot = held, heldCertificates(certs), status.BootID
+		s.heldRoutes, s.routesSynced = routes, false
 	}
 	if status.ConfigHash == cfg.Hash {
 		s.adopt(next, cfg.Hash)
@@ -602,8 +617,28 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		}
 		res.pushed, res.upserts = true, len(p.Upserts)
 	}
+	// Routes go before a reload, so that a host leaving nginx.conf finds
+	// its route, and are removed after it, so that a host getting its
+	// server block back keeps its route until nginx has the block.
+	rp, err := s.routePlan(next, &res)
+	if err != nil {
+		return res, err
+	}
+	if len(rp.Upserts) > 0 {
+		if err := s.pushRoutes(ctx, apply.RouteUpdate{Upserts: routePayloads(rp.Upserts)}, &res); err != nil {
+			return res, err
+		}
+		for _, r := range rp.Upserts {
+			s.heldRoutes[r.Host] = r.Locations
+		}
+	}
 	if p.Reload {
 		if cfg.Hash == s.failedHash {
+			if s.guard.bisecting() {
+				// A step whose Ingresses render the rejected nginx.conf
+				// again (the others are routed in Lua): the same verdict.
+				return res, s.failedErr
+			}
 			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
 			return res, nil
 		}
@@ -625,6 +660,15 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		}
 		res.pushed, res.removes = true, len(p.Removes)
 	}
+	if len(rp.Removes) > 0 {
+		if err := s.pushRoutes(ctx, apply.RouteUpdate{Removes: rp.Removes}, &res); err != nil {
+			return res, err
+		}
+		for _, host := range rp.Removes {
+			delete(s.heldRoutes, host)
+		}
+	}
+	s.routesOf, s.routesSynced = next.Servers, true
 	res.configRunning = s.appliedHash == cfg.Hash
 	res.current = res.configRunning && certErr == nil
 	return res, certErr
@@ -702,6 +746,47 @@ func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate
 	res.pushed = true
 	res.certUpserts, res.certRemoves = len(cp.Upserts), len(cp.Removes)
 	return nil
+}
+
+// routePlan diffs the routes of next against what Lua holds, unless Lua
+// holds the routes of the very same servers (the fast path's model).
+// Making the routes counts as render time.
+func (s *Syncer) routePlan(next model.Model, res *syncResult) (plan.RoutePlan, error) {
+	a, b := s.routesOf, next.Servers
+	if s.routesSynced && len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return plan.RoutePlan{}, nil
+	}
+	start := time.Now()
+	routes, err := render.Routes(next)
+	res.render += time.Since(start)
+	if err != nil {
+		return plan.RoutePlan{}, fmt.Errorf("routing hosts in Lua: %w", err)
+	}
+	return plan.Routes(s.heldRoutes, routes), nil
+}
+
+// pushRoutes sends update to Lua and tells Metrics.
+func (s *Syncer) pushRoutes(ctx context.Context, update apply.RouteUpdate, res *syncResult) error {
+	start := time.Now()
+	n, err := s.nginx.Lua.PushRoutes(ctx, update)
+	s.opts.Metrics.Pushed("routes", n, time.Since(start), err)
+	res.push += time.Since(start)
+	res.bytes += n
+	if err != nil {
+		return err
+	}
+	res.pushed = true
+	res.routeUpserts += len(update.Upserts)
+	res.routeRemoves += len(update.Removes)
+	return nil
+}
+
+func routePayloads(routes []model.Route) []apply.RoutePayload {
+	out := make([]apply.RoutePayload, len(routes))
+	for i, r := range routes {
+		out[i] = apply.RoutePayload{Name: r.Host, Locations: r.Locations}
+	}
+	return out
 }
 
 // pushBackends sends update to Lua and tells Metrics.
@@ -849,7 +934,7 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 		return nil
 	}
 	if errors.Is(err, apply.ErrNotConfirmed) {
-		s.failedHash = cfg.Hash
+		s.failedHash, s.failedErr = cfg.Hash, err
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
 	if previous != nil {

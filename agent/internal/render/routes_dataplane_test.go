@@ -1,0 +1,208 @@
+package render
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// routedModel has hosts Lua routes (app, only-exact) and one nginx.conf
+// renders (big: an annotation of its own), behind a default server whose
+// "/" is a default backend.
+func routedModel() model.Model {
+	big := loc("/", model.PathPrefix, "ns/big:80")
+	big.Proxy.BodySize = "8m"
+	return model.Model{
+		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/fallback:80")}},
+		Servers: []model.Server{
+			{Host: "app.example.com", Locations: []model.Location{
+				loc("/", model.PathPrefix, "ns/web:80"),
+				loc("/foo", model.PathExact, "ns/exact:80"),
+				loc("/foo", model.PathPrefix, "ns/foo:80"),
+				loc("/foo/bar", model.PathPrefix, "ns/bar:80"),
+			}},
+			{Host: "big.example.com", Locations: []model.Location{big}},
+			{Host: "only-exact.example.com", Locations: []model.Location{loc("/x", model.PathExact, "ns/exact:80")}},
+		},
+	}
+}
+
+// Hosts Lua routes are served with nginx's location semantics, and a new
+// one is a push to the config API that needs no reload.
+func TestDataPlaneRoutedHosts(t *testing.T) {
+	names := []string{"web", "exact", "foo", "bar", "big", "fallback"}
+	var upserts []backendJSON
+	for _, name := range names {
+		upserts = append(upserts, backendJSON{Name: "ns/" + name + ":80", Endpoints: []endpoint{startEchoBackend(t, name).ep}})
+	}
+	m := routedModel()
+	dp, settings, cfg := startDataPlane(t, m, nil)
+	dp.push(t, upserts, nil)
+
+	if bytes.Contains(cfg.Bytes, []byte("app.example.com")) || !bytes.Contains(cfg.Bytes, []byte(`server_name "big.example.com"`)) {
+		t.Fatal("nginx.conf should hold a server block for big.example.com only")
+	}
+	expect := func(t *testing.T, want map[string]string) {
+		t.Helper()
+		for url, body := range want {
+			host, path, _ := strings.Cut(url, "/")
+			code, got := dp.get(t, host, "/"+path)
+			if body == "404" {
+				if code != http.StatusNotFound {
+					t.Errorf("GET %s: %d %q, want 404", url, code, got)
+				}
+				continue
+			}
+			if code != http.StatusOK || got != body {
+				t.Errorf("GET %s: %d %q, want 200 %q", url, code, got, body)
+			}
+		}
+	}
+
+	t.Run("paths as nginx matches them", func(t *testing.T) {
+		expect(t, map[string]string{
+			"app.example.com/":            "web",
+			"app.example.com/foo":         "exact",
+			"app.example.com/foo/":        "foo",
+			"app.example.com/foo/x":       "foo",
+			"app.example.com/foobar":      "web", // Prefix matches element-wise
+			"app.example.com/foo/bar":     "bar",
+			"app.example.com/foo/bar/baz": "bar",
+			"app.example.com/foo/barx":    "foo",
+			"APP.example.com/foo":         "exact", // nginx lower-cases $host
+			"only-exact.example.com/x":    "exact",
+			"only-exact.example.com/y":    "404", // no "/": as a server block's 404
+			"big.example.com/":            "big",
+			"unknown.example.com/foo":     "fallback",
+		})
+	})
+
+	t.Run("a routed host is not served over HTTPS", func(t *testing.T) {
+		// As with a server block without TLS: the default server answers.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "app.example.com"},
+		}}
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/foo", settings.HTTPSPort), nil)
+		req.Host = "app.example.com"
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "fallback" {
+			t.Errorf("https://app.example.com/foo answered %d %q, want the default backend", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("a new host is a push, not a reload", func(t *testing.T) {
+		before := dp.status(t)
+		next := m
+		next.Servers = append([]model.Server{{Host: "new.example.com", Locations: []model.Location{
+			loc("/api", model.PathPrefix, "ns/foo:80"),
+		}}}, m.Servers...)
+		again, err := Render(next, settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Hash != cfg.Hash {
+			t.Fatal("a new routed host changed nginx.conf")
+		}
+		expect(t, map[string]string{"new.example.com/api": "fallback"})
+		dp.pushRoutes(t, next)
+		expect(t, map[string]string{"new.example.com/api/v1": "foo", "new.example.com/": "404"})
+		if st := dp.status(t); st.ConfigHash != before.ConfigHash || st.BootID != before.BootID {
+			t.Errorf("status moved from %+v to %+v", before, st)
+		}
+
+		body := `{"removes":["new.example.com"]}`
+		if code, reply := dp.api(t, http.MethodPost, "/routes", []byte(body)); code != http.StatusOK {
+			t.Fatalf("POST /routes %s: %d %s", body, code, reply)
+		}
+		expect(t, map[string]string{"new.example.com/api": "fallback", "app.example.com/foo": "exact"})
+	})
+
+	t.Run("GET /routes lists what Lua holds", func(t *testing.T) {
+		want, err := Routes(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, reply := dp.api(t, http.MethodGet, "/routes", nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET /routes: %d %s", code, reply)
+		}
+		var got struct {
+			Routes []struct {
+				Name      string
+				Locations []model.RouteLocation
+			}
+		}
+		if err := json.Unmarshal(reply, &got); err != nil {
+			t.Fatalf("GET /routes answered %s: %v", reply, err)
+		}
+		if len(got.Routes) != len(want) {
+			t.Fatalf("GET /routes: %s, want %+v", reply, want)
+		}
+		for i, r := range want {
+			g := got.Routes[i]
+			if g.Name != r.Host || fmt.Sprint(g.Locations) != fmt.Sprint(r.Locations) {
+				t.Errorf("GET /routes [%d]: %+v, want %+v", i, g, r)
+			}
+		}
+	})
+
+	t.Run("bad updates are refused whole", func(t *testing.T) {
+		_, before := dp.api(t, http.MethodGet, "/routes", nil)
+		version := dp.status(t).Version
+		good := `{"name":"ok.example.com","locations":[{"path":"/","backend":"ns/web:80"}]}`
+		with := func(route string) string { return `{"upserts":[` + good + `,` + route + `]}` }
+		tests := []struct{ name, body, reason string }{
+			{"not JSON", `{"upserts":`, "body: is not valid JSON"},
+			{"unknown field", `{"hosts":[]}`, "hosts: unknown field"},
+			{"host upper case", with(`{"name":"X.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
+			{"host wildcard", with(`{"name":"*.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
+			{"host with port", with(`{"name":"x.example.com:80","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be"},
+			{"host twice", with(good), `upserts[1].name: "ok.example.com" is also upserts[0]`},
+			{"locations missing", with(`{"name":"x.example.com"}`), "upserts[1].locations: must be an array"},
+			{"locations empty", with(`{"name":"x.example.com","locations":[]}`), "upserts[1].locations: must not be empty"},
+			{"location field unknown", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","regex":true}]}`), "upserts[1].locations[0].regex: unknown field"},
+			{"relative path", with(`{"name":"x.example.com","locations":[{"path":"a","backend":"b"}]}`), `upserts[1].locations[0].path: must start with "/"`},
+			{"path with newline", with(`{"name":"x.example.com","locations":[{"path":"/a\nb","backend":"b"}]}`), "upserts[1].locations[0].path: must not contain control characters"},
+			{"path too long", with(`{"name":"x.example.com","locations":[{"path":"/` + strings.Repeat("a", 5000) + `","backend":"b"}]}`), "upserts[1].locations[0].path: is 5001 bytes long"},
+			{"exact not a boolean", with(`{"name":"x.example.com","locations":[{"path":"/","exact":"yes","backend":"b"}]}`), "upserts[1].locations[0].exact: must be true or false"},
+			{"backend missing", with(`{"name":"x.example.com","locations":[{"path":"/"}]}`), "upserts[1].locations[0].backend: must be a string"},
+			{"path twice", with(`{"name":"x.example.com","locations":[{"path":"/a","backend":"b"},{"path":"/a","backend":"c"}]}`), `upserts[1].locations[1]: prefix "/a" is also upserts[1].locations[0]`},
+			{"upsert and remove", `{"upserts":[` + good + `],"removes":["ok.example.com"]}`, `removes[0]: "ok.example.com" is also upserts[0]`},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				code, reply := dp.api(t, http.MethodPost, "/routes", []byte(tc.body))
+				if code != http.StatusBadRequest {
+					t.Fatalf("got %d %s, want 400", code, reply)
+				}
+				var e struct{ Error string }
+				if err := json.Unmarshal(reply, &e); err != nil {
+					t.Fatalf("reply %s: %v", reply, err)
+				}
+				if !strings.Contains(e.Error, tc.reason) {
+					t.Errorf("reason %q does not hold %q", e.Error, tc.reason)
+				}
+			})
+		}
+		if _, after := dp.api(t, http.MethodGet, "/routes", nil); !bytes.Equal(after, before) {
+			t.Errorf("GET /routes changed after rejected updates:\n got %s\nwant %s", after, before)
+		}
+		if v := dp.status(t).Version; v != version {
+			t.Errorf("version moved from %d to %d after rejected updates", version, v)
+		}
+		expect(t, map[string]string{"app.example.com/foo": "exact", "ok.example.com/": "fallback"})
+	})
+}

@@ -1,0 +1,289 @@
+-- restysync.routes: the hosts that have no server block in nginx.conf.
+--
+-- A host whose paths need nothing but the balancer is routed here instead
+-- of by nginx (see the agent's model.RoutedInLua), so that a new Ingress is
+-- a push, not a reload. The agent pushes each host's locations in nginx's
+-- terms (POST /routes, see restysync.api); they live in the shared dict:
+--
+--   rt:<host>       the locations, a compact JSON array of
+--                   {"path","exact","backend"}
+--   routes          how many hosts there are
+--   routes_version  the version at which any route last changed
+--
+-- The default server's "location /" calls restysync.balancer.route(), which
+-- looks the request's host up here and matches its path as nginx matches
+-- locations: an exact location first, then the longest prefix. Each worker
+-- keeps the hosts it has served decoded, and drops them all when
+-- routes_version moves: routes change with the structure, seldom.
+
+local cjson = require "cjson"
+local check = require "restysync.check"
+local store = require "restysync.store"
+
+local ipairs = ipairs
+local pcall = pcall
+local type = type
+local tostring = tostring
+local string_byte = string.byte
+local string_find = string.find
+local string_format = string.format
+local string_gmatch = string.gmatch
+local string_match = string.match
+local string_sub = string.sub
+local table_concat = table.concat
+local table_sort = table.sort
+
+local _M = { _VERSION = "0.1" }
+
+-- Limits of one route.
+local MAX_LOCATIONS = 10000
+local MAX_PATH_BYTES = 4096
+local MAX_HOST_BYTES = 253
+
+local json = cjson.new()
+json.decode_max_depth(16)
+local json_null = json.null
+local json_encode = json.encode
+
+local array_length = check.array_length
+local is_object = check.is_object
+local unknown_field = check.unknown_field
+
+-- Validation -------------------------------------------------------------
+
+-- is_host accepts a lower-case DNS name: labels of 1..63 letters, digits
+-- and inner hyphens.
+local function is_host(h)
+    if type(h) ~= "string" or #h == 0 or #h > MAX_HOST_BYTES then
+        return false
+    end
+    for label in string_gmatch(h .. ".", "([^.]*)%.") do
+        if #label == 0 or #label > 63 then
+            return false
+        end
+        if not string_match(label, "^[a-z0-9]$") and not string_match(label, "^[a-z0-9][a-z0-9%-]*[a-z0-9]$") then
+            return false
+        end
+    end
+    return true
+end
+
+-- check_path returns why path (at at) is not a location path, or nil: it
+-- starts with "/", holds no control character or space, and is bounded.
+local function check_path(path, at)
+    if type(path) ~= "string" then
+        return at .. ": must be a string"
+    end
+    if string_byte(path, 1) ~= 47 then -- "/"
+        return at .. ': must start with "/"'
+    end
+    if #path > MAX_PATH_BYTES then
+        return string_format("%s: is %d bytes long, longer than %d", at, #path, MAX_PATH_BYTES)
+    end
+    if string_find(path, "[%c ]") then
+        return at .. ": must not contain control characters or spaces"
+    end
+    return nil
+end
+
+local ROUTE_FIELDS = { name = true, locations = true }
+local LOCATION_FIELDS = { path = true, exact = true, backend = true }
+
+-- check_locations validates the locations of one route and returns them
+-- as the JSON stored in rt:<host>, or nil and the reason.
+local function check_locations(locations, at)
+    local n = array_length(locations)
+    if not n then
+        return nil, at .. ": must be an array"
+    end
+    if n == 0 then
+        return nil, at .. ": must not be empty"
+    end
+    if n > MAX_LOCATIONS then
+        return nil, string_format("%s: has %d locations, more than %d", at, n, MAX_LOCATIONS)
+    end
+    local seen, parts = {}, {}
+    for i = 1, n do
+        local loc = locations[i]
+        local lat = string_format("%s[%d]", at, i - 1)
+        if not is_object(loc) then
+            return nil, lat .. ": must be an object"
+        end
+        local field = unknown_field(loc, LOCATION_FIELDS)
+        if field then
+            return nil, lat .. "." .. tostring(field) .. ": unknown field"
+        end
+        local err = check_path(loc.path, lat .. ".path")
+        if err then
+            return nil, err
+        end
+        local exact = loc.exact
+        if exact == nil or exact == json_null then
+            exact = false
+        elseif type(exact) ~= "boolean" then
+            return nil, lat .. ".exact: must be true or false"
+        end
+        err = check.name(loc.backend, lat .. ".backend")
+        if err then
+            return nil, err
+        end
+        local key = (exact and "=" or "") .. loc.path
+        if seen[key] then
+            return nil, string_format("%s: %s %q is also %s", lat, exact and "exact path" or "prefix", loc.path, seen[key])
+        end
+        seen[key] = lat
+        parts[i] = json_encode({ path = loc.path, exact = exact or nil, backend = loc.backend })
+    end
+    return "[" .. table_concat(parts, ",") .. "]"
+end
+
+-- check_update validates a decoded POST /routes body. It returns
+-- { upserts = { {name=, locations=<json>}, ... }, removes = { host, ... } }
+-- or nil and the reason, naming the field.
+local function check_update(body)
+    local update, err = check.update(body, ROUTE_FIELDS, function(r, at)
+        if not is_host(r.name) then
+            return nil, at .. ".name: must be a lower-case DNS name"
+        end
+        local locations, lerr = check_locations(r.locations, at .. ".locations")
+        if not locations then
+            return nil, lerr
+        end
+        return { name = r.name, locations = locations }
+    end)
+    return update, err
+end
+
+-- Storage ----------------------------------------------------------------
+
+-- write stores a checked update. It returns the new version, or nil, the
+-- HTTP status and the reason. It must not yield: it runs under the lock.
+-- rt:<host> is written before routes_version, the stamp workers cache by.
+local function write(d, update)
+    local version = store.next_version(d)
+    local count = d:get("routes") or 0
+    local writes = {}
+    for _, host in ipairs(update.removes) do
+        if d:get("rt:" .. host) ~= nil then
+            count = count - 1
+        end
+        writes[#writes + 1] = { "rt:" .. host }
+    end
+    for _, r in ipairs(update.upserts) do
+        if d:get("rt:" .. r.name) == nil then
+            count = count + 1
+        end
+        writes[#writes + 1] = { "rt:" .. r.name, r.locations }
+    end
+    writes[#writes + 1] = { "routes", count }
+    writes[#writes + 1] = { "routes_version", version, stamp = true }
+    writes[#writes + 1] = { "version", version }
+    return store.apply(d, writes, version, "routes")
+end
+
+-- list is the body of GET /routes: every host with its locations, sorted.
+local function list(d)
+    local hosts = {}
+    for _, key in ipairs(d:get_keys(0)) do
+        if string_sub(key, 1, 3) == "rt:" then
+            hosts[#hosts + 1] = string_sub(key, 4)
+        end
+    end
+    table_sort(hosts)
+    local parts = {}
+    for _, host in ipairs(hosts) do
+        local locations = d:get("rt:" .. host)
+        if locations then
+            parts[#parts + 1] = '{"name":' .. json_encode(host) .. ',"locations":' .. locations .. "}"
+        end
+    end
+    return '{"routes":[' .. table_concat(parts, ",") .. "]}"
+end
+
+local function count(d)
+    return d:get("routes") or 0
+end
+
+-- Serving ----------------------------------------------------------------
+
+-- cache[host] = { exact = { [path] = backend }, prefixes = { {path=, backend=}, ... } },
+-- the prefixes longest first; built under cached_version.
+local cache = {}
+local cached_version
+
+-- build decodes the stored locations of one host.
+local function build(raw)
+    local ok, list = pcall(json.decode, raw)
+    if not ok or type(list) ~= "table" then
+        return nil, "stored locations are not a JSON array: " .. tostring(list)
+    end
+    local exact, prefixes = {}, {}
+    for i = 1, #list do
+        local loc = list[i]
+        if loc.exact then
+            exact[loc.path] = loc.backend
+        else
+            prefixes[#prefixes + 1] = { path = loc.path, len = #loc.path, backend = loc.backend }
+        end
+    end
+    table_sort(prefixes, function(a, b) return a.len > b.len end)
+    return { exact = exact, prefixes = prefixes }
+end
+
+-- lookup returns the routes of host, or nil when Lua does not route it
+-- (or what it holds for it does not decode: then the reason too).
+function _M.lookup(d, host)
+    local version = d:get("routes_version")
+    if version ~= cached_version then
+        cache = {}
+        cached_version = version
+    end
+    local r = cache[host]
+    if r then
+        return r
+    end
+    if version == nil then
+        return nil
+    end
+    local raw = d:get("rt:" .. host)
+    if raw == nil then
+        return nil
+    end
+    local err
+    r, err = build(raw)
+    if not r then
+        return nil, err
+    end
+    cache[host] = r
+    return r
+end
+
+-- match returns the backend of the location that uri (nginx's normalized
+-- $uri) falls in, as nginx would pick it, or nil for none.
+function _M.match(r, uri)
+    local name = r.exact[uri]
+    if name then
+        return name
+    end
+    local prefixes = r.prefixes
+    for i = 1, #prefixes do
+        local p = prefixes[i]
+        if string_sub(uri, 1, p.len) == p.path then
+            return p.backend
+        end
+    end
+    return nil
+end
+
+_M.check_update = check_update
+_M.write = write
+_M.list = list
+_M.count = count
+
+-- Private functions, reachable by tests.
+setmetatable(_M, { __index = {
+    is_host = is_host,
+    build = build,
+} })
+
+return _M
