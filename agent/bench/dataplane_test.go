@@ -35,9 +35,11 @@ import (
 // twice, side by side.
 //
 //   - "lua": nginx.conf exactly as render.Render writes it for one host with
-//     one Prefix "/" location, its three endpoints pushed over the config API.
-//     Every request runs access_by_lua (restysync.balancer.access) and
-//     balancer_by_lua (restysync.balancer.balance).
+//     one Prefix "/" location, its three endpoints and its route pushed over
+//     the config API. The host is one Lua routes (model.RoutedInLua), so
+//     every request runs access_by_lua (restysync.balancer.route, in the
+//     default server's "location /") and balancer_by_lua
+//     (restysync.balancer.balance).
 //   - "static": the same rendered nginx.conf, with that one location changed
 //     to proxy to a static `upstream` of the same three endpoints, with the
 //     keepalive lines of the Lua upstream, and no Lua in the location.
@@ -399,6 +401,7 @@ func startLuaVariant(t *testing.T, backends []string) *b3Variant {
 	}
 	v := &b3Variant{name: "lua", nginx: nginxproc.Start(t, prefix), port: port}
 	pushBackends(t, v.nginx, b3Model(backends).Backends)
+	pushRoutes(t, v.nginx, b3Model(backends))
 	return v
 }
 
@@ -512,18 +515,41 @@ func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
 		}
 		upserts = append(upserts, u)
 	}
+	postUpserts(t, n, "/backends", upserts)
+}
+
+// pushRoutes gives Lua the routes of m's hosts that nginx.conf leaves out
+// (the B3 host is one), as the agent does.
+func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
+	t.Helper()
+	routes, err := render.Routes(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upserts []map[string]any
+	for _, r := range routes {
+		upserts = append(upserts, map[string]any{"name": r.Host, "locations": r.Locations})
+	}
+	if len(upserts) > 0 {
+		postUpserts(t, n, "/routes", upserts)
+	}
+}
+
+// postUpserts POSTs {"upserts": upserts} to path of the config API.
+func postUpserts(t *testing.T, n *nginxproc.Nginx, path string, upserts any) {
+	t.Helper()
 	body, err := json.Marshal(map[string]any{"upserts": upserts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := n.API().Post("http://restysync/backends", "application/json", bytes.NewReader(body))
+	resp, err := n.API().Post("http://restysync"+path, "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("POST /backends: %v", err)
+		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	reply, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /backends: %d %s", resp.StatusCode, reply)
+		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, reply)
 	}
 }
 

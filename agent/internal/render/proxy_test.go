@@ -162,8 +162,9 @@ var proxyKeys = []string{"rewrite-target", "app-root", "permanent-redirect", "pe
 	"server-alias", "enable-access-log", "backend-protocol"}
 
 // FuzzProxyAnnotations sets every proxy and routing annotation to fuzzed
-// values: whatever Build keeps, Render must take (every value it lets
-// through is one nginx.conf can hold, so no Ingress can break the render).
+// values: whatever Build keeps, Render and Routes must take (every value it
+// lets through is one nginx.conf or Lua can hold, so no Ingress can break
+// the render).
 func FuzzProxyAnnotations(f *testing.F) {
 	f.Add("/$1", "https://x.example.com/", "8m", "error timeout", "a.test,b.test", uint8(0))
 	f.Add("/a;\n}", "http://x$y", "0", "off", "*.x.test", uint8(3))
@@ -195,6 +196,9 @@ func FuzzProxyAnnotations(f *testing.F) {
 		})
 		if _, err := Render(m, goldenSettings); err != nil {
 			t.Fatalf("Render refused what Build kept: %v", err)
+		}
+		if _, err := Routes(m); err != nil {
+			t.Fatalf("Routes refused what Build kept: %v", err)
 		}
 	})
 }
