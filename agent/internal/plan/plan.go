@@ -5,7 +5,9 @@
 // differ from what Lua holds, remove the ones no longer referenced. Keeping
 // the structure and the endpoints apart is what lets an endpoint change skip
 // the render and the reload entirely. Certificates are kept apart the same
-// way: Lua serves them by SNI, so they never need a reload either.
+// way: Lua serves them by SNI, so they never need a reload either; and so
+// are the hosts Lua routes (model.RoutedInLua), whose paths are pushed as
+// routes, so that a new plain Ingress is not a reload.
 package plan
 
 import (
