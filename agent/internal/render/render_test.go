@@ -434,9 +434,16 @@ func manyServers(n int) model.Model {
 	return m
 }
 
+// BenchmarkRender renders n hosts that each have a server block (an
+// annotation of their own: the worst case, as no host is routed in Lua).
 func BenchmarkRender(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		m := manyServers(n)
+		for i := range m.Servers {
+			for j := range m.Servers[i].Locations {
+				m.Servers[i].Locations[j].Proxy.ReadTimeout = 120
+			}
+		}
 		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
 			var size int
 			for b.Loop() {
@@ -447,6 +454,24 @@ func BenchmarkRender(b *testing.B) {
 				size = len(cfg.Bytes)
 			}
 			b.ReportMetric(float64(size), "bytes/conf")
+		})
+	}
+}
+
+// BenchmarkRoutes makes the routes of n plain hosts, which Lua routes.
+func BenchmarkRoutes(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		m := manyServers(n)
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			var routes int
+			for b.Loop() {
+				r, err := Routes(m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				routes = len(r)
+			}
+			b.ReportMetric(float64(routes), "routes")
 		})
 	}
 }
