@@ -528,7 +528,7 @@ func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
 	}
 	var upserts []map[string]any
 	for _, r := range routes {
-		upserts = append(upserts, map[string]any{"name": r.Host, "locations": r.Locations})
+		upserts = append(upserts, map[string]any{"name": r.Host, "https": r.HTTPS, "locations": r.Locations})
 	}
 	if len(upserts) > 0 {
 		postUpserts(t, n, "/routes", upserts)

@@ -54,6 +54,7 @@ local ngx = ngx
 local ngx_var = ngx.var
 local ngx_log = ngx.log
 local ngx_exit = ngx.exit
+local ngx_redirect = ngx.redirect
 local ngx_now = ngx.now
 local ngx_ERR = ngx.ERR
 local ngx_WARN = ngx.WARN
@@ -73,6 +74,7 @@ local string_gmatch = string.gmatch
 
 local _M = { _VERSION = "0.1" }
 
+local HTTP_PERMANENT_REDIRECT = 308
 local HTTP_NOT_FOUND = 404
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
@@ -271,23 +273,27 @@ function _M.access()
 end
 
 -- route is access() for the default server's "location /": a host that
--- restysync.routes holds is routed by its paths (no matching path: 404);
--- any other host goes to $restysync_backend, the default server's own "/"
--- backend, or gets a 404 when there is none. Routed hosts serve HTTP only,
--- as their server blocks would.
-function _M.route()
+-- restysync.routes holds is routed by its paths (no matching path: 404;
+-- a plain-HTTP request to a location with ssl_redirect: 308 to HTTPS, on
+-- redirect_port, ":PORT" or ""); any other host, or an HTTPS request for
+-- a routed host without https, goes to $restysync_backend, the default
+-- server's own "/" backend, or gets a 404 when there is none.
+function _M.route(redirect_port)
     local name
-    if ngx_var.https ~= "on" then
-        local r, err = routes.lookup(restysync.dict(), ngx_var.host)
-        if r then
-            name = routes.match(r, ngx_var.uri)
-            if not name then
-                return ngx_exit(HTTP_NOT_FOUND)
-            end
-            ngx_var.restysync_backend = name
-        elseif err then
-            ngx_log(ngx_ERR, "restysync: routes of ", ngx_var.host, ": ", err)
+    local host = ngx_var.host
+    local r, err = routes.lookup(restysync.dict(), host)
+    if r and (r.https or ngx_var.https ~= "on") then
+        local loc = routes.match(r, ngx_var.uri)
+        if not loc then
+            return ngx_exit(HTTP_NOT_FOUND)
         end
+        if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
+            return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
+        end
+        name = loc.backend
+        ngx_var.restysync_backend = name
+    elseif err then
+        ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
     end
     if not name then
         name = ngx_var.restysync_backend

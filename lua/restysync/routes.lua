@@ -5,14 +5,17 @@
 -- a push, not a reload. The agent pushes each host's locations in nginx's
 -- terms (POST /routes, see restysync.api); they live in the shared dict:
 --
---   rt:<host>       the locations, a compact JSON array of
---                   {"path","exact","backend"}
+--   rt:<host>       the route, compact JSON: {"https":bool,"locations":
+--                   [{"path","exact","backend","ssl_redirect"}, ...]}
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
 -- The default server's "location /" calls restysync.balancer.route(), which
 -- looks the request's host up here and matches its path as nginx matches
--- locations: an exact location first, then the longest prefix. Each worker
+-- locations: an exact location first, then the longest prefix. A host
+-- without "https" is not routed for HTTPS requests (the default server
+-- answers them, as for a server block without TLS); a location with
+-- "ssl_redirect" answers plain HTTP with a 308 to HTTPS. Each worker
 -- keeps the hosts it has served decoded, and drops them all when
 -- routes_version moves: routes change with the structure, seldom.
 
@@ -86,8 +89,20 @@ local function check_path(path, at)
     return nil
 end
 
-local ROUTE_FIELDS = { name = true, locations = true }
-local LOCATION_FIELDS = { path = true, exact = true, backend = true }
+local ROUTE_FIELDS = { name = true, https = true, locations = true }
+local LOCATION_FIELDS = { path = true, exact = true, backend = true, ssl_redirect = true }
+
+-- flag returns the boolean v (false when absent or null), or nil and the
+-- reason, naming at.
+local function flag(v, at)
+    if v == nil or v == json_null then
+        return false
+    end
+    if type(v) ~= "boolean" then
+        return nil, at .. ": must be true or false"
+    end
+    return v
+end
 
 -- check_locations validates the locations of one route and returns them
 -- as the JSON stored in rt:<host>, or nil and the reason.
@@ -117,11 +132,14 @@ local function check_locations(locations, at)
         if err then
             return nil, err
         end
-        local exact = loc.exact
-        if exact == nil or exact == json_null then
-            exact = false
-        elseif type(exact) ~= "boolean" then
-            return nil, lat .. ".exact: must be true or false"
+        local exact, ferr = flag(loc.exact, lat .. ".exact")
+        if exact == nil then
+            return nil, ferr
+        end
+        local redirect
+        redirect, ferr = flag(loc.ssl_redirect, lat .. ".ssl_redirect")
+        if redirect == nil then
+            return nil, ferr
         end
         err = check.name(loc.backend, lat .. ".backend")
         if err then
@@ -132,7 +150,8 @@ local function check_locations(locations, at)
             return nil, string_format("%s: %s %q is also %s", lat, exact and "exact path" or "prefix", loc.path, seen[key])
         end
         seen[key] = lat
-        parts[i] = json_encode({ path = loc.path, exact = exact or nil, backend = loc.backend })
+        parts[i] = json_encode({ path = loc.path, exact = exact or nil, backend = loc.backend,
+            ssl_redirect = redirect or nil })
     end
     return "[" .. table_concat(parts, ",") .. "]"
 end
@@ -145,11 +164,15 @@ local function check_update(body)
         if not is_host(r.name) then
             return nil, at .. ".name: must be a lower-case DNS name"
         end
+        local https, herr = flag(r.https, at .. ".https")
+        if https == nil then
+            return nil, herr
+        end
         local locations, lerr = check_locations(r.locations, at .. ".locations")
         if not locations then
             return nil, lerr
         end
-        return { name = r.name, locations = locations }
+        return { name = r.name, route = '{"https":' .. tostring(https) .. ',"locations":' .. locations .. "}" }
     end)
     return update, err
 end
@@ -173,7 +196,7 @@ local function write(d, update)
         if d:get("rt:" .. r.name) == nil then
             count = count + 1
         end
-        writes[#writes + 1] = { "rt:" .. r.name, r.locations }
+        writes[#writes + 1] = { "rt:" .. r.name, r.route }
     end
     writes[#writes + 1] = { "routes", count }
     writes[#writes + 1] = { "routes_version", version, stamp = true }
@@ -192,9 +215,10 @@ local function list(d)
     table_sort(hosts)
     local parts = {}
     for _, host in ipairs(hosts) do
-        local locations = d:get("rt:" .. host)
-        if locations then
-            parts[#parts + 1] = '{"name":' .. json_encode(host) .. ',"locations":' .. locations .. "}"
+        local route = d:get("rt:" .. host)
+        if route then
+            -- route is a JSON object: the name goes in front of its members.
+            parts[#parts + 1] = '{"name":' .. json_encode(host) .. "," .. string_sub(route, 2)
         end
     end
     return '{"routes":[' .. table_concat(parts, ",") .. "]}"
@@ -206,28 +230,31 @@ end
 
 -- Serving ----------------------------------------------------------------
 
--- cache[host] = { exact = { [path] = backend }, prefixes = { {path=, backend=}, ... } },
--- the prefixes longest first; built under cached_version.
+-- cache[host] = { https = bool, exact = { [path] = loc }, prefixes = { loc, ... } },
+-- loc = { path=, len=, backend=, ssl_redirect= }, the prefixes longest
+-- first; built under cached_version.
 local cache = {}
 local cached_version
 
 -- build decodes the stored locations of one host.
 local function build(raw)
-    local ok, list = pcall(json.decode, raw)
-    if not ok or type(list) ~= "table" then
-        return nil, "stored locations are not a JSON array: " .. tostring(list)
+    local ok, route = pcall(json.decode, raw)
+    if not ok or type(route) ~= "table" or type(route.locations) ~= "table" then
+        return nil, "stored route is not a JSON object with locations: " .. tostring(route)
     end
+    local list = route.locations
     local exact, prefixes = {}, {}
     for i = 1, #list do
         local loc = list[i]
+        loc.len = #loc.path
         if loc.exact then
-            exact[loc.path] = loc.backend
+            exact[loc.path] = loc
         else
-            prefixes[#prefixes + 1] = { path = loc.path, len = #loc.path, backend = loc.backend }
+            prefixes[#prefixes + 1] = loc
         end
     end
     table_sort(prefixes, function(a, b) return a.len > b.len end)
-    return { exact = exact, prefixes = prefixes }
+    return { https = route.https == true, exact = exact, prefixes = prefixes }
 end
 
 -- lookup returns the routes of host, or nil when Lua does not route it
@@ -258,18 +285,18 @@ function _M.lookup(d, host)
     return r
 end
 
--- match returns the backend of the location that uri (nginx's normalized
--- $uri) falls in, as nginx would pick it, or nil for none.
+-- match returns the location that uri (nginx's normalized $uri) falls in,
+-- as nginx would pick it, or nil for none.
 function _M.match(r, uri)
-    local name = r.exact[uri]
-    if name then
-        return name
+    local loc = r.exact[uri]
+    if loc then
+        return loc
     end
     local prefixes = r.prefixes
     for i = 1, #prefixes do
-        local p = prefixes[i]
-        if string_sub(uri, 1, p.len) == p.path then
-            return p.backend
+        loc = prefixes[i]
+        if string_sub(uri, 1, loc.len) == loc.path then
+            return loc
         end
     end
     return nil

@@ -123,6 +123,7 @@ type RouteUpdate struct {
 type RoutePayload struct {
 	// Name is the host.
 	Name      string                `json:"name"`
+	HTTPS     bool                  `json:"https,omitempty"`
 	Locations []model.RouteLocation `json:"locations"`
 }
 
@@ -210,17 +211,17 @@ func (c *LuaClient) Certificates(ctx context.Context) ([]HeldCertificate, error)
 	return body.Certificates, nil
 }
 
-// Routes returns the locations of every host Lua routes, by host.
-func (c *LuaClient) Routes(ctx context.Context) (map[string][]model.RouteLocation, error) {
+// Routes returns every route Lua holds, by host.
+func (c *LuaClient) Routes(ctx context.Context) (map[string]model.Route, error) {
 	var body struct {
 		Routes []RoutePayload `json:"routes"`
 	}
 	if err := c.getJSON(ctx, "/routes", &body); err != nil {
 		return nil, err
 	}
-	held := make(map[string][]model.RouteLocation, len(body.Routes))
+	held := make(map[string]model.Route, len(body.Routes))
 	for _, r := range body.Routes {
-		held[r.Name] = r.Locations
+		held[r.Name] = model.Route{Host: r.Name, HTTPS: r.HTTPS, Locations: r.Locations}
 	}
 	return held, nil
 }

@@ -11,8 +11,10 @@ import "strings"
 // balancer is left out of nginx.conf: the default server asks Lua, which
 // holds the host's paths (pushed like backends), and a new such Ingress is
 // a push, not a reload. A host that needs any nginx directive of its own
-// (annotations of access control, proxying or rewriting; TLS; aliases; a
-// wildcard; regex paths) keeps its server block.
+// (annotations of access control, proxying or rewriting; aliases; a
+// wildcard; regex paths) keeps its server block. TLS is no reason: the
+// default server listens for HTTPS too, with Lua's certificates by SNI,
+// and Lua answers the HTTPS redirect.
 
 // RoutesInLua reports whether m leaves its routable servers (RoutedInLua)
 // to Lua. The default server answers for them, so it must hold nothing
@@ -28,18 +30,18 @@ func (m Model) RoutesInLua() bool {
 		return true
 	case 1:
 		loc := d.Locations[0]
-		return loc.Path == "/" && loc.PathType == PathPrefix && plainLocation(loc)
+		return loc.Path == "/" && loc.PathType == PathPrefix && plainLocation(loc) && !loc.SSLRedirect
 	}
 	return false
 }
 
 // RoutedInLua reports whether s can be served by Lua's routing in the
-// default server, with no server block of its own: an exact host, served
-// over HTTP only, without aliases, whose locations are Exact or Prefix
-// paths to HTTP backends with no per-location nginx settings. Whether it
-// is depends on m.RoutesInLua too.
+// default server, with no server block of its own: an exact host without
+// aliases whose locations are Exact or Prefix paths to HTTP backends with
+// no per-location nginx settings but the HTTPS redirect. Whether it is
+// depends on m.RoutesInLua too.
 func (s Server) RoutedInLua() bool {
-	if s.Host == "" || strings.HasPrefix(s.Host, "*.") || s.HTTPS || len(s.Aliases) > 0 || len(s.Locations) == 0 {
+	if s.Host == "" || strings.HasPrefix(s.Host, "*.") || len(s.Aliases) > 0 || len(s.Locations) == 0 {
 		return false
 	}
 	for _, loc := range s.Locations {
@@ -50,11 +52,11 @@ func (s Server) RoutedInLua() bool {
 	return true
 }
 
-// plainLocation says whether loc needs only the balancer: no directive of
-// its own in nginx.conf.
+// plainLocation says whether loc needs only the balancer and, perhaps, the
+// HTTPS redirect, which Lua answers too.
 func plainLocation(loc Location) bool {
 	return (loc.PathType == PathExact || loc.PathType == PathPrefix) &&
-		loc.Protocol == ProtocolHTTP && !loc.SSLRedirect &&
+		loc.Protocol == ProtocolHTTP &&
 		loc.Proxy == (ProxySettings{}) && loc.Access == (AccessSettings{})
 }
 
@@ -104,7 +106,11 @@ func (m Model) LuaRoutedServers() []Server {
 // would have for it, in nginx's terms. Lua matches a request path as nginx
 // does: an Exact location first, then the longest prefix; no match is a 404.
 type Route struct {
-	Host      string
+	Host string
+	// HTTPS says the host is served over HTTPS too (Server.HTTPS); else an
+	// HTTPS request for it gets the default server's answer, as a server
+	// block without TLS would.
+	HTTPS     bool
 	Locations []RouteLocation
 }
 
@@ -114,4 +120,7 @@ type RouteLocation struct {
 	Path    string `json:"path"`
 	Exact   bool   `json:"exact,omitempty"`
 	Backend string `json:"backend"`
+	// SSLRedirect is Location.SSLRedirect: a request that came over plain
+	// HTTP gets a 308 to the same URL over HTTPS.
+	SSLRedirect bool `json:"ssl_redirect,omitempty"`
 }

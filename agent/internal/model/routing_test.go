@@ -51,9 +51,15 @@ func TestRoutedInLua(t *testing.T) {
 		{"an access annotation renders the host", []*networkingv1.Ingress{
 			newIngress("default", "lan", annotation("nginx.ingress.kubernetes.io/whitelist-source-range", "10.0.0.0/8"), rule("lan.example.com", prefix("/", "web", 80))),
 		}, nil, true},
-		{"TLS renders the host", []*networkingv1.Ingress{
+		{"TLS and the HTTPS redirect stay in Lua", []*networkingv1.Ingress{
 			newIngress("default", "tls", withTLS("cert", "tls.example.com"), rule("tls.example.com", prefix("/", "web", 80))),
-		}, nil, true},
+			newIngress("default", "forced", annotation("nginx.ingress.kubernetes.io/force-ssl-redirect", "true"),
+				rule("forced.example.com", prefix("/", "web", 80))),
+		}, []string{"forced.example.com", "tls.example.com"}, true},
+		{"a host-less root with force-ssl-redirect stops routing", []*networkingv1.Ingress{
+			plain,
+			newIngress("default", "hostless", annotation("nginx.ingress.kubernetes.io/force-ssl-redirect", "true"), rule("", prefix("/", "web", 80))),
+		}, nil, false},
 		{"a wildcard host is rendered", []*networkingv1.Ingress{
 			newIngress("default", "wild", rule("*.example.com", prefix("/", "web", 80))),
 		}, nil, true},

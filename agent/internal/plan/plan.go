@@ -189,13 +189,13 @@ type RoutePlan struct {
 // Empty reports whether the plan has nothing to push.
 func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) == 0 }
 
-// Routes diffs next against the routes Lua holds (host → locations).
-func Routes(held map[string][]model.RouteLocation, next []model.Route) RoutePlan {
+// Routes diffs next against the routes Lua holds, by host.
+func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 	var p RoutePlan
 	wanted := make(map[string]struct{}, len(next))
 	for _, r := range next {
 		wanted[r.Host] = struct{}{}
-		if have, ok := held[r.Host]; !ok || !slices.Equal(have, r.Locations) {
+		if have, ok := held[r.Host]; !ok || have.HTTPS != r.HTTPS || !slices.Equal(have.Locations, r.Locations) {
 			p.Upserts = append(p.Upserts, r)
 		}
 	}

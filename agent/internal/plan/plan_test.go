@@ -13,8 +13,8 @@ func ep(addr string) model.Endpoint { return model.Endpoint{Address: addr, Port:
 func TestCompute(t *testing.T) {
 	loc := model.Location{Path: "/", PathType: model.PathPrefix, Backend: "ns/a:80", Ingress: "ns/i"}
 	base := model.Model{
-		// HTTPS: a host with a server block of its own, not one Lua routes.
-		Servers:  []model.Server{{Host: "a.example.com", HTTPS: true, Locations: []model.Location{loc}}},
+		// A wildcard: a host with a server block of its own, not one Lua routes.
+		Servers:  []model.Server{{Host: "*.a.example.com", Locations: []model.Location{loc}}},
 		Backends: []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}},
 	}
 	moved := base
@@ -22,7 +22,7 @@ func TestCompute(t *testing.T) {
 	withPolicy := base
 	withPolicy.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}}
 	rehosted := base
-	rehosted.Servers = []model.Server{{Host: "b.example.com", HTTPS: true, Locations: []model.Location{loc}}}
+	rehosted.Servers = []model.Server{{Host: "*.b.example.com", Locations: []model.Location{loc}}}
 	held := map[string]model.Backend{"ns/a:80": {Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}}
 
 	tests := []struct {
@@ -170,7 +170,8 @@ func TestRoutes(t *testing.T) {
 	a := model.Route{Host: "a.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	b := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Exact: true, Backend: "ns/b:80"}}}
 	b2 := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/b:80"}}}
-	held := map[string][]model.RouteLocation{a.Host: a.Locations, b.Host: b.Locations, "gone.example.com": a.Locations}
+	gone := model.Route{Host: "gone.example.com", Locations: a.Locations}
+	held := map[string]model.Route{a.Host: a, b.Host: b, gone.Host: gone}
 	p := Routes(held, []model.Route{a, b2})
 	if len(p.Upserts) != 1 || p.Upserts[0].Host != b.Host || !slices.Equal(p.Upserts[0].Locations, b2.Locations) {
 		t.Errorf("upserts %+v, want only b.example.com with its new location", p.Upserts)
@@ -178,7 +179,12 @@ func TestRoutes(t *testing.T) {
 	if !slices.Equal(p.Removes, []string{"gone.example.com"}) {
 		t.Errorf("removes %v, want gone.example.com", p.Removes)
 	}
-	if p := Routes(map[string][]model.RouteLocation{a.Host: a.Locations}, []model.Route{a}); !p.Empty() {
+	if p := Routes(map[string]model.Route{a.Host: a}, []model.Route{a}); !p.Empty() {
 		t.Errorf("plan %+v for what Lua holds, want empty", p)
+	}
+	secure := a
+	secure.HTTPS = true
+	if p := Routes(map[string]model.Route{a.Host: a}, []model.Route{secure}); len(p.Upserts) != 1 {
+		t.Errorf("plan %+v when the host starts to serve HTTPS, want it upserted", p)
 	}
 }

@@ -136,7 +136,7 @@ func (dp *dataPlane) pushRoutes(t *testing.T, m model.Model) {
 func routePayloads(routes []model.Route) []map[string]any {
 	out := make([]map[string]any, len(routes))
 	for i, r := range routes {
-		out[i] = map[string]any{"name": r.Host, "locations": r.Locations}
+		out[i] = map[string]any{"name": r.Host, "https": r.HTTPS, "locations": r.Locations}
 	}
 	return out
 }

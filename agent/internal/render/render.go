@@ -408,14 +408,14 @@ func Routes(m model.Model) ([]model.Route, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 		}
-		r := model.Route{Host: srv.Host, Locations: make([]model.RouteLocation, len(sv.Locations))}
+		r := model.Route{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]model.RouteLocation, len(sv.Locations))}
 		for i, l := range sv.Locations {
 			for _, v := range []string{l.Path, l.Backend} {
 				if _, err := Quote(v); err != nil {
 					return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 				}
 			}
-			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend}
+			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend, SSLRedirect: l.SSLRedirect}
 		}
 		routes = append(routes, r)
 	}

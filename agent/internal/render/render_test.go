@@ -362,18 +362,22 @@ func TestRenderListen(t *testing.T) {
 
 // The redirect names --https-redirect-port when set (a Service maps 443 to
 // nginx's 8443), else the HTTPS port; 443 is left out.
+// A server block has it in its location; Lua gets it for the hosts it
+// routes as the argument of route().
 func TestRenderRedirectPort(t *testing.T) {
-	m := model.Model{Servers: []model.Server{{Host: "a.example.com", HTTPS: true, Locations: []model.Location{
-		withOptions(loc("/", model.PathPrefix, "ns/a:80"), true, ""),
-	}}}}
+	redirected := withOptions(loc("/", model.PathPrefix, "ns/a:80"), true, "")
+	m := model.Model{Servers: []model.Server{
+		{Host: "a.example.com", HTTPS: true, Aliases: []string{"b.example.com"}, Locations: []model.Location{redirected}},
+		{Host: "r.example.com", HTTPS: true, Locations: []model.Location{redirected}},
+	}}
 	for _, tc := range []struct {
 		https, redirect int
-		want            string
+		want, wantLua   string
 	}{
-		{8443, 0, "return 308 https://$host:8443$request_uri;"},
-		{8443, 443, "return 308 https://$host$request_uri;"},
-		{443, 0, "return 308 https://$host$request_uri;"},
-		{443, 9443, "return 308 https://$host:9443$request_uri;"},
+		{8443, 0, "return 308 https://$host:8443$request_uri;", `route(":8443")`},
+		{8443, 443, "return 308 https://$host$request_uri;", `route("")`},
+		{443, 0, "return 308 https://$host$request_uri;", `route("")`},
+		{443, 9443, "return 308 https://$host:9443$request_uri;", `route(":9443")`},
 	} {
 		s := goldenSettings
 		s.HTTPSPort, s.HTTPSRedirectPort = tc.https, tc.redirect
@@ -381,8 +385,10 @@ func TestRenderRedirectPort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Contains(cfg.Bytes, []byte(tc.want)) {
-			t.Errorf("HTTPS port %d, redirect port %d: nginx.conf lacks %s", tc.https, tc.redirect, tc.want)
+		for _, want := range []string{tc.want, tc.wantLua} {
+			if !bytes.Contains(cfg.Bytes, []byte(want)) {
+				t.Errorf("HTTPS port %d, redirect port %d: nginx.conf lacks %s", tc.https, tc.redirect, want)
+			}
 		}
 	}
 }
@@ -392,7 +398,7 @@ func TestRenderRedirectPort(t *testing.T) {
 // serverName, or prints a value render computes itself.
 func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 	computed := map[string]bool{".ConfigHash": true, ".ServerNamesHashBucketSize": true, ".ServerNamesHashMaxSize": true,
-		"$.RedirectPort": true,
+		"$.RedirectPort": true, ".Default.RedirectPort": true,
 		// ints of model.ProxySettings
 		".RedirectCode": true, ".ConnectTimeout": true, ".SendTimeout": true, ".ReadTimeout": true, ".NextUpstreamTimeout": true,
 		// ints, checked tokens and names render makes of Settings.HTTP (http.go)

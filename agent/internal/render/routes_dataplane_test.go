@@ -31,6 +31,9 @@ func routedModel() model.Model {
 			}},
 			{Host: "big.example.com", Locations: []model.Location{big}},
 			{Host: "only-exact.example.com", Locations: []model.Location{loc("/x", model.PathExact, "ns/exact:80")}},
+			{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+				withOptions(loc("/", model.PathPrefix, "ns/web:80"), true, model.ProtocolHTTP),
+			}},
 		},
 	}
 }
@@ -103,6 +106,33 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		}
 	})
 
+	t.Run("a TLS host: HTTPS served, plain HTTP redirected", func(t *testing.T) {
+		client := &http.Client{Timeout: 5 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "secure.example.com"}}}
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/a/b?c=d", settings.HTTPPort), nil)
+		req.Host = "secure.example.com"
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := fmt.Sprintf("https://secure.example.com:%d/a/b?c=d", settings.HTTPSPort)
+		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+			t.Errorf("http://secure.example.com/a/b?c=d: %d Location %q, want 308 %q", resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+		req, _ = http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/a", settings.HTTPSPort), nil)
+		req.Host = "secure.example.com"
+		if resp, err = client.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != "web" {
+			t.Errorf("https://secure.example.com/a: %d %q, want 200 web", resp.StatusCode, body)
+		}
+	})
+
 	t.Run("a new host is a push, not a reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := m
@@ -142,6 +172,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		var got struct {
 			Routes []struct {
 				Name      string
+				HTTPS     bool
 				Locations []model.RouteLocation
 			}
 		}
@@ -153,7 +184,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		}
 		for i, r := range want {
 			g := got.Routes[i]
-			if g.Name != r.Host || fmt.Sprint(g.Locations) != fmt.Sprint(r.Locations) {
+			if g.Name != r.Host || g.HTTPS != r.HTTPS || fmt.Sprint(g.Locations) != fmt.Sprint(r.Locations) {
 				t.Errorf("GET /routes [%d]: %+v, want %+v", i, g, r)
 			}
 		}
@@ -178,6 +209,8 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 			{"path with newline", with(`{"name":"x.example.com","locations":[{"path":"/a\nb","backend":"b"}]}`), "upserts[1].locations[0].path: must not contain control characters"},
 			{"path too long", with(`{"name":"x.example.com","locations":[{"path":"/` + strings.Repeat("a", 5000) + `","backend":"b"}]}`), "upserts[1].locations[0].path: is 5001 bytes long"},
 			{"exact not a boolean", with(`{"name":"x.example.com","locations":[{"path":"/","exact":"yes","backend":"b"}]}`), "upserts[1].locations[0].exact: must be true or false"},
+			{"ssl_redirect not a boolean", with(`{"name":"x.example.com","locations":[{"path":"/","ssl_redirect":1,"backend":"b"}]}`), "upserts[1].locations[0].ssl_redirect: must be true or false"},
+			{"https not a boolean", with(`{"name":"x.example.com","https":"on","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].https: must be true or false"},
 			{"backend missing", with(`{"name":"x.example.com","locations":[{"path":"/"}]}`), "upserts[1].locations[0].backend: must be a string"},
 			{"path twice", with(`{"name":"x.example.com","locations":[{"path":"/a","backend":"b"},{"path":"/a","backend":"c"}]}`), `upserts[1].locations[1]: prefix "/a" is also upserts[1].locations[0]`},
 			{"upsert and remove", `{"upserts":[` + good + `],"removes":["ok.example.com"]}`, `removes[0]: "ok.example.com" is also upserts[0]`},

@@ -124,12 +124,12 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	applied     *model.Model                     // structure nginx is confirmed to run
-	appliedHash string                           // its config hash
-	held        map[string]model.Backend         // backends Lua holds
-	heldCerts   map[string]plan.HeldCertificate  // certificates Lua holds
-	heldRoutes  map[string][]model.RouteLocation // routes Lua holds, by host
-	heldBoot    string                           // nginx boot the held maps belong to
+	applied     *model.Model                    // structure nginx is confirmed to run
+	appliedHash string                          // its config hash
+	held        map[string]model.Backend        // backends Lua holds
+	heldCerts   map[string]plan.HeldCertificate // certificates Lua holds
+	heldRoutes  map[string]model.Route          // routes Lua holds, by host
+	heldBoot    string                          // nginx boot the held maps belong to
 	// routesOf are the servers Lua's routes were last made from; routesSynced
 	// says Lua holds exactly those routes, so the same servers (the fast
 	// path keeps the slice) need no route diff.
@@ -629,7 +629,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 			return res, err
 		}
 		for _, r := range rp.Upserts {
-			s.heldRoutes[r.Host] = r.Locations
+			s.heldRoutes[r.Host] = r
 		}
 	}
 	if p.Reload {
@@ -784,7 +784,7 @@ func (s *Syncer) pushRoutes(ctx context.Context, update apply.RouteUpdate, res *
 func routePayloads(routes []model.Route) []apply.RoutePayload {
 	out := make([]apply.RoutePayload, len(routes))
 	for i, r := range routes {
-		out[i] = apply.RoutePayload{Name: r.Host, Locations: r.Locations}
+		out[i] = apply.RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
 	}
 	return out
 }
