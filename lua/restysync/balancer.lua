@@ -152,6 +152,7 @@ local function build(name, version, raw, raw_policy, prev)
         -- A random start keeps the workers from marching in lockstep.
         index = n > 0 and math_random(n) or 0,
         pick = pick_round_robin,
+        version_key = "v:" .. name,
         requests_key = "r:" .. name,
         failures_key = "f:" .. name,
     }
@@ -186,15 +187,16 @@ local function build(name, version, raw, raw_policy, prev)
 end
 
 -- backend returns the cached entry for name, rebuilt if its version moved,
--- or nil if the dict holds no such backend.
+-- or nil if the dict holds no such backend. The cached entry keeps the
+-- name of its version key, so a request makes no new string.
 local function backend(name)
     local d = restysync.dict()
-    local version = d:get("v:" .. name)
+    local entry = cache[name]
+    local version = d:get(entry and entry.version_key or "v:" .. name)
     if version == nil then
         cache[name] = nil
         return nil
     end
-    local entry = cache[name]
     if entry and entry.version == version then
         return entry
     end
@@ -277,13 +279,15 @@ end
 -- a plain-HTTP request to a location with ssl_redirect: 308 to HTTPS, on
 -- redirect_port, ":PORT" or ""); any other host, or an HTTPS request for
 -- a routed host without https, goes to $restysync_backend, the default
--- server's own "/" backend, or gets a 404 when there is none.
-function _M.route(redirect_port)
+-- server's own "/" backend, or gets a 404 when there is none. log_backend
+-- says the access log prints $restysync_backend, which is then set to the
+-- routed backend (a variable write costs every request).
+function _M.route(redirect_port, log_backend)
     local name
     local host = ngx_var.host
     local r, err = routes.lookup(restysync.dict(), host)
     if r and (r.https or ngx_var.https ~= "on") then
-        local loc = routes.match(r, ngx_var.uri)
+        local loc = r.only or routes.match(r, ngx_var.uri)
         if not loc then
             return ngx_exit(HTTP_NOT_FOUND)
         end
@@ -291,7 +295,9 @@ function _M.route(redirect_port)
             return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
         end
         name = loc.backend
-        ngx_var.restysync_backend = name
+        if log_backend then
+            ngx_var.restysync_backend = name
+        end
     elseif err then
         ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
     end

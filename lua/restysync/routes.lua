@@ -230,7 +230,8 @@ end
 
 -- Serving ----------------------------------------------------------------
 
--- cache[host] = { https = bool, exact = { [path] = loc }, prefixes = { loc, ... } },
+-- cache[host] = { https = bool, exact = { [path] = loc }, prefixes = { loc, ... },
+--                 only = loc when "/" is the one location },
 -- loc = { path=, len=, backend=, ssl_redirect= }, the prefixes longest
 -- first; built under cached_version.
 local cache = {}
@@ -254,7 +255,12 @@ local function build(raw)
         end
     end
     table_sort(prefixes, function(a, b) return a.len > b.len end)
-    return { https = route.https == true, exact = exact, prefixes = prefixes }
+    local r = { https = route.https == true, exact = exact, prefixes = prefixes }
+    if #list == 1 and prefixes[1] and prefixes[1].path == "/" then
+        -- One Prefix "/": every path matches, and match needs no $uri.
+        r.only = prefixes[1]
+    end
+    return r
 end
 
 -- lookup returns the routes of host, or nil when Lua does not route it

@@ -374,10 +374,10 @@ func TestRenderRedirectPort(t *testing.T) {
 		https, redirect int
 		want, wantLua   string
 	}{
-		{8443, 0, "return 308 https://$host:8443$request_uri;", `route(":8443")`},
-		{8443, 443, "return 308 https://$host$request_uri;", `route("")`},
-		{443, 0, "return 308 https://$host$request_uri;", `route("")`},
-		{443, 9443, "return 308 https://$host:9443$request_uri;", `route(":9443")`},
+		{8443, 0, "return 308 https://$host:8443$request_uri;", `route(":8443", false)`},
+		{8443, 443, "return 308 https://$host$request_uri;", `route("", false)`},
+		{443, 0, "return 308 https://$host$request_uri;", `route("", false)`},
+		{443, 9443, "return 308 https://$host:9443$request_uri;", `route(":9443", false)`},
 	} {
 		s := goldenSettings
 		s.HTTPSPort, s.HTTPSRedirectPort = tc.https, tc.redirect
