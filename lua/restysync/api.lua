@@ -48,7 +48,6 @@ local string_match = string.match
 local string_sub = string.sub
 local string_format = string.format
 local table_concat = table.concat
-local table_sort = table.sort
 
 local _M = { _VERSION = "0.1" }
 
@@ -285,14 +284,7 @@ end
 
 -- backend_names returns the names of the backends d holds, sorted.
 local function backend_names(d)
-    local names = {}
-    for _, key in ipairs(d:get_keys(0)) do
-        if string_sub(key, 1, 2) == "b:" then
-            names[#names + 1] = string_sub(key, 3)
-        end
-    end
-    table_sort(names)
-    return names
+    return store.names(d, "b:")
 end
 
 local function get_backends()

@@ -285,15 +285,8 @@ end
 -- list returns the body of GET /certificates: every certificate's name,
 -- hosts and hash, sorted by name. Keys are never listed.
 local function list(d)
-    local names = {}
-    for _, key in ipairs(d:get_keys(0)) do
-        if string_sub(key, 1, 3) == "cm:" then
-            names[#names + 1] = string_sub(key, 4)
-        end
-    end
-    table_sort(names)
     local parts = {}
-    for _, name in ipairs(names) do
+    for _, name in ipairs(store.names(d, "cm:")) do
         local meta = d:get("cm:" .. name)
         if meta then
             parts[#parts + 1] = '{"name":' .. json_encode(name) .. "," .. meta .. "}"

@@ -206,15 +206,8 @@ end
 
 -- list is the body of GET /routes: every host with its locations, sorted.
 local function list(d)
-    local hosts = {}
-    for _, key in ipairs(d:get_keys(0)) do
-        if string_sub(key, 1, 3) == "rt:" then
-            hosts[#hosts + 1] = string_sub(key, 4)
-        end
-    end
-    table_sort(hosts)
     local parts = {}
-    for _, host in ipairs(hosts) do
+    for _, host in ipairs(store.names(d, "rt:")) do
         local route = d:get("rt:" .. host)
         if route then
             -- route is a JSON object: the name goes in front of its members.

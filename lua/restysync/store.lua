@@ -11,6 +11,8 @@ local ngx_now = ngx.now
 local math_min = math.min
 local tostring = tostring
 local string_format = string.format
+local string_sub = string.sub
+local table_sort = table.sort
 
 local _M = { _VERSION = "0.1" }
 
@@ -41,6 +43,21 @@ end
 
 function _M.unlock(d)
     d:delete(LOCK_KEY)
+end
+
+-- names returns the names under prefix ("b:", "rt:", ...) of the keys d
+-- holds, the prefix cut off, sorted: what the GET handlers list.
+function _M.names(d, prefix)
+    local names, n = {}, #prefix
+    local keys = d:get_keys(0)
+    for i = 1, #keys do
+        local key = keys[i]
+        if string_sub(key, 1, n) == prefix then
+            names[#names + 1] = string_sub(key, n + 1)
+        end
+    end
+    table_sort(names)
+    return names
 end
 
 -- next_version is the version number the next accepted update gets.

@@ -193,6 +193,22 @@ func (dp *dataPlane) push(t *testing.T, upserts []backendJSON, removes []string)
 	return v.Version
 }
 
+// expectRefused POSTs body to path and wants a 400 whose reason holds reason.
+func (dp *dataPlane) expectRefused(t *testing.T, path, body, reason string) {
+	t.Helper()
+	code, reply := dp.api(t, http.MethodPost, path, []byte(body))
+	if code != http.StatusBadRequest {
+		t.Fatalf("got %d %s, want 400", code, reply)
+	}
+	var e struct{ Error string }
+	if err := json.Unmarshal(reply, &e); err != nil {
+		t.Fatalf("reply %s: %v", reply, err)
+	}
+	if !strings.Contains(e.Error, reason) {
+		t.Errorf("reason %q does not hold %q", e.Error, reason)
+	}
+}
+
 func (dp *dataPlane) status(t *testing.T) status {
 	t.Helper()
 	code, reply := dp.api(t, http.MethodGet, "/status", nil)
@@ -428,19 +444,7 @@ func TestDataPlane(t *testing.T) {
 			{"nested too deep", `{"upserts":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`, "body: is not valid JSON"},
 		}
 		for _, tc := range tests {
-			t.Run(tc.name, func(t *testing.T) {
-				code, reply := dp.api(t, http.MethodPost, "/backends", []byte(tc.body))
-				if code != http.StatusBadRequest {
-					t.Fatalf("got %d %s, want 400", code, reply)
-				}
-				var e struct{ Error string }
-				if err := json.Unmarshal(reply, &e); err != nil {
-					t.Fatalf("reply %s: %v", reply, err)
-				}
-				if !strings.Contains(e.Error, tc.reason) {
-					t.Errorf("reason %q does not hold %q", e.Error, tc.reason)
-				}
-			})
+			t.Run(tc.name, func(t *testing.T) { dp.expectRefused(t, "/backends", tc.body, tc.reason) })
 		}
 		if after := dp.backends(t); !equalBackends(after, before) {
 			t.Errorf("GET /backends changed after rejected updates:\n got %+v\nwant %+v", after, before)
