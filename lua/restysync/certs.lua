@@ -44,7 +44,6 @@ local math_floor = math.floor
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
-local string_gmatch = string.gmatch
 local string_gsub = string.gsub
 local string_lower = string.lower
 local string_match = string.match
@@ -73,31 +72,15 @@ local array_length = check.array_length
 -- certificate covers.
 local DEFAULT_HOST = "*"
 
--- is_host accepts a lower-case DNS name, "*." and one (labels of 1..63
--- letters, digits and inner hyphens), or DEFAULT_HOST.
+-- is_host accepts a lower-case DNS name, "*." and one, or DEFAULT_HOST.
 local function is_host(h)
     if h == DEFAULT_HOST then
         return true
     end
-    if type(h) ~= "string" or #h == 0 or #h > MAX_HOST_BYTES then
-        return false
+    if type(h) == "string" and string_sub(h, 1, 2) == "*." then
+        return check.is_dns_name(string_sub(h, 3))
     end
-    local rest = h
-    if string_sub(h, 1, 2) == "*." then
-        rest = string_sub(h, 3)
-    end
-    if rest == "" then
-        return false
-    end
-    for label in string_gmatch(rest .. ".", "([^.]*)%.") do
-        if #label == 0 or #label > 63 then
-            return false
-        end
-        if not string_match(label, "^[a-z0-9]$") and not string_match(label, "^[a-z0-9][a-z0-9%-]*[a-z0-9]$") then
-            return false
-        end
-    end
-    return true
+    return check.is_dns_name(h)
 end
 
 local function to_hex(data)

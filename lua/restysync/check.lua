@@ -10,6 +10,8 @@ local pairs = pairs
 local tostring = tostring
 local type = type
 local string_format = string.format
+local string_gmatch = string.gmatch
+local string_match = string.match
 
 local _M = { _VERSION = "0.1" }
 
@@ -73,6 +75,26 @@ function _M.name(name, path)
         return string_format("%s: is %d bytes long, longer than %d", path, #name, _M.MAX_NAME_BYTES)
     end
     return nil
+end
+
+-- MAX_HOST_BYTES bounds a DNS name.
+_M.MAX_HOST_BYTES = 253
+
+-- is_dns_name accepts a lower-case DNS name: labels of 1..63 letters,
+-- digits and inner hyphens, at most MAX_HOST_BYTES in all.
+function _M.is_dns_name(h)
+    if type(h) ~= "string" or #h == 0 or #h > _M.MAX_HOST_BYTES then
+        return false
+    end
+    for label in string_gmatch(h .. ".", "([^.]*)%.") do
+        if #label == 0 or #label > 63 then
+            return false
+        end
+        if not string_match(label, "^[a-z0-9]$") and not string_match(label, "^[a-z0-9][a-z0-9%-]*[a-z0-9]$") then
+            return false
+        end
+    end
+    return true
 end
 
 local UPDATE_FIELDS = { upserts = true, removes = true }

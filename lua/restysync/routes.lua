@@ -30,8 +30,6 @@ local tostring = tostring
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
-local string_gmatch = string.gmatch
-local string_match = string.match
 local string_sub = string.sub
 local table_concat = table.concat
 local table_sort = table.sort
@@ -41,7 +39,6 @@ local _M = { _VERSION = "0.1" }
 -- Limits of one route.
 local MAX_LOCATIONS = 10000
 local MAX_PATH_BYTES = 4096
-local MAX_HOST_BYTES = 253
 
 local json = cjson.new()
 json.decode_max_depth(16)
@@ -53,23 +50,6 @@ local is_object = check.is_object
 local unknown_field = check.unknown_field
 
 -- Validation -------------------------------------------------------------
-
--- is_host accepts a lower-case DNS name: labels of 1..63 letters, digits
--- and inner hyphens.
-local function is_host(h)
-    if type(h) ~= "string" or #h == 0 or #h > MAX_HOST_BYTES then
-        return false
-    end
-    for label in string_gmatch(h .. ".", "([^.]*)%.") do
-        if #label == 0 or #label > 63 then
-            return false
-        end
-        if not string_match(label, "^[a-z0-9]$") and not string_match(label, "^[a-z0-9][a-z0-9%-]*[a-z0-9]$") then
-            return false
-        end
-    end
-    return true
-end
 
 -- check_path returns why path (at at) is not a location path, or nil: it
 -- starts with "/", holds no control character or space, and is bounded.
@@ -161,7 +141,7 @@ end
 -- or nil and the reason, naming the field.
 local function check_update(body)
     local update, err = check.update(body, ROUTE_FIELDS, function(r, at)
-        if not is_host(r.name) then
+        if not check.is_dns_name(r.name) then
             return nil, at .. ".name: must be a lower-case DNS name"
         end
         local https, herr = flag(r.https, at .. ".https")
@@ -308,7 +288,6 @@ _M.count = count
 
 -- Private functions, reachable by tests.
 setmetatable(_M, { __index = {
-    is_host = is_host,
     build = build,
 } })
 

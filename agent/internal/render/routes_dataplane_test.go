@@ -109,7 +109,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	t.Run("a TLS host: HTTPS served, plain HTTP redirected", func(t *testing.T) {
 		client := &http.Client{Timeout: 5 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "secure.example.com"}}}
+			Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "secure.example.com"}}}
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/a/b?c=d", settings.HTTPPort), nil)
 		req.Host = "secure.example.com"
 		resp, err := client.Do(req)
