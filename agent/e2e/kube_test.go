@@ -497,7 +497,7 @@ func TestKube(t *testing.T) {
 		}
 	})
 
-	t.Run("a burst of 1,000 changes costs a handful of syncs", func(t *testing.T) {
+	t.Run("a burst of 1,000 changes is coalesced into far fewer syncs", func(t *testing.T) {
 		cfg := rest.CopyConfig(e.config)
 		cfg.QPS, cfg.Burst = 2000, 2000
 		client, err := kubernetes.NewForConfig(cfg)
@@ -540,8 +540,10 @@ func TestKube(t *testing.T) {
 		}
 		syncs := syncLines() - before
 		t.Logf("%d Services created by %d clients in %s: %d syncs", changes, clients, created.Round(time.Millisecond), syncs)
-		if syncs > changes/10 {
-			t.Errorf("%d changes cost %d syncs, want at most %d", changes, syncs, changes/10)
+		// The bound holds on a slow machine too: under a steady stream the
+		// 100 ms cap alone makes a sync per 100 ms, whatever the rate.
+		if syncs > changes/4 {
+			t.Errorf("%d changes cost %d syncs, want at most %d: the loop does not coalesce", changes, syncs, changes/4)
 		}
 		for c := range clients {
 			wg.Go(func() {
