@@ -158,12 +158,12 @@ func TestB5Structural(t *testing.T) {
 		Note: fmt.Sprintf("plain Ingresses (no annotation of their own), which Lua routes: a push, no reload (%d reloads in the agent's log up to here, the first config included)", reloadsRouted)})
 	report(t, Row{ID: "B5-reload", What: "new Ingress with a server block of its own, 1,000 such present", Target: "p99 ≤ 300 ms",
 		Measured: rendered.String(), Pass: rendered.p99 <= 300*time.Millisecond && rendered.n > 0,
-		Note: "each Ingress has nginx.ingress.kubernetes.io/proxy-read-timeout, so its host is rendered into nginx.conf: a reload of a config with 1,000+ server blocks"})
+		Note: "each Ingress has nginx.ingress.kubernetes.io/proxy-body-size, so its host is rendered into nginx.conf: a reload of a config with 1,000+ server blocks"})
 }
 
 // ownServerBlock is an annotation that gives an Ingress's host a server
 // block in nginx.conf rather than a route in Lua.
-var ownServerBlock = map[string]string{"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"}
+var ownServerBlock = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
 
 // TestB6Scale fills the API server with 10,000 Ingresses and Services and
 // 100,000 endpoints, then cold-starts the agent.

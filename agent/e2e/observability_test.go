@@ -257,7 +257,7 @@ func TestObservability(t *testing.T) {
 		}
 		// An annotation of its own gives the host a server block.
 		s.writeFile("ingress.yaml", ingress("obs", ingressOpts{class: "restysync", host: "obs.test",
-			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"},
 			paths:       []path{prefix("/", "obs"), exact("/two", "obs")}}))
 		after := s.metricsWhere("a reload", func(m map[string]float64) error {
 			return rose(before, m, "restysync_reloads_total", "restysync_reload_duration_seconds_count",

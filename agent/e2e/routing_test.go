@@ -42,10 +42,26 @@ func TestRoutingTransitions(t *testing.T) {
 		}
 	})
 
+	t.Run("a proxy timeout stays in Lua: a push, no reload", func(t *testing.T) {
+		before, err := s.scrape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.writeFile("b.yaml", ingress("b", ingressOpts{class: "restysync", host: "b.test", paths: []path{prefix("/b", "api")},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"}}))
+		after := s.metricsWhere("a routes push", func(m map[string]float64) error {
+			return rose(before, m, `restysync_lua_pushes_total{kind="routes"}`)
+		})
+		if after["restysync_reloads_total"] != before["restysync_reloads_total"] {
+			t.Errorf("reloads_total went from %v to %v", before["restysync_reloads_total"], after["restysync_reloads_total"])
+		}
+		s.eventually("b.test served", func() error { return s.expect("b.test", "/b/x", ipRouteAPI) })
+	})
+
 	t.Run("an annotation gives the host a server block, and back", func(t *testing.T) {
 		before := reloads()
 		s.writeFile("a.yaml", ingress("a", ingressOpts{class: "restysync", host: "a.test", paths: []path{prefix("/", "a")},
-			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"}}))
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}}))
 		s.eventually("a reload", func() error {
 			if reloads() <= before {
 				return errorf("no reload yet")

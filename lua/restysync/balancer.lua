@@ -62,6 +62,7 @@ local ngx_INFO = ngx.INFO
 local set_current_peer = ngx_balancer.set_current_peer
 local set_more_tries = ngx_balancer.set_more_tries
 local get_last_failure = ngx_balancer.get_last_failure
+local set_timeouts = ngx_balancer.set_timeouts
 local usable = health.usable
 local math_min = math.min
 local math_random = math.random
@@ -277,7 +278,8 @@ end
 -- route is access() for the default server's "location /": a host that
 -- restysync.routes holds is routed by its paths (no matching path: 404;
 -- a plain-HTTP request to a location with ssl_redirect: 308 to HTTPS, on
--- redirect_port, ":PORT" or ""); any other host, or an HTTPS request for
+-- redirect_port, ":PORT" or ""; the location's timeouts are set by
+-- balance()); any other host, or an HTTPS request for
 -- a routed host without https, goes to $restysync_backend, the default
 -- server's own "/" backend, or gets a 404 when there is none. log_backend
 -- says the access log prints $restysync_backend, which is then set to the
@@ -295,6 +297,9 @@ function _M.route(redirect_port, log_backend)
             return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
         end
         name = loc.backend
+        if loc.timeouts then
+            ngx.ctx.restysync_timeouts = loc
+        end
         if log_backend then
             ngx_var.restysync_backend = name
         end
@@ -339,6 +344,15 @@ function _M.balance()
     end
     local state = get_last_failure()
     if state == nil then
+        local loc = ctx.restysync_timeouts
+        if loc then
+            -- nil keeps the location's own (the default server's) timeout;
+            -- the values hold for the retries too.
+            local ok, err = set_timeouts(loc.connect_timeout, loc.send_timeout, loc.read_timeout)
+            if not ok then
+                ngx_log(ngx_ERR, "restysync: set_timeouts: ", err)
+            end
+        end
         local tries = math_min(#entry.endpoints, entry.policy.tries)
         if tries > 1 then
             local ok, err = set_more_tries(tries - 1)

@@ -6,7 +6,8 @@
 -- terms (POST /routes, see restysync.api); they live in the shared dict:
 --
 --   rt:<host>       the route, compact JSON: {"https":bool,"locations":
---                   [{"path","exact","backend","ssl_redirect"}, ...]}
+--                   [{"path","exact","backend","ssl_redirect",
+--                     "connect_timeout","send_timeout","read_timeout"}, ...]}
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
@@ -15,7 +16,8 @@
 -- locations: an exact location first, then the longest prefix. A host
 -- without "https" is not routed for HTTPS requests (the default server
 -- answers them, as for a server block without TLS); a location with
--- "ssl_redirect" answers plain HTTP with a 308 to HTTPS. Each worker
+-- "ssl_redirect" answers plain HTTP with a 308 to HTTPS; a location's
+-- timeouts (seconds) are set on the request by the balancer. Each worker
 -- keeps the hosts it has served decoded, and drops them all when
 -- routes_version moves: routes change with the structure, seldom.
 
@@ -27,6 +29,7 @@ local ipairs = ipairs
 local pcall = pcall
 local type = type
 local tostring = tostring
+local math_floor = math.floor
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
@@ -39,6 +42,7 @@ local _M = { _VERSION = "0.1" }
 -- Limits of one route.
 local MAX_LOCATIONS = 10000
 local MAX_PATH_BYTES = 4096
+local MAX_TIMEOUT_SECONDS = 24 * 3600
 
 local json = cjson.new()
 json.decode_max_depth(16)
@@ -70,7 +74,9 @@ local function check_path(path, at)
 end
 
 local ROUTE_FIELDS = { name = true, https = true, locations = true }
-local LOCATION_FIELDS = { path = true, exact = true, backend = true, ssl_redirect = true }
+local LOCATION_FIELDS = { path = true, exact = true, backend = true, ssl_redirect = true,
+    connect_timeout = true, send_timeout = true, read_timeout = true }
+local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
 
 -- flag returns the boolean v (false when absent or null), or nil and the
 -- reason, naming at.
@@ -80,6 +86,18 @@ local function flag(v, at)
     end
     if type(v) ~= "boolean" then
         return nil, at .. ": must be true or false"
+    end
+    return v
+end
+
+-- seconds returns the timeout v in whole seconds (false when absent or
+-- null), or nil and the reason, naming at.
+local function seconds(v, at)
+    if v == nil or v == json_null then
+        return false
+    end
+    if type(v) ~= "number" or v ~= math_floor(v) or v < 1 or v > MAX_TIMEOUT_SECONDS then
+        return nil, string_format("%s: must be a whole number of seconds from 1 to %d", at, MAX_TIMEOUT_SECONDS)
     end
     return v
 end
@@ -125,13 +143,20 @@ local function check_locations(locations, at)
         if err then
             return nil, err
         end
+        local stored = { path = loc.path, exact = exact or nil, backend = loc.backend, ssl_redirect = redirect or nil }
+        for _, field in ipairs(TIMEOUTS) do
+            local v, terr = seconds(loc[field], lat .. "." .. field)
+            if v == nil then
+                return nil, terr
+            end
+            stored[field] = v or nil
+        end
         local key = (exact and "=" or "") .. loc.path
         if seen[key] then
             return nil, string_format("%s: %s %q is also %s", lat, exact and "exact path" or "prefix", loc.path, seen[key])
         end
         seen[key] = lat
-        parts[i] = json_encode({ path = loc.path, exact = exact or nil, backend = loc.backend,
-            ssl_redirect = redirect or nil })
+        parts[i] = json_encode(stored)
     end
     return "[" .. table_concat(parts, ",") .. "]"
 end
@@ -205,7 +230,9 @@ end
 
 -- cache[host] = { https = bool, exact = { [path] = loc }, prefixes = { loc, ... },
 --                 only = loc when "/" is the one location },
--- loc = { path=, len=, backend=, ssl_redirect= }, the prefixes longest
+-- loc = { path=, len=, backend=, ssl_redirect=, connect_timeout=,
+--        send_timeout=, read_timeout=, timeouts = any of the three set },
+-- the prefixes longest
 -- first; built under cached_version.
 local cache = {}
 local cached_version
@@ -221,6 +248,7 @@ local function build(raw)
     for i = 1, #list do
         local loc = list[i]
         loc.len = #loc.path
+        loc.timeouts = (loc.connect_timeout or loc.send_timeout or loc.read_timeout) ~= nil
         if loc.exact then
             exact[loc.path] = loc
         else

@@ -14,7 +14,8 @@ import "strings"
 // (annotations of access control, proxying or rewriting; aliases; a
 // wildcard; regex paths) keeps its server block. TLS is no reason: the
 // default server listens for HTTPS too, with Lua's certificates by SNI,
-// and Lua answers the HTTPS redirect.
+// and Lua answers the HTTPS redirect. Nor are the proxy timeouts, among
+// the most common annotations: the balancer sets them per request.
 
 // RoutesInLua reports whether m leaves its routable servers (RoutedInLua)
 // to Lua. The default server answers for them, so it must hold nothing
@@ -30,7 +31,7 @@ func (m Model) RoutesInLua() bool {
 		return true
 	case 1:
 		loc := d.Locations[0]
-		return loc.Path == "/" && loc.PathType == PathPrefix && plainLocation(loc) && !loc.SSLRedirect
+		return loc.Path == "/" && loc.PathType == PathPrefix && plainLocation(loc) && loc.Proxy == (ProxySettings{}) && !loc.SSLRedirect
 	}
 	return false
 }
@@ -38,7 +39,8 @@ func (m Model) RoutesInLua() bool {
 // RoutedInLua reports whether s can be served by Lua's routing in the
 // default server, with no server block of its own: an exact host without
 // aliases whose locations are Exact or Prefix paths to HTTP backends with
-// no per-location nginx settings but the HTTPS redirect. Whether it is
+// no per-location nginx settings but the HTTPS redirect and the proxy
+// timeouts. Whether it is
 // depends on m.RoutesInLua too.
 func (s Server) RoutedInLua() bool {
 	if s.Host == "" || strings.HasPrefix(s.Host, "*.") || len(s.Aliases) > 0 || len(s.Locations) == 0 {
@@ -53,11 +55,12 @@ func (s Server) RoutedInLua() bool {
 }
 
 // plainLocation says whether loc needs only the balancer and, perhaps, the
-// HTTPS redirect, which Lua answers too.
+// HTTPS redirect and proxy timeouts, which Lua applies too.
 func plainLocation(loc Location) bool {
+	timeouts := ProxySettings{ConnectTimeout: loc.Proxy.ConnectTimeout, SendTimeout: loc.Proxy.SendTimeout, ReadTimeout: loc.Proxy.ReadTimeout}
 	return (loc.PathType == PathExact || loc.PathType == PathPrefix) &&
 		loc.Protocol == ProtocolHTTP &&
-		loc.Proxy == (ProxySettings{}) && loc.Access == (AccessSettings{})
+		loc.Proxy == timeouts && loc.Access == (AccessSettings{})
 }
 
 // RenderedServers returns the servers nginx.conf holds a server block for:
@@ -123,4 +126,9 @@ type RouteLocation struct {
 	// SSLRedirect is Location.SSLRedirect: a request that came over plain
 	// HTTP gets a 308 to the same URL over HTTPS.
 	SSLRedirect bool `json:"ssl_redirect,omitempty"`
+	// ConnectTimeout, SendTimeout and ReadTimeout are those of
+	// Location.Proxy, in seconds; 0 keeps the default server's.
+	ConnectTimeout int `json:"connect_timeout,omitempty"`
+	SendTimeout    int `json:"send_timeout,omitempty"`
+	ReadTimeout    int `json:"read_timeout,omitempty"`
 }

@@ -44,6 +44,15 @@ func TestRoutedInLua(t *testing.T) {
 			newIngress("default", "ewma", annotation("nginx.ingress.kubernetes.io/load-balance", "ewma"), annotation("nginx.ingress.kubernetes.io/affinity", "cookie"),
 				rule("ewma.example.com", prefix("/", "web", 80))),
 		}, []string{"ewma.example.com", "plain.example.com"}, true},
+		{"proxy timeouts stay in Lua", []*networkingv1.Ingress{
+			newIngress("default", "slow", annotation("nginx.ingress.kubernetes.io/proxy-read-timeout", "120"),
+				annotation("nginx.ingress.kubernetes.io/proxy-connect-timeout", "3"), annotation("nginx.ingress.kubernetes.io/proxy-send-timeout", "30"),
+				rule("slow.example.com", prefix("/", "web", 80))),
+		}, []string{"slow.example.com"}, true},
+		{"a timeout with another proxy annotation renders the host", []*networkingv1.Ingress{
+			newIngress("default", "slow", annotation("nginx.ingress.kubernetes.io/proxy-read-timeout", "120"),
+				annotation("nginx.ingress.kubernetes.io/proxy-buffering", "off"), rule("slow.example.com", prefix("/", "web", 80))),
+		}, nil, true},
 		{"a proxy annotation renders the host", []*networkingv1.Ingress{
 			plain,
 			newIngress("default", "big", annotation("nginx.ingress.kubernetes.io/proxy-body-size", "8m"), rule("big.example.com", prefix("/", "web", 80))),

@@ -109,7 +109,8 @@ func TestRenderProxyDefaultsEmitNothing(t *testing.T) {
 	}
 }
 
-// Render refuses what the model would never produce, rather than write it.
+// Render refuses what the model would never produce, rather than write it;
+// so does Routes, for a host Lua routes (one with only timeouts).
 func TestRenderProxyErrors(t *testing.T) {
 	for name, p := range map[string]model.ProxySettings{
 		"redirect code":     {RedirectURL: "https://x.example.com", RedirectCode: 200},
@@ -123,8 +124,12 @@ func TestRenderProxyErrors(t *testing.T) {
 			m := model.Model{Servers: []model.Server{{Host: "a.example.com", Locations: []model.Location{
 				withProxy(loc("/", model.PathPrefix, "ns/a:80"), p),
 			}}}}
-			if _, err := Render(m, goldenSettings); err == nil {
-				t.Errorf("Render took %+v", p)
+			_, err := Render(m, goldenSettings)
+			if m.Servers[0].RoutedInLua() {
+				_, err = Routes(m)
+			}
+			if err == nil {
+				t.Errorf("Render and Routes took %+v", p)
 			}
 		})
 	}

@@ -415,7 +415,8 @@ func Routes(m model.Model) ([]model.Route, error) {
 					return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 				}
 			}
-			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend, SSLRedirect: l.SSLRedirect}
+			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend, SSLRedirect: l.SSLRedirect,
+				ConnectTimeout: l.Proxy.ConnectTimeout, SendTimeout: l.Proxy.SendTimeout, ReadTimeout: l.Proxy.ReadTimeout}
 		}
 		routes = append(routes, r)
 	}

@@ -49,6 +49,11 @@ func withOptions(l model.Location, sslRedirect bool, protocol string) model.Loca
 	return l
 }
 
+func withTimeouts(l model.Location, connect, send, read int) model.Location {
+	l.Proxy.ConnectTimeout, l.Proxy.SendTimeout, l.Proxy.ReadTimeout = connect, send, read
+	return l
+}
+
 type goldenCase struct {
 	name     string
 	model    model.Model
@@ -78,6 +83,7 @@ func goldenCases() []goldenCase {
 		{name: "one-host", settings: goldenSettings, model: model.Model{
 			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/web:80"),
+				withTimeouts(loc("/slow", model.PathPrefix, "default/slow:80"), 3, 30, 300),
 			}}},
 		}},
 		{name: "wildcard-host", settings: goldenSettings, model: model.Model{
@@ -447,7 +453,7 @@ func BenchmarkRender(b *testing.B) {
 		m := manyServers(n)
 		for i := range m.Servers {
 			for j := range m.Servers[i].Locations {
-				m.Servers[i].Locations[j].Proxy.ReadTimeout = 120
+				m.Servers[i].Locations[j].Proxy.BodySize = "8m"
 			}
 		}
 		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {

@@ -14,12 +14,16 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// routedModel has hosts Lua routes (app, only-exact) and one nginx.conf
-// renders (big: an annotation of its own), behind a default server whose
-// "/" is a default backend.
+// routedModel has hosts Lua routes (app, only-exact, secure, slow) and one
+// nginx.conf renders (big: an annotation of its own), behind a default
+// server whose "/" is a default backend.
 func routedModel() model.Model {
 	big := loc("/", model.PathPrefix, "ns/big:80")
 	big.Proxy.BodySize = "8m"
+	impatient := loc("/", model.PathPrefix, "ns/slow:80")
+	impatient.Proxy.ReadTimeout = 1
+	patient := loc("/patient", model.PathPrefix, "ns/slow:80")
+	patient.Proxy.ReadTimeout, patient.Proxy.ConnectTimeout = 5, 2
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/fallback:80")}},
 		Servers: []model.Server{
@@ -34,6 +38,7 @@ func routedModel() model.Model {
 			{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "ns/web:80"), true, model.ProtocolHTTP),
 			}},
+			{Host: "slow.example.com", Locations: []model.Location{impatient, patient}},
 		},
 	}
 }
@@ -46,6 +51,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	for _, name := range names {
 		upserts = append(upserts, backendJSON{Name: "ns/" + name + ":80", Endpoints: []endpoint{startEchoBackend(t, name).ep}})
 	}
+	upserts = append(upserts, backendJSON{Name: "ns/slow:80", Endpoints: []endpoint{startSlowBackend(t, "slow", 2*time.Second).ep}})
 	m := routedModel()
 	dp, settings, cfg := startDataPlane(t, m, nil)
 	dp.push(t, upserts, nil)
@@ -86,6 +92,18 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 			"big.example.com/":            "big",
 			"unknown.example.com/foo":     "fallback",
 		})
+	})
+
+	t.Run("a location's proxy timeouts", func(t *testing.T) {
+		// The backend answers after 2 s: past the read timeout of 1 s of
+		// "/", within the 5 s of "/patient"; the default server's is 60 s.
+		start := time.Now()
+		if code, body := dp.get(t, "slow.example.com", "/"); code != http.StatusGatewayTimeout {
+			t.Errorf("GET slow.example.com/ (read timeout 1 s, backend 2 s late): %d %q after %s, want 504", code, body, time.Since(start))
+		}
+		if code, body := dp.get(t, "slow.example.com", "/patient"); code != http.StatusOK || body != "slow" {
+			t.Errorf("GET slow.example.com/patient (read timeout 5 s, backend 2 s late): %d %q, want 200", code, body)
+		}
 	})
 
 	t.Run("a routed host is not served over HTTPS", func(t *testing.T) {
@@ -210,6 +228,12 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 			{"path too long", with(`{"name":"x.example.com","locations":[{"path":"/` + strings.Repeat("a", 5000) + `","backend":"b"}]}`), "upserts[1].locations[0].path: is 5001 bytes long"},
 			{"exact not a boolean", with(`{"name":"x.example.com","locations":[{"path":"/","exact":"yes","backend":"b"}]}`), "upserts[1].locations[0].exact: must be true or false"},
 			{"ssl_redirect not a boolean", with(`{"name":"x.example.com","locations":[{"path":"/","ssl_redirect":1,"backend":"b"}]}`), "upserts[1].locations[0].ssl_redirect: must be true or false"},
+			{"timeout zero", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","read_timeout":0}]}`), "upserts[1].locations[0].read_timeout: must be a whole number of seconds from 1 to 86400"},
+			{"timeout a fraction", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","send_timeout":1.5}]}`), "upserts[1].locations[0].send_timeout: must be a whole number"},
+			{"timeout a string", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","connect_timeout":"5s"}]}`), "upserts[1].locations[0].connect_timeout: must be a whole number"},
+			{"timeout too long", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","read_timeout":86401}]}`), "upserts[1].locations[0].read_timeout: must be a whole number"},
+			{"timeout negative", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","read_timeout":-1}]}`), "upserts[1].locations[0].read_timeout: must be a whole number"},
+			{"timeout huge", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","read_timeout":1e309}]}`), "upserts[1].locations[0].read_timeout: must be a whole number"},
 			{"https not a boolean", with(`{"name":"x.example.com","https":"on","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].https: must be true or false"},
 			{"backend missing", with(`{"name":"x.example.com","locations":[{"path":"/"}]}`), "upserts[1].locations[0].backend: must be a string"},
 			{"path twice", with(`{"name":"x.example.com","locations":[{"path":"/a","backend":"b"},{"path":"/a","backend":"c"}]}`), `upserts[1].locations[1]: prefix "/a" is also upserts[1].locations[0]`},
