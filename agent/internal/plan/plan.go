@@ -168,13 +168,21 @@ func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Cer
 			p.Upserts = append(p.Upserts, c)
 		}
 	}
+	p.Removes = unwanted(held, wanted)
+	return p
+}
+
+// unwanted returns the keys of held that wanted lacks, sorted: what Lua
+// holds and the next state drops.
+func unwanted[T any](held map[string]T, wanted map[string]struct{}) []string {
+	var out []string
 	for name := range held {
 		if _, ok := wanted[name]; !ok {
-			p.Removes = append(p.Removes, name)
+			out = append(out, name)
 		}
 	}
-	slices.Sort(p.Removes)
-	return p
+	slices.Sort(out)
+	return out
 }
 
 // RoutePlan is the route work of one sync: the hosts Lua routes
@@ -199,11 +207,6 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 			p.Upserts = append(p.Upserts, r)
 		}
 	}
-	for host := range held {
-		if _, ok := wanted[host]; !ok {
-			p.Removes = append(p.Removes, host)
-		}
-	}
-	slices.Sort(p.Removes)
+	p.Removes = unwanted(held, wanted)
 	return p
 }
