@@ -1,34 +1,14 @@
 #!/usr/bin/env bash
 # Builds the pinned kube-apiserver used by the end-to-end tests into a cache
-# folder outside the repo, and installs Debian's etcd-server when etcd is
-# missing. Idempotent: does nothing when both are already there. Prints the
-# path of the kube-apiserver binary on stdout.
+# folder outside the repo. Idempotent: does nothing when it is there already.
+# Prints the path of the kube-apiserver binary on stdout. (etcd comes from
+# Debian's etcd-server, installed by install-debian.sh like every package.)
 set -euo pipefail
 
 version=v1.37.2
 cache="${RESTYSYNC_CACHE:-$HOME/.cache/restysync}"
 bin="$cache/bin/kube-apiserver-$version"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-
-install_etcd() {
-	if command -v etcd >/dev/null 2>&1; then
-		return
-	fi
-	if [ "$(id -u)" != 0 ]; then
-		echo "etcd not found on PATH; install Debian's etcd-server (needs root)" >&2
-		return
-	fi
-	echo "installing etcd-server with apt-get" >&2
-	# Keep the package's init script from starting a system-wide etcd.
-	if [ ! -e /usr/sbin/policy-rc.d ]; then
-		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-		chmod +x /usr/sbin/policy-rc.d
-		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update >&2
-	apt-get install -y --no-install-recommends etcd-server >&2
-}
 
 build_apiserver() {
 	if [ -x "$bin" ]; then
@@ -52,6 +32,5 @@ build_apiserver() {
 	echo "built kube-apiserver in $((SECONDS - start))s" >&2
 }
 
-install_etcd
 build_apiserver
 echo "$bin"
