@@ -36,6 +36,8 @@ local ngx_header = ngx.header
 local ngx_log = ngx.log
 local ngx_ERR = ngx.ERR
 local io_open = io.open
+local os_remove = os.remove
+local string_gmatch = string.gmatch
 local pairs = pairs
 local ipairs = ipairs
 local tonumber = tonumber
@@ -346,22 +348,32 @@ end
 
 -- post reads a JSON object, checks it with check_body and stores it with
 -- write_update under the lock; what names the stored items in messages.
-local function post(check_body, write_update, what)
+-- read_object returns the request body decoded as a JSON object, or nil,
+-- the status and the reason to fail with.
+local function read_object()
     local raw, rerr = read_body()
     if not raw then
         if rerr then
             ngx_log(ngx_ERR, "restysync: ", rerr)
-            return fail(500, rerr)
+            return nil, 500, rerr
         end
-        return fail(400, "body: is empty")
+        return nil, 400, "body: is empty"
     end
     -- cjson decodes [] as an empty table, like {}; only an object is an update.
     if not string_find(raw, "^%s*{") then
-        return fail(400, "body: must be a JSON object")
+        return nil, 400, "body: must be a JSON object"
     end
     local ok, body = pcall(json.decode, raw)
     if not ok then
-        return fail(400, "body: is not valid JSON: " .. tostring(body))
+        return nil, 400, "body: is not valid JSON: " .. tostring(body)
+    end
+    return body
+end
+
+local function post(check_body, write_update, what)
+    local body, status, reason = read_object()
+    if not body then
+        return fail(status, reason)
     end
     local cok, update, err = pcall(check_body, body)
     if not cok then
@@ -408,12 +420,106 @@ local function post_routes()
     return post(routes_store.check_update, routes_store.write, "routes")
 end
 
+-- Worker access ----------------------------------------------------------
+
+-- MAX_ACCESS_PATHS bounds one POST /access.
+local MAX_ACCESS_PATHS = 10000
+local ACCESS_FIELDS = { read = true, write = true }
+
+-- check_access_paths returns the list at body[field] if it holds only
+-- relative paths under the prefix ("auth/ns_name", "tmp/client_body"), or
+-- nil and the reason.
+local function check_access_paths(body, field)
+    local paths = body[field]
+    if paths == nil then
+        return {}
+    end
+    local n = array_length(paths)
+    if not n then
+        return nil, field .. ": must be an array"
+    end
+    if n > MAX_ACCESS_PATHS then
+        return nil, string_format("%s: more than %d paths", field, MAX_ACCESS_PATHS)
+    end
+    for i = 1, n do
+        local p = paths[i]
+        local at = string_format("%s[%d]", field, i - 1)
+        if type(p) ~= "string" or #p == 0 or #p > 1024 then
+            return nil, at .. ": must be a path of 1 to 1024 bytes"
+        end
+        if not string_match(p, "^[%w._-]+[%w._/-]*$") or string_find(p, "//", 1, true)
+            or string_sub(p, -1) == "/" then
+            return nil, at .. ": must be a relative path of letters, digits and ._-/"
+        end
+        for part in string_gmatch(p, "[^/]+") do
+            if part == "." or part == ".." then
+                return nil, at .. ": must not hold . or .. parts"
+            end
+        end
+    end
+    return paths
+end
+
+-- post_access answers which of the paths under the prefix this worker (and
+-- so every worker: they run as one user) cannot read, or cannot create a
+-- file in. The agent asks it after nginx (re)starts and whenever the files
+-- it writes for nginx change, and names each failure in its log and in
+-- /readyz: a worker that cannot read an htpasswd file fails every request
+-- of its Ingress with 500, and nothing else would say why.
+local function post_access()
+    local body, status, reason = read_object()
+    if not body then
+        return fail(status, reason)
+    end
+    local field = unknown_field(body, ACCESS_FIELDS)
+    if field then
+        return fail(400, "body: unknown field " .. field)
+    end
+    local read, rerr = check_access_paths(body, "read")
+    if not read then
+        return fail(400, rerr)
+    end
+    local write, werr = check_access_paths(body, "write")
+    if not write then
+        return fail(400, werr)
+    end
+    local prefix = ngx.config.prefix()
+    if string_sub(prefix, -1) ~= "/" then
+        prefix = prefix .. "/"
+    end
+    local denied = {}
+    for _, p in ipairs(read) do
+        local f, err = io_open(prefix .. p, "rb")
+        if f then
+            f:close()
+        else
+            denied[#denied + 1] = { path = prefix .. p, access = "read", error = tostring(err) }
+        end
+    end
+    for _, p in ipairs(write) do
+        local probe = prefix .. p .. "/.restysync-access-" .. ngx.worker.pid()
+        local f, err = io_open(probe, "wb")
+        if f then
+            f:close()
+            os_remove(probe)
+        else
+            denied[#denied + 1] = { path = prefix .. p, access = "write", error = tostring(err) }
+        end
+    end
+    local parts = {}
+    for i, d in ipairs(denied) do
+        parts[i] = json_encode(d)
+    end
+    reply(200, '{"denied":[' .. table_concat(parts, ",") .. "]}")
+end
+
 local routes = {
     ["/status"] = { GET = get_status, HEAD = get_status },
     ["/routes"] = { GET = get_routes, POST = post_routes },
     ["/backends"] = { GET = get_backends, POST = post_backends },
     ["/certificates"] = { GET = get_certificates, POST = post_certificates },
     ["/metrics"] = { GET = get_metrics },
+    ["/access"] = { POST = post_access },
 }
 
 local allowed_methods = {
@@ -422,6 +528,7 @@ local allowed_methods = {
     ["/certificates"] = "GET, POST",
     ["/routes"] = "GET, POST",
     ["/metrics"] = "GET",
+    ["/access"] = "POST",
 }
 
 -- serve is the content handler of the config API server.
@@ -442,6 +549,7 @@ end
 -- Private functions, reachable by tests.
 setmetatable(_M, { __index = {
     check_update = check_update,
+    check_access_paths = check_access_paths,
     is_ipv4 = is_ipv4,
     is_ipv6 = is_ipv6,
 } })

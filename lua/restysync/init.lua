@@ -1,7 +1,11 @@
 -- restysync: state shared by every module of the bundled Lua side.
 --
 -- init() runs in the nginx master (init_by_lua) on every start and every
--- HUP. It records the hash of the nginx.conf being loaded, which the config
+-- HUP. It loads every module of restysync there, as OpenResty's libraries
+-- recommend: the workers share the compiled code copy-on-write and never
+-- read a module file themselves (they may run as a user that cannot), and a
+-- module that fails to load fails the reload, which the agent reports,
+-- instead of every request. It records the hash of the nginx.conf being loaded, which the config
 -- API reports so the agent can tell that a reload took effect, and makes sure
 -- the shared dict holds a boot id. dict:add keeps an existing boot id, and
 -- the dict survives a HUP but not a cold start: a new boot id therefore means
@@ -25,6 +29,25 @@ local METRICS_DICT_NAME = "restysync_metrics"
 local _M = { _VERSION = "0.1", DICT_NAME = DICT_NAME, METRICS_DICT_NAME = METRICS_DICT_NAME }
 
 local config_hash = ""
+
+-- MODULES are every module under lua/restysync but this one, loaded by
+-- init(); a Go test keeps the list equal to the files.
+local MODULES = {
+    "restysync.access",
+    "restysync.affinity",
+    "restysync.api",
+    "restysync.balancer",
+    "restysync.canary",
+    "restysync.certs",
+    "restysync.chash",
+    "restysync.check",
+    "restysync.ewma",
+    "restysync.health",
+    "restysync.policy",
+    "restysync.routes",
+    "restysync.store",
+}
+_M.MODULES = MODULES
 
 -- random_bytes returns n bytes from /dev/urandom, or nil and an error.
 local function random_bytes(n)
@@ -95,6 +118,9 @@ function _M.init(hash)
         error("restysync.init: config hash must be a string")
     end
     config_hash = hash
+    for i = 1, #MODULES do
+        require(MODULES[i])
+    end
     local d = _M.dict()
     local ok, err = d:add("boot_id", new_boot_id())
     if not ok and err ~= "exists" then

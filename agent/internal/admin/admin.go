@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -149,8 +150,12 @@ func (s *Server) Ready(ctx context.Context) Health {
 	switch {
 	case !st.Synced:
 		return Health{Reason: "the source has not finished its first listing"}
+	case st.ConfigHash == "" && st.NginxUnreachable != "":
+		return Health{Reason: "no config is confirmed running in nginx yet: nginx does not answer: " + st.NginxUnreachable}
 	case st.ConfigHash == "":
 		return Health{Reason: "no config is confirmed running in nginx yet"}
+	case len(st.WorkerAccess) > 0:
+		return Health{Reason: strings.Join(st.WorkerAccess, "; ")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LuaTimeout)
 	defer cancel()

@@ -78,6 +78,10 @@ func TestReadyz(t *testing.T) {
 		{"nothing applied", syncer.State{Synced: true}, &fakeLua{status: up}, 503, "no config"},
 		{"nginx down", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
 		{"nginx runs another config", syncer.State{Synced: true, ConfigHash: "bbb"}, &fakeLua{status: up}, 503, "not the applied"},
+		{"socket unusable", syncer.State{Synced: true, NginxUnreachable: "asking lua for /status: 500: module 'restysync.api' not found"},
+			&fakeLua{status: up}, 503, "no config is confirmed running in nginx yet: nginx does not answer: asking lua for /status: 500: module"},
+		{"workers cannot read", syncer.State{Synced: true, ConfigHash: "aaa", WorkerAccess: []string{"nginx workers cannot read /s/auth/x: Permission denied"}},
+			&fakeLua{status: up}, 503, "nginx workers cannot read /s/auth/x: Permission denied"},
 		{"ready", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
 	}
 	for _, c := range cases {

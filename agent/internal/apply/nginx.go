@@ -64,6 +64,9 @@ type Nginx struct {
 // ConfigPath is where nginx reads its config.
 func (n *Nginx) ConfigPath() string { return filepath.Join(n.SharedDir, render.ConfigName) }
 
+// SocketPath is the config API's unix socket in the shared dir.
+func (n *Nginx) SocketPath() string { return filepath.Join(n.SharedDir, render.SocketName) }
+
 // ReadConfig returns the nginx.conf now in the shared dir (nil if none).
 func (n *Nginx) ReadConfig() ([]byte, error) {
 	data, err := os.ReadFile(n.ConfigPath())
@@ -85,7 +88,7 @@ const SocketMode = 0o660
 // creates the socket afresh at every cold start, so the syncer calls this
 // whenever it meets a new nginx boot.
 func (n *Nginx) TightenSocket() error {
-	path := filepath.Join(n.SharedDir, render.SocketName)
+	path := n.SocketPath()
 	info, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("config socket: %w", err)

@@ -12,9 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -160,6 +163,12 @@ type Syncer struct {
 	safeStart     bool
 	reported      map[string]bool // problems already logged
 	guard         *guard          // quarantine of Ingresses nginx refused
+	// waitReason is why nginx did not answer at the last sync, already
+	// logged ("": it answered); see noteWaiting.
+	waitReason string
+	// accessChecked is the nginx boot and the worker needs that the last
+	// access check was made for (checkWorkerAccess).
+	accessChecked string
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -190,6 +199,12 @@ type State struct {
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
+	// NginxUnreachable is why the config socket did not answer at the last
+	// sync ("" when it did).
+	NginxUnreachable string
+	// WorkerAccess names each file under the shared dir that nginx's
+	// workers need and cannot use (empty when they can use them all).
+	WorkerAccess []string
 }
 
 // New returns a Syncer; Run starts it.
@@ -403,7 +418,12 @@ func (s *Syncer) sync(ctx context.Context) error {
 		problems = append(problems, s.judge(result, err)...)
 	}
 	quarantined := s.guard.quarantinedKeys()
+	access, checked := s.checkWorkerAccess(ctx, next, result, err)
 	s.update(func(st *State) {
+		st.NginxUnreachable = s.waitReason
+		if checked {
+			st.WorkerAccess = access
+		}
 		st.Syncs++
 		st.LastSync = time.Now()
 		st.LastLoop = st.LastSync
@@ -558,9 +578,10 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		if werr := s.nginx.WriteConfig(start); werr != nil {
 			return res, werr
 		}
-		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
+		s.noteWaiting(err)
 		return res, nil
 	}
+	s.waitReason = ""
 	s.unprovenSince, s.safeStart = time.Time{}, false
 	if status.BootID != s.heldBoot {
 		if err := s.nginx.TightenSocket(); err != nil {
@@ -672,6 +693,50 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	res.configRunning = s.appliedHash == cfg.Hash
 	res.current = res.configRunning && certErr == nil
 	return res, certErr
+}
+
+// noteWaiting logs why nginx does not answer. Not running yet (no socket,
+// nobody listening) is the normal start and stays at debug level; any other
+// reason (a socket the agent may not open, a config API that fails) is a
+// warning, logged once each time the reason changes.
+func (s *Syncer) noteWaiting(err error) {
+	reason := err.Error()
+	if reason == s.waitReason {
+		return
+	}
+	s.waitReason = reason
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
+		return
+	}
+	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
+}
+
+// checkWorkerAccess asks nginx's workers, once per nginx boot and each
+// time the files they need change, whether they can use them, and logs a
+// warning that names each one they cannot. checked is false when no check
+// was due (the last answer stands).
+func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
+	if err != nil || !res.configRunning {
+		return nil, false
+	}
+	needs := apply.WorkerNeeds(next.AuthFiles)
+	key := s.heldBoot + "\x00" + strings.Join(needs.Read, "\x00")
+	if key == s.accessChecked {
+		return nil, false
+	}
+	found, aerr := s.nginx.Lua.Access(ctx, needs)
+	if aerr != nil {
+		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
+		return nil, false
+	}
+	s.accessChecked = key
+	for _, d := range found {
+		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
+			"path", d.Path, "access", d.Access, "error", d.Error)
+		denied = append(denied, d.String())
+	}
+	return denied, true
 }
 
 // configForStart is what to leave on disk for nginx's next start while it

@@ -23,7 +23,12 @@ import (
 func Start(t testing.TB) (*apply.Nginx, render.Settings, render.Config) {
 	t.Helper()
 	nginxproc.Binary(t)
-	prefix := nginxproc.TempPrefix(t)
+	return StartIn(t, nginxproc.TempPrefix(t))
+}
+
+// StartIn is Start in the given prefix folder (with logs/ and tmp/ in it).
+func StartIn(t testing.TB, prefix string) (*apply.Nginx, render.Settings, render.Config) {
+	t.Helper()
 	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
 		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
 	if err := lua.WriteTo(prefix, apply.WriteFileAtomic); err != nil {
