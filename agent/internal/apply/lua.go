@@ -287,5 +287,11 @@ func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {
 	return nil
 }
 
-// ErrNotConfirmed means nginx did not report the new config hash in time.
-var ErrNotConfirmed = errors.New("nginx did not confirm the new config")
+// ErrRejected means nginx refused the new config in its own words (an
+// [emerg] line, or init_by_lua failing) and runs the previous one.
+var ErrRejected = errors.New("nginx rejected the new config")
+
+// ErrNotConfirmed means nginx did not report the new config hash in time
+// and said nothing against it: it may be slow (a loaded node, a stopped
+// master) and take it later. It is no verdict on the config.
+var ErrNotConfirmed = errors.New("nginx has not confirmed the new config yet")

@@ -127,9 +127,10 @@ func (n *Nginx) MasterPID() (int, error) {
 }
 
 // Reload signals the master with SIGHUP and waits until Lua reports
-// wantHash. When nginx does not take the config, the error wraps
-// ErrNotConfirmed and carries nginx's own reason: the [emerg], [alert] and
-// [error] lines it wrote to its error log after the signal.
+// wantHash. When nginx refuses the config the error wraps ErrRejected and
+// carries nginx's own reason: the [emerg], [alert] and [error] lines it
+// wrote to its error log after the signal. When it neither takes nor
+// refuses it within ConfirmTimeout, the error wraps ErrNotConfirmed.
 func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	pid, err := n.MasterPID()
 	if err != nil {
@@ -145,7 +146,7 @@ func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	// instead of at the timeout.
 	rejected := func() bool { return fileSize(logPath) > offset && nginxRejected(logPath, offset) }
 	err = n.waitForHash(ctx, wantHash, rejected)
-	if err != nil && errors.Is(err, ErrNotConfirmed) {
+	if err != nil && errors.Is(err, ErrRejected) {
 		if reason := nginxErrors(logPath, offset); reason != "" {
 			err = fmt.Errorf("%w; nginx said: %s", err, reason)
 		}
@@ -201,8 +202,8 @@ func (n *Nginx) WaitForHash(ctx context.Context, wantHash string) error {
 	return n.waitForHash(ctx, wantHash, func() bool { return false })
 }
 
-// waitForHash is WaitForHash that also ends, unconfirmed, once rejected
-// says nginx refused the config.
+// waitForHash is WaitForHash that also ends, with ErrRejected, once
+// rejected says nginx refused the config.
 func (n *Nginx) waitForHash(ctx context.Context, wantHash string, rejected func() bool) error {
 	timeout := n.ConfirmTimeout
 	if timeout <= 0 {
@@ -221,10 +222,13 @@ func (n *Nginx) waitForHash(ctx context.Context, wantHash string, rejected func(
 			return nil
 		}
 		if rejected() {
-			return fmt.Errorf("%w: nginx rejected it and runs %s", ErrNotConfirmed, short(last.ConfigHash))
+			return fmt.Errorf("%w: it runs %s", ErrRejected, short(last.ConfigHash))
 		}
 		select {
 		case <-ctx.Done():
+			if rejected() {
+				return fmt.Errorf("%w: it runs %s", ErrRejected, short(last.ConfigHash))
+			}
 			if lastErr != nil {
 				return fmt.Errorf("%w within %s: %v", ErrNotConfirmed, timeout, lastErr)
 			}

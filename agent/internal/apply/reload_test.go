@@ -39,8 +39,8 @@ func TestReloadRejectedWithNginxReason(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatalf("the rejected reload was noticed only at the timeout: %v", err)
 			}
-			if !errors.Is(err, apply.ErrNotConfirmed) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("reload error %v; want apply.ErrNotConfirmed with nginx's reason %q", err, tc.want)
+			if !errors.Is(err, apply.ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("reload error %v; want apply.ErrRejected with nginx's reason %q", err, tc.want)
 			}
 			st, err := n.Lua.Status(context.Background())
 			if err != nil || st.ConfigHash != good.Hash {

@@ -61,6 +61,7 @@ type Metrics struct {
 	syncs              *prometheus.CounterVec
 	reloads            prometheus.Counter
 	reloadFailures     prometheus.Counter
+	reloadsUnconfirmed prometheus.Counter
 	reloadDuration     prometheus.Histogram
 	lastReload         prometheus.Gauge
 	pushes             *prometheus.CounterVec
@@ -105,7 +106,11 @@ func New(opts Options) *Metrics {
 		}),
 		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "reload_failures_total",
-			Help: "nginx reloads that failed or were not confirmed in time; the previous nginx.conf was put back.",
+			Help: "nginx reloads that failed: nginx rejected the config (or the signal failed); the previous nginx.conf was put back.",
+		}),
+		reloadsUnconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reloads_unconfirmed_total",
+			Help: "nginx reloads neither confirmed nor rejected within the confirmation timeout (a slow or stopped nginx); the agent waits for them and blames no Ingress.",
 		}),
 		reloadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "reload_duration_seconds",
@@ -161,7 +166,7 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.syncDuration, m.syncs, m.reloads, m.reloadFailures, m.reloadDuration, m.lastReload,
+		m.syncDuration, m.syncs, m.reloads, m.reloadFailures, m.reloadsUnconfirmed, m.reloadDuration, m.lastReload,
 		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush, m.validationFailures,
 		newStateCollector(opts),
 	)
@@ -202,6 +207,9 @@ func (m *Metrics) Reloaded(d time.Duration, err error) {
 	m.reloadDuration.Observe(d.Seconds())
 	m.reloads.Inc()
 }
+
+// ReloadUnconfirmed records a reload nginx did not confirm in time.
+func (m *Metrics) ReloadUnconfirmed() { m.reloadsUnconfirmed.Inc() }
 
 // Pushed records one POST to Lua.
 func (m *Metrics) Pushed(kind string, bytes int, d time.Duration, err error) {

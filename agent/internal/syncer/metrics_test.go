@@ -19,12 +19,13 @@ import (
 
 // recordingMetrics keeps every report of the loop.
 type recordingMetrics struct {
-	mu         sync.Mutex
-	syncs      []string // "path outcome"
-	reloads    int
-	pushes     []string
-	propagated []time.Duration
-	rejected   []string
+	mu          sync.Mutex
+	syncs       []string // "path outcome"
+	reloads     int
+	unconfirmed int
+	pushes      []string
+	propagated  []time.Duration
+	rejected    []string
 }
 
 func (m *recordingMetrics) ValidationFailed(validator string) {
@@ -43,6 +44,12 @@ func (m *recordingMetrics) Reloaded(time.Duration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reloads++
+}
+
+func (m *recordingMetrics) ReloadUnconfirmed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unconfirmed++
 }
 
 func (m *recordingMetrics) Pushed(kind string, _ int, _ time.Duration, _ error) {

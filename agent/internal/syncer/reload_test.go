@@ -30,8 +30,8 @@ func TestRejectedReloadPutsTheGoodConfigBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := s.reload(ctx, bad)
-	if !errors.Is(err, apply.ErrNotConfirmed) {
-		t.Fatalf("reload of a config nginx rejects: %v, want ErrNotConfirmed", err)
+	if !errors.Is(err, apply.ErrRejected) {
+		t.Fatalf("reload of a config nginx rejects: %v, want ErrRejected", err)
 	}
 	onDisk, err := os.ReadFile(filepath.Join(prefix, render.ConfigName))
 	if err != nil {

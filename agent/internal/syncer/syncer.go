@@ -86,6 +86,9 @@ type Metrics interface {
 	// push: d runs from the first source event it applied to the end of
 	// that sync.
 	Propagated(d time.Duration)
+	// ReloadUnconfirmed is called for a reload nginx neither took nor
+	// refused within the confirmation timeout; the agent waits for it.
+	ReloadUnconfirmed()
 	// ValidationFailed is called when validation rejected something:
 	// validator "agent" for each new Problem (a part of an object left
 	// out), "nginx" for each config nginx did not take on a reload.
@@ -96,6 +99,7 @@ type noMetrics struct{}
 
 func (noMetrics) Synced(string, string, time.Duration)     {}
 func (noMetrics) Reloaded(time.Duration, error)            {}
+func (noMetrics) ReloadUnconfirmed()                       {}
 func (noMetrics) Pushed(string, int, time.Duration, error) {}
 func (noMetrics) Propagated(time.Duration)                 {}
 func (noMetrics) ValidationFailed(string)                  {}
@@ -166,6 +170,9 @@ type Syncer struct {
 	// waitReason is why nginx did not answer at the last sync, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
+	// unconfirmedHash is the config nginx was signalled to load and has
+	// not confirmed yet (ErrNotConfirmed: slow, not refused); "" when none.
+	unconfirmedHash string
 	// accessChecked is the nginx boot and the worker needs that the last
 	// access check was made for (checkWorkerAccess).
 	accessChecked string
@@ -502,7 +509,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	switch {
 	case result.configRunning:
 		s.guard.confirmed()
-	case errors.Is(err, apply.ErrNotConfirmed):
+	case errors.Is(err, apply.ErrRejected):
 		before := s.guard.quarantinedKeys()
 		if s.guard.rejected(nginxReason(err)) {
 			for _, key := range s.guard.quarantinedKeys() {
@@ -606,6 +613,10 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		s.held, s.heldCerts, s.heldBoot = held, heldCertificates(certs), status.BootID
 		s.heldRoutes, s.routesSynced = routes, false
 	}
+	if status.ConfigHash == s.unconfirmedHash && s.unconfirmedHash != "" {
+		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
+		s.unconfirmedHash = ""
+	}
 	if status.ConfigHash == cfg.Hash {
 		s.adopt(next, cfg.Hash)
 		s.good = cfg
@@ -663,7 +674,17 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
 			return res, nil
 		}
+		if cfg.Hash == s.unconfirmedHash {
+			// Signalled already: a second HUP would only make a slow
+			// nginx slower. needsSync comes back once it runs the hash.
+			res.waiting = true
+			return res, nil
+		}
 		if err := s.reload(ctx, cfg); err != nil {
+			if errors.Is(err, errUnconfirmed) {
+				res.waiting = true
+				return res, nil
+			}
 			return res, err
 		}
 		s.adopt(next, cfg.Hash)
@@ -694,6 +715,10 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	res.current = res.configRunning && certErr == nil
 	return res, certErr
 }
+
+// errUnconfirmed is what reload returns when nginx was signalled and has
+// not confirmed the config yet: the sync waits, it did not fail.
+var errUnconfirmed = errors.New("reload not confirmed yet")
 
 // noteWaiting logs why nginx does not answer. Not running yet (no socket,
 // nobody listening) is the normal start and stays at debug level; any other
@@ -993,12 +1018,21 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 	}
 	reloadStart := time.Now()
 	err = s.nginx.Reload(ctx, cfg.Hash)
+	if errors.Is(err, apply.ErrNotConfirmed) {
+		// Slow, not refused: nginx keeps this file to load, and the
+		// check ticker adopts the config once nginx reports its hash.
+		s.opts.Metrics.ReloadUnconfirmed()
+		s.unconfirmedHash = cfg.Hash
+		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
+			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
+		return errUnconfirmed
+	}
 	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
 	if err == nil {
 		s.failedHash = ""
 		return nil
 	}
-	if errors.Is(err, apply.ErrNotConfirmed) {
+	if errors.Is(err, apply.ErrRejected) {
 		s.failedHash, s.failedErr = cfg.Hash, err
 		s.opts.Metrics.ValidationFailed("nginx")
 	}

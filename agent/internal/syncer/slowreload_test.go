@@ -1,0 +1,98 @@
+package syncer
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
+)
+
+// A reload nginx is slow to take (here: its master is stopped, and
+// resumed later) is waited for, not judged: no Ingress is quarantined, the
+// config stays on disk for nginx to load, no second signal is sent, and
+// the config is adopted once nginx runs it. (Real nginx.)
+func TestSlowReloadIsNotRejected(t *testing.T) {
+	n, settings, _ := agentnginx.Start(t)
+	n.ConfirmTimeout = 300 * time.Millisecond
+	pid, err := n.MasterPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) }) // before nginx is stopped
+
+	src := &fakeSource{snap: oneIngressSnapshot("127.0.0.1")}
+	rec := &recordingMetrics{}
+	var logs syncbuf.Buffer
+	s := New(src, n, Options{Render: settings, Metrics: rec, IngressClass: "restysync"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := s.sync(ctx); err != nil {
+		t.Fatalf("first sync: %v\n%s", err, logs.String())
+	}
+
+	// An annotation that needs nginx directives: a reload.
+	snap := oneIngressSnapshot("127.0.0.1")
+	snap.Ingresses[0].Annotations = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
+	src.snap = snap
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 { // the second sync sends no second signal
+		s.changed(source.KindIngress)
+		if err := s.sync(ctx); err != nil {
+			t.Fatalf("sync %d while nginx is stopped: %v", round, err)
+		}
+	}
+	want := s.lastConfig
+	st := s.State()
+	if len(st.Quarantined) > 0 || s.guard.bisecting() || s.failedHash != "" {
+		t.Fatalf("a slow reload was judged: quarantined %v, bisecting %v, failed hash %q", st.Quarantined, s.guard.bisecting(), s.failedHash)
+	}
+	if rec.unconfirmed != 1 || len(rec.rejected) != 0 {
+		t.Errorf("metrics: %d unconfirmed reloads, validation failures %v; want 1 and none", rec.unconfirmed, rec.rejected)
+	}
+	onDisk, err := os.ReadFile(filepath.Join(settings.SharedDir, render.ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, want.Bytes) {
+		t.Error("the new nginx.conf was taken off disk while nginx had yet to load it")
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.needsSync(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx never ran the new config after it was resumed\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st = s.State()
+	if st.ConfigHash != want.Hash || !st.Applied {
+		t.Errorf("after nginx resumed: config %s applied %v, want %s", short(st.ConfigHash), st.Applied, short(want.Hash))
+	}
+	if len(st.Quarantined) > 0 || len(st.Problems) > 0 {
+		t.Errorf("quarantined %v, problems %v; want none", st.Quarantined, st.Problems)
+	}
+	var served bool
+	for _, srv := range st.Model.Servers {
+		served = served || srv.Host == "web.test"
+	}
+	if !served {
+		t.Error("web.test is not served")
+	}
+}
