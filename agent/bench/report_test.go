@@ -86,6 +86,7 @@ func markdown() string {
 		mode = "quick"
 	}
 	fmt.Fprintf(&b, "Benchmark (%s mode), %s\n\n", mode, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Commit: %s\n\n", commit())
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, %s, %s\n\n", runtime.NumCPU(), cpuModel(), runtime.Version(), command("nginx", "-v"), command("wrk", "--version"))
 	b.WriteString("| # | what | target | measured | result | note |\n|---|---|---|---|---|---|\n")
 	rowsMu.Lock()
@@ -96,6 +97,20 @@ func markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.ID, r.What, r.Target, r.Measured, verdict(r), r.Note)
 	}
 	return b.String()
+}
+
+// commit names the code measured: the checked-out commit, and whether
+// files of the product (not this report) differ from it.
+func commit() string {
+	head := command("git", "rev-parse", "--short=12", "HEAD")
+	if strings.Contains(head, "not found") || strings.Contains(head, "fatal") {
+		return "unknown (not a git checkout)"
+	}
+	changed := command("git", "status", "--porcelain", "--", "../../agent", "../../lua", "../../templates", ":!../../agent/bench/RESULTS.md")
+	if changed != "" {
+		return head + " with uncommitted changes (" + changed + " …)"
+	}
+	return head
 }
 
 func cpuModel() string {
