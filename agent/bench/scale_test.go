@@ -227,8 +227,8 @@ func TestB6Scale(t *testing.T) {
 	size := fmt.Sprintf("%d Ingresses, %d Services, %d endpoints", n, n, 10*(n-1)+1)
 	report(t, Row{ID: "B6-start", What: "cold start → fully serving, " + size, Target: "≤ 20 s",
 		Measured: cold.Round(10 * time.Millisecond).String(), Pass: cold <= 20*time.Second})
-	report(t, Row{ID: "B6-rss", What: "agent RSS after sync, " + size, Target: "≤ 300 MB",
-		Measured: fmt.Sprintf("%.0f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 300*1024})
+	report(t, Row{ID: "B6-rss", What: "agent RSS after sync, " + size, Target: "≤ 200 MB",
+		Measured: fmt.Sprintf("%.0f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 200*1024, Note: "target lowered from 300 MB by issue 18"})
 	report(t, Row{ID: "B6-render", What: "render nginx.conf, " + size, Target: "≤ 1 s",
 		Measured: render.Round(time.Millisecond).String(), Pass: render > 0 && render <= time.Second,
 		Note: "model build " + build.Round(time.Millisecond).String() + "; both from the agent's sync log line"})

@@ -1,10 +1,14 @@
 // Package apply is the last stage of the pipeline: plan → nginx.
 //
-// It writes nginx.conf atomically into the shared dir, signals the nginx
-// master, and confirms through the Lua status API that the new config is the
-// one running; and it pushes backends to Lua over the unix socket. A reload is
-// only "done" when nginx reports the new hash, because `kill -HUP` succeeds
-// even when nginx rejects the new config.
+// It runs a plan's steps (LuaState.Execute): it pushes certificates,
+// backends and routes to Lua over the unix socket, keeping the record of
+// what Lua holds, one pusher per resource; and it writes nginx.conf
+// atomically into the shared dir, signals the nginx master, and confirms
+// through the Lua status API that the new config is the one running. A
+// reload is only "done" when nginx reports the new hash, because
+// `kill -HUP` succeeds even when nginx rejects the new config; nginx
+// refusing it (ErrRejected) and nginx not done yet (ErrNotConfirmed) are
+// different outcomes.
 package apply
 
 import (

@@ -1,96 +1,240 @@
-// Package plan is the diff stage of the pipeline: model → plan → apply.
+// Package plan is the diff stage of the pipeline: model → render → plan →
+// apply.
 //
-// It compares what nginx runs with what it should run and says what to do:
-// reload when the structure changed, push only the backends whose endpoints
-// differ from what Lua holds, remove the ones no longer referenced. Keeping
-// the structure and the endpoints apart is what lets an endpoint change skip
-// the render and the reload entirely. Certificates are kept apart the same
-// way: Lua serves them by SNI, so they never need a reload either; and so
-// are the hosts Lua routes (model.RoutedInLua), whose paths are pushed as
-// routes, so that a new plain Ingress is not a reload.
+// It compares what nginx runs and Lua holds (Held, as apply recorded it)
+// with what they should (Next) and returns the work as data: one ordered
+// list of steps. Keeping the structure and the endpoints apart is what lets
+// an endpoint change skip the render and the reload entirely: the reload
+// step exists only when the rendered nginx.conf differs from the one nginx
+// runs (by hash), and only the backends, certificates and routes that
+// differ from what Lua holds are sent. The order is part of the plan, not
+// of the code that runs it: certificates and backends before the reload,
+// so that new servers find them; routes before it, so that a host leaving
+// nginx.conf keeps being served; removes after it, so that nothing nginx
+// still runs loses what it points at.
 package plan
 
 import (
 	"slices"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
-// Plan is the work one sync has to do.
+// Held is what nginx runs and Lua holds, as apply recorded it.
+type Held struct {
+	// ConfigHash is the hash of the nginx.conf nginx runs.
+	ConfigHash string
+	// Backends, Certificates and Routes are what Lua holds, by name (a
+	// route's name is its host).
+	Backends     map[string]model.Backend
+	Certificates map[string]HeldCertificate
+	Routes       map[string]model.Route
+	// LastGood is the last valid content of each certificate Next names:
+	// what keeps serving when its Secret turns bad.
+	LastGood map[string]model.Certificate
+	// Current says the records are exactly what the previous plan left:
+	// nothing was re-read, lost or left undone since. Only then may
+	// Next.EndpointsOnly narrow the diff.
+	Current bool
+}
+
+// Next is what nginx should run and Lua hold.
+type Next struct {
+	// Config is the rendered nginx.conf.
+	Config render.Config
+	// Backends, sorted by name; Certificates; Routes of the hosts Lua
+	// routes (render.Routes).
+	Backends     []model.Backend
+	Certificates []model.Certificate
+	Routes       []model.Route
+	// EndpointsOnly says that nothing but the endpoints of ChangedBackends
+	// differs from the Next of the previous plan: the syncer's fast path,
+	// after an EndpointSlice change. With Held.Current only those backends
+	// are compared, which keeps an endpoint change at 10,000 backends
+	// O(changed).
+	EndpointsOnly   bool
+	ChangedBackends []model.Backend
+	// FullPush sends every backend whenever any differs, as the classic
+	// controller does: the benchmark's baseline, nothing else.
+	FullPush bool
+}
+
+// StepKind says what a Step does.
+type StepKind int
+
+// The kinds of step, in the order a plan runs them.
+const (
+	// PushCertificates sends certificate upserts and removes in one request.
+	PushCertificates StepKind = iota
+	// PushBackends sends backend upserts.
+	PushBackends
+	// PushRoutes sends route upserts.
+	PushRoutes
+	// Reload makes nginx run Step.Config.
+	Reload
+	// RemoveBackends removes the backends Step.Names.
+	RemoveBackends
+	// RemoveRoutes removes the routes of the hosts Step.Names.
+	RemoveRoutes
+)
+
+func (k StepKind) String() string {
+	switch k {
+	case PushCertificates:
+		return "push-certificates"
+	case PushBackends:
+		return "push-backends"
+	case PushRoutes:
+		return "push-routes"
+	case Reload:
+		return "reload"
+	case RemoveBackends:
+		return "remove-backends"
+	case RemoveRoutes:
+		return "remove-routes"
+	}
+	return "unknown"
+}
+
+// Step is one piece of work; the field its Kind names is set.
+type Step struct {
+	Kind         StepKind
+	Certificates CertificatePlan
+	Backends     []model.Backend
+	Routes       []model.Route
+	Config       render.Config
+	Names        []string
+}
+
+// Plan is the work of one sync: its steps, in the order they must run.
 type Plan struct {
-	// Reload is true when the rendered structure (hosts, paths, backend
-	// names) differs from the one last applied.
-	Reload bool
-	// Upserts are backends Lua lacks or holds with other endpoints or
-	// another Policy, sorted by Name.
-	Upserts []model.Backend
-	// Removes are backend names Lua holds that the next model no longer references, sorted.
-	Removes []string
+	Steps []Step
+	// Partial says the steps after some point were left out (Before): the
+	// records will not be whole after it runs.
+	Partial bool
 }
 
 // Empty reports whether the plan has nothing to do.
-func (p Plan) Empty() bool { return !p.Reload && len(p.Upserts) == 0 && len(p.Removes) == 0 }
+func (p Plan) Empty() bool { return len(p.Steps) == 0 }
 
-// Compute diffs next against the applied structure and the backends Lua holds.
-// applied is nil when no structure is known to be running (first sync).
-func Compute(applied *model.Model, held map[string]model.Backend, next model.Model) Plan {
+// Step returns the step of kind k, if the plan has one.
+func (p Plan) Step(k StepKind) (Step, bool) {
+	for _, s := range p.Steps {
+		if s.Kind == k {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// Before returns the plan up to, not including, its step of kind k: what
+// still runs when that step must not (a config nginx rejected, a reload
+// nginx has yet to confirm).
+func (p Plan) Before(k StepKind) Plan {
+	for i, s := range p.Steps {
+		if s.Kind == k {
+			return Plan{Steps: p.Steps[:i:i], Partial: true}
+		}
+	}
+	return p
+}
+
+// Compute returns the steps that take held to next.
+func Compute(held Held, next Next) Plan {
+	narrow := next.EndpointsOnly && held.Current
 	var p Plan
-	p.Reload = applied == nil || !SameStructure(*applied, next)
+	if !narrow {
+		if cp := Certificates(held.Certificates, held.LastGood, next.Certificates); !cp.Empty() {
+			p.Steps = append(p.Steps, Step{Kind: PushCertificates, Certificates: cp})
+		}
+	}
+	var upserts []model.Backend
+	var removes []string
+	if narrow {
+		upserts = changed(held.Backends, next.ChangedBackends)
+	} else {
+		upserts, removes = Backends(held.Backends, next.Backends)
+	}
+	if next.FullPush && (len(upserts) > 0 || len(removes) > 0) {
+		upserts = next.Backends
+	}
+	if len(upserts) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: PushBackends, Backends: upserts})
+	}
+	var routes RoutePlan
+	if !narrow {
+		routes = Routes(held.Routes, next.Routes)
+	}
+	if len(routes.Upserts) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: routes.Upserts})
+	}
+	if next.Config.Hash != held.ConfigHash {
+		p.Steps = append(p.Steps, Step{Kind: Reload, Config: next.Config})
+	}
+	if len(removes) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: RemoveBackends, Names: removes})
+	}
+	if len(routes.Removes) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: RemoveRoutes, Names: routes.Removes})
+	}
+	return p
+}
+
+// Backends returns the backends of next that Lua lacks or holds with other
+// endpoints or another Policy, in next's order, and the names Lua holds
+// that next no longer has, sorted.
+func Backends(held map[string]model.Backend, next []model.Backend) (upserts []model.Backend, removes []string) {
 	found := 0
-	for _, b := range next.Backends {
+	for _, b := range next {
 		have, ok := held[b.Name]
 		if ok {
 			found++
 		}
-		if !ok || !sameEndpoints(have.Endpoints, b.Endpoints) || have.Policy != b.Policy {
-			p.Upserts = append(p.Upserts, b)
+		if !ok || !sameBackend(have, b) {
+			upserts = append(upserts, b)
 		}
 	}
 	// Names are unique in both: when Lua holds exactly the backends found
-	// above, it holds none to remove, and the set is not built (the common
-	// case of an endpoint change at 10,000 backends).
+	// above, it holds none to remove, and the set is not built.
 	if found == len(held) {
-		return p
+		return upserts, nil
 	}
-	wanted := make(map[string]struct{}, len(next.Backends))
-	for _, b := range next.Backends {
+	wanted := make(map[string]struct{}, len(next))
+	for _, b := range next {
 		wanted[b.Name] = struct{}{}
 	}
-	for name := range held {
-		if _, ok := wanted[name]; !ok {
-			p.Removes = append(p.Removes, name)
-		}
-	}
-	slices.Sort(p.Removes)
-	return p
+	return upserts, unwanted(held, wanted)
 }
 
-// sameEndpoints is slices.Equal with a shortcut for the same slice, which
-// an endpoint change leaves in every backend it did not touch.
-func sameEndpoints(a, b []model.Endpoint) bool {
-	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
-		return true
+// changed returns the backends of only that Lua lacks or holds otherwise.
+func changed(held map[string]model.Backend, only []model.Backend) []model.Backend {
+	var out []model.Backend
+	for _, b := range only {
+		if have, ok := held[b.Name]; !ok || !sameBackend(have, b) {
+			out = append(out, b)
+		}
 	}
-	return slices.Equal(a, b)
+	return out
+}
+
+func sameBackend(a, b model.Backend) bool {
+	return a.Policy == b.Policy && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 // SameStructure reports whether a and b render the same nginx.conf: every
 // field but the endpoints, the certificates and the servers Lua routes is
 // equal. Which hosts listen for HTTPS (Server.HTTPS) is structure; which
-// certificate a host gets is not.
+// certificate a host gets is not. It lets a full build that changed only
+// those skip the render; the plan itself compares the rendered hashes.
 func SameStructure(a, b model.Model) bool {
 	// RoutesInLua depends on the default server alone.
 	return serverEqual(a.Default, b.Default) && serversEqual(a.Servers, b.Servers, a.RoutesInLua())
 }
 
-// serversEqual compares the servers a and b render, server by server
-// (skipping the ones Lua routes when routing), or not at all when they are
-// the same slice: the fast path keeps the servers of the last build, so an
-// endpoint change at 10,000 hosts costs no structure compare.
+// serversEqual compares the servers a and b render, server by server,
+// skipping the ones Lua routes when routing.
 func serversEqual(a, b []model.Server, routing bool) bool {
-	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
-		return true
-	}
 	i, j := 0, 0
 	for {
 		for routing && i < len(a) && a[i].RoutedInLua() {

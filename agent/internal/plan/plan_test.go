@@ -6,53 +6,94 @@ import (
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 func ep(addr string) model.Endpoint { return model.Endpoint{Address: addr, Port: 80} }
 
 func TestCompute(t *testing.T) {
-	loc := model.Location{Path: "/", PathType: model.PathPrefix, Backend: "ns/a:80", Ingress: "ns/i"}
-	base := model.Model{
-		// A wildcard: a host with a server block of its own, not one Lua routes.
-		Servers:  []model.Server{{Host: "*.a.example.com", Locations: []model.Location{loc}}},
-		Backends: []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}},
+	a1 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}
+	a2 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}
+	ewma := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}
+	b1 := model.Backend{Name: "ns/b:80", Endpoints: []model.Endpoint{ep("10.0.1.1")}}
+	cfg := render.Config{Hash: "cfg1"}
+	cfg2 := render.Config{Hash: "cfg2"}
+	route := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
+	route2 := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/a:80"}}}
+	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
+	held := func(hash string, backends ...model.Backend) Held {
+		h := Held{ConfigHash: hash, Backends: map[string]model.Backend{}, Routes: map[string]model.Route{}, Certificates: map[string]HeldCertificate{}, Current: true}
+		for _, b := range backends {
+			h.Backends[b.Name] = b
+		}
+		return h
 	}
-	moved := base
-	moved.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}}
-	withPolicy := base
-	withPolicy.Backends = []model.Backend{{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}}
-	rehosted := base
-	rehosted.Servers = []model.Server{{Host: "*.b.example.com", Locations: []model.Location{loc}}}
-	held := map[string]model.Backend{"ns/a:80": {Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}}
+	withRoute := held("cfg1", a1)
+	withRoute.Routes[route.Host] = route
+	withOld := held("cfg1", a1, b1)
 
 	tests := []struct {
-		name    string
-		applied *model.Model
-		held    map[string]model.Backend
-		next    model.Model
-		want    Plan
+		name string
+		held Held
+		next Next
+		want []Step
 	}{
-		{"first sync reloads and pushes all", nil, nil, base,
-			Plan{Reload: true, Upserts: base.Backends}},
-		{"nothing changed", &base, held, base, Plan{}},
-		{"endpoint moved: push only", &base, held, moved,
-			Plan{Upserts: moved.Backends}},
-		{"host changed: reload, no push", &base, held, rehosted,
-			Plan{Reload: true}},
-		{"backend gone: removed", &base, map[string]model.Backend{"ns/a:80": {Endpoints: []model.Endpoint{ep("10.0.0.1")}}, "ns/old:80": {}}, base,
-			Plan{Removes: []string{"ns/old:80"}}},
-		{"policy changed: push only", &base, held, withPolicy,
-			Plan{Upserts: withPolicy.Backends}},
-		{"lua lost its state: push all, no reload", &base, map[string]model.Backend{}, base,
-			Plan{Upserts: base.Backends}},
+		{"first sync: backends, then reload", Held{}, Next{Config: cfg, Backends: []model.Backend{a1}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}, {Kind: Reload, Config: cfg}}},
+		{"nothing changed", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{a1}}, nil},
+		{"endpoint moved: push only", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{a2}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}}},
+		{"policy changed: push only", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{ewma}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{ewma}}}},
+		{"config changed: reload only", held("cfg1", a1), Next{Config: cfg2, Backends: []model.Backend{a1}},
+			[]Step{{Kind: Reload, Config: cfg2}}},
+		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: []model.Backend{a1}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}},
+		{"the whole order: certificates, backends, routes, reload, removes", withOld,
+			Next{Config: cfg2, Backends: []model.Backend{a2}, Routes: []model.Route{route}, Certificates: []model.Certificate{cert}},
+			[]Step{
+				{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}},
+				{Kind: PushBackends, Backends: []model.Backend{a2}},
+				{Kind: PushRoutes, Routes: []model.Route{route}},
+				{Kind: Reload, Config: cfg2},
+				{Kind: RemoveBackends, Names: []string{"ns/b:80"}},
+			}},
+		{"route changed: push only", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2}},
+			[]Step{{Kind: PushRoutes, Routes: []model.Route{route2}}}},
+		{"route gone: removed", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}},
+			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
+		// The fast path: only the changed backends are compared; a backend
+		// gone or a route changed elsewhere waits for the next full build.
+		{"endpoints only: the changed backend alone", withOld,
+			Next{Config: cfg, Backends: []model.Backend{a2}, EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}}},
+		{"endpoints only, but the record is not current: everything", func() Held { h := withOld; h.Current = false; return h }(),
+			Next{Config: cfg, Backends: []model.Backend{a2}, EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
+		{"full push: every backend when one changed", held("cfg1", a1, b1),
+			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Compute(tt.applied, tt.held, tt.next)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Compute() = %+v, want %+v", got, tt.want)
+			got := Compute(tt.held, tt.next)
+			if !reflect.DeepEqual(got.Steps, tt.want) {
+				t.Errorf("Compute() =\n%+v\nwant\n%+v", got.Steps, tt.want)
 			}
 		})
+	}
+}
+
+// Before keeps the steps ahead of a reload that must not run, and marks
+// the plan partial.
+func TestPlanBefore(t *testing.T) {
+	p := Plan{Steps: []Step{{Kind: PushBackends}, {Kind: Reload}, {Kind: RemoveBackends}}}
+	got := p.Before(Reload)
+	if len(got.Steps) != 1 || got.Steps[0].Kind != PushBackends || !got.Partial {
+		t.Errorf("Before(Reload) = %+v", got)
+	}
+	if same := (Plan{Steps: []Step{{Kind: PushBackends}}}).Before(Reload); same.Partial {
+		t.Error("a plan without a reload became partial")
 	}
 }
 

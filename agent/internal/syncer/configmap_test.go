@@ -39,7 +39,7 @@ func TestConfigMapSettings(t *testing.T) {
 		if path != "full" {
 			t.Fatalf("path %s, want full", path)
 		}
-		cfg, _, err := s.configFor(m)
+		cfg, _, _, err := s.configFor(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,9 @@ func TestConfigMapSettings(t *testing.T) {
 	if got := ewma.m.Backends[0].Policy.Algorithm; got != model.AlgorithmEWMA {
 		t.Errorf("backend algorithm %q, want ewma", got)
 	}
-	if p := plan.Compute(&base.m, map[string]model.Backend{base.m.Backends[0].Name: base.m.Backends[0]}, ewma.m); p.Reload || len(p.Upserts) != 1 {
+	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: map[string]model.Backend{base.m.Backends[0].Name: base.m.Backends[0]}}
+	p := plan.Compute(held, plan.Next{Config: ewma.cfg, Backends: ewma.m.Backends})
+	if push, ok := p.Step(plan.PushBackends); len(p.Steps) != 1 || !ok || len(push.Backends) != 1 {
 		t.Errorf("plan %+v, want one upsert and no reload", p)
 	}
 

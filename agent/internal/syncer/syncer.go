@@ -1,11 +1,14 @@
 // Package syncer is the loop that drives the pipeline:
-// source → model.Build → plan → render/apply.
+// source → model.Build → render → plan → apply.
 //
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
-// syncs. The syncer records what nginx runs (the confirmed config hash) and
-// what Lua holds (per backend and per certificate) separately, and moves each record only once
-// nginx has confirmed it, so a failed step is simply tried again.
+// syncs. A sync builds the model (all of it, or on the fast path only the
+// backends of the Services whose endpoints changed), renders it, asks
+// plan.Compute for the steps against what apply recorded, and lets apply
+// run them. The syncer keeps only the loop: coalescing, retries with
+// backoff, the config left for nginx's start while it is down, and the
+// quarantine guard, which only nginx's own rejection of a config moves.
 package syncer
 
 import (
@@ -131,23 +134,15 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	applied     *model.Model                    // structure nginx is confirmed to run
-	appliedHash string                          // its config hash
-	held        map[string]model.Backend        // backends Lua holds
-	heldCerts   map[string]plan.HeldCertificate // certificates Lua holds
-	heldRoutes  map[string]model.Route          // routes Lua holds, by host
-	heldBoot    string                          // nginx boot the held maps belong to
-	// routesOf are the servers Lua's routes were last made from; routesSynced
-	// says Lua holds exactly those routes, so the same servers (the fast
-	// path keeps the slice) need no route diff.
-	routesOf     []model.Server
-	routesSynced bool
-	// goodCerts is the last valid content of every certificate the model
-	// names: what keeps serving when its Secret turns bad.
-	goodCerts    map[string]model.Certificate
-	started      time.Time    // when Run began
-	firstApplied bool         // a config was confirmed once: logged
-	built        *model.Model // the last model, for the fast path
+	appliedHash string          // the config nginx is confirmed to run
+	lua         *apply.LuaState // what Lua holds, and the pushers
+	// changedBackends are the backends the fast path resolved again for
+	// this sync (nil after a full build): the plan compares only those.
+	changedBackends []model.Backend
+	lastRoutes      []model.Route // the routes of lastConfig's model
+	started         time.Time     // when Run began
+	firstApplied    bool          // a config was confirmed once: logged
+	built           *model.Model  // the last model, for the fast path
 	// builtIndex maps each Service to the positions of its backends in
 	// built.Backends; the fast path keeps names and order, so it lasts
 	// until the next full build (nil: not made yet).
@@ -235,16 +230,16 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts.Metrics = noMetrics{}
 	}
 	return &Syncer{
-		src:       src,
-		nginx:     nginx,
-		opts:      opts,
-		logger:    logger,
-		dirty:     make(chan struct{}, 1),
-		kinds:     map[source.Kind]bool{},
-		reported:  map[string]bool{},
-		goodCerts: map[string]model.Certificate{},
-		guard:     newGuard(),
-		globals:   globals{settings: opts.Render},
+		src:      src,
+		nginx:    nginx,
+		opts:     opts,
+		logger:   logger,
+		dirty:    make(chan struct{}, 1),
+		kinds:    map[source.Kind]bool{},
+		reported: map[string]bool{},
+		lua:      newLuaState(nginx, opts.Metrics),
+		guard:    newGuard(),
+		globals:  globals{settings: opts.Render},
 	}
 }
 
@@ -400,7 +395,7 @@ func (s *Syncer) needsSync(ctx context.Context) bool {
 		// time to leave it a confirmed one instead.
 		return !s.unprovenSince.IsZero() && !s.safeStart && time.Since(s.unprovenSince) >= s.opts.StartBound
 	}
-	if st.BootID != s.heldBoot {
+	if st.BootID != s.lua.Boot() {
 		return true
 	}
 	return st.ConfigHash != s.appliedHash && s.lastConfig.Hash != s.failedHash
@@ -532,14 +527,24 @@ type syncResult struct {
 	// current: nginx runs the config of this sync and Lua holds its backends.
 	current bool
 	// configRunning: nginx runs the config of this sync.
-	configRunning              bool
-	reloaded, pushed, waiting  bool
+	configRunning             bool
+	reloaded, pushed, waiting bool
+	executed                  bool // the whole plan ran
+
 	upserts, removes, bytes    int
 	certUpserts, certRemoves   int
 	routeUpserts, routeRemoves int
 	render                     time.Duration // 0 when the last render was reused
 	status                     time.Duration // asking Lua for its status
 	push                       time.Duration // pushing backends and certificates to Lua
+}
+
+func (r *syncResult) outcome(o apply.Outcome) {
+	r.reloaded, r.pushed = o.Reloaded, o.Pushed
+	r.upserts, r.removes, r.bytes = o.Upserts, o.Removes, o.Bytes
+	r.certUpserts, r.certRemoves = o.CertUpserts, o.CertRemoves
+	r.routeUpserts, r.routeRemoves = o.RouteUpserts, o.RouteRemoves
+	r.push = o.Push
 }
 
 func (r syncResult) action() string {
@@ -558,8 +563,15 @@ func (r syncResult) action() string {
 
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
+	// A sync that does not run its whole plan leaves the record of what
+	// Lua holds behind its model: the next plan compares everything.
+	defer func() {
+		if !res.executed {
+			s.lua.Stale()
+		}
+	}()
 	renderStart := time.Now()
-	cfg, rendered, err := s.configFor(next)
+	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
 		return res, err
 	}
@@ -590,130 +602,70 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	s.waitReason = ""
 	s.unprovenSince, s.safeStart = time.Time{}, false
-	if status.BootID != s.heldBoot {
-		if err := s.nginx.TightenSocket(); err != nil {
-			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
-		}
-		held, err := s.nginx.Lua.Backends(ctx)
-		if err != nil {
-			return res, err
-		}
-		certs, err := s.nginx.Lua.Certificates(ctx)
-		if err != nil {
-			return res, err
-		}
-		routes, err := s.nginx.Lua.Routes(ctx)
-		if err != nil {
-			return res, err
-		}
-		if s.heldBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID,
-				"backends_held", len(held), "certificates_held", len(certs))
-		}
-		s.held, s.heldCerts, s.heldBoot = held, heldCertificates(certs), status.BootID
-		s.heldRoutes, s.routesSynced = routes, false
-	}
-	if status.ConfigHash == s.unconfirmedHash && s.unconfirmedHash != "" {
-		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
-		s.unconfirmedHash = ""
-	}
-	if status.ConfigHash == cfg.Hash {
-		s.adopt(next, cfg.Hash)
-		s.good = cfg
-	} else if status.ConfigHash != s.appliedHash {
-		s.applied, s.appliedHash = nil, ""
-	} else if cfg.Hash != s.appliedHash {
-		// The same structure renders other bytes: the ConfigMap's
-		// settings changed. The plan must reload.
-		s.applied = nil
-	}
-
-	// Certificates go before a reload, so that new servers find them. Lua
-	// refusing them does not stop the backends and the reload: the error is
-	// returned at the end, and the next sync tries again.
-	certErr := s.pushCertificates(ctx, next.Certificates, &res)
-
-	p := plan.Compute(s.applied, s.held, next)
-	if s.opts.FullPush && (len(p.Upserts) > 0 || len(p.Removes) > 0) {
-		p.Upserts = next.Backends
-	}
-	if len(p.Upserts) > 0 {
-		// Backends go first, so a new location finds its endpoints.
-		n, err := s.pushBackends(ctx, apply.BackendUpdate{Upserts: payloads(p.Upserts)}, &res)
-		res.bytes += n
-		if err != nil {
-			return res, err
-		}
-		for _, b := range p.Upserts {
-			s.held[b.Name] = b
-		}
-		res.pushed, res.upserts = true, len(p.Upserts)
-	}
-	// Routes go before a reload, so that a host leaving nginx.conf finds
-	// its route, and are removed after it, so that a host getting its
-	// server block back keeps its route until nginx has the block.
-	rp, err := s.routePlan(next, &res)
+	previousBoot := s.lua.Boot()
+	newBoot, err := s.lua.Observe(ctx, status)
 	if err != nil {
 		return res, err
 	}
-	if len(rp.Upserts) > 0 {
-		if err := s.pushRoutes(ctx, apply.RouteUpdate{Upserts: routePayloads(rp.Upserts)}, &res); err != nil {
-			return res, err
+	if newBoot {
+		if err := s.nginx.TightenSocket(); err != nil {
+			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
 		}
-		for _, r := range rp.Upserts {
-			s.heldRoutes[r.Host] = r
+		if previousBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
 		}
 	}
-	if p.Reload {
-		if cfg.Hash == s.failedHash {
+	if s.unconfirmedHash != "" && status.ConfigHash == s.unconfirmedHash {
+		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
+		s.unconfirmedHash = ""
+	}
+	s.appliedHash = ""
+	if status.ConfigHash == s.lastConfig.Hash || status.ConfigHash == s.good.Hash {
+		s.appliedHash = status.ConfigHash
+	}
+	if status.ConfigHash == cfg.Hash {
+		s.good = cfg
+	}
+
+	p := plan.Compute(s.lua.Held(status.ConfigHash, next.Certificates), plan.Next{
+		Config:          cfg,
+		Backends:        next.Backends,
+		Certificates:    next.Certificates,
+		Routes:          routes,
+		EndpointsOnly:   s.changedBackends != nil,
+		ChangedBackends: s.changedBackends,
+		FullPush:        s.opts.FullPush,
+	})
+	if _, reloads := p.Step(plan.Reload); reloads {
+		switch cfg.Hash {
+		case s.failedHash:
 			if s.guard.bisecting() {
 				// A step whose Ingresses render the rejected nginx.conf
 				// again (the others are routed in Lua): the same verdict.
 				return res, s.failedErr
 			}
 			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
-			return res, nil
-		}
-		if cfg.Hash == s.unconfirmedHash {
+			p = p.Before(plan.Reload)
+		case s.unconfirmedHash:
 			// Signalled already: a second HUP would only make a slow
 			// nginx slower. needsSync comes back once it runs the hash.
 			res.waiting = true
-			return res, nil
-		}
-		if err := s.reload(ctx, cfg); err != nil {
-			if errors.Is(err, errUnconfirmed) {
-				res.waiting = true
-				return res, nil
-			}
-			return res, err
-		}
-		s.adopt(next, cfg.Hash)
-		s.good = cfg
-		res.reloaded = true
-	}
-	if len(p.Removes) > 0 {
-		n, err := s.pushBackends(ctx, apply.BackendUpdate{Removes: p.Removes}, &res)
-		res.bytes += n
-		if err != nil {
-			return res, err
-		}
-		for _, name := range p.Removes {
-			delete(s.held, name)
-		}
-		res.pushed, res.removes = true, len(p.Removes)
-	}
-	if len(rp.Removes) > 0 {
-		if err := s.pushRoutes(ctx, apply.RouteUpdate{Removes: rp.Removes}, &res); err != nil {
-			return res, err
-		}
-		for _, host := range rp.Removes {
-			delete(s.heldRoutes, host)
+			p = p.Before(plan.Reload)
 		}
 	}
-	s.routesOf, s.routesSynced = next.Servers, true
+	out, err := s.lua.Execute(ctx, p, s.reload)
+	res.outcome(out)
+	if errors.Is(err, errUnconfirmed) {
+		res.waiting = true
+		return res, nil
+	}
+	res.executed = err == nil
+	if out.Reloaded {
+		s.appliedHash, s.good = cfg.Hash, cfg
+	}
 	res.configRunning = s.appliedHash == cfg.Hash
-	res.current = res.configRunning && certErr == nil
-	return res, certErr
+	res.current = res.configRunning && err == nil
+	return res, err
 }
 
 // errUnconfirmed is what reload returns when nginx was signalled and has
@@ -746,7 +698,7 @@ func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res sy
 		return nil, false
 	}
 	needs := apply.WorkerNeeds(next.AuthFiles)
-	key := s.heldBoot + "\x00" + strings.Join(needs.Read, "\x00")
+	key := s.lua.Boot() + "\x00" + strings.Join(needs.Read, "\x00")
 	if key == s.accessChecked {
 		return nil, false
 	}
@@ -796,123 +748,30 @@ func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	return safe.Bytes, nil
 }
 
-// pushCertificates sends the certificates that differ from what Lua holds.
-// A certificate whose Secret turned bad keeps its last good content.
-func (s *Syncer) pushCertificates(ctx context.Context, certs []model.Certificate, res *syncResult) error {
-	named := make(map[string]bool, len(certs))
-	for _, c := range certs {
-		named[c.Name] = true
-		if c.Invalid == "" {
-			s.goodCerts[c.Name] = c
-		}
+// configFor renders next and the routes of the hosts Lua routes, or
+// reuses the last ones: on the fast path, which changed endpoints only, and
+// when a full build kept the structure; rendered says which.
+func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.Route, rendered bool, err error) {
+	if s.rendered != nil && s.changedBackends != nil {
+		return s.lastConfig, s.lastRoutes, false, nil
 	}
-	for name := range s.goodCerts {
-		if !named[name] {
-			delete(s.goodCerts, name)
-		}
-	}
-	cp := plan.Certificates(s.heldCerts, s.goodCerts, certs)
-	if cp.Empty() {
-		return nil
-	}
-	update := apply.CertificateUpdate{Upserts: make([]apply.CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
-	for i, c := range cp.Upserts {
-		update.Upserts[i] = apply.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
-	}
-	start := time.Now()
-	n, err := s.nginx.Lua.PushCertificates(ctx, update)
-	s.opts.Metrics.Pushed("certificates", n, time.Since(start), err)
-	res.push += time.Since(start)
-	res.bytes += n
+	routes, err = render.Routes(next)
 	if err != nil {
-		return err
+		return render.Config{}, nil, false, fmt.Errorf("routing hosts in Lua: %w", err)
 	}
-	for _, c := range cp.Upserts {
-		s.heldCerts[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}
-	}
-	for _, name := range cp.Removes {
-		delete(s.heldCerts, name)
-	}
-	res.pushed = true
-	res.certUpserts, res.certRemoves = len(cp.Upserts), len(cp.Removes)
-	return nil
-}
-
-// routePlan diffs the routes of next against what Lua holds, unless Lua
-// holds the routes of the very same servers (the fast path's model).
-// Making the routes counts as render time.
-func (s *Syncer) routePlan(next model.Model, res *syncResult) (plan.RoutePlan, error) {
-	a, b := s.routesOf, next.Servers
-	if s.routesSynced && len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
-		return plan.RoutePlan{}, nil
-	}
-	start := time.Now()
-	routes, err := render.Routes(next)
-	res.render += time.Since(start)
-	if err != nil {
-		return plan.RoutePlan{}, fmt.Errorf("routing hosts in Lua: %w", err)
-	}
-	return plan.Routes(s.heldRoutes, routes), nil
-}
-
-// pushRoutes sends update to Lua and tells Metrics.
-func (s *Syncer) pushRoutes(ctx context.Context, update apply.RouteUpdate, res *syncResult) error {
-	start := time.Now()
-	n, err := s.nginx.Lua.PushRoutes(ctx, update)
-	s.opts.Metrics.Pushed("routes", n, time.Since(start), err)
-	res.push += time.Since(start)
-	res.bytes += n
-	if err != nil {
-		return err
-	}
-	res.pushed = true
-	res.routeUpserts += len(update.Upserts)
-	res.routeRemoves += len(update.Removes)
-	return nil
-}
-
-func routePayloads(routes []model.Route) []apply.RoutePayload {
-	out := make([]apply.RoutePayload, len(routes))
-	for i, r := range routes {
-		out[i] = apply.RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
-	}
-	return out
-}
-
-// pushBackends sends update to Lua and tells Metrics.
-func (s *Syncer) pushBackends(ctx context.Context, update apply.BackendUpdate, res *syncResult) (int, error) {
-	start := time.Now()
-	n, err := s.nginx.Lua.Push(ctx, update)
-	s.opts.Metrics.Pushed("backends", n, time.Since(start), err)
-	res.push += time.Since(start)
-	return n, err
-}
-
-func heldCertificates(certs []apply.HeldCertificate) map[string]plan.HeldCertificate {
-	held := make(map[string]plan.HeldCertificate, len(certs))
-	for _, c := range certs {
-		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
-	}
-	return held
-}
-
-// configFor renders next, or reuses the last render when the structure is
-// the same; rendered says which.
-func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, err error) {
+	s.lastRoutes = routes
 	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
-		// Kept in next's slices: the fast path reuses them, and the same
-		// slices compare in O(1) on the next endpoint change.
 		structure := next
 		s.rendered = &structure
-		return s.lastConfig, false, nil
+		return s.lastConfig, routes, true, nil
 	}
 	cfg, err = render.Render(next, s.globals.settings)
 	if err != nil {
-		return render.Config{}, false, fmt.Errorf("rendering nginx.conf: %w", err)
+		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf: %w", err)
 	}
 	structure := next
 	s.rendered, s.lastConfig = &structure, cfg
-	return cfg, true, nil
+	return cfg, routes, true, nil
 }
 
 // model returns what nginx should serve, its problems, and which path
@@ -925,7 +784,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, rendered bool, 
 func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
+	s.changedBackends = nil
 	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() {
+		s.changedBackends = []model.Backend{}
 		next := *s.built
 		changed := index.TakeChangedServices()
 		if len(changed) > 0 {
@@ -960,6 +821,9 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 				next.Backends[r.index] = r.backend
 			}
 			s.mu.Unlock()
+			for _, r := range resolved {
+				s.changedBackends = append(s.changedBackends, r.backend)
+			}
 		}
 		s.built = &next
 		return next, s.problems, "fast"
@@ -983,6 +847,13 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	return next, problems, "full"
 }
 
+func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
+	if nginx == nil { // tests of the model alone
+		return apply.NewLuaState(nil, metrics)
+	}
+	return apply.NewLuaState(nginx.Lua, metrics)
+}
+
 // positionedBackend is a backend and its position in Model.Backends.
 type positionedBackend struct {
 	index   int
@@ -1000,27 +871,14 @@ func backendsByService(backends []model.Backend) map[source.ServiceKey][]int {
 	return out
 }
 
-func (s *Syncer) adopt(m model.Model, hash string) {
-	structure := m
-	s.applied, s.appliedHash = &structure, hash
-}
-
-// reload writes the config, signals nginx and waits for the new hash. When
-// nginx does not take it, the previous file is put back so that a later cold
-// start never meets a config nginx rejected.
+// reload is the plan's Reload step: apply.Nginx.ApplyConfig, with the
+// verdict kept for the quarantine guard and the metrics. A config nginx
+// rejected is remembered until the next change; one it has yet to confirm
+// is errUnconfirmed, waited for.
 func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
-	previous, err := s.nginx.ReadConfig()
-	if err != nil {
-		return err
-	}
-	if err := s.nginx.WriteConfig(cfg.Bytes); err != nil {
-		return err
-	}
 	reloadStart := time.Now()
-	err = s.nginx.Reload(ctx, cfg.Hash)
+	err := s.nginx.ApplyConfig(ctx, cfg)
 	if errors.Is(err, apply.ErrNotConfirmed) {
-		// Slow, not refused: nginx keeps this file to load, and the
-		// check ticker adopts the config once nginx reports its hash.
 		s.opts.Metrics.ReloadUnconfirmed()
 		s.unconfirmedHash = cfg.Hash
 		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
@@ -1036,12 +894,7 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 		s.failedHash, s.failedErr = cfg.Hash, err
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
-	if previous != nil {
-		if rerr := s.nginx.WriteConfig(previous); rerr != nil {
-			return fmt.Errorf("reloading nginx: %w; restoring previous nginx.conf: %v", err, rerr)
-		}
-	}
-	return fmt.Errorf("reloading nginx: %w", err)
+	return err
 }
 
 func (s *Syncer) reportProblems(problems []model.Problem) {
@@ -1055,14 +908,6 @@ func (s *Syncer) reportProblems(problems []model.Problem) {
 		}
 	}
 	s.reported = seen
-}
-
-func payloads(backends []model.Backend) []apply.BackendPayload {
-	out := make([]apply.BackendPayload, len(backends))
-	for i, b := range backends {
-		out[i] = apply.NewBackendPayload(b)
-	}
-	return out
 }
 
 func short(hash string) string {

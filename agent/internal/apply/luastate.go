@@ -1,0 +1,260 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/render"
+)
+
+// PushMetrics is told about every POST to Lua.
+type PushMetrics interface {
+	// Pushed is called after every POST: kind is "backends",
+	// "certificates" or "routes", bytes the size of the body sent.
+	Pushed(kind string, bytes int, d time.Duration, err error)
+}
+
+// LuaState is the record of what Lua holds for one nginx boot, and the one
+// way to change it: Execute runs a plan's steps, and each typed pusher
+// updates its own record only once Lua took the update. A new nginx boot
+// (a cold start lost every push) is met by Observe, which reads back what
+// Lua holds, so the next plan pushes the rest again; an agent restart is
+// met the same way, and pushes nothing Lua already has.
+type LuaState struct {
+	client  *LuaClient
+	metrics PushMetrics
+
+	boot     string
+	backends map[string]model.Backend
+	certs    map[string]plan.HeldCertificate
+	routes   map[string]model.Route
+	lastGood map[string]model.Certificate
+	// current says the records are what the last executed plan left, whole.
+	current bool
+}
+
+// NewLuaState returns an empty record for client; metrics may be nil.
+func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
+	if metrics == nil {
+		metrics = noPushMetrics{}
+	}
+	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{},
+		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{}}
+}
+
+type noPushMetrics struct{}
+
+func (noPushMetrics) Pushed(string, int, time.Duration, error) {}
+
+// Boot is the nginx boot the record belongs to ("" before the first).
+func (l *LuaState) Boot() string { return l.boot }
+
+// Observe reads back everything Lua holds when status is of a boot the
+// record does not belong to, and says whether it did.
+func (l *LuaState) Observe(ctx context.Context, status Status) (newBoot bool, err error) {
+	if status.BootID == l.boot {
+		return false, nil
+	}
+	backends, err := l.client.Backends(ctx)
+	if err != nil {
+		return false, err
+	}
+	certs, err := l.client.Certificates(ctx)
+	if err != nil {
+		return false, err
+	}
+	routes, err := l.client.Routes(ctx)
+	if err != nil {
+		return false, err
+	}
+	held := make(map[string]plan.HeldCertificate, len(certs))
+	for _, c := range certs {
+		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
+	}
+	l.boot, l.backends, l.certs, l.routes, l.current = status.BootID, backends, held, routes, false
+	return true, nil
+}
+
+// Held is the record for plan.Compute, with configHash as what nginx
+// runs. certs are the next model's certificates: each valid one becomes
+// the last good content of its name, and names no longer there are
+// forgotten.
+func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held {
+	named := make(map[string]bool, len(certs))
+	for _, c := range certs {
+		named[c.Name] = true
+		if c.Invalid == "" {
+			l.lastGood[c.Name] = c
+		}
+	}
+	for name := range l.lastGood {
+		if !named[name] {
+			delete(l.lastGood, name)
+		}
+	}
+	return plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
+		LastGood: l.lastGood, Current: l.current}
+}
+
+// Stale marks the record as not what the last plan left (a sync that
+// changed its model but did not run its plan), so that the next plan
+// compares everything.
+func (l *LuaState) Stale() { l.current = false }
+
+// Outcome is what Execute did.
+type Outcome struct {
+	Reloaded, Pushed           bool
+	Upserts, Removes           int
+	CertUpserts, CertRemoves   int
+	RouteUpserts, RouteRemoves int
+	Bytes                      int
+	Push                       time.Duration // time spent pushing to Lua
+}
+
+// Reloader makes nginx run cfg (Nginx.ApplyConfig, or a test's).
+type Reloader func(ctx context.Context, cfg render.Config) error
+
+// Execute runs the steps of p in order, reload for its Reload step. Lua
+// refusing certificates does not stop the steps after it: the error is
+// returned at the end, and the next sync tries again. Any other failure
+// stops the plan at that step and is returned.
+func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (Outcome, error) {
+	var out Outcome
+	var certErr error
+	l.current = false
+	for _, step := range p.Steps {
+		var err error
+		switch step.Kind {
+		case plan.PushCertificates:
+			certErr = l.pushCertificates(ctx, step.Certificates, &out)
+		case plan.PushBackends:
+			err = l.pushBackends(ctx, BackendUpdate{Upserts: payloads(step.Backends)}, &out)
+			if err == nil {
+				for _, b := range step.Backends {
+					l.backends[b.Name] = b
+				}
+				out.Upserts += len(step.Backends)
+			}
+		case plan.PushRoutes:
+			err = l.pushRoutes(ctx, RouteUpdate{Upserts: routePayloads(step.Routes)}, &out)
+			if err == nil {
+				for _, r := range step.Routes {
+					l.routes[r.Host] = r
+				}
+				out.RouteUpserts += len(step.Routes)
+			}
+		case plan.Reload:
+			err = reload(ctx, step.Config)
+			out.Reloaded = err == nil
+		case plan.RemoveBackends:
+			err = l.pushBackends(ctx, BackendUpdate{Removes: step.Names}, &out)
+			if err == nil {
+				for _, name := range step.Names {
+					delete(l.backends, name)
+				}
+				out.Removes += len(step.Names)
+			}
+		case plan.RemoveRoutes:
+			err = l.pushRoutes(ctx, RouteUpdate{Removes: step.Names}, &out)
+			if err == nil {
+				for _, host := range step.Names {
+					delete(l.routes, host)
+				}
+				out.RouteRemoves += len(step.Names)
+			}
+		default:
+			err = fmt.Errorf("plan step %s: not known to apply", step.Kind)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	l.current = certErr == nil && !p.Partial
+	return out, certErr
+}
+
+func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan, out *Outcome) error {
+	update := CertificateUpdate{Upserts: make([]CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
+	for i, c := range cp.Upserts {
+		update.Upserts[i] = CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
+	}
+	if err := l.post(ctx, "certificates", update, out); err != nil {
+		return err
+	}
+	for _, c := range cp.Upserts {
+		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}
+	}
+	for _, name := range cp.Removes {
+		delete(l.certs, name)
+	}
+	out.CertUpserts, out.CertRemoves = len(cp.Upserts), len(cp.Removes)
+	return nil
+}
+
+func (l *LuaState) pushBackends(ctx context.Context, update BackendUpdate, out *Outcome) error {
+	return l.post(ctx, "backends", update, out)
+}
+
+func (l *LuaState) pushRoutes(ctx context.Context, update RouteUpdate, out *Outcome) error {
+	return l.post(ctx, "routes", update, out)
+}
+
+// post sends one update and tells the metrics.
+func (l *LuaState) post(ctx context.Context, kind string, update any, out *Outcome) error {
+	start := time.Now()
+	n, err := l.client.post(ctx, kind, update)
+	d := time.Since(start)
+	l.metrics.Pushed(kind, n, d, err)
+	out.Push += d
+	out.Bytes += n
+	if err != nil {
+		return err
+	}
+	out.Pushed = true
+	return nil
+}
+
+func payloads(backends []model.Backend) []BackendPayload {
+	out := make([]BackendPayload, len(backends))
+	for i, b := range backends {
+		out[i] = NewBackendPayload(b)
+	}
+	return out
+}
+
+func routePayloads(routes []model.Route) []RoutePayload {
+	out := make([]RoutePayload, len(routes))
+	for i, r := range routes {
+		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
+	}
+	return out
+}
+
+// ApplyConfig writes cfg as nginx.conf and reloads nginx (Reload). When
+// nginx rejects it, or it cannot be signalled, the previous file is put
+// back, so that a later cold start never meets a config nginx refused. A
+// reload not confirmed yet (ErrNotConfirmed) leaves the new file for
+// nginx to load.
+func (n *Nginx) ApplyConfig(ctx context.Context, cfg render.Config) error {
+	previous, err := n.ReadConfig()
+	if err != nil {
+		return err
+	}
+	if err := n.WriteConfig(cfg.Bytes); err != nil {
+		return err
+	}
+	err = n.Reload(ctx, cfg.Hash)
+	if err == nil || errors.Is(err, ErrNotConfirmed) {
+		return err
+	}
+	if previous != nil {
+		if rerr := n.WriteConfig(previous); rerr != nil {
+			return fmt.Errorf("reloading nginx: %w; restoring previous nginx.conf: %v", err, rerr)
+		}
+	}
+	return fmt.Errorf("reloading nginx: %w", err)
+}

@@ -1,0 +1,82 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+)
+
+// Execute runs a plan's steps in order against the real config API and
+// keeps its record equal to what Lua holds: a step that fails stops the
+// plan, and what ran before it stays recorded.
+func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
+	n, _, cfg := agentnginx.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	l := apply.NewLuaState(n.Lua, nil)
+	status, err := n.Lua.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newBoot, err := l.Observe(ctx, status); err != nil || !newBoot {
+		t.Fatalf("first Observe: new boot %v, %v; want true", newBoot, err)
+	}
+	a := model.Backend{Name: "default/a:80", Endpoints: []model.Endpoint{{Address: "127.0.0.1", Port: 9}}}
+	b := model.Backend{Name: "default/b:80", Endpoints: []model.Endpoint{{Address: "127.0.0.2", Port: 9}}}
+	route := model.Route{Host: "a.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: a.Name}}}
+	var order []plan.StepKind
+	reload := func(_ context.Context, got render.Config) error {
+		order = append(order, plan.Reload)
+		if got.Hash == "rejected" {
+			return apply.ErrRejected
+		}
+		return nil
+	}
+
+	next := plan.Next{Config: cfg, Backends: []model.Backend{a, b}, Routes: []model.Route{route}}
+	p := plan.Compute(l.Held(status.ConfigHash, nil), next)
+	out, err := l.Execute(ctx, p, reload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Upserts != 2 || out.RouteUpserts != 1 || out.Reloaded || len(order) != 0 {
+		t.Errorf("outcome %+v, reloads %v; want 2 backends, 1 route, no reload", out, order)
+	}
+	held, err := n.Lua.Backends(ctx)
+	if err != nil || len(held) != 2 {
+		t.Fatalf("Lua holds %v (%v), want 2 backends", held, err)
+	}
+	if p := plan.Compute(l.Held(status.ConfigHash, nil), next); !p.Empty() {
+		t.Errorf("the same state again: plan %+v, want nothing", p.Steps)
+	}
+
+	// b goes and the config changes; nginx rejects the config: the removal
+	// after the reload does not run, and b stays recorded as Lua has it.
+	next = plan.Next{Config: render.Config{Hash: "rejected"}, Backends: []model.Backend{a}, Routes: []model.Route{route}}
+	p = plan.Compute(l.Held(status.ConfigHash, nil), next)
+	if _, err := l.Execute(ctx, p, reload); !errors.Is(err, apply.ErrRejected) {
+		t.Fatalf("Execute: %v, want the reload's error", err)
+	}
+	if len(order) != 1 {
+		t.Errorf("reloads %v, want one", order)
+	}
+	if held, _ := n.Lua.Backends(ctx); len(held) != 2 {
+		t.Errorf("Lua holds %d backends, want b still there", len(held))
+	}
+	h := l.Held(status.ConfigHash, nil)
+	if _, ok := h.Backends[b.Name]; !ok || h.Current {
+		t.Errorf("record %+v: want b kept and the record not current", h)
+	}
+
+	// The same boot again: nothing is read back.
+	if newBoot, err := l.Observe(ctx, status); err != nil || newBoot {
+		t.Errorf("Observe of the same boot: %v, %v", newBoot, err)
+	}
+}
