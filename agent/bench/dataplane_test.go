@@ -522,7 +522,7 @@ func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
 // (the B3 host is one), as the agent does.
 func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
 	t.Helper()
-	routes, err := render.Routes(m)
+	routes, err := render.Routes(m, render.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -313,19 +313,7 @@ func (a *agent) pushBytes(offset int) []int {
 }
 
 // rssKiB is the agent's resident memory.
-func (a *agent) rssKiB() int {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(a.cmd.Process.Pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return n
-		}
-	}
-	return 0
-}
+func (a *agent) rssKiB() int { return rssOf(a.cmd.Process.Pid) }
 
 // cpuTime is the agent's user+system CPU time so far.
 func (a *agent) cpuTime() time.Duration {

@@ -55,6 +55,7 @@ local ngx_var = ngx.var
 local ngx_log = ngx.log
 local ngx_exit = ngx.exit
 local ngx_redirect = ngx.redirect
+local ngx_exec = ngx.exec
 local ngx_now = ngx.now
 local ngx_ERR = ngx.ERR
 local ngx_WARN = ngx.WARN
@@ -68,6 +69,7 @@ local math_min = math.min
 local math_random = math.random
 local pcall = pcall
 local type = type
+local tonumber = tonumber
 local tostring = tostring
 local string_find = string.find
 local string_match = string.match
@@ -77,6 +79,7 @@ local _M = { _VERSION = "0.1" }
 
 local HTTP_PERMANENT_REDIRECT = 308
 local HTTP_NOT_FOUND = 404
+local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
 
@@ -275,42 +278,68 @@ function _M.access()
     return access_backend(name)
 end
 
--- route is access() for the default server's "location /": a host that
--- restysync.routes holds is routed by its paths (no matching path: 404;
--- a plain-HTTP request to a location with ssl_redirect: 308 to HTTPS, on
--- redirect_port, ":PORT" or ""; the location's timeouts are set by
--- balance()); any other host, or an HTTPS request for
--- a routed host without https, goes to $restysync_backend, the default
--- server's own "/" backend, or gets a 404 when there is none. log_backend
--- says the access log prints $restysync_backend, which is then set to the
--- routed backend (a variable write costs every request).
+-- route is access() for the default server's "location /", which every
+-- host reaches: its route in restysync.routes (the host's own, a wildcard's,
+-- or for any other host, and for an HTTPS request to a host without https,
+-- the default server's "_") picks the location by path; no route or no
+-- matching path is a 404. A plain-HTTP request to a location with
+-- ssl_redirect gets a 308 to HTTPS, on redirect_port (":PORT" or ""); a
+-- request whose Content-Length is over the location's max_body gets a 413.
+-- A location with a profile is served by that named location: the backend,
+-- the Ingress its limits count for and its htpasswd file go there in
+-- variables (ngx.ctx does not survive the jump), and its access() picks the
+-- endpoint. Any other is balanced here; its timeouts are set by balance().
+-- log_backend says the access log prints $restysync_backend, which is then
+-- set (a variable write costs every request).
 function _M.route(redirect_port, log_backend)
-    local name
+    local d = restysync.dict()
     local host = ngx_var.host
-    local r, err = routes.lookup(restysync.dict(), host)
-    if r and (r.https or ngx_var.https ~= "on") then
-        local loc = r.only or routes.match(r, ngx_var.uri)
-        if not loc then
-            return ngx_exit(HTTP_NOT_FOUND)
-        end
-        if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
-            return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
-        end
-        name = loc.backend
-        if loc.timeouts then
-            ngx.ctx.restysync_timeouts = loc
-        end
-        if log_backend then
-            ngx_var.restysync_backend = name
-        end
-    elseif err then
-        ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
+    local r, err = routes.lookup(d, host)
+    if r and not r.https and ngx_var.https == "on" then
+        r = nil
     end
-    if not name then
-        name = ngx_var.restysync_backend
-        if not name or name == "" then
+    if not r then
+        if err then
+            ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
+        end
+        r, err = routes.default(d)
+        if not r then
+            if err then
+                ngx_log(ngx_ERR, "restysync: default route: ", err)
+            end
             return ngx_exit(HTTP_NOT_FOUND)
         end
+    end
+    local loc = r.only or routes.match(r, ngx_var.uri)
+    if not loc then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
+        return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
+    end
+    if loc.max_body then
+        local length = tonumber(ngx_var.http_content_length)
+        if length and length > loc.max_body then
+            return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
+        end
+    end
+    local name = loc.backend
+    local profile = loc.profile
+    if profile then
+        ngx_var.restysync_backend = name
+        if loc.ingress then
+            ngx_var.restysync_ingress = loc.ingress
+        end
+        if loc.auth_file then
+            ngx_var.restysync_auth_file = loc.auth_file
+        end
+        return ngx_exec(profile)
+    end
+    if loc.timeouts then
+        ngx.ctx.restysync_timeouts = loc
+    end
+    if log_backend then
+        ngx_var.restysync_backend = name
     end
     return access_backend(name)
 end

@@ -1,29 +1,39 @@
--- restysync.routes: the hosts that have no server block in nginx.conf.
+-- restysync.routes: every host's paths, in place of nginx's server blocks.
 --
--- A host whose paths need nothing but the balancer is routed here instead
--- of by nginx (see the agent's model.RoutedInLua), so that a new Ingress is
--- a push, not a reload. The agent pushes each host's locations in nginx's
--- terms (POST /routes, see restysync.api); they live in the shared dict:
+-- Every host is routed here (see the agent's render/profiles.go), so that a
+-- new or changed Ingress is a push, not a reload. The agent pushes each
+-- host's locations in nginx's terms (POST /routes, see restysync.api); they
+-- live in the shared dict:
 --
 --   rt:<host>       the route, compact JSON: {"https":bool,"locations":
---                   [{"path","exact","backend","ssl_redirect",
---                     "connect_timeout","send_timeout","read_timeout"}, ...]}
+--                   [{"path","exact","regex","backend","ssl_redirect",
+--                     "connect_timeout","send_timeout","read_timeout",
+--                     "profile","ingress","auth_file","max_body"}, ...]}
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
+-- A host is an exact name, a wildcard "*.example.com" (exactly one more
+-- label, as Ingress has it), or "_": the default server's locations, for
+-- every host without a route of its own.
+--
 -- The default server's "location /" calls restysync.balancer.route(), which
--- looks the request's host up here and matches its path as nginx matches
--- locations: an exact location first, then the longest prefix. A host
--- without "https" is not routed for HTTPS requests (the default server
--- answers them, as for a server block without TLS); a location with
--- "ssl_redirect" answers plain HTTP with a 308 to HTTPS; a location's
--- timeouts (seconds) are set on the request by the balancer. Each worker
--- keeps the hosts it has served decoded, and drops them all when
--- routes_version moves: routes change with the structure, seldom.
+-- looks the request's host up here (exact, then wildcard, then "_") and
+-- matches its path as nginx matches locations: an exact location first;
+-- else the longest prefix is remembered and the regexes (case-insensitive,
+-- in the order pushed) are tried, the first match winning; else the
+-- longest prefix. A host without "https" is not routed for HTTPS requests
+-- ("_" answers them, as the default server for a host without TLS); a
+-- location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS; a
+-- location's timeouts (seconds) are set on the request by the balancer; a
+-- location with a "profile" is served by that named location of nginx.conf.
+-- Each worker keeps the hosts it has served decoded, and drops them all
+-- when routes_version moves: routes change with the structure, seldom.
 
 local cjson = require "cjson"
 local check = require "restysync.check"
 local store = require "restysync.store"
+
+local ngx_re_find = ngx.re.find
 
 local ipairs = ipairs
 local pcall = pcall
@@ -33,6 +43,7 @@ local math_floor = math.floor
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
+local string_match = string.match
 local string_sub = string.sub
 local table_concat = table.concat
 local table_sort = table.sort
@@ -43,6 +54,15 @@ local _M = { _VERSION = "0.1" }
 local MAX_LOCATIONS = 10000
 local MAX_PATH_BYTES = 4096
 local MAX_TIMEOUT_SECONDS = 24 * 3600
+local MAX_BODY_BYTES = 2 ^ 53
+
+-- DEFAULT is the route of the default server's locations.
+local DEFAULT = "_"
+_M.DEFAULT = DEFAULT
+
+-- REGEX_OPTIONS: case-insensitive as nginx's "location ~*", compiled once
+-- per worker (o) with the JIT (j).
+local REGEX_OPTIONS = "joi"
 
 local json = cjson.new()
 json.decode_max_depth(16)
@@ -74,8 +94,9 @@ local function check_path(path, at)
 end
 
 local ROUTE_FIELDS = { name = true, https = true, locations = true }
-local LOCATION_FIELDS = { path = true, exact = true, backend = true, ssl_redirect = true,
-    connect_timeout = true, send_timeout = true, read_timeout = true }
+local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
+    connect_timeout = true, send_timeout = true, read_timeout = true,
+    profile = true, ingress = true, auth_file = true, max_body = true }
 local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
 
 -- flag returns the boolean v (false when absent or null), or nil and the
@@ -126,10 +147,10 @@ local function check_locations(locations, at)
         if field then
             return nil, lat .. "." .. tostring(field) .. ": unknown field"
         end
-        local err = check_path(loc.path, lat .. ".path")
-        if err then
-            return nil, err
+        if type(loc.path) ~= "string" then
+            return nil, lat .. ".path: must be a string"
         end
+        local err
         local exact, ferr = flag(loc.exact, lat .. ".exact")
         if exact == nil then
             return nil, ferr
@@ -139,11 +160,72 @@ local function check_locations(locations, at)
         if redirect == nil then
             return nil, ferr
         end
+        local regex
+        regex, ferr = flag(loc.regex, lat .. ".regex")
+        if regex == nil then
+            return nil, ferr
+        end
+        if regex then
+            if exact then
+                return nil, lat .. ": must not be both exact and a regex"
+            end
+            if string_byte(loc.path, 1) ~= 94 or string_byte(loc.path, 2) ~= 47 then -- "^/"
+                return nil, lat .. '.path: a regex must start with "^/"'
+            end
+            if #loc.path > MAX_PATH_BYTES then
+                return nil, string_format("%s.path: is %d bytes long, longer than %d", lat, #loc.path, MAX_PATH_BYTES)
+            end
+            if string_find(loc.path, "%c") then
+                return nil, lat .. ".path: must not contain control characters"
+            end
+            local _, _, rerr = ngx_re_find("", loc.path, REGEX_OPTIONS)
+            if rerr then
+                return nil, lat .. ".path: not a regex PCRE compiles: " .. tostring(rerr)
+            end
+        else
+            err = check_path(loc.path, lat .. ".path")
+            if err then
+                return nil, err
+            end
+        end
         err = check.name(loc.backend, lat .. ".backend")
         if err then
             return nil, err
         end
-        local stored = { path = loc.path, exact = exact or nil, backend = loc.backend, ssl_redirect = redirect or nil }
+        local stored = { path = loc.path, exact = exact or nil, regex = regex or nil, backend = loc.backend,
+            ssl_redirect = redirect or nil }
+        if loc.profile ~= nil and loc.profile ~= json_null then
+            if type(loc.profile) ~= "string" or not string_match(loc.profile, "^@restysync_p_[0-9a-f]+$")
+                or #loc.profile > 64 then
+                return nil, lat .. ".profile: must be @restysync_p_ and hex digits"
+            end
+            stored.profile = loc.profile
+        end
+        if loc.ingress ~= nil and loc.ingress ~= json_null then
+            err = check.name(loc.ingress, lat .. ".ingress")
+            if err then
+                return nil, err
+            end
+            stored.ingress = loc.ingress
+        end
+        if loc.auth_file ~= nil and loc.auth_file ~= json_null then
+            if type(loc.auth_file) ~= "string" or #loc.auth_file > 320
+                or not string_match(loc.auth_file, "^auth/[a-z0-9-]+_[a-z0-9.-]+$")
+                or string_find(loc.auth_file, "..", 1, true) then
+                return nil, lat .. ".auth_file: must be auth/<namespace>_<secret>"
+            end
+            stored.auth_file = loc.auth_file
+        end
+        if (stored.ingress or stored.auth_file) and not stored.profile then
+            return nil, lat .. ": ingress and auth_file need a profile"
+        end
+        if loc.max_body ~= nil and loc.max_body ~= json_null then
+            local n = loc.max_body
+            if type(n) ~= "number" or n ~= math_floor(n) or n < 1 or n > MAX_BODY_BYTES then
+                return nil, lat .. ".max_body: must be a whole number of bytes, at least 1"
+            end
+            stored.max_body = n
+        end
         for _, field in ipairs(TIMEOUTS) do
             local v, terr = seconds(loc[field], lat .. "." .. field)
             if v == nil then
@@ -151,9 +233,10 @@ local function check_locations(locations, at)
             end
             stored[field] = v or nil
         end
-        local key = (exact and "=" or "") .. loc.path
+        local key = (exact and "=" or regex and "~" or "") .. loc.path
         if seen[key] then
-            return nil, string_format("%s: %s %q is also %s", lat, exact and "exact path" or "prefix", loc.path, seen[key])
+            return nil, string_format("%s: %s %q is also %s", lat,
+                exact and "exact path" or regex and "regex" or "prefix", loc.path, seen[key])
         end
         seen[key] = lat
         parts[i] = json_encode(stored)
@@ -166,8 +249,12 @@ end
 -- or nil and the reason, naming the field.
 local function check_update(body)
     local update, err = check.update(body, ROUTE_FIELDS, function(r, at)
-        if not check.is_dns_name(r.name) then
-            return nil, at .. ".name: must be a lower-case DNS name"
+        local name = r.name
+        if type(name) == "string" and string_sub(name, 1, 2) == "*." then
+            name = string_sub(name, 3)
+        end
+        if r.name ~= DEFAULT and not check.is_dns_name(name) then
+            return nil, at .. '.name: must be a lower-case DNS name, "*." and one, or "_"'
         end
         local https, herr = flag(r.https, at .. ".https")
         if https == nil then
@@ -244,19 +331,21 @@ local function build(raw)
         return nil, "stored route is not a JSON object with locations: " .. tostring(route)
     end
     local list = route.locations
-    local exact, prefixes = {}, {}
+    local exact, prefixes, regexes = {}, {}, {}
     for i = 1, #list do
         local loc = list[i]
         loc.len = #loc.path
         loc.timeouts = (loc.connect_timeout or loc.send_timeout or loc.read_timeout) ~= nil
         if loc.exact then
             exact[loc.path] = loc
+        elseif loc.regex then
+            regexes[#regexes + 1] = loc
         else
             prefixes[#prefixes + 1] = loc
         end
     end
     table_sort(prefixes, function(a, b) return a.len > b.len end)
-    local r = { https = route.https == true, exact = exact, prefixes = prefixes }
+    local r = { https = route.https == true, exact = exact, prefixes = prefixes, regexes = regexes }
     if #list == 1 and prefixes[1] and prefixes[1].path == "/" then
         -- One Prefix "/": every path matches, and match needs no $uri.
         r.only = prefixes[1]
@@ -264,22 +353,23 @@ local function build(raw)
     return r
 end
 
--- lookup returns the routes of host, or nil when Lua does not route it
--- (or what it holds for it does not decode: then the reason too).
-function _M.lookup(d, host)
+-- find returns the route stored under name, decoded (cached per worker
+-- until routes_version moves), or nil (and the reason when what is stored
+-- does not decode).
+local function find(d, name)
     local version = d:get("routes_version")
     if version ~= cached_version then
         cache = {}
         cached_version = version
     end
-    local r = cache[host]
+    local r = cache[name]
     if r then
         return r
     end
     if version == nil then
         return nil
     end
-    local raw = d:get("rt:" .. host)
+    local raw = d:get("rt:" .. name)
     if raw == nil then
         return nil
     end
@@ -288,8 +378,28 @@ function _M.lookup(d, host)
     if not r then
         return nil, err
     end
-    cache[host] = r
+    cache[name] = r
     return r
+end
+
+-- lookup returns the route of host: its own, else that of the wildcard
+-- one label up; or nil when there is none (and the reason when what is
+-- stored does not decode).
+function _M.lookup(d, host)
+    local r, err = find(d, host)
+    if r or err then
+        return r, err
+    end
+    local dot = string_find(host, ".", 1, true)
+    if not dot then
+        return nil
+    end
+    return find(d, "*" .. string_sub(host, dot))
+end
+
+-- default returns the route of the default server's locations, or nil.
+function _M.default(d)
+    return find(d, DEFAULT)
 end
 
 -- match returns the location that uri (nginx's normalized $uri) falls in,
@@ -299,14 +409,23 @@ function _M.match(r, uri)
     if loc then
         return loc
     end
+    local longest
     local prefixes = r.prefixes
     for i = 1, #prefixes do
         loc = prefixes[i]
         if string_sub(uri, 1, loc.len) == loc.path then
+            longest = loc
+            break
+        end
+    end
+    local regexes = r.regexes
+    for i = 1, #regexes do
+        loc = regexes[i]
+        if ngx_re_find(uri, loc.path, REGEX_OPTIONS) then
             return loc
         end
     end
-    return nil
+    return longest
 end
 
 _M.check_update = check_update

@@ -227,9 +227,6 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 		if h.Certificate != "" {
 			notes = append(notes, "certificate "+h.Certificate)
 		}
-		if h.RoutedInLua {
-			notes = append(notes, "routed in Lua")
-		}
 		if len(notes) > 0 {
 			name += "  [" + strings.Join(notes, ", ") + "]"
 		}

@@ -43,9 +43,6 @@ type Host struct {
 	HTTPS bool `json:"https"`
 	// Certificate is the Secret ("namespace/name") served for it by SNI, if any.
 	Certificate string `json:"certificate,omitempty"`
-	// RoutedInLua says the host has no server block: Lua routes its paths
-	// (model.RoutedInLua), so changing them needs no reload.
-	RoutedInLua bool   `json:"routed_in_lua,omitempty"`
 	Paths       []Path `json:"paths"`
 }
 
@@ -165,10 +162,8 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 	if len(m.Default.Locations) > 0 {
 		servers = append([]model.Server{m.Default}, m.Servers...)
 	}
-	routing := m.RoutesInLua()
 	for _, s := range servers {
-		h := Host{Host: s.Host, HTTPS: s.HTTPS || s.Host == "", Certificate: certOf[s.Host], Paths: []Path{},
-			RoutedInLua: routing && s.RoutedInLua()}
+		h := Host{Host: s.Host, HTTPS: s.HTTPS || s.Host == "", Certificate: certOf[s.Host], Paths: []Path{}}
 		for _, l := range s.Locations {
 			eps := endpoints[l.Backend]
 			if eps == nil {

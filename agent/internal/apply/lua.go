@@ -261,6 +261,9 @@ func (c *LuaClient) post(ctx context.Context, what string, update any) (int, err
 	}
 	defer resp.Body.Close()
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusBadRequest {
+		return len(body), fmt.Errorf("pushing %s: %w: %s", what, ErrRefused, bytes.TrimSpace(reply))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return len(body), fmt.Errorf("pushing %s: lua answered %s: %s", what, resp.Status, bytes.TrimSpace(reply))
 	}
@@ -290,6 +293,12 @@ func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {
 // ErrRejected means nginx refused the new config in its own words (an
 // [emerg] line, or init_by_lua failing) and runs the previous one.
 var ErrRejected = errors.New("nginx rejected the new config")
+
+// ErrRefused means Lua refused an update as invalid (400): the bodies the
+// agent sends are checked before, so what Lua refuses comes from input
+// the agent's checks let through (a regex PCRE refuses), like a config
+// nginx rejects.
+var ErrRefused = errors.New("lua refused the update")
 
 // ErrNotConfirmed means nginx did not report the new config hash in time
 // and said nothing against it: it may be slow (a loaded node, a stopped

@@ -100,6 +100,19 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 		LastGood: l.lastGood, Current: l.current}
 }
 
+// RouteProfiles returns the profiles the routes Lua holds jump to.
+func (l *LuaState) RouteProfiles() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range l.routes {
+		for _, loc := range r.Locations {
+			if loc.Profile != "" {
+				out[loc.Profile] = true
+			}
+		}
+	}
+	return out
+}
+
 // Stale marks the record as not what the last plan left (a sync that
 // changed its model but did not run its plan), so that the next plan
 // compares everything.

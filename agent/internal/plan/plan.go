@@ -23,8 +23,10 @@ import (
 
 // Held is what nginx runs and Lua holds, as apply recorded it.
 type Held struct {
-	// ConfigHash is the hash of the nginx.conf nginx runs.
+	// ConfigHash is the hash of the nginx.conf nginx runs, and Profiles
+	// the names of the profiles in it (nil when not known).
 	ConfigHash string
+	Profiles   []render.Profile
 	// Backends, Certificates and Routes are what Lua holds, by name (a
 	// route's name is its host).
 	Backends     map[string]model.Backend
@@ -166,11 +168,21 @@ func Compute(held Held, next Next) Plan {
 	if !narrow {
 		routes = Routes(held.Routes, next.Routes)
 	}
-	if len(routes.Upserts) > 0 {
-		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: routes.Upserts})
+	reload := next.Config.Hash != held.ConfigHash
+	before, after := routes.Upserts, []model.Route(nil)
+	if reload {
+		// A route that jumps to a profile nginx does not run yet waits
+		// for the reload that brings it.
+		before, after = splitByProfiles(routes.Upserts, held.Profiles)
 	}
-	if next.Config.Hash != held.ConfigHash {
+	if len(before) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: before})
+	}
+	if reload {
 		p.Steps = append(p.Steps, Step{Kind: Reload, Config: next.Config})
+	}
+	if len(after) > 0 {
+		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: after})
 	}
 	if len(removes) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: RemoveBackends, Names: removes})
@@ -179,6 +191,30 @@ func Compute(held Held, next Next) Plan {
 		p.Steps = append(p.Steps, Step{Kind: RemoveRoutes, Names: routes.Removes})
 	}
 	return p
+}
+
+// splitByProfiles returns the routes whose every profile is in running,
+// and the others, each in the order given.
+func splitByProfiles(routes []model.Route, running []render.Profile) (ready, waiting []model.Route) {
+	have := make(map[string]bool, len(running))
+	for _, p := range running {
+		have[p.Name] = true
+	}
+	for _, r := range routes {
+		ok := true
+		for _, l := range r.Locations {
+			if l.Profile != "" && !have[l.Profile] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			ready = append(ready, r)
+		} else {
+			waiting = append(waiting, r)
+		}
+	}
+	return ready, waiting
 }
 
 // Backends returns the backends of next that Lua lacks or holds with other
@@ -220,41 +256,6 @@ func changed(held map[string]model.Backend, only []model.Backend) []model.Backen
 
 func sameBackend(a, b model.Backend) bool {
 	return a.Policy == b.Policy && slices.Equal(a.Endpoints, b.Endpoints)
-}
-
-// SameStructure reports whether a and b render the same nginx.conf: every
-// field but the endpoints, the certificates and the servers Lua routes is
-// equal. Which hosts listen for HTTPS (Server.HTTPS) is structure; which
-// certificate a host gets is not. It lets a full build that changed only
-// those skip the render; the plan itself compares the rendered hashes.
-func SameStructure(a, b model.Model) bool {
-	// RoutesInLua depends on the default server alone.
-	return serverEqual(a.Default, b.Default) && serversEqual(a.Servers, b.Servers, a.RoutesInLua())
-}
-
-// serversEqual compares the servers a and b render, server by server,
-// skipping the ones Lua routes when routing.
-func serversEqual(a, b []model.Server, routing bool) bool {
-	i, j := 0, 0
-	for {
-		for routing && i < len(a) && a[i].RoutedInLua() {
-			i++
-		}
-		for routing && j < len(b) && b[j].RoutedInLua() {
-			j++
-		}
-		if i == len(a) || j == len(b) {
-			return i == len(a) && j == len(b)
-		}
-		if !serverEqual(a[i], b[j]) {
-			return false
-		}
-		i, j = i+1, j+1
-	}
-}
-
-func serverEqual(a, b model.Server) bool {
-	return a.Host == b.Host && a.HTTPS == b.HTTPS && slices.Equal(a.Aliases, b.Aliases) && slices.Equal(a.Locations, b.Locations)
 }
 
 // HeldCertificate is what Lua reports holding for one certificate name.

@@ -147,64 +147,8 @@ func TestCertificates(t *testing.T) {
 	}
 }
 
-func TestSameStructureIgnoresCertificates(t *testing.T) {
-	a := model.Model{Servers: []model.Server{{Host: "a.test"}}}
-	b := a
-	b.Certificates = []model.Certificate{{Name: "ns/a", Hosts: []string{"a.test"}, CertPEM: "c", KeyPEM: "k"}}
-	if !SameStructure(a, b) {
-		t.Error("a certificate made the structure differ")
-	}
-}
-
-// A host that starts listening for HTTPS needs a new nginx.conf.
-func TestSameStructureSeesHTTPS(t *testing.T) {
-	a := model.Model{Servers: []model.Server{{Host: "a.test"}}}
-	b := model.Model{Servers: []model.Server{{Host: "a.test", HTTPS: true}}}
-	if SameStructure(a, b) {
-		t.Error("HTTPS on a host did not change the structure")
-	}
-}
-
 func routedServer(host, path, backend string) model.Server {
 	return model.Server{Host: host, Locations: []model.Location{{Path: path, PathType: model.PathPrefix, Backend: backend}}}
-}
-
-// A host Lua routes is not structure: adding, changing or removing one
-// needs no reload, unless the default server stops the routing.
-func TestSameStructureLeavesRoutedHostsOut(t *testing.T) {
-	annotated := routedServer("big.example.com", "/", "ns/big:80")
-	annotated.Locations[0].Proxy.BodySize = "8m"
-	base := model.Model{Servers: []model.Server{annotated, routedServer("a.example.com", "/", "ns/a:80")}}
-	base.Servers[0], base.Servers[1] = base.Servers[1], base.Servers[0]
-
-	added := base
-	added.Servers = append([]model.Server{routedServer("0.example.com", "/", "ns/b:80")}, base.Servers...)
-	if !SameStructure(base, added) {
-		t.Error("a new routed host counts as structure")
-	}
-	changed := base
-	changed.Servers = []model.Server{routedServer("a.example.com", "/v2", "ns/a:80"), annotated}
-	if !SameStructure(base, changed) {
-		t.Error("a routed host's new path counts as structure")
-	}
-	bigger := base
-	more := annotated
-	more.Locations = []model.Location{annotated.Locations[0]}
-	more.Locations[0].Proxy.BodySize = "9m"
-	bigger.Servers = []model.Server{base.Servers[0], more}
-	if SameStructure(base, bigger) {
-		t.Error("a rendered host's new annotation does not count as structure")
-	}
-	hostless := added
-	hostless.Default = routedServer("", "/api", "ns/api:80")
-	if SameStructure(added, hostless) {
-		t.Error("a host-less path, which stops the routing, does not count as structure")
-	}
-	hostless2 := hostless
-	hostless2.Servers = base.Servers
-	if SameStructure(hostless, hostless2) {
-		t.Error("without routing, a removed host does not count as structure")
-	}
 }
 
 func TestRoutes(t *testing.T) {

@@ -130,24 +130,25 @@ func shortHash(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// limitKey returns the variable (without "$") a zone counts by: the client
-// address, or for a limit-whitelist an address that is "" for the exempt
-// networks.
+// limitKey returns the variable (without "$") a zone counts by: the
+// Ingress and the client address ($restysync_limit_key, the Ingress set by
+// Lua from the route), or for a limit-whitelist the same but "" for the
+// exempt networks. Zones are shared by every Ingress with the same limit
+// (so a profile is too); the Ingress in the key keeps the counters apart.
 func limitKey(exempt string) string {
 	if exempt == "" {
-		return "binary_remote_addr"
+		return "restysync_limit_key"
 	}
 	return "restysync_limit_key_" + shortHash(exempt)
 }
 
-// Zone names: per Ingress, limit and key, so that Ingresses never share
-// counters and a changed limit gets a fresh zone.
-func reqZoneName(ingress, unit string, rate int, exempt string) string {
-	return "restysync_req_" + shortHash(ingress, unit, strconv.Itoa(rate), exempt)
+// Zone names: per limit and key, so that a changed limit gets a fresh zone.
+func reqZoneName(unit string, rate int, exempt string) string {
+	return "restysync_req_" + shortHash(unit, strconv.Itoa(rate), exempt)
 }
 
-func connZoneName(ingress string, exempt string) string {
-	return "restysync_conn_" + shortHash(ingress, exempt)
+func connZoneName(exempt string) string {
+	return "restysync_conn_" + shortHash(exempt)
 }
 
 // newAccessView checks and prints the access settings of loc.
@@ -181,14 +182,14 @@ func newAccessView(loc model.Location) (accessView, error) {
 		return accessView{}, fmt.Errorf("rate limit exempt networks: %w", err)
 	}
 	if r.Connections > 0 {
-		v.ConnZone, v.ConnLimit = connZoneName(loc.Ingress, r.Exempt), r.Connections
+		v.ConnZone, v.ConnLimit = connZoneName(r.Exempt), r.Connections
 	}
 	burst := max(r.BurstMultiplier, 1)
 	if r.RPM > 0 {
-		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName(loc.Ingress, "m", r.RPM, r.Exempt), LimitBurst: r.RPM * burst})
+		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName("m", r.RPM, r.Exempt), LimitBurst: r.RPM * burst})
 	}
 	if r.RPS > 0 {
-		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName(loc.Ingress, "s", r.RPS, r.Exempt), LimitBurst: r.RPS * burst})
+		v.ReqLimits = append(v.ReqLimits, reqLimitView{LimitZone: reqZoneName("s", r.RPS, r.Exempt), LimitBurst: r.RPS * burst})
 	}
 	if a.CORS.Enabled {
 		if v.CORS, err = newCORSView(a.CORS); err != nil {
@@ -336,7 +337,7 @@ func newAccessHTTPView(m model.Model) accessHTTPView {
 					GeoVar: "restysync_limit_exempt_" + shortHash(r.Exempt), KeyVar: key, Networks: networks})
 			}
 			addReq := func(unit string, rate int) {
-				name := reqZoneName(loc.Ingress, unit, rate, r.Exempt)
+				name := reqZoneName(unit, rate, r.Exempt)
 				if rate > 0 && !req[name] {
 					req[name] = true
 					v.ReqZones = append(v.ReqZones, reqZoneView{ZoneName: name, ZoneKey: key, ZoneRate: strconv.Itoa(rate) + "r/" + unit})
@@ -344,7 +345,7 @@ func newAccessHTTPView(m model.Model) accessHTTPView {
 			}
 			addReq("m", r.RPM)
 			addReq("s", r.RPS)
-			if name := connZoneName(loc.Ingress, r.Exempt); r.Connections > 0 && !conn[name] {
+			if name := connZoneName(r.Exempt); r.Connections > 0 && !conn[name] {
 				conn[name] = true
 				v.ConnZones = append(v.ConnZones, connZoneView{ZoneName: name, ZoneKey: key})
 			}

@@ -69,9 +69,10 @@ type status struct {
 
 // dataPlane is a running nginx and the clients to reach it.
 type dataPlane struct {
-	nginx  *nginxproc.Nginx
-	port   int
-	client *http.Client // HTTP to nginx on 127.0.0.1:port, whatever the URL host
+	settings Settings
+	nginx    *nginxproc.Nginx
+	port     int
+	client   *http.Client // HTTP to nginx on 127.0.0.1:port, whatever the URL host
 }
 
 func startDataPlane(t *testing.T, m model.Model, edit func([]byte) []byte) (*dataPlane, Settings, Config) {
@@ -95,8 +96,9 @@ func startDataPlane(t *testing.T, m model.Model, edit func([]byte) []byte) (*dat
 		}
 	}
 	dp := &dataPlane{
-		nginx: nginxproc.Start(t, prefix),
-		port:  port,
+		nginx:    nginxproc.Start(t, prefix),
+		port:     port,
+		settings: s,
 		client: &http.Client{
 			Timeout: 5 * time.Second,
 			Transport: &http.Transport{
@@ -116,7 +118,7 @@ func startDataPlane(t *testing.T, m model.Model, edit func([]byte) []byte) (*dat
 // as the syncer does.
 func (dp *dataPlane) pushRoutes(t *testing.T, m model.Model) {
 	t.Helper()
-	routes, err := Routes(m)
+	routes, err := Routes(m, dp.settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,6 +307,7 @@ func TestDataPlane(t *testing.T) {
 	}
 
 	var bootID string
+	// startDataPlane pushed the routes: version 1.
 	t.Run("status before any push", func(t *testing.T) {
 		st := dp.status(t)
 		if st.ConfigHash != cfg.Hash {
@@ -313,8 +316,8 @@ func TestDataPlane(t *testing.T) {
 		if len(st.BootID) != 32 {
 			t.Errorf("boot_id %q, want 32 hex digits", st.BootID)
 		}
-		if st.Version != 0 || st.Backends != 0 {
-			t.Errorf("version %d, backends %d; want 0, 0", st.Version, st.Backends)
+		if st.Version != 1 || st.Backends != 0 {
+			t.Errorf("version %d, backends %d; want 1 (the routes), 0", st.Version, st.Backends)
 		}
 		bootID = st.BootID
 	})
@@ -323,14 +326,14 @@ func TestDataPlane(t *testing.T) {
 		// Pushed in reverse to see GET /backends sort them.
 		reversed := slices.Clone(initial)
 		slices.Reverse(reversed)
-		if v := dp.push(t, reversed, nil); v != 1 {
-			t.Errorf("version %d after the first push, want 1", v)
+		if v := dp.push(t, reversed, nil); v != 2 {
+			t.Errorf("version %d after the first push, want 2", v)
 		}
 		if got := dp.backends(t); !equalBackends(got, initial) {
 			t.Errorf("GET /backends = %+v, want %+v", got, initial)
 		}
-		if st := dp.status(t); st.Version != 1 || st.Backends != len(initial) {
-			t.Errorf("status %+v, want version 1 and %d backends", st, len(initial))
+		if st := dp.status(t); st.Version != 2 || st.Backends != len(initial) {
+			t.Errorf("status %+v, want version 2 and %d backends", st, len(initial))
 		}
 	})
 
@@ -533,8 +536,14 @@ func TestDataPlane(t *testing.T) {
 		if st.Version != 0 || st.Backends != 0 {
 			t.Errorf("status %+v after a cold start, want nothing stored", st)
 		}
+		// Routes are lost with the rest: until the agent pushes them
+		// again, no host is known.
+		if code, _ := dp.get(t, "app.example.com", "/"); code != 404 {
+			t.Errorf("got %d before any push, want 404", code)
+		}
+		dp.pushRoutes(t, m)
 		if code, _ := dp.get(t, "app.example.com", "/"); code != 503 {
-			t.Errorf("got %d before any push, want 503", code)
+			t.Errorf("got %d with routes but no backends, want 503", code)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -122,19 +123,54 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 	if err := checkLocationTokens(m, cfg.Bytes); err != nil {
 		return st, err
 	}
-	if err := os.WriteFile(filepath.Join(prefix, ConfigName), cfg.Bytes, 0o644); err != nil {
+	// The regex paths are matched by Lua (ngx.re, the PCRE nginx is
+	// built with): a server of regex locations, added for nginx -t only,
+	// has that PCRE compile each one as the agent sends it.
+	conf, err := withRouteRegexes(m, s, cfg.Bytes)
+	if err != nil {
+		return st, err
+	}
+	if err := os.WriteFile(filepath.Join(prefix, ConfigName), conf, 0o644); err != nil {
 		return st, err
 	}
 	out, err := nginxTest(binary, prefix)
 	if err != nil {
-		return st, fmt.Errorf("nginx -t refused the config:\n%s\n%s", out, offendingLines(out, cfg.Bytes))
+		return st, fmt.Errorf("nginx -t refused the config:\n%s\n%s", out, offendingLines(out, conf))
 	}
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "[warn]") && !strings.Contains(line, "open file resource limit") {
-			return st, fmt.Errorf("nginx -t warned:\n%s\n%s", out, offendingLines(out, cfg.Bytes))
+			return st, fmt.Errorf("nginx -t warned:\n%s\n%s", out, offendingLines(out, conf))
 		}
 	}
 	return st, nil
+}
+
+// withRouteRegexes returns conf with one more server, on a unix socket,
+// holding a case-insensitive regex location per regex path of m's routes.
+func withRouteRegexes(m model.Model, s Settings, conf []byte) ([]byte, error) {
+	routes, err := Routes(m, s)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, r := range routes {
+		for _, l := range r.Locations {
+			if !l.Regex {
+				continue
+			}
+			q, err := QuoteRegex(l.Path)
+			if err != nil {
+				return nil, fmt.Errorf("host %q: regex %q: %v", r.Host, l.Path, err)
+			}
+			fmt.Fprintf(&b, "        location ~* %s { return 404; }\n", q)
+		}
+	}
+	if b.Len() == 0 {
+		return conf, nil
+	}
+	i := bytes.LastIndexByte(conf, '}')
+	extra := "    server {\n        listen unix:" + filepath.Join(s.SharedDir, "regex-check.sock") + ";\n" + b.String() + "    }\n"
+	return append(append(append([]byte{}, conf[:i]...), extra...), conf[i:]...), nil
 }
 
 // nginxTest is nginxproc.Test without the testing.TB, for the workers.
@@ -194,15 +230,18 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 		rendered[match[1]+value] = true
 	}
 	// The hosts nginx.conf leaves to Lua are served by their routes.
-	routes, err := Routes(m)
+	routes, err := Routes(m, Settings{})
 	if err != nil {
 		return err
 	}
 	for _, r := range routes {
 		for _, l := range r.Locations {
-			if l.Exact {
+			switch {
+			case l.Exact:
 				rendered["= "+l.Path] = true
-			} else {
+			case l.Regex:
+				rendered["~* "+l.Path] = true
+			default:
 				rendered[l.Path] = true
 			}
 		}

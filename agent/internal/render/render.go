@@ -91,6 +91,8 @@ type Config struct {
 	// Hash is the hex SHA-256 of Bytes with the hash itself left out; it is
 	// embedded in Bytes and reported back by the Lua status API.
 	Hash string
+	// Profiles are the shared location profiles in it, sorted by name.
+	Profiles []Profile
 }
 
 // hashPlaceholder stands in for the hash while the bytes are hashed. It
@@ -119,14 +121,10 @@ type confView struct {
 	WorkerProcesses string
 	LuaPackagePath  string
 	ConfigHash      string
-	// ServerNamesHash* size nginx's hash of exact server names so that
-	// long names fit and many names build without warnings.
-	ServerNamesHashBucketSize int
-	ServerNamesHashMaxSize    int
-	APIListen                 string
-	HTTPListen                string
-	HTTPSListen               string
-	StatusListen              string // "" when there is no status server
+	APIListen       string
+	HTTPListen      string
+	HTTPSListen     string
+	StatusListen    string // "" when there is no status server
 	// FallbackCertificate and FallbackKey are the default certificate,
 	// relative to the prefix (see WriteFallbackCertificate).
 	FallbackCertificate string
@@ -146,33 +144,26 @@ type confView struct {
 	ErrorPages   []errorPageView
 	ErrorBackend string
 	// Access are the rate-limit zones of the locations (access.go).
-	Access  accessHTTPView
-	Default serverView
-	Servers []serverView
+	Access accessHTTPView
+	// RedirectPort is the port of the HTTPS redirect's Location, 0 for 443
+	// (left out of the URL).
+	RedirectPort int
+	// RouterBodySize is the router location's client_max_body_size: the
+	// largest any location allows ("0" when one allows any size); Lua
+	// holds each location's own limit (profiles.go).
+	RouterBodySize string
+	// AccessErrors are the named locations the locations' custom errors
+	// go to (access.go).
+	AccessErrors []errorLocationView
+	// Profiles are the shared location profiles (profiles.go).
+	Profiles []Profile
 }
 
+// serverView is the locations of one model.Server in nginx's terms.
 type serverView struct {
 	Host      string
 	HTTPS     bool
 	Locations []locationView
-	// RootNotFound adds "location / { return 404; }" when no location
-	// covers "/": unmatched paths answer 404 instead of reaching nginx's
-	// static file handler.
-	RootNotFound bool
-	// RedirectPort is the port of the HTTPS redirect's Location, 0 for 443
-	// (left out of the URL).
-	RedirectPort int
-	// Aliases are more exact names of the server (model.Server.Aliases).
-	Aliases []string
-	// AccessErrors are the named locations of the locations' custom
-	// errors (access.go).
-	AccessErrors []errorLocationView
-	// Routing (the default server only, when model.RoutesInLua) replaces
-	// its locations by one "location /" that asks Lua for the hosts nginx.conf
-	// leaves out; RoutingBackend is the default server's own "/" backend,
-	// for every other host, or "" for 404.
-	Routing        bool
-	RoutingBackend string
 }
 
 type locationView struct {
@@ -187,11 +178,16 @@ type locationView struct {
 	Proxy proxyView
 	// Access are the access-control settings (access.go).
 	Access accessView
+	// source is the model's location it was made from.
+	source model.Location
 }
 
 // Render renders nginx.conf for m. The same m and s give the same bytes.
-func Render(m model.Model, s Settings) (Config, error) {
-	view, err := newConfView(m, s)
+// keep are profiles of an earlier config that routes Lua still holds jump
+// to: they stay in nginx.conf, so that no request meets a named location
+// that is gone, until Lua no longer needs them (profiles.go).
+func Render(m model.Model, s Settings, keep ...Profile) (Config, error) {
+	view, err := newConfView(m, s, keep)
 	if err != nil {
 		return Config{}, err
 	}
@@ -207,10 +203,10 @@ func Render(m model.Model, s Settings) (Config, error) {
 	sum := sha256.Sum256(out)
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
-	return Config{Bytes: out, Hash: hash}, nil
+	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles}, nil
 }
 
-func newConfView(m model.Model, s Settings) (confView, error) {
+func newConfView(m model.Model, s Settings, keep []Profile) (confView, error) {
 	if err := checkSettings(s); err != nil {
 		return confView{}, err
 	}
@@ -231,7 +227,6 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 		FallbackCertificate: FallbackCertName,
 		FallbackKey:         FallbackKeyName,
 		HSTSHeader:          hstsHeader(s),
-		Servers:             make([]serverView, 0, len(m.Servers)),
 	}
 	if s.StatusPort != 0 {
 		view.StatusListen = listen(s.ListenAddress, s.StatusPort)
@@ -251,39 +246,51 @@ func newConfView(m model.Model, s Settings) (confView, error) {
 	if redirectPort == 443 {
 		redirectPort = 0
 	}
+	view.RedirectPort = redirectPort
+	views, err := serverViews(m)
+	if err != nil {
+		return confView{}, err
+	}
+	if view.Profiles, err = newProfiles(views, keep); err != nil {
+		return confView{}, err
+	}
+	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)
+	var all []model.Location
+	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+		all = append(all, srv.Locations...)
+	}
+	view.AccessErrors = accessErrorLocations(all)
+	return view, nil
+}
 
-	var err error
-	if view.Default, err = newServerView(m.Default); err != nil {
-		return confView{}, fmt.Errorf("default server: %w", err)
+// serverViews returns the views of the default server and of every
+// server, in the model's order, each host checked and present once.
+func serverViews(m model.Model) ([]serverView, error) {
+	views := make([]serverView, 0, 1+len(m.Servers))
+	def, err := newServerView(m.Default)
+	if err != nil {
+		return nil, fmt.Errorf("default server: %w", err)
 	}
-	view.Default.RedirectPort = redirectPort
-	if m.RoutesInLua() {
-		view.Default.Routing, view.Default.RootNotFound = true, false
-		if len(view.Default.Locations) > 0 {
-			view.Default.RoutingBackend = view.Default.Locations[0].Backend
-		}
-		view.Default.Locations = nil
-	}
+	def.HTTPS = true
+	views = append(views, def)
 	hosts := make(map[string]bool, len(m.Servers))
-	longest, exact := 0, 0
-	for _, srv := range m.RenderedServers() {
+	for _, srv := range m.Servers {
 		if hosts[srv.Host] {
-			return confView{}, fmt.Errorf("server %q: host appears twice", srv.Host)
+			return nil, fmt.Errorf("server %q: host appears twice", srv.Host)
 		}
 		hosts[srv.Host] = true
-		if !strings.HasPrefix(srv.Host, "*.") {
-			longest = max(longest, len(srv.Host))
-			exact++
+		for _, name := range append([]string{srv.Host}, srv.Aliases...) {
+			if _, err := serverName(name); err != nil {
+				return nil, fmt.Errorf("server %q: %w", srv.Host, err)
+			}
 		}
 		sv, err := newServerView(srv)
 		if err != nil {
-			return confView{}, fmt.Errorf("server %q: %w", srv.Host, err)
+			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 		}
-		sv.RedirectPort = redirectPort
-		view.Servers = append(view.Servers, sv)
+		views = append(views, sv)
 	}
-	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHashSizes(longest, exact)
-	return view, nil
+	return views, nil
 }
 
 // luaPackagePath finds the bundled modules in the shared dir; the trailing
@@ -319,7 +326,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			exactPaths[loc.Path] = true
 		}
 	}
-	view := serverView{Host: srv.Host, Aliases: srv.Aliases, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations)), RootNotFound: true}
+	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations))}
 	seen := make(map[key]bool, 2*len(srv.Locations))
 	var regexes []locationView
 	add := func(exact bool, path string, loc model.Location) error {
@@ -337,7 +344,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
 		view.Locations = append(view.Locations, locationView{Exact: exact, Path: path, Backend: loc.Backend,
-			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access})
+			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access, source: loc})
 		return nil
 	}
 	for _, loc := range srv.Locations {
@@ -354,7 +361,6 @@ func newServerView(srv model.Server) (serverView, error) {
 		case loc.PathType == model.PathExact:
 			err = add(true, loc.Path, loc)
 		case loc.PathType == model.PathPrefix && loc.Path == "/":
-			view.RootNotFound = false
 			err = add(false, "/", loc)
 		case loc.PathType == model.PathPrefix && strings.HasSuffix(loc.Path, "/"):
 			err = fmt.Errorf("prefix path %q of %s: must not end in \"/\"", loc.Path, loc.Ingress)
@@ -377,7 +383,7 @@ func newServerView(srv model.Server) (serverView, error) {
 				break
 			}
 			regexes = append(regexes, locationView{Regex: true, Path: "^" + loc.Path, Backend: loc.Backend,
-				SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access})
+				SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access, source: loc})
 		default:
 			err = fmt.Errorf("path %q of %s: unknown path type %q", loc.Path, loc.Ingress, loc.PathType)
 		}
@@ -389,38 +395,7 @@ func newServerView(srv model.Server) (serverView, error) {
 	// ones and before the prefixes: longest first, as ingress-nginx does.
 	slices.SortStableFunc(regexes, func(a, b locationView) int { return cmp.Compare(len(b.Path), len(a.Path)) })
 	view.Locations = append(view.Locations, regexes...)
-	view.AccessErrors = accessErrorLocations(srv.Locations)
 	return view, nil
-}
-
-// Routes returns what Lua holds for the servers it routes
-// (model.LuaRoutedServers), in Host order: the locations newServerView
-// would render for each. They pass the checks Render makes of what it
-// renders, so that a host is valid whichever of the two serves it.
-func Routes(m model.Model) ([]model.Route, error) {
-	servers := m.LuaRoutedServers()
-	routes := make([]model.Route, 0, len(servers))
-	for _, srv := range servers {
-		if _, err := serverName(srv.Host); err != nil {
-			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
-		}
-		sv, err := newServerView(srv)
-		if err != nil {
-			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
-		}
-		r := model.Route{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]model.RouteLocation, len(sv.Locations))}
-		for i, l := range sv.Locations {
-			for _, v := range []string{l.Path, l.Backend} {
-				if _, err := Quote(v); err != nil {
-					return nil, fmt.Errorf("server %q: %w", srv.Host, err)
-				}
-			}
-			r.Locations[i] = model.RouteLocation{Path: l.Path, Exact: l.Exact, Backend: l.Backend, SSLRedirect: l.SSLRedirect,
-				ConnectTimeout: l.Proxy.ConnectTimeout, SendTimeout: l.Proxy.SendTimeout, ReadTimeout: l.Proxy.ReadTimeout}
-		}
-		routes = append(routes, r)
-	}
-	return routes, nil
 }
 
 // hstsHeader is the Strict-Transport-Security value of s, or "" when HSTS
@@ -444,26 +419,6 @@ func matchName(exact bool) string {
 		return "="
 	}
 	return "prefix"
-}
-
-// serverNamesHashSizes sizes nginx's hash of exact server names. A bucket
-// must hold the longest name (nginx refuses to start otherwise); the table
-// may grow to a few slots per name, so that nginx finds a size where no
-// bucket overflows instead of warning at every start.
-func serverNamesHashSizes(longestName, names int) (bucketSize, maxSize int) {
-	const pointer = 8
-	// One element: a pointer, a 2-byte length and the name, aligned to a
-	// pointer; a bucket ends with a NULL pointer.
-	need := (pointer+2+longestName+pointer-1)/pointer*pointer + pointer
-	bucketSize = 64
-	for bucketSize < need {
-		bucketSize *= 2
-	}
-	maxSize = 512
-	for maxSize < 4*names {
-		maxSize *= 2
-	}
-	return bucketSize, maxSize
 }
 
 func checkSettings(s Settings) error {

@@ -56,8 +56,9 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	dp, settings, cfg := startDataPlane(t, m, nil)
 	dp.push(t, upserts, nil)
 
-	if bytes.Contains(cfg.Bytes, []byte("app.example.com")) || !bytes.Contains(cfg.Bytes, []byte(`server_name "big.example.com"`)) {
-		t.Fatal("nginx.conf should hold a server block for big.example.com only")
+	if bytes.Contains(cfg.Bytes, []byte("app.example.com")) || bytes.Contains(cfg.Bytes, []byte("big.example.com")) ||
+		!bytes.Contains(cfg.Bytes, []byte(`client_max_body_size "8m"`)) {
+		t.Fatal("nginx.conf should hold no host, and big.example.com's body size in a profile")
 	}
 	expect := func(t *testing.T, want map[string]string) {
 		t.Helper()
@@ -179,7 +180,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	})
 
 	t.Run("GET /routes lists what Lua holds", func(t *testing.T) {
-		want, err := Routes(m)
+		want, err := Routes(m, Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,12 +218,23 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 			{"not JSON", `{"upserts":`, "body: is not valid JSON"},
 			{"unknown field", `{"hosts":[]}`, "hosts: unknown field"},
 			{"host upper case", with(`{"name":"X.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
-			{"host wildcard", with(`{"name":"*.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
+			{"host wildcard of two labels", with(`{"name":"*.*.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
+			{"host wildcard inside a label", with(`{"name":"a*.example.com","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be a lower-case DNS name"},
 			{"host with port", with(`{"name":"x.example.com:80","locations":[{"path":"/","backend":"b"}]}`), "upserts[1].name: must be"},
 			{"host twice", with(good), `upserts[1].name: "ok.example.com" is also upserts[0]`},
 			{"locations missing", with(`{"name":"x.example.com"}`), "upserts[1].locations: must be an array"},
 			{"locations empty", with(`{"name":"x.example.com","locations":[]}`), "upserts[1].locations: must not be empty"},
-			{"location field unknown", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","regex":true}]}`), "upserts[1].locations[0].regex: unknown field"},
+			{"location field unknown", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","root":"/etc"}]}`), "upserts[1].locations[0].root: unknown field"},
+			{"regex not anchored", with(`{"name":"x.example.com","locations":[{"path":"/a.*","regex":true,"backend":"b"}]}`), `upserts[1].locations[0].path: a regex must start with "^/"`},
+			{"regex PCRE refuses", with(`{"name":"x.example.com","locations":[{"path":"^/a(","regex":true,"backend":"b"}]}`), "upserts[1].locations[0].path: not a regex PCRE compiles"},
+			{"regex and exact", with(`{"name":"x.example.com","locations":[{"path":"^/a","regex":true,"exact":true,"backend":"b"}]}`), "must not be both exact and a regex"},
+			{"profile not ours", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@evil"}]}`), "upserts[1].locations[0].profile: must be @restysync_p_"},
+			{"profile a path", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"/etc/passwd"}]}`), "upserts[1].locations[0].profile: must be @restysync_p_"},
+			{"auth file outside", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@restysync_p_ab","auth_file":"../etc/shadow"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
+			{"auth file dot dot", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@restysync_p_ab","auth_file":"auth/a_..x"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
+			{"auth file without profile", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","auth_file":"auth/a_b"}]}`), "ingress and auth_file need a profile"},
+			{"max body zero", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","max_body":0}]}`), "upserts[1].locations[0].max_body: must be a whole number of bytes"},
+			{"max body a string", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","max_body":"1m"}]}`), "upserts[1].locations[0].max_body: must be a whole number of bytes"},
 			{"relative path", with(`{"name":"x.example.com","locations":[{"path":"a","backend":"b"}]}`), `upserts[1].locations[0].path: must start with "/"`},
 			{"path with newline", with(`{"name":"x.example.com","locations":[{"path":"/a\nb","backend":"b"}]}`), "upserts[1].locations[0].path: must not contain control characters"},
 			{"path too long", with(`{"name":"x.example.com","locations":[{"path":"/` + strings.Repeat("a", 5000) + `","backend":"b"}]}`), "upserts[1].locations[0].path: is 5001 bytes long"},

@@ -51,7 +51,7 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	}
 	if !reflect.DeepEqual(res.Render, g.settings) {
 		g.settings = res.Render
-		s.rendered = nil // render again, with the new settings
+		s.lastConfig = render.Config{} // render again, with the new settings
 	}
 	invalid := 0
 	for _, k := range res.Keys {

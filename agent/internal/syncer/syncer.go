@@ -136,6 +136,9 @@ type Syncer struct {
 	// The fields below are owned by the loop goroutine.
 	appliedHash string          // the config nginx is confirmed to run
 	lua         *apply.LuaState // what Lua holds, and the pushers
+	// retiring says lastConfig keeps profiles only routes Lua held jump to;
+	// rerender makes the next sync a full one, which renders them away.
+	retiring, rerender bool
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
 	changedBackends []model.Backend
@@ -149,7 +152,6 @@ type Syncer struct {
 	builtIndex map[source.ServiceKey][]int
 	builtFrom  int             // Ingresses it was built from
 	problems   []model.Problem // the problems of the last full build
-	rendered   *model.Model    // structure of lastConfig
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
 	failedErr  error           // what the reload of failedHash returned
@@ -502,9 +504,7 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	var quarantined []model.Problem
 	switch {
-	case result.configRunning:
-		s.guard.confirmed()
-	case errors.Is(err, apply.ErrRejected):
+	case errors.Is(err, apply.ErrRejected) || errors.Is(err, apply.ErrRefused):
 		before := s.guard.quarantinedKeys()
 		if s.guard.rejected(nginxReason(err)) {
 			for _, key := range s.guard.quarantinedKeys() {
@@ -515,6 +515,8 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 			}
 			s.markDirty() // build without it: its Problem, and the next step
 		}
+	case result.configRunning:
+		s.guard.confirmed()
 	}
 	if s.guard.bisecting() {
 		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
@@ -627,7 +629,14 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		s.good = cfg
 	}
 
-	p := plan.Compute(s.lua.Held(status.ConfigHash, next.Certificates), plan.Next{
+	held := s.lua.Held(status.ConfigHash, next.Certificates)
+	switch status.ConfigHash {
+	case s.good.Hash:
+		held.Profiles = s.good.Profiles
+	case cfg.Hash:
+		held.Profiles = cfg.Profiles
+	}
+	p := plan.Compute(held, plan.Next{
 		Config:          cfg,
 		Backends:        next.Backends,
 		Certificates:    next.Certificates,
@@ -655,6 +664,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	out, err := s.lua.Execute(ctx, p, s.reload)
 	res.outcome(out)
+	if errors.Is(err, apply.ErrRefused) {
+		s.opts.Metrics.ValidationFailed("nginx")
+	}
 	if errors.Is(err, errUnconfirmed) {
 		res.waiting = true
 		return res, nil
@@ -665,6 +677,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	res.configRunning = s.appliedHash == cfg.Hash
 	res.current = res.configRunning && err == nil
+	if res.executed && s.retiring {
+		// The routes have left the kept profiles: render them away.
+		s.rerender = true
+		s.markDirty()
+	}
 	return res, err
 }
 
@@ -748,29 +765,41 @@ func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	return safe.Bytes, nil
 }
 
-// configFor renders next and the routes of the hosts Lua routes, or
-// reuses the last ones: on the fast path, which changed endpoints only, and
-// when a full build kept the structure; rendered says which.
+// configFor renders next and the routes of its hosts, or reuses the last
+// ones on the fast path, which changed endpoints only; rendered says which.
 func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.Route, rendered bool, err error) {
-	if s.rendered != nil && s.changedBackends != nil {
+	if s.lastConfig.Hash != "" && s.changedBackends != nil {
 		return s.lastConfig, s.lastRoutes, false, nil
 	}
-	routes, err = render.Routes(next)
+	routes, err = render.Routes(next, s.globals.settings)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("routing hosts in Lua: %w", err)
 	}
-	s.lastRoutes = routes
-	if s.rendered != nil && plan.SameStructure(*s.rendered, next) {
-		structure := next
-		s.rendered = &structure
-		return s.lastConfig, routes, true, nil
+	// Profiles the routes Lua holds still jump to stay one more config:
+	// the routes leave them first (after this config's reload), and the
+	// next full sync renders them away.
+	var keep []render.Profile
+	held := s.lua.RouteProfiles()
+	for _, p := range s.good.Profiles {
+		if held[p.Name] {
+			keep = append(keep, p)
+		}
 	}
-	cfg, err = render.Render(next, s.globals.settings)
+	cfg, err = render.Render(next, s.globals.settings, keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf: %w", err)
 	}
-	structure := next
-	s.rendered, s.lastConfig = &structure, cfg
+	used := map[string]bool{}
+	for _, r := range routes {
+		for _, l := range r.Locations {
+			used[l.Profile] = true
+		}
+	}
+	s.retiring = false
+	for _, p := range keep {
+		s.retiring = s.retiring || !used[p.Name]
+	}
+	s.lastConfig, s.lastRoutes = cfg, routes
 	return cfg, routes, true, nil
 }
 
@@ -785,7 +814,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
 	s.changedBackends = nil
-	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() {
+	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() && !s.rerender {
 		s.changedBackends = []model.Backend{}
 		next := *s.built
 		changed := index.TakeChangedServices()
@@ -828,6 +857,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		s.built = &next
 		return next, s.problems, "fast"
 	}
+	s.rerender = false
 	if tracks {
 		index.TakeChangedServices() // the full build covers them
 	}

@@ -1,0 +1,228 @@
+package render
+
+// Every host is routed by Lua (restysync.routes), and nginx.conf holds no
+// server block per host: the default server's "location /" asks Lua for
+// the request's host and path. A location that needs nothing but the
+// balancer (model.Location.Plain) is served right there. Any other gets a
+// profile: its directives (body size, buffers, rewrites, CORS, basic auth,
+// limits, ...) rendered once per distinct text as a named location, which
+// the router jumps to (ngx.exec). Ingresses mostly come from a few charts,
+// so the same settings repeat: nginx.conf grows with the settings a cluster
+// uses, not with its Ingresses, and a new Ingress whose settings have a
+// profile is a routes push, not a reload.
+//
+// What is per Ingress stays per Ingress without being written into the
+// profile: the backend ($restysync_backend), the htpasswd file
+// ($restysync_auth_file) and the Ingress that rate limits count for
+// ($restysync_ingress, part of every zone's key) travel with the route and
+// are set by Lua before the jump. The client_max_body_size check of a
+// request with a Content-Length happens when nginx picks a location, which
+// a jump to a named location skips: the router location allows the
+// largest size any location does, and Lua checks each location's own.
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// profileName is the shape of a profile's name.
+var profileName = regexp.MustCompile(`^@restysync_p_[0-9a-f]{12}$`)
+
+// DefaultRoute is the name of the route of the default server's locations
+// (rules without a host, the default backend): the one a host without a
+// route of its own gets, as nginx's server_name "_".
+const DefaultRoute = "_"
+
+// Profile is one shared profile: a named location and its directives,
+// rendered by the template's "location-body" (through Quote and friends).
+type Profile struct {
+	Name string // "@restysync_p_<hash of Body>"
+	Body string
+}
+
+// profileOf returns the named location of lv's profile and its body, or
+// "" when lv is plain and the router serves it directly.
+func profileOf(lv locationView) (name, body string, err error) {
+	if lv.source.Plain() {
+		return "", "", nil
+	}
+	var buf bytes.Buffer
+	if err := confTemplate.ExecuteTemplate(&buf, "location-body", lv); err != nil {
+		return "", "", fmt.Errorf("path %q of %s: %w", lv.source.Path, lv.source.Ingress, err)
+	}
+	body = buf.String()
+	return "@restysync_p_" + shortHash(body), body, nil
+}
+
+// newProfiles returns the profiles of every location, one per distinct
+// body, and those of keep, sorted by name.
+func newProfiles(views []serverView, keep []Profile) ([]Profile, error) {
+	seen := map[string]bool{}
+	var out []Profile
+	for _, p := range keep {
+		if !profileName.MatchString(p.Name) || p.Name != "@restysync_p_"+shortHash(p.Body) {
+			return nil, fmt.Errorf("kept profile %q: not one render made", p.Name)
+		}
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			out = append(out, p)
+		}
+	}
+	for _, sv := range views {
+		for _, lv := range sv.Locations {
+			name, body, err := profileOf(lv)
+			if err != nil {
+				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
+			}
+			if name != "" && !seen[name] {
+				seen[name] = true
+				out = append(out, Profile{Name: name, Body: body})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Profile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Routes returns what Lua holds for every host, in the model's order: the
+// default server's locations as DefaultRoute, each server's under its
+// host, and again under each of its aliases that no server has as its
+// host. Each location says its profile, or is served by the router.
+func Routes(m model.Model, s Settings) ([]model.Route, error) {
+	views, err := serverViews(m)
+	if err != nil {
+		return nil, err
+	}
+	h := DefaultHTTP()
+	if s.HTTP != nil {
+		h = *s.HTTP
+	}
+	router, _ := sizeBytes(routerBodySize(m, h.ClientMaxBodySize))
+	global := h.ClientMaxBodySize
+	hosts := make(map[string]bool, len(m.Servers)+1)
+	for _, srv := range m.Servers {
+		hosts[srv.Host] = true
+	}
+	routes := make([]model.Route, 0, len(views))
+	servers := append([]model.Server{m.Default}, m.Servers...)
+	for i, sv := range views {
+		if len(sv.Locations) == 0 {
+			continue
+		}
+		locations := make([]model.RouteLocation, len(sv.Locations))
+		for j, lv := range sv.Locations {
+			if locations[j], err = routeLocation(lv, global, router); err != nil {
+				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
+			}
+		}
+		host := sv.Host
+		if i == 0 {
+			host = DefaultRoute
+		}
+		routes = append(routes, model.Route{Host: host, HTTPS: sv.HTTPS, Locations: locations})
+		for _, alias := range servers[i].Aliases {
+			if hosts[alias] {
+				continue // a server of its own takes the name, as in nginx
+			}
+			if _, err := serverName(alias); err != nil {
+				return nil, fmt.Errorf("server %q: alias: %w", sv.Host, err)
+			}
+			hosts[alias] = true
+			routes = append(routes, model.Route{Host: alias, HTTPS: sv.HTTPS, Locations: locations})
+		}
+	}
+	return routes, nil
+}
+
+// routeLocation is lv as Lua holds it. global is the ConfigMap's body
+// size, router the router location's in bytes (0: any).
+func routeLocation(lv locationView, global string, router int64) (model.RouteLocation, error) {
+	for _, v := range []string{lv.Path, lv.Backend} {
+		if _, err := Quote(v); err != nil && !lv.Regex {
+			return model.RouteLocation{}, err
+		}
+	}
+	if lv.Regex {
+		if _, err := QuoteRegex(lv.Path); err != nil {
+			return model.RouteLocation{}, err
+		}
+	}
+	profile, _, err := profileOf(lv)
+	if err != nil {
+		return model.RouteLocation{}, err
+	}
+	rl := model.RouteLocation{Path: lv.Path, Exact: lv.Exact, Regex: lv.Regex, Backend: lv.Backend,
+		SSLRedirect: lv.SSLRedirect, Profile: profile}
+	if profile == "" {
+		rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = lv.Proxy.ConnectTimeout, lv.Proxy.SendTimeout, lv.Proxy.ReadTimeout
+	} else {
+		a := lv.source.Access.RateLimit
+		if a.RPS > 0 || a.RPM > 0 || a.Connections > 0 {
+			rl.Ingress = lv.source.Ingress
+		}
+		rl.AuthFile = lv.Access.AuthFile
+	}
+	size := orDefault(lv.source.Proxy.BodySize, global)
+	if n, ok := sizeBytes(size); ok && n > 0 && (router == 0 || n < router) {
+		rl.MaxBody = n
+	}
+	return rl, nil
+}
+
+func orDefault(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// routerBodySize is the largest client_max_body_size of any location of
+// m, global for those without their own; "0" when one allows any size.
+func routerBodySize(m model.Model, global string) string {
+	largest, text := int64(-1), global
+	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+		for _, loc := range srv.Locations {
+			size := orDefault(loc.Proxy.BodySize, global)
+			n, ok := sizeBytes(size)
+			if !ok {
+				continue // newProxyView's checks refuse it
+			}
+			if n == 0 {
+				return "0"
+			}
+			if n > largest {
+				largest, text = n, size
+			}
+		}
+	}
+	return text
+}
+
+// sizeBytes reads an nginx size ("512", "8k", "1m", "2g"), as BodySize
+// checks it.
+func sizeBytes(size string) (int64, bool) {
+	if !BodySize.MatchString(size) {
+		return 0, false
+	}
+	unit := int64(1)
+	switch size[len(size)-1] {
+	case 'k', 'K':
+		unit = 1 << 10
+	case 'm', 'M':
+		unit = 1 << 20
+	case 'g', 'G':
+		unit = 1 << 30
+	}
+	digits := strings.TrimRight(size, "kKmMgG")
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n * unit, true
+}
