@@ -83,6 +83,12 @@ func TestB3DataPlane(t *testing.T) {
 		startLuaVariant(t, backends),
 		startStaticVariant(t, backends),
 	}
+	base, baseErr := startBaseLuaVariant(t, backends)
+	if baseErr != nil {
+		t.Logf("no %s variant: %v", b3BaseCommit, baseErr)
+	} else {
+		variants = append(variants, base)
+	}
 	for _, v := range variants {
 		pin.nginx(t, v)
 		checkSpread(t, v, backends)
@@ -134,19 +140,22 @@ func TestB3DataPlane(t *testing.T) {
 			t.Logf("waited %s for other processes to leave the CPUs (quiet: %v)", waited.Round(time.Second), quiet)
 		}
 		round := b3Round{}
-		order := []*b3Variant{variants[0], variants[1]}
+		order := slices.Clone(variants)
 		if attempts%2 == 0 {
-			order[0], order[1] = order[1], order[0]
+			slices.Reverse(order)
 		}
 		for _, v := range order {
 			r, err := runWrk(wrk, pin, v, backendPID, duration)
 			if err != nil {
 				fail("round %d, %s: %v", attempts, v.name, err)
 			}
-			if v.name == "lua" {
+			switch v.name {
+			case "lua":
 				round.lua = r
-			} else {
+			case "static":
 				round.static = r
+			default:
+				round.base = r
 			}
 			t.Logf("round %d %-6s %9.0f req/s  p99 %-9s  nginx worker %5.1f µs CPU/request, busy %3.0f%%; wrk+backends busy %3.0f%%; other processes %3.0f%%, stolen %3.0f%%",
 				attempts, v.name, r.rps, r.p99, micros(r.cpuPerRequest()), 100*r.busy(), 100*r.loadBusy(), 100*r.othersBusy(), 100*r.stolenBusy())
@@ -227,6 +236,54 @@ func TestB3DataPlane(t *testing.T) {
 		Pass: p99Pass,
 		Note: "same runs as B3",
 	})
+	if baseErr != nil {
+		report(t, Row{ID: "B3-router", What: "nginx CPU per request, this build's Lua − " + b3BaseCommit + "'s", Target: "≤ +0.5 µs",
+			Measured: "not measured: " + oneLine(baseErr.Error())})
+		return
+	}
+	routerDelta := median(of(func(r b3Round) float64 { return micros(r.lua.cpuPerRequest() - r.base.cpuPerRequest()) }))
+	baseCPU := median(of(func(r b3Round) float64 { return micros(r.base.cpuPerRequest()) }))
+	routerPass, routerPrefix := verdictOf(routerDelta <= 0.5)
+	report(t, Row{
+		ID:     "B3-router",
+		What:   "nginx CPU per request, this build's Lua − " + b3BaseCommit + "'s (before every host was routed)",
+		Target: "≤ +0.5 µs",
+		Measured: fmt.Sprintf("%smedian %+.2f µs per round (this build %.1f µs, %s %.1f µs, static %.1f µs)",
+			routerPrefix, routerDelta, luaCPU, b3BaseCommit, baseCPU, staticCPU),
+		Pass: routerPass,
+		Note: "same rounds as B3, a third nginx in each: the same nginx.conf with the Lua modules of " + b3BaseCommit + " (git show)",
+	})
+}
+
+// b3BaseCommit is the build B3-router compares the per-request cost of the
+// router with: the last commit before every host was routed in Lua.
+const b3BaseCommit = "bd243a1"
+
+// startBaseLuaVariant is startLuaVariant with the Lua modules of
+// b3BaseCommit, read with git from this checkout.
+func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
+	t.Helper()
+	files, err := exec.Command("git", "ls-tree", "--full-tree", "--name-only", b3BaseCommit, "lua/restysync/").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing the Lua modules of %s: %v", b3BaseCommit, err)
+	}
+	prefix, port, conf := renderPrefix(t, backends)
+	for _, name := range strings.Fields(string(files)) {
+		data, err := exec.Command("git", "show", b3BaseCommit+":"+name).Output()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s of %s: %v", name, b3BaseCommit, err)
+		}
+		if err := os.WriteFile(filepath.Join(prefix, "lua", "restysync", filepath.Base(name)), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), conf, 0o644); err != nil {
+		return nil, err
+	}
+	v := &b3Variant{name: "lua@" + b3BaseCommit, nginx: nginxproc.Start(t, prefix), port: port}
+	pushBackends(t, v.nginx, b3Model(backends).Backends)
+	pushRoutes(t, v.nginx, b3Model(backends))
+	return v, nil
 }
 
 // b3NoisyCPU is the share of one CPU that other processes and the
@@ -243,7 +300,7 @@ const b3NoisyCPU = 0.15
 const b3Saturated = 0.85
 
 // b3Round is one lua run and one static run, back to back.
-type b3Round struct{ lua, static wrkResult }
+type b3Round struct{ lua, static, base wrkResult }
 
 func (r b3Round) rpsRatio() float64 { return r.lua.rps / r.static.rps }
 func (r b3Round) p99Ratio() float64 { return r.lua.p99.Seconds() / r.static.p99.Seconds() }
