@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/podnet"
 )
 
 // TestB7Footprint measures what the agent costs to ship and to keep
@@ -36,16 +38,18 @@ func TestB7Footprint(t *testing.T) {
 	report(t, Row{ID: "B7-binary", What: "agent binary, stripped (CGO_ENABLED=0, -trimpath, -ldflags '-s -w', as agent/Dockerfile builds it)",
 		Target: "≤ 40 MB", Measured: fmt.Sprintf("%.1f MB", float64(size)/(1<<20)), Pass: size <= 40<<20})
 
+	podnet.Require(t)
 	c := startCluster(t)
+	pod := podnet.New(t, "pod-b7")
 	const n = 100
 	var objs []any
 	for i := range n {
 		name := "idle" + strconv.Itoa(i)
-		objs = append(objs, service(name), slice(name, fakeAddrs(3*i, 3)...), ingress(name, name+".idle.test", name))
+		objs = append(objs, service(name), slice(name, pod.IP), ingress(name, name+".idle.test", name))
 	}
 	c.createAll(objs)
 	a := startAgent(t, c)
-	a.waitFor("idle0.idle.test", "/", "", 60*time.Second)
+	a.waitFor("idle99.idle.test", "/", "", 60*time.Second)
 	// Idle: let the first syncs' garbage be collected (the Go runtime
 	// returns memory to the OS a few minutes after a GC at the latest;
 	// RSS is read after 10 s, as a pod's first minute would show it).
