@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
@@ -36,7 +37,7 @@ import (
 //
 //   - "lua": nginx.conf exactly as render.Render writes it for one host with
 //     one Prefix "/" location, its three endpoints and its route pushed over
-//     the config API. The host is one Lua routes (model.RoutedInLua), so
+//     the config API. The host is routed by Lua (as every host is), so
 //     every request runs access_by_lua (restysync.balancer.route, in the
 //     default server's "location /") and balancer_by_lua
 //     (restysync.balancer.balance).
@@ -556,26 +557,14 @@ func staticConfig(conf []byte, backends []string) ([]byte, error) {
 // pushBackends sends the backends to the config API, as the agent does.
 func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
 	t.Helper()
-	type endpoint struct {
-		Address string `json:"address"`
-		Port    int    `json:"port"`
-	}
-	type backend struct {
-		Name      string     `json:"name"`
-		Endpoints []endpoint `json:"endpoints"`
-	}
-	var upserts []backend
+	var upserts []luaapi.BackendPayload
 	for _, b := range backends {
-		u := backend{Name: b.Name, Endpoints: []endpoint{}}
-		for _, e := range b.Endpoints {
-			u.Endpoints = append(u.Endpoints, endpoint{Address: e.Address, Port: int(e.Port)})
-		}
-		upserts = append(upserts, u)
+		upserts = append(upserts, luaapi.NewBackendPayload(b))
 	}
 	postUpserts(t, n, "/backends", upserts)
 }
 
-// pushRoutes gives Lua the routes of m's hosts that nginx.conf leaves out
+// pushRoutes gives Lua the routes of m's hosts
 // (the B3 host is one), as the agent does.
 func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
 	t.Helper()
@@ -583,12 +572,8 @@ func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var upserts []map[string]any
-	for _, r := range routes {
-		upserts = append(upserts, map[string]any{"name": r.Host, "https": r.HTTPS, "locations": r.Locations})
-	}
-	if len(upserts) > 0 {
-		postUpserts(t, n, "/routes", upserts)
+	if len(routes) > 0 {
+		postUpserts(t, n, "/routes", luaapi.RoutePayloads(routes))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -25,9 +26,9 @@ import (
 // Lua is what the admin server reads from the Lua config API;
 // *apply.LuaClient is one.
 type Lua interface {
-	Status(ctx context.Context) (apply.Status, error)
+	Status(ctx context.Context) (luaapi.Status, error)
 	Backends(ctx context.Context) (map[string]model.Backend, error)
-	Certificates(ctx context.Context) ([]apply.HeldCertificate, error)
+	Certificates(ctx context.Context) ([]luaapi.HeldCertificate, error)
 }
 
 var _ Lua = (*apply.LuaClient)(nil)

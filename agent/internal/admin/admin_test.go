@@ -13,24 +13,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
 // fakeLua answers like the Lua config API, or fails with err.
 type fakeLua struct {
-	status   apply.Status
+	status   luaapi.Status
 	backends map[string]model.Backend
-	certs    []apply.HeldCertificate
+	certs    []luaapi.HeldCertificate
 	err      error
 }
 
-func (f *fakeLua) Status(context.Context) (apply.Status, error) { return f.status, f.err }
+func (f *fakeLua) Status(context.Context) (luaapi.Status, error) { return f.status, f.err }
 func (f *fakeLua) Backends(context.Context) (map[string]model.Backend, error) {
 	return f.backends, f.err
 }
-func (f *fakeLua) Certificates(context.Context) ([]apply.HeldCertificate, error) {
+func (f *fakeLua) Certificates(context.Context) ([]luaapi.HeldCertificate, error) {
 	return f.certs, f.err
 }
 
@@ -66,7 +66,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
-	up := apply.Status{ConfigHash: "aaa", BootID: "b1"}
+	up := luaapi.Status{ConfigHash: "aaa", BootID: "b1"}
 	cases := []struct {
 		name   string
 		state  syncer.State
@@ -157,14 +157,14 @@ func TestDebugState(t *testing.T) {
 	good := m.Certificates[0]
 	st := syncer.State{Synced: true, Applied: true, ConfigHash: "aaa", WantedHash: "bbb", Model: m, Syncs: 3}
 	lua := &fakeLua{
-		status: apply.Status{ConfigHash: "aaa", BootID: "b1"},
+		status: luaapi.Status{ConfigHash: "aaa", BootID: "b1"},
 		backends: map[string]model.Backend{
 			"default/web:80":      {Endpoints: []model.Endpoint{ep("10.0.0.1", 8080)}}, // one endpoint short
 			"default/fallback:80": {Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
 			"default/gone:80":     {Endpoints: []model.Endpoint{ep("10.0.0.7", 80)}},
 			// default/api:http is missing
 		},
-		certs: []apply.HeldCertificate{
+		certs: []luaapi.HeldCertificate{
 			{Name: good.Name, Hosts: good.Hosts, Hash: good.Hash()},
 			{Name: "default/bad-tls", Hosts: []string{"b.test"}, Hash: "old"}, // invalid now: kept, not a difference
 			{Name: "default/old-tls", Hosts: []string{"o.test"}, Hash: "x"},

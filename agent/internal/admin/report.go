@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -218,7 +218,7 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 	diffLua(diff, st.Model, held, heldCerts)
 }
 
-func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCerts []apply.HeldCertificate) {
+func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCerts []luaapi.HeldCertificate) {
 	wanted := make(map[string]bool, len(m.Backends))
 	for _, b := range m.Backends {
 		wanted[b.Name] = true
@@ -238,7 +238,7 @@ func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCe
 	}
 	slices.Sort(diff.ExtraBackends)
 
-	byName := make(map[string]apply.HeldCertificate, len(heldCerts))
+	byName := make(map[string]luaapi.HeldCertificate, len(heldCerts))
 	for _, c := range heldCerts {
 		byName[c.Name] = c
 	}

@@ -9,33 +9,16 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
-
-// AccessRequest is the body of POST /access: paths under the shared dir
-// that nginx's workers must read, and folders they must create files in.
-type AccessRequest struct {
-	Read  []string `json:"read,omitempty"`
-	Write []string `json:"write,omitempty"`
-}
-
-// AccessDenied is one path a worker could not use, in Lua's words.
-type AccessDenied struct {
-	Path   string `json:"path"`
-	Access string `json:"access"` // "read" or "write"
-	Error  string `json:"error"`
-}
-
-func (d AccessDenied) String() string {
-	return fmt.Sprintf("nginx workers cannot %s %s: %s", d.Access, d.Path, d.Error)
-}
 
 // WorkerNeeds lists what nginx's workers use under the shared dir at
 // request time: the htpasswd files and the temp folders of request and
 // response bodies. (The master reads nginx.conf and the Lua modules, and
 // opens the sockets, before the workers start.)
-func WorkerNeeds(authFiles []model.AuthFile) AccessRequest {
-	req := AccessRequest{Write: []string{"tmp/client_body", "tmp/proxy"}}
+func WorkerNeeds(authFiles []model.AuthFile) luaapi.AccessRequest {
+	req := luaapi.AccessRequest{Write: []string{"tmp/client_body", "tmp/proxy"}}
 	for _, f := range authFiles {
 		req.Read = append(req.Read, f.Name)
 	}
@@ -45,7 +28,7 @@ func WorkerNeeds(authFiles []model.AuthFile) AccessRequest {
 
 // Access asks a worker which of the paths it cannot use. Every worker runs
 // as the same user, so one answer speaks for all.
-func (c *LuaClient) Access(ctx context.Context, want AccessRequest) ([]AccessDenied, error) {
+func (c *LuaClient) Access(ctx context.Context, want luaapi.AccessRequest) ([]luaapi.AccessDenied, error) {
 	body, err := json.Marshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("encoding access request: %w", err)
@@ -65,7 +48,7 @@ func (c *LuaClient) Access(ctx context.Context, want AccessRequest) ([]AccessDen
 		return nil, fmt.Errorf("asking lua for /access: %s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	var reply struct {
-		Denied []AccessDenied `json:"denied"`
+		Denied []luaapi.AccessDenied `json:"denied"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&reply); err != nil {
 		return nil, fmt.Errorf("decoding lua's /access: %w", err)

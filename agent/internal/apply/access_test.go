@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 )
@@ -122,7 +123,7 @@ func TestAccessCheckNamesAnUnreadableFile(t *testing.T) {
 		t.Fatalf("denied %+v, want only %s (read)", denied, locked)
 	}
 
-	for _, body := range []apply.AccessRequest{
+	for _, body := range []luaapi.AccessRequest{
 		{Read: []string{"../etc/passwd"}},
 		{Read: []string{"/etc/passwd"}},
 		{Read: []string{"auth/../../x"}},

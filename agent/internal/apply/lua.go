@@ -13,119 +13,9 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
-
-// Status is what the Lua config API reports about the running nginx.
-type Status struct {
-	// ConfigHash is the hash rendered into the nginx.conf the workers run.
-	ConfigHash string `json:"config_hash"`
-	// BootID is new on every nginx cold start and survives a HUP.
-	BootID string `json:"boot_id"`
-	// Version counts accepted changes since the boot.
-	Version int64 `json:"version"`
-	// Backends is how many backends Lua holds.
-	Backends int `json:"backends"`
-	// Certificates is how many certificates Lua holds.
-	Certificates int `json:"certificates"`
-	// Routes is how many hosts Lua routes.
-	Routes int `json:"routes"`
-}
-
-// LuaMetrics is what GET /metrics of the Lua config API reports.
-type LuaMetrics struct {
-	// Backends Lua holds, sorted by name, with their request counters.
-	Backends []BackendMetrics `json:"backends"`
-	// BalancerRebuilds counts the times a worker rebuilt its cached copy of
-	// a backend because the backend's version moved.
-	BalancerRebuilds int64 `json:"balancer_rebuilds"`
-	// Certificates is how many certificates Lua holds.
-	Certificates int `json:"certificates"`
-	// CertificateNearestExpiry is when the first of their leaves expires,
-	// in Unix seconds; 0 when there is none.
-	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
-	// Counting is false when the running nginx.conf has no counter dict
-	// (rendered by an older agent): the counters are then all 0.
-	Counting bool `json:"counting"`
-}
-
-// BackendMetrics is one backend in LuaMetrics.
-type BackendMetrics struct {
-	Name      string `json:"name"`
-	Endpoints int    `json:"endpoints"`
-	// Requests counts the requests proxied to this backend since nginx
-	// started (or since the backend was last added); Failures those of them
-	// that ended in 502, 503 or 504.
-	Requests int64 `json:"requests"`
-	Failures int64 `json:"failures"`
-}
-
-// BackendUpdate is the body of POST /backends.
-type BackendUpdate struct {
-	Upserts []BackendPayload `json:"upserts"`
-	Removes []string         `json:"removes"`
-}
-
-// BackendPayload is one backend as Lua stores it.
-type BackendPayload struct {
-	Name      string           `json:"name"`
-	Endpoints []model.Endpoint `json:"endpoints"`
-	// Policy is left out for the default one (round robin, defaults).
-	Policy *model.Policy `json:"policy,omitempty"`
-}
-
-// NewBackendPayload returns the payload of b.
-func NewBackendPayload(b model.Backend) BackendPayload {
-	p := BackendPayload{Name: b.Name, Endpoints: b.Endpoints}
-	if p.Endpoints == nil {
-		p.Endpoints = []model.Endpoint{}
-	}
-	if b.Policy != (model.Policy{}) {
-		policy := b.Policy
-		p.Policy = &policy
-	}
-	return p
-}
-
-// CertificateUpdate is the body of POST /certificates.
-type CertificateUpdate struct {
-	Upserts []CertificatePayload `json:"upserts"`
-	Removes []string             `json:"removes"`
-}
-
-// CertificatePayload is one certificate as the agent sends it.
-type CertificatePayload struct {
-	// Name is the Secret, "namespace/name".
-	Name string `json:"name"`
-	// Hosts are the SNI names it is served for, sorted.
-	Hosts []string `json:"hosts"`
-	// Cert is the PEM chain, leaf first; Key the PEM private key.
-	Cert string `json:"cert"`
-	Key  string `json:"key"`
-}
-
-// HeldCertificate is one certificate as GET /certificates lists it: no key.
-type HeldCertificate struct {
-	Name  string   `json:"name"`
-	Hosts []string `json:"hosts"`
-	// Hash is the hex SHA-1 of the chain, a newline and the key (see
-	// model.Certificate.Hash).
-	Hash string `json:"hash"`
-}
-
-// RouteUpdate is the body of POST /routes.
-type RouteUpdate struct {
-	Upserts []RoutePayload `json:"upserts"`
-	Removes []string       `json:"removes"`
-}
-
-// RoutePayload is one host Lua routes (model.Route).
-type RoutePayload struct {
-	// Name is the host.
-	Name      string                `json:"name"`
-	HTTPS     bool                  `json:"https,omitempty"`
-	Locations []model.RouteLocation `json:"locations"`
-}
 
 // LuaClient talks to the Lua config API over the unix socket.
 type LuaClient struct {
@@ -167,16 +57,16 @@ func NewLuaClient(socketPath string) *LuaClient {
 	}
 }
 
-// Status asks the running nginx for its config hash, boot id and version.
-func (c *LuaClient) Status(ctx context.Context) (Status, error) {
-	var s Status
+// luaapi.Status asks the running nginx for its config hash, boot id and version.
+func (c *LuaClient) Status(ctx context.Context) (luaapi.Status, error) {
+	var s luaapi.Status
 	err := c.getJSON(ctx, "/status", &s)
 	return s, err
 }
 
 // Metrics reads Lua's counters and what it holds, for the agent's /metrics.
-func (c *LuaClient) Metrics(ctx context.Context) (LuaMetrics, error) {
-	var m LuaMetrics
+func (c *LuaClient) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
+	var m luaapi.LuaMetrics
 	err := c.getJSON(ctx, "/metrics", &m)
 	return m, err
 }
@@ -184,7 +74,7 @@ func (c *LuaClient) Metrics(ctx context.Context) (LuaMetrics, error) {
 // Backends returns every backend Lua holds, by name.
 func (c *LuaClient) Backends(ctx context.Context) (map[string]model.Backend, error) {
 	var body struct {
-		Backends []BackendPayload `json:"backends"`
+		Backends []luaapi.BackendPayload `json:"backends"`
 	}
 	if err := c.getJSON(ctx, "/backends", &body); err != nil {
 		return nil, err
@@ -201,9 +91,9 @@ func (c *LuaClient) Backends(ctx context.Context) (map[string]model.Backend, err
 }
 
 // Certificates returns every certificate Lua holds (names, hosts, hashes).
-func (c *LuaClient) Certificates(ctx context.Context) ([]HeldCertificate, error) {
+func (c *LuaClient) Certificates(ctx context.Context) ([]luaapi.HeldCertificate, error) {
 	var body struct {
-		Certificates []HeldCertificate `json:"certificates"`
+		Certificates []luaapi.HeldCertificate `json:"certificates"`
 	}
 	if err := c.getJSON(ctx, "/certificates", &body); err != nil {
 		return nil, err
@@ -214,7 +104,7 @@ func (c *LuaClient) Certificates(ctx context.Context) ([]HeldCertificate, error)
 // Routes returns every route Lua holds, by host.
 func (c *LuaClient) Routes(ctx context.Context) (map[string]model.Route, error) {
 	var body struct {
-		Routes []RoutePayload `json:"routes"`
+		Routes []luaapi.RoutePayload `json:"routes"`
 	}
 	if err := c.getJSON(ctx, "/routes", &body); err != nil {
 		return nil, err
@@ -228,19 +118,19 @@ func (c *LuaClient) Routes(ctx context.Context) (map[string]model.Route, error) 
 
 // PushRoutes sends route upserts and removes in one request and returns
 // the bytes sent. Lua takes all of it or none.
-func (c *LuaClient) PushRoutes(ctx context.Context, update RouteUpdate) (int, error) {
+func (c *LuaClient) PushRoutes(ctx context.Context, update luaapi.RouteUpdate) (int, error) {
 	return c.post(ctx, "routes", update)
 }
 
 // Push sends backend upserts and removes in one request and returns the
 // bytes sent.
-func (c *LuaClient) Push(ctx context.Context, update BackendUpdate) (int, error) {
+func (c *LuaClient) Push(ctx context.Context, update luaapi.BackendUpdate) (int, error) {
 	return c.post(ctx, "backends", update)
 }
 
 // PushCertificates sends certificate upserts and removes in one request and
 // returns the bytes sent. Lua takes all of it or none.
-func (c *LuaClient) PushCertificates(ctx context.Context, update CertificateUpdate) (int, error) {
+func (c *LuaClient) PushCertificates(ctx context.Context, update luaapi.CertificateUpdate) (int, error) {
 	return c.post(ctx, "certificates", update)
 }
 

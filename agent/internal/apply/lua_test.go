@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -29,7 +30,7 @@ func serveUnix(t *testing.T, h http.Handler) string {
 
 func TestPushRetriesServerErrorsOnly(t *testing.T) {
 	var calls atomic.Int32
-	var got BackendUpdate
+	var got luaapi.BackendUpdate
 	path := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
 		if r.URL.Path != "/backends" || r.Method != http.MethodPost {
@@ -44,7 +45,7 @@ func TestPushRetriesServerErrorsOnly(t *testing.T) {
 		w.Write([]byte(`{"version":1}`))
 	}))
 	c := NewLuaClient(path)
-	update := BackendUpdate{Upserts: []BackendPayload{{Name: "default/a:80", Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}}}}}
+	update := luaapi.BackendUpdate{Upserts: []luaapi.BackendPayload{{Name: "default/a:80", Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 8080}}}}}
 	n, err := c.Push(context.Background(), update)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestStatusAndBackends(t *testing.T) {
 	}))
 	c := NewLuaClient(path)
 	st, err := c.Status(context.Background())
-	if err != nil || st != (Status{ConfigHash: "abc", BootID: "b1", Version: 3, Backends: 1}) {
+	if err != nil || st != (luaapi.Status{ConfigHash: "abc", BootID: "b1", Version: 3, Backends: 1}) {
 		t.Errorf("status %+v, %v", st, err)
 	}
 	held, err := c.Backends(context.Background())
@@ -109,7 +110,7 @@ func TestWriteFileAtomic(t *testing.T) {
 }
 
 func TestCertificates(t *testing.T) {
-	var got CertificateUpdate
+	var got luaapi.CertificateUpdate
 	path := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/certificates" && r.Method == http.MethodGet:
@@ -130,14 +131,14 @@ func TestCertificates(t *testing.T) {
 	if err != nil || len(held) != 1 || held[0].Name != "ns/a" || held[0].Hash != "abc" || held[0].Hosts[0] != "a.test" {
 		t.Fatalf("Certificates() = %+v, %v", held, err)
 	}
-	update := CertificateUpdate{Upserts: []CertificatePayload{{Name: "ns/a", Hosts: []string{"a.test"}, Cert: "C", Key: "K"}}}
+	update := luaapi.CertificateUpdate{Upserts: []luaapi.CertificatePayload{{Name: "ns/a", Hosts: []string{"a.test"}, Cert: "C", Key: "K"}}}
 	if _, err := c.PushCertificates(context.Background(), update); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Upserts) != 1 || got.Upserts[0].Cert != "C" || got.Upserts[0].Key != "K" {
 		t.Errorf("lua received %+v", got)
 	}
-	_, err = c.PushCertificates(context.Background(), CertificateUpdate{Removes: []string{"ns/a"}})
+	_, err = c.PushCertificates(context.Background(), luaapi.CertificateUpdate{Removes: []string{"ns/a"}})
 	if err == nil || !strings.Contains(err.Error(), "pushing certificates: lua answered 409") {
 		t.Errorf("error %v, want the 409 named", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/render"
@@ -55,7 +56,7 @@ func (l *LuaState) Boot() string { return l.boot }
 
 // Observe reads back everything Lua holds when status is of a boot the
 // record does not belong to, and says whether it did.
-func (l *LuaState) Observe(ctx context.Context, status Status) (newBoot bool, err error) {
+func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot bool, err error) {
 	if status.BootID == l.boot {
 		return false, nil
 	}
@@ -145,7 +146,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 		case plan.PushCertificates:
 			certErr = l.pushCertificates(ctx, step.Certificates, &out)
 		case plan.PushBackends:
-			err = l.pushBackends(ctx, BackendUpdate{Upserts: payloads(step.Backends)}, &out)
+			err = l.pushBackends(ctx, luaapi.BackendUpdate{Upserts: payloads(step.Backends)}, &out)
 			if err == nil {
 				for _, b := range step.Backends {
 					l.backends[b.Name] = b
@@ -153,7 +154,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 				out.Upserts += len(step.Backends)
 			}
 		case plan.PushRoutes:
-			err = l.pushRoutes(ctx, RouteUpdate{Upserts: routePayloads(step.Routes)}, &out)
+			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Upserts: luaapi.RoutePayloads(step.Routes)}, &out)
 			if err == nil {
 				for _, r := range step.Routes {
 					l.routes[r.Host] = r
@@ -164,7 +165,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			err = reload(ctx, step.Config)
 			out.Reloaded = err == nil
 		case plan.RemoveBackends:
-			err = l.pushBackends(ctx, BackendUpdate{Removes: step.Names}, &out)
+			err = l.pushBackends(ctx, luaapi.BackendUpdate{Removes: step.Names}, &out)
 			if err == nil {
 				for _, name := range step.Names {
 					delete(l.backends, name)
@@ -172,7 +173,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 				out.Removes += len(step.Names)
 			}
 		case plan.RemoveRoutes:
-			err = l.pushRoutes(ctx, RouteUpdate{Removes: step.Names}, &out)
+			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Removes: step.Names}, &out)
 			if err == nil {
 				for _, host := range step.Names {
 					delete(l.routes, host)
@@ -191,9 +192,9 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 }
 
 func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan, out *Outcome) error {
-	update := CertificateUpdate{Upserts: make([]CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
+	update := luaapi.CertificateUpdate{Upserts: make([]luaapi.CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
 	for i, c := range cp.Upserts {
-		update.Upserts[i] = CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
+		update.Upserts[i] = luaapi.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
 	}
 	if err := l.post(ctx, "certificates", update, out); err != nil {
 		return err
@@ -208,11 +209,11 @@ func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan
 	return nil
 }
 
-func (l *LuaState) pushBackends(ctx context.Context, update BackendUpdate, out *Outcome) error {
+func (l *LuaState) pushBackends(ctx context.Context, update luaapi.BackendUpdate, out *Outcome) error {
 	return l.post(ctx, "backends", update, out)
 }
 
-func (l *LuaState) pushRoutes(ctx context.Context, update RouteUpdate, out *Outcome) error {
+func (l *LuaState) pushRoutes(ctx context.Context, update luaapi.RouteUpdate, out *Outcome) error {
 	return l.post(ctx, "routes", update, out)
 }
 
@@ -231,18 +232,10 @@ func (l *LuaState) post(ctx context.Context, kind string, update any, out *Outco
 	return nil
 }
 
-func payloads(backends []model.Backend) []BackendPayload {
-	out := make([]BackendPayload, len(backends))
+func payloads(backends []model.Backend) []luaapi.BackendPayload {
+	out := make([]luaapi.BackendPayload, len(backends))
 	for i, b := range backends {
-		out[i] = NewBackendPayload(b)
-	}
-	return out
-}
-
-func routePayloads(routes []model.Route) []RoutePayload {
-	out := make([]RoutePayload, len(routes))
-	for i, r := range routes {
-		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
+		out[i] = luaapi.NewBackendPayload(b)
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
@@ -218,7 +219,7 @@ func (n *Nginx) waitForHash(ctx context.Context, wantHash string, rejected func(
 	// A steady short poll: the answer comes over a local socket, and every
 	// millisecond here is a millisecond before a new Ingress is served.
 	const poll = 5 * time.Millisecond
-	var last Status
+	var last luaapi.Status
 	var lastErr error
 	for {
 		last, lastErr = n.Lua.Status(ctx)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -45,8 +45,8 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		},
 		Objects: func() map[string]int { return map[string]int{"Ingress": 1} },
 		Leader:  func() bool { return true },
-		Lua: &fakeLua{m: apply.LuaMetrics{
-			Backends:     []apply.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5, Failures: 1}},
+		Lua: &fakeLua{m: luaapi.LuaMetrics{
+			Backends:     []luaapi.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5, Failures: 1}},
 			Certificates: 1, CertificateNearestExpiry: time.Now().Add(time.Hour).Unix(), BalancerRebuilds: 1,
 		}},
 	})

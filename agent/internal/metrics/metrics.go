@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -31,7 +32,7 @@ const Namespace = "restysync"
 
 // LuaReader reads Lua's counters; *apply.LuaClient is one.
 type LuaReader interface {
-	Metrics(ctx context.Context) (apply.LuaMetrics, error)
+	Metrics(ctx context.Context) (luaapi.LuaMetrics, error)
 }
 
 var _ LuaReader = (*apply.LuaClient)(nil)
@@ -396,7 +397,7 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	c.errors.Collect(ch)
 	backends := slices.Clone(lm.Backends)
-	slices.SortFunc(backends, func(a, b apply.BackendMetrics) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(backends, func(a, b luaapi.BackendMetrics) int { return cmp.Compare(a.Name, b.Name) })
 	for i, b := range backends {
 		if i > 0 && backends[i-1].Name == b.Name {
 			continue // a duplicate would fail the whole scrape

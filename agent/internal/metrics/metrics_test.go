@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -163,17 +163,17 @@ func TestCountObjects(t *testing.T) {
 }
 
 type fakeLua struct {
-	m   apply.LuaMetrics
+	m   luaapi.LuaMetrics
 	err error
 }
 
-func (f *fakeLua) Metrics(context.Context) (apply.LuaMetrics, error) { return f.m, f.err }
+func (f *fakeLua) Metrics(context.Context) (luaapi.LuaMetrics, error) { return f.m, f.err }
 
 // The Lua collector exports what Lua reports; when Lua does not answer,
 // the scrape still succeeds, with lua_up 0 and the error counted.
 func TestLuaSeries(t *testing.T) {
-	lua := &fakeLua{m: apply.LuaMetrics{
-		Backends: []apply.BackendMetrics{
+	lua := &fakeLua{m: luaapi.LuaMetrics{
+		Backends: []luaapi.BackendMetrics{
 			{Name: "default/web:80", Endpoints: 3, Requests: 10, Failures: 1},
 			{Name: "default/api:http", Endpoints: 0, Requests: 2, Failures: 2},
 		},

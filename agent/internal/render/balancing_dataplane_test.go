@@ -25,9 +25,9 @@ import (
 
 // policyBackend is a backend of the config API with a policy.
 type policyBackend struct {
-	Name      string         `json:"name"`
-	Endpoints []endpoint     `json:"endpoints"`
-	Policy    map[string]any `json:"policy,omitempty"`
+	Name      string           `json:"name"`
+	Endpoints []model.Endpoint `json:"endpoints"`
+	Policy    map[string]any   `json:"policy,omitempty"`
 }
 
 func (dp *dataPlane) pushPolicies(t *testing.T, upserts ...policyBackend) {
@@ -57,11 +57,11 @@ func startSlowBackend(t *testing.T, name string, delay time.Duration) echoBacken
 	}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return echoBackend{name: name, ep: endpoint{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}}
+	return echoBackend{name: name, ep: model.Endpoint{Address: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port)}}
 }
 
 // cookieID is the affinity cookie value restysync.affinity gives ep.
-func cookieID(ep endpoint) string {
+func cookieID(ep model.Endpoint) string {
 	sum := md5.Sum([]byte(fmt.Sprintf("%s:%d", ep.Address, ep.Port)))
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -113,9 +113,9 @@ func (dp *dataPlane) requestWithHeader(t *testing.T, path, name, value string) s
 func TestDataPlaneBalancing(t *testing.T) {
 	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2"), startEchoBackend(t, "web-3")}
 	slow := startSlowBackend(t, "slow", 30*time.Millisecond)
-	dead := endpoint{Address: "127.0.0.1", Port: nginxproc.FreePort(t)} // nothing listens here
-	eps := func(bs ...echoBackend) []endpoint {
-		var out []endpoint
+	dead := model.Endpoint{Address: "127.0.0.1", Port: int32(nginxproc.FreePort(t))} // nothing listens here
+	eps := func(bs ...echoBackend) []model.Endpoint {
+		var out []model.Endpoint
 		for _, b := range bs {
 			out = append(out, b.ep)
 		}
@@ -200,8 +200,8 @@ func TestDataPlaneBalancing(t *testing.T) {
 		sticky := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000}
 		change := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000, "cookie_change_on_failure": true}
 		dp.pushPolicies(t,
-			policyBackend{Name: "ns/change:80", Endpoints: []endpoint{dead, web[0].ep}, Policy: change},
-			policyBackend{Name: "ns/keep:80", Endpoints: []endpoint{dead, web[0].ep}, Policy: sticky},
+			policyBackend{Name: "ns/change:80", Endpoints: []model.Endpoint{dead, web[0].ep}, Policy: change},
+			policyBackend{Name: "ns/keep:80", Endpoints: []model.Endpoint{dead, web[0].ep}, Policy: sticky},
 		)
 		pinned := "S=" + cookieID(dead)
 		code, body, setCookie := dp.request(t, "/change", pinned)
@@ -319,7 +319,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 	})
 
 	t.Run("fallback while a backend has no endpoints", func(t *testing.T) {
-		empty := policyBackend{Name: "ns/nofb:80", Endpoints: []endpoint{}, Policy: map[string]any{"fallback": "ns/fb:80"}}
+		empty := policyBackend{Name: "ns/nofb:80", Endpoints: []model.Endpoint{}, Policy: map[string]any{"fallback": "ns/fb:80"}}
 		dp.pushPolicies(t, empty, policyBackend{Name: "ns/fb:80", Endpoints: eps(web[2])})
 		if code, body, _ := dp.request(t, "/fallback", ""); code != http.StatusOK || body != "web-3" {
 			t.Errorf("no endpoints, a fallback with one: %d %q, want 200 from web-3", code, body)
@@ -328,7 +328,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		if code, body, _ := dp.request(t, "/fallback", ""); code != http.StatusOK || body != "web-1" {
 			t.Errorf("with an endpoint of its own: %d %q, want 200 from web-1", code, body)
 		}
-		dp.pushPolicies(t, empty, policyBackend{Name: "ns/fb:80", Endpoints: []endpoint{}})
+		dp.pushPolicies(t, empty, policyBackend{Name: "ns/fb:80", Endpoints: []model.Endpoint{}})
 		if code, _, _ := dp.request(t, "/fallback", ""); code != http.StatusServiceUnavailable {
 			t.Errorf("no endpoints anywhere: %d, want 503", code)
 		}
@@ -371,7 +371,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 			return n
 		}
 		before := attempts()
-		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []endpoint{dead, web[0].ep, web[1].ep},
+		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []model.Endpoint{dead, web[0].ep, web[1].ep},
 			Policy: map[string]any{"max_fails": 2, "fail_timeout": 60}})
 		for range 30 {
 			if code, body, _ := dp.request(t, "/health", ""); code != http.StatusOK {
@@ -383,7 +383,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		}
 		// tries bounds the endpoints one request tries: with every endpoint
 		// dead, each request makes exactly that many attempts.
-		deadOnes := []endpoint{dead, {Address: "127.0.0.1", Port: nginxproc.FreePort(t)}, {Address: "127.0.0.1", Port: nginxproc.FreePort(t)}}
+		deadOnes := []model.Endpoint{dead, {Address: "127.0.0.1", Port: int32(nginxproc.FreePort(t))}, {Address: "127.0.0.1", Port: int32(nginxproc.FreePort(t))}}
 		for _, tries := range []int{1, 2, 3} {
 			dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: deadOnes,
 				Policy: map[string]any{"tries": tries, "max_fails": 1000}})
@@ -398,7 +398,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 			}
 		}
 		// Every endpoint down (or failing): still tried, never a 503 of our own.
-		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []endpoint{dead}, Policy: map[string]any{"max_fails": 1, "fail_timeout": 60}})
+		dp.pushPolicies(t, policyBackend{Name: "ns/health:80", Endpoints: []model.Endpoint{dead}, Policy: map[string]any{"max_fails": 1, "fail_timeout": 60}})
 		for range 3 {
 			if code, _, _ := dp.request(t, "/health", ""); code != http.StatusBadGateway {
 				t.Errorf("only a dead endpoint: got %d, want 502 (tried anyway)", code)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
@@ -27,7 +28,7 @@ import (
 // echoBackend is an HTTP server on 127.0.0.1 that answers with its name.
 type echoBackend struct {
 	name string
-	ep   endpoint
+	ep   model.Endpoint
 }
 
 func startEchoBackend(t *testing.T, name string) echoBackend {
@@ -44,27 +45,7 @@ func startEchoBackend(t *testing.T, name string) echoBackend {
 	}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return echoBackend{name: name, ep: endpoint{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}}
-}
-
-// endpoint and backendJSON are the config API's JSON.
-type endpoint struct {
-	Address string `json:"address"`
-	Port    int    `json:"port"`
-}
-
-type backendJSON struct {
-	Name      string     `json:"name"`
-	Endpoints []endpoint `json:"endpoints"`
-}
-
-type status struct {
-	ConfigHash string `json:"config_hash"`
-	BootID     string `json:"boot_id"`
-	Version    int    `json:"version"`
-	Backends   int    `json:"backends"`
-	// Certificates is read by the TLS data plane tests.
-	Certificates int `json:"certificates"`
+	return echoBackend{name: name, ep: model.Endpoint{Address: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port)}}
 }
 
 // dataPlane is a running nginx and the clients to reach it.
@@ -125,7 +106,7 @@ func (dp *dataPlane) pushRoutes(t *testing.T, m model.Model) {
 	if len(routes) == 0 {
 		return
 	}
-	update := map[string]any{"upserts": routePayloads(routes)}
+	update := luaapi.RouteUpdate{Upserts: luaapi.RoutePayloads(routes)}
 	body, err := json.Marshal(update)
 	if err != nil {
 		t.Fatal(err)
@@ -133,14 +114,6 @@ func (dp *dataPlane) pushRoutes(t *testing.T, m model.Model) {
 	if code, reply := dp.api(t, http.MethodPost, "/routes", body); code != http.StatusOK {
 		t.Fatalf("POST /routes: %d %s", code, reply)
 	}
-}
-
-func routePayloads(routes []model.Route) []map[string]any {
-	out := make([]map[string]any, len(routes))
-	for i, r := range routes {
-		out[i] = map[string]any{"name": r.Host, "https": r.HTTPS, "locations": r.Locations}
-	}
-	return out
 }
 
 // get sends GET http://host/path to nginx and returns the status and body.
@@ -178,7 +151,7 @@ func (dp *dataPlane) api(t *testing.T, method, path string, body []byte) (int, [
 	return resp.StatusCode, reply
 }
 
-func (dp *dataPlane) push(t *testing.T, upserts []backendJSON, removes []string) int {
+func (dp *dataPlane) push(t *testing.T, upserts []luaapi.BackendPayload, removes []string) int64 {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"upserts": upserts, "removes": removes})
 	if err != nil {
@@ -188,7 +161,7 @@ func (dp *dataPlane) push(t *testing.T, upserts []backendJSON, removes []string)
 	if code != http.StatusOK {
 		t.Fatalf("POST /backends: %d %s", code, reply)
 	}
-	var v struct{ Version int }
+	var v struct{ Version int64 }
 	if err := json.Unmarshal(reply, &v); err != nil {
 		t.Fatalf("POST /backends answered %s: %v", reply, err)
 	}
@@ -211,26 +184,26 @@ func (dp *dataPlane) expectRefused(t *testing.T, path, body, reason string) {
 	}
 }
 
-func (dp *dataPlane) status(t *testing.T) status {
+func (dp *dataPlane) status(t *testing.T) luaapi.Status {
 	t.Helper()
 	code, reply := dp.api(t, http.MethodGet, "/status", nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET /status: %d %s", code, reply)
 	}
-	var st status
+	var st luaapi.Status
 	if err := json.Unmarshal(reply, &st); err != nil {
 		t.Fatalf("GET /status answered %s: %v", reply, err)
 	}
 	return st
 }
 
-func (dp *dataPlane) backends(t *testing.T) []backendJSON {
+func (dp *dataPlane) backends(t *testing.T) []luaapi.BackendPayload {
 	t.Helper()
 	code, reply := dp.api(t, http.MethodGet, "/backends", nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET /backends: %d %s", code, reply)
 	}
-	var body struct{ Backends []backendJSON }
+	var body struct{ Backends []luaapi.BackendPayload }
 	if err := json.Unmarshal(reply, &body); err != nil {
 		t.Fatalf("GET /backends answered %s: %v", reply, err)
 	}
@@ -276,7 +249,7 @@ func dataPlaneModel() model.Model {
 func TestDataPlane(t *testing.T) {
 	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2"), startEchoBackend(t, "web-3")}
 	foo, exact, wild, health := startEchoBackend(t, "foo"), startEchoBackend(t, "exact"), startEchoBackend(t, "wild"), startEchoBackend(t, "health")
-	dead := endpoint{Address: "127.0.0.1", Port: nginxproc.FreePort(t)} // nothing listens here
+	dead := model.Endpoint{Address: "127.0.0.1", Port: int32(nginxproc.FreePort(t))} // nothing listens here
 
 	m := dataPlaneModel()
 	dp, settings, cfg := startDataPlane(t, m, nil)
@@ -295,15 +268,15 @@ func TestDataPlane(t *testing.T) {
 		}
 	})
 
-	initial := []backendJSON{
-		{Name: "default/health:80", Endpoints: []endpoint{health.ep}},
-		{Name: "ns/empty:80", Endpoints: []endpoint{}},
-		{Name: "ns/exact:80", Endpoints: []endpoint{exact.ep}},
-		{Name: "ns/foo:80", Endpoints: []endpoint{foo.ep}},
-		{Name: "ns/retry:80", Endpoints: []endpoint{dead, web[0].ep}},
-		{Name: "ns/v6:80", Endpoints: []endpoint{{Address: "::1", Port: dead.Port}}},
-		{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep, web[1].ep, web[2].ep}},
-		{Name: "ns/wild:80", Endpoints: []endpoint{wild.ep}},
+	initial := []luaapi.BackendPayload{
+		{Name: "default/health:80", Endpoints: []model.Endpoint{health.ep}},
+		{Name: "ns/empty:80", Endpoints: []model.Endpoint{}},
+		{Name: "ns/exact:80", Endpoints: []model.Endpoint{exact.ep}},
+		{Name: "ns/foo:80", Endpoints: []model.Endpoint{foo.ep}},
+		{Name: "ns/retry:80", Endpoints: []model.Endpoint{dead, web[0].ep}},
+		{Name: "ns/v6:80", Endpoints: []model.Endpoint{{Address: "::1", Port: dead.Port}}},
+		{Name: "ns/web:80", Endpoints: []model.Endpoint{web[0].ep, web[1].ep, web[2].ep}},
+		{Name: "ns/wild:80", Endpoints: []model.Endpoint{wild.ep}},
 	}
 
 	var bootID string
@@ -383,7 +356,7 @@ func TestDataPlane(t *testing.T) {
 
 	t.Run("update without reload", func(t *testing.T) {
 		workers := dp.nginx.WorkerPIDs()
-		dp.push(t, []backendJSON{{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep, web[2].ep}}}, []string{"ns/foo:80"})
+		dp.push(t, []luaapi.BackendPayload{{Name: "ns/web:80", Endpoints: []model.Endpoint{web[0].ep, web[2].ep}}}, []string{"ns/foo:80"})
 		got := dp.spread(t, "app.example.com", "/", 20)
 		if want := map[string]int{"web-1": 10, "web-3": 10}; !maps.Equal(got, want) {
 			t.Errorf("20 requests went %v, want %v", got, want)
@@ -498,7 +471,7 @@ func TestDataPlane(t *testing.T) {
 		}
 		got := dp.backends(t)
 		for _, b := range big {
-			i := slices.IndexFunc(got, func(g backendJSON) bool { return g.Name == b.Name })
+			i := slices.IndexFunc(got, func(g luaapi.BackendPayload) bool { return g.Name == b.Name })
 			if i < 0 || !slices.Equal(got[i].Endpoints, b.Endpoints) {
 				t.Errorf("backend %s was not stored whole", b.Name)
 			}
@@ -559,7 +532,7 @@ func TestDataPlaneDictFull(t *testing.T) {
 		return small
 	}
 	dp, _, _ := startDataPlane(t, model.Model{}, shrink)
-	keep := []backendJSON{{Name: "ns/keep:80", Endpoints: []endpoint{{Address: "10.0.0.1", Port: 80}}}}
+	keep := []luaapi.BackendPayload{{Name: "ns/keep:80", Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
 	dp.push(t, keep, nil)
 	before := dp.status(t)
 
@@ -579,26 +552,26 @@ func TestDataPlaneDictFull(t *testing.T) {
 		t.Errorf("status %+v after the refused update, was %+v", after, before)
 	}
 	// The dict is usable again, and the next version is a new number.
-	if v := dp.push(t, []backendJSON{{Name: "ns/other:80", Endpoints: []endpoint{{Address: "10.0.0.2", Port: 80}}}}, nil); v <= after.Version {
+	if v := dp.push(t, []luaapi.BackendPayload{{Name: "ns/other:80", Endpoints: []model.Endpoint{{Address: "10.0.0.2", Port: 80}}}}, nil); v <= after.Version {
 		t.Errorf("version %d after the refused update, want more than %d", v, after.Version)
 	}
 }
 
 // bigBackends returns n backends of 10,000 endpoints each.
-func bigBackends(n int) []backendJSON {
-	var big []backendJSON
+func bigBackends(n int) []luaapi.BackendPayload {
+	var big []luaapi.BackendPayload
 	for i := range n {
-		b := backendJSON{Name: fmt.Sprintf("big/b%d:80", i)}
+		b := luaapi.BackendPayload{Name: fmt.Sprintf("big/b%d:80", i)}
 		for j := range 10_000 {
-			b.Endpoints = append(b.Endpoints, endpoint{Address: fmt.Sprintf("10.%d.%d.%d", i, j/256, j%256), Port: 8080})
+			b.Endpoints = append(b.Endpoints, model.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d", i, j/256, j%256), Port: 8080})
 		}
 		big = append(big, b)
 	}
 	return big
 }
 
-func equalBackends(a, b []backendJSON) bool {
-	return slices.EqualFunc(a, b, func(x, y backendJSON) bool {
+func equalBackends(a, b []luaapi.BackendPayload) bool {
+	return slices.EqualFunc(a, b, func(x, y luaapi.BackendPayload) bool {
 		return x.Name == y.Name && slices.Equal(x.Endpoints, y.Endpoints)
 	})
 }

@@ -13,38 +13,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
-// luaMetrics is the body of GET /metrics.
-type luaMetrics struct {
-	Backends []struct {
-		Name      string `json:"name"`
-		Endpoints int    `json:"endpoints"`
-		Requests  int64  `json:"requests"`
-		Failures  int64  `json:"failures"`
-	} `json:"backends"`
-	BalancerRebuilds         int64 `json:"balancer_rebuilds"`
-	Certificates             int   `json:"certificates"`
-	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
-	Counting                 bool  `json:"counting"`
-}
-
-func (dp *dataPlane) metrics(t *testing.T) luaMetrics {
+func (dp *dataPlane) metrics(t *testing.T) luaapi.LuaMetrics {
 	t.Helper()
 	code, reply := dp.api(t, http.MethodGet, "/metrics", nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %s", code, reply)
 	}
-	var m luaMetrics
+	var m luaapi.LuaMetrics
 	if err := json.Unmarshal(reply, &m); err != nil {
 		t.Fatalf("GET /metrics answered %s: %v", reply, err)
 	}
 	return m
 }
 
-// backend returns the counters of name, and whether GET /metrics lists it.
-func (m luaMetrics) backend(name string) (endpoints int, requests, failures int64, ok bool) {
+// backendCounters returns the counters of name in m, and whether GET
+// /metrics lists it.
+func backendCounters(m luaapi.LuaMetrics, name string) (endpoints int, requests, failures int64, ok bool) {
 	for _, b := range m.Backends {
 		if b.Name == name {
 			return b.Endpoints, b.Requests, b.Failures, true
@@ -54,7 +43,7 @@ func (m luaMetrics) backend(name string) (endpoints int, requests, failures int6
 }
 
 // certExpiring is a self-signed certificate for name that expires at notAfter.
-func certExpiring(t *testing.T, name string, notAfter time.Time) (certJSON, time.Time) {
+func certExpiring(t *testing.T, name string, notAfter time.Time) (luaapi.CertificatePayload, time.Time) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -79,7 +68,7 @@ func certExpiring(t *testing.T, name string, notAfter time.Time) (certJSON, time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return certJSON{
+	return luaapi.CertificatePayload{
 		Name:  "ns/" + name,
 		Hosts: []string{name},
 		Cert:  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
@@ -92,22 +81,22 @@ func certExpiring(t *testing.T, name string, notAfter time.Time) (certJSON, time
 // worker rebuilds; a removed backend loses its counters.
 func TestDataPlaneMetrics(t *testing.T) {
 	web := []echoBackend{startEchoBackend(t, "web-1"), startEchoBackend(t, "web-2")}
-	dead := endpoint{Address: "127.0.0.1", Port: nginxproc.FreePort(t)} // nothing listens here
+	dead := model.Endpoint{Address: "127.0.0.1", Port: int32(nginxproc.FreePort(t))} // nothing listens here
 	dp, _, _ := startDataPlane(t, dataPlaneModel(), nil)
-	dp.push(t, []backendJSON{
-		{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep, web[1].ep}},
-		{Name: "ns/empty:80", Endpoints: []endpoint{}},
-		{Name: "ns/retry:80", Endpoints: []endpoint{dead}},
+	dp.push(t, []luaapi.BackendPayload{
+		{Name: "ns/web:80", Endpoints: []model.Endpoint{web[0].ep, web[1].ep}},
+		{Name: "ns/empty:80", Endpoints: []model.Endpoint{}},
+		{Name: "ns/retry:80", Endpoints: []model.Endpoint{dead}},
 	}, nil)
 
 	m := dp.metrics(t)
 	if !m.Counting {
 		t.Fatal("counting is off: the rendered nginx.conf has no restysync_metrics dict")
 	}
-	if eps, req, _, ok := m.backend("ns/web:80"); !ok || eps != 2 || req != 0 {
+	if eps, req, _, ok := backendCounters(m, "ns/web:80"); !ok || eps != 2 || req != 0 {
 		t.Fatalf("ns/web:80 before any request: endpoints %d requests %d listed %v; want 2, 0, true", eps, req, ok)
 	}
-	if eps, _, _, ok := m.backend("ns/empty:80"); !ok || eps != 0 {
+	if eps, _, _, ok := backendCounters(m, "ns/empty:80"); !ok || eps != 0 {
 		t.Fatalf("ns/empty:80: endpoints %d listed %v; want 0, true", eps, ok)
 	}
 
@@ -124,9 +113,9 @@ func TestDataPlaneMetrics(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m = dp.metrics(t)
-		_, webReq, webFail, _ := m.backend("ns/web:80")
-		_, emptyReq, emptyFail, _ := m.backend("ns/empty:80")
-		_, retryReq, retryFail, _ := m.backend("ns/retry:80")
+		_, webReq, webFail, _ := backendCounters(m, "ns/web:80")
+		_, emptyReq, emptyFail, _ := backendCounters(m, "ns/empty:80")
+		_, retryReq, retryFail, _ := backendCounters(m, "ns/retry:80")
 		got := [6]int64{webReq, webFail, emptyReq, emptyFail, retryReq, retryFail}
 		if got == [6]int64{5, 0, 2, 2, 1, 1} {
 			break
@@ -142,8 +131,8 @@ func TestDataPlaneMetrics(t *testing.T) {
 	}
 
 	dp.push(t, nil, []string{"ns/web:80"})
-	dp.push(t, []backendJSON{{Name: "ns/web:80", Endpoints: []endpoint{web[0].ep}}}, nil)
-	if eps, req, _, _ := dp.metrics(t).backend("ns/web:80"); eps != 1 || req != 0 {
+	dp.push(t, []luaapi.BackendPayload{{Name: "ns/web:80", Endpoints: []model.Endpoint{web[0].ep}}}, nil)
+	if eps, req, _, _ := backendCounters(dp.metrics(t), "ns/web:80"); eps != 1 || req != 0 {
 		t.Errorf("ns/web:80 removed and added again: endpoints %d requests %d, want 1, 0", eps, req)
 	}
 	// Only a backend whose version moved is rebuilt, once.
@@ -161,11 +150,11 @@ func TestDataPlaneMetrics(t *testing.T) {
 	// UTCTime before 2050, GeneralizedTime from 2050 on: both are read.
 	soon, soonAt := certExpiring(t, "soon.example.com", time.Now().Add(48*time.Hour).Truncate(time.Second))
 	late, lateAt := certExpiring(t, "late.example.com", time.Date(2061, 3, 4, 5, 6, 7, 0, time.UTC))
-	dp.pushCerts(t, []certJSON{late}, nil)
+	dp.pushCerts(t, []luaapi.CertificatePayload{late}, nil)
 	if m := dp.metrics(t); m.Certificates != 1 || m.CertificateNearestExpiry != lateAt.Unix() {
 		t.Errorf("one certificate until %s: count %d nearest expiry %d, want 1, %d", lateAt, m.Certificates, m.CertificateNearestExpiry, lateAt.Unix())
 	}
-	dp.pushCerts(t, []certJSON{soon}, nil)
+	dp.pushCerts(t, []luaapi.CertificatePayload{soon}, nil)
 	if m := dp.metrics(t); m.Certificates != 2 || m.CertificateNearestExpiry != soonAt.Unix() {
 		t.Errorf("two certificates: count %d nearest expiry %d, want 2, %d (%s)", m.Certificates, m.CertificateNearestExpiry, soonAt.Unix(), soonAt)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -50,9 +51,9 @@ func TestDataPlaneProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var upserts []backendJSON
+	var upserts []luaapi.BackendPayload
 	for _, name := range []string{"a", "b", "c"} {
-		upserts = append(upserts, backendJSON{Name: "ns/" + name + ":80", Endpoints: []endpoint{startEchoBackend(t, name).ep}})
+		upserts = append(upserts, luaapi.BackendPayload{Name: "ns/" + name + ":80", Endpoints: []model.Endpoint{startEchoBackend(t, name).ep}})
 	}
 	dp.push(t, upserts, nil)
 

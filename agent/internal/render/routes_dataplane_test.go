@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -47,11 +48,11 @@ func routedModel() model.Model {
 // one is a push to the config API that needs no reload.
 func TestDataPlaneRoutedHosts(t *testing.T) {
 	names := []string{"web", "exact", "foo", "bar", "big", "fallback"}
-	var upserts []backendJSON
+	var upserts []luaapi.BackendPayload
 	for _, name := range names {
-		upserts = append(upserts, backendJSON{Name: "ns/" + name + ":80", Endpoints: []endpoint{startEchoBackend(t, name).ep}})
+		upserts = append(upserts, luaapi.BackendPayload{Name: "ns/" + name + ":80", Endpoints: []model.Endpoint{startEchoBackend(t, name).ep}})
 	}
-	upserts = append(upserts, backendJSON{Name: "ns/slow:80", Endpoints: []endpoint{startSlowBackend(t, "slow", 2*time.Second).ep}})
+	upserts = append(upserts, luaapi.BackendPayload{Name: "ns/slow:80", Endpoints: []model.Endpoint{startSlowBackend(t, "slow", 2*time.Second).ep}})
 	m := routedModel()
 	dp, settings, cfg := startDataPlane(t, m, nil)
 	dp.push(t, upserts, nil)

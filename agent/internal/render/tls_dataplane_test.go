@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -66,41 +67,27 @@ func newTestCert(t testing.TB, serial int64, names ...string) testCert {
 	}
 }
 
-// certJSON is one upsert of POST /certificates.
-type certJSON struct {
-	Name  string   `json:"name"`
-	Hosts []string `json:"hosts"`
-	Cert  string   `json:"cert"`
-	Key   string   `json:"key"`
-}
-
-func upsertOf(name string, c testCert, hosts ...string) certJSON {
+func upsertOf(name string, c testCert, hosts ...string) luaapi.CertificatePayload {
 	if hosts == nil {
 		hosts = []string{}
 	}
-	return certJSON{Name: name, Hosts: hosts, Cert: c.cert, Key: c.key}
+	return luaapi.CertificatePayload{Name: name, Hosts: hosts, Cert: c.cert, Key: c.key}
 }
 
-type heldCertJSON struct {
-	Name  string   `json:"name"`
-	Hosts []string `json:"hosts"`
-	Hash  string   `json:"hash"`
-}
-
-func (dp *dataPlane) pushCerts(t *testing.T, upserts []certJSON, removes []string) int {
+func (dp *dataPlane) pushCerts(t *testing.T, upserts []luaapi.CertificatePayload, removes []string) int64 {
 	t.Helper()
 	code, reply := dp.postCerts(t, upserts, removes)
 	if code != http.StatusOK {
 		t.Fatalf("POST /certificates: %d %s", code, reply)
 	}
-	var v struct{ Version int }
+	var v struct{ Version int64 }
 	if err := json.Unmarshal(reply, &v); err != nil {
 		t.Fatalf("POST /certificates answered %s: %v", reply, err)
 	}
 	return v.Version
 }
 
-func (dp *dataPlane) postCerts(t *testing.T, upserts []certJSON, removes []string) (int, []byte) {
+func (dp *dataPlane) postCerts(t *testing.T, upserts []luaapi.CertificatePayload, removes []string) (int, []byte) {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"upserts": upserts, "removes": removes})
 	if err != nil {
@@ -109,13 +96,13 @@ func (dp *dataPlane) postCerts(t *testing.T, upserts []certJSON, removes []strin
 	return dp.api(t, http.MethodPost, "/certificates", body)
 }
 
-func (dp *dataPlane) certificates(t *testing.T) ([]heldCertJSON, []byte) {
+func (dp *dataPlane) certificates(t *testing.T) ([]luaapi.HeldCertificate, []byte) {
 	t.Helper()
 	code, reply := dp.api(t, http.MethodGet, "/certificates", nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET /certificates: %d %s", code, reply)
 	}
-	var body struct{ Certificates []heldCertJSON }
+	var body struct{ Certificates []luaapi.HeldCertificate }
 	if err := json.Unmarshal(reply, &body); err != nil {
 		t.Fatalf("GET /certificates answered %s: %v", reply, err)
 	}
@@ -148,7 +135,7 @@ func served(c *x509.Certificate) string {
 func TestDataPlaneTLS(t *testing.T) {
 	web := startEchoBackend(t, "web-1")
 	dp, settings, _ := startDataPlane(t, dataPlaneModel(), nil)
-	dp.push(t, []backendJSON{{Name: "ns/web:80", Endpoints: []endpoint{web.ep}}, {Name: "ns/wild:80", Endpoints: []endpoint{web.ep}}}, nil)
+	dp.push(t, []luaapi.BackendPayload{{Name: "ns/web:80", Endpoints: []model.Endpoint{web.ep}}, {Name: "ns/wild:80", Endpoints: []model.Endpoint{web.ep}}}, nil)
 	https := settings.HTTPSPort
 
 	app1 := newTestCert(t, 101, "app.example.com")
@@ -172,7 +159,7 @@ func TestDataPlaneTLS(t *testing.T) {
 	})
 
 	t.Run("push and serve by SNI", func(t *testing.T) {
-		dp.pushCerts(t, []certJSON{upsertOf("ns/wild", wild, "*.example.com"), upsertOf("ns/app", app1, "app.example.com")}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/wild", wild, "*.example.com"), upsertOf("ns/app", app1, "app.example.com")}, nil)
 		expect(t, map[string]string{
 			"app.example.com": "101",
 			"APP.Example.COM": "101", // SNI is case-insensitive
@@ -212,7 +199,7 @@ func TestDataPlaneTLS(t *testing.T) {
 
 	t.Run("list shows hosts and hashes, no keys", func(t *testing.T) {
 		got, raw := dp.certificates(t)
-		want := []heldCertJSON{
+		want := []luaapi.HeldCertificate{
 			{Name: "ns/app", Hosts: []string{"app.example.com"}, Hash: model.Certificate{CertPEM: app1.cert, KeyPEM: app1.key}.Hash()},
 			{Name: "ns/wild", Hosts: []string{"*.example.com"}, Hash: model.Certificate{CertPEM: wild.cert, KeyPEM: wild.key}.Hash()},
 		}
@@ -226,7 +213,7 @@ func TestDataPlaneTLS(t *testing.T) {
 
 	t.Run("rotate without reload", func(t *testing.T) {
 		workers := dp.nginx.WorkerPIDs()
-		dp.pushCerts(t, []certJSON{upsertOf("ns/app", app2, "app.example.com")}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/app", app2, "app.example.com")}, nil)
 		expect(t, map[string]string{"app.example.com": "102", "x.example.com": "201"})
 		if after := dp.nginx.WorkerPIDs(); !slices.Equal(workers, after) {
 			t.Errorf("workers changed from %v to %v: nginx reloaded", workers, after)
@@ -234,16 +221,16 @@ func TestDataPlaneTLS(t *testing.T) {
 	})
 
 	t.Run("a host moves only with both certificates in the update", func(t *testing.T) {
-		code, reply := dp.postCerts(t, []certJSON{upsertOf("ns/wild", wild, "*.example.com", "app.example.com")}, nil)
+		code, reply := dp.postCerts(t, []luaapi.CertificatePayload{upsertOf("ns/wild", wild, "*.example.com", "app.example.com")}, nil)
 		var e struct{ Error string }
 		json.Unmarshal(reply, &e)
 		if code != http.StatusConflict || !strings.Contains(e.Error, `"app.example.com" belongs to certificate "ns/app"`) {
 			t.Fatalf("got %d %s, want 409 naming the owner", code, reply)
 		}
 		expect(t, map[string]string{"app.example.com": "102"})
-		dp.pushCerts(t, []certJSON{upsertOf("ns/wild", wild, "*.example.com", "app.example.com"), upsertOf("ns/app", app2)}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/wild", wild, "*.example.com", "app.example.com"), upsertOf("ns/app", app2)}, nil)
 		expect(t, map[string]string{"app.example.com": "201"})
-		dp.pushCerts(t, []certJSON{upsertOf("ns/wild", wild, "*.example.com"), upsertOf("ns/app", app2, "app.example.com")}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/wild", wild, "*.example.com"), upsertOf("ns/app", app2, "app.example.com")}, nil)
 		expect(t, map[string]string{"app.example.com": "102"})
 	})
 
@@ -257,7 +244,7 @@ func TestDataPlaneTLS(t *testing.T) {
 		if st := dp.status(t); st.Certificates != 1 {
 			t.Errorf("status says %d certificates, want 1", st.Certificates)
 		}
-		dp.pushCerts(t, []certJSON{upsertOf("ns/wild", wild, "*.example.com")}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/wild", wild, "*.example.com")}, nil)
 	})
 
 	t.Run("odd SNI names", func(t *testing.T) {
@@ -274,7 +261,7 @@ func TestDataPlaneTLS(t *testing.T) {
 
 	t.Run("a configured default certificate", func(t *testing.T) {
 		fallback := newTestCert(t, 301, "fallback.example")
-		dp.pushCerts(t, []certJSON{upsertOf("ns/fallback", fallback, "*")}, nil)
+		dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/fallback", fallback, "*")}, nil)
 		expect(t, map[string]string{
 			"":                "301", // no SNI
 			"x.test":          "301",
@@ -381,12 +368,12 @@ func TestDataPlaneTLSDictFull(t *testing.T) {
 	}
 	dp, settings, _ := startDataPlane(t, model.Model{}, shrink)
 	keep := newTestCert(t, 7, "keep.test")
-	dp.pushCerts(t, []certJSON{upsertOf("ns/keep", keep, "keep.test")}, nil)
+	dp.pushCerts(t, []luaapi.CertificatePayload{upsertOf("ns/keep", keep, "keep.test")}, nil)
 	before, _ := dp.certificates(t)
 
 	// A chain of 700 copies of one certificate: about 400 KB each, which
 	// parses, and three of which do not fit in 1 MB.
-	var upserts []certJSON
+	var upserts []luaapi.CertificatePayload
 	for i := range 3 {
 		big := newTestCert(t, int64(10+i), fmt.Sprintf("big%d.test", i))
 		big.cert = strings.Repeat(big.cert, 700)
@@ -452,6 +439,6 @@ func TestWriteFallbackCertificate(t *testing.T) {
 	}
 }
 
-func equalHeldCert(a, b heldCertJSON) bool {
+func equalHeldCert(a, b luaapi.HeldCertificate) bool {
 	return a.Name == b.Name && a.Hash == b.Hash && slices.Equal(a.Hosts, b.Hosts)
 }

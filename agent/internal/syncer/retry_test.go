@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 )
@@ -35,7 +36,7 @@ func (f *fakeLua) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/status":
-		json.NewEncoder(w).Encode(apply.Status{ConfigHash: f.hash, BootID: "boot-1"})
+		json.NewEncoder(w).Encode(luaapi.Status{ConfigHash: f.hash, BootID: "boot-1"})
 	case r.Method == http.MethodGet && r.URL.Path == "/backends":
 		io.WriteString(w, `{"backends":[]}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/certificates":
@@ -50,7 +51,7 @@ func (f *fakeLua) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
-		var update apply.BackendUpdate
+		var update luaapi.BackendUpdate
 		if err := json.NewDecoder(r.Body).Decode(&update); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -1,0 +1,149 @@
+// Package luaapi declares the JSON of the Lua config API (lua/restysync/
+// api.lua), the wire between apply, the last stage of the pipeline, and
+// the data plane: once, for the agent and for the tests that talk to a
+// real nginx.
+package luaapi
+
+import (
+	"fmt"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// Status is what the Lua config API reports about the running nginx.
+type Status struct {
+	// ConfigHash is the hash rendered into the nginx.conf the workers run.
+	ConfigHash string `json:"config_hash"`
+	// BootID is new on every nginx cold start and survives a HUP.
+	BootID string `json:"boot_id"`
+	// Version counts accepted changes since the boot.
+	Version int64 `json:"version"`
+	// Backends is how many backends Lua holds.
+	Backends int `json:"backends"`
+	// Certificates is how many certificates Lua holds.
+	Certificates int `json:"certificates"`
+	// Routes is how many hosts Lua routes.
+	Routes int `json:"routes"`
+}
+
+// LuaMetrics is what GET /metrics of the Lua config API reports.
+type LuaMetrics struct {
+	// Backends Lua holds, sorted by name, with their request counters.
+	Backends []BackendMetrics `json:"backends"`
+	// BalancerRebuilds counts the times a worker rebuilt its cached copy of
+	// a backend because the backend's version moved.
+	BalancerRebuilds int64 `json:"balancer_rebuilds"`
+	// Certificates is how many certificates Lua holds.
+	Certificates int `json:"certificates"`
+	// CertificateNearestExpiry is when the first of their leaves expires,
+	// in Unix seconds; 0 when there is none.
+	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
+	// Counting is false when the running nginx.conf has no counter dict
+	// (rendered by an older agent): the counters are then all 0.
+	Counting bool `json:"counting"`
+}
+
+// BackendMetrics is one backend in LuaMetrics.
+type BackendMetrics struct {
+	Name      string `json:"name"`
+	Endpoints int    `json:"endpoints"`
+	// Requests counts the requests proxied to this backend since nginx
+	// started (or since the backend was last added); Failures those of them
+	// that ended in 502, 503 or 504.
+	Requests int64 `json:"requests"`
+	Failures int64 `json:"failures"`
+}
+
+// BackendUpdate is the body of POST /backends.
+type BackendUpdate struct {
+	Upserts []BackendPayload `json:"upserts"`
+	Removes []string         `json:"removes"`
+}
+
+// BackendPayload is one backend as Lua stores it.
+type BackendPayload struct {
+	Name      string           `json:"name"`
+	Endpoints []model.Endpoint `json:"endpoints"`
+	// Policy is left out for the default one (round robin, defaults).
+	Policy *model.Policy `json:"policy,omitempty"`
+}
+
+// NewBackendPayload returns the payload of b.
+func NewBackendPayload(b model.Backend) BackendPayload {
+	p := BackendPayload{Name: b.Name, Endpoints: b.Endpoints}
+	if p.Endpoints == nil {
+		p.Endpoints = []model.Endpoint{}
+	}
+	if b.Policy != (model.Policy{}) {
+		policy := b.Policy
+		p.Policy = &policy
+	}
+	return p
+}
+
+// CertificateUpdate is the body of POST /certificates.
+type CertificateUpdate struct {
+	Upserts []CertificatePayload `json:"upserts"`
+	Removes []string             `json:"removes"`
+}
+
+// CertificatePayload is one certificate as the agent sends it.
+type CertificatePayload struct {
+	// Name is the Secret, "namespace/name".
+	Name string `json:"name"`
+	// Hosts are the SNI names it is served for, sorted.
+	Hosts []string `json:"hosts"`
+	// Cert is the PEM chain, leaf first; Key the PEM private key.
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+}
+
+// HeldCertificate is one certificate as GET /certificates lists it: no key.
+type HeldCertificate struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	// Hash is the hex SHA-1 of the chain, a newline and the key (see
+	// model.Certificate.Hash).
+	Hash string `json:"hash"`
+}
+
+// RouteUpdate is the body of POST /routes.
+type RouteUpdate struct {
+	Upserts []RoutePayload `json:"upserts"`
+	Removes []string       `json:"removes"`
+}
+
+// RoutePayload is one host Lua routes (model.Route).
+type RoutePayload struct {
+	// Name is the host.
+	Name      string                `json:"name"`
+	HTTPS     bool                  `json:"https,omitempty"`
+	Locations []model.RouteLocation `json:"locations"`
+}
+
+// AccessRequest is the body of POST /access: paths under the shared dir
+// that nginx's workers must read, and folders they must create files in.
+type AccessRequest struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+// AccessDenied is one path a worker could not use, in Lua's words.
+type AccessDenied struct {
+	Path   string `json:"path"`
+	Access string `json:"access"` // "read" or "write"
+	Error  string `json:"error"`
+}
+
+func (d AccessDenied) String() string {
+	return fmt.Sprintf("nginx workers cannot %s %s: %s", d.Access, d.Path, d.Error)
+}
+
+// RoutePayloads returns the payloads of routes.
+func RoutePayloads(routes []model.Route) []RoutePayload {
+	out := make([]RoutePayload, len(routes))
+	for i, r := range routes {
+		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
+	}
+	return out
+}
