@@ -163,7 +163,7 @@ func TestTLS(t *testing.T) {
 
 	expectServed("the Secret's certificate is served", host, "1001")
 	m := s.metricAtLeast("Lua serves one certificate", "restysync_lua_certificates", 1)
-	if expiry := m["restysync_lua_certificate_nearest_expiry_timestamp_seconds"]; expiry < float64(time.Now().Unix()) || expiry > float64(time.Now().Add(25*time.Hour).Unix()) {
+	if expiry := m["restysync_certificate_nearest_expiry_timestamp_seconds"]; expiry < float64(time.Now().Unix()) || expiry > float64(time.Now().Add(25*time.Hour).Unix()) {
 		t.Errorf("nearest expiry %v, want the certificate's NotAfter, a day from now", expiry)
 	}
 	if m[`restysync_lua_pushes_total{kind="certificates"}`] < 1 || m[`restysync_lua_push_bytes_total{kind="certificates"}`] < 500 ||

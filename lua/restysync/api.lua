@@ -335,11 +335,8 @@ local function get_metrics()
                 json_encode(name), count_endpoints(endpoints), requests, failures)
         end
     end
-    local nearest = certs.nearest_expiry(d)
-    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"certificates":%d,'
-        .. '"certificate_nearest_expiry":%d,"counting":%s}',
-        table_concat(parts, ","), m and m:get("rebuilds") or 0, certs.count(d), nearest or 0,
-        m and "true" or "false"))
+    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"certificates":%d,"counting":%s}',
+        table_concat(parts, ","), m and m:get("rebuilds") or 0, certs.count(d), m and "true" or "false"))
 end
 
 local function get_certificates()

@@ -283,137 +283,6 @@ local function count(d)
     return d:get("certificates") or 0
 end
 
--- der_header reads the DER tag and length at pos of der. It returns the tag,
--- where the content starts and its length, or nil when der is cut short.
-local function der_header(der, pos)
-    local tag, first = string_byte(der, pos, pos + 1)
-    if not first then
-        return nil
-    end
-    local len, start = first, pos + 2
-    if first >= 0x80 then
-        local n = first - 0x80
-        if n < 1 or n > 4 then
-            return nil
-        end
-        len = 0
-        for i = 1, n do
-            local b = string_byte(der, pos + 1 + i)
-            if not b then
-                return nil
-            end
-            len = len * 256 + b
-        end
-        start = pos + 2 + n
-    end
-    if start + len - 1 > #der then
-        return nil
-    end
-    return tag, start, len
-end
-
--- days_from_civil is the number of days from 1970-01-01 to y-m-d (proleptic
--- Gregorian), as in Howard Hinnant's date algorithms.
-local function days_from_civil(y, m, d)
-    if m <= 2 then
-        y = y - 1
-    end
-    local era = math_floor(y / 400)
-    local yoe = y - era * 400
-    local doy = math_floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
-    local doe = yoe * 365 + math_floor(yoe / 4) - math_floor(yoe / 100) + doy
-    return era * 146097 + doe - 719468
-end
-
--- der_time turns a UTCTime (tag 0x17) or GeneralizedTime (0x18) in UTC
--- into Unix seconds, or nil.
-local function der_time(tag, s)
-    local y, mo, d, h, mi, sec
-    if tag == 0x17 then
-        y, mo, d, h, mi, sec = string_match(s, "^(%d%d)(%d%d)(%d%d)(%d%d)(%d%d)(%d%d)Z$")
-        if not y then
-            return nil
-        end
-        y = tonumber(y)
-        y = y < 50 and 2000 + y or 1900 + y
-    elseif tag == 0x18 then
-        y, mo, d, h, mi, sec = string_match(s, "^(%d%d%d%d)(%d%d)(%d%d)(%d%d)(%d%d)(%d%d)Z$")
-        if not y then
-            return nil
-        end
-        y = tonumber(y)
-    else
-        return nil
-    end
-    return days_from_civil(y, tonumber(mo), tonumber(d)) * 86400
-        + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec)
-end
-
--- not_after returns when the first certificate of a PEM chain expires, in
--- Unix seconds, or nil if it does not parse. It walks the DER of the
--- TBSCertificate: [0] version, serial, signature algorithm, issuer, then
--- validity { notBefore, notAfter }.
-local function not_after(pem)
-    local b64 = string_match(pem, "%-%-%-%-%-BEGIN CERTIFICATE%-%-%-%-%-(.-)%-%-%-%-%-END CERTIFICATE%-%-%-%-%-")
-    if not b64 then
-        return nil
-    end
-    local der = ngx.decode_base64((string_gsub(b64, "%s", "")))
-    if not der then
-        return nil
-    end
-    local tag, pos, len = der_header(der, 1) -- Certificate
-    if tag ~= 0x30 then
-        return nil
-    end
-    tag, pos, len = der_header(der, pos) -- TBSCertificate
-    if tag ~= 0x30 then
-        return nil
-    end
-    tag, pos, len = der_header(der, pos)
-    if tag == 0xa0 then -- explicit version
-        tag, pos, len = der_header(der, pos + len)
-    end
-    if tag ~= 0x02 then -- serialNumber
-        return nil
-    end
-    for _ = 1, 2 do -- signature, issuer
-        tag, pos, len = der_header(der, pos + len)
-        if tag ~= 0x30 then
-            return nil
-        end
-    end
-    tag, pos, len = der_header(der, pos + len) -- validity
-    if tag ~= 0x30 then
-        return nil
-    end
-    tag, pos, len = der_header(der, pos) -- notBefore
-    if not tag then
-        return nil
-    end
-    tag, pos, len = der_header(der, pos + len) -- notAfter
-    if not tag then
-        return nil
-    end
-    return der_time(tag, string_sub(der, pos, pos + len - 1))
-end
-
--- nearest_expiry returns the earliest expiry of the leaf certificates the
--- dict holds, in Unix seconds, or nil when it holds none that parse.
-local function nearest_expiry(d)
-    local nearest
-    for _, key in ipairs(d:get_keys(0)) do
-        if string_sub(key, 1, 2) == "c:" then
-            local raw = d:get(key)
-            local t = type(raw) == "string" and not_after(raw)
-            if t and (not nearest or t < nearest) then
-                nearest = t
-            end
-        end
-    end
-    return nearest
-end
-
 -- Serving ----------------------------------------------------------------
 
 -- cache[name] = { version = v, cert = <parsed chain>, key = <parsed key> }
@@ -538,14 +407,12 @@ _M.check_update = check_update
 _M.write = write
 _M.list = list
 _M.count = count
-_M.nearest_expiry = nearest_expiry
 
 -- Private functions, reachable by tests.
 setmetatable(_M, { __index = {
     cache = cache,
     is_host = is_host,
     hash = hash,
-    not_after = not_after,
 } })
 
 return _M

@@ -90,6 +90,12 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 		named[c.Name] = true
 		if c.Invalid == "" {
 			l.lastGood[c.Name] = c
+			// Read back after a restart, a held certificate has no expiry
+			// until the model names the same content.
+			if h, ok := l.certs[c.Name]; ok && h.NotAfter.IsZero() && h.Hash == c.Hash() {
+				h.NotAfter = c.NotAfter
+				l.certs[c.Name] = h
+			}
 		}
 	}
 	for name := range l.lastGood {
@@ -99,6 +105,18 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 	}
 	return plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
 		LastGood: l.lastGood, Current: l.current}
+}
+
+// NearestExpiry is when the first leaf of the certificates Lua holds
+// expires, of those whose content the agent knows (zero: none).
+func (l *LuaState) NearestExpiry() time.Time {
+	var nearest time.Time
+	for _, c := range l.certs {
+		if !c.NotAfter.IsZero() && (nearest.IsZero() || c.NotAfter.Before(nearest)) {
+			nearest = c.NotAfter
+		}
+	}
+	return nearest
 }
 
 // RouteProfiles returns the profiles the routes Lua holds jump to.
@@ -200,7 +218,7 @@ func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan
 		return err
 	}
 	for _, c := range cp.Upserts {
-		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}
+		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash(), NotAfter: c.NotAfter}
 	}
 	for _, name := range cp.Removes {
 		delete(l.certs, name)

@@ -2,7 +2,14 @@ package apply_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"testing"
 	"time"
 
@@ -79,4 +86,66 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 	if newBoot, err := l.Observe(ctx, status); err != nil || newBoot {
 		t.Errorf("Observe of the same boot: %v, %v", newBoot, err)
 	}
+}
+
+// The certificates' expiry comes from the agent, which parsed each: known
+// for what it pushed, and, after an agent restart reads Lua back, once the
+// model names the same content.
+func TestNearestExpiryOfHeldCertificates(t *testing.T) {
+	n, _, cfg := agentnginx.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	soon := testCertificate(t, "ns/soon", "soon.example.com", time.Now().Add(48*time.Hour))
+	late := testCertificate(t, "ns/late", "late.example.com", time.Now().Add(900*time.Hour))
+	certs := []model.Certificate{late, soon}
+
+	l := apply.NewLuaState(n.Lua, nil)
+	status, err := n.Lua.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Observe(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Compute(l.Held(status.ConfigHash, certs), plan.Next{Config: cfg, Certificates: certs})
+	if _, err := l.Execute(ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.NearestExpiry(); !got.Equal(soon.NotAfter) {
+		t.Errorf("NearestExpiry = %s, want %s", got, soon.NotAfter)
+	}
+
+	restarted := apply.NewLuaState(n.Lua, nil)
+	if _, err := restarted.Observe(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	if got := restarted.NearestExpiry(); !got.IsZero() {
+		t.Errorf("read back from Lua: NearestExpiry = %s, want none known yet", got)
+	}
+	restarted.Held(status.ConfigHash, certs)
+	if got := restarted.NearestExpiry(); !got.Equal(soon.NotAfter) {
+		t.Errorf("after the model named them: NearestExpiry = %s, want %s", got, soon.NotAfter)
+	}
+}
+
+func testCertificate(t *testing.T, name, host string, notAfter time.Time) model.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notAfter = notAfter.UTC().Truncate(time.Second)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model.Certificate{Name: name, Hosts: []string{host}, NotAfter: notAfter,
+		CertPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		KeyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))}
 }

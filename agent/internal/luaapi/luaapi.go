@@ -35,9 +35,6 @@ type LuaMetrics struct {
 	BalancerRebuilds int64 `json:"balancer_rebuilds"`
 	// Certificates is how many certificates Lua holds.
 	Certificates int `json:"certificates"`
-	// CertificateNearestExpiry is when the first of their leaves expires,
-	// in Unix seconds; 0 when there is none.
-	CertificateNearestExpiry int64 `json:"certificate_nearest_expiry"`
 	// Counting is false when the running nginx.conf has no counter dict
 	// (rendered by an older agent): the counters are then all 0.
 	Counting bool `json:"counting"`

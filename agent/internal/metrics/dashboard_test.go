@@ -41,13 +41,14 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 	m := New(Options{
 		Version: "v1", Commit: "abc",
 		State: func() syncer.State {
-			return syncer.State{ConfigHash: "h", Problems: []model.Problem{{Kind: "Ingress", Namespace: "a", Name: "b", Reason: "r"}}}
+			return syncer.State{ConfigHash: "h", Problems: []model.Problem{{Kind: "Ingress", Namespace: "a", Name: "b", Reason: "r"}},
+				CertificateNearestExpiry: time.Now().Add(time.Hour)}
 		},
 		Objects: func() map[string]int { return map[string]int{"Ingress": 1} },
 		Leader:  func() bool { return true },
 		Lua: &fakeLua{m: luaapi.LuaMetrics{
 			Backends:     []luaapi.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5, Failures: 1}},
-			Certificates: 1, CertificateNearestExpiry: time.Now().Add(time.Hour).Unix(), BalancerRebuilds: 1,
+			Certificates: 1, BalancerRebuilds: 1,
 		}},
 	})
 	m.Synced("fast", "push", time.Millisecond)

@@ -261,6 +261,7 @@ type stateCollector struct {
 	quarantined *prometheus.Desc
 	objects     *prometheus.Desc
 	leader      *prometheus.Desc
+	expiry      *prometheus.Desc
 }
 
 func newStateCollector(opts Options) *stateCollector {
@@ -281,11 +282,13 @@ func newStateCollector(opts Options) *stateCollector {
 			"Objects the source holds, by kind.", []string{"kind"}, nil),
 		leader: prometheus.NewDesc(name("leader"),
 			"1 when this replica holds the Lease and writes Ingress status, else 0.", nil, nil),
+		expiry: prometheus.NewDesc(name("certificate_nearest_expiry_timestamp_seconds"),
+			"Unix time at which the first leaf of the certificates Lua serves expires (the agent parsed each); absent with none.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.reasons, c.quarantined, c.objects, c.leader} {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.reasons, c.quarantined, c.objects, c.leader, c.expiry} {
 		ch <- d
 	}
 }
@@ -305,6 +308,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, float64(len(st.Quarantined)))
 		if st.ConfigHash != "" {
 			ch <- prometheus.MustNewConstMetric(c.configInfo, prometheus.GaugeValue, 1, st.ConfigHash)
+		}
+		if !st.CertificateNearestExpiry.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.expiry, prometheus.GaugeValue, float64(st.CertificateNearestExpiry.Unix()))
 		}
 		byKind := map[string]int{}
 		for _, k := range problemKinds {
@@ -346,7 +352,6 @@ type luaCollector struct {
 	failures     *prometheus.Desc
 	rebuilds     *prometheus.Desc
 	certificates *prometheus.Desc
-	expiry       *prometheus.Desc
 	errors       prometheus.Counter
 }
 
@@ -368,8 +373,6 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 			"Times an nginx worker rebuilt its copy of a backend after a push.", nil, nil),
 		certificates: prometheus.NewDesc(name("certificates"),
 			"Certificates Lua holds and serves by SNI.", nil, nil),
-		expiry: prometheus.NewDesc(name("certificate_nearest_expiry_timestamp_seconds"),
-			"Unix time at which the first certificate Lua holds expires; absent when it holds none.", nil, nil),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "lua", Name: "scrape_errors_total",
 			Help: "Scrapes for which the Lua config API did not answer.",
@@ -378,7 +381,7 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 }
 
 func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates, c.expiry} {
+	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -408,9 +411,6 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.rebuilds, prometheus.CounterValue, float64(lm.BalancerRebuilds))
 	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
-	if lm.CertificateNearestExpiry > 0 {
-		ch <- prometheus.MustNewConstMetric(c.expiry, prometheus.GaugeValue, float64(lm.CertificateNearestExpiry))
-	}
 }
 
 // ProblemReasons are the classes ProblemReason sorts problems into.

@@ -16,6 +16,7 @@ package plan
 
 import (
 	"slices"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
@@ -264,6 +265,9 @@ type HeldCertificate struct {
 	Hosts []string
 	// Hash of its content, as model.Certificate.Hash computes it.
 	Hash string
+	// NotAfter is when its leaf expires, when the agent knows the content
+	// (it pushed it, or the model has a certificate of the same hash).
+	NotAfter time.Time
 }
 
 // CertificatePlan is the certificate work of one sync.

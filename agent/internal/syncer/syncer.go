@@ -209,6 +209,9 @@ type State struct {
 	// WorkerAccess names each file under the shared dir that nginx's
 	// workers need and cannot use (empty when they can use them all).
 	WorkerAccess []string
+	// CertificateNearestExpiry is when the first leaf of the certificates
+	// Lua serves expires (zero: none known).
+	CertificateNearestExpiry time.Time
 }
 
 // New returns a Syncer; Run starts it.
@@ -425,6 +428,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	access, checked := s.checkWorkerAccess(ctx, next, result, err)
 	s.update(func(st *State) {
 		st.NginxUnreachable = s.waitReason
+		st.CertificateNearestExpiry = s.lua.NearestExpiry()
 		if checked {
 			st.WorkerAccess = access
 		}
