@@ -46,18 +46,46 @@ type Profile struct {
 	Body string
 }
 
-// profileOf returns the named location of lv's profile and its body, or
-// "" when lv is plain and the router serves it directly.
-func profileOf(lv locationView) (name, body string, err error) {
-	if lv.source.Plain() {
+// profiler renders the profiles of one render, each distinct set of
+// settings once: at 10,000 annotated locations with a few settings that
+// is a few template runs, not 10,000.
+type profiler map[profileKey]Profile
+
+// profileKey is everything of a location its profile's body depends on
+// (the htpasswd file is not: the body names it by variable).
+type profileKey struct {
+	proxy    model.ProxySettings
+	access   model.AccessSettings
+	protocol string
+	rewrite  string // the rewrite's regex, made of the location's path
+	owner    string // Ingress and backend, which custom errors name
+}
+
+// of returns the named location of lv's profile and its body, or "" when
+// lv is plain and the router serves it directly.
+func (p profiler) of(lv locationView) (name, body string, err error) {
+	loc := lv.source
+	if loc.Plain() {
 		return "", "", nil
+	}
+	key := profileKey{proxy: loc.Proxy, access: loc.Access, protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex}
+	if key.access.BasicAuth.File != "" {
+		key.access.BasicAuth.File = "by variable" // which file is no part of the body
+	}
+	if loc.Access.Errors.Codes != "" {
+		key.owner = loc.Ingress + " " + loc.Backend
+	}
+	if known, ok := p[key]; ok {
+		return known.Name, known.Body, nil
 	}
 	var buf bytes.Buffer
 	if err := confTemplate.ExecuteTemplate(&buf, "location-body", lv); err != nil {
-		return "", "", fmt.Errorf("path %q of %s: %w", lv.source.Path, lv.source.Ingress, err)
+		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 	}
 	body = buf.String()
-	return "@restysync_p_" + shortHash(body), body, nil
+	name = "@restysync_p_" + shortHash(body)
+	p[key] = Profile{Name: name, Body: body}
+	return name, body, nil
 }
 
 // newProfiles returns the profiles of every location, one per distinct
@@ -74,9 +102,10 @@ func newProfiles(views []serverView, keep []Profile) ([]Profile, error) {
 			out = append(out, p)
 		}
 	}
+	profiles := profiler{}
 	for _, sv := range views {
 		for _, lv := range sv.Locations {
-			name, body, err := profileOf(lv)
+			name, body, err := profiles.of(lv)
 			if err != nil {
 				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
 			}
@@ -111,13 +140,14 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	}
 	routes := make([]model.Route, 0, len(views))
 	servers := append([]model.Server{m.Default}, m.Servers...)
+	profiles := profiler{}
 	for i, sv := range views {
 		if len(sv.Locations) == 0 {
 			continue
 		}
 		locations := make([]model.RouteLocation, len(sv.Locations))
 		for j, lv := range sv.Locations {
-			if locations[j], err = routeLocation(lv, global, router); err != nil {
+			if locations[j], err = routeLocation(profiles, lv, global, router); err != nil {
 				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
 			}
 		}
@@ -142,7 +172,7 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 
 // routeLocation is lv as Lua holds it. global is the ConfigMap's body
 // size, router the router location's in bytes (0: any).
-func routeLocation(lv locationView, global string, router int64) (model.RouteLocation, error) {
+func routeLocation(profiles profiler, lv locationView, global string, router int64) (model.RouteLocation, error) {
 	for _, v := range []string{lv.Path, lv.Backend} {
 		if _, err := Quote(v); err != nil && !lv.Regex {
 			return model.RouteLocation{}, err
@@ -153,7 +183,7 @@ func routeLocation(lv locationView, global string, router int64) (model.RouteLoc
 			return model.RouteLocation{}, err
 		}
 	}
-	profile, _, err := profileOf(lv)
+	profile, _, err := profiles.of(lv)
 	if err != nil {
 		return model.RouteLocation{}, err
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	mathrand "math/rand"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -161,4 +162,38 @@ func TestDataPlaneProfiles(t *testing.T) {
 			t.Errorf("nginx runs %s, want the same %s", st.ConfigHash, cfg.Hash)
 		}
 	})
+}
+
+// The profiler renders each set of settings once: what it hands out for a
+// location is what rendering that location alone gives, for the models of
+// the golden tests and for random snapshots.
+func TestProfilerMatchesAFreshRender(t *testing.T) {
+	models := []model.Model{accessModel(), proxyModel(), profileModel("a", "b", "c")}
+	world := newRandomWorld()
+	for seed := range int64(20) {
+		m, _ := model.Build(world.snapshot(mathrand.New(mathrand.NewSource(seed))))
+		models = append(models, m)
+	}
+	for i, m := range models {
+		views, err := serverViews(m)
+		if err != nil {
+			t.Fatalf("model %d: %v", i, err)
+		}
+		shared := profiler{}
+		for _, sv := range views {
+			for _, lv := range sv.Locations {
+				name, body, err := shared.of(lv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				freshName, freshBody, err := profiler{}.of(lv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name != freshName || body != freshBody {
+					t.Errorf("model %d, host %q, path %q: the profiler gave %s, a fresh render %s", i, sv.Host, lv.Path, name, freshName)
+				}
+			}
+		}
+	}
 }

@@ -474,11 +474,27 @@ func BenchmarkRender(b *testing.B) {
 	}
 }
 
-// BenchmarkRoutes makes the routes of n plain hosts, which Lua routes.
+// BenchmarkRoutes makes the routes of n hosts, plain or each with a
+// location setting (proxy-body-size, one profile for all).
 func BenchmarkRoutes(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
-		m := manyServers(n)
-		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+		for _, annotated := range []bool{false, true} {
+			m := manyServers(n)
+			if annotated {
+				for i := range m.Servers {
+					for j := range m.Servers[i].Locations {
+						m.Servers[i].Locations[j].Proxy.BodySize = "8m"
+					}
+				}
+			}
+			benchmarkRoutes(b, fmt.Sprintf("hosts=%d/annotated=%v", n, annotated), m)
+		}
+	}
+}
+
+func benchmarkRoutes(b *testing.B, name string, m model.Model) {
+	{
+		b.Run(name, func(b *testing.B) {
 			var routes int
 			for b.Loop() {
 				r, err := Routes(m, Settings{})
