@@ -14,37 +14,14 @@ import (
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
-
-// ClosedPrefix returns a prefix folder whose parent only root may enter:
-// an nginx master started by root runs its workers as nobody, who then
-// cannot read anything under it.
-func closedPrefix(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root, so that nginx's workers run as nobody (CI=true)")
-		}
-		t.Skip("needs root, so that nginx's workers run as nobody")
-	}
-	parent := t.TempDir()
-	if err := os.Chmod(parent, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	prefix := filepath.Join(parent, "shared")
-	for _, d := range []string{prefix, filepath.Join(prefix, "logs"), filepath.Join(prefix, "tmp")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return prefix
-}
 
 // nginx loads every Lua module in the master: workers that cannot read the
 // shared dir still serve the config API and route requests, and the access
 // check names what they cannot use.
 func TestWorkersThatCannotReadTheSharedDir(t *testing.T) {
-	n, settings, cfg := agentnginx.StartIn(t, closedPrefix(t))
+	n, settings, cfg := agentnginx.StartIn(t, nginxproc.ClosedPrefix(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 

@@ -90,7 +90,7 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 
 // newProfiles returns the profiles of every location, one per distinct
 // body, and those of keep, sorted by name.
-func newProfiles(views []serverView, keep []Profile) ([]Profile, error) {
+func newProfiles(views []serverView, profiles profiler, keep []Profile) ([]Profile, error) {
 	seen := map[string]bool{}
 	var out []Profile
 	for _, p := range keep {
@@ -102,7 +102,6 @@ func newProfiles(views []serverView, keep []Profile) ([]Profile, error) {
 			out = append(out, p)
 		}
 	}
-	profiles := profiler{}
 	for _, sv := range views {
 		for _, lv := range sv.Locations {
 			name, body, err := profiles.of(lv)
@@ -128,6 +127,11 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	if err != nil {
 		return nil, err
 	}
+	return routesOf(m, s, views, profiler{})
+}
+
+func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) ([]model.Route, error) {
+	var err error
 	h := DefaultHTTP()
 	if s.HTTP != nil {
 		h = *s.HTTP
@@ -140,7 +144,6 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	}
 	routes := make([]model.Route, 0, len(views))
 	servers := append([]model.Server{m.Default}, m.Servers...)
-	profiles := profiler{}
 	for i, sv := range views {
 		if len(sv.Locations) == 0 {
 			continue

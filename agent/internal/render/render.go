@@ -187,7 +187,40 @@ type locationView struct {
 // to: they stay in nginx.conf, so that no request meets a named location
 // that is gone, until Lua no longer needs them (profiles.go).
 func Render(m model.Model, s Settings, keep ...Profile) (Config, error) {
-	view, err := newConfView(m, s, keep)
+	if err := checkSettings(s); err != nil {
+		return Config{}, err
+	}
+	views, err := serverViews(m)
+	if err != nil {
+		return Config{}, err
+	}
+	return renderConf(m, s, views, profiler{}, keep)
+}
+
+// Build is Render and Routes at once: the syncer's full sync, which makes
+// each location's view and profile once for both.
+func Build(m model.Model, s Settings, keep ...Profile) (Config, []model.Route, error) {
+	if err := checkSettings(s); err != nil {
+		return Config{}, nil, err
+	}
+	views, err := serverViews(m)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	profiles := profiler{}
+	cfg, err := renderConf(m, s, views, profiles, keep)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	routes, err := routesOf(m, s, views, profiles)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	return cfg, routes, nil
+}
+
+func renderConf(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (Config, error) {
+	view, err := newConfView(m, s, views, profiles, keep)
 	if err != nil {
 		return Config{}, err
 	}
@@ -206,10 +239,7 @@ func Render(m model.Model, s Settings, keep ...Profile) (Config, error) {
 	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles}, nil
 }
 
-func newConfView(m model.Model, s Settings, keep []Profile) (confView, error) {
-	if err := checkSettings(s); err != nil {
-		return confView{}, err
-	}
+func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {
 	workers := s.WorkerProcesses
 	if workers == "" {
 		workers = "auto"
@@ -247,11 +277,8 @@ func newConfView(m model.Model, s Settings, keep []Profile) (confView, error) {
 		redirectPort = 0
 	}
 	view.RedirectPort = redirectPort
-	views, err := serverViews(m)
-	if err != nil {
-		return confView{}, err
-	}
-	if view.Profiles, err = newProfiles(views, keep); err != nil {
+	var err error
+	if view.Profiles, err = newProfiles(views, profiles, keep); err != nil {
 		return confView{}, err
 	}
 	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)

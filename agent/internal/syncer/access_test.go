@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
@@ -21,22 +21,7 @@ import (
 // and in State (which /readyz gives as its reason), instead of a silent
 // wait; and a socket the agent cannot reach is a warning, not a debug line.
 func TestWorkerAccessIsReported(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root, so that nginx's workers run as nobody (CI=true)")
-		}
-		t.Skip("needs root, so that nginx's workers run as nobody")
-	}
-	parent := t.TempDir()
-	if err := os.Chmod(parent, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	prefix := filepath.Join(parent, "shared")
-	for _, d := range []string{prefix, filepath.Join(prefix, "logs"), filepath.Join(prefix, "tmp")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	prefix := nginxproc.ClosedPrefix(t)
 	n, settings, _ := agentnginx.StartIn(t, prefix)
 	var logs syncbuf.Buffer
 	s := New(&fakeSource{}, n, Options{Render: settings, Metrics: &recordingMetrics{}}, slog.New(slog.NewTextHandler(&logs, nil)))

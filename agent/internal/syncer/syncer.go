@@ -775,10 +775,6 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	if s.lastConfig.Hash != "" && s.changedBackends != nil {
 		return s.lastConfig, s.lastRoutes, false, nil
 	}
-	routes, err = render.Routes(next, s.globals.settings)
-	if err != nil {
-		return render.Config{}, nil, false, fmt.Errorf("routing hosts in Lua: %w", err)
-	}
 	// Profiles the routes Lua holds still jump to stay one more config:
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
@@ -789,9 +785,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 			keep = append(keep, p)
 		}
 	}
-	cfg, err = render.Render(next, s.globals.settings, keep...)
+	cfg, routes, err = render.Build(next, s.globals.settings, keep...)
 	if err != nil {
-		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf: %w", err)
+		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf and routes: %w", err)
 	}
 	used := map[string]bool{}
 	for _, r := range routes {

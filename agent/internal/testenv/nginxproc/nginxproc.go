@@ -126,6 +126,28 @@ func TempPrefix(t testing.TB) string {
 	return dir
 }
 
+// ClosedPrefix is TempPrefix under a folder only root may enter: an nginx
+// master started by root runs its workers as nobody, who then cannot read
+// anything under it. It fails the test when CI=true and the test does not
+// run as root, and skips it otherwise.
+func ClosedPrefix(t testing.TB) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		missing(t, "needs root, so that nginx's workers run as nobody")
+	}
+	parent := t.TempDir()
+	if err := os.Chmod(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(parent, "shared")
+	for _, d := range []string{prefix, filepath.Join(prefix, "logs"), filepath.Join(prefix, "tmp")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return prefix
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
 // below the ephemeral range (package freeport says why).
 func FreePort(t testing.TB) int {
