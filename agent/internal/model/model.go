@@ -122,11 +122,10 @@ type Server struct {
 	// Aliases are more exact host names this server answers for, sorted
 	// (annotation server-alias); nil when none.
 	Aliases []string
-	// HTTPS says the server also listens on the HTTPS port: the default
-	// server always, another only when a spec.tls names its host. Each
-	// such server costs nginx an SSL context and a certificate load on
-	// every reload (about 1 ms: 1,000 of them made a reload 4 times
-	// slower), so hosts without TLS are served over HTTP only.
+	// HTTPS says the host is served over HTTPS too: the default server
+	// always, another only when a spec.tls names its host. An HTTPS request
+	// for a host without it gets the default server's locations, as nginx
+	// did when each host had a server block of its own.
 	HTTPS bool
 }
 
