@@ -9,10 +9,10 @@ const (
 	ipRouteAPI = "127.0.0.92"
 )
 
-// A host moves between Lua's routes and a server block of its own (an
-// annotation added and removed; a host-less path, which turns the routing
-// off, added and removed) without one failed request, and a new plain
-// Ingress is served with no reload.
+// A host's location moves between the router and a profile (an annotation
+// added, a new profile, and removed, the profile retired) and a host-less
+// path comes and goes, without one failed request; a new plain Ingress is
+// served with no reload.
 func TestRoutingTransitions(t *testing.T) {
 	b := startBackends(t, ipRouteA, ipRouteAPI)
 	plain := ingress("a", ingressOpts{class: "restysync", host: "a.test", paths: []path{prefix("/", "a")}})

@@ -334,8 +334,8 @@ func unwanted[T any](held map[string]T, wanted map[string]struct{}) []string {
 	return out
 }
 
-// RoutePlan is the route work of one sync: the hosts Lua routes
-// (model.RoutedInLua) whose locations changed.
+// RoutePlan is the route work of one sync: the hosts whose locations
+// changed.
 type RoutePlan struct {
 	// Upserts are routes Lua lacks or holds with other locations, in Host order.
 	Upserts []model.Route
