@@ -2,14 +2,7 @@ package apply_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"testing"
 	"time"
 
@@ -18,6 +11,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
 // Execute runs a plan's steps in order against the real config API and
@@ -130,22 +124,7 @@ func TestNearestExpiryOfHeldCertificates(t *testing.T) {
 
 func testCertificate(t *testing.T, name, host string, notAfter time.Time) model.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	notAfter = notAfter.UTC().Truncate(time.Second)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return model.Certificate{Name: name, Hosts: []string{host}, NotAfter: notAfter,
-		CertPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		KeyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))}
+	cert, key := testcert.New(t, 1, notAfter, host)
+	return model.Certificate{Name: name, Hosts: []string{host}, NotAfter: notAfter, CertPEM: cert, KeyPEM: key}
 }

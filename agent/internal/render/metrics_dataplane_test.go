@@ -1,14 +1,7 @@
 package render
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"testing"
 	"time"
@@ -16,6 +9,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
 func (dp *dataPlane) metrics(t *testing.T) luaapi.LuaMetrics {
@@ -43,37 +37,10 @@ func backendCounters(m luaapi.LuaMetrics, name string) (endpoints int, requests,
 }
 
 // certExpiring is a self-signed certificate for name that expires at notAfter.
-func certExpiring(t *testing.T, name string, notAfter time.Time) (luaapi.CertificatePayload, time.Time) {
+func certExpiring(t *testing.T, name string, notAfter time.Time) luaapi.CertificatePayload {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(7),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     notAfter,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return luaapi.CertificatePayload{
-		Name:  "ns/" + name,
-		Hosts: []string{name},
-		Cert:  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		Key:   string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})),
-	}, parsed.NotAfter
+	cert, key := testcert.New(t, 7, notAfter, name)
+	return luaapi.CertificatePayload{Name: "ns/" + name, Hosts: []string{name}, Cert: cert, Key: key}
 }
 
 // GET /metrics reports what Lua holds and the counters the balancer keeps
@@ -147,8 +114,8 @@ func TestDataPlaneMetrics(t *testing.T) {
 	if m := dp.metrics(t); m.Certificates != 0 {
 		t.Errorf("no certificates: count %d, want 0", m.Certificates)
 	}
-	soon, _ := certExpiring(t, "soon.example.com", time.Now().Add(48*time.Hour).Truncate(time.Second))
-	late, _ := certExpiring(t, "late.example.com", time.Date(2061, 3, 4, 5, 6, 7, 0, time.UTC))
+	soon := certExpiring(t, "soon.example.com", time.Now().Add(48*time.Hour).Truncate(time.Second))
+	late := certExpiring(t, "late.example.com", time.Date(2061, 3, 4, 5, 6, 7, 0, time.UTC))
 	dp.pushCerts(t, []luaapi.CertificatePayload{late}, nil)
 	if m := dp.metrics(t); m.Certificates != 1 {
 		t.Errorf("one certificate: count %d, want 1", m.Certificates)
