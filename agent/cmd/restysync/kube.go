@@ -10,10 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/restysync/restysync/agent/internal/events"
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/source/kube"
 	"github.com/restysync/restysync/agent/internal/status"
 	"github.com/restysync/restysync/agent/internal/syncer"
@@ -119,7 +119,7 @@ func validNamespacedName(s string) bool {
 // kubeClient builds a client with client-go's loading rules: --kubeconfig
 // (and --context) when given, else $KUBECONFIG, else ~/.kube/config, else
 // the in-cluster config (a pod has no kubeconfig file).
-func kubeClient(kc kubeConfig) (kubernetes.Interface, error) {
+func kubeClient(kc kubeConfig) (kubeclient.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kc.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: kc.context}
@@ -129,11 +129,7 @@ func kubeClient(kc kubeConfig) (kubernetes.Interface, error) {
 	}
 	cfg.QPS, cfg.Burst = kc.qps, kc.burst
 	cfg.UserAgent = "restysync/" + version
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return client, nil
+	return kubeclient.New(cfg)
 }
 
 // kubeParts are what the kube source adds to the sync loop.

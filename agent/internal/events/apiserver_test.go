@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
@@ -68,7 +69,11 @@ func TestRecorderAPIServer(t *testing.T) {
 		return nil
 	}
 
-	rec := New(client, Options{})
+	kc, err := kubeclient.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := New(kc, Options{})
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	if err := rec.Start(runCtx); err != nil {
@@ -97,6 +102,9 @@ func TestRecorderAPIServer(t *testing.T) {
 		if ev.Series != nil {
 			t.Errorf("event %s has a series %+v: a problem was emitted twice or merged with another", ev.Name, ev.Series)
 		}
+		if ev.Namespace != "web" || !strings.HasPrefix(ev.Name, "app.") || ev.Action != Action || ev.EventTime.IsZero() {
+			t.Errorf("event %s/%s: action %q, eventTime %s", ev.Namespace, ev.Name, ev.Action, ev.EventTime)
+		}
 		summary = append(summary, ev.Type+" "+ev.Reason+" "+ev.Regarding.FieldPath+": "+ev.Note)
 	}
 	slices.Sort(summary)
@@ -107,5 +115,22 @@ func TestRecorderAPIServer(t *testing.T) {
 	}
 	if !slices.Equal(summary, want) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(summary, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A problem that goes and comes back is a new Event, not a series.
+	rec.Problems(nil, lookup)
+	rec.Problems(problems[:1], lookup)
+	got = waitForEvents(t, client, "web", 4)
+	var again []string
+	for _, ev := range got {
+		if ev.Note == problems[0].Reason {
+			again = append(again, ev.Name)
+		}
+		if ev.Series != nil {
+			t.Errorf("event %s has a series %+v", ev.Name, ev.Series)
+		}
+	}
+	if len(got) != 4 || len(again) != 2 {
+		t.Errorf("%d events, %d of the problem that came back (%v), want 4 and 2", len(got), len(again), again)
 	}
 }

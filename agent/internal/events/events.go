@@ -6,29 +6,45 @@
 // A problem is reported once, when it appears, not on every sync: the
 // Recorder remembers the problems of the last call and reports only new
 // ones, so a sync loop that runs many times a second makes no Event noise.
-// client-go's EventBroadcaster merges Events that differ only in their note
-// into one series, which would hide the second problem of an Ingress behind
-// the first; each Event therefore names the field it is about
-// (regarding.fieldPath, taken from the start of the problem's reason).
+// Each report is an Event of its own (the Recorder keeps no series: a
+// problem that goes and comes back is a new Event), and each names the field
+// it is about (regarding.fieldPath, taken from the start of the problem's
+// reason), so the problems of one Ingress are told apart.
+//
+// The Recorder never waits for the API server: an Event goes into a bounded
+// queue that one goroutine, run by Start, empties by creating each Event.
+// When the queue is full, Events are dropped (one warning per run of
+// drops); an Event the API server does not take is tried a few times with
+// backoff, then dropped.
+//
+// It writes through kubeclient, not client-go's EventBroadcaster: that one
+// links the whole clientset and its scheme of every API group.
 package events
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/reference"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -42,8 +58,28 @@ const (
 	Action = "Sync"
 )
 
-// noteLimit is the longest note the API server accepts, in bytes.
-const noteLimit = 1024
+const (
+	// noteLimit is the longest note the API server accepts, in bytes.
+	noteLimit = 1024
+	// nameLimit is the longest object name (a DNS subdomain), in bytes.
+	nameLimit = 253
+)
+
+// The sender's defaults.
+const (
+	// queueSize is how many Events wait for the sender before new ones are
+	// dropped (client-go's broadcaster queues 1000 too).
+	queueSize = 1000
+	// requestTimeout bounds one Create.
+	requestTimeout = 10 * time.Second
+	// maxTries is how many times an Event is tried before it is dropped.
+	maxTries = 5
+	// firstBackoff is the wait after the first failed try, doubled after
+	// each next one up to maxBackoff (each ±25% jitter): at most about 15 s
+	// of waiting for one Event.
+	firstBackoff = time.Second
+	maxBackoff   = 8 * time.Second
+)
 
 // Options configures a Recorder.
 type Options struct {
@@ -51,16 +87,30 @@ type Options struct {
 	// (default model.ControllerName, "restysync.io/ingress-controller"). The
 	// reportingInstance is Controller + "-" + the host name.
 	Controller string
-	// Logger receives each Event emitted, at Debug level (default: discarded).
+	// Logger receives each Event emitted, at Debug level, and the Events
+	// dropped, at Warn level (default: discarded).
 	Logger *slog.Logger
 }
 
 // Recorder emits Events about Ingresses. Its methods may be called from
 // several goroutines; they never block on the API server.
 type Recorder struct {
-	broadcaster events.EventBroadcaster // nil in unit tests
-	recorder    events.EventRecorder
-	logger      *slog.Logger
+	client     kubeclient.Interface
+	controller string // reportingController
+	instance   string // reportingInstance
+	logger     *slog.Logger
+
+	// The sender: queue holds the Events emitted and not yet sent.
+	queue    chan *eventsv1.Event
+	started  atomic.Bool
+	stopped  atomic.Bool  // the sender has returned: Events are discarded
+	dropping atomic.Bool  // the last Event emitted was dropped (queue full)
+	stamp    atomic.Int64 // the last name suffix, Unix nanoseconds
+	// How the sender tries (the defaults above; tests shorten them).
+	timeout      time.Duration
+	tries        int
+	firstBackoff time.Duration
+	maxBackoff   time.Duration
 
 	mu       sync.Mutex
 	problems map[model.Problem]bool // reported in the last call of Problems
@@ -69,43 +119,162 @@ type Recorder struct {
 
 // New returns a Recorder that writes Events through client once Start has
 // been called.
-func New(client kubernetes.Interface, opts Options) *Recorder {
+func New(client kubeclient.Interface, opts Options) *Recorder {
+	return newRecorder(client, opts, queueSize)
+}
+
+func newRecorder(client kubeclient.Interface, opts Options, size int) *Recorder {
 	controller := opts.Controller
 	if controller == "" {
 		controller = model.ControllerName
 	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	r := newRecorder(broadcaster.NewRecorder(scheme.Scheme, controller), opts.Logger)
-	r.broadcaster = broadcaster
-	return r
-}
-
-func newRecorder(rec events.EventRecorder, logger *slog.Logger) *Recorder {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	hostname, _ := os.Hostname()
 	return &Recorder{
-		recorder: rec,
-		logger:   logger,
-		problems: map[model.Problem]bool{},
-		served:   map[types.NamespacedName]types.UID{},
+		client:       client,
+		controller:   controller,
+		instance:     controller + "-" + hostname,
+		logger:       logger,
+		queue:        make(chan *eventsv1.Event, size),
+		timeout:      requestTimeout,
+		tries:        maxTries,
+		firstBackoff: firstBackoff,
+		maxBackoff:   maxBackoff,
+		problems:     map[model.Problem]bool{},
+		served:       map[types.NamespacedName]types.UID{},
 	}
 }
 
-// Start sends Events to the API server until ctx is done, then stops the
-// broadcaster. Events emitted before Start are sent once it is called.
+// Start sends Events to the API server until ctx is done; Events emitted
+// after that are discarded. Events emitted before Start are sent once it is
+// called. It returns at once, and fails if called twice.
 func (r *Recorder) Start(ctx context.Context) error {
-	if r.broadcaster == nil {
-		return nil
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("events: Recorder started twice")
 	}
-	if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return err
-	}
-	go func() {
-		<-ctx.Done()
-		r.broadcaster.Shutdown()
-	}()
+	go r.run(ctx)
 	return nil
+}
+
+// run sends the queued Events, one at a time, until ctx is done.
+func (r *Recorder) run(ctx context.Context) {
+	defer r.stopped.Store(true)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.queue:
+			r.send(ctx, ev)
+		}
+	}
+}
+
+// send creates ev, trying again after a backoff on an error that may pass
+// (the API server down or slow), at most r.tries times, until ctx is done.
+func (r *Recorder) send(ctx context.Context, ev *eventsv1.Event) {
+	wait := r.firstBackoff
+	for try := 1; ; try++ {
+		reqCtx, cancel := context.WithTimeout(ctx, r.timeout)
+		_, err := r.client.Events(ev.Namespace).Create(reqCtx, ev, metav1.CreateOptions{})
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil:
+			return // stopping: the Event is dropped
+		case apierrors.IsAlreadyExists(err):
+			// Sent before, its answer lost.
+			r.logger.Debug("event already exists", "event", ev.Namespace+"/"+ev.Name)
+			return
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+			// The same Event would be refused again (Forbidden: not granted,
+			// or its namespace is being deleted).
+			r.logger.Warn("event refused by the API server, dropped", logAttrs(ev, err)...)
+			return
+		case try >= r.tries:
+			r.logger.Warn("event not sent after "+strconv.Itoa(try)+" tries, dropped", logAttrs(ev, err)...)
+			return
+		}
+		r.logger.Debug("event not sent, will try again", logAttrs(ev, err)...)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jitter(wait)):
+		}
+		wait = min(2*wait, r.maxBackoff)
+	}
+}
+
+func logAttrs(ev *eventsv1.Event, err error) []any {
+	return []any{"event", ev.Namespace + "/" + ev.Name,
+		"regarding", ev.Regarding.Namespace + "/" + ev.Regarding.Name, "reason", ev.Reason, "error", err}
+}
+
+// jitter returns d ±25%, so that replicas do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/4 + rand.N(d/2+1)
+}
+
+// emit queues an Event on regarding, or drops it if the queue is full. It
+// never blocks.
+func (r *Recorder) emit(regarding *corev1.ObjectReference, eventType, reason, note string) {
+	if r.stopped.Load() {
+		r.logger.Debug("event discarded: the recorder has stopped", "regarding", regarding.Namespace+"/"+regarding.Name, "reason", reason)
+		return
+	}
+	now := time.Now()
+	namespace := regarding.Namespace
+	if namespace == "" { // a cluster-scoped object's Events go in default
+		namespace = metav1.NamespaceDefault
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: r.eventName(regarding.Name, now), Namespace: namespace},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+		Action:              Action,
+		Reason:              reason,
+		Type:                eventType,
+		Regarding:           *regarding,
+		Note:                truncate(note),
+	}
+	select {
+	case r.queue <- ev:
+		r.dropping.Store(false)
+	default:
+		if !r.dropping.Swap(true) {
+			r.logger.Warn("event queue full: dropping events until it drains", "capacity", cap(r.queue),
+				"regarding", regarding.Namespace+"/"+regarding.Name, "reason", reason)
+		}
+	}
+}
+
+// eventName returns regarding name + "." + a hex time stamp, as client-go
+// names Events. The stamp is now in Unix nanoseconds, or one more than the
+// last name's, so two Events of one Recorder never share a name; the
+// object's name is cut so the whole fits a DNS subdomain.
+func (r *Recorder) eventName(name string, now time.Time) string {
+	stamp := now.UnixNano()
+	for {
+		last := r.stamp.Load()
+		if stamp <= last {
+			stamp = last + 1
+		}
+		if r.stamp.CompareAndSwap(last, stamp) {
+			break
+		}
+	}
+	suffix := "." + strconv.FormatInt(stamp, 16)
+	if len(name)+len(suffix) > nameLimit {
+		name = strings.TrimRight(name[:nameLimit-len(suffix)], ".-")
+	}
+	return name + suffix
 }
 
 // Problems emits a Warning Event on the Ingress of each problem of Kind
@@ -130,12 +299,12 @@ func (r *Recorder) Problems(problems []model.Problem, lookup func(namespace, nam
 		if obj == nil {
 			continue
 		}
-		ref, err := reference.GetPartialReference(scheme.Scheme, obj, fieldPath(p.Reason))
+		ref, err := reference.GetPartialReference(kubeclient.Scheme, obj, fieldPath(p.Reason))
 		if err != nil {
 			r.logger.Warn("cannot refer to an object in an Event", "object", p.Object(), "error", err)
 			continue
 		}
-		r.recorder.Eventf(ref, nil, corev1.EventTypeWarning, ReasonProblem, Action, "%s", truncate(p.Reason))
+		r.emit(ref, corev1.EventTypeWarning, ReasonProblem, p.Reason)
 		r.logger.Debug("event", "ingress", p.Namespace+"/"+p.Name, "type", corev1.EventTypeWarning, "note", p.Reason)
 		next[p] = true
 	}
@@ -170,7 +339,12 @@ func (r *Recorder) Served(ing *networkingv1.Ingress) {
 		return
 	}
 	r.served[key] = ing.UID
-	r.recorder.Eventf(ing, nil, corev1.EventTypeNormal, ReasonSync, Action, "Ingress %s is served", key)
+	ref, err := reference.GetReference(kubeclient.Scheme, ing)
+	if err != nil {
+		r.logger.Warn("cannot refer to an object in an Event", "object", "Ingress "+key.String(), "error", err)
+		return
+	}
+	r.emit(ref, corev1.EventTypeNormal, ReasonSync, "Ingress "+key.String()+" is served")
 	r.logger.Debug("event", "ingress", key.String(), "type", corev1.EventTypeNormal, "reason", ReasonSync)
 }
 

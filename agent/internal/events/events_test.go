@@ -4,48 +4,41 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// fakeRecorder records the Events it is asked to emit.
-type fakeRecorder struct {
-	mu     sync.Mutex
-	events []string // "Type Reason name fieldPath: note"
-}
-
-var _ events.EventRecorder = (*fakeRecorder)(nil)
-
-func (f *fakeRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	var name, field string
-	switch o := regarding.(type) {
-	case *corev1.ObjectReference:
-		name, field = o.Namespace+"/"+o.Name, o.FieldPath
-	case *networkingv1.Ingress:
-		name = o.Namespace + "/" + o.Name
+// take returns the Events queued since the last call, as "Type Reason
+// namespace/name fieldPath: note" (the Recorder is not started: the test
+// is its sender).
+func take(r *Recorder) []string {
+	var out []string
+	for _, ev := range drain(r) {
+		ref := ev.Regarding
+		out = append(out, fmt.Sprintf("%s %s %s/%s %s: %s", ev.Type, ev.Reason, ref.Namespace, ref.Name, ref.FieldPath, ev.Note))
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.events = append(f.events, fmt.Sprintf("%s %s %s %s: %s", eventtype, reason, name, field, fmt.Sprintf(note, args...)))
+	return out
 }
 
-// take returns the events recorded since the last call.
-func (f *fakeRecorder) take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := f.events
-	f.events = nil
-	return out
+// drain returns the Events queued and not yet sent.
+func drain(r *Recorder) []*eventsv1.Event {
+	var out []*eventsv1.Event
+	for {
+		select {
+		case ev := <-r.queue:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
 }
 
 func ingress(name string, uid types.UID) *networkingv1.Ingress {
@@ -63,8 +56,7 @@ func (c cluster) lookup(namespace, name string) runtime.Object {
 }
 
 func TestProblems(t *testing.T) {
-	fake := &fakeRecorder{}
-	r := newRecorder(fake, nil)
+	r := New(nil, Options{})
 	objects := cluster{"web/app": ingress("app", "1")}
 	p1 := model.Problem{Kind: "Ingress", Namespace: "web", Name: "app", Reason: `spec.rules[0].http.paths[0].backend: service "x" not found; the path answers 503`}
 	p2 := model.Problem{Kind: "Ingress", Namespace: "web", Name: "app", Reason: `spec: has no rules and no default backend; nothing to serve`}
@@ -88,7 +80,7 @@ func TestProblems(t *testing.T) {
 	}
 	for _, step := range steps {
 		r.Problems(step.problems, objects.lookup)
-		if got := fake.take(); !slices.Equal(got, step.want) {
+		if got := take(r); !slices.Equal(got, step.want) {
 			t.Errorf("%s: events\n%s\nwant\n%s", step.name, strings.Join(got, "\n"), strings.Join(step.want, "\n"))
 		}
 	}
@@ -96,7 +88,7 @@ func TestProblems(t *testing.T) {
 	// The Ingress appears later: its problem is reported then.
 	objects["web/gone"] = ingress("gone", "2")
 	r.Problems([]model.Problem{onMissing}, objects.lookup)
-	if got := fake.take(); len(got) != 1 {
+	if got := take(r); len(got) != 1 {
 		t.Errorf("problem of an Ingress that appeared: events %v, want 1", got)
 	}
 	if got := r.reported(); len(got) != 1 || !got[onMissing] {
@@ -105,14 +97,13 @@ func TestProblems(t *testing.T) {
 }
 
 func TestServed(t *testing.T) {
-	fake := &fakeRecorder{}
-	r := newRecorder(fake, nil)
+	r := New(nil, Options{})
 	objects := cluster{"web/app": ingress("app", "1")}
 
 	r.Served(objects["web/app"])
 	r.Served(objects["web/app"])
 	r.Served(nil)
-	if got, want := fake.take(), []string{"Normal Sync web/app : Ingress web/app is served"}; !slices.Equal(got, want) {
+	if got, want := take(r), []string{"Normal Sync web/app : Ingress web/app is served"}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 
@@ -122,7 +113,7 @@ func TestServed(t *testing.T) {
 	r.Forget(objects.lookup)
 	r.Served(objects["web/app"])
 	r.Served(objects["web/app"])
-	if got := fake.take(); len(got) != 1 {
+	if got := take(r); len(got) != 1 {
 		t.Errorf("re-created Ingress: events %v, want 1", got)
 	}
 	delete(objects, "web/app")

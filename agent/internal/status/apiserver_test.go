@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
 
@@ -33,9 +34,29 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// adminClientset returns a clientset for the test's own reads and writes.
+func adminClientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// newClient returns a kubeclient for the code under test.
+func newClient(t *testing.T, cfg *rest.Config) kubeclient.Interface {
+	t.Helper()
+	client, err := kubeclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 // countingClient returns an admin client and the number of Ingress status
 // writes it has sent.
-func countingClient(t *testing.T, cfg *rest.Config) (kubernetes.Interface, *atomic.Int64) {
+func countingClient(t *testing.T, cfg *rest.Config) (kubeclient.Interface, *atomic.Int64) {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 1000
@@ -48,11 +69,7 @@ func countingClient(t *testing.T, cfg *rest.Config) (kubernetes.Interface, *atom
 			return rt.RoundTrip(r)
 		})
 	})
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client, writes
+	return newClient(t, cfg), writes
 }
 
 // runWriter runs w until the returned stop is called or the test ends.
@@ -83,7 +100,7 @@ func runWriter(t *testing.T, w *Writer) (stop func()) {
 
 func TestWriterAPIServer(t *testing.T) {
 	srv := kubeapi.Start(t, kubeapi.Options{})
-	admin, _ := countingClient(t, srv.Config())
+	admin := adminClientset(t, srv.Config())
 	ctx := context.Background()
 	for _, ns := range []string{"restysync", "web"} {
 		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -251,7 +268,7 @@ func TestWriterAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub, err := NewServicePublisher(admin, "restysync/restysync")
+		pub, err := NewServicePublisher(newClient(t, srv.Config()), "restysync/restysync")
 		if err != nil {
 			t.Fatal(err)
 		}

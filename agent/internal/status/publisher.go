@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 )
 
 // Publisher resolves the addresses written into .status.loadBalancer.ingress
@@ -28,7 +28,7 @@ type Publisher struct {
 	static []networkingv1.IngressLoadBalancerIngress
 
 	// With a Service.
-	client          kubernetes.Interface
+	client          kubeclient.Interface
 	namespace, name string
 	services        corelisters.ServiceLister // set by Start
 	started         atomic.Bool
@@ -38,7 +38,7 @@ type Publisher struct {
 // NewPublisher returns the Publisher the flags ask for: service
 // (--publish-service, "namespace/name") or addresses (--publish-address);
 // exactly one must be given.
-func NewPublisher(client kubernetes.Interface, service string, addresses []string) (*Publisher, error) {
+func NewPublisher(client kubeclient.Interface, service string, addresses []string) (*Publisher, error) {
 	switch {
 	case service != "" && len(addresses) > 0:
 		return nil, errors.New("publish service and publish addresses are exclusive: give one")
@@ -55,7 +55,7 @@ func NewPublisher(client kubernetes.Interface, service string, addresses []strin
 // its status.loadBalancer.ingress when it has one, else its spec.clusterIP
 // (none for a headless Service). Start watches that one Service, which needs
 // list and watch on services in its namespace.
-func NewServicePublisher(client kubernetes.Interface, service string) (*Publisher, error) {
+func NewServicePublisher(client kubeclient.Interface, service string) (*Publisher, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(service)
 	if err != nil || ns == "" || name == "" {
 		return nil, fmt.Errorf("publish service %q: want namespace/name", service)
@@ -96,11 +96,8 @@ func (p *Publisher) Start(ctx context.Context, changed func()) error {
 		return errors.New("publisher: Start called twice")
 	}
 	byName := fields.OneTermEqualSelector("metadata.name", p.name).String()
-	factory := informers.NewSharedInformerFactoryWithOptions(p.client, 0,
-		informers.WithNamespace(p.namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = byName }))
-	services := factory.Core().V1().Services()
-	informer := services.Informer()
+	informer := kubeclient.NewInformer(p.client, p.client.Services(p.namespace), &corev1.Service{}, 0,
+		func(o *metav1.ListOptions) { o.FieldSelector = byName })
 	notify := func(any) { changed() }
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    notify,
@@ -110,13 +107,9 @@ func (p *Publisher) Start(ctx context.Context, changed func()) error {
 	if err != nil {
 		return fmt.Errorf("publish service %s/%s: %w", p.namespace, p.name, err)
 	}
-	p.services = services.Lister()
+	p.services = corelisters.NewServiceLister(informer.GetIndexer())
 	p.ready.Store(true)
-	factory.StartWithContext(ctx)
-	go func() {
-		<-ctx.Done()
-		factory.Shutdown()
-	}()
+	go informer.RunWithContext(ctx) // returns when ctx ends
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced, reg.HasSynced) {
 		return fmt.Errorf("publish service %s/%s: waiting for the cache to sync: %w", p.namespace, p.name, context.Cause(ctx))
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 )
 
 const waitTimeout = 10 * time.Second
@@ -44,7 +46,7 @@ func host(h string) networkingv1.IngressLoadBalancerIngress {
 }
 
 func TestNewPublisher(t *testing.T) {
-	client := fake.NewClientset()
+	client := kubeclienttest.Wrap(fake.NewClientset())
 	for _, c := range []struct {
 		name      string
 		service   string
@@ -123,7 +125,7 @@ func TestSameAddresses(t *testing.T) {
 }
 
 func TestNewWriterErrors(t *testing.T) {
-	client := fake.NewClientset()
+	client := kubeclienttest.Wrap(fake.NewClientset())
 	pub, err := NewAddressPublisher([]string{"10.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +138,9 @@ func TestNewWriterErrors(t *testing.T) {
 		"no namespace":      {pub, Options{}},
 		"renew above lease": {pub, Options{Namespace: "ns", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
 		"retry above renew": {pub, Options{Namespace: "ns", RenewDeadline: time.Second, RetryPeriod: time.Second}},
+		"renew too close to retry": {pub, Options{Namespace: "ns", LeaseDuration: 2 * time.Second,
+			RenewDeadline: 1200 * time.Millisecond, RetryPeriod: time.Second}},
+		"negative retry": {pub, Options{Namespace: "ns", RetryPeriod: -time.Second}},
 	} {
 		if _, err := NewWriter(client, c.pub, c.opts); err == nil {
 			t.Errorf("%s: NewWriter succeeded, want an error", name)
@@ -167,7 +172,7 @@ func TestWriterFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(client, pub, Options{Namespace: "restysync", Identity: "me",
+	w, err := NewWriter(kubeclienttest.Wrap(client), pub, Options{Namespace: "restysync", Identity: "me",
 		LeaseDuration: time.Second, RenewDeadline: 800 * time.Millisecond, RetryPeriod: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,10 @@
 // render/apply → status): it writes .status.loadBalancer.ingress of the
 // Ingresses that nginx serves, from one elected replica.
 //
-// Replicas elect a leader with a coordination.k8s.io Lease; only the leader
-// writes, so replicas never fight over a status, and a leader that loses the
-// Lease stops at once because every write runs under the leadership context.
+// Replicas elect a leader with a coordination.k8s.io Lease (lease.go); only
+// the leader writes, so replicas never fight over a status, and a leader that
+// loses the Lease stops at once because every write runs under the
+// leadership context. The Lease is released only once no write is in flight.
 // Writes happen on the Writer's own goroutine: Update only records the
 // latest set of served Ingresses, so the sync loop never waits on the API
 // server, and a burst of syncs costs one pass. A pass compares each status
@@ -34,10 +35,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 )
 
 // Defaults of Options.
@@ -74,13 +74,16 @@ type Options struct {
 	// sends no request.
 	Lookup func(namespace, name string) *networkingv1.Ingress
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the election
-	// (defaults 15s, 10s and 2s, as in Kubernetes' own components). A new
+	// (defaults 15s, 10s and 2s, as in Kubernetes' own components; they
+	// must be LeaseDuration > RenewDeadline > 1.2*RetryPeriod > 0). A new
 	// leader takes over within LeaseDuration of a crash, and at once after a
-	// clean stop, which releases the Lease.
+	// clean stop, which releases the Lease. A leader that cannot renew the
+	// Lease within RenewDeadline stops writing.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
-	// RequestTimeout bounds each status read or write (default 10s).
+	// RequestTimeout bounds each status read or write, and each Lease
+	// request, which RenewDeadline bounds too (default 10s).
 	RequestTimeout time.Duration
 	// Logger receives leadership changes and failed writes (default: discarded).
 	Logger *slog.Logger
@@ -88,11 +91,14 @@ type Options struct {
 
 // Writer keeps the status of served Ingresses while this replica leads.
 type Writer struct {
-	client kubernetes.Interface
-	pub    *Publisher
-	opts   Options
-	logger *slog.Logger
-	poke   chan struct{}
+	client   kubeclient.Interface
+	pub      *Publisher
+	opts     Options
+	logger   *slog.Logger
+	poke     chan struct{}
+	election *election
+
+	passing sync.Mutex // held by the loop during a pass
 
 	started atomic.Bool
 
@@ -115,7 +121,7 @@ type record struct {
 }
 
 // NewWriter returns a Writer that publishes pub's addresses. Run starts it.
-func NewWriter(client kubernetes.Interface, pub *Publisher, opts Options) (*Writer, error) {
+func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writer, error) {
 	if pub == nil {
 		return nil, errors.New("status writer: no publisher")
 	}
@@ -134,6 +140,9 @@ func NewWriter(client kubernetes.Interface, pub *Publisher, opts Options) (*Writ
 	opts.RenewDeadline = cmp.Or(opts.RenewDeadline, DefaultRenewDeadline)
 	opts.RetryPeriod = cmp.Or(opts.RetryPeriod, DefaultRetryPeriod)
 	opts.RequestTimeout = cmp.Or(opts.RequestTimeout, DefaultRequestTimeout)
+	if err := checkTimings(opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod); err != nil {
+		return nil, fmt.Errorf("status writer: %w", err)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -148,9 +157,22 @@ func NewWriter(client kubernetes.Interface, pub *Publisher, opts Options) (*Writ
 		known:   map[types.NamespacedName]bool{},
 		written: map[types.NamespacedName]record{},
 	}
-	// Check the timings now rather than in Run.
-	if _, err := w.elector(); err != nil {
-		return nil, fmt.Errorf("status writer: %w", err)
+	w.election = &election{
+		leases:         client.Leases(opts.Namespace),
+		namespace:      opts.Namespace,
+		name:           opts.LeaseName,
+		identity:       opts.Identity,
+		leaseDuration:  opts.LeaseDuration,
+		renewDeadline:  opts.RenewDeadline,
+		retryPeriod:    opts.RetryPeriod,
+		requestTimeout: min(opts.RequestTimeout, opts.RenewDeadline),
+		logger:         w.logger,
+		started:        w.startedLeading,
+		stopped:        w.stoppedLeading,
+		newLeader: func(identity string) {
+			w.logger.Info("Ingress status leader", "leader", identity)
+		},
+		now: time.Now,
 	}
 	return w, nil
 }
@@ -193,40 +215,12 @@ func (w *Writer) Run(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Go(func() { w.loop(ctx) })
 	for ctx.Err() == nil {
-		le, err := w.elector()
-		if err != nil {
-			return fmt.Errorf("status writer: %w", err)
-		}
-		le.Run(ctx)
+		w.election.run(ctx)
 	}
 	return nil
 }
 
-func (w *Writer) elector() (*leaderelection.LeaderElector, error) {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: w.opts.LeaseName},
-		Client:     w.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: w.opts.Identity},
-	}
-	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            w.opts.LeaseName,
-		LeaseDuration:   w.opts.LeaseDuration,
-		RenewDeadline:   w.opts.RenewDeadline,
-		RetryPeriod:     w.opts.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: w.startedLeading,
-			OnStoppedLeading: w.stoppedLeading,
-			OnNewLeader: func(identity string) {
-				w.logger.Info("Ingress status leader", "leader", identity)
-			},
-		},
-	})
-}
-
-// startedLeading runs on its own goroutine, possibly after the term it
-// belongs to has already ended; its ctx then is done and it is ignored.
+// startedLeading begins a term: passes run under ctx until it ends.
 func (w *Writer) startedLeading(ctx context.Context) {
 	w.mu.Lock()
 	if ctx.Err() == nil {
@@ -237,11 +231,17 @@ func (w *Writer) startedLeading(ctx context.Context) {
 	w.notify()
 }
 
+// stoppedLeading is called once the term's context has ended; it returns
+// when the pass in flight, if any, has, so that the Lease is released only
+// after the last write.
 func (w *Writer) stoppedLeading() {
 	w.mu.Lock()
 	wasLeading := w.leaderCtx != nil
 	w.leaderCtx = nil
 	w.mu.Unlock()
+	// Wait out the pass in flight: its context is done, so it ends soon.
+	w.passing.Lock()
+	w.passing.Unlock()
 	if wasLeading {
 		w.logger.Info("stopped leading: no longer writing Ingress status")
 	}
@@ -283,11 +283,14 @@ func (w *Writer) loop(ctx context.Context) {
 		case <-retryC:
 			retryC = nil
 		}
+		w.passing.Lock()
 		lctx := w.leading()
 		if lctx == nil {
+			w.passing.Unlock()
 			continue
 		}
 		err := w.pass(lctx)
+		w.passing.Unlock()
 		switch {
 		case err == nil:
 			backoff = minBackoff
@@ -413,7 +416,7 @@ func (w *Writer) write(ctx context.Context, ing *networkingv1.Ingress, addrs []n
 		next.Status.LoadBalancer.Ingress = slices.Clone(addrs)
 		rctx, cancel := context.WithTimeout(ctx, w.opts.RequestTimeout)
 		defer cancel()
-		_, err := w.client.NetworkingV1().Ingresses(key.Namespace).UpdateStatus(rctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err := w.client.Ingresses(key.Namespace).UpdateStatus(rctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {
 		case err == nil:
 			replaced = ing.ResourceVersion
@@ -441,7 +444,7 @@ func (w *Writer) current(ctx context.Context, key types.NamespacedName, fresh bo
 	}
 	rctx, cancel := context.WithTimeout(ctx, w.opts.RequestTimeout)
 	defer cancel()
-	ing, err := w.client.NetworkingV1().Ingresses(key.Namespace).Get(rctx, key.Name, metav1.GetOptions{})
+	ing, err := w.client.Ingresses(key.Namespace).Get(rctx, key.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
@@ -65,6 +66,19 @@ func adminClient(t *testing.T, srv *kubeapi.Server) kubernetes.Interface {
 	return client
 }
 
+// agentClient is the agent's own client (package kubeclient) on cfg.
+func agentClient(t *testing.T, cfg *rest.Config) kubeclient.Interface {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.WarningHandler = rest.NoWarnings{}
+	client, err := kubeclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 func namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
@@ -99,7 +113,7 @@ func TestSourceAPIServer(t *testing.T) {
 		},
 	)
 
-	src := New(client, Options{Namespace: "web", ConfigMap: "restysync/restysync"})
+	src := New(agentClient(t, srv.Config()), Options{Namespace: "web", ConfigMap: "restysync/restysync"})
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/restysync/restysync/agent/internal/source"
@@ -43,11 +42,7 @@ func TestAuthSecretsAPIServer(t *testing.T) {
 			return rt.RoundTrip(req)
 		})
 	})
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := New(client, Options{IngressClass: "restysync"})
+	src := New(agentClient(t, cfg), Options{IngressClass: "restysync"})
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -59,7 +60,7 @@ func authTestObjects() []runtime.Object {
 // ignores field selectors (the fake).
 func TestAuthSecrets(t *testing.T) {
 	client := fake.NewClientset(authTestObjects()...)
-	src := New(client, Options{IngressClass: "restysync"})
+	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
 	startSource(t, src, func(source.Kind) {})
 
 	wantServedAuthSecrets(t, src)
@@ -79,7 +80,7 @@ func TestAuthSecrets(t *testing.T) {
 	}
 
 	t.Run("every Ingress", func(t *testing.T) {
-		src := New(client, Options{IngressClass: "restysync", EveryIngress: true})
+		src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync", EveryIngress: true})
 		startSource(t, src, func(source.Kind) {})
 		snap, _ := src.Snapshot()
 		if got := names(snap.Secrets); !slices.Equal(got, []string{"web/foreign", "web/tls", "web/users"}) {

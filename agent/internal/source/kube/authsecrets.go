@@ -10,10 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -28,11 +27,12 @@ import (
 // (database passwords, tokens) through the agent; reading only what an
 // Ingress names is the least the agent can read.
 type authWatches struct {
-	client  kubernetes.Interface
-	resync  time.Duration
-	logger  *slog.Logger
-	changed func(source.Kind)
-	ctx     context.Context
+	client      kubeclient.Interface
+	reconnector *reconnector
+	resync      time.Duration
+	logger      *slog.Logger
+	changed     func(source.Kind)
+	ctx         context.Context
 
 	mu      sync.Mutex
 	watches map[types.NamespacedName]*authWatch
@@ -85,8 +85,8 @@ func (a *authWatches) reconcile(refs []types.NamespacedName) {
 // start begins the list and watch of the one Secret ref.
 func (a *authWatches) start(ref types.NamespacedName) *authWatch {
 	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
-	informer := coreinformers.NewFilteredSecretInformer(a.client, ref.Namespace, a.resync, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.FieldSelector = byName })
+	informer := kubeclient.NewInformer(a.client, reconnecting(a.client.Secrets(ref.Namespace), a.reconnector),
+		&corev1.Secret{}, a.resync, func(o *metav1.ListOptions) { o.FieldSelector = byName })
 	// Errors from these three only come after the informer has started.
 	_ = informer.SetTransform(func(obj any) (any, error) {
 		// A server (or fake) that ignores the field selector must not

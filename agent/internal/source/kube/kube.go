@@ -2,8 +2,8 @@
 // → render/apply) that reads objects from the Kubernetes API server with
 // client-go informers.
 //
-// Secrets are listed through their own informer factory with the field
-// selector type=kubernetes.io/tls, so the agent never lists, watches or
+// Secrets are listed through their own informer with the field selector
+// type=kubernetes.io/tls, so the agent never lists, watches or
 // caches any other Secret in bulk, and the one agent ConfigMap is watched by
 // name in its own namespace; RBAC cannot restrict a list by type, so this
 // selector is the only thing that keeps other Secrets out of the agent's
@@ -34,13 +34,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
@@ -84,7 +83,7 @@ type Options struct {
 
 // Source serves the objects of a Kubernetes API server.
 type Source struct {
-	client kubernetes.Interface
+	client kubeclient.Interface
 	opts   Options
 	logger *slog.Logger
 
@@ -95,8 +94,10 @@ type Source struct {
 	done    chan struct{}
 
 	// Set by Start before ready.
-	factories []informers.SharedInformerFactory
 	informers []namedInformer
+	// reconnector makes every List and Watch wait out an API server
+	// outage (reconnect.go); one for all the informers.
+	reconnector *reconnector
 
 	ingresses      networkinglisters.IngressLister
 	ingressClasses networkinglisters.IngressClassLister
@@ -125,7 +126,7 @@ type namedInformer struct {
 }
 
 // New returns a Source that reads through client. Start begins watching.
-func New(client kubernetes.Interface, opts Options) *Source {
+func New(client kubeclient.Interface, opts Options) *Source {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -149,18 +150,17 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 		close(s.done)
 		return err
 	}
-	s.authSecrets = &authWatches{client: s.informerClient(), resync: s.opts.ResyncPeriod, logger: s.logger,
+	s.authSecrets = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, watches: map[types.NamespacedName]*authWatch{}}
 	s.ready.Store(true)
 
-	for _, f := range s.factories {
-		f.StartWithContext(ctx)
+	var running sync.WaitGroup
+	for _, ni := range s.informers {
+		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
 	go func() {
 		<-ctx.Done()
-		for _, f := range s.factories {
-			f.Shutdown()
-		}
+		running.Wait()
 		close(s.done)
 	}()
 
@@ -240,46 +240,40 @@ func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error
 	return synced, nil
 }
 
-// createInformers creates the factories and their informers.
+// createInformers creates the informers and their listers.
 func (s *Source) createInformers() {
 	resync := s.opts.ResyncPeriod
-	// Its List and Watch wait out an API server outage (reconnect.go).
-	client := s.informerClient()
-	main := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithNamespace(s.opts.Namespace))
-	// Its own factory, so that no other informer inherits the selector and
-	// nothing can create an unfiltered Secret informer next to it.
-	tls := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithNamespace(s.opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector }))
-	s.factories = []informers.SharedInformerFactory{main, tls}
-
-	networking := main.Networking().V1()
-	ingresses := networking.Ingresses()
-	classes := networking.IngressClasses() // cluster-scoped: the namespace does not apply
-	services := main.Core().V1().Services()
-	slices := main.Discovery().V1().EndpointSlices()
-	secrets := tls.Core().V1().Secrets()
-	s.ingresses, s.ingressClasses = ingresses.Lister(), classes.Lister()
-	s.services, s.endpointSlices, s.secrets = services.Lister(), slices.Lister(), secrets.Lister()
-	s.sliceIndexer = slices.Informer().GetIndexer()
+	ns := s.opts.Namespace
+	c := s.client
+	s.reconnector = newReconnector(c, s.logger)
+	r := s.reconnector
+	ingresses := kubeclient.NewInformer(c, reconnecting(c.Ingresses(ns), r), &networkingv1.Ingress{}, resync, nil)
+	// Cluster-scoped: the namespace does not apply.
+	classes := kubeclient.NewInformer(c, reconnecting(c.IngressClasses(), r), &networkingv1.IngressClass{}, resync, nil)
+	services := kubeclient.NewInformer(c, reconnecting(c.Services(ns), r), &corev1.Service{}, resync, nil)
+	slices := kubeclient.NewInformer(c, reconnecting(c.EndpointSlices(ns), r), &discoveryv1.EndpointSlice{}, resync, nil)
+	secrets := kubeclient.NewInformer(c, reconnecting(c.Secrets(ns), r), &corev1.Secret{}, resync,
+		func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector })
+	s.ingresses = networkinglisters.NewIngressLister(ingresses.GetIndexer())
+	s.ingressClasses = networkinglisters.NewIngressClassLister(classes.GetIndexer())
+	s.services = corelisters.NewServiceLister(services.GetIndexer())
+	s.endpointSlices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer())
+	s.secrets = corelisters.NewSecretLister(secrets.GetIndexer())
+	s.sliceIndexer = slices.GetIndexer()
 	s.informers = []namedInformer{
-		{kind: source.KindIngress, informer: ingresses.Informer()},
-		{kind: source.KindIngressClass, informer: classes.Informer()},
-		{kind: source.KindService, informer: services.Informer()},
-		{kind: source.KindEndpointSlice, informer: slices.Informer()},
-		{kind: source.KindSecret, informer: secrets.Informer()},
+		{kind: source.KindIngress, informer: ingresses},
+		{kind: source.KindIngressClass, informer: classes},
+		{kind: source.KindService, informer: services},
+		{kind: source.KindEndpointSlice, informer: slices},
+		{kind: source.KindSecret, informer: secrets},
 	}
 
 	if s.configMapName != "" {
 		byName := fields.OneTermEqualSelector("metadata.name", s.configMapName).String()
-		cm := informers.NewSharedInformerFactoryWithOptions(client, resync,
-			informers.WithNamespace(s.configMapNS),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = byName }))
-		s.factories = append(s.factories, cm)
-		configMaps := cm.Core().V1().ConfigMaps()
-		s.configMaps = configMaps.Lister()
-		s.informers = append(s.informers, namedInformer{kind: source.KindConfigMap, informer: configMaps.Informer()})
+		configMaps := kubeclient.NewInformer(c, reconnecting(c.ConfigMaps(s.configMapNS), r), &corev1.ConfigMap{}, resync,
+			func(o *metav1.ListOptions) { o.FieldSelector = byName })
+		s.configMaps = corelisters.NewConfigMapLister(configMaps.GetIndexer())
+		s.informers = append(s.informers, namedInformer{kind: source.KindConfigMap, informer: configMaps})
 	}
 }
 
@@ -383,6 +377,12 @@ func strip(obj any) (any, error) {
 				annotations = nil
 			}
 			o.SetAnnotations(annotations)
+		}
+	}
+	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+		for i := range slice.Endpoints {
+			e := &slice.Endpoints[i]
+			e.TargetRef, e.Hints, e.DeprecatedTopology, e.NodeName, e.Zone = nil, nil, nil, nil, nil
 		}
 	}
 	return obj, nil

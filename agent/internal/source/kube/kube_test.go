@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
@@ -166,7 +167,7 @@ func testObjects() []runtime.Object {
 
 func TestSourceFake(t *testing.T) {
 	client := fake.NewClientset(testObjects()...)
-	src := New(client, Options{ConfigMap: "restysync/restysync"})
+	src := New(kubeclienttest.Wrap(client), Options{ConfigMap: "restysync/restysync"})
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 
@@ -280,7 +281,7 @@ func TestSourceNamespace(t *testing.T) {
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "other"}},
 		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "other"}},
 	)
-	src := New(fake.NewClientset(objs...), Options{Namespace: "other"})
+	src := New(kubeclienttest.Wrap(fake.NewClientset(objs...)), Options{Namespace: "other"})
 	startSource(t, src, func(source.Kind) {})
 	snap, _ := src.Snapshot()
 	if got, want := names(snap.Ingresses), []string{"other/app"}; !slices.Equal(got, want) {
@@ -303,7 +304,7 @@ func TestSourceNamespace(t *testing.T) {
 func TestStartErrors(t *testing.T) {
 	t.Run("bad configmap", func(t *testing.T) {
 		for _, cm := range []string{"just-a-name", "ns/", "a/b/c"} {
-			src := New(fake.NewClientset(), Options{ConfigMap: cm})
+			src := New(kubeclienttest.Wrap(fake.NewClientset()), Options{ConfigMap: cm})
 			if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
 				t.Errorf("ConfigMap %q: Start succeeded, want an error", cm)
 			}
@@ -311,7 +312,7 @@ func TestStartErrors(t *testing.T) {
 		}
 	})
 	t.Run("twice", func(t *testing.T) {
-		src := New(fake.NewClientset(), Options{})
+		src := New(kubeclienttest.Wrap(fake.NewClientset()), Options{})
 		startSource(t, src, func(source.Kind) {})
 		if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
 			t.Error("second Start succeeded, want an error")
@@ -326,7 +327,7 @@ func TestStartErrors(t *testing.T) {
 			<-block
 			return true, &networkingv1.IngressList{}, nil
 		})
-		src := New(client, Options{})
+		src := New(kubeclienttest.Wrap(client), Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		if err := src.Start(ctx, func(source.Kind) {}); err == nil {
@@ -374,6 +375,25 @@ func TestStrip(t *testing.T) {
 			t.Errorf("strip = %+v, want no managedFields or annotations, data kept", got)
 		}
 	}
+	node, zone, ready := "node-1", "zone-a", true
+	slice := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{{
+		Addresses:  []string{"10.0.0.1"},
+		Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "p"},
+		NodeName:   &node, Zone: &zone,
+		Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}},
+	}}}
+	obj, err := strip(slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := obj.(*discoveryv1.EndpointSlice).Endpoints[0]
+	if e.TargetRef != nil || e.NodeName != nil || e.Zone != nil || e.Hints != nil {
+		t.Errorf("strip kept %+v, want no pod reference, node, zone or hints", e)
+	}
+	if e.Addresses[0] != "10.0.0.1" || e.Conditions.Ready == nil || !*e.Conditions.Ready {
+		t.Errorf("strip lost the address or readiness: %+v", e)
+	}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "a/b"}
 	if obj, err := strip(tombstone); err != nil || obj != any(tombstone) {
 		t.Errorf("strip(tombstone) = %v, %v; want it unchanged", obj, err)
@@ -418,7 +438,7 @@ func TestStartLogsListingProgress(t *testing.T) {
 		return false, nil, nil
 	})
 	var log syncbuf.Buffer
-	src := New(client, Options{ConfigMap: "restysync/restysync", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	src := New(kubeclienttest.Wrap(client), Options{ConfigMap: "restysync/restysync", Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	startSource(t, src, func(source.Kind) {})
 	text := log.String()
 	if !strings.Contains(text, `msg="listing from the API server"`) || !strings.Contains(text, "Service=1") ||

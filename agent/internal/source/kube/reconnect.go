@@ -7,11 +7,11 @@ package kube
 // each with up to 100 % jitter, so after a minute of outage a reflector may
 // sleep up to a minute after the API server is back. client-go v0.37 has no
 // way to set that backoff for shared informers (ReflectorOptions.Backoff is
-// not reachable through a SharedIndexInformer or its factory).
+// not reachable through a SharedIndexInformer).
 //
-// So the reflectors are kept from failing in the first place: the informer
-// factories get a client whose List and Watch, for the kinds the source
-// reads, wait out an outage instead of returning its error. The first call
+// So the reflectors are kept from failing in the first place: every
+// informer lists and watches through a reconnectingListWatcher, whose List
+// and Watch wait out an outage instead of returning its error. The first call
 // that meets one (connection refused or reset, a dropped connection, a
 // timeout, 503) probes the API server's /readyz every probeInterval; every
 // call that meets the outage meanwhile waits for that one probe, so the
@@ -34,22 +34,16 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
-	typednetworkingv1 "k8s.io/client-go/kubernetes/typed/networking/v1"
-	"k8s.io/client-go/rest"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 )
 
 // Variables for the tests.
@@ -78,30 +72,21 @@ type reconnector struct {
 	downSince time.Time
 }
 
-func newReconnector(client kubernetes.Interface, logger *slog.Logger) *reconnector {
+func newReconnector(client kubeclient.Interface, logger *slog.Logger) *reconnector {
 	return &reconnector{probe: readyzProbe(client), logger: logger, interval: probeInterval, retry: outageRetry}
 }
 
 // readyzProbe returns a function that asks the API server's /readyz, or nil
-// if the client has no REST client to ask with.
-func readyzProbe(client kubernetes.Interface) func(context.Context) bool {
-	d := client.Discovery()
-	if d == nil {
-		return nil
-	}
-	rc := d.RESTClient()
-	if rc == nil {
-		return nil
-	}
-	if r, ok := rc.(*rest.RESTClient); ok && r == nil {
+// if the client cannot ask (a fake).
+func readyzProbe(client kubeclient.Interface) func(context.Context) bool {
+	prober, ok := client.(kubeclient.ReadyzProber)
+	if !ok {
 		return nil
 	}
 	return func(ctx context.Context) bool {
 		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
-		var code int
-		rc.Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
-		return code == http.StatusOK
+		return prober.Readyz(ctx)
 	}
 }
 
@@ -207,153 +192,21 @@ func call[T any](ctx context.Context, r *reconnector, f func() (T, error)) (T, e
 	}
 }
 
-// informerClient returns s.client with List and Watch of the kinds the
-// source reads going through s's reconnector.
-// Each call has its own reconnector: call it once for all the factories.
-func (s *Source) informerClient() kubernetes.Interface {
-	return reconnectingClient{Interface: s.client, r: newReconnector(s.client, s.logger)}
+// reconnectingListWatcher is a ListWatcher whose List and Watch wait out
+// outages through r.
+type reconnectingListWatcher[L runtime.Object] struct {
+	lw kubeclient.ListWatcher[L]
+	r  *reconnector
 }
 
-// reconnectingClient is a kubernetes.Interface whose CoreV1, DiscoveryV1 and
-// NetworkingV1 resources used by the informers wait out outages. Everything
-// else is the wrapped client's.
-type reconnectingClient struct {
-	kubernetes.Interface
-	r *reconnector
+func reconnecting[L runtime.Object](lw kubeclient.ListWatcher[L], r *reconnector) kubeclient.ListWatcher[L] {
+	return reconnectingListWatcher[L]{lw, r}
 }
 
-// IsWatchListSemanticsUnSupported is the wrapped client's answer (a fake
-// clientset says true), which the generated informers ask the client for.
-func (c reconnectingClient) IsWatchListSemanticsUnSupported() bool {
-	u, ok := c.Interface.(interface{ IsWatchListSemanticsUnSupported() bool })
-	return ok && u.IsWatchListSemanticsUnSupported()
+func (c reconnectingListWatcher[L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	return call(ctx, c.r, func() (L, error) { return c.lw.List(ctx, opts) })
 }
 
-func (c reconnectingClient) CoreV1() typedcorev1.CoreV1Interface {
-	return reconnectingCoreV1{c.Interface.CoreV1(), c.r}
-}
-
-func (c reconnectingClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
-	return reconnectingDiscoveryV1{c.Interface.DiscoveryV1(), c.r}
-}
-
-func (c reconnectingClient) NetworkingV1() typednetworkingv1.NetworkingV1Interface {
-	return reconnectingNetworkingV1{c.Interface.NetworkingV1(), c.r}
-}
-
-type reconnectingCoreV1 struct {
-	typedcorev1.CoreV1Interface
-	r *reconnector
-}
-
-func (c reconnectingCoreV1) Services(namespace string) typedcorev1.ServiceInterface {
-	return services{c.CoreV1Interface.Services(namespace), c.r}
-}
-
-func (c reconnectingCoreV1) Secrets(namespace string) typedcorev1.SecretInterface {
-	return secrets{c.CoreV1Interface.Secrets(namespace), c.r}
-}
-
-func (c reconnectingCoreV1) ConfigMaps(namespace string) typedcorev1.ConfigMapInterface {
-	return configMaps{c.CoreV1Interface.ConfigMaps(namespace), c.r}
-}
-
-type reconnectingDiscoveryV1 struct {
-	typeddiscoveryv1.DiscoveryV1Interface
-	r *reconnector
-}
-
-func (c reconnectingDiscoveryV1) EndpointSlices(namespace string) typeddiscoveryv1.EndpointSliceInterface {
-	return endpointSlices{c.DiscoveryV1Interface.EndpointSlices(namespace), c.r}
-}
-
-type reconnectingNetworkingV1 struct {
-	typednetworkingv1.NetworkingV1Interface
-	r *reconnector
-}
-
-func (c reconnectingNetworkingV1) Ingresses(namespace string) typednetworkingv1.IngressInterface {
-	return ingresses{c.NetworkingV1Interface.Ingresses(namespace), c.r}
-}
-
-func (c reconnectingNetworkingV1) IngressClasses() typednetworkingv1.IngressClassInterface {
-	return ingressClasses{c.NetworkingV1Interface.IngressClasses(), c.r}
-}
-
-type services struct {
-	typedcorev1.ServiceInterface
-	r *reconnector
-}
-
-func (c services) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ServiceList, error) {
-	return call(ctx, c.r, func() (*corev1.ServiceList, error) { return c.ServiceInterface.List(ctx, opts) })
-}
-
-func (c services) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.ServiceInterface.Watch(ctx, opts) })
-}
-
-type secrets struct {
-	typedcorev1.SecretInterface
-	r *reconnector
-}
-
-func (c secrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
-	return call(ctx, c.r, func() (*corev1.SecretList, error) { return c.SecretInterface.List(ctx, opts) })
-}
-
-func (c secrets) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.SecretInterface.Watch(ctx, opts) })
-}
-
-type configMaps struct {
-	typedcorev1.ConfigMapInterface
-	r *reconnector
-}
-
-func (c configMaps) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
-	return call(ctx, c.r, func() (*corev1.ConfigMapList, error) { return c.ConfigMapInterface.List(ctx, opts) })
-}
-
-func (c configMaps) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.ConfigMapInterface.Watch(ctx, opts) })
-}
-
-type endpointSlices struct {
-	typeddiscoveryv1.EndpointSliceInterface
-	r *reconnector
-}
-
-func (c endpointSlices) List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
-	return call(ctx, c.r, func() (*discoveryv1.EndpointSliceList, error) { return c.EndpointSliceInterface.List(ctx, opts) })
-}
-
-func (c endpointSlices) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.EndpointSliceInterface.Watch(ctx, opts) })
-}
-
-type ingresses struct {
-	typednetworkingv1.IngressInterface
-	r *reconnector
-}
-
-func (c ingresses) List(ctx context.Context, opts metav1.ListOptions) (*networkingv1.IngressList, error) {
-	return call(ctx, c.r, func() (*networkingv1.IngressList, error) { return c.IngressInterface.List(ctx, opts) })
-}
-
-func (c ingresses) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.IngressInterface.Watch(ctx, opts) })
-}
-
-type ingressClasses struct {
-	typednetworkingv1.IngressClassInterface
-	r *reconnector
-}
-
-func (c ingressClasses) List(ctx context.Context, opts metav1.ListOptions) (*networkingv1.IngressClassList, error) {
-	return call(ctx, c.r, func() (*networkingv1.IngressClassList, error) { return c.IngressClassInterface.List(ctx, opts) })
-}
-
-func (c ingressClasses) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return call(ctx, c.r, func() (watch.Interface, error) { return c.IngressClassInterface.Watch(ctx, opts) })
+func (c reconnectingListWatcher[L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return call(ctx, c.r, func() (watch.Interface, error) { return c.lw.Watch(ctx, opts) })
 }

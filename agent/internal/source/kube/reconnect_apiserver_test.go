@@ -37,7 +37,7 @@ func TestSourceAPIServerOutage(t *testing.T) {
 	createAll(t, client, testObjects()[:6]...)
 
 	logs := &syncWriter{w: &bytes.Buffer{}}
-	src := New(client, Options{Namespace: "web", Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	src := New(agentClient(t, srv.Config()), Options{Namespace: "web", Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	startSource(t, src, func(source.Kind) {})
 
 	srv.StopAPIServer(t)

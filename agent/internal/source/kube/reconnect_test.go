@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -186,7 +187,7 @@ func TestSourceWaitsOutOutage(t *testing.T) {
 	})
 
 	logs := &syncWriter{w: &bytes.Buffer{}}
-	src := New(client, Options{
+	src := New(kubeclienttest.Wrap(client), Options{
 		ConfigMap: "web/restysync",
 		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
 	})
