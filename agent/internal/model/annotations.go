@@ -17,10 +17,17 @@ var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/
 // lookupAnnotation returns the value of key under the first prefix that has it,
 // and the full key it was found under.
 func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey string, ok bool) {
+	if len(ing.Annotations) == 0 {
+		return "", "", false
+	}
+	// The key is built in a buffer on the stack: a map index by
+	// string(bytes) does not allocate, and this runs for every key of
+	// every Ingress on each full sync.
+	var buf [128]byte
 	for _, prefix := range annotationPrefixes {
-		fullKey = prefix + key
-		if value, ok = ing.Annotations[fullKey]; ok {
-			return value, fullKey, true
+		full := append(append(buf[:0], prefix...), key...)
+		if value, ok = ing.Annotations[string(full)]; ok {
+			return value, string(full), true
 		}
 	}
 	return "", "", false

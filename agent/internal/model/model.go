@@ -10,6 +10,7 @@ package model
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"iter"
 	"slices"
 	"time"
 
@@ -211,6 +212,24 @@ func (p Problem) Object() string {
 }
 
 func (p Problem) String() string { return p.Object() + ": " + p.Reason }
+
+// AllLocations yields every location of the default server and of every
+// server, in the model's order.
+func (m Model) AllLocations() iter.Seq[*Location] {
+	return func(yield func(*Location) bool) {
+		for i := -1; i < len(m.Servers); i++ {
+			locs := m.Default.Locations
+			if i >= 0 {
+				locs = m.Servers[i].Locations
+			}
+			for j := range locs {
+				if !yield(&locs[j]) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // ServedIngresses returns the Ingresses ("namespace/name") that own at least
 // one location of m, sorted: the ones whose status names this agent.

@@ -292,10 +292,10 @@ func errorLocationName(backend string, code int) string {
 // accessErrorLocations returns the named locations the locations of a
 // server send their custom errors to, one per error backend and code,
 // sorted by name.
-func accessErrorLocations(locations []model.Location) []errorLocationView {
+func accessErrorLocations(m model.Model) []errorLocationView {
 	seen := map[string]bool{}
 	var out []errorLocationView
-	for _, loc := range locations {
+	for loc := range m.AllLocations() {
 		e := loc.Access.Errors
 		if e.Codes == "" || loc.Access.Denied != "" {
 			continue

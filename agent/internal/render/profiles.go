@@ -64,7 +64,7 @@ type profileKey struct {
 // of returns the named location of lv's profile and its body, or "" when
 // lv is plain and the router serves it directly.
 func (p profiler) of(lv locationView) (name, body string, err error) {
-	loc := lv.source
+	loc := *lv.source
 	if loc.Plain() {
 		return "", "", nil
 	}

@@ -178,8 +178,9 @@ type locationView struct {
 	Proxy proxyView
 	// Access are the access-control settings (access.go).
 	Access accessView
-	// source is the model's location it was made from.
-	source model.Location
+	// source is the model's location it was made from (a pointer: a
+	// model of 10,000 hosts would otherwise be copied once more).
+	source *model.Location
 }
 
 // Render renders nginx.conf for m. The same m and s give the same bytes.
@@ -282,11 +283,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		return confView{}, err
 	}
 	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)
-	var all []model.Location
-	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
-		all = append(all, srv.Locations...)
-	}
-	view.AccessErrors = accessErrorLocations(all)
+	view.AccessErrors = accessErrorLocations(m)
 	return view, nil
 }
 
@@ -353,10 +350,17 @@ func newServerView(srv model.Server) (serverView, error) {
 			exactPaths[loc.Path] = true
 		}
 	}
-	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, 2*len(srv.Locations))}
-	seen := make(map[key]bool, 2*len(srv.Locations))
+	n := 0
+	for _, loc := range srv.Locations {
+		n++
+		if loc.PathType == model.PathPrefix && loc.Path != "/" {
+			n++ // "= /p" and "/p/"
+		}
+	}
+	view := serverView{Host: srv.Host, HTTPS: srv.HTTPS, Locations: make([]locationView, 0, n)}
+	seen := make(map[key]bool, n)
 	var regexes []locationView
-	add := func(exact bool, path string, loc model.Location) error {
+	add := func(exact bool, path string, loc *model.Location) error {
 		k := key{exact, path}
 		if seen[k] {
 			return fmt.Errorf("location %s %q (path %q of %s) is rendered twice", matchName(exact), path, loc.Path, loc.Ingress)
@@ -366,7 +370,7 @@ func newServerView(srv model.Server) (serverView, error) {
 		if err != nil {
 			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
-		access, err := newAccessView(loc)
+		access, err := newAccessView(*loc)
 		if err != nil {
 			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
@@ -374,7 +378,8 @@ func newServerView(srv model.Server) (serverView, error) {
 			SSLRedirect: loc.SSLRedirect, Protocol: loc.Protocol, Proxy: proxy, Access: access, source: loc})
 		return nil
 	}
-	for _, loc := range srv.Locations {
+	for i := range srv.Locations {
+		loc := &srv.Locations[i]
 		if !strings.HasPrefix(loc.Path, "/") {
 			return serverView{}, fmt.Errorf("path %q of %s: must start with \"/\"", loc.Path, loc.Ingress)
 		}
@@ -405,7 +410,7 @@ func newServerView(srv model.Server) (serverView, error) {
 				break
 			}
 			var access accessView
-			if access, err = newAccessView(loc); err != nil {
+			if access, err = newAccessView(*loc); err != nil {
 				err = fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 				break
 			}
