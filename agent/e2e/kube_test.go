@@ -582,8 +582,11 @@ func TestKube(t *testing.T) {
 			t.Errorf("agent-b restysync_leader %v, objects{Ingress} %v (%v); want 0 and at least 1", m["restysync_leader"], m[`restysync_objects{kind="Ingress"}`], err)
 		}
 		// client-go's own logging (klog) goes through the agent's slog.
-		if !strings.Contains(s.agent.log.String(), `msg="Successfully acquired lease" component=client-go`) {
-			t.Errorf("client-go's lease message is not in the agent's log as a slog line:\n%s", s.agent.log.String())
+		if !strings.Contains(s.agent.log.String(), `msg="Starting reflector" component=client-go`) {
+			t.Errorf("client-go's reflector message is not in the agent's log as a slog line:\n%s", s.agent.log.String())
+		}
+		if !strings.Contains(s.agent.log.String(), `msg="leading: writing Ingress status"`) {
+			t.Errorf("agent-a does not log that it leads:\n%s", s.agent.log.String())
 		}
 		// The leader stops cleanly, releasing the Lease; agent-b takes over.
 		s.agent.stop(t)
