@@ -57,28 +57,42 @@ type CheckReport struct {
 
 // CheckedIngress lists the annotations of one Ingress under our prefixes.
 type CheckedIngress struct {
-	Ingress     string              `json:"ingress"` // namespace/name
+	Ingress string `json:"ingress"` // namespace/name
+	// Moves says that the Ingress works as it is, as it did under
+	// ingress-nginx: each annotation is supported, ignored by ingress-nginx
+	// too, or only names an object the source lacks.
+	Moves       bool                `json:"moves"`
 	Annotations []CheckedAnnotation `json:"annotations"`
 }
 
 // CheckedAnnotation is one annotation and what restysync does with it.
 type CheckedAnnotation struct {
-	Key    string `json:"key"`
-	Status string `json:"status"` // supported, invalid, refused, unknown
+	Key string `json:"key"`
+	// Status is supported, invalid, missing-object, refused, unknown or
+	// ignored-by-ingress-nginx.
+	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 }
 
-// CheckSummary counts the annotations by status.
+// CheckSummary counts the Ingresses that move and the annotations by status.
 type CheckSummary struct {
-	Ingresses int `json:"ingresses"`
-	Supported int `json:"supported"`
-	Invalid   int `json:"invalid"`
-	Refused   int `json:"refused"`
-	Unknown   int `json:"unknown"`
+	Ingresses             int `json:"ingresses"`
+	Moves                 int `json:"moves"`
+	Supported             int `json:"supported"`
+	Invalid               int `json:"invalid"`
+	MissingObject         int `json:"missing_object"`
+	Refused               int `json:"refused"`
+	Unknown               int `json:"unknown"`
+	IgnoredByIngressNginx int `json:"ignored_by_ingress_nginx"`
 }
 
-// annotationInvalid is a supported annotation whose value Build refused.
-const annotationInvalid = "invalid"
+// Statuses check adds to model.AnnotationStatus's: a supported annotation
+// whose value Build refused, and one whose value names an object the
+// source does not hold (a Secret, a Service).
+const (
+	annotationInvalid       = "invalid"
+	annotationMissingObject = "missing-object"
+)
 
 func check(c *cli.Context) error {
 	output := c.String("output")
@@ -137,11 +151,11 @@ func checkSnapshot(snap model.Snapshot) CheckReport {
 		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
 	snap.IngressClass = class
 	_, problems := model.Build(snap)
-	reasons := map[string][]string{} // by "namespace/name"
+	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
 		if p.Kind == "Ingress" {
 			key := p.Namespace + "/" + p.Name
-			reasons[key] = append(reasons[key], p.Reason)
+			byIngress[key] = append(byIngress[key], p)
 		}
 	}
 
@@ -151,34 +165,33 @@ func checkSnapshot(snap model.Snapshot) CheckReport {
 	})
 	for _, ing := range ours {
 		id := ing.Namespace + "/" + ing.Name
-		checked := CheckedIngress{Ingress: id, Annotations: []CheckedAnnotation{}}
+		checked := CheckedIngress{Ingress: id, Moves: true, Annotations: []CheckedAnnotation{}}
 		for _, key := range slices.Sorted(maps.Keys(ing.Annotations)) {
-			status := model.AnnotationStatus(key)
-			if status == "" {
+			a := checkAnnotation(key, byIngress[id])
+			if a.Status == "" {
 				continue
-			}
-			a := CheckedAnnotation{Key: key, Status: status}
-			for _, reason := range reasons[id] {
-				if strings.HasPrefix(reason, "annotation "+key+" ") || strings.HasPrefix(reason, "annotation "+key+":") {
-					a.Reason = strings.TrimPrefix(reason, "annotation "+key)
-					a.Reason = strings.TrimLeft(a.Reason, ": ")
-					if status == model.AnnotationSupported {
-						a.Status = annotationInvalid
-					}
-					break
-				}
 			}
 			switch a.Status {
 			case model.AnnotationSupported:
 				report.Summary.Supported++
 			case annotationInvalid:
 				report.Summary.Invalid++
+				checked.Moves = false
+			case annotationMissingObject:
+				report.Summary.MissingObject++
 			case model.AnnotationRefused:
 				report.Summary.Refused++
+				checked.Moves = false
+			case model.AnnotationIgnoredByIngressNginx:
+				report.Summary.IgnoredByIngressNginx++
 			default:
 				report.Summary.Unknown++
+				checked.Moves = false
 			}
 			checked.Annotations = append(checked.Annotations, a)
+		}
+		if checked.Moves {
+			report.Summary.Moves++
 		}
 		report.Ingresses = append(report.Ingresses, checked)
 	}
@@ -189,10 +202,42 @@ func checkSnapshot(snap model.Snapshot) CheckReport {
 	return report
 }
 
+// checkAnnotation classifies one annotation of an Ingress whose Build
+// problems are given; Status "" when the key is not one of ours.
+func checkAnnotation(key string, problems []model.Problem) CheckedAnnotation {
+	status, why := model.AnnotationStatusReason(key)
+	a := CheckedAnnotation{Key: key, Status: status, Reason: why}
+	if status == model.AnnotationIgnoredByIngressNginx || status == "" {
+		return a
+	}
+	p := problemAbout(key, problems)
+	if p.Reason == "" {
+		return a
+	}
+	a.Reason = strings.TrimLeft(strings.TrimPrefix(p.Reason, "annotation "+key), ": ")
+	if status == model.AnnotationSupported {
+		a.Status = annotationInvalid
+		if p.Missing != "" {
+			a.Status = annotationMissingObject
+		}
+	}
+	return a
+}
+
+// problemAbout returns the first problem about annotation key.
+func problemAbout(key string, problems []model.Problem) model.Problem {
+	for _, p := range problems {
+		if strings.HasPrefix(p.Reason, "annotation "+key+" ") || strings.HasPrefix(p.Reason, "annotation "+key+":") {
+			return p
+		}
+	}
+	return model.Problem{}
+}
+
 func writeCheck(w io.Writer, r CheckReport) {
 	s := r.Summary
-	fmt.Fprintf(w, "restysync check: %d Ingresses; annotations: %d supported, %d invalid, %d refused, %d unknown\n",
-		s.Ingresses, s.Supported, s.Invalid, s.Refused, s.Unknown)
+	fmt.Fprintf(w, "restysync check: %d Ingresses; annotations: %d supported, %d invalid, %d missing-object, %d refused, %d unknown, %d ignored-by-ingress-nginx\n",
+		s.Ingresses, s.Supported, s.Invalid, s.MissingObject, s.Refused, s.Unknown, s.IgnoredByIngressNginx)
 	for _, ing := range r.Ingresses {
 		fmt.Fprintf(w, "\nIngress %s\n", ing.Ingress)
 		if len(ing.Annotations) == 0 {
@@ -205,4 +250,5 @@ func writeCheck(w io.Writer, r CheckReport) {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "\n%d of %d Ingresses move unchanged\n", s.Moves, s.Ingresses)
 }

@@ -454,7 +454,7 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 	}
 	secret := b.secrets[namespacedName{namespace, name}]
 	if secret == nil {
-		b.annotationProblem(ing, secretKey, ref, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, closed))
+		b.missingObjectProblem(ing, secretKey, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, closed))
 		return secretKey + " is not usable"
 	}
 	content, has := secret.Data[authSecretKey]
@@ -636,8 +636,12 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 		return backendRef{}, false
 	}
 	svc := b.services[namespacedName{ing.Namespace, value}]
-	if svc == nil || len(svc.Spec.Ports) == 0 {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("Service %s/%s not found or has no port; ignored", ing.Namespace, value))
+	if svc == nil {
+		b.missingObjectProblem(ing, key, value, "Service "+ing.Namespace+"/"+value, fmt.Sprintf("Service %s/%s not found; ignored", ing.Namespace, value))
+		return backendRef{}, false
+	}
+	if len(svc.Spec.Ports) == 0 {
+		b.annotationProblem(ing, key, value, fmt.Sprintf("Service %s/%s has no port; ignored", ing.Namespace, value))
 		return backendRef{}, false
 	}
 	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}

@@ -70,6 +70,15 @@ func (b *builder) annotationProblem(ing *networkingv1.Ingress, key, value, reaso
 	b.ingressProblem(ing, fmt.Sprintf("annotation %s %q: %s", key, clip(value), reason))
 }
 
+// missingObjectProblem is annotationProblem for a value that names an
+// object the snapshot lacks (object is "Kind namespace/name"): the value
+// is right, the cluster is not (yet).
+func (b *builder) missingObjectProblem(ing *networkingv1.Ingress, key, value, object, reason string) {
+	b.problems = append(b.problems, Problem{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
+		Reason:  clipReason(fmt.Sprintf("annotation %s %q: %s", key, clip(value), reason)),
+		Missing: object})
+}
+
 // supportedAnnotations are the keys Build reads, without prefix.
 var supportedAnnotations = map[string]bool{
 	"use-regex": true, "load-balance": true, "upstream-hash-by": true,
@@ -105,6 +114,10 @@ const (
 	AnnotationSupported = "supported"
 	AnnotationRefused   = "refused"
 	AnnotationUnknown   = "unknown"
+	// AnnotationIgnoredByIngressNginx is a key under ingress-nginx's
+	// prefix that ingress-nginx does not read either (a typo, a ConfigMap
+	// key, a removed annotation): ignoring it changes nothing.
+	AnnotationIgnoredByIngressNginx = "ignored-by-ingress-nginx"
 )
 
 // refusedReason says why a snippet annotation is refused.
@@ -112,9 +125,28 @@ const refusedReason = "raw nginx directives are refused by design: a snippet cou
 	"and key nginx holds and break every other Ingress"
 
 // AnnotationStatus classifies an annotation key: AnnotationSupported (Build
-// reads it), AnnotationRefused (a raw nginx directive), AnnotationUnknown
-// (under one of our prefixes, not read), or "" (not one of ours).
+// reads it), AnnotationRefused (a raw nginx directive),
+// AnnotationIgnoredByIngressNginx (not read by ingress-nginx either),
+// AnnotationUnknown (under one of our prefixes, not read), or "" (not one
+// of ours).
 func AnnotationStatus(key string) string {
+	status, _ := AnnotationStatusReason(key)
+	return status
+}
+
+// AnnotationStatusReason is AnnotationStatus and, for
+// AnnotationIgnoredByIngressNginx, why ingress-nginx ignores the key.
+func AnnotationStatusReason(key string) (status, reason string) {
+	status = annotationStatus(key)
+	if status == AnnotationUnknown {
+		if why, ignored := ingressNginxIgnores(key); ignored {
+			return AnnotationIgnoredByIngressNginx, why
+		}
+	}
+	return status, ""
+}
+
+func annotationStatus(key string) string {
 	for _, prefix := range annotationPrefixes {
 		name, ok := strings.CutPrefix(key, prefix)
 		switch {
@@ -138,16 +170,19 @@ func AnnotationStatus(key string) string {
 func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 	var keys []string
 	for key := range ing.Annotations {
-		if status := AnnotationStatus(key); status == AnnotationRefused || status == AnnotationUnknown {
+		if status := AnnotationStatus(key); status != "" && status != AnnotationSupported {
 			keys = append(keys, key)
 		}
 	}
 	slices.Sort(keys) // problems in a stable order
 	for _, key := range keys {
-		if AnnotationStatus(key) == AnnotationRefused {
+		switch status, why := AnnotationStatusReason(key); status {
+		case AnnotationRefused:
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s; ignored, the rest of the Ingress is served", key, refusedReason))
-			continue
+		case AnnotationIgnoredByIngressNginx:
+			b.ingressProblem(ing, fmt.Sprintf("annotation %s: ignored, as ingress-nginx ignores it: %s", key, why))
+		default:
+			b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))
 		}
-		b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))
 	}
 }

@@ -201,6 +201,10 @@ type Problem struct {
 	Name      string
 	// Reason is a sentence for a human: what is wrong and what was left out.
 	Reason string
+	// Missing names the object ("Secret ns/name") whose absence is the
+	// whole problem, when it is; restysync check does not count such a
+	// value against an Ingress moving from ingress-nginx.
+	Missing string
 }
 
 // Object names the object as "Kind namespace/name".
