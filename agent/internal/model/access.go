@@ -45,8 +45,10 @@ type AccessSettings struct {
 	DenySources string
 	CORS        CORS
 	BasicAuth   BasicAuth
-	RateLimit   RateLimit
-	Errors      CustomErrors
+	// ExternalAuth asks an auth service before each request (extauth.go).
+	ExternalAuth ExternalAuth
+	RateLimit    RateLimit
+	Errors       CustomErrors
 }
 
 // CORS are the Cross-Origin Resource Sharing headers nginx adds (enable-cors
@@ -184,6 +186,10 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 	}
 	a.CORS = b.readCORS(ing)
 	if reason := b.readBasicAuth(ing, &st); reason != "" {
+		deny(reason)
+	}
+	var reason string
+	if a.ExternalAuth, reason = b.readExternalAuth(ing); reason != "" {
 		deny(reason)
 	}
 	a.RateLimit = b.readRateLimit(ing)

@@ -100,6 +100,9 @@ var supportedAnnotations = map[string]bool{
 	"enable-cors": true, "cors-allow-origin": true, "cors-allow-methods": true, "cors-allow-headers": true,
 	"cors-allow-credentials": true, "cors-max-age": true, "cors-expose-headers": true,
 	"auth-type": true, "auth-secret": true, "auth-secret-type": true, "auth-realm": true,
+	"auth-url": true, "auth-method": true, "auth-signin": true, "auth-signin-redirect-param": true,
+	"auth-response-headers": true, "auth-request-redirect": true, "auth-cache-key": true,
+	"auth-cache-duration": true, "auth-always-set-cookie": true,
 	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
 	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
 }

@@ -176,12 +176,20 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/affinity", "cookie"))
 			}
 			// Keys read only when another one turns their feature on.
+			extAuth := strings.HasPrefix(key, "auth-") && key != "auth-url" && supportedAnnotations[key] &&
+				!slices.Contains([]string{"auth-type", "auth-secret", "auth-secret-type", "auth-realm"}, key)
+			if extAuth {
+				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-url", "http://auth.test/check"))
+			}
+			if key == "auth-cache-duration" {
+				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-cache-key", "$remote_addr"))
+			}
 			for _, enabler := range []struct{ prefix, key, value string }{
 				{"cors-", "enable-cors", "true"},
 				{"auth-", "auth-type", "basic"},
 				{"limit-", "limit-rps", "10"},
 			} {
-				if strings.HasPrefix(key, enabler.prefix) && key != enabler.key {
+				if strings.HasPrefix(key, enabler.prefix) && key != enabler.key && !extAuth && key != "auth-url" {
 					opts = append(opts, annotation("nginx.ingress.kubernetes.io/"+enabler.key, enabler.value))
 				}
 			}

@@ -1,0 +1,345 @@
+package model
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// External authentication (auth-url and friends): nginx asks an auth
+// service (oauth2-proxy, Authelia, …) with a subrequest before each request.
+// A 2xx lets the request through, with the auth response's named headers
+// copied onto it; 401 sends the client to auth-signin when one is set, else
+// answers 401; 403 answers 403; anything else is a 500, as in ingress-nginx.
+//
+// The URLs may use only the nginx variables in authVariables, which stay
+// variables ("${host}"); every other character is checked, so a value can
+// never close its quotes in nginx.conf (CVE-2025-24514 was an injection
+// through auth-url).
+
+// ExternalAuth are the settings of external authentication; the zero value
+// is none. Strings are canonical, so that Location stays comparable.
+type ExternalAuth struct {
+	// URL is the auth service's URL, its variables written "${name}" with
+	// nginx's names (see authVariables).
+	URL string
+	// Method is the subrequest's method (auth-method); "" keeps the
+	// client's.
+	Method string
+	// Signin is where a 401 redirects the client (auth-signin), with the
+	// original URL in its SigninRedirectParam query parameter (default
+	// "rd") unless it names that parameter itself; "" answers the 401.
+	Signin string
+	// ResponseHeaders are the auth response's headers set on the request
+	// to the backend (auth-response-headers), joined by ",".
+	ResponseHeaders string
+	// RequestRedirect is the X-Auth-Request-Redirect header sent to the
+	// auth service (auth-request-redirect); "" sends the request URI.
+	RequestRedirect string
+	// CacheKey, when set, caches the auth service's answers under it
+	// (auth-cache-key) for CacheDuration (auth-cache-duration, default
+	// "200 202 401 5m": nginx's proxy_cache_valid).
+	CacheKey      string
+	CacheDuration string
+	// AlwaysSetCookie sends the auth response's Set-Cookie with every
+	// response, not only 2xx and 3xx ones (auth-always-set-cookie).
+	AlwaysSetCookie bool
+}
+
+// authVariables are the nginx variables the auth URLs may use, by the name
+// a user writes (ingress-nginx's), with the variable nginx.conf uses.
+var authVariables = map[string]string{
+	"host":                "host",
+	"http_host":           "http_host",
+	"best_http_host":      "restysync_forwarded_host",
+	"scheme":              "scheme",
+	"pass_access_scheme":  "restysync_forwarded_proto",
+	"request_uri":         "request_uri",
+	"escaped_request_uri": "restysync_escaped_request_uri",
+	"remote_addr":         "remote_addr",
+	"request_id":          "restysync_request_id",
+}
+
+// authCacheKeyVariable reports whether a cache key may use variable name:
+// those of authVariables, and the client's cookies and headers, which is
+// what a cache key is made of (oauth2-proxy: $cookie__oauth2_proxy).
+func authCacheKeyVariable(name string) (string, bool) {
+	if v, ok := authVariables[name]; ok {
+		return v, true
+	}
+	for _, prefix := range []string{"cookie_", "http_"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && rest != "" && isVariableName(rest) {
+			return name, true
+		}
+	}
+	if name == "remote_user" {
+		return name, true
+	}
+	return "", false
+}
+
+func isVariableName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// authMethods are the methods auth-method may name, as ingress-nginx.
+var authMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"}
+
+const (
+	maxAuthURL             = 2048
+	maxAuthResponseHeaders = 64
+	defaultAuthCache       = "200 202 401 5m"
+	defaultSigninParam     = "rd"
+)
+
+// withVariables checks s, a string that may use the variables lookup
+// allows, and returns it with each variable written "${nginxname}". It
+// refuses what could end a quoted nginx string or a directive, control
+// characters and unknown variables.
+func withVariables(s string, lookup func(string) (string, bool)) (string, string) {
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '$':
+			name, end := "", i+1
+			if end < len(s) && s[end] == '{' {
+				close := strings.IndexByte(s[end:], '}')
+				if close < 0 {
+					return "", "has an unclosed ${"
+				}
+				name, i = s[end+1:end+close], end+close
+			} else {
+				for end < len(s) && (s[end] >= 'a' && s[end] <= 'z' || s[end] >= '0' && s[end] <= '9' || s[end] == '_') {
+					end++
+				}
+				name, i = s[i+1:end], end-1
+			}
+			nginx, ok := lookup(name)
+			if !ok {
+				return "", fmt.Sprintf("uses the variable $%s, which is not allowed here", clip(name))
+			}
+			out.WriteString("${" + nginx + "}")
+		case c <= ' ' || c == 0x7f:
+			return "", "contains a space or control character"
+		case strings.IndexByte("\"'\\{};`", c) >= 0:
+			return "", fmt.Sprintf("contains %q", c)
+		default:
+			out.WriteByte(c)
+		}
+	}
+	return out.String(), ""
+}
+
+// authURL checks an auth-url or auth-signin value: an absolute http(s) URL
+// with a host, where variables may stand for parts.
+func authURL(value string) (string, string) {
+	if len(value) > maxAuthURL {
+		return "", fmt.Sprintf("is %d bytes; at most %d are allowed", len(value), maxAuthURL)
+	}
+	canonical, reason := withVariables(value, func(name string) (string, bool) {
+		v, ok := authVariables[name]
+		return v, ok
+	})
+	if reason != "" {
+		return "", reason
+	}
+	// Parse it with each variable as a plain word.
+	plain := canonical
+	for _, v := range authVariables {
+		plain = strings.ReplaceAll(plain, "${"+v+"}", "x")
+	}
+	u, err := url.Parse(plain)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return "", "is not an absolute http or https URL with a host"
+	}
+	return canonical, ""
+}
+
+// readExternalAuth reads auth-url and the annotations that go with it. It
+// returns the settings, and why the location must fail closed ("" when it
+// need not): an auth-url that cannot be used must not let everyone in.
+func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, string) {
+	value, key, ok := lookupAnnotation(ing, "auth-url")
+	if !ok {
+		return ExternalAuth{}, ""
+	}
+	const closed = "; the Ingress's paths answer 503 until it is fixed"
+	var a ExternalAuth
+	var reason string
+	if a.URL, reason = authURL(strings.TrimSpace(value)); reason != "" {
+		b.annotationProblem(ing, key, value, reason+closed)
+		return ExternalAuth{}, key + " is not usable"
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-method"); ok {
+		if m := strings.ToUpper(strings.TrimSpace(v)); slices.Contains(authMethods, m) {
+			a.Method = m
+		} else {
+			b.annotationProblem(ing, k, v, "is not an HTTP method ("+strings.Join(authMethods, ", ")+"); the client's method is used")
+		}
+	}
+	param := defaultSigninParam
+	if v, k, ok := lookupAnnotation(ing, "auth-signin-redirect-param"); ok {
+		if isQueryName(v) {
+			param = v
+		} else {
+			b.annotationProblem(ing, k, v, `is not a query parameter name (letters, digits, "-", "_", "."); "rd" is used`)
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-signin"); ok {
+		signin, reason := authURL(strings.TrimSpace(v))
+		if reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; a 401 is answered as it is")
+		} else {
+			a.Signin = withRedirectParam(signin, param)
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-response-headers"); ok {
+		headers, reason := headerList(v, maxAuthResponseHeaders)
+		if reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; no header is copied")
+		} else {
+			a.ResponseHeaders = headers
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-request-redirect"); ok {
+		redirect, reason := withVariables(strings.TrimSpace(v), func(name string) (string, bool) {
+			v, ok := authVariables[name]
+			return v, ok
+		})
+		if reason == "" && (redirect == "" || len(redirect) > maxAuthURL) {
+			reason = "is empty or too long"
+		}
+		if reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; the request URI is sent")
+		} else {
+			a.RequestRedirect = redirect
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-cache-key"); ok {
+		cacheKey, reason := withVariables(strings.TrimSpace(v), authCacheKeyVariable)
+		if reason == "" && (cacheKey == "" || len(cacheKey) > maxAuthURL) {
+			reason = "is empty or too long"
+		}
+		if reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; answers are not cached")
+		} else {
+			a.CacheKey = cacheKey
+			a.CacheDuration = defaultAuthCache
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-cache-duration"); ok && a.CacheKey != "" {
+		if d, ok := parseCacheDuration(v); ok {
+			a.CacheDuration = d
+		} else {
+			b.annotationProblem(ing, k, v, `is not status codes and a duration ("200 202 401 5m"); `+defaultAuthCache+" is used")
+		}
+	}
+	a.AlwaysSetCookie = b.boolAnnotation(ing, "auth-always-set-cookie", false)
+	return a, ""
+}
+
+// withRedirectParam adds param=<the original URL> to a sign-in URL that
+// does not carry param itself, as ingress-nginx does.
+func withRedirectParam(signin, param string) string {
+	query := ""
+	if i := strings.IndexByte(signin, '?'); i >= 0 {
+		query = signin[i+1:]
+	}
+	for _, kv := range strings.Split(query, "&") {
+		if name, _, _ := strings.Cut(kv, "="); name == param {
+			return signin
+		}
+	}
+	sep := "?"
+	if strings.Contains(signin, "?") {
+		sep = "&"
+	}
+	return signin + sep + param + "=${restysync_forwarded_proto}://${http_host}${restysync_escaped_request_uri}"
+}
+
+func isQueryName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// headerList parses a comma-separated list of header names into a
+// canonical one.
+func headerList(value string, max int) (string, string) {
+	var names []string
+	for _, part := range strings.Split(value, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !isHeaderToken(part) {
+			return "", fmt.Sprintf("%q is not a header name", clip(part))
+		}
+		names = append(names, part)
+	}
+	if len(names) == 0 {
+		return "", "names no header"
+	}
+	if len(names) > max {
+		return "", fmt.Sprintf("names %d headers; at most %d are allowed", len(names), max)
+	}
+	return strings.Join(names, ","), ""
+}
+
+// isHeaderToken reports whether s is an HTTP header name (RFC 9110 token).
+func isHeaderToken(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseCacheDuration parses "200 202 401 5m": status codes, then one nginx
+// time (digits and a unit), or the time alone.
+func parseCacheDuration(value string) (string, bool) {
+	fields := strings.Fields(value)
+	if len(fields) == 0 || len(fields) > 20 {
+		return "", false
+	}
+	for _, f := range fields[:len(fields)-1] {
+		if len(f) != 3 || f < "100" || f > "599" || !isDigits(f) {
+			return "", false
+		}
+	}
+	last := fields[len(fields)-1]
+	unit := last[len(last)-1]
+	if len(last) < 2 || len(last) > 8 || !isDigits(last[:len(last)-1]) || strings.IndexByte("smhd", unit) < 0 {
+		return "", false
+	}
+	return strings.Join(fields, " "), true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,130 @@
+package model
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExternalAuth(t *testing.T) {
+	const p = "nginx.ingress.kubernetes.io/"
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        ExternalAuth
+		denied      bool
+		problem     string
+	}{{
+		name: "oauth2-proxy as its docs write it",
+		annotations: map[string]string{
+			p + "auth-url":              "https://$host/oauth2/auth",
+			p + "auth-signin":           "https://$host/oauth2/start?rd=$escaped_request_uri",
+			p + "auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
+		},
+		want: ExternalAuth{URL: "https://${host}/oauth2/auth",
+			Signin:          "https://${host}/oauth2/start?rd=${restysync_escaped_request_uri}",
+			ResponseHeaders: "X-Auth-Request-User,X-Auth-Request-Email"},
+	}, {
+		name: "sign-in without rd gets it; method, cache, cookie",
+		annotations: map[string]string{
+			p + "auth-url":                   "http://auth.auth.svc:4180/check?a=b",
+			p + "auth-signin":                "http://login.example.com/start",
+			p + "auth-signin-redirect-param": "next",
+			p + "auth-method":                "post",
+			p + "auth-cache-key":             "$cookie__oauth2_proxy$remote_addr",
+			p + "auth-cache-duration":        "200 30s",
+			p + "auth-always-set-cookie":     "true",
+			p + "auth-request-redirect":      "https://$best_http_host$request_uri",
+		},
+		want: ExternalAuth{URL: "http://auth.auth.svc:4180/check?a=b", Method: "POST",
+			Signin:          "http://login.example.com/start?next=${restysync_forwarded_proto}://${http_host}${restysync_escaped_request_uri}",
+			CacheKey:        "${cookie__oauth2_proxy}${remote_addr}",
+			CacheDuration:   "200 30s",
+			AlwaysSetCookie: true,
+			RequestRedirect: "https://${restysync_forwarded_host}${request_uri}"},
+	}, {
+		name:        "a variable not allowed fails closed",
+		annotations: map[string]string{p + "auth-url": "http://auth.test/$http_authorization"},
+		denied:      true, problem: "variable $http_authorization, which is not allowed",
+	}, {
+		name:        "an injection attempt fails closed (CVE-2025-24514)",
+		annotations: map[string]string{p + "auth-url": "http://auth.test/#;}\nlocation /x { return 200; }"},
+		denied:      true, problem: "auth-url",
+	}, {
+		name:        "a quote fails closed",
+		annotations: map[string]string{p + "auth-url": `http://auth.test/"`},
+		denied:      true, problem: "contains",
+	}, {
+		name:        "not a URL fails closed",
+		annotations: map[string]string{p + "auth-url": "auth.test/check"},
+		denied:      true, problem: "absolute http or https URL",
+	}, {
+		name: "bad extras are problems, auth stays on",
+		annotations: map[string]string{
+			p + "auth-url":              "http://auth.test/",
+			p + "auth-method":           "BREW",
+			p + "auth-response-headers": "X-Ok, Bad Header",
+			p + "auth-signin":           "javascript:alert(1)",
+		},
+		want:    ExternalAuth{URL: "http://auth.test/"},
+		problem: "auth-method",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []ingressOption{rule("app.example.com", prefix("/", "web", 80))}
+			for k, v := range tc.annotations {
+				opts = append(opts, annotation(k, v))
+			}
+			m, problems := Build(snapshotOf(newIngress("default", "app", opts...)))
+			var locs []Location
+			for _, srv := range m.Servers {
+				locs = append(locs, srv.Locations...)
+			}
+			if len(locs) != 1 {
+				t.Fatalf("locations %v, problems %v", locs, problems)
+			}
+			a := locs[0].Access
+			if tc.denied != (a.Denied != "") {
+				t.Errorf("denied %q, want denied %v", a.Denied, tc.denied)
+			}
+			if !tc.denied && a.ExternalAuth != tc.want {
+				t.Errorf("ExternalAuth\n got %+v\nwant %+v", a.ExternalAuth, tc.want)
+			}
+			if !tc.denied && locs[0].Plain() {
+				t.Error("a location with external auth is plain: it would skip the auth")
+			}
+			found := tc.problem == ""
+			for _, pr := range problems {
+				if tc.problem != "" && strings.Contains(pr.Reason, tc.problem) {
+					found = true
+				}
+				if tc.problem == "" {
+					t.Errorf("unexpected problem %s", pr)
+				}
+			}
+			if !found {
+				t.Errorf("no problem says %q: %v", tc.problem, problems)
+			}
+		})
+	}
+}
+
+func FuzzExternalAuthURL(f *testing.F) {
+	for _, s := range []string{"https://$host/oauth2/auth", "http://a/${request_uri}", "http://a/\"; }", "http://a/$x", "${", "$"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		canonical, reason := authURL(value)
+		if reason != "" {
+			return
+		}
+		// What gets through can be quoted as one nginx string: no quote,
+		// backslash, brace outside ${var}, semicolon, space or control
+		// character, and only allowed variables.
+		rest := canonical
+		for _, v := range authVariables {
+			rest = strings.ReplaceAll(rest, "${"+v+"}", "")
+		}
+		if strings.ContainsAny(rest, "\"'\\{};$` \t\r\n") {
+			t.Fatalf("%q became %q", value, canonical)
+		}
+	})
+}
