@@ -1,5 +1,6 @@
--- restysync.access: the CORS response headers of a location (annotation
--- enable-cors and the cors-* family).
+-- restysync.access: the response headers a location's access settings
+-- add: CORS (annotation enable-cors and the cors-* family), and the cookie
+-- an external auth service set (auth-url, auth-always-set-cookie).
 --
 -- The location decides in its rewrite phase (nginx "if"s the agent
 -- renders) whether the request's origin is allowed and sets the values in
@@ -61,6 +62,34 @@ function _M.cors()
     if flag == "1o" then
         ngx_header["Content-Type"] = "text/plain; charset=utf-8"
         ngx_header["Content-Length"] = "0"
+    end
+end
+
+-- add_header's statuses: the auth cookie goes with these unless always.
+local cookie_statuses = {
+    [200] = true, [201] = true, [204] = true, [206] = true, [301] = true,
+    [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
+}
+
+-- auth_cookie adds the Set-Cookie of the auth service's answer
+-- ($restysync_auth_cookie, set by auth_request_set) to the response,
+-- after the backend's own cookies; with always, whatever the status.
+function _M.auth_cookie(always)
+    local cookie = ngx_var.restysync_auth_cookie
+    if not cookie or cookie == "" then
+        return
+    end
+    if not always and not cookie_statuses[ngx.status] then
+        return
+    end
+    local existing = ngx_header["Set-Cookie"]
+    if existing == nil then
+        ngx_header["Set-Cookie"] = cookie
+    elseif type(existing) == "table" then
+        existing[#existing + 1] = cookie
+        ngx_header["Set-Cookie"] = existing
+    else
+        ngx_header["Set-Cookie"] = { existing, cookie }
     end
 end
 

@@ -181,6 +181,7 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	rc.dns.Logger = logger
+	rc.render.Resolvers = nginxResolvers(c.String("dns-server"), "/etc/resolv.conf")
 	switch mode := c.String("push-mode"); mode {
 	case "changed", "full":
 		rc.fullPush = mode == "full"
@@ -401,6 +402,33 @@ func parseDNS(c *cli.Context) (fqdn.Options, error) {
 		return d.DialContext(ctx, network, server)
 	}}
 	return opts, nil
+}
+
+// nginxResolvers are the DNS servers nginx asks for the host of an
+// auth-url: --dns-server when set, else the nameservers of resolv.conf (a
+// pod's are the cluster DNS). nginx reads no resolv.conf of its own.
+func nginxResolvers(dnsServer, resolvConf string) []string {
+	if dnsServer != "" {
+		if ap, err := netip.ParseAddrPort(dnsServer); err == nil && ap.Addr().Zone() == "" {
+			return []string{ap.String()}
+		}
+		return nil // a name: nginx could not use it
+	}
+	data, err := os.ReadFile(resolvConf)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "nameserver" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(fields[1]); err == nil && ip.Zone() == "" {
+			out = append(out, ip.String())
+		}
+	}
+	return out
 }
 
 // releaseAfterFirstApply calls next for each sync, and after the first one

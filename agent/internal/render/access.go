@@ -50,6 +50,11 @@ type accessView struct {
 	CORS      *corsView
 	// Errors, when set, intercepts the listed codes into named locations.
 	Errors *errorsView
+	// Auth, when set, asks an auth service first (extauth.go).
+	Auth *authView
+	// HeaderFilter: the profile runs restysync.access's header filter (CORS,
+	// the auth service's cookie).
+	HeaderFilter bool
 }
 
 type reqLimitView struct {
@@ -201,6 +206,12 @@ func newAccessView(loc model.Location) (accessView, error) {
 			return accessView{}, fmt.Errorf("custom errors: %w", err)
 		}
 	}
+	if a.ExternalAuth.URL != "" {
+		if v.Auth, err = newAuthView(a.ExternalAuth); err != nil {
+			return accessView{}, err
+		}
+	}
+	v.HeaderFilter = v.CORS != nil || v.Auth != nil
 	return v, nil
 }
 

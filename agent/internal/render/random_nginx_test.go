@@ -601,6 +601,16 @@ func randomRegex(rng *mathrand.Rand) string {
 // ingress-nginx documentation has them. randomAnnotation picks one of
 // them or, two times in five, a hostile value.
 var annotationValues = map[string][]string{
+	"auth-url": {"http://127.0.0.1:4180/oauth2/auth", "https://$host/oauth2/auth", "http://auth.test/check?u=$escaped_request_uri",
+		"http://10.0.0.1/$http_authorization", `http://a/";} location /x {`},
+	"auth-signin":                      {"https://$host/oauth2/start?rd=$escaped_request_uri", "https://login.example.com/", "javascript:x"},
+	"auth-method":                      {"GET", "post", "BREW"},
+	"auth-response-headers":            {"X-Auth-Request-User, X-Auth-Request-Email", "Authorization", "Bad Header"},
+	"auth-request-redirect":            {"$request_uri", "https://$best_http_host$request_uri"},
+	"auth-cache-key":                   {"$cookie__oauth2_proxy", "$remote_addr$http_authorization", "$foo"},
+	"auth-cache-duration":              {"200 202 401 5m", "30s", "5 minutes"},
+	"auth-always-set-cookie":           {"true", "false"},
+	"auth-signin-redirect-param":       {"rd", "next", "a b"},
 	"use-regex":                        {"true", "false"},
 	"load-balance":                     {"round_robin", "ewma"},
 	"upstream-hash-by":                 {"$request_uri", "$http_x_user", "$cookie_id", "$host$request_uri"},

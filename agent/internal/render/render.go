@@ -83,6 +83,28 @@ type Settings struct {
 	// HTTP are the http-block settings the agent's ConfigMap may change
 	// (http.go); nil renders DefaultHTTP().
 	HTTP *HTTP
+	// Resolvers are the DNS servers (IP addresses, with an optional
+	// port) nginx asks for the names in auth-url; none: an auth-url must
+	// name its host by address.
+	Resolvers []string
+}
+
+// resolvers returns the resolver directive's arguments, IPv6 addresses
+// in brackets; checkSettings has checked each.
+func resolvers(list []string) string {
+	var out []string
+	for _, r := range list {
+		if ap, err := netip.ParseAddrPort(r); err == nil {
+			out = append(out, ap.String())
+		} else if a, err := netip.ParseAddr(r); err == nil {
+			if a.Is6() {
+				out = append(out, "["+a.String()+"]")
+			} else {
+				out = append(out, a.String())
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // Config is a rendered nginx.conf.
@@ -110,7 +132,7 @@ const maxSocketPath = 107
 var confTemplate = template.Must(template.New("nginx.conf").
 	Option("missingkey=error").
 	Funcs(template.FuncMap{"quote": Quote, "quoteRegex": QuoteRegex, "serverName": serverName,
-		"quoteRewrite": QuoteRewrite, "logFormat": quoteLogFormat}).
+		"quoteRewrite": QuoteRewrite, "quoteVars": QuoteWithVariables, "logFormat": quoteLogFormat}).
 	Parse(templates.NginxConf))
 
 // confView is what the template prints. User-supplied strings stay raw here
@@ -155,6 +177,14 @@ type confView struct {
 	// AccessErrors are the named locations the locations' custom errors
 	// go to (access.go).
 	AccessErrors []errorLocationView
+	// AuthLocations and SigninLocations are external auth's internal
+	// locations (extauth.go); AuthCache says one of them caches answers.
+	AuthLocations   []authLocationView
+	SigninLocations []signinView
+	AuthCache       bool
+	// Resolvers are the DNS servers nginx asks for an auth service's name
+	// (Settings.Resolvers), "" when none is set.
+	Resolvers string
 	// Profiles are the shared location profiles (profiles.go).
 	Profiles []Profile
 }
@@ -284,6 +314,13 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)
 	view.AccessErrors = accessErrorLocations(m)
+	if view.AuthLocations, view.SigninLocations, err = authLocations(m); err != nil {
+		return confView{}, err
+	}
+	for _, a := range view.AuthLocations {
+		view.AuthCache = view.AuthCache || a.CacheKey != ""
+	}
+	view.Resolvers = resolvers(s.Resolvers)
 	return view, nil
 }
 
@@ -454,6 +491,13 @@ func matchName(exact bool) string {
 }
 
 func checkSettings(s Settings) error {
+	for _, r := range s.Resolvers {
+		ap, errPort := netip.ParseAddrPort(r)
+		a, errAddr := netip.ParseAddr(r)
+		if (errPort != nil || ap.Addr().Zone() != "") && (errAddr != nil || a.Zone() != "") {
+			return fmt.Errorf("resolver %q: want an IP address with an optional port", r)
+		}
+	}
 	if !filepath.IsAbs(s.SharedDir) || filepath.Clean(s.SharedDir) != s.SharedDir {
 		return fmt.Errorf("shared dir %q: must be an absolute, clean path", s.SharedDir)
 	}

@@ -65,6 +65,8 @@ func goldenCases() []goldenCase {
 	withModules.LoadModules = []string{"/usr/share/nginx/modules/ndk_http_module.so", "/usr/share/nginx/modules/ngx_http_lua_module.so"}
 	withModules.ListenAddress = "127.0.0.1"
 	withModules.WorkerProcesses = "2"
+	withResolvers := goldenSettings
+	withResolvers.Resolvers = []string{"10.96.0.10", "[2001:db8::53]:53"}
 
 	var many model.Model
 	for i := range 50 {
@@ -143,7 +145,25 @@ func goldenCases() []goldenCase {
 			}}},
 		}},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
+		// External authentication (auth-url and friends): two Ingresses
+		// share one auth location, a third caches; DNS servers for names.
+		{name: "external-auth", settings: withResolvers, model: model.Model{
+			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+				withAuth(loc("/", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "https://${host}/oauth2/auth",
+					Signin:          "https://${host}/oauth2/start?rd=${restysync_escaped_request_uri}",
+					ResponseHeaders: "X-Auth-Request-User,X-Auth-Request-Email"}),
+				withAuth(loc("/admin", model.PathPrefix, "default/admin:80"), model.ExternalAuth{URL: "https://${host}/oauth2/auth",
+					Method: "POST", AlwaysSetCookie: true}),
+				withAuth(loc("/cached", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "http://auth.auth.svc:4180/check",
+					CacheKey: "${cookie__oauth2_proxy}", CacheDuration: "200 202 401 5m", RequestRedirect: "https://${restysync_forwarded_host}${request_uri}"}),
+			}}},
+		}},
 	}
+}
+
+func withAuth(l model.Location, a model.ExternalAuth) model.Location {
+	l.Access.ExternalAuth = a
+	return l
 }
 
 func TestRenderGolden(t *testing.T) {
@@ -419,13 +439,16 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// ints, and zone, variable and location names render makes of hashes (access.go)
 		".GeoVar": true, ".KeyVar": true, ".ZoneKey": true, ".ZoneName": true, ".ZoneRate": true, ".ErrorCode": true,
 		".ErrorLocation": true, ".CORSMaxAge": true, ".ConnZone": true, ".ConnLimit": true, ".LimitZone": true,
-		".LimitBurst": true, ".PageCode": true, ".PageLocation": true}
+		".LimitBurst": true, ".PageCode": true, ".PageLocation": true,
+		// external auth (extauth.go): checked method, duration tokens and
+		// resolver addresses; variable and location names render makes
+		".Method": true, ".CacheDuration": true, "$.Resolvers": true, ".Var": true, ".Upstream": true, ".Signin": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
 		first := strings.Fields(body)[0]
 		switch {
-		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "serverName" || first == "logFormat":
+		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "quoteVars" || first == "serverName" || first == "logFormat":
 		case first == "range" || first == "if" || first == "end" || first == "else" || first == "define" || first == "template":
 		case computed[body]:
 		default:

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+)
+
+// oauth2Proxy behaves as oauth2-proxy does in front of ingress-nginx:
+// /oauth2/auth answers 202 with the user's headers (and a refreshed
+// cookie) for a valid session cookie, 401 without one; a "forbidden"
+// session gets 403 and a "broken" one 500. /oauth2/auth-cached is the same
+// without the cookie (nginx caches no answer that sets one). It records
+// what nginx sent.
+type oauth2Proxy struct {
+	mu       sync.Mutex
+	hits     map[string]int
+	original []string // X-Original-URL of each auth request
+	methods  []string
+}
+
+func (p *oauth2Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.hits[r.URL.Path]++
+	p.original = append(p.original, r.Header.Get("X-Original-URL"))
+	p.methods = append(p.methods, r.Method)
+	p.mu.Unlock()
+	switch r.URL.Path {
+	case "/oauth2/auth", "/oauth2/auth-cached":
+		cookie, _ := r.Cookie("_oauth2_proxy")
+		switch {
+		case cookie == nil:
+			w.WriteHeader(http.StatusUnauthorized)
+		case cookie.Value == "valid":
+			w.Header().Set("X-Auth-Request-User", "alice")
+			w.Header().Set("X-Auth-Request-Email", "alice@example.com")
+			if r.URL.Path == "/oauth2/auth" {
+				w.Header().Set("Set-Cookie", "_oauth2_proxy=valid; Path=/; HttpOnly")
+			}
+			w.WriteHeader(http.StatusAccepted)
+		case cookie.Value == "forbidden":
+			w.WriteHeader(http.StatusForbidden)
+		case cookie.Value == "broken":
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (p *oauth2Proxy) count(path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hits[path]
+}
+
+// External authentication against a real auth service: a valid session is
+// let in with the user's headers at the backend and the refreshed cookie
+// in the response, no session is sent to the sign-in URL with the original
+// URL in rd, a forbidden one gets 403, a broken auth service 500; without
+// auth-signin a 401 is answered; cached answers spare the auth service; a
+// hostile auth-url fails closed without touching the neighbours.
+func TestExternalAuth(t *testing.T) {
+	const ip = "127.0.0.87"
+	proxy := &oauth2Proxy{hits: map[string]int{}}
+	authPort := nginxproc.FreePort(t)
+	serve(t, ip, authPort, proxy.ServeHTTP)
+	backendPort := nginxproc.FreePort(t)
+	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s email=%s", r.Header.Get("X-Auth-Request-User"), r.Header.Get("X-Auth-Request-Email"))
+	})
+	authURL := fmt.Sprintf("http://%s:%d/oauth2/auth", ip, authPort)
+	with := func(name, host string, annotations map[string]string) string {
+		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"app.yaml": with("app", "app.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":              authURL,
+			"nginx.ingress.kubernetes.io/auth-signin":           "https://$host/oauth2/start?rd=$escaped_request_uri",
+			"nginx.ingress.kubernetes.io/auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
+		}),
+		"plain401.yaml": with("plain401", "plain401.test", map[string]string{
+			"restysync.io/auth-url":    authURL,
+			"restysync.io/auth-method": "HEAD",
+		}),
+		"cached.yaml": with("cached", "cached.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":            authURL + "-cached",
+			"nginx.ingress.kubernetes.io/auth-cache-key":      "$cookie__oauth2_proxy",
+			"nginx.ingress.kubernetes.io/auth-cache-duration": "200 202 401 1m",
+		}),
+		"bad.yaml": with("bad", "bad.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url": `http://` + ip + `/$http_authorization";} location /x { return 200`,
+		}),
+		"open.yaml": with("open", "open.test", nil),
+	})
+	s.eventually("open.test serves", func() error { return s.expect("open.test", "/", "user= email=") })
+	session := func(value string) http.Header {
+		if value == "" {
+			return nil
+		}
+		return http.Header{"Cookie": {"_oauth2_proxy=" + value}}
+	}
+
+	// Allowed, with the auth service's headers and cookie.
+	resp, body := s.do(t, accessRequest(t, http.MethodGet, "http://app.test/some/path?q=1", session("valid")))
+	if resp.StatusCode != http.StatusOK || body != "user=alice email=alice@example.com" {
+		t.Errorf("valid session: %d %q, want 200 with the user's headers at the backend", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get("Set-Cookie"); !strings.HasPrefix(got, "_oauth2_proxy=valid") {
+		t.Errorf("valid session: Set-Cookie %q, want the auth service's", got)
+	}
+	proxy.mu.Lock()
+	if n := len(proxy.original); n == 0 || proxy.original[n-1] != "http://app.test/some/path?q=1" {
+		t.Errorf("X-Original-URL sent to the auth service: %q", proxy.original)
+	}
+	proxy.mu.Unlock()
+	// A client cannot forge the headers the auth service sets.
+	forged := session("valid")
+	forged.Set("X-Auth-Request-User", "mallory")
+	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://app.test/", forged)); body != "user=alice email=alice@example.com" {
+		t.Errorf("forged X-Auth-Request-User: backend saw %q", body)
+	}
+
+	// No session: to the sign-in URL, with where to come back.
+	resp, _ = s.do(t, accessRequest(t, http.MethodGet, "http://app.test/some/path?q=1", nil))
+	if want := "https://app.test/oauth2/start?rd=%2Fsome%2Fpath%3Fq%3D1"; resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+		t.Errorf("no session: %d Location %q, want 302 to %s", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	for value, want := range map[string]int{"forbidden": http.StatusForbidden, "broken": http.StatusInternalServerError} {
+		if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://app.test/", session(value))); resp.StatusCode != want {
+			t.Errorf("%s session: %d, want %d", value, resp.StatusCode, want)
+		}
+	}
+
+	// Without auth-signin the 401 is the answer; auth-method is used.
+	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://plain401.test/", nil)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("plain401.test without a session: %d, want 401", resp.StatusCode)
+	}
+	proxy.mu.Lock()
+	if m := proxy.methods[len(proxy.methods)-1]; m != http.MethodHead {
+		t.Errorf("auth-method HEAD: the auth service got %s", m)
+	}
+	proxy.mu.Unlock()
+
+	// Cached: the second request with the same session does not ask.
+	for i := range 3 {
+		resp, body := s.do(t, accessRequest(t, http.MethodGet, "http://cached.test/", session("valid")))
+		if resp.StatusCode != http.StatusOK || body != "user= email=" {
+			t.Errorf("cached.test request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	if n := proxy.count("/oauth2/auth-cached"); n != 1 {
+		t.Errorf("cached.test: the auth service was asked %d times for 3 requests of one session, want 1", n)
+	}
+	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://cached.test/", nil)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("cached.test without a session: %d, want 401 (another cache key)", resp.StatusCode)
+	}
+
+	// A hostile auth-url: its Ingress fails closed, the rest is served.
+	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://bad.test/x", nil)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("bad.test: %d, want 503", resp.StatusCode)
+	}
+	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://open.test/", nil)); body != "user= email=" {
+		t.Errorf("open.test beside the hostile one: %q", body)
+	}
+}
