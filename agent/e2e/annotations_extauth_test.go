@@ -172,3 +172,53 @@ func TestExternalAuth(t *testing.T) {
 		t.Errorf("open.test beside the hostile one: %q", body)
 	}
 }
+
+// The ConfigMap's global-auth-url protects every Ingress that names no
+// auth-url; enable-global-auth "false" opts one out (the auth service's
+// own, in ingress-nginx's docs); an Ingress's own auth-url wins; a global
+// auth-url that cannot be used fails every such Ingress closed.
+func TestGlobalExternalAuth(t *testing.T) {
+	const ip = "127.0.0.88"
+	proxy := &oauth2Proxy{hits: map[string]int{}}
+	authPort := nginxproc.FreePort(t)
+	serve(t, ip, authPort, proxy.ServeHTTP)
+	backendPort := nginxproc.FreePort(t)
+	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s", r.Header.Get("X-Auth-Request-User"))
+	})
+	authURL := fmt.Sprintf("http://%s:%d/oauth2/auth", ip, authPort)
+	with := func(name, host string, annotations map[string]string) string {
+		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
+	}
+	s := newConfigMapStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"cm.yaml": configMap(map[string]string{
+			"global-auth-url":              authURL,
+			"global-auth-response-headers": "X-Auth-Request-User",
+		}),
+		"guarded.yaml": with("guarded", "guarded.test", nil),
+		"optout.yaml":  with("optout", "optout.test", map[string]string{"nginx.ingress.kubernetes.io/enable-global-auth": "false"}),
+		"own.yaml": with("own", "own.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":    authURL,
+			"nginx.ingress.kubernetes.io/auth-signin": "https://login.test/start",
+		}),
+	})
+	s.eventually("optout.test serves", func() error { return s.expect("optout.test", "/", "user=") })
+	valid := http.Header{"Cookie": {"_oauth2_proxy=valid"}}
+	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://guarded.test/", nil)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("guarded.test without a session: %d, want 401", resp.StatusCode)
+	}
+	if resp, body := s.do(t, accessRequest(t, http.MethodGet, "http://guarded.test/", valid)); resp.StatusCode != http.StatusOK || body != "user=alice" {
+		t.Errorf("guarded.test with a session: %d %q, want 200 user=alice", resp.StatusCode, body)
+	}
+	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://own.test/", nil)); resp.StatusCode != http.StatusFound {
+		t.Errorf("own.test without a session: %d, want its own sign-in redirect", resp.StatusCode)
+	}
+
+	s.writeFile("cm.yaml", configMap(map[string]string{"global-auth-url": "http://auth.test/$http_cookie"}))
+	s.eventually("a bad global-auth-url fails guarded.test closed", func() error { return s.expect("guarded.test", "/", "503") })
+	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://optout.test/", nil)); body != "user=" {
+		t.Errorf("optout.test with a bad global auth: %q", body)
+	}
+}

@@ -46,6 +46,10 @@ type Result struct {
 	// LoadBalance is the algorithm of backends whose Ingress names none
 	// (key load-balance): "" for round robin, or model.AlgorithmEWMA.
 	LoadBalance string
+	// GlobalAuth and GlobalAuthDenied are model.Snapshot's, from the
+	// global-auth-* keys (GlobalAuthKeys).
+	GlobalAuth       model.ExternalAuth
+	GlobalAuthDenied string
 	// Keys are the ConfigMap's keys, sorted.
 	Keys []Key
 	// Problems name the ConfigMap and a key each, sorted by key.
@@ -283,6 +287,15 @@ type applier struct {
 	enableAccessLog *bool
 }
 
+// GlobalAuthKeys are the keys of the external auth of every Ingress
+// (model.GlobalAuth reads them together: each means something only with
+// global-auth-url).
+var GlobalAuthKeys = []string{
+	"global-auth-url", "global-auth-method", "global-auth-signin", "global-auth-signin-redirect-param",
+	"global-auth-response-headers", "global-auth-request-redirect", "global-auth-cache-key",
+	"global-auth-cache-duration", "global-auth-always-set-cookie",
+}
+
 // SupportedKeys returns the keys Apply reads, in the order it applies them.
 func SupportedKeys() []string {
 	names := make([]string, len(keys))
@@ -333,6 +346,18 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		status[k.name] = Key{Key: k.name, Status: StatusInvalid, Reason: reason}
 		problem(k.name, reason)
 	}
+	globalAuth, denied, invalidAuth := model.GlobalAuth(data)
+	for _, key := range GlobalAuthKeys {
+		if _, ok := data[key]; !ok {
+			continue
+		}
+		if reason, bad := invalidAuth[key]; bad {
+			status[key] = Key{Key: key, Status: StatusInvalid, Reason: reason}
+			problem(key, reason)
+		} else {
+			status[key] = Key{Key: key, Status: StatusSupported}
+		}
+	}
 	if a.enableAccessLog != nil && status["disable-access-log"].Status != StatusSupported {
 		a.h.AccessLog = *a.enableAccessLog
 	}
@@ -348,7 +373,8 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		problem(key, k.Reason)
 	}
 
-	res := Result{Render: a.s, LoadBalance: a.loadBalance, Keys: make([]Key, 0, len(status))}
+	res := Result{Render: a.s, LoadBalance: a.loadBalance, GlobalAuth: globalAuth, GlobalAuthDenied: denied,
+		Keys: make([]Key, 0, len(status))}
 	res.Render.HTTP = a.h
 	for _, key := range slices.Sorted(maps.Keys(status)) {
 		res.Keys = append(res.Keys, status[key])

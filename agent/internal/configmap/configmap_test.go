@@ -284,3 +284,30 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+func TestGlobalAuthKeys(t *testing.T) {
+	r := Apply(render.Settings{}, "ingress", "restysync", map[string]string{
+		"global-auth-url":              "https://$host/oauth2/auth",
+		"global-auth-signin":           "https://$host/oauth2/start",
+		"global-auth-response-headers": "X-Auth-Request-User",
+		"global-auth-method":           "BREW",
+	})
+	if r.GlobalAuthDenied != "" || r.GlobalAuth.URL != "https://${host}/oauth2/auth" || r.GlobalAuth.ResponseHeaders != "X-Auth-Request-User" ||
+		!strings.HasPrefix(r.GlobalAuth.Signin, "https://${host}/oauth2/start?rd=") {
+		t.Errorf("global auth %+v (denied %q)", r.GlobalAuth, r.GlobalAuthDenied)
+	}
+	statuses := map[string]string{}
+	for _, k := range r.Keys {
+		statuses[k.Key] = k.Status
+	}
+	if statuses["global-auth-url"] != StatusSupported || statuses["global-auth-method"] != StatusInvalid {
+		t.Errorf("statuses %v", statuses)
+	}
+	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0].Reason, "global-auth-method") {
+		t.Errorf("problems %v, want one about global-auth-method", r.Problems)
+	}
+	bad := Apply(render.Settings{}, "ingress", "restysync", map[string]string{"global-auth-url": `http://a/";`})
+	if bad.GlobalAuthDenied == "" || bad.GlobalAuth.URL != "" {
+		t.Errorf("a bad global-auth-url: %+v denied %q, want every guarded Ingress closed", bad.GlobalAuth, bad.GlobalAuthDenied)
+	}
+}

@@ -102,7 +102,7 @@ var supportedAnnotations = map[string]bool{
 	"auth-type": true, "auth-secret": true, "auth-secret-type": true, "auth-realm": true,
 	"auth-url": true, "auth-method": true, "auth-signin": true, "auth-signin-redirect-param": true,
 	"auth-response-headers": true, "auth-request-redirect": true, "auth-cache-key": true,
-	"auth-cache-duration": true, "auth-always-set-cookie": true,
+	"auth-cache-duration": true, "auth-always-set-cookie": true, "enable-global-auth": true,
 	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
 	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
 }

@@ -89,6 +89,9 @@ type builder struct {
 	locationOptions map[string]locationOptions
 	// loadBalance is Snapshot.LoadBalance, "" for round robin (policy.go).
 	loadBalance string
+	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
+	globalAuth       ExternalAuth
+	globalAuthDenied string
 	// proxySettings by Ingress, when not the defaults; aliasClaims oldest
 	// Ingress first (proxy.go).
 	proxySettings map[string]ProxySettings
@@ -124,7 +127,9 @@ func newBuilder(s Snapshot) *builder {
 
 		httpsHosts: make(map[string]bool),
 
-		loadBalance: s.LoadBalance,
+		loadBalance:      s.LoadBalance,
+		globalAuth:       s.GlobalAuth,
+		globalAuthDenied: s.GlobalAuthDenied,
 	}
 	if b.loadBalance == AlgorithmRoundRobin {
 		b.loadBalance = ""

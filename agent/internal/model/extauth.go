@@ -164,11 +164,46 @@ func authURL(value string) (string, string) {
 	return canonical, ""
 }
 
-// readExternalAuth reads auth-url and the annotations that go with it. It
-// returns the settings, and why the location must fail closed ("" when it
-// need not): an auth-url that cannot be used must not let everyone in.
+// readExternalAuth reads auth-url and the annotations that go with it, or
+// the ConfigMap's global auth when the Ingress names no auth-url and does
+// not turn it off (enable-global-auth: "false"). It returns the settings,
+// and why the location must fail closed ("" when it need not): an auth-url
+// that cannot be used must not let everyone in.
 func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, string) {
-	value, key, ok := lookupAnnotation(ing, "auth-url")
+	if _, _, ok := lookupAnnotation(ing, "auth-url"); !ok {
+		if !b.boolAnnotation(ing, "enable-global-auth", true) {
+			return ExternalAuth{}, ""
+		}
+		if b.globalAuthDenied != "" {
+			return ExternalAuth{}, b.globalAuthDenied
+		}
+		return b.globalAuth, ""
+	}
+	get := func(name string) (string, string, bool) { return lookupAnnotation(ing, name) }
+	problem := func(key, value, reason string) { b.annotationProblem(ing, key, value, reason) }
+	return parseExternalAuth(get, problem, "")
+}
+
+// GlobalAuth reads the global-auth-* keys of the agent's ConfigMap: the
+// external auth of every Ingress that names none. It returns the settings,
+// why every such Ingress must fail closed ("" when it need not: a
+// global-auth-url that cannot be used must not let everyone in), and the
+// reason of each key it could not use.
+func GlobalAuth(data map[string]string) (auth ExternalAuth, denied string, invalid map[string]string) {
+	invalid = map[string]string{}
+	get := func(name string) (string, string, bool) {
+		v, ok := data[name]
+		return v, name, ok
+	}
+	problem := func(key, value, reason string) { invalid[key] = fmt.Sprintf("%q %s", clip(value), reason) }
+	auth, denied = parseExternalAuth(get, problem, "global-")
+	return auth, denied, invalid
+}
+
+// parseExternalAuth reads the auth settings named prefix+"auth-url" and so
+// on through get, reporting each bad value to problem.
+func parseExternalAuth(get func(name string) (value, key string, ok bool), problem func(key, value, reason string), prefix string) (ExternalAuth, string) {
+	value, key, ok := get(prefix + "auth-url")
 	if !ok {
 		return ExternalAuth{}, ""
 	}
@@ -176,41 +211,41 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 	var a ExternalAuth
 	var reason string
 	if a.URL, reason = authURL(strings.TrimSpace(value)); reason != "" {
-		b.annotationProblem(ing, key, value, reason+closed)
+		problem(key, value, reason+closed)
 		return ExternalAuth{}, key + " is not usable"
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-method"); ok {
+	if v, k, ok := get(prefix + "auth-method"); ok {
 		if m := strings.ToUpper(strings.TrimSpace(v)); slices.Contains(authMethods, m) {
 			a.Method = m
 		} else {
-			b.annotationProblem(ing, k, v, "is not an HTTP method ("+strings.Join(authMethods, ", ")+"); the client's method is used")
+			problem(k, v, "is not an HTTP method ("+strings.Join(authMethods, ", ")+"); the client's method is used")
 		}
 	}
 	param := defaultSigninParam
-	if v, k, ok := lookupAnnotation(ing, "auth-signin-redirect-param"); ok {
+	if v, k, ok := get(prefix + "auth-signin-redirect-param"); ok {
 		if isQueryName(v) {
 			param = v
 		} else {
-			b.annotationProblem(ing, k, v, `is not a query parameter name (letters, digits, "-", "_", "."); "rd" is used`)
+			problem(k, v, `is not a query parameter name (letters, digits, "-", "_", "."); "rd" is used`)
 		}
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-signin"); ok {
+	if v, k, ok := get(prefix + "auth-signin"); ok {
 		signin, reason := authURL(strings.TrimSpace(v))
 		if reason != "" {
-			b.annotationProblem(ing, k, v, reason+"; a 401 is answered as it is")
+			problem(k, v, reason+"; a 401 is answered as it is")
 		} else {
 			a.Signin = withRedirectParam(signin, param)
 		}
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-response-headers"); ok {
+	if v, k, ok := get(prefix + "auth-response-headers"); ok {
 		headers, reason := headerList(v, maxAuthResponseHeaders)
 		if reason != "" {
-			b.annotationProblem(ing, k, v, reason+"; no header is copied")
+			problem(k, v, reason+"; no header is copied")
 		} else {
 			a.ResponseHeaders = headers
 		}
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-request-redirect"); ok {
+	if v, k, ok := get(prefix + "auth-request-redirect"); ok {
 		redirect, reason := withVariables(strings.TrimSpace(v), func(name string) (string, bool) {
 			v, ok := authVariables[name]
 			return v, ok
@@ -219,31 +254,39 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 			reason = "is empty or too long"
 		}
 		if reason != "" {
-			b.annotationProblem(ing, k, v, reason+"; the request URI is sent")
+			problem(k, v, reason+"; the request URI is sent")
 		} else {
 			a.RequestRedirect = redirect
 		}
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-cache-key"); ok {
+	if v, k, ok := get(prefix + "auth-cache-key"); ok {
 		cacheKey, reason := withVariables(strings.TrimSpace(v), authCacheKeyVariable)
 		if reason == "" && (cacheKey == "" || len(cacheKey) > maxAuthURL) {
 			reason = "is empty or too long"
 		}
 		if reason != "" {
-			b.annotationProblem(ing, k, v, reason+"; answers are not cached")
+			problem(k, v, reason+"; answers are not cached")
 		} else {
 			a.CacheKey = cacheKey
 			a.CacheDuration = defaultAuthCache
 		}
 	}
-	if v, k, ok := lookupAnnotation(ing, "auth-cache-duration"); ok && a.CacheKey != "" {
+	if v, k, ok := get(prefix + "auth-cache-duration"); ok && a.CacheKey != "" {
 		if d, ok := parseCacheDuration(v); ok {
 			a.CacheDuration = d
 		} else {
-			b.annotationProblem(ing, k, v, `is not status codes and a duration ("200 202 401 5m"); `+defaultAuthCache+" is used")
+			problem(k, v, `is not status codes and a duration ("200 202 401 5m"); `+defaultAuthCache+" is used")
 		}
 	}
-	a.AlwaysSetCookie = b.boolAnnotation(ing, "auth-always-set-cookie", false)
+	if v, k, ok := get(prefix + "auth-always-set-cookie"); ok {
+		switch strings.TrimSpace(v) {
+		case "true":
+			a.AlwaysSetCookie = true
+		case "false":
+		default:
+			problem(k, v, `is not "true" or "false"; false is used`)
+		}
+	}
 	return a, ""
 }
 

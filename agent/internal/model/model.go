@@ -52,6 +52,13 @@ type Snapshot struct {
 	// (ConfigMap key load-balance): "" or AlgorithmRoundRobin for round
 	// robin, or AlgorithmEWMA.
 	LoadBalance string
+	// GlobalAuth is the external auth of every Ingress that names no
+	// auth-url and does not set enable-global-auth "false" (ConfigMap keys
+	// global-auth-*, read by GlobalAuth). GlobalAuthDenied, when not "",
+	// makes those Ingresses fail closed instead: the global auth-url is
+	// set but cannot be used.
+	GlobalAuth       ExternalAuth
+	GlobalAuthDenied string
 }
 
 // Model is what nginx should serve. It holds only plain values.

@@ -19,6 +19,9 @@ type globals struct {
 	settings render.Settings
 	// loadBalance is model.Snapshot.LoadBalance.
 	loadBalance string
+	// globalAuth and globalAuthDenied are model.Snapshot's.
+	globalAuth       model.ExternalAuth
+	globalAuthDenied string
 	read        bool              // a ConfigMap (or its absence) was read
 	found       bool              // it existed
 	data        map[string]string // its data when read
@@ -62,5 +65,6 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	s.logger.Info("ConfigMap read", "configmap", s.opts.ConfigMap, "found", cm != nil,
 		"keys", len(res.Keys), "not_applied", invalid, "load_balance", res.LoadBalance)
 	g.loadBalance = res.LoadBalance
+	g.globalAuth, g.globalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
 	return g.problems
 }

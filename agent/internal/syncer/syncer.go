@@ -864,6 +864,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	snap, problems := s.src.Snapshot()
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
 	snap.LoadBalance = s.globals.loadBalance
+	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)
