@@ -22,10 +22,10 @@ type globals struct {
 	// globalAuth and globalAuthDenied are model.Snapshot's.
 	globalAuth       model.ExternalAuth
 	globalAuthDenied string
-	read        bool              // a ConfigMap (or its absence) was read
-	found       bool              // it existed
-	data        map[string]string // its data when read
-	problems    []model.Problem
+	read             bool              // a ConfigMap (or its absence) was read
+	found            bool              // it existed
+	data             map[string]string // its data when read
+	problems         []model.Problem
 }
 
 // readConfigMap applies cm, the agent's ConfigMap (nil: it does not
