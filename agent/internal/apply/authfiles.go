@@ -29,13 +29,15 @@ const authDirMode = 0o750
 // after the folder, no "..", nothing nginx would read differently.
 var authFileName = regexp.MustCompile(`^auth/[a-z0-9-]{1,63}_[a-z0-9.-]{1,253}$`)
 
-// WriteAuthFiles makes the htpasswd files under the shared dir exactly
-// files: each one whose content differs is replaced atomically, and every
-// other file in the folder is removed. nginx reads them on every request,
+// WriteAuthFiles makes the htpasswd files (and the CAs and certificates of
+// backend TLS) under the shared dir exactly files: each one whose content
+// differs is replaced atomically, and every other file in the folder is
+// removed, but those named in keep (render.Config.Files: the files of
+// profiles kept from an earlier config), which stay as they are. nginx reads them on every request,
 // so no reload follows. When the agent runs as root (as in tests), nginx's
 // workers run as nobody: the files and folder then belong to nobody's
 // group, so that they stay unreadable to anyone else.
-func (n *Nginx) WriteAuthFiles(files []model.AuthFile) error {
+func (n *Nginx) WriteAuthFiles(files []model.AuthFile, keep ...string) error {
 	dir := filepath.Join(n.SharedDir, AuthDir)
 	if len(files) == 0 {
 		if _, err := os.Stat(dir); os.IsNotExist(err) {
@@ -49,7 +51,10 @@ func (n *Nginx) WriteAuthFiles(files []model.AuthFile) error {
 	if err := setGroup(dir, gid, authDirMode); err != nil {
 		return err
 	}
-	wanted := make(map[string]bool, len(files))
+	wanted := make(map[string]bool, len(files)+len(keep))
+	for _, name := range keep {
+		wanted[strings.TrimPrefix(name, AuthDir+"/")] = true
+	}
 	for _, f := range files {
 		if !authFileName.MatchString(f.Name) || strings.Contains(f.Name, "..") {
 			return fmt.Errorf("htpasswd file %q: not a name under %s/", f.Name, AuthDir)

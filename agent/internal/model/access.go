@@ -683,6 +683,9 @@ func (b *builder) authFiles() []AuthFile {
 			out = append(out, *st.authFile)
 		}
 	}
+	for _, f := range b.proxyFiles {
+		out = append(out, f)
+	}
 	slices.SortFunc(out, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })
 	return out
 }

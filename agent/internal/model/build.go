@@ -89,6 +89,8 @@ type builder struct {
 	locationOptions map[string]locationOptions
 	// loadBalance is Snapshot.LoadBalance, "" for round robin (policy.go).
 	loadBalance string
+	// proxyFiles are the files of proxy-ssl Secrets, by name (proxyssl.go).
+	proxyFiles map[string]AuthFile
 	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
 	globalAuth       ExternalAuth
 	globalAuthDenied string

@@ -71,6 +71,8 @@ type ProxySettings struct {
 	// XForwardedPrefix is sent to the backend as X-Forwarded-Prefix
 	// (annotation x-forwarded-prefix; default "": not sent).
 	XForwardedPrefix string
+	// SSL is TLS to an HTTPS or GRPCS backend (proxy-ssl-*; proxyssl.go).
+	SSL ProxySSL
 	// AccessLogOff turns the access log off for the location (annotation
 	// enable-access-log "false"; default: the global setting).
 	AccessLogOff bool
@@ -131,6 +133,7 @@ func (b *builder) readProxy(ing *networkingv1.Ingress) ProxySettings {
 	b.readProxyLimits(ing, &p)
 	b.readNextUpstream(ing, &p)
 	b.readUpstreamHeaders(ing, &p)
+	b.readProxySSL(ing, &p)
 	p.AccessLogOff = !b.boolAnnotation(ing, "enable-access-log", true)
 	return p
 }

@@ -1,8 +1,10 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -22,6 +24,81 @@ type proxyView struct {
 	RewriteRegex string
 	// NextUpstream are the tokens of NextUpstream, each quoted on its own.
 	NextUpstream []string
+	// SSLProtocols are the tokens of SSL.Protocols; SSLVerifyCA is the CA
+	// file a verifying location trusts: SSL.CAFile, or, without one, the
+	// agent's self-signed default certificate, which no backend's
+	// certificate chains to, so that every request fails rather than go
+	// unchecked.
+	SSLProtocols []string
+	SSLVerifyCA  string
+	// Upstream is the upstream block the location proxies to:
+	// "restysync_upstream", or for backend TLS settings of their own one
+	// upstream per distinct settings (tlsUpstreamName), because nginx keeps
+	// idle connections per upstream block and by address only: a
+	// connection made without verification or another client certificate
+	// must never be reused for these.
+	Upstream string
+}
+
+// defaultUpstream is the upstream block of every location without backend
+// TLS settings of its own.
+const defaultUpstream = "restysync_upstream"
+
+// tlsUpstreamName is the upstream block of the locations with backend TLS
+// settings s.
+func tlsUpstreamName(s model.ProxySSL) string {
+	if s == (model.ProxySSL{}) {
+		return defaultUpstream
+	}
+	return defaultUpstream + "_tls_" + shortHash(fmt.Sprintf("%+v", s))
+}
+
+// upstreamView is an upstream block of its own for backend TLS settings.
+type upstreamView struct{ Name string }
+
+// profileFileRef finds the files under the shared dir a profile names (the
+// CAs and client certificates of backend TLS; htpasswd files are named by
+// a variable).
+var profileFileRef = regexp.MustCompile(`"(auth/[a-z0-9-]{1,63}_[a-z0-9.-]{1,253})"`)
+
+// Files returns the files under the shared dir c's profiles name, sorted:
+// a profile kept from an earlier config may name a file of a Secret that
+// changed since, which must stay until that profile goes.
+func (c Config) Files() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range c.Profiles {
+		for _, m := range profileFileRef.FindAllStringSubmatch(p.Body, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tlsUpstreamRef finds the upstream blocks of backend TLS settings in a
+// rendered profile.
+var tlsUpstreamRef = regexp.MustCompile(defaultUpstream + `_tls_[0-9a-f]{12}\b`)
+
+// tlsUpstreams returns the upstream blocks the profiles proxy to, each
+// once, sorted: those of the model's locations and those of profiles kept
+// from an earlier config, which must keep their upstream too.
+func tlsUpstreams(profiles []Profile) []upstreamView {
+	seen := map[string]bool{}
+	var out []upstreamView
+	for _, p := range profiles {
+		for _, name := range tlsUpstreamRef.FindAllString(p.Body, -1) {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, upstreamView{Name: name})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b upstreamView) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // newProxyView derives the proxyView of a location rendered at path (an
@@ -30,6 +107,17 @@ func newProxyView(p model.ProxySettings, protocol, path string, regex bool) (pro
 	v := proxyView{ProxySettings: p, GRPC: protocol == model.ProtocolGRPC || protocol == model.ProtocolGRPCS}
 	if p.NextUpstream != "" {
 		v.NextUpstream = strings.Fields(p.NextUpstream)
+	}
+	v.SSLProtocols = strings.Fields(p.SSL.Protocols)
+	v.Upstream = defaultUpstream
+	if protocol == model.ProtocolHTTPS || protocol == model.ProtocolGRPCS {
+		v.Upstream = tlsUpstreamName(p.SSL)
+	}
+	if p.SSL.Verify {
+		v.SSLVerifyCA = cmp.Or(p.SSL.CAFile, FallbackCertName)
+	}
+	if p.SSL.VerifyDepth < 0 || (p.SSL.CertFile == "") != (p.SSL.KeyFile == "") {
+		return proxyView{}, fmt.Errorf("backend TLS settings %+v", p.SSL)
 	}
 	if p.RewriteTarget != "" {
 		if regex {

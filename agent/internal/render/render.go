@@ -185,6 +185,8 @@ type confView struct {
 	// Resolvers are the DNS servers nginx asks for an auth service's name
 	// (Settings.Resolvers), "" when none is set.
 	Resolvers string
+	// TLSUpstreams are the upstream blocks of backend TLS settings (proxy.go).
+	TLSUpstreams []upstreamView
 	// Profiles are the shared location profiles (profiles.go).
 	Profiles []Profile
 }
@@ -321,6 +323,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		view.AuthCache = view.AuthCache || a.CacheKey != ""
 	}
 	view.Resolvers = resolvers(s.Resolvers)
+	view.TLSUpstreams = tlsUpstreams(view.Profiles)
 	return view, nil
 }
 

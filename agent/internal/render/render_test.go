@@ -442,7 +442,10 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".LimitBurst": true, ".PageCode": true, ".PageLocation": true,
 		// external auth (extauth.go): checked method, duration tokens and
 		// resolver addresses; variable and location names render makes
-		".Method": true, ".CacheDuration": true, "$.Resolvers": true, ".Var": true, ".Upstream": true, ".Signin": true}
+		".Method": true, ".CacheDuration": true, "$.Resolvers": true, ".Var": true, ".Upstream": true, ".Signin": true,
+		// backend TLS (proxy.go): a checked depth
+		".SSL.VerifyDepth": true, ".Proxy.Upstream": true, "$.HTTP.UpstreamKeepaliveConnections": true,
+		"$.HTTP.UpstreamKeepaliveTimeout": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]

@@ -585,8 +585,10 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		res.render = time.Since(renderStart)
 	}
 	// htpasswd files before the config that names them; nginx reads them
-	// on every request, so a changed Secret needs no reload.
-	if err := s.nginx.WriteAuthFiles(next.AuthFiles); err != nil {
+	// on every request, so a changed Secret needs no reload. The CA and
+	// certificate files of backend TLS are read when nginx loads its
+	// config: those its profiles name stay.
+	if err := s.nginx.WriteAuthFiles(next.AuthFiles, cfg.Files()...); err != nil {
 		return res, err
 	}
 

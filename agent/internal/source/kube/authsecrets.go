@@ -17,10 +17,11 @@ import (
 )
 
 // authWatches reads the Opaque Secrets that served Ingresses name for basic
-// auth, and nothing else: one list and watch per Secret, by name in its
-// namespace (field selector metadata.name), started when an Ingress names
-// it and stopped when none does any more. Each cached copy keeps only the
-// "auth" key (stripAuthSecret).
+// auth or TLS to the backend (model.SecretRefs), and nothing else: one list
+// and watch per Secret, by name in its namespace (field selector
+// metadata.name), started when an Ingress names it and stopped when none
+// does any more. Each cached copy keeps only namedSecretKeys
+// (stripAuthSecret).
 //
 // A per-namespace or cluster-wide Opaque informer would be one watch
 // instead of many, but it would stream every Opaque Secret's data
@@ -120,7 +121,7 @@ func (a *authWatches) secrets() []*corev1.Secret {
 			if !ok || secret.Type != corev1.SecretTypeOpaque || secret.Name != ref.Name || secret.Namespace != ref.Namespace {
 				continue
 			}
-			if _, has := secret.Data[authSecretKey]; has {
+			if len(secret.Data) > 0 {
 				out = append(out, secret)
 			}
 		}

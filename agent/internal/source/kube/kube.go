@@ -7,9 +7,11 @@
 // caches any other Secret in bulk, and the one agent ConfigMap is watched by
 // name in its own namespace; RBAC cannot restrict a list by type, so this
 // selector is the only thing that keeps other Secrets out of the agent's
-// memory. The htpasswd files of basic auth are Opaque Secrets: each one an
-// Ingress of ours names in auth-secret is watched on its own, by name
-// (authsecrets.go), and only its "auth" key is cached. Every
+// memory. The htpasswd files of basic auth and the CAs of TLS to the
+// backends are Opaque Secrets: each one an Ingress of ours names in
+// auth-secret or proxy-ssl-secret is watched on its own, by name
+// (authsecrets.go), and only its keys auth, ca.crt, tls.crt and tls.key
+// are cached. Every
 // object has its managedFields and kubectl's last-applied-configuration
 // annotation dropped before it is cached, because neither is read and
 // together they often outweigh the rest of the object (a Secret applied with
@@ -354,9 +356,14 @@ func (s *Source) authSecretRefs(snap model.Snapshot) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var refs []types.NamespacedName
 	for _, ing := range snap.Ingresses {
-		if ref, ok := model.AuthSecretRef(ing); ok && !seen[ref] && ours(ing) {
-			seen[ref] = true
-			refs = append(refs, ref)
+		if !ours(ing) {
+			continue
+		}
+		for _, ref := range model.SecretRefs(ing) {
+			if !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
+			}
 		}
 	}
 	return refs
@@ -388,9 +395,11 @@ func strip(obj any) (any, error) {
 	return obj, nil
 }
 
-// authSecretKey is the one key of an Opaque Secret the agent keeps: the
-// htpasswd file of basic auth (annotation auth-secret).
-const authSecretKey = "auth"
+// namedSecretKeys are the keys of an Opaque Secret an Ingress names that
+// the agent keeps: the htpasswd file of basic auth (annotation
+// auth-secret), the CAs and client certificate of TLS to the backend
+// (proxy-ssl-secret).
+var namedSecretKeys = []string{"auth", "ca.crt", "tls.crt", "tls.key"}
 
 // stripAuthSecret is strip for the auth Secret watches: it also drops
 // every data key but "auth", and all data of a Secret of another type (a
@@ -402,10 +411,15 @@ func stripAuthSecret(obj any) (any, error) {
 		return obj, err
 	}
 	if secret, ok := obj.(*corev1.Secret); ok {
-		auth, has := secret.Data[authSecretKey]
+		kept := map[string][]byte{}
+		for _, key := range namedSecretKeys {
+			if v, has := secret.Data[key]; has {
+				kept[key] = v
+			}
+		}
 		secret.Data, secret.StringData = nil, nil
-		if has && secret.Type == corev1.SecretTypeOpaque {
-			secret.Data = map[string][]byte{authSecretKey: auth}
+		if len(kept) > 0 && secret.Type == corev1.SecretTypeOpaque {
+			secret.Data = kept
 		}
 	}
 	return obj, nil

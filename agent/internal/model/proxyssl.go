@@ -1,0 +1,213 @@
+package model
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"strconv"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// TLS to the backends (proxy-ssl-* annotations), for backend-protocol
+// HTTPS and GRPCS. The Secret proxy-ssl-secret names gives the CAs the
+// backend's certificate is checked against (ca.crt) and the client
+// certificate nginx presents (tls.crt, tls.key). nginx reads these files
+// when it loads its config, so each file's name holds a hash of its
+// content: a rotated CA is a new file and a reload, never a stale one.
+
+// ProxySSL are the settings of TLS to the backend; the zero value is
+// nginx's defaults (no verification, SNI and name from the client's host).
+type ProxySSL struct {
+	// CAFile, CertFile and KeyFile are files under the shared dir (in
+	// Model.AuthFiles); "" when the Secret has no such key.
+	CAFile, CertFile, KeyFile string
+	// Verify checks the backend's certificate against CAFile
+	// (proxy-ssl-verify "on"); without a usable CAFile every request
+	// fails rather than go unchecked.
+	Verify bool
+	// VerifyDepth is the longest chain accepted (proxy-ssl-verify-depth,
+	// default 1 as ingress-nginx; 0 when Verify is off).
+	VerifyDepth int
+	// Name is the name checked and sent by SNI (proxy-ssl-name); "" is the
+	// client's host.
+	Name string
+	// ServerName is "on" or "off" (proxy-ssl-server-name); "" keeps SNI on.
+	ServerName string
+	// Protocols and Ciphers are nginx's proxy_ssl_protocols and
+	// proxy_ssl_ciphers (space-separated protocols, an OpenSSL cipher
+	// list); "" keeps nginx's defaults.
+	Protocols string
+	Ciphers   string
+}
+
+var proxySSLProtocols = map[string]bool{"TLSv1": true, "TLSv1.1": true, "TLSv1.2": true, "TLSv1.3": true}
+
+const maxSecretFile = 1 << 20
+
+// SecretRefs returns the Secrets ing names by annotation (basic auth's
+// auth-secret, proxy-ssl-secret) in its own namespace: the only non-TLS
+// Secrets the kube source reads, each by name.
+func SecretRefs(ing *networkingv1.Ingress) []types.NamespacedName {
+	var refs []types.NamespacedName
+	if ref, ok := AuthSecretRef(ing); ok {
+		refs = append(refs, ref)
+	}
+	if value, _, ok := lookupAnnotation(ing, "proxy-ssl-secret"); ok {
+		namespace, name := splitAuthSecretRef(ing, value)
+		if namespace == ing.Namespace && len(validation.IsDNS1123Subdomain(name)) == 0 {
+			refs = append(refs, types.NamespacedName{Namespace: namespace, Name: name})
+		}
+	}
+	return refs
+}
+
+// readProxySSL reads the proxy-ssl-* annotations into p.SSL and the files
+// it needs into b.proxyFiles.
+func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
+	s := &p.SSL
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-verify"); ok {
+		switch value {
+		case "on":
+			s.Verify, s.VerifyDepth = true, 1
+		case "off":
+		default:
+			b.annotationProblem(ing, key, value, `is not "on" or "off"; off is used`)
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-verify-depth"); ok {
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 100 {
+			b.annotationProblem(ing, key, value, "is not a depth from 0 to 100; 1 is used")
+		} else if s.Verify {
+			s.VerifyDepth = n
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-name"); ok {
+		if errs := validation.IsDNS1123Subdomain(strings.ToLower(value)); len(errs) == 0 {
+			s.Name = strings.ToLower(value)
+		} else {
+			b.annotationProblem(ing, key, value, "is not a host name; the client's host is used")
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-server-name"); ok {
+		if value == "on" || value == "off" {
+			s.ServerName = value
+		} else {
+			b.annotationProblem(ing, key, value, `is not "on" or "off"; on is used`)
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-protocols"); ok {
+		fields := strings.Fields(value)
+		good := len(fields) > 0
+		for _, f := range fields {
+			good = good && proxySSLProtocols[f]
+		}
+		if good {
+			s.Protocols = strings.Join(fields, " ")
+		} else {
+			b.annotationProblem(ing, key, value, "is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3; nginx's default is used")
+		}
+	}
+	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-ciphers"); ok {
+		if isCipherList(value) {
+			s.Ciphers = value
+		} else {
+			b.annotationProblem(ing, key, value, `is not an OpenSSL cipher list (letters, digits, "-", "_", ":", "!", "+", "@", "="); nginx's default is used`)
+		}
+	}
+	ref, key, ok := lookupAnnotation(ing, "proxy-ssl-secret")
+	if !ok {
+		return
+	}
+	unusable := "; the backend's certificate is checked against no CA (every request fails)"
+	if !s.Verify {
+		unusable = "; TLS to the backend goes on without it"
+	}
+	namespace, name := splitAuthSecretRef(ing, ref)
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+unusable)
+		return
+	}
+	secret := b.secrets[namespacedName{namespace, name}]
+	if secret == nil {
+		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, unusable))
+		return
+	}
+	base := authFileDir + namespace + "_" + name
+	if ca, has := secret.Data["ca.crt"]; has {
+		if reason := checkCABundle(ca); reason != "" {
+			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, unusable))
+		} else {
+			s.CAFile = b.proxyFile(base, "ca.crt", ca)
+		}
+	}
+	cert, hasCert := secret.Data["tls.crt"]
+	keyPEM, hasKey := secret.Data["tls.key"]
+	if hasCert && hasKey {
+		if len(cert)+len(keyPEM) > maxSecretFile {
+			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s: tls.crt and tls.key are too large; no client certificate is sent", namespace, name))
+		} else if _, err := tls.X509KeyPair(cert, keyPEM); err != nil {
+			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s: tls.crt and tls.key are not a certificate and its key; no client certificate is sent", namespace, name))
+		} else {
+			s.CertFile = b.proxyFile(base, "tls.crt", cert)
+			s.KeyFile = b.proxyFile(base, "tls.key", keyPEM)
+		}
+	}
+}
+
+// proxyFile records a file of a proxy-ssl Secret and returns its name,
+// which changes with its content.
+func (b *builder) proxyFile(base, key string, content []byte) string {
+	sum := sha256.Sum256(content)
+	name := base + "." + hex.EncodeToString(sum[:6]) + "." + key
+	if b.proxyFiles == nil {
+		b.proxyFiles = map[string]AuthFile{}
+	}
+	b.proxyFiles[name] = AuthFile{Name: name, Content: string(content)}
+	return name
+}
+
+// checkCABundle returns why ca is not a PEM bundle of CA certificates, or "".
+func checkCABundle(ca []byte) string {
+	if len(ca) > maxSecretFile {
+		return "is larger than 1 MiB"
+	}
+	n := 0
+	for rest := ca; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return "holds a PEM block that is not a certificate"
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return "holds a certificate that does not parse"
+		}
+		n++
+	}
+	if n == 0 {
+		return "holds no PEM certificate"
+	}
+	return ""
+}
+
+func isCipherList(s string) bool {
+	if s == "" || len(s) > 1024 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_:!+@=", r)) {
+			return false
+		}
+	}
+	return true
+}
