@@ -11,7 +11,7 @@ import (
 // corpusMoves is how many Ingresses of ../shared/migration-corpus move
 // from ingress-nginx unchanged. It may only go up: raise it with the work
 // that makes more of them move, never lower it.
-const corpusMoves = 63
+const corpusMoves = 66
 
 // corpusDir finds the migration corpus: $RESTYSYNC_MIGRATION_CORPUS, else
 // ../shared/migration-corpus beside the repository.

@@ -47,8 +47,11 @@ type AccessSettings struct {
 	BasicAuth   BasicAuth
 	// ExternalAuth asks an auth service before each request (extauth.go).
 	ExternalAuth ExternalAuth
-	RateLimit    RateLimit
-	Errors       CustomErrors
+	// ClientCert is what the location does with the client's certificate
+	// (clienttls.go).
+	ClientCert ClientCert
+	RateLimit  RateLimit
+	Errors     CustomErrors
 }
 
 // CORS are the Cross-Origin Resource Sharing headers nginx adds (enable-cors
@@ -191,6 +194,12 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 	var reason string
 	if a.ExternalAuth, reason = b.readExternalAuth(ing); reason != "" {
 		deny(reason)
+	}
+	var server *ClientTLS
+	if a.ClientCert, server, reason = b.readClientTLS(ing); reason != "" {
+		deny(reason)
+	} else if server != nil {
+		b.claimClientTLS(ing, *server)
 	}
 	a.RateLimit = b.readRateLimit(ing)
 	a.Errors = b.readCustomErrors(ing)

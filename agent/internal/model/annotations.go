@@ -104,7 +104,9 @@ var supportedAnnotations = map[string]bool{
 	"auth-response-headers": true, "auth-request-redirect": true, "auth-cache-key": true,
 	"auth-cache-duration": true, "auth-always-set-cookie": true, "enable-global-auth": true,
 	"proxy-ssl-secret": true, "proxy-ssl-verify": true, "proxy-ssl-verify-depth": true, "proxy-ssl-name": true,
-	"proxy-ssl-server-name": true, "proxy-ssl-protocols": true, "proxy-ssl-ciphers": true,
+	"proxy-ssl-server-name": true,
+	"auth-tls-secret":       true, "auth-tls-verify-client": true, "auth-tls-verify-depth": true, "auth-tls-error-page": true,
+	"auth-tls-pass-certificate-to-upstream": true, "auth-tls-match-cn": true, "proxy-ssl-protocols": true, "proxy-ssl-ciphers": true,
 	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
 	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
 }

@@ -89,6 +89,8 @@ type builder struct {
 	locationOptions map[string]locationOptions
 	// loadBalance is Snapshot.LoadBalance, "" for round robin (policy.go).
 	loadBalance string
+	// clientTLS are the client certificate settings by host (clienttls.go).
+	clientTLS map[string]ClientTLS
 	// proxyFiles are the files of proxy-ssl Secrets, by name (proxyssl.go).
 	proxyFiles map[string]AuthFile
 	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
@@ -329,6 +331,9 @@ func (b *builder) model() Model {
 			continue
 		}
 		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
+		if server.HTTPS {
+			server.ClientTLS = b.clientTLS[host]
+		}
 		for _, loc := range locations {
 			loc = b.finishLocation(loc, server.HTTPS)
 			loc = b.finishAccess(loc)

@@ -176,7 +176,10 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/affinity", "cookie"))
 			}
 			// Keys read only when another one turns their feature on.
-			extAuth := strings.HasPrefix(key, "auth-") && key != "auth-url" && supportedAnnotations[key] &&
+			if strings.HasPrefix(key, "auth-tls-") && key != "auth-tls-secret" {
+				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-tls-secret", "client-ca"))
+			}
+			extAuth := strings.HasPrefix(key, "auth-") && !strings.HasPrefix(key, "auth-tls-") && key != "auth-url" && supportedAnnotations[key] &&
 				!slices.Contains([]string{"auth-type", "auth-secret", "auth-secret-type", "auth-realm"}, key)
 			if extAuth {
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-url", "http://auth.test/check"))
@@ -189,7 +192,7 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 				{"auth-", "auth-type", "basic"},
 				{"limit-", "limit-rps", "10"},
 			} {
-				if strings.HasPrefix(key, enabler.prefix) && key != enabler.key && !extAuth && key != "auth-url" {
+				if strings.HasPrefix(key, enabler.prefix) && key != enabler.key && !extAuth && key != "auth-url" && !strings.HasPrefix(key, "auth-tls-") {
 					opts = append(opts, annotation("nginx.ingress.kubernetes.io/"+enabler.key, enabler.value))
 				}
 			}

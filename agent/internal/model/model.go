@@ -135,6 +135,9 @@ type Server struct {
 	// for a host without it gets the default server's locations, as nginx
 	// did when each host had a server block of its own.
 	HTTPS bool
+	// ClientTLS, when set (CAFile not ""), makes the host a server block of
+	// its own that checks client certificates (clienttls.go).
+	ClientTLS ClientTLS
 }
 
 // PathType is how a Location matches the request path.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,17 +53,20 @@ var proxySSLProtocols = map[string]bool{"TLSv1": true, "TLSv1.1": true, "TLSv1.2
 const maxSecretFile = 1 << 20
 
 // SecretRefs returns the Secrets ing names by annotation (basic auth's
-// auth-secret, proxy-ssl-secret) in its own namespace: the only non-TLS
+// auth-secret, proxy-ssl-secret, auth-tls-secret) in its own namespace: the only non-TLS
 // Secrets the kube source reads, each by name.
 func SecretRefs(ing *networkingv1.Ingress) []types.NamespacedName {
 	var refs []types.NamespacedName
 	if ref, ok := AuthSecretRef(ing); ok {
 		refs = append(refs, ref)
 	}
-	if value, _, ok := lookupAnnotation(ing, "proxy-ssl-secret"); ok {
-		namespace, name := splitAuthSecretRef(ing, value)
-		if namespace == ing.Namespace && len(validation.IsDNS1123Subdomain(name)) == 0 {
-			refs = append(refs, types.NamespacedName{Namespace: namespace, Name: name})
+	for _, key := range []string{"proxy-ssl-secret", "auth-tls-secret"} {
+		if value, _, ok := lookupAnnotation(ing, key); ok {
+			namespace, name := splitAuthSecretRef(ing, value)
+			ref := types.NamespacedName{Namespace: namespace, Name: name}
+			if namespace == ing.Namespace && len(validation.IsDNS1123Subdomain(name)) == 0 && !slices.Contains(refs, ref) {
+				refs = append(refs, ref)
+			}
 		}
 	}
 	return refs

@@ -55,6 +55,12 @@ type accessView struct {
 	// HeaderFilter: the profile runs restysync.access's header filter (CORS,
 	// the auth service's cookie).
 	HeaderFilter bool
+	// ClientCert, when set, sends the client certificate's headers and
+	// checks its subject (model.ClientCert).
+	ClientCert *model.ClientCert
+	// ProxyHeaders: the profile sets headers of its own, so it repeats the
+	// http block's proxy_set_header lines, which a location's own replace.
+	ProxyHeaders bool
 }
 
 type reqLimitView struct {
@@ -212,6 +218,14 @@ func newAccessView(loc model.Location) (accessView, error) {
 		}
 	}
 	v.HeaderFilter = v.CORS != nil || v.Auth != nil
+	if a.ClientCert.Headers {
+		cc := a.ClientCert
+		if _, err := QuoteRegex(cc.MatchCN); err != nil {
+			return accessView{}, fmt.Errorf("client certificate subject regex: %w", err)
+		}
+		v.ClientCert = &cc
+	}
+	v.ProxyHeaders = v.ClientCert != nil || (v.Auth != nil && len(v.Auth.Headers) > 0)
 	return v, nil
 }
 

@@ -601,6 +601,19 @@ func randomRegex(rng *mathrand.Rand) string {
 // ingress-nginx documentation has them. randomAnnotation picks one of
 // them or, two times in five, a hostile value.
 var annotationValues = map[string][]string{
+	"proxy-ssl-verify":                      {"on", "off", "maybe"},
+	"proxy-ssl-verify-depth":                {"1", "3", "-1"},
+	"proxy-ssl-name":                        {"backend.internal", "Bad Name"},
+	"proxy-ssl-server-name":                 {"on", "off"},
+	"proxy-ssl-protocols":                   {"TLSv1.2 TLSv1.3", "TLSv1.2", "SSLv3"},
+	"proxy-ssl-ciphers":                     {"HIGH:!aNULL:!MD5", "DEFAULT", "a b"},
+	"proxy-ssl-secret":                      {"backend-ca", "other/ns-ca"},
+	"auth-tls-secret":                       {"client-ca", "other/ns-ca"},
+	"auth-tls-verify-client":                {"on", "optional", "optional_no_ca", "off", "maybe"},
+	"auth-tls-verify-depth":                 {"1", "2", "0"},
+	"auth-tls-error-page":                   {"https://errors.example.com/cert", "/local"},
+	"auth-tls-pass-certificate-to-upstream": {"true", "false"},
+	"auth-tls-match-cn":                     {"CN=client1|CN=client2", "CN=(", "client"},
 	"auth-url": {"http://127.0.0.1:4180/oauth2/auth", "https://$host/oauth2/auth", "http://auth.test/check?u=$escaped_request_uri",
 		"http://10.0.0.1/$http_authorization", `http://a/";} location /x {`},
 	"auth-signin":                      {"https://$host/oauth2/start?rd=$escaped_request_uri", "https://login.example.com/", "javascript:x"},

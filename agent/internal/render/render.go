@@ -187,6 +187,9 @@ type confView struct {
 	Resolvers string
 	// TLSUpstreams are the upstream blocks of backend TLS settings (proxy.go).
 	TLSUpstreams []upstreamView
+	// ClientTLSServers are the hosts that check client certificates, each
+	// a server block of its own (clienttls.go).
+	ClientTLSServers []clientTLSServerView
 	// Profiles are the shared location profiles (profiles.go).
 	Profiles []Profile
 }
@@ -324,6 +327,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view.Resolvers = resolvers(s.Resolvers)
 	view.TLSUpstreams = tlsUpstreams(view.Profiles)
+	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
+		return confView{}, err
+	}
 	return view, nil
 }
 

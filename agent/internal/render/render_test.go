@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 	"github.com/restysync/restysync/lua"
 	"github.com/restysync/restysync/templates"
 )
@@ -145,6 +147,17 @@ func goldenCases() []goldenCase {
 			}}},
 		}},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
+		// Client certificates (auth-tls-*): one host a server block of its
+		// own, its location sending the certificate and checking its subject.
+		{name: "client-certificates", settings: goldenSettings, model: model.Model{
+			Servers: []model.Server{
+				{Host: "mtls.example.com", HTTPS: true, ClientTLS: model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
+					Verify: "on", Depth: 2, ErrorPage: "https://errors.example.com/cert"},
+					Locations: []model.Location{withClientCert(loc("/", model.PathPrefix, "default/app:80"),
+						model.ClientCert{Headers: true, PassCertificate: true, MatchCN: "CN=client1|CN=client2"})}},
+				{Host: "plain.example.com", HTTPS: true, Locations: []model.Location{loc("/", model.PathPrefix, "default/app:80")}},
+			},
+		}},
 		// External authentication (auth-url and friends): two Ingresses
 		// share one auth location, a third caches; DNS servers for names.
 		{name: "external-auth", settings: withResolvers, model: model.Model{
@@ -159,6 +172,11 @@ func goldenCases() []goldenCase {
 			}}},
 		}},
 	}
+}
+
+func withClientCert(l model.Location, c model.ClientCert) model.Location {
+	l.Access.ClientCert = c
+	return l
 }
 
 func withAuth(l model.Location, a model.ExternalAuth) model.Location {
@@ -247,6 +265,16 @@ func TestRenderNginxAccepts(t *testing.T) {
 			s.SharedDir = prefix
 			s.LoadModules = nginxproc.DebianLoadModules()
 			writePrefix(t, prefix, tc.model, s)
+			// The CAs of client certificates: nginx -t reads them.
+			for _, srv := range tc.model.Servers {
+				if f := srv.ClientTLS.CAFile; f != "" {
+					ca, _ := testcert.New(t, 1, time.Now().Add(time.Hour), "ca.test")
+					os.MkdirAll(filepath.Join(prefix, filepath.Dir(f)), 0o755)
+					if err := os.WriteFile(filepath.Join(prefix, f), []byte(ca), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			out, err := nginxproc.Test(t, prefix)
 			if err != nil {
 				t.Fatal(err)
@@ -445,7 +473,9 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".Method": true, ".CacheDuration": true, "$.Resolvers": true, ".Var": true, ".Upstream": true, ".Signin": true,
 		// backend TLS (proxy.go): a checked depth
 		".SSL.VerifyDepth": true, ".Proxy.Upstream": true, "$.HTTP.UpstreamKeepaliveConnections": true,
-		"$.HTTP.UpstreamKeepaliveTimeout": true}
+		"$.HTTP.UpstreamKeepaliveTimeout": true,
+		// client certificates (clienttls.go): checked mode and depth
+		".Verify": true, ".Depth": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]

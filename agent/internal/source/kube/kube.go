@@ -399,7 +399,7 @@ func strip(obj any) (any, error) {
 // the agent keeps: the htpasswd file of basic auth (annotation
 // auth-secret), the CAs and client certificate of TLS to the backend
 // (proxy-ssl-secret).
-var namedSecretKeys = []string{"auth", "ca.crt", "tls.crt", "tls.key"}
+var namedSecretKeys = []string{"auth", "ca.crt", "ca.crl", "tls.crt", "tls.key"}
 
 // stripAuthSecret is strip for the auth Secret watches: it also drops
 // every data key but "auth", and all data of a Secret of another type (a

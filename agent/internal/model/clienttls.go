@@ -1,0 +1,174 @@
+package model
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Client certificates (auth-tls-* annotations): nginx checks them per
+// server (ssl_verify_client), so a host whose Ingress names auth-tls-secret
+// gets a server block of its own; its locations still go through the Lua
+// router. The oldest Ingress of a host that names one decides for the
+// host, as in ingress-nginx, where the setting is the server's.
+
+// ClientTLS is what the server of a host checks client certificates with;
+// the zero value checks none.
+type ClientTLS struct {
+	// CAFile and CRLFile are files under the shared dir (Model.AuthFiles)
+	// from the Secret's ca.crt and ca.crl; CRLFile "" when it has none.
+	CAFile, CRLFile string
+	// Verify is nginx's ssl_verify_client: "on" (default), "optional" or
+	// "optional_no_ca".
+	Verify string
+	// Depth is ssl_verify_depth (default 1).
+	Depth int
+	// ErrorPage is where a request without a valid certificate is
+	// redirected (auth-tls-error-page); "" answers 400.
+	ErrorPage string
+}
+
+// ClientCert is what a location of the Ingress that set auth-tls-* does
+// with the certificate: send the ssl-client-* headers (always, when the
+// host checks certificates), the certificate itself, and check its subject.
+type ClientCert struct {
+	// Headers sends ssl-client-verify, ssl-client-subject-dn and
+	// ssl-client-issuer-dn to the backend.
+	Headers bool
+	// PassCertificate sends the URL-escaped PEM as ssl-client-cert
+	// (auth-tls-pass-certificate-to-upstream).
+	PassCertificate bool
+	// MatchCN is a regex the subject DN must match, else 403
+	// (auth-tls-match-cn, e.g. "CN=client1|CN=client2").
+	MatchCN string
+}
+
+var clientVerifyModes = map[string]bool{"on": true, "off": true, "optional": true, "optional_no_ca": true}
+
+// readClientTLS reads the auth-tls-* annotations of ing. It returns the
+// location settings, the server settings (nil when none), and why the
+// Ingress's locations must fail closed.
+func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientTLS, string) {
+	ref, key, ok := lookupAnnotation(ing, "auth-tls-secret")
+	if !ok {
+		return ClientCert{}, nil, ""
+	}
+	const closed = "; the Ingress's paths answer 503 until it is fixed"
+	s := ClientTLS{Verify: "on", Depth: 1}
+	if v, k, ok := lookupAnnotation(ing, "auth-tls-verify-client"); ok {
+		if !clientVerifyModes[v] {
+			b.annotationProblem(ing, k, v, `is not "on", "off", "optional" or "optional_no_ca"`+closed)
+			return ClientCert{}, nil, k + " is not usable"
+		}
+		s.Verify = v
+	}
+	if s.Verify == "off" {
+		return ClientCert{}, nil, ""
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-tls-verify-depth"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			b.annotationProblem(ing, k, v, "is not a depth from 1 to 100; 1 is used")
+		} else {
+			s.Depth = n
+		}
+	}
+	if v, k, ok := lookupAnnotation(ing, "auth-tls-error-page"); ok {
+		if reason := checkRedirectURL(v); reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; a failed certificate is answered 400")
+		} else {
+			s.ErrorPage = v
+		}
+	}
+	var c ClientCert
+	c.Headers = true
+	c.PassCertificate = b.boolAnnotation(ing, "auth-tls-pass-certificate-to-upstream", false)
+	if v, k, ok := lookupAnnotation(ing, "auth-tls-match-cn"); ok {
+		if len(v) > 1024 || strings.ContainsAny(v, "\"\\{};\r\n\x00") || !strings.HasPrefix(v, "CN=") {
+			b.annotationProblem(ing, k, v, `is not a regex starting with "CN=" without quotes, braces, ";" or "\"`+closed)
+			return ClientCert{}, nil, k + " is not usable"
+		}
+		if _, err := regexp.Compile(v); err != nil {
+			b.annotationProblem(ing, k, v, "is not a regular expression"+closed)
+			return ClientCert{}, nil, k + " is not usable"
+		}
+		c.MatchCN = v
+	}
+	namespace, name := splitAuthSecretRef(ing, ref)
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+closed)
+		return ClientCert{}, nil, key + " is not usable"
+	}
+	secret := b.secrets[namespacedName{namespace, name}]
+	if secret == nil {
+		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, closed))
+		return ClientCert{}, nil, key + " is not usable"
+	}
+	base := authFileDir + namespace + "_" + name
+	ca, has := secret.Data["ca.crt"]
+	if !has {
+		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s has no ca.crt%s", namespace, name, closed))
+		return ClientCert{}, nil, key + " is not usable"
+	}
+	if reason := checkCABundle(ca); reason != "" {
+		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, closed))
+		return ClientCert{}, nil, key + " is not usable"
+	}
+	s.CAFile = b.proxyFile(base, "ca.crt", ca)
+	if crl, has := secret.Data["ca.crl"]; has {
+		if reason := checkCRL(crl); reason != "" {
+			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crl %s%s", namespace, name, reason, closed))
+			return ClientCert{}, nil, key + " is not usable"
+		}
+		s.CRLFile = b.proxyFile(base, "ca.crl", crl)
+	}
+	return c, &s, ""
+}
+
+// checkCRL returns why crl is not PEM certificate revocation lists, or "".
+func checkCRL(crl []byte) string {
+	if len(crl) > maxSecretFile {
+		return "is larger than 1 MiB"
+	}
+	n := 0
+	for rest := crl; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "X509 CRL" {
+			return "holds a PEM block that is not an X509 CRL"
+		}
+		if _, err := x509.ParseRevocationList(block.Bytes); err != nil {
+			return "holds a CRL that does not parse"
+		}
+		n++
+	}
+	if n == 0 {
+		return "holds no PEM CRL"
+	}
+	return ""
+}
+
+// claimClientTLS gives the hosts of ing the server settings s, unless an
+// older Ingress gave them some already.
+func (b *builder) claimClientTLS(ing *networkingv1.Ingress, s ClientTLS) {
+	if b.clientTLS == nil {
+		b.clientTLS = map[string]ClientTLS{}
+	}
+	for _, rule := range ing.Spec.Rules {
+		if rule.Host == "" || validHost(rule.Host) != "" {
+			continue
+		}
+		if _, taken := b.clientTLS[rule.Host]; !taken {
+			b.clientTLS[rule.Host] = s
+		}
+	}
+}
