@@ -393,7 +393,7 @@ func lookWrk(t *testing.T) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("wrk needed (CI=true): %v", err)
 		}
-		t.Skipf("skipping: %v (apt-get install wrk)", err)
+		t.Skipf("skipping: %v (go tool task bench-deps installs it)", err)
 	}
 	return path
 }
