@@ -53,19 +53,16 @@ func accessRequest(t *testing.T, method, url string, header http.Header) *http.R
 func TestAccessSourceRanges(t *testing.T) {
 	const ip = "127.0.0.81"
 	b := startBackends(t, ip)
-	with := func(name, host string, annotations map[string]string) string {
-		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
-	}
 	s := newStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
 		"services.yaml": service("app", b.port, ep(ip)),
-		"allow.yaml":    with("allow", "allow.test", map[string]string{"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8, 127.0.0.1"}),
-		"deny.yaml": with("deny", "deny.test", map[string]string{
+		"allow.yaml":    appIngress("allow", "allow.test", map[string]string{"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8, 127.0.0.1"}),
+		"deny.yaml": appIngress("deny", "deny.test", map[string]string{
 			"restysync.io/allowlist-source-range":               "127.0.0.1",
 			"nginx.ingress.kubernetes.io/denylist-source-range": "127.0.0.0/8",
 		}),
-		"other.yaml": with("other", "other.test", map[string]string{"restysync.io/allowlist-source-range": "10.0.0.0/8"}),
-		"bad.yaml":   with("bad", "bad.test", map[string]string{"nginx.ingress.kubernetes.io/allowlist-source-range": "127.0.0.1/40"}),
+		"other.yaml": appIngress("other", "other.test", map[string]string{"restysync.io/allowlist-source-range": "10.0.0.0/8"}),
+		"bad.yaml":   appIngress("bad", "bad.test", map[string]string{"nginx.ingress.kubernetes.io/allowlist-source-range": "127.0.0.1/40"}),
 	})
 	for host, want := range map[string]string{"allow.test": ip, "deny.test": "403", "other.test": "403", "bad.test": "503"} {
 		s.eventually(host, func() error { return s.expect(host, "/", want) })

@@ -54,6 +54,27 @@ func (p *oauth2Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startAuthWorld serves an oauth2Proxy and a backend that answers with the
+// user headers it got, both on ip; it returns the proxy, its auth URL and
+// the backend's port.
+func startAuthWorld(t *testing.T, ip string) (*oauth2Proxy, string, int) {
+	t.Helper()
+	proxy := &oauth2Proxy{hits: map[string]int{}}
+	authPort := nginxproc.FreePort(t)
+	serve(t, ip, authPort, proxy.ServeHTTP)
+	backendPort := nginxproc.FreePort(t)
+	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s email=%s", r.Header.Get("X-Auth-Request-User"), r.Header.Get("X-Auth-Request-Email"))
+	})
+	return proxy, fmt.Sprintf("http://%s:%d/oauth2/auth", ip, authPort), backendPort
+}
+
+// appIngress is an Ingress of class restysync sending host's "/" to
+// Service app, with annotations.
+func appIngress(name, host string, annotations map[string]string) string {
+	return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
+}
+
 func (p *oauth2Proxy) count(path string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -68,38 +89,28 @@ func (p *oauth2Proxy) count(path string) int {
 // hostile auth-url fails closed without touching the neighbours.
 func TestExternalAuth(t *testing.T) {
 	const ip = "127.0.0.87"
-	proxy := &oauth2Proxy{hits: map[string]int{}}
-	authPort := nginxproc.FreePort(t)
-	serve(t, ip, authPort, proxy.ServeHTTP)
-	backendPort := nginxproc.FreePort(t)
-	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "user=%s email=%s", r.Header.Get("X-Auth-Request-User"), r.Header.Get("X-Auth-Request-Email"))
-	})
-	authURL := fmt.Sprintf("http://%s:%d/oauth2/auth", ip, authPort)
-	with := func(name, host string, annotations map[string]string) string {
-		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
-	}
+	proxy, authURL, backendPort := startAuthWorld(t, ip)
 	s := newStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
 		"services.yaml": service("app", backendPort, ep(ip)),
-		"app.yaml": with("app", "app.test", map[string]string{
+		"app.yaml": appIngress("app", "app.test", map[string]string{
 			"nginx.ingress.kubernetes.io/auth-url":              authURL,
 			"nginx.ingress.kubernetes.io/auth-signin":           "https://$host/oauth2/start?rd=$escaped_request_uri",
 			"nginx.ingress.kubernetes.io/auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
 		}),
-		"plain401.yaml": with("plain401", "plain401.test", map[string]string{
+		"plain401.yaml": appIngress("plain401", "plain401.test", map[string]string{
 			"restysync.io/auth-url":    authURL,
 			"restysync.io/auth-method": "HEAD",
 		}),
-		"cached.yaml": with("cached", "cached.test", map[string]string{
+		"cached.yaml": appIngress("cached", "cached.test", map[string]string{
 			"nginx.ingress.kubernetes.io/auth-url":            authURL + "-cached",
 			"nginx.ingress.kubernetes.io/auth-cache-key":      "$cookie__oauth2_proxy",
 			"nginx.ingress.kubernetes.io/auth-cache-duration": "200 202 401 1m",
 		}),
-		"bad.yaml": with("bad", "bad.test", map[string]string{
+		"bad.yaml": appIngress("bad", "bad.test", map[string]string{
 			"nginx.ingress.kubernetes.io/auth-url": `http://` + ip + `/$http_authorization";} location /x { return 200`,
 		}),
-		"open.yaml": with("open", "open.test", nil),
+		"open.yaml": appIngress("open", "open.test", nil),
 	})
 	s.eventually("open.test serves", func() error { return s.expect("open.test", "/", "user= email=") })
 	session := func(value string) http.Header {
@@ -179,17 +190,7 @@ func TestExternalAuth(t *testing.T) {
 // auth-url that cannot be used fails every such Ingress closed.
 func TestGlobalExternalAuth(t *testing.T) {
 	const ip = "127.0.0.88"
-	proxy := &oauth2Proxy{hits: map[string]int{}}
-	authPort := nginxproc.FreePort(t)
-	serve(t, ip, authPort, proxy.ServeHTTP)
-	backendPort := nginxproc.FreePort(t)
-	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "user=%s", r.Header.Get("X-Auth-Request-User"))
-	})
-	authURL := fmt.Sprintf("http://%s:%d/oauth2/auth", ip, authPort)
-	with := func(name, host string, annotations map[string]string) string {
-		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
-	}
+	_, authURL, backendPort := startAuthWorld(t, ip)
 	s := newConfigMapStack(t, map[string]string{
 		"classes.yaml":  ingressClasses,
 		"services.yaml": service("app", backendPort, ep(ip)),
@@ -197,20 +198,20 @@ func TestGlobalExternalAuth(t *testing.T) {
 			"global-auth-url":              authURL,
 			"global-auth-response-headers": "X-Auth-Request-User",
 		}),
-		"guarded.yaml": with("guarded", "guarded.test", nil),
-		"optout.yaml":  with("optout", "optout.test", map[string]string{"nginx.ingress.kubernetes.io/enable-global-auth": "false"}),
-		"own.yaml": with("own", "own.test", map[string]string{
+		"guarded.yaml": appIngress("guarded", "guarded.test", nil),
+		"optout.yaml":  appIngress("optout", "optout.test", map[string]string{"nginx.ingress.kubernetes.io/enable-global-auth": "false"}),
+		"own.yaml": appIngress("own", "own.test", map[string]string{
 			"nginx.ingress.kubernetes.io/auth-url":    authURL,
 			"nginx.ingress.kubernetes.io/auth-signin": "https://login.test/start",
 		}),
 	})
-	s.eventually("optout.test serves", func() error { return s.expect("optout.test", "/", "user=") })
+	s.eventually("optout.test serves", func() error { return s.expect("optout.test", "/", "user= email=") })
 	valid := http.Header{"Cookie": {"_oauth2_proxy=valid"}}
 	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://guarded.test/", nil)); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("guarded.test without a session: %d, want 401", resp.StatusCode)
 	}
-	if resp, body := s.do(t, accessRequest(t, http.MethodGet, "http://guarded.test/", valid)); resp.StatusCode != http.StatusOK || body != "user=alice" {
-		t.Errorf("guarded.test with a session: %d %q, want 200 user=alice", resp.StatusCode, body)
+	if resp, body := s.do(t, accessRequest(t, http.MethodGet, "http://guarded.test/", valid)); resp.StatusCode != http.StatusOK || body != "user=alice email=" {
+		t.Errorf("guarded.test with a session: %d %q, want 200 user=alice email=", resp.StatusCode, body)
 	}
 	if resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://own.test/", nil)); resp.StatusCode != http.StatusFound {
 		t.Errorf("own.test without a session: %d, want its own sign-in redirect", resp.StatusCode)
@@ -218,7 +219,7 @@ func TestGlobalExternalAuth(t *testing.T) {
 
 	s.writeFile("cm.yaml", configMap(map[string]string{"global-auth-url": "http://auth.test/$http_cookie"}))
 	s.eventually("a bad global-auth-url fails guarded.test closed", func() error { return s.expect("guarded.test", "/", "503") })
-	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://optout.test/", nil)); body != "user=" {
+	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://optout.test/", nil)); body != "user= email=" {
 		t.Errorf("optout.test with a bad global auth: %q", body)
 	}
 }

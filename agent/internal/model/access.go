@@ -692,7 +692,7 @@ func (b *builder) authFiles() []AuthFile {
 			out = append(out, *st.authFile)
 		}
 	}
-	for _, f := range b.proxyFiles {
+	for _, f := range b.secretFiles {
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })

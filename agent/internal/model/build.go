@@ -91,8 +91,9 @@ type builder struct {
 	loadBalance string
 	// clientTLS are the client certificate settings by host (clienttls.go).
 	clientTLS map[string]ClientTLS
-	// proxyFiles are the files of proxy-ssl Secrets, by name (proxyssl.go).
-	proxyFiles map[string]AuthFile
+	// secretFiles are the CA, CRL and certificate files of Secrets, by name
+	// (proxyssl.go).
+	secretFiles map[string]AuthFile
 	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
 	globalAuth       ExternalAuth
 	globalAuthDenied string

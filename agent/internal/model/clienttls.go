@@ -2,14 +2,12 @@ package model
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Client certificates (auth-tls-* annotations): nginx checks them per
@@ -100,16 +98,11 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		}
 		c.MatchCN = v
 	}
-	namespace, name := splitAuthSecretRef(ing, ref)
-	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+closed)
-		return ClientCert{}, nil, key + " is not usable"
-	}
-	secret := b.secrets[namespacedName{namespace, name}]
+	secret := b.namedSecret(ing, key, ref, closed)
 	if secret == nil {
-		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, closed))
 		return ClientCert{}, nil, key + " is not usable"
 	}
+	namespace, name := secret.Namespace, secret.Name
 	base := authFileDir + namespace + "_" + name
 	ca, has := secret.Data["ca.crt"]
 	if !has {
@@ -120,41 +113,23 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, closed))
 		return ClientCert{}, nil, key + " is not usable"
 	}
-	s.CAFile = b.proxyFile(base, "ca.crt", ca)
+	s.CAFile = b.secretFile(base, "ca.crt", ca)
 	if crl, has := secret.Data["ca.crl"]; has {
 		if reason := checkCRL(crl); reason != "" {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crl %s%s", namespace, name, reason, closed))
 			return ClientCert{}, nil, key + " is not usable"
 		}
-		s.CRLFile = b.proxyFile(base, "ca.crl", crl)
+		s.CRLFile = b.secretFile(base, "ca.crl", crl)
 	}
 	return c, &s, ""
 }
 
 // checkCRL returns why crl is not PEM certificate revocation lists, or "".
 func checkCRL(crl []byte) string {
-	if len(crl) > maxSecretFile {
-		return "is larger than 1 MiB"
-	}
-	n := 0
-	for rest := crl; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "X509 CRL" {
-			return "holds a PEM block that is not an X509 CRL"
-		}
-		if _, err := x509.ParseRevocationList(block.Bytes); err != nil {
-			return "holds a CRL that does not parse"
-		}
-		n++
-	}
-	if n == 0 {
-		return "holds no PEM CRL"
-	}
-	return ""
+	return checkPEM(crl, "X509 CRL", "CRL", func(der []byte) error {
+		_, err := x509.ParseRevocationList(der)
+		return err
+	})
 }
 
 // claimClientTLS gives the hosts of ing the server settings s, unless an

@@ -63,11 +63,18 @@ var authVariables = map[string]string{
 	"request_id":          "restysync_request_id",
 }
 
+// authVariable returns the nginx variable of the variable a user writes
+// in an auth URL.
+func authVariable(name string) (string, bool) {
+	v, ok := authVariables[name]
+	return v, ok
+}
+
 // authCacheKeyVariable reports whether a cache key may use variable name:
 // those of authVariables, and the client's cookies and headers, which is
 // what a cache key is made of (oauth2-proxy: $cookie__oauth2_proxy).
 func authCacheKeyVariable(name string) (string, bool) {
-	if v, ok := authVariables[name]; ok {
+	if v, ok := authVariable(name); ok {
 		return v, true
 	}
 	for _, prefix := range []string{"cookie_", "http_"} {
@@ -145,10 +152,7 @@ func authURL(value string) (string, string) {
 	if len(value) > maxAuthURL {
 		return "", fmt.Sprintf("is %d bytes; at most %d are allowed", len(value), maxAuthURL)
 	}
-	canonical, reason := withVariables(value, func(name string) (string, bool) {
-		v, ok := authVariables[name]
-		return v, ok
-	})
+	canonical, reason := withVariables(value, authVariable)
 	if reason != "" {
 		return "", reason
 	}
@@ -246,10 +250,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-request-redirect"); ok {
-		redirect, reason := withVariables(strings.TrimSpace(v), func(name string) (string, bool) {
-			v, ok := authVariables[name]
-			return v, ok
-		})
+		redirect, reason := withVariables(strings.TrimSpace(v), authVariable)
 		if reason == "" && (redirect == "" || len(redirect) > maxAuthURL) {
 			reason = "is empty or too long"
 		}

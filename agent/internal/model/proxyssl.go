@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -134,22 +136,17 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 	if !s.Verify {
 		unusable = "; TLS to the backend goes on without it"
 	}
-	namespace, name := splitAuthSecretRef(ing, ref)
-	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+unusable)
-		return
-	}
-	secret := b.secrets[namespacedName{namespace, name}]
+	secret := b.namedSecret(ing, key, ref, unusable)
 	if secret == nil {
-		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, unusable))
 		return
 	}
+	namespace, name := secret.Namespace, secret.Name
 	base := authFileDir + namespace + "_" + name
 	if ca, has := secret.Data["ca.crt"]; has {
 		if reason := checkCABundle(ca); reason != "" {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, unusable))
 		} else {
-			s.CAFile = b.proxyFile(base, "ca.crt", ca)
+			s.CAFile = b.secretFile(base, "ca.crt", ca)
 		}
 	}
 	cert, hasCert := secret.Data["tls.crt"]
@@ -160,46 +157,73 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 		} else if _, err := tls.X509KeyPair(cert, keyPEM); err != nil {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s: tls.crt and tls.key are not a certificate and its key; no client certificate is sent", namespace, name))
 		} else {
-			s.CertFile = b.proxyFile(base, "tls.crt", cert)
-			s.KeyFile = b.proxyFile(base, "tls.key", keyPEM)
+			s.CertFile = b.secretFile(base, "tls.crt", cert)
+			s.KeyFile = b.secretFile(base, "tls.key", keyPEM)
 		}
 	}
 }
 
-// proxyFile records a file of a proxy-ssl Secret and returns its name,
-// which changes with its content.
-func (b *builder) proxyFile(base, key string, content []byte) string {
+// namedSecret returns the Secret an annotation (key, with value ref) names
+// in the Ingress's namespace, or nil after a Problem that ends with
+// consequence (what happens without it).
+func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence string) *corev1.Secret {
+	namespace, name := splitAuthSecretRef(ing, ref)
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+consequence)
+		return nil
+	}
+	secret := b.secrets[namespacedName{namespace, name}]
+	if secret == nil {
+		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, consequence))
+	}
+	return secret
+}
+
+// secretFile records a file nginx reads from a Secret (a CA, a client
+// certificate, a CRL) and returns its name, which changes with its
+// content: nginx reads these when it loads its config, so new content
+// must be a new file and a reload.
+func (b *builder) secretFile(base, key string, content []byte) string {
 	sum := sha256.Sum256(content)
 	name := base + "." + hex.EncodeToString(sum[:6]) + "." + key
-	if b.proxyFiles == nil {
-		b.proxyFiles = map[string]AuthFile{}
+	if b.secretFiles == nil {
+		b.secretFiles = map[string]AuthFile{}
 	}
-	b.proxyFiles[name] = AuthFile{Name: name, Content: string(content)}
+	b.secretFiles[name] = AuthFile{Name: name, Content: string(content)}
 	return name
 }
 
 // checkCABundle returns why ca is not a PEM bundle of CA certificates, or "".
 func checkCABundle(ca []byte) string {
-	if len(ca) > maxSecretFile {
+	return checkPEM(ca, "CERTIFICATE", "certificate", func(der []byte) error {
+		_, err := x509.ParseCertificate(der)
+		return err
+	})
+}
+
+// checkPEM returns why data is not one or more PEM blocks of blockType
+// (called what) that parse, or "".
+func checkPEM(data []byte, blockType, what string, parse func([]byte) error) string {
+	if len(data) > maxSecretFile {
 		return "is larger than 1 MiB"
 	}
 	n := 0
-	for rest := ca; ; {
+	for rest := data; ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
 		if block == nil {
 			break
 		}
-		if block.Type != "CERTIFICATE" {
-			return "holds a PEM block that is not a certificate"
+		if block.Type != blockType {
+			return "holds a PEM block that is not a " + what
 		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return "holds a certificate that does not parse"
+		if err := parse(block.Bytes); err != nil {
+			return "holds a " + what + " that does not parse"
 		}
 		n++
 	}
 	if n == 0 {
-		return "holds no PEM certificate"
+		return "holds no PEM " + what
 	}
 	return ""
 }

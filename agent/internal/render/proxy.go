@@ -61,13 +61,12 @@ type upstreamView struct{ Name string }
 // a variable).
 var profileFileRef = regexp.MustCompile(`"(auth/[a-z0-9-]{1,63}_[a-z0-9.-]{1,253})"`)
 
-// Files returns the files under the shared dir c's profiles name, sorted:
-// a profile kept from an earlier config may name a file of a Secret that
-// changed since, which must stay until that profile goes.
-func (c Config) Files() []string {
+// profileFiles returns the files under the shared dir the profiles name,
+// sorted (Config.Files).
+func profileFiles(profiles []Profile) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range c.Profiles {
+	for _, p := range profiles {
 		for _, m := range profileFileRef.FindAllStringSubmatch(p.Body, -1) {
 			if !seen[m[1]] {
 				seen[m[1]] = true

@@ -115,6 +115,10 @@ type Config struct {
 	Hash string
 	// Profiles are the shared location profiles in it, sorted by name.
 	Profiles []Profile
+	// Files are the files under the shared dir its profiles name, sorted:
+	// a profile kept from an earlier config may name a file of a Secret
+	// that changed since, which must stay until that profile goes.
+	Files []string
 }
 
 // hashPlaceholder stands in for the hash while the bytes are hashed. It
@@ -272,7 +276,7 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 	sum := sha256.Sum256(out)
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
-	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles}, nil
+	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles)}, nil
 }
 
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {

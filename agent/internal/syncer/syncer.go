@@ -167,6 +167,11 @@ type Syncer struct {
 	// waitReason is why nginx did not answer at the last sync, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
+	// writtenFiles and keptFiles are what WriteAuthFiles last made the
+	// shared dir hold; an unchanged set is not written (nor read) again,
+	// which the fast path of every endpoint change would otherwise do.
+	writtenFiles []model.AuthFile
+	keptFiles    []string
 	// unconfirmedHash is the config nginx was signalled to load and has
 	// not confirmed yet (ErrNotConfirmed: slow, not refused); "" when none.
 	unconfirmedHash string
@@ -567,6 +572,20 @@ func (r syncResult) action() string {
 	return "nothing"
 }
 
+// writeFiles makes the shared dir hold files (and keep the kept ones)
+// unless it already does.
+func (s *Syncer) writeFiles(files []model.AuthFile, kept []string) error {
+	if s.writtenFiles != nil && slices.Equal(files, s.writtenFiles) && slices.Equal(kept, s.keptFiles) {
+		return nil
+	}
+	if err := s.nginx.WriteAuthFiles(files, kept...); err != nil {
+		s.writtenFiles = nil
+		return err
+	}
+	s.writtenFiles, s.keptFiles = slices.Clip(append([]model.AuthFile{}, files...)), kept
+	return nil
+}
+
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
 	// A sync that does not run its whole plan leaves the record of what
@@ -588,7 +607,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	// on every request, so a changed Secret needs no reload. The CA and
 	// certificate files of backend TLS are read when nginx loads its
 	// config: those its profiles name stay.
-	if err := s.nginx.WriteAuthFiles(next.AuthFiles, cfg.Files()...); err != nil {
+	if err := s.writeFiles(next.AuthFiles, cfg.Files); err != nil {
 		return res, err
 	}
 
