@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,6 +43,10 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"), Usage: "with --source kube: read one namespace only (default: all)"},
 			&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
 				Usage: "also check the keys of this ConfigMap, `NAMESPACE/NAME` (ingress-nginx's controller ConfigMap, or the agent's)"},
+			&cli.StringFlag{Name: "tcp-services-configmap", EnvVars: env("TCP_SERVICES_CONFIGMAP"),
+				Usage: "also check the entries of this TCP services ConfigMap, `NAMESPACE/NAME`, as ingress-nginx's flag of that name reads it"},
+			&cli.StringFlag{Name: "udp-services-configmap", EnvVars: env("UDP_SERVICES_CONFIGMAP"),
+				Usage: "also check the entries of this UDP services ConfigMap, `NAMESPACE/NAME`"},
 		},
 		Action: check,
 	}
@@ -52,7 +57,12 @@ type CheckReport struct {
 	Ingresses []CheckedIngress `json:"ingresses"`
 	// ConfigMap is the check of --configmap, nil without it (check_configmap.go).
 	ConfigMap *CheckedConfigMap `json:"configMap,omitempty"`
-	Summary   CheckSummary      `json:"summary"`
+	// TCPServices and UDPServices are the checks of
+	// --tcp-services-configmap and --udp-services-configmap, nil without
+	// them (check_services.go).
+	TCPServices *CheckedServices `json:"tcpServices,omitempty"`
+	UDPServices *CheckedServices `json:"udpServices,omitempty"`
+	Summary     CheckSummary     `json:"summary"`
 }
 
 // CheckedIngress lists the annotations of one Ingress under our prefixes.
@@ -102,8 +112,10 @@ func check(c *cli.Context) error {
 	if c.Duration("timeout") <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", c.Duration("timeout"))
 	}
-	if name := c.String("configmap"); name != "" && !validNamespacedName(name) {
-		return fmt.Errorf("--configmap %q: want NAMESPACE/NAME", name)
+	for _, flag := range []string{"configmap", "tcp-services-configmap", "udp-services-configmap"} {
+		if name := c.String(flag); name != "" && !validNamespacedName(name) {
+			return fmt.Errorf("--%s %q: want NAMESPACE/NAME", flag, name)
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
@@ -111,9 +123,15 @@ func check(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	report := checkSnapshot(snap)
+	report, problems := checkSnapshot(snap)
 	if name := c.String("configmap"); name != "" {
 		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)
+	}
+	if name := c.String("tcp-services-configmap"); name != "" {
+		report.TCPServices = checkServices(name, corev1.ProtocolTCP, snap.TCPServices, problems)
+	}
+	if name := c.String("udp-services-configmap"); name != "" {
+		report.UDPServices = checkServices(name, corev1.ProtocolUDP, snap.UDPServices, problems)
 	}
 	if output == "json" {
 		enc := json.NewEncoder(c.App.Writer)
@@ -124,9 +142,16 @@ func check(c *cli.Context) error {
 	} else {
 		writeCheck(c.App.Writer, report)
 		writeCheckConfigMap(c.App.Writer, report.ConfigMap)
+		writeCheckServices(c.App.Writer, report.TCPServices)
+		writeCheckServices(c.App.Writer, report.UDPServices)
 	}
 	if cm := report.ConfigMap; cm != nil && !cm.ok() {
 		return cli.Exit(fmt.Sprintf("restysync check: ConfigMap %s: %s", cm.ConfigMap, cm.failure()), 1)
+	}
+	for _, svc := range []*CheckedServices{report.TCPServices, report.UDPServices} {
+		if svc != nil && svc.failure() != "" {
+			return cli.Exit(fmt.Sprintf("restysync check: %s services ConfigMap %s: %s", svc.Protocol, svc.ConfigMap, svc.failure()), 1)
+		}
 	}
 	if s := report.Summary; s.Invalid+s.Refused+s.Unknown > 0 {
 		return cli.Exit(fmt.Sprintf("restysync check: %d annotations are not supported as written (%d invalid, %d refused, %d unknown)",
@@ -137,8 +162,10 @@ func check(c *cli.Context) error {
 
 // checkSnapshot builds every Ingress of snap as ours and classifies its
 // annotations; a supported one is invalid when Build raised a Problem
-// naming it.
-func checkSnapshot(snap model.Snapshot) CheckReport {
+// naming it. It returns Build's problems too. ssl-passthrough is judged as
+// the agent runs with --enable-ssl-passthrough: ingress-nginx needed its
+// flag of that name too.
+func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 	class := checkClass
 	ours := make([]*networkingv1.Ingress, len(snap.Ingresses))
 	for i, ing := range snap.Ingresses {
@@ -150,6 +177,8 @@ func checkSnapshot(snap model.Snapshot) CheckReport {
 	snap.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
 		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
 	snap.IngressClass = class
+	snap.SSLPassthrough = true
+	snap.ReservedPorts = []int32{80, 443}
 	_, problems := model.Build(snap)
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
@@ -199,7 +228,7 @@ func checkSnapshot(snap model.Snapshot) CheckReport {
 	if report.Ingresses == nil {
 		report.Ingresses = []CheckedIngress{}
 	}
-	return report
+	return report, problems
 }
 
 // checkAnnotation classifies one annotation of an Ingress whose Build

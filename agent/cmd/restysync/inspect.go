@@ -51,6 +51,12 @@ func inspectCommand() *cli.Command {
 				Usage: "with --source: global settings from this ConfigMap, `NAMESPACE/NAME`, as the agent's --configmap"},
 			&cli.StringFlag{Name: "default-ssl-certificate", EnvVars: env("DEFAULT_SSL_CERTIFICATE"),
 				Usage: "with --source: the TLS Secret `NAMESPACE/NAME` of the default certificate, as the agent's --default-ssl-certificate"},
+			&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
+				Usage: "with --source: honour ssl-passthrough, as the agent's --enable-ssl-passthrough"},
+			&cli.StringFlag{Name: "tcp-services-configmap", EnvVars: env("TCP_SERVICES_CONFIGMAP"),
+				Usage: "with --source: TCP services from this ConfigMap, `NAMESPACE/NAME`, as the agent's flag of that name"},
+			&cli.StringFlag{Name: "udp-services-configmap", EnvVars: env("UDP_SERVICES_CONFIGMAP"),
+				Usage: "with --source: UDP services from this ConfigMap, `NAMESPACE/NAME`, as the agent's flag of that name"},
 		},
 		Action: inspect,
 	}
@@ -156,10 +162,12 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 			return model.Snapshot{}, nil, err
 		}
 		inner = kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: c.String("configmap"),
+			TCPServices: c.String("tcp-services-configmap"), UDPServices: c.String("udp-services-configmap"),
 			IngressClass: c.String("ingress-class"), WatchWithoutClass: c.Bool("watch-ingress-without-class"),
 			EveryIngress: everyIngress})
 	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
-		inner = file.New(strings.TrimPrefix(src, "file:"), file.WithConfigMap(c.String("configmap")))
+		inner = file.New(strings.TrimPrefix(src, "file:"), file.WithConfigMap(c.String("configmap")),
+			file.WithServicesConfigMaps(c.String("tcp-services-configmap"), c.String("udp-services-configmap")))
 	default:
 		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube or file:DIR", src)
 	}
@@ -198,6 +206,8 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	}
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
+	snap.SSLPassthrough = c.Bool("enable-ssl-passthrough")
+	snap.ReservedPorts = []int32{80, 443}
 	if snap.DefaultCertificate, err = defaultCertificate(c); err != nil {
 		return admin.Report{}, err
 	}
@@ -262,6 +272,21 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 				line += ", INVALID: " + c.Invalid
 			}
 			fmt.Fprintln(w, line)
+		}
+	}
+
+	if len(r.Stream) > 0 {
+		fmt.Fprintf(w, "\nStream (%d)\n", len(r.Stream))
+		for _, e := range r.Stream {
+			what := e.Listen
+			if e.Host != "" {
+				what += " " + e.Host + " [Ingress " + e.Ingress + "]"
+			}
+			eps := strings.Join(e.Endpoints, ", ")
+			if eps == "" {
+				eps = "no endpoints: connections are closed"
+			}
+			fmt.Fprintf(w, "  %s → %s: %s\n", what, e.Backend, eps)
 		}
 	}
 

@@ -33,6 +33,10 @@ func kubeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "kube-api-burst", Value: 100, EnvVars: env("KUBE_API_BURST"), Usage: "request burst to the API server"},
 		&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
 			Usage: "global settings from this ConfigMap, `NAMESPACE/NAME`, with ingress-nginx's key names (any source; its keys override the flags; default: none)"},
+		&cli.StringFlag{Name: "tcp-services-configmap", EnvVars: env("TCP_SERVICES_CONFIGMAP"),
+			Usage: "TCP services from this ConfigMap, `NAMESPACE/NAME`, as ingress-nginx's: each key a port, each value namespace/service:port[:PROXY][:PROXY] (any source; default: none)"},
+		&cli.StringFlag{Name: "udp-services-configmap", EnvVars: env("UDP_SERVICES_CONFIGMAP"),
+			Usage: "UDP services from this ConfigMap, `NAMESPACE/NAME`: each key a port, each value namespace/service:port (any source; default: none)"},
 		&cli.StringFlag{Name: "publish-service", EnvVars: env("PUBLISH_SERVICE"),
 			Usage: "write the addresses of this Service (`NAMESPACE/NAME`) into the status of served Ingresses"},
 		&cli.StringSliceFlag{Name: "publish-address", EnvVars: env("PUBLISH_ADDRESS"),
@@ -50,6 +54,9 @@ func kubeFlags() []cli.Flag {
 type kubeConfig struct {
 	kubeconfig, context  string
 	namespace, configMap string
+	// tcpServices and udpServices are ingress-nginx's ConfigMaps of TCP
+	// and UDP services, "" for none.
+	tcpServices, udpServices string
 	// ingressClass and watchWithoutClass say which Ingresses are served:
 	// the kube source reads only the auth Secrets those name.
 	ingressClass        string
@@ -68,6 +75,8 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 		context:           c.String("context"),
 		namespace:         c.String("namespace"),
 		configMap:         c.String("configmap"),
+		tcpServices:       c.String("tcp-services-configmap"),
+		udpServices:       c.String("udp-services-configmap"),
 		ingressClass:      c.String("ingress-class"),
 		watchWithoutClass: c.Bool("watch-ingress-without-class"),
 		qps:               float32(c.Float64("kube-api-qps")),
@@ -85,6 +94,11 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 	}
 	if kc.configMap != "" && !validNamespacedName(kc.configMap) {
 		return kc, fmt.Errorf("--configmap %q: want NAMESPACE/NAME", kc.configMap)
+	}
+	for flag, value := range map[string]string{"tcp-services-configmap": kc.tcpServices, "udp-services-configmap": kc.udpServices} {
+		if value != "" && !validNamespacedName(value) {
+			return kc, fmt.Errorf("--%s %q: want NAMESPACE/NAME", flag, value)
+		}
 	}
 	if kc.publishService != "" && !validNamespacedName(kc.publishService) {
 		return kc, fmt.Errorf("--publish-service %q: want NAMESPACE/NAME", kc.publishService)
@@ -151,6 +165,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		return kubeParts{}, err
 	}
 	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap,
+		TCPServices: kc.tcpServices, UDPServices: kc.udpServices,
 		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, Logger: logger.With("component", "kube")})
 
 	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})

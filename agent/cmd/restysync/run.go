@@ -77,6 +77,8 @@ func runFlags() []cli.Flag {
 			Usage: "HSTS preload directive"},
 		&cli.StringSliceFlag{Name: "trusted-proxies", EnvVars: env("TRUSTED_PROXIES"),
 			Usage: "`CIDR`s (comma-separated or repeated) whose X-Forwarded-For/-Proto/-Host/-Port are passed on; from others they are replaced (default none)"},
+		&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
+			Usage: "honour the ssl-passthrough annotation: nginx's stream module takes the HTTPS port and passes TLS for those hosts to their backends untouched, by SNI (Debian's nginx: --load-module its ngx_stream_module.so)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}
@@ -167,6 +169,7 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		ListenAddress:   c.String("listen-address"),
 		LoadModules:     c.StringSlice("load-module"),
 		WorkerProcesses: workers,
+		SSLPassthrough:  c.Bool("enable-ssl-passthrough"),
 	}
 	if err := parseHTTPSFlags(c, &rc.render); err != nil {
 		return rc, err
@@ -302,7 +305,8 @@ func run(c *cli.Context) error {
 	switch rc.sourceKind {
 	case "file":
 		// FQDN EndpointSlices (the compose demo names its backends) are resolved here.
-		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger), file.WithConfigMap(rc.kube.configMap))
+		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger), file.WithConfigMap(rc.kube.configMap),
+			file.WithServicesConfigMaps(rc.kube.tcpServices, rc.kube.udpServices))
 		src = fqdn.Wrap(obs.objects, rc.dns)
 	case "kube":
 		parts, err := startKube(ctx, rc.kube, logger)

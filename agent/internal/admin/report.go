@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -24,6 +25,9 @@ type Report struct {
 	Hosts []Host `json:"hosts"`
 	// Certificates the model names, sorted by name.
 	Certificates []Certificate `json:"certificates"`
+	// Stream is what nginx's stream module serves: TLS passed through by
+	// SNI, and TCP and UDP services, sorted.
+	Stream []StreamEntry `json:"stream"`
 	// Problems are the invalid input left out of the model.
 	Problems []Problem `json:"problems"`
 	// QuarantinedIngresses ("namespace/name") are the Ingresses nginx
@@ -33,6 +37,19 @@ type Report struct {
 	Config               *Config  `json:"config,omitempty"`
 	Lua                  *LuaDiff `json:"lua,omitempty"`
 	Sync                 *Sync    `json:"sync,omitempty"`
+}
+
+// StreamEntry is a host passed through or a TCP or UDP service.
+type StreamEntry struct {
+	// Listen is "TLS passthrough" or the protocol and port ("TCP 9000").
+	Listen string `json:"listen"`
+	// Host is the passed-through host (SNI), "" for a service.
+	Host string `json:"host,omitempty"`
+	// Ingress that passes the host through, "" for a service.
+	Ingress string `json:"ingress,omitempty"`
+	Backend string `json:"backend"`
+	// Endpoints of the backend, "address:port"; empty closes connections.
+	Endpoints []string `json:"endpoints"`
 }
 
 // Host is one server of nginx.conf.
@@ -139,6 +156,7 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 	r := Report{
 		Hosts:                []Host{},
 		Certificates:         []Certificate{},
+		Stream:               streamEntries(m.Stream),
 		Problems:             []Problem{},
 		QuarantinedIngresses: []string{},
 	}
@@ -177,6 +195,21 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 		r.Problems = append(r.Problems, Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Object: p.Object(), Reason: p.Reason})
 	}
 	return r
+}
+
+func streamEntries(st model.Stream) []StreamEntry {
+	endpoints := make(map[string][]string, len(st.Backends))
+	for _, b := range st.Backends {
+		endpoints[b.Name] = endpointStrings(b.Endpoints)
+	}
+	out := []StreamEntry{}
+	for _, h := range st.Passthrough {
+		out = append(out, StreamEntry{Listen: "TLS passthrough", Host: h.Host, Ingress: h.Ingress, Backend: h.Backend, Endpoints: endpoints[h.Backend]})
+	}
+	for _, svc := range st.Services {
+		out = append(out, StreamEntry{Listen: fmt.Sprintf("%s %d", svc.Protocol, svc.Port), Backend: svc.Backend, Endpoints: endpoints[svc.Backend]})
+	}
+	return out
 }
 
 // AddLive adds what a running agent knows: its loop's record, the config

@@ -88,7 +88,7 @@ var supportedAnnotations = map[string]bool{
 	"proxy-next-upstream-tries": true, "max-fails": true, "fail-timeout": true,
 	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
 	"canary-by-header-value": true, "canary-by-header-pattern": true, "canary-by-cookie": true,
-	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true,
+	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true, "ssl-passthrough": true,
 	// proxy and routing (proxy.go)
 	"rewrite-target": true, "app-root": true, "permanent-redirect": true, "permanent-redirect-code": true,
 	"temporal-redirect": true, "proxy-body-size": true, "proxy-connect-timeout": true, "proxy-send-timeout": true,

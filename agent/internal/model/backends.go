@@ -23,6 +23,8 @@ type backendRef struct {
 	// and "@namespace/ingress" for a variant with a Policy.
 	name   string
 	policy Policy
+	// protocol is the Service port's: "" for TCP, or UDP (stream.go).
+	protocol corev1.Protocol
 }
 
 // withPolicy returns the variant of r that carries the Policy of ingress,
@@ -104,9 +106,10 @@ func (b *builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServiceP
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil, nil, fmt.Sprintf(".service.name %q: Service %s/%s is of type ExternalName, which is not supported yet", ref.service, ref.namespace, ref.service)
 	}
+	protocol := cmp.Or(ref.protocol, corev1.ProtocolTCP)
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]
-		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+		if cmp.Or(p.Protocol, corev1.ProtocolTCP) != protocol {
 			continue
 		}
 		if (ref.port.Name != "" && p.Name == ref.port.Name) || (ref.port.Name == "" && p.Port == ref.port.Number) {
@@ -114,9 +117,9 @@ func (b *builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServiceP
 		}
 	}
 	if ref.port.Name != "" {
-		return nil, nil, fmt.Sprintf(".service.port.name %q: Service %s/%s has no TCP port named %q", ref.port.Name, ref.namespace, ref.service, ref.port.Name)
+		return nil, nil, fmt.Sprintf(".service.port.name %q: Service %s/%s has no %s port named %q", ref.port.Name, ref.namespace, ref.service, protocol, ref.port.Name)
 	}
-	return nil, nil, fmt.Sprintf(".service.port.number %d: Service %s/%s has no TCP port %d", ref.port.Number, ref.namespace, ref.service, ref.port.Number)
+	return nil, nil, fmt.Sprintf(".service.port.number %d: Service %s/%s has no %s port %d", ref.port.Number, ref.namespace, ref.service, protocol, ref.port.Number)
 }
 
 // endpoints collects the ready endpoints of one Service port from every
@@ -129,16 +132,16 @@ func (b *builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort
 	}
 	eps := make([]Endpoint, 0, size)
 	for _, slice := range serviceSlices {
-		eps = b.appendSliceEndpoints(eps, slice, servicePort.Name)
+		eps = b.appendSliceEndpoints(eps, slice, servicePort.Name, cmp.Or(servicePort.Protocol, corev1.ProtocolTCP))
 	}
 	slices.SortFunc(eps, compareEndpoints)
 	return slices.Compact(eps)
 }
 
 // appendSliceEndpoints appends the ready endpoints of slice for the
-// EndpointPort named portName ("" matches an unnamed port).
-func (b *builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, portName string) []Endpoint {
-	port, ok := b.slicePort(slice, portName)
+// EndpointPort named portName ("" matches an unnamed port) of protocol.
+func (b *builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) []Endpoint {
+	port, ok := b.slicePort(slice, portName, protocol)
 	if !ok {
 		return eps
 	}
@@ -158,13 +161,13 @@ func (b *builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.Endpoi
 }
 
 // slicePort finds the target port of the EndpointPort named portName.
-func (b *builder) slicePort(slice *discoveryv1.EndpointSlice, portName string) (int32, bool) {
+func (b *builder) slicePort(slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) (int32, bool) {
 	for i, p := range slice.Ports {
 		name := ""
 		if p.Name != nil {
 			name = *p.Name
 		}
-		if name != portName || (p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) {
+		if name != portName || (p.Protocol != nil && *p.Protocol != protocol) || (p.Protocol == nil && protocol != corev1.ProtocolTCP) {
 			continue
 		}
 		if p.Port == nil || *p.Port < 1 || *p.Port > 65535 {

@@ -43,6 +43,7 @@ func Build(s Snapshot) (Model, []Problem) {
 		if d, ok := b.addIngress(ing); ok {
 			withDefault = append(withDefault, d)
 		}
+		b.addPassthrough(ing)
 		if len(ing.Spec.Rules) > 0 || ing.Spec.DefaultBackend != nil {
 			b.addTLS(ing, ing.Namespace+"/"+ing.Name)
 		}
@@ -52,6 +53,8 @@ func Build(s Snapshot) (Model, []Problem) {
 		b.addCanary(ing)
 	}
 	b.addDefaultCertificate(s.DefaultCertificate)
+	b.addStreamServices(s.TCPServices, corev1.ProtocolTCP, s.ReservedPorts)
+	b.addStreamServices(s.UDPServices, corev1.ProtocolUDP, s.ReservedPorts)
 	return b.model(), b.sortedProblems()
 }
 
@@ -103,6 +106,8 @@ type builder struct {
 	aliasClaims   []aliasClaim
 	// access by Ingress, when not the defaults (access.go).
 	access map[string]accessState
+	// stream is the passthrough hosts and TCP/UDP services (stream.go).
+	stream streamState
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -135,6 +140,8 @@ func newBuilder(s Snapshot) *builder {
 		loadBalance:      s.LoadBalance,
 		globalAuth:       s.GlobalAuth,
 		globalAuthDenied: s.GlobalAuthDenied,
+
+		stream: streamState{enabled: s.SSLPassthrough, passthrough: map[string]PassthroughHost{}, backends: map[string]StreamBackend{}},
 	}
 	if b.loadBalance == AlgorithmRoundRobin {
 		b.loadBalance = ""
@@ -375,6 +382,7 @@ func (b *builder) model() Model {
 	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	m.Certificates = b.certificates()
 	m.AuthFiles = b.authFiles()
+	m.Stream = b.streamModel()
 	return m
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
 )
@@ -112,6 +113,9 @@ const (
 // refuses what could end a quoted nginx string or a directive, control
 // characters and unknown variables.
 func withVariables(s string, lookup func(string) (string, bool)) (string, string) {
+	if !utf8.ValidString(s) {
+		return "", "is not valid UTF-8"
+	}
 	var out strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -331,8 +335,8 @@ func headerList(value string, max int) (string, string) {
 		if part == "" {
 			continue
 		}
-		if !isHeaderToken(part) {
-			return "", fmt.Sprintf("%q is not a header name", clip(part))
+		if !isVariableHeaderName(part) {
+			return "", fmt.Sprintf("%q is not a header name of letters, digits, '-' and '_' (each becomes an nginx variable)", clip(part))
 		}
 		names = append(names, part)
 	}
@@ -345,18 +349,17 @@ func headerList(value string, max int) (string, string) {
 	return strings.Join(names, ","), ""
 }
 
-// isHeaderToken reports whether s is an HTTP header name (RFC 9110 token).
-func isHeaderToken(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
+// isVariableHeaderName reports whether s is a header name nginx can hold
+// in a variable ($upstream_http_x_user): letters, digits, '-' and '_', as
+// ingress-nginx allows for auth-response-headers.
+func isVariableHeaderName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_|~", c) >= 0) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return false
 		}
 	}
-	return true
+	return s != "" && len(s) <= 128
 }
 
 // parseCacheDuration parses "200 202 401 5m": status codes, then one nginx

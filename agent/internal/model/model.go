@@ -59,6 +59,17 @@ type Snapshot struct {
 	// set but cannot be used.
 	GlobalAuth       ExternalAuth
 	GlobalAuthDenied string
+	// SSLPassthrough honours the annotation ssl-passthrough
+	// (--enable-ssl-passthrough; off, it is a Problem, as ingress-nginx
+	// ignores it without its flag).
+	SSLPassthrough bool
+	// TCPServices and UDPServices are ingress-nginx's ConfigMaps of
+	// services (--tcp-services-configmap, --udp-services-configmap): each
+	// key a port, each value "namespace/service:port[:PROXY][:PROXY]"; nil
+	// for none. ReservedPorts are the ports nginx listens on for HTTP,
+	// HTTPS and its status server, which no such service may take.
+	TCPServices, UDPServices *corev1.ConfigMap
+	ReservedPorts            []int32
 }
 
 // Model is what nginx should serve. It holds only plain values.
@@ -79,6 +90,9 @@ type Model struct {
 	// basic auth. Like certificates they are not structure: nginx reads
 	// them on every request, so a new content needs no reload.
 	AuthFiles []AuthFile
+	// Stream is what nginx's stream module serves: TLS passthrough and
+	// TCP and UDP services (stream.go).
+	Stream Stream
 }
 
 // DefaultCertificateHost is the host under which a Certificate is the

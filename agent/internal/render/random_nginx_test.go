@@ -55,6 +55,7 @@ var (
 
 func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 	binary := nginxproc.Binary(t)
+	randomStreamModules = nginxproc.StreamLoadModules(t)
 	n := *randomSnapshots
 	if testing.Short() && n > 30 {
 		n = 30
@@ -112,6 +113,10 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 		st.locations += len(srv.Locations)
 	}
 	s := randomSettings(rng, prefix)
+	if !s.SSLPassthrough {
+		// Build honoured ssl-passthrough; this render has no front for it.
+		m.Stream.Passthrough = nil
+	}
 	cfg, err := Render(m, s)
 	if err != nil {
 		return st, fmt.Errorf("Render refused a model Build made: %v", err)
@@ -168,7 +173,10 @@ func withRouteRegexes(m model.Model, s Settings, conf []byte) ([]byte, error) {
 	if b.Len() == 0 {
 		return conf, nil
 	}
-	i := bytes.LastIndexByte(conf, '}')
+	// Before the end of the http block: the first "}" at the start of a
+	// line after "http {" (a stream block may follow it).
+	h := bytes.Index(conf, []byte("\nhttp {\n"))
+	i := h + bytes.Index(conf[h:], []byte("\n}\n")) + 1
 	extra := "    server {\n        listen unix:" + filepath.Join(s.SharedDir, "regex-check.sock") + ";\n" + b.String() + "    }\n"
 	return append(append(append([]byte{}, conf[:i]...), extra...), conf[i:]...), nil
 }
@@ -270,14 +278,20 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 }
 
 // randomSettings varies the agent's flags that reach nginx.conf.
+// randomStreamModules is nginxproc.StreamLoadModules, set by the test.
+var randomStreamModules []string
+
 func randomSettings(rng *mathrand.Rand, prefix string) Settings {
 	s := Settings{
 		SharedDir:       prefix,
 		HTTPPort:        18080,
 		HTTPSPort:       18443,
 		ListenAddress:   "127.0.0.1",
-		LoadModules:     nginxproc.DebianLoadModules(),
+		LoadModules:     append(nginxproc.DebianLoadModules(), randomStreamModules...),
 		WorkerProcesses: "1",
+	}
+	if rng.Intn(2) == 0 {
+		s.SSLPassthrough = true
 	}
 	if rng.Intn(2) == 0 {
 		s.HSTS, s.HSTSMaxAge, s.HSTSIncludeSubdomains, s.HSTSPreload = true, rng.Intn(maxHSTSMaxAge), rng.Intn(2) == 0, rng.Intn(2) == 0
@@ -382,6 +396,10 @@ func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 		EndpointSlices: w.slices,
 		Secrets:        w.secrets,
 		IngressClass:   "restysync",
+		SSLPassthrough: true,
+		ReservedPorts:  []int32{18080, 18443},
+		TCPServices:    randomServicesConfigMap(rng, "tcp-services"),
+		UDPServices:    randomServicesConfigMap(rng, "udp-services"),
 	}
 	hosts := make([]string, 3+rng.Intn(15))
 	for i := range hosts {
@@ -396,6 +414,26 @@ func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 		}
 	}
 	return s
+}
+
+// randomServicesConfigMap is a TCP or UDP services ConfigMap of good,
+// bad and hostile entries.
+func randomServicesConfigMap(rng *mathrand.Rand, name string) *corev1.ConfigMap {
+	if rng.Intn(3) == 0 {
+		return nil
+	}
+	ports := []string{"9000", "9001", "9002", "53", "18080", "0", "65536", "x", "9000;", " 9003"}
+	values := []string{"default/web:80", "team-a/api:http", "x/grpc:alt:PROXY", "default/web:80:PROXY:PROXY",
+		"default/gone:80", "default/web:81", "default/web", "web:80", "default/web:80:TLS", "a/b:c:d:e:f"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{}}
+	for range rng.Intn(5) {
+		value := pick(rng, values)
+		if rng.Intn(4) == 0 {
+			value = pick(rng, hostileValues)
+		}
+		cm.Data[pick(rng, ports)] = value
+	}
+	return cm
 }
 
 func randomIngress(rng *mathrand.Rand, i int, hosts []string) *networkingv1.Ingress {
@@ -644,6 +682,7 @@ var annotationValues = map[string][]string{
 	"canary-by-header-value":           {"yes", "always please"},
 	"canary-by-cookie":                 {"canary"},
 	"ssl-redirect":                     {"true", "false"},
+	"ssl-passthrough":                  {"true", "false"},
 	"force-ssl-redirect":               {"true", "false"},
 	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc"},
 	"rewrite-target":                   {"/", "/$1", "/new/$2/x", "/v2"},

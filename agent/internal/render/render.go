@@ -87,6 +87,13 @@ type Settings struct {
 	// port) nginx asks for the names in auth-url; none: an auth-url must
 	// name its host by address.
 	Resolvers []string
+	// SSLPassthrough puts nginx's stream module on the HTTPS port
+	// (--enable-ssl-passthrough): it reads the name each TLS client asks
+	// for (SNI) and passes the connections for model.Stream.Passthrough's
+	// hosts to their backends untouched, and every other one to the HTTPS
+	// servers, which then listen on a unix socket in SharedDir and learn
+	// the client's address from the PROXY protocol (stream.go).
+	SSLPassthrough bool
 }
 
 // resolvers returns the resolver directive's arguments, IPv6 addresses
@@ -196,6 +203,8 @@ type confView struct {
 	ClientTLSServers []clientTLSServerView
 	// Profiles are the shared location profiles (profiles.go).
 	Profiles []Profile
+	// Stream is the stream block, nil for none (stream.go).
+	Stream *streamView
 }
 
 // serverView is the locations of one model.Server in nginx's terms.
@@ -301,6 +310,13 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if s.StatusPort != 0 {
 		view.StatusListen = listen(s.ListenAddress, s.StatusPort)
 	}
+	if s.SSLPassthrough {
+		view.HTTPSListen = "unix:" + filepath.Join(s.SharedDir, HTTPSSocketName)
+	}
+	var err error
+	if view.Stream, err = newStreamView(m.Stream, s); err != nil {
+		return confView{}, err
+	}
 	view.TrustedProxies, view.TrustAll = trustedNetworks(s.TrustedProxies)
 	h := DefaultHTTP()
 	if s.HTTP != nil {
@@ -317,7 +333,6 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		redirectPort = 0
 	}
 	view.RedirectPort = redirectPort
-	var err error
 	if view.Profiles, err = newProfiles(views, profiles, keep); err != nil {
 		return confView{}, err
 	}

@@ -475,14 +475,16 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".SSL.VerifyDepth": true, ".Proxy.Upstream": true, "$.HTTP.UpstreamKeepaliveConnections": true,
 		"$.HTTP.UpstreamKeepaliveTimeout": true,
 		// client certificates (clienttls.go): checked mode and depth
-		".Verify": true, ".Depth": true}
+		".Verify": true, ".Depth": true,
+		// the stream block (stream.go): a computed size, upstream names
+		".MapHashBucketSize": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
 		first := strings.Fields(body)[0]
 		switch {
 		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "quoteVars" || first == "serverName" || first == "logFormat":
-		case first == "range" || first == "if" || first == "end" || first == "else" || first == "define" || first == "template":
+		case first == "range" || first == "if" || first == "with" || first == "end" || first == "else" || first == "define" || first == "template":
 		case computed[body]:
 		default:
 			t.Errorf("template action {{%s}} prints without quote", body)

@@ -839,6 +839,10 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		s.changedBackends = []model.Backend{}
 		next := *s.built
 		changed := index.TakeChangedServices()
+		if usesStream(s.built.Stream, changed) {
+			// Their endpoints are in nginx.conf: a new one is rendered.
+			return s.fullModel(index, tracks)
+		}
 		if len(changed) > 0 {
 			if s.builtIndex == nil {
 				s.builtIndex = backendsByService(s.built.Backends)
@@ -878,6 +882,32 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		s.built = &next
 		return next, s.problems, "fast"
 	}
+	return s.fullModel(index, tracks)
+}
+
+// usesStream says whether a Service of changed has endpoints in nginx.conf.
+func usesStream(st model.Stream, changed []source.ServiceKey) bool {
+	for _, k := range changed {
+		if st.UsesService(k.Namespace, k.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// reservedPorts are the ports nginx listens on for HTTP: a TCP service
+// cannot have them.
+func reservedPorts(s render.Settings) []int32 {
+	ports := []int32{int32(s.HTTPPort), int32(s.HTTPSPort)}
+	if s.StatusPort != 0 {
+		ports = append(ports, int32(s.StatusPort))
+	}
+	return ports
+}
+
+// fullModel builds the whole model from a snapshot of the source.
+func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model, []model.Problem, string) {
+	s.changedBackends = nil
 	s.rerender = false
 	if tracks {
 		index.TakeChangedServices() // the full build covers them
@@ -886,6 +916,9 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
 	snap.LoadBalance = s.globals.loadBalance
 	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
+	settings := s.globals.settings
+	snap.SSLPassthrough = settings.SSLPassthrough
+	snap.ReservedPorts = reservedPorts(settings)
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)

@@ -11,13 +11,20 @@ func WithConfigMap(namespacedName string) Option {
 	return func(s *Source) { s.configMap = namespacedName }
 }
 
-// agentConfigMap returns the ConfigMap WithConfigMap named from v, or nil.
-func (s *Source) agentConfigMap(v *view) *corev1.ConfigMap {
-	if s.configMap == "" {
+// WithServicesConfigMaps names ingress-nginx's ConfigMaps of TCP and UDP
+// services, "namespace/name" each ("": none): Snapshot returns those in
+// the folder as model.Snapshot's TCPServices and UDPServices.
+func WithServicesConfigMaps(tcp, udp string) Option {
+	return func(s *Source) { s.tcpServices, s.udpServices = tcp, udp }
+}
+
+// namedConfigMap returns the ConfigMap "namespace/name" of v, or nil.
+func namedConfigMap(v *view, namespacedName string) *corev1.ConfigMap {
+	if namespacedName == "" {
 		return nil
 	}
 	for _, cm := range v.configMaps {
-		if cm.Namespace+"/"+cm.Name == s.configMap {
+		if cm.Namespace+"/"+cm.Name == namespacedName {
 			return cm
 		}
 	}

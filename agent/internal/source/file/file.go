@@ -64,8 +64,9 @@ type Source struct {
 	retryInterval time.Duration
 	logger        *slog.Logger
 	// configMap is the agent's ConfigMap, "namespace/name", or ""
-	// (WithConfigMap, configmap.go).
-	configMap string
+	// (WithConfigMap, configmap.go); tcpServices and udpServices
+	// ingress-nginx's ConfigMaps of services (WithServicesConfigMaps).
+	configMap, tcpServices, udpServices string
 
 	// Owned by Start, then by the watch goroutine.
 	watcher    *fsnotify.Watcher
@@ -191,7 +192,9 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		Services:       slices.Clone(v.services),
 		EndpointSlices: slices.Clone(v.endpointSlices),
 		Secrets:        slices.Clone(v.secrets),
-		ConfigMap:      s.agentConfigMap(v),
+		ConfigMap:      namedConfigMap(v, s.configMap),
+		TCPServices:    namedConfigMap(v, s.tcpServices),
+		UDPServices:    namedConfigMap(v, s.udpServices),
 	}, slices.Clone(v.problems)
 }
 

@@ -68,6 +68,10 @@ type Options struct {
 	// none). Only that one ConfigMap is watched, in its namespace, whatever
 	// Namespace says.
 	ConfigMap string
+	// TCPServices and UDPServices are ingress-nginx's ConfigMaps of TCP
+	// and UDP services, "namespace/name" (default "": none), each watched
+	// by name as ConfigMap is.
+	TCPServices, UDPServices string
 	// Logger receives watch errors, such as a list the API server forbids
 	// (default: discarded).
 	Logger *slog.Logger
@@ -107,10 +111,39 @@ type Source struct {
 	endpointSlices discoverylisters.EndpointSliceLister
 	secrets        corelisters.SecretLister
 	authSecrets    *authWatches
-	sliceIndexer   cache.Indexer               // EndpointSlices by serviceIndex
-	configMaps     corelisters.ConfigMapLister // nil without Options.ConfigMap
-	configMapNS    string
-	configMapName  string
+	sliceIndexer   cache.Indexer // EndpointSlices by serviceIndex
+	// configMap, tcpServices and udpServices are nil when their option is "".
+	configMap, tcpServices, udpServices *namedConfigMap
+}
+
+// namedConfigMap is one ConfigMap watched by name.
+type namedConfigMap struct {
+	namespace, name string
+	lister          corelisters.ConfigMapLister
+}
+
+// parseNamedConfigMap checks the option value "namespace/name" of option.
+func parseNamedConfigMap(option, value string) (*namedConfigMap, error) {
+	if value == "" {
+		return nil, nil
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(value)
+	if err != nil || ns == "" || name == "" {
+		return nil, fmt.Errorf("kube source: %s %q: want namespace/name", option, value)
+	}
+	return &namedConfigMap{namespace: ns, name: name}, nil
+}
+
+// get returns the ConfigMap, or nil when it is not configured or does not exist.
+func (n *namedConfigMap) get() *corev1.ConfigMap {
+	if n == nil {
+		return nil
+	}
+	cm, err := n.lister.ConfigMaps(n.namespace).Get(n.name)
+	if err != nil {
+		return nil
+	}
+	return cm
 }
 
 // changedServices is what the fast path reads: the Services whose
@@ -202,12 +235,15 @@ func (s *Source) listed() []any {
 // setup creates the informers and registers handler, transform and watch
 // error handler on each. It returns what must be synced before Start returns.
 func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error) {
-	if s.opts.ConfigMap != "" {
-		ns, name, err := cache.SplitMetaNamespaceKey(s.opts.ConfigMap)
-		if err != nil || ns == "" || name == "" {
-			return nil, fmt.Errorf("kube source: ConfigMap %q: want namespace/name", s.opts.ConfigMap)
-		}
-		s.configMapNS, s.configMapName = ns, name
+	var err error
+	if s.configMap, err = parseNamedConfigMap("ConfigMap", s.opts.ConfigMap); err != nil {
+		return nil, err
+	}
+	if s.tcpServices, err = parseNamedConfigMap("TCP services ConfigMap", s.opts.TCPServices); err != nil {
+		return nil, err
+	}
+	if s.udpServices, err = parseNamedConfigMap("UDP services ConfigMap", s.opts.UDPServices); err != nil {
+		return nil, err
 	}
 	s.createInformers()
 
@@ -270,11 +306,14 @@ func (s *Source) createInformers() {
 		{kind: source.KindSecret, informer: secrets},
 	}
 
-	if s.configMapName != "" {
-		byName := fields.OneTermEqualSelector("metadata.name", s.configMapName).String()
-		configMaps := kubeclient.NewInformer(c, reconnecting(c.ConfigMaps(s.configMapNS), r), &corev1.ConfigMap{}, resync,
+	for _, n := range []*namedConfigMap{s.configMap, s.tcpServices, s.udpServices} {
+		if n == nil {
+			continue
+		}
+		byName := fields.OneTermEqualSelector("metadata.name", n.name).String()
+		configMaps := kubeclient.NewInformer(c, reconnecting(c.ConfigMaps(n.namespace), r), &corev1.ConfigMap{}, resync,
 			func(o *metav1.ListOptions) { o.FieldSelector = byName })
-		s.configMaps = corelisters.NewConfigMapLister(configMaps.GetIndexer())
+		n.lister = corelisters.NewConfigMapLister(configMaps.GetIndexer())
 		s.informers = append(s.informers, namedInformer{kind: source.KindConfigMap, informer: configMaps})
 	}
 }
@@ -309,20 +348,19 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	}
 	s.authSecrets.reconcile(s.authSecretRefs(snap))
 	snap.Secrets = append(snap.Secrets, s.authSecrets.secrets()...)
-	if s.configMaps != nil {
-		snap.ConfigMap, _ = s.configMaps.ConfigMaps(s.configMapNS).Get(s.configMapName)
-	}
+	snap.ConfigMap = s.configMap.get()
+	snap.TCPServices, snap.UDPServices = s.tcpServices.get(), s.udpServices.get()
 	return snap, nil
 }
 
 // ConfigMapData returns a copy of the data of the agent's ConfigMap, or nil
 // when none is configured or it does not exist.
 func (s *Source) ConfigMapData() map[string]string {
-	if !s.isStarted() || s.configMaps == nil {
+	if !s.isStarted() {
 		return nil
 	}
-	cm, err := s.configMaps.ConfigMaps(s.configMapNS).Get(s.configMapName)
-	if err != nil {
+	cm := s.configMap.get()
+	if cm == nil {
 		return nil
 	}
 	data := maps.Clone(cm.Data)

@@ -96,6 +96,29 @@ func DebianLoadModules() []string {
 	return slices.Clone(f.modules)
 }
 
+// debianStreamModule is Debian's libnginx-mod-stream: the stream block,
+// with ssl_preread.
+const debianStreamModule = "/usr/share/nginx/modules/ngx_stream_module.so"
+
+// StreamLoadModules returns the stream module to load after
+// DebianLoadModules when nginx is Debian's, nil for openresty (built in).
+// Without it installed the test fails when CI=true, and is skipped
+// otherwise.
+func StreamLoadModules(t testing.TB) []string {
+	t.Helper()
+	f, err := find()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	if f.modules == nil {
+		return nil
+	}
+	if _, err := os.Stat(debianStreamModule); err != nil {
+		missing(t, debianStreamModule+" is not installed; install libnginx-mod-stream with `go tool task nginx`")
+	}
+	return []string{debianStreamModule}
+}
+
 func missing(t testing.TB, reason string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {

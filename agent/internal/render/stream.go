@@ -1,0 +1,127 @@
+package render
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// Sockets in the shared dir behind the passthrough front (Settings.SSLPassthrough);
+// no longer than SocketName, whose length checkSettings bounds.
+const (
+	// HTTPSSocketName is where the HTTPS servers listen when the stream
+	// module owns the HTTPS port.
+	HTTPSSocketName = "https.sock"
+	// PassthroughSocketName is the stream server that drops the PROXY
+	// protocol header before a passed-through host's backend.
+	PassthroughSocketName = "tls-pass.sock"
+)
+
+// streamView is the stream block: the passthrough front on the HTTPS
+// port, and the TCP and UDP services (model.Stream).
+//
+// nginx's stream module can send a PROXY protocol header per server, not
+// per destination, so the front sends one on every connection: the HTTPS
+// servers read the client's address from it, and the passed-through hosts
+// take one more local hop, through a server that reads and drops it.
+type streamView struct {
+	// Passthrough says the front is there (Settings.SSLPassthrough), even
+	// with no host passed through yet: the listeners stay put.
+	Passthrough       bool
+	Listen            string
+	HTTPSSocket       string
+	PassthroughSocket string
+	PassthroughHosts  []passthroughView
+	// MapHashBucketSize fits the longest host in the maps' hash (nginx
+	// refuses to start when an entry does not fit a bucket).
+	MapHashBucketSize int
+	Upstreams         []streamUpstreamView
+	Services          []streamServiceView
+}
+
+type passthroughView struct {
+	// Host is checked here and printed by serverName: quoted, or a regex
+	// for a wildcard.
+	Host     string
+	Upstream string
+}
+
+type streamUpstreamView struct {
+	Name string
+	// Servers are "address:port", IPv6 in brackets; none closes each connection.
+	Servers []string
+}
+
+type streamServiceView struct {
+	Listen      string
+	UDP         bool
+	AcceptProxy bool
+	SendProxy   bool
+	Upstream    string
+}
+
+// newStreamView returns the stream block, or nil when there is none.
+func newStreamView(st model.Stream, s Settings) (*streamView, error) {
+	if !s.SSLPassthrough && len(st.Services) == 0 {
+		return nil, nil
+	}
+	v := &streamView{Passthrough: s.SSLPassthrough}
+	upstreams := make(map[string]string, len(st.Backends))
+	for i, b := range st.Backends {
+		u := streamUpstreamView{Name: "restysync_stream_" + strconv.Itoa(i)}
+		for _, e := range b.Endpoints {
+			addr, err := netip.ParseAddr(e.Address)
+			if err != nil || e.Port < 1 || e.Port > 65535 {
+				return nil, fmt.Errorf("stream backend %q: endpoint %s:%d is not an IP address and port", b.Name, e.Address, e.Port)
+			}
+			u.Servers = append(u.Servers, netip.AddrPortFrom(addr, uint16(e.Port)).String())
+		}
+		upstreams[b.Name] = u.Name
+		v.Upstreams = append(v.Upstreams, u)
+	}
+	upstream := func(name string) (string, error) {
+		u, ok := upstreams[name]
+		if !ok {
+			return "", fmt.Errorf("stream backend %q: not in the model's stream backends", name)
+		}
+		return u, nil
+	}
+	if s.SSLPassthrough {
+		v.Listen = listen(s.ListenAddress, s.HTTPSPort)
+		v.HTTPSSocket = "unix:" + filepath.Join(s.SharedDir, HTTPSSocketName)
+		v.PassthroughSocket = "unix:" + filepath.Join(s.SharedDir, PassthroughSocketName)
+		v.MapHashBucketSize = 64
+		for _, h := range st.Passthrough {
+			// An entry is a pointer, the name and 2 bytes, aligned to 8;
+			// a bucket also ends in a pointer.
+			for v.MapHashBucketSize < len(h.Host)+32 {
+				v.MapHashBucketSize *= 2
+			}
+			if _, err := serverName(h.Host); err != nil {
+				return nil, fmt.Errorf("passthrough %w", err)
+			}
+			u, err := upstream(h.Backend)
+			if err != nil {
+				return nil, err
+			}
+			v.PassthroughHosts = append(v.PassthroughHosts, passthroughView{Host: h.Host, Upstream: u})
+		}
+	}
+	for _, svc := range st.Services {
+		if svc.Port < 1 || svc.Port > 65535 {
+			return nil, fmt.Errorf("%s service port %d: not a port", svc.Protocol, svc.Port)
+		}
+		u, err := upstream(svc.Backend)
+		if err != nil {
+			return nil, err
+		}
+		v.Services = append(v.Services, streamServiceView{Listen: listen(s.ListenAddress, int(svc.Port)),
+			UDP: svc.Protocol == corev1.ProtocolUDP, AcceptProxy: svc.AcceptProxyProtocol, SendProxy: svc.SendProxyProtocol, Upstream: u})
+	}
+	return v, nil
+}
