@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -221,5 +222,49 @@ func TestGlobalExternalAuth(t *testing.T) {
 	s.eventually("a bad global-auth-url fails guarded.test closed", func() error { return s.expect("guarded.test", "/", "503") })
 	if _, body := s.do(t, accessRequest(t, http.MethodGet, "http://optout.test/", nil)); body != "user= email=" {
 		t.Errorf("optout.test with a bad global auth: %q", body)
+	}
+}
+
+// auth-proxy-set-headers: the headers of its ConfigMap reach the auth
+// service, which lets the request in only with them; a changed ConfigMap
+// is followed; one that is gone fails the Ingress closed (503), as a bad
+// one does, and the neighbours keep serving.
+func TestAuthProxySetHeaders(t *testing.T) {
+	const ip = "127.0.0.98"
+	authPort := nginxproc.FreePort(t)
+	serve(t, ip, authPort, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Tenant") == "a-team" && r.Header.Get("X-Seen-Host") == "tenant.test" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	backendPort := nginxproc.FreePort(t)
+	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "in") })
+	authURL := fmt.Sprintf("http://%s:%d/check", ip, authPort)
+	withHeaders := func(name, host, configMap string) string {
+		return appIngress(name, host, map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":               authURL,
+			"nginx.ingress.kubernetes.io/auth-proxy-set-headers": configMap,
+		})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"headers.yaml":  namedConfigMap("auth-headers", map[string]string{"X-Tenant": "a-team", "X-Seen-Host": "$host"}),
+		"tenant.yaml":   withHeaders("tenant", "tenant.test", "auth-headers"),
+		"missing.yaml":  withHeaders("missing", "missing.test", "default/no-such-headers"),
+		"open.yaml":     appIngress("open", "open.test", nil),
+	})
+	s.eventually("tenant.test lets the request in", func() error { return s.expect("tenant.test", "/", "in") })
+	if err := s.expect("missing.test", "/", "503"); err != nil {
+		t.Errorf("a ConfigMap that is not there fails closed: %v", err)
+	}
+	s.writeFile("headers.yaml", namedConfigMap("auth-headers", map[string]string{"X-Tenant": "b-team", "X-Seen-Host": "$host"}))
+	s.eventually("the changed header reaches the auth service", func() error { return s.expect("tenant.test", "/", "401") })
+	s.writeFile("headers.yaml", namedConfigMap("auth-headers", map[string]string{"X-Tenant": `a-team"; deny all; #`}))
+	s.eventually("a hostile value fails closed", func() error { return s.expect("tenant.test", "/", "503") })
+	if err := s.expect("open.test", "/", "in"); err != nil {
+		t.Errorf("the neighbour: %v", err)
 	}
 }

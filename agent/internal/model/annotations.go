@@ -102,7 +102,7 @@ var supportedAnnotations = map[string]bool{
 	"auth-type": true, "auth-secret": true, "auth-secret-type": true, "auth-realm": true,
 	"auth-url": true, "auth-method": true, "auth-signin": true, "auth-signin-redirect-param": true,
 	"auth-response-headers": true, "auth-request-redirect": true, "auth-cache-key": true,
-	"auth-cache-duration": true, "auth-always-set-cookie": true, "enable-global-auth": true,
+	"auth-cache-duration": true, "auth-always-set-cookie": true, "auth-proxy-set-headers": true, "enable-global-auth": true,
 	"proxy-ssl-secret": true, "proxy-ssl-verify": true, "proxy-ssl-verify-depth": true, "proxy-ssl-name": true,
 	"proxy-ssl-server-name": true,
 	"auth-tls-secret":       true, "auth-tls-verify-client": true, "auth-tls-verify-depth": true, "auth-tls-error-page": true,

@@ -108,6 +108,8 @@ type builder struct {
 	access map[string]accessState
 	// stream is the passthrough hosts and TCP/UDP services (stream.go).
 	stream streamState
+	// configMaps Ingresses name, by namespace and name (extauth.go).
+	configMaps map[namespacedName]*corev1.ConfigMap
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -148,6 +150,10 @@ func newBuilder(s Snapshot) *builder {
 	}
 	for _, secret := range s.Secrets {
 		b.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
+	}
+	b.configMaps = make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps))
+	for _, cm := range s.ConfigMaps {
+		b.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	for _, svc := range s.Services {
 		b.services[namespacedName{svc.Namespace, svc.Name}] = svc

@@ -2,12 +2,15 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // External authentication (auth-url and friends): nginx asks an auth
@@ -48,6 +51,10 @@ type ExternalAuth struct {
 	// AlwaysSetCookie sends the auth response's Set-Cookie with every
 	// response, not only 2xx and 3xx ones (auth-always-set-cookie).
 	AlwaysSetCookie bool
+	// ProxySetHeaders are headers set on the request to the auth service
+	// (auth-proxy-set-headers, a ConfigMap): "Name: value" lines sorted by
+	// name, values with ${vars} as URL has them.
+	ProxySetHeaders string
 }
 
 // authVariables are the nginx variables the auth URLs may use, by the name
@@ -189,7 +196,14 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 	}
 	get := func(name string) (string, string, bool) { return lookupAnnotation(ing, name) }
 	problem := func(key, value, reason string) { b.annotationProblem(ing, key, value, reason) }
-	return parseExternalAuth(get, problem, "")
+	a, denied := parseExternalAuth(get, problem, "")
+	if denied != "" {
+		return a, denied
+	}
+	if a.ProxySetHeaders, denied = b.readAuthProxyHeaders(ing); denied != "" {
+		return ExternalAuth{}, denied
+	}
+	return a, ""
 }
 
 // GlobalAuth reads the global-auth-* keys of the agent's ConfigMap: the
@@ -389,4 +403,67 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// maxAuthProxyHeaders bounds the headers of auth-proxy-set-headers.
+const maxAuthProxyHeaders = 64
+
+// ConfigMapRefs returns the ConfigMaps ing names by annotation
+// (auth-proxy-set-headers) in its own namespace: the only ones the kube
+// source reads besides its own, each by name.
+func ConfigMapRefs(ing *networkingv1.Ingress) []types.NamespacedName {
+	value, _, ok := lookupAnnotation(ing, "auth-proxy-set-headers")
+	if !ok {
+		return nil
+	}
+	namespace, name := splitAuthSecretRef(ing, strings.TrimSpace(value))
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil
+	}
+	return []types.NamespacedName{{Namespace: namespace, Name: name}}
+}
+
+// readAuthProxyHeaders reads the ConfigMap auth-proxy-set-headers names:
+// the headers set on the request to the auth service, each name a header
+// name and each value literal text or the auth URL's variables. They come
+// back canonical ("Name: value" lines, sorted by name). A value that
+// cannot be used fails the Ingress closed, as ingress-nginx denies the
+// location: the auth service may rely on what the headers tell it.
+func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, denied string) {
+	value, key, ok := lookupAnnotation(ing, "auth-proxy-set-headers")
+	if !ok {
+		return "", ""
+	}
+	const closed = "; the Ingress's paths answer 503 until it is fixed"
+	namespace, name := splitAuthSecretRef(ing, strings.TrimSpace(value))
+	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
+		return "", key + " is not usable"
+	}
+	cm := b.configMaps[namespacedName{namespace, name}]
+	if cm == nil {
+		object := "ConfigMap " + namespace + "/" + name
+		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)
+		return "", key + " is not usable"
+	}
+	if len(cm.Data) > maxAuthProxyHeaders {
+		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s/%s has %d headers; at most %d are allowed%s", namespace, name, len(cm.Data), maxAuthProxyHeaders, closed))
+		return "", key + " is not usable"
+	}
+	var lines []string
+	for _, header := range slices.Sorted(maps.Keys(cm.Data)) {
+		v, reason := withVariables(strings.TrimSpace(cm.Data[header]), authVariable)
+		switch {
+		case !isVariableHeaderName(header):
+			reason = "is not a header name of letters, digits, '-' and '_'"
+		case reason == "" && (v == "" || len(v) > maxAuthURL):
+			reason = "has an empty or too long value"
+		}
+		if reason != "" {
+			b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s/%s: header %q %s%s", namespace, name, clip(header), reason, closed))
+			return "", key + " is not usable"
+		}
+		lines = append(lines, header+": "+v)
+	}
+	return strings.Join(lines, "\n"), ""
 }

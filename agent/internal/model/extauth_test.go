@@ -3,6 +3,10 @@ package model
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestExternalAuth(t *testing.T) {
@@ -127,4 +131,53 @@ func FuzzExternalAuthURL(f *testing.F) {
 			t.Fatalf("%q became %q", value, canonical)
 		}
 	})
+}
+
+func TestAuthProxySetHeaders(t *testing.T) {
+	headers := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "auth-headers"},
+		Data: map[string]string{"X-Tenant": " a-team ", "X-Original-Host": "$host"}}
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bad"},
+		Data: map[string]string{"X-A": "a\" ; b"}}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "auth-headers"},
+		Data: map[string]string{"X-A": "b"}}
+	withHeaders := func(name, ref string) *networkingv1.Ingress {
+		return newIngress("default", name, rule(name+".example.com", prefix("/", "web", 80)),
+			annotation("nginx.ingress.kubernetes.io/auth-url", "http://auth.test/check"),
+			annotation("nginx.ingress.kubernetes.io/auth-proxy-set-headers", ref))
+	}
+	s := snapshotOf(withHeaders("good", "auth-headers"), withHeaders("qualified", "default/auth-headers"),
+		withHeaders("bad", "bad"), withHeaders("missing", "nope"), withHeaders("elsewhere", "other/auth-headers"))
+	s.ConfigMaps = []*corev1.ConfigMap{headers, bad, other}
+	m, problems := Build(s)
+	want := "X-Original-Host: ${host}\nX-Tenant: a-team"
+	for _, srv := range m.Servers {
+		a := srv.Locations[0].Access
+		switch srv.Host {
+		case "good.example.com", "qualified.example.com":
+			if a.ExternalAuth.ProxySetHeaders != want || a.Denied != "" {
+				t.Errorf("%s: headers %q, denied %q; want %q", srv.Host, a.ExternalAuth.ProxySetHeaders, a.Denied, want)
+			}
+		default:
+			if a.Denied == "" {
+				t.Errorf("%s: not failed closed: %+v", srv.Host, a)
+			}
+		}
+	}
+	for _, part := range []string{`ConfigMap default/bad: header "X-A" contains '"'`, `ConfigMap default/nope not found`,
+		`must name a ConfigMap in the Ingress's own namespace`} {
+		found := false
+		for _, p := range problems {
+			found = found || strings.Contains(p.Reason, part)
+		}
+		if !found {
+			t.Errorf("no problem with %q in %v", part, problems)
+		}
+	}
+	refs := ConfigMapRefs(withHeaders("x", "other/auth-headers"))
+	if len(refs) != 0 {
+		t.Errorf("a ConfigMap of another namespace is read: %v", refs)
+	}
+	if refs := ConfigMapRefs(withHeaders("x", "auth-headers")); len(refs) != 1 || refs[0].Namespace != "default" {
+		t.Errorf("refs %v", refs)
+	}
 }

@@ -70,6 +70,9 @@ type Snapshot struct {
 	// HTTPS and its status server, which no such service may take.
 	TCPServices, UDPServices *corev1.ConfigMap
 	ReservedPorts            []int32
+	// ConfigMaps are those Ingresses name by annotation
+	// (auth-proxy-set-headers; ConfigMapRefs), read by name.
+	ConfigMaps []*corev1.ConfigMap
 }
 
 // Model is what nginx should serve. It holds only plain values.

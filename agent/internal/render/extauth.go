@@ -48,7 +48,12 @@ type authLocationView struct {
 	Redirect      string
 	CacheKey      string
 	CacheDuration string
+	// ProxyHeaders are set on the request to the auth service
+	// (auth-proxy-set-headers); values with ${vars}, quoted with quoteVars.
+	ProxyHeaders []proxyHeaderView
 }
+
+type proxyHeaderView struct{ Name, Value string }
 
 // signinView is a named location that redirects a 401 to a sign-in URL.
 type signinView struct {
@@ -109,7 +114,19 @@ func newAuthLocationView(a model.ExternalAuth) (authLocationView, error) {
 		}
 		v.Method = a.Method
 	}
-	v.Location = authPrefix + shortHash(v.Target, v.Method, v.Redirect, v.CacheKey, v.CacheDuration)
+	if a.ProxySetHeaders != "" {
+		for _, line := range strings.Split(a.ProxySetHeaders, "\n") {
+			name, value, ok := strings.Cut(line, ": ")
+			if !ok || !isHeaderName(name) {
+				return v, fmt.Errorf("auth proxy header %q", line)
+			}
+			if _, err := QuoteWithVariables(value); err != nil {
+				return v, fmt.Errorf("auth proxy header %s: %w", name, err)
+			}
+			v.ProxyHeaders = append(v.ProxyHeaders, proxyHeaderView{Name: name, Value: value})
+		}
+	}
+	v.Location = authPrefix + shortHash(v.Target, v.Method, v.Redirect, v.CacheKey, v.CacheDuration, a.ProxySetHeaders)
 	return v, nil
 }
 

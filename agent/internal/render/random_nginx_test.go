@@ -308,10 +308,12 @@ func randomSettings(rng *mathrand.Rand, prefix string) Settings {
 // randomWorld holds what every snapshot shares: Services, EndpointSlices
 // and Secrets (generating keys is slow), and the class.
 type randomWorld struct {
-	classes  []*networkingv1.IngressClass
-	services []*corev1.Service
-	slices   []*discoveryv1.EndpointSlice
-	secrets  []*corev1.Secret
+	// configMaps are auth-proxy-set-headers' ConfigMaps, good and bad.
+	configMaps []*corev1.ConfigMap
+	classes    []*networkingv1.IngressClass
+	services   []*corev1.Service
+	slices     []*discoveryv1.EndpointSlice
+	secrets    []*corev1.Secret
 }
 
 // Namespaces and Services of the random world; "gone" has no Service.
@@ -341,6 +343,11 @@ func newRandomWorld() *randomWorld {
 				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}}, {Addresses: []string{"127.0.0.2"}}},
 			})
 		}
+		w.configMaps = append(w.configMaps,
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "auth-headers"},
+				Data: map[string]string{"X-Tenant": "a-team", "X-Host": "$host", "X_Id": "${request_id}"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-headers"},
+				Data: map[string]string{"X-A": "a\" b", "X;B": "c", "X-C": "$hostname", "X-D": "}"}})
 		tlsSecret := func(name string, cert, key []byte) *corev1.Secret {
 			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}
@@ -398,6 +405,7 @@ func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 		IngressClass:   "restysync",
 		SSLPassthrough: true,
 		ReservedPorts:  []int32{18080, 18443},
+		ConfigMaps:     w.configMaps,
 		TCPServices:    randomServicesConfigMap(rng, "tcp-services"),
 		UDPServices:    randomServicesConfigMap(rng, "udp-services"),
 	}
@@ -683,6 +691,7 @@ var annotationValues = map[string][]string{
 	"canary-by-cookie":                 {"canary"},
 	"ssl-redirect":                     {"true", "false"},
 	"ssl-passthrough":                  {"true", "false"},
+	"auth-proxy-set-headers":           {"auth-headers", "bad-headers", "missing", "other/auth-headers"},
 	"force-ssl-redirect":               {"true", "false"},
 	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc"},
 	"rewrite-target":                   {"/", "/$1", "/new/$2/x", "/v2"},

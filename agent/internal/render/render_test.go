@@ -166,7 +166,7 @@ func goldenCases() []goldenCase {
 					Signin:          "https://${host}/oauth2/start?rd=${restysync_escaped_request_uri}",
 					ResponseHeaders: "X-Auth-Request-User,X-Auth-Request-Email"}),
 				withAuth(loc("/admin", model.PathPrefix, "default/admin:80"), model.ExternalAuth{URL: "https://${host}/oauth2/auth",
-					Method: "POST", AlwaysSetCookie: true}),
+					Method: "POST", AlwaysSetCookie: true, ProxySetHeaders: "X-Auth-Tenant: admins\nX-Original-Host: ${host}"}),
 				withAuth(loc("/cached", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "http://auth.auth.svc:4180/check",
 					CacheKey: "${cookie__oauth2_proxy}", CacheDuration: "200 202 401 5m", RequestRedirect: "https://${restysync_forwarded_host}${request_uri}"}),
 			}}},

@@ -194,7 +194,9 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		Secrets:        slices.Clone(v.secrets),
 		ConfigMap:      namedConfigMap(v, s.configMap),
 		TCPServices:    namedConfigMap(v, s.tcpServices),
-		UDPServices:    namedConfigMap(v, s.udpServices),
+		// Those Ingresses name (auth-proxy-set-headers) are among them.
+		ConfigMaps:  slices.Clone(v.configMaps),
+		UDPServices: namedConfigMap(v, s.udpServices),
 	}, slices.Clone(v.problems)
 }
 

@@ -16,12 +16,13 @@ import (
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
-// authWatches reads the Opaque Secrets that served Ingresses name for basic
-// auth or TLS to the backend (model.SecretRefs), and nothing else: one list
-// and watch per Secret, by name in its namespace (field selector
-// metadata.name), started when an Ingress names it and stopped when none
-// does any more. Each cached copy keeps only namedSecretKeys
-// (stripAuthSecret).
+// authWatches reads the objects that served Ingresses name by annotation,
+// and nothing else of their kind: the Opaque Secrets of basic auth, backend
+// TLS and client certificates (model.SecretRefs), and the ConfigMaps of
+// auth-proxy-set-headers (model.ConfigMapRefs). One list and watch per
+// object, by name in its namespace (field selector metadata.name), started
+// when an Ingress names it and stopped when none does any more. Each cached
+// Secret keeps only namedSecretKeys (stripAuthSecret).
 //
 // A per-namespace or cluster-wide Opaque informer would be one watch
 // instead of many, but it would stream every Opaque Secret's data
@@ -34,6 +35,8 @@ type authWatches struct {
 	logger      *slog.Logger
 	changed     func(source.Kind)
 	ctx         context.Context
+	// kind is what is watched: source.KindSecret or source.KindConfigMap.
+	kind source.Kind
 
 	mu      sync.Mutex
 	watches map[types.NamespacedName]*authWatch
@@ -79,28 +82,42 @@ func (a *authWatches) reconcile(refs []types.NamespacedName) {
 	ctx, cancel := context.WithTimeout(a.ctx, authSyncWait)
 	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), started...) {
-		a.logger.Warn("auth Secrets not listed yet; their Ingresses fail closed until they are", "secrets", len(started), "waited", authSyncWait)
+		a.logger.Warn("objects Ingresses name not listed yet; their Ingresses fail closed until they are", "kind", string(a.kind), "count", len(started), "waited", authSyncWait)
 	}
 }
 
-// start begins the list and watch of the one Secret ref.
+// start begins the list and watch of the one object ref.
 func (a *authWatches) start(ref types.NamespacedName) *authWatch {
-	byName := fields.OneTermEqualSelector("metadata.name", ref.Name).String()
-	informer := kubeclient.NewInformer(a.client, reconnecting(a.client.Secrets(ref.Namespace), a.reconnector),
-		&corev1.Secret{}, a.resync, func(o *metav1.ListOptions) { o.FieldSelector = byName })
-	// Errors from these three only come after the informer has started.
-	_ = informer.SetTransform(func(obj any) (any, error) {
-		// A server (or fake) that ignores the field selector must not
-		// get another Secret's data into the cache.
-		if secret, ok := obj.(*corev1.Secret); ok && secret.Name != ref.Name {
-			secret.Data, secret.StringData = nil, nil
-		}
-		return stripAuthSecret(obj)
-	})
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ref.Name).String()
+	}
+	var informer cache.SharedIndexInformer
+	if a.kind == source.KindConfigMap {
+		informer = kubeclient.NewInformer(a.client, reconnecting(a.client.ConfigMaps(ref.Namespace), a.reconnector),
+			&corev1.ConfigMap{}, a.resync, byName)
+		_ = informer.SetTransform(func(obj any) (any, error) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name != ref.Name {
+				cm.Data, cm.BinaryData = nil, nil
+			}
+			return strip(obj)
+		})
+	} else {
+		informer = kubeclient.NewInformer(a.client, reconnecting(a.client.Secrets(ref.Namespace), a.reconnector),
+			&corev1.Secret{}, a.resync, byName)
+		// Errors from these three only come after the informer has started.
+		_ = informer.SetTransform(func(obj any) (any, error) {
+			// A server (or fake) that ignores the field selector must not
+			// get another Secret's data into the cache.
+			if secret, ok := obj.(*corev1.Secret); ok && secret.Name != ref.Name {
+				secret.Data, secret.StringData = nil, nil
+			}
+			return stripAuthSecret(obj)
+		})
+	}
 	_ = informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		a.logger.Warn("watching the API server", "kind", "Secret", "secret", ref.String(), "error", err)
+		a.logger.Warn("watching the API server", "kind", string(a.kind), "name", ref.String(), "error", err)
 	})
-	reg, _ := informer.AddEventHandler(handler{kind: source.KindSecret, changed: a.changed})
+	reg, _ := informer.AddEventHandler(handler{kind: a.kind, changed: a.changed})
 	ctx, stop := context.WithCancel(a.ctx)
 	go informer.RunWithContext(ctx)
 	return &authWatch{
@@ -123,6 +140,21 @@ func (a *authWatches) secrets() []*corev1.Secret {
 			}
 			if len(secret.Data) > 0 {
 				out = append(out, secret)
+			}
+		}
+	}
+	return out
+}
+
+// configMaps returns the cached ConfigMaps.
+func (a *authWatches) configMaps() []*corev1.ConfigMap {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*corev1.ConfigMap
+	for ref, w := range a.watches {
+		for _, obj := range w.informer.GetStore().List() {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ref.Name && cm.Namespace == ref.Namespace {
+				out = append(out, cm)
 			}
 		}
 	}

@@ -111,6 +111,8 @@ type Source struct {
 	endpointSlices discoverylisters.EndpointSliceLister
 	secrets        corelisters.SecretLister
 	authSecrets    *authWatches
+	// authConfigMaps are the ConfigMaps served Ingresses name (auth-proxy-set-headers).
+	authConfigMaps *authWatches
 	sliceIndexer   cache.Indexer // EndpointSlices by serviceIndex
 	// configMap, tcpServices and udpServices are nil when their option is "".
 	configMap, tcpServices, udpServices *namedConfigMap
@@ -186,7 +188,9 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 		return err
 	}
 	s.authSecrets = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
-		changed: changed, ctx: ctx, watches: map[types.NamespacedName]*authWatch{}}
+		changed: changed, ctx: ctx, kind: source.KindSecret, watches: map[types.NamespacedName]*authWatch{}}
+	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
+		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
 	s.ready.Store(true)
 
 	var running sync.WaitGroup
@@ -346,8 +350,11 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 			snap.Secrets = append(snap.Secrets, secret)
 		}
 	}
-	s.authSecrets.reconcile(s.authSecretRefs(snap))
+	secretRefs, configMapRefs := s.namedRefs(snap)
+	s.authSecrets.reconcile(secretRefs)
 	snap.Secrets = append(snap.Secrets, s.authSecrets.secrets()...)
+	s.authConfigMaps.reconcile(configMapRefs)
+	snap.ConfigMaps = s.authConfigMaps.configMaps()
 	snap.ConfigMap = s.configMap.get()
 	snap.TCPServices, snap.UDPServices = s.tcpServices.get(), s.udpServices.get()
 	return snap, nil
@@ -383,28 +390,32 @@ func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
 	return ing
 }
 
-// authSecretRefs returns the auth Secrets the served Ingresses of snap
-// name, each once.
-func (s *Source) authSecretRefs(snap model.Snapshot) []types.NamespacedName {
+// namedRefs returns the Secrets and ConfigMaps the served Ingresses of
+// snap name by annotation, each once.
+func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
 		ours = model.Serves(model.Snapshot{IngressClasses: snap.IngressClasses,
 			IngressClass: s.opts.IngressClass, WatchWithoutClass: s.opts.WatchWithoutClass})
 	}
-	seen := map[types.NamespacedName]bool{}
-	var refs []types.NamespacedName
-	for _, ing := range snap.Ingresses {
-		if !ours(ing) {
-			continue
-		}
-		for _, ref := range model.SecretRefs(ing) {
+	add := func(refs []types.NamespacedName, seen map[types.NamespacedName]bool, more []types.NamespacedName) []types.NamespacedName {
+		for _, ref := range more {
 			if !seen[ref] {
 				seen[ref] = true
 				refs = append(refs, ref)
 			}
 		}
+		return refs
 	}
-	return refs
+	seenSecrets, seenConfigMaps := map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
+	for _, ing := range snap.Ingresses {
+		if !ours(ing) {
+			continue
+		}
+		secrets = add(secrets, seenSecrets, model.SecretRefs(ing))
+		configMaps = add(configMaps, seenConfigMaps, model.ConfigMapRefs(ing))
+	}
+	return secrets, configMaps
 }
 
 func (s *Source) isStarted() bool { return s.ready.Load() }
