@@ -37,7 +37,7 @@ func (ca *testCA) crl(t *testing.T, certPEM string) string {
 // revoked one, and 200 with the right one (the backend gets the
 // certificate and its subject); auth-tls-match-cn refuses another subject
 // with 403; auth-tls-error-page redirects; the hosts around it are served
-// without a certificate.
+// without a certificate; a CA rotated in its Secret applies.
 func TestClientCertificates(t *testing.T) {
 	const ip = "127.0.0.90"
 	port := serveOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -132,5 +132,18 @@ func TestClientCertificates(t *testing.T) {
 	}
 	if code, body, _ := get(good, "plain.test"); code != http.StatusOK || !strings.HasPrefix(body, "verify= ") {
 		t.Errorf("plain.test with a certificate: %d %q", code, body)
+	}
+
+	// The CA rotated in its Secret applies without a restart: the other
+	// CA's client is let in, the old CA's is not.
+	s.writeFile("client-ca.yaml", opaqueSecret("client-ca", map[string]string{"ca.crt": other.certPEM}))
+	s.eventually("mtls.test trusts the rotated CA", func() error {
+		if code, body, _ := get(stranger, "mtls.test"); code != http.StatusOK {
+			return fmt.Errorf("the new CA's certificate: %d %q, want 200", code, body)
+		}
+		return nil
+	})
+	if code, body, _ := get(good, "mtls.test"); code != http.StatusBadRequest {
+		t.Errorf("the old CA's certificate after the rotation: %d %q, want 400", code, body)
 	}
 }
