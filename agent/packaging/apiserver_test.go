@@ -187,30 +187,53 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("sidecar", func(t *testing.T) {
-		objs := buildSidecar(t)
-		c.namespace(t, "web")
-		for _, o := range objs {
-			if err := c.create(ctx, o, true); err != nil {
-				t.Errorf("%s %s rejected: %v", o.GetKind(), o.GetName(), err)
+	for name, build := range map[string]func(*testing.T) []*unstructured.Unstructured{
+		"sidecar": buildSidecar, "sidecar-stream": buildSidecarStream,
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs := build(t)
+			c.namespace(t, "web")
+			for _, o := range objs {
+				if err := c.create(ctx, o, true); err != nil {
+					t.Errorf("%s %s rejected: %v", o.GetKind(), o.GetName(), err)
+				}
 			}
-		}
-		t.Logf("%d objects accepted", len(objs))
-	})
+			t.Logf("%d objects accepted", len(objs))
+		})
+	}
 
 	t.Run("agent", func(t *testing.T) {
-		runAgentWithChart(t, c)
+		runAgentWithChart(t, c, "agent-run", nil, nil)
+	})
+
+	// With TCP and UDP services and passthrough: the agent reads both
+	// ConfigMaps through its watch by name (the Role is enough) and reports
+	// their Services missing. Another full name, so that the cluster-scoped
+	// objects do not collide with the run above; its IngressClass is reused.
+	t.Run("agent-stream", func(t *testing.T) {
+		const ns = "agent-stream"
+		values := map[string]any{
+			"fullnameOverride": "edge-stream",
+			"ingressClass":     map[string]any{"create": false},
+			"tcp":              streamValues["tcp"],
+			"udp":              streamValues["udp"],
+			"agent":            streamValues["agent"],
+		}
+		runAgentWithChart(t, c, ns, values, []string{
+			`"msg":"problem","object":"ConfigMap ` + ns + `/edge-stream-tcp"`,
+			`"msg":"problem","object":"ConfigMap ` + ns + `/edge-stream-udp"`,
+		})
 	})
 }
 
-// runAgentWithChart creates the default chart's objects for real, then runs
-// the agent with the Deployment's arguments (as the kubelet would expand
-// them) and the chart ServiceAccount's token.
-func runAgentWithChart(t *testing.T, c *cluster) {
+// runAgentWithChart creates the chart's objects for values in namespace ns
+// for real, then runs the agent with the Deployment's arguments (as the
+// kubelet would expand them) and the chart ServiceAccount's token, and
+// waits for it to log each of wantLogs besides its start-up.
+func runAgentWithChart(t *testing.T, c *cluster, ns string, values map[string]any, wantLogs []string) {
 	ctx := context.Background()
-	const ns = "agent-run"
 	c.namespace(t, ns)
-	rel, err := renderChartIn(nil, ns)
+	rel, err := renderChartIn(values, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +325,9 @@ func runAgentWithChart(t *testing.T, c *cluster) {
 	}
 	waitFor(`"msg":"source synced"`)                   // list+watch of every kind: the ClusterRole
 	waitFor(`"msg":"leading: writing Ingress status"`) // the Lease: the Role, --election-namespace
+	for _, want := range wantLogs {
+		waitFor(want)
+	}
 	{
 		client := &http.Client{Timeout: 2 * time.Second}
 		for _, path := range []string{"/healthz", "/metrics"} {

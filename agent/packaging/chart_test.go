@@ -47,6 +47,7 @@ var valueSets = []struct {
 	{"clusterip-no-publish", map[string]any{"service": map[string]any{"type": "ClusterIP", "publish": false}}},
 	{"config", map[string]any{"config": map[string]any{"data": map[string]any{"use-gzip": "true", "proxy-body-size": "8m"}}}},
 	{"no-config", map[string]any{"config": map[string]any{"create": false}}},
+	{"stream", streamValues},
 	{"hpa", map[string]any{"autoscaling": map[string]any{"enabled": true, "targetMemoryUtilizationPercentage": 75}}},
 	{"servicemonitor", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}, "dashboard": map[string]any{"enabled": true}}}},
 	{"options", map[string]any{
@@ -295,6 +296,8 @@ func TestChartRenders(t *testing.T) {
 			switch vs.name {
 			case "no-config":
 				wantKinds["ConfigMap"] = 0
+			case "stream":
+				wantKinds["ConfigMap"] = 3 // settings, TCP services, UDP services
 			case "daemonset":
 				wantKinds["Deployment"], wantKinds["DaemonSet"], wantKinds["PodDisruptionBudget"] = 0, 1, 0
 			case "hpa":
@@ -406,6 +409,14 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"extra arg not a flag", map[string]any{"agent": map[string]any{"extraArgs": []any{"kube"}}}, []string{"agent/extraArgs"}},
 		{"worker processes", map[string]any{"openresty": map[string]any{"workerProcesses": "many"}}, []string{"openresty/workerProcesses"}},
 		{"config value not a string", map[string]any{"config": map[string]any{"data": map[string]any{"keep-alive": 75}}}, []string{"config/data"}},
+		{"tcp key not a port", map[string]any{"tcp": map[string]any{"ssh": "default/git:22"}}, []string{"tcp", "ssh"}},
+		{"tcp port out of range", map[string]any{"tcp": map[string]any{"70000": "default/echo:80"}}, []string{"tcp", "70000"}},
+		{"tcp port leading zero", map[string]any{"tcp": map[string]any{"09000": "default/echo:80"}}, []string{"tcp", "09000"}},
+		{"tcp target without port", map[string]any{"tcp": map[string]any{"9000": "default/echo"}}, []string{"tcp/9000"}},
+		{"tcp target bad flag", map[string]any{"tcp": map[string]any{"9000": "default/echo:80:PROXY:PROXY:PROXY"}}, []string{"tcp/9000"}},
+		{"tcp target not a string", map[string]any{"tcp": map[string]any{"9000": 80}}, []string{"tcp/9000"}},
+		{"udp with PROXY", map[string]any{"udp": map[string]any{"53": "kube-system/dns:53:PROXY"}}, []string{"udp/53"}},
+		{"passthrough not a bool", map[string]any{"agent": map[string]any{"enableSSLPassthrough": "yes"}}, []string{"agent/enableSSLPassthrough"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -10,18 +10,31 @@ import (
 // agentFlags returns the flag names `restysync run --help` lists.
 func agentFlags(t *testing.T) map[string]bool {
 	t.Helper()
+	flags, _ := agentHelp(t)
+	return flags
+}
+
+// agentHelp returns the flag names `restysync run --help` lists, and the
+// environment variables it names for them, each mapped to its flag.
+func agentHelp(t *testing.T) (flags map[string]bool, envs map[string]string) {
+	t.Helper()
 	out, err := exec.Command(agentBinary, "run", "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("restysync run --help: %v\n%s", err, out)
 	}
-	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+	flags, envs = map[string]bool{}, map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+).*?(?:\[(\$[A-Z0-9_, $]+)\])?$`).FindAllStringSubmatch(string(out), -1) {
 		flags[m[1]] = true
+		for _, e := range strings.Split(m[2], ",") {
+			if e = strings.TrimPrefix(strings.TrimSpace(e), "$"); e != "" {
+				envs[e] = m[1]
+			}
+		}
 	}
-	if !flags["source"] || !flags["shared-dir"] {
-		t.Fatalf("could not read the flags from restysync run --help:\n%s", out)
+	if !flags["source"] || !flags["shared-dir"] || envs["RESTYSYNC_SOURCE"] != "source" {
+		t.Fatalf("could not read the flags and their environment variables from restysync run --help:\n%s", out)
 	}
-	return flags
+	return flags, envs
 }
 
 // Every flag the chart and the sidecar example pass to the agent, in every
@@ -58,5 +71,25 @@ func TestAgentArgsAreRealFlags(t *testing.T) {
 	t.Run("sidecar", func(t *testing.T) {
 		agent, _ := agentContainer(t, podSpec(t, buildSidecar(t)))
 		check(t, agent.Args)
+	})
+	// sidecar-stream sets flags through the environment: each RESTYSYNC_
+	// variable is one `restysync run` reads.
+	t.Run("sidecar-stream", func(t *testing.T) {
+		_, envs := agentHelp(t)
+		agent, _ := agentContainer(t, podSpec(t, buildSidecarStream(t)))
+		check(t, agent.Args)
+		n := 0
+		for _, e := range agent.Env {
+			if !strings.HasPrefix(e.Name, "RESTYSYNC_") {
+				continue
+			}
+			n++
+			if _, ok := envs[e.Name]; !ok {
+				t.Errorf("env %s is not a variable of restysync run", e.Name)
+			}
+		}
+		if n == 0 {
+			t.Error("sidecar-stream sets no RESTYSYNC_ variable")
+		}
 	})
 }

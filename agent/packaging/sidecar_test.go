@@ -1,12 +1,18 @@
 package packaging
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -18,8 +24,23 @@ func sidecarDir() string { return filepath.Join(repoRoot, "examples", "kubernete
 // kustomize Go API.
 func buildSidecar(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
+	return buildKustomization(t, sidecarDir())
+}
+
+func sidecarStreamDir() string {
+	return filepath.Join(repoRoot, "examples", "kubernetes", "sidecar-stream")
+}
+
+// buildSidecarStream builds the optional overlay sidecar-stream.
+func buildSidecarStream(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	return buildKustomization(t, sidecarStreamDir())
+}
+
+func buildKustomization(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), sidecarDir())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatalf("kustomize build: %v", err)
 	}
@@ -134,5 +155,122 @@ func TestSidecarRBACMatchesExample(t *testing.T) {
 	got := read(filepath.Join(sidecarDir(), "rbac.yaml"))
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("examples/kubernetes/sidecar/rbac.yaml differs from examples/kubernetes/rbac.yaml (less its Namespace)")
+	}
+}
+
+// sidecar-stream adds to the sidecar the TCP and UDP services ConfigMaps,
+// points the agent at them and turns SSL passthrough on (through the
+// flags' environment variables, after POD_NAMESPACE, which they expand),
+// and opens one port per service on the nginx container with its
+// protocol; everything else is the sidecar's, unchanged.
+func TestSidecarStream(t *testing.T) {
+	objs := buildSidecarStream(t)
+	base := convert[appsv1.Deployment](t, find(buildSidecar(t), "Deployment")[0])
+	deps := find(objs, "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("%d Deployments", len(deps))
+	}
+	d := convert[appsv1.Deployment](t, deps[0])
+	spec := d.Spec.Template.Spec
+	agent, native := agentContainer(t, spec)
+	if !native {
+		t.Error("agent is not a native sidecar")
+	}
+	nginx := container(t, spec, "openresty")
+
+	// The ConfigMaps, in the Deployment's namespace, and the env pointing
+	// at them once the kubelet expanded $(POD_NAMESPACE).
+	const ns = "web"
+	wantEnv := map[string]string{
+		"RESTYSYNC_TCP_SERVICES_CONFIGMAP": "$(POD_NAMESPACE)/restysync-tcp",
+		"RESTYSYNC_UDP_SERVICES_CONFIGMAP": "$(POD_NAMESPACE)/restysync-udp",
+		"RESTYSYNC_ENABLE_SSL_PASSTHROUGH": "true",
+	}
+	podNamespace := slices.IndexFunc(agent.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAMESPACE" })
+	for name, want := range wantEnv {
+		i := slices.IndexFunc(agent.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 || agent.Env[i].Value != want {
+			t.Errorf("agent env %s: want %q (env %+v)", name, want, agent.Env)
+			continue
+		}
+		if strings.Contains(want, "$(POD_NAMESPACE)") && (podNamespace < 0 || podNamespace > i) {
+			t.Errorf("agent env %s refers to POD_NAMESPACE, which is not defined before it", name)
+		}
+	}
+	protocols := map[string]corev1.Protocol{"restysync-tcp": corev1.ProtocolTCP, "restysync-udp": corev1.ProtocolUDP}
+	var wantPorts []corev1.ContainerPort
+	for _, name := range []string{"restysync-tcp", "restysync-udp"} {
+		var cm *corev1.ConfigMap
+		for _, o := range find(objs, "ConfigMap") {
+			if o.GetName() == name {
+				cm = convert[corev1.ConfigMap](t, o)
+			}
+		}
+		if cm == nil {
+			t.Fatalf("no ConfigMap %s", name)
+		}
+		if cm.Namespace != ns {
+			t.Errorf("ConfigMap %s in namespace %q, want %s", name, cm.Namespace, ns)
+		}
+		if len(cm.Data) == 0 {
+			t.Errorf("ConfigMap %s has no services", name)
+		}
+		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+			port, err := strconv.ParseInt(key, 10, 32)
+			if err != nil || port <= 1024 || port > 65535 {
+				t.Errorf("ConfigMap %s key %q: want a port above 1024 (nginx is not root)", name, key)
+				continue
+			}
+			proto := protocols[name]
+			wantPorts = append(wantPorts, corev1.ContainerPort{Name: strings.ToLower(string(proto)) + "-" + key, ContainerPort: int32(port), Protocol: proto})
+		}
+	}
+
+	// nginx: the sidecar's ports, then one per service.
+	for _, p := range wantPorts {
+		if !slices.Contains(nginx.Ports, p) {
+			t.Errorf("nginx ports %+v lack %+v", nginx.Ports, p)
+		}
+	}
+	if len(nginx.Ports) != 2+len(wantPorts) {
+		t.Errorf("nginx ports %+v: want http, https and %d more", nginx.Ports, len(wantPorts))
+	}
+
+	// The ClusterRole lets the agent watch the ConfigMaps (by name).
+	var watches bool
+	for _, r := range find(objs, "ClusterRole") {
+		role := convert[rbacv1.ClusterRole](t, r)
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "configmaps") &&
+				slices.Contains(rule.Verbs, "list") && slices.Contains(rule.Verbs, "watch") {
+				watches = true
+			}
+		}
+	}
+	if !watches {
+		t.Errorf("no ClusterRole grants list and watch on configmaps")
+	}
+
+	// Without the additions, the Deployment is the sidecar's.
+	stripped := d.DeepCopy()
+	sspec := &stripped.Spec.Template.Spec
+	for i := range sspec.InitContainers {
+		sspec.InitContainers[i].Env = slices.DeleteFunc(sspec.InitContainers[i].Env, func(e corev1.EnvVar) bool { _, ok := wantEnv[e.Name]; return ok })
+	}
+	for i := range sspec.Containers {
+		sspec.Containers[i].Ports = slices.DeleteFunc(sspec.Containers[i].Ports, func(p corev1.ContainerPort) bool { return slices.Contains(wantPorts, p) })
+	}
+	// (The patch's env entries come first: POD_NAMESPACE moves up.)
+	byName := func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) }
+	for _, s := range []*corev1.PodSpec{sspec, &base.Spec.Template.Spec} {
+		for i := range s.InitContainers {
+			slices.SortFunc(s.InitContainers[i].Env, byName)
+		}
+	}
+	if !reflect.DeepEqual(stripped.Spec, base.Spec) {
+		t.Errorf("sidecar-stream changes more than the agent's env and nginx's ports:\n stream %+v\nsidecar %+v", sspec, base.Spec.Template.Spec)
+	}
+	if n, want := len(objs), len(buildSidecar(t))+2; n != want {
+		t.Errorf("%d objects, want the sidecar's and the two ConfigMaps (%d)", n, want)
 	}
 }

@@ -82,6 +82,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.agent.defaultSSLCertificate }}
 - --default-ssl-certificate={{ . }}
 {{- end }}
+{{- if .Values.agent.enableSSLPassthrough }}
+- --enable-ssl-passthrough
+{{- end }}
 {{- if .Values.agent.watchNamespace }}
 - --namespace={{ .Values.agent.watchNamespace }}
 {{- end }}
@@ -90,6 +93,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- if .Values.config.create }}
 - --configmap={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}-config
+{{- end }}
+{{- if .Values.tcp }}
+- --tcp-services-configmap={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}-tcp
+{{- end }}
+{{- if .Values.udp }}
+- --udp-services-configmap={{ .Release.Namespace }}/{{ include "restysync.fullname" . }}-udp
 {{- end }}
 - --election-namespace=$(POD_NAMESPACE)
 - --election-id={{ .Values.agent.electionID }}
@@ -192,6 +201,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - name: status
       containerPort: {{ .Values.containerPorts.status }}
       protocol: TCP
+    {{- with include "restysync.streamPorts" (list . "containerPort") | trim }}
+    {{- . | nindent 4 }}
+    {{- end }}
   livenessProbe:
     httpGet:
       path: /healthz
@@ -213,4 +225,55 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   volumeMounts:
     - name: shared
       mountPath: {{ .Values.sharedDir }}
+{{- end }}
+
+{{/*
+One port per TCP and UDP service (values tcp and udp), named tcp-PORT or
+udp-PORT. Call with (list . "containerPort") for the nginx container and
+(list . "port") for the Service, whose ports target those names.
+*/}}
+{{- define "restysync.streamPorts" -}}
+{{- $root := index . 0 }}
+{{- $field := index . 1 }}
+{{- range $protocol := list "tcp" "udp" }}
+{{- range $port, $target := index $root.Values $protocol }}
+- name: {{ $protocol }}-{{ $port }}
+  {{ $field }}: {{ $port }}
+  {{- if eq $field "port" }}
+  targetPort: {{ $protocol }}-{{ $port }}
+  {{- end }}
+  protocol: {{ upper $protocol }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails on a TCP or UDP service port that the agent would leave out because
+nginx serves HTTP on it (containerPorts, either protocol), and on a TCP one
+that the agent listens on (agent.metricsPort: same network namespace) or
+that the Service uses for HTTP or HTTPS (the API server refuses the Service).
+*/}}
+{{- define "restysync.checkStreamPorts" -}}
+{{- $nginx := dict
+  (toString .Values.containerPorts.http) "containerPorts.http"
+  (toString .Values.containerPorts.https) "containerPorts.https"
+  (toString .Values.containerPorts.status) "containerPorts.status" }}
+{{- $service := dict
+  (toString .Values.service.httpPort) "service.httpPort"
+  (toString .Values.service.httpsPort) "service.httpsPort" }}
+{{- range $protocol := list "tcp" "udp" }}
+{{- range $port, $target := index $.Values $protocol }}
+{{- with get $nginx $port }}
+{{- fail (printf "%s.%s: port %s is %s, which nginx serves HTTP on: choose another port" $protocol $port $port .) }}
+{{- end }}
+{{- if eq $protocol "tcp" }}
+{{- if eq $port (toString $.Values.agent.metricsPort) }}
+{{- fail (printf "tcp.%s: port %s is agent.metricsPort, which the agent listens on in the pod: choose another port" $port $port) }}
+{{- end }}
+{{- with get $service $port }}
+{{- fail (printf "tcp.%s: port %s is %s, which the Service uses for HTTP already: choose another port" $port $port .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}

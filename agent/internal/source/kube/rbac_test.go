@@ -111,7 +111,13 @@ func TestRBAC(t *testing.T) {
 
 	createAll(t, admin, namespace("web"), namespace("other"))
 	createAll(t, admin, testObjects()[:6]...) // class, Ingress, Service, slice, TLS and Opaque Secret in web
-	createAll(t, admin,
+	headers := authIngress("tenant", "web", "restysync", "users")
+	headers.Annotations = map[string]string{
+		"nginx.ingress.kubernetes.io/auth-url":               "http://auth.test/check",
+		"nginx.ingress.kubernetes.io/auth-proxy-set-headers": "auth-headers",
+	}
+	createAll(t, admin, headers,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "auth-headers", Namespace: "web"}, Data: map[string]string{"X-Tenant": "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Namespace: "restysync"}, Data: map[string]string{"a": "1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "other"}},
 		&corev1.Service{
@@ -125,12 +131,16 @@ func TestRBAC(t *testing.T) {
 	}
 
 	// The source syncs every informer.
-	src := New(agentSA, Options{ConfigMap: "restysync/restysync"})
+	src := New(agentSA, Options{ConfigMap: "restysync/restysync", IngressClass: "restysync"})
 	startSource(t, src, func(source.Kind) {})
 	snap, _ := src.Snapshot()
-	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app"}) {
+	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
 		t.Errorf("ingresses = %v", got)
 	}
+	eventually(t, "the ConfigMap an Ingress names, read by name with the ServiceAccount", func() bool {
+		snap, _ := src.Snapshot()
+		return slices.Equal(names(snap.ConfigMaps), []string{"web/auth-headers"})
+	})
 	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls"}) {
 		t.Errorf("secrets = %v", got)
 	}
@@ -237,12 +247,12 @@ func TestRBAC(t *testing.T) {
 			_, err := sa.CoreV1().Secrets("web").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 			return err
 		}},
-		{"list ConfigMaps in another namespace", func() error {
-			_, err := sa.CoreV1().ConfigMaps("other").List(ctx, metav1.ListOptions{})
+		{"get a ConfigMap", func() error {
+			_, err := sa.CoreV1().ConfigMaps("other").Get(ctx, "cm", metav1.GetOptions{})
 			return err
 		}},
-		{"list ConfigMaps in all namespaces", func() error {
-			_, err := sa.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+		{"update a ConfigMap", func() error {
+			_, err := sa.CoreV1().ConfigMaps("other").Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "other"}}, metav1.UpdateOptions{})
 			return err
 		}},
 		{"update an Ingress", func() error {
