@@ -203,9 +203,12 @@ func (b *builder) addStreamServices(cm *corev1.ConfigMap, protocol corev1.Protoc
 		}
 		name, problem := b.resolveStream(ref, protocol)
 		if problem != "" {
-			b.problems = append(b.problems, Problem{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
-				Reason:  clipReason(fmt.Sprintf("%s service %q: value %q%s; its connections are closed", protocol, key, clip(value), problem)),
-				Missing: "Service " + ref.namespace + "/" + ref.service})
+			p := Problem{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
+				Reason: clipReason(fmt.Sprintf("%s service %q: value %q%s; its connections are closed", protocol, key, clip(value), problem))}
+			if b.services[namespacedName{ref.namespace, ref.service}] == nil {
+				p.Missing = "Service " + ref.namespace + "/" + ref.service
+			}
+			b.problems = append(b.problems, p)
 		}
 		b.stream.services = append(b.stream.services, StreamService{Port: int32(port), Protocol: protocol, Backend: name,
 			AcceptProxyProtocol: accept, SendProxyProtocol: send})
