@@ -314,7 +314,9 @@ func (s *stack) getWithCookie(t *testing.T, host, cookie string) (string, string
 }
 
 // A client pinned by the affinity cookie stays on its endpoint across a
-// push that adds endpoints, and is re-pinned when its endpoint goes.
+// push that adds endpoints (affinity-mode persistent: balanced, the
+// default, may move it to a new one; see TestAffinityModes), and is
+// re-pinned when its endpoint goes.
 func TestStickySessions(t *testing.T) {
 	addrs := []string{"127.0.0.121", "127.0.0.122", "127.0.0.123", "127.0.0.124", "127.0.0.125"}
 	p := startPool(t, addrs...)
@@ -331,6 +333,7 @@ func TestStickySessions(t *testing.T) {
 		"web.yaml": ingress("sticky", ingressOpts{class: "restysync", host: "sticky.test", paths: []path{prefix("/", "sticky")},
 			annotations: map[string]string{
 				"nginx.ingress.kubernetes.io/affinity":                "cookie",
+				"nginx.ingress.kubernetes.io/affinity-mode":           "persistent",
 				"nginx.ingress.kubernetes.io/session-cookie-name":     "route",
 				"nginx.ingress.kubernetes.io/session-cookie-max-age":  "3600",
 				"nginx.ingress.kubernetes.io/session-cookie-samesite": "Lax",

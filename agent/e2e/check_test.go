@@ -24,11 +24,11 @@ func TestCheck(t *testing.T) {
 	}
 	write("old.yaml", ingress("old", ingressOpts{class: "nginx", host: "old.test", paths: []path{prefix("/", "web")},
 		annotations: map[string]string{
-			"nginx.ingress.kubernetes.io/configuration-snippet": `more_set_headers "X: y";`,
+			"nginx.ingress.kubernetes.io/configuration-snippet": `more_set_headers "X: y"; alias /etc;`,
 			"nginx.ingress.kubernetes.io/load-balance":          "ewma",
 			"nginx.ingress.kubernetes.io/session-cookie-name":   "bad;name",
 			"nginx.ingress.kubernetes.io/affinity":              "cookie",
-			"nginx.ingress.kubernetes.io/mirror-target":         "http://mirror",
+			"nginx.ingress.kubernetes.io/influxdb-host":         "influx",
 			"kubectl.kubernetes.io/last-applied-configuration":  "{}",
 		}}))
 	write("new.yaml", ingress("new", ingressOpts{class: "restysync", host: "new.test", paths: []path{prefix("/", "web")},
@@ -78,7 +78,7 @@ func TestCheck(t *testing.T) {
 		"default/old nginx.ingress.kubernetes.io/load-balance":          "supported",
 		"default/old nginx.ingress.kubernetes.io/session-cookie-name":   "invalid",
 		"default/old nginx.ingress.kubernetes.io/affinity":              "supported",
-		"default/old nginx.ingress.kubernetes.io/mirror-target":         "unknown",
+		"default/old nginx.ingress.kubernetes.io/influxdb-host":         "unknown",
 		"default/new restysync.io/upstream-hash-by":                     "supported",
 		"default/moves nginx.ingress.kubernetes.io/hsts":                "ignored-by-ingress-nginx",
 		"default/moves nginx.ingress.kubernetes.io/proxy-body-sise":     "ignored-by-ingress-nginx",
@@ -94,9 +94,10 @@ func TestCheck(t *testing.T) {
 		t.Errorf("annotations reported: %v, want exactly %v", got, want)
 	}
 	for key, part := range map[string]string{
-		"default/moves nginx.ingress.kubernetes.io/hsts":            "ConfigMap",
-		"default/moves nginx.ingress.kubernetes.io/proxy-body-sise": "typo of proxy-body-size",
-		"default/moves nginx.ingress.kubernetes.io/auth-secret":     "Secret default/absent not found",
+		"default/moves nginx.ingress.kubernetes.io/hsts":                "ConfigMap",
+		"default/moves nginx.ingress.kubernetes.io/proxy-body-sise":     "typo of proxy-body-size",
+		"default/moves nginx.ingress.kubernetes.io/auth-secret":         "Secret default/absent not found",
+		"default/old nginx.ingress.kubernetes.io/configuration-snippet": "alias (line 1): reads files outside the config (CVE-2021-25742)",
 	} {
 		if !strings.Contains(reasons[key], part) {
 			t.Errorf("%s: reason %q, want it to say %q", key, reasons[key], part)

@@ -12,7 +12,7 @@ import (
 // corpusMoves is how many Ingresses of ../shared/migration-corpus move
 // from ingress-nginx unchanged. It may only go up: raise it with the work
 // that makes more of them move, never lower it.
-const corpusMoves = 68
+const corpusMoves = 90
 
 // corpusDir finds the migration corpus, which lives beside the repository
 // rather than in it (it is other projects' text): $RESTYSYNC_MIGRATION_CORPUS,

@@ -565,7 +565,7 @@ func TestBackendProtocols(t *testing.T) {
 			ingress("grpcs", ingressOpts{class: "restysync", host: "grpcs.test", paths: []path{prefix("/", "grpcs")}, tls: tlsHosts,
 				annotations: map[string]string{"restysync.io/backend-protocol": "grpcs"}}),
 		"bad.yaml": service("bad", badPort, ep(ipBad)) + "---\n" +
-			ingress("bad", ingressOpts{class: "restysync", host: "bad.test", paths: []path{prefix("/", "bad")}, annotations: proto("FCGI")}),
+			ingress("bad", ingressOpts{class: "restysync", host: "bad.test", paths: []path{prefix("/", "bad")}, annotations: proto("AJP")}),
 	})
 	httpsPort := stackHTTPSPort(t, s)
 
@@ -651,8 +651,8 @@ func TestBackendProtocols(t *testing.T) {
 			return err
 		})
 		s.eventually("the problem is logged", func() error {
-			if !strings.Contains(s.agent.log.String(), `annotation nginx.ingress.kubernetes.io/backend-protocol \"FCGI\"`) &&
-				!strings.Contains(s.agent.log.String(), `annotation nginx.ingress.kubernetes.io/backend-protocol "FCGI"`) {
+			if !strings.Contains(s.agent.log.String(), `annotation nginx.ingress.kubernetes.io/backend-protocol \"AJP\"`) &&
+				!strings.Contains(s.agent.log.String(), `annotation nginx.ingress.kubernetes.io/backend-protocol "AJP"`) {
 				return errors.New("the agent log does not name the annotation")
 			}
 			return nil

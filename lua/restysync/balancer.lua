@@ -13,9 +13,15 @@
 -- balance() hands it to nginx. The policy decides how:
 --
 --   algorithm   round_robin (here), ewma (restysync.ewma), hash by an nginx
---               variable (restysync.chash);
+--               variable (restysync.chash), onto one endpoint or, with
+--               hash_subset, onto a subset taken in turn;
 --   affinity    "cookie": a client's cookie pins its endpoint
---               (restysync.affinity);
+--               (restysync.affinity), balanced or persistent;
+--   canary      the backend that takes part of the traffic
+--               (restysync.canary); unless canary_affinity_legacy, a
+--               client the affinity cookie pins to the backend or to its
+--               canary goes there first, as ingress-nginx's sticky
+--               affinity-canary-behavior;
 --   fallback    the backend that answers while this one has no endpoints
 --               (annotation default-backend);
 --   tries       endpoints one request tries, the first included, on the
@@ -74,6 +80,8 @@ local tostring = tostring
 local string_find = string.find
 local string_match = string.match
 local string_gmatch = string.gmatch
+local string_byte = string.byte
+local string_sub = string.sub
 
 local _M = { _VERSION = "0.1" }
 
@@ -91,7 +99,9 @@ local json = cjson.new()
 --   by_key = { [key] = ep }    what the next rebuild carries over
 --   pick = function(entry, now) -> ep, by the policy's algorithm
 --   index                      round robin position
---   ring, hash_var(s)          consistent hashing (restysync.chash)
+--   ring, hash_var(s)          consistent hashing (restysync.chash), and
+--                              the positions of balanced affinity cookies
+--   subset                     hash_subset: the endpoints a value maps to
 --   ewma                       true for EWMA (restysync.ewma)
 --   affinity                   true for cookie affinity (restysync.affinity)
 local cache = {}
@@ -121,6 +131,21 @@ local function pick_hash_many(entry, now)
         key = key .. (ngx_var[vars[i]] or "")
     end
     return chash.pick(entry.ring, key, now)
+end
+
+-- pick_hash_subset takes the value's subset of endpoints in turn.
+local function pick_hash_subset(entry, now)
+    local key = entry.hash_var and (ngx_var[entry.hash_var] or "")
+    if not key then
+        local vars = entry.hash_vars
+        key = ""
+        for i = 1, #vars do
+            key = key .. (ngx_var[vars[i]] or "")
+        end
+    end
+    local turn = entry.index + 1
+    entry.index = turn
+    return chash.pick_subset(entry.ring, key, entry.subset, turn, now)
 end
 
 -- build decodes the stored endpoints (raw) and policy (raw_policy) of
@@ -175,6 +200,10 @@ local function build(name, version, raw, raw_policy, prev)
         else
             entry.hash_vars = vars
             entry.pick = pick_hash_many
+        end
+        if p.hash_subset then
+            entry.subset = p.hash_subset
+            entry.pick = pick_hash_subset
         end
     elseif p.algorithm == "ewma" then
         for i = 1, n do
@@ -231,12 +260,18 @@ local function access_backend(name)
         ngx_log(ngx_WARN, "restysync: backend ", name, " is unknown")
         return ngx_exit(HTTP_SERVICE_UNAVAILABLE)
     end
-    if entry.policy.canary then
+    local p = entry.policy
+    if p.canary then
         -- A canary the dict does not hold (yet) leaves the request on the
         -- primary backend.
-        local chosen = canary.choose(entry.policy) and backend(entry.policy.canary)
-        if chosen then
-            entry = chosen
+        local target = backend(p.canary)
+        if target then
+            local pinned = entry.affinity and not p.canary_affinity_legacy and affinity.pinned_to(entry, target)
+            if pinned then
+                entry = pinned
+            elseif canary.choose(p) then
+                entry = target
+            end
         end
     end
     if #entry.endpoints == 0 and entry.policy.fallback then
@@ -278,6 +313,18 @@ function _M.access()
     return access_backend(name)
 end
 
+-- redirect_uri is the request URI a redirect keeps; strip drops one
+-- trailing "/" (of the query too, when there is one), as ingress-nginx's
+-- redirects do unless preserve-trailing-slash. "/" alone stays: an empty
+-- path is "/" anyway.
+local function redirect_uri(strip)
+    local uri = ngx_var.request_uri
+    if strip and #uri > 1 and string_byte(uri, -1) == 47 then -- "/"
+        uri = string_sub(uri, 1, -2)
+    end
+    return uri
+end
+
 -- route is access() for the default server's "location /", which every
 -- host reaches: its route in restysync.routes (the host's own, a wildcard's,
 -- or for any other host, and for an HTTPS request to a host without https,
@@ -314,8 +361,16 @@ function _M.route(redirect_port, log_backend)
     if not loc then
         return ngx_exit(HTTP_NOT_FOUND)
     end
+    if loc.redirect_host then
+        -- from-to-www-redirect: the other name of a host goes to the host,
+        -- with the scheme and the port the client used.
+        local port = string_match(ngx_var.http_host or "", "(:%d+)$") or ""
+        return ngx_redirect(ngx_var.restysync_forwarded_proto .. "://" .. loc.redirect_host .. port
+            .. redirect_uri(true), HTTP_PERMANENT_REDIRECT)
+    end
     if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
-        return ngx_redirect("https://" .. host .. (redirect_port or "") .. ngx_var.request_uri, HTTP_PERMANENT_REDIRECT)
+        return ngx_redirect("https://" .. host .. (redirect_port or "")
+            .. redirect_uri(not loc.preserve_trailing_slash), HTTP_PERMANENT_REDIRECT)
     end
     if loc.max_body then
         local length = tonumber(ngx_var.http_content_length)

@@ -14,6 +14,15 @@
 -- and takes the first point at or after it, by binary search. An endpoint
 -- that restysync.health has taken out is passed over for the next owner on
 -- the ring, so its values spread over the others instead of onto one.
+--
+-- Subsets (upstream-hash-by-subset): a value maps to the first `size`
+-- distinct endpoints clockwise from it, and its requests take them in turn.
+-- Adding or removing an endpoint changes a value's subset by at most that
+-- endpoint, where ingress-nginx's fixed groups of consecutive endpoints
+-- would regroup them all.
+--
+-- The ring also holds the balanced affinity cookies (restysync.affinity):
+-- a cookie is a position on the ring, inside an arc its endpoint owns.
 
 local health = require "restysync.health"
 
@@ -24,6 +33,7 @@ local string_byte = string.byte
 local math_floor = math.floor
 local math_max = math.max
 local math_min = math.min
+local math_random = math.random
 local table_sort = table.sort
 
 local _M = { _VERSION = "0.1" }
@@ -73,7 +83,7 @@ function _M.build(endpoints)
         end
         return x[2].key < y[2].key
     end)
-    local ring = { points = {}, owners = {} }
+    local ring = { points = {}, owners = {}, endpoints = endpoints }
     for i = 1, #pairs_ do
         ring.points[i], ring.owners[i] = pairs_[i][1], pairs_[i][2]
     end
@@ -118,6 +128,102 @@ function _M.pick(ring, value, now)
         end
     end
     return first -- all down: try the owner anyway
+end
+
+-- RING is the size of the 32-bit ring.
+local RING = 4294967296
+
+-- owner returns the endpoint that owns position pos (0 <= pos < 2^32).
+function _M.owner(ring, pos)
+    return ring.owners[find(ring.points, pos)]
+end
+
+-- arcs returns, for each endpoint of ring, the arcs of the ring it owns
+-- (computed once per ring): { total = their length, ends = the running
+-- sum of their lengths, index = the ring position of each arc's point }.
+-- An arc is (previous point, point]: the positions the point's owner gets.
+local function arcs(ring)
+    local all = ring.arcs
+    if all then
+        return all
+    end
+    all = {}
+    local ring_points, owners = ring.points, ring.owners
+    local n = #ring_points
+    for i = 1, n do
+        local lo = i > 1 and ring_points[i - 1] or ring_points[n] - RING
+        local length = ring_points[i] - lo
+        if length > 0 then
+            local ep = owners[i]
+            local a = all[ep]
+            if not a then
+                a = { total = 0, ends = {}, index = {} }
+                all[ep] = a
+            end
+            a.total = a.total + length
+            a.ends[#a.ends + 1] = a.total
+            a.index[#a.index + 1] = i
+        end
+    end
+    ring.arcs = all
+    return all
+end
+
+-- position returns a position on ring that ep owns, drawn uniformly from
+-- the arcs ep owns: where the hash of a new client would fall, given that
+-- it fell to ep. When endpoints are added, a point of a new one may come
+-- to lie between the position and ep's point; the position then belongs
+-- to the new endpoint: about 1/(n+1) of the positions move. nil if ep
+-- owns no arc of ring.
+function _M.position(ring, ep)
+    local a = arcs(ring)[ep]
+    if not a then
+        return nil
+    end
+    local r = math_random(a.total)
+    local j = find(a.ends, r)
+    local pos = ring.points[a.index[j]] - (a.ends[j] - r)
+    if pos < 0 then
+        pos = pos + RING
+    end
+    return pos
+end
+
+-- pick_subset returns the endpoint of ring for value at time now when
+-- values map to subsets of size endpoints: the turn-th of the subset (turn
+-- counts requests), or the next usable one of it when that one is down,
+-- or, when all of the subset is down, the next usable owner along the ring.
+function _M.pick_subset(ring, value, size, turn, now)
+    local all = ring.endpoints
+    local subset
+    if size >= #all then
+        subset = all
+    else
+        local ring_points, owners = ring.points, ring.owners
+        local n = #ring_points
+        local i = find(ring_points, ngx_crc32_long(value))
+        subset = {}
+        local count, seen = 0, {}
+        for k = 0, n - 1 do
+            local ep = owners[(i + k - 1) % n + 1]
+            if not seen[ep] then
+                seen[ep] = true
+                count = count + 1
+                subset[count] = ep
+                if count == size then
+                    break
+                end
+            end
+        end
+    end
+    local m = #subset
+    for k = 0, m - 1 do
+        local ep = subset[(turn + k) % m + 1]
+        if health.usable(ep, now) then
+            return ep
+        end
+    end
+    return _M.pick(ring, value, now)
 end
 
 -- Private functions, reachable by tests.

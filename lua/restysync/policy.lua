@@ -76,13 +76,16 @@ local FIELDS = {
         end
         return nil
     end,
+    hash_subset = integer(1, 1000),
     affinity = one_of({ cookie = true }),
+    affinity_mode = one_of({ balanced = true, persistent = true }),
     cookie_name = pattern("^[%w!#$%%&'*+%-.^_`|~]+$", "a cookie name"),
     cookie_max_age = integer(0, 10 * 365 * 24 * 3600),
     cookie_path = pattern("^/[!-:<-~]*$", "a cookie path"),
     cookie_samesite = one_of({ Strict = true, Lax = true, None = true }),
     cookie_secure = boolean,
     cookie_change_on_failure = boolean,
+    cookie_conditional_samesite_none = boolean,
     cookie_domain = pattern("^%.?[a-z0-9][a-z0-9%-%.]*$", "a domain name"),
     cookie_expires = integer(0, 10 * 365 * 24 * 3600),
     tries = integer(1, 20),
@@ -96,6 +99,7 @@ local FIELDS = {
     canary_header_value = pattern("^[ -~]*$", "printable ASCII"),
     canary_header_pattern = pattern("^[ -~]+$", "printable ASCII"),
     canary_cookie = pattern("^[%w!#$%%&'*+%-.^_`|~]+$", "a cookie name"),
+    canary_affinity_legacy = boolean,
 }
 
 -- MAX_STRING bounds every string field.
@@ -122,6 +126,12 @@ function _M.check(policy, path)
     end
     if policy.algorithm == "hash" and not policy.hash_by then
         return nil, path .. ".hash_by: is required with algorithm hash"
+    end
+    if policy.hash_subset and policy.algorithm ~= "hash" then
+        return nil, path .. ".hash_subset: is only valid with algorithm hash"
+    end
+    if policy.canary_affinity_legacy ~= nil and not policy.canary then
+        return nil, path .. ".canary_affinity_legacy: is only valid with canary"
     end
     if policy.canary_weight and policy.canary_weight > (policy.canary_weight_total or 100) then
         return nil, path .. ".canary_weight: is more than canary_weight_total"

@@ -8,7 +8,10 @@
 --   rt:<host>       the route, compact JSON: {"https":bool,"locations":
 --                   [{"path","exact","regex","backend","ssl_redirect",
 --                     "connect_timeout","send_timeout","read_timeout",
---                     "profile","ingress","auth_file","max_body"}, ...]}
+--                     "profile","ingress","auth_file","max_body",
+--                     "preserve_trailing_slash","redirect_host","noregex"}, ...]}
+--                   ("backend" is absent for a location that answers by
+--                   itself, a server-snippet's, which has a "profile")
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
@@ -23,7 +26,10 @@
 -- in the order pushed) are tried, the first match winning; else the
 -- longest prefix. A host without "https" is not routed for HTTPS requests
 -- ("_" answers them, as the default server for a host without TLS); a
--- location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS; a
+-- location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS (the
+-- URI's trailing "/" dropped, as ingress-nginx does, unless
+-- "preserve_trailing_slash"); one with "redirect_host" answers every request
+-- with a 308 to that host (from-to-www-redirect); a
 -- location's timeouts (seconds) are set on the request by the balancer; a
 -- location with a "profile" is served by that named location of nginx.conf.
 -- Each worker keeps the hosts it has served decoded, and drops them all
@@ -96,7 +102,8 @@ end
 local ROUTE_FIELDS = { name = true, https = true, locations = true }
 local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
     connect_timeout = true, send_timeout = true, read_timeout = true,
-    profile = true, ingress = true, auth_file = true, max_body = true }
+    profile = true, ingress = true, auth_file = true, max_body = true,
+    preserve_trailing_slash = true, redirect_host = true, noregex = true }
 local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
 
 -- flag returns the boolean v (false when absent or null), or nil and the
@@ -188,12 +195,38 @@ local function check_locations(locations, at)
                 return nil, err
             end
         end
-        err = check.name(loc.backend, lat .. ".backend")
-        if err then
-            return nil, err
+        -- A location that answers by itself (a server-snippet's) has no
+        -- backend, only its profile.
+        local fixed = (loc.backend == nil or loc.backend == json_null) and type(loc.profile) == "string"
+        if not fixed then
+            err = check.name(loc.backend, lat .. ".backend")
+            if err then
+                return nil, err
+            end
         end
-        local stored = { path = loc.path, exact = exact or nil, regex = regex or nil, backend = loc.backend,
-            ssl_redirect = redirect or nil }
+        -- noregex: a prefix that stops the regex search ("location ^~").
+        local noregex
+        noregex, ferr = flag(loc.noregex, lat .. ".noregex")
+        if noregex == nil then
+            return nil, ferr
+        end
+        if noregex and (exact or regex) then
+            return nil, lat .. ".noregex: only a prefix may have it"
+        end
+        local preserve
+        preserve, ferr = flag(loc.preserve_trailing_slash, lat .. ".preserve_trailing_slash")
+        if preserve == nil then
+            return nil, ferr
+        end
+        local stored = { path = loc.path, exact = exact or nil, regex = regex or nil,
+            backend = (not fixed) and loc.backend or nil, noregex = noregex or nil,
+            ssl_redirect = redirect or nil, preserve_trailing_slash = preserve or nil }
+        if loc.redirect_host ~= nil and loc.redirect_host ~= json_null then
+            if not check.is_dns_name(loc.redirect_host) then
+                return nil, lat .. ".redirect_host: must be a lower-case DNS name"
+            end
+            stored.redirect_host = loc.redirect_host
+        end
         if loc.profile ~= nil and loc.profile ~= json_null then
             if type(loc.profile) ~= "string" or not string_match(loc.profile, "^@restysync_p_[0-9a-f]+$")
                 or #loc.profile > 64 then
@@ -417,6 +450,9 @@ function _M.match(r, uri)
             longest = loc
             break
         end
+    end
+    if longest and longest.noregex then
+        return longest
     end
     local regexes = r.regexes
     for i = 1, #regexes do

@@ -30,7 +30,7 @@ func checkCommand() *cli.Command {
 		Usage: "say, for every Ingress, which annotations restysync supports, refuses or does not know, before you switch",
 		Description: "Reads every Ingress from --source (file:DIR or kube), whatever class it names, and builds it as\n" +
 			"restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is supported,\n" +
-			"invalid (supported, but its value is not), refused (a snippet) or unknown (ignored). The exit code\n" +
+			"invalid (supported, but its value is not), refused (a snippet with a directive off the allowlist) or unknown (ignored). The exit code\n" +
 			"is 1 when anything is not supported, so check can gate a migration in CI. With --configmap, the keys\n" +
 			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown).",
 		Flags: []cli.Flag{
@@ -164,7 +164,9 @@ func check(c *cli.Context) error {
 // annotations; a supported one is invalid when Build raised a Problem
 // naming it. It returns Build's problems too. ssl-passthrough is judged as
 // the agent runs with --enable-ssl-passthrough: ingress-nginx needed its
-// flag of that name too.
+// flag of that name too. ModSecurity is judged as nginx has its module
+// (--load-module of ngx_http_modsecurity_module.so): ingress-nginx's image
+// has it built; without it, the agent fails those Ingresses closed (503).
 func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 	class := checkClass
 	ours := make([]*networkingv1.Ingress, len(snap.Ingresses))
@@ -178,6 +180,7 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
 	snap.IngressClass = class
 	snap.SSLPassthrough = true
+	snap.ModSecurity.Loaded = true
 	snap.ReservedPorts = []int32{80, 443}
 	_, problems := model.Build(snap)
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
@@ -196,7 +199,7 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 		id := ing.Namespace + "/" + ing.Name
 		checked := CheckedIngress{Ingress: id, Moves: true, Annotations: []CheckedAnnotation{}}
 		for _, key := range slices.Sorted(maps.Keys(ing.Annotations)) {
-			a := checkAnnotation(key, byIngress[id])
+			a := checkAnnotation(key, ing.Annotations[key], byIngress[id])
 			if a.Status == "" {
 				continue
 			}
@@ -231,10 +234,15 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 	return report, problems
 }
 
-// checkAnnotation classifies one annotation of an Ingress whose Build
-// problems are given; Status "" when the key is not one of ours.
-func checkAnnotation(key string, problems []model.Problem) CheckedAnnotation {
+// checkAnnotation classifies one annotation, key: value, of an Ingress
+// whose Build problems are given; Status "" when the key is not one of
+// ours. A supported key with an empty value is ignored, by Build as by
+// ingress-nginx.
+func checkAnnotation(key, value string, problems []model.Problem) CheckedAnnotation {
 	status, why := model.AnnotationStatusReason(key)
+	if status == model.AnnotationSupported && value == "" {
+		return CheckedAnnotation{Key: key, Status: model.AnnotationIgnoredByIngressNginx, Reason: model.EmptyAnnotationReason}
+	}
 	a := CheckedAnnotation{Key: key, Status: status, Reason: why}
 	if status == model.AnnotationIgnoredByIngressNginx || status == "" {
 		return a
@@ -246,7 +254,11 @@ func checkAnnotation(key string, problems []model.Problem) CheckedAnnotation {
 	a.Reason = strings.TrimLeft(strings.TrimPrefix(p.Reason, "annotation "+key), ": ")
 	if status == model.AnnotationSupported {
 		a.Status = annotationInvalid
-		if p.Missing != "" {
+		switch {
+		case p.Refused: // a snippet directive off the allowlist, or snippets off
+			a.Status = model.AnnotationRefused
+			a.Reason = strings.TrimPrefix(a.Reason, "refused: ")
+		case p.Missing != "":
 			a.Status = annotationMissingObject
 		}
 	}

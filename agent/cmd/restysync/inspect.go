@@ -202,11 +202,14 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 			problems = append(problems, res.Problems...)
 			snap.LoadBalance = res.LoadBalance
 			snap.GlobalAuth, snap.GlobalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
+			snap.ModSecurity = res.Render.ModSecurityGlobal()
 		}
 	}
 	snap.IngressClass = class
 	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
 	snap.SSLPassthrough = c.Bool("enable-ssl-passthrough")
+	// As check: ModSecurity is judged as nginx has its module.
+	snap.ModSecurity.Loaded = true
 	snap.ReservedPorts = []int32{80, 443}
 	if snap.DefaultCertificate, err = defaultCertificate(c); err != nil {
 		return admin.Report{}, err
@@ -246,6 +249,10 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 			branch, indent := "├── ", "│   "
 			if i == len(h.Paths)-1 {
 				branch, indent = "└── ", "    "
+			}
+			if p.Answer != "" {
+				fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, p.Answer, p.Ingress)
+				continue
 			}
 			fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, p.Backend, p.Ingress)
 			if len(p.Endpoints) == 0 {

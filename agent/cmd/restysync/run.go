@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -77,8 +78,18 @@ func runFlags() []cli.Flag {
 			Usage: "HSTS preload directive"},
 		&cli.StringSliceFlag{Name: "trusted-proxies", EnvVars: env("TRUSTED_PROXIES"),
 			Usage: "`CIDR`s (comma-separated or repeated) whose X-Forwarded-For/-Proto/-Host/-Port are passed on; from others they are replaced (default none)"},
+		&cli.BoolFlag{Name: "allow-snippet-annotations", Value: true, EnvVars: env("ALLOW_SNIPPET_ANNOTATIONS"),
+			Usage: "read the snippet annotations (configuration-snippet, server-snippet, auth-snippet) as typed directives against an allowlist; false refuses every one (the ConfigMap's allow-snippet-annotations: \"false\" does too)"},
 		&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
 			Usage: "honour the ssl-passthrough annotation: nginx's stream module takes the HTTPS port and passes TLS for those hosts to their backends untouched, by SNI (Debian's nginx: --load-module its ngx_stream_module.so)"},
+		&cli.StringFlag{Name: "modsecurity-rules", Value: render.DefaultModSecurityRules, EnvVars: env("MODSECURITY_RULES"),
+			Usage: "ModSecurity's recommended configuration `FILE`, the first rules of every location with enable-modsecurity (default: Debian's libnginx-mod-http-modsecurity's)"},
+		&cli.StringSliceFlag{Name: "modsecurity-crs", Value: cli.NewStringSlice(render.DefaultModSecurityCoreRules...), EnvVars: env("MODSECURITY_CRS"),
+			Usage: "the OWASP Core Rule Set's `FILE`s, in order, a trailing * pattern allowed (enable-owasp-core-rules; default: Debian's modsecurity-crs)"},
+		&cli.StringFlag{Name: "modsecurity-rule-engine", EnvVars: env("MODSECURITY_RULE_ENGINE"),
+			Usage: "SecRuleEngine of every location with ModSecurity: On blocks what the rules detect, DetectionOnly logs it, Off; empty keeps the rules file's (DetectionOnly in Debian's and ingress-nginx's)"},
+		&cli.BoolFlag{Name: "modsecurity-built-in", EnvVars: env("MODSECURITY_BUILT_IN"),
+			Usage: "nginx has the ModSecurity module built in (else only a --load-module of ngx_http_modsecurity_module.so loads it; without it, Ingresses that ask for ModSecurity answer 503)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}
@@ -100,6 +111,7 @@ type runConfig struct {
 	render                render.Settings
 	ingressClass          string
 	withoutClass          bool
+	snippetsOff           bool
 	defaultCertificate    string
 	reloadTimeout         time.Duration
 	fullPush              bool
@@ -174,11 +186,15 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	if err := parseHTTPSFlags(c, &rc.render); err != nil {
 		return rc, err
 	}
+	if rc.render.ModSecurity, err = parseModSecurityFlags(c); err != nil {
+		return rc, err
+	}
 	rc.ingressClass = class
 	if rc.defaultCertificate, err = defaultCertificate(c); err != nil {
 		return rc, err
 	}
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
+	rc.snippetsOff = !c.Bool("allow-snippet-annotations")
 	rc.reloadTimeout = c.Duration("reload-timeout")
 	if rc.dns, err = parseDNS(c); err != nil {
 		return rc, err
@@ -212,6 +228,31 @@ func defaultCertificate(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME of a Secret", ref)
 	}
 	return ref, nil
+}
+
+// parseModSecurityFlags reads the --modsecurity-* flags.
+func parseModSecurityFlags(c *cli.Context) (render.ModSecurity, error) {
+	m := render.ModSecurity{BuiltIn: c.Bool("modsecurity-built-in"), Rules: c.String("modsecurity-rules"),
+		RuleEngine: c.String("modsecurity-rule-engine")}
+	if err := render.CheckModSecurityPath(m.Rules); err != nil {
+		return m, fmt.Errorf("--modsecurity-rules %w", err)
+	}
+	for _, f := range c.StringSlice("modsecurity-crs") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if err := render.CheckModSecurityPath(f); err != nil {
+			return m, fmt.Errorf("--modsecurity-crs %w", err)
+		}
+		m.CoreRules = append(m.CoreRules, f)
+	}
+	if len(m.CoreRules) == 0 {
+		return m, fmt.Errorf("--modsecurity-crs: names no file")
+	}
+	if m.RuleEngine != "" && !slices.Contains(render.ModSecurityRuleEngines, m.RuleEngine) {
+		return m, fmt.Errorf("--modsecurity-rule-engine %q: want On, DetectionOnly or Off, or empty for the rules file's", m.RuleEngine)
+	}
+	return m, nil
 }
 
 // maxHSTSMaxAge bounds --hsts-max-age: ten years.
@@ -326,14 +367,15 @@ func run(c *cli.Context) error {
 		ConfirmTimeout: rc.reloadTimeout,
 	}
 	s := syncer.New(src, nginx, syncer.Options{
-		IngressClass:       rc.ingressClass,
-		WatchWithoutClass:  rc.withoutClass,
-		DefaultCertificate: rc.defaultCertificate,
-		Render:             rc.render,
-		ConfigMap:          rc.kube.configMap,
-		OnSync:             onSync,
-		FullPush:           rc.fullPush,
-		Metrics:            obs.syncerMetrics(nginx.Lua),
+		IngressClass:          rc.ingressClass,
+		WatchWithoutClass:     rc.withoutClass,
+		SnippetAnnotationsOff: rc.snippetsOff,
+		DefaultCertificate:    rc.defaultCertificate,
+		Render:                rc.render,
+		ConfigMap:             rc.kube.configMap,
+		OnSync:                onSync,
+		FullPush:              rc.fullPush,
+		Metrics:               obs.syncerMetrics(nginx.Lua),
 	}, logger)
 	obs.serve(ctx, s, nginx.Lua, rc.reloadTimeout, logger)
 	err = s.Run(ctx)

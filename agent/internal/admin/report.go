@@ -73,6 +73,9 @@ type Path struct {
 	Backend string `json:"backend"`
 	// Endpoints of the backend, "address:port"; empty answers 503.
 	Endpoints []string `json:"endpoints"`
+	// Answer says what a location of a server-snippet answers, which has
+	// no backend ("return 200"); "" for every other.
+	Answer string `json:"answer,omitempty"`
 }
 
 // Certificate is one TLS Secret the model serves.
@@ -187,7 +190,14 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 			if eps == nil {
 				eps = []string{}
 			}
-			h.Paths = append(h.Paths, Path{Path: l.Path, PathType: string(l.PathType), Ingress: l.Ingress, Backend: l.Backend, Endpoints: eps})
+			p := Path{Path: l.Path, PathType: string(l.PathType), Ingress: l.Ingress, Backend: l.Backend, Endpoints: eps}
+			if l.Fixed.Set {
+				p.Answer = "server-snippet: 404 once allow/deny let the request in"
+				if l.Fixed.Code != 0 {
+					p.Answer = fmt.Sprintf("server-snippet: return %d", l.Fixed.Code)
+				}
+			}
+			h.Paths = append(h.Paths, p)
 		}
 		r.Hosts = append(r.Hosts, h)
 	}

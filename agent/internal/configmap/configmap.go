@@ -7,8 +7,10 @@
 // flags give the defaults and a key present in the ConfigMap overrides
 // them; take the key out and the flag's value is back. A bad value is a
 // Problem naming the ConfigMap and the key, and leaves that setting at its
-// default: every other key still applies. Unknown keys are Problems too,
-// and snippet keys are refused, as snippet annotations are.
+// default: every other key still applies. Unknown keys are Problems too.
+// http-snippet, server-snippet and location-snippet are read as typed
+// directives against an allowlist, as snippet annotations are
+// (snippets.go); the other snippet keys are refused.
 package configmap
 
 import (
@@ -50,6 +52,11 @@ type Result struct {
 	// global-auth-* keys (GlobalAuthKeys).
 	GlobalAuth       model.ExternalAuth
 	GlobalAuthDenied string
+	// SnippetAnnotationsOff and GlobalSnippets are model.Snapshot's, from
+	// allow-snippet-annotations and the http-, server- and
+	// location-snippet keys (snippets.go).
+	SnippetAnnotationsOff bool
+	GlobalSnippets        model.GlobalSnippets
 	// Keys are the ConfigMap's keys, sorted.
 	Keys []Key
 	// Problems name the ConfigMap and a key each, sorted by key.
@@ -253,14 +260,37 @@ var keys = []struct {
 		}
 		return ""
 	}},
+	// ModSecurity for every Ingress that does not turn it off; the model
+	// applies them (model.ModSecurityGlobal).
+	{"enable-modsecurity", boolKey(func(a *applier) *bool { return &a.s.ModSecurity.Enable })},
+	{"enable-owasp-modsecurity-crs", boolKey(func(a *applier) *bool { return &a.s.ModSecurity.EnableCoreRules })},
+	// The keys of the proxy annotations of the same names (proxykeys.go).
+	{"proxy-buffer-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyBufferSize }, false)},
+	{"proxy-buffers-number", buffersNumberKey},
+	{"proxy-busy-buffers-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyBusyBuffersSize }, false)},
+	{"proxy-max-temp-file-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyMaxTempFileSize }, true)},
+	{"client-body-buffer-size", sizeKey(func(h *render.HTTP) *string { return &h.ClientBodyBufferSize }, false)},
+	{"proxy-cookie-domain", cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookieDomain }, false)},
+	{"proxy-cookie-path", cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookiePath }, true)},
+	{"proxy-redirect-from", redirectKey(true)},
+	{"proxy-redirect-to", redirectKey(false)},
+	{"limit-rate", rateKey(func(h *render.HTTP) *string { return &h.LimitRate })},
+	{"limit-rate-after", rateKey(func(h *render.HTTP) *string { return &h.LimitRateAfter })},
 }
 
 // refusedKeys are ingress-nginx keys that would let the ConfigMap write
 // nginx.conf itself.
 var refusedKeys = map[string]bool{
-	"main-snippet": true, "http-snippet": true, "server-snippet": true, "location-snippet": true,
-	"stream-snippet": true, "modsecurity-snippet": true, "global-auth-snippet": true,
-	"allow-snippet-annotations": true,
+	"main-snippet": true, "stream-snippet": true, "modsecurity-snippet": true, "global-auth-snippet": true,
+}
+
+// refusedReasons say why some refused keys are, where the snippets'
+// reason does not fit.
+var refusedReasons = map[string]string{
+	"modsecurity-snippet": "ModSecurity rules are refused: restysync cannot check what a rule does (SecRuleEngine Off " +
+		"turns the WAF off, @pmFromFile and @inspectFile read and run files); enable-modsecurity and " +
+		"enable-owasp-modsecurity-crs load the recommended rules and the OWASP Core Rule Set, and the agent's " +
+		"--modsecurity-rule-engine On blocks what they detect; it is ignored",
 }
 
 // logFormatAliases turn ingress-nginx's own log variables into restysync's,
@@ -346,6 +376,8 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		status[k.name] = Key{Key: k.name, Status: StatusInvalid, Reason: reason}
 		problem(k.name, reason)
 	}
+	checkProxyKeys(a.h, data, status, problem)
+	snippetsOff, globalSnippets := applySnippetKeys(a, data, status, problem)
 	globalAuth, denied, invalidAuth := model.GlobalAuth(data)
 	for _, key := range GlobalAuthKeys {
 		if _, ok := data[key]; !ok {
@@ -368,13 +400,16 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		k := Key{Key: key, Status: StatusUnknown, Reason: "restysync does not know this key; it is ignored"}
 		if refusedKeys[key] {
 			k = Key{Key: key, Status: StatusRefused, Reason: "snippets are refused: they would let the ConfigMap write any nginx directive; it is ignored"}
+			if why, ok := refusedReasons[key]; ok {
+				k.Reason = why
+			}
 		}
 		status[key] = k
 		problem(key, k.Reason)
 	}
 
 	res := Result{Render: a.s, LoadBalance: a.loadBalance, GlobalAuth: globalAuth, GlobalAuthDenied: denied,
-		Keys: make([]Key, 0, len(status))}
+		SnippetAnnotationsOff: snippetsOff, GlobalSnippets: globalSnippets, Keys: make([]Key, 0, len(status))}
 	res.Render.HTTP = a.h
 	for _, key := range slices.Sorted(maps.Keys(status)) {
 		res.Keys = append(res.Keys, status[key])

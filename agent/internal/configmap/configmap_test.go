@@ -66,6 +66,21 @@ func TestEveryKeyIsApplied(t *testing.T) {
 		{"server-tokens", "true", func(r Result) bool { return r.Render.HTTP.ServerTokens }},
 		{"custom-http-errors", "503, 404,404", func(r Result) bool { return slices.Equal(r.Render.HTTP.CustomHTTPErrors, []int{404, 503}) }},
 		{"load-balance", "ewma", func(r Result) bool { return r.LoadBalance == model.AlgorithmEWMA }},
+		// ModSecurity, which the model applies (model.ModSecurityGlobal)
+		{"enable-modsecurity", "true", func(r Result) bool { return r.Render.ModSecurityGlobal().Enabled }},
+		{"enable-owasp-modsecurity-crs", "true", func(r Result) bool { return r.Render.ModSecurityGlobal().CoreRules }},
+		// the proxy keys (proxykeys.go)
+		{"proxy-buffer-size", "16k", func(r Result) bool { return r.Render.HTTP.ProxyBufferSize == "16k" }},
+		{"proxy-buffers-number", "8", func(r Result) bool { return r.Render.HTTP.ProxyBuffersNumber == 8 }},
+		{"proxy-busy-buffers-size", "8k", func(r Result) bool { return r.Render.HTTP.ProxyBusyBuffersSize == "8k" }},
+		{"proxy-max-temp-file-size", "0", func(r Result) bool { return r.Render.HTTP.ProxyMaxTempFileSize == "0" }},
+		{"client-body-buffer-size", "160k", func(r Result) bool { return r.Render.HTTP.ClientBodyBufferSize == "160k" }},
+		{"proxy-cookie-domain", "a.internal example.com", func(r Result) bool { return r.Render.HTTP.ProxyCookieDomain == "a.internal example.com" }},
+		{"proxy-cookie-path", "off", func(r Result) bool { return r.Render.HTTP.ProxyCookiePath == "off" }},
+		{"proxy-redirect-from", "off", func(r Result) bool { return r.Render.HTTP.ProxyRedirectFrom == "off" }},
+		{"proxy-redirect-to", "/x", func(r Result) bool { return r.Render.HTTP.ProxyRedirectTo == "" }}, // nothing without a from
+		{"limit-rate", "100", func(r Result) bool { return r.Render.HTTP.LimitRate == "100k" }},
+		{"limit-rate-after", "0", func(r Result) bool { return r.Render.HTTP.LimitRateAfter == "0" }},
 	}
 	var tested []string
 	for _, tc := range cases {
@@ -200,9 +215,9 @@ func TestUnknownAndRefusedKeys(t *testing.T) {
 		"use-gzip": "true", "http-snippet": "location /x {}", "enable-brotli": "true", "allow-snippet-annotations": "true",
 	})
 	want := []Key{
-		{Key: "allow-snippet-annotations", Status: StatusRefused},
+		{Key: "allow-snippet-annotations", Status: StatusSupported},
 		{Key: "enable-brotli", Status: StatusUnknown},
-		{Key: "http-snippet", Status: StatusRefused},
+		{Key: "http-snippet", Status: StatusRefused}, // a location block: server-snippet annotations only
 		{Key: "use-gzip", Status: StatusSupported},
 	}
 	if len(r.Keys) != len(want) {
@@ -213,7 +228,7 @@ func TestUnknownAndRefusedKeys(t *testing.T) {
 			t.Errorf("key %d: %+v, want %+v with a reason unless supported", i, k, want[i])
 		}
 	}
-	if len(r.Problems) != 3 || !r.Render.HTTP.Gzip {
+	if len(r.Problems) != 2 || !r.Render.HTTP.Gzip {
 		t.Errorf("problems %v, gzip %t", r.Problems, r.Render.HTTP.Gzip)
 	}
 }
@@ -309,5 +324,19 @@ func TestGlobalAuthKeys(t *testing.T) {
 	bad := Apply(render.Settings{}, "ingress", "restysync", map[string]string{"global-auth-url": `http://a/";`})
 	if bad.GlobalAuthDenied == "" || bad.GlobalAuth.URL != "" {
 		t.Errorf("a bad global-auth-url: %+v denied %q, want every guarded Ingress closed", bad.GlobalAuth, bad.GlobalAuthDenied)
+	}
+}
+
+// modsecurity-snippet is refused with a reason of its own: ModSecurity
+// rules, not nginx directives, and the flag that does what most of them do.
+func TestModSecuritySnippetRefused(t *testing.T) {
+	r := Apply(flags, "ns", "cm", map[string]string{"modsecurity-snippet": "SecRuleEngine On", "enable-modsecurity": "true"})
+	want := []Key{{Key: "enable-modsecurity", Status: StatusSupported}, {Key: "modsecurity-snippet", Status: StatusRefused}}
+	if len(r.Keys) != 2 || r.Keys[0] != want[0] || r.Keys[1].Status != StatusRefused ||
+		!strings.Contains(r.Keys[1].Reason, "ModSecurity rules are refused") || !strings.Contains(r.Keys[1].Reason, "--modsecurity-rule-engine On") {
+		t.Errorf("keys %+v, want %+v with ModSecurity's reason", r.Keys, want)
+	}
+	if len(r.Problems) != 1 || !r.Render.ModSecurity.Enable {
+		t.Errorf("problems %v, enable-modsecurity %t", r.Problems, r.Render.ModSecurity.Enable)
 	}
 }

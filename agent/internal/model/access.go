@@ -52,6 +52,8 @@ type AccessSettings struct {
 	ClientCert ClientCert
 	RateLimit  RateLimit
 	Errors     CustomErrors
+	// WAF is the location's ModSecurity (modsecurity.go).
+	WAF ModSecurity
 }
 
 // CORS are the Cross-Origin Resource Sharing headers nginx adds (enable-cors
@@ -203,6 +205,13 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 	}
 	a.RateLimit = b.readRateLimit(ing)
 	a.Errors = b.readCustomErrors(ing)
+	if a.WAF, reason = b.readModSecurity(ing); reason != "" {
+		deny(reason)
+	}
+	// FastCGI parameters and custom-headers that cannot be used (protocol.go).
+	if reason := b.locationOptions[id].denied; reason != "" {
+		deny(reason)
+	}
 
 	if len(denied) > 0 {
 		// Nothing else matters for a location that answers 503.

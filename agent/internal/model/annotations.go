@@ -15,7 +15,9 @@ import (
 var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/"}
 
 // lookupAnnotation returns the value of key under the first prefix that has it,
-// and the full key it was found under.
+// and the full key it was found under. An empty value counts as absent, as
+// ingress-nginx's parser takes an empty annotation for a missing one (its
+// default applies, and no error); see EmptyAnnotationReason.
 func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey string, ok bool) {
 	if len(ing.Annotations) == 0 {
 		return "", "", false
@@ -26,7 +28,7 @@ func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey str
 	var buf [128]byte
 	for _, prefix := range annotationPrefixes {
 		full := append(append(buf[:0], prefix...), key...)
-		if value, ok = ing.Annotations[string(full)]; ok {
+		if value, ok = ing.Annotations[string(full)]; ok && value != "" {
 			return value, string(full), true
 		}
 	}
@@ -85,6 +87,9 @@ var supportedAnnotations = map[string]bool{
 	"affinity": true, "session-cookie-name": true, "session-cookie-path": true, "session-cookie-max-age": true,
 	"session-cookie-samesite": true, "session-cookie-secure": true, "session-cookie-change-on-failure": true,
 	"session-cookie-domain": true, "session-cookie-expires": true,
+	// balancing keys of policy.go and canary.go
+	"upstream-hash-by-subset": true, "upstream-hash-by-subset-size": true, "affinity-mode": true,
+	"affinity-canary-behavior": true, "session-cookie-conditional-samesite-none": true,
 	"proxy-next-upstream-tries": true, "max-fails": true, "fail-timeout": true,
 	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
 	"canary-by-header-value": true, "canary-by-header-pattern": true, "canary-by-cookie": true,
@@ -95,6 +100,12 @@ var supportedAnnotations = map[string]bool{
 	"proxy-read-timeout": true, "proxy-buffering": true, "proxy-buffer-size": true, "proxy-request-buffering": true,
 	"proxy-next-upstream": true, "proxy-next-upstream-timeout": true, "proxy-http-version": true,
 	"upstream-vhost": true, "x-forwarded-prefix": true, "server-alias": true, "enable-access-log": true,
+	// the remaining proxy and routing keys (proxykeys.go)
+	"proxy-buffers-number": true, "proxy-busy-buffers-size": true, "proxy-max-temp-file-size": true,
+	"client-body-buffer-size": true, "proxy-cookie-domain": true, "proxy-cookie-path": true,
+	"proxy-redirect-from": true, "proxy-redirect-to": true, "limit-rate": true, "limit-rate-after": true,
+	"temporal-redirect-code": true, "from-to-www-redirect": true, "preserve-trailing-slash": true,
+	"satisfy": true, "service-upstream": true,
 	// access control (access.go)
 	"whitelist-source-range": true, "allowlist-source-range": true, "denylist-source-range": true,
 	"enable-cors": true, "cors-allow-origin": true, "cors-allow-methods": true, "cors-allow-headers": true,
@@ -109,9 +120,17 @@ var supportedAnnotations = map[string]bool{
 	"auth-tls-pass-certificate-to-upstream": true, "auth-tls-match-cn": true, "proxy-ssl-protocols": true, "proxy-ssl-ciphers": true,
 	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
 	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
+	// FastCGI, mirroring, response headers (fastcgi.go, mirror.go, responseheaders.go)
+	"fastcgi-index": true, "fastcgi-params-configmap": true, "mirror-target": true, "mirror-host": true,
+	"mirror-request-body": true, "custom-headers": true,
+	// ModSecurity (modsecurity.go)
+	"enable-modsecurity": true, "enable-owasp-core-rules": true, "modsecurity-transaction-id": true,
+	// snippets, read as typed directives against an allowlist (snippet.go)
+	configurationSnippetKey: true, serverSnippetKey: true, authSnippetKey: true,
 }
 
-// isSnippet reports whether key (without prefix) is a raw nginx directive.
+// isSnippet reports whether key (without prefix) is a raw nginx directive
+// Build does not read (the snippets it reads are in supportedAnnotations).
 func isSnippet(key string) bool {
 	return strings.HasSuffix(key, "-snippet") || key == "lua-resty-waf-extra-rules"
 }
@@ -130,6 +149,27 @@ const (
 // refusedReason says why a snippet annotation is refused.
 const refusedReason = "raw nginx directives are refused by design: a snippet could read every certificate " +
 	"and key nginx holds and break every other Ingress"
+
+// refusedReasons say why some snippets are refused, where refusedReason
+// does not fit, by key without prefix.
+var refusedReasons = map[string]string{
+	"modsecurity-snippet": "ModSecurity rules are refused by design: restysync cannot check what a rule does " +
+		"(SecRuleEngine Off turns the WAF off, @pmFromFile and @inspectFile read and run files, ctl: changes the engine per request); " +
+		"enable-modsecurity and enable-owasp-core-rules load the recommended rules and the OWASP Core Rule Set, " +
+		"and the agent's --modsecurity-rule-engine On blocks what they detect (the SecRuleEngine On such snippets set)",
+}
+
+// refusedReasonOf says why the snippet annotation key (full key) is refused.
+func refusedReasonOf(key string) string {
+	for _, prefix := range annotationPrefixes {
+		if name, ok := strings.CutPrefix(key, prefix); ok {
+			if why, ok := refusedReasons[name]; ok {
+				return why
+			}
+		}
+	}
+	return refusedReason
+}
 
 // AnnotationStatus classifies an annotation key: AnnotationSupported (Build
 // reads it), AnnotationRefused (a raw nginx directive),
@@ -185,7 +225,7 @@ func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 	for _, key := range keys {
 		switch status, why := AnnotationStatusReason(key); status {
 		case AnnotationRefused:
-			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s; ignored, the rest of the Ingress is served", key, refusedReason))
+			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s; ignored, the rest of the Ingress is served", key, refusedReasonOf(key)))
 		case AnnotationIgnoredByIngressNginx:
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: ignored, as ingress-nginx ignores it: %s", key, why))
 		default:
@@ -193,3 +233,7 @@ func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 		}
 	}
 }
+
+// EmptyAnnotationReason is why an annotation of ours with an empty value
+// changes nothing: Build takes it for absent, as ingress-nginx does.
+const EmptyAnnotationReason = "an empty value, which ingress-nginx ignores too"

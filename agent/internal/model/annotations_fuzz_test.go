@@ -18,6 +18,8 @@ var policyAnnotations = []string{
 	"proxy-next-upstream-tries", "max-fails", "fail-timeout",
 	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value",
 	"canary-by-header-pattern", "canary-by-cookie",
+	"upstream-hash-by-subset", "upstream-hash-by-subset-size", "affinity-mode", "affinity-canary-behavior",
+	"session-cookie-conditional-samesite-none",
 }
 
 // luaAccepts mirrors the field checks of lua/restysync/policy.lua: a Policy
@@ -82,6 +84,17 @@ func FuzzAnnotations(f *testing.F) {
 			p := backend.Policy
 			if p.Algorithm == AlgorithmHash && p.HashBy == "" {
 				t.Fatalf("backend %s: hash without hash_by", backend.Name)
+			}
+			// policy.lua: hash_subset 1..1000 and only with hash;
+			// affinity_mode balanced or persistent.
+			if p.HashSubset != 0 && (p.Algorithm != AlgorithmHash || p.HashSubset < 1 || p.HashSubset > MaxHashSubset) {
+				t.Fatalf("backend %s: hash_subset %d with algorithm %q", backend.Name, p.HashSubset, p.Algorithm)
+			}
+			if p.AffinityMode != "" && p.AffinityMode != AffinityPersistent {
+				t.Fatalf("backend %s: affinity_mode %q", backend.Name, p.AffinityMode)
+			}
+			if p.CanaryAffinityLegacy && p.Canary == "" {
+				t.Fatalf("backend %s: canary_affinity_legacy without a canary", backend.Name)
 			}
 			if p.CanaryWeight > max(p.CanaryWeightTotal, 100) {
 				t.Fatalf("backend %s: canary weight %d over total %d", backend.Name, p.CanaryWeight, p.CanaryWeightTotal)

@@ -25,6 +25,9 @@ type backendRef struct {
 	policy Policy
 	// protocol is the Service port's: "" for TCP, or UDP (stream.go).
 	protocol corev1.Protocol
+	// serviceUpstream sends to the Service's cluster IP and port instead
+	// of its endpoints (service-upstream; proxykeys.go).
+	serviceUpstream bool
 }
 
 // withPolicy returns the variant of r that carries the Policy of ingress,
@@ -90,7 +93,14 @@ func (b *builder) resolve(ref backendRef) resolved {
 	r := resolved{backend: Backend{Name: ref.name, Endpoints: []Endpoint{}, Policy: ref.policy}}
 	svc, servicePort, problem := b.servicePort(ref)
 	if problem == "" {
-		r.backend.Endpoints = b.endpoints(svc, servicePort)
+		eps, ok := []Endpoint(nil), false
+		if ref.serviceUpstream {
+			eps, ok = serviceEndpoints(svc, servicePort)
+		}
+		if !ok {
+			eps = b.endpoints(svc, servicePort)
+		}
+		r.backend.Endpoints = eps
 	}
 	r.problem = problem
 	b.resolved[ref.name] = r

@@ -34,6 +34,7 @@ func Build(s Snapshot) (Model, []Problem) {
 	ours := ourIngresses(s)
 	var withDefault []defaultBackend
 	var canaries []*networkingv1.Ingress
+	b.markRegexHosts(ours)
 	for _, ing := range ours {
 		b.checkAnnotationKeys(ing)
 		if b.isCanary(ing) {
@@ -52,6 +53,7 @@ func Build(s Snapshot) (Model, []Problem) {
 	for _, ing := range canaries {
 		b.addCanary(ing)
 	}
+	b.addSnippetLocations()
 	b.addDefaultCertificate(s.DefaultCertificate)
 	b.addStreamServices(s.TCPServices, corev1.ProtocolTCP, s.ReservedPorts)
 	b.addStreamServices(s.UDPServices, corev1.ProtocolUDP, s.ReservedPorts)
@@ -110,6 +112,18 @@ type builder struct {
 	stream streamState
 	// configMaps Ingresses name, by namespace and name (extauth.go).
 	configMaps map[namespacedName]*corev1.ConfigMap
+	// snippets are the snippet annotations and the ConfigMap's snippets
+	// (snippet.go).
+	snippets snippetState
+	// modSecurity is Snapshot.ModSecurity (modsecurity.go).
+	modSecurity ModSecurityGlobal
+	// regexHosts are the hosts whose paths are all regexes, each with the
+	// Ingress whose use-regex made them so; serviceUpstream and wwwKeys
+	// are service-upstream and from-to-www-redirect by Ingress
+	// (proxykeys.go).
+	regexHosts      map[string]string
+	serviceUpstream map[string]bool
+	wwwKeys         map[string]string
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -144,6 +158,10 @@ func newBuilder(s Snapshot) *builder {
 		globalAuthDenied: s.GlobalAuthDenied,
 
 		stream: streamState{enabled: s.SSLPassthrough, passthrough: map[string]PassthroughHost{}, backends: map[string]StreamBackend{}},
+
+		modSecurity: s.ModSecurity,
+
+		snippets: newSnippetState(s),
 	}
 	if b.loadBalance == AlgorithmRoundRobin {
 		b.loadBalance = ""
@@ -240,6 +258,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 	policy := b.policyFor(ing)
 	b.readLocationOptions(ing, id)
 	b.recordProxy(ing, id)
+	b.readSnippets(ing, id)
 	b.readAccess(ing, id)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
@@ -267,7 +286,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 		b.ingressProblem(ing, reason+"; default backend left out")
 		return defaultBackend{}, false
 	}
-	ref = ref.withPolicy(policy, id)
+	ref = b.withServiceUpstream(ref.withPolicy(policy, id), ing)
 	if r := b.resolve(ref); r.problem != "" {
 		b.ingressProblem(ing, "spec.defaultBackend"+r.problem+"; requests sent to it answer 503")
 	}
@@ -285,9 +304,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field(), *p.PathType, err))
 		return
 	}
-	if useRegex && kind == networkingv1.PathTypeImplementationSpecific {
-		pathType = PathRegex
-	}
+	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
 	path, err := locationPath(p.Path, kind, pathType)
 	if err != nil {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field(), p.Path, err))
@@ -298,7 +315,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		b.ingressProblem(ing, field()+"."+reason+"; path left out")
 		return
 	}
-	ref = ref.withPolicy(policy, id)
+	ref = b.withServiceUpstream(ref.withPolicy(policy, id), ing)
 	key := locationKey{path, pathType}
 	if owner, taken := locations[key]; taken {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",
@@ -349,10 +366,15 @@ func (b *builder) model() Model {
 			server.ClientTLS = b.clientTLS[host]
 		}
 		for _, loc := range locations {
-			loc = b.finishLocation(loc, server.HTTPS)
-			loc = b.finishAccess(loc)
+			if !loc.Fixed.Set { // a server-snippet's location is finished as it is added
+				loc = b.finishLocation(loc, server.HTTPS)
+				loc = b.finishAccess(loc)
+				loc = b.finishSnippet(loc, host)
+			}
 			server.Locations = append(server.Locations, loc)
-			used[loc.Backend] = true
+			if loc.Backend != "" {
+				used[loc.Backend] = true
+			}
 			if errors := loc.Access.Errors.Backend; errors != "" {
 				used[errors] = true
 			}
@@ -366,6 +388,7 @@ func (b *builder) model() Model {
 	}
 	slices.SortFunc(m.Servers, func(a, b Server) int { return strings.Compare(a.Host, b.Host) })
 	b.addServerAliases(&m)
+	b.addWWWRedirects(&m)
 	for name := range b.canaryBackends {
 		used[name] = true
 	}

@@ -80,7 +80,46 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 			b.annotationProblem(ing, key, value, "is not a cookie name (1 to 64 token characters); no canary by cookie")
 		}
 	}
+	if value, key, ok := lookupAnnotation(ing, "affinity-canary-behavior"); ok {
+		switch value {
+		case "sticky":
+		case "legacy":
+			p.CanaryAffinityLegacy = true
+		default:
+			b.annotationProblem(ing, key, value, `is not "sticky" or "legacy"; sticky is used`)
+		}
+	}
 	return p
+}
+
+// withAffinityOf returns p with the session affinity of from (all of it:
+// none when from has none), as ingress-nginx copies the primary's affinity
+// onto the canary's backend.
+func withAffinityOf(p, from Policy) Policy {
+	p.Affinity, p.AffinityMode = from.Affinity, from.AffinityMode
+	p.CookieName, p.CookieMaxAge, p.CookiePath = from.CookieName, from.CookieMaxAge, from.CookiePath
+	p.CookieSameSite, p.CookieSecure, p.CookieDomain = from.CookieSameSite, from.CookieSecure, from.CookieDomain
+	p.CookieExpires, p.CookieChangeOnFailure = from.CookieExpires, from.CookieChangeOnFailure
+	p.CookieConditionalSameSiteNone = from.CookieConditionalSameSiteNone
+	return p
+}
+
+// canaryRef returns the backend the split of a location sends to the
+// canary: ref with the canary Ingress's own Policy, except that, unless
+// affinity-canary-behavior is legacy, the session affinity is the
+// primary's. Such a backend is named after both Ingresses
+// ("ns/svc:port@ns/canary+ns/primary"): a canary that splits the paths of
+// Ingresses with different affinity gets one backend for each.
+func canaryRef(ref backendRef, own, primary Policy, legacy bool, id, primaryIngress string) backendRef {
+	if legacy {
+		return ref.withPolicy(own, id)
+	}
+	p := withAffinityOf(own, primary)
+	if p == own || p == (Policy{}) {
+		return ref.withPolicy(p, id)
+	}
+	ref.policy, ref.name = p, ref.name+variantSeparator+id+canarySeparator+primaryIngress
+	return ref
 }
 
 // addCanary attaches the paths of the canary Ingress ing to the locations
@@ -118,9 +157,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field, *p.PathType, err))
 		return
 	}
-	if useRegex && kind == networkingv1.PathTypeImplementationSpecific {
-		pathType = PathRegex
-	}
+	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
 	path, err := locationPath(p.Path, kind, pathType)
 	if err != nil {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field, p.Path, err))
@@ -131,7 +168,6 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 		b.ingressProblem(ing, field+"."+reason+"; path left out")
 		return
 	}
-	ref = ref.withPolicy(policy, id)
 	locations := b.servers[host]
 	key := locationKey{path, pathType}
 	loc, ok := locations[key]
@@ -146,6 +182,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 			field, p.Path, path, pathType, describeHost(host), primary.backend.Policy.Canary))
 		return
 	}
+	ref = canaryRef(ref, policy, primary.backend.Policy, split.CanaryAffinityLegacy, id, loc.Ingress)
 	if r := b.resolve(ref); r.problem != "" {
 		b.ingressProblem(ing, field+".backend"+r.problem+"; requests sent to the canary answer 503")
 	}
@@ -161,6 +198,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 	variant.backend.Policy.CanaryHeaderValue = split.CanaryHeaderValue
 	variant.backend.Policy.CanaryHeaderPattern = split.CanaryHeaderPattern
 	variant.backend.Policy.CanaryCookie = split.CanaryCookie
+	variant.backend.Policy.CanaryAffinityLegacy = split.CanaryAffinityLegacy
 	b.resolved[variant.backend.Name] = variant
 	loc.Backend = variant.backend.Name
 	locations[key] = loc

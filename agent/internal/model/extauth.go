@@ -160,17 +160,27 @@ func withVariables(s string, lookup func(string) (string, bool)) (string, string
 // authURL checks an auth-url or auth-signin value: an absolute http(s) URL
 // with a host, where variables may stand for parts.
 func authURL(value string) (string, string) {
+	return authURLWith(value, authVariable)
+}
+
+// authURLWith is authURL with the variables lookup allows.
+func authURLWith(value string, lookup func(string) (string, bool)) (string, string) {
 	if len(value) > maxAuthURL {
 		return "", fmt.Sprintf("is %d bytes; at most %d are allowed", len(value), maxAuthURL)
 	}
-	canonical, reason := withVariables(value, authVariable)
+	canonical, reason := withVariables(value, lookup)
 	if reason != "" {
 		return "", reason
 	}
 	// Parse it with each variable as a plain word.
 	plain := canonical
-	for _, v := range authVariables {
-		plain = strings.ReplaceAll(plain, "${"+v+"}", "x")
+	for {
+		start := strings.Index(plain, "${")
+		if start < 0 {
+			break
+		}
+		end := strings.IndexByte(plain[start:], '}')
+		plain = plain[:start] + "x" + plain[start+end+1:]
 	}
 	u, err := url.Parse(plain)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
@@ -196,7 +206,7 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 	}
 	get := func(name string) (string, string, bool) { return lookupAnnotation(ing, name) }
 	problem := func(key, value, reason string) { b.annotationProblem(ing, key, value, reason) }
-	a, denied := parseExternalAuth(get, problem, "")
+	a, denied := parseExternalAuth(get, problem, "", b.authSnippetVariable(ing))
 	if denied != "" {
 		return a, denied
 	}
@@ -218,13 +228,27 @@ func GlobalAuth(data map[string]string) (auth ExternalAuth, denied string, inval
 		return v, name, ok
 	}
 	problem := func(key, value, reason string) { invalid[key] = fmt.Sprintf("%q %s", clip(value), reason) }
-	auth, denied = parseExternalAuth(get, problem, "global-")
+	auth, denied = parseExternalAuth(get, problem, "global-", nil)
 	return auth, denied, invalid
 }
 
 // parseExternalAuth reads the auth settings named prefix+"auth-url" and so
 // on through get, reporting each bad value to problem.
-func parseExternalAuth(get func(name string) (value, key string, ok bool), problem func(key, value, reason string), prefix string) (ExternalAuth, string) {
+//
+// setVars, when not nil, looks up the variables an auth-snippet's
+// auth_request_set defines (snippet.go): auth-signin and
+// auth-request-redirect may use them besides authVariables.
+func parseExternalAuth(get func(name string) (value, key string, ok bool), problem func(key, value, reason string), prefix string,
+	setVars func(string) (string, bool)) (ExternalAuth, string) {
+	lookup := authVariable
+	if setVars != nil {
+		lookup = func(name string) (string, bool) {
+			if v, ok := authVariable(name); ok {
+				return v, true
+			}
+			return setVars(name)
+		}
+	}
 	value, key, ok := get(prefix + "auth-url")
 	if !ok {
 		return ExternalAuth{}, ""
@@ -252,7 +276,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-signin"); ok {
-		signin, reason := authURL(strings.TrimSpace(v))
+		signin, reason := authURLWith(strings.TrimSpace(v), lookup)
 		if reason != "" {
 			problem(k, v, reason+"; a 401 is answered as it is")
 		} else {
@@ -268,7 +292,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-request-redirect"); ok {
-		redirect, reason := withVariables(strings.TrimSpace(v), authVariable)
+		redirect, reason := withVariables(strings.TrimSpace(v), lookup)
 		if reason == "" && (redirect == "" || len(redirect) > maxAuthURL) {
 			reason = "is empty or too long"
 		}
@@ -409,18 +433,27 @@ func isDigits(s string) bool {
 const maxAuthProxyHeaders = 64
 
 // ConfigMapRefs returns the ConfigMaps ing names by annotation
-// (auth-proxy-set-headers) in its own namespace: the only ones the kube
-// source reads besides its own, each by name.
+// (auth-proxy-set-headers, custom-headers, and fastcgi-params-configmap
+// when its backend-protocol is FCGI) in its own namespace, sorted, each
+// once: the only ones the kube source reads besides its own, each by name.
 func ConfigMapRefs(ing *networkingv1.Ingress) []types.NamespacedName {
-	value, _, ok := lookupAnnotation(ing, "auth-proxy-set-headers")
-	if !ok {
-		return nil
+	var values []string
+	for _, key := range []string{"auth-proxy-set-headers", "custom-headers"} {
+		if value, _, ok := lookupAnnotation(ing, key); ok {
+			values = append(values, value)
+		}
 	}
-	namespace, name := splitAuthSecretRef(ing, strings.TrimSpace(value))
-	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil
+	if value, _, ok := fastCGIParamsRef(ing); ok {
+		values = append(values, value)
 	}
-	return []types.NamespacedName{{Namespace: namespace, Name: name}}
+	var refs []types.NamespacedName
+	for _, value := range values {
+		if ref, ok := ingressConfigMapRef(ing, value); ok && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	slices.SortFunc(refs, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return refs
 }
 
 // readAuthProxyHeaders reads the ConfigMap auth-proxy-set-headers names:

@@ -163,16 +163,18 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 	for key := range supportedAnnotations {
 		keys = append(keys, key)
 	}
-	keys = append(keys, "mirror-target", "configuration-snippet")
+	keys = append(keys, "influxdb-host", "stream-snippet")
 	for _, key := range keys {
 		t.Run(key, func(t *testing.T) {
 			opts := []ingressOption{annotation("nginx.ingress.kubernetes.io/"+key, huge),
 				rule("hostile.example.com", prefix("/", "web", 80))}
 			switch key {
-			case "canary-by-header-value", "canary-by-header-pattern", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-cookie":
+			case "canary-by-header-value", "canary-by-header-pattern", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-cookie",
+				"affinity-canary-behavior":
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/canary", "true"))
 			case "session-cookie-name", "session-cookie-path", "session-cookie-max-age", "session-cookie-samesite",
-				"session-cookie-secure", "session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires":
+				"session-cookie-secure", "session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires",
+				"affinity-mode", "session-cookie-conditional-samesite-none":
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/affinity", "cookie"))
 			}
 			// Keys read only when another one turns their feature on.
@@ -196,6 +198,12 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 					opts = append(opts, annotation("nginx.ingress.kubernetes.io/"+enabler.key, enabler.value))
 				}
 			}
+			if key == "mirror-host" || key == "mirror-request-body" { // read with a target
+				opts = append(opts, annotation("nginx.ingress.kubernetes.io/mirror-target", "http://mirror.test/"))
+			}
+			if strings.HasPrefix(key, "fastcgi-") { // read for FastCGI backends only
+				opts = append(opts, annotation("nginx.ingress.kubernetes.io/backend-protocol", "FCGI"))
+			}
 			if key == "auth-realm" { // read once the rest of basic auth is good
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-secret", "basic-auth"))
 			}
@@ -204,16 +212,18 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 			m, problems := buildBounded(t, hostileSnapshot([]*networkingv1.Ingress{newIngress("default", "hostile", opts...)}, htpasswd), 8*mib)
 			want := "annotation nginx.ingress.kubernetes.io/" + key
 			switch key {
-			case "mirror-target":
+			case "influxdb-host":
 				want += ": is not supported; ignored"
-			case "configuration-snippet":
+			case "stream-snippet":
 				want += ": raw nginx directives are refused by design"
+			case configurationSnippetKey, serverSnippetKey, authSnippetKey:
+				want += fmt.Sprintf(": refused: the snippet is %d bytes long; at most 65536 are allowed", mib)
 			default:
 				want += fmt.Sprintf(" %q", clip(huge))
 			}
 			checkProblems(t, problems, "hostile", want)
 			checkNeighbourUnchanged(t, m, problems)
-			if key != "canary" && !strings.HasPrefix(key, "canary-") && len(serverOf(m, "hostile.example.com").Locations) != 1 {
+			if key != "canary" && !strings.HasPrefix(key, "canary-") && key != "affinity-canary-behavior" && len(serverOf(m, "hostile.example.com").Locations) != 1 {
 				t.Errorf("the hostile Ingress is not served with the annotation at its default: %s", dump(m.Servers))
 			}
 		})

@@ -23,7 +23,8 @@ var ingressNginxKeys = []string{
 	"custom-http-errors", "default-backend", "enable-access-log",
 	"affinity", "session-cookie-name", "session-cookie-path", "session-cookie-max-age",
 	"session-cookie-samesite", "session-cookie-secure", "session-cookie-change-on-failure", "session-cookie-domain", "session-cookie-expires",
-	"load-balance", "upstream-hash-by",
+	"load-balance", "upstream-hash-by", "upstream-hash-by-subset", "upstream-hash-by-subset-size",
+	"affinity-mode", "affinity-canary-behavior", "session-cookie-conditional-samesite-none",
 	"canary", "canary-weight", "canary-weight-total", "canary-by-header", "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie",
 }
 
@@ -62,7 +63,7 @@ func TestIngressNginxKeysWired(t *testing.T) {
 					}
 				}
 				opts = append(opts, annotation(pfx+key, hostile))
-				if strings.HasPrefix(key, "canary") && key != "canary" {
+				if (strings.HasPrefix(key, "canary") && key != "canary") || key == "affinity-canary-behavior" {
 					opts = append(opts, annotation(pfx+"canary", "true"))
 				}
 				ing := newIngress("default", "web", opts...)

@@ -73,6 +73,19 @@ type Snapshot struct {
 	// ConfigMaps are those Ingresses name by annotation
 	// (auth-proxy-set-headers; ConfigMapRefs), read by name.
 	ConfigMaps []*corev1.ConfigMap
+	// ModSecurity is whether nginx has the ModSecurity module (the
+	// agent's flags) and the ConfigMap's enable-modsecurity and
+	// enable-owasp-modsecurity-crs (modsecurity.go). The zero value has no
+	// module: a location that asks for ModSecurity answers 503.
+	ModSecurity ModSecurityGlobal
+	// SnippetAnnotationsOff refuses every snippet annotation
+	// (--allow-snippet-annotations=false, or the ConfigMap's
+	// allow-snippet-annotations "false"); by default they are read
+	// (snippet.go).
+	SnippetAnnotationsOff bool
+	// GlobalSnippets are the ConfigMap's http-snippet, server-snippet and
+	// location-snippet: their headers apply to every location (snippet.go).
+	GlobalSnippets GlobalSnippets
 }
 
 // Model is what nginx should serve. It holds only plain values.
@@ -147,6 +160,10 @@ type Server struct {
 	// Aliases are more exact host names this server answers for, sorted
 	// (annotation server-alias); nil when none.
 	Aliases []string
+	// WWWRedirect is the other name of Host, "www."+Host or Host without
+	// its "www.", whose requests are redirected to Host (annotation
+	// from-to-www-redirect; proxykeys.go); "" when none.
+	WWWRedirect string
 	// HTTPS says the host is served over HTTPS too: the default server
 	// always, another only when a spec.tls names its host. An HTTPS request
 	// for a host without it gets the default server's locations, as nginx
@@ -171,6 +188,14 @@ const (
 	// path of an Ingress with use-regex, as ingress-nginx has it. nginx
 	// (PCRE) is the judge of the syntax; the model checks it with RE2.
 	PathRegex PathType = "Regex"
+	// PathLiteralPrefix matches every path that starts with Path, byte by
+	// byte, as nginx's prefix location does: a location block of a
+	// server-snippet ("location /robots.txt"), never an Ingress path.
+	PathLiteralPrefix PathType = "LiteralPrefix"
+	// PathPriorityPrefix is PathLiteralPrefix that, when it is the longest
+	// prefix a path matches, keeps the regexes from being tried (nginx's
+	// "location ^~ /p").
+	PathPriorityPrefix PathType = "PriorityPrefix"
 )
 
 // Location routes one path of one Server to a Backend.
@@ -186,7 +211,7 @@ type Location struct {
 	// ssl-redirect), on any host with force-ssl-redirect.
 	SSLRedirect bool
 	// Protocol nginx speaks to the backend: ProtocolHTTP (""), ProtocolHTTPS,
-	// ProtocolGRPC or ProtocolGRPCS (annotation backend-protocol).
+	// ProtocolGRPC, ProtocolGRPCS or ProtocolFCGI (annotation backend-protocol).
 	Protocol string
 	// Proxy are the proxy and routing settings of the owning Ingress
 	// (rewrite, redirects, timeouts, buffering, retries; proxy.go).
@@ -194,6 +219,12 @@ type Location struct {
 	// Access are the access-control settings of the owning Ingress
 	// (source ranges, CORS, basic auth, rate limits, error pages; access.go).
 	Access AccessSettings
+	// Snippet are the headers and settings the snippet annotations of the
+	// owning Ingress, and the ConfigMap's snippets, give it (snippet.go).
+	Snippet SnippetSettings
+	// Fixed, when Fixed.Set, makes this a location of a server-snippet:
+	// no Backend, an answer of its own (snippet.go).
+	Fixed FixedResponse
 }
 
 // Backend is a set of endpoints behind one service port.
@@ -232,6 +263,10 @@ type Problem struct {
 	// whole problem, when it is; restysync check does not count such a
 	// value against an Ingress moving from ingress-nginx.
 	Missing string
+	// Refused says the value is refused by design (a snippet directive
+	// off the allowlist, or snippets turned off), not merely invalid:
+	// restysync check reports the annotation as refused.
+	Refused bool
 }
 
 // Object names the object as "Kind namespace/name".

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -22,10 +23,20 @@ type Policy struct {
 	// whose values, concatenated, are hashed when Algorithm is
 	// AlgorithmHash: "request_uri", "http_x_user", "host request_uri".
 	HashBy string `json:"hash_by,omitempty"`
+	// HashSubset is the size of the subset of endpoints a hash value maps
+	// to (upstream-hash-by-subset, -subset-size): the first HashSubset
+	// distinct endpoints clockwise from the value on the ring, taken in
+	// turn. 0 maps each value to one endpoint. Only with AlgorithmHash.
+	HashSubset int `json:"hash_subset,omitempty"`
 
 	// Affinity is "" or "cookie": a client is pinned to an endpoint by a
 	// cookie the balancer sets.
 	Affinity string `json:"affinity,omitempty"`
+	// AffinityMode is "" (balanced: the cookie holds a position on the
+	// hash ring, so that when endpoints are added some clients move to
+	// them) or AffinityPersistent (the cookie names the endpoint: a client
+	// stays on it while it lives).
+	AffinityMode string `json:"affinity_mode,omitempty"`
 	// Cookie* shape the affinity cookie.
 	CookieName     string `json:"cookie_name,omitempty"`
 	CookieMaxAge   int    `json:"cookie_max_age,omitempty"` // seconds; 0: a session cookie
@@ -37,6 +48,10 @@ type Policy struct {
 	// CookieChangeOnFailure re-pins a client whose endpoint failed; an
 	// endpoint that is gone always re-pins.
 	CookieChangeOnFailure bool `json:"cookie_change_on_failure,omitempty"`
+	// CookieConditionalSameSiteNone leaves CookieSameSite "None" out of the
+	// cookie for clients known to refuse or mishandle it (by User-Agent,
+	// the list ingress-nginx checks). Only with CookieSameSite "None".
+	CookieConditionalSameSiteNone bool `json:"cookie_conditional_samesite_none,omitempty"`
 
 	// Tries bounds the endpoints one request tries, the first included
 	// (0: DefaultTries).
@@ -64,7 +79,16 @@ type Policy struct {
 	// match to choose the canary; unused when CanaryHeaderValue is set.
 	CanaryHeaderPattern string `json:"canary_header_pattern,omitempty"`
 	CanaryCookie        string `json:"canary_cookie,omitempty"`
+	// CanaryAffinityLegacy (affinity-canary-behavior: legacy on the canary
+	// Ingress) makes the split ignore the affinity cookie. By default
+	// (sticky) the canary's backend carries this backend's affinity, and a
+	// client the cookie pins to this backend or to the canary stays there
+	// before any other rule is asked.
+	CanaryAffinityLegacy bool `json:"canary_affinity_legacy,omitempty"`
 }
+
+// AffinityPersistent is Policy.AffinityMode for affinity-mode: persistent.
+const AffinityPersistent = "persistent"
 
 // Algorithms of Policy.Algorithm.
 const (
@@ -78,6 +102,10 @@ const (
 	DefaultTries       = 3
 	DefaultMaxFails    = 3
 	DefaultFailTimeout = 10 // seconds
+	// DefaultHashSubset is upstream-hash-by-subset-size when absent or 0.
+	DefaultHashSubset = 3
+	// MaxHashSubset bounds upstream-hash-by-subset-size.
+	MaxHashSubset = 1000
 )
 
 // variantSeparator joins a backend's name and the Ingress whose Policy it
@@ -117,8 +145,13 @@ var cookiePath = regexp.MustCompile(`^/[\x21-\x3a\x3c-\x7e]{0,255}$`)
 // (which browsers ignore).
 var cookieDomain = regexp.MustCompile(`^\.?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
-// readLoadBalance reads load-balance and upstream-hash-by.
+// readLoadBalance reads load-balance, upstream-hash-by and its subset
+// keys. The subset keys are checked even without upstream-hash-by, where
+// they do nothing (as in ingress-nginx).
 func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
+	subset := b.boolAnnotation(ing, "upstream-hash-by-subset", false)
+	// 0, as in ingress-nginx, is the default size.
+	subsetSize := b.intAnnotation(ing, "upstream-hash-by-subset-size", 0, 0, MaxHashSubset)
 	if value, key, ok := lookupAnnotation(ing, "load-balance"); ok {
 		switch value {
 		case AlgorithmRoundRobin:
@@ -139,6 +172,9 @@ func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
 			return
 		}
 		p.Algorithm, p.HashBy = AlgorithmHash, strings.Join(strings.Split(value[1:], "$"), " ")
+		if subset {
+			p.HashSubset = cmp.Or(subsetSize, DefaultHashSubset)
+		}
 	}
 }
 
@@ -153,6 +189,15 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 		return
 	}
 	p.Affinity, p.CookieName, p.CookiePath = "cookie", "INGRESSCOOKIE", "/"
+	if value, key, ok := lookupAnnotation(ing, "affinity-mode"); ok {
+		switch value {
+		case "balanced":
+		case AffinityPersistent:
+			p.AffinityMode = AffinityPersistent
+		default:
+			b.annotationProblem(ing, key, value, `is not "balanced" or "persistent"; balanced is used`)
+		}
+	}
 	if value, key, ok := lookupAnnotation(ing, "session-cookie-name"); ok {
 		if cookieName.MatchString(value) {
 			p.CookieName = value
@@ -176,6 +221,10 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 			b.annotationProblem(ing, key, value, `is not "Strict", "Lax" or "None"; no SameSite attribute`)
 		}
 	}
+	// Read whatever the SameSite, so that a bad value is reported; it
+	// means something with "None" only.
+	conditional := b.boolAnnotation(ing, "session-cookie-conditional-samesite-none", false)
+	p.CookieConditionalSameSiteNone = conditional && p.CookieSameSite == "None"
 	p.CookieSecure = b.boolAnnotation(ing, "session-cookie-secure", false)
 	p.CookieExpires = b.intAnnotation(ing, "session-cookie-expires", 0, 0, 10*365*24*3600)
 	if value, key, ok := lookupAnnotation(ing, "session-cookie-domain"); ok {

@@ -18,6 +18,8 @@ const (
 	ProtocolHTTPS = "HTTPS"
 	ProtocolGRPC  = "GRPC"
 	ProtocolGRPCS = "GRPCS"
+	// ProtocolFCGI is FastCGI (fastcgi_pass; fastcgi.go).
+	ProtocolFCGI = "FCGI"
 )
 
 // locationOptions are what an Ingress's annotations say about its locations.
@@ -29,6 +31,13 @@ type locationOptions struct {
 	// force-ssl-redirect, default false): TLS ends before nginx.
 	forceSSLRedirect bool
 	protocol         string
+	// fastCGI are the FastCGI settings of an FCGI Ingress (fastcgi.go);
+	// responseHeaders the custom-headers (responseheaders.go); denied, when
+	// not "", why they could not be used and the locations fail closed
+	// (readAccess turns it into AccessSettings.Denied).
+	fastCGI         FastCGI
+	responseHeaders string
+	denied          string
 }
 
 // readLocationOptions reads the location annotations of ing, whose id is
@@ -42,12 +51,24 @@ func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 	if value, key, ok := lookupAnnotation(ing, "backend-protocol"); ok {
 		switch p := strings.ToUpper(value); p {
 		case "HTTP":
-		case ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS:
+		case ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS, ProtocolFCGI:
 			o.protocol = p
 		default:
-			b.annotationProblem(ing, key, value, `is not "HTTP", "HTTPS", "GRPC" or "GRPCS"; HTTP is used`)
+			b.annotationProblem(ing, key, value, `is not "HTTP", "HTTPS", "GRPC", "GRPCS" or "FCGI"; HTTP is used`)
 		}
 	}
+	var denied []string
+	if o.protocol == ProtocolFCGI {
+		var reason string
+		if o.fastCGI, reason = b.readFastCGI(ing); reason != "" {
+			denied = append(denied, reason)
+		}
+	}
+	var reason string
+	if o.responseHeaders, reason = b.readCustomHeaders(ing); reason != "" {
+		denied = append(denied, reason)
+	}
+	o.denied = strings.Join(denied, "; ")
 	if o == (locationOptions{sslRedirect: true}) {
 		return // the defaults: nothing to remember
 	}
@@ -67,5 +88,8 @@ func (b *builder) finishLocation(loc Location, https bool) Location {
 	loc.SSLRedirect = o.forceSSLRedirect || (o.sslRedirect && https)
 	loc.Protocol = o.protocol
 	loc.Proxy = b.proxySettings[loc.Ingress]
+	loc.Proxy.FastCGI = o.fastCGI
+	loc.Proxy.ResponseHeaders = o.responseHeaders
+	b.finishUpstreamVhost(&loc)
 	return loc
 }

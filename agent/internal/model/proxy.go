@@ -76,6 +76,63 @@ type ProxySettings struct {
 	// AccessLogOff turns the access log off for the location (annotation
 	// enable-access-log "false"; default: the global setting).
 	AccessLogOff bool
+	// FastCGI are the fastcgi_index and fastcgi_param of a location whose
+	// Protocol is ProtocolFCGI (fastcgi-index, fastcgi-params-configmap;
+	// fastcgi.go).
+	FastCGI FastCGI
+	// Mirror sends a copy of each request to another URL, whose answer is
+	// ignored (mirror-target, mirror-host, mirror-request-body; mirror.go).
+	Mirror Mirror
+	// ResponseHeaders are added to every response of the location
+	// (custom-headers, a ConfigMap; responseheaders.go): "Name: value"
+	// lines sorted by name, a "$" written "${restysync_dollar}".
+	ResponseHeaders string
+
+	// The keys below are read in proxykeys.go.
+
+	// BuffersNumber, BusyBuffersSize and MaxTempFileSize go with
+	// BufferSize (annotations proxy-buffers-number, proxy-busy-buffers-size,
+	// proxy-max-temp-file-size; defaults 0, "", "": 4 buffers, twice the
+	// buffer, 1024m). When one of the four is set, the location writes all
+	// four (Buffers), checked together as nginx checks them.
+	BuffersNumber   int
+	BusyBuffersSize string
+	MaxTempFileSize string
+	// ClientBodyBufferSize is client_body_buffer_size, an nginx size
+	// (annotation client-body-buffer-size; default "": the ConfigMap's,
+	// else nginx's 8k|16k).
+	ClientBodyBufferSize string
+	// CookieDomain and CookiePath rewrite the Domain and Path of the
+	// backend's Set-Cookie: "FROM TO", or "off" (annotations
+	// proxy-cookie-domain, proxy-cookie-path; default "": the ConfigMap's,
+	// else off).
+	CookieDomain string
+	CookiePath   string
+	// RedirectFrom and RedirectTo rewrite the backend's Location and
+	// Refresh headers (proxy_redirect; annotations proxy-redirect-from,
+	// proxy-redirect-to): RedirectFrom "off", or both set, each with its
+	// variables written "${name}" (redirectVariables). Default "".
+	RedirectFrom string
+	RedirectTo   string
+	// LimitRate and LimitRateAfter are limit_rate and limit_rate_after,
+	// "Nk" (kilobytes, as ingress-nginx writes them) or "0" (annotations
+	// limit-rate, limit-rate-after; default "": the ConfigMap's, else none).
+	LimitRate      string
+	LimitRateAfter string
+	// SatisfyAny lets a request in when any of the source ranges, basic
+	// auth or external auth lets it in, instead of all of them (annotation
+	// satisfy "any"; default all).
+	SatisfyAny bool
+	// PreserveTrailingSlash keeps a trailing "/" of the URI in the HTTPS
+	// redirect's Location, which is dropped by default, as ingress-nginx
+	// does (annotation preserve-trailing-slash). Lua applies it: it is not
+	// part of a profile.
+	PreserveTrailingSlash bool
+	// FromToWWWRedirect makes the server of the location answer for
+	// www.HOST (or HOST without www.) too, with a redirect to HOST
+	// (annotation from-to-www-redirect; Server.WWWRedirect). It is not
+	// part of a profile.
+	FromToWWWRedirect bool
 }
 
 // Redirect codes: a permanent-redirect-code outside [300, 308] is a
@@ -134,6 +191,8 @@ func (b *builder) readProxy(ing *networkingv1.Ingress) ProxySettings {
 	b.readNextUpstream(ing, &p)
 	b.readUpstreamHeaders(ing, &p)
 	b.readProxySSL(ing, &p)
+	b.readMirror(ing, &p)
+	b.readProxyKeys(ing, &p)
 	p.AccessLogOff = !b.boolAnnotation(ing, "enable-access-log", true)
 	return p
 }
@@ -186,7 +245,7 @@ func (b *builder) readRedirects(ing *networkingv1.Ingress, p *ProxySettings) {
 		if reason := checkRedirectURL(value); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; no temporal redirect")
 		} else {
-			p.RedirectURL, p.RedirectCode = value, TemporalRedirectCode
+			p.RedirectURL, p.RedirectCode = value, b.temporalRedirectCode(ing)
 		}
 	}
 }
@@ -219,7 +278,7 @@ func checkRedirectURL(value string) string {
 // readProxyLimits reads the sizes, timeouts, buffering and HTTP version.
 func (b *builder) readProxyLimits(ing *networkingv1.Ingress, p *ProxySettings) {
 	p.BodySize = b.sizeAnnotation(ing, "proxy-body-size", true)
-	p.BufferSize = b.sizeAnnotation(ing, "proxy-buffer-size", false)
+	p.BufferSize = b.bufferSizeAnnotation(ing, "proxy-buffer-size")
 	p.ConnectTimeout = b.intAnnotation(ing, "proxy-connect-timeout", 0, 1, maxProxyTimeout)
 	p.SendTimeout = b.intAnnotation(ing, "proxy-send-timeout", 0, 1, maxProxyTimeout)
 	p.ReadTimeout = b.intAnnotation(ing, "proxy-read-timeout", 0, 1, maxProxyTimeout)
@@ -305,10 +364,10 @@ func parseNextUpstream(value string) (string, string) {
 // readUpstreamHeaders reads upstream-vhost and x-forwarded-prefix.
 func (b *builder) readUpstreamHeaders(ing *networkingv1.Ingress, p *ProxySettings) {
 	if value, key, ok := lookupAnnotation(ing, "upstream-vhost"); ok {
-		if reason := checkHostPort(value); reason != "" {
+		if vhost, reason := parseUpstreamVhost(value); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; the client's host is sent")
 		} else {
-			p.UpstreamVhost = value
+			p.UpstreamVhost = vhost
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "x-forwarded-prefix"); ok {

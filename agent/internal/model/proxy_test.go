@@ -108,7 +108,7 @@ func TestProxyAnnotations(t *testing.T) {
 		{"proxy-http-version", "2.0", ProxySettings{}},
 		{"upstream-vhost", "internal.example.com", ProxySettings{UpstreamVhost: "internal.example.com"}},
 		{"upstream-vhost", "svc.ns.svc.cluster.local:8080", ProxySettings{UpstreamVhost: "svc.ns.svc.cluster.local:8080"}},
-		{"upstream-vhost", "$host", ProxySettings{}},
+		{"upstream-vhost", "$host", ProxySettings{UpstreamVhost: "${host}"}},
 		{"upstream-vhost", "Upper.example.com", ProxySettings{}},
 		{"upstream-vhost", "x.example.com:70000", ProxySettings{}},
 		{"upstream-vhost", "a..b", ProxySettings{}},
@@ -122,7 +122,7 @@ func TestProxyAnnotations(t *testing.T) {
 		{"enable-access-log", "no", ProxySettings{}},
 	}
 	wantNoProblem := func(key, value string, want ProxySettings) bool {
-		return want != (ProxySettings{}) || (key == "proxy-next-upstream-timeout" && value == "0") ||
+		return want != (ProxySettings{}) || value == "" || (key == "proxy-next-upstream-timeout" && value == "0") ||
 			(key == "enable-access-log" && value == "true")
 	}
 	for _, tc := range tests {
@@ -223,8 +223,8 @@ func TestProxyRedirects(t *testing.T) {
 	}
 }
 
-// rewrite-target makes ImplementationSpecific paths regexes, as use-regex
-// does; Prefix and Exact paths keep their matching.
+// rewrite-target makes the paths regexes, as use-regex does: every path of
+// the host, Prefix and Exact too, as ingress-nginx writes them "~* ^PATH".
 func TestRewriteTargetImpliesRegex(t *testing.T) {
 	ing := proxyIngress(map[string]string{"nginx.ingress.kubernetes.io/rewrite-target": "/$2"},
 		httpPath(implType, "/something(/|$)(.*)", backend("web", 80)),
@@ -234,7 +234,7 @@ func TestRewriteTargetImpliesRegex(t *testing.T) {
 		t.Fatalf("problems: %v", problems)
 	}
 	want := []Location{
-		{Path: "/plain", PathType: PathPrefix, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"}},
+		{Path: "/plain", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"}},
 		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"}},
 	}
 	if got := m.Servers[0].Locations; !reflect.DeepEqual(got, want) {

@@ -36,6 +36,7 @@ func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.Endp
 		s.Services = []*corev1.Service{svc}
 	}
 	b := newBuilder(s)
-	r := b.resolve(backendRef{namespace: namespace, service: service, port: port, name: name})
+	r := b.resolve(backendRef{namespace: namespace, service: service, port: port, name: name,
+		serviceUpstream: strings.Contains(name, serviceUpstreamMark)})
 	return r.backend, b.sortedProblems()
 }

@@ -17,8 +17,10 @@ package model
 // HTTPS redirect and proxy timeouts, which Lua applies too: the router
 // serves it with no profile.
 func (loc Location) Plain() bool {
-	timeouts := ProxySettings{ConnectTimeout: loc.Proxy.ConnectTimeout, SendTimeout: loc.Proxy.SendTimeout, ReadTimeout: loc.Proxy.ReadTimeout}
-	return loc.Protocol == ProtocolHTTP && loc.Proxy == timeouts && loc.Access == (AccessSettings{})
+	timeouts := ProxySettings{ConnectTimeout: loc.Proxy.ConnectTimeout, SendTimeout: loc.Proxy.SendTimeout, ReadTimeout: loc.Proxy.ReadTimeout,
+		PreserveTrailingSlash: loc.Proxy.PreserveTrailingSlash, FromToWWWRedirect: loc.Proxy.FromToWWWRedirect}
+	return loc.Protocol == ProtocolHTTP && loc.Proxy == timeouts && loc.Access == (AccessSettings{}) &&
+		loc.Snippet == (SnippetSettings{}) && !loc.Fixed.Set
 }
 
 // Route is what Lua holds for one host: its locations in nginx's terms.
@@ -44,8 +46,14 @@ type RouteLocation struct {
 	Exact bool   `json:"exact,omitempty"`
 	// Regex: Path is a regular expression anchored with "^", matched
 	// case-insensitively (use-regex, as nginx's "location ~*").
-	Regex   bool   `json:"regex,omitempty"`
-	Backend string `json:"backend"`
+	Regex bool `json:"regex,omitempty"`
+	// NoRegex: a prefix that, when it is the longest one matched, keeps
+	// the regexes from being tried (nginx's "location ^~"; a
+	// server-snippet's PathPriorityPrefix).
+	NoRegex bool `json:"noregex,omitempty"`
+	// Backend is "" for a location that answers by itself (a
+	// server-snippet's: Location.Fixed), which always has a Profile.
+	Backend string `json:"backend,omitempty"`
 	// Profile is the named location of the location's directives, "" when
 	// the router serves it (Location.Plain).
 	Profile string `json:"profile,omitempty"`
@@ -64,4 +72,12 @@ type RouteLocation struct {
 	ConnectTimeout int `json:"connect_timeout,omitempty"`
 	SendTimeout    int `json:"send_timeout,omitempty"`
 	ReadTimeout    int `json:"read_timeout,omitempty"`
+	// PreserveTrailingSlash keeps the URI's trailing "/" in the HTTPS
+	// redirect (ProxySettings.PreserveTrailingSlash); Lua drops it
+	// otherwise, as ingress-nginx does.
+	PreserveTrailingSlash bool `json:"preserve_trailing_slash,omitempty"`
+	// RedirectHost answers every request with a 308 to the same URI on
+	// this host (Server.WWWRedirect: from-to-www-redirect), keeping the
+	// scheme and the port the client used.
+	RedirectHost string `json:"redirect_host,omitempty"`
 }

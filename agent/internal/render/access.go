@@ -61,6 +61,9 @@ type accessView struct {
 	// ProxyHeaders: the profile sets headers of its own, so it repeats the
 	// http block's proxy_set_header lines, which a location's own replace.
 	ProxyHeaders bool
+	// WAF, when set, runs ModSecurity (modsecurity.go; set by
+	// addModSecurity, which knows the agent's settings).
+	WAF *modSecurityView
 }
 
 type reqLimitView struct {
@@ -216,6 +219,9 @@ func newAccessView(loc model.Location) (accessView, error) {
 		if v.Auth, err = newAuthView(a.ExternalAuth); err != nil {
 			return accessView{}, err
 		}
+		if v.Auth.Sets, err = authSetViews(loc.Snippet.AuthRequestSet); err != nil {
+			return accessView{}, err
+		}
 	}
 	v.HeaderFilter = v.CORS != nil || v.Auth != nil
 	if a.ClientCert.Headers {
@@ -226,6 +232,8 @@ func newAccessView(loc model.Location) (accessView, error) {
 		v.ClientCert = &cc
 	}
 	v.ProxyHeaders = v.ClientCert != nil || (v.Auth != nil && len(v.Auth.Headers) > 0)
+	// A snippet's request headers come with the standard ones (snippet.go).
+	v.ProxyHeaders = v.ProxyHeaders && loc.Snippet.RequestHeaders == ""
 	return v, nil
 }
 

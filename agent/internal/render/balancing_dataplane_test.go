@@ -169,7 +169,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 
 	t.Run("cookie affinity", func(t *testing.T) {
 		dp.pushPolicies(t, policyBackend{Name: "ns/sticky:80", Endpoints: eps(web...), Policy: map[string]any{
-			"affinity": "cookie", "cookie_name": "SESSION", "cookie_path": "/sticky", "cookie_max_age": 60,
+			"affinity": "cookie", "affinity_mode": "persistent", "cookie_name": "SESSION", "cookie_path": "/sticky", "cookie_max_age": 60,
 			"cookie_samesite": "Lax", "cookie_secure": true,
 		}})
 		code, first, setCookie := dp.request(t, "/sticky", "")
@@ -178,8 +178,9 @@ func TestDataPlaneBalancing(t *testing.T) {
 		}
 		value, attrs, _ := strings.Cut(setCookie, ";")
 		name, id, _ := strings.Cut(value, "=")
-		if name != "SESSION" || len(id) != 16 || strings.Contains(setCookie, "127.0.0.1") {
-			t.Errorf("Set-Cookie %q: want SESSION=<16 hex digits> that does not name the address", setCookie)
+		pin, tag, _ := strings.Cut(id, ".")
+		if name != "SESSION" || len(pin) != 16 || tag != affinityTag("ns/sticky:80") || strings.Contains(setCookie, "127.0.0.1") {
+			t.Errorf("Set-Cookie %q: want SESSION=<16 hex digits>.<tag> that does not name the address", setCookie)
 		}
 		if want := " Path=/sticky; Max-Age=60; SameSite=Lax; Secure; HttpOnly"; attrs != want {
 			t.Errorf("cookie attributes %q, want %q", attrs, want)
@@ -197,8 +198,8 @@ func TestDataPlaneBalancing(t *testing.T) {
 	})
 
 	t.Run("change on failure", func(t *testing.T) {
-		sticky := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000}
-		change := map[string]any{"affinity": "cookie", "cookie_name": "S", "max_fails": 1000, "cookie_change_on_failure": true}
+		sticky := map[string]any{"affinity": "cookie", "affinity_mode": "persistent", "cookie_name": "S", "max_fails": 1000}
+		change := map[string]any{"affinity": "cookie", "affinity_mode": "persistent", "cookie_name": "S", "max_fails": 1000, "cookie_change_on_failure": true}
 		dp.pushPolicies(t,
 			policyBackend{Name: "ns/change:80", Endpoints: []model.Endpoint{dead, web[0].ep}, Policy: change},
 			policyBackend{Name: "ns/keep:80", Endpoints: []model.Endpoint{dead, web[0].ep}, Policy: sticky},
@@ -208,7 +209,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		if code != http.StatusOK || body != "web-1" {
 			t.Fatalf("pinned to a dead endpoint: %d %q, want the retry to reach web-1", code, body)
 		}
-		if want := "S=" + cookieID(web[0].ep) + ";"; !strings.HasPrefix(setCookie, want) {
+		if want := "S=" + cookieID(web[0].ep) + "." + affinityTag("ns/change:80") + ";"; !strings.HasPrefix(setCookie, want) {
 			t.Errorf("Set-Cookie %q after the failure, want it to re-pin to web-1 (%s)", setCookie, want)
 		}
 		code, body, setCookie = dp.request(t, "/keep", pinned)

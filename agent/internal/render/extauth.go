@@ -29,6 +29,9 @@ type authView struct {
 	// AlwaysSetCookie sends the auth response's Set-Cookie with every
 	// response (else 2xx and 3xx ones only).
 	AlwaysSetCookie bool
+	// Sets are the auth-snippet's auth_request_set lines (snippet.go):
+	// Var takes the auth response's Upstream; Name is unused.
+	Sets []authHeaderView
 }
 
 type authHeaderView struct {

@@ -89,6 +89,34 @@ type HTTP struct {
 	// the default backend (Ingress spec.defaultBackend) when there is one,
 	// told the code in X-Code, else nginx's own error page. Default none.
 	CustomHTTPErrors []int
+	// ProxyBufferSize, ProxyBuffersNumber, ProxyBusyBuffersSize and
+	// ProxyMaxTempFileSize are the response buffers of every location
+	// without buffer annotations (proxy-buffer-size, proxy-buffers-number,
+	// proxy-busy-buffers-size, proxy-max-temp-file-size). Default "", 0:
+	// nginx's own; when one is set, all four are written, the others at
+	// ingress-nginx's defaults (4k, 4, twice the buffer, 1024m).
+	ProxyBufferSize      string
+	ProxyBuffersNumber   int
+	ProxyBusyBuffersSize string
+	ProxyMaxTempFileSize string
+	// ClientBodyBufferSize is client_body_buffer_size
+	// (client-body-buffer-size). Default "": nginx's 8k|16k.
+	ClientBodyBufferSize string
+	// ProxyCookieDomain and ProxyCookiePath rewrite the backends'
+	// Set-Cookie: "FROM TO" or "off" (proxy-cookie-domain,
+	// proxy-cookie-path). Default "": off.
+	ProxyCookieDomain string
+	ProxyCookiePath   string
+	// ProxyRedirectFrom and ProxyRedirectTo rewrite the backends' Location
+	// (proxy-redirect-from, proxy-redirect-to), as the annotations do.
+	// Default "": nginx's default.
+	ProxyRedirectFrom string
+	ProxyRedirectTo   string
+	// LimitRate and LimitRateAfter are limit_rate and limit_rate_after,
+	// "Nk" or "0" (limit-rate, limit-rate-after, kilobytes). Default "":
+	// none.
+	LimitRate      string
+	LimitRateAfter string
 }
 
 // Defaults of HTTP that are strings.
@@ -247,14 +275,19 @@ type httpView struct {
 	// SSLProtocolList is SSLProtocols joined by spaces; GzipTypeList the
 	// same for GzipTypes.
 	SSLProtocolList string
+	// Keys are the ConfigMap's buffers, cookie and Location rewrites and
+	// rate limits (proxykeys.go).
+	Keys proxyKeysView
 }
 
 func newHTTPView(h HTTP) httpView {
+	keys, _ := newProxyKeysView(h.proxyKeys()) // checkHTTP has checked them
 	return httpView{
 		HTTP:                 h,
 		ForwardedForVariable: "http_" + strings.ReplaceAll(strings.ToLower(h.ForwardedForHeader), "-", "_"),
 		ClassicForwardedFor:  h.ComputeFullForwardedFor && strings.EqualFold(h.ForwardedForHeader, "X-Forwarded-For"),
 		SSLProtocolList:      strings.Join(h.SSLProtocols, " "),
+		Keys:                 keys,
 	}
 }
 
@@ -314,6 +347,9 @@ func checkHTTP(h HTTP) error {
 		if code < 300 || code > 599 {
 			return fmt.Errorf("custom HTTP error %d: must be 300..599", code)
 		}
+	}
+	if _, err := newProxyKeysView(h.proxyKeys()); err != nil {
+		return err
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ type profileKey struct {
 	protocol string
 	rewrite  string // the rewrite's regex, made of the location's path
 	owner    string // Ingress and backend, which custom errors name
+	// snippet and fixed are what snippets gave the location (snippet.go).
+	snippet model.SnippetSettings
+	fixed   model.FixedResponse
 }
 
 // of returns the named location of lv's profile and its body, or "" when
@@ -68,7 +71,8 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	if loc.Plain() {
 		return "", "", nil
 	}
-	key := profileKey{proxy: loc.Proxy, access: loc.Access, protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex}
+	key := profileKey{proxy: loc.Proxy, access: loc.Access, protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex,
+		snippet: loc.Snippet, fixed: loc.Fixed}
 	if key.access.BasicAuth.File != "" {
 		key.access.BasicAuth.File = "by variable" // which file is no part of the body
 	}
@@ -78,8 +82,18 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	if known, ok := p[key]; ok {
 		return known.Name, known.Body, nil
 	}
+	if lv.Snippet, err = newSnippetView(loc, lv.Proxy); err != nil {
+		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+	}
+	if lv.Fixed, err = newFixedView(loc.Fixed); err != nil {
+		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+	}
+	tmpl := "location-body"
+	if lv.Fixed != nil {
+		tmpl = "fixed-body" // a server-snippet's location: no backend
+	}
 	var buf bytes.Buffer
-	if err := confTemplate.ExecuteTemplate(&buf, "location-body", lv); err != nil {
+	if err := confTemplate.ExecuteTemplate(&buf, tmpl, lv); err != nil {
 		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 	}
 	body = buf.String()
@@ -127,6 +141,9 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addModSecurity(views, s); err != nil {
+		return nil, err
+	}
 	return routesOf(m, s, views, profiler{})
 }
 
@@ -169,8 +186,31 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 			hosts[alias] = true
 			routes = append(routes, model.Route{Host: alias, HTTPS: sv.HTTPS, Locations: locations})
 		}
+		if from := servers[i].WWWRedirect; from != "" && i > 0 && !hosts[from] {
+			route, err := wwwRedirectRoute(from, sv, locations[0].Backend)
+			if err != nil {
+				return nil, err
+			}
+			hosts[from] = true
+			routes = append(routes, route)
+		}
 	}
 	return routes, nil
+}
+
+// wwwRedirectRoute is the route of the other name of sv's host
+// (from-to-www-redirect): one location that Lua answers with a redirect
+// to the host. Its backend, which no request reaches, is one of the host's.
+func wwwRedirectRoute(from string, sv serverView, backend string) (model.Route, error) {
+	for _, name := range []string{from, sv.Host} {
+		if strings.HasPrefix(name, "*.") {
+			return model.Route{}, fmt.Errorf("server %q: www redirect from %q: a wildcard", sv.Host, from)
+		}
+		if _, err := serverName(name); err != nil {
+			return model.Route{}, fmt.Errorf("server %q: www redirect: %w", sv.Host, err)
+		}
+	}
+	return model.Route{Host: from, HTTPS: sv.HTTPS, Locations: []model.RouteLocation{{Path: "/", Backend: backend, RedirectHost: sv.Host}}}, nil
 }
 
 // routeLocation is lv as Lua holds it. global is the ConfigMap's body
@@ -191,7 +231,8 @@ func routeLocation(profiles profiler, lv locationView, global string, router int
 		return model.RouteLocation{}, err
 	}
 	rl := model.RouteLocation{Path: lv.Path, Exact: lv.Exact, Regex: lv.Regex, Backend: lv.Backend,
-		SSLRedirect: lv.SSLRedirect, Profile: profile}
+		SSLRedirect: lv.SSLRedirect, Profile: profile, PreserveTrailingSlash: lv.source.Proxy.PreserveTrailingSlash,
+		NoRegex: lv.source.PathType == model.PathPriorityPrefix}
 	if profile == "" {
 		rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = lv.Proxy.ConnectTimeout, lv.Proxy.SendTimeout, lv.Proxy.ReadTimeout
 	} else {

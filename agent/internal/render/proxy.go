@@ -38,6 +38,24 @@ type proxyView struct {
 	// connection made without verification or another client certificate
 	// must never be reused for these.
 	Upstream string
+	// Module is the nginx module that talks to the backend, "proxy",
+	// "grpc" or "fastcgi": the prefix of its directives.
+	Module string
+	// FastCGIParams are the fastcgi_param lines of an FCGI location;
+	// MirrorTo, when set, mirrors its requests; ResponseHeaderList are its
+	// custom response headers, ResponseHides the backend headers they
+	// replace, and OwnRequestID and OwnSTS say they hold X-Request-ID or
+	// Strict-Transport-Security, which then replace the http block's
+	// (fcgimirror.go).
+	FastCGIParams      []fastCGIParamView
+	MirrorTo           *mirrorView
+	ResponseHeaderList []responseHeaderView
+	ResponseHides      []string
+	OwnRequestID       bool
+	OwnSTS             bool
+	// Keys are the buffers, cookie and Location rewrites and rate limits
+	// (proxykeys.go).
+	Keys proxyKeysView
 }
 
 // defaultUpstream is the upstream block of every location without backend
@@ -134,6 +152,13 @@ func newProxyView(p model.ProxySettings, protocol, path string, regex bool) (pro
 		if n < 0 {
 			return proxyView{}, fmt.Errorf("negative timeout %d", n)
 		}
+	}
+	if err := addFastCGIMirrorHeaders(&v, p, protocol); err != nil {
+		return proxyView{}, err
+	}
+	var err error
+	if v.Keys, err = newProxyKeysView(p); err != nil {
+		return proxyView{}, err
 	}
 	return v, nil
 }

@@ -56,6 +56,12 @@ var (
 func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 	binary := nginxproc.Binary(t)
 	randomStreamModules = nginxproc.StreamLoadModules(t)
+	randomModSecurity = nil
+	if m, missing := nginxproc.FindModSecurity(t); missing == "" {
+		randomModSecurity = &m
+	} else {
+		t.Logf("ModSecurity is checked without its module (its locations fail closed): %s", missing)
+	}
 	n := *randomSnapshots
 	if testing.Short() && n > 30 {
 		n = 30
@@ -68,6 +74,7 @@ func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 		writePrefix(t, prefixes[w], model.Model{}, randomSettings(mathrand.New(mathrand.NewSource(0)), prefixes[w]))
 	}
 	world := newRandomWorld()
+	world.modSecurity = randomModSecurity != nil
 
 	start := time.Now()
 	var next, checked, ingresses, locations, servers atomic.Int64
@@ -262,6 +269,8 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 				want = []string{"= " + l.Path}
 			case l.PathType == model.PathRegex:
 				want = []string{"~* ^" + l.Path}
+			case l.PathType == model.PathLiteralPrefix || l.PathType == model.PathPriorityPrefix:
+				want = []string{l.Path} // a server-snippet's location
 			case l.Path == "/":
 				want = []string{"/"}
 			default:
@@ -278,8 +287,12 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 }
 
 // randomSettings varies the agent's flags that reach nginx.conf.
-// randomStreamModules is nginxproc.StreamLoadModules, set by the test.
-var randomStreamModules []string
+// randomStreamModules is nginxproc.StreamLoadModules, set by the test;
+// randomModSecurity is Debian's ModSecurity, nil when it is not installed.
+var (
+	randomStreamModules []string
+	randomModSecurity   *nginxproc.ModSecurity
+)
 
 func randomSettings(rng *mathrand.Rand, prefix string) Settings {
 	s := Settings{
@@ -302,6 +315,33 @@ func randomSettings(rng *mathrand.Rand, prefix string) Settings {
 	if rng.Intn(2) == 0 {
 		s.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
 	}
+	if rng.Intn(3) == 0 {
+		// The ConfigMap's proxy keys, in every server (proxykeys.go).
+		h := DefaultHTTP()
+		h.ProxyBufferSize = pick(rng, []string{"", "4k", "16k"})
+		h.ProxyBuffersNumber = pick(rng, []int{0, 2, 4, 8})
+		h.ProxyBusyBuffersSize = pick(rng, []string{"", "4k", "16k"})
+		h.ProxyMaxTempFileSize = pick(rng, []string{"", "0", "8k"})
+		if _, err := newProxyKeysView(h.proxyKeys()); err != nil {
+			h.ProxyBuffersNumber, h.ProxyBusyBuffersSize, h.ProxyMaxTempFileSize = 0, "", ""
+		}
+		h.ClientBodyBufferSize = pick(rng, []string{"", "8k", "1m"})
+		h.ProxyCookieDomain = pick(rng, []string{"", "off", "a.internal example.com"})
+		h.ProxyCookiePath = pick(rng, []string{"", "off", "/a /b"})
+		h.ProxyRedirectFrom, h.ProxyRedirectTo = pick(rng, [][2]string{{"", ""}, {"off", ""}, {"http://a/", "${scheme}://b/"}})[0], ""
+		if h.ProxyRedirectFrom == "http://a/" {
+			h.ProxyRedirectTo = "${scheme}://b/"
+		}
+		h.LimitRate, h.LimitRateAfter = pick(rng, []string{"", "0", "100k"}), pick(rng, []string{"", "0", "10k"})
+		s.HTTP = &h
+	}
+	if m := randomModSecurity; m != nil {
+		// A part of the Core Rule Set, through a pattern as the default
+		// has it: the whole set costs 40 ms of nginx -t per profile.
+		s.LoadModules = append(s.LoadModules, m.LoadModules...)
+		s.ModSecurity = ModSecurity{Rules: m.Rules, RuleEngine: pick(rng, append([]string{""}, ModSecurityRuleEngines...)),
+			CoreRules: []string{"/etc/modsecurity/crs/crs-setup.conf", "/usr/share/modsecurity-crs/rules/REQUEST-90*.conf"}}
+	}
 	return s
 }
 
@@ -314,6 +354,8 @@ type randomWorld struct {
 	services   []*corev1.Service
 	slices     []*discoveryv1.EndpointSlice
 	secrets    []*corev1.Secret
+	// modSecurity: nginx has the ModSecurity module (randomModSecurity).
+	modSecurity bool
 }
 
 // Namespaces and Services of the random world; "gone" has no Service.
@@ -333,7 +375,9 @@ func newRandomWorld() *randomWorld {
 		for i, name := range randomServices[:3] {
 			w.services = append(w.services, &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "alt", Port: 8080}}},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "alt", Port: 8080}},
+					// service-upstream: one with a cluster IP, one headless
+					ClusterIP: []string{"10.96.0.1", corev1.ClusterIPNone, ""}[i]},
 			})
 			port, portName := int32(9000+i), "http"
 			w.slices = append(w.slices, &discoveryv1.EndpointSlice{
@@ -347,7 +391,17 @@ func newRandomWorld() *randomWorld {
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "auth-headers"},
 				Data: map[string]string{"X-Tenant": "a-team", "X-Host": "$host", "X_Id": "${request_id}"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-headers"},
-				Data: map[string]string{"X-A": "a\" b", "X;B": "c", "X-C": "$hostname", "X-D": "}"}})
+				Data: map[string]string{"X-A": "a\" b", "X;B": "c", "X-C": "$hostname", "X-D": "}"}},
+			// fastcgi-params-configmap's and custom-headers', good and bad.
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fcgi-params"},
+				Data: map[string]string{"SCRIPT_FILENAME": "$document_root$fastcgi_script_name", "HTTP_PROXY": "", "QUERY_STRING": "${args}"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-fcgi-params"},
+				Data: map[string]string{"A": `x"; }`, "B;": "y", "C": "$ssl_client_raw_cert"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "resp-headers"},
+				Data: map[string]string{"X-Frame-Options": "DENY", "Content-Security-Policy": `default-src 'self'; x "$y" {z}`,
+					"Strict-Transport-Security": "max-age=60", "X-Request-ID": "fixed"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-resp-headers"},
+				Data: map[string]string{"X-A": "a\r\nb", "Content-Length": "0", "X B": "c"}})
 		tlsSecret := func(name string, cert, key []byte) *corev1.Secret {
 			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}
@@ -421,6 +475,9 @@ func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 			s.Ingresses = append(s.Ingresses, randomCanary(rng, i, ing))
 		}
 	}
+	// The ConfigMap's enable-modsecurity and enable-owasp-modsecurity-crs;
+	// without the module, the locations that ask for it fail closed.
+	s.ModSecurity = model.ModSecurityGlobal{Loaded: w.modSecurity, Enabled: rng.Intn(10) == 0, CoreRules: rng.Intn(5) == 0}
 	return s
 }
 
@@ -466,6 +523,14 @@ func randomIngress(rng *mathrand.Rand, i int, hosts []string) *networkingv1.Ingr
 	for range rng.Intn(6) {
 		key, value := randomAnnotation(rng)
 		ing.Annotations[pick(rng, annotationPrefixes)+key] = value
+	}
+	if rng.Intn(20) == 0 {
+		// vouch-proxy's: auth_request_set variables in the sign-in URL and
+		// in a header (model/snippet.go).
+		ing.Annotations["nginx.ingress.kubernetes.io/auth-url"] = "http://127.0.0.1:9090/validate"
+		ing.Annotations["nginx.ingress.kubernetes.io/auth-signin"] = annotationValues["auth-signin"][3]
+		ing.Annotations["nginx.ingress.kubernetes.io/auth-snippet"] = annotationValues["auth-snippet"][0]
+		ing.Annotations["nginx.ingress.kubernetes.io/configuration-snippet"] = annotationValues["configuration-snippet"][6]
 	}
 	if rng.Intn(5) == 0 {
 		b := randomBackend(rng)
@@ -662,7 +727,8 @@ var annotationValues = map[string][]string{
 	"auth-tls-match-cn":                     {"CN=client1|CN=client2", "CN=(", "client"},
 	"auth-url": {"http://127.0.0.1:4180/oauth2/auth", "https://$host/oauth2/auth", "http://auth.test/check?u=$escaped_request_uri",
 		"http://10.0.0.1/$http_authorization", `http://a/";} location /x {`},
-	"auth-signin":                      {"https://$host/oauth2/start?rd=$escaped_request_uri", "https://login.example.com/", "javascript:x"},
+	"auth-signin": {"https://$host/oauth2/start?rd=$escaped_request_uri", "https://login.example.com/", "javascript:x",
+		"https://vouch.example.com/login?url=$scheme://$http_host$request_uri&error=$auth_resp_err&t=$auth_resp_jwt"},
 	"auth-method":                      {"GET", "post", "BREW"},
 	"auth-response-headers":            {"X-Auth-Request-User, X-Auth-Request-Email", "Authorization", "Bad Header"},
 	"auth-request-redirect":            {"$request_uri", "https://$best_http_host$request_uri"},
@@ -693,7 +759,7 @@ var annotationValues = map[string][]string{
 	"ssl-passthrough":                  {"true", "false"},
 	"auth-proxy-set-headers":           {"auth-headers", "bad-headers", "missing", "other/auth-headers"},
 	"force-ssl-redirect":               {"true", "false"},
-	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc"},
+	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc", "FCGI", "fcgi"},
 	"rewrite-target":                   {"/", "/$1", "/new/$2/x", "/v2"},
 	"app-root":                         {"/app", "/index.html"},
 	"permanent-redirect":               {"https://example.com/new", "https://www.example.com"},
@@ -709,31 +775,103 @@ var annotationValues = map[string][]string{
 	"proxy-next-upstream":              {"error timeout", "error timeout http_502 http_503", "off"},
 	"proxy-next-upstream-timeout":      {"0", "10"},
 	"proxy-http-version":               {"1.0", "1.1"},
-	"upstream-vhost":                   {"internal.example.com", "svc.ns.svc.cluster.local"},
-	"x-forwarded-prefix":               {"/api", "/"},
-	"server-alias":                     {"alias.example.com", "a1.example.com, *.a2.example.com"},
-	"enable-access-log":                {"true", "false"},
-	"whitelist-source-range":           {"10.0.0.0/8", "10.0.0.0/8, 192.168.1.1, fd00::/8"},
-	"allowlist-source-range":           {"127.0.0.1/32"},
-	"denylist-source-range":            {"203.0.113.0/24"},
-	"enable-cors":                      {"true", "false"},
-	"cors-allow-origin":                {"*", "https://a.example.com", "https://a.example.com, https://*.b.example.com"},
-	"cors-allow-methods":               {"GET, PUT, POST", "GET"},
-	"cors-allow-headers":               {"X-Custom, Authorization", "DNT,Keep-Alive"},
-	"cors-allow-credentials":           {"true", "false"},
-	"cors-max-age":                     {"600", "0"},
-	"cors-expose-headers":              {"X-Id", "X-A, X-B"},
-	"auth-type":                        {"basic"},
-	"auth-secret":                      {"basic-auth", "bad-auth", "missing-auth", "default/basic-auth"},
-	"auth-secret-type":                 {"auth-file"},
-	"auth-realm":                       {"Protected", "Authentication Required - foo"},
-	"limit-rps":                        {"1", "10"},
-	"limit-rpm":                        {"60", "100"},
-	"limit-connections":                {"5"},
-	"limit-burst-multiplier":           {"3", "1"},
-	"limit-whitelist":                  {"10.0.0.0/8, 127.0.0.1"},
-	"custom-http-errors":               {"404,503", "500"},
-	"default-backend":                  {"web", "api", "gone"},
+	"upstream-vhost": {"internal.example.com", "svc.ns.svc.cluster.local", "$service_name.$namespace.svc.cluster.local:8084",
+		"$host", "$best_http_host:8080", "$service_name:$service_port"},
+	"x-forwarded-prefix":         {"/api", "/"},
+	"server-alias":               {"alias.example.com", "a1.example.com, *.a2.example.com"},
+	"enable-access-log":          {"true", "false"},
+	"whitelist-source-range":     {"10.0.0.0/8", "10.0.0.0/8, 192.168.1.1, fd00::/8"},
+	"allowlist-source-range":     {"127.0.0.1/32"},
+	"denylist-source-range":      {"203.0.113.0/24"},
+	"enable-cors":                {"true", "false"},
+	"cors-allow-origin":          {"*", "https://a.example.com", "https://a.example.com, https://*.b.example.com"},
+	"cors-allow-methods":         {"GET, PUT, POST", "GET"},
+	"cors-allow-headers":         {"X-Custom, Authorization", "DNT,Keep-Alive"},
+	"cors-allow-credentials":     {"true", "false"},
+	"cors-max-age":               {"600", "0"},
+	"cors-expose-headers":        {"X-Id", "X-A, X-B"},
+	"auth-type":                  {"basic"},
+	"auth-secret":                {"basic-auth", "bad-auth", "missing-auth", "default/basic-auth"},
+	"auth-secret-type":           {"auth-file"},
+	"auth-realm":                 {"Protected", "Authentication Required - foo"},
+	"limit-rps":                  {"1", "10"},
+	"limit-rpm":                  {"60", "100"},
+	"limit-connections":          {"5"},
+	"limit-burst-multiplier":     {"3", "1"},
+	"limit-whitelist":            {"10.0.0.0/8, 127.0.0.1"},
+	"custom-http-errors":         {"404,503", "500"},
+	"default-backend":            {"web", "api", "gone"},
+	"enable-modsecurity":         {"true", "false"},
+	"enable-owasp-core-rules":    {"true", "false"},
+	"modsecurity-transaction-id": {"$request_id", "${host}-$req_id", "$server_name-$request_id", "$http_x_id"},
+	"fastcgi-index":              {"index.php", "a b"},
+	"fastcgi-params-configmap":   {"fcgi-params", "bad-fcgi-params", "missing", "other/fcgi-params"},
+	"mirror-target": {"https://test.env.com$request_uri", "http://127.0.0.1:9000/copy$is_args$args", "http://$host/m",
+		"http://a/$http_authorization", `http://a/";} location /x {`},
+	"mirror-host":         {"shadow.example.com", "1.2.3.4:8080", "a b"},
+	"mirror-request-body": {"on", "off", "false"},
+	"custom-headers":      {"resp-headers", "bad-resp-headers", "missing", "other/resp-headers"},
+
+	// the balancing keys beyond the basic ones
+	"upstream-hash-by-subset":                  {"true", "false", "yes"},
+	"upstream-hash-by-subset-size":             {"3", "0", "1000", "-1"},
+	"affinity-mode":                            {"balanced", "persistent", "sticky"},
+	"affinity-canary-behavior":                 {"sticky", "legacy", "Legacy"},
+	"session-cookie-conditional-samesite-none": {"true", "false"},
+
+	// the remaining proxy and routing keys (model/proxykeys.go)
+	"proxy-buffers-number":     {"2", "4", "8", "64", "1"},
+	"proxy-busy-buffers-size":  {"4k", "8k", "16k", "64k", "256k", "1g"},
+	"proxy-max-temp-file-size": {"0", "1k", "4k", "1024m", "3g"},
+	"client-body-buffer-size":  {"8k", "160k", "1m", "1g"},
+	"proxy-cookie-domain":      {"backend.internal example.com", "off", "a", "~a b"},
+	"proxy-cookie-path":        {"/app/ /", "/one /two?x=1&y=2", "off", "/x"},
+	"proxy-redirect-from":      {"http://download.kiwix.org/", "default", "off", "~^http://", "$scheme://internal/"},
+	"proxy-redirect-to":        {"$scheme://download.kiwix.org/", "/", "https://$best_http_host:$server_port/", "off", "$request_body"},
+	"limit-rate":               {"100", "0", "1000000000", "-5"},
+	"limit-rate-after":         {"1024", "0", "10"},
+	"temporal-redirect-code":   {"302", "307", "303", "308"},
+	"from-to-www-redirect":     {"true", "false"},
+	"preserve-trailing-slash":  {"true", "false"},
+	"satisfy":                  {"any", "all", "some"},
+	"service-upstream":         {"true", "false"},
+
+	// snippets, read as typed directives against an allowlist (package
+	// snippet, model/snippet.go): good ones, and hostile ones the model
+	// must refuse, never write
+	"configuration-snippet": {
+		`more_set_headers "Request-Id: $req_id";`,
+		"proxy_set_header Origin \"\";\nproxy_hide_header l5d-remote-ip;\nproxy_hide_header l5d-server-id;",
+		"proxy_set_header l5d-dst-override $service_name.$namespace.svc.cluster.local:$service_port;\nproxy_set_header Host $host;",
+		"add_header X-Up $upstream_http_x_a always;\nmore_clear_headers X-Request-ID X-Powered-By;\nserver_tokens off;",
+		"proxy_read_timeout 90;\nproxy_buffering on;\nproxy_http_version 1.0;\nproxy_buffers 8 16k;\nclient_body_buffer_size 64k;",
+		"proxy_busy_buffers_size 64k;\nproxy_buffer_size 4k;\nclient_max_body_size 1g;\nproxy_request_buffering off;",
+		"proxy_set_header X-Vouch $auth_resp_jwt;\nadd_header X-Err \"${auth_resp_err}!\";",
+		`more_set_input_headers "X-A: a b \"c\" {d};" "X-B:";` + "\nproxy_pass_header Server;\nmore_clear_input_headers X-C;",
+		"add_header Link '</a.css>; rel=preload' always;\nadd_header X-Best $best_http_host$pass_access_scheme$server_name;",
+		"add_header X \"a\\r\\nSet-Cookie: x\";", "alias /etc;", `add_header X "a"} root /;`, `add_header X "a\";" always; root /;`,
+		"proxy_set_header X $ssl_client_raw_cert;", "proxy_set_header X $upstream_http_x;", "access_by_lua_block { ngx.exit(200) }",
+		"add_header X \"" + strings.Repeat("a", 70000) + "\";", "add_header X-Big \"" + strings.Repeat(`a"\`, 1000) + "\";",
+		strings.Repeat("add_header X-Many v;\n", 300), "proxy_set_header Host $host; }", "add_header \"X\\\"Y\" v;",
+	},
+	"server-snippet": {
+		"server_tokens off;\nlocation ~ ^/(ping|ready|prometheus) {\n  deny all;\n  return 404;\n}",
+		"location /robots.txt {\n  add_header Content-Type \"text/plain\";\n  return 200 \"User-agent: *\\nDisallow: /\";\n}",
+		`location /.well-known/assetlinks.json { add_header Content-Type "application/json"; return 200 '[{"relation": ["x"], "t": {"a": "b\\"}}]'; }`,
+		"location = / { return 301 https://$host/app$request_uri; }\nlocation = /x { return https://$host/y; }",
+		"location ^~ /static/ { allow 10.0.0.0/8; allow ::1; deny all; }\nlocation ~* \\.(php|asp)$ { return 403; }",
+		"proxy_http_version 1.1;\nproxy_set_header Upgrade \"websocket\";\nproxy_set_header Connection \"Upgrade\";\nproxy_read_timeout 90;",
+		"proxy_ssl_verify on;\nadd_header X-Top top;\nlocation /t { add_header X-A $upstream_http_x always; return 204; }",
+		"location ~ ^/(?<name>x) { return 403; }", "location ~ [ { return 403; }", "location /x { return 200 \"$is_args\"; }",
+		"add_header X-Safe-Header \"Safe Content\";\nadd_header X-Vuln-Header \"Benign\\r\nHTTP/1.1 200 OK\n--------\";\nreturn 200 \"Original Content\";",
+		"location ^~ \"/test\" {\n  default_type 'text/plain';\n  alias /var/run;\n}", `location /a";} x { return 200; }`,
+		"location /x { return 200 \"a\tb\r\nc\"; default_type \"text/html; charset=utf-8\"; }", "location /y { deny 10.0.0.1; }",
+	},
+	"auth-snippet": {
+		"auth_request_set $auth_resp_jwt $upstream_http_x_vouch_jwt;\nauth_request_set $auth_resp_err $upstream_http_x_vouch_err;",
+		"\n", "# only a comment", "auth_request_set $auth_status ${upstream_status};", "auth_request_set $x $host;",
+		"auth_request_set $restysync_backend $upstream_http_x;",
+	},
 }
 
 // hostileValues are tried for every annotation: nginx syntax, variables,

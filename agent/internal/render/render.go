@@ -94,6 +94,9 @@ type Settings struct {
 	// servers, which then listen on a unix socket in SharedDir and learn
 	// the client's address from the PROXY protocol (stream.go).
 	SSLPassthrough bool
+	// ModSecurity are the settings of the ModSecurity module: whether it
+	// is built in, its rules files and rule engine (modsecurity.go).
+	ModSecurity ModSecurity
 }
 
 // resolvers returns the resolver directive's arguments, IPv6 addresses
@@ -143,7 +146,7 @@ const maxSocketPath = 107
 var confTemplate = template.Must(template.New("nginx.conf").
 	Option("missingkey=error").
 	Funcs(template.FuncMap{"quote": Quote, "quoteRegex": QuoteRegex, "serverName": serverName,
-		"quoteRewrite": QuoteRewrite, "quoteVars": QuoteWithVariables, "logFormat": quoteLogFormat}).
+		"quoteRewrite": QuoteRewrite, "quoteVars": QuoteWithVariables, "quoteText": QuoteText, "logFormat": quoteLogFormat}).
 	Parse(templates.NginxConf))
 
 // confView is what the template prints. User-supplied strings stay raw here
@@ -205,6 +208,10 @@ type confView struct {
 	Profiles []Profile
 	// Stream is the stream block, nil for none (stream.go).
 	Stream *streamView
+	// Mirror says which internal mirror locations the profiles name;
+	// Dollar that one prints a literal "$" (fcgimirror.go).
+	Mirror mirrorHTTPView
+	Dollar bool
 }
 
 // serverView is the locations of one model.Server in nginx's terms.
@@ -226,6 +233,11 @@ type locationView struct {
 	Proxy proxyView
 	// Access are the access-control settings (access.go).
 	Access accessView
+	// Snippet and Fixed are what snippets gave the location and, for a
+	// server-snippet's location, its answer (snippet.go); nil for none.
+	// profiler.of sets them.
+	Snippet *snippetView
+	Fixed   *fixedView
 	// source is the model's location it was made from (a pointer: a
 	// model of 10,000 hosts would otherwise be copied once more).
 	source *model.Location
@@ -243,6 +255,9 @@ func Render(m model.Model, s Settings, keep ...Profile) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	if err := addModSecurity(views, s); err != nil {
+		return Config{}, err
+	}
 	return renderConf(m, s, views, profiler{}, keep)
 }
 
@@ -254,6 +269,9 @@ func Build(m model.Model, s Settings, keep ...Profile) (Config, []model.Route, e
 	}
 	views, err := serverViews(m)
 	if err != nil {
+		return Config{}, nil, err
+	}
+	if err := addModSecurity(views, s); err != nil {
 		return Config{}, nil, err
 	}
 	profiles := profiler{}
@@ -295,7 +313,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view := confView{
 		SharedDir:       s.SharedDir,
-		LoadModules:     s.LoadModules,
+		LoadModules:     modSecurityLast(s.LoadModules),
 		WorkerProcesses: workers,
 		LuaPackagePath:  luaPackagePath(s.SharedDir),
 		ConfigHash:      hashPlaceholder,
@@ -346,6 +364,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view.Resolvers = resolvers(s.Resolvers)
 	view.TLSUpstreams = tlsUpstreams(view.Profiles)
+	view.Mirror, view.Dollar = profileNeeds(view.Profiles)
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
 		return confView{}, err
 	}
@@ -449,7 +468,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			return serverView{}, fmt.Errorf("path %q of %s: must start with \"/\"", loc.Path, loc.Ingress)
 		}
 		switch loc.Protocol {
-		case model.ProtocolHTTP, model.ProtocolHTTPS, model.ProtocolGRPC, model.ProtocolGRPCS:
+		case model.ProtocolHTTP, model.ProtocolHTTPS, model.ProtocolGRPC, model.ProtocolGRPCS, model.ProtocolFCGI:
 		default:
 			return serverView{}, fmt.Errorf("path %q of %s: unknown backend protocol %q", loc.Path, loc.Ingress, loc.Protocol)
 		}
@@ -461,6 +480,8 @@ func newServerView(srv model.Server) (serverView, error) {
 			err = add(false, "/", loc)
 		case loc.PathType == model.PathPrefix && strings.HasSuffix(loc.Path, "/"):
 			err = fmt.Errorf("prefix path %q of %s: must not end in \"/\"", loc.Path, loc.Ingress)
+		case loc.PathType == model.PathLiteralPrefix || loc.PathType == model.PathPriorityPrefix:
+			err = add(false, loc.Path, loc) // a server-snippet's "location /p" or "^~ /p"
 		case loc.PathType == model.PathPrefix:
 			if !exactPaths[loc.Path] {
 				err = add(true, loc.Path, loc)
@@ -583,6 +604,9 @@ func checkSettings(s Settings) error {
 		if err := checkHTTP(*s.HTTP); err != nil {
 			return fmt.Errorf("ConfigMap settings: %w", err)
 		}
+	}
+	if err := checkModSecurity(s.ModSecurity); err != nil {
+		return fmt.Errorf("ModSecurity: %w", err)
 	}
 	return nil
 }

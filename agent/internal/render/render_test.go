@@ -477,13 +477,17 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// client certificates (clienttls.go): checked mode and depth
 		".Verify": true, ".Depth": true,
 		// the stream block (stream.go): a computed size, upstream names
-		".MapHashBucketSize": true}
+		".MapHashBucketSize": true,
+		// the module prefix of a location's directives (fcgimirror.go)
+		".Module": true, "$.Module": true,
+		// the number of proxy buffers, an int model.ProxyBuffers.Check bounds (proxykeys.go)
+		".Number": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
 		first := strings.Fields(body)[0]
 		switch {
-		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "quoteVars" || first == "serverName" || first == "logFormat":
+		case first == "quote" || first == "quoteRegex" || first == "quoteRewrite" || first == "quoteVars" || first == "quoteText" || first == "serverName" || first == "logFormat":
 		case first == "range" || first == "if" || first == "with" || first == "end" || first == "else" || first == "define" || first == "template":
 		case computed[body]:
 		default:

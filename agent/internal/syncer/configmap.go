@@ -22,10 +22,14 @@ type globals struct {
 	// globalAuth and globalAuthDenied are model.Snapshot's.
 	globalAuth       model.ExternalAuth
 	globalAuthDenied string
-	read             bool              // a ConfigMap (or its absence) was read
-	found            bool              // it existed
-	data             map[string]string // its data when read
-	problems         []model.Problem
+	// snippetsOff and globalSnippets are model.Snapshot's
+	// SnippetAnnotationsOff (with Options') and GlobalSnippets.
+	snippetsOff    bool
+	globalSnippets model.GlobalSnippets
+	read           bool              // a ConfigMap (or its absence) was read
+	found          bool              // it existed
+	data           map[string]string // its data when read
+	problems       []model.Problem
 }
 
 // readConfigMap applies cm, the agent's ConfigMap (nil: it does not
@@ -66,5 +70,6 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 		"keys", len(res.Keys), "not_applied", invalid, "load_balance", res.LoadBalance)
 	g.loadBalance = res.LoadBalance
 	g.globalAuth, g.globalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
+	g.snippetsOff, g.globalSnippets = res.SnippetAnnotationsOff, res.GlobalSnippets
 	return g.problems
 }

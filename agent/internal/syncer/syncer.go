@@ -37,6 +37,10 @@ type Options struct {
 	WatchWithoutClass bool
 	// DefaultCertificate is model.Snapshot.DefaultCertificate.
 	DefaultCertificate string
+	// SnippetAnnotationsOff refuses every snippet annotation
+	// (--allow-snippet-annotations=false; default false: they are read).
+	// The ConfigMap's allow-snippet-annotations "false" does too.
+	SnippetAnnotationsOff bool
 	// Render settings for nginx.conf, from the flags: the defaults the
 	// agent's ConfigMap overrides.
 	Render render.Settings
@@ -916,8 +920,11 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
 	snap.LoadBalance = s.globals.loadBalance
 	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
+	snap.SnippetAnnotationsOff = s.opts.SnippetAnnotationsOff || s.globals.snippetsOff
+	snap.GlobalSnippets = s.globals.globalSnippets
 	settings := s.globals.settings
 	snap.SSLPassthrough = settings.SSLPassthrough
+	snap.ModSecurity = settings.ModSecurityGlobal()
 	snap.ReservedPorts = reservedPorts(settings)
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)

@@ -119,6 +119,84 @@ func StreamLoadModules(t testing.TB) []string {
 	return []string{debianStreamModule}
 }
 
+// Debian's ModSecurity: libnginx-mod-http-modsecurity (the module and its
+// recommended configuration) and modsecurity-crs (the OWASP Core Rule Set).
+const (
+	debianModSecurityModule = "/usr/share/nginx/modules/ngx_http_modsecurity_module.so"
+	debianModSecurityRules  = "/etc/nginx/modsecurity.conf"
+	debianCoreRuleSetProbe  = "/usr/share/modsecurity-crs/rules/REQUEST-949-BLOCKING-EVALUATION.conf"
+)
+
+// ModSecurity is what a test needs to run Debian's ModSecurity module.
+type ModSecurity struct {
+	// LoadModules is the module, to load after DebianLoadModules.
+	LoadModules []string
+	// Rules is a copy of Debian's recommended configuration
+	// (/etc/nginx/modsecurity.conf) whose audit log is in the test's
+	// folder instead of /var/log/nginx.
+	Rules string
+	// AuditLog is that audit log.
+	AuditLog string
+}
+
+// ModSecurityModules returns Debian's ModSecurity module and rules for a
+// test. Without them (or with openresty, whose image has no ModSecurity)
+// the test fails when CI=true, and is skipped otherwise.
+func ModSecurityModules(t testing.TB) ModSecurity {
+	t.Helper()
+	m, reason := FindModSecurity(t)
+	if reason != "" {
+		missing(t, reason)
+	}
+	return m
+}
+
+// FindModSecurity is ModSecurityModules for tests that run without
+// ModSecurity too: it returns why it is missing instead of skipping.
+func FindModSecurity(t testing.TB) (ModSecurity, string) {
+	t.Helper()
+	f, err := find()
+	if err != nil {
+		return ModSecurity{}, err.Error()
+	}
+	if f.modules == nil {
+		return ModSecurity{}, f.binary + " is not Debian's nginx with dynamic modules; OpenResty's packages and image have no ModSecurity module"
+	}
+	for _, p := range []string{debianModSecurityModule, debianModSecurityRules, debianCoreRuleSetProbe} {
+		if _, err := os.Stat(p); err != nil {
+			return ModSecurity{}, p + " is not installed; install libnginx-mod-http-modsecurity and modsecurity-crs with `go tool task test-deps`"
+		}
+	}
+	recommended, err := os.ReadFile(debianModSecurityRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "modsecurity-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := ModSecurity{LoadModules: []string{debianModSecurityModule}, Rules: filepath.Join(dir, "modsecurity.conf"),
+		AuditLog: filepath.Join(dir, "modsec_audit.log")}
+	lines := strings.Split(string(recommended), "\n")
+	for i, line := range lines {
+		switch fields := strings.Fields(line); {
+		case len(fields) > 1 && fields[0] == "SecAuditLog":
+			lines[i] = "SecAuditLog " + m.AuditLog
+		case len(fields) > 1 && fields[0] == "SecUnicodeMapFile" && !filepath.IsAbs(fields[1]):
+			// Relative to the file that names it: Debian's is beside it.
+			lines[i] = "SecUnicodeMapFile " + filepath.Join(filepath.Dir(debianModSecurityRules), fields[1]) + " " + strings.Join(fields[2:], " ")
+		}
+	}
+	if err := os.WriteFile(m.Rules, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return m, ""
+}
+
 func missing(t testing.TB, reason string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {

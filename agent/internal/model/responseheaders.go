@@ -1,0 +1,93 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// Custom response headers (custom-headers): the ConfigMap the annotation
+// names, in the Ingress's own namespace, holds headers added to every
+// response of the Ingress's locations (errors included), replacing a
+// backend's header of the same name, as ingress-nginx's more_set_headers
+// does. Names are letters, digits, '-' and '_' (ingress-nginx's rule);
+// values are printable ASCII, taken literally: a "$" is not a variable.
+// A ConfigMap that is missing or holds a header that cannot be used fails
+// the Ingress closed (503), as ingress-nginx denies the location.
+//
+// ingress-nginx also requires each name to be listed in its ConfigMap key
+// global-allowed-response-headers; restysync does not read that key yet,
+// so every valid name is allowed.
+
+const (
+	maxCustomHeaders     = 64
+	maxCustomHeaderValue = 4096
+	// dollarVariable is the nginx variable that holds a literal "$"
+	// (render writes a geo block for it).
+	dollarVariable = "${restysync_dollar}"
+)
+
+// refusedResponseHeaders are names (lower case) whose header would break
+// the response's framing or the connection if added a second time.
+var refusedResponseHeaders = setOf("content-length", "transfer-encoding", "connection", "keep-alive",
+	"upgrade", "te", "trailer", "proxy-connection")
+
+// parseCustomHeader checks one header of a custom-headers ConfigMap and
+// returns its value canonical ("$" written dollarVariable), or why it
+// cannot be used.
+func parseCustomHeader(name, value string) (string, string) {
+	if !isVariableHeaderName(name) {
+		return "", "is not a header name of letters, digits, '-' and '_'"
+	}
+	if refusedResponseHeaders[strings.ToLower(name)] {
+		return "", "is a header of the connection or the message framing, which nginx sets itself"
+	}
+	if value == "" || len(value) > maxCustomHeaderValue {
+		return "", fmt.Sprintf("has an empty value or one longer than %d bytes", maxCustomHeaderValue)
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < ' ' || c > '~' {
+			return "", fmt.Sprintf("has %q in its value; want printable ASCII", c)
+		}
+	}
+	return strings.ReplaceAll(value, "$", dollarVariable), ""
+}
+
+// readCustomHeaders reads custom-headers. It returns the headers, "Name:
+// value" lines sorted by name, and why the locations must fail closed (""
+// when they need not).
+func (b *builder) readCustomHeaders(ing *networkingv1.Ingress) (string, string) {
+	value, key, ok := lookupAnnotation(ing, "custom-headers")
+	if !ok || strings.TrimSpace(value) == "" {
+		return "", ""
+	}
+	const closed = "; the Ingress's paths answer 503 until it is fixed"
+	ref, ok := ingressConfigMapRef(ing, value)
+	if !ok {
+		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
+		return "", key + " is not usable"
+	}
+	cm := b.configMaps[namespacedName{ref.Namespace, ref.Name}]
+	if cm == nil {
+		object := "ConfigMap " + ref.String()
+		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)
+		return "", key + " is not usable"
+	}
+	if len(cm.Data) > maxCustomHeaders {
+		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s has %d headers; at most %d are allowed%s", ref, len(cm.Data), maxCustomHeaders, closed))
+		return "", key + " is not usable"
+	}
+	lines := make([]string, 0, len(cm.Data))
+	for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
+		v, reason := parseCustomHeader(name, cm.Data[name])
+		if reason != "" {
+			b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s: header %q %s%s", ref, clip(name), reason, closed))
+			return "", key + " is not usable"
+		}
+		lines = append(lines, name+": "+v)
+	}
+	return strings.Join(lines, "\n"), ""
+}
