@@ -201,6 +201,7 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 			res := configmap.Apply(render.Settings{}, namespace, name, snap.ConfigMap.Data)
 			problems = append(problems, res.Problems...)
 			snap.LoadBalance = res.LoadBalance
+			snap.ServiceUpstream = res.ServiceUpstream
 			snap.GlobalAuth, snap.GlobalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
 			snap.ModSecurity = res.Render.ModSecurityGlobal()
 		}

@@ -48,6 +48,9 @@ type Result struct {
 	// LoadBalance is the algorithm of backends whose Ingress names none
 	// (key load-balance): "" for round robin, or model.AlgorithmEWMA.
 	LoadBalance string
+	// ServiceUpstream is the default of the service-upstream annotation
+	// (key service-upstream; model.Snapshot's).
+	ServiceUpstream bool
 	// GlobalAuth and GlobalAuthDenied are model.Snapshot's, from the
 	// global-auth-* keys (GlobalAuthKeys).
 	GlobalAuth       model.ExternalAuth
@@ -249,6 +252,10 @@ var keys = []struct {
 		a.h.CustomHTTPErrors = codes
 		return ""
 	}},
+	{"service-upstream", func(a *applier, v string) (reason string) {
+		a.serviceUpstream, reason = boolean(v)
+		return reason
+	}},
 	{"load-balance", func(a *applier, v string) string {
 		switch v {
 		case model.AlgorithmRoundRobin:
@@ -313,6 +320,7 @@ type applier struct {
 	s               render.Settings
 	h               *render.HTTP
 	loadBalance     string
+	serviceUpstream bool
 	realIPCIDR      []netip.Prefix
 	enableAccessLog *bool
 }
@@ -408,7 +416,7 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		problem(key, k.Reason)
 	}
 
-	res := Result{Render: a.s, LoadBalance: a.loadBalance, GlobalAuth: globalAuth, GlobalAuthDenied: denied,
+	res := Result{Render: a.s, LoadBalance: a.loadBalance, ServiceUpstream: a.serviceUpstream, GlobalAuth: globalAuth, GlobalAuthDenied: denied,
 		SnippetAnnotationsOff: snippetsOff, GlobalSnippets: globalSnippets, Keys: make([]Key, 0, len(status))}
 	res.Render.HTTP = a.h
 	for _, key := range slices.Sorted(maps.Keys(status)) {

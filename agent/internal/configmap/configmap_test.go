@@ -65,6 +65,7 @@ func TestEveryKeyIsApplied(t *testing.T) {
 		}},
 		{"server-tokens", "true", func(r Result) bool { return r.Render.HTTP.ServerTokens }},
 		{"custom-http-errors", "503, 404,404", func(r Result) bool { return slices.Equal(r.Render.HTTP.CustomHTTPErrors, []int{404, 503}) }},
+		{"service-upstream", "true", func(r Result) bool { return r.ServiceUpstream }},
 		{"load-balance", "ewma", func(r Result) bool { return r.LoadBalance == model.AlgorithmEWMA }},
 		// ModSecurity, which the model applies (model.ModSecurityGlobal)
 		{"enable-modsecurity", "true", func(r Result) bool { return r.Render.ModSecurityGlobal().Enabled }},

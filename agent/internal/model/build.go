@@ -123,7 +123,9 @@ type builder struct {
 	// (proxykeys.go).
 	regexHosts      map[string]string
 	serviceUpstream map[string]bool
-	wwwKeys         map[string]string
+	// serviceUpstreamDefault is Snapshot.ServiceUpstream.
+	serviceUpstreamDefault bool
+	wwwKeys                map[string]string
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -153,9 +155,10 @@ func newBuilder(s Snapshot) *builder {
 
 		httpsHosts: make(map[string]bool),
 
-		loadBalance:      s.LoadBalance,
-		globalAuth:       s.GlobalAuth,
-		globalAuthDenied: s.GlobalAuthDenied,
+		loadBalance:            s.LoadBalance,
+		serviceUpstreamDefault: s.ServiceUpstream,
+		globalAuth:             s.GlobalAuth,
+		globalAuthDenied:       s.GlobalAuthDenied,
 
 		stream: streamState{enabled: s.SSLPassthrough, passthrough: map[string]PassthroughHost{}, backends: map[string]StreamBackend{}},
 

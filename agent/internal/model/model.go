@@ -52,6 +52,9 @@ type Snapshot struct {
 	// (ConfigMap key load-balance): "" or AlgorithmRoundRobin for round
 	// robin, or AlgorithmEWMA.
 	LoadBalance string
+	// ServiceUpstream is the default of the service-upstream annotation
+	// (ConfigMap key service-upstream).
+	ServiceUpstream bool
 	// GlobalAuth is the external auth of every Ingress that names no
 	// auth-url and does not set enable-global-auth "false" (ConfigMap keys
 	// global-auth-*, read by GlobalAuth). GlobalAuthDenied, when not "",

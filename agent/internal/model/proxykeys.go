@@ -77,9 +77,9 @@ func (p ProxySettings) Buffers() (ProxyBuffers, bool) {
 // at least 2 buffers; a busy size of at least one buffer and at most all
 // buffers but one; a largest temporary file of 0 or at least one buffer.
 func (b ProxyBuffers) Check() string {
-	size, ok1 := SizeBytes(b.Size)
-	busy, ok2 := SizeBytes(b.Busy)
-	maxTemp, ok3 := SizeBytes(b.MaxTemp)
+	size, ok1 := sizeOf(b.Size)
+	busy, ok2 := sizeOf(b.Busy)
+	maxTemp, ok3 := sizeOf(b.MaxTemp)
 	switch {
 	case !ok1 || !ok2 || !ok3 || size == 0:
 		return "is not a valid size"
@@ -95,9 +95,11 @@ func (b ProxyBuffers) Check() string {
 	return ""
 }
 
-// SizeBytes reads a NginxSize.
+// SizeBytes reads an nginx size: digits, then an optional unit k, m or g
+// (either case). The caller checks which units its directive takes
+// (NginxSize, render.BodySize).
 func SizeBytes(size string) (int64, bool) {
-	if !NginxSize.MatchString(size) {
+	if size == "" {
 		return 0, false
 	}
 	unit := int64(1)
@@ -106,9 +108,14 @@ func SizeBytes(size string) (int64, bool) {
 		unit = 1 << 10
 	case 'm', 'M':
 		unit = 1 << 20
+	case 'g', 'G':
+		unit = 1 << 30
 	}
-	n, err := strconv.ParseInt(strings.TrimRight(size, "kKmM"), 10, 64)
-	return n * unit, err == nil
+	n, err := strconv.ParseUint(strings.TrimRight(size, "kKmMgG"), 10, 63)
+	if err != nil || int64(n) > (1<<62)/unit {
+		return 0, false
+	}
+	return int64(n) * unit, true
 }
 
 // scaleSize multiplies a NginxSize by n, keeping its unit.
@@ -475,12 +482,15 @@ func (b *builder) serviceUpstreamOf(ing *networkingv1.Ingress) bool {
 	if b.serviceUpstream == nil {
 		b.serviceUpstream = make(map[string]bool)
 	}
-	on := b.boolAnnotation(ing, "service-upstream", false)
+	on := b.boolAnnotation(ing, "service-upstream", b.serviceUpstreamDefault)
 	b.serviceUpstream[id] = on
 	if !on {
 		return false
 	}
-	value, key, _ := lookupAnnotation(ing, "service-upstream")
+	value, key, set := lookupAnnotation(ing, "service-upstream")
+	if !set {
+		key, value = "service-upstream (the ConfigMap's)", "true"
+	}
 	seen := map[string]bool{}
 	check := func(backend *networkingv1.IngressBackend) {
 		if backend == nil || backend.Service == nil || seen[backend.Service.Name] {
@@ -651,4 +661,12 @@ func (b *builder) addWWWRedirects(m *Model) {
 			b.certHosts[claim.cert] = append(b.certHosts[claim.cert], from)
 		}
 	}
+}
+
+// sizeOf reads a NginxSize (no g: the buffer directives refuse it).
+func sizeOf(size string) (int64, bool) {
+	if !NginxSize.MatchString(size) {
+		return 0, false
+	}
+	return SizeBytes(size)
 }

@@ -314,6 +314,27 @@ func TestServiceUpstream(t *testing.T) {
 	if !reflect.DeepEqual(got.Endpoints, want[upstream]) {
 		t.Errorf("ResolveBackend: %v, want the cluster IP", got.Endpoints)
 	}
+	// The ConfigMap's service-upstream is the default; an annotation
+	// "false" opts out.
+	s.Ingresses = []*networkingv1.Ingress{plain,
+		newIngress("emojivoto", "optout", annotation("nginx.ingress.kubernetes.io/service-upstream", "false"),
+			rule("optout.example.com", prefix("/", "web-svc", 80)))}
+	s.ServiceUpstream = true
+	m, _ = Build(s)
+	for _, b := range m.Backends {
+		switch {
+		case strings.HasPrefix(b.Name, "emojivoto/web-svc:80@emojivoto/plain#service-upstream"):
+			if !reflect.DeepEqual(b.Endpoints, []Endpoint{{"10.96.0.10", 80}}) {
+				t.Errorf("the ConfigMap's default: %v", b.Endpoints)
+			}
+		case b.Name == "emojivoto/web-svc:80":
+			if !reflect.DeepEqual(b.Endpoints, []Endpoint{{"10.1.0.1", 8080}}) {
+				t.Errorf("opted out: %v", b.Endpoints)
+			}
+		default:
+			t.Errorf("backend %s", b.Name)
+		}
+	}
 	for _, bad := range []string{"", "not-an-ip", "0.0.0.0", "fe80::1%eth0"} {
 		svc.Spec.ClusterIP = bad
 		if _, ok := clusterIP(svc); ok {

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -284,19 +283,5 @@ func sizeBytes(size string) (int64, bool) {
 	if !BodySize.MatchString(size) {
 		return 0, false
 	}
-	unit := int64(1)
-	switch size[len(size)-1] {
-	case 'k', 'K':
-		unit = 1 << 10
-	case 'm', 'M':
-		unit = 1 << 20
-	case 'g', 'G':
-		unit = 1 << 30
-	}
-	digits := strings.TrimRight(size, "kKmMgG")
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return n * unit, true
+	return model.SizeBytes(size)
 }

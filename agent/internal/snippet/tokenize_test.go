@@ -125,7 +125,7 @@ func FuzzTokenize(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rendered := Render(dirs)
+		rendered := renderText(dirs)
 		again, err := Tokenize(rendered)
 		if err != nil {
 			t.Fatalf("the rendered form does not parse: %v\n%s", err, rendered)
@@ -133,7 +133,7 @@ func FuzzTokenize(f *testing.F) {
 		if !reflect.DeepEqual(withoutLines(again), withoutLines(dirs)) {
 			t.Fatalf("rendered and read again differs:\n%#v\n%#v\n%s", dirs, again, rendered)
 		}
-		if Render(again) != rendered {
+		if renderText(again) != rendered {
 			t.Fatalf("rendering is not stable")
 		}
 		// The checker never panics either.

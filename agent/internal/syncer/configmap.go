@@ -19,6 +19,8 @@ type globals struct {
 	settings render.Settings
 	// loadBalance is model.Snapshot.LoadBalance.
 	loadBalance string
+	// serviceUpstream is model.Snapshot.ServiceUpstream.
+	serviceUpstream bool
 	// globalAuth and globalAuthDenied are model.Snapshot's.
 	globalAuth       model.ExternalAuth
 	globalAuthDenied string
@@ -69,6 +71,7 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	s.logger.Info("ConfigMap read", "configmap", s.opts.ConfigMap, "found", cm != nil,
 		"keys", len(res.Keys), "not_applied", invalid, "load_balance", res.LoadBalance)
 	g.loadBalance = res.LoadBalance
+	g.serviceUpstream = res.ServiceUpstream
 	g.globalAuth, g.globalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
 	g.snippetsOff, g.globalSnippets = res.SnippetAnnotationsOff, res.GlobalSnippets
 	return g.problems

@@ -919,6 +919,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap, problems := s.src.Snapshot()
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
 	snap.LoadBalance = s.globals.loadBalance
+	snap.ServiceUpstream = s.globals.serviceUpstream
 	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
 	snap.SnippetAnnotationsOff = s.opts.SnippetAnnotationsOff || s.globals.snippetsOff
 	snap.GlobalSnippets = s.globals.globalSnippets
