@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -359,7 +360,7 @@ func run(c *cli.Context) error {
 		defer waitStopped(parts.stopped, logger)
 	}
 
-	onSync = releaseAfterFirstApply(onSync, logger)
+	onSync = releaseMemory(onSync, logger)
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
@@ -477,26 +478,48 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 	return out
 }
 
-// releaseAfterFirstApply calls next for each sync, and after the first one
-// that applied, hands the memory freed since back to the OS. The first sync
-// lists every object and renders everything at once; at 10,000 Ingresses
-// its garbage peaks at twice the live heap, and the Go runtime would keep
-// that peak mapped (its scavenger only returns memory above the next GC
-// goal), so the agent's RSS would stay at its startup peak.
-func releaseAfterFirstApply(next func(syncer.Report), logger *slog.Logger) func(syncer.Report) {
-	released := false
+// releaseMemory calls next for each sync, and hands the memory freed since
+// back to the OS after the first sync that applied, and after a later full
+// sync of a large agent (heap in use over releaseHeapFloor), at most once
+// per releaseInterval. A full sync lists the source's objects and builds
+// and renders everything: at 10,000 Ingresses its garbage is about the live
+// heap again, and the Go runtime keeps memory mapped up to its next GC goal
+// (twice the live heap), so without this the agent's RSS would sit at that
+// peak. The interval bounds the extra collections a burst of full syncs
+// could cost; small agents never pay for it.
+func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Report) {
+	first := true
+	var last time.Time
 	return func(r syncer.Report) {
 		if next != nil {
 			next(r)
 		}
-		if released || !r.Applied {
+		if !r.Applied || (!first && (r.Path != "full" || time.Since(last) < releaseInterval)) {
 			return
 		}
-		released = true
+		if !first {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse < releaseHeapFloor {
+				return
+			}
+		}
+		reason := "the first sync"
+		if !first {
+			reason = "a full sync"
+		}
+		first, last = false, time.Now()
 		go func() {
 			start := time.Now()
 			debug.FreeOSMemory()
-			logger.Debug("released the first sync's memory", "duration", time.Since(start).Round(time.Millisecond))
+			logger.Debug("released memory", "after", reason, "duration", time.Since(start).Round(time.Millisecond))
 		}()
 	}
 }
+
+// releaseHeapFloor and releaseInterval bound releaseMemory after the first
+// sync: only an agent whose heap in use is that large, at most that often.
+const (
+	releaseHeapFloor = 64 << 20
+	releaseInterval  = 30 * time.Second
+)
