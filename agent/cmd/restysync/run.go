@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -480,21 +481,22 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 
 // releaseMemory calls next for each sync, and hands the memory freed since
 // back to the OS after the first sync that applied, and after a later full
-// sync of a large agent (heap in use over releaseHeapFloor), at most once
-// per releaseInterval. A full sync lists the source's objects and builds
-// and renders everything: at 10,000 Ingresses its garbage is about the live
-// heap again, and the Go runtime keeps memory mapped up to its next GC goal
-// (twice the live heap), so without this the agent's RSS would sit at that
-// peak. The interval bounds the extra collections a burst of full syncs
-// could cost; small agents never pay for it.
+// sync of a large agent (heap in use over releaseHeapFloor). A full sync
+// lists the source's objects and builds and renders everything: at 10,000
+// Ingresses its garbage is about the live heap again, and the Go runtime
+// keeps memory mapped up to its next GC goal (twice the live heap), so
+// without this the agent's RSS would sit at that peak. Releases are at
+// least releaseInterval apart (one asked for sooner waits, and the asks in
+// between are one), which bounds the extra collections a burst of full
+// syncs costs; small agents never pay for it.
 func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Report) {
+	r := &memoryReleaser{logger: logger}
 	first := true
-	var last time.Time
-	return func(r syncer.Report) {
+	return func(rep syncer.Report) {
 		if next != nil {
-			next(r)
+			next(rep)
 		}
-		if !r.Applied || (!first && (r.Path != "full" || time.Since(last) < releaseInterval)) {
+		if !rep.Applied || (!first && rep.Path != "full") {
 			return
 		}
 		if !first {
@@ -504,16 +506,8 @@ func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Re
 				return
 			}
 		}
-		reason := "the first sync"
-		if !first {
-			reason = "a full sync"
-		}
-		first, last = false, time.Now()
-		go func() {
-			start := time.Now()
-			debug.FreeOSMemory()
-			logger.Debug("released memory", "after", reason, "duration", time.Since(start).Round(time.Millisecond))
-		}()
+		first = false
+		r.ask()
 	}
 }
 
@@ -521,5 +515,30 @@ func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Re
 // sync: only an agent whose heap in use is that large, at most that often.
 const (
 	releaseHeapFloor = 64 << 20
-	releaseInterval  = 30 * time.Second
+	releaseInterval  = time.Second
 )
+
+// memoryReleaser runs debug.FreeOSMemory at most once per releaseInterval.
+type memoryReleaser struct {
+	logger  *slog.Logger
+	mu      sync.Mutex
+	last    time.Time
+	pending bool
+}
+
+func (m *memoryReleaser) ask() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending {
+		return
+	}
+	m.pending = true
+	time.AfterFunc(max(0, time.Until(m.last.Add(releaseInterval))), func() {
+		start := time.Now()
+		debug.FreeOSMemory()
+		m.mu.Lock()
+		m.last, m.pending = time.Now(), false
+		m.mu.Unlock()
+		m.logger.Debug("released memory to the OS", "duration", time.Since(start).Round(time.Millisecond))
+	})
+}
