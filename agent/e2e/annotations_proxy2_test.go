@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -14,35 +13,11 @@ import (
 // port port (named http) and one EndpointSlice for it whose port is
 // slicePort on the endpoints given.
 func clusterIPService(name, clusterIP string, port, slicePort int, endpoints ...string) string {
-	var eps strings.Builder
+	o := serviceOpts{clusterIP: clusterIP, port: port, slicePort: slicePort}
 	for _, e := range endpoints {
-		fmt.Fprintf(&eps, "  - addresses: [%q]\n", e)
+		o.endpoints = append(o.endpoints, ep(e))
 	}
-	return fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata:
-  name: %[1]s
-  namespace: default
-spec:
-  clusterIP: %[2]s
-  ports:
-    - name: http
-      port: %[3]d
-      targetPort: %[4]d
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %[1]s-1
-  namespace: default
-  labels:
-    kubernetes.io/service-name: %[1]s
-addressType: IPv4
-ports:
-  - name: http
-    port: %[4]d
-endpoints:
-%[5]s`, name, clusterIP, port, slicePort, eps.String())
+	return serviceWith(name, o)
 }
 
 // TestAnnotationsProxyKeys covers the remaining proxy and routing keys

@@ -42,18 +42,39 @@ func readyTrue(addr string) endpoint { return endpoint{addr: addr, ready: "true"
 // service returns a Service with port 80 named "http", and one EndpointSlice
 // for it whose port "http" is port, with the endpoints given.
 func service(name string, port int, endpoints ...endpoint) string {
+	return serviceWith(name, serviceOpts{slicePort: port, endpoints: endpoints})
+}
+
+// serviceOpts are the parts of a Service manifest besides its name.
+type serviceOpts struct {
+	clusterIP string // spec.clusterIP; "" leaves it out
+	protocol  string // the port's protocol; "" for TCP
+	portName  string // default "http"
+	port      int    // the Service's port; default 80
+	slicePort int    // the EndpointSlice's port: where the endpoints listen
+	endpoints []endpoint
+}
+
+// serviceWith returns a Service and one EndpointSlice for it.
+func serviceWith(name string, o serviceOpts) string {
+	if o.portName == "" {
+		o.portName = "http"
+	}
+	if o.port == 0 {
+		o.port = 80
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: v1
-kind: Service
-metadata:
-  name: %[1]s
-  namespace: default
-spec:
-  ports:
-    - name: http
-      port: 80
-      targetPort: 8080
----
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n", name)
+	if o.clusterIP != "" {
+		fmt.Fprintf(&b, "  clusterIP: %s\n", o.clusterIP)
+	}
+	fmt.Fprintf(&b, "  ports:\n    - name: %s\n      port: %d\n", o.portName, o.port)
+	if o.protocol != "" {
+		fmt.Fprintf(&b, "      protocol: %s\n", o.protocol)
+	} else {
+		fmt.Fprintf(&b, "      targetPort: 8080\n")
+	}
+	fmt.Fprintf(&b, `---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
@@ -63,14 +84,17 @@ metadata:
     kubernetes.io/service-name: %[1]s
 addressType: IPv4
 ports:
-  - name: http
-    port: %[2]d
-endpoints:
-`, name, port)
-	if len(endpoints) == 0 {
+  - name: %[2]s
+    port: %[3]d
+`, name, o.portName, o.slicePort)
+	if o.protocol != "" {
+		fmt.Fprintf(&b, "    protocol: %s\n", o.protocol)
+	}
+	b.WriteString("endpoints:\n")
+	if len(o.endpoints) == 0 {
 		b.WriteString("  []\n")
 	}
-	for _, e := range endpoints {
+	for _, e := range o.endpoints {
 		fmt.Fprintf(&b, "  - addresses: [%q]\n", e.addr)
 		if e.ready != "" {
 			fmt.Fprintf(&b, "    conditions:\n      ready: %s\n", e.ready)

@@ -198,32 +198,7 @@ func startUDPEcho(t *testing.T, addr string, port int, name string) {
 // udpService is a Service with UDP port 53 named "dns" and one
 // EndpointSlice whose port "dns" is port.
 func udpService(name string, port int, addr string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata:
-  name: %[1]s
-  namespace: default
-spec:
-  ports:
-    - name: dns
-      port: 53
-      protocol: UDP
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %[1]s-1
-  namespace: default
-  labels:
-    kubernetes.io/service-name: %[1]s
-addressType: IPv4
-ports:
-  - name: dns
-    port: %[2]d
-    protocol: UDP
-endpoints:
-  - addresses: [%[3]q]
-`, name, port, addr)
+	return serviceWith(name, serviceOpts{protocol: "UDP", portName: "dns", port: 53, slicePort: port, endpoints: []endpoint{ep(addr)}})
 }
 
 func namedConfigMap(name string, data map[string]string) string {
