@@ -9,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // External authentication (auth-url and friends): nginx asks an auth
@@ -432,30 +430,6 @@ func isDigits(s string) bool {
 // maxAuthProxyHeaders bounds the headers of auth-proxy-set-headers.
 const maxAuthProxyHeaders = 64
 
-// ConfigMapRefs returns the ConfigMaps ing names by annotation
-// (auth-proxy-set-headers, custom-headers, and fastcgi-params-configmap
-// when its backend-protocol is FCGI) in its own namespace, sorted, each
-// once: the only ones the kube source reads besides its own, each by name.
-func ConfigMapRefs(ing *networkingv1.Ingress) []types.NamespacedName {
-	var values []string
-	for _, key := range []string{"auth-proxy-set-headers", "custom-headers"} {
-		if value, _, ok := lookupAnnotation(ing, key); ok {
-			values = append(values, value)
-		}
-	}
-	if value, _, ok := fastCGIParamsRef(ing); ok {
-		values = append(values, value)
-	}
-	var refs []types.NamespacedName
-	for _, value := range values {
-		if ref, ok := ingressConfigMapRef(ing, value); ok && !slices.Contains(refs, ref) {
-			refs = append(refs, ref)
-		}
-	}
-	slices.SortFunc(refs, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return refs
-}
-
 // readAuthProxyHeaders reads the ConfigMap auth-proxy-set-headers names:
 // the headers set on the request to the auth service, each name a header
 // name and each value literal text or the auth URL's variables. They come
@@ -467,21 +441,9 @@ func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, deni
 	if !ok {
 		return "", ""
 	}
-	const closed = "; the Ingress's paths answer 503 until it is fixed"
-	namespace, name := splitAuthSecretRef(ing, strings.TrimSpace(value))
-	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
-		return "", key + " is not usable"
-	}
-	cm := b.configMaps[namespacedName{namespace, name}]
-	if cm == nil {
-		object := "ConfigMap " + namespace + "/" + name
-		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)
-		return "", key + " is not usable"
-	}
-	if len(cm.Data) > maxAuthProxyHeaders {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s/%s has %d headers; at most %d are allowed%s", namespace, name, len(cm.Data), maxAuthProxyHeaders, closed))
-		return "", key + " is not usable"
+	cm, ref, denied := b.ingressConfigMap(ing, key, value, maxAuthProxyHeaders, "headers")
+	if denied != "" {
+		return "", denied
 	}
 	var lines []string
 	for _, header := range slices.Sorted(maps.Keys(cm.Data)) {
@@ -493,8 +455,7 @@ func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, deni
 			reason = "has an empty or too long value"
 		}
 		if reason != "" {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s/%s: header %q %s%s", namespace, name, clip(header), reason, closed))
-			return "", key + " is not usable"
+			return "", b.entryProblem(ing, key, value, ref, fmt.Sprintf("header %q", clip(header)), reason)
 		}
 		lines = append(lines, header+": "+v)
 	}

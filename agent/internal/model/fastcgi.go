@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // FastCGI backends (backend-protocol: FCGI), as ingress-nginx has them:
@@ -116,17 +114,6 @@ func fastCGIParamsRef(ing *networkingv1.Ingress) (ref, key string, ok bool) {
 	return value, key, true
 }
 
-// ingressConfigMapRef resolves a NAME or NAMESPACE/NAME that ing gives
-// by annotation to a ConfigMap in ing's own namespace; ok is false for
-// another namespace or a name that is not a ConfigMap's.
-func ingressConfigMapRef(ing *networkingv1.Ingress, value string) (types.NamespacedName, bool) {
-	namespace, name := splitAuthSecretRef(ing, strings.TrimSpace(value))
-	if namespace != ing.Namespace || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: namespace, Name: name}, true
-}
-
 // readFastCGI reads fastcgi-index and fastcgi-params-configmap of an FCGI
 // Ingress. It returns the settings and why the locations must fail closed
 // ("" when they need not).
@@ -143,28 +130,15 @@ func (b *builder) readFastCGI(ing *networkingv1.Ingress) (FastCGI, string) {
 	if !ok {
 		return f, ""
 	}
-	const closed = "; the Ingress's paths answer 503 until it is fixed"
-	ref, ok := ingressConfigMapRef(ing, value)
-	if !ok {
-		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
-		return f, key + " is not usable"
-	}
-	cm := b.configMaps[namespacedName{ref.Namespace, ref.Name}]
-	if cm == nil {
-		object := "ConfigMap " + ref.String()
-		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)
-		return f, key + " is not usable"
-	}
-	if len(cm.Data) > maxFastCGIParams {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s has %d parameters; at most %d are allowed%s", ref, len(cm.Data), maxFastCGIParams, closed))
-		return f, key + " is not usable"
+	cm, ref, denied := b.ingressConfigMap(ing, key, value, maxFastCGIParams, "parameters")
+	if denied != "" {
+		return f, denied
 	}
 	lines := make([]string, 0, len(cm.Data))
 	for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
 		v, reason := parseFastCGIParam(name, cm.Data[name])
 		if reason != "" {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s: parameter %q %s%s", ref, clip(name), reason, closed))
-			return f, key + " is not usable"
+			return f, b.entryProblem(ing, key, value, ref, fmt.Sprintf("parameter %q", clip(name)), reason)
 		}
 		lines = append(lines, name+" "+v)
 	}

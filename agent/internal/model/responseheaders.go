@@ -64,28 +64,15 @@ func (b *builder) readCustomHeaders(ing *networkingv1.Ingress) (string, string) 
 	if !ok || strings.TrimSpace(value) == "" {
 		return "", ""
 	}
-	const closed = "; the Ingress's paths answer 503 until it is fixed"
-	ref, ok := ingressConfigMapRef(ing, value)
-	if !ok {
-		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
-		return "", key + " is not usable"
-	}
-	cm := b.configMaps[namespacedName{ref.Namespace, ref.Name}]
-	if cm == nil {
-		object := "ConfigMap " + ref.String()
-		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)
-		return "", key + " is not usable"
-	}
-	if len(cm.Data) > maxCustomHeaders {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s has %d headers; at most %d are allowed%s", ref, len(cm.Data), maxCustomHeaders, closed))
-		return "", key + " is not usable"
+	cm, ref, denied := b.ingressConfigMap(ing, key, value, maxCustomHeaders, "headers")
+	if denied != "" {
+		return "", denied
 	}
 	lines := make([]string, 0, len(cm.Data))
 	for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
 		v, reason := parseCustomHeader(name, cm.Data[name])
 		if reason != "" {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s: header %q %s%s", ref, clip(name), reason, closed))
-			return "", key + " is not usable"
+			return "", b.entryProblem(ing, key, value, ref, fmt.Sprintf("header %q", clip(name)), reason)
 		}
 		lines = append(lines, name+": "+v)
 	}
