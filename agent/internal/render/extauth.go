@@ -29,9 +29,10 @@ import (
 // decisions belong in the user's key ($request_uri), as there.
 //
 // The auth service hears the host the router matched: X-Original-URL and
-// $http_host in auth URLs are $restysync_http_host, the Host header when it
-// names $host (keeping its port), else $host, which nginx takes from an
-// absolute request line before the Host header, as the router does.
+// $http_host in auth URLs are $restysync_http_host, which is $host (nginx
+// takes it from an absolute request line before the Host header, in lower
+// case, and the router matches it) with the Host header's port when that
+// header names the same host.
 
 // authPrefix is the URI of the internal auth locations.
 const authPrefix = "/_restysync/auth/"
