@@ -286,6 +286,9 @@ type groupAuth struct {
 	calls int
 	heard []authHeard
 	users map[string]authUser // by session cookie
+	// byForwardedHost judges the host of X-Forwarded-Host, as services
+	// behind a proxy that sets it do.
+	byForwardedHost bool
 }
 
 type authUser struct {
@@ -318,6 +321,9 @@ func (g *groupAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := ""
 	if u, err := url.Parse(heard.originalURL); err == nil {
 		host = u.Hostname()
+	}
+	if g.byForwardedHost {
+		host = heard.forwardedHost
 	}
 	group := r.Header.Get("X-Required-Group")
 	if !slices.Contains(user.hosts, host) || group != "" && !slices.Contains(user.groups, group) {
@@ -543,4 +549,30 @@ func TestAuthHearsRoutedHost(t *testing.T) {
 			t.Errorf("%s: the auth service heard %+v, want %+v", tc.name, got, tc.heard)
 		}
 	}
+}
+
+// A trusted proxy's X-Forwarded-Host reaches the auth service, so it is in
+// the cache key: an answer for one X-Forwarded-Host is not served to a
+// request with another (use-forwarded-headers: "true" with no
+// proxy-real-ip-cidr trusts every client, as in ingress-nginx).
+func TestAuthCacheTrustedForwardedHost(t *testing.T) {
+	const ip = "127.0.0.227"
+	g, authURL, backendPort := startGroupAuth(t, ip, map[string]authUser{
+		"mal": {hosts: []string{"b.test"}},
+	})
+	g.byForwardedHost = true
+	s := newConfigMapStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"cm.yaml":       configMap(map[string]string{"use-forwarded-headers": "true"}),
+		"a.yaml": appIngress("tenant-a", "a.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":       authURL,
+			"nginx.ingress.kubernetes.io/auth-cache-key": "$cookie_session",
+		}),
+	})
+	s.eventually("a.test asks the auth service", func() error { return s.expect("a.test", "/", "401") })
+	viaProxy := http.Header{"Cookie": {"session=mal"}, "X-Forwarded-Host": {"b.test"}}
+	expectAuth(t, s, g, "mal through a proxy saying b.test", accessRequest(t, http.MethodGet, "http://a.test/", viaProxy), http.StatusOK, true)
+	expectAuth(t, s, g, "mal through a proxy saying b.test again", accessRequest(t, http.MethodGet, "http://a.test/", viaProxy), http.StatusOK, false)
+	expectAuth(t, s, g, "mal on a.test itself", accessRequest(t, http.MethodGet, "http://a.test/", http.Header{"Cookie": {"session=mal"}}), http.StatusForbidden, true)
 }

@@ -22,9 +22,9 @@ import (
 // answer (128 bits: no tenant can make its settings collide with another's
 // and take its location), and a cached answer is keyed by what the
 // service hears that the user's auth-cache-key may leave out: the scheme
-// and host the router matched, the client's method, the location, and
-// the values of the variables in its URL and proxy-set-headers (see
-// authCacheKey). ingress-nginx keys by its server's name, the location's
+// and host the router matched (and a trusted proxy's X-Forwarded-Host),
+// the client's method, the location, and the values of the variables in
+// its URL and proxy-set-headers (see authCacheKey). ingress-nginx keys by its server's name, the location's
 // path and the user's key; we have no server per host, and path-based
 // decisions belong in the user's key ($request_uri), as there.
 //
@@ -155,13 +155,14 @@ func newAuthLocationView(a model.ExternalAuth) (authLocationView, error) {
 
 // authCacheKey is the proxy_cache_key of auth location v whose user key
 // (auth-cache-key) is userKey: the scheme and host the auth service is
-// told (X-Original-URL), the client's method (X-Original-Method), the
-// location (every setting), the values its URL and proxy-set-headers take
-// for this request when they use variables, then the user's key. Spaces
-// part them: the user's key has none, and nginx refuses them in the
-// request line and Host header.
+// told (X-Original-URL, and X-Forwarded-Host, which a trusted proxy
+// sets), the client's method (X-Original-Method), the location (every
+// setting), the values its URL and proxy-set-headers take for this
+// request when they use variables, then the user's key. Spaces part them:
+// the user's key has none, and nginx refuses them in the request line and
+// Host header.
 func authCacheKey(v authLocationView, userKey string) string {
-	parts := []string{"${restysync_forwarded_proto}://${restysync_http_host}", "${request_method}", v.Location}
+	parts := []string{"${restysync_forwarded_proto}://${restysync_http_host}", "${restysync_forwarded_host}", "${request_method}", v.Location}
 	if strings.Contains(v.Target, "${") {
 		parts = append(parts, "${restysync_auth_target}")
 	}
