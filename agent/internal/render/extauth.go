@@ -24,9 +24,10 @@ import (
 // service hears that the user's auth-cache-key may leave out: the scheme
 // and host the router matched (and a trusted proxy's X-Forwarded-Host),
 // the client's method, the location, and the values of the variables in
-// its URL and proxy-set-headers (see authCacheKey). ingress-nginx keys by its server's name, the location's
-// path and the user's key; we have no server per host, and path-based
-// decisions belong in the user's key ($request_uri), as there.
+// its URL and proxy-set-headers (see authCacheKey). ingress-nginx keys by
+// its server's name, the location's path and the user's key; we have no
+// server per host, and path-based decisions belong in the user's key
+// ($request_uri), as there.
 //
 // The auth service hears the host the router matched: X-Original-URL and
 // $http_host in auth URLs are $restysync_http_host, which is $host (nginx
