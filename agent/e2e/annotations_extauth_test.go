@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
@@ -267,4 +273,306 @@ func TestAuthProxySetHeaders(t *testing.T) {
 	if err := s.expect("open.test", "/", "in"); err != nil {
 		t.Errorf("the neighbour: %v", err)
 	}
+}
+
+// groupAuth is an auth service that decides by who the session cookie
+// names, by the group the Ingress requires (X-Required-Group, which the
+// Ingress sets through auth-proxy-set-headers) and by the host it is told
+// of (X-Original-URL): unknown or no session 401; a user outside the
+// group, or on a host not theirs, 403; else 200. It counts the calls and
+// records what nginx told it.
+type groupAuth struct {
+	mu    sync.Mutex
+	calls int
+	heard []authHeard
+	users map[string]authUser // by session cookie
+	// byForwardedHost judges the host of X-Forwarded-Host, as services
+	// behind a proxy that sets it do.
+	byForwardedHost bool
+}
+
+type authUser struct {
+	groups []string
+	hosts  []string
+}
+
+// authHeard is what one auth request said about the client's request.
+type authHeard struct {
+	originalURL, originalMethod, forwardedHost, seenHost string
+}
+
+func (g *groupAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	heard := authHeard{r.Header.Get("X-Original-URL"), r.Header.Get("X-Original-Method"),
+		r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Seen-Host")}
+	g.mu.Lock()
+	g.calls++
+	g.heard = append(g.heard, heard)
+	g.mu.Unlock()
+	cookie, _ := r.Cookie("session")
+	if cookie == nil {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	user, ok := g.users[cookie.Value]
+	if !ok {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	host := ""
+	if u, err := url.Parse(heard.originalURL); err == nil {
+		host = u.Hostname()
+	}
+	if g.byForwardedHost {
+		host = heard.forwardedHost
+	}
+	group := r.Header.Get("X-Required-Group")
+	if !slices.Contains(user.hosts, host) || group != "" && !slices.Contains(user.groups, group) {
+		w.WriteHeader(http.StatusForbidden)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (g *groupAuth) callCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls
+}
+
+func (g *groupAuth) last() authHeard {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.heard) == 0 {
+		return authHeard{}
+	}
+	return g.heard[len(g.heard)-1]
+}
+
+// startGroupAuth serves a groupAuth and a backend answering "in" on ip; it
+// returns the service, its auth URL and the backend's port.
+func startGroupAuth(t *testing.T, ip string, users map[string]authUser) (*groupAuth, string, int) {
+	t.Helper()
+	g := &groupAuth{users: users}
+	authPort := nginxproc.FreePort(t)
+	serve(t, ip, authPort, g.ServeHTTP)
+	backendPort := nginxproc.FreePort(t)
+	serve(t, ip, backendPort, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "in") })
+	return g, fmt.Sprintf("http://%s:%d/check", ip, authPort), backendPort
+}
+
+// expectAuth sends req and checks its status and that the auth service was
+// asked (asked: one more call) or not.
+func expectAuth(t *testing.T, s *stack, g *groupAuth, what string, req *http.Request, status int, asked bool) {
+	t.Helper()
+	before := g.callCount()
+	resp, _ := s.do(t, req)
+	after := g.callCount()
+	if resp.StatusCode != status {
+		t.Errorf("%s: %d, want %d", what, resp.StatusCode, status)
+	}
+	if asked && after != before+1 {
+		t.Errorf("%s: the auth service was asked %d times, want once", what, after-before)
+	}
+	if !asked && after != before {
+		t.Errorf("%s: the auth service was asked %d times, want an answer from the cache", what, after-before)
+	}
+}
+
+// Issue 25, point 3: the auth cache is keyed per guard. One auth service
+// decides by the group each Ingress requires (auth-proxy-set-headers): a
+// member of "users" is refused on admin.test, let in on users.test, and
+// still refused on admin.test (the cached 200 of users.test is not
+// admin.test's); the same on one host where two paths require different
+// groups. Tenant B, copying A's auth-url with a cache key of its choosing
+// (auth-cache-key: $http_x_key), caches a 200 under it, and A's /secret
+// with a session cookie of that value is still asked of the service (401).
+// Equal guards still share: a second request of one session on one host is
+// served from the cache.
+func TestAuthCachePerGuard(t *testing.T) {
+	const ip = "127.0.0.225"
+	everywhere := []string{"admin.test", "users.test", "shared.test", "a.test", "b.test"}
+	g, authURL, backendPort := startGroupAuth(t, ip, map[string]authUser{
+		"alice": {groups: []string{"admins", "users"}, hosts: everywhere},
+		"bob":   {groups: []string{"users"}, hosts: everywhere},
+		"mal":   {hosts: []string{"b.test"}}, // B's own user
+	})
+	guarded := func(name, host, pathPrefix, headers, cacheKey string) string {
+		annotations := map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":       authURL,
+			"nginx.ingress.kubernetes.io/auth-cache-key": cacheKey,
+		}
+		if headers != "" {
+			annotations["nginx.ingress.kubernetes.io/auth-proxy-set-headers"] = headers
+		}
+		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix(pathPrefix, "app")}, annotations: annotations})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml":      ingressClasses,
+		"services.yaml":     service("app", backendPort, ep(ip)),
+		"admins.yaml":       namedConfigMap("need-admins", map[string]string{"X-Required-Group": "admins"}),
+		"users.yaml":        namedConfigMap("need-users", map[string]string{"X-Required-Group": "users"}),
+		"admin.yaml":        guarded("admin", "admin.test", "/", "need-admins", "$cookie_session"),
+		"user.yaml":         guarded("user", "users.test", "/", "need-users", "$cookie_session"),
+		"shared-admin.yaml": guarded("shared-admin", "shared.test", "/admin", "need-admins", "$cookie_session"),
+		"shared-user.yaml":  guarded("shared-user", "shared.test", "/users", "need-users", "$cookie_session"),
+		"tenant-a.yaml":     guarded("tenant-a", "a.test", "/secret", "", "$cookie_session"),
+		"tenant-b.yaml":     guarded("tenant-b", "b.test", "/", "", "$http_x_key"),
+	})
+	session := func(value string) http.Header { return http.Header{"Cookie": {"session=" + value}} }
+	get := func(url string, h http.Header) *http.Request { return accessRequest(t, http.MethodGet, url, h) }
+	s.eventually("admin.test asks the auth service", func() error {
+		resp, _ := s.do(t, get("http://admin.test/", session("alice")))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("admin.test for alice: %d", resp.StatusCode)
+		}
+		return nil
+	})
+
+	// (a) One service, a header each Ingress sets.
+	expectAuth(t, s, g, "bob on admin.test", get("http://admin.test/", session("bob")), http.StatusForbidden, true)
+	expectAuth(t, s, g, "bob on users.test", get("http://users.test/", session("bob")), http.StatusOK, true)
+	expectAuth(t, s, g, "bob on admin.test after users.test", get("http://admin.test/", session("bob")), http.StatusForbidden, true)
+	expectAuth(t, s, g, "bob on users.test again", get("http://users.test/", session("bob")), http.StatusOK, false)
+	// The same on one host: two paths, two groups.
+	expectAuth(t, s, g, "bob on shared.test/admin", get("http://shared.test/admin", session("bob")), http.StatusForbidden, true)
+	expectAuth(t, s, g, "bob on shared.test/users", get("http://shared.test/users", session("bob")), http.StatusOK, true)
+	expectAuth(t, s, g, "bob on shared.test/admin after /users", get("http://shared.test/admin", session("bob")), http.StatusForbidden, true)
+
+	// (b) B caches a 200 under a key it chose.
+	attack := session("mal")
+	attack.Set("X-Key", "zzz")
+	expectAuth(t, s, g, "B's user on b.test with X-Key zzz", get("http://b.test/", attack), http.StatusOK, true)
+	expectAuth(t, s, g, "B's key again", get("http://b.test/", attack), http.StatusOK, false)
+	expectAuth(t, s, g, "a.test/secret with the cookie session=zzz", get("http://a.test/secret", session("zzz")), http.StatusUnauthorized, true)
+	expectAuth(t, s, g, "a.test/secret for alice", get("http://a.test/secret", session("alice")), http.StatusOK, true)
+	expectAuth(t, s, g, "a.test/secret for alice again", get("http://a.test/secret", session("alice")), http.StatusOK, false)
+}
+
+// rawExchange sends request, as written, over a new connection to nginx
+// and returns the answer's status.
+func rawExchange(t *testing.T, port int, request string) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", request, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Issue 25, point 10: the auth service hears the host the router matched.
+// "GET http://a.test/secret" with "Host: b.test" is routed to a.test; A's
+// auth service must judge a.test (403 for a user of b.test only), in
+// X-Original-URL, X-Forwarded-Host and $http_host of auth-proxy-set-headers
+// alike, and the cache must not hand it b.test's answer. A Host header
+// that agrees keeps its port; the host is in lower case, as the router
+// matched it (an auth service comparing names as written cannot be
+// walked around with capitals).
+func TestAuthHearsRoutedHost(t *testing.T) {
+	const ip = "127.0.0.226"
+	g, authURL, backendPort := startGroupAuth(t, ip, map[string]authUser{
+		"alice": {hosts: []string{"a.test", "cached-a.test"}},
+		"mal":   {hosts: []string{"b.test", "cached-b.test"}},
+	})
+	guarded := func(name, host, cacheKey string) string {
+		annotations := map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":               authURL,
+			"nginx.ingress.kubernetes.io/auth-proxy-set-headers": "seen-host",
+		}
+		if cacheKey != "" {
+			annotations["nginx.ingress.kubernetes.io/auth-cache-key"] = cacheKey
+		}
+		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", "app")}, annotations: annotations})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"seen.yaml":     namedConfigMap("seen-host", map[string]string{"X-Seen-Host": "$http_host"}),
+		"a.yaml":        guarded("tenant-a", "a.test", ""),
+		"b.yaml":        guarded("tenant-b", "b.test", ""),
+		"ca.yaml":       guarded("cached-a", "cached-a.test", "$cookie_session"),
+		"cb.yaml":       guarded("cached-b", "cached-b.test", "$cookie_session"),
+	})
+	s.eventually("a.test asks the auth service", func() error {
+		resp, _ := s.do(t, accessRequest(t, http.MethodGet, "http://a.test/", http.Header{"Cookie": {"session=alice"}}))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("a.test for alice: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	raw := func(target, host, session string) string {
+		return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\nCookie: session=" + session + "\r\nConnection: close\r\n\r\n"
+	}
+	for _, tc := range []struct {
+		name, request string
+		status        int
+		asked         bool
+		heard         authHeard // when asked
+	}{
+		{"mal on b.test", raw("/x", "b.test", "mal"), http.StatusOK, true,
+			authHeard{"http://b.test/x", "GET", "b.test", "b.test"}},
+		{"mal on a.test through the request line", raw("http://a.test/secret", "b.test", "mal"), http.StatusForbidden, true,
+			authHeard{"http://a.test/secret", "GET", "a.test", "a.test"}},
+		{"alice, Host with a port", raw("/secret?q=1", "a.test:8080", "alice"), http.StatusOK, true,
+			authHeard{"http://a.test:8080/secret?q=1", "GET", "a.test", "a.test:8080"}},
+		{"alice, Host in capitals", raw("/", "A.Test", "alice"), http.StatusOK, true,
+			authHeard{"http://a.test/", "GET", "a.test", "a.test"}},
+		{"a request line's port, a Host that disagrees", raw("http://a.test:81/", "b.test:81", "mal"), http.StatusForbidden, true,
+			authHeard{"http://a.test/", "GET", "a.test", "a.test"}},
+		{"mal on cached-b.test", raw("/", "cached-b.test", "mal"), http.StatusOK, true,
+			authHeard{"http://cached-b.test/", "GET", "cached-b.test", "cached-b.test"}},
+		{"mal on cached-b.test again", raw("/", "cached-b.test", "mal"), http.StatusOK, false, authHeard{}},
+		{"mal on cached-a.test through the request line", raw("http://cached-a.test/", "cached-b.test", "mal"), http.StatusForbidden, true,
+			authHeard{"http://cached-a.test/", "GET", "cached-a.test", "cached-a.test"}},
+	} {
+		before := g.callCount()
+		if got := rawExchange(t, s.port, tc.request); got != tc.status {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.status)
+		}
+		want := 0
+		if tc.asked {
+			want = 1
+		}
+		if n := g.callCount() - before; n != want {
+			t.Errorf("%s: the auth service was asked %d times, want %d", tc.name, n, want)
+		}
+		if got := g.last(); tc.asked && got != tc.heard {
+			t.Errorf("%s: the auth service heard %+v, want %+v", tc.name, got, tc.heard)
+		}
+	}
+}
+
+// A trusted proxy's X-Forwarded-Host reaches the auth service, so it is in
+// the cache key: an answer for one X-Forwarded-Host is not served to a
+// request with another (use-forwarded-headers: "true" with no
+// proxy-real-ip-cidr trusts every client, as in ingress-nginx).
+func TestAuthCacheTrustedForwardedHost(t *testing.T) {
+	const ip = "127.0.0.227"
+	g, authURL, backendPort := startGroupAuth(t, ip, map[string]authUser{
+		"mal": {hosts: []string{"b.test"}},
+	})
+	g.byForwardedHost = true
+	s := newConfigMapStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", backendPort, ep(ip)),
+		"cm.yaml":       configMap(map[string]string{"use-forwarded-headers": "true"}),
+		"a.yaml": appIngress("tenant-a", "a.test", map[string]string{
+			"nginx.ingress.kubernetes.io/auth-url":       authURL,
+			"nginx.ingress.kubernetes.io/auth-cache-key": "$cookie_session",
+		}),
+	})
+	s.eventually("a.test asks the auth service", func() error { return s.expect("a.test", "/", "401") })
+	viaProxy := http.Header{"Cookie": {"session=mal"}, "X-Forwarded-Host": {"b.test"}}
+	expectAuth(t, s, g, "mal through a proxy saying b.test", accessRequest(t, http.MethodGet, "http://a.test/", viaProxy), http.StatusOK, true)
+	expectAuth(t, s, g, "mal through a proxy saying b.test again", accessRequest(t, http.MethodGet, "http://a.test/", viaProxy), http.StatusOK, false)
+	expectAuth(t, s, g, "mal on a.test itself", accessRequest(t, http.MethodGet, "http://a.test/", http.Header{"Cookie": {"session=mal"}}), http.StatusForbidden, true)
 }

@@ -20,7 +20,10 @@ import (
 // The URLs may use only the nginx variables in authVariables, which stay
 // variables ("${host}"); every other character is checked, so a value can
 // never close its quotes in nginx.conf (CVE-2025-24514 was an injection
-// through auth-url).
+// through auth-url). $http_host stands for the host the router matched
+// (render's $restysync_http_host), not the raw Host header: with an
+// absolute request line ("GET http://a.test/ HTTP/1.1", Host: b.test) the
+// router serves a.test, so the auth service must judge a.test.
 
 // ExternalAuth are the settings of external authentication; the zero value
 // is none. Strings are canonical, so that Location stays comparable.
@@ -59,7 +62,7 @@ type ExternalAuth struct {
 // a user writes (ingress-nginx's), with the variable nginx.conf uses.
 var authVariables = map[string]string{
 	"host":                "host",
-	"http_host":           "http_host",
+	"http_host":           "restysync_http_host",
 	"best_http_host":      "restysync_forwarded_host",
 	"scheme":              "scheme",
 	"pass_access_scheme":  "restysync_forwarded_proto",
@@ -347,7 +350,7 @@ func withRedirectParam(signin, param string) string {
 	if strings.Contains(signin, "?") {
 		sep = "&"
 	}
-	return signin + sep + param + "=${restysync_forwarded_proto}://${http_host}${restysync_escaped_request_uri}"
+	return signin + sep + param + "=${restysync_forwarded_proto}://${restysync_http_host}${restysync_escaped_request_uri}"
 }
 
 func isQueryName(s string) bool {

@@ -40,7 +40,7 @@ func TestExternalAuth(t *testing.T) {
 			p + "auth-request-redirect":      "https://$best_http_host$request_uri",
 		},
 		want: ExternalAuth{URL: "http://auth.auth.svc:4180/check?a=b", Method: "POST",
-			Signin:          "http://login.example.com/start?next=${restysync_forwarded_proto}://${http_host}${restysync_escaped_request_uri}",
+			Signin:          "http://login.example.com/start?next=${restysync_forwarded_proto}://${restysync_http_host}${restysync_escaped_request_uri}",
 			CacheKey:        "${cookie__oauth2_proxy}${remote_addr}",
 			CacheDuration:   "200 30s",
 			AlwaysSetCookie: true,
@@ -57,6 +57,16 @@ func TestExternalAuth(t *testing.T) {
 		name:        "a quote fails closed",
 		annotations: map[string]string{p + "auth-url": `http://auth.test/"`},
 		denied:      true, problem: "contains",
+	}, {
+		// The routed host, never a Host header that disagrees with an
+		// absolute request line (issue 25, point 10).
+		name: "$http_host is the host the router matched",
+		annotations: map[string]string{
+			p + "auth-url":    "http://$http_host/auth",
+			p + "auth-signin": "https://login.test/?u=$http_host",
+		},
+		want: ExternalAuth{URL: "http://${restysync_http_host}/auth",
+			Signin: "https://login.test/?u=${restysync_http_host}&rd=${restysync_forwarded_proto}://${restysync_http_host}${restysync_escaped_request_uri}"},
 	}, {
 		name:        "not a URL fails closed",
 		annotations: map[string]string{p + "auth-url": "auth.test/check"},

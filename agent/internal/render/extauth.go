@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +16,24 @@ import (
 // redirects to the sign-in URL. The subrequest shares the request's
 // variables, so the profile computes $restysync_escaped_request_uri before
 // the auth location's URL uses it.
+//
+// Every Ingress shares one server block and one cache zone, so an auth
+// location is named by a hash of every setting that decides the service's
+// answer (128 bits: no tenant can make its settings collide with another's
+// and take its location), and a cached answer is keyed by what the
+// service hears that the user's auth-cache-key may leave out: the scheme
+// and host the router matched (and a trusted proxy's X-Forwarded-Host),
+// the client's method, the location, and the values of the variables in
+// its URL and proxy-set-headers (see authCacheKey). ingress-nginx keys by
+// its server's name, the location's path and the user's key; we have no
+// server per host, and path-based decisions belong in the user's key
+// ($request_uri), as there.
+//
+// The auth service hears the host the router matched: X-Original-URL and
+// $http_host in auth URLs are $restysync_http_host, which is $host (nginx
+// takes it from an absolute request line before the Host header, in lower
+// case, and the router matches it) with the Host header's port when that
+// header names the same host.
 
 // authPrefix is the URI of the internal auth locations.
 const authPrefix = "/_restysync/auth/"
@@ -99,9 +119,7 @@ func newAuthLocationView(a model.ExternalAuth) (authLocationView, error) {
 		return v, fmt.Errorf("auth request redirect: %w", err)
 	}
 	if a.CacheKey != "" {
-		// The auth URL is part of the key: two services never share answers.
-		v.CacheKey = "${restysync_auth_target}" + a.CacheKey
-		if _, err := QuoteWithVariables(v.CacheKey); err != nil {
+		if _, err := QuoteWithVariables(a.CacheKey); err != nil {
 			return v, fmt.Errorf("auth cache key: %w", err)
 		}
 		for _, f := range strings.Fields(a.CacheDuration) {
@@ -129,8 +147,44 @@ func newAuthLocationView(a model.ExternalAuth) (authLocationView, error) {
 			v.ProxyHeaders = append(v.ProxyHeaders, proxyHeaderView{Name: name, Value: value})
 		}
 	}
-	v.Location = authPrefix + shortHash(v.Target, v.Method, v.Redirect, v.CacheKey, v.CacheDuration, a.ProxySetHeaders)
+	v.Location = authPrefix + identityHash(v.Target, v.Method, v.Redirect, a.CacheKey, v.CacheDuration, a.ProxySetHeaders)
+	if a.CacheKey != "" {
+		v.CacheKey = authCacheKey(v, a.CacheKey)
+	}
 	return v, nil
+}
+
+// authCacheKey is the proxy_cache_key of auth location v whose user key
+// (auth-cache-key) is userKey: the scheme and host the auth service is
+// told (X-Original-URL, and X-Forwarded-Host, which a trusted proxy
+// sets), the client's method (X-Original-Method), the location (every
+// setting), the values its URL and proxy-set-headers take for this
+// request when they use variables, then the user's key. Spaces part them:
+// the user's key has none, and nginx refuses them in the request line and
+// Host header.
+func authCacheKey(v authLocationView, userKey string) string {
+	parts := []string{"${restysync_forwarded_proto}://${restysync_http_host}", "${restysync_forwarded_host}", "${request_method}", v.Location}
+	if strings.Contains(v.Target, "${") {
+		parts = append(parts, "${restysync_auth_target}")
+	}
+	for _, h := range v.ProxyHeaders {
+		if strings.Contains(h.Value, "${") {
+			parts = append(parts, h.Value)
+		}
+	}
+	return strings.Join(append(parts, userKey), " ")
+}
+
+// identityHash names what decides an answer by a hash of its parts: 128
+// bits, so that no one can find settings of their own that take the name
+// of someone else's (shortHash's 48 bits are within reach of a GPU).
+func identityHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 func newAuthView(a model.ExternalAuth) (*authView, error) {
@@ -162,7 +216,7 @@ func newSigninView(url string) (signinView, error) {
 	if _, err := QuoteWithVariables(url); err != nil {
 		return signinView{}, fmt.Errorf("auth sign-in URL: %w", err)
 	}
-	return signinView{Name: "@restysync_signin_" + shortHash(url), URL: url}, nil
+	return signinView{Name: "@restysync_signin_" + identityHash(url), URL: url}, nil
 }
 
 // isHeaderName: letters, digits and "-" only, which is what a variable
