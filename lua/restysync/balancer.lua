@@ -381,6 +381,9 @@ function _M.route(redirect_port, log_backend)
     local name = loc.backend
     local profile = loc.profile
     if profile then
+        -- The profile answers 404 unless this names it: a backend's
+        -- X-Accel-Redirect cannot enter another route's profile.
+        ngx_var.restysync_profile = profile
         ngx_var.restysync_backend = name
         if loc.ingress then
             ngx_var.restysync_ingress = loc.ingress
