@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,6 +13,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
@@ -22,6 +28,21 @@ import (
 type steerWorld struct {
 	authHits, errorHits, mirrorHits atomic.Int32
 	files                           map[string]string
+	// grpcTarget is where B's gRPC backend (grpc.b.test) sends nginx.
+	grpcTarget atomic.Value
+}
+
+// steeringHealth is a gRPC health service whose answers carry
+// X-Accel-Redirect to target.
+type steeringHealth struct {
+	healthpb.UnimplementedHealthServer
+	target *atomic.Value
+}
+
+func (h steeringHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	target, _ := h.target.Load().(string)
+	grpc.SetHeader(ctx, metadata.Pairs("x-accel-redirect", target))
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
 func newSteerWorld(t *testing.T) *steerWorld {
@@ -65,8 +86,23 @@ func newSteerWorld(t *testing.T) *steerWorld {
 			io.WriteString(rw, "B's backend\n")
 		}
 	})
+	w.grpcTarget.Store("/")
+	l, err := net.Listen("tcp", net.JoinHostPort(bIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcServer := grpc.NewServer()
+	healthpb.RegisterHealthServer(grpcServer, steeringHealth{target: &w.grpcTarget})
+	go grpcServer.Serve(l)
+	t.Cleanup(grpcServer.Stop)
+	pair := newTLSKeyPair(t, 2501, "grpc.b.test")
 	w.files = map[string]string{
-		"classes.yaml":  ingressClasses,
+		"classes.yaml": ingressClasses,
+		"secret.yaml":  tlsSecret("tls", pair.cert, pair.key),
+		"grpc.yaml": service("grpc-b", l.Addr().(*net.TCPAddr).Port, ep(bIP)) + "---\n" +
+			ingress("grpc-b", ingressOpts{class: "restysync", host: "grpc.b.test", paths: []path{prefix("/", "grpc-b")},
+				tls:         []ingressTLS{{secret: "tls", hosts: []string{"grpc.b.test"}}},
+				annotations: map[string]string{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}}),
 		"services.yaml": service("app-a", port, ep(aIP)) + "---\n" + service("errors-a", errorsPort, ep(aIP)) + "---\n" + service("app-b", port, ep(bIP)),
 		"a.yaml": ingress("a", ingressOpts{class: "restysync", host: "a.test", paths: []path{prefix("/", "app-a")},
 			annotations: map[string]string{
@@ -189,6 +225,19 @@ func TestBackendsCannotSteerNginx(t *testing.T) {
 			}
 			if n := w.mirrorHits.Load(); n != mirrored {
 				t.Errorf("A's mirror got %d of B's requests", n-mirrored)
+			}
+
+			// A gRPC backend too (grpc_ignore_headers).
+			w.grpcTarget.Store(internalLocations(t, s.shared)["A's auth location"])
+			_, err := grpcCheck(stackHTTPSPort(t, s), "grpc.b.test")
+			if !allow && err != nil {
+				t.Errorf("gRPC backend sending X-Accel-Redirect without the flag: %v, want its answer", err)
+			}
+			if allow && err == nil {
+				t.Errorf("gRPC backend sending X-Accel-Redirect to A's auth location: the call succeeded, want nginx's 404")
+			}
+			if n := w.authHits.Load(); n != auth {
+				t.Errorf("A's auth service was asked %d times for B's gRPC call", n-auth)
 			}
 
 			status, body := s.steer(t, "/own")

@@ -105,7 +105,9 @@ type Settings struct {
 }
 
 // ignoredHeaders are the headers of upstream answers nginx ignores
-// (proxy_ignore_headers and its FastCGI, uwsgi and SCGI twins): a backend
+// (proxy_ignore_headers and its FastCGI, gRPC, uwsgi and SCGI twins; the
+// gRPC one is missing from nginx's docs, but gRPC backends do send nginx
+// to X-Accel-Redirect's location without it): a backend
 // must not steer nginx. X-Accel-Redirect is last, as allowXAccel drops it.
 var ignoredHeaders = []string{"X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering", "X-Accel-Charset", "X-Accel-Redirect"}
 
