@@ -186,6 +186,7 @@ func TestObservability(t *testing.T) {
 			`restysync_leader`:                        0,
 			`restysync_lua_up`:                        1,
 			`restysync_lua_certificates`:              0,
+			`restysync_lua_api_denied_total`:          0,
 		} {
 			if got, ok := m[series]; !ok || got != want {
 				t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)

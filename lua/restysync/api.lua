@@ -19,6 +19,37 @@
 -- restysync.balancer), so b:<name> is always written before v:<name>.
 -- A POST is validated whole before anything is written, and written whole or
 -- not at all: a write the dict has no room for is undone.
+--
+-- Who may ask. The socket is a file in the shared dir, and nginx's own
+-- workers can connect to it: a tenant's mirror-target or auth-url of
+-- "http://unix:<shared>/restysync.sock:/backends" once made them POST into
+-- it. So the API answers only the agent:
+--
+-- * Every request but GET and HEAD /status carries the agent's secret in
+--   X-Restysync-Secret. The agent writes it (64 hex digits, mode 0600) to
+--   restysync.secret in the shared dir before the first nginx.conf;
+--   load_secret reads it in the master (init_by_lua, on every start and
+--   HUP) into an upvalue of this module, which the workers inherit. It is
+--   never put in an nginx variable (a snippet or a log format could name
+--   one) and never logged. It is compared in constant time. No file, or not
+--   a secret: only GET /status answers, and the error log says why.
+-- * A request nginx itself makes is refused whatever it carries (a client's
+--   headers travel with a mirror or an auth request, so a leaked secret
+--   must not be enough). ngx.req.is_internal() catches an internal
+--   redirect or subrequest inside this server. A request a worker proxied
+--   to the socket is a fresh connection, so it is told by its headers:
+--   the template's mirror and auth locations, the two whose target is a
+--   variable a tenant's URL fills, set X-Restysync-Proxied; every location
+--   that proxies sets X-Request-ID, never empty ($request_id when the
+--   client sent none). The agent sends neither. Tenants cannot take them
+--   off: snippets may not write set, if or *_pass and reach only their own
+--   profile location, whose backends are IP endpoints; auth-proxy-set-headers
+--   of the same name add a second header line, and nginx sends every
+--   non-empty one, so the template's stays.
+--
+-- Each refusal is a 403, counted as api_denied in restysync_metrics
+-- (GET /metrics; the agent's restysync_lua_api_denied_total), with an
+-- error-log line at most once a second per worker.
 
 local cjson = require "cjson"
 local restysync = require "restysync"
@@ -50,6 +81,10 @@ local string_match = string.match
 local string_sub = string.sub
 local string_format = string.format
 local table_concat = table.concat
+local string_byte = string.byte
+local bit = require "bit"
+local bit_bor = bit.bor
+local bit_bxor = bit.bxor
 
 local _M = { _VERSION = "0.1" }
 
@@ -335,8 +370,9 @@ local function get_metrics()
                 json_encode(name), count_endpoints(endpoints), requests, failures)
         end
     end
-    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"certificates":%d,"counting":%s}',
-        table_concat(parts, ","), m and m:get("rebuilds") or 0, certs.count(d), m and "true" or "false"))
+    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"certificates":%d,"counting":%s,"api_denied":%d}',
+        table_concat(parts, ","), m and m:get("rebuilds") or 0, certs.count(d), m and "true" or "false",
+        m and m:get("api_denied") or 0))
 end
 
 local function get_certificates()
@@ -510,6 +546,86 @@ local function post_access()
     reply(200, '{"denied":[' .. table_concat(parts, ",") .. "]}")
 end
 
+-- Who may ask -------------------------------------------------------------
+
+-- SECRET_NAME is the file in nginx's prefix (the shared dir) that holds the
+-- agent's secret; luaapi.SecretName in Go.
+local SECRET_NAME = "restysync.secret"
+
+-- secret is what load_secret read, nil when there is none.
+local secret
+
+-- load_secret reads the agent's secret; restysync.init calls it in the
+-- master. Without one only GET /status answers.
+function _M.load_secret()
+    secret = nil
+    local prefix = ngx.config.prefix()
+    if string_sub(prefix, -1) ~= "/" then
+        prefix = prefix .. "/"
+    end
+    local path = prefix .. SECRET_NAME
+    local f, err = io_open(path, "rb")
+    if not f then
+        ngx_log(ngx_ERR, "restysync: no config API secret (", err, "): the config API refuses every ",
+            "request but GET /status until a reload finds one")
+        return
+    end
+    local s = f:read("*a")
+    f:close()
+    if type(s) ~= "string" or #s ~= 64 or not string_find(s, "^[0-9a-f]+$") then
+        ngx_log(ngx_ERR, "restysync: ", path, " is not a config API secret (64 lowercase hex digits): ",
+            "the config API refuses every request but GET /status until a reload finds one")
+        return
+    end
+    secret = s
+end
+
+-- secret_matches compares given with the secret in time that does not
+-- depend on where they differ.
+local function secret_matches(given)
+    if not secret or type(given) ~= "string" then
+        return false
+    end
+    local diff = (#given == #secret) and 0 or 1
+    for i = 1, #secret do
+        diff = bit_bor(diff, bit_bxor(string_byte(secret, i), string_byte(given, i) or 0))
+    end
+    return diff == 0
+end
+
+-- refusal returns why this request may not be answered, or nil.
+local function refusal(uri, method)
+    if ngx_req.is_internal() or ngx_var.http_x_restysync_proxied ~= nil or ngx_var.http_x_request_id ~= nil then
+        return "a request from inside nginx (a subrequest, mirror, auth request or proxied request)"
+    end
+    if uri == "/status" and (method == "GET" or method == "HEAD") then
+        return nil
+    end
+    if not secret then
+        return "no config API secret is loaded; only GET /status answers"
+    end
+    if not secret_matches(ngx_var.http_x_restysync_secret) then
+        return "X-Restysync-Secret is missing or wrong"
+    end
+    return nil
+end
+
+local last_denied_log = 0
+
+-- deny answers 403, counts it and logs it (at most once a second).
+local function deny(reason, uri, method)
+    local m = restysync.metrics_dict()
+    if m then
+        m:incr("api_denied", 1, 0)
+    end
+    local now = ngx.now()
+    if now - last_denied_log >= 1 then
+        last_denied_log = now
+        ngx_log(ngx_ERR, "restysync: config API refused ", method, " ", uri, ": ", reason)
+    end
+    return fail(403, reason)
+end
+
 local routes = {
     ["/status"] = { GET = get_status, HEAD = get_status },
     ["/routes"] = { GET = get_routes, POST = post_routes },
@@ -531,11 +647,16 @@ local allowed_methods = {
 -- serve is the content handler of the config API server.
 function _M.serve()
     local uri = ngx_var.uri
+    local method = ngx_req.get_method()
+    local reason = refusal(uri, method)
+    if reason then
+        return deny(reason, uri, method)
+    end
     local route = routes[uri]
     if not route then
         return fail(404, "no such endpoint: " .. uri)
     end
-    local handler = route[ngx_req.get_method()]
+    local handler = route[method]
     if not handler then
         ngx_header["Allow"] = allowed_methods[uri]
         return fail(405, "method not allowed; use " .. allowed_methods[uri])
@@ -549,6 +670,7 @@ setmetatable(_M, { __index = {
     check_access_paths = check_access_paths,
     is_ipv4 = is_ipv4,
     is_ipv6 = is_ipv6,
+    secret_matches = secret_matches,
 } })
 
 return _M

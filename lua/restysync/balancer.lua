@@ -333,9 +333,10 @@ end
 -- ssl_redirect gets a 308 to HTTPS, on redirect_port (":PORT" or ""); a
 -- request whose Content-Length is over the location's max_body gets a 413.
 -- A location with a profile is served by that named location: the backend,
--- the Ingress its limits count for and its htpasswd file go there in
--- variables (ngx.ctx does not survive the jump), and its access() picks the
--- endpoint. Any other is balanced here; its timeouts are set by balance().
+-- the Ingress its limits count for, its htpasswd file and the profile's own
+-- name (which the profile checks, so that no other request enters it) go
+-- there in variables (ngx.ctx does not survive the jump), and its access()
+-- picks the endpoint. Any other is balanced here; its timeouts are set by balance().
 -- log_backend says the access log prints $restysync_backend, which is then
 -- set (a variable write costs every request).
 function _M.route(redirect_port, log_backend)
@@ -381,6 +382,9 @@ function _M.route(redirect_port, log_backend)
     local name = loc.backend
     local profile = loc.profile
     if profile then
+        -- The profile answers 404 unless this names it: a backend's
+        -- X-Accel-Redirect cannot enter another route's profile.
+        ngx_var.restysync_profile = profile
         ngx_var.restysync_backend = name
         if loc.ingress then
             ngx_var.restysync_ingress = loc.ingress

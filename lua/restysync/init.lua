@@ -9,7 +9,9 @@
 -- API reports so the agent can tell that a reload took effect, and makes sure
 -- the shared dict holds a boot id. dict:add keeps an existing boot id, and
 -- the dict survives a HUP but not a cold start: a new boot id therefore means
--- "this nginx lost every backend the agent pushed".
+-- "this nginx lost every backend the agent pushed". It also has the config
+-- API read the agent's secret (restysync.api.load_secret), so a HUP re-reads
+-- it.
 
 local ngx = ngx
 local io_open = io.open
@@ -121,6 +123,7 @@ function _M.init(hash)
     for i = 1, #MODULES do
         require(MODULES[i])
     end
+    require("restysync.api").load_secret()
     local d = _M.dict()
     local ok, err = d:add("boot_id", new_boot_id())
     if not ok and err ~= "exists" then

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -84,6 +85,8 @@ func runFlags() []cli.Flag {
 			Usage: "read the snippet annotations (configuration-snippet, server-snippet, auth-snippet) as typed directives against an allowlist; false refuses every one (the ConfigMap's allow-snippet-annotations: \"false\" does too)"},
 		&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
 			Usage: "honour the ssl-passthrough annotation: nginx's stream module takes the HTTPS port and passes TLS for those hosts to their backends untouched, by SNI (Debian's nginx: --load-module its ngx_stream_module.so)"},
+		&cli.BoolFlag{Name: "allow-x-accel-redirect", EnvVars: env("ALLOW_X_ACCEL_REDIRECT"),
+			Usage: "honour X-Accel-Redirect in backends' answers (default: nginx ignores it, like every X-Accel-* header); an internal location of one Ingress stays unreachable from another's"},
 		&cli.StringFlag{Name: "modsecurity-rules", Value: render.DefaultModSecurityRules, EnvVars: env("MODSECURITY_RULES"),
 			Usage: "ModSecurity's recommended configuration `FILE`, the first rules of every location with enable-modsecurity (default: Debian's libnginx-mod-http-modsecurity's)"},
 		&cli.StringSliceFlag{Name: "modsecurity-crs", Value: cli.NewStringSlice(render.DefaultModSecurityCoreRules...), EnvVars: env("MODSECURITY_CRS"),
@@ -184,6 +187,8 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		LoadModules:     c.StringSlice("load-module"),
 		WorkerProcesses: workers,
 		SSLPassthrough:  c.Bool("enable-ssl-passthrough"),
+
+		AllowXAccelRedirect: c.Bool("allow-x-accel-redirect"),
 	}
 	if err := parseHTTPSFlags(c, &rc.render); err != nil {
 		return rc, err
@@ -385,8 +390,9 @@ func run(c *cli.Context) error {
 	return err
 }
 
-// prepareSharedDir writes the Lua modules, and a bootstrap nginx.conf when
-// there is none. An existing nginx.conf is kept: nginx may be running it, and
+// prepareSharedDir writes the config API's secret when there is no valid
+// one (a running master holds the one it read), the Lua modules, and a
+// bootstrap nginx.conf when there is none. An existing nginx.conf is kept: nginx may be running it, and
 // the first sync replaces it only if it differs.
 func prepareSharedDir(rc runConfig) error {
 	if err := os.MkdirAll(rc.sharedDir, 0o755); err != nil {
@@ -396,6 +402,12 @@ func prepareSharedDir(rc runConfig) error {
 		if err := os.MkdirAll(filepath.Join(rc.sharedDir, sub), 0o755); err != nil {
 			return fmt.Errorf("creating shared dir: %w", err)
 		}
+	}
+	// The secret comes before nginx.conf: a master that starts reads it.
+	if _, created, err := luaapi.EnsureSecret(rc.sharedDir); err != nil {
+		return err
+	} else if created {
+		rc.logger.Info("config API secret generated", "path", filepath.Join(rc.sharedDir, luaapi.SecretName))
 	}
 	if err := lua.WriteTo(rc.sharedDir, apply.WriteFileAtomic); err != nil {
 		return fmt.Errorf("writing Lua modules: %w", err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -24,9 +25,12 @@ type LuaClient struct {
 }
 
 // NewLuaClient returns a client for the socket at path. Pushes retry a few
-// times with backoff; status reads do not, as callers poll them.
+// times with backoff; status reads do not, as callers poll them. Every
+// request carries the config API's secret, read from the file beside the
+// socket (luaapi.SecretName) once it is there; without it only GET /status
+// answers.
 func NewLuaClient(socketPath string) *LuaClient {
-	transport := &http.Transport{
+	var transport http.RoundTripper = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socketPath)
@@ -36,6 +40,7 @@ func NewLuaClient(socketPath string) *LuaClient {
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 4,
 	}
+	transport = luaapi.WithSecret(transport, filepath.Dir(socketPath))
 	push := retryablehttp.NewClient()
 	push.HTTPClient = &http.Client{Transport: transport, Timeout: 10 * time.Second}
 	push.RetryMax = 4

@@ -38,6 +38,9 @@ type LuaMetrics struct {
 	// Counting is false when the running nginx.conf has no counter dict
 	// (rendered by an older agent): the counters are then all 0.
 	Counting bool `json:"counting"`
+	// APIDenied counts the requests the config API refused with 403 since
+	// nginx started: no or a wrong secret, or sent by nginx itself.
+	APIDenied int64 `json:"api_denied"`
 }
 
 // BackendMetrics is one backend in LuaMetrics.

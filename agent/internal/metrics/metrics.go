@@ -352,6 +352,7 @@ type luaCollector struct {
 	failures     *prometheus.Desc
 	rebuilds     *prometheus.Desc
 	certificates *prometheus.Desc
+	apiDenied    *prometheus.Desc
 	errors       prometheus.Counter
 }
 
@@ -373,6 +374,8 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 			"Times an nginx worker rebuilt its copy of a backend after a push.", nil, nil),
 		certificates: prometheus.NewDesc(name("certificates"),
 			"Certificates Lua holds and serves by SNI.", nil, nil),
+		apiDenied: prometheus.NewDesc(name("api_denied_total"),
+			"Requests the Lua config API refused (403): without the agent's secret, or sent by nginx itself (a mirror, an auth request).", nil, nil),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "lua", Name: "scrape_errors_total",
 			Help: "Scrapes for which the Lua config API did not answer.",
@@ -381,7 +384,7 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 }
 
 func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates} {
+	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates, c.apiDenied} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -411,6 +414,7 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.rebuilds, prometheus.CounterValue, float64(lm.BalancerRebuilds))
 	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
+	ch <- prometheus.MustNewConstMetric(c.apiDenied, prometheus.CounterValue, float64(lm.APIDenied))
 }
 
 // ProblemReasons are the classes ProblemReason sorts problems into.

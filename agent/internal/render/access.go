@@ -86,6 +86,9 @@ type corsView struct {
 
 type errorsView struct {
 	Pages []errorPageRef
+	// Guard names the error backend; its error locations answer only a
+	// request whose profile set it (errorGuard).
+	Guard string
 	// Namespace, Ingress, Service and ServicePort of the location, sent
 	// to the error backend as X-Namespace and friends.
 	Namespace   string
@@ -105,6 +108,7 @@ type errorLocationView struct {
 	ErrorLocation string
 	ErrorCode     int
 	Backend       string
+	Guard         string
 }
 
 // accessHTTPView is what the http block needs for the locations' limits.
@@ -307,7 +311,7 @@ func newErrorsView(loc model.Location) (*errorsView, error) {
 	namespace, ingress, _ := strings.Cut(loc.Ingress, "/")
 	_, service, _ := model.BackendService(loc.Backend)
 	_, port, _ := strings.Cut(strings.SplitN(loc.Backend, "@", 2)[0], ":")
-	v := &errorsView{Namespace: namespace, Ingress: ingress, Service: service, ServicePort: port}
+	v := &errorsView{Guard: errorGuard(e.Backend), Namespace: namespace, Ingress: ingress, Service: service, ServicePort: port}
 	for _, text := range strings.Split(e.Codes, ",") {
 		code, err := strconv.Atoi(text)
 		if err != nil || code < 400 || code > 599 {
@@ -320,6 +324,12 @@ func newErrorsView(loc model.Location) (*errorsView, error) {
 
 func errorLocationName(backend string, code int) string {
 	return "@restysync_error_" + shortHash(backend) + "_" + strconv.Itoa(code)
+}
+
+// errorGuard is the value of $restysync_error_guard a profile sets for
+// the error locations of backend, and they check.
+func errorGuard(backend string) string {
+	return shortHash(backend)
 }
 
 // accessErrorLocations returns the named locations the locations of a
@@ -341,7 +351,7 @@ func accessErrorLocations(m model.Model) []errorLocationView {
 			name := errorLocationName(e.Backend, code)
 			if !seen[name] {
 				seen[name] = true
-				out = append(out, errorLocationView{ErrorLocation: name, ErrorCode: code, Backend: e.Backend})
+				out = append(out, errorLocationView{ErrorLocation: name, ErrorCode: code, Backend: e.Backend, Guard: errorGuard(e.Backend)})
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func TestRenderAccessGolden(t *testing.T) {
 		t.Errorf("nginx.conf differs from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(cfg.Bytes)))
 	}
 	// A location that failed closed answers 503 and holds nothing else of its Ingress.
-	for _, fragment := range []string{" {\n            # An access-control annotation is unusable: fail closed.\n            return 503;",
+	for _, fragment := range []string{"            }\n            # An access-control annotation is unusable: fail closed.\n            return 503;",
 		"deny \"10.9.0.0/16\";\n            allow \"10.0.0.0/8\";\n            allow \"192.168.1.7/32\";\n            deny all;"} {
 		if !strings.Contains(string(cfg.Bytes), fragment) {
 			t.Errorf("nginx.conf lacks %q", fragment)

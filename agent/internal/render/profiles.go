@@ -19,6 +19,14 @@ package render
 // request with a Content-Length happens when nginx picks a location, which
 // a jump to a named location skips: the router location allows the
 // largest size any location does, and Lua checks each location's own.
+//
+// A named or internal location is entered only by the request it was made
+// for: Lua sets $restysync_profile to the profile it jumps to, a profile
+// sets $restysync_auth_guard and $restysync_error_guard for its auth and
+// error locations, and each answers 404 to any other request, such as one a
+// backend's X-Accel-Redirect (--allow-x-accel-redirect) sent there. A
+// variable costs one write and one compare; ngx.ctx would not survive the
+// jump.
 
 import (
 	"bytes"

@@ -97,6 +97,26 @@ type Settings struct {
 	// ModSecurity are the settings of the ModSecurity module: whether it
 	// is built in, its rules files and rule engine (modsecurity.go).
 	ModSecurity ModSecurity
+	// AllowXAccelRedirect honours X-Accel-Redirect in backends' answers
+	// (--allow-x-accel-redirect); off, nginx ignores it like the other
+	// X-Accel-* headers. Either way an internal location answers 404 to a
+	// request it was not made for.
+	AllowXAccelRedirect bool
+}
+
+// ignoredHeaders are the headers of upstream answers nginx ignores
+// (proxy_ignore_headers and its FastCGI, gRPC, uwsgi and SCGI twins; the
+// gRPC one is missing from nginx's docs, but gRPC backends do send nginx
+// to X-Accel-Redirect's location without it): a backend
+// must not steer nginx. X-Accel-Redirect is last, as allowXAccel drops it.
+var ignoredHeaders = []string{"X-Accel-Expires", "X-Accel-Limit-Rate", "X-Accel-Buffering", "X-Accel-Charset", "X-Accel-Redirect"}
+
+// ignoreHeaders returns the arguments of the *_ignore_headers directives.
+func ignoreHeaders(allowXAccelRedirect bool) []string {
+	if allowXAccelRedirect {
+		return ignoredHeaders[:len(ignoredHeaders)-1]
+	}
+	return ignoredHeaders
 }
 
 // resolvers returns the resolver directive's arguments, IPv6 addresses
@@ -212,6 +232,10 @@ type confView struct {
 	// Dollar that one prints a literal "$" (fcgimirror.go).
 	Mirror mirrorHTTPView
 	Dollar bool
+	// IgnoreHeaders are the upstream headers nginx ignores;
+	// AllowXAccelRedirect says X-Accel-Redirect is not one of them.
+	IgnoreHeaders       []string
+	AllowXAccelRedirect bool
 }
 
 // serverView is the locations of one model.Server in nginx's terms.
@@ -324,6 +348,8 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		FallbackCertificate: FallbackCertName,
 		FallbackKey:         FallbackKeyName,
 		HSTSHeader:          hstsHeader(s),
+		IgnoreHeaders:       ignoreHeaders(s.AllowXAccelRedirect),
+		AllowXAccelRedirect: s.AllowXAccelRedirect,
 	}
 	if s.StatusPort != 0 {
 		view.StatusListen = listen(s.ListenAddress, s.StatusPort)

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/testenv/freeport"
 	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
@@ -294,6 +295,9 @@ func Start(t testing.TB, prefix string) *Nginx {
 		t.Fatalf("making %s readable by nginx workers: %v", prefix, err)
 	}
 	removeStaleSocket(t, filepath.Join(prefix, socketName))
+	if _, _, err := luaapi.EnsureSecret(prefix); err != nil {
+		t.Fatal(err)
+	}
 	n := &Nginx{
 		Prefix: prefix,
 		output: &syncbuf.Buffer{},
@@ -347,17 +351,18 @@ func removeStaleSocket(t testing.TB, path string) {
 }
 
 // UnixClient returns an HTTP client that sends every request to the unix
-// socket at path, whatever the URL's host.
+// socket at path, whatever the URL's host, with the config API's secret
+// from the file beside it once there is one (Start writes it).
 func UnixClient(path string) *http.Client {
 	return &http.Client{
 		Timeout: 5 * time.Second,
-		Transport: &http.Transport{
+		Transport: luaapi.WithSecret(&http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", path)
 			},
 			DisableKeepAlives: true, // old workers exit promptly after a HUP
-		},
+		}, filepath.Dir(path)),
 	}
 }
 
