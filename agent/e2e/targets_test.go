@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
+	"github.com/restysync/restysync/agent/internal/testenv/podnet"
 )
 
 // No user URL and no endpoint points nginx into its own pod (issue 25,
@@ -142,4 +145,70 @@ func TestTargetsIntoThePod(t *testing.T) {
 			t.Errorf("check: default/%s not refused: %s", name, out)
 		}
 	}
+}
+
+// From the Kubernetes source every endpoint address is checked after
+// resolution (issue 25, point 7): an FQDN slice naming 127.0.0.1 and
+// 169.254.169.254 (the API server validates FQDN slices as names, so they
+// pass it) and an IPv4 slice naming the pod's own address (--pod-ip) are
+// each a Problem on the slice; the Service's good pod is the only one that
+// answers. A hostile slice added later takes the fast path and is checked
+// there too.
+func TestKubeEndpointsIntoThePod(t *testing.T) {
+	podnet.Require(t)
+	e := startKubeEnv(t)
+	good := podnet.New(t, "target-good")
+	const podIP = "10.244.250.7" // the agent's own pod, as the downward API gives it
+	e.create(ingressClass("restysync", controllerRef))
+	e.create(kubeService("web"))
+	e.create(kubeSlice("web", good))
+	own := kubeSlice("web")
+	own.Name = "web-own"
+	own.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{podIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}}
+	e.create(own)
+	e.create(fqdnKubeSlice("web-names", "web", "127.0.0.1", "169.254.169.254"))
+	e.create(kubeIngress(appsNS, "web", "restysync", "web.test", map[string]string{"/": "web"}))
+
+	s := &stack{t: t}
+	s.start("--source", "kube", "--kubeconfig", e.kubeconfig, "--namespace", appsNS,
+		"--publish-address", publishA, "--election-namespace", agentNS, "--pod-name", "agent-targets", "--pod-ip", podIP)
+	s.eventually("web.test is served by its good pod alone", func() error { return onlyFrom(s, "web.test", "/", good.Name, 12) })
+	want := map[string]string{
+		"EndpointSlice apps/web-names": `"127.0.0.1" port 8080: refused: is 127.0.0.1, a loopback address`,
+		"EndpointSlice apps/web-own":   `"10.244.250.7" port 8080: refused: is 10.244.250.7, an address of the ingress pod itself`,
+	}
+	checkProblems := func() error {
+		problems := s.debugState().Problems
+		for object, reason := range want {
+			found := false
+			for _, p := range problems {
+				found = found || (p.Object == object && strings.Contains(p.Reason, reason))
+			}
+			if !found {
+				return fmt.Errorf("no problem of %s with %q in %+v", object, reason, problems)
+			}
+		}
+		return nil
+	}
+	s.eventually("each refused address is a Problem on its slice", checkProblems)
+	want["EndpointSlice apps/web-names"] = `"169.254.169.254" port 8080: refused: is 169.254.169.254, a link-local address`
+	s.eventually("the metadata address too", checkProblems)
+
+	// Only the endpoints moved: the fast path.
+	e.create(fqdnKubeSlice("web-later", "web", "0.0.0.0", "127.0.0.2"))
+	want["EndpointSlice apps/web-later"] = `"127.0.0.2" port 8080: refused: is 127.0.0.2, a loopback address`
+	s.eventually("a slice added later is checked on the fast path", checkProblems)
+	if err := onlyFrom(s, "web.test", "/", good.Name, 12); err != nil {
+		t.Error(err)
+	}
+}
+
+// fqdnKubeSlice is an FQDN EndpointSlice of service naming names.
+func fqdnKubeSlice(name, service string, names ...string) *discoveryv1.EndpointSlice {
+	s := kubeSlice(service)
+	s.Name, s.AddressType = name, discoveryv1.AddressTypeFQDN
+	for _, n := range names {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{n}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+	}
+	return s
 }
