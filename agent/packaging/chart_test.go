@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -274,6 +275,7 @@ func TestChartRenders(t *testing.T) {
 			if !hasPort(agent, "metrics", 10254) {
 				t.Errorf("agent ports %+v: want metrics 10254", agent.Ports)
 			}
+			checkAdminNotExposed(t, agent)
 			for _, probe := range []*corev1.Probe{nginx.LivenessProbe, nginx.ReadinessProbe} {
 				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/healthz" || probe.HTTPGet.Port.String() != "status" {
 					t.Errorf("nginx probe %+v: want GET /healthz on port status", probe)
@@ -516,5 +518,61 @@ func TestChartNativeSidecarNeedsKube129(t *testing.T) {
 	}
 	if _, err := renderChartFor(map[string]any{"agent": map[string]any{"nativeSidecar": false}}, releaseNamespace, "v1.28.9"); err != nil {
 		t.Fatalf("plain sidecar on 1.28: %v", err)
+	}
+}
+
+// checkAdminNotExposed proves that the pod network reaches only /metrics,
+// /healthz and /readyz of the agent: the port the probes, the container
+// port and the metrics Service use is --metrics-probes-address's, which
+// serves nothing else, and the full admin server (/debug/state, every
+// tenant's configuration) listens on loopback. The agent learns the pod's
+// own address from POD_IP, so that no Ingress can point nginx at it.
+func checkAdminNotExposed(t *testing.T, agent corev1.Container) {
+	t.Helper()
+	var probes, admin string
+	for _, a := range agent.Args {
+		if v, ok := strings.CutPrefix(a, "--metrics-probes-address="); ok {
+			probes = v
+		}
+		if v, ok := strings.CutPrefix(a, "--metrics-address="); ok {
+			admin = v
+		}
+	}
+	if probes != "0.0.0.0:10254" {
+		t.Errorf("agent args %v: want --metrics-probes-address=0.0.0.0:10254, the listener of /metrics, /healthz and /readyz alone", agent.Args)
+	}
+	host, _, err := net.SplitHostPort(admin)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Errorf("agent args %v: want --metrics-address on loopback: its /debug/state shows every tenant's configuration", agent.Args)
+	}
+	for _, p := range agent.Ports {
+		if admin != "" && strings.HasSuffix(admin, fmt.Sprintf(":%d", p.ContainerPort)) {
+			t.Errorf("agent port %+v is the admin server's", p)
+		}
+	}
+	podIP := false
+	for _, e := range agent.Env {
+		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+			podIP = true
+		}
+	}
+	if !podIP {
+		t.Errorf("agent env %+v: want POD_IP from status.podIP (--pod-ip)", agent.Env)
+	}
+}
+
+// A platform's allowed networks reach the agent as one flag.
+func TestChartAllowInternalNetworks(t *testing.T) {
+	objs, _ := mustRender(t, map[string]any{"agent": map[string]any{"allowInternalNetworks": []any{"127.0.0.0/8", "169.254.0.0/16"}}})
+	agent, _ := agentContainer(t, podSpec(t, objs))
+	if !slices.Contains(agent.Args, "--allow-internal-networks=127.0.0.0/8,169.254.0.0/16") {
+		t.Errorf("agent args %v: want --allow-internal-networks=127.0.0.0/8,169.254.0.0/16", agent.Args)
+	}
+	objs, _ = mustRender(t, nil)
+	agent, _ = agentContainer(t, podSpec(t, objs))
+	for _, a := range agent.Args {
+		if strings.HasPrefix(a, "--allow-internal-networks") {
+			t.Errorf("agent args %v: want no --allow-internal-networks by default", agent.Args)
+		}
 	}
 }

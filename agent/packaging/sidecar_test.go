@@ -74,6 +74,7 @@ func TestSidecarPatch(t *testing.T) {
 	if !native {
 		t.Error("agent is not a native sidecar")
 	}
+	checkAdminNotExposed(t, agent)
 	nginx := container(t, spec, "openresty")
 	if nginx.Image != "openresty/openresty:1.27.1.2-0-alpine" {
 		t.Errorf("the patch changed the nginx image to %s", nginx.Image)

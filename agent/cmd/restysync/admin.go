@@ -16,26 +16,32 @@ import (
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
-// defaultMetricsAddress is loopback: outside a pod nothing else should
-// reach the admin server. In a pod the chart sets 0.0.0.0:10254 so that the
-// kubelet's probes and Prometheus reach it.
+// defaultMetricsAddress is loopback: nothing outside the pod should reach
+// the admin server, whose /debug/state lists every tenant's hosts,
+// backends and endpoints. The kubelet's probes and Prometheus reach
+// /metrics, /healthz and /readyz on --metrics-probes-address, which the
+// chart sets to 0.0.0.0:10254 (its admin server then listens on
+// 127.0.0.1:10255).
 const defaultMetricsAddress = "127.0.0.1:10254"
 
 func adminFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "metrics-address", Value: defaultMetricsAddress, EnvVars: env("METRICS_ADDRESS"),
-			Usage: "`HOST:PORT` of the admin server: /metrics, /healthz, /readyz, /debug/state (empty: no server)"},
+			Usage: "`HOST:PORT` of the admin server: /metrics, /healthz, /readyz, /debug/state (empty: no server); keep it on loopback, /debug/state shows every tenant's configuration"},
+		&cli.StringFlag{Name: "metrics-probes-address", EnvVars: env("METRICS_PROBES_ADDRESS"),
+			Usage: "`HOST:PORT` of a second listener that serves only /metrics, /healthz and /readyz, for the kubelet's probes and Prometheus on the pod network (default empty: none)"},
 	}
 }
 
-// parseMetricsAddress validates --metrics-address; "" turns the server off.
-func parseMetricsAddress(c *cli.Context) (string, error) {
-	addr := c.String("metrics-address")
+// parseMetricsAddress validates an address flag; "" turns its listener
+// off.
+func parseMetricsAddress(c *cli.Context, flag string) (string, error) {
+	addr := c.String(flag)
 	if addr == "" {
 		return "", nil
 	}
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return "", fmt.Errorf("--metrics-address %q: want HOST:PORT", addr)
+		return "", fmt.Errorf("--%s %q: want HOST:PORT", flag, addr)
 	}
 	return addr, nil
 }
@@ -43,7 +49,10 @@ func parseMetricsAddress(c *cli.Context) (string, error) {
 // observability is the agent's metrics and admin server. listenAdmin binds
 // the address at start, so that a port in use stops the agent at once.
 type observability struct {
-	ln      net.Listener // nil when there is no admin server
+	ln net.Listener // nil when there is no admin server
+	// probes is the listener of /metrics, /healthz and /readyz alone
+	// (--metrics-probes-address), nil when there is none.
+	probes  net.Listener
 	metrics *metrics.Metrics
 	// objects is the source before any wrapper, counted at scrape time.
 	objects source.Source
@@ -52,23 +61,43 @@ type observability struct {
 	state  func() syncer.State
 }
 
-func listenAdmin(address string) (*observability, error) {
+func listenAdmin(address, probesAddress string) (*observability, error) {
 	obs := &observability{}
-	if address == "" {
-		return obs, nil
+	if address != "" {
+		ln, err := net.Listen("tcp", address)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-address %s: %w", address, err)
+		}
+		obs.ln = ln
 	}
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-address %s: %w", address, err)
+	if probesAddress != "" {
+		ln, err := net.Listen("tcp", probesAddress)
+		if err != nil {
+			if obs.ln != nil {
+				obs.ln.Close()
+			}
+			return nil, fmt.Errorf("--metrics-probes-address %s: %w", probesAddress, err)
+		}
+		obs.probes = ln
 	}
-	obs.ln = ln
 	return obs, nil
+}
+
+// ports are the TCP ports the admin listeners took.
+func (o *observability) ports() []int32 {
+	var out []int32
+	for _, ln := range []net.Listener{o.ln, o.probes} {
+		if addr, ok := ln.(*net.TCPListener); ok {
+			out = append(out, int32(addr.Addr().(*net.TCPAddr).Port))
+		}
+	}
+	return out
 }
 
 // syncerMetrics builds the registry and returns what the syncer reports to
 // (nil without an admin server). Call it once the source is known.
 func (o *observability) syncerMetrics(lua *apply.LuaClient) syncer.Metrics {
-	if o.ln == nil {
+	if o.ln == nil && o.probes == nil {
 		return nil
 	}
 	o.metrics = metrics.New(metrics.Options{
@@ -87,7 +116,7 @@ func (o *observability) syncerMetrics(lua *apply.LuaClient) syncer.Metrics {
 
 // serve runs the admin server until ctx is done.
 func (o *observability) serve(ctx context.Context, s *syncer.Syncer, lua *apply.LuaClient, reloadTimeout time.Duration, logger *slog.Logger) {
-	if o.ln == nil {
+	if o.ln == nil && o.probes == nil {
 		return
 	}
 	o.state = s.State
@@ -100,11 +129,22 @@ func (o *observability) serve(ctx context.Context, s *syncer.Syncer, lua *apply.
 		StuckAfter: max(30*time.Second, 2*reloadTimeout+10*time.Second),
 		Logger:     logger.With("component", "admin"),
 	})
-	logger.Info("admin server listening", "address", o.ln.Addr().String(),
-		"paths", "/metrics /healthz /readyz /debug/state")
-	go func() {
-		if err := srv.Serve(ctx, o.ln); err != nil {
-			logger.Error("admin server stopped", "error", err)
-		}
-	}()
+	if o.ln != nil {
+		logger.Info("admin server listening", "address", o.ln.Addr().String(),
+			"paths", "/metrics /healthz /readyz /debug/state")
+		go func() {
+			if err := srv.Serve(ctx, o.ln); err != nil {
+				logger.Error("admin server stopped", "error", err)
+			}
+		}()
+	}
+	if o.probes != nil {
+		logger.Info("metrics and probes listening", "address", o.probes.Addr().String(),
+			"paths", "/metrics /healthz /readyz")
+		go func() {
+			if err := srv.ServeProbes(ctx, o.probes); err != nil {
+				logger.Error("metrics and probes listener stopped", "error", err)
+			}
+		}()
+	}
 }

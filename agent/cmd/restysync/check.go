@@ -160,6 +160,12 @@ func check(c *cli.Context) error {
 	return nil
 }
 
+// checkTargets are where check lets nginx connect: as the agent in a
+// cluster with the chart's ports, whatever the source (a folder of
+// manifests is checked for the cluster it will be applied to). The pod's
+// own address is not known here.
+var checkTargets = model.Targets{PodPorts: []int32{80, 443, 10246, 10254, 10255}}
+
 // checkSnapshot builds every Ingress of snap as ours and classifies its
 // annotations; a supported one is invalid when Build raised a Problem
 // naming it. It returns Build's problems too. ssl-passthrough is judged as
@@ -182,6 +188,7 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 	snap.SSLPassthrough = true
 	snap.ModSecurity.Loaded = true
 	snap.ReservedPorts = []int32{80, 443}
+	snap.Targets = checkTargets
 	_, problems := model.Build(snap)
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {

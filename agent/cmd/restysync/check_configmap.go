@@ -39,6 +39,18 @@ func checkConfigMap(name string, cm *corev1.ConfigMap) *CheckedConfigMap {
 	}
 	res := configmap.Apply(render.Settings{}, cm.Namespace, cm.Name, cm.Data)
 	out.Keys = res.Keys
+	// Where global-auth-url points is the model's check, as the agent
+	// in a cluster makes it (checkTargets).
+	if res.GlobalAuth.URL != "" {
+		if reason := checkTargets.CheckURL(res.GlobalAuth.URL, true); reason != "" {
+			for i, k := range out.Keys {
+				if k.Key == "global-auth-url" {
+					out.Keys[i] = configmap.Key{Key: k.Key, Status: configmap.StatusRefused,
+						Reason: fmt.Sprintf("%q %s", res.GlobalAuth.URL, reason)}
+				}
+			}
+		}
+	}
 	for _, k := range res.Keys {
 		switch k.Status {
 		case configmap.StatusSupported:

@@ -212,6 +212,8 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	// As check: ModSecurity is judged as nginx has its module.
 	snap.ModSecurity.Loaded = true
 	snap.ReservedPorts = []int32{80, 443}
+	// As the agent judges its source: a local folder may name loopback.
+	snap.Targets = model.Targets{Local: strings.HasPrefix(src, "file:"), PodPorts: []int32{80, 443}}
 	if snap.DefaultCertificate, err = defaultCertificate(c); err != nil {
 		return admin.Report{}, err
 	}

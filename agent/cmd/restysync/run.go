@@ -95,6 +95,10 @@ func runFlags() []cli.Flag {
 			Usage: "SecRuleEngine of every location with ModSecurity: On blocks what the rules detect, DetectionOnly logs it, Off; empty keeps the rules file's (DetectionOnly in Debian's and ingress-nginx's)"},
 		&cli.BoolFlag{Name: "modsecurity-built-in", EnvVars: env("MODSECURITY_BUILT_IN"),
 			Usage: "nginx has the ModSecurity module built in (else only a --load-module of ngx_http_modsecurity_module.so loads it; without it, Ingresses that ask for ModSecurity answer 503)"},
+		&cli.StringFlag{Name: "pod-ip", EnvVars: env("POD_IP", "POD_IP"),
+			Usage: "the pod's own IP address (the chart sets it from the downward API's status.podIP): no URL nginx connects to and no endpoint may name it; the addresses of the pod's interfaces are refused as well"},
+		&cli.StringSliceFlag{Name: "allow-internal-networks", EnvVars: env("ALLOW_INTERNAL_NETWORKS"),
+			Usage: "`CIDR`s (comma-separated or repeated) that auth-url, global-auth-url, mirror-target and endpoints may name although they are loopback, link-local or unspecified (default none; a unix socket, the pod's own address and its ports stay refused)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: env("LOG_LEVEL"), Usage: "debug, info, warn or error"},
 		&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: env("LOG_FORMAT"), Usage: "text or json"},
 	}
@@ -121,6 +125,8 @@ type runConfig struct {
 	reloadTimeout         time.Duration
 	fullPush              bool
 	metricsAddress        string
+	probesAddress         string
+	targets               model.Targets
 	dns                   fqdn.Options
 	kube                  kubeConfig
 	logger                *slog.Logger
@@ -214,13 +220,71 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	default:
 		return rc, fmt.Errorf("--push-mode %q: want changed or full", mode)
 	}
-	if rc.metricsAddress, err = parseMetricsAddress(c); err != nil {
+	if rc.metricsAddress, err = parseMetricsAddress(c, "metrics-address"); err != nil {
+		return rc, err
+	}
+	if rc.probesAddress, err = parseMetricsAddress(c, "metrics-probes-address"); err != nil {
+		return rc, err
+	}
+	if rc.targets, err = parseTargets(c, rc); err != nil {
 		return rc, err
 	}
 	if rc.kube, err = parseKubeConfig(c); err != nil {
 		return rc, err
 	}
 	return rc, nil
+}
+
+// parseTargets reads where nginx may connect (model.Targets): the pod's
+// own addresses (--pod-ip and those of its interfaces), nginx's ports
+// (run adds the admin server's once it listens), the networks a platform
+// allows, and whether the source is a local folder, where loopback is
+// allowed.
+func parseTargets(c *cli.Context, rc runConfig) (model.Targets, error) {
+	t := model.Targets{Local: rc.sourceKind == "file"}
+	if v := strings.TrimSpace(c.String("pod-ip")); v != "" {
+		addr, err := netip.ParseAddr(v)
+		if err != nil || addr.Zone() != "" {
+			return t, fmt.Errorf("--pod-ip %q: want an IP address", v)
+		}
+		t.PodAddresses = append(t.PodAddresses, addr.Unmap())
+	}
+	t.PodAddresses = append(t.PodAddresses, interfaceAddresses()...)
+	for _, p := range []int{rc.render.HTTPPort, rc.render.HTTPSPort, rc.render.StatusPort} {
+		if p != 0 {
+			t.PodPorts = append(t.PodPorts, int32(p))
+		}
+	}
+	for _, v := range c.StringSlice("allow-internal-networks") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := parseTrustedProxy(v)
+		if err != nil {
+			return t, fmt.Errorf("--allow-internal-networks %q: %v", v, err)
+		}
+		t.Allowed = append(t.Allowed, p)
+	}
+	return t, nil
+}
+
+// interfaceAddresses are the addresses of the host's (the pod's) network
+// interfaces, loopback left out (the check knows it), or none when they
+// cannot be read.
+func interfaceAddresses() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLoopback() {
+			continue
+		}
+		out = append(out, p.Addr().WithZone("").Unmap())
+	}
+	return out
 }
 
 // defaultCertificate reads --default-ssl-certificate: "" or the
@@ -343,10 +407,11 @@ func run(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	obs, err := listenAdmin(rc.metricsAddress)
+	obs, err := listenAdmin(rc.metricsAddress, rc.probesAddress)
 	if err != nil {
 		return err
 	}
+	rc.targets.PodPorts = append(rc.targets.PodPorts, obs.ports()...)
 
 	var src source.Source
 	var onSync func(syncer.Report)
@@ -383,6 +448,7 @@ func run(c *cli.Context) error {
 		OnSync:                onSync,
 		FullPush:              rc.fullPush,
 		Metrics:               obs.syncerMetrics(nginx.Lua),
+		Targets:               rc.targets,
 	}, logger)
 	obs.serve(ctx, s, nginx.Lua, rc.reloadTimeout, logger)
 	err = s.Run(ctx)

@@ -57,6 +57,10 @@ type Options struct {
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// probes serves /metrics, /healthz and /readyz alone: what the
+	// kubelet and Prometheus need on the pod network, without
+	// /debug/state, which shows every tenant's configuration.
+	probes *http.ServeMux
 }
 
 // New returns a Server; Handler serves it, Serve runs it on a listener.
@@ -73,12 +77,14 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
-	if opts.Metrics != nil {
-		s.mux.Handle("GET /metrics", opts.Metrics)
+	s := &Server{opts: opts, mux: http.NewServeMux(), probes: http.NewServeMux()}
+	for _, mux := range []*http.ServeMux{s.mux, s.probes} {
+		if opts.Metrics != nil {
+			mux.Handle("GET /metrics", opts.Metrics)
+		}
+		mux.HandleFunc("GET /healthz", s.healthz)
+		mux.HandleFunc("GET /readyz", s.readyz)
 	}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /debug/state", s.debugState)
 	s.mux.HandleFunc("GET /{$}", s.index)
 	return s
@@ -87,10 +93,22 @@ func New(opts Options) *Server {
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// ProbesHandler returns /metrics, /healthz and /readyz alone.
+func (s *Server) ProbesHandler() http.Handler { return s.probes }
+
 // Serve answers on ln until ctx is done, then shuts down within a second.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.mux)
+}
+
+// ServeProbes is Serve with ProbesHandler's routes alone.
+func (s *Server) ServeProbes(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.probes)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, handler http.Handler) error {
 	srv := &http.Server{
-		Handler:           s.mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       60 * time.Second,

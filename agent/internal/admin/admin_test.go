@@ -255,3 +255,38 @@ func TestServe(t *testing.T) {
 		t.Fatal("Serve did not return after the context ended")
 	}
 }
+
+// The probes listener (--metrics-probes-address, the one the chart puts
+// on the pod network) answers /metrics, /healthz and /readyz, and nothing
+// else: /debug/state shows every tenant's configuration.
+func TestServeProbes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "restysync_up 1\n") })
+	s := New(Options{Metrics: metrics, State: func() syncer.State { return syncer.State{} }, Lua: &fakeLua{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ServeProbes(ctx, ln) }()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	for path, want := range map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/debug/state": 404, "/": 404} {
+		resp, err := client.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeProbes: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeProbes did not return after the context ended")
+	}
+}

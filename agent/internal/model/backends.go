@@ -95,7 +95,7 @@ func (b *builder) resolve(ref backendRef) resolved {
 	if problem == "" {
 		eps, ok := []Endpoint(nil), false
 		if ref.serviceUpstream {
-			eps, ok = serviceEndpoints(svc, servicePort)
+			eps, ok = b.serviceEndpoints(svc, servicePort)
 		}
 		if !ok {
 			eps = b.endpoints(svc, servicePort)
@@ -202,6 +202,11 @@ func (b *builder) appendIPEndpoints(eps []Endpoint, slice *discoveryv1.EndpointS
 					fmt.Sprintf("endpoints[%d].addresses[%d] %q: %s; address left out", i, j, address, reason))
 				continue
 			}
+			if reason := b.targets.CheckEndpoint(addr, port); reason != "" {
+				b.problem("EndpointSlice", slice.Namespace, slice.Name,
+					fmt.Sprintf("endpoints[%d].addresses[%d] %q port %d: refused: %s; address left out, the rest of the slice is used", i, j, address, port, reason))
+				continue
+			}
 			eps = append(eps, Endpoint{Address: canonicalAddress(address, addr), Port: port})
 		}
 	}
@@ -209,7 +214,7 @@ func (b *builder) appendIPEndpoints(eps []Endpoint, slice *discoveryv1.EndpointS
 }
 
 // parseEndpointAddress checks that address is a usable IP address of the
-// slice's family. Loopback is allowed: the file source runs backends there.
+// slice's family. Where it may point is Targets.CheckEndpoint's question.
 func parseEndpointAddress(address string, family discoveryv1.AddressType) (netip.Addr, string) {
 	addr, err := netip.ParseAddr(address)
 	switch {

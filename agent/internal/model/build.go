@@ -126,6 +126,8 @@ type builder struct {
 	// serviceUpstreamDefault is Snapshot.ServiceUpstream.
 	serviceUpstreamDefault bool
 	wwwKeys                map[string]string
+	// targets is Snapshot.Targets (target.go).
+	targets Targets
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -163,9 +165,11 @@ func newBuilder(s Snapshot) *builder {
 		stream: streamState{enabled: s.SSLPassthrough, passthrough: map[string]PassthroughHost{}, backends: map[string]StreamBackend{}},
 
 		modSecurity: s.ModSecurity,
+		targets:     s.Targets,
 
 		snippets: newSnippetState(s),
 	}
+	b.checkGlobalAuth(s)
 	if b.loadBalance == AlgorithmRoundRobin {
 		b.loadBalance = ""
 	}

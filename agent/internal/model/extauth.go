@@ -203,6 +203,14 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 		if b.globalAuthDenied != "" {
 			return ExternalAuth{}, b.globalAuthDenied
 		}
+		if b.globalAuth.URL != "" && !routedByHost(ing) {
+			if reason := b.targets.CheckURL(b.globalAuth.URL, false); reason != "" {
+				b.problem("Ingress", ing.Namespace, ing.Name, fmt.Sprintf("the ConfigMap's global-auth-url %q %s; this Ingress serves "+
+					"requests for any host (a rule without a host, or spec.defaultBackend), so its paths answer 503; "+
+					"set enable-global-auth: \"false\" or an auth-url of its own", clip(b.globalAuth.URL), reason))
+				return ExternalAuth{}, "global-auth-url is refused for this Ingress"
+			}
+		}
 		return b.globalAuth, ""
 	}
 	get := func(name string) (string, string, bool) { return lookupAnnotation(ing, name) }
@@ -210,6 +218,11 @@ func (b *builder) readExternalAuth(ing *networkingv1.Ingress) (ExternalAuth, str
 	a, denied := parseExternalAuth(get, problem, "", b.authSnippetVariable(ing))
 	if denied != "" {
 		return a, denied
+	}
+	if reason := b.targets.CheckURL(a.URL, routedByHost(ing)); reason != "" {
+		value, key, _ := lookupAnnotation(ing, "auth-url")
+		b.targetRefused(ing, key, value, reason, "the Ingress's paths answer 503 until it is fixed")
+		return ExternalAuth{}, key + " is refused"
 	}
 	if a.ProxySetHeaders, denied = b.readAuthProxyHeaders(ing); denied != "" {
 		return ExternalAuth{}, denied

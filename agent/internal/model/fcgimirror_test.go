@@ -169,8 +169,8 @@ func TestMirror(t *testing.T) {
 		want:        Mirror{Target: "http://${host}/mirror${request_uri}"},
 	}, {
 		name:        "an IPv6 target",
-		annotations: map[string]string{nginxPrefix + "mirror-target": "http://[::1]:9000/"},
-		want:        Mirror{Target: "http://[::1]:9000/", Host: "[::1]"},
+		annotations: map[string]string{nginxPrefix + "mirror-target": "http://[2001:db8::1]:9000/"},
+		want:        Mirror{Target: "http://[2001:db8::1]:9000/", Host: "[2001:db8::1]"},
 	}, {
 		name:        "mirror-request-body is on or off, as ingress-nginx",
 		annotations: map[string]string{nginxPrefix + "mirror-target": "http://m.test/", nginxPrefix + "mirror-request-body": "false"},

@@ -118,6 +118,10 @@ func (b *builder) readMirror(ing *networkingv1.Ingress, p *ProxySettings) {
 		b.annotationProblem(ing, key, value, reason+"; no mirror")
 		return
 	}
+	if reason := b.targets.CheckURL(target, routedByHost(ing)); reason != "" {
+		b.targetRefused(ing, key, value, reason, "no mirror")
+		return
+	}
 	m := Mirror{Target: target, Host: host}
 	if v, k, ok := lookupAnnotation(ing, "mirror-host"); ok {
 		h := strings.ToLower(strings.TrimSpace(v))

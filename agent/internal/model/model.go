@@ -89,6 +89,11 @@ type Snapshot struct {
 	// GlobalSnippets are the ConfigMap's http-snippet, server-snippet and
 	// location-snippet: their headers apply to every location (snippet.go).
 	GlobalSnippets GlobalSnippets
+	// Targets decide where nginx may connect: every URL nginx connects to
+	// and every endpoint address goes through their check (target.go).
+	// The zero value refuses loopback, link-local and unspecified
+	// addresses and unix sockets.
+	Targets Targets
 }
 
 // Model is what nginx should serve. It holds only plain values.

@@ -546,11 +546,16 @@ func clusterIP(svc *corev1.Service) (string, bool) {
 
 // serviceEndpoints are the endpoints of a service-upstream backend: the
 // cluster IP and the Service port; ok is false when the Service has no
-// cluster IP.
-func serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort) ([]Endpoint, bool) {
+// cluster IP. A cluster IP the endpoint check refuses is a Problem on the
+// Service and no endpoint.
+func (b *builder) serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort) ([]Endpoint, bool) {
 	ip, ok := clusterIP(svc)
 	if !ok {
 		return nil, false
+	}
+	if reason := b.targets.CheckEndpoint(netip.MustParseAddr(ip), port.Port); reason != "" {
+		b.problem("Service", svc.Namespace, svc.Name, fmt.Sprintf("spec.clusterIP %q: refused: %s; no endpoint", ip, reason))
+		return []Endpoint{}, true
 	}
 	return []Endpoint{{Address: ip, Port: port.Port}}, true
 }

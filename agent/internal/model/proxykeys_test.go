@@ -310,7 +310,7 @@ func TestServiceUpstream(t *testing.T) {
 		!strings.Contains(problems[0].Reason, "emojivoto/headless has no cluster IP") {
 		t.Errorf("problems %v, want one for the headless Service", problems)
 	}
-	got, _ := ResolveBackend(upstream, svc, []*discoveryv1.EndpointSlice{slice})
+	got, _ := ResolveBackend(upstream, svc, []*discoveryv1.EndpointSlice{slice}, Targets{Local: true})
 	if !reflect.DeepEqual(got.Endpoints, want[upstream]) {
 		t.Errorf("ResolveBackend: %v, want the cluster IP", got.Endpoints)
 	}

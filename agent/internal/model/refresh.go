@@ -24,14 +24,15 @@ func BackendService(name string) (namespace, service string, ok bool) {
 // Service (nil if it is gone) and that Service's EndpointSlices, exactly as
 // Build does. It is the fast path for a change of endpoints only: the rest
 // of the Model stays as it is. The problems are those of the slices read.
-func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (Backend, []Problem) {
+// targets are the Snapshot's (Snapshot.Targets).
+func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.EndpointSlice, targets Targets) (Backend, []Problem) {
 	namespace, rest, _ := strings.Cut(baseBackendName(name), "/")
 	service, written, _ := strings.Cut(rest, ":")
 	port := networkingv1.ServiceBackendPort{Name: written}
 	if n, err := strconv.Atoi(written); err == nil {
 		port = networkingv1.ServiceBackendPort{Number: int32(n)}
 	}
-	s := Snapshot{EndpointSlices: slices}
+	s := Snapshot{EndpointSlices: slices, Targets: targets}
 	if svc != nil {
 		s.Services = []*corev1.Service{svc}
 	}

@@ -23,7 +23,7 @@ func TestResolveBackendMatchesBuild(t *testing.T) {
 		}
 		var svc = findService(snap, namespace, service)
 		var slices = findSlices(snap, namespace, service)
-		got, _ := ResolveBackend(want.Name, svc, slices)
+		got, _ := ResolveBackend(want.Name, svc, slices, Targets{Local: true})
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", want.Name, got, want)
 		}

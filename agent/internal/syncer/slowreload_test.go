@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
@@ -32,7 +33,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 	src := &fakeSource{snap: oneIngressSnapshot("127.0.0.1")}
 	rec := &recordingMetrics{}
 	var logs syncbuf.Buffer
-	s := New(src, n, Options{Render: settings, Metrics: rec, IngressClass: "restysync"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	s := New(src, n, Options{Render: settings, Metrics: rec, IngressClass: "restysync", Targets: model.Targets{Local: true}}, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	if err := s.sync(ctx); err != nil {

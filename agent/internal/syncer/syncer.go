@@ -75,6 +75,11 @@ type Options struct {
 	// Metrics, if set, is told what every sync, reload and push did
 	// (default: nothing is recorded).
 	Metrics Metrics
+	// Targets decide where nginx may connect (model.Snapshot.Targets):
+	// the pod's addresses and ports, the networks the platform allows,
+	// and whether the source is a local folder (loopback allowed). The
+	// zero value refuses loopback.
+	Targets model.Targets
 }
 
 // Metrics is told what the loop does, for Prometheus. Its methods are
@@ -833,8 +838,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 // build and the source tracks them, only the backends of the Services
 // whose slices changed are resolved again ("fast"): O(changed), no
 // snapshot, no full build. Anything else builds the whole model ("full").
-// The fast path keeps the problems of the last full build; problems of
-// single endpoint addresses are refreshed by the next full build.
+// The fast path keeps the problems of the last full build and adds those
+// of the slices it read (an endpoint address refused, say); a problem a
+// changed slice no longer has stays listed until the next full build.
 func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
@@ -858,6 +864,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 			// other reader is State, and once it has handed them out they
 			// are copied before the next change (copy on write).
 			var resolved []positionedBackend
+			var fresh []model.Problem
 			for _, k := range changed {
 				positions := s.builtIndex[k]
 				if len(positions) == 0 {
@@ -865,7 +872,8 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 				}
 				svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
 				for _, i := range positions {
-					b, _ := model.ResolveBackend(next.Backends[i].Name, svc, endpointSlices)
+					b, problems := model.ResolveBackend(next.Backends[i].Name, svc, endpointSlices, s.opts.Targets)
+					fresh = append(fresh, problems...)
 					b.Policy = next.Backends[i].Policy
 					resolved = append(resolved, positionedBackend{i, b})
 				}
@@ -882,11 +890,27 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 			for _, r := range resolved {
 				s.changedBackends = append(s.changedBackends, r.backend)
 			}
+			s.problems = withNewProblems(s.problems, fresh)
 		}
 		s.built = &next
 		return next, s.problems, "fast"
 	}
 	return s.fullModel(index, tracks)
+}
+
+// withNewProblems returns held with the problems of fresh it lacks, in a
+// new slice: held may have been handed out in a Report.
+func withNewProblems(held, fresh []model.Problem) []model.Problem {
+	var added []model.Problem
+	for _, p := range fresh {
+		if !slices.Contains(held, p) && !slices.Contains(added, p) {
+			added = append(added, p)
+		}
+	}
+	if len(added) == 0 {
+		return held
+	}
+	return append(slices.Clone(held), added...)
 }
 
 // usesStream says whether a Service of changed has endpoints in nginx.conf.
@@ -927,6 +951,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.SSLPassthrough = settings.SSLPassthrough
 	snap.ModSecurity = settings.ModSecurityGlobal()
 	snap.ReservedPorts = reservedPorts(settings)
+	snap.Targets = s.opts.Targets
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)

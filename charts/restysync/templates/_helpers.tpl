@@ -104,7 +104,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --election-id={{ .Values.agent.electionID }}
 - --pod-name=$(POD_NAME)
 - --reload-timeout={{ .Values.agent.reloadTimeout }}
-- --metrics-address={{ .Values.agent.metricsAddress }}
+- --metrics-probes-address={{ .Values.agent.metricsAddress }}
+- --metrics-address={{ .Values.agent.adminAddress }}
+{{- with .Values.agent.allowInternalNetworks }}
+- --allow-internal-networks={{ join "," . }}
+{{- end }}
 - --log-level={{ .Values.agent.logLevel }}
 - --log-format={{ .Values.agent.logFormat }}
 {{- with .Values.agent.extraArgs }}
@@ -131,6 +135,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
       valueFrom:
         fieldRef:
           fieldPath: metadata.namespace
+    # The pod's own address: no URL nginx connects to and no endpoint may
+    # name it (--pod-ip reads POD_IP).
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
     {{- with .Values.agent.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -269,6 +279,9 @@ that the Service uses for HTTP or HTTPS (the API server refuses the Service).
 {{- if eq $protocol "tcp" }}
 {{- if eq $port (toString $.Values.agent.metricsPort) }}
 {{- fail (printf "tcp.%s: port %s is agent.metricsPort, which the agent listens on in the pod: choose another port" $port $port) }}
+{{- end }}
+{{- if eq $port (regexReplaceAll "^.*:" $.Values.agent.adminAddress "") }}
+{{- fail (printf "tcp.%s: port %s is the port of agent.adminAddress, which the agent listens on in the pod: choose another port" $port $port) }}
 {{- end }}
 {{- with get $service $port }}
 {{- fail (printf "tcp.%s: port %s is %s, which the Service uses for HTTP already: choose another port" $port $port .) }}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -106,5 +108,45 @@ func TestResolvesAndFollowsDNS(t *testing.T) {
 	snap, _ = s.Snapshot()
 	if got := addresses(snap); !slices.Contains(got, "IPv4 10.1.0.9") || slices.Contains(got, "IPv4 10.1.0.1") {
 		t.Errorf("after the DNS change: %v", got)
+	}
+}
+
+// Resolved addresses go through the model's endpoint check like any
+// other (issue 25, point 7): the API server validates FQDN slices as
+// names, so "127.0.0.1" and "169.254.169.254" pass it, and the resolver
+// returns IP literals as they are; a name may resolve to the pod's own
+// address. Each is a Problem on the slice, the rest of the slice served.
+func TestResolvedAddressesAreChecked(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{}}
+	r.set("good.test", "10.1.0.1")
+	r.set("pod.test", "10.244.1.7")
+	r.set("metadata.test", "169.254.169.254")
+	r.set("127.0.0.1", "127.0.0.1") // what the system resolver answers for a literal
+	r.set("0.0.0.0", "0.0.0.0")
+	slice := fqdnSlice("good.test", "127.0.0.1", "0.0.0.0", "metadata.test", "pod.test")
+	port, name := int32(8080), "http"
+	slice.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port}}
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{slice}}}
+	snap, _ := Wrap(inner, Options{Resolver: r}).Snapshot()
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	targets := model.Targets{PodAddresses: []netip.Addr{netip.MustParseAddr("10.244.1.7")}, PodPorts: []int32{80, 443, 10254}}
+	b, problems := model.ResolveBackend("default/demo:80", svc, snap.EndpointSlices, targets)
+	if len(b.Endpoints) != 1 || b.Endpoints[0].Address != "10.1.0.1" {
+		t.Errorf("endpoints %v, want 10.1.0.1 alone", b.Endpoints)
+	}
+	var reasons []string
+	for _, p := range problems {
+		if p.Object() != "EndpointSlice default/demo-1" {
+			t.Errorf("problem %v does not name the slice", p)
+		}
+		reasons = append(reasons, p.Reason)
+	}
+	for _, want := range []string{"127.0.0.1, a loopback address", `"0.0.0.0"`,
+		"169.254.169.254, a link-local address", "10.244.1.7, an address of the ingress pod itself"} {
+		if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, want) }) {
+			t.Errorf("no problem mentioning %q in %q", want, reasons)
+		}
 	}
 }
