@@ -168,6 +168,9 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 	a := &st.settings
 	var denied []string
 	deny := func(reason string) { denied = append(denied, reason) }
+	if bad := badAnnotationValues(ing); len(bad) > 0 {
+		deny(strings.Join(bad, ", ") + " holds a character no value may hold")
+	}
 
 	allowKey := "allowlist-source-range"
 	if _, _, ok := lookupAnnotation(ing, allowKey); !ok {
