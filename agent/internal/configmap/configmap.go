@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/restysync/restysync/agent/internal/ciphers"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 )
@@ -193,8 +194,8 @@ var keys = []struct {
 		return ""
 	}},
 	{"ssl-ciphers", func(a *applier, v string) string {
-		if len(v) > render.MaxSSLCiphers || !render.SSLCiphersSyntax.MatchString(v) {
-			return fmt.Sprintf("is not an OpenSSL cipher list of A-Z a-z 0-9 : + ! _ - (at most %d characters)", render.MaxSSLCiphers)
+		if err := ciphers.Check(v); err != nil {
+			return "is not an OpenSSL cipher list nginx takes: " + err.Error()
 		}
 		a.h.SSLCiphers = v
 		return ""
@@ -241,8 +242,8 @@ var keys = []struct {
 				continue
 			}
 			n, err := strconv.Atoi(part)
-			if err != nil || n < 300 || n > 599 || strconv.Itoa(n) != part {
-				return fmt.Sprintf("names %q, but want status codes from 300 to 599, separated by commas", part)
+			if err != nil || !model.ErrorPageCode(n) || strconv.Itoa(n) != part {
+				return fmt.Sprintf("names %q, but want status codes from 300 to 599 that nginx's error_page takes (not 499), separated by commas", part)
 			}
 			if !slices.Contains(codes, n) {
 				codes = append(codes, n)
