@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/restysync/restysync/agent/internal/chars"
 	"github.com/restysync/restysync/agent/internal/ciphers"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
@@ -367,6 +368,18 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 	problem := func(key, reason string) {
 		problems = append(problems, model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
 			Reason: "key " + key + ": " + reason})
+	}
+	// A value with a character no value may hold (package chars) is
+	// invalid whatever its key; the global-auth-* keys fail closed in
+	// model.GlobalAuth instead.
+	data = maps.Clone(data)
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		if err := chars.CheckText(data[key]); err != nil && !strings.HasPrefix(key, "global-auth-") {
+			reason := fmt.Sprintf("%q %v, which no value in nginx.conf may hold; the default is kept", clip(data[key]), err)
+			status[key] = Key{Key: key, Status: StatusInvalid, Reason: reason}
+			problem(key, reason)
+			delete(data, key)
+		}
 	}
 	for _, k := range keys {
 		value, ok := data[k.name]
