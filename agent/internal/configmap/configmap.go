@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/restysync/restysync/agent/internal/chars"
+	"github.com/restysync/restysync/agent/internal/ciphers"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 )
@@ -193,8 +195,8 @@ var keys = []struct {
 		return ""
 	}},
 	{"ssl-ciphers", func(a *applier, v string) string {
-		if len(v) > render.MaxSSLCiphers || !render.SSLCiphersSyntax.MatchString(v) {
-			return fmt.Sprintf("is not an OpenSSL cipher list of A-Z a-z 0-9 : + ! _ - (at most %d characters)", render.MaxSSLCiphers)
+		if err := ciphers.Check(v); err != nil {
+			return "is not an OpenSSL cipher list nginx takes: " + err.Error()
 		}
 		a.h.SSLCiphers = v
 		return ""
@@ -241,8 +243,8 @@ var keys = []struct {
 				continue
 			}
 			n, err := strconv.Atoi(part)
-			if err != nil || n < 300 || n > 599 || strconv.Itoa(n) != part {
-				return fmt.Sprintf("names %q, but want status codes from 300 to 599, separated by commas", part)
+			if err != nil || !model.ErrorPageCode(n) || strconv.Itoa(n) != part {
+				return fmt.Sprintf("names %q, but want status codes from 300 to 599 that nginx's error_page takes (not 499), separated by commas", part)
 			}
 			if !slices.Contains(codes, n) {
 				codes = append(codes, n)
@@ -366,6 +368,18 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 	problem := func(key, reason string) {
 		problems = append(problems, model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
 			Reason: "key " + key + ": " + reason})
+	}
+	// A value with a character no value may hold (package chars) is
+	// invalid whatever its key; the global-auth-* keys fail closed in
+	// model.GlobalAuth instead.
+	data = maps.Clone(data)
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		if err := chars.CheckText(data[key]); err != nil && !strings.HasPrefix(key, "global-auth-") {
+			reason := fmt.Sprintf("%q %v, which no value in nginx.conf may hold; the default is kept", clip(data[key]), err)
+			status[key] = Key{Key: key, Status: StatusInvalid, Reason: reason}
+			problem(key, reason)
+			delete(data, key)
+		}
 	}
 	for _, k := range keys {
 		value, ok := data[k.name]

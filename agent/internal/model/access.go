@@ -168,6 +168,9 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 	a := &st.settings
 	var denied []string
 	deny := func(reason string) { denied = append(denied, reason) }
+	if bad := badAnnotationValues(ing); len(bad) > 0 {
+		deny(strings.Join(bad, ", ") + " holds a character no value may hold")
+	}
 
 	allowKey := "allowlist-source-range"
 	if _, _, ok := lookupAnnotation(ing, allowKey); !ok {
@@ -584,6 +587,12 @@ func (b *builder) readRateLimit(ing *networkingv1.Ingress) RateLimit {
 	return r
 }
 
+// ErrorPageCode reports whether nginx's error_page takes code: 300 to 599
+// but 499, nginx's own code for a client that closed the connection
+// (nginx 1.22's `nginx -t`: "value must be between 300 and 599", and
+// "invalid value" for 499).
+func ErrorPageCode(code int) bool { return code >= 300 && code <= 599 && code != 499 }
+
 // maxErrorCodes bounds custom-http-errors: each code is a named location
 // per server.
 const maxErrorCodes = 50
@@ -602,8 +611,8 @@ func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
 			continue
 		}
 		n, err := strconv.Atoi(part)
-		if err != nil || n < 400 || n > 599 {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not a status code from 400 to 599; error responses pass through unchanged", clip(part)))
+		if err != nil || n < 400 || !ErrorPageCode(n) {
+			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499); error responses pass through unchanged", clip(part)))
 			return CustomErrors{}
 		}
 		codes = append(codes, n)

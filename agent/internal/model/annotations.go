@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // annotationPrefixes are the prefixes every annotation key works under:
@@ -17,7 +19,10 @@ var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/
 // lookupAnnotation returns the value of key under the first prefix that has it,
 // and the full key it was found under. An empty value counts as absent, as
 // ingress-nginx's parser takes an empty annotation for a missing one (its
-// default applies, and no error); see EmptyAnnotationReason.
+// default applies, and no error); see EmptyAnnotationReason. So does a
+// value with a character package chars refuses: no field of the model ever
+// holds one, checkAnnotationValues reports it, and readAccess makes the
+// Ingress's paths fail closed.
 func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey string, ok bool) {
 	if len(ing.Annotations) == 0 {
 		return "", "", false
@@ -29,6 +34,9 @@ func lookupAnnotation(ing *networkingv1.Ingress, key string) (value, fullKey str
 	for _, prefix := range annotationPrefixes {
 		full := append(append(buf[:0], prefix...), key...)
 		if value, ok = ing.Annotations[string(full)]; ok && value != "" {
+			if chars.CheckText(value) != nil {
+				return "", "", false
+			}
 			return value, string(full), true
 		}
 	}
@@ -222,6 +230,11 @@ func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 		}
 	}
 	slices.Sort(keys) // problems in a stable order
+	for _, key := range badAnnotationValues(ing) {
+		value := ing.Annotations[key]
+		b.annotationProblem(ing, key, value, chars.CheckText(value).Error()+
+			", which no value in nginx.conf may hold; the Ingress's paths answer 503 until it is fixed")
+	}
 	for _, key := range keys {
 		switch status, why := AnnotationStatusReason(key); status {
 		case AnnotationRefused:
@@ -232,6 +245,24 @@ func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))
 		}
 	}
+}
+
+// badAnnotationValues returns, sorted, the keys of the annotations Build
+// reads whose value holds a character package chars refuses (a control
+// character, a line separator, a bidi or other format character, invalid
+// UTF-8). A snippet may hold tabs and line breaks; each field refuses
+// those itself. checkAnnotationKeys reports each, and readAccess makes the
+// Ingress's paths fail closed: the value may have been an auth-url or an
+// allowlist.
+func badAnnotationValues(ing *networkingv1.Ingress) []string {
+	var keys []string
+	for key, value := range ing.Annotations {
+		if chars.CheckText(value) != nil && AnnotationStatus(key) == AnnotationSupported {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // EmptyAnnotationReason is why an annotation of ours with an empty value

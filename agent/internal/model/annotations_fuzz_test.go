@@ -3,10 +3,13 @@ package model
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // policyAnnotations are the keys FuzzAnnotations sets, each under one of the
@@ -43,6 +46,10 @@ func FuzzAnnotations(f *testing.F) {
 	f.Add("yes", "weighted", "$host$uri", "ip", "-1", "X Canary", uint32(0xffffffff))
 	f.Add("false", "round_robin", "$cookie_id", "cookie", "1000001", "a;b", uint32(0x5555))
 	f.Add("", "", "", "", "", "", uint32(1))
+	// Characters no value may hold (package chars): C1, U+2028/2029,
+	// bidi and format characters, invalid UTF-8, encoded surrogates.
+	f.Add("tr\u0085ue", "ewma\u2028", "$request_uri\u202e", "cookie\u2066", "3\u200b0", "X-Ca\xed\xa0\x80nary", uint32(0x1234))
+	f.Add("true", "round_robin", "$host\u2029", "\u009bcookie", "\xff", "X-\ufeffCanary", uint32(7))
 	f.Fuzz(func(t *testing.T, a, b, c, d, e, g string, prefixes uint32) {
 		values := []string{a, b, c, d, e, g}
 		annotate := func(shift int) ingressOption {
@@ -59,6 +66,16 @@ func FuzzAnnotations(f *testing.F) {
 		canary := newIngress("default", "canary", createdAt(1), annotate(3), rule("a.test", httpPath(implType, "/", backend("web", "http"))))
 		canary.Annotations["restysync.io/canary"] = "true"
 		m, problems := Build(snapshotOf(main, canary))
+		// A value with a character no value may hold is named by a Problem.
+		for _, ing := range []*networkingv1.Ingress{main, canary} {
+			for key, value := range ing.Annotations {
+				if chars.CheckText(value) != nil && !slices.ContainsFunc(problems, func(p Problem) bool {
+					return p.Name == ing.Name && strings.HasPrefix(p.Reason, "annotation "+key+" ")
+				}) {
+					t.Fatalf("%s: annotation %s %q: no problem names it", ing.Name, key, value)
+				}
+			}
+		}
 		for _, p := range problems {
 			if p.Kind != "Ingress" || (p.Name != "main" && p.Name != "canary") || p.Reason == "" {
 				t.Fatalf("problem names no Ingress: %+v", p)

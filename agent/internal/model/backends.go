@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // backendRef is a checked Ingress backend: a port of a Service in the
@@ -53,6 +54,11 @@ func parseBackend(namespace string, b *networkingv1.IngressBackend, field string
 		return backendRef{}, field + ".service: is missing"
 	case b.Service.Name == "":
 		return backendRef{}, field + ".service.name: is missing"
+	case len(validation.IsDNS1035Label(b.Service.Name)) > 0:
+		// The API server checks it; the file source does not.
+		return backendRef{}, fmt.Sprintf("%s.service.name %q: is not a Service name (a DNS-1035 label)", field, clip(b.Service.Name))
+	case b.Service.Port.Name != "" && len(validation.IsValidPortName(b.Service.Port.Name)) > 0:
+		return backendRef{}, fmt.Sprintf("%s.service.port.name %q: is not a port name", field, clip(b.Service.Port.Name))
 	}
 	port := b.Service.Port
 	var written string

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // legacyClassAnnotation is the class annotation from before
@@ -31,7 +32,7 @@ const legacyClassAnnotation = "kubernetes.io/ingress.class"
 // empty list encodes as [] for Lua). s is only read.
 func Build(s Snapshot) (Model, []Problem) {
 	b := newBuilder(s)
-	ours := ourIngresses(s)
+	ours := b.withValidNames(ourIngresses(s))
 	var withDefault []defaultBackend
 	var canaries []*networkingv1.Ingress
 	b.markRegexHosts(ours)
@@ -212,6 +213,20 @@ func ourIngresses(s Snapshot) []*networkingv1.Ingress {
 		)
 	})
 	return ours
+}
+
+// withValidNames returns the Ingresses of ours whose namespace is a DNS-1123
+// label and name a DNS-1123 subdomain, and raises a Problem for each other
+// one, left out. The API server checks both; the file source does not, and
+// the names reach nginx.conf (custom-http-errors' headers) and Lua.
+func (b *builder) withValidNames(ours []*networkingv1.Ingress) []*networkingv1.Ingress {
+	return slices.DeleteFunc(ours, func(ing *networkingv1.Ingress) bool {
+		if len(validation.IsDNS1123Label(ing.Namespace)) == 0 && len(validation.IsDNS1123Subdomain(ing.Name)) == 0 {
+			return false
+		}
+		b.ingressProblem(ing, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the Ingress is left out", clip(ing.Namespace), clip(ing.Name)))
+		return true
+	})
 }
 
 // Serves returns what decides which Ingresses of s restysync serves

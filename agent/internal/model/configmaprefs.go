@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // ConfigMaps that an Ingress names by annotation: only in its own
@@ -51,7 +54,8 @@ func ingressConfigMapRef(ing *networkingv1.Ingress, value string) (types.Namespa
 
 // ingressConfigMap returns the ConfigMap that ing names in annotation key
 // (value), when it is in ing's own namespace, exists, and holds at most
-// max entries (what names them, "headers" or "parameters"). Otherwise it
+// max entries (what names them, "headers" or "parameters"), each entry
+// holding only what package chars accepts. Otherwise it
 // reports the Problem and returns why the Ingress's paths fail closed: its
 // users may rely on what the ConfigMap holds.
 func (b *builder) ingressConfigMap(ing *networkingv1.Ingress, key, value string, max int, what string) (*corev1.ConfigMap, types.NamespacedName, string) {
@@ -71,6 +75,15 @@ func (b *builder) ingressConfigMap(ing *networkingv1.Ingress, key, value string,
 	if len(cm.Data) > max {
 		b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s has %d %s; at most %d are allowed%s", ref, len(cm.Data), what, max, closed))
 		return nil, ref, denied
+	}
+	for _, name := range slices.Sorted(maps.Keys(cm.Data)) {
+		err := chars.Check(name)
+		if err == nil {
+			err = chars.Check(cm.Data[name])
+		}
+		if err != nil {
+			return nil, ref, b.entryProblem(ing, key, value, ref, fmt.Sprintf("entry %q", clip(name)), err.Error())
+		}
 	}
 	return cm, ref, ""
 }

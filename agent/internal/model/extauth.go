@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // External authentication (auth-url and friends): nginx asks an auth
@@ -242,6 +244,15 @@ func GlobalAuth(data map[string]string) (auth ExternalAuth, denied string, inval
 		return v, name, ok
 	}
 	problem := func(key, value, reason string) { invalid[key] = fmt.Sprintf("%q %s", clip(value), reason) }
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		if err := chars.CheckText(data[key]); err != nil && strings.HasPrefix(key, "global-auth-") {
+			problem(key, data[key], err.Error()+", which no value in nginx.conf may hold; every Ingress under global auth answers 503 until it is fixed")
+			denied = key + " is not usable"
+		}
+	}
+	if denied != "" {
+		return ExternalAuth{}, denied, invalid
+	}
 	auth, denied = parseExternalAuth(get, problem, "global-", nil)
 	return auth, denied, invalid
 }

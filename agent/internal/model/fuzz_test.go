@@ -18,6 +18,10 @@ func FuzzBuild(f *testing.F) {
 	f.Add("10.0.0.1", "/a b", uint8(4), testClass)
 	f.Add("a.example.com", "/a//b/", uint8(1), testClass)
 	f.Add("a.example.com", "relative", uint8(2), testClass)
+	f.Add("a.example.com", "/a\u0085b", uint8(1), testClass)
+	f.Add("a.example.com", "/\u2028/\u202e", uint8(0), testClass)
+	f.Add("a.example.com", "/\xed\xa0\x80", uint8(2), testClass)
+	f.Add("a\u200b.example.com", "/\u2066x\u2069", uint8(1), testClass)
 	f.Fuzz(func(t *testing.T, host, path string, pathTypeChoice uint8, class string) {
 		var pathType *networkingv1.PathType
 		switch pathTypeChoice % 5 {

@@ -6,9 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // maxPathLength bounds an Ingress path, in bytes.
@@ -27,7 +28,8 @@ var (
 )
 
 // pathShape reports why path is not path-shaped: it must start with "/",
-// be of bounded length and be valid UTF-8. Both path checks start with it.
+// be of bounded length and hold only what package chars accepts. Both path
+// checks start with it.
 func pathShape(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return errors.New(`must start with "/"`)
@@ -35,8 +37,8 @@ func pathShape(path string) error {
 	if len(path) > maxPathLength {
 		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
 	}
-	if !utf8.ValidString(path) {
-		return errors.New("is not valid UTF-8")
+	if err := chars.Check(path); err != nil {
+		return err
 	}
 	return nil
 }
@@ -49,8 +51,6 @@ func validPath(path string) error {
 	}
 	for _, r := range path {
 		switch {
-		case unicode.IsControl(r):
-			return fmt.Errorf("contains control character %U", r)
 		case unicode.IsSpace(r):
 			return fmt.Errorf("contains white space %U", r)
 		case strings.ContainsRune(forbiddenPathChars, r):
@@ -125,7 +125,7 @@ func validRegexPath(path string) error {
 		return err
 	}
 	for _, r := range path {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
+		if unicode.IsSpace(r) {
 			return fmt.Errorf("contains %U", r)
 		}
 	}

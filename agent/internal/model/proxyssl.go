@@ -16,6 +16,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/restysync/restysync/agent/internal/ciphers"
 )
 
 // TLS to the backends (proxy-ssl-* annotations), for backend-protocol
@@ -122,10 +124,10 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-ciphers"); ok {
-		if isCipherList(value) {
+		if err := ciphers.Check(value); err == nil {
 			s.Ciphers = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not an OpenSSL cipher list (letters, digits, "-", "_", ":", "!", "+", "@", "="); nginx's default is used`)
+			b.annotationProblem(ing, key, value, "is not an OpenSSL cipher list nginx takes: "+err.Error()+"; nginx's default is used")
 		}
 	}
 	ref, key, ok := lookupAnnotation(ing, "proxy-ssl-secret")
@@ -226,16 +228,4 @@ func checkPEM(data []byte, blockType, what string, parse func([]byte) error) str
 		return "holds no PEM " + what
 	}
 	return ""
-}
-
-func isCipherList(s string) bool {
-	if s == "" || len(s) > 1024 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_:!+@=", r)) {
-			return false
-		}
-	}
-	return true
 }

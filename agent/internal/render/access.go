@@ -314,8 +314,8 @@ func newErrorsView(loc model.Location) (*errorsView, error) {
 	v := &errorsView{Guard: errorGuard(e.Backend), Namespace: namespace, Ingress: ingress, Service: service, ServicePort: port}
 	for _, text := range strings.Split(e.Codes, ",") {
 		code, err := strconv.Atoi(text)
-		if err != nil || code < 400 || code > 599 {
-			return nil, fmt.Errorf("code %q: want 400..599", text)
+		if err != nil || code < 400 || !model.ErrorPageCode(code) {
+			return nil, fmt.Errorf("code %q: want 400..599 but 499", text)
 		}
 		v.Pages = append(v.Pages, errorPageRef{PageCode: code, PageLocation: errorLocationName(e.Backend, code)})
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/restysync/restysync/agent/internal/ciphers"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -174,7 +175,6 @@ const (
 	MaxGzipMinLength     = 1 << 30
 	MaxGzipTypes         = 100
 	MaxLogFormat         = 4096
-	MaxSSLCiphers        = 2048
 )
 
 // SSLProtocolNames are the ssl_protocols tokens HTTP.SSLProtocols may hold.
@@ -186,8 +186,6 @@ var (
 	// HeaderName is an HTTP header name restysync can map to an nginx
 	// variable ($http_...).
 	HeaderName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
-	// SSLCiphersSyntax is an OpenSSL cipher string of a safe alphabet.
-	SSLCiphersSyntax = regexp.MustCompile(`^[A-Za-z0-9:+!_-]+$`)
 	// MIMEType is a lower-case type/subtype of RFC 6838 characters (no '$').
 	MIMEType = regexp.MustCompile(`^[a-z0-9][a-z0-9!#&^_.+-]{0,63}/[a-z0-9][a-z0-9!#&^_.+-]{0,63}$`)
 	// AccessLogFile is an access log file under logs/ in the shared dir.
@@ -332,8 +330,8 @@ func checkHTTP(h HTTP) error {
 			return fmt.Errorf("SSL protocol %q: want one of %s", p, strings.Join(SSLProtocolNames, ", "))
 		}
 	}
-	if len(h.SSLCiphers) > MaxSSLCiphers || !SSLCiphersSyntax.MatchString(h.SSLCiphers) {
-		return fmt.Errorf("SSL ciphers %q: want at most %d characters of A-Z a-z 0-9 : + ! _ -", h.SSLCiphers, MaxSSLCiphers)
+	if err := ciphers.Check(h.SSLCiphers); err != nil {
+		return fmt.Errorf("SSL ciphers %q: %w", h.SSLCiphers, err)
 	}
 	if len(h.GzipTypes) > MaxGzipTypes {
 		return fmt.Errorf("gzip types: %d, more than %d", len(h.GzipTypes), MaxGzipTypes)
@@ -344,8 +342,8 @@ func checkHTTP(h HTTP) error {
 		}
 	}
 	for _, code := range h.CustomHTTPErrors {
-		if code < 300 || code > 599 {
-			return fmt.Errorf("custom HTTP error %d: must be 300..599", code)
+		if !model.ErrorPageCode(code) {
+			return fmt.Errorf("custom HTTP error %d: must be 300..599 but 499", code)
 		}
 	}
 	if _, err := newProxyKeysView(h.proxyKeys()); err != nil {

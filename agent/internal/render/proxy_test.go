@@ -173,6 +173,9 @@ func FuzzProxyAnnotations(f *testing.F) {
 	f.Add("/$1", "https://x.example.com/", "8m", "error timeout", "a.test,b.test", uint8(0))
 	f.Add("/a;\n}", "http://x$y", "0", "off", "*.x.test", uint8(3))
 	f.Add("/", "/app", "10", "1.0", "internal.svc:80", uint8(7))
+	// Characters no value may hold (package chars).
+	f.Add("/a\u0085", "https://x.example.com/\u2028", "8\u202em", "error\u2029", "a\xed\xa0\x80.test", uint8(1))
+	f.Add("/\u2066$1", "http://x/\u200b", "\xff", "\u009b", "internal.svc:80\ufeff", uint8(2))
 	f.Fuzz(func(t *testing.T, a, b, c, d, e string, shift uint8) {
 		values := []string{a, b, c, d, e}
 		annotations := map[string]string{}

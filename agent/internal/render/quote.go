@@ -4,16 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // Quote returns s as one double-quoted nginx token that nginx's config
 // parser reads back as exactly s. It escapes '\' and '"', the only two
 // characters that mean something inside double quotes. It rejects what no
 // quoting makes safe: '$' (nginx expands variables inside quotes in
-// directives such as set, and has no escape for '$'), control characters
-// including newlines, and invalid UTF-8.
+// directives such as set, and has no escape for '$'), and what package
+// chars refuses (control characters including newlines, U+2028/U+2029,
+// format characters, invalid UTF-8): the model refuses those with the same
+// rule, so a value it accepted does not fail here.
 //
 // Quote is the one quoting function for every user-supplied string in
 // nginx.conf; the template reaches it as "quote".
@@ -28,15 +30,11 @@ func QuoteRegex(s string) (string, error) {
 }
 
 func quote(s string, dollarIsLiteral bool) (string, error) {
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			return "", fmt.Errorf("%q: is not valid UTF-8 at byte %d", s, i)
-		case r == '$' && !dollarIsLiteral:
-			return "", fmt.Errorf("%q: contains \"$\", which nginx would expand as a variable", s)
-		case unicode.IsControl(r):
-			return "", fmt.Errorf("%q: contains control character %U", s, r)
-		}
+	if err := chars.Check(s); err != nil {
+		return "", fmt.Errorf("%q: %w", s, err)
+	}
+	if !dollarIsLiteral && strings.Contains(s, "$") {
+		return "", fmt.Errorf("%q: contains \"$\", which nginx would expand as a variable", s)
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 2)

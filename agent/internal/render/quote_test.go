@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/restysync/restysync/agent/internal/chars"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
@@ -74,7 +75,8 @@ func TestQuoteRejects(t *testing.T) {
 
 // FuzzQuote checks Quote against a Go model of nginx's token reader: what
 // Quote accepts reads back as the input, as one token; what it rejects holds
-// '$', a control character or invalid UTF-8.
+// '$' or what package chars refuses (a control character, C1 included,
+// U+2028/U+2029, a bidi or other format character, invalid UTF-8).
 func FuzzQuote(f *testing.F) {
 	for _, s := range trickyStrings {
 		f.Add(s)
@@ -82,13 +84,20 @@ func FuzzQuote(f *testing.F) {
 	f.Add("a$b")
 	f.Add("line\nbreak")
 	f.Add("\xff")
+	for _, s := range []string{"a\u0085b", "\u0080", "\u009f", "a\u2028b", "\u2029", "\u202eabc", "\u2066x\u2069", "\u200b", "\ufeff",
+		"\xed\xa0\x80", "\xed\xbf\xbf", "\xc0\xaf", "\xf4\x90\x80\x80"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		q, err := Quote(s)
 		if err != nil {
-			if !strings.Contains(s, "$") && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+			if !strings.Contains(s, "$") && chars.Check(s) == nil {
 				t.Fatalf("Quote(%q) rejected a harmless string: %v", s, err)
 			}
 			return
+		}
+		if chars.Check(s) != nil || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+			t.Fatalf("Quote(%q) accepted what package chars refuses", s)
 		}
 		if strings.ContainsAny(q, "\n\r$") {
 			t.Fatalf("Quote(%q) = %s holds a newline or '$'", s, q)

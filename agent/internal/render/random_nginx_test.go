@@ -32,6 +32,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/restysync/restysync/agent/internal/chars"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
@@ -114,8 +115,11 @@ type snapshotStats struct{ ingresses, servers, locations int }
 func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix string) (snapshotStats, error) {
 	rng := mathrand.New(mathrand.NewSource(seed))
 	snap := world.snapshot(rng)
-	m, _ := model.Build(snap)
+	m, problems := model.Build(snap)
 	st := snapshotStats{ingresses: len(snap.Ingresses), servers: len(m.Servers) + 1}
+	if err := checkUnrenderableRefused(snap, problems); err != nil {
+		return st, err
+	}
 	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
 		st.locations += len(srv.Locations)
 	}
@@ -155,6 +159,29 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 		}
 	}
 	return st, nil
+}
+
+// checkUnrenderableRefused: every annotation Build reads whose value holds
+// a character package chars refuses is named by a Problem of its Ingress,
+// when the Ingress is ours.
+func checkUnrenderableRefused(snap model.Snapshot, problems []model.Problem) error {
+	ours := model.Serves(snap)
+	for _, ing := range snap.Ingresses {
+		if !ours(ing) {
+			continue
+		}
+		for key, value := range ing.Annotations {
+			if chars.CheckText(value) == nil || model.AnnotationStatus(key) != model.AnnotationSupported {
+				continue
+			}
+			if !slices.ContainsFunc(problems, func(p model.Problem) bool {
+				return p.Namespace == ing.Namespace && p.Name == ing.Name && strings.HasPrefix(p.Reason, "annotation "+key+" ")
+			}) {
+				return fmt.Errorf("Ingress %s/%s: annotation %s %q holds a character no value may hold, and no Problem names it", ing.Namespace, ing.Name, key, value)
+			}
+		}
+	}
+	return nil
 }
 
 // withRouteRegexes returns conf with one more server, on a unix socket,
@@ -401,7 +428,11 @@ func newRandomWorld() *randomWorld {
 				Data: map[string]string{"X-Frame-Options": "DENY", "Content-Security-Policy": `default-src 'self'; x "$y" {z}`,
 					"Strict-Transport-Security": "max-age=60", "X-Request-ID": "fixed"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-resp-headers"},
-				Data: map[string]string{"X-A": "a\r\nb", "Content-Length": "0", "X B": "c"}})
+				Data: map[string]string{"X-A": "a\r\nb", "Content-Length": "0", "X B": "c"}},
+			// Values no value may hold, each alone (package chars).
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-headers"}, Data: map[string]string{"X-A": "a\u0085b"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bidi-headers"}, Data: map[string]string{"X-A": "\u202eb"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "surrogate-headers"}, Data: map[string]string{"X-A": "\xed\xa0\x80"}})
 		tlsSecret := func(name string, cert, key []byte) *corev1.Secret {
 			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}
@@ -655,7 +686,14 @@ func randomBackend(rng *mathrand.Rand) networkingv1.IngressBackend {
 // model must refuse in Exact and Prefix paths.
 var (
 	pathChars    = []string{"a", "b", "z", "0", "9", "-", ".", "_", "~", "!", "&", "(", ")", "*", "+", ",", "=", ":", "@", "%20", "%41", "é", "日本"}
-	hostileChars = []string{";", "{", "}", "$", "\"", "'", "\\", "#", "?", " ", "\n", "\t", "//", "/./", "/../", "%2f", "\x00", "\xff"}
+	hostileChars = append([]string{";", "{", "}", "$", "\"", "'", "\\", "#", "?", " ", "\n", "\t", "//", "/./", "/../", "%2f", "\x00", "\xff"},
+		unrenderableChars...)
+	// unrenderableChars are characters no value may hold (package chars):
+	// C1 controls, the line and paragraph separators, bidi and other
+	// format characters, invalid UTF-8 (encoded surrogates, overlong and
+	// stray bytes). randomAnnotationValue puts them inside valid values.
+	unrenderableChars = []string{"\u0080", "\u0085", "\u009b", "\u009f", "\u2028", "\u2029", "\u202a", "\u202e", "\u2066",
+		"\u2069", "\u200b", "\u200f", "\ufeff", "\U000E0041", "\xed\xa0\x80", "\xed\xbf\xbf", "\xc0\xaf", "\xff", "\x1b", "\x7f"}
 )
 
 func randomPath(rng *mathrand.Rand, useRegex bool) networkingv1.HTTPIngressPath {
@@ -757,7 +795,7 @@ var annotationValues = map[string][]string{
 	"canary-by-cookie":                 {"canary"},
 	"ssl-redirect":                     {"true", "false"},
 	"ssl-passthrough":                  {"true", "false"},
-	"auth-proxy-set-headers":           {"auth-headers", "bad-headers", "missing", "other/auth-headers"},
+	"auth-proxy-set-headers":           {"auth-headers", "bad-headers", "missing", "other/auth-headers", "c1-headers", "bidi-headers"},
 	"force-ssl-redirect":               {"true", "false"},
 	"backend-protocol":                 {"HTTP", "HTTPS", "GRPC", "GRPCS", "grpc", "FCGI", "fcgi"},
 	"rewrite-target":                   {"/", "/$1", "/new/$2/x", "/v2"},
@@ -805,12 +843,12 @@ var annotationValues = map[string][]string{
 	"enable-owasp-core-rules":    {"true", "false"},
 	"modsecurity-transaction-id": {"$request_id", "${host}-$req_id", "$server_name-$request_id", "$http_x_id"},
 	"fastcgi-index":              {"index.php", "a b"},
-	"fastcgi-params-configmap":   {"fcgi-params", "bad-fcgi-params", "missing", "other/fcgi-params"},
+	"fastcgi-params-configmap":   {"fcgi-params", "bad-fcgi-params", "missing", "other/fcgi-params", "bidi-headers"},
 	"mirror-target": {"https://test.env.com$request_uri", "http://127.0.0.1:9000/copy$is_args$args", "http://$host/m",
 		"http://a/$http_authorization", `http://a/";} location /x {`},
 	"mirror-host":         {"shadow.example.com", "1.2.3.4:8080", "a b"},
 	"mirror-request-body": {"on", "off", "false"},
-	"custom-headers":      {"resp-headers", "bad-resp-headers", "missing", "other/resp-headers"},
+	"custom-headers":      {"resp-headers", "bad-resp-headers", "missing", "other/resp-headers", "c1-headers", "surrogate-headers"},
 
 	// the balancing keys beyond the basic ones
 	"upstream-hash-by-subset":                  {"true", "false", "yes"},
@@ -853,6 +891,8 @@ var annotationValues = map[string][]string{
 		"proxy_set_header X $ssl_client_raw_cert;", "proxy_set_header X $upstream_http_x;", "access_by_lua_block { ngx.exit(200) }",
 		"add_header X \"" + strings.Repeat("a", 70000) + "\";", "add_header X-Big \"" + strings.Repeat(`a"\`, 1000) + "\";",
 		strings.Repeat("add_header X-Many v;\n", 300), "proxy_set_header Host $host; }", "add_header \"X\\\"Y\" v;",
+		"add_header X-A \"a\u0085b\";", // issue 25: render refused it and froze every tenant
+		"proxy_set_header X-A \"a\u2028b\";", "more_set_headers \"X-B: \u202ex\";",
 	},
 	"server-snippet": {
 		"server_tokens off;\nlocation ~ ^/(ping|ready|prometheus) {\n  deny all;\n  return 404;\n}",
@@ -866,6 +906,7 @@ var annotationValues = map[string][]string{
 		"add_header X-Safe-Header \"Safe Content\";\nadd_header X-Vuln-Header \"Benign\\r\nHTTP/1.1 200 OK\n--------\";\nreturn 200 \"Original Content\";",
 		"location ^~ \"/test\" {\n  default_type 'text/plain';\n  alias /var/run;\n}", `location /a";} x { return 200; }`,
 		"location /x { return 200 \"a\tb\r\nc\"; default_type \"text/html; charset=utf-8\"; }", "location /y { deny 10.0.0.1; }",
+		"location /x { return 200 \"a\u0085b\"; }", "location /x { return 200 \"\u2029\"; }", "location /\u2066x { return 404; }",
 	},
 	"auth-snippet": {
 		"auth_request_set $auth_resp_jwt $upstream_http_x_vouch_jwt;\nauth_request_set $auth_resp_err $upstream_http_x_vouch_err;",
@@ -877,7 +918,7 @@ var annotationValues = map[string][]string{
 // hostileValues are tried for every annotation: nginx syntax, variables,
 // control characters, numbers out of range, invalid UTF-8, long.
 var hostileValues = []string{
-	"", " ", "x", "-1", "0", "99999999999999999999", "1e3", "0x10", "on", "TRUE",
+	"", " ", "x", "-1", "0", "99999999999999999999", "1e3", "0x10", "on", "TRUE", "a\u0085b", "\u2028", "\u202eb", "\xed\xa0\x80",
 	`"`, "'", ";", "{", "}", "$host", "${x}", `\`, "a;b", "a\nb", "a\rb", "a\tb", "a\x00b", "\xff", "é",
 	"return 200;", "true; }", "1k;", "/$1;", "/a b", "http://a b", "https://x.example.com/\"; return 200; #",
 	"10.0.0.0/33", "::/0;", "*", "https://*", "GET; PUT", "X-A\r\nX-B: c", "/app\"", "#", "../..",
@@ -895,8 +936,15 @@ func randomAnnotation(rng *mathrand.Rand) (string, string) {
 }
 
 func randomAnnotationValue(rng *mathrand.Rand, key string) string {
-	if rng.Intn(5) < 2 {
+	switch n := rng.Intn(10); {
+	case n < 4:
 		return pick(rng, hostileValues)
+	case n == 4:
+		// A valid value with a character no value may hold inside it,
+		// as issue 25's add_header X-A "a<U+0085>b".
+		v := pick(rng, annotationValues[key])
+		i := rng.Intn(len(v) + 1)
+		return v[:i] + pick(rng, unrenderableChars) + v[i:]
 	}
 	return pick(rng, annotationValues[key])
 }

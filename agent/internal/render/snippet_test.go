@@ -194,6 +194,11 @@ func FuzzSnippetAnnotations(f *testing.F) {
 	f.Add("add_header X \"a\\r\\nb\";", "location ^~ /s/ { alias /; }", "", "")
 	f.Add("proxy_buffers 2 4k; proxy_busy_buffers_size 8k; client_max_body_size 1g;", "location = /x { return 301 $scheme://$host/y; }",
 		"auth_request_set $a $upstream_status;", "https://x.test/$a")
+	// Characters no value may hold (package chars): issue 25's payload
+	// and its kin.
+	f.Add("add_header X-A \"a\u0085b\";", "location /x { return 200 \"a\u2028\"; }", "auth_request_set $a $upstream_http_x\u202e;", "https://x.test/\u2029")
+	f.Add("proxy_set_header X \"\xed\xa0\x80\";", "location /\u2066 { return 404; }", "", "https://x.test/\xff")
+	f.Add("more_set_headers \"X: \u200b\";", "add_header X \"\u009b\";", "", "https://x.test/a\u0085")
 	f.Fuzz(func(t *testing.T, config, server, auth, signin string) {
 		class := "restysync"
 		prefix := networkingv1.PathTypePrefix

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // Context is where a snippet goes, which decides what it may hold.
@@ -162,6 +164,9 @@ func Parse(ctx Context, text string, opts Options) (Result, *Refusal) {
 func Check(ctx Context, dirs []Directive, opts Options) (Result, *Refusal) {
 	c := &checker{ctx: ctx, opts: opts}
 	for _, d := range dirs {
+		if r := checkChars(d); r != nil {
+			return Result{}, r
+		}
 		if r := c.top(d); r != nil {
 			return Result{}, r
 		}
@@ -177,6 +182,27 @@ type checker struct {
 
 func refuse(d Directive, format string, args ...any) *Refusal {
 	return &Refusal{Directive: clip(d.Name), Line: d.Line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkChars refuses a directive, or one in its block, whose name or
+// arguments hold a character package chars refuses anywhere in
+// nginx.conf. Arguments may hold a tab, CR or LF here: parseValue allows
+// them only in the text of a return.
+func checkChars(d Directive) *Refusal {
+	if err := chars.Check(d.Name); err != nil {
+		return refuse(d, "the name %v", err)
+	}
+	for i, a := range d.Args {
+		if err := chars.CheckText(a); err != nil {
+			return refuse(d, "argument %d %v", i+1, err)
+		}
+	}
+	for _, in := range d.Block {
+		if r := checkChars(in); r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // refusedFamilies say why directives that have no place in a snippet are
@@ -590,8 +616,8 @@ func (c *checker) location(d Directive) *Refusal {
 	if strings.HasPrefix(loc.Path, "@") {
 		return refuse(d, "named locations are not supported")
 	}
-	if !utf8.ValidString(loc.Path) {
-		return refuse(d, "the path is not valid UTF-8")
+	if err := chars.Check(loc.Path); err != nil {
+		return refuse(d, "the path %v", err)
 	}
 	returned := false
 	for _, in := range d.Block {

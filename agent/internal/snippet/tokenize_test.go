@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 func TestTokenize(t *testing.T) {
@@ -117,6 +119,14 @@ func FuzzTokenize(f *testing.F) {
 		`x a\;b "c\"d" 'e\'f' ${g}h}i # j`,
 		"a { b { c; } }",
 		"\"\";",
+		// Characters no value may hold (package chars).
+		"add_header X-A \"a\u0085b\";",
+		"proxy_set_header X a\u2028b;",
+		"location /x { return 200 \"\u2029\u202e\"; }",
+		"more_set_headers \"X: \u2066y\u2069\";",
+		"add_header X \"\xed\xa0\x80\";",
+		"add_header X \"\xff\xc0\xaf\";",
+		"add_header X \"a\u200bb\ufeff\";",
 	} {
 		f.Add(seed)
 	}
@@ -136,9 +146,54 @@ func FuzzTokenize(f *testing.F) {
 		if renderText(again) != rendered {
 			t.Fatalf("rendering is not stable")
 		}
-		// The checker never panics either.
+		// The checker never panics either, and what it accepts holds only
+		// characters package chars accepts (header values and names not
+		// even a tab or a line break), so render can quote it.
 		for _, ctx := range []Context{Configuration, Server, Auth, Global} {
-			Check(ctx, dirs, Options{AuthVariables: map[string]string{"a": "restysync_set_1"}, BufferSettings: true})
+			res, refusal := Check(ctx, dirs, Options{AuthVariables: map[string]string{"a": "restysync_set_1"}, BufferSettings: true})
+			if refusal != nil {
+				continue
+			}
+			for _, s := range stringsOf(reflect.ValueOf(res)) {
+				if err := chars.CheckText(s); err != nil {
+					t.Fatalf("accepted %q in %q: %v", s, text, err)
+				}
+			}
+			for _, h := range append(append([]Header{}, res.RequestHeaders...), res.ResponseHeaders...) {
+				for _, p := range append(Value{{Text: h.Name}}, h.Value...) {
+					if err := chars.Check(p.Text); err != nil {
+						t.Fatalf("accepted header %q: %v", h.Name, err)
+					}
+				}
+			}
 		}
 	})
+}
+
+// stringsOf returns every string held in v, through structs, slices and maps.
+func stringsOf(v reflect.Value) []string {
+	switch v.Kind() {
+	case reflect.String:
+		return []string{v.String()}
+	case reflect.Struct:
+		var out []string
+		for i := 0; i < v.NumField(); i++ {
+			out = append(out, stringsOf(v.Field(i))...)
+		}
+		return out
+	case reflect.Slice, reflect.Array:
+		var out []string
+		for i := 0; i < v.Len(); i++ {
+			out = append(out, stringsOf(v.Index(i))...)
+		}
+		return out
+	case reflect.Map:
+		var out []string
+		for _, k := range v.MapKeys() {
+			out = append(out, stringsOf(k)...)
+			out = append(out, stringsOf(v.MapIndex(k))...)
+		}
+		return out
+	}
+	return nil
 }

@@ -3,7 +3,8 @@ package snippet
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/restysync/restysync/agent/internal/chars"
 )
 
 // Values of accepted directives (a header's value, a return's body or
@@ -180,11 +181,18 @@ func (v Value) renderedLen() int {
 }
 
 // parseValue cuts s into text and variables, as nginx reads "$name" and
-// "${name}". Control characters are refused unless body allows a tab, CR
+// "${name}". What package chars refuses is refused; body allows a tab, CR
 // and LF (the text of a return).
 func parseValue(s string, scope varScope, body bool) (Value, string) {
-	if !utf8.ValidString(s) {
-		return nil, "is not valid UTF-8"
+	if !body && strings.ContainsAny(s, "\r\n") {
+		return nil, "holds a CR or LF, which would end the header line (header injection)"
+	}
+	check := chars.Check
+	if body {
+		check = chars.CheckText
+	}
+	if err := check(s); err != nil {
+		return nil, err.Error()
 	}
 	if len(s) > maxValue {
 		return nil, fmt.Sprintf("is %d bytes long; at most %d are allowed", len(s), maxValue)
@@ -200,15 +208,6 @@ func parseValue(s string, scope varScope, body bool) (Value, string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '\r' || c == '\n':
-			if !body {
-				return nil, "holds a CR or LF, which would end the header line (header injection)"
-			}
-			text.WriteByte(c)
-		case c == '\t' && body:
-			text.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-			return nil, fmt.Sprintf("holds the control character %q", c)
 		case c == '$':
 			var name string
 			if i+1 < len(s) && s[i+1] == '{' {
