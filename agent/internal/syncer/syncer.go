@@ -8,7 +8,13 @@
 // plan.Compute for the steps against what apply recorded, and lets apply
 // run them. The syncer keeps only the loop: coalescing, retries with
 // backoff, the config left for nginx's start while it is down, and the
-// quarantine guard, which only nginx's own rejection of a config moves.
+// quarantine guard, which nginx's own rejection of a config moves, and a
+// render failure too.
+//
+// A render failure is isolated by rendering the models of subsets of the
+// Ingresses (renderguard.go) rather than by errors that name their objects:
+// it covers every way render can fail with nothing in render to keep in
+// step, and it costs nothing until a render fails.
 package syncer
 
 import (
@@ -17,11 +23,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -154,12 +163,19 @@ type Syncer struct {
 	// built.Backends; the fast path keeps names and order, so it lasts
 	// until the next full build (nil: not made yet).
 	builtIndex map[source.ServiceKey][]int
-	builtFrom  int             // Ingresses it was built from
-	problems   []model.Problem // the problems of the last full build
-	lastConfig render.Config   // last rendered config
-	failedHash string          // config nginx rejected; not retried until it changes
-	failedErr  error           // what the reload of failedHash returned
-	good       render.Config   // the config nginx last confirmed (zero: none yet)
+	builtFrom  int // Ingresses it was built from
+	// snap and snapProblems are the source's snapshot of this sync's full
+	// build and its problems, builtSnap the snapshot the model was built
+	// from (the guard's filter and the globals applied): kept for the
+	// sync, so that a render failure can be isolated and the model built
+	// again without the culprits.
+	snap, builtSnap model.Snapshot
+	snapProblems    []model.Problem
+	problems        []model.Problem // the problems of the last full build
+	lastConfig      render.Config   // last rendered config
+	failedHash      string          // config nginx rejected; not retried until it changes
+	failedErr       error           // what the reload of failedHash returned
+	good            render.Config   // the config nginx last confirmed (zero: none yet)
 	// unprovenSince is when a config nginx never confirmed was left for
 	// its start while it did not answer (zero: none); safeStart says that
 	// nginx stayed down past StartBound and the last good config (or the
@@ -430,6 +446,12 @@ func (s *Syncer) sync(ctx context.Context) error {
 	s.reportProblems(problems)
 
 	result, err := s.apply(ctx, next)
+	if path == "full" && errors.Is(err, errRender) && s.isolateRenderFailure(err) {
+		next, problems = s.buildModel(s.snap, s.snapProblems)
+		s.reportProblems(problems)
+		result, err = s.apply(ctx, next)
+	}
+	s.snap, s.snapProblems, s.builtSnap = model.Snapshot{}, nil, model.Snapshot{}
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
@@ -810,9 +832,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 			keep = append(keep, p)
 		}
 	}
-	cfg, routes, err = render.Build(next, s.globals.settings, keep...)
+	cfg, routes, err = renderBuild(next, s.globals.settings, keep...)
 	if err != nil {
-		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf and routes: %w", err)
+		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
 	used := map[string]bool{}
 	for _, r := range routes {
@@ -918,6 +940,15 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	}
 	snap, problems := s.src.Snapshot()
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
+	s.snap, s.snapProblems = snap, problems
+	next, problems := s.buildModel(snap, problems)
+	return next, problems, "full"
+}
+
+// buildModel builds the model of snap, a snapshot of the source whose
+// problems are given, with the ConfigMap's globals and the guard's filter.
+func (s *Syncer) buildModel(snap model.Snapshot, problems []model.Problem) (model.Model, []model.Problem) {
+	problems = slices.Clip(problems)
 	snap.LoadBalance = s.globals.loadBalance
 	snap.ServiceUpstream = s.globals.serviceUpstream
 	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
@@ -937,7 +968,27 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
-	return next, problems, "full"
+	s.builtSnap = snap
+	return next, problems
+}
+
+// isolateRenderFailure quarantines the Ingresses of the last full build
+// that render refuses (renderguard.go) and says whether it found any: then
+// the model is built again without them.
+func (s *Syncer) isolateRenderFailure(renderErr error) bool {
+	culprits, err := RenderFailures(s.builtSnap, s.globals.settings, func(ing *networkingv1.Ingress) bool {
+		return sameIngress(s.guard.good[ingressKey(ing)], ing)
+	})
+	if err != nil {
+		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
+		return false
+	}
+	for _, key := range slices.Sorted(maps.Keys(culprits)) {
+		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
+		s.guard.refuseRender(key, reason)
+		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
+	}
+	return len(culprits) > 0
 }
 
 func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
