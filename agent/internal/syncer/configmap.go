@@ -3,6 +3,7 @@ package syncer
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,9 @@ type globals struct {
 	found          bool              // it existed
 	data           map[string]string // its data when read
 	problems       []model.Problem
+	// version counts the ConfigMaps applied: two globals of one version
+	// render alike.
+	version int
 }
 
 // readConfigMap applies cm, the agent's ConfigMap (nil: it does not
@@ -54,7 +58,9 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
 	res := configmap.Apply(s.opts.Render, namespace, name, data)
 	g.read, g.found, g.data = true, cm != nil, maps.Clone(data)
+	g.version++
 	g.problems = res.Problems
+	s.configMapRefused = "" // a new ConfigMap: nginx judges it anew
 	if cm == nil {
 		g.problems = []model.Problem{configmap.NotFound(namespace, name)}
 	}
@@ -75,4 +81,71 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	g.globalAuth, g.globalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
 	g.snippetsOff, g.globalSnippets = res.SnippetAnnotationsOff, res.GlobalSnippets
 	return g.problems
+}
+
+// A reload nginx refuses after the ConfigMap changed may be the ConfigMap's
+// fault (a value only nginx can judge: a file it cannot open, a cipher its
+// OpenSSL does not know) and not the changed Ingresses'. Before the guard
+// bisects the Ingresses, the loop tries the Ingresses of the last config
+// nginx took with the new globals; if nginx refuses that too, the ConfigMap
+// is to blame: the globals nginx last took are put back, the ConfigMap gets
+// a Problem, /readyz says why, no Ingress is quarantined, and Ingress
+// changes keep applying on top of the good globals until the ConfigMap
+// changes again.
+
+// globalsChanged says whether the globals differ from those of the last
+// full build nginx confirmed (false before the first).
+func (s *Syncer) globalsChanged() bool {
+	return s.goodGlobals != nil && s.globals.version != s.goodGlobals.version
+}
+
+// judgeGlobals is the first word on a config nginx refused, saying reason:
+// it returns true when the refusal is the globals' matter, and the guard
+// has nothing to do with it.
+func (s *Syncer) judgeGlobals(reason string) bool {
+	switch {
+	case s.globalsTrial:
+		s.blameConfigMap(reason)
+	case s.globalsChanged():
+		s.globalsTrial, s.guard.onlyGood = true, true
+		s.logger.Info("nginx rejected a config after the ConfigMap changed; trying the Ingresses of the last config it took with the new ConfigMap",
+			"configmap", s.opts.ConfigMap, "reason", reason)
+	default:
+		return false
+	}
+	s.rerender = true
+	s.markDirty()
+	return true
+}
+
+// blameConfigMap puts back the globals nginx last took, and keeps them
+// until the ConfigMap changes: nginx refused them with the Ingresses it
+// took before, saying reason.
+func (s *Syncer) blameConfigMap(reason string) {
+	s.globalsTrial, s.guard.onlyGood = false, false
+	refused := s.globals
+	s.globals = *s.goodGlobals
+	// readConfigMap compares the data: the refused ConfigMap is not
+	// applied again until it changes.
+	s.globals.read, s.globals.found, s.globals.data = true, refused.found, refused.data
+	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
+	s.globals.problems = append(slices.Clip(refused.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
+		Reason: "nginx rejected the config with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
+			"with every Ingress change on top of it, until it changes"})
+	s.configMapRefused = reason
+	s.lastConfig = render.Config{}
+	s.logger.Error("nginx rejects the ConfigMap: its last version nginx took keeps serving until it changes; no Ingress is quarantined",
+		"configmap", s.opts.ConfigMap, "reason", reason)
+}
+
+// confirmGlobals records that nginx runs a config of the globals: they are
+// good. After a trial, the changed Ingresses are tried on top of them.
+func (s *Syncer) confirmGlobals() {
+	g := s.globals
+	s.goodGlobals = &g
+	if s.globalsTrial {
+		s.globalsTrial, s.guard.onlyGood = false, false
+		s.rerender = true
+		s.markDirty()
+	}
 }

@@ -33,6 +33,10 @@ type guard struct {
 	// groups is the bisection's queue: groups[0] is under test. Empty when
 	// not bisecting.
 	groups [][]string
+	// onlyGood makes filter use the last good version of every changed
+	// Ingress, as a bisection step with an empty group: the loop tries the
+	// globals alone (configmap.go).
+	onlyGood bool
 }
 
 type quarantined struct {
@@ -64,12 +68,14 @@ func (g *guard) quarantinedKeys() []string {
 // changes; while bisecting, changed Ingresses outside the group under test
 // keep their good version too. Each quarantined Ingress gets a Problem.
 func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
-	if len(g.quarantine) == 0 && !g.bisecting() {
+	if len(g.quarantine) == 0 && !g.bisecting() && !g.onlyGood {
 		g.used = byKey(ingresses)
 		return ingresses, nil
 	}
 	var testing map[string]bool
-	if g.bisecting() {
+	if g.onlyGood {
+		testing = map[string]bool{}
+	} else if g.bisecting() {
 		testing = make(map[string]bool, len(g.groups[0]))
 		for _, key := range g.groups[0] {
 			testing[key] = true
@@ -109,7 +115,7 @@ func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 // confirmed records that nginx runs the config of the last full build.
 func (g *guard) confirmed() {
 	g.good = g.used
-	if g.bisecting() {
+	if g.bisecting() && !g.onlyGood {
 		g.groups = g.groups[1:]
 	}
 }

@@ -202,8 +202,15 @@ type Syncer struct {
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
 	// globals are the render settings and load-balance the ConfigMap gave
-	// (configmap.go).
-	globals globals
+	// (configmap.go); goodGlobals those of the last full build nginx
+	// confirmed (nil: none yet). globalsTrial says the full build tries
+	// the Ingresses of that build with globals that changed since, after
+	// nginx refused both changed at once; configMapRefused is why nginx
+	// refused the ConfigMap whose globals were put back ("" when none).
+	globals          globals
+	goodGlobals      *globals
+	globalsTrial     bool
+	configMapRefused string
 
 	mu    sync.Mutex
 	state State
@@ -228,6 +235,10 @@ type State struct {
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
+	// ConfigMapRefused is why nginx refused a config with the agent's
+	// ConfigMap as it is: the ConfigMap nginx last took serves, with the
+	// Ingress changes on top, until it changes ("" when none).
+	ConfigMapRefused string
 	// NginxUnreachable is why the config socket did not answer at the last
 	// sync ("" when it did).
 	NginxUnreachable string
@@ -459,6 +470,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	access, checked := s.checkWorkerAccess(ctx, next, result, err)
 	s.update(func(st *State) {
 		st.NginxUnreachable = s.waitReason
+		st.ConfigMapRefused = s.configMapRefused
 		st.CertificateNearestExpiry = s.lua.NearestExpiry()
 		if checked {
 			st.WorkerAccess = access
@@ -540,6 +552,9 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	var quarantined []model.Problem
 	switch {
 	case errors.Is(err, apply.ErrRejected) || errors.Is(err, apply.ErrRefused):
+		if s.judgeGlobals(nginxReason(err)) {
+			return nil
+		}
 		before := s.guard.quarantinedKeys()
 		if s.guard.rejected(nginxReason(err)) {
 			for _, key := range s.guard.quarantinedKeys() {
@@ -552,6 +567,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 		}
 	case result.configRunning:
 		s.guard.confirmed()
+		s.confirmGlobals()
 	}
 	if s.guard.bisecting() {
 		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
@@ -699,7 +715,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if _, reloads := p.Step(plan.Reload); reloads {
 		switch cfg.Hash {
 		case s.failedHash:
-			if s.guard.bisecting() {
+			if s.guard.bisecting() || s.globalsTrial {
 				// A step whose Ingresses render the rejected nginx.conf
 				// again (the others are routed in Lua): the same verdict.
 				return res, s.failedErr
