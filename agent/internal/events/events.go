@@ -1,7 +1,8 @@
 // Package events reports what the pipeline (source → model → plan →
 // render/apply) did with each Ingress as events.k8s.io/v1 Events on it: a
 // Warning for each Problem model.Build found, and a Normal event when an
-// Ingress is first served.
+// Ingress is first served; and a Warning on the agent's ConfigMap for each
+// of its Problems (a value nginx refused).
 //
 // A problem is reported once, when it appears, not on every sync: the
 // Recorder remembers the problems of the last call and reports only new
