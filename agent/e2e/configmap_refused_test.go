@@ -52,7 +52,7 @@ func TestConfigMapNginxRefuses(t *testing.T) {
 		t.Errorf("problem of the ConfigMap %q: want nginx's rejection in its words", problem)
 	}
 	s.metricAtLeast("the refusal is a metric", "restysync_configmap_refused", 1)
-	if !strings.Contains(s.agent.log.String(), "nginx rejects the ConfigMap") {
+	if !strings.Contains(s.agent.log.String(), "the ConfigMap is refused") {
 		t.Error("the agent did not log the refusal")
 	}
 

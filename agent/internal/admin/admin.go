@@ -145,7 +145,7 @@ func (s *Server) Healthy() Health {
 
 // Ready says whether this replica should get traffic: the source finished
 // its first listing, nginx was confirmed to run a config of this agent
-// (by its hash), nginx did not refuse the agent's ConfigMap as it is, and
+// (by its hash), the agent's ConfigMap is not refused as it is, and
 // nginx answers now, running that config.
 func (s *Server) Ready(ctx context.Context) Health {
 	st := s.opts.State()
@@ -159,7 +159,7 @@ func (s *Server) Ready(ctx context.Context) Health {
 	case len(st.WorkerAccess) > 0:
 		return Health{Reason: strings.Join(st.WorkerAccess, "; ")}
 	case st.ConfigMapRefused != "":
-		return Health{Reason: "nginx rejects the agent's ConfigMap as it is; the last version it took serves, with the Ingress changes on top, until the ConfigMap changes: " + st.ConfigMapRefused}
+		return Health{Reason: "the agent's ConfigMap is refused as it is; the last version nginx took serves, with the Ingress changes on top, until the ConfigMap changes: " + st.ConfigMapRefused}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LuaTimeout)
 	defer cancel()

@@ -280,7 +280,7 @@ func newStateCollector(opts Options) *stateCollector {
 		quarantined: prometheus.NewDesc(name("quarantined_ingresses"),
 			"Ingresses quarantined because nginx rejected a config with them: their last good version serves until they change.", nil, nil),
 		cmRefused: prometheus.NewDesc(name("configmap_refused"),
-			"1 while nginx rejects the agent's ConfigMap as it is (the last version it took serves until it changes), else 0.", nil, nil),
+			"1 while the agent's ConfigMap is refused as it is, by nginx or by render (the last version nginx took serves until it changes), else 0.", nil, nil),
 		objects: prometheus.NewDesc(name("objects"),
 			"Objects the source holds, by kind.", []string{"kind"}, nil),
 		leader: prometheus.NewDesc(name("leader"),

@@ -91,7 +91,8 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 // is to blame: the globals nginx last took are put back, the ConfigMap gets
 // a Problem, /readyz says why, no Ingress is quarantined, and Ingress
 // changes keep applying on top of the good globals until the ConfigMap
-// changes again.
+// changes again. A ConfigMap with which the Ingresses nginx took do not
+// render is blamed the same way (isolateRenderFailure).
 
 // globalsChanged says whether the globals differ from those of the last
 // full build nginx confirmed (false before the first).
@@ -105,7 +106,7 @@ func (s *Syncer) globalsChanged() bool {
 func (s *Syncer) judgeGlobals(reason string) bool {
 	switch {
 	case s.globalsTrial:
-		s.blameConfigMap(reason)
+		s.blameConfigMap(nginxRefused, reason)
 	case s.globalsChanged():
 		s.globalsTrial, s.guard.onlyGood = true, true
 		s.logger.Info("nginx rejected a config after the ConfigMap changed; trying the Ingresses of the last config it took with the new ConfigMap",
@@ -119,23 +120,23 @@ func (s *Syncer) judgeGlobals(reason string) bool {
 }
 
 // blameConfigMap puts back the globals nginx last took, and keeps them
-// until the ConfigMap changes: nginx refused them with the Ingresses it
-// took before, saying reason.
-func (s *Syncer) blameConfigMap(reason string) {
+// until the ConfigMap changes: refused (nginxRefused or renderRefused)
+// them with the Ingresses nginx took before, saying reason.
+func (s *Syncer) blameConfigMap(refused, reason string) {
 	s.globalsTrial, s.guard.onlyGood = false, false
-	refused := s.globals
+	bad := s.globals
 	s.globals = *s.goodGlobals
 	// readConfigMap compares the data: the refused ConfigMap is not
 	// applied again until it changes.
-	s.globals.read, s.globals.found, s.globals.data = true, refused.found, refused.data
+	s.globals.read, s.globals.found, s.globals.data = true, bad.found, bad.data
 	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
-	s.globals.problems = append(slices.Clip(refused.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
-		Reason: "nginx rejected the config with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
+	s.globals.problems = append(slices.Clip(bad.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
+		Reason: refused + " with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
 			"with every Ingress change on top of it, until it changes"})
-	s.configMapRefused = reason
+	s.configMapRefused = refused + ": " + reason
 	s.lastConfig = render.Config{}
-	s.logger.Error("nginx rejects the ConfigMap: its last version nginx took keeps serving until it changes; no Ingress is quarantined",
-		"configmap", s.opts.ConfigMap, "reason", reason)
+	s.logger.Error("the ConfigMap is refused: its last version nginx took keeps serving until it changes; no Ingress is quarantined",
+		"configmap", s.opts.ConfigMap, "refused", refused, "reason", reason)
 }
 
 // confirmGlobals records that nginx runs a config of the globals: they are

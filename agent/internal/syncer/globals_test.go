@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -60,6 +61,18 @@ func (l *globalsLoop) settle() (model.Model, []model.Problem, render.Config) {
 	for range 20 {
 		m, problems, _ := l.s.model(map[source.Kind]bool{source.KindIngress: true})
 		cfg, _, _, err := l.s.configFor(m)
+		if errors.Is(err, errRender) {
+			// As sync: isolate, then build again.
+			if l.s.isolateRenderFailure(err) {
+				continue
+			}
+			select {
+			case <-l.s.dirty:
+				continue
+			default:
+				l.t.Fatalf("render failed and nothing more is tried: %v", err)
+			}
+		}
 		if err != nil {
 			l.t.Fatal(err)
 		}
@@ -188,5 +201,42 @@ func TestIngressBlamedWhenTheConfigMapIsGood(t *testing.T) {
 	}
 	if l.reloads != 2 {
 		t.Errorf("%d reloads, want 2: the refused config and the one without bad2", l.reloads)
+	}
+}
+
+// A ConfigMap render refuses with the Ingresses nginx took is blamed the
+// same way: its last good version renders, with the Ingress changes.
+func TestConfigMapRenderRefusesIsBlamed(t *testing.T) {
+	real := renderBuild
+	renderBuild = func(m model.Model, s render.Settings, keep ...render.Profile) (render.Config, []model.Route, error) {
+		if s.HTTP != nil && s.HTTP.AccessLogPath == "logs/unrenderable" {
+			return render.Config{}, nil, errors.New("access log path: refused by the test")
+		}
+		return real(m, s, keep...)
+	}
+	t.Cleanup(func() { renderBuild = real })
+	l := newGlobalsLoop(t)
+	l.set(map[string]string{})
+	l.settle()
+
+	l.set(map[string]string{"enable-access-log": "true", "access-log-path": "logs/unrenderable"}, "a2.test")
+	m, problems, _ := l.settle()
+	if q := l.s.guard.quarantinedKeys(); len(q) != 0 {
+		t.Errorf("quarantined %v for the ConfigMap's fault", q)
+	}
+	if got := hostsOf(m); !slices.Equal(got, []string{"a2.test", "web.test"}) {
+		t.Errorf("hosts %v, want A's new Ingress served on the good ConfigMap", got)
+	}
+	reason := ""
+	for _, p := range problems {
+		if p.Kind == "ConfigMap" {
+			reason = p.Reason
+		}
+	}
+	if !strings.Contains(reason, "the agent cannot render nginx.conf") || !strings.Contains(reason, "refused by the test") {
+		t.Errorf("ConfigMap problem %q: want render's refusal", reason)
+	}
+	if !strings.Contains(l.s.configMapRefused, "refused by the test") {
+		t.Errorf("state: %q", l.s.configMapRefused)
 	}
 }

@@ -205,8 +205,8 @@ type Syncer struct {
 	// (configmap.go); goodGlobals those of the last full build nginx
 	// confirmed (nil: none yet). globalsTrial says the full build tries
 	// the Ingresses of that build with globals that changed since, after
-	// nginx refused both changed at once; configMapRefused is why nginx
-	// refused the ConfigMap whose globals were put back ("" when none).
+	// nginx refused both changed at once; configMapRefused is why the
+	// ConfigMap whose globals were put back was refused ("" when none).
 	globals          globals
 	goodGlobals      *globals
 	globalsTrial     bool
@@ -235,9 +235,10 @@ type State struct {
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
-	// ConfigMapRefused is why nginx refused a config with the agent's
-	// ConfigMap as it is: the ConfigMap nginx last took serves, with the
-	// Ingress changes on top, until it changes ("" when none).
+	// ConfigMapRefused is why the agent's ConfigMap as it is was refused,
+	// by nginx or by render ("nginx rejected the config: …"): the
+	// ConfigMap nginx last took serves, with the Ingress changes on top,
+	// until it changes ("" when none).
 	ConfigMapRefused string
 	// NginxUnreachable is why the config socket did not answer at the last
 	// sync ("" when it did).
@@ -996,6 +997,14 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 		return sameIngress(s.guard.good[ingressKey(ing)], ing)
 	})
 	if err != nil {
+		if s.globalsChanged() {
+			// The ConfigMap changed since nginx last took a config, and
+			// the Ingresses of that config do not render with it.
+			s.blameConfigMap(renderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
+			s.rerender = true
+			s.markDirty()
+			return false
+		}
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
 		return false
 	}
