@@ -164,18 +164,15 @@ type Syncer struct {
 	// until the next full build (nil: not made yet).
 	builtIndex map[source.ServiceKey][]int
 	builtFrom  int // Ingresses it was built from
-	// snap and snapProblems are the source's snapshot of this sync's full
-	// build and its problems, builtSnap the snapshot the model was built
-	// from (the guard's filter and the globals applied): kept for the
-	// sync, so that a render failure can be isolated and the model built
-	// again without the culprits.
-	snap, builtSnap model.Snapshot
-	snapProblems    []model.Problem
-	problems        []model.Problem // the problems of the last full build
-	lastConfig      render.Config   // last rendered config
-	failedHash      string          // config nginx rejected; not retried until it changes
-	failedErr       error           // what the reload of failedHash returned
-	good            render.Config   // the config nginx last confirmed (zero: none yet)
+	// builtSnap is the snapshot the model of this sync's full build was
+	// built from (the guard's filter and the globals applied), kept for the
+	// sync so that a render failure can be isolated (renderguard.go).
+	builtSnap  model.Snapshot
+	problems   []model.Problem // the problems of the last full build
+	lastConfig render.Config   // last rendered config
+	failedHash string          // config nginx rejected; not retried until it changes
+	failedErr  error           // what the reload of failedHash returned
+	good       render.Config   // the config nginx last confirmed (zero: none yet)
 	// unprovenSince is when a config nginx never confirmed was left for
 	// its start while it did not answer (zero: none); safeStart says that
 	// nginx stayed down past StartBound and the last good config (or the
@@ -459,11 +456,13 @@ func (s *Syncer) sync(ctx context.Context) error {
 
 	result, err := s.apply(ctx, next)
 	if path == "full" && errors.Is(err, errRender) && s.isolateRenderFailure(err) {
-		next, problems = s.buildModel(s.snap, s.snapProblems)
+		// Built again without the culprits (or on the good ConfigMap).
+		index, tracks := s.src.(source.EndpointIndex)
+		next, problems, _ = s.fullModel(index, tracks)
 		s.reportProblems(problems)
 		result, err = s.apply(ctx, next)
 	}
-	s.snap, s.snapProblems, s.builtSnap = model.Snapshot{}, nil, model.Snapshot{}
+	s.builtSnap = model.Snapshot{}
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
@@ -957,15 +956,6 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	}
 	snap, problems := s.src.Snapshot()
 	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
-	s.snap, s.snapProblems = snap, problems
-	next, problems := s.buildModel(snap, problems)
-	return next, problems, "full"
-}
-
-// buildModel builds the model of snap, a snapshot of the source whose
-// problems are given, with the ConfigMap's globals and the guard's filter.
-func (s *Syncer) buildModel(snap model.Snapshot, problems []model.Problem) (model.Model, []model.Problem) {
-	problems = slices.Clip(problems)
 	snap.LoadBalance = s.globals.loadBalance
 	snap.ServiceUpstream = s.globals.serviceUpstream
 	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
@@ -986,12 +976,13 @@ func (s *Syncer) buildModel(snap model.Snapshot, problems []model.Problem) (mode
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
 	s.builtSnap = snap
-	return next, problems
+	return next, problems, "full"
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
-// that render refuses (renderguard.go) and says whether it found any: then
-// the model is built again without them.
+// that render refuses (renderguard.go), or blames the ConfigMap when the
+// Ingresses nginx last took do not render with it since it changed; it
+// says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 	culprits, err := RenderFailures(s.builtSnap, s.globals.settings, func(ing *networkingv1.Ingress) bool {
 		return sameIngress(s.guard.good[ingressKey(ing)], ing)
@@ -1001,9 +992,7 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 			// The ConfigMap changed since nginx last took a config, and
 			// the Ingresses of that config do not render with it.
 			s.blameConfigMap(renderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
-			s.rerender = true
-			s.markDirty()
-			return false
+			return true
 		}
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
 		return false
