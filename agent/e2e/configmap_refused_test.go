@@ -91,4 +91,16 @@ func TestConfigMapNginxRefuses(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The same bad ConfigMap again, with no Ingress change: refused again.
+	s.writeFile("configmap.yaml", configMap(map[string]string{"enable-access-log": "true", "access-log-path": "logs/blocked"}))
+	s.eventually("/readyz false again", func() error { return s.expectAdmin("/readyz", 503) })
+	if q := s.debugState().Quarantined; len(q) != 0 {
+		t.Errorf("quarantined %v the second time", q)
+	}
+	if err := s.expect("a3.test", "/", ipA2); err != nil {
+		t.Errorf("while refused again: %v", err)
+	}
+	s.writeFile("configmap.yaml", configMap(map[string]string{"enable-access-log": "true", "access-log-path": "logs/fixed.log"}))
+	s.eventually("/readyz true again", func() error { return s.expectAdmin("/readyz", 200) })
 }

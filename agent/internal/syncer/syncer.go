@@ -715,9 +715,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if _, reloads := p.Step(plan.Reload); reloads {
 		switch cfg.Hash {
 		case s.failedHash:
-			if s.guard.bisecting() || s.globalsTrial {
+			if s.guard.bisecting() || s.globalsTrial || s.globalsChanged() {
 				// A step whose Ingresses render the rejected nginx.conf
-				// again (the others are routed in Lua): the same verdict.
+				// again (the others are routed in Lua), or a ConfigMap
+				// that changed back to one nginx refused: the same
+				// verdict, for the guard or the ConfigMap's trial.
 				return res, s.failedErr
 			}
 			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
