@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // A ConfigMap nginx refuses, changed while the agent runs, is blamed, not
@@ -103,4 +105,67 @@ func TestConfigMapNginxRefuses(t *testing.T) {
 	}
 	s.writeFile("configmap.yaml", configMap(map[string]string{"enable-access-log": "true", "access-log-path": "logs/fixed.log"}))
 	s.eventually("/readyz true again", func() error { return s.expectAdmin("/readyz", 200) })
+}
+
+// A ConfigMap nginx refuses when the agent starts before nginx does not
+// keep nginx from starting: after the agent's start bound it leaves nginx
+// the bootstrap config, made with the flags' settings alone; once nginx is
+// up the ConfigMap is blamed, not the Ingresses, which are all served on
+// the flags' settings while /readyz says why.
+func TestConfigMapNginxRefusesAtStart(t *testing.T) {
+	const ipA = "127.0.0.239"
+	b := startBackends(t, ipA)
+	s := &stack{t: t, manifests: t.TempDir()}
+	for name, content := range map[string]string{
+		"classes.yaml":   ingressClasses,
+		"services.yaml":  service("a", b.port, ep(ipA)),
+		"a.yaml":         ingress("a", ingressOpts{class: "restysync", host: "a.test", paths: []path{prefix("/", "a")}}),
+		"a2.yaml":        ingress("a2", ingressOpts{class: "restysync", host: "a2.test", paths: []path{prefix("/", "a")}}),
+		"configmap.yaml": configMap(map[string]string{"enable-access-log": "true", "access-log-path": "logs/blocked"}),
+	} {
+		s.writeFile(name, content)
+	}
+	s.startAgentOnly("--source", "file:"+s.manifests, "--configmap", cmName)
+	if err := os.Mkdir(filepath.Join(s.shared, "logs", "blocked"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the agent leaves nginx a config it can start with", func() error {
+		if out, err := nginxproc.Test(t, s.shared); err != nil {
+			return fmt.Errorf("nginx -t: %v: %s", err, out)
+		}
+		return nil
+	})
+	// Not startNginx: it waits for /readyz, which stays 503 here.
+	s.nginx = nginxproc.Start(t, s.shared)
+	s.client = clientTo(s.port)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log:\n%s", s.agent.log.String())
+			t.Logf("%s", s.nginx.Logs())
+		}
+	})
+	s.eventually("both Ingresses served", func() error {
+		return cmpErr(s.expect("a.test", "/", ipA), s.expect("a2.test", "/", ipA))
+	})
+	s.eventually("/readyz false, naming the ConfigMap", func() error {
+		body, code, err := s.adminGet("/readyz")
+		if err != nil {
+			return err
+		}
+		if code != 503 || !strings.Contains(body, "ConfigMap") || !strings.Contains(body, "blocked") {
+			return fmt.Errorf("/readyz: %d %s, want 503 naming the ConfigMap", code, body)
+		}
+		return nil
+	})
+	if q := s.debugState().Quarantined; len(q) != 0 {
+		t.Errorf("quarantined %v for the ConfigMap's fault", q)
+	}
+
+	s.writeFile("configmap.yaml", configMap(map[string]string{"enable-access-log": "true", "access-log-path": "logs/fixed.log"}))
+	s.eventually("/readyz true once fixed", func() error { return s.expectAdmin("/readyz", 200) })
+	s.eventually("the fixed ConfigMap applies", func() error {
+		_, _, _ = s.get("a.test", "/")
+		_, err := os.Stat(filepath.Join(s.shared, "logs", "fixed.log"))
+		return err
+	})
 }

@@ -808,7 +808,7 @@ func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res sy
 // confirmed, or the bootstrap one. A config nginx rejects (a regex PCRE
 // refuses) would otherwise keep it from starting at all, and with it every
 // other Ingress; once nginx is up, cfg follows by a verified reload, and the
-// guard finds the Ingress to blame.
+// guard finds the Ingress to blame (or the ConfigMap is blamed).
 func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	if cfg.Hash == s.good.Hash {
 		return cfg.Bytes, nil
@@ -821,9 +821,16 @@ func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	}
 	safe := s.good
 	if safe.Hash == "" {
+		// The bootstrap: no Ingress and the flags' settings alone, so that
+		// a ConfigMap nginx refuses cannot keep it from starting either.
+		// Once nginx runs it, the ConfigMap is judged as one that changed
+		// since (configmap.go).
 		var err error
-		if safe, err = render.Render(model.Model{}, s.globals.settings); err != nil {
+		if safe, err = render.Render(model.Model{}, s.opts.Render); err != nil {
 			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
+		}
+		if s.goodGlobals == nil {
+			s.goodGlobals = &globals{settings: s.opts.Render}
 		}
 	}
 	if !s.safeStart {
