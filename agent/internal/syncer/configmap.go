@@ -16,6 +16,16 @@ import (
 // globals are what the agent's ConfigMap gave, kept between syncs so that
 // an unchanged ConfigMap is not read (nor its Problems logged) again.
 type globals struct {
+	globalValues
+	read     bool              // a ConfigMap (or its absence) was read
+	found    bool              // it existed
+	data     map[string]string // its data when read
+	problems []model.Problem
+}
+
+// globalValues are what the ConfigMap feeds into nginx.conf and the model:
+// all that nginx runs besides the Ingresses, Services, Secrets and flags.
+type globalValues struct {
 	// settings render nginx.conf: Options.Render with the keys applied.
 	settings render.Settings
 	// loadBalance is model.Snapshot.LoadBalance.
@@ -29,13 +39,6 @@ type globals struct {
 	// SnippetAnnotationsOff (with Options') and GlobalSnippets.
 	snippetsOff    bool
 	globalSnippets model.GlobalSnippets
-	read           bool              // a ConfigMap (or its absence) was read
-	found          bool              // it existed
-	data           map[string]string // its data when read
-	problems       []model.Problem
-	// version counts the ConfigMaps applied: two globals of one version
-	// render alike.
-	version int
 }
 
 // readConfigMap applies cm, the agent's ConfigMap (nil: it does not
@@ -58,7 +61,6 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
 	res := configmap.Apply(s.opts.Render, namespace, name, data)
 	g.read, g.found, g.data = true, cm != nil, maps.Clone(data)
-	g.version++
 	g.problems = res.Problems
 	s.configMapRefused = "" // a new ConfigMap: nginx judges it anew
 	if cm == nil {
@@ -95,9 +97,9 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 // render is blamed the same way (isolateRenderFailure).
 
 // globalsChanged says whether the globals differ from those of the last
-// full build nginx confirmed (false before the first).
+// full build nginx confirmed (before the first: from the flags' alone).
 func (s *Syncer) globalsChanged() bool {
-	return s.goodGlobals != nil && s.globals.version != s.goodGlobals.version
+	return !reflect.DeepEqual(s.globals.globalValues, s.goodGlobals)
 }
 
 // judgeGlobals is the first word on a config nginx refused, saying reason:
@@ -124,11 +126,10 @@ func (s *Syncer) judgeGlobals(reason string) bool {
 // them with the Ingresses nginx took before, saying reason.
 func (s *Syncer) blameConfigMap(refused, reason string) {
 	s.globalsTrial, s.guard.onlyGood = false, false
+	// readConfigMap compares the data, which stays: the refused
+	// ConfigMap is not applied again until it changes.
 	bad := s.globals
-	s.globals = *s.goodGlobals
-	// readConfigMap compares the data: the refused ConfigMap is not
-	// applied again until it changes.
-	s.globals.read, s.globals.found, s.globals.data = true, bad.found, bad.data
+	s.globals.globalValues = s.goodGlobals
 	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
 	s.globals.problems = append(slices.Clip(bad.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
 		Reason: refused + " with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
@@ -142,8 +143,7 @@ func (s *Syncer) blameConfigMap(refused, reason string) {
 // confirmGlobals records that nginx runs a config of the globals: they are
 // good. After a trial, the changed Ingresses are tried on top of them.
 func (s *Syncer) confirmGlobals() {
-	g := s.globals
-	s.goodGlobals = &g
+	s.goodGlobals = s.globals.globalValues
 	if s.globalsTrial {
 		s.globalsTrial, s.guard.onlyGood = false, false
 		s.rerender = true

@@ -240,3 +240,25 @@ func TestConfigMapRenderRefusesIsBlamed(t *testing.T) {
 		t.Errorf("state: %q", l.s.configMapRefused)
 	}
 }
+
+// An agent that starts with a ConfigMap nginx refuses (nginx runs an older
+// agent's config, or the bootstrap) blames the ConfigMap, not every
+// Ingress: the flags' settings are the good globals before any config was
+// confirmed.
+func TestConfigMapNginxRefusesAtStart(t *testing.T) {
+	l := newGlobalsLoop(t)
+	l.set(map[string]string{"enable-access-log": "true", "access-log-path": "logs/blocked"}, "a2.test")
+	m, problems, cfg := l.settle()
+	if q := l.s.guard.quarantinedKeys(); len(q) != 0 {
+		t.Errorf("quarantined %v for the ConfigMap's fault", q)
+	}
+	if got := hostsOf(m); !slices.Equal(got, []string{"a2.test", "web.test"}) {
+		t.Errorf("hosts %v, want every Ingress served on the flags' settings", got)
+	}
+	if configMapRefusal(problems) == "" || bytes.Contains(cfg.Bytes, []byte("logs/blocked")) {
+		t.Error("the ConfigMap is not blamed")
+	}
+	if l.reloads != 3 {
+		t.Errorf("%d reloads, want 3: all, none with the ConfigMap, all without it", l.reloads)
+	}
+}

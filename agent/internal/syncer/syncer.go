@@ -200,12 +200,12 @@ type Syncer struct {
 	pendingEvent time.Time
 	// globals are the render settings and load-balance the ConfigMap gave
 	// (configmap.go); goodGlobals those of the last full build nginx
-	// confirmed (nil: none yet). globalsTrial says the full build tries
+	// confirmed (before the first: the flags' alone, as the bootstrap). globalsTrial says the full build tries
 	// the Ingresses of that build with globals that changed since, after
 	// nginx refused both changed at once; configMapRefused is why the
 	// ConfigMap whose globals were put back was refused ("" when none).
 	globals          globals
-	goodGlobals      *globals
+	goodGlobals      globalValues
 	globalsTrial     bool
 	configMapRefused string
 
@@ -269,16 +269,17 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts.Metrics = noMetrics{}
 	}
 	return &Syncer{
-		src:      src,
-		nginx:    nginx,
-		opts:     opts,
-		logger:   logger,
-		dirty:    make(chan struct{}, 1),
-		kinds:    map[source.Kind]bool{},
-		reported: map[string]bool{},
-		lua:      newLuaState(nginx, opts.Metrics),
-		guard:    newGuard(),
-		globals:  globals{settings: opts.Render},
+		src:         src,
+		nginx:       nginx,
+		opts:        opts,
+		logger:      logger,
+		dirty:       make(chan struct{}, 1),
+		kinds:       map[source.Kind]bool{},
+		reported:    map[string]bool{},
+		lua:         newLuaState(nginx, opts.Metrics),
+		guard:       newGuard(),
+		globals:     globals{globalValues: globalValues{settings: opts.Render}},
+		goodGlobals: globalValues{settings: opts.Render},
 	}
 }
 
@@ -824,13 +825,11 @@ func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 		// The bootstrap: no Ingress and the flags' settings alone, so that
 		// a ConfigMap nginx refuses cannot keep it from starting either.
 		// Once nginx runs it, the ConfigMap is judged as one that changed
-		// since (configmap.go).
+		// since the flags' settings, the good globals before any
+		// (configmap.go).
 		var err error
 		if safe, err = render.Render(model.Model{}, s.opts.Render); err != nil {
 			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
-		}
-		if s.goodGlobals == nil {
-			s.goodGlobals = &globals{settings: s.opts.Render}
 		}
 	}
 	if !s.safeStart {
