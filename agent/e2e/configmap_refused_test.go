@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +55,13 @@ func TestConfigMapNginxRefuses(t *testing.T) {
 		t.Errorf("problem of the ConfigMap %q: want nginx's rejection in its words", problem)
 	}
 	s.metricAtLeast("the refusal is a metric", "restysync_configmap_refused", 1)
+	var state struct {
+		ConfigMapRefused string `json:"configmap_refused"`
+	}
+	if body, _, err := s.adminGet("/debug/state"); err != nil || json.Unmarshal([]byte(body), &state) != nil ||
+		!strings.HasPrefix(state.ConfigMapRefused, "nginx rejected the config: ") {
+		t.Errorf("/debug/state does not say the ConfigMap is refused (%v): %q", err, state.ConfigMapRefused)
+	}
 	if !strings.Contains(s.agent.log.String(), "the ConfigMap is refused") {
 		t.Error("the agent did not log the refusal")
 	}
