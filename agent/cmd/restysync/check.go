@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
 // checkClass is the class check gives every Ingress, so that each is built
@@ -32,7 +34,8 @@ func checkCommand() *cli.Command {
 			"restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is supported,\n" +
 			"invalid (supported, but its value is not), refused (a snippet with a directive off the allowlist) or unknown (ignored). The exit code\n" +
 			"is 1 when anything is not supported, so check can gate a migration in CI. With --configmap, the keys\n" +
-			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown).",
+			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown). An Ingress the\n" +
+			"agent cannot render nginx.conf with (it would quarantine it) fails the check too.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "source", Required: true, Usage: "file:DIR or kube"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
@@ -73,6 +76,9 @@ type CheckedIngress struct {
 	// too, or only names an object the source lacks.
 	Moves       bool                `json:"moves"`
 	Annotations []CheckedAnnotation `json:"annotations"`
+	// RenderRefused is why render refuses the Ingress, whose annotations
+	// the model accepted ("" when it renders): the agent quarantines it.
+	RenderRefused string `json:"renderRefused,omitempty"`
 }
 
 // CheckedAnnotation is one annotation and what restysync does with it.
@@ -94,6 +100,8 @@ type CheckSummary struct {
 	Refused               int `json:"refused"`
 	Unknown               int `json:"unknown"`
 	IgnoredByIngressNginx int `json:"ignored_by_ingress_nginx"`
+	// RenderRefused counts the Ingresses render refuses.
+	RenderRefused int `json:"render_refused"`
 }
 
 // Statuses check adds to model.AnnotationStatus's: a supported annotation
@@ -153,6 +161,9 @@ func check(c *cli.Context) error {
 			return cli.Exit(fmt.Sprintf("restysync check: %s services ConfigMap %s: %s", svc.Protocol, svc.ConfigMap, svc.failure()), 1)
 		}
 	}
+	if n := report.Summary.RenderRefused; n > 0 {
+		return cli.Exit(fmt.Sprintf("restysync check: nginx.conf cannot be rendered with %d Ingresses; the agent quarantines them", n), 1)
+	}
 	if s := report.Summary; s.Invalid+s.Refused+s.Unknown > 0 {
 		return cli.Exit(fmt.Sprintf("restysync check: %d annotations are not supported as written (%d invalid, %d refused, %d unknown)",
 			s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown), 1)
@@ -190,6 +201,7 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 	snap.ReservedPorts = []int32{80, 443}
 	snap.Targets = checkTargets
 	_, problems := model.Build(snap)
+	refused := renderRefused(snap)
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
 		if p.Kind == "Ingress" {
@@ -229,6 +241,11 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 			}
 			checked.Annotations = append(checked.Annotations, a)
 		}
+		if err := refused[id]; err != nil {
+			checked.RenderRefused = err.Error()
+			checked.Moves = false
+			report.Summary.RenderRefused++
+		}
 		if checked.Moves {
 			report.Summary.Moves++
 		}
@@ -239,6 +256,27 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 		report.Ingresses = []CheckedIngress{}
 	}
 	return report, problems
+}
+
+// checkRender are the settings check renders nginx.conf with: the agent's
+// defaults, with what checkSnapshot assumes (ssl-passthrough on, the
+// ModSecurity module loaded).
+var checkRender = render.Settings{SharedDir: "/var/run/restysync", HTTPPort: 80, HTTPSPort: 443,
+	SSLPassthrough: true, LoadModules: []string{render.DebianModSecurityModule}}
+
+// renderRefused returns the Ingresses of snap that render refuses, by
+// "namespace/name", with render's reason, as the agent finds them before
+// it quarantines them (syncer.RenderFailures). A failure no Ingress
+// explains is every Ingress's: check's settings are the agent's defaults.
+func renderRefused(snap model.Snapshot) map[string]error {
+	refused, err := syncer.RenderFailures(snap, checkRender, nil)
+	if err != nil {
+		refused = map[string]error{}
+		for _, ing := range snap.Ingresses {
+			refused[ing.Namespace+"/"+ing.Name] = err
+		}
+	}
+	return refused
 }
 
 // checkAnnotation classifies one annotation, key: value, of an Ingress
@@ -288,6 +326,9 @@ func writeCheck(w io.Writer, r CheckReport) {
 		s.Ingresses, s.Supported, s.Invalid, s.MissingObject, s.Refused, s.Unknown, s.IgnoredByIngressNginx)
 	for _, ing := range r.Ingresses {
 		fmt.Fprintf(w, "\nIngress %s\n", ing.Ingress)
+		if ing.RenderRefused != "" {
+			fmt.Fprintf(w, "  nginx.conf cannot be rendered with it (the agent quarantines it): %s\n", ing.RenderRefused)
+		}
 		if len(ing.Annotations) == 0 {
 			fmt.Fprintln(w, "  no annotations of restysync.io/ or nginx.ingress.kubernetes.io/")
 			continue

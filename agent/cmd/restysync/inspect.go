@@ -313,6 +313,9 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	} else {
 		fmt.Fprintf(w, "Quarantined Ingresses: %s\n", strings.Join(r.QuarantinedIngresses, ", "))
 	}
+	if r.ConfigMapRefused != "" {
+		fmt.Fprintf(w, "ConfigMap refused (its last version nginx took serves): %s\n", r.ConfigMapRefused)
+	}
 
 	if r.DryRun {
 		fmt.Fprintln(w, "\nConfig and Lua: not checked (dry run: no agent, no nginx)")

@@ -214,6 +214,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	servedHash := ""
 	onSync := func(r syncer.Report) {
 		recorder.Problems(r.Problems, lookup)
+		recorder.ConfigMapProblems(r.Problems, src.ConfigMap())
 		if r.Path == "full" {
 			recorder.Forget(lookup)
 		}

@@ -163,7 +163,8 @@ func (s *Server) Healthy() Health {
 
 // Ready says whether this replica should get traffic: the source finished
 // its first listing, nginx was confirmed to run a config of this agent
-// (by its hash), and nginx answers now, running that config.
+// (by its hash), the agent's ConfigMap is not refused as it is, and
+// nginx answers now, running that config.
 func (s *Server) Ready(ctx context.Context) Health {
 	st := s.opts.State()
 	switch {
@@ -175,6 +176,8 @@ func (s *Server) Ready(ctx context.Context) Health {
 		return Health{Reason: "no config is confirmed running in nginx yet"}
 	case len(st.WorkerAccess) > 0:
 		return Health{Reason: strings.Join(st.WorkerAccess, "; ")}
+	case st.ConfigMapRefused != "":
+		return Health{Reason: "the agent's ConfigMap is refused as it is; the last version nginx took serves, with the Ingress changes on top, until the ConfigMap changes: " + st.ConfigMapRefused}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LuaTimeout)
 	defer cancel()

@@ -82,6 +82,8 @@ func TestReadyz(t *testing.T) {
 			&fakeLua{status: up}, 503, "no config is confirmed running in nginx yet: nginx does not answer: asking lua for /status: 500: module"},
 		{"workers cannot read", syncer.State{Synced: true, ConfigHash: "aaa", WorkerAccess: []string{"nginx workers cannot read /s/auth/x: Permission denied"}},
 			&fakeLua{status: up}, 503, "nginx workers cannot read /s/auth/x: Permission denied"},
+		{"ConfigMap refused", syncer.State{Synced: true, ConfigHash: "aaa", ConfigMapRefused: "nginx rejected the config: [emerg] invalid ssl_ciphers"},
+			&fakeLua{status: up}, 503, "ConfigMap is refused as it is; the last version nginx took serves, with the Ingress changes on top, until the ConfigMap changes: nginx rejected the config: [emerg] invalid ssl_ciphers"},
 		{"ready", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
 	}
 	for _, c := range cases {

@@ -34,9 +34,13 @@ type Report struct {
 	// rejected a config with; their last good version serves until they
 	// change. Filled in by AddLive (a dry run has none).
 	QuarantinedIngresses []string `json:"quarantined_ingresses"`
-	Config               *Config  `json:"config,omitempty"`
-	Lua                  *LuaDiff `json:"lua,omitempty"`
-	Sync                 *Sync    `json:"sync,omitempty"`
+	// ConfigMapRefused is why the agent's ConfigMap as it is was refused
+	// (its last version nginx took serves until it changes); "" when it
+	// is not. Filled in by AddLive.
+	ConfigMapRefused string   `json:"configmap_refused,omitempty"`
+	Config           *Config  `json:"config,omitempty"`
+	Lua              *LuaDiff `json:"lua,omitempty"`
+	Sync             *Sync    `json:"sync,omitempty"`
 }
 
 // StreamEntry is a host passed through or a TCP or UDP service.
@@ -228,6 +232,7 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 	if len(st.Quarantined) > 0 {
 		r.QuarantinedIngresses = slices.Clone(st.Quarantined)
 	}
+	r.ConfigMapRefused = st.ConfigMapRefused
 	r.Sync = &Sync{SourceSynced: st.Synced, Applied: st.Applied, LastSync: st.LastSync,
 		Syncs: st.Syncs, Reloads: st.Reloads, Pushes: st.Pushes}
 	cfg := &Config{Wanted: st.WantedHash, Applied: st.ConfigHash}

@@ -1,7 +1,8 @@
 // Package events reports what the pipeline (source → model → plan →
 // render/apply) did with each Ingress as events.k8s.io/v1 Events on it: a
 // Warning for each Problem model.Build found, and a Normal event when an
-// Ingress is first served.
+// Ingress is first served; and a Warning on the agent's ConfigMap for each
+// of its Problems (a value nginx refused).
 //
 // A problem is reported once, when it appears, not on every sync: the
 // Recorder remembers the problems of the last call and reports only new
@@ -114,7 +115,10 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	problems map[model.Problem]bool // reported in the last call of Problems
-	served   map[types.NamespacedName]types.UID
+	// configMapProblems are those reported in the last call of
+	// ConfigMapProblems.
+	configMapProblems map[model.Problem]bool
+	served            map[types.NamespacedName]types.UID
 }
 
 // New returns a Recorder that writes Events through client once Start has
@@ -309,6 +313,37 @@ func (r *Recorder) Problems(problems []model.Problem, lookup func(namespace, nam
 		next[p] = true
 	}
 	r.problems = next
+}
+
+// ConfigMapProblems emits a Warning Event on cm, the agent's ConfigMap,
+// for each problem naming it that was not in the previous call, as
+// Problems does for Ingresses: a value nginx refused, or one the agent
+// does not apply. A nil cm (none, or not listed yet) reports nothing, and
+// its problems are tried again on the next call.
+func (r *Recorder) ConfigMapProblems(problems []model.Problem, cm *corev1.ConfigMap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := map[model.Problem]bool{}
+	if cm == nil {
+		r.configMapProblems = next
+		return
+	}
+	for _, p := range problems {
+		if p.Kind != "ConfigMap" || p.Namespace != cm.Namespace || p.Name != cm.Name {
+			continue
+		}
+		if !r.configMapProblems[p] && !next[p] {
+			ref, err := reference.GetReference(kubeclient.Scheme, cm)
+			if err != nil {
+				r.logger.Warn("cannot refer to an object in an Event", "object", p.Object(), "error", err)
+				continue
+			}
+			r.emit(ref, corev1.EventTypeWarning, ReasonProblem, p.Reason)
+			r.logger.Debug("event", "configmap", p.Namespace+"/"+p.Name, "type", corev1.EventTypeWarning, "note", p.Reason)
+		}
+		next[p] = true
+	}
+	r.configMapProblems = next
 }
 
 // Forget drops the served Ingresses that lookup no longer finds, or finds

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,5 +153,37 @@ func TestTruncate(t *testing.T) {
 	got := truncate(long)
 	if len(got) > noteLimit || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
 		t.Errorf("truncate: %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+	}
+}
+
+// A problem of the agent's ConfigMap (nginx refused it) is a Warning on
+// the ConfigMap, once; problems of other objects are not its.
+func TestConfigMapProblems(t *testing.T) {
+	r := New(nil, Options{})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ingress", Name: "restysync", UID: "3"}}
+	refused := model.Problem{Kind: "ConfigMap", Namespace: "ingress", Name: "restysync", Reason: "nginx rejected the config with this version of it (bad)"}
+	other := model.Problem{Kind: "ConfigMap", Namespace: "web", Name: "headers", Reason: "not found"}
+	onIngress := model.Problem{Kind: "Ingress", Namespace: "ingress", Name: "restysync", Reason: "spec: bad"}
+
+	r.ConfigMapProblems([]model.Problem{refused, other, onIngress}, nil)
+	if got := take(r); len(got) != 0 {
+		t.Errorf("without the ConfigMap: events %v, want none", got)
+	}
+	for _, step := range []struct {
+		name string
+		want []string
+	}{
+		{"first", []string{"Warning Problem ingress/restysync : " + refused.Reason}},
+		{"same again", nil},
+	} {
+		r.ConfigMapProblems([]model.Problem{refused, other, onIngress}, cm)
+		if got := take(r); !slices.Equal(got, step.want) {
+			t.Errorf("%s: events %v, want %v", step.name, got, step.want)
+		}
+	}
+	r.ConfigMapProblems(nil, cm)
+	r.ConfigMapProblems([]model.Problem{refused}, cm)
+	if got := take(r); len(got) != 1 {
+		t.Errorf("a problem that came back: events %v, want 1", got)
 	}
 }

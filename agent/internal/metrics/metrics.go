@@ -259,6 +259,7 @@ type stateCollector struct {
 	problems    *prometheus.Desc
 	reasons     *prometheus.Desc
 	quarantined *prometheus.Desc
+	cmRefused   *prometheus.Desc
 	objects     *prometheus.Desc
 	leader      *prometheus.Desc
 	expiry      *prometheus.Desc
@@ -278,6 +279,8 @@ func newStateCollector(opts Options) *stateCollector {
 			"Problems of the last sync by class of reason: "+strings.Join(ProblemReasons, ", ")+".", []string{"reason"}, nil),
 		quarantined: prometheus.NewDesc(name("quarantined_ingresses"),
 			"Ingresses quarantined because nginx rejected a config with them: their last good version serves until they change.", nil, nil),
+		cmRefused: prometheus.NewDesc(name("configmap_refused"),
+			"1 while the agent's ConfigMap is refused as it is, by nginx or by render (the last version nginx took serves until it changes), else 0.", nil, nil),
 		objects: prometheus.NewDesc(name("objects"),
 			"Objects the source holds, by kind.", []string{"kind"}, nil),
 		leader: prometheus.NewDesc(name("leader"),
@@ -288,7 +291,7 @@ func newStateCollector(opts Options) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.reasons, c.quarantined, c.objects, c.leader, c.expiry} {
+	for _, d := range []*prometheus.Desc{c.buildInfo, c.configInfo, c.problems, c.reasons, c.quarantined, c.cmRefused, c.objects, c.leader, c.expiry} {
 		ch <- d
 	}
 }
@@ -302,10 +305,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
 	if c.opts.State == nil {
 		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, 0)
+		ch <- prometheus.MustNewConstMetric(c.cmRefused, prometheus.GaugeValue, 0)
 	}
 	if c.opts.State != nil {
 		st := c.opts.State()
 		ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, float64(len(st.Quarantined)))
+		cmRefused := 0.0
+		if st.ConfigMapRefused != "" {
+			cmRefused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.cmRefused, prometheus.GaugeValue, cmRefused)
 		if st.ConfigHash != "" {
 			ch <- prometheus.MustNewConstMetric(c.configInfo, prometheus.GaugeValue, 1, st.ConfigHash)
 		}

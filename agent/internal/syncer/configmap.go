@@ -3,6 +3,7 @@ package syncer
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,16 @@ import (
 // globals are what the agent's ConfigMap gave, kept between syncs so that
 // an unchanged ConfigMap is not read (nor its Problems logged) again.
 type globals struct {
+	globalValues
+	read     bool              // a ConfigMap (or its absence) was read
+	found    bool              // it existed
+	data     map[string]string // its data when read
+	problems []model.Problem
+}
+
+// globalValues are what the ConfigMap feeds into nginx.conf and the model:
+// all that nginx runs besides the Ingresses, Services, Secrets and flags.
+type globalValues struct {
 	// settings render nginx.conf: Options.Render with the keys applied.
 	settings render.Settings
 	// loadBalance is model.Snapshot.LoadBalance.
@@ -28,10 +39,6 @@ type globals struct {
 	// SnippetAnnotationsOff (with Options') and GlobalSnippets.
 	snippetsOff    bool
 	globalSnippets model.GlobalSnippets
-	read           bool              // a ConfigMap (or its absence) was read
-	found          bool              // it existed
-	data           map[string]string // its data when read
-	problems       []model.Problem
 }
 
 // readConfigMap applies cm, the agent's ConfigMap (nil: it does not
@@ -55,6 +62,7 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	res := configmap.Apply(s.opts.Render, namespace, name, data)
 	g.read, g.found, g.data = true, cm != nil, maps.Clone(data)
 	g.problems = res.Problems
+	s.configMapRefused = "" // a new ConfigMap: nginx judges it anew
 	if cm == nil {
 		g.problems = []model.Problem{configmap.NotFound(namespace, name)}
 	}
@@ -75,4 +83,70 @@ func (s *Syncer) readConfigMap(cm *corev1.ConfigMap) []model.Problem {
 	g.globalAuth, g.globalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
 	g.snippetsOff, g.globalSnippets = res.SnippetAnnotationsOff, res.GlobalSnippets
 	return g.problems
+}
+
+// A reload nginx refuses after the ConfigMap changed may be the ConfigMap's
+// fault (a value only nginx can judge: a file it cannot open, a cipher its
+// OpenSSL does not know) and not the changed Ingresses'. Before the guard
+// bisects the Ingresses, the loop tries the Ingresses of the last config
+// nginx took with the new globals; if nginx refuses that too, the ConfigMap
+// is to blame: the globals nginx last took are put back, the ConfigMap gets
+// a Problem, /readyz says why, no Ingress is quarantined, and Ingress
+// changes keep applying on top of the good globals until the ConfigMap
+// changes again. A ConfigMap with which the Ingresses nginx took do not
+// render is blamed the same way (isolateRenderFailure).
+
+// globalsChanged says whether the globals differ from those of the last
+// full build nginx confirmed (before the first: from the flags' alone).
+func (s *Syncer) globalsChanged() bool {
+	return !reflect.DeepEqual(s.globals.globalValues, s.goodGlobals)
+}
+
+// judgeGlobals is the first word on a config nginx refused, saying reason:
+// it returns true when the refusal is the globals' matter, and the guard
+// has nothing to do with it.
+func (s *Syncer) judgeGlobals(reason string) bool {
+	switch {
+	case s.globalsTrial:
+		s.blameConfigMap(nginxRefused, reason)
+	case s.globalsChanged():
+		s.globalsTrial, s.guard.onlyGood = true, true
+		s.logger.Info("nginx rejected a config after the ConfigMap changed; trying the Ingresses of the last config it took with the new ConfigMap",
+			"configmap", s.opts.ConfigMap, "reason", reason)
+	default:
+		return false
+	}
+	s.rerender = true
+	s.markDirty()
+	return true
+}
+
+// blameConfigMap puts back the globals nginx last took, and keeps them
+// until the ConfigMap changes: refused (nginxRefused or renderRefused)
+// them with the Ingresses nginx took before, saying reason.
+func (s *Syncer) blameConfigMap(refused, reason string) {
+	s.globalsTrial, s.guard.onlyGood = false, false
+	// readConfigMap compares the data, which stays: the refused
+	// ConfigMap is not applied again until it changes.
+	bad := s.globals
+	s.globals.globalValues = s.goodGlobals
+	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
+	s.globals.problems = append(slices.Clip(bad.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
+		Reason: refused + " with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
+			"with every Ingress change on top of it, until it changes"})
+	s.configMapRefused = refused + ": " + reason
+	s.lastConfig = render.Config{}
+	s.logger.Error("the ConfigMap is refused: its last version nginx took keeps serving until it changes; no Ingress is quarantined",
+		"configmap", s.opts.ConfigMap, "refused", refused, "reason", reason)
+}
+
+// confirmGlobals records that nginx runs a config of the globals: they are
+// good. After a trial, the changed Ingresses are tried on top of them.
+func (s *Syncer) confirmGlobals() {
+	s.goodGlobals = s.globals.globalValues
+	if s.globalsTrial {
+		s.globalsTrial, s.guard.onlyGood = false, false
+		s.rerender = true
+		s.markDirty()
+	}
 }

@@ -33,12 +33,24 @@ type guard struct {
 	// groups is the bisection's queue: groups[0] is under test. Empty when
 	// not bisecting.
 	groups [][]string
+	// onlyGood makes filter use the last good version of every changed
+	// Ingress, as a bisection step with an empty group: the loop tries the
+	// globals alone (configmap.go).
+	onlyGood bool
 }
 
 type quarantined struct {
 	ingress *networkingv1.Ingress
-	reason  string // nginx's words
+	// refused says who refused it: nginxRefused or renderRefused.
+	refused string
+	reason  string // the refuser's words
 }
+
+// Who refused a quarantined Ingress, as its Problem says it.
+const (
+	nginxRefused  = "nginx rejected the config"
+	renderRefused = "the agent cannot render nginx.conf"
+)
 
 func newGuard() *guard {
 	return &guard{quarantine: map[string]quarantined{}}
@@ -56,12 +68,14 @@ func (g *guard) quarantinedKeys() []string {
 // changes; while bisecting, changed Ingresses outside the group under test
 // keep their good version too. Each quarantined Ingress gets a Problem.
 func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
-	if len(g.quarantine) == 0 && !g.bisecting() {
+	if len(g.quarantine) == 0 && !g.bisecting() && !g.onlyGood {
 		g.used = byKey(ingresses)
 		return ingresses, nil
 	}
 	var testing map[string]bool
-	if g.bisecting() {
+	if g.onlyGood {
+		testing = map[string]bool{}
+	} else if g.bisecting() {
 		testing = make(map[string]bool, len(g.groups[0]))
 		for _, key := range g.groups[0] {
 			testing[key] = true
@@ -77,7 +91,7 @@ func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 			present[key] = true
 			if sameIngress(q.ingress, ing) {
 				use = g.good[key]
-				problems = append(problems, quarantineProblem(ing, q.reason, use != nil))
+				problems = append(problems, q.problem(use != nil))
 			} else {
 				delete(g.quarantine, key) // changed: it is tried again
 			}
@@ -101,7 +115,7 @@ func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 // confirmed records that nginx runs the config of the last full build.
 func (g *guard) confirmed() {
 	g.good = g.used
-	if g.bisecting() {
+	if g.bisecting() && !g.onlyGood {
 		g.groups = g.groups[1:]
 	}
 }
@@ -125,7 +139,7 @@ func (g *guard) rejected(reason string) bool {
 	case 0:
 		return false
 	case 1:
-		g.quarantine[group[0]] = quarantined{ingress: g.used[group[0]], reason: reason}
+		g.quarantine[group[0]] = quarantined{ingress: g.used[group[0]], refused: nginxRefused, reason: reason}
 	default:
 		half := len(group) / 2
 		g.groups = append([][]string{group[:half], group[half:]}, g.groups...)
@@ -133,19 +147,26 @@ func (g *guard) rejected(reason string) bool {
 	return true
 }
 
-// problem is the Problem of the quarantined Ingress key.
-func (g *guard) problem(key string) model.Problem {
-	q := g.quarantine[key]
-	return quarantineProblem(q.ingress, q.reason, g.good[key] != nil)
+// refuseRender quarantines the Ingress key of the last full build, which
+// render refuses saying reason, like one nginx refused.
+func (g *guard) refuseRender(key, reason string) {
+	if ing := g.used[key]; ing != nil {
+		g.quarantine[key] = quarantined{ingress: ing, refused: renderRefused, reason: reason}
+	}
 }
 
-func quarantineProblem(ing *networkingv1.Ingress, reason string, goodServed bool) model.Problem {
+// problem is the Problem of the quarantined Ingress key.
+func (g *guard) problem(key string) model.Problem {
+	return g.quarantine[key].problem(g.good[key] != nil)
+}
+
+func (q quarantined) problem(goodServed bool) model.Problem {
 	served := "it is not served"
 	if goodServed {
 		served = "its last version nginx took keeps serving"
 	}
-	return model.Problem{Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
-		Reason: "quarantined: nginx rejected the config with this version of it (" + clipReason(reason) + "); " + served + " until it changes"}
+	return model.Problem{Kind: "Ingress", Namespace: q.ingress.Namespace, Name: q.ingress.Name,
+		Reason: "quarantined: " + q.refused + " with this version of it (" + clipReason(q.reason) + "); " + served + " until it changes"}
 }
 
 func clipReason(reason string) string {

@@ -8,7 +8,13 @@
 // plan.Compute for the steps against what apply recorded, and lets apply
 // run them. The syncer keeps only the loop: coalescing, retries with
 // backoff, the config left for nginx's start while it is down, and the
-// quarantine guard, which only nginx's own rejection of a config moves.
+// quarantine guard, which nginx's own rejection of a config moves, and a
+// render failure too.
+//
+// A render failure is isolated by rendering the models of subsets of the
+// Ingresses (renderguard.go) rather than by errors that name their objects:
+// it covers every way render can fail with nothing in render to keep in
+// step, and it costs nothing until a render fails.
 package syncer
 
 import (
@@ -17,11 +23,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -159,7 +168,11 @@ type Syncer struct {
 	// built.Backends; the fast path keeps names and order, so it lasts
 	// until the next full build (nil: not made yet).
 	builtIndex map[source.ServiceKey][]int
-	builtFrom  int             // Ingresses it was built from
+	builtFrom  int // Ingresses it was built from
+	// builtSnap is the snapshot the model of this sync's full build was
+	// built from (the guard's filter and the globals applied), kept for the
+	// sync so that a render failure can be isolated (renderguard.go).
+	builtSnap  model.Snapshot
 	problems   []model.Problem // the problems of the last full build
 	lastConfig render.Config   // last rendered config
 	failedHash string          // config nginx rejected; not retried until it changes
@@ -191,8 +204,15 @@ type Syncer struct {
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
 	// globals are the render settings and load-balance the ConfigMap gave
-	// (configmap.go).
-	globals globals
+	// (configmap.go); goodGlobals those of the last full build nginx
+	// confirmed (before the first: the flags' alone, as the bootstrap). globalsTrial says the full build tries
+	// the Ingresses of that build with globals that changed since, after
+	// nginx refused both changed at once; configMapRefused is why the
+	// ConfigMap whose globals were put back was refused ("" when none).
+	globals          globals
+	goodGlobals      globalValues
+	globalsTrial     bool
+	configMapRefused string
 
 	mu    sync.Mutex
 	state State
@@ -217,6 +237,11 @@ type State struct {
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
+	// ConfigMapRefused is why the agent's ConfigMap as it is was refused,
+	// by nginx or by render ("nginx rejected the config: …"): the
+	// ConfigMap nginx last took serves, with the Ingress changes on top,
+	// until it changes ("" when none).
+	ConfigMapRefused string
 	// NginxUnreachable is why the config socket did not answer at the last
 	// sync ("" when it did).
 	NginxUnreachable string
@@ -249,16 +274,17 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts.Metrics = noMetrics{}
 	}
 	return &Syncer{
-		src:      src,
-		nginx:    nginx,
-		opts:     opts,
-		logger:   logger,
-		dirty:    make(chan struct{}, 1),
-		kinds:    map[source.Kind]bool{},
-		reported: map[string]bool{},
-		lua:      newLuaState(nginx, opts.Metrics),
-		guard:    newGuard(),
-		globals:  globals{settings: opts.Render},
+		src:         src,
+		nginx:       nginx,
+		opts:        opts,
+		logger:      logger,
+		dirty:       make(chan struct{}, 1),
+		kinds:       map[source.Kind]bool{},
+		reported:    map[string]bool{},
+		lua:         newLuaState(nginx, opts.Metrics),
+		guard:       newGuard(),
+		globals:     globals{globalValues: globalValues{settings: opts.Render}},
+		goodGlobals: globalValues{settings: opts.Render},
 	}
 }
 
@@ -435,6 +461,14 @@ func (s *Syncer) sync(ctx context.Context) error {
 	s.reportProblems(problems)
 
 	result, err := s.apply(ctx, next)
+	if path == "full" && errors.Is(err, errRender) && s.isolateRenderFailure(err) {
+		// Built again without the culprits (or on the good ConfigMap).
+		index, tracks := s.src.(source.EndpointIndex)
+		next, problems, _ = s.fullModel(index, tracks)
+		s.reportProblems(problems)
+		result, err = s.apply(ctx, next)
+	}
+	s.builtSnap = model.Snapshot{}
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
@@ -442,6 +476,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	access, checked := s.checkWorkerAccess(ctx, next, result, err)
 	s.update(func(st *State) {
 		st.NginxUnreachable = s.waitReason
+		st.ConfigMapRefused = s.configMapRefused
 		st.CertificateNearestExpiry = s.lua.NearestExpiry()
 		if checked {
 			st.WorkerAccess = access
@@ -523,6 +558,9 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	var quarantined []model.Problem
 	switch {
 	case errors.Is(err, apply.ErrRejected) || errors.Is(err, apply.ErrRefused):
+		if s.judgeGlobals(nginxReason(err)) {
+			return nil
+		}
 		before := s.guard.quarantinedKeys()
 		if s.guard.rejected(nginxReason(err)) {
 			for _, key := range s.guard.quarantinedKeys() {
@@ -535,6 +573,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 		}
 	case result.configRunning:
 		s.guard.confirmed()
+		s.confirmGlobals()
 	}
 	if s.guard.bisecting() {
 		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
@@ -682,9 +721,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if _, reloads := p.Step(plan.Reload); reloads {
 		switch cfg.Hash {
 		case s.failedHash:
-			if s.guard.bisecting() {
+			if s.guard.bisecting() || s.globalsTrial || s.globalsChanged() {
 				// A step whose Ingresses render the rejected nginx.conf
-				// again (the others are routed in Lua): the same verdict.
+				// again (the others are routed in Lua), or a ConfigMap
+				// that changed back to one nginx refused: the same
+				// verdict, for the guard or the ConfigMap's trial.
 				return res, s.failedErr
 			}
 			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
@@ -773,7 +814,7 @@ func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res sy
 // confirmed, or the bootstrap one. A config nginx rejects (a regex PCRE
 // refuses) would otherwise keep it from starting at all, and with it every
 // other Ingress; once nginx is up, cfg follows by a verified reload, and the
-// guard finds the Ingress to blame.
+// guard finds the Ingress to blame (or the ConfigMap is blamed).
 func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	if cfg.Hash == s.good.Hash {
 		return cfg.Bytes, nil
@@ -786,8 +827,13 @@ func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
 	}
 	safe := s.good
 	if safe.Hash == "" {
+		// The bootstrap: no Ingress and the flags' settings alone, so that
+		// a ConfigMap nginx refuses cannot keep it from starting either.
+		// Once nginx runs it, the ConfigMap is judged as one that changed
+		// since the flags' settings, the good globals before any
+		// (configmap.go).
 		var err error
-		if safe, err = render.Render(model.Model{}, s.globals.settings); err != nil {
+		if safe, err = render.Render(model.Model{}, s.opts.Render); err != nil {
 			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
 		}
 	}
@@ -815,9 +861,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 			keep = append(keep, p)
 		}
 	}
-	cfg, routes, err = render.Build(next, s.globals.settings, keep...)
+	cfg, routes, err = renderBuild(next, s.globals.settings, keep...)
 	if err != nil {
-		return render.Config{}, nil, false, fmt.Errorf("rendering nginx.conf and routes: %w", err)
+		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
 	used := map[string]bool{}
 	for _, r := range routes {
@@ -962,7 +1008,34 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
+	s.builtSnap = snap
 	return next, problems, "full"
+}
+
+// isolateRenderFailure quarantines the Ingresses of the last full build
+// that render refuses (renderguard.go), or blames the ConfigMap when the
+// Ingresses nginx last took do not render with it since it changed; it
+// says whether it did either: then the model is built again.
+func (s *Syncer) isolateRenderFailure(renderErr error) bool {
+	culprits, err := RenderFailures(s.builtSnap, s.globals.settings, func(ing *networkingv1.Ingress) bool {
+		return sameIngress(s.guard.good[ingressKey(ing)], ing)
+	})
+	if err != nil {
+		if s.globalsChanged() {
+			// The ConfigMap changed since nginx last took a config, and
+			// the Ingresses of that config do not render with it.
+			s.blameConfigMap(renderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
+			return true
+		}
+		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
+		return false
+	}
+	for _, key := range slices.Sorted(maps.Keys(culprits)) {
+		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
+		s.guard.refuseRender(key, reason)
+		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
+	}
+	return len(culprits) > 0
 }
 
 func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {

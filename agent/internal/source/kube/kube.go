@@ -377,6 +377,16 @@ func (s *Source) ConfigMapData() map[string]string {
 	return data
 }
 
+// ConfigMap returns the cached agent's ConfigMap, or nil when none is
+// configured or it does not exist. It is the cache's object and must not
+// be modified.
+func (s *Source) ConfigMap() *corev1.ConfigMap {
+	if !s.isStarted() {
+		return nil
+	}
+	return s.configMap.get()
+}
+
 // Ingress returns the cached Ingress namespace/name, or nil. It is the
 // cache's object and must not be modified.
 func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
