@@ -126,6 +126,10 @@ type builder struct {
 	// serviceUpstreamDefault is Snapshot.ServiceUpstream.
 	serviceUpstreamDefault bool
 	wwwKeys                map[string]string
+	// limits is Snapshot.Limits; regexPaths counts the regex paths of
+	// each host (limits.go).
+	limits     Limits
+	regexPaths map[string]int
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -163,6 +167,7 @@ func newBuilder(s Snapshot) *builder {
 		stream: streamState{enabled: s.SSLPassthrough, passthrough: map[string]PassthroughHost{}, backends: map[string]StreamBackend{}},
 
 		modSecurity: s.ModSecurity,
+		limits:      s.Limits,
 
 		snippets: newSnippetState(s),
 	}
@@ -262,6 +267,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 	b.readLocationOptions(ing, id)
 	b.recordProxy(ing, id)
 	b.readSnippets(ing, id)
+	b.capProxyLimits(ing, id)
 	b.readAccess(ing, id)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
@@ -323,6 +329,9 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 	if owner, taken := locations[key]; taken {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",
 			field(), p.Path, path, pathType, describeHost(host), owner.Ingress))
+		return
+	}
+	if pathType == PathRegex && !b.regexPathAllowed(ing, host, field(), p.Path) {
 		return
 	}
 	if r := b.resolve(ref); r.problem != "" {

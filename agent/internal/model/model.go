@@ -89,6 +89,9 @@ type Snapshot struct {
 	// GlobalSnippets are the ConfigMap's http-snippet, server-snippet and
 	// location-snippet: their headers apply to every location (snippet.go).
 	GlobalSnippets GlobalSnippets
+	// Limits are the platform's maxima no Ingress may exceed (limits.go);
+	// the zero value sets none.
+	Limits Limits
 }
 
 // Model is what nginx should serve. It holds only plain values.

@@ -927,6 +927,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.SSLPassthrough = settings.SSLPassthrough
 	snap.ModSecurity = settings.ModSecurityGlobal()
 	snap.ReservedPorts = reservedPorts(settings)
+	snap.Limits = settings.Limits
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)
