@@ -78,8 +78,18 @@ func (b *builder) regexPathAllowed(ing *networkingv1.Ingress, host, field, path 
 		b.regexPaths = map[string]int{}
 	}
 	if b.regexPaths[host] >= max {
-		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %s already has %d regex paths, the most one host may have (--max-regex-paths-per-host); path left out",
-			field, path, describeHost(host), max))
+		reason := fmt.Sprintf("%s.path %q: %s already has %d regex paths, the most one host may have (--max-regex-paths-per-host); path left out",
+			field, clip(path), describeHost(host), max)
+		// The annotation that made the path a regex names it, so that
+		// restysync check reports it; a path made one by another
+		// Ingress's use-regex on the host has neither.
+		for _, name := range []string{"use-regex", "rewrite-target"} {
+			if value, key, ok := lookupAnnotation(ing, name); ok {
+				b.annotationProblem(ing, key, value, reason)
+				return false
+			}
+		}
+		b.ingressProblem(ing, reason)
 		return false
 	}
 	b.regexPaths[host]++

@@ -86,5 +86,5 @@ func TestRegexPathsPerHost(t *testing.T) {
 	if len(capped) != 1 || capped[0].Name != "second" {
 		t.Fatalf("problems %v, want one on tenant-b/second", capped)
 	}
-	problemWith(t, capped, `spec.rules[0].http.paths[1].path "/r4/(a+)+$": host "b.test" already has 4 regex paths, the most one host may have (--max-regex-paths-per-host); path left out`)
+	problemWith(t, capped, `annotation nginx.ingress.kubernetes.io/use-regex "true": spec.rules[0].http.paths[1].path "/r4/(a+)+$": host "b.test" already has 4 regex paths, the most one host may have (--max-regex-paths-per-host); path left out`)
 }
