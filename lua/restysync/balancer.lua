@@ -62,6 +62,7 @@ local ngx_log = ngx.log
 local ngx_exit = ngx.exit
 local ngx_redirect = ngx.redirect
 local ngx_exec = ngx.exec
+local ngx_req_http_version = ngx.req.http_version
 local ngx_now = ngx.now
 local ngx_ERR = ngx.ERR
 local ngx_WARN = ngx.WARN
@@ -90,6 +91,10 @@ local HTTP_NOT_FOUND = 404
 local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
+
+-- BODY_LOCATION serves the requests of a location without a profile whose
+-- body has no Content-Length (see route).
+local BODY_LOCATION = "@restysync_body"
 
 local json = cjson.new()
 
@@ -329,9 +334,14 @@ end
 -- host reaches: its route in restysync.routes (the host's own, a wildcard's,
 -- or for any other host, and for an HTTPS request to a host without https,
 -- the default server's "_") picks the location by path; no route or no
--- matching path is a 404. A plain-HTTP request to a location with
+-- matching path is a 404; a regex that fails to run, or regexes that spend
+-- the request's budget, a 500 (restysync.routes.match), as nginx answers
+-- when a location's regex fails. A plain-HTTP request to a location with
 -- ssl_redirect gets a 308 to HTTPS, on redirect_port (":PORT" or ""); a
--- request whose Content-Length is over the location's max_body gets a 413.
+-- request whose Content-Length is over the location's max_body gets a 413;
+-- one with a body but no Content-Length jumps to @restysync_body, where
+-- nginx checks the body as it reads it (in_body_location: route() runs
+-- there again, and serves the request).
 -- A location with a profile is served by that named location: the backend,
 -- the Ingress its limits count for, its htpasswd file and the profile's own
 -- name (which the profile checks, so that no other request enters it) go
@@ -339,7 +349,7 @@ end
 -- picks the endpoint. Any other is balanced here; its timeouts are set by balance().
 -- log_backend says the access log prints $restysync_backend, which is then
 -- set (a variable write costs every request).
-function _M.route(redirect_port, log_backend)
+function _M.route(redirect_port, log_backend, in_body_location)
     local d = restysync.dict()
     local host = ngx_var.host
     local r, err = routes.lookup(d, host)
@@ -358,9 +368,17 @@ function _M.route(redirect_port, log_backend)
             return ngx_exit(HTTP_NOT_FOUND)
         end
     end
-    local loc = r.only or routes.match(r, ngx_var.uri)
+    local loc = r.only
     if not loc then
-        return ngx_exit(HTTP_NOT_FOUND)
+        local pattern, rerr
+        loc, pattern, rerr = routes.match(r, ngx_var.uri)
+        if rerr then
+            routes.regex_failed("route of " .. host, pattern, rerr)
+            return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+        end
+        if not loc then
+            return ngx_exit(HTTP_NOT_FOUND)
+        end
     end
     if loc.redirect_host then
         -- from-to-www-redirect: the other name of a host goes to the host,
@@ -373,14 +391,25 @@ function _M.route(redirect_port, log_backend)
         return ngx_redirect("https://" .. host .. (redirect_port or "")
             .. redirect_uri(not loc.preserve_trailing_slash), HTTP_PERMANENT_REDIRECT)
     end
-    if loc.max_body then
-        local length = tonumber(ngx_var.http_content_length)
-        if length and length > loc.max_body then
-            return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
-        end
-    end
     local name = loc.backend
     local profile = loc.profile
+    if loc.max_body then
+        local length = tonumber(ngx_var.http_content_length)
+        if length then
+            if length > loc.max_body then
+                return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
+            end
+        elseif not profile and not in_body_location
+            and (ngx_var.http_transfer_encoding or ngx_req_http_version() == 2) then
+            -- A body without Content-Length is checked as it is read, against
+            -- the location's client_max_body_size: the router's would let
+            -- the largest any location allows through. A profile has its
+            -- own; any other location's is the http block's, which
+            -- @restysync_body has. HTTP/2 does not say in a variable whether
+            -- a body follows, so every HTTP/2 request without one goes.
+            return ngx_exec(BODY_LOCATION)
+        end
+    end
     if profile then
         -- The profile answers 404 unless this names it: a backend's
         -- X-Accel-Redirect cannot enter another route's profile.

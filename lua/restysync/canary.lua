@@ -7,10 +7,10 @@
 -- matches, means "always"); anything else falls through to the next rule,
 -- as in ingress-nginx.
 
+local routes = require "restysync.routes"
+
 local ngx = ngx
 local ngx_var = ngx.var
-local ngx_log = ngx.log
-local ngx_ERR = ngx.ERR
 local re_find = ngx.re.find
 local math_random = math.random
 local string_gsub = string.gsub
@@ -33,13 +33,16 @@ function _M.choose(p)
                     return true
                 end
             elseif p.canary_header_pattern then
-                -- PCRE, compiled once per worker ("o"); a pattern PCRE
-                -- refuses matches nothing.
+                -- PCRE, compiled once per worker ("o"). A pattern that
+                -- fails to run (lua_regex_match_limit) is counted and
+                -- logged as a route's regex is, and the header does not
+                -- decide: the cookie and the weight do. One pattern per
+                -- request, bounded by the match limit.
                 local from, _, err = re_find(value, p.canary_header_pattern, "jo")
                 if from then
                     return true
                 elseif err then
-                    ngx_log(ngx_ERR, "restysync: canary-by-header-pattern ", p.canary_header_pattern, ": ", err)
+                    routes.regex_failed("canary-by-header-pattern", p.canary_header_pattern, err)
                 end
             elseif value == "always" then
                 return true

@@ -24,7 +24,10 @@
 -- matches its path as nginx matches locations: an exact location first;
 -- else the longest prefix is remembered and the regexes (case-insensitive,
 -- in the order pushed) are tried, the first match winning; else the
--- longest prefix. A host without "https" is not routed for HTTPS requests
+-- longest prefix. The regexes of one request share a budget (see
+-- "Regex budget" below): a regex PCRE fails to run, or a search that
+-- spends the budget, is a failure, never "no match". A host without
+-- "https" is not routed for HTTPS requests
 -- ("_" answers them, as the default server for a host without TLS); a
 -- location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS (the
 -- URI's trailing "/" dropped, as ingress-nginx does, unless
@@ -36,14 +39,21 @@
 -- when routes_version moves: routes change with the structure, seldom.
 
 local cjson = require "cjson"
+local ffi = require "ffi"
+local restysync = require "restysync"
 local check = require "restysync.check"
 local store = require "restysync.store"
 
+local ngx = ngx
 local ngx_re_find = ngx.re.find
+local ngx_log = ngx.log
+local ngx_ERR = ngx.ERR
+local math_min = math.min
 
 local ipairs = ipairs
 local pcall = pcall
 local type = type
+local tonumber = tonumber
 local tostring = tostring
 local math_floor = math.floor
 local string_byte = string.byte
@@ -435,8 +445,72 @@ function _M.default(d)
     return find(d, DEFAULT)
 end
 
+-- Regex budget -----------------------------------------------------------
+--
+-- nginx.conf sets lua_regex_match_limit, which bounds one match (PCRE's
+-- backtracking steps, JIT included); a host may hold up to
+-- --max-regex-paths-per-host regexes. What bounds one request is the
+-- budget: the time its regexes took, each match charged at most
+-- REGEX_CHARGE_MAX, so that a worker descheduled in the middle of a match
+-- (a CPU limit's throttling) does not fail a request whose regexes are
+-- cheap. The clock is CLOCK_MONOTONIC through the vDSO: tens of
+-- nanoseconds, where a CPU-time clock is a system call.
+local REGEX_BUDGET = 0.001 -- seconds of matching per request
+local REGEX_CHARGE_MAX = 0.0002 -- seconds one match may be charged
+local CLOCK_MONOTONIC = 1
+
+local clock
+do
+    local ok = pcall(ffi.cdef, [[
+        typedef struct { long tv_sec; long tv_nsec; } restysync_timespec;
+        int clock_gettime(int clk_id, restysync_timespec *tp);
+    ]])
+    local ts = ok and ffi.new("restysync_timespec")
+    if ok and ffi.C.clock_gettime(CLOCK_MONOTONIC, ts) == 0 then
+        clock = function()
+            ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+            return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+        end
+    else
+        -- Without the clock, nginx's own (milliseconds; ngx.now() alone
+        -- would not move during the request).
+        clock = function()
+            ngx.update_time()
+            return ngx.now()
+        end
+    end
+end
+
+-- next_log is when a worker may next log a regex failure: at most one
+-- line a second, with how many it left out.
+local next_log, unlogged = 0, 0
+
+-- regex_failed counts a regex that could not decide (regex_failures in
+-- the restysync_metrics dict, the agent's
+-- restysync_lua_regex_failures_total) and logs it, rate-limited. what
+-- names it ("route example.com", "canary-by-header-pattern").
+local function regex_failed(what, pattern, err)
+    local m = restysync.metrics_dict()
+    if m then
+        m:incr("regex_failures", 1, 0)
+    end
+    local now = ngx.now()
+    if now < next_log then
+        unlogged = unlogged + 1
+        return
+    end
+    ngx_log(ngx_ERR, "restysync: ", what, ": regex ", pattern, ": ", err,
+        unlogged > 0 and string_format(" (and %d more regex failures in this worker, not logged)", unlogged) or "")
+    next_log, unlogged = now + 1, 0
+end
+_M.regex_failed = regex_failed
+
 -- match returns the location that uri (nginx's normalized $uri) falls in,
--- as nginx would pick it, or nil for none.
+-- as nginx would pick it, or nil for none. When a regex fails to run
+-- (PCRE's match limit, its JIT stack) or the regexes spend the request's
+-- budget, it returns nil and the reason: the request cannot be routed as
+-- nginx would, and falling to the longest prefix could skip a regex
+-- location's own settings (its auth), so the caller fails it.
 function _M.match(r, uri)
     local loc = r.exact[uri]
     if loc then
@@ -455,10 +529,26 @@ function _M.match(r, uri)
         return longest
     end
     local regexes = r.regexes
-    for i = 1, #regexes do
+    local n = #regexes
+    if n == 0 then
+        return longest
+    end
+    local spent, start = 0, clock()
+    for i = 1, n do
         loc = regexes[i]
-        if ngx_re_find(uri, loc.path, REGEX_OPTIONS) then
+        local from, _, err = ngx_re_find(uri, loc.path, REGEX_OPTIONS)
+        if from then
             return loc
+        end
+        if err then
+            return nil, loc.path, err
+        end
+        local now = clock()
+        spent = spent + math_min(now - start, REGEX_CHARGE_MAX)
+        start = now
+        if spent > REGEX_BUDGET and i < n then
+            return nil, loc.path, string_format("the request's regex budget (%g ms) is spent after %d of %d regexes",
+                REGEX_BUDGET * 1000, i, n)
         end
     end
     return longest

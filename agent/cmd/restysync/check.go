@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/syncer"
@@ -131,6 +132,12 @@ func check(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The platform's maxima are the flags' defaults, or the ConfigMap's.
+	settings := render.Settings{Limits: model.DefaultLimits()}
+	if snap.ConfigMap != nil && c.String("configmap") != "" {
+		settings = configmap.Apply(settings, snap.ConfigMap.Namespace, snap.ConfigMap.Name, snap.ConfigMap.Data).Render
+	}
+	snap.Limits = settings.Limits
 	report, problems := checkSnapshot(snap)
 	if name := c.String("configmap"); name != "" {
 		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)

@@ -83,6 +83,12 @@ func runFlags() []cli.Flag {
 			Usage: "`CIDR`s (comma-separated or repeated) whose X-Forwarded-For/-Proto/-Host/-Port are passed on; from others they are replaced (default none)"},
 		&cli.BoolFlag{Name: "allow-snippet-annotations", Value: true, EnvVars: env("ALLOW_SNIPPET_ANNOTATIONS"),
 			Usage: "read the snippet annotations (configuration-snippet, server-snippet, auth-snippet) as typed directives against an allowlist; false refuses every one (the ConfigMap's allow-snippet-annotations: \"false\" does too)"},
+		&cli.StringFlag{Name: "max-proxy-body-size", Value: "0", EnvVars: env("MAX_PROXY_BODY_SIZE"),
+			Usage: "the largest proxy-body-size an Ingress may set, an nginx `SIZE` (\"100m\"); over it is a Problem and the default is used; 0: no maximum, and \"0\" (no limit) is allowed (the ConfigMap's max-proxy-body-size overrides it)"},
+		&cli.StringFlag{Name: "max-client-body-buffer-size", Value: "1m", EnvVars: env("MAX_CLIENT_BODY_BUFFER_SIZE"),
+			Usage: "the largest client-body-buffer-size an Ingress may set, an nginx `SIZE`: what one request may make a worker hold in memory; 0: no maximum (the ConfigMap's max-client-body-buffer-size overrides it)"},
+		&cli.IntFlag{Name: "max-regex-paths-per-host", Value: model.DefaultLimits().MaxRegexPathsPerHost, EnvVars: env("MAX_REGEX_PATHS_PER_HOST"),
+			Usage: "the most use-regex paths one host may have, oldest Ingress first; the rest are Problems (Lua tries a host's regexes in turn on every request); 0: no maximum (the ConfigMap's max-regex-paths-per-host overrides it)"},
 		&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
 			Usage: "honour the ssl-passthrough annotation: nginx's stream module takes the HTTPS port and passes TLS for those hosts to their backends untouched, by SNI (Debian's nginx: --load-module its ngx_stream_module.so)"},
 		&cli.BoolFlag{Name: "allow-x-accel-redirect", EnvVars: env("ALLOW_X_ACCEL_REDIRECT"),
@@ -202,6 +208,9 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	if rc.render.ModSecurity, err = parseModSecurityFlags(c); err != nil {
 		return rc, err
 	}
+	if rc.render.Limits, err = parseLimitFlags(c); err != nil {
+		return rc, err
+	}
 	rc.ingressClass = class
 	if rc.defaultCertificate, err = defaultCertificate(c); err != nil {
 		return rc, err
@@ -299,6 +308,26 @@ func defaultCertificate(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME of a Secret", ref)
 	}
 	return ref, nil
+}
+
+// parseLimitFlags reads the --max-* flags of what one Ingress may set.
+func parseLimitFlags(c *cli.Context) (model.Limits, error) {
+	var l model.Limits
+	for _, f := range []struct {
+		name  string
+		field *int64
+	}{{"max-proxy-body-size", &l.MaxProxyBodySize}, {"max-client-body-buffer-size", &l.MaxClientBodyBufferSize}} {
+		n, ok := model.SizeBytes(c.String(f.name))
+		if !ok || !render.BodySize.MatchString(c.String(f.name)) {
+			return l, fmt.Errorf("--%s %q: want an nginx size, digits and an optional k, m or g (0: no maximum)", f.name, c.String(f.name))
+		}
+		*f.field = n
+	}
+	l.MaxRegexPathsPerHost = c.Int("max-regex-paths-per-host")
+	if l.MaxRegexPathsPerHost < 0 {
+		return l, fmt.Errorf("--max-regex-paths-per-host %d: must be 0 (no maximum) or more", l.MaxRegexPathsPerHost)
+	}
+	return l, nil
 }
 
 // parseModSecurityFlags reads the --modsecurity-* flags.

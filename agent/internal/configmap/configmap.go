@@ -103,6 +103,16 @@ var keys = []struct {
 		a.h.ClientMaxBodySize = v
 		return ""
 	}},
+	{"max-proxy-body-size", limitSizeKey(func(a *applier) *int64 { return &a.s.Limits.MaxProxyBodySize })},
+	{"max-client-body-buffer-size", limitSizeKey(func(a *applier) *int64 { return &a.s.Limits.MaxClientBodyBufferSize })},
+	{"max-regex-paths-per-host", func(a *applier, v string) string {
+		n, reason := integer(v, 0, 100000)
+		if reason != "" {
+			return "is not an integer from 0 (no maximum) to 100000"
+		}
+		a.s.Limits.MaxRegexPathsPerHost = n
+		return ""
+	}},
 	{"proxy-connect-timeout", intKey(func(a *applier) *int { return &a.h.ProxyConnectTimeout }, 1, render.MaxConnectTimeout)},
 	{"proxy-read-timeout", intKey(func(a *applier) *int { return &a.h.ProxyReadTimeout }, 1, render.MaxProxyTimeout)},
 	{"proxy-send-timeout", intKey(func(a *applier) *int { return &a.h.ProxySendTimeout }, 1, render.MaxProxyTimeout)},
@@ -285,6 +295,19 @@ var keys = []struct {
 	{"proxy-redirect-to", redirectKey(false)},
 	{"limit-rate", rateKey(func(h *render.HTTP) *string { return &h.LimitRate })},
 	{"limit-rate-after", rateKey(func(h *render.HTTP) *string { return &h.LimitRateAfter })},
+}
+
+// limitSizeKey reads a platform maximum of a size (model.Limits) into
+// the field field returns: an nginx size, 0 for no maximum.
+func limitSizeKey(field func(a *applier) *int64) keyFunc {
+	return func(a *applier, v string) string {
+		n, ok := model.SizeBytes(v)
+		if !ok || !render.BodySize.MatchString(v) {
+			return "is not a size: up to 9 digits and an optional k, m or g (0: no maximum)"
+		}
+		*field(a) = n
+		return ""
+	}
 }
 
 // refusedKeys are ingress-nginx keys that would let the ConfigMap write

@@ -33,6 +33,10 @@ type LuaMetrics struct {
 	// BalancerRebuilds counts the times a worker rebuilt its cached copy of
 	// a backend because the backend's version moved.
 	BalancerRebuilds int64 `json:"balancer_rebuilds"`
+	// RegexFailures counts the regexes that could not decide a request
+	// (a route's path or a canary-by-header-pattern): PCRE's match limit,
+	// its JIT stack, or a request's regex budget spent (restysync.routes).
+	RegexFailures int64 `json:"regex_failures"`
 	// Certificates is how many certificates Lua holds.
 	Certificates int `json:"certificates"`
 	// Counting is false when the running nginx.conf has no counter dict

@@ -360,6 +360,7 @@ type luaCollector struct {
 	requests     *prometheus.Desc
 	failures     *prometheus.Desc
 	rebuilds     *prometheus.Desc
+	regexes      *prometheus.Desc
 	certificates *prometheus.Desc
 	apiDenied    *prometheus.Desc
 	errors       prometheus.Counter
@@ -381,6 +382,9 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 			"Requests to each backend that ended in 502, 503 or 504: no endpoint, none reachable, or a timeout.", backend, nil),
 		rebuilds: prometheus.NewDesc(name("balancer_rebuilds_total"),
 			"Times an nginx worker rebuilt its copy of a backend after a push.", nil, nil),
+		regexes: prometheus.NewDesc(name("regex_failures_total"),
+			"Regexes that could not decide a request (a use-regex path, which then answers 500, or a canary-by-header-pattern): "+
+				"PCRE's match limit or JIT stack, or the request's regex budget spent.", nil, nil),
 		certificates: prometheus.NewDesc(name("certificates"),
 			"Certificates Lua holds and serves by SNI.", nil, nil),
 		apiDenied: prometheus.NewDesc(name("api_denied_total"),
@@ -393,7 +397,7 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 }
 
 func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.certificates, c.apiDenied} {
+	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.regexes, c.certificates, c.apiDenied} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -422,6 +426,7 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(b.Failures), b.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(c.rebuilds, prometheus.CounterValue, float64(lm.BalancerRebuilds))
+	ch <- prometheus.MustNewConstMetric(c.regexes, prometheus.CounterValue, float64(lm.RegexFailures))
 	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
 	ch <- prometheus.MustNewConstMetric(c.apiDenied, prometheus.CounterValue, float64(lm.APIDenied))
 }

@@ -129,6 +129,10 @@ type builder struct {
 	wwwKeys                map[string]string
 	// targets is Snapshot.Targets (target.go).
 	targets Targets
+	// limits is Snapshot.Limits; regexPaths counts the regex paths of
+	// each host (limits.go).
+	limits     Limits
+	regexPaths map[string]int
 }
 
 // defaultBackend is the spec.defaultBackend of one of our Ingresses, with
@@ -167,6 +171,7 @@ func newBuilder(s Snapshot) *builder {
 
 		modSecurity: s.ModSecurity,
 		targets:     s.Targets,
+		limits:      s.Limits,
 
 		snippets: newSnippetState(s),
 	}
@@ -281,6 +286,7 @@ func (b *builder) addIngress(ing *networkingv1.Ingress) (defaultBackend, bool) {
 	b.readLocationOptions(ing, id)
 	b.recordProxy(ing, id)
 	b.readSnippets(ing, id)
+	b.capProxyLimits(ing, id)
 	b.readAccess(ing, id)
 	var hosts []string
 	for ri := range ing.Spec.Rules {
@@ -342,6 +348,9 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 	if owner, taken := locations[key]; taken {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",
 			field(), p.Path, path, pathType, describeHost(host), owner.Ingress))
+		return
+	}
+	if pathType == PathRegex && !b.regexPathAllowed(ing, host, field(), p.Path) {
 		return
 	}
 	if r := b.resolve(ref); r.problem != "" {

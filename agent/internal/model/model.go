@@ -94,6 +94,9 @@ type Snapshot struct {
 	// The zero value refuses loopback, link-local and unspecified
 	// addresses and unix sockets.
 	Targets Targets
+	// Limits are the platform's maxima no Ingress may exceed (limits.go);
+	// the zero value sets none.
+	Limits Limits
 }
 
 // Model is what nginx should serve. It holds only plain values.

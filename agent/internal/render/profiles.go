@@ -18,7 +18,11 @@ package render
 // are set by Lua before the jump. The client_max_body_size check of a
 // request with a Content-Length happens when nginx picks a location, which
 // a jump to a named location skips: the router location allows the
-// largest size any location does, and Lua checks each location's own.
+// largest size any location does, and Lua checks each location's own. A
+// body without Content-Length (chunked, HTTP/2) is checked as nginx reads
+// it, against the location it is read in: a profile has its own limit,
+// and a location without one jumps to @restysync_body, which has the
+// http block's, when that is smaller than the router's (MaxBody set).
 //
 // A named or internal location is entered only by the request it was made
 // for: Lua sets $restysync_profile to the profile it jumps to, a profile

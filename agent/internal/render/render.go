@@ -97,6 +97,11 @@ type Settings struct {
 	// ModSecurity are the settings of the ModSecurity module: whether it
 	// is built in, its rules files and rule engine (modsecurity.go).
 	ModSecurity ModSecurity
+	// Limits are the platform's maxima for Ingresses (flags
+	// --max-proxy-body-size, --max-client-body-buffer-size,
+	// --max-regex-paths-per-host; ConfigMap keys of the same names):
+	// render does not read them, the model does (model.Snapshot.Limits).
+	Limits model.Limits
 	// AllowXAccelRedirect honours X-Accel-Redirect in backends' answers
 	// (--allow-x-accel-redirect); off, nginx ignores it like the other
 	// X-Accel-* headers. Either way an internal location answers 404 to a

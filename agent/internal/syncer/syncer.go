@@ -998,6 +998,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.ModSecurity = settings.ModSecurityGlobal()
 	snap.ReservedPorts = reservedPorts(settings)
 	snap.Targets = s.opts.Targets
+	snap.Limits = settings.Limits
 	var quarantine []model.Problem
 	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
 	problems = append(problems, quarantine...)

@@ -26,6 +26,9 @@ func TestExamplesLocal(t *testing.T) {
 	}
 
 	snap.IngressClass = "restysync"
+	// The agent on the file source lets nginx connect to loopback, where
+	// the demo's backends listen (run.go parseTargets).
+	snap.Targets = model.Targets{Local: true}
 	m, buildProblems := model.Build(snap)
 	if len(buildProblems) != 0 {
 		t.Fatalf("model.Build problems: %v", buildProblems)
