@@ -37,11 +37,19 @@ func TestNameCollisionIsAnError(t *testing.T) {
 			func(l *model.Location) { l.Proxy.BodySize = "1m" },
 			func(l *model.Location) { l.Proxy.BodySize = "2m" }},
 		{"@restysync_error_",
-			func(l *model.Location) { l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-a/errors:80"} },
-			func(l *model.Location) { l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-b/errors:80"} }},
+			func(l *model.Location) {
+				l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-a/errors:80"}
+			},
+			func(l *model.Location) {
+				l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-b/errors:80"}
+			}},
 		{authPrefix,
-			func(l *model.Location) { l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-a.test/check"} },
-			func(l *model.Location) { l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-b.test/check"} }},
+			func(l *model.Location) {
+				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-a.test/check"}
+			},
+			func(l *model.Location) {
+				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-b.test/check"}
+			}},
 		{"@restysync_signin_",
 			func(l *model.Location) {
 				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://a.test/login"}
@@ -50,14 +58,20 @@ func TestNameCollisionIsAnError(t *testing.T) {
 				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://b.test/login"}
 			}},
 		{defaultUpstream + "_tls_",
-			func(l *model.Location) { l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.3"} },
-			func(l *model.Location) { l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.2"} }},
+			func(l *model.Location) {
+				l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.3"}
+			},
+			func(l *model.Location) {
+				l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.2"}
+			}},
 		{"restysync_req_",
 			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1} },
 			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 2} }},
 		{"restysync_conn_",
 			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{Connections: 1, Exempt: "10.0.0.0/8"} },
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{Connections: 1, Exempt: "192.168.0.0/16"} }},
+			func(l *model.Location) {
+				l.Access.RateLimit = model.RateLimit{Connections: 1, Exempt: "192.168.0.0/16"}
+			}},
 		{"restysync_limit_key_",
 			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "10.0.0.0/8"} },
 			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "192.168.0.0/16"} }},
@@ -79,7 +93,7 @@ func TestNameCollisionIsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			names := regexp.MustCompile(regexp.QuoteMeta(tc.prefix) + `[0-9a-f]+`).FindAllString(string(cfg.Bytes), -1)
+			names := regexp.MustCompile(regexp.QuoteMeta(tc.prefix)+`[0-9a-f]+`).FindAllString(string(cfg.Bytes), -1)
 			if len(names) == 0 {
 				t.Fatalf("nginx.conf names nothing %s...", tc.prefix)
 			}
