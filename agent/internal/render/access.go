@@ -326,7 +326,7 @@ func accessErrorLocations(m model.Model) ([]errorLocationView, error) {
 				continue // newAccessView has refused it
 			}
 			v := errorLocationView{ErrorLocation: errorLocationName(e.Backend, code), ErrorCode: code, Backend: e.Backend}
-			if out, err = declare(names, out, v.ErrorLocation, v); err != nil {
+			if out, err = declare(names, out, v.ErrorLocation, v, ownerOf(loc)); err != nil {
 				return nil, err
 			}
 		}
@@ -351,10 +351,10 @@ func newAccessHTTPView(m model.Model) (accessHTTPView, error) {
 			if r.Exempt != "" {
 				networks, _ := splitCIDRs(r.Exempt) // newAccessView has checked them
 				k := exemptKeyView{GeoVar: hashName("restysync_limit_exempt_", r.Exempt), KeyVar: key, Networks: networks}
-				if _, err := names.claim(k.GeoVar, k); err != nil {
+				if _, err := names.claim(k.GeoVar, k, ownerOf(&loc)); err != nil {
 					return accessHTTPView{}, err
 				}
-				if v.ExemptKeys, err = declare(names, v.ExemptKeys, k.KeyVar, k); err != nil {
+				if v.ExemptKeys, err = declare(names, v.ExemptKeys, k.KeyVar, k, ownerOf(&loc)); err != nil {
 					return accessHTTPView{}, err
 				}
 			}
@@ -367,13 +367,13 @@ func newAccessHTTPView(m model.Model) (accessHTTPView, error) {
 				}
 				z := reqZoneView{ZoneName: reqZoneName(limit.unit, limit.rate, r.Exempt), ZoneKey: key,
 					ZoneRate: strconv.Itoa(limit.rate) + "r/" + limit.unit}
-				if v.ReqZones, err = declare(names, v.ReqZones, z.ZoneName, z); err != nil {
+				if v.ReqZones, err = declare(names, v.ReqZones, z.ZoneName, z, ownerOf(&loc)); err != nil {
 					return accessHTTPView{}, err
 				}
 			}
 			if r.Connections > 0 {
 				z := connZoneView{ZoneName: connZoneName(r.Exempt), ZoneKey: key}
-				if v.ConnZones, err = declare(names, v.ConnZones, z.ZoneName, z); err != nil {
+				if v.ConnZones, err = declare(names, v.ConnZones, z.ZoneName, z, ownerOf(&loc)); err != nil {
 					return accessHTTPView{}, err
 				}
 			}

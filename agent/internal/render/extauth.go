@@ -231,7 +231,7 @@ func authLocations(m model.Model) ([]authLocationView, []signinView, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
-		if auths, err = declare(authNames, auths, v.Location, v); err != nil {
+		if auths, err = declare(authNames, auths, v.Location, v, ownerOf(loc)); err != nil {
 			return nil, nil, err
 		}
 		if a.Signin != "" {
@@ -239,7 +239,7 @@ func authLocations(m model.Model) ([]authLocationView, []signinView, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 			}
-			if signins, err = declare(signinNames, signins, s.Name, s); err != nil {
+			if signins, err = declare(signinNames, signins, s.Name, s, ownerOf(loc)); err != nil {
 				return nil, nil, err
 			}
 		}

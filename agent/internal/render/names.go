@@ -19,6 +19,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // nameDigits is how many hex digits of the hash a name holds: 128 bits.
@@ -43,31 +45,39 @@ var nameDigest = func(parts []string) string {
 }
 
 // nameTable holds the shared objects of one kind that a render declares:
-// each name and what the object holds.
-type nameTable map[string]string
+// each name, what the object holds and whose it was first.
+type nameTable map[string]namedObject
+
+type namedObject struct{ content, owner string }
 
 // claim records that name is object's (a view, printed with %+v, or a
-// body). It reports whether the name is new, so that the object is
-// declared once; a name that another object holds already is an error, as
-// nginx cannot serve both under it.
-func (t nameTable) claim(name string, object any) (bool, error) {
+// body), for owner (the location it is made for). It reports whether the
+// name is new, so that the object is declared once; a name that another
+// object holds already is an error that names both owners, as nginx
+// cannot serve both objects under it.
+func (t nameTable) claim(name string, object any, owner string) (bool, error) {
 	content := fmt.Sprintf("%+v", object)
 	held, ok := t[name]
 	if !ok {
-		t[name] = content
+		t[name] = namedObject{content: content, owner: owner}
 		return true, nil
 	}
-	if held != content {
-		return false, fmt.Errorf("internal error: two different objects are named %s (a hash collision)", name)
+	if held.content != content {
+		return false, fmt.Errorf("internal error: %s and %s: two different objects are named %s (a hash collision)", held.owner, owner, name)
 	}
 	return false, nil
 }
 
 // declare returns objects with object appended when its name is new in t.
-func declare[T any](t nameTable, objects []T, name string, object T) ([]T, error) {
-	isNew, err := t.claim(name, object)
+func declare[T any](t nameTable, objects []T, name string, object T, owner string) ([]T, error) {
+	isNew, err := t.claim(name, object, owner)
 	if err != nil || !isNew {
 		return objects, err
 	}
 	return append(objects, object), nil
+}
+
+// ownerOf names loc for an error.
+func ownerOf(loc *model.Location) string {
+	return fmt.Sprintf("path %q of %s", loc.Path, loc.Ingress)
 }

@@ -82,6 +82,7 @@ func TestNameCollisionIsAnError(t *testing.T) {
 		t.Run(tc.prefix, func(t *testing.T) {
 			tenants := func(a, b func(*model.Location)) model.Model {
 				la, lb := loc("/", model.PathPrefix, "tenant-a/app:80"), loc("/", model.PathPrefix, "tenant-a/app:80")
+				la.Ingress, lb.Ingress = "tenant-a/app", "tenant-b/app"
 				a(&la)
 				b(&lb)
 				return model.Model{Servers: []model.Server{
@@ -108,7 +109,8 @@ func TestNameCollisionIsAnError(t *testing.T) {
 				t.Errorf("one object shared by two Ingresses: %v", err)
 			}
 			_, _, err = Build(tenants(tc.a, tc.b), goldenSettings)
-			want := "internal error: two different objects are named " + tc.prefix + strings.Repeat("c", nameDigits)
+			want := `internal error: path "/" of tenant-a/app and path "/" of tenant-b/app: two different objects are named ` +
+				tc.prefix + strings.Repeat("c", nameDigits)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("two objects under one name: error %v, want %q", err, want)
 			}

@@ -108,8 +108,8 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	}
 	body = buf.String()
 	name = hashName(profilePrefix, body)
-	if _, err := p.names.claim(name, body); err != nil {
-		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
+	if _, err := p.names.claim(name, body, ownerOf(&loc)); err != nil {
+		return "", "", err
 	}
 	p.byKey[key] = Profile{Name: name, Body: body}
 	return name, body, nil
@@ -124,8 +124,8 @@ func newProfiles(views []serverView, profiles profiler, keep []Profile) ([]Profi
 		if !profileName.MatchString(p.Name) || p.Name != hashName(profilePrefix, p.Body) {
 			return nil, fmt.Errorf("kept profile %q: not one render made", p.Name)
 		}
-		if _, err := profiles.names.claim(p.Name, p.Body); err != nil {
-			return nil, fmt.Errorf("kept profile: %w", err)
+		if _, err := profiles.names.claim(p.Name, p.Body, "a profile kept from the running config"); err != nil {
+			return nil, err
 		}
 		if !seen[p.Name] {
 			seen[p.Name] = true
