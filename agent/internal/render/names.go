@@ -10,9 +10,10 @@ package render
 // A name is the object's identity, so it is 128 bits: finding settings of
 // one's own that take the name of another tenant's object (and with it,
 // its profile without auth, its zone, its TLS connections) is a second
-// preimage, 2^128 work; 48 bits, as it was, are hours on one GPU. And two
-// different objects under one name are an internal error of the render
-// (nameTable), never one object served silently for the other.
+// preimage, 2^128 work, where 48 bits are hours on one GPU. Two different
+// objects under one name (two settings of one's own that collide, 2^64
+// work) are an internal error of the render (nameTable) that names both
+// locations, never one object served silently for the other.
 
 import (
 	"crypto/sha256"
