@@ -72,6 +72,10 @@ local MAX_PATH_BYTES = 4096
 local MAX_TIMEOUT_SECONDS = 24 * 3600
 local MAX_BODY_BYTES = 2 ^ 53
 
+-- PROFILE is the shape of a profile's name: "@restysync_p_" and the 32 hex
+-- digits (128 bits) of the agent's hash of its body (render/names.go).
+local PROFILE = "^@restysync_p_" .. string.rep("[0-9a-f]", 32) .. "$"
+
 -- DEFAULT is the route of the default server's locations.
 local DEFAULT = "_"
 _M.DEFAULT = DEFAULT
@@ -238,9 +242,8 @@ local function check_locations(locations, at)
             stored.redirect_host = loc.redirect_host
         end
         if loc.profile ~= nil and loc.profile ~= json_null then
-            if type(loc.profile) ~= "string" or not string_match(loc.profile, "^@restysync_p_[0-9a-f]+$")
-                or #loc.profile > 64 then
-                return nil, lat .. ".profile: must be @restysync_p_ and hex digits"
+            if type(loc.profile) ~= "string" or not string_match(loc.profile, PROFILE) then
+                return nil, lat .. ".profile: must be @restysync_p_ and 32 hex digits"
             end
             stored.profile = loc.profile
         end

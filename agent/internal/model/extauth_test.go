@@ -62,11 +62,17 @@ func TestExternalAuth(t *testing.T) {
 		// absolute request line (issue 25, point 10).
 		name: "$http_host is the host the router matched",
 		annotations: map[string]string{
-			p + "auth-url":    "http://$http_host/auth",
+			p + "auth-url":    "http://auth.test/auth?for=$http_host",
 			p + "auth-signin": "https://login.test/?u=$http_host",
 		},
-		want: ExternalAuth{URL: "http://${restysync_http_host}/auth",
+		want: ExternalAuth{URL: "http://auth.test/auth?for=${restysync_http_host}",
 			Signin: "https://login.test/?u=${restysync_http_host}&rd=${restysync_forwarded_proto}://${restysync_http_host}${restysync_escaped_request_uri}"},
+	}, {
+		// $http_host holds the client's port: nginx would connect where
+		// the client says (issue 25, point 2).
+		name:        "$http_host in the host fails closed",
+		annotations: map[string]string{p + "auth-url": "http://$http_host/auth"},
+		denied:      true, problem: "has a variable in its host or port",
 	}, {
 		name:        "not a URL fails closed",
 		annotations: map[string]string{p + "auth-url": "auth.test/check"},

@@ -18,8 +18,6 @@ package render
 // variables set by the location, so no user string is ever Lua source.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -137,17 +135,6 @@ type connZoneView struct {
 // about 80,000 client addresses.
 const limitZoneSize = "5m"
 
-// shortHash names zones and locations after what they stand for: the same
-// input gives the same name in every render.
-func shortHash(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
 // limitKey returns the variable (without "$") a zone counts by: the
 // Ingress and the client address ($restysync_limit_key, the Ingress set by
 // Lua from the route), or for a limit-whitelist the same but "" for the
@@ -157,16 +144,16 @@ func limitKey(exempt string) string {
 	if exempt == "" {
 		return "restysync_limit_key"
 	}
-	return "restysync_limit_key_" + shortHash(exempt)
+	return hashName("restysync_limit_key_", exempt)
 }
 
 // Zone names: per limit and key, so that a changed limit gets a fresh zone.
 func reqZoneName(unit string, rate int, exempt string) string {
-	return "restysync_req_" + shortHash(unit, strconv.Itoa(rate), exempt)
+	return hashName("restysync_req_", unit, strconv.Itoa(rate), exempt)
 }
 
 func connZoneName(exempt string) string {
-	return "restysync_conn_" + shortHash(exempt)
+	return hashName("restysync_conn_", exempt)
 }
 
 // newAccessView checks and prints the access settings of loc.
@@ -323,20 +310,20 @@ func newErrorsView(loc model.Location) (*errorsView, error) {
 }
 
 func errorLocationName(backend string, code int) string {
-	return "@restysync_error_" + shortHash(backend) + "_" + strconv.Itoa(code)
+	return hashName("@restysync_error_", backend) + "_" + strconv.Itoa(code)
 }
 
 // errorGuard is the value of $restysync_error_guard a profile sets for
 // the error locations of backend, and they check.
 func errorGuard(backend string) string {
-	return shortHash(backend)
+	return nameDigest([]string{"error-guard", backend})
 }
 
 // accessErrorLocations returns the named locations the locations of a
 // server send their custom errors to, one per error backend and code,
 // sorted by name.
-func accessErrorLocations(m model.Model) []errorLocationView {
-	seen := map[string]bool{}
+func accessErrorLocations(m model.Model) ([]errorLocationView, error) {
+	names := nameTable{}
 	var out []errorLocationView
 	for loc := range m.AllLocations() {
 		e := loc.Access.Errors
@@ -348,24 +335,21 @@ func accessErrorLocations(m model.Model) []errorLocationView {
 			if err != nil {
 				continue // newAccessView has refused it
 			}
-			name := errorLocationName(e.Backend, code)
-			if !seen[name] {
-				seen[name] = true
-				out = append(out, errorLocationView{ErrorLocation: name, ErrorCode: code, Backend: e.Backend, Guard: errorGuard(e.Backend)})
+			v := errorLocationView{ErrorLocation: errorLocationName(e.Backend, code), ErrorCode: code, Backend: e.Backend, Guard: errorGuard(e.Backend)}
+			if out, err = declare(names, out, v.ErrorLocation, v, ownerOf(loc)); err != nil {
+				return nil, err
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b errorLocationView) int { return strings.Compare(a.ErrorLocation, b.ErrorLocation) })
-	return out
+	return out, nil
 }
 
 // newAccessHTTPView collects the zones and keys every location's limits
 // need, sorted by name.
-func newAccessHTTPView(m model.Model) accessHTTPView {
+func newAccessHTTPView(m model.Model) (accessHTTPView, error) {
 	var v accessHTTPView
-	keys := map[string]bool{}
-	req := map[string]bool{}
-	conn := map[string]bool{}
+	names := nameTable{} // keys and zones: their prefixes differ
 	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
 		for _, loc := range srv.Locations {
 			r := loc.Access.RateLimit
@@ -373,29 +357,40 @@ func newAccessHTTPView(m model.Model) accessHTTPView {
 				continue
 			}
 			key := limitKey(r.Exempt)
-			if r.Exempt != "" && !keys[key] {
-				keys[key] = true
+			var err error
+			if r.Exempt != "" {
 				networks, _ := splitCIDRs(r.Exempt) // newAccessView has checked them
-				v.ExemptKeys = append(v.ExemptKeys, exemptKeyView{
-					GeoVar: "restysync_limit_exempt_" + shortHash(r.Exempt), KeyVar: key, Networks: networks})
-			}
-			addReq := func(unit string, rate int) {
-				name := reqZoneName(unit, rate, r.Exempt)
-				if rate > 0 && !req[name] {
-					req[name] = true
-					v.ReqZones = append(v.ReqZones, reqZoneView{ZoneName: name, ZoneKey: key, ZoneRate: strconv.Itoa(rate) + "r/" + unit})
+				k := exemptKeyView{GeoVar: hashName("restysync_limit_exempt_", r.Exempt), KeyVar: key, Networks: networks}
+				if _, err := names.claim(k.GeoVar, k, ownerOf(&loc)); err != nil {
+					return accessHTTPView{}, err
+				}
+				if v.ExemptKeys, err = declare(names, v.ExemptKeys, k.KeyVar, k, ownerOf(&loc)); err != nil {
+					return accessHTTPView{}, err
 				}
 			}
-			addReq("m", r.RPM)
-			addReq("s", r.RPS)
-			if name := connZoneName(r.Exempt); r.Connections > 0 && !conn[name] {
-				conn[name] = true
-				v.ConnZones = append(v.ConnZones, connZoneView{ZoneName: name, ZoneKey: key})
+			for _, limit := range []struct {
+				unit string
+				rate int
+			}{{"m", r.RPM}, {"s", r.RPS}} {
+				if limit.rate <= 0 {
+					continue
+				}
+				z := reqZoneView{ZoneName: reqZoneName(limit.unit, limit.rate, r.Exempt), ZoneKey: key,
+					ZoneRate: strconv.Itoa(limit.rate) + "r/" + limit.unit}
+				if v.ReqZones, err = declare(names, v.ReqZones, z.ZoneName, z, ownerOf(&loc)); err != nil {
+					return accessHTTPView{}, err
+				}
+			}
+			if r.Connections > 0 {
+				z := connZoneView{ZoneName: connZoneName(r.Exempt), ZoneKey: key}
+				if v.ConnZones, err = declare(names, v.ConnZones, z.ZoneName, z, ownerOf(&loc)); err != nil {
+					return accessHTTPView{}, err
+				}
 			}
 		}
 	}
 	slices.SortFunc(v.ExemptKeys, func(a, b exemptKeyView) int { return strings.Compare(a.KeyVar, b.KeyVar) })
 	slices.SortFunc(v.ReqZones, func(a, b reqZoneView) int { return strings.Compare(a.ZoneName, b.ZoneName) })
 	slices.SortFunc(v.ConnZones, func(a, b connZoneView) int { return strings.Compare(a.ZoneName, b.ZoneName) })
-	return v
+	return v, nil
 }

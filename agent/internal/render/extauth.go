@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,8 +17,8 @@ import (
 //
 // Every Ingress shares one server block and one cache zone, so an auth
 // location is named by a hash of every setting that decides the service's
-// answer (128 bits: no tenant can make its settings collide with another's
-// and take its location), and a cached answer is keyed by what the
+// answer (hashName: no tenant can make its settings collide with
+// another's and take its location), and a cached answer is keyed by what the
 // service hears that the user's auth-cache-key may leave out: the scheme
 // and host the router matched (and a trusted proxy's X-Forwarded-Host),
 // the client's method, the location, and the values of the variables in
@@ -147,7 +145,7 @@ func newAuthLocationView(a model.ExternalAuth) (authLocationView, error) {
 			v.ProxyHeaders = append(v.ProxyHeaders, proxyHeaderView{Name: name, Value: value})
 		}
 	}
-	v.Location = authPrefix + identityHash(v.Target, v.Method, v.Redirect, a.CacheKey, v.CacheDuration, a.ProxySetHeaders)
+	v.Location = hashName(authPrefix, v.Target, v.Method, v.Redirect, a.CacheKey, v.CacheDuration, a.ProxySetHeaders)
 	if a.CacheKey != "" {
 		v.CacheKey = authCacheKey(v, a.CacheKey)
 	}
@@ -173,18 +171,6 @@ func authCacheKey(v authLocationView, userKey string) string {
 		}
 	}
 	return strings.Join(append(parts, userKey), " ")
-}
-
-// identityHash names what decides an answer by a hash of its parts: 128
-// bits, so that no one can find settings of their own that take the name
-// of someone else's (shortHash's 48 bits are within reach of a GPU).
-func identityHash(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 func newAuthView(a model.ExternalAuth) (*authView, error) {
@@ -216,7 +202,7 @@ func newSigninView(url string) (signinView, error) {
 	if _, err := QuoteWithVariables(url); err != nil {
 		return signinView{}, fmt.Errorf("auth sign-in URL: %w", err)
 	}
-	return signinView{Name: "@restysync_signin_" + identityHash(url), URL: url}, nil
+	return signinView{Name: hashName("@restysync_signin_", url), URL: url}, nil
 }
 
 // isHeaderName: letters, digits and "-" only, which is what a variable
@@ -233,7 +219,7 @@ func isHeaderName(s string) bool {
 // authLocations returns the internal auth and sign-in locations of m's
 // locations, each once, sorted by name.
 func authLocations(m model.Model) ([]authLocationView, []signinView, error) {
-	seenAuth, seenSignin := map[string]bool{}, map[string]bool{}
+	authNames, signinNames := nameTable{}, nameTable{}
 	var auths []authLocationView
 	var signins []signinView
 	for loc := range m.AllLocations() {
@@ -245,18 +231,16 @@ func authLocations(m model.Model) ([]authLocationView, []signinView, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
-		if !seenAuth[v.Location] {
-			seenAuth[v.Location] = true
-			auths = append(auths, v)
+		if auths, err = declare(authNames, auths, v.Location, v, ownerOf(loc)); err != nil {
+			return nil, nil, err
 		}
 		if a.Signin != "" {
 			s, err := newSigninView(a.Signin)
 			if err != nil {
 				return nil, nil, fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 			}
-			if !seenSignin[s.Name] {
-				seenSignin[s.Name] = true
-				signins = append(signins, s)
+			if signins, err = declare(signinNames, signins, s.Name, s, ownerOf(loc)); err != nil {
+				return nil, nil, err
 			}
 		}
 	}

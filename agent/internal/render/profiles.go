@@ -37,13 +37,17 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
+// profilePrefix begins the name of every profile.
+const profilePrefix = "@restysync_p_"
+
 // profileName is the shape of a profile's name.
-var profileName = regexp.MustCompile(`^@restysync_p_[0-9a-f]{12}$`)
+var profileName = regexp.MustCompile(`^` + profilePrefix + `[0-9a-f]{` + strconv.Itoa(nameDigits) + `}$`)
 
 // DefaultRoute is the name of the route of the default server's locations
 // (rules without a host, the default backend): the one a host without a
@@ -60,7 +64,14 @@ type Profile struct {
 // profiler renders the profiles of one render, each distinct set of
 // settings once: at 10,000 annotated locations with a few settings that
 // is a few template runs, not 10,000.
-type profiler map[profileKey]Profile
+type profiler struct {
+	byKey map[profileKey]Profile
+	names nameTable // every profile's name and body, kept ones included
+}
+
+func newProfiler() profiler {
+	return profiler{byKey: map[profileKey]Profile{}, names: nameTable{}}
+}
 
 // profileKey is everything of a location its profile's body depends on
 // (the htpasswd file is not: the body names it by variable).
@@ -90,7 +101,7 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	if loc.Access.Errors.Codes != "" {
 		key.owner = loc.Ingress + " " + loc.Backend
 	}
-	if known, ok := p[key]; ok {
+	if known, ok := p.byKey[key]; ok {
 		return known.Name, known.Body, nil
 	}
 	if lv.Snippet, err = newSnippetView(loc, lv.Proxy); err != nil {
@@ -108,8 +119,11 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 	}
 	body = buf.String()
-	name = "@restysync_p_" + shortHash(body)
-	p[key] = Profile{Name: name, Body: body}
+	name = hashName(profilePrefix, body)
+	if _, err := p.names.claim(name, body, ownerOf(&loc)); err != nil {
+		return "", "", err
+	}
+	p.byKey[key] = Profile{Name: name, Body: body}
 	return name, body, nil
 }
 
@@ -119,8 +133,11 @@ func newProfiles(views []serverView, profiles profiler, keep []Profile) ([]Profi
 	seen := map[string]bool{}
 	var out []Profile
 	for _, p := range keep {
-		if !profileName.MatchString(p.Name) || p.Name != "@restysync_p_"+shortHash(p.Body) {
+		if !profileName.MatchString(p.Name) || p.Name != hashName(profilePrefix, p.Body) {
 			return nil, fmt.Errorf("kept profile %q: not one render made", p.Name)
+		}
+		if _, err := profiles.names.claim(p.Name, p.Body, "a profile kept from the running config"); err != nil {
+			return nil, err
 		}
 		if !seen[p.Name] {
 			seen[p.Name] = true
@@ -155,7 +172,7 @@ func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	if err := addModSecurity(views, s); err != nil {
 		return nil, err
 	}
-	return routesOf(m, s, views, profiler{})
+	return routesOf(m, s, views, newProfiler())
 }
 
 func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) ([]model.Route, error) {

@@ -179,14 +179,14 @@ func TestProfilerMatchesAFreshRender(t *testing.T) {
 		if err != nil {
 			t.Fatalf("model %d: %v", i, err)
 		}
-		shared := profiler{}
+		shared := newProfiler()
 		for _, sv := range views {
 			for _, lv := range sv.Locations {
 				name, body, err := shared.of(lv)
 				if err != nil {
 					t.Fatal(err)
 				}
-				freshName, freshBody, err := profiler{}.of(lv)
+				freshName, freshBody, err := newProfiler().of(lv)
 				if err != nil {
 					t.Fatal(err)
 				}

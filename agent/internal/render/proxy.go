@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -68,7 +69,7 @@ func tlsUpstreamName(s model.ProxySSL) string {
 	if s == (model.ProxySSL{}) {
 		return defaultUpstream
 	}
-	return defaultUpstream + "_tls_" + shortHash(fmt.Sprintf("%+v", s))
+	return hashName(defaultUpstream+"_tls_", fmt.Sprintf("%+v", s))
 }
 
 // upstreamView is an upstream block of its own for backend TLS settings.
@@ -98,12 +99,22 @@ func profileFiles(profiles []Profile) []string {
 
 // tlsUpstreamRef finds the upstream blocks of backend TLS settings in a
 // rendered profile.
-var tlsUpstreamRef = regexp.MustCompile(defaultUpstream + `_tls_[0-9a-f]{12}\b`)
+var tlsUpstreamRef = regexp.MustCompile(defaultUpstream + `_tls_[0-9a-f]{` + strconv.Itoa(nameDigits) + `}\b`)
 
 // tlsUpstreams returns the upstream blocks the profiles proxy to, each
 // once, sorted: those of the model's locations and those of profiles kept
-// from an earlier config, which must keep their upstream too.
-func tlsUpstreams(profiles []Profile) []upstreamView {
+// from an earlier config, which must keep their upstream too. Two
+// different backend TLS settings of m named alike are an error: they
+// would share idle connections.
+func tlsUpstreams(m model.Model, profiles []Profile) ([]upstreamView, error) {
+	names := nameTable{}
+	for loc := range m.AllLocations() {
+		if loc.Protocol == model.ProtocolHTTPS || loc.Protocol == model.ProtocolGRPCS {
+			if _, err := names.claim(tlsUpstreamName(loc.Proxy.SSL), loc.Proxy.SSL, ownerOf(loc)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	seen := map[string]bool{}
 	var out []upstreamView
 	for _, p := range profiles {
@@ -115,7 +126,7 @@ func tlsUpstreams(profiles []Profile) []upstreamView {
 		}
 	}
 	slices.SortFunc(out, func(a, b upstreamView) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, nil
 }
 
 // newProxyView derives the proxyView of a location rendered at path (an

@@ -287,7 +287,7 @@ func Render(m model.Model, s Settings, keep ...Profile) (Config, error) {
 	if err := addModSecurity(views, s); err != nil {
 		return Config{}, err
 	}
-	return renderConf(m, s, views, profiler{}, keep)
+	return renderConf(m, s, views, newProfiler(), keep)
 }
 
 // Build is Render and Routes at once: the syncer's full sync, which makes
@@ -303,7 +303,7 @@ func Build(m model.Model, s Settings, keep ...Profile) (Config, []model.Route, e
 	if err := addModSecurity(views, s); err != nil {
 		return Config{}, nil, err
 	}
-	profiles := profiler{}
+	profiles := newProfiler()
 	cfg, err := renderConf(m, s, views, profiles, keep)
 	if err != nil {
 		return Config{}, nil, err
@@ -372,7 +372,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		h = *s.HTTP
 	}
 	view.HTTP = newHTTPView(h)
-	view.Access = newAccessHTTPView(m)
+	if view.Access, err = newAccessHTTPView(m); err != nil {
+		return confView{}, err
+	}
 	if len(h.CustomHTTPErrors) > 0 {
 		view.ErrorPages = newErrorPages(h.CustomHTTPErrors)
 		view.ErrorBackend = errorBackend(m.Default)
@@ -386,7 +388,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		return confView{}, err
 	}
 	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)
-	view.AccessErrors = accessErrorLocations(m)
+	if view.AccessErrors, err = accessErrorLocations(m); err != nil {
+		return confView{}, err
+	}
 	if view.AuthLocations, view.SigninLocations, err = authLocations(m); err != nil {
 		return confView{}, err
 	}
@@ -394,7 +398,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		view.AuthCache = view.AuthCache || a.CacheKey != ""
 	}
 	view.Resolvers = resolvers(s.Resolvers)
-	view.TLSUpstreams = tlsUpstreams(view.Profiles)
+	if view.TLSUpstreams, err = tlsUpstreams(m, view.Profiles); err != nil {
+		return confView{}, err
+	}
 	view.Mirror, view.Dollar = profileNeeds(view.Profiles)
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
 		return confView{}, err

@@ -215,6 +215,10 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		version := dp.status(t).Version
 		good := `{"name":"ok.example.com","locations":[{"path":"/","backend":"ns/web:80"}]}`
 		with := func(route string) string { return `{"upserts":[` + good + `,` + route + `]}` }
+		profile := "@restysync_p_" + strings.Repeat("0123456789abcdef", 2)
+		withProfile := func(name string) string {
+			return with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"` + name + `"}]}`)
+		}
 		tests := []struct{ name, body, reason string }{
 			{"not JSON", `{"upserts":`, "body: is not valid JSON"},
 			{"unknown field", `{"hosts":[]}`, "hosts: unknown field"},
@@ -231,8 +235,11 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 			{"regex and exact", with(`{"name":"x.example.com","locations":[{"path":"^/a","regex":true,"exact":true,"backend":"b"}]}`), "must not be both exact and a regex"},
 			{"profile not ours", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@evil"}]}`), "upserts[1].locations[0].profile: must be @restysync_p_"},
 			{"profile a path", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"/etc/passwd"}]}`), "upserts[1].locations[0].profile: must be @restysync_p_"},
-			{"auth file outside", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@restysync_p_ab","auth_file":"../etc/shadow"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
-			{"auth file dot dot", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"@restysync_p_ab","auth_file":"auth/a_..x"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
+			{"profile of 48 bits", withProfile(profile[:len(profile)-20]), "upserts[1].locations[0].profile: must be @restysync_p_ and 32 hex digits"},
+			{"profile of 33 hex digits", withProfile(profile + "0"), "upserts[1].locations[0].profile: must be @restysync_p_ and 32 hex digits"},
+			{"profile in upper case", withProfile("@restysync_p_" + strings.Repeat("0123456789ABCDEF", 2)), "upserts[1].locations[0].profile: must be @restysync_p_"},
+			{"auth file outside", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"` + profile + `","auth_file":"../etc/shadow"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
+			{"auth file dot dot", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","profile":"` + profile + `","auth_file":"auth/a_..x"}]}`), "upserts[1].locations[0].auth_file: must be auth/"},
 			{"auth file without profile", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","auth_file":"auth/a_b"}]}`), "ingress and auth_file need a profile"},
 			{"max body zero", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","max_body":0}]}`), "upserts[1].locations[0].max_body: must be a whole number of bytes"},
 			{"max body a string", with(`{"name":"x.example.com","locations":[{"path":"/","backend":"b","max_body":"1m"}]}`), "upserts[1].locations[0].max_body: must be a whole number of bytes"},
