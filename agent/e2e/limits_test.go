@@ -18,6 +18,9 @@ import (
 	"time"
 )
 
+// plainHTTP, set "false", serves a TLS host over plain HTTP too.
+const plainHTTP = "nginx.ingress.kubernetes.io/ssl-redirect"
+
 const (
 	ipLimitsA = "127.0.0.251"
 	ipLimitsB = "127.0.0.252"
@@ -74,9 +77,9 @@ func TestBodyLimitsAcrossTenants(t *testing.T) {
 		"services.yaml": service("a", portA, ep(ipLimitsA)) + "---\n" + service("b", portB, ep(ipLimitsB)),
 		"secret.yaml":   tlsSecret("tenants-tls", pair.cert, pair.key),
 		"a.yaml": ingress("a", ingressOpts{class: "restysync", host: "a.test", paths: []path{prefix("/", "a")},
-			tls: tlsFor("a.test")}),
+			tls: tlsFor("a.test"), annotations: map[string]string{plainHTTP: "false"}}),
 		"b.yaml": ingress("b", ingressOpts{class: "restysync", host: "b.test", paths: []path{prefix("/", "b")},
-			tls: tlsFor("b.test"), annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "0"}}),
+			tls: tlsFor("b.test"), annotations: map[string]string{plainHTTP: "false", "nginx.ingress.kubernetes.io/proxy-body-size": "0"}}),
 		"b-buffer.yaml": buffer,
 	}
 	s := newStack(t, files)

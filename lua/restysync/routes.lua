@@ -385,6 +385,9 @@ local function build(raw)
         if loc.exact then
             exact[loc.path] = loc
         elseif loc.regex then
+            -- Compiled now, into the worker's regex cache, so that a
+            -- request's budget pays for matching, never for compiling.
+            ngx_re_find("", loc.path, REGEX_OPTIONS)
             regexes[#regexes + 1] = loc
         else
             prefixes[#prefixes + 1] = loc
