@@ -213,14 +213,21 @@ type agent struct {
 // startAgent runs the agent on the cluster with extra flags, then nginx.
 func startAgent(t *testing.T, c *cluster, extra ...string) *agent {
 	t.Helper()
+	return startAgentOn(t, []string{"--source", "kube", "--kubeconfig", c.srv.Kubeconfig, "--namespace", benchNS}, extra...)
+}
+
+// startAgentOn runs the agent with the source flags and extra flags, then
+// nginx.
+func startAgentOn(t *testing.T, source []string, extra ...string) *agent {
+	t.Helper()
 	bin, err := agentBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &agent{t: t, log: &syncbuf.Buffer{}, done: make(chan struct{}), shared: nginxproc.TempPrefix(t), port: nginxproc.FreePort(t)}
-	args := []string{"run", "--source", "kube", "--kubeconfig", c.srv.Kubeconfig, "--namespace", benchNS,
+	args := append(append([]string{"run"}, source...),
 		"--shared-dir", a.shared, "--http-port", strconv.Itoa(a.port), "--https-port", strconv.Itoa(nginxproc.FreePort(t)),
-		"--listen-address", "127.0.0.1", "--worker-processes", "1", "--log-level", "info"}
+		"--listen-address", "127.0.0.1", "--worker-processes", "1", "--log-level", "info")
 	for _, m := range nginxproc.DebianLoadModules() {
 		args = append(args, "--load-module", m)
 	}
