@@ -446,20 +446,13 @@ func (b *builder) model() Model {
 	return m
 }
 
-// servesHTTPS says whether host listens for HTTPS: when a spec.tls names
-// it, or names the wildcard that covers it. (The default server always
-// listens for HTTPS; render sees to that.)
+// servesHTTPS says whether host listens for HTTPS: when a spec.tls of an
+// Ingress with a rule for host names it, or names a wildcard that covers
+// it (markHTTPS). Another Ingress's wildcard does not: B's "*.test" must
+// not redirect A's "a.test" to HTTPS. (The default server always listens
+// for HTTPS; render sees to that.)
 func (b *builder) servesHTTPS(host string) bool {
-	if host == "" {
-		return false
-	}
-	if b.httpsHosts[host] {
-		return true
-	}
-	if _, parent, ok := strings.Cut(host, "."); ok && !strings.HasPrefix(host, "*.") {
-		return b.httpsHosts["*."+parent]
-	}
-	return false
+	return host != "" && b.httpsHosts[host]
 }
 
 // compareLocations orders by path, then Exact before Prefix.

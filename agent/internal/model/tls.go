@@ -55,9 +55,15 @@ func (b *builder) addTLS(ing *networkingv1.Ingress, id string) {
 				continue
 			}
 		}
+		if !fromRules {
+			hosts = b.ownTLSHosts(ing, field, hosts)
+			if len(hosts) == 0 {
+				continue
+			}
+		}
 		for _, host := range hosts {
 			if validHost(host) == "" {
-				b.httpsHosts[strings.ToLower(host)] = true
+				b.markHTTPS(ing, host)
 			}
 		}
 		if entry.SecretName == "" {
@@ -103,6 +109,52 @@ func (b *builder) addTLS(ing *networkingv1.Ingress, id string) {
 				secretField, name, secret.cert.Invalid, quoteHosts(claimed)))
 		}
 		b.certHosts[name] = append(b.certHosts[name], claimed...)
+	}
+}
+
+// ownTLSHosts returns the hosts of a spec.tls entry (field) that ing's
+// own rules serve: a rule's host, or a wildcard that covers one of them.
+// Any other is a Problem and left out, as ingress-nginx reads spec.tls
+// for the hosts of the Ingress's own rules only: else an Ingress could
+// claim another tenant's host ("a.test" in the spec.tls of an Ingress for
+// "b.test"), give it its certificate and turn on the HTTPS redirect of
+// the other tenant's locations.
+func (b *builder) ownTLSHosts(ing *networkingv1.Ingress, field string, hosts []string) []string {
+	rules := ruleHosts(ing)
+	var own []string
+	for hi, host := range hosts {
+		if validHost(host) != "" || slices.Contains(rules, host) ||
+			slices.ContainsFunc(rules, func(r string) bool { return wildcardCovers(host, r) }) {
+			own = append(own, host) // an invalid host is reported below
+			continue
+		}
+		b.ingressProblem(ing, fmt.Sprintf("%s.hosts[%d] %q: no rule of this Ingress has that host (or one the wildcard covers); "+
+			"a spec.tls entry serves its own Ingress's hosts only; host left out", field, hi, host))
+	}
+	return own
+}
+
+// wildcardCovers says whether the spec.tls host pattern "*.parent" covers
+// the rule host (one label more, as Ingress wildcards go).
+func wildcardCovers(pattern, host string) bool {
+	parent, ok := strings.CutPrefix(pattern, "*.")
+	if !ok || strings.HasPrefix(host, "*.") {
+		return false
+	}
+	_, rest, ok := strings.Cut(host, ".")
+	return ok && rest == parent
+}
+
+// markHTTPS records that host listens for HTTPS, and, for a wildcard,
+// the hosts of ing's own rules it covers: never another Ingress's host,
+// which listens for HTTPS only when a spec.tls of its own Ingress says so.
+func (b *builder) markHTTPS(ing *networkingv1.Ingress, host string) {
+	host = strings.ToLower(host)
+	b.httpsHosts[host] = true
+	for _, r := range ruleHosts(ing) {
+		if wildcardCovers(host, r) {
+			b.httpsHosts[r] = true
+		}
 	}
 }
 

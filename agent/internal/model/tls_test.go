@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -201,7 +202,8 @@ func TestBuildTLS(t *testing.T) {
 		{
 			name: "conflict: the oldest Ingress wins",
 			ingresses: []*networkingv1.Ingress{
-				newIngress("default", "young", createdAt(5), withTLS("b", "a.example.com", "b.example.com"), rule("a.example.com", prefix("/y", "web", 80))),
+				newIngress("default", "young", createdAt(5), withTLS("b", "a.example.com", "b.example.com"),
+					rule("a.example.com", prefix("/y", "web", 80)), rule("b.example.com", prefix("/", "web", 80))),
 				newIngress("default", "old", createdAt(1), withTLS("a", "a.example.com"), aRule),
 			},
 			secrets: []*corev1.Secret{tlsSecret("default", "a", pairA), tlsSecret("default", "b", pairB)},
@@ -229,6 +231,9 @@ func TestBuildTLS(t *testing.T) {
 			},
 			secrets: []*corev1.Secret{tlsSecret("default", "cert", pairB)},
 			want:    []Certificate{servedCert("default/cert", pairB, "a.example.com", "b.example.com")},
+			// y has no rule for b.example.com: its spec.tls does not serve it
+			// (x's does).
+			wantProblems: []string{`spec.tls[0].hosts[1] "b.example.com": no rule of this Ingress has that host`},
 		},
 		{
 			name:      "bad hosts and a missing secret name",
@@ -375,4 +380,46 @@ func TestBuildDefaultCertificate(t *testing.T) {
 			t.Errorf("certificates %s problems %v", dump(m.Certificates), problems)
 		}
 	})
+}
+
+// Another tenant's spec.tls does not reach a host its Ingress has no rule
+// for: neither a host it names ("a.example.com" in the spec.tls of an
+// Ingress of b.example.com) nor one its wildcard covers ("*.example.com"
+// with a rule of its own for it). Host a.example.com, whose own Ingress
+// names no spec.tls, keeps listening for HTTP only, with no redirect, and
+// no certificate of the other tenant's is served for it by name.
+func TestBuildTLSOfAnotherTenantsHost(t *testing.T) {
+	a := newIngress("tenant-a", "a", createdAt(5), rule("a.example.com", prefix("/", "web", 80)))
+	alone, _ := Build(snapshotOf(a))
+	for _, hostile := range []*networkingv1.Ingress{
+		newIngress("tenant-b", "named", createdAt(1), withTLS("cert", "a.example.com", "b.example.com"),
+			rule("b.example.com", prefix("/", "web", 80))),
+		newIngress("tenant-b", "wildcard", createdAt(1), withTLS("cert", "*.example.com"),
+			rule("*.example.com", prefix("/", "web", 80))),
+		newIngress("tenant-b", "covers-own", createdAt(1), withTLS("cert", "*.example.com"),
+			rule("b.example.com", prefix("/", "web", 80))),
+	} {
+		t.Run(hostile.Name, func(t *testing.T) {
+			s := snapshotOf(a, hostile)
+			s.Secrets = []*corev1.Secret{tlsSecret("tenant-b", "cert", pairB)}
+			m, problems := Build(s)
+			if got, want := serverOf(m, "a.example.com"), serverOf(alone, "a.example.com"); !reflect.DeepEqual(got, want) {
+				t.Errorf("a.example.com:\n got %s\nwant %s", dump(got), dump(want))
+			}
+			for _, c := range m.Certificates {
+				if slices.Contains(c.Hosts, "a.example.com") {
+					t.Errorf("certificate %s is served for a.example.com", c.Name)
+				}
+			}
+			if b := serverOf(m, "b.example.com"); b.Host != "" && !b.HTTPS {
+				t.Errorf("b.example.com does not listen for HTTPS: its own spec.tls names it")
+			}
+			named := slices.ContainsFunc(problems, func(p Problem) bool {
+				return p.Name == "named" && strings.Contains(p.Reason, `"a.example.com": no rule of this Ingress has that host`)
+			})
+			if hostile.Name == "named" && !named {
+				t.Errorf("no Problem names the host left out: %v", problems)
+			}
+		})
+	}
 }
