@@ -20,6 +20,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
@@ -36,7 +37,9 @@ func checkCommand() *cli.Command {
 			"invalid (supported, but its value is not), refused (a snippet with a directive off the allowlist) or unknown (ignored). The exit code\n" +
 			"is 1 when anything is not supported, so check can gate a migration in CI. With --configmap, the keys\n" +
 			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown). An Ingress the\n" +
-			"agent cannot render nginx.conf with (it would quarantine it) fails the check too.",
+			"agent cannot render nginx.conf with (it would quarantine it) fails the check too, and so do an endpoint\n" +
+			"address nginx must not reach (loopback, link-local, the pod's own ports: an EndpointSlice, FQDN ones\n" +
+			"resolved, or a Service's cluster IP) and, with file:DIR, a manifest that cannot be read.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "source", Required: true, Usage: "file:DIR or kube"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
@@ -66,7 +69,23 @@ type CheckReport struct {
 	// them (check_services.go).
 	TCPServices *CheckedServices `json:"tcpServices,omitempty"`
 	UDPServices *CheckedServices `json:"udpServices,omitempty"`
-	Summary     CheckSummary     `json:"summary"`
+	// Objects are the objects besides the Ingresses and ConfigMaps that
+	// fail the check (checkObjects).
+	Objects []CheckedObject `json:"objects,omitempty"`
+	Summary CheckSummary    `json:"summary"`
+}
+
+// CheckedObject is an object besides the Ingresses and ConfigMaps that
+// check fails on: an endpoint address nginx must not reach (of an
+// EndpointSlice, FQDN ones as resolved, or a Service's cluster IP), or,
+// from a folder, a manifest that cannot be read (it may be an Ingress).
+type CheckedObject struct {
+	Object string `json:"object"` // "EndpointSlice namespace/name", "File path#N"
+	// Field is what of the object, `endpoints[0].addresses[0] "127.0.0.1"
+	// port 80`; "" for a whole document.
+	Field  string `json:"field,omitempty"`
+	Status string `json:"status"` // refused or invalid
+	Reason string `json:"reason"`
 }
 
 // CheckedIngress lists the annotations of one Ingress under our prefixes.
@@ -128,7 +147,7 @@ func check(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	snap, _, err := readSource(ctx, c, c.String("source"), true)
+	snap, read, err := readSource(ctx, c, c.String("source"), true)
 	if err != nil {
 		return err
 	}
@@ -139,6 +158,7 @@ func check(c *cli.Context) error {
 	}
 	snap.Limits = settings.Limits
 	report, problems := checkSnapshot(snap)
+	report.Objects = checkObjects(read, problems)
 	if name := c.String("configmap"); name != "" {
 		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)
 	}
@@ -159,6 +179,7 @@ func check(c *cli.Context) error {
 		writeCheckConfigMap(c.App.Writer, report.ConfigMap)
 		writeCheckServices(c.App.Writer, report.TCPServices)
 		writeCheckServices(c.App.Writer, report.UDPServices)
+		writeCheckObjects(c.App.Writer, report.Objects)
 	}
 	if cm := report.ConfigMap; cm != nil && !cm.ok() {
 		return cli.Exit(fmt.Sprintf("restysync check: ConfigMap %s: %s", cm.ConfigMap, cm.failure()), 1)
@@ -167,6 +188,9 @@ func check(c *cli.Context) error {
 		if svc != nil && svc.failure() != "" {
 			return cli.Exit(fmt.Sprintf("restysync check: %s services ConfigMap %s: %s", svc.Protocol, svc.ConfigMap, svc.failure()), 1)
 		}
+	}
+	if n := len(report.Objects); n > 0 {
+		return cli.Exit(fmt.Sprintf("restysync check: %d endpoints or manifests are refused or cannot be read", n), 1)
 	}
 	if n := report.Summary.RenderRefused; n > 0 {
 		return cli.Exit(fmt.Sprintf("restysync check: nginx.conf cannot be rendered with %d Ingresses; the agent quarantines them", n), 1)
@@ -325,6 +349,40 @@ func problemAbout(key string, problems []model.Problem) model.Problem {
 		}
 	}
 	return model.Problem{}
+}
+
+// checkObjects returns the objects that fail the check besides the
+// Ingresses and ConfigMaps: the source's manifests that could not be read
+// (not those of a kind it does not read, a Deployment beside the
+// Ingresses), and the endpoints Build refused as targets
+// (model.Targets.CheckEndpoint).
+func checkObjects(read, built []model.Problem) []CheckedObject {
+	var out []CheckedObject
+	for _, p := range read {
+		if p.Kind == "File" && !file.OtherKind(p) {
+			out = append(out, CheckedObject{Object: p.Object(), Status: annotationInvalid, Reason: p.Reason})
+		}
+	}
+	for _, p := range built {
+		if p.Refused && (p.Kind == "EndpointSlice" || p.Kind == "Service") {
+			field, reason, _ := strings.Cut(p.Reason, ": refused: ")
+			out = append(out, CheckedObject{Object: p.Object(), Field: field, Status: model.AnnotationRefused, Reason: reason})
+		}
+	}
+	return out
+}
+
+func writeCheckObjects(w io.Writer, objects []CheckedObject) {
+	for i, o := range objects {
+		if i == 0 || objects[i-1].Object != o.Object {
+			fmt.Fprintf(w, "\n%s\n", o.Object)
+		}
+		if o.Field == "" {
+			fmt.Fprintf(w, "  %s  %s\n", o.Status, o.Reason)
+		} else {
+			fmt.Fprintf(w, "  %s  %s  %s\n", o.Field, o.Status, o.Reason)
+		}
+	}
 }
 
 func writeCheck(w io.Writer, r CheckReport) {

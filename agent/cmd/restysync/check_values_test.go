@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -81,5 +82,48 @@ func TestCheckConfigMapRefusesWhatNginxRefuses(t *testing.T) {
 	}
 	if len(got.Keys) != len(want) || got.ok() {
 		t.Errorf("keys %+v: want %d invalid, and check failing", got.Keys, len(want))
+	}
+}
+
+// Issue 25, point 7: check fails on an endpoint Build refused as a target
+// (an FQDN slice naming 127.0.0.1 reaches the pod) and on a manifest the
+// folder holds that cannot be read, naming each; a document of a kind
+// the file source does not read, and a slice's other problems, do not
+// fail it.
+func TestCheckObjects(t *testing.T) {
+	read := []model.Problem{
+		{Kind: "File", Name: "/m/b.yaml#1", Reason: "yaml: invalid Unicode character; document left out"},
+		{Kind: "File", Name: "/m/deploy.yaml#1", Reason: `kind "Deployment" of apiVersion "apps/v1" is not read (the file source reads ` +
+			`networking.k8s.io/v1 Ingress and IngressClass, v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice); document left out`},
+	}
+	pathType := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "b"},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "b.test", IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType,
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
+		}}}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	name, port, ready := "http", int32(8080), true
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "tenant-b", Name: "web-names", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1", "169.254.169.254", "not-an-ip"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	_, built := checkSnapshot(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}, Services: []*corev1.Service{svc},
+		EndpointSlices: []*discoveryv1.EndpointSlice{slice}})
+	got := checkObjects(read, built)
+	want := []CheckedObject{
+		{Object: "File /m/b.yaml#1", Status: "invalid", Reason: "yaml: invalid Unicode character; document left out"},
+		{Object: "EndpointSlice tenant-b/web-names", Field: `endpoints[0].addresses[1] "169.254.169.254" port 8080`, Status: "refused",
+			Reason: "is 169.254.169.254, a link-local address"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("objects %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if g := got[i]; g.Object != want[i].Object || g.Field != want[i].Field || g.Status != want[i].Status || !strings.HasPrefix(g.Reason, want[i].Reason) {
+			t.Errorf("object %d: %+v, want %+v", i, g, want[i])
+		}
 	}
 }

@@ -209,7 +209,7 @@ func (b *builder) appendIPEndpoints(eps []Endpoint, slice *discoveryv1.EndpointS
 				continue
 			}
 			if reason := b.targets.CheckEndpoint(addr, port); reason != "" {
-				b.problem("EndpointSlice", slice.Namespace, slice.Name,
+				b.endpointRefused("EndpointSlice", slice.Namespace, slice.Name,
 					fmt.Sprintf("endpoints[%d].addresses[%d] %q port %d: refused: %s; address left out, the rest of the slice is used", i, j, address, port, reason))
 				continue
 			}

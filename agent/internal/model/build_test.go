@@ -480,7 +480,7 @@ func TestBuildBackends(t *testing.T) {
 				sliceProblem("shop", "six-2", `endpoints[0].addresses[1] "not-an-ip": is not an IP address; address left out`),
 				sliceProblem("shop", "six-2", `endpoints[0].addresses[2] "::1": is not an IPv4 address; address left out`),
 				sliceProblem("shop", "six-2", `endpoints[0].addresses[3] "224.0.0.1": is not a unicast address; address left out`),
-				sliceProblem("shop", "six-2", `endpoints[0].addresses[4] "127.0.0.1" port 8080: refused: is 127.0.0.1, a loopback address, which is inside the ingress pod; address left out, the rest of the slice is used`),
+				refusedSliceProblem("shop", "six-2", `endpoints[0].addresses[4] "127.0.0.1" port 8080: refused: is 127.0.0.1, a loopback address, which is inside the ingress pod; address left out, the rest of the slice is used`),
 				sliceProblem("shop", "six-2", `endpoints[0].addresses[5] "0.0.0.0": is not a unicast address; address left out`),
 				sliceProblem("shop", "six-4", `addressType "IPv5": is not supported; slice left out`),
 				sliceProblem("shop", "six-5", `ports[0] (name "http"): has no valid port number; slice left out for this port`),

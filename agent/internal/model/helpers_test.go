@@ -213,6 +213,12 @@ func sliceProblem(namespace, name, reason string) Problem {
 	return Problem{Kind: "EndpointSlice", Namespace: namespace, Name: name, Reason: reason}
 }
 
+// refusedSliceProblem is the Problem of an endpoint address refused as a
+// target (Targets.CheckEndpoint).
+func refusedSliceProblem(namespace, name, reason string) Problem {
+	return Problem{Kind: "EndpointSlice", Namespace: namespace, Name: name, Reason: reason, Refused: true}
+}
+
 // checkBuild compares Build's result with the wanted model and problems.
 func checkBuild(t *testing.T, s Snapshot, want Model, wantProblems []Problem) {
 	t.Helper()

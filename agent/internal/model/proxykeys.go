@@ -554,7 +554,7 @@ func (b *builder) serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort
 		return nil, false
 	}
 	if reason := b.targets.CheckEndpoint(netip.MustParseAddr(ip), port.Port); reason != "" {
-		b.problem("Service", svc.Namespace, svc.Name, fmt.Sprintf("spec.clusterIP %q: refused: %s; no endpoint", ip, reason))
+		b.endpointRefused("Service", svc.Namespace, svc.Name, fmt.Sprintf("spec.clusterIP %q: refused: %s; no endpoint", ip, reason))
 		return []Endpoint{}, true
 	}
 	return []Endpoint{{Address: ip, Port: port.Port}}, true

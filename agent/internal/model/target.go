@@ -313,6 +313,13 @@ func (b *builder) targetRefused(ing *networkingv1.Ingress, key, value, reason, i
 		Reason: clipReason(fmt.Sprintf("annotation %s: refused: %q %s; %s", key, clip(value), reason, instead))})
 }
 
+// endpointRefused reports an endpoint address of the object kind
+// namespace/name that CheckEndpoint refused: a Problem marked Refused, so
+// that restysync check names the object and fails.
+func (b *builder) endpointRefused(kind, namespace, name, reason string) {
+	b.problems = append(b.problems, Problem{Kind: kind, Namespace: namespace, Name: name, Refused: true, Reason: clipReason(reason)})
+}
+
 // checkGlobalAuth refuses the ConfigMap's global-auth-url when CheckURL
 // does: every Ingress under the global auth then fails closed.
 func (b *builder) checkGlobalAuth(s Snapshot) {

@@ -19,12 +19,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // acceptedKinds names what the decoder reads, for the Problem of any other kind.
 const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
 	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice"
+
+// otherKindNote is in the reason of a document of a kind the decoder
+// does not read (OtherKind).
+const otherKindNote = "is not read (the file source reads " + acceptedKinds + ")"
+
+// OtherKind says p is the file source's Problem about a document of a kind
+// it does not read (a Deployment beside the Ingresses): left out as it
+// should be, unlike a document that does not decode. restysync check
+// fails on the others.
+func OtherKind(p model.Problem) bool {
+	return p.Kind == "File" && strings.Contains(p.Reason, otherKindNote)
+}
 
 // maxReasonLen caps a decoder message, which may quote the input, in a Problem.
 const maxReasonLen = 400
@@ -234,8 +247,8 @@ func decodeErrorReason(err error, gvk *schema.GroupVersionKind) string {
 		// The document is a list, a scalar, or has a non-string kind.
 		return "not an object with string fields apiVersion and kind; document left out"
 	case runtime.IsNotRegisteredError(err) && gvk != nil:
-		return fmt.Sprintf("kind %q of apiVersion %q is not read (the file source reads %s); document left out",
-			shorten(gvk.Kind), shorten(gvk.GroupVersion().String()), acceptedKinds)
+		return fmt.Sprintf("kind %q of apiVersion %q %s; document left out",
+			shorten(gvk.Kind), shorten(gvk.GroupVersion().String()), otherKindNote)
 	default:
 		return shorten(err.Error()) + "; document left out"
 	}

@@ -346,6 +346,10 @@ func TestDecodeFolder(t *testing.T) {
 				if got.Kind != "File" || got.Name != want.name || !strings.Contains(got.Reason, want.reason) {
 					t.Errorf("problem %d = %v, want File %s: ...%s...", i, got, want.name, want.reason)
 				}
+				// Only a document of another kind is one check lets pass.
+				if other := strings.Contains(want.reason, "is not read"); OtherKind(got) != other {
+					t.Errorf("problem %d = %v: OtherKind %v, want %v", i, got, !other, other)
+				}
 			}
 			if tt.check != nil {
 				tt.check(t, snap)
