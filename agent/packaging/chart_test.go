@@ -265,9 +265,10 @@ func TestChartRenders(t *testing.T) {
 				}
 			}
 
-			// Probes: the agent's /healthz and /readyz on the metrics port,
-			// nginx's status server's /healthz.
-			for probe, want := range map[*corev1.Probe]string{agent.StartupProbe: "/healthz", agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz"} {
+			// Probes: the agent's /healthz and /readyz?serving (a refused
+			// ConfigMap, shared by every replica, takes none out of the
+			// Service) on the metrics port, nginx's status server's /healthz.
+			for probe, want := range map[*corev1.Probe]string{agent.StartupProbe: "/healthz", agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz?serving"} {
 				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.String() != "metrics" {
 					t.Errorf("agent probe %+v: want GET %s on port metrics", probe, want)
 				}

@@ -161,11 +161,17 @@ func (s *Server) Healthy() Health {
 	return Health{OK: true, Reason: "the sync loop is running"}
 }
 
-// Ready says whether this replica should get traffic: the source finished
-// its first listing, nginx was confirmed to run a config of this agent
-// (by its hash), the agent's ConfigMap is not refused as it is, and
+// Ready says whether this replica runs as configured: the source
+// finished its first listing, nginx was confirmed to run a config of this
+// agent (by its hash), the agent's ConfigMap is not refused as it is, and
 // nginx answers now, running that config.
-func (s *Server) Ready(ctx context.Context) Health {
+//
+// serving asks only whether the replica should get traffic (GET
+// /readyz?serving, the charts' readiness probe): a refused ConfigMap then
+// does not count, since nginx serves its last good version. A ConfigMap
+// is shared by every replica, so a readiness probe that failed on it
+// would take them all out of the Service at once.
+func (s *Server) Ready(ctx context.Context, serving bool) Health {
 	st := s.opts.State()
 	switch {
 	case !st.Synced:
@@ -176,7 +182,7 @@ func (s *Server) Ready(ctx context.Context) Health {
 		return Health{Reason: "no config is confirmed running in nginx yet"}
 	case len(st.WorkerAccess) > 0:
 		return Health{Reason: strings.Join(st.WorkerAccess, "; ")}
-	case st.ConfigMapRefused != "":
+	case st.ConfigMapRefused != "" && !serving:
 		return Health{Reason: "the agent's ConfigMap is refused as it is; the last version nginx took serves, with the Ingress changes on top, until the ConfigMap changes: " + st.ConfigMapRefused}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LuaTimeout)
@@ -196,7 +202,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	writeHealth(w, s.Ready(r.Context()))
+	writeHealth(w, s.Ready(r.Context(), r.URL.Query().Has("serving")))
 }
 
 func writeHealth(w http.ResponseWriter, h Health) {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,35 +68,42 @@ func TestHealthz(t *testing.T) {
 
 func TestReadyz(t *testing.T) {
 	up := luaapi.Status{ConfigHash: "aaa", BootID: "b1"}
+	refused := syncer.State{Synced: true, ConfigHash: "aaa", ConfigMapRefused: "nginx rejected the config: [emerg] invalid ssl_ciphers"}
 	cases := []struct {
 		name   string
+		path   string
 		state  syncer.State
 		lua    *fakeLua
 		want   int
 		reason string
 	}{
-		{"source listing", syncer.State{}, &fakeLua{status: up}, 503, "listing"},
-		{"nothing applied", syncer.State{Synced: true}, &fakeLua{status: up}, 503, "no config"},
-		{"nginx down", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
-		{"nginx runs another config", syncer.State{Synced: true, ConfigHash: "bbb"}, &fakeLua{status: up}, 503, "not the applied"},
-		{"socket unusable", syncer.State{Synced: true, NginxUnreachable: "asking lua for /status: 500: module 'restysync.api' not found"},
+		{"source listing", "", syncer.State{}, &fakeLua{status: up}, 503, "listing"},
+		{"nothing applied", "", syncer.State{Synced: true}, &fakeLua{status: up}, 503, "no config"},
+		{"nginx down", "", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
+		{"nginx runs another config", "", syncer.State{Synced: true, ConfigHash: "bbb"}, &fakeLua{status: up}, 503, "not the applied"},
+		{"socket unusable", "", syncer.State{Synced: true, NginxUnreachable: "asking lua for /status: 500: module 'restysync.api' not found"},
 			&fakeLua{status: up}, 503, "no config is confirmed running in nginx yet: nginx does not answer: asking lua for /status: 500: module"},
-		{"workers cannot read", syncer.State{Synced: true, ConfigHash: "aaa", WorkerAccess: []string{"nginx workers cannot read /s/auth/x: Permission denied"}},
+		{"workers cannot read", "", syncer.State{Synced: true, ConfigHash: "aaa", WorkerAccess: []string{"nginx workers cannot read /s/auth/x: Permission denied"}},
 			&fakeLua{status: up}, 503, "nginx workers cannot read /s/auth/x: Permission denied"},
-		{"ConfigMap refused", syncer.State{Synced: true, ConfigHash: "aaa", ConfigMapRefused: "nginx rejected the config: [emerg] invalid ssl_ciphers"},
+		{"ConfigMap refused", "", refused,
 			&fakeLua{status: up}, 503, "ConfigMap is refused as it is; the last version nginx took serves, with the Ingress changes on top, until the ConfigMap changes: nginx rejected the config: [emerg] invalid ssl_ciphers"},
-		{"ready", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
+		// The readiness probe: the last good ConfigMap serves, the replica
+		// stays in the Service.
+		{"ConfigMap refused, serving", "/readyz?serving", refused, &fakeLua{status: up}, 200, "runs config aaa"},
+		{"nginx down, serving", "/readyz?serving", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
+		{"ready", "", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := New(Options{State: func() syncer.State { return c.state }, Lua: c.lua})
-			code, body := get(t, s.Handler(), "/readyz")
+			path := cmp.Or(c.path, "/readyz")
+			code, body := get(t, s.Handler(), path)
 			var h Health
 			if err := json.Unmarshal([]byte(body), &h); err != nil {
 				t.Fatalf("body %q: %v", body, err)
 			}
 			if code != c.want || h.OK != (c.want == 200) || !strings.Contains(h.Reason, c.reason) {
-				t.Errorf("GET /readyz: %d %+v, want %d and a reason with %q", code, h, c.want, c.reason)
+				t.Errorf("GET %s: %d %+v, want %d and a reason with %q", path, code, h, c.want, c.reason)
 			}
 		})
 	}

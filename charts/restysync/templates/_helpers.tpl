@@ -163,7 +163,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     failureThreshold: {{ .Values.agent.livenessProbe.failureThreshold }}
   readinessProbe:
     httpGet:
-      path: /readyz
+      path: /readyz?serving
       port: metrics
     periodSeconds: {{ .Values.agent.readinessProbe.periodSeconds }}
     timeoutSeconds: {{ .Values.agent.readinessProbe.timeoutSeconds }}
