@@ -332,9 +332,13 @@ end
 
 -- route is access() for the default server's "location /", which every
 -- host reaches: its route in restysync.routes (the host's own, a wildcard's,
--- or for any other host, and for an HTTPS request to a host without https,
--- the default server's "_") picks the location by path; no route or no
--- matching path is a 404; a regex that fails to run, or regexes that spend
+-- or for any other host the default server's "_") picks the location by
+-- path, over HTTP and HTTPS alike: a host without TLS of its own is served
+-- over HTTPS by its own locations with the default certificate, as
+-- ingress-nginx serves it, never by "_", which another tenant's host-less
+-- rule may own. No route or no matching path is a 404; a stored route that
+-- does not decode a 500 (not "_"'s answer, for the same reason); a regex
+-- that fails to run, or regexes that spend
 -- the request's budget, a 500 (restysync.routes.match), as nginx answers
 -- when a location's regex fails. A plain-HTTP request to a location with
 -- ssl_redirect gets a 308 to HTTPS, on redirect_port (":PORT" or ""); a
@@ -353,13 +357,11 @@ function _M.route(redirect_port, log_backend, in_body_location)
     local d = restysync.dict()
     local host = ngx_var.host
     local r, err = routes.lookup(d, host)
-    if r and not r.https and ngx_var.https == "on" then
-        r = nil
+    if err then
+        ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
     if not r then
-        if err then
-            ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
-        end
         r, err = routes.default(d)
         if not r then
             if err then

@@ -26,10 +26,12 @@
 -- in the order pushed) are tried, the first match winning; else the
 -- longest prefix. The regexes of one request share a budget (see
 -- "Regex budget" below): a regex PCRE fails to run, or a search that
--- spends the budget, is a failure, never "no match". A host without
--- "https" is not routed for HTTPS requests
--- ("_" answers them, as the default server for a host without TLS); a
--- location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS (the
+-- spends the budget, is a failure, never "no match". A host is routed by
+-- its own locations over HTTP and HTTPS alike: "https" (the host has TLS
+-- of its own) is kept for the agent's and /debug's view and decides
+-- nothing here (a host without TLS is served over HTTPS with the default
+-- certificate, as ingress-nginx does; the HTTPS redirect is each
+-- location's "ssl_redirect"); a location with "ssl_redirect" answers plain HTTP with a 308 to HTTPS (the
 -- URI's trailing "/" dropped, as ingress-nginx does, unless
 -- "preserve_trailing_slash"); one with "redirect_host" answers every request
 -- with a 308 to that host (from-to-www-redirect); a
@@ -360,7 +362,7 @@ end
 
 -- Serving ----------------------------------------------------------------
 
--- cache[host] = { https = bool, exact = { [path] = loc }, prefixes = { loc, ... },
+-- cache[host] = { exact = { [path] = loc }, prefixes = { loc, ... },
 --                 only = loc when "/" is the one location },
 -- loc = { path=, len=, backend=, ssl_redirect=, connect_timeout=,
 --        send_timeout=, read_timeout=, timeouts = any of the three set },
@@ -393,7 +395,7 @@ local function build(raw)
         end
     end
     table_sort(prefixes, function(a, b) return a.len > b.len end)
-    local r = { https = route.https == true, exact = exact, prefixes = prefixes, regexes = regexes }
+    local r = { exact = exact, prefixes = prefixes, regexes = regexes }
     if #list == 1 and prefixes[1] and prefixes[1].path == "/" then
         -- One Prefix "/": every path matches, and match needs no $uri.
         r.only = prefixes[1]

@@ -60,7 +60,10 @@ type StreamEntry struct {
 type Host struct {
 	// Host is the server name; "" is the default server.
 	Host string `json:"host"`
-	// HTTPS says it listens on the HTTPS port too.
+	// HTTPS says it has TLS of its own (a spec.tls names it; the default
+	// server always): its locations redirect plain HTTP unless
+	// ssl-redirect is "false". Every host is served on the HTTPS port;
+	// one without TLS with the default certificate.
 	HTTPS bool `json:"https"`
 	// Certificate is the Secret ("namespace/name") served for it by SNI, if any.
 	Certificate string `json:"certificate,omitempty"`

@@ -446,11 +446,12 @@ func (b *builder) model() Model {
 	return m
 }
 
-// servesHTTPS says whether host listens for HTTPS: when a spec.tls of an
-// Ingress with a rule for host names it, or names a wildcard that covers
-// it (markHTTPS). Another Ingress's wildcard does not: B's "*.test" must
-// not redirect A's "a.test" to HTTPS. (The default server always listens
-// for HTTPS; render sees to that.)
+// servesHTTPS says whether host has TLS of its own (Server.HTTPS; every
+// host is served over HTTPS, one without it with the default
+// certificate): when a spec.tls of an Ingress with a rule for host names
+// it, or names a wildcard that covers it (markHTTPS). Another Ingress's
+// wildcard does not: B's "*.test" must not redirect A's "a.test" to
+// HTTPS. (The default server's "_" is always HTTPS; render sees to that.)
 func (b *builder) servesHTTPS(host string) bool {
 	return host != "" && b.httpsHosts[host]
 }

@@ -175,10 +175,13 @@ type Server struct {
 	// its "www.", whose requests are redirected to Host (annotation
 	// from-to-www-redirect; proxykeys.go); "" when none.
 	WWWRedirect string
-	// HTTPS says the host is served over HTTPS too: the default server
-	// always, another only when a spec.tls names its host. An HTTPS request
-	// for a host without it gets the default server's locations, as nginx
-	// did when each host had a server block of its own.
+	// HTTPS says the host has TLS of its own: the default server always,
+	// another only when a spec.tls of an Ingress with a rule for it names
+	// it. Its locations redirect plain HTTP (ssl-redirect) and it may check
+	// client certificates. Every host is served over HTTPS all the same: a
+	// host without TLS by its own locations with the default certificate,
+	// as ingress-nginx serves it (never by the default server's, which
+	// another tenant's host-less rule may own).
 	HTTPS bool
 	// ClientTLS, when set (CAFile not ""), makes the host a server block of
 	// its own that checks client certificates (clienttls.go).
@@ -218,7 +221,7 @@ type Location struct {
 	// Ingress that owns this location ("namespace/name").
 	Ingress string
 	// SSLRedirect answers a plain-HTTP request with a 308 to the same URL
-	// over HTTPS: by default on hosts that listen for HTTPS (annotation
+	// over HTTPS: by default on hosts with TLS of their own (annotation
 	// ssl-redirect), on any host with force-ssl-redirect.
 	SSLRedirect bool
 	// Protocol nginx speaks to the backend: ProtocolHTTP (""), ProtocolHTTPS,

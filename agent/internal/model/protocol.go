@@ -79,7 +79,7 @@ func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 }
 
 // finishLocation applies the options of the Ingress that owns loc, on a
-// server that listens for HTTPS or not.
+// server that has TLS of its own (Server.HTTPS) or not.
 func (b *builder) finishLocation(loc Location, https bool) Location {
 	o, ok := b.locationOptions[loc.Ingress]
 	if !ok {

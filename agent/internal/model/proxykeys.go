@@ -193,9 +193,13 @@ func ParseCookieRewrite(value string, path bool) (string, string) {
 
 // redirectVariables are the nginx variables proxy-redirect-from and -to
 // may use, by the name a user writes, with the variable nginx.conf uses.
+// $http_host is the host the router matched, with the client's port
+// (render's $restysync_http_host), not the raw Host header: a Host header
+// that disagrees with an absolute request line must not set the Location
+// a client (or a cache in front) is sent to.
 var redirectVariables = map[string]string{
 	"host":               "host",
-	"http_host":          "http_host",
+	"http_host":          "restysync_http_host",
 	"best_http_host":     "restysync_forwarded_host",
 	"scheme":             "scheme",
 	"pass_access_scheme": "restysync_forwarded_proto",

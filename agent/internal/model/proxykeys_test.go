@@ -127,6 +127,11 @@ func TestProxyRedirectPair(t *testing.T) {
 			ProxySettings{RedirectFrom: "http://download.kiwix.org/", RedirectTo: "${scheme}://download.kiwix.org/"}, 0},
 		{"best host", map[string]string{from: "http://backend:8080/", to: "https://$best_http_host/"},
 			ProxySettings{RedirectFrom: "http://backend:8080/", RedirectTo: "https://${restysync_forwarded_host}/"}, 0},
+		// $http_host is the host the router matched (with the client's
+		// port): a Host header that disagrees with an absolute request
+		// line does not set the Location.
+		{"http host", map[string]string{from: "http://$http_host/", to: "https://$http_host/app/"},
+			ProxySettings{RedirectFrom: "http://${restysync_http_host}/", RedirectTo: "https://${restysync_http_host}/app/"}, 0},
 		{"off", map[string]string{from: "off", to: "/x"}, ProxySettings{RedirectFrom: "off"}, 0},
 		{"default", map[string]string{from: "default"}, ProxySettings{}, 0},
 		{"from alone rewrites nothing", map[string]string{from: "http://a/"}, ProxySettings{}, 0},

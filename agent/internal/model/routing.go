@@ -32,9 +32,11 @@ type Route struct {
 	// Host is an exact host, a wildcard "*.example.com" (one label), or
 	// "_" for the default server's locations (render.DefaultRoute).
 	Host string
-	// HTTPS says the host is served over HTTPS too (Server.HTTPS); else an
-	// HTTPS request for it gets the default server's answer, as a server
-	// block without TLS would.
+	// HTTPS says the host has TLS of its own (Server.HTTPS). Lua routes
+	// HTTPS requests by the host's locations either way (one without TLS
+	// is served with the default certificate, as in ingress-nginx); the
+	// HTTPS redirect is each location's SSLRedirect. It is held for the
+	// agent's and /debug's view of the routes.
 	HTTPS     bool
 	Locations []RouteLocation
 }

@@ -145,9 +145,10 @@ func wildcardCovers(pattern, host string) bool {
 	return ok && rest == parent
 }
 
-// markHTTPS records that host listens for HTTPS, and, for a wildcard,
-// the hosts of ing's own rules it covers: never another Ingress's host,
-// which listens for HTTPS only when a spec.tls of its own Ingress says so.
+// markHTTPS records that host has TLS of its own (Server.HTTPS: its
+// certificate, the HTTPS redirect), and, for a wildcard, the hosts of
+// ing's own rules it covers: never another Ingress's host, which has TLS
+// only when a spec.tls of its own Ingress says so.
 func (b *builder) markHTTPS(ing *networkingv1.Ingress, host string) {
 	host = strings.ToLower(host)
 	b.httpsHosts[host] = true

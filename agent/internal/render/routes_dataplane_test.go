@@ -108,21 +108,29 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		}
 	})
 
-	t.Run("a routed host is not served over HTTPS", func(t *testing.T) {
-		// As with a server block without TLS: the default server answers.
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "app.example.com"},
-		}}
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/foo", settings.HTTPSPort), nil)
-		req.Host = "app.example.com"
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(body) != "fallback" {
-			t.Errorf("https://app.example.com/foo answered %d %q, want the default backend", resp.StatusCode, body)
+	t.Run("a host without TLS is served over HTTPS by its own routes", func(t *testing.T) {
+		// As ingress-nginx serves it (with the default certificate), never
+		// by the default server's "_", which another tenant may own; a host
+		// with no route of its own gets "_" over HTTPS as over HTTP.
+		for _, tc := range []struct{ host, path, want string }{
+			{"app.example.com", "/foo", "exact"},
+			{"app.example.com", "/foo/bar", "bar"},
+			{"unknown.example.com", "/foo", "fallback"},
+		} {
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: tc.host},
+			}}
+			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", settings.HTTPSPort, tc.path), nil)
+			req.Host = tc.host
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(body) != tc.want {
+				t.Errorf("https://%s%s answered %d %q, want 200 %q", tc.host, tc.path, resp.StatusCode, body, tc.want)
+			}
 		}
 	})
 

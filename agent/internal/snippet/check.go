@@ -711,6 +711,10 @@ func (c *checker) locationReturn(d Directive, loc *Location) *Refusal {
 		return nil
 	}
 	redirect := slices.Contains(redirectCodes, loc.Code)
+	// A redirect's $http_host is the host the router matched (render's
+	// $restysync_http_host, with the client's port): a Host header that
+	// disagrees with an absolute request line must not set the Location.
+	scope.routedHTTPHost = redirect
 	value, reason := parseValue(text, scope, !redirect)
 	if reason != "" {
 		return refuse(d, "the text %s", reason)

@@ -47,6 +47,14 @@ func TestCheckAccepts(t *testing.T) {
 		{"redirect with variables", Server, "location = /old { return 301 https://$host/new?$args; }", Result{
 			Locations: []Location{{Modifier: "=", Path: "/old", Line: 1, Code: 301, Text: v(lit("https://"), nv("host"), lit("/new?"), nv("args"))}},
 		}},
+		// A redirect's $http_host is the host the router matched; a body's
+		// is the Host header, as nginx has it.
+		{"redirect to $http_host", Server, "location = /old { return 302 https://$http_host/new; }\nlocation = /echo { return 200 $http_host; }", Result{
+			Locations: []Location{
+				{Modifier: "=", Path: "/old", Line: 1, Code: 302, Text: v(lit("https://"), Part{Var: Variable{Name: "http_host", Nginx: RoutedHTTPHost}}, lit("/new"))},
+				{Modifier: "=", Path: "/echo", Line: 2, Code: 200, Text: v(nv("http_host"))},
+			},
+		}},
 		{"vouch (corpus 039)", Auth, "# comment\nauth_request_set $auth_resp_jwt $upstream_http_x_vouch_jwt;\nauth_request_set $auth_status $upstream_status;", Result{
 			AuthSets: []AuthSet{{Var: "auth_resp_jwt", Nginx: "restysync_set_1", Upstream: "upstream_http_x_vouch_jwt", Line: 2},
 				{Var: "auth_status", Nginx: "restysync_set_2", Upstream: "upstream_status", Line: 3}},

@@ -36,6 +36,12 @@ const (
 	LocationServerName  = "server_name"  // the host of the location's server ("_" for the default one)
 )
 
+// RoutedHTTPHost is the variable a redirect's $http_host reads: the host
+// the router matched with the Host header's port when that header names
+// the same host (nginx.conf's map), never a Host header that disagrees
+// with an absolute request line.
+const RoutedHTTPHost = "restysync_http_host"
+
 // plainVariables are nginx's variables a value may use as they are.
 var plainVariables = map[string]bool{
 	"host": true, "http_host": true, "remote_addr": true, "remote_port": true, "scheme": true,
@@ -81,6 +87,9 @@ const AllowedVariables = "$host, $http_host, $remote_addr, $remote_port, $scheme
 type varScope struct {
 	upstream bool              // $upstream_http_NAME: response headers only
 	authSets map[string]string // names auth_request_set defines, and their nginx variables
+	// routedHTTPHost reads $http_host as RoutedHTTPHost: a URL a client
+	// is redirected to.
+	routedHTTPHost bool
 }
 
 // lookup returns the variable name (as written, without "$") stands for.
@@ -90,6 +99,8 @@ func (s varScope) lookup(name string) (Variable, string) {
 		return Variable{}, fmt.Sprintf("uses $%s, which is not a variable name of letters, digits and \"_\"", clip(name))
 	}
 	switch {
+	case lower == "http_host" && s.routedHTTPHost:
+		return Variable{Name: lower, Nginx: RoutedHTTPHost}, ""
 	case plainVariables[lower]:
 		return Variable{Name: lower, Nginx: lower}, ""
 	case aliasVariables[lower] != "":
