@@ -154,9 +154,10 @@ func TestClientCertificates(t *testing.T) {
 
 // Tenant B's wildcard "*.test" that checks client certificates takes no
 // exact host of tenant A's under it: A's a.test (TLS of its own), c.test
-// (no TLS) and ma.test (client certificates of A's own CA) are served
-// without a certificate of B's CA, while B's x.test still asks for one.
-// Before, nginx picked B's regex server for a.test's handshake: 400.
+// (no TLS) and ma.test (client certificates of A's own CA, with its alias
+// ma2.test) are served without a certificate of B's CA, while B's x.test
+// still asks for one. Before, nginx picked B's regex server for a.test's
+// handshake: 400; and ma2.test was served without any certificate.
 func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
 	const ip = "127.0.0.170"
 	backend := func(name string) int {
@@ -178,17 +179,22 @@ func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
 			"nginx.ingress.kubernetes.io/auth-tls-verify-client": "on",
 		}
 	}
+	with := func(a map[string]string, key, value string) map[string]string {
+		a[key] = value
+		return a
+	}
 	route := func(name, host, service string, tls []ingressTLS, annotations map[string]string) string {
 		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", service)}, tls: tls, annotations: annotations})
 	}
 	s := newStack(t, map[string]string{
-		"classes.yaml":  ingressClasses,
-		"a-app.yaml":    tenant("tenant-a", service("app-a", portA, ep(ip))),
-		"a-tls.yaml":    tenant("tenant-a", tlsSecret("a-tls", tlsA.cert, tlsA.key)),
-		"a-ca.yaml":     tenant("tenant-a", opaqueSecret("ca", map[string]string{"ca.crt": caA.certPEM})),
-		"a.yaml":        tenant("tenant-a", route("a", "a.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"a.test"}}}, nil)),
-		"c.yaml":        tenant("tenant-a", route("c", "c.test", "app-a", nil, nil)),
-		"ma.yaml":       tenant("tenant-a", route("ma", "ma.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"ma.test"}}}, clientTLS("tenant-a/ca"))),
+		"classes.yaml": ingressClasses,
+		"a-app.yaml":   tenant("tenant-a", service("app-a", portA, ep(ip))),
+		"a-tls.yaml":   tenant("tenant-a", tlsSecret("a-tls", tlsA.cert, tlsA.key)),
+		"a-ca.yaml":    tenant("tenant-a", opaqueSecret("ca", map[string]string{"ca.crt": caA.certPEM})),
+		"a.yaml":       tenant("tenant-a", route("a", "a.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"a.test"}}}, nil)),
+		"c.yaml":       tenant("tenant-a", route("c", "c.test", "app-a", nil, nil)),
+		"ma.yaml": tenant("tenant-a", route("ma", "ma.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"ma.test"}}},
+			with(clientTLS("tenant-a/ca"), "nginx.ingress.kubernetes.io/server-alias", "ma2.test"))),
 		"b-app.yaml":    tenant("tenant-b", service("app-b", portB, ep(ip))),
 		"b-tls.yaml":    tenant("tenant-b", tlsSecret("b-tls", tlsB.cert, tlsB.key)),
 		"b-ca.yaml":     tenant("tenant-b", opaqueSecret("ca", map[string]string{"ca.crt": caB.certPEM})),
@@ -240,13 +246,16 @@ func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
 	if code, body, err := s.get("c.test", "/"); err != nil || code != http.StatusOK || body != "A verify= subject=" {
 		t.Errorf("http://c.test: %d %q %v, want 200 from A's backend", code, body, err)
 	}
-	// ma.test checks A's own CA: B's certificate is refused there.
-	if code, body := get(withA, "https://ma.test/"); code != http.StatusOK || body != "A verify=SUCCESS subject=CN=client-a" {
-		t.Errorf("ma.test with A's certificate: %d %q, want 200 from A's backend", code, body)
-	}
-	for name, c := range map[string]*http.Client{"no certificate": none, "B's": withB} {
-		if code, body := get(c, "https://ma.test/"); code != http.StatusBadRequest {
-			t.Errorf("ma.test with %s: %d %q, want 400", name, code, body)
+	// ma.test checks A's own CA: B's certificate is refused there, and
+	// so is a request for its alias ma2.test without A's certificate.
+	for _, host := range []string{"ma.test", "ma2.test"} {
+		if code, body := get(withA, "https://"+host+"/"); code != http.StatusOK || body != "A verify=SUCCESS subject=CN=client-a" {
+			t.Errorf("%s with A's certificate: %d %q, want 200 from A's backend", host, code, body)
+		}
+		for name, c := range map[string]*http.Client{"no certificate": none, "B's": withB} {
+			if code, body := get(c, "https://"+host+"/"); code != http.StatusBadRequest {
+				t.Errorf("%s with %s: %d %q, want 400", host, name, code, body)
+			}
 		}
 	}
 }

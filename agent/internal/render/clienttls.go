@@ -13,7 +13,11 @@ import (
 // default server; this one answers the same locations through the same
 // router and profiles, with ssl_verify_client on top.
 type clientTLSServerView struct {
-	Host      string
+	Host string
+	// Aliases are the host's server-alias names that are no host of
+	// their own: the router serves them the host's locations, so they are
+	// checked here too, as in ingress-nginx's server of the host.
+	Aliases   []string
 	CAFile    string
 	CRLFile   string
 	Verify    string
@@ -27,6 +31,10 @@ var clientVerifyModes = map[string]bool{"on": true, "optional": true, "optional_
 // certificates, in host order.
 func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 	var out []clientTLSServerView
+	hosts := make(map[string]bool, len(m.Servers))
+	for _, srv := range m.Servers {
+		hosts[srv.Host] = true
+	}
 	for _, srv := range m.Servers {
 		c := srv.ClientTLS
 		if c.CAFile == "" || !srv.HTTPS {
@@ -43,8 +51,18 @@ func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 				return nil, fmt.Errorf("host %s: %w", srv.Host, err)
 			}
 		}
-		out = append(out, clientTLSServerView{Host: srv.Host, CAFile: c.CAFile, CRLFile: c.CRLFile,
-			Verify: c.Verify, Depth: c.Depth, ErrorPage: c.ErrorPage})
+		v := clientTLSServerView{Host: srv.Host, CAFile: c.CAFile, CRLFile: c.CRLFile,
+			Verify: c.Verify, Depth: c.Depth, ErrorPage: c.ErrorPage}
+		for _, alias := range srv.Aliases {
+			if hosts[alias] {
+				continue // a server of its own takes the name (routesOf)
+			}
+			if _, err := serverName(alias); err != nil {
+				return nil, fmt.Errorf("host %s: alias: %w", srv.Host, err)
+			}
+			v.Aliases = append(v.Aliases, alias)
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -52,7 +70,7 @@ func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 // defaultServerNames returns the exact names the default server must name
 // in its server_name, sorted: every name the router serves (a server's
 // exact host, its aliases, its www redirect) that a client-TLS wildcard
-// server's regex matches and that is not a client-TLS server of its own.
+// server's regex matches and that no client-TLS server names.
 //
 // nginx picks the server of a TLS handshake by SNI, and of a request by
 // Host, among names: exact, then wildcard, then regex, then the default
@@ -72,6 +90,9 @@ func defaultServerNames(m model.Model, servers []clientTLSServerView) []string {
 			wildcards[s.Host] = true
 		} else {
 			own[s.Host] = true
+		}
+		for _, alias := range s.Aliases {
+			own[alias] = true
 		}
 	}
 	if len(wildcards) == 0 {

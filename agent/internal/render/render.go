@@ -417,6 +417,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		if !strings.HasPrefix(s.Host, "*.") {
 			exact = append(exact, s.Host)
 		}
+		exact = append(exact, s.Aliases...)
 	}
 	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHash(exact, view.DefaultServerNames)
 	return view, nil
