@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -148,5 +149,115 @@ func TestClientCertificates(t *testing.T) {
 	s.steadyWorkers()
 	if code, body, _ := get(good, "mtls.test"); code != http.StatusBadRequest {
 		t.Errorf("the old CA's certificate after the rotation: %d %q, want 400", code, body)
+	}
+}
+
+// Tenant B's wildcard "*.test" that checks client certificates takes no
+// exact host of tenant A's under it: A's a.test (TLS of its own), c.test
+// (no TLS) and ma.test (client certificates of A's own CA, with its alias
+// ma2.test) are served without a certificate of B's CA, while B's x.test
+// still asks for one. Before, nginx picked B's regex server for a.test's
+// handshake: 400; and ma2.test was served without any certificate.
+func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
+	const ip = "127.0.0.170"
+	backend := func(name string) int {
+		return serveOn(t, ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s verify=%s subject=%s", name, r.Header.Get("ssl-client-verify"), r.Header.Get("ssl-client-subject-dn"))
+		}))
+	}
+	portA, portB := backend("A"), backend("B")
+	caA, caB := newTestCA(t, "tenant A CA"), newTestCA(t, "tenant B CA")
+	certA, keyA := caA.leaf(t, "client-a", x509.ExtKeyUsageClientAuth)
+	certB, keyB := caB.leaf(t, "client-b", x509.ExtKeyUsageClientAuth)
+	tlsA, tlsB := newTLSKeyPair(t, 3101, "a.test", "ma.test"), newTLSKeyPair(t, 3102, "*.test")
+	tenant := func(namespace, manifest string) string {
+		return strings.ReplaceAll(manifest, "namespace: default", "namespace: "+namespace)
+	}
+	clientTLS := func(secret string) map[string]string {
+		return map[string]string{
+			"nginx.ingress.kubernetes.io/auth-tls-secret":        secret,
+			"nginx.ingress.kubernetes.io/auth-tls-verify-client": "on",
+		}
+	}
+	with := func(a map[string]string, key, value string) map[string]string {
+		a[key] = value
+		return a
+	}
+	route := func(name, host, service string, tls []ingressTLS, annotations map[string]string) string {
+		return ingress(name, ingressOpts{class: "restysync", host: host, paths: []path{prefix("/", service)}, tls: tls, annotations: annotations})
+	}
+	s := newStack(t, map[string]string{
+		"classes.yaml": ingressClasses,
+		"a-app.yaml":   tenant("tenant-a", service("app-a", portA, ep(ip))),
+		"a-tls.yaml":   tenant("tenant-a", tlsSecret("a-tls", tlsA.cert, tlsA.key)),
+		"a-ca.yaml":    tenant("tenant-a", opaqueSecret("ca", map[string]string{"ca.crt": caA.certPEM})),
+		"a.yaml":       tenant("tenant-a", route("a", "a.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"a.test"}}}, nil)),
+		"c.yaml":       tenant("tenant-a", route("c", "c.test", "app-a", nil, nil)),
+		"ma.yaml": tenant("tenant-a", route("ma", "ma.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"ma.test"}}},
+			with(clientTLS("tenant-a/ca"), "nginx.ingress.kubernetes.io/server-alias", "ma2.test"))),
+		"b-app.yaml":    tenant("tenant-b", service("app-b", portB, ep(ip))),
+		"b-tls.yaml":    tenant("tenant-b", tlsSecret("b-tls", tlsB.cert, tlsB.key)),
+		"b-ca.yaml":     tenant("tenant-b", opaqueSecret("ca", map[string]string{"ca.crt": caB.certPEM})),
+		"wildcard.yaml": tenant("tenant-b", route("wildcard", "*.test", "app-b", []ingressTLS{{secret: "b-tls", hosts: []string{"*.test"}}}, clientTLS("tenant-b/ca"))),
+	})
+	httpsPort := stackHTTPSPort(t, s)
+	client := func(certPEM, keyPEM string) *http.Client {
+		c := httpsClient(httpsPort)
+		if certPEM != "" {
+			pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{pair}
+		}
+		return c
+	}
+	get := func(c *http.Client, url string) (int, string) {
+		t.Helper()
+		resp, err := c.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(body)
+	}
+	none, withA, withB := client("", ""), client(certA, keyA), client(certB, keyB)
+	s.eventually("B's x.test asks for B's certificate", func() error {
+		if code, body := get(withB, "https://x.test/"); code != http.StatusOK || body != "B verify=SUCCESS subject=CN=client-b" {
+			return fmt.Errorf("x.test with B's certificate: %d %q", code, body)
+		}
+		return nil
+	})
+	if code, body := get(none, "https://x.test/"); code != http.StatusBadRequest {
+		t.Errorf("x.test without a certificate: %d %q, want 400", code, body)
+	}
+	if code, body := get(none, "https://a.test/"); code != http.StatusOK || body != "A verify= subject=" {
+		t.Errorf("a.test without a certificate: %d %q, want 200 from A's backend", code, body)
+	}
+	if serial, err := servedCertificate(httpsPort, "a.test"); err != nil || serial != "3101" {
+		t.Errorf("a.test's certificate: %s %v, want A's (3101)", serial, err)
+	}
+	// c.test has no spec.tls: over HTTPS it gets what it would without
+	// B's wildcard (the default server's 404, or A's backend where HTTPS
+	// routes a host without TLS by its own locations), never B's check or
+	// B's backend; over HTTP A's backend.
+	if code, body := get(none, "https://c.test/"); code != http.StatusNotFound && (code != http.StatusOK || body != "A verify= subject=") {
+		t.Errorf("https://c.test without a certificate: %d %q, want the default server's 404 or A's backend", code, body)
+	}
+	if code, body, err := s.get("c.test", "/"); err != nil || code != http.StatusOK || body != "A verify= subject=" {
+		t.Errorf("http://c.test: %d %q %v, want 200 from A's backend", code, body, err)
+	}
+	// ma.test checks A's own CA: B's certificate is refused there, and
+	// so is a request for its alias ma2.test without A's certificate.
+	for _, host := range []string{"ma.test", "ma2.test"} {
+		if code, body := get(withA, "https://"+host+"/"); code != http.StatusOK || body != "A verify=SUCCESS subject=CN=client-a" {
+			t.Errorf("%s with A's certificate: %d %q, want 200 from A's backend", host, code, body)
+		}
+		for name, c := range map[string]*http.Client{"no certificate": none, "B's": withB} {
+			if code, body := get(c, "https://"+host+"/"); code != http.StatusBadRequest {
+				t.Errorf("%s with %s: %d %q, want 400", host, name, code, body)
+			}
+		}
 	}
 }

@@ -229,6 +229,12 @@ type confView struct {
 	// ClientTLSServers are the hosts that check client certificates, each
 	// a server block of its own (clienttls.go).
 	ClientTLSServers []clientTLSServerView
+	// DefaultServerNames are exact names the default server names, so
+	// that no client-TLS wildcard server takes them (clienttls.go).
+	DefaultServerNames []string
+	// ServerNamesHashBucketSize and ServerNamesHashMaxSize size the hash
+	// of exact server names; 0 when only "_" and regexes are named.
+	ServerNamesHashBucketSize, ServerNamesHashMaxSize int
 	// Profiles are the shared location profiles (profiles.go).
 	Profiles []Profile
 	// Stream is the stream block, nil for none (stream.go).
@@ -405,6 +411,15 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
 		return confView{}, err
 	}
+	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)
+	var exact []string
+	for _, s := range view.ClientTLSServers {
+		if !strings.HasPrefix(s.Host, "*.") {
+			exact = append(exact, s.Host)
+		}
+		exact = append(exact, s.Aliases...)
+	}
+	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHash(exact, view.DefaultServerNames)
 	return view, nil
 }
 

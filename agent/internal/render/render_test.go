@@ -158,6 +158,9 @@ func goldenCases() []goldenCase {
 				{Host: "plain.example.com", HTTPS: true, Locations: []model.Location{loc("/", model.PathPrefix, "default/app:80")}},
 			},
 		}},
+		// Tenant B's client-TLS wildcard "*.test" leaves the exact hosts
+		// under it to the default server, which names them.
+		{name: "client-certificates-wildcard", settings: goldenSettings, model: clientTLSWildcardModel()},
 		// External authentication (auth-url and friends): two Ingresses
 		// share one auth location, a third caches; DNS servers for names.
 		{name: "external-auth", settings: withResolvers, model: model.Model{
