@@ -370,9 +370,9 @@ local function get_metrics()
                 json_encode(name), count_endpoints(endpoints), requests, failures)
         end
     end
-    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"regex_failures":%d,"certificates":%d,"counting":%s,"api_denied":%d}',
+    reply(200, string_format('{"backends":[%s],"balancer_rebuilds":%d,"regex_failures":%d,"certificates":%d,"counting":%s,"api_denied":%d,"loop_refused":%d}',
         table_concat(parts, ","), m and m:get("rebuilds") or 0, m and m:get("regex_failures") or 0, certs.count(d),
-        m and "true" or "false", m and m:get("api_denied") or 0))
+        m and "true" or "false", m and m:get("api_denied") or 0, m and m:get("loop_refused") or 0))
 end
 
 local function get_certificates()

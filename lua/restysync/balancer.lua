@@ -55,6 +55,7 @@ local ewma = require "restysync.ewma"
 local chash = require "restysync.chash"
 local affinity = require "restysync.affinity"
 local routes = require "restysync.routes"
+local loop = require "restysync.loop"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -345,7 +346,9 @@ end
 -- request whose Content-Length is over the location's max_body gets a 413;
 -- one with a body but no Content-Length jumps to @restysync_body, where
 -- nginx checks the body as it reads it (in_body_location: route() runs
--- there again, and serves the request).
+-- there again, and serves the request). A location whose auth or mirror
+-- requests go to a tenant's URL (loop_guard) answers 508 to a request that
+-- came round through them (restysync.loop).
 -- A location with a profile is served by that named location: the backend,
 -- the Ingress its limits count for, its htpasswd file and the profile's own
 -- name (which the profile checks, so that no other request enters it) go
@@ -381,6 +384,11 @@ function _M.route(redirect_port, log_backend, in_body_location)
         if not loc then
             return ngx_exit(HTTP_NOT_FOUND)
         end
+    end
+    if loc.loop_guard then
+        -- The location sends auth or mirror requests to a tenant's URL: a
+        -- request that came from such a request of this nginx gets a 508.
+        loop.refuse(host)
     end
     if loc.redirect_host then
         -- from-to-www-redirect: the other name of a host goes to the host,

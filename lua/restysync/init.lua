@@ -45,6 +45,7 @@ local MODULES = {
     "restysync.check",
     "restysync.ewma",
     "restysync.health",
+    "restysync.loop",
     "restysync.policy",
     "restysync.routes",
     "restysync.store",
@@ -124,6 +125,7 @@ function _M.init(hash)
         require(MODULES[i])
     end
     require("restysync.api").load_secret()
+    require("restysync.loop").set_token(new_boot_id())
     local d = _M.dict()
     local ok, err = d:add("boot_id", new_boot_id())
     if not ok and err ~= "exists" then

@@ -9,7 +9,10 @@
 --                   [{"path","exact","regex","backend","ssl_redirect",
 --                     "connect_timeout","send_timeout","read_timeout",
 --                     "profile","ingress","auth_file","max_body",
---                     "preserve_trailing_slash","redirect_host","noregex"}, ...]}
+--                     "preserve_trailing_slash","redirect_host","noregex",
+--                     "loop_guard"}, ...]}
+--                   ("loop_guard": the location sends auth or mirror
+--                   requests to a tenant's URL, see restysync.loop)
 --                   ("backend" is absent for a location that answers by
 --                   itself, a server-snippet's, which has a "profile")
 --   routes          how many hosts there are
@@ -118,7 +121,7 @@ local ROUTE_FIELDS = { name = true, https = true, locations = true }
 local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
     connect_timeout = true, send_timeout = true, read_timeout = true,
     profile = true, ingress = true, auth_file = true, max_body = true,
-    preserve_trailing_slash = true, redirect_host = true, noregex = true }
+    preserve_trailing_slash = true, redirect_host = true, noregex = true, loop_guard = true }
 local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
 
 -- flag returns the boolean v (false when absent or null), or nil and the
@@ -233,9 +236,15 @@ local function check_locations(locations, at)
         if preserve == nil then
             return nil, ferr
         end
+        local guard
+        guard, ferr = flag(loc.loop_guard, lat .. ".loop_guard")
+        if guard == nil then
+            return nil, ferr
+        end
         local stored = { path = loc.path, exact = exact or nil, regex = regex or nil,
             backend = (not fixed) and loc.backend or nil, noregex = noregex or nil,
-            ssl_redirect = redirect or nil, preserve_trailing_slash = preserve or nil }
+            ssl_redirect = redirect or nil, preserve_trailing_slash = preserve or nil,
+            loop_guard = guard or nil }
         if loc.redirect_host ~= nil and loc.redirect_host ~= json_null then
             if not check.is_dns_name(loc.redirect_host) then
                 return nil, lat .. ".redirect_host: must be a lower-case DNS name"

@@ -45,6 +45,10 @@ type LuaMetrics struct {
 	// APIDenied counts the requests the config API refused with 403 since
 	// nginx started: no or a wrong secret, or sent by nginx itself.
 	APIDenied int64 `json:"api_denied"`
+	// LoopRefused counts the requests answered 508 since nginx started:
+	// they came round through an auth or mirror request of nginx's own
+	// (lua/restysync/loop.lua).
+	LoopRefused int64 `json:"loop_refused"`
 }
 
 // BackendMetrics is one backend in LuaMetrics.

@@ -363,6 +363,7 @@ type luaCollector struct {
 	regexes      *prometheus.Desc
 	certificates *prometheus.Desc
 	apiDenied    *prometheus.Desc
+	loopRefused  *prometheus.Desc
 	errors       prometheus.Counter
 }
 
@@ -389,6 +390,9 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 			"Certificates Lua holds and serves by SNI.", nil, nil),
 		apiDenied: prometheus.NewDesc(name("api_denied_total"),
 			"Requests the Lua config API refused (403): without the agent's secret, or sent by nginx itself (a mirror, an auth request).", nil, nil),
+		loopRefused: prometheus.NewDesc(name("loop_refused_total"),
+			"Requests answered 508 Loop Detected: they came back into nginx through its own auth or mirror request "+
+				"(a tenant's auth-url, global-auth-url or mirror-target resolving to nginx) and would have sent another.", nil, nil),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "lua", Name: "scrape_errors_total",
 			Help: "Scrapes for which the Lua config API did not answer.",
@@ -397,7 +401,7 @@ func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
 }
 
 func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.regexes, c.certificates, c.apiDenied} {
+	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.regexes, c.certificates, c.apiDenied, c.loopRefused} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -429,6 +433,7 @@ func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.regexes, prometheus.CounterValue, float64(lm.RegexFailures))
 	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
 	ch <- prometheus.MustNewConstMetric(c.apiDenied, prometheus.CounterValue, float64(lm.APIDenied))
+	ch <- prometheus.MustNewConstMetric(c.loopRefused, prometheus.CounterValue, float64(lm.LoopRefused))
 }
 
 // ProblemReasons are the classes ProblemReason sorts problems into.

@@ -177,7 +177,7 @@ func TestLuaSeries(t *testing.T) {
 			{Name: "default/web:80", Endpoints: 3, Requests: 10, Failures: 1},
 			{Name: "default/api:http", Endpoints: 0, Requests: 2, Failures: 2},
 		},
-		BalancerRebuilds: 4, Certificates: 2, Counting: true, APIDenied: 5,
+		BalancerRebuilds: 4, Certificates: 2, Counting: true, APIDenied: 5, LoopRefused: 6,
 	}}
 	m := New(Options{Lua: lua})
 	mustValue(t, m, "restysync_lua_up", nil, 1)
@@ -187,6 +187,7 @@ func TestLuaSeries(t *testing.T) {
 	mustValue(t, m, "restysync_lua_balancer_rebuilds_total", nil, 4)
 	mustValue(t, m, "restysync_lua_certificates", nil, 2)
 	mustValue(t, m, "restysync_lua_api_denied_total", nil, 5)
+	mustValue(t, m, "restysync_lua_loop_refused_total", nil, 6)
 	mustValue(t, m, "restysync_lua_scrape_errors_total", nil, 0)
 
 	lua.err = errors.New("dial unix: no such file")

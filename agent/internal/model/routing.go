@@ -82,4 +82,9 @@ type RouteLocation struct {
 	// this host (Server.WWWRedirect: from-to-www-redirect), keeping the
 	// scheme and the port the client used.
 	RedirectHost string `json:"redirect_host,omitempty"`
+	// LoopGuard: the location sends auth or mirror requests to a URL a
+	// tenant chose (auth-url, global-auth-url, mirror-target), so Lua
+	// answers 508 to a request that came back into nginx through such a
+	// request (lua/restysync/loop.lua).
+	LoopGuard bool `json:"loop_guard,omitempty"`
 }

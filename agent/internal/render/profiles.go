@@ -269,6 +269,9 @@ func routeLocation(profiles profiler, lv locationView, global string, router int
 			rl.Ingress = lv.source.Ingress
 		}
 		rl.AuthFile = lv.Access.AuthFile
+		// auth-url, global-auth-url and mirror-target send requests to a
+		// tenant's URL, which may resolve to nginx itself.
+		rl.LoopGuard = lv.Access.Auth != nil || lv.Proxy.MirrorTo != nil
 	}
 	size := orDefault(lv.source.Proxy.BodySize, global)
 	if n, ok := sizeBytes(size); ok && n > 0 && (router == 0 || n < router) {
