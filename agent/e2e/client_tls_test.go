@@ -195,6 +195,8 @@ func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
 		"c.yaml":       tenant("tenant-a", route("c", "c.test", "app-a", nil, nil)),
 		"ma.yaml": tenant("tenant-a", route("ma", "ma.test", "app-a", []ingressTLS{{secret: "a-tls", hosts: []string{"ma.test"}}},
 			with(clientTLS("tenant-a/ca"), "nginx.ingress.kubernetes.io/server-alias", "ma2.test"))),
+		// Client certificates without spec.tls: checked all the same.
+		"mc.yaml":       tenant("tenant-a", route("mc", "mc.test", "app-a", nil, clientTLS("tenant-a/ca"))),
 		"b-app.yaml":    tenant("tenant-b", service("app-b", portB, ep(ip))),
 		"b-tls.yaml":    tenant("tenant-b", tlsSecret("b-tls", tlsB.cert, tlsB.key)),
 		"b-ca.yaml":     tenant("tenant-b", opaqueSecret("ca", map[string]string{"ca.crt": caB.certPEM})),
@@ -238,12 +240,19 @@ func TestClientCertificatesWildcardOfAnotherTenant(t *testing.T) {
 	if serial, err := servedCertificate(httpsPort, "a.test"); err != nil || serial != "3101" {
 		t.Errorf("a.test's certificate: %s %v, want A's (3101)", serial, err)
 	}
-	// c.test has no spec.tls: over HTTPS it gets what it would without
-	// B's wildcard (the default server's 404, or A's backend where HTTPS
-	// routes a host without TLS by its own locations), never B's check or
-	// B's backend; over HTTP A's backend.
-	if code, body := get(none, "https://c.test/"); code != http.StatusNotFound && (code != http.StatusOK || body != "A verify= subject=") {
-		t.Errorf("https://c.test without a certificate: %d %q, want the default server's 404 or A's backend", code, body)
+	// c.test has no spec.tls: over HTTPS it is routed by its own
+	// locations (the default certificate), never B's check or B's
+	// backend; over HTTP A's backend.
+	if code, body := get(none, "https://c.test/"); code != http.StatusOK || body != "A verify= subject=" {
+		t.Errorf("https://c.test without a certificate: %d %q, want A's backend", code, body)
+	}
+	// mc.test checks A's CA though it has no spec.tls: its HTTPS
+	// requests, routed by its own locations, do not skip the check.
+	if code, body := get(none, "https://mc.test/"); code != http.StatusBadRequest {
+		t.Errorf("https://mc.test without a certificate: %d %q, want 400", code, body)
+	}
+	if code, body := get(withA, "https://mc.test/"); code != http.StatusOK || body != "A verify=SUCCESS subject=CN=client-a" {
+		t.Errorf("https://mc.test with A's certificate: %d %q, want 200 from A's backend", code, body)
 	}
 	if code, body, err := s.get("c.test", "/"); err != nil || code != http.StatusOK || body != "A verify= subject=" {
 		t.Errorf("http://c.test: %d %q %v, want 200 from A's backend", code, body, err)

@@ -392,10 +392,11 @@ func (b *builder) model() Model {
 		if len(locations) == 0 {
 			continue
 		}
-		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
-		if server.HTTPS {
-			server.ClientTLS = b.clientTLS[host]
-		}
+		// A host that checks client certificates does so without
+		// spec.tls too (the default certificate), as in ingress-nginx: its
+		// HTTPS requests are routed by its own locations.
+		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host),
+			ClientTLS: b.clientTLS[host]}
 		for _, loc := range locations {
 			if !loc.Fixed.Set { // a server-snippet's location is finished as it is added
 				loc = b.finishLocation(loc, server.HTTPS)

@@ -28,7 +28,9 @@ type clientTLSServerView struct {
 var clientVerifyModes = map[string]bool{"on": true, "optional": true, "optional_no_ca": true}
 
 // clientTLSServers returns the server blocks of m's hosts that check client
-// certificates, in host order.
+// certificates, in host order. A host without spec.tls gets one too, with
+// the default certificate, as in ingress-nginx: its HTTPS requests are
+// routed by its own locations, which must not skip the check.
 func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 	var out []clientTLSServerView
 	hosts := make(map[string]bool, len(m.Servers))
@@ -37,7 +39,7 @@ func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 	}
 	for _, srv := range m.Servers {
 		c := srv.ClientTLS
-		if c.CAFile == "" || !srv.HTTPS {
+		if c.CAFile == "" {
 			continue
 		}
 		if _, err := serverName(srv.Host); err != nil {
