@@ -476,7 +476,7 @@ func startStaticVariant(t *testing.T, backends []string) *b3Variant {
 	return &b3Variant{name: "static", nginx: nginxproc.Start(t, prefix), port: port}
 }
 
-// staticConfig rewrites the one location that proxies to the Lua upstream
+// staticConfig rewrites the router's location, which proxies to the Lua upstream
 // to proxy to a static upstream of backends instead, without the Lua (and
 // the set of $restysync_backend) in it. The static upstream is inserted
 // before the Lua one and gets its keepalive lines. Anything it does not
@@ -484,15 +484,11 @@ func startStaticVariant(t *testing.T, backends []string) *b3Variant {
 func staticConfig(conf []byte, backends []string) ([]byte, error) {
 	lines := strings.Split(string(conf), "\n")
 	proxy := "proxy_pass http://" + b3LuaUpstream + ";"
-	at := -1
-	for i, line := range lines {
-		if strings.TrimSpace(line) == proxy {
-			if at >= 0 {
-				return nil, fmt.Errorf("%q appears more than once", proxy)
-			}
-			at = i
-		}
-	}
+	// The router's location is the first that proxies to the Lua
+	// upstream ("location / {"); the named locations after it (a body
+	// without Content-Length, profiles) keep theirs, and B3's requests
+	// never reach them.
+	at := slices.IndexFunc(lines, func(line string) bool { return strings.TrimSpace(line) == proxy })
 	if at < 0 {
 		return nil, fmt.Errorf("no %q line", proxy)
 	}
@@ -502,6 +498,9 @@ func staticConfig(conf []byte, backends []string) ([]byte, error) {
 	}
 	if start < 0 {
 		return nil, errors.New("the proxy_pass line is in no location")
+	}
+	if got := strings.TrimSpace(lines[start]); got != "location / {" {
+		return nil, fmt.Errorf("the first %q is in %q, not the router's location", proxy, got)
 	}
 	var out []string
 	out = append(out, lines[:start+1]...)

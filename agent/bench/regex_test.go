@@ -160,7 +160,7 @@ func TestB9RegexAttack(t *testing.T) {
 			"1 nginx worker per stack (agent with the file source; lua_regex_match_limit and the per-request regex budget as shipped); %s; "+
 			"attack medians: with the patterns %.0f req/s, every one a 500, %.0f regex failures/s counted, the attack's own p99 %s; without %.0f req/s (404s), p99 %s; nginx worker busy with %.0f%%, without %.0f%%, its CPU per request (attack and A's) with %.1f µs, without %.1f µs; "+
 			"all rounds pooled: A with %s; without %s; A alone (no attack, plain stack) %s; nginx's log of the failures: %s; "+
-			"on the regex stack's new worker GET b.test/first answered 500 %d times before its 200 (each regex is compiled at its first use, within the request's budget)",
+			"on the regex stack's new worker GET b.test/first answered 500 %d times before its 200 (regexes are compiled when the worker loads the host's routes; the budget counts CPU time)",
 			len(results), b9Attackers, b9Attack, requests, b9Pinning(pin),
 			median(of(func(r b9Round) float64 { return r.regex.attackRate() })), median(of(func(r b9Round) float64 { return r.regex.regexFailureRate() })),
 			secondsString(median(of(func(r b9Round) float64 { return r.regex.attackP99.Seconds() }))),
