@@ -233,70 +233,49 @@ func TestDebugState(t *testing.T) {
 	}
 }
 
-// Serve answers on its listener and stops when the context ends.
+// Serve answers on its listener and stops when the context ends. The
+// probes listener (--metrics-probes-address, the one the chart puts on the
+// pod network) answers /metrics, /healthz and /readyz, and nothing else:
+// /debug/state shows every tenant's configuration.
 func TestServe(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "restysync_up 1\n") })
-	s := New(Options{Metrics: metrics, State: func() syncer.State { return syncer.State{} }, Lua: &fakeLua{}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	for path, want := range map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/": 200, "/nope": 404} {
-		resp, err := client.Get("http://" + ln.Addr().String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
-		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after the context ended")
-	}
-}
-
-// The probes listener (--metrics-probes-address, the one the chart puts
-// on the pod network) answers /metrics, /healthz and /readyz, and nothing
-// else: /debug/state shows every tenant's configuration.
-func TestServeProbes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "restysync_up 1\n") })
-	s := New(Options{Metrics: metrics, State: func() syncer.State { return syncer.State{} }, Lua: &fakeLua{}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.ServeProbes(ctx, ln) }()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	for path, want := range map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/debug/state": 404, "/": 404} {
-		resp, err := client.Get("http://" + ln.Addr().String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
-		}
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("ServeProbes: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ServeProbes did not return after the context ended")
+	for _, c := range []struct {
+		name  string
+		serve func(*Server, context.Context, net.Listener) error
+		want  map[string]int
+	}{
+		{"Serve", (*Server).Serve, map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/": 200, "/nope": 404}},
+		{"ServeProbes", (*Server).ServeProbes, map[string]int{"/metrics": 200, "/healthz": 200, "/readyz": 503, "/debug/state": 404, "/": 404}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "restysync_up 1\n") })
+			s := New(Options{Metrics: metrics, State: func() syncer.State { return syncer.State{} }, Lua: &fakeLua{}})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.serve(s, ctx, ln) }()
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+			for path, want := range c.want {
+				resp, err := client.Get("http://" + ln.Addr().String() + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s did not return after the context ended", c.name)
+			}
+		})
 	}
 }

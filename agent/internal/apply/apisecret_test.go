@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 	"io"
 	"net"
 	"net/http"
@@ -16,10 +17,8 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
-	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
-	"github.com/restysync/restysync/lua"
 )
 
 // takeover is the body of the traffic takeover of issue 25: tenant A's
@@ -76,26 +75,12 @@ func startWithAttacker(t *testing.T) (*apply.Nginx, *nginxproc.Nginx, int) {
 	}))
 	t.Cleanup(backend.Close)
 	backendPort := backend.Listener.Addr().(*net.TCPAddr).Port
-	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
-		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
-	if err := lua.WriteTo(prefix, apply.WriteFileAtomic); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := render.WriteFallbackCertificate(prefix); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := render.Render(model.Model{}, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
 	attackPort := nginxproc.FreePort(t)
 	socket := filepath.Join(prefix, render.SocketName)
-	conf := bytes.Replace(cfg.Bytes, []byte("\nhttp {\n"), []byte("\nhttp {\n"+fmt.Sprintf(attackServer, attackPort, backendPort, socket)), 1)
-	n := &apply.Nginx{SharedDir: prefix, Lua: apply.NewLuaClient(socket), ConfirmTimeout: time.Minute}
-	if err := n.WriteConfig(conf); err != nil {
-		t.Fatal(err)
-	}
-	return n, nginxproc.Start(t, prefix), attackPort
+	n, nginx, _, _ := agentnginx.StartEdited(t, prefix, func(conf []byte) []byte {
+		return bytes.Replace(conf, []byte("\nhttp {\n"), []byte("\nhttp {\n"+fmt.Sprintf(attackServer, attackPort, backendPort, socket)), 1)
+	})
+	return n, nginx, attackPort
 }
 
 // send sends method path with body and the given secret header (none when

@@ -29,6 +29,15 @@ func Start(t testing.TB) (*apply.Nginx, render.Settings, render.Config) {
 // StartIn is Start in the given prefix folder (with logs/ and tmp/ in it).
 func StartIn(t testing.TB, prefix string) (*apply.Nginx, render.Settings, render.Config) {
 	t.Helper()
+	n, _, settings, cfg := StartEdited(t, prefix, nil)
+	return n, settings, cfg
+}
+
+// StartEdited is StartIn, but nginx starts with edit(config) when edit is
+// not nil (a test's own server in the http block, say); it also returns
+// the nginx process.
+func StartEdited(t testing.TB, prefix string, edit func([]byte) []byte) (*apply.Nginx, *nginxproc.Nginx, render.Settings, render.Config) {
+	t.Helper()
 	settings := render.Settings{SharedDir: prefix, HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t),
 		ListenAddress: "127.0.0.1", LoadModules: nginxproc.DebianLoadModules(), WorkerProcesses: "1"}
 	if err := lua.WriteTo(prefix, apply.WriteFileAtomic); err != nil {
@@ -41,10 +50,13 @@ func StartIn(t testing.TB, prefix string) (*apply.Nginx, render.Settings, render
 	if err != nil {
 		t.Fatal(err)
 	}
+	conf := cfg.Bytes
+	if edit != nil {
+		conf = edit(conf)
+	}
 	n := &apply.Nginx{SharedDir: prefix, Lua: apply.NewLuaClient(filepath.Join(prefix, render.SocketName)), ConfirmTimeout: time.Minute}
-	if err := n.WriteConfig(cfg.Bytes); err != nil {
+	if err := n.WriteConfig(conf); err != nil {
 		t.Fatal(err)
 	}
-	nginxproc.Start(t, prefix)
-	return n, settings, cfg
+	return n, nginxproc.Start(t, prefix), settings, cfg
 }
