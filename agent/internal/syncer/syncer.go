@@ -1,5 +1,5 @@
 // Package syncer is the loop that drives the pipeline:
-// source → model.Build → render → plan → apply.
+// source → model → render → plan → apply.
 //
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
