@@ -67,7 +67,8 @@ type Builder struct {
 	// servers by host; "" is the default server.
 	servers map[string]map[locationKey]Location
 	// owners are the processors that emitted the routes, by
-	// Location.Ingress: FinishRoute goes to the owner. running is the
+	// Location.Ingress: FinishRoute goes to the owner, so each front-end
+	// must name its objects apart from the others'. running is the
 	// processor Process runs now.
 	owners  map[string]Processor
 	running Processor
@@ -96,7 +97,8 @@ func newBuilder(s Snapshot) *Builder {
 		slices:   make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
-		owners:   make(map[string]Processor),
+		// A size hint: each Ingress owns its routes.
+		owners: make(map[string]Processor, len(s.Ingresses)),
 
 		canaryBackends: make(map[string]bool),
 

@@ -302,6 +302,8 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		return
 	}
 	ref = b.withServiceUpstream(ref.withPolicy(policy, id), ing)
+	// The oldest-wins check comes before the regex limit, which counts
+	// only the paths that are added; addRoute then always adds.
 	key := locationKey{path, pathType}
 	if owner, taken := locations[key]; taken {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s is already served by Ingress %s; path left out",
