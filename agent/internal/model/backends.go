@@ -92,7 +92,7 @@ type resolved struct {
 }
 
 // resolve finds the endpoints of ref, once per backend name.
-func (b *builder) resolve(ref backendRef) resolved {
+func (b *Builder) resolve(ref backendRef) resolved {
 	if r, ok := b.resolved[ref.name]; ok {
 		return r
 	}
@@ -114,7 +114,7 @@ func (b *builder) resolve(ref backendRef) resolved {
 }
 
 // servicePort finds the Service port that ref names, by number or by name.
-func (b *builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServicePort, string) {
+func (b *Builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServicePort, string) {
 	svc := b.services[namespacedName{ref.namespace, ref.service}]
 	if svc == nil {
 		return nil, nil, fmt.Sprintf(".service.name %q: Service %s/%s not found", ref.service, ref.namespace, ref.service)
@@ -140,7 +140,7 @@ func (b *builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServiceP
 
 // endpoints collects the ready endpoints of one Service port from every
 // EndpointSlice of the Service, deduplicated and sorted.
-func (b *builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort) []Endpoint {
+func (b *Builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort) []Endpoint {
 	serviceSlices := b.slices[namespacedName{svc.Namespace, svc.Name}]
 	size := 0
 	for _, slice := range serviceSlices {
@@ -156,7 +156,7 @@ func (b *builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort
 
 // appendSliceEndpoints appends the ready endpoints of slice for the
 // EndpointPort named portName ("" matches an unnamed port) of protocol.
-func (b *builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) []Endpoint {
+func (b *Builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) []Endpoint {
 	port, ok := b.slicePort(slice, portName, protocol)
 	if !ok {
 		return eps
@@ -177,7 +177,7 @@ func (b *builder) appendSliceEndpoints(eps []Endpoint, slice *discoveryv1.Endpoi
 }
 
 // slicePort finds the target port of the EndpointPort named portName.
-func (b *builder) slicePort(slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) (int32, bool) {
+func (b *Builder) slicePort(slice *discoveryv1.EndpointSlice, portName string, protocol corev1.Protocol) (int32, bool) {
 	for i, p := range slice.Ports {
 		name := ""
 		if p.Name != nil {
@@ -196,7 +196,7 @@ func (b *builder) slicePort(slice *discoveryv1.EndpointSlice, portName string, p
 	return 0, false
 }
 
-func (b *builder) appendIPEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, port int32) []Endpoint {
+func (b *Builder) appendIPEndpoints(eps []Endpoint, slice *discoveryv1.EndpointSlice, port int32) []Endpoint {
 	for i, ep := range slice.Endpoints {
 		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 			continue

@@ -552,7 +552,7 @@ func clusterIP(svc *corev1.Service) (string, bool) {
 // cluster IP and the Service port; ok is false when the Service has no
 // cluster IP. A cluster IP the endpoint check refuses is a Problem on the
 // Service and no endpoint.
-func (b *builder) serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort) ([]Endpoint, bool) {
+func (b *Builder) serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort) ([]Endpoint, bool) {
 	ip, ok := clusterIP(svc)
 	if !ok {
 		return nil, false

@@ -316,7 +316,7 @@ func (b *builder) targetRefused(ing *networkingv1.Ingress, key, value, reason, i
 // endpointRefused reports an endpoint address of the object kind
 // namespace/name that CheckEndpoint refused: a Problem marked Refused, so
 // that restysync check names the object and fails.
-func (b *builder) endpointRefused(kind, namespace, name, reason string) {
+func (b *Builder) endpointRefused(kind, namespace, name, reason string) {
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: namespace, Name: name, Refused: true, Reason: clipReason(reason)})
 }
 

@@ -268,7 +268,7 @@ func (b *builder) addDefaultCertificate(id string) {
 }
 
 // certificates returns the certificates that won at least one host, sorted.
-func (b *builder) certificates() []Certificate {
+func (b *Builder) certificates() []Certificate {
 	if len(b.certHosts) == 0 {
 		return nil
 	}
