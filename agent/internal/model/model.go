@@ -5,6 +5,14 @@
 // that the same Snapshot always yields the same Model (and so the same
 // nginx.conf bytes). Anything invalid becomes a Problem naming the object and
 // the reason; that part is left out and everything else is still served.
+//
+// Build runs a Builder with ordered Processors, one per front-end: the
+// Ingress processor (ingress.go) is the only one today, and the Gateway API
+// will be another file beside it. Every processor writes into the one
+// shared Builder (hosts, routes, backends, certificates, problems, the
+// oldest-wins rule) so that there is one Model for both front-ends: the
+// router, the profiles, the balancers and every push to nginx and Lua stay
+// one, and a new front-end changes nothing in render, plan, apply or Lua.
 package model
 
 import (
@@ -218,7 +226,9 @@ type Location struct {
 	PathType PathType
 	// Backend is the Name of an entry in Model.Backends.
 	Backend string
-	// Ingress that owns this location ("namespace/name").
+	// Ingress that owns this location ("namespace/name"): the object of
+	// the front-end that emitted it, whose processor finishes it
+	// (Processor.FinishRoute).
 	Ingress string
 	// SSLRedirect answers a plain-HTTP request with a 308 to the same URL
 	// over HTTPS: by default on hosts with TLS of their own (annotation
