@@ -16,6 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyWhitelistSourceRange = "whitelist-source-range"
+	KeyCustomHTTPErrors     = "custom-http-errors"
+)
+
 // Access control of a Location, from the ingress-nginx annotations of the
 // Ingress that owns it: source ranges, CORS, basic auth, rate limits and
 // custom error pages. They are structure: a change is a reload, except the
@@ -174,7 +180,7 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 
 	allowKey := "allowlist-source-range"
 	if _, _, ok := lookupAnnotation(ing, allowKey); !ok {
-		allowKey = "whitelist-source-range"
+		allowKey = keyWhitelistSourceRange
 	}
 	if value, key, ok := lookupAnnotation(ing, allowKey); ok {
 		cidrs, reason := parseSourceRanges(value)
@@ -600,7 +606,7 @@ const maxErrorCodes = 50
 // readCustomErrors reads custom-http-errors; default-backend names the
 // Service that serves the pages (defaultBackendOf).
 func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
-	value, key, ok := lookupAnnotation(ing, "custom-http-errors")
+	value, key, ok := lookupAnnotation(ing, KeyCustomHTTPErrors)
 	if !ok {
 		return CustomErrors{}
 	}

@@ -12,6 +12,11 @@ import (
 	"github.com/restysync/restysync/agent/internal/chars"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyUseRegex = "use-regex"
+)
+
 // maxPathLength bounds an Ingress path, in bytes.
 const maxPathLength = 2048
 
@@ -133,4 +138,11 @@ func validRegexPath(path string) error {
 		return fmt.Errorf("is not a valid regular expression: %v", err)
 	}
 	return pcreIncompatible(path)
+}
+
+// useRegex says whether the ImplementationSpecific paths of ing are
+// regular expressions (annotation use-regex, or a rewrite-target, as
+// ingress-nginx has it).
+func (b *builder) useRegex(ing *networkingv1.Ingress) bool {
+	return b.boolAnnotation(ing, keyUseRegex, false) || rewriteImpliesRegex(ing)
 }
