@@ -249,8 +249,8 @@ func parseSourceRanges(value string) (string, string) {
 		if part == "" {
 			continue
 		}
-		p, err := parsePrefix(part)
-		if err != nil {
+		p, reason := parsePrefix(part)
+		if reason != "" {
 			return "", fmt.Sprintf("%q is not a CIDR or IP address", clip(part))
 		}
 		prefixes = append(prefixes, p)
@@ -273,23 +273,23 @@ func parseSourceRanges(value string) (string, string) {
 }
 
 // parsePrefix parses "10.0.0.0/8" or "10.1.2.3" (a /32) into a masked
-// prefix without zone.
-func parsePrefix(s string) (netip.Prefix, error) {
+// prefix without zone; else it returns why not.
+func parsePrefix(s string) (netip.Prefix, string) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, err
+			return netip.Prefix{}, err.Error()
 		}
-		return p.Masked(), nil
+		return p.Masked(), ""
 	}
 	addr, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, err
+		return netip.Prefix{}, err.Error()
 	}
 	if addr.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("has a zone")
+		return netip.Prefix{}, "has a zone"
 	}
-	return netip.PrefixFrom(addr, addr.BitLen()), nil
+	return netip.PrefixFrom(addr, addr.BitLen()), ""
 }
 
 // corsToken is an HTTP token (RFC 9110) without "$", which nginx would

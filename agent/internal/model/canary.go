@@ -66,8 +66,8 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 		default:
 			if _, err := regexp.Compile(value); err != nil {
 				b.annotationProblem(ing, key, value, fmt.Sprintf(`is not a regular expression (%v); the header's "always" and "never" are used`, err))
-			} else if err := pcreIncompatible(value); err != nil {
-				b.annotationProblem(ing, key, value, err.Error()+`; the header's "always" and "never" are used`)
+			} else if reason := pcreIncompatible(value); reason != "" {
+				b.annotationProblem(ing, key, value, reason+`; the header's "always" and "never" are used`)
 			} else {
 				p.CanaryHeaderPattern = value
 			}

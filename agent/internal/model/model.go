@@ -5,6 +5,8 @@
 // that the same Snapshot always yields the same Model (and so the same
 // nginx.conf bytes). Anything invalid becomes a Problem naming the object and
 // the reason; that part is left out and everything else is still served.
+// A check in this package returns a reason string, "" when the value is fine,
+// never an error (matchType and locationPath still return errors, for build.go).
 package model
 
 import (

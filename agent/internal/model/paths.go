@@ -32,47 +32,47 @@ var (
 	invalidPathSuffixes  = []string{"/..", "/."}
 )
 
-// pathShape reports why path is not path-shaped: it must start with "/",
-// be of bounded length and hold only what package chars accepts. Both path
-// checks start with it.
-func pathShape(path string) error {
+// pathShape returns why path is not path-shaped, or "": it must start
+// with "/", be of bounded length and hold only what package chars accepts.
+// Both path checks start with it.
+func pathShape(path string) string {
 	if !strings.HasPrefix(path, "/") {
-		return errors.New(`must start with "/"`)
+		return `must start with "/"`
 	}
 	if len(path) > maxPathLength {
-		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
+		return fmt.Sprintf("is %d bytes long, longer than %d", len(path), maxPathLength)
 	}
 	if err := chars.Check(path); err != nil {
-		return err
+		return err.Error()
 	}
-	return nil
+	return ""
 }
 
-// validPath reports why path cannot be an nginx location, or nil when it
+// validPath returns why path cannot be an nginx location, or "" when it
 // can. It is the only gate between user-written paths and nginx.conf.
-func validPath(path string) error {
-	if err := pathShape(path); err != nil {
-		return err
+func validPath(path string) string {
+	if reason := pathShape(path); reason != "" {
+		return reason
 	}
 	for _, r := range path {
 		switch {
 		case unicode.IsSpace(r):
-			return fmt.Errorf("contains white space %U", r)
+			return fmt.Sprintf("contains white space %U", r)
 		case strings.ContainsRune(forbiddenPathChars, r):
-			return fmt.Errorf("contains %q", r)
+			return fmt.Sprintf("contains %q", r)
 		}
 	}
 	for _, seq := range invalidPathSequences {
 		if strings.Contains(path, seq) {
-			return fmt.Errorf("contains %q", seq)
+			return fmt.Sprintf("contains %q", seq)
 		}
 	}
 	for _, suffix := range invalidPathSuffixes {
 		if strings.HasSuffix(path, suffix) {
-			return fmt.Errorf("ends with %q", suffix)
+			return fmt.Sprintf("ends with %q", suffix)
 		}
 	}
-	return nil
+	return ""
 }
 
 // matchType maps an Ingress path type to the match type of a Location.
@@ -99,10 +99,13 @@ func locationPath(path string, pathType networkingv1.PathType, match PathType) (
 		path = "/"
 	}
 	if match == PathRegex {
-		return path, validRegexPath(path)
+		if reason := validRegexPath(path); reason != "" {
+			return path, errors.New(reason)
+		}
+		return path, nil
 	}
-	if err := validPath(path); err != nil {
-		return "", err
+	if reason := validPath(path); reason != "" {
+		return "", errors.New(reason)
 	}
 	if pathType == networkingv1.PathTypeExact {
 		return path, nil
@@ -120,22 +123,22 @@ func trimPrefixPath(path string) string {
 	return trimmed
 }
 
-// validRegexPath reports why path cannot be a use-regex location. It must
-// look like a path (start with "/"), be printable UTF-8 of bounded length,
+// validRegexPath returns why path cannot be a use-regex location, or "".
+// It must look like a path (start with "/"), be printable UTF-8 of bounded length,
 // and compile as a regular expression. RE2 and nginx's PCRE differ at the
 // edges; a regex PCRE refuses is caught by nginx's own check at reload, and
 // the syncer then quarantines the Ingress.
-func validRegexPath(path string) error {
-	if err := pathShape(path); err != nil {
-		return err
+func validRegexPath(path string) string {
+	if reason := pathShape(path); reason != "" {
+		return reason
 	}
 	for _, r := range path {
 		if unicode.IsSpace(r) {
-			return fmt.Errorf("contains %U", r)
+			return fmt.Sprintf("contains %U", r)
 		}
 	}
 	if _, err := regexp.Compile(path); err != nil {
-		return fmt.Errorf("is not a valid regular expression: %v", err)
+		return fmt.Sprintf("is not a valid regular expression: %v", err)
 	}
 	return pcreIncompatible(path)
 }

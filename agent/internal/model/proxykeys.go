@@ -617,9 +617,9 @@ func (b *builder) pathMatch(ing *networkingv1.Ingress, useRegex bool, host strin
 		return PathRegex
 	}
 	path := p.Path
-	if err := validRegexPath(path); err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has use-regex, which makes every path of the host a regex, but this one %v; it keeps its %s matching",
-			clip(path), describeHost(host), owner, err, kind))
+	if reason := validRegexPath(path); reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has use-regex, which makes every path of the host a regex, but this one %s; it keeps its %s matching",
+			clip(path), describeHost(host), owner, reason, kind))
 		return pathType
 	}
 	return PathRegex

@@ -247,21 +247,21 @@ func checkSnippetLocations(specs []snippet.Location) ([]snippetLocation, *snippe
 	for _, spec := range specs {
 		l := snippetLocation{spec: spec, path: spec.Path}
 		l.describe = fmt.Sprintf("location %s (line %d)", strings.TrimSpace(spec.Modifier+" "+clip(spec.Path)), spec.Line)
-		var err error
+		var reason string
 		switch spec.Modifier {
 		case "=":
-			l.pathType, err = PathExact, validPath(spec.Path)
+			l.pathType, reason = PathExact, validPath(spec.Path)
 		case "":
-			l.pathType, err = PathLiteralPrefix, validPath(spec.Path)
+			l.pathType, reason = PathLiteralPrefix, validPath(spec.Path)
 		case "^~":
-			l.pathType, err = PathPriorityPrefix, validPath(spec.Path)
+			l.pathType, reason = PathPriorityPrefix, validPath(spec.Path)
 		case "~", "~*":
 			l.pathType = PathRegex
 			l.path = snippetRegexPath(spec.Path, spec.Modifier == "~")
-			err = validRegexPath(l.path)
+			reason = validRegexPath(l.path)
 		}
-		if err != nil {
-			return nil, &snippet.Refusal{Directive: "location", Line: spec.Line, Reason: fmt.Sprintf("the path %q %v", clip(spec.Path), err)}
+		if reason != "" {
+			return nil, &snippet.Refusal{Directive: "location", Line: spec.Line, Reason: fmt.Sprintf("the path %q %s", clip(spec.Path), reason)}
 		}
 		out = append(out, l)
 	}
