@@ -27,12 +27,13 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
-// Status of a key, as restysync check reports it.
+// Status of a key, as restysync check reports it: the annotations'
+// statuses (model.AnnotationStatus).
 const (
-	StatusSupported = "supported"
-	StatusInvalid   = "invalid" // supported, but its value is not
-	StatusRefused   = "refused"
-	StatusUnknown   = "unknown"
+	StatusSupported = model.AnnotationSupported
+	StatusInvalid   = model.AnnotationInvalid // supported, but its value is not
+	StatusRefused   = model.AnnotationRefused
+	StatusUnknown   = model.AnnotationUnknown
 )
 
 // Key is one key of the ConfigMap and what restysync did with it.

@@ -98,6 +98,12 @@ const (
 	// prefix that ingress-nginx does not read either (a typo, a ConfigMap
 	// key, a removed annotation): ignoring it changes nothing.
 	AnnotationIgnoredByIngressNginx = "ignored-by-ingress-nginx"
+	// AnnotationInvalid and AnnotationMissingObject are what `restysync
+	// check` adds (and package configmap, for its keys): a supported key
+	// whose value Build refused, and one whose value names an object the
+	// source does not hold (a Secret, a Service).
+	AnnotationInvalid       = "invalid"
+	AnnotationMissingObject = "missing-object"
 )
 
 // refusedReason says why a snippet annotation is refused.
