@@ -128,8 +128,8 @@ type CheckSummary struct {
 // whose value Build refused, and one whose value names an object the
 // source does not hold (a Secret, a Service).
 const (
-	annotationInvalid       = "invalid"
-	annotationMissingObject = "missing-object"
+	annotationInvalid       = model.AnnotationInvalid
+	annotationMissingObject = model.AnnotationMissingObject
 )
 
 func check(c *cli.Context) error {

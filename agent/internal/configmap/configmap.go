@@ -27,12 +27,13 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
-// Status of a key, as restysync check reports it.
+// Status of a key, as restysync check reports it: the annotations'
+// statuses (model.AnnotationStatus).
 const (
-	StatusSupported = "supported"
-	StatusInvalid   = "invalid" // supported, but its value is not
-	StatusRefused   = "refused"
-	StatusUnknown   = "unknown"
+	StatusSupported = model.AnnotationSupported
+	StatusInvalid   = model.AnnotationInvalid // supported, but its value is not
+	StatusRefused   = model.AnnotationRefused
+	StatusUnknown   = model.AnnotationUnknown
 )
 
 // Key is one key of the ConfigMap and what restysync did with it.
@@ -96,7 +97,7 @@ var keys = []struct {
 	{"keep-alive-requests", intKey(func(a *applier) *int { return &a.h.KeepAliveRequests }, 1, render.MaxKeepAliveRequests)},
 	{"upstream-keepalive-connections", intKey(func(a *applier) *int { return &a.h.UpstreamKeepaliveConnections }, 0, render.MaxUpstreamKeepalive)},
 	{"upstream-keepalive-timeout", intKey(func(a *applier) *int { return &a.h.UpstreamKeepaliveTimeout }, 1, render.MaxKeepAlive)},
-	{"proxy-body-size", func(a *applier, v string) string {
+	{model.KeyProxyBodySize, func(a *applier, v string) string {
 		if !render.BodySize.MatchString(v) {
 			return "is not a size: up to 9 digits and an optional k, m or g (0: no limit)"
 		}
@@ -113,9 +114,9 @@ var keys = []struct {
 		a.s.Limits.MaxRegexPathsPerHost = n
 		return ""
 	}},
-	{"proxy-connect-timeout", intKey(func(a *applier) *int { return &a.h.ProxyConnectTimeout }, 1, render.MaxConnectTimeout)},
-	{"proxy-read-timeout", intKey(func(a *applier) *int { return &a.h.ProxyReadTimeout }, 1, render.MaxProxyTimeout)},
-	{"proxy-send-timeout", intKey(func(a *applier) *int { return &a.h.ProxySendTimeout }, 1, render.MaxProxyTimeout)},
+	{model.KeyProxyConnectTimeout, intKey(func(a *applier) *int { return &a.h.ProxyConnectTimeout }, 1, render.MaxConnectTimeout)},
+	{model.KeyProxyReadTimeout, intKey(func(a *applier) *int { return &a.h.ProxyReadTimeout }, 1, render.MaxProxyTimeout)},
+	{model.KeyProxySendTimeout, intKey(func(a *applier) *int { return &a.h.ProxySendTimeout }, 1, render.MaxProxyTimeout)},
 	{"proxy-real-ip-cidr", func(a *applier, v string) string {
 		var proxies []netip.Prefix
 		for _, part := range strings.Split(v, ",") {
@@ -152,7 +153,7 @@ var keys = []struct {
 		return ""
 	}},
 	{"compute-full-forwarded-for", boolKey(func(a *applier) *bool { return &a.h.ComputeFullForwardedFor })},
-	{"enable-access-log", func(a *applier, v string) string {
+	{model.KeyEnableAccessLog, func(a *applier, v string) string {
 		on, reason := boolean(v)
 		if reason == "" {
 			a.enableAccessLog = &on
@@ -215,7 +216,7 @@ var keys = []struct {
 	{"hsts-max-age", intKey(func(a *applier) *int { return &a.s.HSTSMaxAge }, 0, maxHSTSMaxAge)},
 	{"hsts-include-subdomains", boolKey(func(a *applier) *bool { return &a.s.HSTSIncludeSubdomains })},
 	{"hsts-preload", boolKey(func(a *applier) *bool { return &a.s.HSTSPreload })},
-	{"proxy-buffering", func(a *applier, v string) string {
+	{model.KeyProxyBuffering, func(a *applier, v string) string {
 		switch v {
 		case "on", "off":
 			a.h.ProxyBuffering = v == "on"
@@ -245,7 +246,7 @@ var keys = []struct {
 		return ""
 	}},
 	{"server-tokens", boolKey(func(a *applier) *bool { return &a.h.ServerTokens })},
-	{"custom-http-errors", func(a *applier, v string) string {
+	{model.KeyCustomHTTPErrors, func(a *applier, v string) string {
 		var codes []int
 		for _, part := range strings.Split(v, ",") {
 			part = strings.TrimSpace(part)
@@ -264,11 +265,11 @@ var keys = []struct {
 		a.h.CustomHTTPErrors = codes
 		return ""
 	}},
-	{"service-upstream", func(a *applier, v string) (reason string) {
+	{model.KeyServiceUpstream, func(a *applier, v string) (reason string) {
 		a.serviceUpstream, reason = boolean(v)
 		return reason
 	}},
-	{"load-balance", func(a *applier, v string) string {
+	{model.KeyLoadBalance, func(a *applier, v string) string {
 		switch v {
 		case model.AlgorithmRoundRobin:
 			a.loadBalance = ""
@@ -281,20 +282,20 @@ var keys = []struct {
 	}},
 	// ModSecurity for every Ingress that does not turn it off; the model
 	// applies them (model.ModSecurityGlobal).
-	{"enable-modsecurity", boolKey(func(a *applier) *bool { return &a.s.ModSecurity.Enable })},
+	{model.KeyEnableModSecurity, boolKey(func(a *applier) *bool { return &a.s.ModSecurity.Enable })},
 	{"enable-owasp-modsecurity-crs", boolKey(func(a *applier) *bool { return &a.s.ModSecurity.EnableCoreRules })},
 	// The keys of the proxy annotations of the same names (proxykeys.go).
-	{"proxy-buffer-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyBufferSize }, false)},
-	{"proxy-buffers-number", buffersNumberKey},
-	{"proxy-busy-buffers-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyBusyBuffersSize }, false)},
-	{"proxy-max-temp-file-size", sizeKey(func(h *render.HTTP) *string { return &h.ProxyMaxTempFileSize }, true)},
-	{"client-body-buffer-size", sizeKey(func(h *render.HTTP) *string { return &h.ClientBodyBufferSize }, false)},
-	{"proxy-cookie-domain", cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookieDomain }, false)},
-	{"proxy-cookie-path", cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookiePath }, true)},
-	{"proxy-redirect-from", redirectKey(true)},
-	{"proxy-redirect-to", redirectKey(false)},
-	{"limit-rate", rateKey(func(h *render.HTTP) *string { return &h.LimitRate })},
-	{"limit-rate-after", rateKey(func(h *render.HTTP) *string { return &h.LimitRateAfter })},
+	{model.KeyProxyBufferSize, sizeKey(func(h *render.HTTP) *string { return &h.ProxyBufferSize }, false)},
+	{model.KeyProxyBuffersNumber, buffersNumberKey},
+	{model.KeyProxyBusyBuffersSize, sizeKey(func(h *render.HTTP) *string { return &h.ProxyBusyBuffersSize }, false)},
+	{model.KeyProxyMaxTempFileSize, sizeKey(func(h *render.HTTP) *string { return &h.ProxyMaxTempFileSize }, true)},
+	{model.KeyClientBodyBufferSize, sizeKey(func(h *render.HTTP) *string { return &h.ClientBodyBufferSize }, false)},
+	{model.KeyProxyCookieDomain, cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookieDomain }, false)},
+	{model.KeyProxyCookiePath, cookieKey(func(h *render.HTTP) *string { return &h.ProxyCookiePath }, true)},
+	{model.KeyProxyRedirectFrom, redirectKey(true)},
+	{model.KeyProxyRedirectTo, redirectKey(false)},
+	{model.KeyLimitRate, rateKey(func(h *render.HTTP) *string { return &h.LimitRate })},
+	{model.KeyLimitRateAfter, rateKey(func(h *render.HTTP) *string { return &h.LimitRateAfter })},
 }
 
 // limitSizeKey reads a platform maximum of a size (model.Limits) into
@@ -352,12 +353,9 @@ type applier struct {
 
 // GlobalAuthKeys are the keys of the external auth of every Ingress
 // (model.GlobalAuth reads them together: each means something only with
-// global-auth-url).
-var GlobalAuthKeys = []string{
-	"global-auth-url", "global-auth-method", "global-auth-signin", "global-auth-signin-redirect-param",
-	"global-auth-response-headers", "global-auth-request-redirect", "global-auth-cache-key",
-	"global-auth-cache-duration", "global-auth-always-set-cookie",
-}
+// global-auth-url): the ConfigMap twins of the extauth annotations, from
+// model.Annotations.
+var GlobalAuthKeys = model.AnnotationConfigMapKeys("extauth")
 
 // SupportedKeys returns the keys Apply reads, in the order it applies them.
 func SupportedKeys() []string {

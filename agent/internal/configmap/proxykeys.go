@@ -87,8 +87,8 @@ func checkProxyKeys(h *render.HTTP, data map[string]string, status map[string]Ke
 				"proxy-buffers-number, proxy-busy-buffers-size and proxy-max-temp-file-size keep their defaults",
 				bufs.Number, bufs.Size, bufs.Busy, bufs.MaxTemp, reason)
 			marked := false
-			for _, key := range []string{"proxy-buffers-number", "proxy-busy-buffers-size", "proxy-max-temp-file-size", "proxy-buffer-size"} {
-				if k, ok := status[key]; ok && k.Status == StatusSupported && (!marked || key != "proxy-buffer-size") {
+			for _, key := range []string{model.KeyProxyBuffersNumber, model.KeyProxyBusyBuffersSize, model.KeyProxyMaxTempFileSize, model.KeyProxyBufferSize} {
+				if k, ok := status[key]; ok && k.Status == StatusSupported && (!marked || key != model.KeyProxyBufferSize) {
 					status[key] = Key{Key: key, Status: StatusInvalid, Reason: fmt.Sprintf("%q: %s", clip(data[key]), reason)}
 					problem(key, status[key].Reason)
 					marked = true

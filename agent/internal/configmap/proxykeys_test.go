@@ -1,6 +1,7 @@
 package configmap
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,5 +59,28 @@ func TestProxyKeys(t *testing.T) {
 				t.Errorf("the settings do not render: %v", err)
 			}
 		})
+	}
+}
+
+// TestAnnotationTwins checks the table's ConfigMap column (model.Annotations)
+// against the keys Apply reads: each twin it names is read here, and each
+// key read here that shares a supported annotation's name is that
+// annotation's twin.
+func TestAnnotationTwins(t *testing.T) {
+	read := append(append(SupportedKeys(), GlobalAuthKeys...), snippetKeys...)
+	twinOf := map[string]string{}
+	for _, row := range model.Annotations {
+		if row.ConfigMap == "" {
+			continue
+		}
+		twinOf[row.Name] = row.ConfigMap
+		if !slices.Contains(read, row.ConfigMap) {
+			t.Errorf("annotation %s: its ConfigMap key %s is not read by Apply", row.Name, row.ConfigMap)
+		}
+	}
+	for _, row := range model.Annotations {
+		if row.Status == model.AnnotationSupported && slices.Contains(read, row.Name) && twinOf[row.Name] != row.Name {
+			t.Errorf("ConfigMap key %s shares the name of a supported annotation, but the table's ConfigMap column says %q", row.Name, twinOf[row.Name])
+		}
 	}
 }

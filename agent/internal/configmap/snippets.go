@@ -19,7 +19,7 @@ import (
 
 // snippetKeys are the snippet keys read, in the order their headers
 // apply (a later one wins a header of the same name).
-var snippetKeys = []string{"http-snippet", "server-snippet", "location-snippet"}
+var snippetKeys = []string{"http-snippet", model.ServerSnippetKey, "location-snippet"}
 
 // applySnippetKeys reads allow-snippet-annotations and the snippet keys
 // of data into status and problems; it returns whether snippet

@@ -16,6 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyWhitelistSourceRange = "whitelist-source-range"
+	KeyCustomHTTPErrors     = "custom-http-errors"
+)
+
 // Access control of a Location, from the ingress-nginx annotations of the
 // Ingress that owns it: source ranges, CORS, basic auth, rate limits and
 // custom error pages. They are structure: a change is a reload, except the
@@ -174,7 +180,7 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 
 	allowKey := "allowlist-source-range"
 	if _, _, ok := lookupAnnotation(ing, allowKey); !ok {
-		allowKey = "whitelist-source-range"
+		allowKey = keyWhitelistSourceRange
 	}
 	if value, key, ok := lookupAnnotation(ing, allowKey); ok {
 		cidrs, reason := parseSourceRanges(value)
@@ -243,8 +249,8 @@ func parseSourceRanges(value string) (string, string) {
 		if part == "" {
 			continue
 		}
-		p, err := parsePrefix(part)
-		if err != nil {
+		p, reason := parsePrefix(part)
+		if reason != "" {
 			return "", fmt.Sprintf("%q is not a CIDR or IP address", clip(part))
 		}
 		prefixes = append(prefixes, p)
@@ -267,23 +273,23 @@ func parseSourceRanges(value string) (string, string) {
 }
 
 // parsePrefix parses "10.0.0.0/8" or "10.1.2.3" (a /32) into a masked
-// prefix without zone.
-func parsePrefix(s string) (netip.Prefix, error) {
+// prefix without zone; else it returns why not.
+func parsePrefix(s string) (netip.Prefix, string) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, err
+			return netip.Prefix{}, err.Error()
 		}
-		return p.Masked(), nil
+		return p.Masked(), ""
 	}
 	addr, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, err
+		return netip.Prefix{}, err.Error()
 	}
 	if addr.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("has a zone")
+		return netip.Prefix{}, "has a zone"
 	}
-	return netip.PrefixFrom(addr, addr.BitLen()), nil
+	return netip.PrefixFrom(addr, addr.BitLen()), ""
 }
 
 // corsToken is an HTTP token (RFC 9110) without "$", which nginx would
@@ -600,7 +606,7 @@ const maxErrorCodes = 50
 // readCustomErrors reads custom-http-errors; default-backend names the
 // Service that serves the pages (defaultBackendOf).
 func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
-	value, key, ok := lookupAnnotation(ing, "custom-http-errors")
+	value, key, ok := lookupAnnotation(ing, KeyCustomHTTPErrors)
 	if !ok {
 		return CustomErrors{}
 	}

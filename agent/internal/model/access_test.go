@@ -378,7 +378,7 @@ func FuzzSourceRanges(f *testing.F) {
 			return
 		}
 		for _, part := range strings.Split(out, ",") {
-			if p, err := parsePrefix(part); err != nil || p.String() != part {
+			if p, reason := parsePrefix(part); reason != "" || p.String() != part {
 				t.Fatalf("%q gave %q, whose %q is not canonical", value, out, part)
 			}
 		}

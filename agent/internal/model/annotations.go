@@ -58,13 +58,6 @@ func (b *builder) boolAnnotation(ing *networkingv1.Ingress, key string, def bool
 	return v
 }
 
-// useRegex says whether the ImplementationSpecific paths of ing are
-// regular expressions (annotation use-regex, or a rewrite-target, as
-// ingress-nginx has it).
-func (b *builder) useRegex(ing *networkingv1.Ingress) bool {
-	return b.boolAnnotation(ing, "use-regex", false) || rewriteImpliesRegex(ing)
-}
-
 // clip shortens a user value quoted in a Problem, so that a huge
 // annotation costs a line, not a megabyte, in every log and Event.
 func clip(value string) string {
@@ -89,56 +82,9 @@ func (b *builder) missingObjectProblem(ing *networkingv1.Ingress, key, value, ob
 		Missing: object})
 }
 
-// supportedAnnotations are the keys Build reads, without prefix.
-var supportedAnnotations = map[string]bool{
-	"use-regex": true, "load-balance": true, "upstream-hash-by": true,
-	"affinity": true, "session-cookie-name": true, "session-cookie-path": true, "session-cookie-max-age": true,
-	"session-cookie-samesite": true, "session-cookie-secure": true, "session-cookie-change-on-failure": true,
-	"session-cookie-domain": true, "session-cookie-expires": true,
-	// balancing keys of policy.go and canary.go
-	"upstream-hash-by-subset": true, "upstream-hash-by-subset-size": true, "affinity-mode": true,
-	"affinity-canary-behavior": true, "session-cookie-conditional-samesite-none": true,
-	"proxy-next-upstream-tries": true, "max-fails": true, "fail-timeout": true,
-	"canary": true, "canary-weight": true, "canary-weight-total": true, "canary-by-header": true,
-	"canary-by-header-value": true, "canary-by-header-pattern": true, "canary-by-cookie": true,
-	"ssl-redirect": true, "force-ssl-redirect": true, "backend-protocol": true, "ssl-passthrough": true,
-	// proxy and routing (proxy.go)
-	"rewrite-target": true, "app-root": true, "permanent-redirect": true, "permanent-redirect-code": true,
-	"temporal-redirect": true, "proxy-body-size": true, "proxy-connect-timeout": true, "proxy-send-timeout": true,
-	"proxy-read-timeout": true, "proxy-buffering": true, "proxy-buffer-size": true, "proxy-request-buffering": true,
-	"proxy-next-upstream": true, "proxy-next-upstream-timeout": true, "proxy-http-version": true,
-	"upstream-vhost": true, "x-forwarded-prefix": true, "server-alias": true, "enable-access-log": true,
-	// the remaining proxy and routing keys (proxykeys.go)
-	"proxy-buffers-number": true, "proxy-busy-buffers-size": true, "proxy-max-temp-file-size": true,
-	"client-body-buffer-size": true, "proxy-cookie-domain": true, "proxy-cookie-path": true,
-	"proxy-redirect-from": true, "proxy-redirect-to": true, "limit-rate": true, "limit-rate-after": true,
-	"temporal-redirect-code": true, "from-to-www-redirect": true, "preserve-trailing-slash": true,
-	"satisfy": true, "service-upstream": true,
-	// access control (access.go)
-	"whitelist-source-range": true, "allowlist-source-range": true, "denylist-source-range": true,
-	"enable-cors": true, "cors-allow-origin": true, "cors-allow-methods": true, "cors-allow-headers": true,
-	"cors-allow-credentials": true, "cors-max-age": true, "cors-expose-headers": true,
-	"auth-type": true, "auth-secret": true, "auth-secret-type": true, "auth-realm": true,
-	"auth-url": true, "auth-method": true, "auth-signin": true, "auth-signin-redirect-param": true,
-	"auth-response-headers": true, "auth-request-redirect": true, "auth-cache-key": true,
-	"auth-cache-duration": true, "auth-always-set-cookie": true, "auth-proxy-set-headers": true, "enable-global-auth": true,
-	"proxy-ssl-secret": true, "proxy-ssl-verify": true, "proxy-ssl-verify-depth": true, "proxy-ssl-name": true,
-	"proxy-ssl-server-name": true,
-	"auth-tls-secret":       true, "auth-tls-verify-client": true, "auth-tls-verify-depth": true, "auth-tls-error-page": true,
-	"auth-tls-pass-certificate-to-upstream": true, "auth-tls-match-cn": true, "proxy-ssl-protocols": true, "proxy-ssl-ciphers": true,
-	"limit-rps": true, "limit-rpm": true, "limit-connections": true, "limit-burst-multiplier": true,
-	"limit-whitelist": true, "custom-http-errors": true, "default-backend": true,
-	// FastCGI, mirroring, response headers (fastcgi.go, mirror.go, responseheaders.go)
-	"fastcgi-index": true, "fastcgi-params-configmap": true, "mirror-target": true, "mirror-host": true,
-	"mirror-request-body": true, "custom-headers": true,
-	// ModSecurity (modsecurity.go)
-	"enable-modsecurity": true, "enable-owasp-core-rules": true, "modsecurity-transaction-id": true,
-	// snippets, read as typed directives against an allowlist (snippet.go)
-	configurationSnippetKey: true, serverSnippetKey: true, authSnippetKey: true,
-}
-
 // isSnippet reports whether key (without prefix) is a raw nginx directive
-// Build does not read (the snippets it reads are in supportedAnnotations).
+// Build does not read (the snippets it reads are supported rows of the
+// table).
 func isSnippet(key string) bool {
 	return strings.HasSuffix(key, "-snippet") || key == "lua-resty-waf-extra-rules"
 }
@@ -152,27 +98,24 @@ const (
 	// prefix that ingress-nginx does not read either (a typo, a ConfigMap
 	// key, a removed annotation): ignoring it changes nothing.
 	AnnotationIgnoredByIngressNginx = "ignored-by-ingress-nginx"
+	// AnnotationInvalid and AnnotationMissingObject are what `restysync
+	// check` adds (and package configmap, for its keys): a supported key
+	// whose value Build refused, and one whose value names an object the
+	// source does not hold (a Secret, a Service).
+	AnnotationInvalid       = "invalid"
+	AnnotationMissingObject = "missing-object"
 )
 
 // refusedReason says why a snippet annotation is refused.
 const refusedReason = "raw nginx directives are refused by design: a snippet could read every certificate " +
 	"and key nginx holds and break every other Ingress"
 
-// refusedReasons say why some snippets are refused, where refusedReason
-// does not fit, by key without prefix.
-var refusedReasons = map[string]string{
-	"modsecurity-snippet": "ModSecurity rules are refused by design: restysync cannot check what a rule does " +
-		"(SecRuleEngine Off turns the WAF off, @pmFromFile and @inspectFile read and run files, ctl: changes the engine per request); " +
-		"enable-modsecurity and enable-owasp-core-rules load the recommended rules and the OWASP Core Rule Set, " +
-		"and the agent's --modsecurity-rule-engine On blocks what they detect (the SecRuleEngine On such snippets set)",
-}
-
 // refusedReasonOf says why the snippet annotation key (full key) is refused.
 func refusedReasonOf(key string) string {
 	for _, prefix := range annotationPrefixes {
 		if name, ok := strings.CutPrefix(key, prefix); ok {
-			if why, ok := refusedReasons[name]; ok {
-				return why
+			if row, ok := annotationRows[name]; ok && row.Status == AnnotationRefused && row.Why != "" {
+				return row.Why
 			}
 		}
 	}
@@ -207,7 +150,7 @@ func annotationStatus(key string) string {
 		switch {
 		case !ok:
 			continue
-		case supportedAnnotations[name]:
+		case supportedAnnotation(name):
 			return AnnotationSupported
 		case isSnippet(name):
 			return AnnotationRefused

@@ -66,8 +66,8 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 		default:
 			if _, err := regexp.Compile(value); err != nil {
 				b.annotationProblem(ing, key, value, fmt.Sprintf(`is not a regular expression (%v); the header's "always" and "never" are used`, err))
-			} else if err := pcreIncompatible(value); err != nil {
-				b.annotationProblem(ing, key, value, err.Error()+`; the header's "always" and "never" are used`)
+			} else if reason := pcreIncompatible(value); reason != "" {
+				b.annotationProblem(ing, key, value, reason+`; the header's "always" and "never" are used`)
 			} else {
 				p.CanaryHeaderPattern = value
 			}
@@ -152,15 +152,15 @@ func (b *builder) addCanary(ing *networkingv1.Ingress) {
 func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, pi int, useRegex bool, policy, split Policy) {
 	p := &ing.Spec.Rules[ri].HTTP.Paths[pi]
 	field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", ri, pi)
-	kind, pathType, err := matchType(p.PathType)
-	if err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field, *p.PathType, err))
+	kind, pathType, reason := matchType(p.PathType)
+	if reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %s; path left out", field, *p.PathType, reason))
 		return
 	}
 	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
-	path, err := locationPath(p.Path, kind, pathType)
-	if err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field, p.Path, err))
+	path, reason := locationPath(p.Path, kind, pathType)
+	if reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %s; path left out", field, p.Path, reason))
 		return
 	}
 	ref, reason := parseBackend(ing.Namespace, &p.Backend, "backend")

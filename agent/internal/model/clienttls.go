@@ -10,6 +10,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyAuthTLSSecret = "auth-tls-secret"
+)
+
 // Client certificates (auth-tls-* annotations): nginx checks them per
 // server (ssl_verify_client), so a host whose Ingress names auth-tls-secret
 // gets a server block of its own; its locations still go through the Lua
@@ -53,7 +58,7 @@ var clientVerifyModes = map[string]bool{"on": true, "off": true, "optional": tru
 // location settings, the server settings (nil when none), and why the
 // Ingress's locations must fail closed.
 func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientTLS, string) {
-	ref, key, ok := lookupAnnotation(ing, "auth-tls-secret")
+	ref, key, ok := lookupAnnotation(ing, keyAuthTLSSecret)
 	if !ok {
 		return ClientCert{}, nil, ""
 	}

@@ -23,7 +23,7 @@ import (
 // once: the only ones the kube source reads besides its own, each by name.
 func ConfigMapRefs(ing *networkingv1.Ingress) []types.NamespacedName {
 	var values []string
-	for _, key := range []string{"auth-proxy-set-headers", "custom-headers"} {
+	for _, key := range []string{keyAuthProxySetHeaders, keyCustomHeaders} {
 		if value, _, ok := lookupAnnotation(ing, key); ok {
 			values = append(values, value)
 		}

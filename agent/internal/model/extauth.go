@@ -13,6 +13,12 @@ import (
 	"github.com/restysync/restysync/agent/internal/chars"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyAuthResponseHeaders = "auth-response-headers"
+	keyAuthProxySetHeaders = "auth-proxy-set-headers"
+)
+
 // External authentication (auth-url and friends): nginx asks an auth
 // service (oauth2-proxy, Authelia, …) with a subrequest before each request.
 // A 2xx lets the request through, with the auth response's named headers
@@ -308,7 +314,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 			a.Signin = withRedirectParam(signin, param)
 		}
 	}
-	if v, k, ok := get(prefix + "auth-response-headers"); ok {
+	if v, k, ok := get(prefix + keyAuthResponseHeaders); ok {
 		headers, reason := headerList(v, maxAuthResponseHeaders)
 		if reason != "" {
 			problem(k, v, reason+"; no header is copied")
@@ -464,7 +470,7 @@ const maxAuthProxyHeaders = 64
 // cannot be used fails the Ingress closed, as ingress-nginx denies the
 // location: the auth service may rely on what the headers tell it.
 func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, denied string) {
-	value, key, ok := lookupAnnotation(ing, "auth-proxy-set-headers")
+	value, key, ok := lookupAnnotation(ing, keyAuthProxySetHeaders)
 	if !ok {
 		return "", ""
 	}

@@ -104,7 +104,7 @@ func parseFastCGIParam(name, value string) (string, string) {
 // fastCGIParamsRef returns the ConfigMap fastcgi-params-configmap names
 // (NAME or NAMESPACE/NAME), when ing's backend-protocol is FCGI.
 func fastCGIParamsRef(ing *networkingv1.Ingress) (ref, key string, ok bool) {
-	if p, _, found := lookupAnnotation(ing, "backend-protocol"); !found || !strings.EqualFold(p, ProtocolFCGI) {
+	if p, _, found := lookupAnnotation(ing, keyBackendProtocol); !found || !strings.EqualFold(p, ProtocolFCGI) {
 		return "", "", false
 	}
 	value, key, ok := lookupAnnotation(ing, "fastcgi-params-configmap")

@@ -57,8 +57,8 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("emitted invalid host %q", server.Host)
 			}
 			for _, l := range server.Locations {
-				if err := validPath(l.Path); err != nil {
-					t.Fatalf("emitted invalid path %q: %v", l.Path, err)
+				if reason := validPath(l.Path); reason != "" {
+					t.Fatalf("emitted invalid path %q: %s", l.Path, reason)
 				}
 				if l.PathType != PathExact && l.PathType != PathPrefix {
 					t.Fatalf("emitted path type %q", l.PathType)

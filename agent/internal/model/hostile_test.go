@@ -160,7 +160,7 @@ func buildBounded(t *testing.T, s Snapshot, limit uint64) (Model, []Problem) {
 func TestHostileHugeAnnotationValues(t *testing.T) {
 	huge := strings.Repeat("x", mib)
 	var keys []string
-	for key := range supportedAnnotations {
+	for _, key := range supportedAnnotationNames() {
 		keys = append(keys, key)
 	}
 	keys = append(keys, "influxdb-host", "stream-snippet")
@@ -181,7 +181,7 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 			if strings.HasPrefix(key, "auth-tls-") && key != "auth-tls-secret" {
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-tls-secret", "client-ca"))
 			}
-			extAuth := strings.HasPrefix(key, "auth-") && !strings.HasPrefix(key, "auth-tls-") && key != "auth-url" && supportedAnnotations[key] &&
+			extAuth := strings.HasPrefix(key, "auth-") && !strings.HasPrefix(key, "auth-tls-") && key != "auth-url" && supportedAnnotation(key) &&
 				!slices.Contains([]string{"auth-type", "auth-secret", "auth-secret-type", "auth-realm"}, key)
 			if extAuth {
 				opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-url", "http://auth.test/check"))
@@ -216,7 +216,7 @@ func TestHostileHugeAnnotationValues(t *testing.T) {
 				want += ": is not supported; ignored"
 			case "stream-snippet":
 				want += ": raw nginx directives are refused by design"
-			case configurationSnippetKey, serverSnippetKey, authSnippetKey:
+			case configurationSnippetKey, ServerSnippetKey, authSnippetKey:
 				want += fmt.Sprintf(": refused: the snippet is %d bytes long; at most 65536 are allowed", mib)
 			default:
 				want += fmt.Sprintf(" %q", clip(huge))

@@ -285,15 +285,15 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 	p := &ing.Spec.Rules[ri].HTTP.Paths[pi]
 	// field names the path in problems; only they pay for formatting it.
 	field := func() string { return fmt.Sprintf("spec.rules[%d].http.paths[%d]", ri, pi) }
-	kind, pathType, err := matchType(p.PathType)
-	if err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %v; path left out", field(), *p.PathType, err))
+	kind, pathType, reason := matchType(p.PathType)
+	if reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %s; path left out", field(), *p.PathType, reason))
 		return
 	}
 	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
-	path, err := locationPath(p.Path, kind, pathType)
-	if err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %v; path left out", field(), p.Path, err))
+	path, reason := locationPath(p.Path, kind, pathType)
+	if reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %s; path left out", field(), p.Path, reason))
 		return
 	}
 	ref, reason := parseBackend(ing.Namespace, &p.Backend, "backend")

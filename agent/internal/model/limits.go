@@ -43,12 +43,12 @@ func (b *builder) capProxyLimits(ing *networkingv1.Ingress, id string) {
 		return
 	}
 	for _, c := range []struct {
-		annotation, directive, flag string
-		field                       *string
-		max                         int64
+		annotation, flag string
+		field            *string
+		max              int64
 	}{
-		{"proxy-body-size", "client_max_body_size", "max-proxy-body-size", &p.BodySize, b.limits.MaxProxyBodySize},
-		{"client-body-buffer-size", "client_body_buffer_size", "max-client-body-buffer-size", &p.ClientBodyBufferSize, b.limits.MaxClientBodyBufferSize},
+		{KeyProxyBodySize, "max-proxy-body-size", &p.BodySize, b.limits.MaxProxyBodySize},
+		{KeyClientBodyBufferSize, "max-client-body-buffer-size", &p.ClientBodyBufferSize, b.limits.MaxClientBodyBufferSize},
 	} {
 		if c.max == 0 || *c.field == "" {
 			continue
@@ -56,7 +56,7 @@ func (b *builder) capProxyLimits(ing *networkingv1.Ingress, id string) {
 		if n, ok := SizeBytes(*c.field); ok && n != 0 && n <= c.max {
 			continue
 		}
-		key := "snippet " + c.directive
+		key := "snippet " + annotationRows[c.annotation].Directive
 		if _, k, found := lookupAnnotation(ing, c.annotation); found {
 			key = k
 		}
@@ -83,7 +83,7 @@ func (b *builder) regexPathAllowed(ing *networkingv1.Ingress, host, field, path 
 		// The annotation that made the path a regex names it, so that
 		// restysync check reports it; a path made one by another
 		// Ingress's use-regex on the host has neither.
-		for _, name := range []string{"use-regex", "rewrite-target"} {
+		for _, name := range []string{keyUseRegex, keyRewriteTarget} {
 			if value, key, ok := lookupAnnotation(ing, name); ok {
 				b.annotationProblem(ing, key, value, reason)
 				return false

@@ -13,6 +13,9 @@
 // oldest-wins rule) so that there is one Model for both front-ends: the
 // router, the profiles, the balancers and every push to nginx and Lua stay
 // one, and a new front-end changes nothing in render, plan, apply or Lua.
+//
+// A check in this package returns a reason string, "" when the value is fine,
+// never an error.
 package model
 
 import (

@@ -9,6 +9,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	KeyEnableModSecurity = "enable-modsecurity"
+)
+
 // ModSecurity, the web application firewall ingress-nginx bundles
 // (annotations enable-modsecurity, enable-owasp-core-rules,
 // modsecurity-transaction-id; ConfigMap keys enable-modsecurity and
@@ -108,7 +113,7 @@ func (b *builder) readModSecurity(ing *networkingv1.Ingress) (ModSecurity, strin
 	const closed = "; the Ingress's paths answer 503 until it is fixed (a WAF that cannot run as asked fails closed)"
 
 	enabled := g.Enabled
-	enableValue, enableKey, fromAnnotation := lookupAnnotation(ing, "enable-modsecurity")
+	enableValue, enableKey, fromAnnotation := lookupAnnotation(ing, KeyEnableModSecurity)
 	if fromAnnotation {
 		v, err := strconv.ParseBool(enableValue)
 		if err != nil {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,6 +9,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/restysync/restysync/agent/internal/chars"
+)
+
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyUseRegex = "use-regex"
 )
 
 // maxPathLength bounds an Ingress path, in bytes.
@@ -27,82 +31,85 @@ var (
 	invalidPathSuffixes  = []string{"/..", "/."}
 )
 
-// pathShape reports why path is not path-shaped: it must start with "/",
-// be of bounded length and hold only what package chars accepts. Both path
-// checks start with it.
-func pathShape(path string) error {
+// pathShape returns why path is not path-shaped, or "": it must start
+// with "/", be of bounded length and hold only what package chars accepts.
+// Both path checks start with it.
+func pathShape(path string) string {
 	if !strings.HasPrefix(path, "/") {
-		return errors.New(`must start with "/"`)
+		return `must start with "/"`
 	}
 	if len(path) > maxPathLength {
-		return fmt.Errorf("is %d bytes long, longer than %d", len(path), maxPathLength)
+		return fmt.Sprintf("is %d bytes long, longer than %d", len(path), maxPathLength)
 	}
 	if err := chars.Check(path); err != nil {
-		return err
+		return err.Error()
 	}
-	return nil
+	return ""
 }
 
-// validPath reports why path cannot be an nginx location, or nil when it
+// validPath returns why path cannot be an nginx location, or "" when it
 // can. It is the only gate between user-written paths and nginx.conf.
-func validPath(path string) error {
-	if err := pathShape(path); err != nil {
-		return err
+func validPath(path string) string {
+	if reason := pathShape(path); reason != "" {
+		return reason
 	}
 	for _, r := range path {
 		switch {
 		case unicode.IsSpace(r):
-			return fmt.Errorf("contains white space %U", r)
+			return fmt.Sprintf("contains white space %U", r)
 		case strings.ContainsRune(forbiddenPathChars, r):
-			return fmt.Errorf("contains %q", r)
+			return fmt.Sprintf("contains %q", r)
 		}
 	}
 	for _, seq := range invalidPathSequences {
 		if strings.Contains(path, seq) {
-			return fmt.Errorf("contains %q", seq)
+			return fmt.Sprintf("contains %q", seq)
 		}
 	}
 	for _, suffix := range invalidPathSuffixes {
 		if strings.HasSuffix(path, suffix) {
-			return fmt.Errorf("ends with %q", suffix)
+			return fmt.Sprintf("ends with %q", suffix)
 		}
 	}
-	return nil
+	return ""
 }
 
 // matchType maps an Ingress path type to the match type of a Location.
 // ImplementationSpecific means Prefix here, and so does a missing path type,
 // which the API server rejects but a hand-written manifest may have.
-func matchType(pathType *networkingv1.PathType) (networkingv1.PathType, PathType, error) {
+func matchType(pathType *networkingv1.PathType) (networkingv1.PathType, PathType, string) {
 	if pathType == nil {
-		return networkingv1.PathTypeImplementationSpecific, PathPrefix, nil
+		return networkingv1.PathTypeImplementationSpecific, PathPrefix, ""
 	}
 	switch *pathType {
 	case networkingv1.PathTypeExact:
-		return *pathType, PathExact, nil
+		return *pathType, PathExact, ""
 	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
-		return *pathType, PathPrefix, nil
+		return *pathType, PathPrefix, ""
 	}
-	return "", "", errors.New("is not one of Exact, Prefix, ImplementationSpecific")
+	return "", "", "is not one of Exact, Prefix, ImplementationSpecific"
 }
 
 // locationPath checks an Ingress path and returns the Location path for it.
 // An ImplementationSpecific path may be empty, which means "/" (as the API
 // server and ingress-nginx have it); Prefix paths lose their trailing "/".
-func locationPath(path string, pathType networkingv1.PathType, match PathType) (string, error) {
+func locationPath(path string, pathType networkingv1.PathType, match PathType) (string, string) {
 	if path == "" && pathType == networkingv1.PathTypeImplementationSpecific {
 		path = "/"
 	}
 	if match == PathRegex {
-		return path, validRegexPath(path)
+		if reason := validRegexPath(path); reason != "" {
+			return path, reason
+		}
+		return path, ""
 	}
-	if err := validPath(path); err != nil {
-		return "", err
+	if reason := validPath(path); reason != "" {
+		return "", reason
 	}
 	if pathType == networkingv1.PathTypeExact {
-		return path, nil
+		return path, ""
 	}
-	return trimPrefixPath(path), nil
+	return trimPrefixPath(path), ""
 }
 
 // trimPrefixPath drops the trailing "/" of a Prefix path: prefixes match
@@ -115,22 +122,29 @@ func trimPrefixPath(path string) string {
 	return trimmed
 }
 
-// validRegexPath reports why path cannot be a use-regex location. It must
-// look like a path (start with "/"), be printable UTF-8 of bounded length,
+// validRegexPath returns why path cannot be a use-regex location, or "".
+// It must look like a path (start with "/"), be printable UTF-8 of bounded length,
 // and compile as a regular expression. RE2 and nginx's PCRE differ at the
 // edges; a regex PCRE refuses is caught by nginx's own check at reload, and
 // the syncer then quarantines the Ingress.
-func validRegexPath(path string) error {
-	if err := pathShape(path); err != nil {
-		return err
+func validRegexPath(path string) string {
+	if reason := pathShape(path); reason != "" {
+		return reason
 	}
 	for _, r := range path {
 		if unicode.IsSpace(r) {
-			return fmt.Errorf("contains %U", r)
+			return fmt.Sprintf("contains %U", r)
 		}
 	}
 	if _, err := regexp.Compile(path); err != nil {
-		return fmt.Errorf("is not a valid regular expression: %v", err)
+		return fmt.Sprintf("is not a valid regular expression: %v", err)
 	}
 	return pcreIncompatible(path)
+}
+
+// useRegex says whether the ImplementationSpecific paths of ing are
+// regular expressions (annotation use-regex, or a rewrite-target, as
+// ingress-nginx has it).
+func (b *builder) useRegex(ing *networkingv1.Ingress) bool {
+	return b.boolAnnotation(ing, keyUseRegex, false) || rewriteImpliesRegex(ing)
 }

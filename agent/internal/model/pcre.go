@@ -1,15 +1,14 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 )
 
-// pcreIncompatible reports why nginx's PCRE, which matches bytes (no UTF
-// mode), refuses a regex that RE2 compiled, or nil. Found by the random
+// pcreIncompatible returns why nginx's PCRE, which matches bytes (no UTF
+// mode), refuses a regex that RE2 compiled, or "". Found by the random
 // snapshots test against the real nginx -t:
 //   - \x{...} above \x{ff} ("code point value ... is too large");
 //   - a class range from or to a set: [\d-z], [[:alpha:]-z] ("invalid range");
@@ -20,11 +19,11 @@ import (
 //
 // It scans the source, which RE2 has already parsed, so escapes and
 // classes are well formed.
-func pcreIncompatible(re string) error {
+func pcreIncompatible(re string) string {
 	if compiled, err := regexp.Compile(re); err == nil {
 		for _, name := range compiled.SubexpNames() {
 			if name != "" {
-				return fmt.Errorf("holds the named group %q: nginx would make it the variable $%s; use an unnamed group", name, name)
+				return fmt.Sprintf("holds the named group %q: nginx would make it the variable $%s; use an unnamed group", name, name)
 			}
 		}
 	}
@@ -38,10 +37,10 @@ func pcreIncompatible(re string) error {
 				if i+2 < len(re) && re[i+2] == '{' {
 					end := strings.IndexByte(re[i+3:], '}')
 					if end < 0 {
-						return nil
+						return ""
 					}
 					if v, err := strconv.ParseUint(re[i+3:i+3+end], 16, 32); err != nil || v > 0xff {
-						return fmt.Errorf(`holds \x{%s}: nginx matches bytes, so a code point above \x{ff} is refused; write the character itself`, re[i+3:i+3+end])
+						return fmt.Sprintf(`holds \x{%s}: nginx matches bytes, so a code point above \x{ff} is refused; write the character itself`, re[i+3:i+3+end])
 					}
 					i += 3 + end
 				} else {
@@ -50,7 +49,7 @@ func pcreIncompatible(re string) error {
 			case 'Q':
 				end := strings.Index(re[i+2:], `\E`)
 				if end < 0 {
-					return nil
+					return ""
 				}
 				i += 2 + end + 1
 			case 'p', 'P':
@@ -81,7 +80,7 @@ func pcreIncompatible(re string) error {
 			}
 		case !inClass:
 		case c == '[' && i+1 < len(re) && (re[i+1] == '=' || re[i+1] == '.'):
-			return errors.New("holds a POSIX collating element such as [[=a=]], which nginx refuses")
+			return "holds a POSIX collating element such as [[=a=]], which nginx refuses"
 		case c == '[' && i+1 < len(re) && re[i+1] == ':':
 			if end := strings.Index(re[i+2:], ":]"); end >= 0 {
 				i += 2 + end + 1
@@ -92,10 +91,10 @@ func pcreIncompatible(re string) error {
 		case c == ']' && !classStart:
 			inClass = false
 		case c == '-' && prevSet && i+1 < len(re) && re[i+1] != ']':
-			return errors.New(`holds a class range from a set such as [\d-z], which nginx refuses; put "-" last in the class`)
+			return `holds a class range from a set such as [\d-z], which nginx refuses; put "-" last in the class`
 		default:
 			classStart, prevSet = false, false
 		}
 	}
-	return nil
+	return ""
 }

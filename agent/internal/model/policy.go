@@ -10,6 +10,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	KeyLoadBalance = "load-balance"
+)
+
 // Policy is how the Lua balancer treats one backend: the algorithm, session
 // affinity, retries and passive health, and a canary. The zero Policy is
 // round robin with the documented defaults. It is comparable on purpose:
@@ -152,7 +157,7 @@ func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
 	subset := b.boolAnnotation(ing, "upstream-hash-by-subset", false)
 	// 0, as in ingress-nginx, is the default size.
 	subsetSize := b.intAnnotation(ing, "upstream-hash-by-subset-size", 0, 0, MaxHashSubset)
-	if value, key, ok := lookupAnnotation(ing, "load-balance"); ok {
+	if value, key, ok := lookupAnnotation(ing, KeyLoadBalance); ok {
 		switch value {
 		case AlgorithmRoundRobin:
 			if b.loadBalance != "" {

@@ -6,6 +6,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyBackendProtocol = "backend-protocol"
+)
+
 // Per-location settings of an Ingress that shape the nginx location itself
 // rather than the balancing (see Policy): the HTTP → HTTPS redirect and the
 // protocol nginx speaks to the backend. They are structure: changing one is
@@ -48,7 +53,7 @@ func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 		sslRedirect:      b.boolAnnotation(ing, "ssl-redirect", true),
 		forceSSLRedirect: b.boolAnnotation(ing, "force-ssl-redirect", false),
 	}
-	if value, key, ok := lookupAnnotation(ing, "backend-protocol"); ok {
+	if value, key, ok := lookupAnnotation(ing, keyBackendProtocol); ok {
 		switch p := strings.ToUpper(value); p {
 		case "HTTP":
 		case ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS, ProtocolFCGI:

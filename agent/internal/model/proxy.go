@@ -11,6 +11,20 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyRewriteTarget       = "rewrite-target"
+	KeyProxyBodySize       = "proxy-body-size"
+	KeyProxyConnectTimeout = "proxy-connect-timeout"
+	KeyProxySendTimeout    = "proxy-send-timeout"
+	KeyProxyReadTimeout    = "proxy-read-timeout"
+	KeyProxyBuffering      = "proxy-buffering"
+	KeyProxyBufferSize     = "proxy-buffer-size"
+	keyUpstreamVhost       = "upstream-vhost"
+	keyXForwardedPrefix    = "x-forwarded-prefix"
+	KeyEnableAccessLog     = "enable-access-log"
+)
+
 // Proxy and routing annotations, ingress-nginx compatible (issue 8): how a
 // location rewrites, redirects and proxies a request. They shape the nginx
 // location, so they are structure: changing one is a reload. Each is read
@@ -193,20 +207,20 @@ func (b *builder) readProxy(ing *networkingv1.Ingress) ProxySettings {
 	b.readProxySSL(ing, &p)
 	b.readMirror(ing, &p)
 	b.readProxyKeys(ing, &p)
-	p.AccessLogOff = !b.boolAnnotation(ing, "enable-access-log", true)
+	p.AccessLogOff = !b.boolAnnotation(ing, KeyEnableAccessLog, true)
 	return p
 }
 
 // rewriteImpliesRegex says whether ing has a rewrite-target, which makes
 // its ImplementationSpecific paths regular expressions, as use-regex does.
 func rewriteImpliesRegex(ing *networkingv1.Ingress) bool {
-	value, _, ok := lookupAnnotation(ing, "rewrite-target")
+	value, _, ok := lookupAnnotation(ing, keyRewriteTarget)
 	return ok && value != ""
 }
 
 // readRewrite reads rewrite-target and app-root.
 func (b *builder) readRewrite(ing *networkingv1.Ingress, p *ProxySettings) {
-	if value, key, ok := lookupAnnotation(ing, "rewrite-target"); ok && value != "" {
+	if value, key, ok := lookupAnnotation(ing, keyRewriteTarget); ok && value != "" {
 		if rewriteTarget.MatchString(value) {
 			p.RewriteTarget = value
 		} else {
@@ -277,12 +291,12 @@ func checkRedirectURL(value string) string {
 
 // readProxyLimits reads the sizes, timeouts, buffering and HTTP version.
 func (b *builder) readProxyLimits(ing *networkingv1.Ingress, p *ProxySettings) {
-	p.BodySize = b.sizeAnnotation(ing, "proxy-body-size", true)
-	p.BufferSize = b.bufferSizeAnnotation(ing, "proxy-buffer-size")
-	p.ConnectTimeout = b.intAnnotation(ing, "proxy-connect-timeout", 0, 1, maxProxyTimeout)
-	p.SendTimeout = b.intAnnotation(ing, "proxy-send-timeout", 0, 1, maxProxyTimeout)
-	p.ReadTimeout = b.intAnnotation(ing, "proxy-read-timeout", 0, 1, maxProxyTimeout)
-	p.Buffering = b.onOffAnnotation(ing, "proxy-buffering")
+	p.BodySize = b.sizeAnnotation(ing, KeyProxyBodySize, true)
+	p.BufferSize = b.bufferSizeAnnotation(ing, KeyProxyBufferSize)
+	p.ConnectTimeout = b.intAnnotation(ing, KeyProxyConnectTimeout, 0, 1, maxProxyTimeout)
+	p.SendTimeout = b.intAnnotation(ing, KeyProxySendTimeout, 0, 1, maxProxyTimeout)
+	p.ReadTimeout = b.intAnnotation(ing, KeyProxyReadTimeout, 0, 1, maxProxyTimeout)
+	p.Buffering = b.onOffAnnotation(ing, KeyProxyBuffering)
 	p.RequestBuffering = b.onOffAnnotation(ing, "proxy-request-buffering")
 	if value, key, ok := lookupAnnotation(ing, "proxy-http-version"); ok {
 		switch value {
@@ -363,14 +377,14 @@ func parseNextUpstream(value string) (string, string) {
 
 // readUpstreamHeaders reads upstream-vhost and x-forwarded-prefix.
 func (b *builder) readUpstreamHeaders(ing *networkingv1.Ingress, p *ProxySettings) {
-	if value, key, ok := lookupAnnotation(ing, "upstream-vhost"); ok {
+	if value, key, ok := lookupAnnotation(ing, keyUpstreamVhost); ok {
 		if vhost, reason := parseUpstreamVhost(value); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; the client's host is sent")
 		} else {
 			p.UpstreamVhost = vhost
 		}
 	}
-	if value, key, ok := lookupAnnotation(ing, "x-forwarded-prefix"); ok {
+	if value, key, ok := lookupAnnotation(ing, keyXForwardedPrefix); ok {
 		if uriPath.MatchString(value) {
 			p.XForwardedPrefix = value
 		} else {

@@ -21,6 +21,21 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	KeyClientBodyBufferSize = "client-body-buffer-size"
+	KeyProxyBuffersNumber   = "proxy-buffers-number"
+	KeyProxyBusyBuffersSize = "proxy-busy-buffers-size"
+	KeyProxyMaxTempFileSize = "proxy-max-temp-file-size"
+	KeyProxyCookieDomain    = "proxy-cookie-domain"
+	KeyProxyCookiePath      = "proxy-cookie-path"
+	KeyProxyRedirectFrom    = "proxy-redirect-from"
+	KeyProxyRedirectTo      = "proxy-redirect-to"
+	KeyLimitRate            = "limit-rate"
+	KeyLimitRateAfter       = "limit-rate-after"
+	KeyServiceUpstream      = "service-upstream"
+)
+
 // NginxSize is a size nginx's size directives (proxy_buffer_size,
 // client_body_buffer_size, limit_rate, ...) take: a number of bytes, or
 // of k or m. nginx refuses "g" there, unlike client_max_body_size.
@@ -230,7 +245,7 @@ func ParseProxyRedirect(value string, from bool) (string, string) {
 // readProxyKeys reads the keys of this file into p.
 func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 	b.readBuffers(ing, p)
-	if value, key, ok := lookupAnnotation(ing, "client-body-buffer-size"); ok {
+	if value, key, ok := lookupAnnotation(ing, KeyClientBodyBufferSize); ok {
 		if size, reason := ParseNginxSize(value, false); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; the default is used")
 		} else {
@@ -241,7 +256,7 @@ func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 		name  string
 		path  bool
 		field *string
-	}{{"proxy-cookie-domain", false, &p.CookieDomain}, {"proxy-cookie-path", true, &p.CookiePath}} {
+	}{{KeyProxyCookieDomain, false, &p.CookieDomain}, {KeyProxyCookiePath, true, &p.CookiePath}} {
 		if value, key, ok := lookupAnnotation(ing, c.name); ok {
 			if v, reason := ParseCookieRewrite(value, c.path); reason != "" {
 				b.annotationProblem(ing, key, value, reason+"; cookies are not rewritten")
@@ -255,7 +270,7 @@ func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 	for _, r := range []struct {
 		name  string
 		field *string
-	}{{"limit-rate", &p.LimitRate}, {"limit-rate-after", &p.LimitRateAfter}} {
+	}{{KeyLimitRate, &p.LimitRate}, {KeyLimitRateAfter, &p.LimitRateAfter}} {
 		if value, key, ok := lookupAnnotation(ing, r.name); ok {
 			if v, reason := ParseRate(value); reason != "" {
 				b.annotationProblem(ing, key, value, reason+"; the default is used")
@@ -290,7 +305,7 @@ func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 // size.
 func (b *builder) readBuffers(ing *networkingv1.Ingress, p *ProxySettings) {
 	var keys []string
-	if value, key, ok := lookupAnnotation(ing, "proxy-buffers-number"); ok {
+	if value, key, ok := lookupAnnotation(ing, KeyProxyBuffersNumber); ok {
 		if n, reason := ParseBuffersNumber(value); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; 4 is used")
 		} else {
@@ -298,7 +313,7 @@ func (b *builder) readBuffers(ing *networkingv1.Ingress, p *ProxySettings) {
 			keys = append(keys, key)
 		}
 	}
-	if value, key, ok := lookupAnnotation(ing, "proxy-busy-buffers-size"); ok {
+	if value, key, ok := lookupAnnotation(ing, KeyProxyBusyBuffersSize); ok {
 		if size, reason := ParseNginxSize(value, false); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; the default is used")
 		} else {
@@ -306,7 +321,7 @@ func (b *builder) readBuffers(ing *networkingv1.Ingress, p *ProxySettings) {
 			keys = append(keys, key)
 		}
 	}
-	if value, key, ok := lookupAnnotation(ing, "proxy-max-temp-file-size"); ok {
+	if value, key, ok := lookupAnnotation(ing, KeyProxyMaxTempFileSize); ok {
 		if size, reason := ParseNginxSize(value, true); reason != "" {
 			b.annotationProblem(ing, key, value, reason+"; the default is used")
 		} else {
@@ -321,7 +336,7 @@ func (b *builder) readBuffers(ing *networkingv1.Ingress, p *ProxySettings) {
 	if reason := bufs.Check(); reason != "" {
 		key := strings.Join(keys, ", ")
 		if key == "" {
-			_, key, _ = lookupAnnotation(ing, "proxy-buffer-size")
+			_, key, _ = lookupAnnotation(ing, KeyProxyBufferSize)
 		}
 		b.ingressProblem(ing, fmt.Sprintf("annotation %s: with %d buffers of %s, a busy size of %s and temporary files up to %s, %s; "+
 			"proxy-buffers-number, proxy-busy-buffers-size and proxy-max-temp-file-size keep their defaults",
@@ -348,8 +363,8 @@ func (b *builder) bufferSizeAnnotation(ing *networkingv1.Ingress, name string) s
 // is nginx's default (nothing written); any other from is rewritten to
 // to, and without a to (or with "off") nothing is.
 func (b *builder) readProxyRedirect(ing *networkingv1.Ingress, p *ProxySettings) {
-	from, fromKey, hasFrom := lookupAnnotation(ing, "proxy-redirect-from")
-	to, toKey, hasTo := lookupAnnotation(ing, "proxy-redirect-to")
+	from, fromKey, hasFrom := lookupAnnotation(ing, KeyProxyRedirectFrom)
+	to, toKey, hasTo := lookupAnnotation(ing, KeyProxyRedirectTo)
 	var canonicalFrom, canonicalTo string
 	if hasFrom && from != "off" && from != "default" {
 		var reason string
@@ -486,12 +501,12 @@ func (b *builder) serviceUpstreamOf(ing *networkingv1.Ingress) bool {
 	if b.serviceUpstream == nil {
 		b.serviceUpstream = make(map[string]bool)
 	}
-	on := b.boolAnnotation(ing, "service-upstream", b.serviceUpstreamDefault)
+	on := b.boolAnnotation(ing, KeyServiceUpstream, b.serviceUpstreamDefault)
 	b.serviceUpstream[id] = on
 	if !on {
 		return false
 	}
-	value, key, set := lookupAnnotation(ing, "service-upstream")
+	value, key, set := lookupAnnotation(ing, KeyServiceUpstream)
 	if !set {
 		key, value = "service-upstream (the ConfigMap's)", "true"
 	}
@@ -602,9 +617,9 @@ func (b *builder) pathMatch(ing *networkingv1.Ingress, useRegex bool, host strin
 		return PathRegex
 	}
 	path := p.Path
-	if err := validRegexPath(path); err != nil {
-		b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has use-regex, which makes every path of the host a regex, but this one %v; it keeps its %s matching",
-			clip(path), describeHost(host), owner, err, kind))
+	if reason := validRegexPath(path); reason != "" {
+		b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has use-regex, which makes every path of the host a regex, but this one %s; it keeps its %s matching",
+			clip(path), describeHost(host), owner, reason, kind))
 		return pathType
 	}
 	return PathRegex

@@ -20,6 +20,11 @@ import (
 	"github.com/restysync/restysync/agent/internal/ciphers"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyProxySSLVerify = "proxy-ssl-verify"
+)
+
 // TLS to the backends (proxy-ssl-* annotations), for backend-protocol
 // HTTPS and GRPCS. The Secret proxy-ssl-secret names gives the CAs the
 // backend's certificate is checked against (ca.crt) and the client
@@ -64,7 +69,7 @@ func SecretRefs(ing *networkingv1.Ingress) []types.NamespacedName {
 	if ref, ok := AuthSecretRef(ing); ok {
 		refs = append(refs, ref)
 	}
-	for _, key := range []string{"proxy-ssl-secret", "auth-tls-secret"} {
+	for _, key := range []string{"proxy-ssl-secret", keyAuthTLSSecret} {
 		if value, _, ok := lookupAnnotation(ing, key); ok {
 			namespace, name := splitAuthSecretRef(ing, value)
 			ref := types.NamespacedName{Namespace: namespace, Name: name}
@@ -80,7 +85,7 @@ func SecretRefs(ing *networkingv1.Ingress) []types.NamespacedName {
 // it needs into b.proxyFiles.
 func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 	s := &p.SSL
-	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-verify"); ok {
+	if value, key, ok := lookupAnnotation(ing, keyProxySSLVerify); ok {
 		switch value {
 		case "on":
 			s.Verify, s.VerifyDepth = true, 1

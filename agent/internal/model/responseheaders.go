@@ -9,6 +9,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
+// The annotations of this family that other files name (model/annotationtable.go has their rows).
+const (
+	keyCustomHeaders = "custom-headers"
+)
+
 // Custom response headers (custom-headers): the ConfigMap the annotation
 // names, in the Ingress's own namespace, holds headers added to every
 // response of the Ingress's locations (errors included), replacing a
@@ -60,7 +65,7 @@ func parseCustomHeader(name, value string) (string, string) {
 // value" lines sorted by name, and why the locations must fail closed (""
 // when they need not).
 func (b *builder) readCustomHeaders(ing *networkingv1.Ingress) (string, string) {
-	value, key, ok := lookupAnnotation(ing, "custom-headers")
+	value, key, ok := lookupAnnotation(ing, keyCustomHeaders)
 	if !ok || strings.TrimSpace(value) == "" {
 		return "", ""
 	}
@@ -77,4 +82,12 @@ func (b *builder) readCustomHeaders(ing *networkingv1.Ingress) (string, string) 
 		lines = append(lines, name+": "+v)
 	}
 	return strings.Join(lines, "\n"), ""
+}
+
+func setOf(names ...string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
 }

@@ -30,7 +30,7 @@ import (
 // Keys of the snippet annotations Build reads (without prefix).
 const (
 	configurationSnippetKey = "configuration-snippet"
-	serverSnippetKey        = "server-snippet"
+	ServerSnippetKey        = "server-snippet"
 	authSnippetKey          = "auth-snippet"
 )
 
@@ -175,7 +175,7 @@ func (b *builder) snippetRefused(ing *networkingv1.Ingress, key string, r *snipp
 func (b *builder) readSnippets(ing *networkingv1.Ingress, id string) {
 	st := &ingressSnippets{ing: ing, keys: map[string]string{}}
 	texts := map[string]string{}
-	for _, short := range []string{authSnippetKey, serverSnippetKey, configurationSnippetKey} {
+	for _, short := range []string{authSnippetKey, ServerSnippetKey, configurationSnippetKey} {
 		text, key, ok := lookupAnnotation(ing, short)
 		if !ok {
 			continue
@@ -197,14 +197,14 @@ func (b *builder) readSnippets(ing *networkingv1.Ingress, id string) {
 		}
 	}
 	opts := snippet.Options{AuthVariables: st.authVars, BufferSettings: true}
-	if text, ok := texts[serverSnippetKey]; ok {
+	if text, ok := texts[ServerSnippetKey]; ok {
 		res, refusal := snippet.Parse(snippet.Server, text, opts)
 		var locations []snippetLocation
 		if refusal == nil {
 			locations, refusal = checkSnippetLocations(res.Locations)
 		}
 		if refusal != nil {
-			b.snippetRefused(ing, st.keys[serverSnippetKey], refusal)
+			b.snippetRefused(ing, st.keys[ServerSnippetKey], refusal)
 		} else {
 			st.server, st.locations = res, locations
 		}
@@ -247,21 +247,21 @@ func checkSnippetLocations(specs []snippet.Location) ([]snippetLocation, *snippe
 	for _, spec := range specs {
 		l := snippetLocation{spec: spec, path: spec.Path}
 		l.describe = fmt.Sprintf("location %s (line %d)", strings.TrimSpace(spec.Modifier+" "+clip(spec.Path)), spec.Line)
-		var err error
+		var reason string
 		switch spec.Modifier {
 		case "=":
-			l.pathType, err = PathExact, validPath(spec.Path)
+			l.pathType, reason = PathExact, validPath(spec.Path)
 		case "":
-			l.pathType, err = PathLiteralPrefix, validPath(spec.Path)
+			l.pathType, reason = PathLiteralPrefix, validPath(spec.Path)
 		case "^~":
-			l.pathType, err = PathPriorityPrefix, validPath(spec.Path)
+			l.pathType, reason = PathPriorityPrefix, validPath(spec.Path)
 		case "~", "~*":
 			l.pathType = PathRegex
 			l.path = snippetRegexPath(spec.Path, spec.Modifier == "~")
-			err = validRegexPath(l.path)
+			reason = validRegexPath(l.path)
 		}
-		if err != nil {
-			return nil, &snippet.Refusal{Directive: "location", Line: spec.Line, Reason: fmt.Sprintf("the path %q %v", clip(spec.Path), err)}
+		if reason != "" {
+			return nil, &snippet.Refusal{Directive: "location", Line: spec.Line, Reason: fmt.Sprintf("the path %q %s", clip(spec.Path), reason)}
 		}
 		out = append(out, l)
 	}
@@ -303,32 +303,34 @@ func (b *builder) applySnippetProxy(st *ingressSnippets, id string) {
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s %s (line %d) disagrees with annotation %s %q; the annotation's is used",
 				key, s.Directive, s.Value, s.Line, full, have))
 		}
-		// setString and setInt apply the snippet's value to field,
-		// unless the annotation set it.
-		setString := func(field *string, annotation string) {
-			if have := fieldOf(before, annotation); have != "" {
+		// set applies the snippet's value to the field of ProxySettings
+		// that directive sets, unless the annotation of that field (the
+		// table's Directive column) set it.
+		set := func(directive string) {
+			text, number := proxyField(&p, directive)
+			if text == nil && number == nil {
+				return
+			}
+			annotation := annotationOfDirective(directive)
+			if have := fieldOf(before, directive); have != "" {
 				if have != s.Value {
 					conflict(annotation, have)
 				}
 				return
 			}
-			*field = s.Value
-		}
-		setInt := func(field *int, annotation string) {
-			if have := fieldOf(before, annotation); have != "" {
-				if have != s.Value {
-					conflict(annotation, have)
-				}
-				return
+			if text != nil {
+				*text = s.Value
+			} else {
+				*number, _ = strconv.Atoi(s.Value)
 			}
-			*field, _ = strconv.Atoi(s.Value)
 		}
 		switch s.Directive {
 		case "proxy_ssl_verify":
 			on := s.Value == "on"
-			if value, _, set := lookupAnnotation(ing, "proxy-ssl-verify"); set && (value == "on" || value == "off") {
+			annotation := annotationOfDirective(s.Directive)
+			if value, _, found := lookupAnnotation(ing, annotation); found && (value == "on" || value == "off") {
 				if (value == "on") != on {
-					conflict("proxy-ssl-verify", value)
+					conflict(annotation, value)
 				}
 				return
 			}
@@ -337,38 +339,20 @@ func (b *builder) applySnippetProxy(st *ingressSnippets, id string) {
 			} else {
 				p.SSL.Verify, p.SSL.VerifyDepth = false, 0
 			}
-		case "proxy_http_version":
-			setString(&p.HTTPVersion, "proxy-http-version")
-		case "proxy_connect_timeout":
-			setInt(&p.ConnectTimeout, "proxy-connect-timeout")
-		case "proxy_send_timeout":
-			setInt(&p.SendTimeout, "proxy-send-timeout")
-		case "proxy_read_timeout":
-			setInt(&p.ReadTimeout, "proxy-read-timeout")
-		case "proxy_buffering":
-			setString(&p.Buffering, "proxy-buffering")
-		case "proxy_request_buffering":
-			setString(&p.RequestBuffering, "proxy-request-buffering")
-		case "proxy_buffer_size":
-			setString(&p.BufferSize, "proxy-buffer-size")
-		case "client_max_body_size":
-			setString(&p.BodySize, "proxy-body-size")
-		case "client_body_buffer_size":
-			setString(&p.ClientBodyBufferSize, "client-body-buffer-size")
-		case "proxy_busy_buffers_size":
-			setString(&p.BusyBuffersSize, "proxy-busy-buffers-size")
 		case "proxy_buffers":
 			// "NUMBER SIZE": the number of buffers, and the size of each,
-			// which is proxy-buffer-size's too (as ingress-nginx writes them).
+			// which is proxy_buffer_size's too (as ingress-nginx writes them).
 			number, size, _ := strings.Cut(s.Value, " ")
 			s.Value = number
-			setInt(&p.BuffersNumber, "proxy-buffers-number")
+			set("proxy_buffers")
 			s.Value = size
-			setString(&p.BufferSize, "proxy-buffer-size")
+			set("proxy_buffer_size")
+		default:
+			set(s.Directive)
 		}
 	}
 	for _, s := range st.server.Settings {
-		apply(serverSnippetKey, s)
+		apply(ServerSnippetKey, s)
 	}
 	for _, s := range st.config.Settings {
 		apply(configurationSnippetKey, s)
@@ -377,7 +361,7 @@ func (b *builder) applySnippetProxy(st *ingressSnippets, id string) {
 		if reason := buffers.Check(); reason != "" {
 			key := st.keys[configurationSnippetKey]
 			if len(st.config.Settings) == 0 {
-				key = st.keys[serverSnippetKey]
+				key = st.keys[ServerSnippetKey]
 			}
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: the proxy buffers it sets: %s; the annotations' buffers are used", key, reason))
 			p.BufferSize, p.BuffersNumber, p.BusyBuffersSize = before.BufferSize, before.BuffersNumber, before.BusyBuffersSize
@@ -392,39 +376,46 @@ func (b *builder) applySnippetProxy(st *ingressSnippets, id string) {
 	b.proxySettings[id] = p
 }
 
-// fieldOf returns, as text, the ProxySettings field an annotation sets
-// ("" when it holds the default): an annotation present with a bad value
-// left its field at the default, and then a snippet's value applies.
-func fieldOf(p ProxySettings, annotation string) string {
-	itoa := func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.Itoa(n)
+// proxyField returns the field of p that the snippet directive sets: a
+// text one or a number one, or neither when the directive sets none.
+func proxyField(p *ProxySettings, directive string) (text *string, number *int) {
+	switch directive {
+	case "proxy_http_version":
+		return &p.HTTPVersion, nil
+	case "proxy_connect_timeout":
+		return nil, &p.ConnectTimeout
+	case "proxy_send_timeout":
+		return nil, &p.SendTimeout
+	case "proxy_read_timeout":
+		return nil, &p.ReadTimeout
+	case "proxy_buffering":
+		return &p.Buffering, nil
+	case "proxy_request_buffering":
+		return &p.RequestBuffering, nil
+	case "proxy_buffer_size":
+		return &p.BufferSize, nil
+	case "client_max_body_size":
+		return &p.BodySize, nil
+	case "client_body_buffer_size":
+		return &p.ClientBodyBufferSize, nil
+	case "proxy_busy_buffers_size":
+		return &p.BusyBuffersSize, nil
+	case "proxy_buffers":
+		return nil, &p.BuffersNumber
 	}
-	switch annotation {
-	case "proxy-http-version":
-		return p.HTTPVersion
-	case "proxy-connect-timeout":
-		return itoa(p.ConnectTimeout)
-	case "proxy-send-timeout":
-		return itoa(p.SendTimeout)
-	case "proxy-read-timeout":
-		return itoa(p.ReadTimeout)
-	case "proxy-buffering":
-		return p.Buffering
-	case "proxy-request-buffering":
-		return p.RequestBuffering
-	case "proxy-buffer-size":
-		return p.BufferSize
-	case "proxy-body-size":
-		return p.BodySize
-	case "client-body-buffer-size":
-		return p.ClientBodyBufferSize
-	case "proxy-busy-buffers-size":
-		return p.BusyBuffersSize
-	case "proxy-buffers-number":
-		return itoa(p.BuffersNumber)
+	return nil, nil
+}
+
+// fieldOf returns, as text, the ProxySettings field the snippet directive
+// sets ("" when it holds the default): an annotation present with a bad
+// value left its field at the default, and then a snippet's value applies.
+func fieldOf(p ProxySettings, directive string) string {
+	text, number := proxyField(&p, directive)
+	switch {
+	case text != nil:
+		return *text
+	case number != nil && *number != 0:
+		return strconv.Itoa(*number)
 	}
 	return ""
 }
@@ -545,19 +536,19 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 	values := newLocationValues(loc, host)
 	taken := map[string]string{} // request header (lower case) → the annotation that sets it
 	if loc.Proxy.UpstreamVhost != "" {
-		taken["host"] = "upstream-vhost"
+		taken["host"] = keyUpstreamVhost
 	}
 	if loc.Proxy.XForwardedPrefix != "" {
-		taken["x-forwarded-prefix"] = "x-forwarded-prefix"
+		taken[keyXForwardedPrefix] = keyXForwardedPrefix
 	}
 	if h := loc.Access.ExternalAuth.ResponseHeaders; h != "" {
 		for _, name := range strings.Split(h, ",") {
-			taken[strings.ToLower(name)] = "auth-response-headers"
+			taken[strings.ToLower(name)] = keyAuthResponseHeaders
 		}
 	}
 	if loc.Access.ClientCert.Headers {
 		for _, name := range clientCertHeaders {
-			taken[name] = "auth-tls-secret"
+			taken[name] = keyAuthTLSSecret
 		}
 	}
 	custom := map[string]bool{} // response headers custom-headers sets
@@ -611,7 +602,7 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 		layer(g, "")
 	}
 	if st != nil {
-		layer(st.server, serverSnippetKey)
+		layer(st.server, ServerSnippetKey)
 		layer(st.config, configurationSnippetKey)
 	}
 	req.last()
@@ -651,7 +642,7 @@ func (b *builder) addSnippetLocations() {
 			continue
 		}
 		ing := st.ing
-		key := st.keys[serverSnippetKey]
+		key := st.keys[ServerSnippetKey]
 		for _, host := range snippetHosts(ing) {
 			locations := b.server(host)
 			for _, sl := range st.locations {

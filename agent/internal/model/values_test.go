@@ -32,14 +32,14 @@ var unrenderable = []struct{ name, char, reason string }{
 func TestHostileUnrenderableAnnotationValues(t *testing.T) {
 	values := map[string]string{ // a value each key would take, where "x" would not parse
 		configurationSnippetKey: `add_header X-A "a%sb";`, // issue 25's payload
-		serverSnippetKey:        `location /x { return 200 "a%sb"; }`,
+		ServerSnippetKey:        `location /x { return 200 "a%sb"; }`,
 		authSnippetKey:          "auth_request_set $a $upstream_http_x%s;",
 		"auth-url":              "http://auth.default.svc/%s",
 		"mirror-target":         "http://mirror.default.svc/%s",
 		"proxy-redirect-to":     "http://b/%s",
 	}
 	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range supportedAnnotations {
+		for _, k := range supportedAnnotationNames() {
 			if !yield(k) {
 				return
 			}

@@ -31,6 +31,15 @@ const (
 	Global
 )
 
+// SettingDirectives are the directives a snippet sets a proxy setting of
+// the model with: those of the Directive column of model.Annotations (its
+// test checks they are the same), each setting what an annotation sets.
+var SettingDirectives = []string{
+	"proxy_ssl_verify", "proxy_http_version", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
+	"proxy_buffering", "proxy_request_buffering", "proxy_buffer_size", "client_max_body_size",
+	"proxy_buffers", "client_body_buffer_size", "proxy_busy_buffers_size",
+}
+
 // Options are what Check needs to know of the Ingress besides the text.
 type Options struct {
 	// AuthVariables are the names (without "$") the Ingress's auth-snippet
@@ -311,9 +320,8 @@ func (c *checker) top(d Directive) *Refusal {
 		}
 		c.res.ServerTokensOff = true
 		return nil
-	case "proxy_ssl_verify", "proxy_http_version", "proxy_connect_timeout", "proxy_send_timeout", "proxy_read_timeout",
-		"proxy_buffering", "proxy_request_buffering", "proxy_buffer_size", "client_max_body_size",
-		"proxy_buffers", "client_body_buffer_size", "proxy_busy_buffers_size":
+	}
+	if slices.Contains(SettingDirectives, d.Name) {
 		if c.ctx == Global {
 			return refuse(d, "is not accepted in a ConfigMap snippet; use the ConfigMap key of that setting")
 		}

@@ -9,33 +9,14 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// FastCGI backends, request mirroring and custom response headers of a
-// location's profile (model.ProxySettings.FastCGI, .Mirror and
-// .ResponseHeaders).
+// FastCGI backends of a location's profile (model.ProxySettings.FastCGI;
+// model/fastcgi.go reads them).
 //
-// FastCGI: the profile passes with fastcgi_pass to the same Lua-balanced
+// The profile passes with fastcgi_pass to the same Lua-balanced
 // upstream block as proxy_pass does, with nginx's standard parameters
 // (fastcgiStandardParams: what nginx's fastcgi_params file holds, written
 // out, as the shared dir has no such file) and the Ingress's own, which
 // replace the standard one of their name.
-//
-// Mirror: the profile sets $restysync_mirror_target and
-// $restysync_mirror_host and names one of two internal locations in the
-// server (mirrorLocation, mirrorLocationWithoutBody), which proxy the copy
-// there. A subrequest shares its request's variables, so one location
-// serves every target; it is written only when a profile (one kept from an
-// earlier config too) names it.
-//
-// Response headers: add_header and *_hide_header in a location replace
-// every one nginx would inherit from the http block, so a profile with
-// headers of its own repeats those (the template's "response-headers";
-// keep it in step with the http block).
-
-// The internal locations of mirrored requests, with and without the body.
-const (
-	mirrorLocation            = "/_restysync/mirror"
-	mirrorLocationWithoutBody = "/_restysync/mirror-without-body"
-)
 
 // Names of nginx modules that talk to a backend: their directives are
 // "<module>_connect_timeout" and so on.
@@ -90,19 +71,6 @@ var fastcgiStandardParams = []fastCGIParamView{
 // checks it.
 var fastCGIParamName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// responseHeaderView is one custom response header; Value may hold
-// ${restysync_dollar} for a literal "$".
-type responseHeaderView struct{ Name, Value string }
-
-// mirrorView is what a profile prints to mirror its requests.
-type mirrorView struct {
-	// Location is the internal location the copy goes to.
-	Location string
-	// Target and Host are model.Mirror's, with ${vars}.
-	Target, Host string
-	NoBody       bool
-}
-
 // backendModule returns the nginx module that talks to a backend of
 // protocol.
 func backendModule(protocol string) string {
@@ -115,9 +83,9 @@ func backendModule(protocol string) string {
 	return moduleProxy
 }
 
-// addFastCGIMirrorHeaders derives the FastCGI, mirror and response header
-// parts of v from p, for a location of protocol.
-func addFastCGIMirrorHeaders(v *proxyView, p model.ProxySettings, protocol string) error {
+// addFastCGI derives the FastCGI part of v from p, for a location of
+// protocol.
+func addFastCGI(v *proxyView, p model.ProxySettings, protocol string) error {
 	v.Module = backendModule(protocol)
 	if v.Module == moduleFastCGI {
 		params, err := fastCGIParams(p.FastCGI)
@@ -135,41 +103,6 @@ func addFastCGIMirrorHeaders(v *proxyView, p model.ProxySettings, protocol strin
 				kept = []string{"off"}
 			}
 			v.NextUpstream = kept
-		}
-	}
-	if p.Mirror.Target != "" {
-		m := mirrorView{Location: mirrorLocation, Target: p.Mirror.Target, Host: p.Mirror.Host, NoBody: p.Mirror.NoBody}
-		if m.NoBody {
-			m.Location = mirrorLocationWithoutBody
-		}
-		for _, s := range []string{m.Target, m.Host} {
-			if _, err := QuoteWithVariables(s); err != nil {
-				return fmt.Errorf("mirror: %w", err)
-			}
-		}
-		v.MirrorTo = &m
-	}
-	if p.ResponseHeaders != "" {
-		for _, line := range strings.Split(p.ResponseHeaders, "\n") {
-			name, value, ok := strings.Cut(line, ": ")
-			if !ok || !isHeaderName(name) {
-				return fmt.Errorf("response header %q", line)
-			}
-			if _, err := QuoteWithVariables(value); err != nil {
-				return fmt.Errorf("response header %s: %w", name, err)
-			}
-			if strings.Contains(strings.ReplaceAll(value, "${restysync_dollar}", ""), "${") {
-				return fmt.Errorf("response header %s: a variable other than ${restysync_dollar}", name)
-			}
-			switch strings.ToLower(name) {
-			case "x-request-id":
-				v.OwnRequestID = true
-			case "strict-transport-security":
-				v.OwnSTS = true
-			default:
-				v.ResponseHides = append(v.ResponseHides, name)
-			}
-			v.ResponseHeaderList = append(v.ResponseHeaderList, responseHeaderView{Name: name, Value: value})
 		}
 	}
 	return nil
@@ -200,24 +133,4 @@ func fastCGIParams(f model.FastCGI) ([]fastCGIParamView, error) {
 		}
 	}
 	return append(out, own...), nil
-}
-
-// mirrorHTTPView says which internal mirror locations the profiles name.
-type mirrorHTTPView struct {
-	Body, NoBody bool
-}
-
-// Any says a mirror location is written (and the map its Host needs).
-func (m mirrorHTTPView) Any() bool { return m.Body || m.NoBody }
-
-// profileNeeds returns what the profiles (kept ones included) need in the
-// http and server blocks: the mirror locations, and the variable of a
-// literal "$".
-func profileNeeds(profiles []Profile) (mirror mirrorHTTPView, dollar bool) {
-	for _, p := range profiles {
-		mirror.Body = mirror.Body || strings.Contains(p.Body, "mirror "+mirrorLocation+";")
-		mirror.NoBody = mirror.NoBody || strings.Contains(p.Body, "mirror "+mirrorLocationWithoutBody+";")
-		dollar = dollar || strings.Contains(p.Body, "${restysync_dollar}")
-	}
-	return mirror, dollar
 }
