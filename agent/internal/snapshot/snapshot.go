@@ -107,8 +107,14 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 	if opts.Now != nil {
 		snap.Now = opts.Now()
 	}
+	if e2eBuilt != nil {
+		e2eBuilt(snap)
+	}
 	return Built{Snapshot: snap, Problems: problems, Settings: g.settings, SettingsChanged: changed}
 }
+
+// e2eBuilt, if set, is told of every snapshot Build makes (e2ehooks.go).
+var e2eBuilt func(model.Snapshot)
 
 // everyIngressOurs returns copies of ingresses that name class, and class
 // as the only IngressClass, of our controller.
