@@ -15,11 +15,10 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/snapshot"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
@@ -151,13 +150,7 @@ func check(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// The platform's maxima are the flags' defaults, or the ConfigMap's.
-	settings := render.Settings{Limits: model.DefaultLimits()}
-	if snap.ConfigMap != nil && c.String("configmap") != "" {
-		settings = configmap.Apply(settings, snap.ConfigMap.Namespace, snap.ConfigMap.Name, snap.ConfigMap.Data).Render
-	}
-	snap.Limits = settings.Limits
-	report, problems := checkSnapshot(snap)
+	report, problems := checkSnapshot(snap, c.String("configmap"))
 	report.Objects = checkObjects(read, problems)
 	if name := c.String("configmap"); name != "" {
 		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)
@@ -208,31 +201,27 @@ func check(c *cli.Context) error {
 // own address is not known here.
 var checkTargets = model.Targets{PodPorts: []int32{80, 443, 10246, 10254, 10255}}
 
-// checkSnapshot builds every Ingress of snap as ours and classifies its
+// checkOptions are the options check builds with, configMap the
+// ConfigMap of --configmap ("": none): every Ingress as ours, in a cluster
+// (checkTargets), with the agent's defaults and what checkRender assumes.
+func checkOptions(configMap string) snapshot.Options {
+	settings := checkRender
+	settings.Limits = model.DefaultLimits()
+	return snapshot.Options{IngressClass: checkClass, EveryIngressOurs: true, Render: settings,
+		ConfigMap: configMap, Targets: checkTargets}
+}
+
+// checkSnapshot builds every Ingress of held, what the source holds, as
+// ours, with the ConfigMap configMap ("": none), and classifies its
 // annotations; a supported one is invalid when Build raised a Problem
-// naming it. It returns Build's problems too. ssl-passthrough is judged as
-// the agent runs with --enable-ssl-passthrough: ingress-nginx needed its
-// flag of that name too. ModSecurity is judged as nginx has its module
-// (--load-module of ngx_http_modsecurity_module.so): ingress-nginx's image
-// has it built; without it, the agent fails those Ingresses closed (503).
-func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
-	class := checkClass
-	ours := make([]*networkingv1.Ingress, len(snap.Ingresses))
-	for i, ing := range snap.Ingresses {
-		copied := ing.DeepCopy()
-		copied.Spec.IngressClassName = &class
-		ours[i] = copied
-	}
-	snap.Ingresses = ours
-	snap.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
-	snap.IngressClass = class
-	snap.SSLPassthrough = true
-	snap.ModSecurity.Loaded = true
-	snap.ReservedPorts = []int32{80, 443}
-	snap.Targets = checkTargets
+// naming it. It returns Build's problems too (the ConfigMap's keys are
+// checkConfigMap's).
+func checkSnapshot(held model.Snapshot, configMap string) (CheckReport, []model.Problem) {
+	built := snapshot.Build(held, checkOptions(configMap), nil, nil)
+	snap := built.Snapshot
 	_, problems := model.Build(snap)
 	refused := renderRefused(snap)
+	ours := slices.Clone(snap.Ingresses)
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
 		if p.Kind == "Ingress" {
@@ -290,8 +279,11 @@ func checkSnapshot(snap model.Snapshot) (CheckReport, []model.Problem) {
 }
 
 // checkRender are the settings check renders nginx.conf with: the agent's
-// defaults, with what checkSnapshot assumes (ssl-passthrough on, the
-// ModSecurity module loaded).
+// defaults, with ssl-passthrough on, as the agent runs with
+// --enable-ssl-passthrough (ingress-nginx needed its flag of that name
+// too), and the ModSecurity module loaded (--load-module of
+// ngx_http_modsecurity_module.so): ingress-nginx's image has it built;
+// without it, the agent fails those Ingresses closed (503).
 var checkRender = render.Settings{SharedDir: "/var/run/restysync", HTTPPort: 80, HTTPSPort: 443,
 	SSLPassthrough: true, LoadModules: []string{render.DebianModSecurityModule}}
 

@@ -16,9 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/restysync/restysync/agent/internal/admin"
-	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/snapshot"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/source/fqdn"
@@ -53,6 +53,8 @@ func inspectCommand() *cli.Command {
 				Usage: "with --source: the TLS Secret `NAMESPACE/NAME` of the default certificate, as the agent's --default-ssl-certificate"},
 			&cli.BoolFlag{Name: "enable-ssl-passthrough", EnvVars: env("ENABLE_SSL_PASSTHROUGH"),
 				Usage: "with --source: honour ssl-passthrough, as the agent's --enable-ssl-passthrough"},
+			&cli.BoolFlag{Name: "allow-snippet-annotations", Value: true, EnvVars: env("ALLOW_SNIPPET_ANNOTATIONS"),
+				Usage: "with --source: read the snippet annotations, as the agent's --allow-snippet-annotations (false refuses every one)"},
 			&cli.StringFlag{Name: "tcp-services-configmap", EnvVars: env("TCP_SERVICES_CONFIGMAP"),
 				Usage: "with --source: TCP services from this ConfigMap, `NAMESPACE/NAME`, as the agent's flag of that name"},
 			&cli.StringFlag{Name: "udp-services-configmap", EnvVars: env("UDP_SERVICES_CONFIGMAP"),
@@ -180,46 +182,36 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 }
 
 // inspectSource builds the model from a source, as the agent would, with
-// no nginx: a dry run.
+// no nginx: a dry run. ModSecurity is judged as check judges it: as nginx
+// has its module.
 func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Report, error) {
-	class := c.String("ingress-class")
-	if class == "" {
+	opts := snapshot.Options{
+		IngressClass:          c.String("ingress-class"),
+		WatchWithoutClass:     c.Bool("watch-ingress-without-class"),
+		SnippetAnnotationsOff: !c.Bool("allow-snippet-annotations"),
+		Render: render.Settings{HTTPPort: 80, HTTPSPort: 443, SSLPassthrough: c.Bool("enable-ssl-passthrough"),
+			LoadModules: []string{render.DebianModSecurityModule}, Limits: model.DefaultLimits()},
+		ConfigMap: c.String("configmap"),
+		// As the agent judges its source: a local folder may name loopback.
+		Targets: model.Targets{Local: strings.HasPrefix(src, "file:"), PodPorts: []int32{80, 443}},
+	}
+	if opts.IngressClass == "" {
 		return admin.Report{}, fmt.Errorf("--ingress-class: must not be empty")
 	}
-	snap, problems, err := readSource(ctx, c, src, false)
+	if ref := opts.ConfigMap; ref != "" && !validNamespacedName(ref) {
+		return admin.Report{}, fmt.Errorf("--configmap %q: want NAMESPACE/NAME", ref)
+	}
+	var err error
+	if opts.DefaultCertificate, err = defaultCertificate(c); err != nil {
+		return admin.Report{}, err
+	}
+	held, problems, err := readSource(ctx, c, src, false)
 	if err != nil {
 		return admin.Report{}, err
 	}
-	if ref := c.String("configmap"); ref != "" {
-		namespace, name, ok := strings.Cut(ref, "/")
-		if !ok || !validNamespacedName(ref) {
-			return admin.Report{}, fmt.Errorf("--configmap %q: want NAMESPACE/NAME", ref)
-		}
-		if snap.ConfigMap == nil {
-			problems = append(problems, configmap.NotFound(namespace, name))
-		} else {
-			res := configmap.Apply(render.Settings{}, namespace, name, snap.ConfigMap.Data)
-			problems = append(problems, res.Problems...)
-			snap.LoadBalance = res.LoadBalance
-			snap.ServiceUpstream = res.ServiceUpstream
-			snap.GlobalAuth, snap.GlobalAuthDenied = res.GlobalAuth, res.GlobalAuthDenied
-			snap.ModSecurity = res.Render.ModSecurityGlobal()
-		}
-	}
-	snap.IngressClass = class
-	snap.WatchWithoutClass = c.Bool("watch-ingress-without-class")
-	snap.SSLPassthrough = c.Bool("enable-ssl-passthrough")
-	// As check: ModSecurity is judged as nginx has its module.
-	snap.ModSecurity.Loaded = true
-	snap.ReservedPorts = []int32{80, 443}
-	// As the agent judges its source: a local folder may name loopback.
-	snap.Targets = model.Targets{Local: strings.HasPrefix(src, "file:"), PodPorts: []int32{80, 443}}
-	if snap.DefaultCertificate, err = defaultCertificate(c); err != nil {
-		return admin.Report{}, err
-	}
-	snap.Now = time.Now()
-	m, buildProblems := model.Build(snap)
-	report := admin.FromModel(m, append(problems, buildProblems...))
+	built := snapshot.Build(held, opts, nil, nil)
+	m, buildProblems := model.Build(built.Snapshot)
+	report := admin.FromModel(m, append(append(problems, built.Problems...), buildProblems...))
 	report.DryRun = true
 	return report, nil
 }

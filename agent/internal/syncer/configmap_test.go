@@ -86,7 +86,7 @@ func TestConfigMapSettings(t *testing.T) {
 	if !slices.Equal(again.problems, tokens.problems) || again.cfg.Hash != tokens.cfg.Hash {
 		t.Error("the same ConfigMap gave other problems or another config")
 	}
-	if !s.globals.read || s.globals.settings.HTTP == nil || !s.globals.settings.HTTP.ServerTokens {
-		t.Errorf("globals %+v", s.globals)
+	if settings := s.configMap.Settings(); settings.HTTP == nil || !settings.HTTP.ServerTokens {
+		t.Errorf("settings %+v", settings)
 	}
 }

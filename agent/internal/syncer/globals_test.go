@@ -138,7 +138,7 @@ func TestConfigMapNginxRefusesIsBlamed(t *testing.T) {
 	if reason := configMapRefusal(problems); !strings.Contains(reason, "[emerg] open() failed") {
 		t.Errorf("ConfigMap problem %q: want nginx's reason", reason)
 	}
-	if l.s.configMapRefused == "" {
+	if l.s.configMap.Refused() == "" {
 		t.Error("the state does not say nginx refuses the ConfigMap")
 	}
 	// The refused config, the trial of the old Ingresses with the new
@@ -163,7 +163,7 @@ func TestConfigMapNginxRefusesIsBlamed(t *testing.T) {
 	if !bytes.Contains(cfg.Bytes, []byte("logs/fixed.log")) {
 		t.Error("the fixed ConfigMap is not applied")
 	}
-	if configMapRefusal(problems) != "" || l.s.configMapRefused != "" {
+	if configMapRefusal(problems) != "" || l.s.configMap.Refused() != "" {
 		t.Error("the fixed ConfigMap is still blamed")
 	}
 	if q := l.s.guard.quarantinedKeys(); len(q) != 0 || len(hostsOf(m)) != 3 {
@@ -184,7 +184,7 @@ func TestIngressBlamedWhenTheConfigMapIsGood(t *testing.T) {
 	if q := l.s.guard.quarantinedKeys(); !slices.Equal(q, []string{"default/bad"}) {
 		t.Errorf("quarantined %v, want [default/bad]", q)
 	}
-	if configMapRefusal(problems) != "" || l.s.configMapRefused != "" {
+	if configMapRefusal(problems) != "" || l.s.configMap.Refused() != "" {
 		t.Error("the good ConfigMap is blamed")
 	}
 	if !bytes.Contains(cfg.Bytes, []byte("server_tokens on")) || !slices.Equal(hostsOf(m), []string{"web.test"}) {
@@ -236,8 +236,8 @@ func TestConfigMapRenderRefusesIsBlamed(t *testing.T) {
 	if !strings.Contains(reason, "the agent cannot render nginx.conf") || !strings.Contains(reason, "refused by the test") {
 		t.Errorf("ConfigMap problem %q: want render's refusal", reason)
 	}
-	if !strings.Contains(l.s.configMapRefused, "refused by the test") {
-		t.Errorf("state: %q", l.s.configMapRefused)
+	if !strings.Contains(l.s.configMap.Refused(), "refused by the test") {
+		t.Errorf("state: %q", l.s.configMap.Refused())
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/snapshot"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -203,16 +204,9 @@ type Syncer struct {
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
-	// globals are the render settings and load-balance the ConfigMap gave
-	// (configmap.go); goodGlobals those of the last full build nginx
-	// confirmed (before the first: the flags' alone, as the bootstrap). globalsTrial says the full build tries
-	// the Ingresses of that build with globals that changed since, after
-	// nginx refused both changed at once; configMapRefused is why the
-	// ConfigMap whose globals were put back was refused ("" when none).
-	globals          globals
-	goodGlobals      globalValues
-	globalsTrial     bool
-	configMapRefused string
+	// configMap is the agent's ConfigMap as last read, and the globals
+	// nginx last took (configmap.go).
+	configMap *snapshot.ConfigMap
 
 	mu    sync.Mutex
 	state State
@@ -274,17 +268,16 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		opts.Metrics = noMetrics{}
 	}
 	return &Syncer{
-		src:         src,
-		nginx:       nginx,
-		opts:        opts,
-		logger:      logger,
-		dirty:       make(chan struct{}, 1),
-		kinds:       map[source.Kind]bool{},
-		reported:    map[string]bool{},
-		lua:         newLuaState(nginx, opts.Metrics),
-		guard:       newGuard(),
-		globals:     globals{globalValues: globalValues{settings: opts.Render}},
-		goodGlobals: globalValues{settings: opts.Render},
+		src:       src,
+		nginx:     nginx,
+		opts:      opts,
+		logger:    logger,
+		dirty:     make(chan struct{}, 1),
+		kinds:     map[source.Kind]bool{},
+		reported:  map[string]bool{},
+		lua:       newLuaState(nginx, opts.Metrics),
+		guard:     newGuard(),
+		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
 	}
 }
 
@@ -476,7 +469,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	access, checked := s.checkWorkerAccess(ctx, next, result, err)
 	s.update(func(st *State) {
 		st.NginxUnreachable = s.waitReason
-		st.ConfigMapRefused = s.configMapRefused
+		st.ConfigMapRefused = s.configMap.Refused()
 		st.CertificateNearestExpiry = s.lua.NearestExpiry()
 		if checked {
 			st.WorkerAccess = access
@@ -721,7 +714,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if _, reloads := p.Step(plan.Reload); reloads {
 		switch cfg.Hash {
 		case s.failedHash:
-			if s.guard.bisecting() || s.globalsTrial || s.globalsChanged() {
+			if s.guard.bisecting() || s.configMap.Trial() || s.globalsChanged() {
 				// A step whose Ingresses render the rejected nginx.conf
 				// again (the others are routed in Lua), or a ConfigMap
 				// that changed back to one nginx refused: the same
@@ -861,7 +854,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 			keep = append(keep, p)
 		}
 	}
-	cfg, routes, err = renderBuild(next, s.globals.settings, keep...)
+	cfg, routes, err = renderBuild(next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
@@ -969,16 +962,6 @@ func usesStream(st model.Stream, changed []source.ServiceKey) bool {
 	return false
 }
 
-// reservedPorts are the ports nginx listens on for HTTP: a TCP service
-// cannot have them.
-func reservedPorts(s render.Settings) []int32 {
-	ports := []int32{int32(s.HTTPPort), int32(s.HTTPSPort)}
-	if s.StatusPort != 0 {
-		ports = append(ports, int32(s.StatusPort))
-	}
-	return ports
-}
-
 // fullModel builds the whole model from a snapshot of the source.
 func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model, []model.Problem, string) {
 	s.changedBackends = nil
@@ -986,26 +969,10 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	if tracks {
 		index.TakeChangedServices() // the full build covers them
 	}
-	snap, problems := s.src.Snapshot()
-	problems = append(problems, s.readConfigMap(snap.ConfigMap)...)
-	snap.LoadBalance = s.globals.loadBalance
-	snap.ServiceUpstream = s.globals.serviceUpstream
-	snap.GlobalAuth, snap.GlobalAuthDenied = s.globals.globalAuth, s.globals.globalAuthDenied
-	snap.SnippetAnnotationsOff = s.opts.SnippetAnnotationsOff || s.globals.snippetsOff
-	snap.GlobalSnippets = s.globals.globalSnippets
-	settings := s.globals.settings
-	snap.SSLPassthrough = settings.SSLPassthrough
-	snap.ModSecurity = settings.ModSecurityGlobal()
-	snap.ReservedPorts = reservedPorts(settings)
-	snap.Targets = s.opts.Targets
-	snap.Limits = settings.Limits
-	var quarantine []model.Problem
-	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
-	problems = append(problems, quarantine...)
-	snap.IngressClass = s.opts.IngressClass
-	snap.WatchWithoutClass = s.opts.WatchWithoutClass
-	snap.DefaultCertificate = s.opts.DefaultCertificate
-	snap.Now = time.Now()
+	held, problems := s.src.Snapshot()
+	built := s.buildSnapshot(held)
+	problems = append(problems, built.Problems...)
+	snap := built.Snapshot
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
@@ -1018,7 +985,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 // Ingresses nginx last took do not render with it since it changed; it
 // says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
-	culprits, err := RenderFailures(s.builtSnap, s.globals.settings, func(ing *networkingv1.Ingress) bool {
+	culprits, err := RenderFailures(s.builtSnap, s.configMap.Settings(), func(ing *networkingv1.Ingress) bool {
 		return sameIngress(s.guard.good[ingressKey(ing)], ing)
 	})
 	if err != nil {

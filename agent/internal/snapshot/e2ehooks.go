@@ -1,0 +1,37 @@
+//go:build e2ehooks
+
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// E2ESnapshotFile names the environment variable that, in a binary built
+// with the tag e2ehooks (as the e2e tests build the agent), makes Build
+// write each snapshot it makes, as JSON, to the file it holds (the last
+// one wins). The e2e tests compare the snapshots of the agent, check and
+// inspect --source with it.
+const E2ESnapshotFile = "RESTYSYNC_E2E_SNAPSHOT_FILE"
+
+func init() {
+	path := os.Getenv(E2ESnapshotFile)
+	if path == "" {
+		return
+	}
+	e2eBuilt = func(snap model.Snapshot) {
+		data, err := json.Marshal(snap)
+		if err == nil {
+			err = os.WriteFile(path+".tmp", data, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(path+".tmp", path)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", E2ESnapshotFile, err)
+		}
+	}
+}
