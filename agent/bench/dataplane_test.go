@@ -38,7 +38,7 @@ import (
 //   - "lua": nginx.conf exactly as render.Render writes it for one host with
 //     one Prefix "/" location, its three endpoints and its route pushed over
 //     the config API. The host is routed by Lua (as every host is), so
-//     every request runs access_by_lua (restysync.balancer.route, in the
+//     every request runs access_by_lua (restysync.router.route, in the
 //     default server's "location /") and balancer_by_lua
 //     (restysync.balancer.balance).
 //   - "static": the same rendered nginx.conf, with that one location changed
