@@ -278,6 +278,9 @@ func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
 			return nil, err
 		}
 	}
+	// The modules of b3BaseCommit route in restysync.balancer, where this
+	// build's nginx.conf names restysync.router.
+	conf = bytes.ReplaceAll(conf, []byte(`require("restysync.router").route(`), []byte(`require("restysync.balancer").route(`))
 	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), conf, 0o644); err != nil {
 		return nil, err
 	}
