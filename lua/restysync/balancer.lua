@@ -9,7 +9,9 @@
 -- there: EWMA scores, hash ring points, the cookie id, passive health.
 --
 -- The peer is picked in the access phase, where a 503 still reaches the
--- client as a 503 (in balancer_by_lua it would turn into a 500), and
+-- client as a 503 (in balancer_by_lua it would turn into a 500): by
+-- access() in a location that names its backend in $restysync_backend (a
+-- profile), by access_backend() for the location restysync.router picked.
 -- balance() hands it to nginx. The policy decides how:
 --
 --   algorithm   round_robin (here), ewma (restysync.ewma), hash by an nginx
