@@ -2,6 +2,7 @@ package lua
 
 import (
 	"io/fs"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,5 +39,29 @@ func TestInitLoadsEveryModule(t *testing.T) {
 	slices.Sort(files)
 	if !slices.Equal(listed, files) {
 		t.Errorf("init.lua MODULES = %v, want every module: %v", listed, files)
+	}
+}
+
+// The agent writes FS into nginx's shared dir: modules only, never the
+// Lua unit tests beside them (test/) or their harness.
+func TestFSHoldsOnlyModules(t *testing.T) {
+	err := fs.WalkDir(FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !strings.HasPrefix(path, "restysync/") || !strings.HasSuffix(path, ".lua") || strings.HasSuffix(path, "_test.lua") {
+			t.Errorf("FS holds %s, want only restysync/<module>.lua", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := filepath.Glob("test/*_test.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) == 0 {
+		t.Error("no Lua unit tests in test/")
 	}
 }

@@ -38,7 +38,7 @@ import (
 //   - "lua": nginx.conf exactly as render.Render writes it for one host with
 //     one Prefix "/" location, its three endpoints and its route pushed over
 //     the config API. The host is routed by Lua (as every host is), so
-//     every request runs access_by_lua (restysync.balancer.route, in the
+//     every request runs access_by_lua (restysync.router.route, in the
 //     default server's "location /") and balancer_by_lua
 //     (restysync.balancer.balance).
 //   - "static": the same rendered nginx.conf, with that one location changed
@@ -278,6 +278,9 @@ func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
 			return nil, err
 		}
 	}
+	// The modules of b3BaseCommit route in restysync.balancer, where this
+	// build's nginx.conf names restysync.router.
+	conf = bytes.ReplaceAll(conf, []byte(`require("restysync.router").route(`), []byte(`require("restysync.balancer").route(`))
 	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), conf, 0o644); err != nil {
 		return nil, err
 	}

@@ -200,5 +200,6 @@ end
 -- Private functions, reachable by tests.
 _M.samesite_none_compatible = samesite_none_compatible
 _M.tag = tag
+_M.parse = parse
 
 return _M

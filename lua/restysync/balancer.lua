@@ -9,7 +9,9 @@
 -- there: EWMA scores, hash ring points, the cookie id, passive health.
 --
 -- The peer is picked in the access phase, where a 503 still reaches the
--- client as a 503 (in balancer_by_lua it would turn into a 500), and
+-- client as a 503 (in balancer_by_lua it would turn into a 500): by
+-- access() in a location that names its backend in $restysync_backend (a
+-- profile), by access_backend() for the location restysync.router picked.
 -- balance() hands it to nginx. The policy decides how:
 --
 --   algorithm   round_robin (here), ewma (restysync.ewma), hash by an nginx
@@ -54,16 +56,11 @@ local health = require "restysync.health"
 local ewma = require "restysync.ewma"
 local chash = require "restysync.chash"
 local affinity = require "restysync.affinity"
-local routes = require "restysync.routes"
-local loop = require "restysync.loop"
 
 local ngx = ngx
 local ngx_var = ngx.var
 local ngx_log = ngx.log
 local ngx_exit = ngx.exit
-local ngx_redirect = ngx.redirect
-local ngx_exec = ngx.exec
-local ngx_req_http_version = ngx.req.http_version
 local ngx_now = ngx.now
 local ngx_ERR = ngx.ERR
 local ngx_WARN = ngx.WARN
@@ -77,25 +74,15 @@ local math_min = math.min
 local math_random = math.random
 local pcall = pcall
 local type = type
-local tonumber = tonumber
 local tostring = tostring
 local string_find = string.find
 local string_match = string.match
 local string_gmatch = string.gmatch
-local string_byte = string.byte
-local string_sub = string.sub
 
 local _M = { _VERSION = "0.1" }
 
-local HTTP_PERMANENT_REDIRECT = 308
-local HTTP_NOT_FOUND = 404
-local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_SERVICE_UNAVAILABLE = 503
 local HTTP_INTERNAL_SERVER_ERROR = 500
-
--- BODY_LOCATION serves the requests of a location without a profile whose
--- body has no Content-Length (see route).
-local BODY_LOCATION = "@restysync_body"
 
 local json = cjson.new()
 
@@ -259,7 +246,8 @@ local function backend(name)
     return entry
 end
 
--- access_backend picks the endpoint of backend name for this request.
+-- access_backend picks the endpoint of backend name for this request;
+-- restysync.router calls it for a location it routed to a backend.
 local function access_backend(name)
     local entry = backend(name)
     if not entry then
@@ -318,129 +306,7 @@ function _M.access()
     end
     return access_backend(name)
 end
-
--- redirect_uri is the request URI a redirect keeps; strip drops one
--- trailing "/" (of the query too, when there is one), as ingress-nginx's
--- redirects do unless preserve-trailing-slash. "/" alone stays: an empty
--- path is "/" anyway.
-local function redirect_uri(strip)
-    local uri = ngx_var.request_uri
-    if strip and #uri > 1 and string_byte(uri, -1) == 47 then -- "/"
-        uri = string_sub(uri, 1, -2)
-    end
-    return uri
-end
-
--- route is access() for the default server's "location /", which every
--- host reaches: its route in restysync.routes (the host's own, a wildcard's,
--- or for any other host the default server's "_") picks the location by
--- path, over HTTP and HTTPS alike: a host without TLS of its own is served
--- over HTTPS by its own locations with the default certificate, as
--- ingress-nginx serves it, never by "_", which another tenant's host-less
--- rule may own. No route or no matching path is a 404; a stored route that
--- does not decode a 500 (not "_"'s answer, for the same reason); a regex
--- that fails to run, or regexes that spend
--- the request's budget, a 500 (restysync.routes.match), as nginx answers
--- when a location's regex fails. A plain-HTTP request to a location with
--- ssl_redirect gets a 308 to HTTPS, on redirect_port (":PORT" or ""); a
--- request whose Content-Length is over the location's max_body gets a 413;
--- one with a body but no Content-Length jumps to @restysync_body, where
--- nginx checks the body as it reads it (in_body_location: route() runs
--- there again, and serves the request). A location whose auth or mirror
--- requests go to a tenant's URL (loop_guard) answers 508 to a request that
--- came round through them (restysync.loop).
--- A location with a profile is served by that named location: the backend,
--- the Ingress its limits count for, its htpasswd file and the profile's own
--- name (which the profile checks, so that no other request enters it) go
--- there in variables (ngx.ctx does not survive the jump), and its access()
--- picks the endpoint. Any other is balanced here; its timeouts are set by balance().
--- log_backend says the access log prints $restysync_backend, which is then
--- set (a variable write costs every request).
-function _M.route(redirect_port, log_backend, in_body_location)
-    local d = restysync.dict()
-    local host = ngx_var.host
-    local r, err = routes.lookup(d, host)
-    if err then
-        ngx_log(ngx_ERR, "restysync: route of ", host, ": ", err)
-        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
-    end
-    if not r then
-        r, err = routes.default(d)
-        if not r then
-            if err then
-                ngx_log(ngx_ERR, "restysync: default route: ", err)
-            end
-            return ngx_exit(HTTP_NOT_FOUND)
-        end
-    end
-    local loc = r.only
-    if not loc then
-        local pattern, rerr
-        loc, pattern, rerr = routes.match(r, ngx_var.uri)
-        if rerr then
-            routes.regex_failed("route of " .. host, pattern, rerr)
-            return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
-        end
-        if not loc then
-            return ngx_exit(HTTP_NOT_FOUND)
-        end
-    end
-    if loc.loop_guard then
-        -- The location sends auth or mirror requests to a tenant's URL: a
-        -- request that came from such a request of this nginx gets a 508.
-        loop.refuse(host)
-    end
-    if loc.redirect_host then
-        -- from-to-www-redirect: the other name of a host goes to the host,
-        -- with the scheme and the port the client used.
-        local port = string_match(ngx_var.http_host or "", "(:%d+)$") or ""
-        return ngx_redirect(ngx_var.restysync_forwarded_proto .. "://" .. loc.redirect_host .. port
-            .. redirect_uri(true), HTTP_PERMANENT_REDIRECT)
-    end
-    if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
-        return ngx_redirect("https://" .. host .. (redirect_port or "")
-            .. redirect_uri(not loc.preserve_trailing_slash), HTTP_PERMANENT_REDIRECT)
-    end
-    local name = loc.backend
-    local profile = loc.profile
-    if loc.max_body then
-        local length = tonumber(ngx_var.http_content_length)
-        if length then
-            if length > loc.max_body then
-                return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
-            end
-        elseif not profile and not in_body_location
-            and (ngx_var.http_transfer_encoding or ngx_req_http_version() == 2) then
-            -- A body without Content-Length is checked as it is read, against
-            -- the location's client_max_body_size: the router's would let
-            -- the largest any location allows through. A profile has its
-            -- own; any other location's is the http block's, which
-            -- @restysync_body has. HTTP/2 does not say in a variable whether
-            -- a body follows, so every HTTP/2 request without one goes.
-            return ngx_exec(BODY_LOCATION)
-        end
-    end
-    if profile then
-        -- The profile answers 404 unless this names it: a backend's
-        -- X-Accel-Redirect cannot enter another route's profile.
-        ngx_var.restysync_profile = profile
-        ngx_var.restysync_backend = name
-        if loc.ingress then
-            ngx_var.restysync_ingress = loc.ingress
-        end
-        if loc.auth_file then
-            ngx_var.restysync_auth_file = loc.auth_file
-        end
-        return ngx_exec(profile)
-    end
-    if loc.timeouts then
-        ngx.ctx.restysync_timeouts = loc
-    end
-    if log_backend then
-        ngx_var.restysync_backend = name
-    end
-    return access_backend(name)
-end
+_M.access_backend = access_backend
 
 -- retry_peer returns the endpoint for the next try after ep failed: the
 -- next usable one in list order that this request has not tried.

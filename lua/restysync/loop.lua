@@ -15,7 +15,7 @@
 -- request already passed as such a subrequest, then this one's. nginx
 -- replaces a client's header of that name on these requests (every other
 -- proxied request sends it empty, so nginx leaves it out). The router
--- (restysync.balancer.route) asks refuse() for every location that itself
+-- (restysync.router.route) asks refuse() for every location that itself
 -- sends such requests (the route's "loop_guard" flag): a request that
 -- carries this instance's token, or MAX_HOPS tokens of any instance (a
 -- loop through several replicas), is answered 508 Loop Detected, counted

@@ -22,7 +22,7 @@
 -- label, as Ingress has it), or "_": the default server's locations, for
 -- every host without a route of its own.
 --
--- The default server's "location /" calls restysync.balancer.route(), which
+-- The default server's "location /" calls restysync.router.route(), which
 -- looks the request's host up here (exact, then wildcard, then "_") and
 -- matches its path as nginx matches locations: an exact location first;
 -- else the longest prefix is remembered and the regexes (case-insensitive,

@@ -32,7 +32,7 @@ func TestWorkersThatCannotReadTheSharedDir(t *testing.T) {
 	if status.ConfigHash != cfg.Hash {
 		t.Fatalf("config hash %q, want %q", status.ConfigHash, cfg.Hash)
 	}
-	// The default server's "/" is routed by restysync.balancer: no route
+	// The default server's "/" is routed by restysync.router: no route
 	// is a 404 from Lua, a module a worker could not load a 500.
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", settings.HTTPPort))

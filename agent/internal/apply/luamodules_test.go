@@ -28,7 +28,7 @@ func TestWriteLuaModules(t *testing.T) {
 		}
 	}
 
-	for _, name := range []string{"init.lua", "api.lua", "balancer.lua", "certs.lua", "check.lua", "store.lua"} {
+	for _, name := range []string{"init.lua", "api.lua", "backends.lua", "balancer.lua", "router.lua", "certs.lua", "check.lua", "store.lua"} {
 		t.Run(name, func(t *testing.T) {
 			want, err := fs.ReadFile(lua.FS, "restysync/"+name)
 			if err != nil {
