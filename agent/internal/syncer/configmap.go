@@ -10,6 +10,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/configmap"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
@@ -108,9 +109,9 @@ func (s *Syncer) globalsChanged() bool {
 func (s *Syncer) judgeGlobals(reason string) bool {
 	switch {
 	case s.globalsTrial:
-		s.blameConfigMap(nginxRefused, reason)
+		s.blameConfigMap(quarantine.NginxRefused, reason)
 	case s.globalsChanged():
-		s.globalsTrial, s.guard.onlyGood = true, true
+		s.globalsTrial, s.guard.OnlyGood = true, true
 		s.logger.Info("nginx rejected a config after the ConfigMap changed; trying the Ingresses of the last config it took with the new ConfigMap",
 			"configmap", s.opts.ConfigMap, "reason", reason)
 	default:
@@ -125,14 +126,14 @@ func (s *Syncer) judgeGlobals(reason string) bool {
 // until the ConfigMap changes: refused (nginxRefused or renderRefused)
 // them with the Ingresses nginx took before, saying reason.
 func (s *Syncer) blameConfigMap(refused, reason string) {
-	s.globalsTrial, s.guard.onlyGood = false, false
+	s.globalsTrial, s.guard.OnlyGood = false, false
 	// readConfigMap compares the data, which stays: the refused
 	// ConfigMap is not applied again until it changes.
 	bad := s.globals
 	s.globals.globalValues = s.goodGlobals
 	namespace, name, _ := strings.Cut(s.opts.ConfigMap, "/")
 	s.globals.problems = append(slices.Clip(bad.problems), model.Problem{Kind: "ConfigMap", Namespace: namespace, Name: name,
-		Reason: refused + " with this version of it (" + clipReason(reason) + "); the last version nginx took keeps serving, " +
+		Reason: refused + " with this version of it (" + quarantine.ClipReason(reason) + "); the last version nginx took keeps serving, " +
 			"with every Ingress change on top of it, until it changes"})
 	s.configMapRefused = refused + ": " + reason
 	s.lastConfig = render.Config{}
@@ -145,7 +146,7 @@ func (s *Syncer) blameConfigMap(refused, reason string) {
 func (s *Syncer) confirmGlobals() {
 	s.goodGlobals = s.globals.globalValues
 	if s.globalsTrial {
-		s.globalsTrial, s.guard.onlyGood = false, false
+		s.globalsTrial, s.guard.OnlyGood = false, false
 		s.rerender = true
 		s.markDirty()
 	}

@@ -1,20 +1,20 @@
 // Package syncer is the loop that drives the pipeline:
-// source → model.Build → render → plan → apply.
+// source → model → render → plan → apply.
 //
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
 // syncs. A sync builds the model (all of it, or on the fast path only the
-// backends of the Services whose endpoints changed), renders it, asks
-// plan.Compute for the steps against what apply recorded, and lets apply
-// run them. The syncer keeps only the loop: coalescing, retries with
-// backoff, the config left for nginx's start while it is down, and the
-// quarantine guard, which nginx's own rejection of a config moves, and a
-// render failure too.
+// backends of the Services whose endpoints changed: model.EndpointPatch),
+// renders it, asks plan.Compute for the steps against what apply recorded
+// (apply.LuaState and apply.ConfigRecord), lets apply run them, and reports.
+// The syncer keeps only the loop: coalescing, retries with backoff, and the
+// verdicts it hands on: nginx's rejection of a config, or a render failure,
+// to the quarantine (package quarantine) or to the ConfigMap (configmap.go).
 //
 // A render failure is isolated by rendering the models of subsets of the
-// Ingresses (renderguard.go) rather than by errors that name their objects:
-// it covers every way render can fail with nothing in render to keep in
-// step, and it costs nothing until a render fails.
+// Ingresses (quarantine.RenderFailures) rather than by errors that name
+// their objects: it covers every way render can fail with nothing in render
+// to keep in step, and it costs nothing until a render fails.
 package syncer
 
 import (
@@ -30,11 +30,11 @@ import (
 	"syscall"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
-
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 )
@@ -152,40 +152,31 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	appliedHash string          // the config nginx is confirmed to run
-	lua         *apply.LuaState // what Lua holds, and the pushers
+	lua     *apply.LuaState     // what Lua holds, and the pushers
+	configs *apply.ConfigRecord // which nginx.conf nginx runs
+	guard   *quarantine.Guard   // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
 	// rerender makes the next sync a full one, which renders them away.
 	retiring, rerender bool
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
 	changedBackends []model.Backend
+	lastConfig      render.Config // last rendered config
 	lastRoutes      []model.Route // the routes of lastConfig's model
 	started         time.Time     // when Run began
 	firstApplied    bool          // a config was confirmed once: logged
 	built           *model.Model  // the last model, for the fast path
-	// builtIndex maps each Service to the positions of its backends in
-	// built.Backends; the fast path keeps names and order, so it lasts
-	// until the next full build (nil: not made yet).
-	builtIndex map[source.ServiceKey][]int
+	// builtIndex places each Service's backends in built.Backends; the
+	// fast path keeps names and order, so it lasts until the next full
+	// build (nil: not made yet).
+	builtIndex model.BackendIndex
 	builtFrom  int // Ingresses it was built from
 	// builtSnap is the snapshot the model of this sync's full build was
 	// built from (the guard's filter and the globals applied), kept for the
-	// sync so that a render failure can be isolated (renderguard.go).
-	builtSnap  model.Snapshot
-	problems   []model.Problem // the problems of the last full build
-	lastConfig render.Config   // last rendered config
-	failedHash string          // config nginx rejected; not retried until it changes
-	failedErr  error           // what the reload of failedHash returned
-	good       render.Config   // the config nginx last confirmed (zero: none yet)
-	// unprovenSince is when a config nginx never confirmed was left for
-	// its start while it did not answer (zero: none); safeStart says that
-	// nginx stayed down past StartBound and the last good config (or the
-	// bootstrap) was left instead (configForStart).
-	unprovenSince time.Time
-	safeStart     bool
-	reported      map[string]bool // problems already logged
-	guard         *guard          // quarantine of Ingresses nginx refused
+	// sync so that a render failure can be isolated.
+	builtSnap model.Snapshot
+	problems  []model.Problem // the problems of the last full build
+	reported  map[string]bool // problems already logged
 	// waitReason is why nginx did not answer at the last sync, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
@@ -194,9 +185,6 @@ type Syncer struct {
 	// which the fast path of every endpoint change would otherwise do.
 	writtenFiles []model.AuthFile
 	keptFiles    []string
-	// unconfirmedHash is the config nginx was signalled to load and has
-	// not confirmed yet (ErrNotConfirmed: slow, not refused); "" when none.
-	unconfirmedHash string
 	// accessChecked is the nginx boot and the worker needs that the last
 	// access check was made for (checkWorkerAccess).
 	accessChecked string
@@ -282,7 +270,8 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		kinds:       map[source.Kind]bool{},
 		reported:    map[string]bool{},
 		lua:         newLuaState(nginx, opts.Metrics),
-		guard:       newGuard(),
+		configs:     apply.NewConfigRecord(nginx, opts.Render, opts.StartBound),
+		guard:       quarantine.New(),
 		globals:     globals{globalValues: globalValues{settings: opts.Render}},
 		goodGlobals: globalValues{settings: opts.Render},
 	}
@@ -438,12 +427,12 @@ func (s *Syncer) needsSync(ctx context.Context) bool {
 	if err != nil {
 		// Still down; the config for its start is written, unless it is
 		// time to leave it a confirmed one instead.
-		return !s.unprovenSince.IsZero() && !s.safeStart && time.Since(s.unprovenSince) >= s.opts.StartBound
+		return s.configs.StartOverdue()
 	}
 	if st.BootID != s.lua.Boot() {
 		return true
 	}
-	return st.ConfigHash != s.appliedHash && s.lastConfig.Hash != s.failedHash
+	return s.configs.NeedsSync(st.ConfigHash, s.lastConfig.Hash)
 }
 
 func (s *Syncer) update(f func(*State)) {
@@ -472,38 +461,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
-	quarantined := s.guard.quarantinedKeys()
-	access, checked := s.checkWorkerAccess(ctx, next, result, err)
-	s.update(func(st *State) {
-		st.NginxUnreachable = s.waitReason
-		st.ConfigMapRefused = s.configMapRefused
-		st.CertificateNearestExpiry = s.lua.NearestExpiry()
-		if checked {
-			st.WorkerAccess = access
-		}
-		st.Syncs++
-		st.LastSync = time.Now()
-		st.LastLoop = st.LastSync
-		st.WantedHash = s.lastConfig.Hash
-		st.Model = next
-		st.Problems = problems
-		st.Quarantined = quarantined
-		st.ConfigHash = s.appliedHash
-		st.Applied = err == nil && result.current
-		if result.reloaded {
-			st.Reloads++
-		}
-		if result.pushed {
-			st.Pushes++
-		}
-	})
-	if !s.firstApplied && err == nil && result.current {
-		s.firstApplied = true
-		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
-	}
-	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current, ConfigHash: s.appliedHash, Path: path})
-	}
+	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
 	attrs := []any{
 		"action", result.action(),
@@ -534,6 +492,44 @@ func (s *Syncer) sync(ctx context.Context) error {
 	return nil
 }
 
+// report records what the sync found and did in State, and hands it to
+// OnSync.
+func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.Problem, path string, result syncResult, err error) {
+	quarantined := s.guard.Keys()
+	access, checked := s.checkWorkerAccess(ctx, next, result, err)
+	applied := err == nil && result.current
+	s.update(func(st *State) {
+		st.NginxUnreachable = s.waitReason
+		st.ConfigMapRefused = s.configMapRefused
+		st.CertificateNearestExpiry = s.lua.NearestExpiry()
+		if checked {
+			st.WorkerAccess = access
+		}
+		st.Syncs++
+		st.LastSync = time.Now()
+		st.LastLoop = st.LastSync
+		st.WantedHash = s.lastConfig.Hash
+		st.Model = next
+		st.Problems = problems
+		st.Quarantined = quarantined
+		st.ConfigHash = s.configs.Applied()
+		st.Applied = applied
+		if result.reloaded {
+			st.Reloads++
+		}
+		if result.pushed {
+			st.Pushes++
+		}
+	})
+	if !s.firstApplied && applied {
+		s.firstApplied = true
+		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
+	}
+	if s.opts.OnSync != nil {
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.configs.Applied(), Path: path})
+	}
+}
+
 // recordSync tells Metrics about the sync that began at start. A change
 // that a failed sync did not apply stays pending for the next one.
 func (s *Syncer) recordSync(path string, result syncResult, err error, start time.Time) {
@@ -551,32 +547,31 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 	s.pendingEvent = time.Time{}
 }
 
-// judge tells the guard whether nginx took the config of a full build, and
-// schedules the next bisection step at once. It returns the Problems of the
-// Ingresses it quarantined just now.
+// judge tells the quarantine whether nginx took the config of a full
+// build, and schedules the next bisection step at once. It returns the
+// Problems of the Ingresses it quarantined just now.
 func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	var quarantined []model.Problem
 	switch {
 	case errors.Is(err, apply.ErrRejected) || errors.Is(err, apply.ErrRefused):
-		if s.judgeGlobals(nginxReason(err)) {
+		reason := quarantine.NginxReason(err)
+		if s.judgeGlobals(reason) {
 			return nil
 		}
-		before := s.guard.quarantinedKeys()
-		if s.guard.rejected(nginxReason(err)) {
-			for _, key := range s.guard.quarantinedKeys() {
-				if !slices.Contains(before, key) {
-					s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", nginxReason(err))
-					quarantined = append(quarantined, s.guard.problem(key))
-				}
+		if keys, blamed := s.guard.Rejected(reason); blamed {
+			for _, key := range keys {
+				s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", reason)
+				quarantined = append(quarantined, s.guard.Problem(key))
 			}
 			s.markDirty() // build without it: its Problem, and the next step
 		}
 	case result.configRunning:
-		s.guard.confirmed()
+		s.guard.Confirmed()
 		s.confirmGlobals()
 	}
-	if s.guard.bisecting() {
-		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
+	if s.guard.Bisecting() {
+		group, left := s.guard.Queue()
+		s.logger.Info("finding the Ingresses nginx rejects", "next_group", group, "groups_left", left)
 		s.markDirty()
 	}
 	return quarantined
@@ -634,6 +629,8 @@ func (s *Syncer) writeFiles(files []model.AuthFile, kept []string) error {
 	return nil
 }
 
+// apply renders next (or reuses the last render on the fast path), asks
+// nginx what it runs, and runs the plan that takes it and Lua to next.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
 	// A sync that does not run its whole plan leaves the record of what
@@ -658,85 +655,24 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if err := s.writeFiles(next.AuthFiles, cfg.Files); err != nil {
 		return res, err
 	}
-
 	statusStart := time.Now()
 	status, err := s.nginx.Lua.Status(ctx)
 	res.status = time.Since(statusStart)
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.waiting = true
-		start, serr := s.configForStart(cfg)
-		if serr != nil {
-			return res, serr
-		}
-		if werr := s.nginx.WriteConfig(start); werr != nil {
-			return res, werr
-		}
-		s.noteWaiting(err)
-		return res, nil
+		return res, s.leaveForStart(cfg, err)
 	}
-	s.waitReason = ""
-	s.unprovenSince, s.safeStart = time.Time{}, false
-	previousBoot := s.lua.Boot()
-	newBoot, err := s.lua.Observe(ctx, status)
+	if err := s.observe(ctx, status, cfg); err != nil {
+		return res, err
+	}
+	held := s.configs.Held(s.lua, status.ConfigHash, next.Certificates)
+	hold, err := s.holdReload(cfg, held, &res)
 	if err != nil {
 		return res, err
 	}
-	if newBoot {
-		if err := s.nginx.TightenSocket(); err != nil {
-			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
-		}
-		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
-		}
-	}
-	if s.unconfirmedHash != "" && status.ConfigHash == s.unconfirmedHash {
-		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
-		s.unconfirmedHash = ""
-	}
-	s.appliedHash = ""
-	if status.ConfigHash == s.lastConfig.Hash || status.ConfigHash == s.good.Hash {
-		s.appliedHash = status.ConfigHash
-	}
-	if status.ConfigHash == cfg.Hash {
-		s.good = cfg
-	}
-
-	held := s.lua.Held(status.ConfigHash, next.Certificates)
-	switch status.ConfigHash {
-	case s.good.Hash:
-		held.Profiles = s.good.Profiles
-	case cfg.Hash:
-		held.Profiles = cfg.Profiles
-	}
-	p := plan.Compute(held, plan.Next{
-		Config:          cfg,
-		Backends:        next.Backends,
-		Certificates:    next.Certificates,
-		Routes:          routes,
-		EndpointsOnly:   s.changedBackends != nil,
-		ChangedBackends: s.changedBackends,
-		FullPush:        s.opts.FullPush,
-	})
-	if _, reloads := p.Step(plan.Reload); reloads {
-		switch cfg.Hash {
-		case s.failedHash:
-			if s.guard.bisecting() || s.globalsTrial || s.globalsChanged() {
-				// A step whose Ingresses render the rejected nginx.conf
-				// again (the others are routed in Lua), or a ConfigMap
-				// that changed back to one nginx refused: the same
-				// verdict, for the guard or the ConfigMap's trial.
-				return res, s.failedErr
-			}
-			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
-			p = p.Before(plan.Reload)
-		case s.unconfirmedHash:
-			// Signalled already: a second HUP would only make a slow
-			// nginx slower. needsSync comes back once it runs the hash.
-			res.waiting = true
-			p = p.Before(plan.Reload)
-		}
-	}
+	p := plan.Compute(held, plan.Next{Config: cfg, Backends: next.Backends, Certificates: next.Certificates, Routes: routes,
+		EndpointsOnly: s.changedBackends != nil, ChangedBackends: s.changedBackends, FullPush: s.opts.FullPush, HoldReload: hold})
 	out, err := s.lua.Execute(ctx, p, s.reload)
 	res.outcome(out)
 	if errors.Is(err, apply.ErrRefused) {
@@ -747,10 +683,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		return res, nil
 	}
 	res.executed = err == nil
-	if out.Reloaded {
-		s.appliedHash, s.good = cfg.Hash, cfg
-	}
-	res.configRunning = s.appliedHash == cfg.Hash
+	res.configRunning = s.configs.Applied() == cfg.Hash
 	res.current = res.configRunning && err == nil
 	if res.executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
@@ -758,6 +691,75 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		s.markDirty()
 	}
 	return res, err
+}
+
+// observe records what nginx's status says: a new boot (Lua lost or holds
+// other state: it is read back) and the config it runs.
+func (s *Syncer) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
+	s.waitReason = ""
+	s.configs.Answered()
+	previousBoot := s.lua.Boot()
+	newBoot, err := s.lua.Observe(ctx, status)
+	if err != nil {
+		return err
+	}
+	if newBoot {
+		if err := s.nginx.TightenSocket(); err != nil {
+			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
+		}
+		if previousBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
+		}
+	}
+	if s.configs.Observe(status.ConfigHash, cfg) {
+		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
+	}
+	return nil
+}
+
+// holdReload says whether the plan must stop before reloading nginx with
+// cfg: nginx rejected it before (the same verdict again, while the guard
+// or the ConfigMap's trial waits for one), or it was signalled already.
+func (s *Syncer) holdReload(cfg render.Config, held plan.Held, res *syncResult) (bool, error) {
+	if cfg.Hash == held.ConfigHash {
+		return false, nil // no reload
+	}
+	if err := s.configs.Rejected(cfg.Hash); err != nil {
+		if s.guard.Bisecting() || s.globalsTrial || s.globalsChanged() {
+			// A step whose Ingresses render the rejected nginx.conf
+			// again (the others are routed in Lua), or a ConfigMap
+			// that changed back to one nginx refused: the same
+			// verdict, for the guard or the ConfigMap's trial.
+			return false, err
+		}
+		s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
+		return true, nil
+	}
+	if s.configs.Unconfirmed(cfg.Hash) {
+		// Signalled already: a second HUP would only make a slow
+		// nginx slower. needsSync comes back once it runs the hash.
+		res.waiting = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// leaveForStart writes the config nginx should start with while it does
+// not answer (apply.ConfigRecord.ForStart), saying why it does not.
+func (s *Syncer) leaveForStart(cfg render.Config, statusErr error) error {
+	start, fellBack, err := s.configs.ForStart(cfg)
+	if err != nil {
+		return err
+	}
+	if fellBack {
+		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
+			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(start.Hash))
+	}
+	if err := s.nginx.WriteConfig(start.Bytes); err != nil {
+		return err
+	}
+	s.noteWaiting(statusErr)
+	return nil
 }
 
 // errUnconfirmed is what reload returns when nginx was signalled and has
@@ -808,43 +810,6 @@ func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res sy
 	return denied, true
 }
 
-// configForStart is what to leave on disk for nginx's next start while it
-// does not answer: cfg, unless nginx stayed down for StartBound since a
-// config it never confirmed was left there; from then on the last config it
-// confirmed, or the bootstrap one. A config nginx rejects (a regex PCRE
-// refuses) would otherwise keep it from starting at all, and with it every
-// other Ingress; once nginx is up, cfg follows by a verified reload, and the
-// guard finds the Ingress to blame (or the ConfigMap is blamed).
-func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
-	if cfg.Hash == s.good.Hash {
-		return cfg.Bytes, nil
-	}
-	if s.unprovenSince.IsZero() {
-		s.unprovenSince = time.Now()
-	}
-	if !s.safeStart && time.Since(s.unprovenSince) < s.opts.StartBound {
-		return cfg.Bytes, nil
-	}
-	safe := s.good
-	if safe.Hash == "" {
-		// The bootstrap: no Ingress and the flags' settings alone, so that
-		// a ConfigMap nginx refuses cannot keep it from starting either.
-		// Once nginx runs it, the ConfigMap is judged as one that changed
-		// since the flags' settings, the good globals before any
-		// (configmap.go).
-		var err error
-		if safe, err = render.Render(model.Model{}, s.opts.Render); err != nil {
-			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
-		}
-	}
-	if !s.safeStart {
-		s.safeStart = true
-		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
-			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(safe.Hash))
-	}
-	return safe.Bytes, nil
-}
-
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
 func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.Route, rendered bool, err error) {
@@ -854,27 +819,12 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// Profiles the routes Lua holds still jump to stay one more config:
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
-	var keep []render.Profile
-	held := s.lua.RouteProfiles()
-	for _, p := range s.good.Profiles {
-		if held[p.Name] {
-			keep = append(keep, p)
-		}
-	}
+	keep := s.configs.Keep(s.lua)
 	cfg, routes, err = renderBuild(next, s.globals.settings, keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
-	used := map[string]bool{}
-	for _, r := range routes {
-		for _, l := range r.Locations {
-			used[l.Profile] = true
-		}
-	}
-	s.retiring = false
-	for _, p := range keep {
-		s.retiring = s.retiring || !used[p.Name]
-	}
+	s.retiring = apply.Retiring(keep, routes)
 	s.lastConfig, s.lastRoutes = cfg, routes
 	return cfg, routes, true, nil
 }
@@ -891,57 +841,50 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
 	s.changedBackends = nil
-	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() && !s.rerender {
-		s.changedBackends = []model.Backend{}
-		next := *s.built
-		changed := index.TakeChangedServices()
-		if usesStream(s.built.Stream, changed) {
-			// Their endpoints are in nginx.conf: a new one is rendered.
-			return s.fullModel(index, tracks)
-		}
-		if len(changed) > 0 {
-			if s.builtIndex == nil {
-				s.builtIndex = backendsByService(s.built.Backends)
-			}
-			// The backends are changed in place, not in a copy: copying
-			// 10,000 of them (2.5 MB) on every endpoint change made the
-			// garbage collector's assists cost 20–65 ms a sync. The plan
-			// diffs against what Lua holds, not the old values; the only
-			// other reader is State, and once it has handed them out they
-			// are copied before the next change (copy on write).
-			var resolved []positionedBackend
-			var fresh []model.Problem
-			for _, k := range changed {
-				positions := s.builtIndex[k]
-				if len(positions) == 0 {
-					continue
-				}
-				svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
-				for _, i := range positions {
-					b, problems := model.ResolveBackend(next.Backends[i].Name, svc, endpointSlices, s.opts.Targets)
-					fresh = append(fresh, problems...)
-					b.Policy = next.Backends[i].Policy
-					resolved = append(resolved, positionedBackend{i, b})
-				}
-			}
-			s.mu.Lock()
-			if s.stateRead {
-				next.Backends = slices.Clone(next.Backends)
-				s.stateRead = false
-			}
-			for _, r := range resolved {
-				next.Backends[r.index] = r.backend
-			}
-			s.mu.Unlock()
-			for _, r := range resolved {
-				s.changedBackends = append(s.changedBackends, r.backend)
-			}
-			s.problems = withNewProblems(s.problems, fresh)
-		}
-		s.built = &next
-		return next, s.problems, "fast"
+	if !tracks || s.built == nil || !onlyEndpoints || s.guard.Bisecting() || s.rerender {
+		return s.fullModel(index, tracks)
 	}
-	return s.fullModel(index, tracks)
+	changed := index.TakeChangedServices()
+	if usesStream(s.built.Stream, changed) {
+		// Their endpoints are in nginx.conf: a new one is rendered.
+		return s.fullModel(index, tracks)
+	}
+	next := s.patchEndpoints(index, changed)
+	return next, s.problems, "fast"
+}
+
+// patchEndpoints is the fast path: the last model with the backends of
+// the changed Services resolved again (model.EndpointPatch), in place.
+// The only other reader of the backends is State; once it has handed
+// them out they are copied before the next change (copy on write).
+func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
+	next := *s.built
+	s.changedBackends = []model.Backend{}
+	if len(changed) > 0 {
+		if s.builtIndex == nil {
+			s.builtIndex = model.IndexBackends(next.Backends)
+		}
+		var patch model.EndpointPatch
+		for _, k := range changed {
+			positions := s.builtIndex.Positions(k.Namespace, k.Name)
+			if len(positions) == 0 {
+				continue
+			}
+			svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
+			patch.AddService(next.Backends, positions, svc, endpointSlices, s.opts.Targets)
+		}
+		s.mu.Lock()
+		if s.stateRead {
+			next.Backends = slices.Clone(next.Backends)
+			s.stateRead = false
+		}
+		patch.ApplyTo(next.Backends)
+		s.mu.Unlock()
+		s.changedBackends = append(s.changedBackends, patch.Backends()...)
+		s.problems = withNewProblems(s.problems, patch.Problems)
+	}
+	s.built = &next
+	return next
 }
 
 // withNewProblems returns held with the problems of fresh it lacks, in a
@@ -1000,7 +943,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.Targets = s.opts.Targets
 	snap.Limits = settings.Limits
 	var quarantine []model.Problem
-	snap.Ingresses, quarantine = s.guard.filter(snap.Ingresses)
+	snap.Ingresses, quarantine = s.guard.Filter(snap.Ingresses)
 	problems = append(problems, quarantine...)
 	snap.IngressClass = s.opts.IngressClass
 	snap.WatchWithoutClass = s.opts.WatchWithoutClass
@@ -1014,18 +957,16 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
-// that render refuses (renderguard.go), or blames the ConfigMap when the
-// Ingresses nginx last took do not render with it since it changed; it
-// says whether it did either: then the model is built again.
+// that render refuses (quarantine.RenderFailures), or blames the ConfigMap
+// when the Ingresses nginx last took do not render with it since it
+// changed; it says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
-	culprits, err := RenderFailures(s.builtSnap, s.globals.settings, func(ing *networkingv1.Ingress) bool {
-		return sameIngress(s.guard.good[ingressKey(ing)], ing)
-	})
+	culprits, err := quarantine.RenderFailures(s.builtSnap, s.globals.settings, s.guard.Trusted, renderBuild)
 	if err != nil {
 		if s.globalsChanged() {
 			// The ConfigMap changed since nginx last took a config, and
 			// the Ingresses of that config do not render with it.
-			s.blameConfigMap(renderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
+			s.blameConfigMap(quarantine.RenderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
 			return true
 		}
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
@@ -1033,7 +974,7 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 	}
 	for _, key := range slices.Sorted(maps.Keys(culprits)) {
 		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
-		s.guard.refuseRender(key, reason)
+		s.guard.RefuseRender(key, reason)
 		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
 	}
 	return len(culprits) > 0
@@ -1046,44 +987,20 @@ func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
 	return apply.NewLuaState(nginx.Lua, metrics)
 }
 
-// positionedBackend is a backend and its position in Model.Backends.
-type positionedBackend struct {
-	index   int
-	backend model.Backend
-}
-
-// backendsByService returns the positions of the backends of each Service.
-func backendsByService(backends []model.Backend) map[source.ServiceKey][]int {
-	out := make(map[source.ServiceKey][]int, len(backends))
-	for i, b := range backends {
-		namespace, service, _ := model.BackendService(b.Name)
-		k := source.ServiceKey{Namespace: namespace, Name: service}
-		out[k] = append(out[k], i)
-	}
-	return out
-}
-
-// reload is the plan's Reload step: apply.Nginx.ApplyConfig, with the
-// verdict kept for the quarantine guard and the metrics. A config nginx
-// rejected is remembered until the next change; one it has yet to confirm
-// is errUnconfirmed, waited for.
+// reload is the plan's Reload step: apply.ConfigRecord.Reload, with the
+// verdict told to the metrics. A config nginx has yet to confirm is
+// errUnconfirmed, waited for.
 func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 	reloadStart := time.Now()
-	err := s.nginx.ApplyConfig(ctx, cfg)
+	err := s.configs.Reload(ctx, cfg)
 	if errors.Is(err, apply.ErrNotConfirmed) {
 		s.opts.Metrics.ReloadUnconfirmed()
-		s.unconfirmedHash = cfg.Hash
 		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
 			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
 		return errUnconfirmed
 	}
 	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
-	if err == nil {
-		s.failedHash = ""
-		return nil
-	}
 	if errors.Is(err, apply.ErrRejected) {
-		s.failedHash, s.failedErr = cfg.Hash, err
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
 	return err
