@@ -180,14 +180,8 @@ type Syncer struct {
 	// waitReason is why nginx did not answer at the last sync, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
-	// writtenFiles and keptFiles are what WriteAuthFiles last made the
-	// shared dir hold; an unchanged set is not written (nor read) again,
-	// which the fast path of every endpoint change would otherwise do.
-	writtenFiles []model.AuthFile
-	keptFiles    []string
-	// accessChecked is the nginx boot and the worker needs that the last
-	// access check was made for (checkWorkerAccess).
-	accessChecked string
+	authFiles  apply.AuthFileRecord // the htpasswd and TLS files written
+	access     apply.AccessCheck    // the last check of the workers' access
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -470,18 +464,18 @@ func (s *Syncer) sync(ctx context.Context) error {
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
 		"certificates", len(next.Certificates),
-		"upserts", result.upserts,
-		"removes", result.removes,
-		"cert_upserts", result.certUpserts,
-		"cert_removes", result.certRemoves,
-		"route_upserts", result.routeUpserts,
-		"route_removes", result.routeRemoves,
-		"bytes", result.bytes,
+		"upserts", result.Upserts,
+		"removes", result.Removes,
+		"cert_upserts", result.CertUpserts,
+		"cert_removes", result.CertRemoves,
+		"route_upserts", result.RouteUpserts,
+		"route_removes", result.RouteRemoves,
+		"bytes", result.Bytes,
 		"problems", len(problems),
 		"build", buildTime.Round(time.Microsecond),
 		"render", result.render.Round(time.Microsecond),
 		"status", result.status.Round(time.Microsecond),
-		"push", result.push.Round(time.Microsecond),
+		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	}
 	if err != nil {
@@ -514,10 +508,10 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.Quarantined = quarantined
 		st.ConfigHash = s.configs.Applied()
 		st.Applied = applied
-		if result.reloaded {
+		if result.Reloaded {
 			st.Reloads++
 		}
-		if result.pushed {
+		if result.Pushed {
 			st.Pushes++
 		}
 	})
@@ -541,7 +535,7 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 	if err != nil {
 		return
 	}
-	if (result.reloaded || result.pushed) && !s.pendingEvent.IsZero() {
+	if (result.Reloaded || result.Pushed) && !s.pendingEvent.IsZero() {
 		s.opts.Metrics.Propagated(time.Since(s.pendingEvent))
 	}
 	s.pendingEvent = time.Time{}
@@ -577,56 +571,32 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	return quarantined
 }
 
+// syncResult is what one sync did: what the plan's run did (Outcome), and
+// what the loop found.
 type syncResult struct {
+	apply.Outcome
 	// current: nginx runs the config of this sync and Lua holds its backends.
 	current bool
 	// configRunning: nginx runs the config of this sync.
-	configRunning             bool
-	reloaded, pushed, waiting bool
-	executed                  bool // the whole plan ran
-
-	upserts, removes, bytes    int
-	certUpserts, certRemoves   int
-	routeUpserts, routeRemoves int
-	render                     time.Duration // 0 when the last render was reused
-	status                     time.Duration // asking Lua for its status
-	push                       time.Duration // pushing backends and certificates to Lua
-}
-
-func (r *syncResult) outcome(o apply.Outcome) {
-	r.reloaded, r.pushed = o.Reloaded, o.Pushed
-	r.upserts, r.removes, r.bytes = o.Upserts, o.Removes, o.Bytes
-	r.certUpserts, r.certRemoves = o.CertUpserts, o.CertRemoves
-	r.routeUpserts, r.routeRemoves = o.RouteUpserts, o.RouteRemoves
-	r.push = o.Push
+	configRunning bool
+	waiting       bool
+	executed      bool          // the whole plan ran
+	render        time.Duration // 0 when the last render was reused
+	status        time.Duration // asking Lua for its status
 }
 
 func (r syncResult) action() string {
 	switch {
 	case r.waiting:
 		return "wait-for-nginx"
-	case r.reloaded && r.pushed:
+	case r.Reloaded && r.Pushed:
 		return "reload+push"
-	case r.reloaded:
+	case r.Reloaded:
 		return "reload"
-	case r.pushed:
+	case r.Pushed:
 		return "push"
 	}
 	return "nothing"
-}
-
-// writeFiles makes the shared dir hold files (and keep the kept ones)
-// unless it already does.
-func (s *Syncer) writeFiles(files []model.AuthFile, kept []string) error {
-	if s.writtenFiles != nil && slices.Equal(files, s.writtenFiles) && slices.Equal(kept, s.keptFiles) {
-		return nil
-	}
-	if err := s.nginx.WriteAuthFiles(files, kept...); err != nil {
-		s.writtenFiles = nil
-		return err
-	}
-	s.writtenFiles, s.keptFiles = slices.Clip(append([]model.AuthFile{}, files...)), kept
-	return nil
 }
 
 // apply renders next (or reuses the last render on the fast path), asks
@@ -652,7 +622,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	// on every request, so a changed Secret needs no reload. The CA and
 	// certificate files of backend TLS are read when nginx loads its
 	// config: those its profiles name stay.
-	if err := s.writeFiles(next.AuthFiles, cfg.Files); err != nil {
+	if err := s.authFiles.Write(s.nginx, next.AuthFiles, cfg.Files); err != nil {
 		return res, err
 	}
 	statusStart := time.Now()
@@ -673,8 +643,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	p := plan.Compute(held, plan.Next{Config: cfg, Backends: next.Backends, Certificates: next.Certificates, Routes: routes,
 		EndpointsOnly: s.changedBackends != nil, ChangedBackends: s.changedBackends, FullPush: s.opts.FullPush, HoldReload: hold})
-	out, err := s.lua.Execute(ctx, p, s.reload)
-	res.outcome(out)
+	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
 	if errors.Is(err, apply.ErrRefused) {
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
@@ -784,24 +753,20 @@ func (s *Syncer) noteWaiting(err error) {
 }
 
 // checkWorkerAccess asks nginx's workers, once per nginx boot and each
-// time the files they need change, whether they can use them, and logs a
-// warning that names each one they cannot. checked is false when no check
-// was due (the last answer stands).
+// time the files they need change, whether they can use them
+// (apply.AccessCheck), and logs a warning that names each one they cannot.
+// checked is false when no check was due (the last answer stands).
 func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
 	if err != nil || !res.configRunning {
 		return nil, false
 	}
-	needs := apply.WorkerNeeds(next.AuthFiles)
-	key := s.lua.Boot() + "\x00" + strings.Join(needs.Read, "\x00")
-	if key == s.accessChecked {
-		return nil, false
-	}
-	found, aerr := s.nginx.Lua.Access(ctx, needs)
+	found, due, aerr := s.access.Check(ctx, s.nginx.Lua, s.lua.Boot(), next.AuthFiles)
 	if aerr != nil {
 		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
+	}
+	if !due || aerr != nil {
 		return nil, false
 	}
-	s.accessChecked = key
 	for _, d := range found {
 		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
 			"path", d.Path, "access", d.Access, "error", d.Error)
