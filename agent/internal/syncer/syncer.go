@@ -21,13 +21,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -38,106 +36,6 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 )
-
-// Options configure a Syncer. Zero durations take the defaults noted.
-type Options struct {
-	// IngressClass and WatchWithoutClass decide which Ingresses are ours.
-	IngressClass      string
-	WatchWithoutClass bool
-	// DefaultCertificate is model.Snapshot.DefaultCertificate.
-	DefaultCertificate string
-	// SnippetAnnotationsOff refuses every snippet annotation
-	// (--allow-snippet-annotations=false; default false: they are read).
-	// The ConfigMap's allow-snippet-annotations "false" does too.
-	SnippetAnnotationsOff bool
-	// Render settings for nginx.conf, from the flags: the defaults the
-	// agent's ConfigMap overrides.
-	Render render.Settings
-	// ConfigMap is the agent's ConfigMap, "namespace/name" (default "":
-	// none). The source puts it in the Snapshot; its keys change Render
-	// and the default balancing algorithm (package configmap).
-	ConfigMap string
-	// Coalesce is how long the loop waits for more events after the last
-	// one before it syncs when only EndpointSlices changed (default 5ms),
-	// StructureCoalesce when anything else did (default 25ms): a change of
-	// structure costs a full build and maybe a reload, so a stream of them
-	// (a deploy of many objects) is worth a longer wait. MaxDelay caps the
-	// wait under a constant stream of events (default 100ms).
-	Coalesce          time.Duration
-	StructureCoalesce time.Duration
-	MaxDelay          time.Duration
-	// CheckInterval is how often nginx's status is read to notice a cold
-	// start or a config that is not running (default 250ms).
-	CheckInterval time.Duration
-	// StartBound is how long nginx may stay down with a config it never
-	// confirmed left for its start before the agent leaves it the last
-	// confirmed one (or the bootstrap) instead (default 5 s; see
-	// configForStart).
-	StartBound time.Duration
-	// FullPush sends every backend to Lua whenever any changed, as the
-	// classic controller does. It exists only as the benchmark's baseline.
-	FullPush bool
-	// OnSync, if set, is called by the loop after every sync. It must not
-	// block: status writers and event recorders hand the work to their own
-	// goroutines.
-	OnSync func(Report)
-	// Metrics, if set, is told what every sync, reload and push did
-	// (default: nothing is recorded).
-	Metrics Metrics
-	// Targets decide where nginx may connect (model.Snapshot.Targets):
-	// the pod's addresses and ports, the networks the platform allows,
-	// and whether the source is a local folder (loopback allowed). The
-	// zero value refuses loopback.
-	Targets model.Targets
-}
-
-// Metrics is told what the loop does, for Prometheus. Its methods are
-// called from the loop goroutine and must be cheap and never block.
-type Metrics interface {
-	// Synced is called at the end of every sync with the path that computed
-	// the model ("fast" or "full"), its outcome (the action of the log
-	// line, or "error") and how long it took.
-	Synced(path, outcome string, d time.Duration)
-	// Reloaded is called after every reload attempt: signal and confirmation.
-	Reloaded(d time.Duration, err error)
-	// Pushed is called after every POST to Lua: kind is "backends" or
-	// "certificates", bytes the size of the body sent.
-	Pushed(kind string, bytes int, d time.Duration, err error)
-	// Propagated is called when a sync applied a change by a reload or a
-	// push: d runs from the first source event it applied to the end of
-	// that sync.
-	Propagated(d time.Duration)
-	// ReloadUnconfirmed is called for a reload nginx neither took nor
-	// refused within the confirmation timeout; the agent waits for it.
-	ReloadUnconfirmed()
-	// ValidationFailed is called when validation rejected something:
-	// validator "agent" for each new Problem (a part of an object left
-	// out), "nginx" for each config nginx did not take on a reload.
-	ValidationFailed(validator string)
-}
-
-type noMetrics struct{}
-
-func (noMetrics) Synced(string, string, time.Duration)     {}
-func (noMetrics) Reloaded(time.Duration, error)            {}
-func (noMetrics) ReloadUnconfirmed()                       {}
-func (noMetrics) Pushed(string, int, time.Duration, error) {}
-func (noMetrics) Propagated(time.Duration)                 {}
-func (noMetrics) ValidationFailed(string)                  {}
-
-// Report is what one sync found and did, for OnSync.
-type Report struct {
-	// Model is what nginx should serve; Problems were left out of it.
-	Model    model.Model
-	Problems []model.Problem
-	// Applied says nginx runs Model and Lua holds its backends, confirmed.
-	Applied bool
-	// ConfigHash is the hash of the nginx.conf nginx runs.
-	ConfigHash string
-	// Path is "fast" when only endpoints were resolved again: the servers,
-	// and so the Ingresses served, are those of the previous report.
-	Path string
-}
 
 // Syncer keeps nginx in step with a Source.
 type Syncer struct {
@@ -203,38 +101,6 @@ type Syncer struct {
 	stateRead bool
 }
 
-// State is what the loop last did, for health checks and tests.
-type State struct {
-	Synced     bool        // the source finished its first listing
-	Applied    bool        // a config was confirmed running and Lua holds every backend
-	ConfigHash string      // hash nginx runs
-	LastSync   time.Time   // end of the last sync
-	LastLoop   time.Time   // last time the loop came round: a sync or a status check
-	WantedHash string      // hash of the config last rendered: what nginx should run
-	Model      model.Model // what the last sync computed; read-only
-	Syncs      int
-	Reloads    int
-	Pushes     int
-	Problems   []model.Problem
-	// Quarantined are the Ingresses ("namespace/name") nginx refused a
-	// config with; their last good version serves until they change.
-	Quarantined []string
-	// ConfigMapRefused is why the agent's ConfigMap as it is was refused,
-	// by nginx or by render ("nginx rejected the config: …"): the
-	// ConfigMap nginx last took serves, with the Ingress changes on top,
-	// until it changes ("" when none).
-	ConfigMapRefused string
-	// NginxUnreachable is why the config socket did not answer at the last
-	// sync ("" when it did).
-	NginxUnreachable string
-	// WorkerAccess names each file under the shared dir that nginx's
-	// workers need and cannot use (empty when they can use them all).
-	WorkerAccess []string
-	// CertificateNearestExpiry is when the first leaf of the certificates
-	// Lua serves expires (zero: none known).
-	CertificateNearestExpiry time.Time
-}
-
 // New returns a Syncer; Run starts it.
 func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logger) *Syncer {
 	if opts.Coalesce <= 0 {
@@ -269,18 +135,6 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		globals:     globals{globalValues: globalValues{settings: opts.Render}},
 		goodGlobals: globalValues{settings: opts.Render},
 	}
-}
-
-// State returns a copy of the loop's state.
-func (s *Syncer) State() State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	// The fast path copies the backends before it next changes them.
-	s.stateRead = true
-	st.Problems = append([]model.Problem(nil), s.state.Problems...)
-	st.Quarantined = slices.Clone(s.state.Quarantined)
-	return st
 }
 
 // Run starts the source and syncs until ctx is done.
@@ -429,12 +283,6 @@ func (s *Syncer) needsSync(ctx context.Context) bool {
 	return s.configs.NeedsSync(st.ConfigHash, s.lastConfig.Hash)
 }
 
-func (s *Syncer) update(f func(*State)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(&s.state)
-}
-
 // sync runs the pipeline once. Errors are logged and returned for the
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
@@ -486,61 +334,6 @@ func (s *Syncer) sync(ctx context.Context) error {
 	return nil
 }
 
-// report records what the sync found and did in State, and hands it to
-// OnSync.
-func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.Problem, path string, result syncResult, err error) {
-	quarantined := s.guard.Keys()
-	access, checked := s.checkWorkerAccess(ctx, next, result, err)
-	applied := err == nil && result.current
-	s.update(func(st *State) {
-		st.NginxUnreachable = s.waitReason
-		st.ConfigMapRefused = s.configMapRefused
-		st.CertificateNearestExpiry = s.lua.NearestExpiry()
-		if checked {
-			st.WorkerAccess = access
-		}
-		st.Syncs++
-		st.LastSync = time.Now()
-		st.LastLoop = st.LastSync
-		st.WantedHash = s.lastConfig.Hash
-		st.Model = next
-		st.Problems = problems
-		st.Quarantined = quarantined
-		st.ConfigHash = s.configs.Applied()
-		st.Applied = applied
-		if result.Reloaded {
-			st.Reloads++
-		}
-		if result.Pushed {
-			st.Pushes++
-		}
-	})
-	if !s.firstApplied && applied {
-		s.firstApplied = true
-		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
-	}
-	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.configs.Applied(), Path: path})
-	}
-}
-
-// recordSync tells Metrics about the sync that began at start. A change
-// that a failed sync did not apply stays pending for the next one.
-func (s *Syncer) recordSync(path string, result syncResult, err error, start time.Time) {
-	outcome := result.action()
-	if err != nil {
-		outcome = "error"
-	}
-	s.opts.Metrics.Synced(path, outcome, time.Since(start))
-	if err != nil {
-		return
-	}
-	if (result.Reloaded || result.Pushed) && !s.pendingEvent.IsZero() {
-		s.opts.Metrics.Propagated(time.Since(s.pendingEvent))
-	}
-	s.pendingEvent = time.Time{}
-}
-
 // judge tells the quarantine whether nginx took the config of a full
 // build, and schedules the next bisection step at once. It returns the
 // Problems of the Ingresses it quarantined just now.
@@ -569,34 +362,6 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 		s.markDirty()
 	}
 	return quarantined
-}
-
-// syncResult is what one sync did: what the plan's run did (Outcome), and
-// what the loop found.
-type syncResult struct {
-	apply.Outcome
-	// current: nginx runs the config of this sync and Lua holds its backends.
-	current bool
-	// configRunning: nginx runs the config of this sync.
-	configRunning bool
-	waiting       bool
-	executed      bool          // the whole plan ran
-	render        time.Duration // 0 when the last render was reused
-	status        time.Duration // asking Lua for its status
-}
-
-func (r syncResult) action() string {
-	switch {
-	case r.waiting:
-		return "wait-for-nginx"
-	case r.Reloaded && r.Pushed:
-		return "reload+push"
-	case r.Reloaded:
-		return "reload"
-	case r.Pushed:
-		return "push"
-	}
-	return "nothing"
 }
 
 // apply renders next (or reuses the last render on the fast path), asks
@@ -734,46 +499,6 @@ func (s *Syncer) leaveForStart(cfg render.Config, statusErr error) error {
 // errUnconfirmed is what reload returns when nginx was signalled and has
 // not confirmed the config yet: the sync waits, it did not fail.
 var errUnconfirmed = errors.New("reload not confirmed yet")
-
-// noteWaiting logs why nginx does not answer. Not running yet (no socket,
-// nobody listening) is the normal start and stays at debug level; any other
-// reason (a socket the agent may not open, a config API that fails) is a
-// warning, logged once each time the reason changes.
-func (s *Syncer) noteWaiting(err error) {
-	reason := err.Error()
-	if reason == s.waitReason {
-		return
-	}
-	s.waitReason = reason
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
-		return
-	}
-	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
-}
-
-// checkWorkerAccess asks nginx's workers, once per nginx boot and each
-// time the files they need change, whether they can use them
-// (apply.AccessCheck), and logs a warning that names each one they cannot.
-// checked is false when no check was due (the last answer stands).
-func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
-	if err != nil || !res.configRunning {
-		return nil, false
-	}
-	found, due, aerr := s.access.Check(ctx, s.nginx.Lua, s.lua.Boot(), next.AuthFiles)
-	if aerr != nil {
-		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
-	}
-	if !due || aerr != nil {
-		return nil, false
-	}
-	for _, d := range found {
-		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
-			"path", d.Path, "access", d.Access, "error", d.Error)
-		denied = append(denied, d.String())
-	}
-	return denied, true
-}
 
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
@@ -969,19 +694,6 @@ func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
 	return err
-}
-
-func (s *Syncer) reportProblems(problems []model.Problem) {
-	seen := make(map[string]bool, len(problems))
-	for _, p := range problems {
-		key := p.String()
-		seen[key] = true
-		if !s.reported[key] {
-			s.logger.Warn("problem", "object", p.Object(), "reason", p.Reason)
-			s.opts.Metrics.ValidationFailed("agent")
-		}
-	}
-	s.reported = seen
 }
 
 func short(hash string) string {
