@@ -1,6 +1,6 @@
-// Package lua holds the data plane's Lua modules, the last hop of the
-// pipeline: the agent pushes backends and certificates to them over the
-// config API; they balance every request and pick the certificate of every
+// Package lua holds the data plane's Lua modules, which apply, the last
+// stage of the pipeline (source → model → render → plan → apply), drives: the agent pushes
+// backends, routes and certificates to them over the config API; they balance every request and pick the certificate of every
 // TLS handshake.
 //
 // The modules are embedded in the agent binary and written into the shared

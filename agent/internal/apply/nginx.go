@@ -1,4 +1,5 @@
-// Package apply is the last stage of the pipeline: plan → nginx.
+// Package apply is the last stage of the pipeline (source → model → render → plan → apply):
+// it carries out a plan on nginx.
 //
 // It runs a plan's steps (LuaState.Execute): it pushes certificates,
 // backends and routes to Lua over the unix socket, keeping the record of

@@ -1,7 +1,7 @@
 // Package ciphers checks an OpenSSL cipher list (ConfigMap ssl-ciphers,
 // annotation proxy-ssl-ciphers) as nginx's ssl_ciphers hands it to
 // SSL_CTX_set_cipher_list, so that a list OpenSSL refuses is a Problem in
-// the build stage of the pipeline (source → model → render), never an
+// the model stage of the pipeline (source → model → render → plan → apply), never an
 // nginx that does not start. The agent is pure Go, so the grammar is
 // written here, and its table of cipher names and aliases (table.go) is
 // read from the real OpenSSL by TestTableIsOpenSSLs -update.

@@ -1,5 +1,5 @@
-// Package configmap is part of the build stage of the pipeline (source →
-// model → plan → render/apply): it reads the agent's ConfigMap
+// Package configmap is part of the model (build) stage of the pipeline
+// (source → model → render → plan → apply): it reads the agent's ConfigMap
 // (--configmap) into the global settings of nginx.conf and the default
 // balancing algorithm, with ingress-nginx's key names.
 //

@@ -1,5 +1,5 @@
-// Package events reports what the pipeline (source → model → plan →
-// render/apply) did with each Ingress as events.k8s.io/v1 Events on it: a
+// Package events reports, beside the pipeline (source → model → render → plan → apply),
+// what it did with each Ingress as events.k8s.io/v1 Events on it: a
 // Warning for each Problem model.Build found, and a Normal event when an
 // Ingress is first served; and a Warning on the agent's ConfigMap for each
 // of its Problems (a value nginx refused).

@@ -1,4 +1,4 @@
-// Package model is the "build" stage of the pipeline: source → model → plan → render/apply.
+// Package model is the build stage of the pipeline: source → model → render → plan → apply.
 //
 // Build is a pure function of a Snapshot: no I/O, no clock, no logger. It turns
 // Kubernetes objects into a Model that holds no Kubernetes API types, sorted so

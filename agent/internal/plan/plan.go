@@ -1,5 +1,4 @@
-// Package plan is the diff stage of the pipeline: model → render → plan →
-// apply.
+// Package plan is the diff stage of the pipeline (source → model → render → plan → apply).
 //
 // It compares what nginx runs and Lua holds (Held, as apply recorded it)
 // with what they should (Next) and returns the work as data: one ordered

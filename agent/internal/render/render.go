@@ -1,5 +1,5 @@
-// Package render is the render stage of the pipeline: model → nginx.conf
-// bytes.
+// Package render is the render stage of the pipeline (source → model → render → plan → apply):
+// it turns the model into nginx.conf bytes and the routes Lua serves.
 //
 // Render fills templates/nginx.conf.tmpl with typed view structs. The
 // template holds no logic that can fail silently; every user-supplied

@@ -1,5 +1,5 @@
-// Package snippet is part of the build stage of the pipeline (source →
-// model → plan → render/apply): package model uses it to read the snippet
+// Package snippet is part of the model (build) stage of the pipeline
+// (source → model → render → plan → apply): package model uses it to read the snippet
 // annotations (configuration-snippet, server-snippet, auth-snippet) and the
 // ConfigMap's http-snippet, server-snippet and location-snippet.
 //

@@ -1,5 +1,5 @@
-// Package source is the first stage of the pipeline: it holds the Kubernetes
-// objects restysync serves and says when they changed.
+// Package source is the first stage of the pipeline (source → model → render → plan → apply): it
+// holds the Kubernetes objects restysync serves and says when they changed.
 //
 // Two implementations share the Source interface: kube (client-go informers)
 // and file (a watched folder of manifests). Only this package tree knows where

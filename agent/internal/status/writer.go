@@ -1,6 +1,6 @@
-// Package status is the last stage of the pipeline (source → model → plan →
-// render/apply → status): it writes .status.loadBalancer.ingress of the
-// Ingresses that nginx serves, from one elected replica.
+// Package status reports, beside the pipeline (source → model → render → plan → apply), what apply
+// served: it writes .status.loadBalancer.ingress of the Ingresses that nginx
+// serves, from one elected replica.
 //
 // Replicas elect a leader with a coordination.k8s.io Lease (lease.go); only
 // the leader writes, so replicas never fight over a status, and a leader that

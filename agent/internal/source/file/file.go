@@ -1,5 +1,5 @@
-// Package file is a source of the pipeline (source → model → plan →
-// render/apply) that reads Kubernetes manifests from a folder instead of the
+// Package file is the source stage of the pipeline (source → model → render → plan → apply)
+// that reads Kubernetes manifests from a folder instead of the
 // API server, for running restysync with no cluster.
 //
 // It reads every *.yaml, *.yml and *.json file in the folder and in its

@@ -1,4 +1,4 @@
-// Package fqdn is part of the "source" stage of the pipeline: it wraps a
+// Package fqdn is part of the source stage of the pipeline (source → model → render → plan → apply): it wraps a
 // Source and turns EndpointSlices of addressType FQDN into IP slices, by
 // resolving their names and resolving them again as DNS changes.
 //

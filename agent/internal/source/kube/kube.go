@@ -1,5 +1,5 @@
-// Package kube is the "source" stage of the pipeline (source → model → plan
-// → render/apply) that reads objects from the Kubernetes API server with
+// Package kube is the source stage of the pipeline (source → model → render → plan → apply)
+// that reads objects from the Kubernetes API server with
 // client-go informers.
 //
 // Secrets are listed through their own informer with the field selector
