@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -54,4 +55,26 @@ func (c *LuaClient) Access(ctx context.Context, want luaapi.AccessRequest) ([]lu
 		return nil, fmt.Errorf("decoding lua's /access: %w", err)
 	}
 	return reply.Denied, nil
+}
+
+// AccessCheck is the nginx boot and the worker needs the last access check
+// was made for: the workers are asked once per boot and each time the
+// files they need change.
+type AccessCheck struct{ checked string }
+
+// Check asks lua's workers which of the paths they need (WorkerNeeds of
+// files) they cannot use, unless a check was made for boot and these needs
+// already; due is false then (the last answer stands).
+func (a *AccessCheck) Check(ctx context.Context, lua *LuaClient, boot string, files []model.AuthFile) (denied []luaapi.AccessDenied, due bool, err error) {
+	needs := WorkerNeeds(files)
+	key := boot + "\x00" + strings.Join(needs.Read, "\x00")
+	if key == a.checked {
+		return nil, false, nil
+	}
+	denied, err = lua.Access(ctx, needs)
+	if err != nil {
+		return nil, true, err
+	}
+	a.checked = key
+	return denied, true, nil
 }

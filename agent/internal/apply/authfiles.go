@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -135,4 +136,26 @@ func writeAuthFile(path string, data []byte, gid int) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// AuthFileRecord is what WriteAuthFiles last made the shared dir hold: an
+// unchanged set is not written (nor read) again, which the fast path of
+// every endpoint change would otherwise do.
+type AuthFileRecord struct {
+	written []model.AuthFile // nil: nothing known written
+	kept    []string
+}
+
+// Write makes n's shared dir hold files, and keep the kept ones
+// (WriteAuthFiles), unless the record says it already does.
+func (r *AuthFileRecord) Write(n *Nginx, files []model.AuthFile, kept []string) error {
+	if r.written != nil && slices.Equal(files, r.written) && slices.Equal(kept, r.kept) {
+		return nil
+	}
+	if err := n.WriteAuthFiles(files, kept...); err != nil {
+		r.written = nil
+		return err
+	}
+	r.written, r.kept = slices.Clip(append([]model.AuthFile{}, files...)), kept
+	return nil
 }

@@ -10,6 +10,12 @@
 // `kill -HUP` succeeds even when nginx rejects the new config; nginx
 // refusing it (ErrRejected) and nginx not done yet (ErrNotConfirmed) are
 // different outcomes.
+//
+// apply also owns the record of what nginx runs and Lua holds, which the
+// plan starts from: LuaState for Lua, ConfigRecord for nginx.conf (which
+// config nginx confirmed, rejected or has yet to confirm, and which one it
+// should start with while it does not answer). Keeping both where the
+// verdicts arrive leaves the syncer only the loop.
 package apply
 
 import (

@@ -60,6 +60,10 @@ type Next struct {
 	// FullPush sends every backend whenever any differs, as the classic
 	// controller does: the benchmark's baseline, nothing else.
 	FullPush bool
+	// HoldReload says the reload must not run (nginx rejected Config
+	// before, or has yet to confirm it): the plan ends before its Reload
+	// step, with what must still run, and is Partial.
+	HoldReload bool
 }
 
 // StepKind says what a Step does.
@@ -112,8 +116,8 @@ type Step struct {
 // Plan is the work of one sync: its steps, in the order they must run.
 type Plan struct {
 	Steps []Step
-	// Partial says the steps after some point were left out (Before): the
-	// records will not be whole after it runs.
+	// Partial says the steps after some point were left out
+	// (Next.HoldReload): the records will not be whole after it runs.
 	Partial bool
 }
 
@@ -128,18 +132,6 @@ func (p Plan) Step(k StepKind) (Step, bool) {
 		}
 	}
 	return Step{}, false
-}
-
-// Before returns the plan up to, not including, its step of kind k: what
-// still runs when that step must not (a config nginx rejected, a reload
-// nginx has yet to confirm).
-func (p Plan) Before(k StepKind) Plan {
-	for i, s := range p.Steps {
-		if s.Kind == k {
-			return Plan{Steps: p.Steps[:i:i], Partial: true}
-		}
-	}
-	return p
 }
 
 // Compute returns the steps that take held to next.
@@ -177,6 +169,10 @@ func Compute(held Held, next Next) Plan {
 	}
 	if len(before) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: before})
+	}
+	if reload && next.HoldReload {
+		p.Partial = true
+		return p
 	}
 	if reload {
 		p.Steps = append(p.Steps, Step{Kind: Reload, Config: next.Config})

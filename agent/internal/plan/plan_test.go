@@ -84,16 +84,20 @@ func TestCompute(t *testing.T) {
 	}
 }
 
-// Before keeps the steps ahead of a reload that must not run, and marks
-// the plan partial.
-func TestPlanBefore(t *testing.T) {
-	p := Plan{Steps: []Step{{Kind: PushBackends}, {Kind: Reload}, {Kind: RemoveBackends}}}
-	got := p.Before(Reload)
-	if len(got.Steps) != 1 || got.Steps[0].Kind != PushBackends || !got.Partial {
-		t.Errorf("Before(Reload) = %+v", got)
+// HoldReload keeps the steps ahead of a reload that must not run, and marks
+// the plan partial; without a reload to hold, nothing is held.
+func TestComputeHoldReload(t *testing.T) {
+	a1 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}
+	b1 := model.Backend{Name: "ns/b:80", Endpoints: []model.Endpoint{ep("10.0.1.1")}}
+	held := Held{ConfigHash: "cfg1", Backends: map[string]model.Backend{b1.Name: b1}}
+	got := Compute(held, Next{Config: render.Config{Hash: "cfg2"}, Backends: []model.Backend{a1}, HoldReload: true})
+	want := []Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}
+	if !reflect.DeepEqual(got.Steps, want) || !got.Partial {
+		t.Errorf("HoldReload: %+v, want %+v, partial", got, want)
 	}
-	if same := (Plan{Steps: []Step{{Kind: PushBackends}}}).Before(Reload); same.Partial {
-		t.Error("a plan without a reload became partial")
+	same := Compute(held, Next{Config: render.Config{Hash: "cfg1"}, Backends: []model.Backend{a1}, HoldReload: true})
+	if same.Partial || len(same.Steps) != 2 {
+		t.Errorf("no reload to hold: %+v, want the whole plan", same)
 	}
 }
 

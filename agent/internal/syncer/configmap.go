@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/snapshot"
 )
@@ -34,7 +35,7 @@ func (o Options) snapshotOptions() snapshot.Options {
 // nginx reloads is then up to the bytes (the plan compares hashes), so a
 // change of load-balance alone is a push.
 func (s *Syncer) buildSnapshot(held model.Snapshot) snapshot.Built {
-	built := snapshot.Build(held, s.opts.snapshotOptions(), s.configMap, s.guard.filter)
+	built := snapshot.Build(held, s.opts.snapshotOptions(), s.configMap, s.guard.Filter)
 	if built.SettingsChanged {
 		s.lastConfig = render.Config{}
 	}
@@ -53,10 +54,10 @@ func (s *Syncer) globalsChanged() bool {
 func (s *Syncer) judgeGlobals(reason string) bool {
 	switch {
 	case s.configMap.Trial():
-		s.blameConfigMap(nginxRefused, reason)
+		s.blameConfigMap(quarantine.NginxRefused, reason)
 	case s.configMap.Changed():
 		s.configMap.StartTrial()
-		s.guard.onlyGood = true
+		s.guard.OnlyGood = true
 		s.logger.Info("nginx rejected a config after the ConfigMap changed; trying the Ingresses of the last config it took with the new ConfigMap",
 			"configmap", s.opts.ConfigMap, "reason", reason)
 	default:
@@ -71,8 +72,8 @@ func (s *Syncer) judgeGlobals(reason string) bool {
 // until the ConfigMap changes: refused (nginxRefused or renderRefused)
 // them with the Ingresses nginx took before, saying reason.
 func (s *Syncer) blameConfigMap(refused, reason string) {
-	s.guard.onlyGood = false
-	s.configMap.Blame(refused+" with this version of it ("+clipReason(reason)+")", refused+": "+reason)
+	s.guard.OnlyGood = false
+	s.configMap.Blame(refused+" with this version of it ("+quarantine.ClipReason(reason)+")", refused+": "+reason)
 	s.lastConfig = render.Config{}
 	s.logger.Error("the ConfigMap is refused: its last version nginx took keeps serving until it changes; no Ingress is quarantined",
 		"configmap", s.opts.ConfigMap, "refused", refused, "reason", reason)
@@ -82,7 +83,7 @@ func (s *Syncer) blameConfigMap(refused, reason string) {
 // good. After a trial, the changed Ingresses are tried on top of them.
 func (s *Syncer) confirmGlobals() {
 	if s.configMap.Confirm() {
-		s.guard.onlyGood = false
+		s.guard.OnlyGood = false
 		s.rerender = true
 		s.markDirty()
 	}

@@ -126,7 +126,7 @@ func TestConfigMapNginxRefusesIsBlamed(t *testing.T) {
 	l.reloads = 0
 	l.set(map[string]string{"enable-access-log": "true", "access-log-path": "logs/blocked"}, "a2.test")
 	m, problems, cfg := l.settle()
-	if q := l.s.guard.quarantinedKeys(); len(q) != 0 {
+	if q := l.s.guard.Keys(); len(q) != 0 {
 		t.Errorf("quarantined %v for the ConfigMap's fault", q)
 	}
 	if got := hostsOf(m); !slices.Equal(got, []string{"a2.test", "web.test"}) {
@@ -166,7 +166,7 @@ func TestConfigMapNginxRefusesIsBlamed(t *testing.T) {
 	if configMapRefusal(problems) != "" || l.s.configMap.Refused() != "" {
 		t.Error("the fixed ConfigMap is still blamed")
 	}
-	if q := l.s.guard.quarantinedKeys(); len(q) != 0 || len(hostsOf(m)) != 3 {
+	if q := l.s.guard.Keys(); len(q) != 0 || len(hostsOf(m)) != 3 {
 		t.Errorf("after the fix: quarantined %v, hosts %v", q, hostsOf(m))
 	}
 }
@@ -181,7 +181,7 @@ func TestIngressBlamedWhenTheConfigMapIsGood(t *testing.T) {
 
 	l.set(map[string]string{"server-tokens": "true"}, "bad.test")
 	m, problems, cfg := l.settle()
-	if q := l.s.guard.quarantinedKeys(); !slices.Equal(q, []string{"default/bad"}) {
+	if q := l.s.guard.Keys(); !slices.Equal(q, []string{"default/bad"}) {
 		t.Errorf("quarantined %v, want [default/bad]", q)
 	}
 	if configMapRefusal(problems) != "" || l.s.configMap.Refused() != "" {
@@ -196,7 +196,7 @@ func TestIngressBlamedWhenTheConfigMapIsGood(t *testing.T) {
 	l.set(map[string]string{"server-tokens": "true"}, "bad.test")
 	l.src.snap.Ingresses = append(l.src.snap.Ingresses, hostIngress("bad2", "bad.test"))
 	l.settle()
-	if q := l.s.guard.quarantinedKeys(); !slices.Equal(q, []string{"default/bad", "default/bad2"}) {
+	if q := l.s.guard.Keys(); !slices.Equal(q, []string{"default/bad", "default/bad2"}) {
 		t.Errorf("quarantined %v, want default/bad and default/bad2", q)
 	}
 	if l.reloads != 2 {
@@ -221,7 +221,7 @@ func TestConfigMapRenderRefusesIsBlamed(t *testing.T) {
 
 	l.set(map[string]string{"enable-access-log": "true", "access-log-path": "logs/unrenderable"}, "a2.test")
 	m, problems, _ := l.settle()
-	if q := l.s.guard.quarantinedKeys(); len(q) != 0 {
+	if q := l.s.guard.Keys(); len(q) != 0 {
 		t.Errorf("quarantined %v for the ConfigMap's fault", q)
 	}
 	if got := hostsOf(m); !slices.Equal(got, []string{"a2.test", "web.test"}) {
@@ -249,7 +249,7 @@ func TestConfigMapNginxRefusesAtStart(t *testing.T) {
 	l := newGlobalsLoop(t)
 	l.set(map[string]string{"enable-access-log": "true", "access-log-path": "logs/blocked"}, "a2.test")
 	m, problems, cfg := l.settle()
-	if q := l.s.guard.quarantinedKeys(); len(q) != 0 {
+	if q := l.s.guard.Keys(); len(q) != 0 {
 		t.Errorf("quarantined %v for the ConfigMap's fault", q)
 	}
 	if got := hostsOf(m); !slices.Equal(got, []string{"a2.test", "web.test"}) {

@@ -40,8 +40,8 @@ func TestRejectedReloadPutsTheGoodConfigBack(t *testing.T) {
 	if !bytes.Equal(onDisk, good.Bytes) {
 		t.Error("the rejected nginx.conf stayed on disk; want the last good one put back")
 	}
-	if s.failedHash != bad.Hash {
-		t.Errorf("failed hash %q, want %q: the same config is not tried again until something changes", s.failedHash, bad.Hash)
+	if !errors.Is(s.configs.Rejected(bad.Hash), apply.ErrRejected) {
+		t.Errorf("rejected %q: %v, want ErrRejected: the same config is not tried again until something changes", bad.Hash, s.configs.Rejected(bad.Hash))
 	}
 	if out, err := nginxproc.Test(t, prefix); err != nil {
 		t.Errorf("nginx -t on the file left on disk: %v\n%s", err, out)

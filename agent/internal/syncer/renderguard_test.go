@@ -15,6 +15,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
 )
@@ -84,8 +85,8 @@ func TestRenderFailuresBisects(t *testing.T) {
 	// A trusted Ingress that fails is not blamed: the failure is not the
 	// changed Ingresses'.
 	_, err = RenderFailures(snap, settings, func(ing *networkingv1.Ingress) bool { return ing.Name == "ing-07" })
-	if !errors.Is(err, errNotIngresses) {
-		t.Errorf("trusted Ingresses that fail: %v, want errNotIngresses", err)
+	if !errors.Is(err, quarantine.ErrNotIngresses) {
+		t.Errorf("trusted Ingresses that fail: %v, want quarantine.ErrNotIngresses", err)
 	}
 }
 

@@ -55,8 +55,8 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 	}
 	want := s.lastConfig
 	st := s.State()
-	if len(st.Quarantined) > 0 || s.guard.bisecting() || s.failedHash != "" {
-		t.Fatalf("a slow reload was judged: quarantined %v, bisecting %v, failed hash %q", st.Quarantined, s.guard.bisecting(), s.failedHash)
+	if len(st.Quarantined) > 0 || s.guard.Bisecting() || s.configs.Rejected(want.Hash) != nil {
+		t.Fatalf("a slow reload was judged: quarantined %v, bisecting %v, rejected: %v", st.Quarantined, s.guard.Bisecting(), s.configs.Rejected(want.Hash))
 	}
 	if rec.unconfirmed != 1 || len(rec.rejected) != 0 {
 		t.Errorf("metrics: %d unconfirmed reloads, validation failures %v; want 1 and none", rec.unconfirmed, rec.rejected)

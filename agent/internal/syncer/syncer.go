@@ -4,141 +4,39 @@
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
 // syncs. A sync builds the model (all of it, or on the fast path only the
-// backends of the Services whose endpoints changed), renders it, asks
-// plan.Compute for the steps against what apply recorded, and lets apply
-// run them. The syncer keeps only the loop: coalescing, retries with
-// backoff, the config left for nginx's start while it is down, and the
-// quarantine guard, which nginx's own rejection of a config moves, and a
-// render failure too.
+// backends of the Services whose endpoints changed: model.EndpointPatch),
+// renders it, asks plan.Compute for the steps against what apply recorded
+// (apply.LuaState and apply.ConfigRecord), lets apply run them, and reports.
+// The syncer keeps only the loop: coalescing, retries with backoff, and the
+// verdicts it hands on: nginx's rejection of a config, or a render failure,
+// to the quarantine (package quarantine) or to the ConfigMap (configmap.go).
 //
 // A render failure is isolated by rendering the models of subsets of the
-// Ingresses (renderguard.go) rather than by errors that name their objects:
-// it covers every way render can fail with nothing in render to keep in
-// step, and it costs nothing until a render fails.
+// Ingresses (quarantine.RenderFailures) rather than by errors that name
+// their objects: it covers every way render can fail with nothing in render
+// to keep in step, and it costs nothing until a render fails.
 package syncer
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
-
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/snapshot"
 	"github.com/restysync/restysync/agent/internal/source"
 )
-
-// Options configure a Syncer. Zero durations take the defaults noted.
-type Options struct {
-	// IngressClass and WatchWithoutClass decide which Ingresses are ours.
-	IngressClass      string
-	WatchWithoutClass bool
-	// DefaultCertificate is model.Snapshot.DefaultCertificate.
-	DefaultCertificate string
-	// SnippetAnnotationsOff refuses every snippet annotation
-	// (--allow-snippet-annotations=false; default false: they are read).
-	// The ConfigMap's allow-snippet-annotations "false" does too.
-	SnippetAnnotationsOff bool
-	// Render settings for nginx.conf, from the flags: the defaults the
-	// agent's ConfigMap overrides.
-	Render render.Settings
-	// ConfigMap is the agent's ConfigMap, "namespace/name" (default "":
-	// none). The source puts it in the Snapshot; its keys change Render
-	// and the default balancing algorithm (package configmap).
-	ConfigMap string
-	// Coalesce is how long the loop waits for more events after the last
-	// one before it syncs when only EndpointSlices changed (default 5ms),
-	// StructureCoalesce when anything else did (default 25ms): a change of
-	// structure costs a full build and maybe a reload, so a stream of them
-	// (a deploy of many objects) is worth a longer wait. MaxDelay caps the
-	// wait under a constant stream of events (default 100ms).
-	Coalesce          time.Duration
-	StructureCoalesce time.Duration
-	MaxDelay          time.Duration
-	// CheckInterval is how often nginx's status is read to notice a cold
-	// start or a config that is not running (default 250ms).
-	CheckInterval time.Duration
-	// StartBound is how long nginx may stay down with a config it never
-	// confirmed left for its start before the agent leaves it the last
-	// confirmed one (or the bootstrap) instead (default 5 s; see
-	// configForStart).
-	StartBound time.Duration
-	// FullPush sends every backend to Lua whenever any changed, as the
-	// classic controller does. It exists only as the benchmark's baseline.
-	FullPush bool
-	// OnSync, if set, is called by the loop after every sync. It must not
-	// block: status writers and event recorders hand the work to their own
-	// goroutines.
-	OnSync func(Report)
-	// Metrics, if set, is told what every sync, reload and push did
-	// (default: nothing is recorded).
-	Metrics Metrics
-	// Targets decide where nginx may connect (model.Snapshot.Targets):
-	// the pod's addresses and ports, the networks the platform allows,
-	// and whether the source is a local folder (loopback allowed). The
-	// zero value refuses loopback.
-	Targets model.Targets
-}
-
-// Metrics is told what the loop does, for Prometheus. Its methods are
-// called from the loop goroutine and must be cheap and never block.
-type Metrics interface {
-	// Synced is called at the end of every sync with the path that computed
-	// the model ("fast" or "full"), its outcome (the action of the log
-	// line, or "error") and how long it took.
-	Synced(path, outcome string, d time.Duration)
-	// Reloaded is called after every reload attempt: signal and confirmation.
-	Reloaded(d time.Duration, err error)
-	// Pushed is called after every POST to Lua: kind is "backends" or
-	// "certificates", bytes the size of the body sent.
-	Pushed(kind string, bytes int, d time.Duration, err error)
-	// Propagated is called when a sync applied a change by a reload or a
-	// push: d runs from the first source event it applied to the end of
-	// that sync.
-	Propagated(d time.Duration)
-	// ReloadUnconfirmed is called for a reload nginx neither took nor
-	// refused within the confirmation timeout; the agent waits for it.
-	ReloadUnconfirmed()
-	// ValidationFailed is called when validation rejected something:
-	// validator "agent" for each new Problem (a part of an object left
-	// out), "nginx" for each config nginx did not take on a reload.
-	ValidationFailed(validator string)
-}
-
-type noMetrics struct{}
-
-func (noMetrics) Synced(string, string, time.Duration)     {}
-func (noMetrics) Reloaded(time.Duration, error)            {}
-func (noMetrics) ReloadUnconfirmed()                       {}
-func (noMetrics) Pushed(string, int, time.Duration, error) {}
-func (noMetrics) Propagated(time.Duration)                 {}
-func (noMetrics) ValidationFailed(string)                  {}
-
-// Report is what one sync found and did, for OnSync.
-type Report struct {
-	// Model is what nginx should serve; Problems were left out of it.
-	Model    model.Model
-	Problems []model.Problem
-	// Applied says nginx runs Model and Lua holds its backends, confirmed.
-	Applied bool
-	// ConfigHash is the hash of the nginx.conf nginx runs.
-	ConfigHash string
-	// Path is "fast" when only endpoints were resolved again: the servers,
-	// and so the Ingresses served, are those of the previous report.
-	Path string
-}
 
 // Syncer keeps nginx in step with a Source.
 type Syncer struct {
@@ -153,54 +51,36 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	appliedHash string          // the config nginx is confirmed to run
-	lua         *apply.LuaState // what Lua holds, and the pushers
+	lua     *apply.LuaState     // what Lua holds, and the pushers
+	configs *apply.ConfigRecord // which nginx.conf nginx runs
+	guard   *quarantine.Guard   // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
 	// rerender makes the next sync a full one, which renders them away.
 	retiring, rerender bool
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
 	changedBackends []model.Backend
+	lastConfig      render.Config // last rendered config
 	lastRoutes      []model.Route // the routes of lastConfig's model
 	started         time.Time     // when Run began
 	firstApplied    bool          // a config was confirmed once: logged
 	built           *model.Model  // the last model, for the fast path
-	// builtIndex maps each Service to the positions of its backends in
-	// built.Backends; the fast path keeps names and order, so it lasts
-	// until the next full build (nil: not made yet).
-	builtIndex map[source.ServiceKey][]int
+	// builtIndex places each Service's backends in built.Backends; the
+	// fast path keeps names and order, so it lasts until the next full
+	// build (nil: not made yet).
+	builtIndex model.BackendIndex
 	builtFrom  int // Ingresses it was built from
 	// builtSnap is the snapshot the model of this sync's full build was
 	// built from (the guard's filter and the globals applied), kept for the
-	// sync so that a render failure can be isolated (renderguard.go).
-	builtSnap  model.Snapshot
-	problems   []model.Problem // the problems of the last full build
-	lastConfig render.Config   // last rendered config
-	failedHash string          // config nginx rejected; not retried until it changes
-	failedErr  error           // what the reload of failedHash returned
-	good       render.Config   // the config nginx last confirmed (zero: none yet)
-	// unprovenSince is when a config nginx never confirmed was left for
-	// its start while it did not answer (zero: none); safeStart says that
-	// nginx stayed down past StartBound and the last good config (or the
-	// bootstrap) was left instead (configForStart).
-	unprovenSince time.Time
-	safeStart     bool
-	reported      map[string]bool // problems already logged
-	guard         *guard          // quarantine of Ingresses nginx refused
+	// sync so that a render failure can be isolated.
+	builtSnap model.Snapshot
+	problems  []model.Problem // the problems of the last full build
+	reported  map[string]bool // problems already logged
 	// waitReason is why nginx did not answer at the last sync, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
-	// writtenFiles and keptFiles are what WriteAuthFiles last made the
-	// shared dir hold; an unchanged set is not written (nor read) again,
-	// which the fast path of every endpoint change would otherwise do.
-	writtenFiles []model.AuthFile
-	keptFiles    []string
-	// unconfirmedHash is the config nginx was signalled to load and has
-	// not confirmed yet (ErrNotConfirmed: slow, not refused); "" when none.
-	unconfirmedHash string
-	// accessChecked is the nginx boot and the worker needs that the last
-	// access check was made for (checkWorkerAccess).
-	accessChecked string
+	authFiles  apply.AuthFileRecord // the htpasswd and TLS files written
+	access     apply.AccessCheck    // the last check of the workers' access
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -213,38 +93,6 @@ type Syncer struct {
 	// stateRead says State handed out state.Model since the fast path
 	// last changed its backends: they are copied before the next change.
 	stateRead bool
-}
-
-// State is what the loop last did, for health checks and tests.
-type State struct {
-	Synced     bool        // the source finished its first listing
-	Applied    bool        // a config was confirmed running and Lua holds every backend
-	ConfigHash string      // hash nginx runs
-	LastSync   time.Time   // end of the last sync
-	LastLoop   time.Time   // last time the loop came round: a sync or a status check
-	WantedHash string      // hash of the config last rendered: what nginx should run
-	Model      model.Model // what the last sync computed; read-only
-	Syncs      int
-	Reloads    int
-	Pushes     int
-	Problems   []model.Problem
-	// Quarantined are the Ingresses ("namespace/name") nginx refused a
-	// config with; their last good version serves until they change.
-	Quarantined []string
-	// ConfigMapRefused is why the agent's ConfigMap as it is was refused,
-	// by nginx or by render ("nginx rejected the config: …"): the
-	// ConfigMap nginx last took serves, with the Ingress changes on top,
-	// until it changes ("" when none).
-	ConfigMapRefused string
-	// NginxUnreachable is why the config socket did not answer at the last
-	// sync ("" when it did).
-	NginxUnreachable string
-	// WorkerAccess names each file under the shared dir that nginx's
-	// workers need and cannot use (empty when they can use them all).
-	WorkerAccess []string
-	// CertificateNearestExpiry is when the first leaf of the certificates
-	// Lua serves expires (zero: none known).
-	CertificateNearestExpiry time.Time
 }
 
 // New returns a Syncer; Run starts it.
@@ -276,21 +124,10 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		kinds:     map[source.Kind]bool{},
 		reported:  map[string]bool{},
 		lua:       newLuaState(nginx, opts.Metrics),
-		guard:     newGuard(),
+		configs:   apply.NewConfigRecord(nginx, opts.Render, opts.StartBound),
+		guard:     quarantine.New(),
 		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
 	}
-}
-
-// State returns a copy of the loop's state.
-func (s *Syncer) State() State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	// The fast path copies the backends before it next changes them.
-	s.stateRead = true
-	st.Problems = append([]model.Problem(nil), s.state.Problems...)
-	st.Quarantined = slices.Clone(s.state.Quarantined)
-	return st
 }
 
 // Run starts the source and syncs until ctx is done.
@@ -431,18 +268,12 @@ func (s *Syncer) needsSync(ctx context.Context) bool {
 	if err != nil {
 		// Still down; the config for its start is written, unless it is
 		// time to leave it a confirmed one instead.
-		return !s.unprovenSince.IsZero() && !s.safeStart && time.Since(s.unprovenSince) >= s.opts.StartBound
+		return s.configs.StartOverdue()
 	}
 	if st.BootID != s.lua.Boot() {
 		return true
 	}
-	return st.ConfigHash != s.appliedHash && s.lastConfig.Hash != s.failedHash
-}
-
-func (s *Syncer) update(f func(*State)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(&s.state)
+	return s.configs.NeedsSync(st.ConfigHash, s.lastConfig.Hash)
 }
 
 // sync runs the pipeline once. Errors are logged and returned for the
@@ -465,38 +296,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
-	quarantined := s.guard.quarantinedKeys()
-	access, checked := s.checkWorkerAccess(ctx, next, result, err)
-	s.update(func(st *State) {
-		st.NginxUnreachable = s.waitReason
-		st.ConfigMapRefused = s.configMap.Refused()
-		st.CertificateNearestExpiry = s.lua.NearestExpiry()
-		if checked {
-			st.WorkerAccess = access
-		}
-		st.Syncs++
-		st.LastSync = time.Now()
-		st.LastLoop = st.LastSync
-		st.WantedHash = s.lastConfig.Hash
-		st.Model = next
-		st.Problems = problems
-		st.Quarantined = quarantined
-		st.ConfigHash = s.appliedHash
-		st.Applied = err == nil && result.current
-		if result.reloaded {
-			st.Reloads++
-		}
-		if result.pushed {
-			st.Pushes++
-		}
-	})
-	if !s.firstApplied && err == nil && result.current {
-		s.firstApplied = true
-		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
-	}
-	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: err == nil && result.current, ConfigHash: s.appliedHash, Path: path})
-	}
+	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
 	attrs := []any{
 		"action", result.action(),
@@ -505,18 +305,18 @@ func (s *Syncer) sync(ctx context.Context) error {
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
 		"certificates", len(next.Certificates),
-		"upserts", result.upserts,
-		"removes", result.removes,
-		"cert_upserts", result.certUpserts,
-		"cert_removes", result.certRemoves,
-		"route_upserts", result.routeUpserts,
-		"route_removes", result.routeRemoves,
-		"bytes", result.bytes,
+		"upserts", result.Upserts,
+		"removes", result.Removes,
+		"cert_upserts", result.CertUpserts,
+		"cert_removes", result.CertRemoves,
+		"route_upserts", result.RouteUpserts,
+		"route_removes", result.RouteRemoves,
+		"bytes", result.Bytes,
 		"problems", len(problems),
 		"build", buildTime.Round(time.Microsecond),
 		"render", result.render.Round(time.Microsecond),
 		"status", result.status.Round(time.Microsecond),
-		"push", result.push.Round(time.Microsecond),
+		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	}
 	if err != nil {
@@ -527,106 +327,38 @@ func (s *Syncer) sync(ctx context.Context) error {
 	return nil
 }
 
-// recordSync tells Metrics about the sync that began at start. A change
-// that a failed sync did not apply stays pending for the next one.
-func (s *Syncer) recordSync(path string, result syncResult, err error, start time.Time) {
-	outcome := result.action()
-	if err != nil {
-		outcome = "error"
-	}
-	s.opts.Metrics.Synced(path, outcome, time.Since(start))
-	if err != nil {
-		return
-	}
-	if (result.reloaded || result.pushed) && !s.pendingEvent.IsZero() {
-		s.opts.Metrics.Propagated(time.Since(s.pendingEvent))
-	}
-	s.pendingEvent = time.Time{}
-}
-
-// judge tells the guard whether nginx took the config of a full build, and
-// schedules the next bisection step at once. It returns the Problems of the
-// Ingresses it quarantined just now.
+// judge tells the quarantine whether nginx took the config of a full
+// build, and schedules the next bisection step at once. It returns the
+// Problems of the Ingresses it quarantined just now.
 func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	var quarantined []model.Problem
 	switch {
 	case errors.Is(err, apply.ErrRejected) || errors.Is(err, apply.ErrRefused):
-		if s.judgeGlobals(nginxReason(err)) {
+		reason := quarantine.NginxReason(err)
+		if s.judgeGlobals(reason) {
 			return nil
 		}
-		before := s.guard.quarantinedKeys()
-		if s.guard.rejected(nginxReason(err)) {
-			for _, key := range s.guard.quarantinedKeys() {
-				if !slices.Contains(before, key) {
-					s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", nginxReason(err))
-					quarantined = append(quarantined, s.guard.problem(key))
-				}
+		if keys, blamed := s.guard.Rejected(reason); blamed {
+			for _, key := range keys {
+				s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", reason)
+				quarantined = append(quarantined, s.guard.Problem(key))
 			}
 			s.markDirty() // build without it: its Problem, and the next step
 		}
 	case result.configRunning:
-		s.guard.confirmed()
+		s.guard.Confirmed()
 		s.confirmGlobals()
 	}
-	if s.guard.bisecting() {
-		s.logger.Info("finding the Ingresses nginx rejects", "next_group", len(s.guard.groups[0]), "groups_left", len(s.guard.groups))
+	if s.guard.Bisecting() {
+		group, left := s.guard.Queue()
+		s.logger.Info("finding the Ingresses nginx rejects", "next_group", group, "groups_left", left)
 		s.markDirty()
 	}
 	return quarantined
 }
 
-type syncResult struct {
-	// current: nginx runs the config of this sync and Lua holds its backends.
-	current bool
-	// configRunning: nginx runs the config of this sync.
-	configRunning             bool
-	reloaded, pushed, waiting bool
-	executed                  bool // the whole plan ran
-
-	upserts, removes, bytes    int
-	certUpserts, certRemoves   int
-	routeUpserts, routeRemoves int
-	render                     time.Duration // 0 when the last render was reused
-	status                     time.Duration // asking Lua for its status
-	push                       time.Duration // pushing backends and certificates to Lua
-}
-
-func (r *syncResult) outcome(o apply.Outcome) {
-	r.reloaded, r.pushed = o.Reloaded, o.Pushed
-	r.upserts, r.removes, r.bytes = o.Upserts, o.Removes, o.Bytes
-	r.certUpserts, r.certRemoves = o.CertUpserts, o.CertRemoves
-	r.routeUpserts, r.routeRemoves = o.RouteUpserts, o.RouteRemoves
-	r.push = o.Push
-}
-
-func (r syncResult) action() string {
-	switch {
-	case r.waiting:
-		return "wait-for-nginx"
-	case r.reloaded && r.pushed:
-		return "reload+push"
-	case r.reloaded:
-		return "reload"
-	case r.pushed:
-		return "push"
-	}
-	return "nothing"
-}
-
-// writeFiles makes the shared dir hold files (and keep the kept ones)
-// unless it already does.
-func (s *Syncer) writeFiles(files []model.AuthFile, kept []string) error {
-	if s.writtenFiles != nil && slices.Equal(files, s.writtenFiles) && slices.Equal(kept, s.keptFiles) {
-		return nil
-	}
-	if err := s.nginx.WriteAuthFiles(files, kept...); err != nil {
-		s.writtenFiles = nil
-		return err
-	}
-	s.writtenFiles, s.keptFiles = slices.Clip(append([]model.AuthFile{}, files...)), kept
-	return nil
-}
-
+// apply renders next (or reuses the last render on the fast path), asks
+// nginx what it runs, and runs the plan that takes it and Lua to next.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
 	// A sync that does not run its whole plan leaves the record of what
@@ -648,90 +380,28 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	// on every request, so a changed Secret needs no reload. The CA and
 	// certificate files of backend TLS are read when nginx loads its
 	// config: those its profiles name stay.
-	if err := s.writeFiles(next.AuthFiles, cfg.Files); err != nil {
+	if err := s.authFiles.Write(s.nginx, next.AuthFiles, cfg.Files); err != nil {
 		return res, err
 	}
-
 	statusStart := time.Now()
 	status, err := s.nginx.Lua.Status(ctx)
 	res.status = time.Since(statusStart)
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.waiting = true
-		start, serr := s.configForStart(cfg)
-		if serr != nil {
-			return res, serr
-		}
-		if werr := s.nginx.WriteConfig(start); werr != nil {
-			return res, werr
-		}
-		s.noteWaiting(err)
-		return res, nil
+		return res, s.leaveForStart(cfg, err)
 	}
-	s.waitReason = ""
-	s.unprovenSince, s.safeStart = time.Time{}, false
-	previousBoot := s.lua.Boot()
-	newBoot, err := s.lua.Observe(ctx, status)
+	if err := s.observe(ctx, status, cfg); err != nil {
+		return res, err
+	}
+	held := s.configs.Held(s.lua, status.ConfigHash, next.Certificates)
+	hold, err := s.holdReload(cfg, held, &res)
 	if err != nil {
 		return res, err
 	}
-	if newBoot {
-		if err := s.nginx.TightenSocket(); err != nil {
-			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
-		}
-		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
-		}
-	}
-	if s.unconfirmedHash != "" && status.ConfigHash == s.unconfirmedHash {
-		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
-		s.unconfirmedHash = ""
-	}
-	s.appliedHash = ""
-	if status.ConfigHash == s.lastConfig.Hash || status.ConfigHash == s.good.Hash {
-		s.appliedHash = status.ConfigHash
-	}
-	if status.ConfigHash == cfg.Hash {
-		s.good = cfg
-	}
-
-	held := s.lua.Held(status.ConfigHash, next.Certificates)
-	switch status.ConfigHash {
-	case s.good.Hash:
-		held.Profiles = s.good.Profiles
-	case cfg.Hash:
-		held.Profiles = cfg.Profiles
-	}
-	p := plan.Compute(held, plan.Next{
-		Config:          cfg,
-		Backends:        next.Backends,
-		Certificates:    next.Certificates,
-		Routes:          routes,
-		EndpointsOnly:   s.changedBackends != nil,
-		ChangedBackends: s.changedBackends,
-		FullPush:        s.opts.FullPush,
-	})
-	if _, reloads := p.Step(plan.Reload); reloads {
-		switch cfg.Hash {
-		case s.failedHash:
-			if s.guard.bisecting() || s.configMap.Trial() || s.globalsChanged() {
-				// A step whose Ingresses render the rejected nginx.conf
-				// again (the others are routed in Lua), or a ConfigMap
-				// that changed back to one nginx refused: the same
-				// verdict, for the guard or the ConfigMap's trial.
-				return res, s.failedErr
-			}
-			s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
-			p = p.Before(plan.Reload)
-		case s.unconfirmedHash:
-			// Signalled already: a second HUP would only make a slow
-			// nginx slower. needsSync comes back once it runs the hash.
-			res.waiting = true
-			p = p.Before(plan.Reload)
-		}
-	}
-	out, err := s.lua.Execute(ctx, p, s.reload)
-	res.outcome(out)
+	p := plan.Compute(held, plan.Next{Config: cfg, Backends: next.Backends, Certificates: next.Certificates, Routes: routes,
+		EndpointsOnly: s.changedBackends != nil, ChangedBackends: s.changedBackends, FullPush: s.opts.FullPush, HoldReload: hold})
+	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
 	if errors.Is(err, apply.ErrRefused) {
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
@@ -740,10 +410,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 		return res, nil
 	}
 	res.executed = err == nil
-	if out.Reloaded {
-		s.appliedHash, s.good = cfg.Hash, cfg
-	}
-	res.configRunning = s.appliedHash == cfg.Hash
+	res.configRunning = s.configs.Applied() == cfg.Hash
 	res.current = res.configRunning && err == nil
 	if res.executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
@@ -753,90 +420,78 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	return res, err
 }
 
+// observe records what nginx's status says: a new boot (Lua lost or holds
+// other state: it is read back) and the config it runs.
+func (s *Syncer) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
+	s.waitReason = ""
+	s.configs.Answered()
+	previousBoot := s.lua.Boot()
+	newBoot, err := s.lua.Observe(ctx, status)
+	if err != nil {
+		return err
+	}
+	if newBoot {
+		if err := s.nginx.TightenSocket(); err != nil {
+			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
+		}
+		if previousBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
+		}
+	}
+	if s.configs.Observe(status.ConfigHash, cfg) {
+		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
+	}
+	return nil
+}
+
+// holdReload says whether the plan must stop before reloading nginx with
+// cfg: nginx rejected it before (the same verdict again, while the guard
+// or the ConfigMap's trial waits for one), or it was signalled already.
+func (s *Syncer) holdReload(cfg render.Config, held plan.Held, res *syncResult) (bool, error) {
+	if cfg.Hash == held.ConfigHash {
+		return false, nil // no reload
+	}
+	if err := s.configs.Rejected(cfg.Hash); err != nil {
+		if s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged() {
+			// A step whose Ingresses render the rejected nginx.conf
+			// again (the others are routed in Lua), or a ConfigMap
+			// that changed back to one nginx refused: the same
+			// verdict, for the guard or the ConfigMap's trial.
+			return false, err
+		}
+		s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
+		return true, nil
+	}
+	if s.configs.Unconfirmed(cfg.Hash) {
+		// Signalled already: a second HUP would only make a slow
+		// nginx slower. needsSync comes back once it runs the hash.
+		res.waiting = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// leaveForStart writes the config nginx should start with while it does
+// not answer (apply.ConfigRecord.ForStart), saying why it does not.
+func (s *Syncer) leaveForStart(cfg render.Config, statusErr error) error {
+	start, fellBack, err := s.configs.ForStart(cfg)
+	if err != nil {
+		return err
+	}
+	if fellBack {
+		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
+			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(start.Hash))
+	}
+	if err := s.nginx.WriteConfig(start.Bytes); err != nil {
+		return err
+	}
+	s.noteWaiting(statusErr)
+	return nil
+}
+
 // errUnconfirmed is what reload returns when nginx was signalled and has
 // not confirmed the config yet: the sync waits, it did not fail.
 var errUnconfirmed = errors.New("reload not confirmed yet")
-
-// noteWaiting logs why nginx does not answer. Not running yet (no socket,
-// nobody listening) is the normal start and stays at debug level; any other
-// reason (a socket the agent may not open, a config API that fails) is a
-// warning, logged once each time the reason changes.
-func (s *Syncer) noteWaiting(err error) {
-	reason := err.Error()
-	if reason == s.waitReason {
-		return
-	}
-	s.waitReason = reason
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
-		return
-	}
-	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
-}
-
-// checkWorkerAccess asks nginx's workers, once per nginx boot and each
-// time the files they need change, whether they can use them, and logs a
-// warning that names each one they cannot. checked is false when no check
-// was due (the last answer stands).
-func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
-	if err != nil || !res.configRunning {
-		return nil, false
-	}
-	needs := apply.WorkerNeeds(next.AuthFiles)
-	key := s.lua.Boot() + "\x00" + strings.Join(needs.Read, "\x00")
-	if key == s.accessChecked {
-		return nil, false
-	}
-	found, aerr := s.nginx.Lua.Access(ctx, needs)
-	if aerr != nil {
-		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
-		return nil, false
-	}
-	s.accessChecked = key
-	for _, d := range found {
-		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
-			"path", d.Path, "access", d.Access, "error", d.Error)
-		denied = append(denied, d.String())
-	}
-	return denied, true
-}
-
-// configForStart is what to leave on disk for nginx's next start while it
-// does not answer: cfg, unless nginx stayed down for StartBound since a
-// config it never confirmed was left there; from then on the last config it
-// confirmed, or the bootstrap one. A config nginx rejects (a regex PCRE
-// refuses) would otherwise keep it from starting at all, and with it every
-// other Ingress; once nginx is up, cfg follows by a verified reload, and the
-// guard finds the Ingress to blame (or the ConfigMap is blamed).
-func (s *Syncer) configForStart(cfg render.Config) ([]byte, error) {
-	if cfg.Hash == s.good.Hash {
-		return cfg.Bytes, nil
-	}
-	if s.unprovenSince.IsZero() {
-		s.unprovenSince = time.Now()
-	}
-	if !s.safeStart && time.Since(s.unprovenSince) < s.opts.StartBound {
-		return cfg.Bytes, nil
-	}
-	safe := s.good
-	if safe.Hash == "" {
-		// The bootstrap: no Ingress and the flags' settings alone, so that
-		// a ConfigMap nginx refuses cannot keep it from starting either.
-		// Once nginx runs it, the ConfigMap is judged as one that changed
-		// since the flags' settings, the good globals before any
-		// (configmap.go).
-		var err error
-		if safe, err = render.Render(model.Model{}, s.opts.Render); err != nil {
-			return nil, fmt.Errorf("rendering the bootstrap nginx.conf: %w", err)
-		}
-	}
-	if !s.safeStart {
-		s.safeStart = true
-		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
-			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(safe.Hash))
-	}
-	return safe.Bytes, nil
-}
 
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
@@ -847,27 +502,12 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// Profiles the routes Lua holds still jump to stay one more config:
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
-	var keep []render.Profile
-	held := s.lua.RouteProfiles()
-	for _, p := range s.good.Profiles {
-		if held[p.Name] {
-			keep = append(keep, p)
-		}
-	}
+	keep := s.configs.Keep(s.lua)
 	cfg, routes, err = renderBuild(next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
-	used := map[string]bool{}
-	for _, r := range routes {
-		for _, l := range r.Locations {
-			used[l.Profile] = true
-		}
-	}
-	s.retiring = false
-	for _, p := range keep {
-		s.retiring = s.retiring || !used[p.Name]
-	}
+	s.retiring = apply.Retiring(keep, routes)
 	s.lastConfig, s.lastRoutes = cfg, routes
 	return cfg, routes, true, nil
 }
@@ -884,57 +524,50 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	index, tracks := s.src.(source.EndpointIndex)
 	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
 	s.changedBackends = nil
-	if tracks && s.built != nil && onlyEndpoints && !s.guard.bisecting() && !s.rerender {
-		s.changedBackends = []model.Backend{}
-		next := *s.built
-		changed := index.TakeChangedServices()
-		if usesStream(s.built.Stream, changed) {
-			// Their endpoints are in nginx.conf: a new one is rendered.
-			return s.fullModel(index, tracks)
-		}
-		if len(changed) > 0 {
-			if s.builtIndex == nil {
-				s.builtIndex = backendsByService(s.built.Backends)
-			}
-			// The backends are changed in place, not in a copy: copying
-			// 10,000 of them (2.5 MB) on every endpoint change made the
-			// garbage collector's assists cost 20–65 ms a sync. The plan
-			// diffs against what Lua holds, not the old values; the only
-			// other reader is State, and once it has handed them out they
-			// are copied before the next change (copy on write).
-			var resolved []positionedBackend
-			var fresh []model.Problem
-			for _, k := range changed {
-				positions := s.builtIndex[k]
-				if len(positions) == 0 {
-					continue
-				}
-				svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
-				for _, i := range positions {
-					b, problems := model.ResolveBackend(next.Backends[i].Name, svc, endpointSlices, s.opts.Targets)
-					fresh = append(fresh, problems...)
-					b.Policy = next.Backends[i].Policy
-					resolved = append(resolved, positionedBackend{i, b})
-				}
-			}
-			s.mu.Lock()
-			if s.stateRead {
-				next.Backends = slices.Clone(next.Backends)
-				s.stateRead = false
-			}
-			for _, r := range resolved {
-				next.Backends[r.index] = r.backend
-			}
-			s.mu.Unlock()
-			for _, r := range resolved {
-				s.changedBackends = append(s.changedBackends, r.backend)
-			}
-			s.problems = withNewProblems(s.problems, fresh)
-		}
-		s.built = &next
-		return next, s.problems, "fast"
+	if !tracks || s.built == nil || !onlyEndpoints || s.guard.Bisecting() || s.rerender {
+		return s.fullModel(index, tracks)
 	}
-	return s.fullModel(index, tracks)
+	changed := index.TakeChangedServices()
+	if usesStream(s.built.Stream, changed) {
+		// Their endpoints are in nginx.conf: a new one is rendered.
+		return s.fullModel(index, tracks)
+	}
+	next := s.patchEndpoints(index, changed)
+	return next, s.problems, "fast"
+}
+
+// patchEndpoints is the fast path: the last model with the backends of
+// the changed Services resolved again (model.EndpointPatch), in place.
+// The only other reader of the backends is State; once it has handed
+// them out they are copied before the next change (copy on write).
+func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
+	next := *s.built
+	s.changedBackends = []model.Backend{}
+	if len(changed) > 0 {
+		if s.builtIndex == nil {
+			s.builtIndex = model.IndexBackends(next.Backends)
+		}
+		var patch model.EndpointPatch
+		for _, k := range changed {
+			positions := s.builtIndex.Positions(k.Namespace, k.Name)
+			if len(positions) == 0 {
+				continue
+			}
+			svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
+			patch.AddService(next.Backends, positions, svc, endpointSlices, s.opts.Targets)
+		}
+		s.mu.Lock()
+		if s.stateRead {
+			next.Backends = slices.Clone(next.Backends)
+			s.stateRead = false
+		}
+		patch.ApplyTo(next.Backends)
+		s.mu.Unlock()
+		s.changedBackends = append(s.changedBackends, patch.Backends()...)
+		s.problems = withNewProblems(s.problems, patch.Problems)
+	}
+	s.built = &next
+	return next
 }
 
 // withNewProblems returns held with the problems of fresh it lacks, in a
@@ -981,18 +614,16 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
-// that render refuses (renderguard.go), or blames the ConfigMap when the
-// Ingresses nginx last took do not render with it since it changed; it
-// says whether it did either: then the model is built again.
+// that render refuses (quarantine.RenderFailures), or blames the ConfigMap
+// when the Ingresses nginx last took do not render with it since it
+// changed; it says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
-	culprits, err := RenderFailures(s.builtSnap, s.configMap.Settings(), func(ing *networkingv1.Ingress) bool {
-		return sameIngress(s.guard.good[ingressKey(ing)], ing)
-	})
+	culprits, err := quarantine.RenderFailures(s.builtSnap, s.configMap.Settings(), s.guard.Trusted, renderBuild)
 	if err != nil {
 		if s.globalsChanged() {
 			// The ConfigMap changed since nginx last took a config, and
 			// the Ingresses of that config do not render with it.
-			s.blameConfigMap(renderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
+			s.blameConfigMap(quarantine.RenderRefused, strings.TrimPrefix(renderErr.Error(), errRender.Error()+": "))
 			return true
 		}
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
@@ -1000,7 +631,7 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 	}
 	for _, key := range slices.Sorted(maps.Keys(culprits)) {
 		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
-		s.guard.refuseRender(key, reason)
+		s.guard.RefuseRender(key, reason)
 		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
 	}
 	return len(culprits) > 0
@@ -1013,60 +644,23 @@ func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
 	return apply.NewLuaState(nginx.Lua, metrics)
 }
 
-// positionedBackend is a backend and its position in Model.Backends.
-type positionedBackend struct {
-	index   int
-	backend model.Backend
-}
-
-// backendsByService returns the positions of the backends of each Service.
-func backendsByService(backends []model.Backend) map[source.ServiceKey][]int {
-	out := make(map[source.ServiceKey][]int, len(backends))
-	for i, b := range backends {
-		namespace, service, _ := model.BackendService(b.Name)
-		k := source.ServiceKey{Namespace: namespace, Name: service}
-		out[k] = append(out[k], i)
-	}
-	return out
-}
-
-// reload is the plan's Reload step: apply.Nginx.ApplyConfig, with the
-// verdict kept for the quarantine guard and the metrics. A config nginx
-// rejected is remembered until the next change; one it has yet to confirm
-// is errUnconfirmed, waited for.
+// reload is the plan's Reload step: apply.ConfigRecord.Reload, with the
+// verdict told to the metrics. A config nginx has yet to confirm is
+// errUnconfirmed, waited for.
 func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
 	reloadStart := time.Now()
-	err := s.nginx.ApplyConfig(ctx, cfg)
+	err := s.configs.Reload(ctx, cfg)
 	if errors.Is(err, apply.ErrNotConfirmed) {
 		s.opts.Metrics.ReloadUnconfirmed()
-		s.unconfirmedHash = cfg.Hash
 		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
 			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
 		return errUnconfirmed
 	}
 	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
-	if err == nil {
-		s.failedHash = ""
-		return nil
-	}
 	if errors.Is(err, apply.ErrRejected) {
-		s.failedHash, s.failedErr = cfg.Hash, err
 		s.opts.Metrics.ValidationFailed("nginx")
 	}
 	return err
-}
-
-func (s *Syncer) reportProblems(problems []model.Problem) {
-	seen := make(map[string]bool, len(problems))
-	for _, p := range problems {
-		key := p.String()
-		seen[key] = true
-		if !s.reported[key] {
-			s.logger.Warn("problem", "object", p.Object(), "reason", p.Reason)
-			s.opts.Metrics.ValidationFailed("agent")
-		}
-	}
-	s.reported = seen
 }
 
 func short(hash string) string {

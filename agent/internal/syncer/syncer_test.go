@@ -2,9 +2,12 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -161,35 +164,40 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	}
 }
 
-// The fast path changes the backends in place, except those State has
-// handed out: a reader's model never changes under it.
-func TestFastPathCopiesBackendsStateHandedOut(t *testing.T) {
+// The fast path gives the model a full build of the new endpoints gives,
+// and never changes a model State handed out under its reader.
+func TestFastPathMatchesFullBuildAndKeepsHandedOutModel(t *testing.T) {
 	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
 	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+	full := func() model.Model {
+		t.Helper()
+		fresh := New(&fakeSource{snap: src.snap}, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+		m, _, path := fresh.model(map[source.Kind]bool{source.KindIngress: true})
+		if path != "full" {
+			t.Fatalf("fresh build: path %s", path)
+		}
+		return m
+	}
 	m, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})
 	s.update(func(st *State) { st.Model = m })
 
 	read := s.State().Model
-	src.snap = oneIngressSnapshot("10.0.0.2")
-	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
-	m, _, _ = s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
-	s.update(func(st *State) { st.Model = m })
-	if got := read.Backends[0].Endpoints[0].Address; got != "10.0.0.1" {
-		t.Errorf("the model State handed out changed under its reader: %s", got)
-	}
-	if got := m.Backends[0].Endpoints[0].Address; got != "10.0.0.2" {
-		t.Errorf("fast path endpoints %s, want 10.0.0.2", got)
-	}
-
-	// Nobody read the state since: the next change is made in place.
-	src.snap = oneIngressSnapshot("10.0.0.3")
-	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
-	next, _, _ := s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
-	if &next.Backends[0] != &m.Backends[0] {
-		t.Errorf("the backends were copied though no reader held them")
-	}
-	if got := next.Backends[0].Endpoints[0].Address; got != "10.0.0.3" {
-		t.Errorf("fast path endpoints %s, want 10.0.0.3", got)
+	kept := full()
+	for round, address := range []string{"10.0.0.2", "10.0.0.3"} {
+		// Round 0: State handed the model out; round 1: nobody read it since.
+		src.snap = oneIngressSnapshot(address)
+		src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+		next, _, path := s.model(map[source.Kind]bool{source.KindEndpointSlice: true})
+		s.update(func(st *State) { st.Model = next })
+		if path != "fast" {
+			t.Fatalf("round %d: path %s, want fast", round, path)
+		}
+		if want := full(); !reflect.DeepEqual(next, want) {
+			t.Errorf("round %d: the fast path's model differs from a full build:\n%+v\nwant\n%+v", round, next.Backends, want.Backends)
+		}
+		if !reflect.DeepEqual(read, kept) {
+			t.Errorf("round %d: the model State handed out changed under its reader: %+v", round, read.Backends)
+		}
 	}
 }
 
@@ -232,12 +240,16 @@ func TestConfigForStartFallsBack(t *testing.T) {
 	candidate := render.Config{Hash: "candidate", Bytes: []byte("candidate")}
 	startWith := func(s *Syncer) string {
 		t.Helper()
-		got, err := s.configForStart(candidate)
+		if err := s.leaveForStart(candidate, errors.New("nginx is down")); err != nil {
+			t.Fatal(err)
+		}
+		onDisk, err := os.ReadFile(filepath.Join(shared, render.ConfigName))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(got)
+		return string(onDisk)
 	}
+	confirmed := func(s *Syncer, cfg render.Config) { s.configs.Observe(cfg.Hash, cfg) }
 
 	s := newSyncer()
 	if got := startWith(s); got != "candidate" {
@@ -258,7 +270,7 @@ func TestConfigForStartFallsBack(t *testing.T) {
 	}
 
 	s = newSyncer()
-	s.good = render.Config{Hash: "good", Bytes: []byte("good")}
+	confirmed(s, render.Config{Hash: "good", Bytes: []byte("good")})
 	startWith(s)
 	time.Sleep(60 * time.Millisecond)
 	if got := startWith(s); got != "good" {
@@ -266,10 +278,12 @@ func TestConfigForStartFallsBack(t *testing.T) {
 	}
 
 	s = newSyncer()
-	s.good = candidate
+	confirmed(s, candidate)
 	time.Sleep(60 * time.Millisecond)
-	if got := startWith(s); got != "candidate" || !s.unprovenSince.IsZero() {
-		t.Errorf("a confirmed candidate: %q (unproven since %v), want it at once", got, s.unprovenSince)
+	got := startWith(s)
+	time.Sleep(60 * time.Millisecond)
+	if got != "candidate" || s.needsSync(context.Background()) {
+		t.Errorf("a confirmed candidate: %q (a sync asked for: %v), want it at once and for good", got, s.needsSync(context.Background()))
 	}
 }
 

@@ -1,4 +1,4 @@
-package syncer
+package quarantine
 
 import (
 	"fmt"
@@ -31,22 +31,22 @@ func nginxTakes(ingresses []*networkingv1.Ingress) bool {
 
 // run steps the guard as the loop does until it stops bisecting, and
 // returns the Ingresses served and the number of reloads it took.
-func run(t *testing.T, g *guard, current []*networkingv1.Ingress) (served []string, reloads int) {
+func run(t *testing.T, g *Guard, current []*networkingv1.Ingress) (served []string, reloads int) {
 	t.Helper()
 	for range 1000 {
-		used, _ := g.filter(current)
+		used, _ := g.Filter(current)
 		reloads++
 		if nginxTakes(used) {
-			g.confirmed()
-		} else if !g.rejected("nginx said no") {
+			g.Confirmed()
+		} else if _, blamed := g.Rejected("nginx said no"); !blamed {
 			t.Fatal("rejected with nothing to blame")
 		}
-		if !g.bisecting() {
-			used, _ = g.filter(current)
+		if !g.Bisecting() {
+			used, _ = g.Filter(current)
 			if !nginxTakes(used) {
 				t.Fatal("after the bisection the config is still refused")
 			}
-			g.confirmed()
+			g.Confirmed()
 			return slices.Sorted(maps.Keys(g.good)), reloads
 		}
 	}
@@ -55,14 +55,14 @@ func run(t *testing.T, g *guard, current []*networkingv1.Ingress) (served []stri
 }
 
 func TestGuardBisectsToTheBadIngresses(t *testing.T) {
-	g := newGuard()
+	g := New()
 	var current []*networkingv1.Ingress
 	for i := range 16 {
 		current = append(current, testIngress(fmt.Sprintf("ok-%02d", i), "/"))
 	}
 	served, _ := run(t, g, current)
 	if len(served) != 16 || len(g.quarantine) != 0 {
-		t.Fatalf("good start: served %d, quarantined %v", len(served), g.quarantinedKeys())
+		t.Fatalf("good start: served %d, quarantined %v", len(served), g.Keys())
 	}
 
 	// 32 new Ingresses, two of them bad, and one served Ingress turns bad.
@@ -77,8 +77,8 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	oldOK3 := next[3]
 	next[3] = testIngress("ok-03", "bad")
 	served, reloads := run(t, g, next)
-	if want := []string{"default/new-05", "default/new-22", "default/ok-03"}; !slices.Equal(g.quarantinedKeys(), want) {
-		t.Errorf("quarantined %v, want %v", g.quarantinedKeys(), want)
+	if want := []string{"default/new-05", "default/new-22", "default/ok-03"}; !slices.Equal(g.Keys(), want) {
+		t.Errorf("quarantined %v, want %v", g.Keys(), want)
 	}
 	if len(served) != 48-2 {
 		t.Errorf("served %d Ingresses, want 46 (every one but the two bad new ones)", len(served))
@@ -92,7 +92,7 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	}
 	t.Logf("3 bad among 33 changed Ingresses found in %d reloads", reloads)
 
-	_, problems := g.filter(next)
+	_, problems := g.Filter(next)
 	if len(problems) != 3 {
 		t.Errorf("%d problems for 3 quarantined Ingresses", len(problems))
 	}
@@ -103,8 +103,8 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	fixed[3] = testIngress("ok-03", "/fixed")
 	fixed = slices.DeleteFunc(fixed, func(ing *networkingv1.Ingress) bool { return ing.Name == "new-22" })
 	run(t, g, fixed)
-	if want := []string{"default/new-05"}; !slices.Equal(g.quarantinedKeys(), want) {
-		t.Errorf("after the fix: quarantined %v, want %v", g.quarantinedKeys(), want)
+	if want := []string{"default/new-05"}; !slices.Equal(g.Keys(), want) {
+		t.Errorf("after the fix: quarantined %v, want %v", g.Keys(), want)
 	}
 	if g.good["default/ok-03"] != fixed[3] {
 		t.Error("the fixed Ingress is not served")
@@ -114,12 +114,12 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 // A rejection no changed Ingress explains (a setting, or nginx itself) is
 // not bisected: nobody is quarantined for it.
 func TestGuardBlamesNobodyWithoutChanges(t *testing.T) {
-	g := newGuard()
+	g := New()
 	current := []*networkingv1.Ingress{testIngress("a", "/")}
-	g.filter(current)
-	g.confirmed()
-	g.filter(current)
-	if g.rejected("nginx said no") || g.bisecting() || len(g.quarantine) != 0 {
+	g.Filter(current)
+	g.Confirmed()
+	g.Filter(current)
+	if _, blamed := g.Rejected("nginx said no"); blamed || g.Bisecting() || len(g.quarantine) != 0 {
 		t.Fatal("a rejection without changed Ingresses blamed one")
 	}
 }

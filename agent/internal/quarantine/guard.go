@@ -1,4 +1,13 @@
-package syncer
+// Package quarantine keeps one bad Ingress from blocking the others: it is
+// part of the build stage of the pipeline (source → model → render → plan →
+// apply), and chooses which version of each Ingress the model is built from.
+//
+// nginx is the judge of a config, and render can refuse a model too; the
+// Guard finds the Ingresses to blame for either by bisection (guard.go for
+// nginx, one loop step a reload; render.go for render, in process) and
+// keeps each culprit's last good version serving until it changes. It
+// holds the Kubernetes objects so that the loop that drives it needs none.
+package quarantine
 
 import (
 	"maps"
@@ -11,7 +20,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// guard keeps one bad Ingress from blocking the others.
+// Guard keeps one bad Ingress from blocking the others.
 //
 // nginx is the judge of a config, and it can refuse one the model accepted
 // (a regex that RE2 takes and PCRE does not). When it does, the guard finds
@@ -22,60 +31,72 @@ import (
 // quarantined, a larger one is split in half. k bad Ingresses among n changed
 // cost about 2k·log2(n) reloads, each one a whole step of the loop, so
 // endpoint updates keep flowing between them.
-type guard struct {
+type Guard struct {
 	// good holds the Ingresses of the last full build nginx confirmed,
 	// by "namespace/name".
 	good map[string]*networkingv1.Ingress
 	// used holds the Ingresses of the last full build.
 	used map[string]*networkingv1.Ingress
 	// quarantine holds the Ingresses nginx refused, as they were then.
-	quarantine map[string]quarantined
+	quarantine map[string]quarantinedIngress
 	// groups is the bisection's queue: groups[0] is under test. Empty when
 	// not bisecting.
 	groups [][]string
-	// onlyGood makes filter use the last good version of every changed
+	// OnlyGood makes Filter use the last good version of every changed
 	// Ingress, as a bisection step with an empty group: the loop tries the
-	// globals alone (configmap.go).
-	onlyGood bool
+	// ConfigMap's globals alone (syncer/configmap.go).
+	OnlyGood bool
 }
 
-type quarantined struct {
+type quarantinedIngress struct {
 	ingress *networkingv1.Ingress
-	// refused says who refused it: nginxRefused or renderRefused.
+	// refused says who refused it: NginxRefused or RenderRefused.
 	refused string
 	reason  string // the refuser's words
 }
 
 // Who refused a quarantined Ingress, as its Problem says it.
 const (
-	nginxRefused  = "nginx rejected the config"
-	renderRefused = "the agent cannot render nginx.conf"
+	NginxRefused  = "nginx rejected the config"
+	RenderRefused = "the agent cannot render nginx.conf"
 )
 
-func newGuard() *guard {
-	return &guard{quarantine: map[string]quarantined{}}
+// New returns a Guard that quarantines nothing yet.
+func New() *Guard {
+	return &Guard{quarantine: map[string]quarantinedIngress{}}
 }
 
-func (g *guard) bisecting() bool { return len(g.groups) > 0 }
+// Bisecting says a bisection is under way: the next full build tests a
+// group (Queue).
+func (g *Guard) Bisecting() bool { return len(g.groups) > 0 }
 
-// quarantined returns the quarantined Ingresses, sorted.
-func (g *guard) quarantinedKeys() []string {
+// Queue returns the size of the group under test and the number of groups
+// left to test, for the log.
+func (g *Guard) Queue() (next, groups int) {
+	if !g.Bisecting() {
+		return 0, 0
+	}
+	return len(g.groups[0]), len(g.groups)
+}
+
+// Keys returns the quarantined Ingresses ("namespace/name"), sorted.
+func (g *Guard) Keys() []string {
 	return slices.Sorted(maps.Keys(g.quarantine))
 }
 
-// filter returns the Ingresses a full build uses: a quarantined Ingress is
+// Filter returns the Ingresses a full build uses: a quarantined Ingress is
 // replaced by its last good version (or left out when it has none) until it
 // changes; while bisecting, changed Ingresses outside the group under test
 // keep their good version too. Each quarantined Ingress gets a Problem.
-func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
-	if len(g.quarantine) == 0 && !g.bisecting() && !g.onlyGood {
+func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
+	if len(g.quarantine) == 0 && !g.Bisecting() && !g.OnlyGood {
 		g.used = byKey(ingresses)
 		return ingresses, nil
 	}
 	var testing map[string]bool
-	if g.onlyGood {
+	if g.OnlyGood {
 		testing = map[string]bool{}
-	} else if g.bisecting() {
+	} else if g.Bisecting() {
 		testing = make(map[string]bool, len(g.groups[0]))
 		for _, key := range g.groups[0] {
 			testing[key] = true
@@ -112,20 +133,21 @@ func (g *guard) filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 	return out, problems
 }
 
-// confirmed records that nginx runs the config of the last full build.
-func (g *guard) confirmed() {
+// Confirmed records that nginx runs the config of the last full build.
+func (g *Guard) Confirmed() {
 	g.good = g.used
-	if g.bisecting() && !g.onlyGood {
+	if g.Bisecting() && !g.OnlyGood {
 		g.groups = g.groups[1:]
 	}
 }
 
-// rejected records that nginx refused the config of the last full build,
-// saying reason. It returns false when no changed Ingress is left to blame,
-// and the config is not tried again before the next change.
-func (g *guard) rejected(reason string) bool {
+// Rejected records that nginx refused the config of the last full build,
+// saying reason, and returns the Ingress it quarantined for it, if any.
+// blamed is false when no changed Ingress is left to blame, and the config
+// is not tried again before the next change.
+func (g *Guard) Rejected(reason string) (quarantined []string, blamed bool) {
 	var group []string
-	if g.bisecting() {
+	if g.Bisecting() {
 		group, g.groups = g.groups[0], g.groups[1:]
 	} else {
 		for key, ing := range g.used {
@@ -137,39 +159,50 @@ func (g *guard) rejected(reason string) bool {
 	}
 	switch len(group) {
 	case 0:
-		return false
+		return nil, false
 	case 1:
-		g.quarantine[group[0]] = quarantined{ingress: g.used[group[0]], refused: nginxRefused, reason: reason}
+		key := group[0]
+		if _, already := g.quarantine[key]; !already {
+			quarantined = []string{key}
+		}
+		g.quarantine[key] = quarantinedIngress{ingress: g.used[key], refused: NginxRefused, reason: reason}
 	default:
 		half := len(group) / 2
 		g.groups = append([][]string{group[:half], group[half:]}, g.groups...)
 	}
-	return true
+	return quarantined, true
 }
 
-// refuseRender quarantines the Ingress key of the last full build, which
+// RefuseRender quarantines the Ingress key of the last full build, which
 // render refuses saying reason, like one nginx refused.
-func (g *guard) refuseRender(key, reason string) {
+func (g *Guard) RefuseRender(key, reason string) {
 	if ing := g.used[key]; ing != nil {
-		g.quarantine[key] = quarantined{ingress: ing, refused: renderRefused, reason: reason}
+		g.quarantine[key] = quarantinedIngress{ingress: ing, refused: RenderRefused, reason: reason}
 	}
 }
 
-// problem is the Problem of the quarantined Ingress key.
-func (g *guard) problem(key string) model.Problem {
+// Trusted says whether ing is the version of it in the last config nginx
+// took: known to render, never blamed (RenderFailures).
+func (g *Guard) Trusted(ing *networkingv1.Ingress) bool {
+	return sameIngress(g.good[ingressKey(ing)], ing)
+}
+
+// Problem is the Problem of the quarantined Ingress key.
+func (g *Guard) Problem(key string) model.Problem {
 	return g.quarantine[key].problem(g.good[key] != nil)
 }
 
-func (q quarantined) problem(goodServed bool) model.Problem {
+func (q quarantinedIngress) problem(goodServed bool) model.Problem {
 	served := "it is not served"
 	if goodServed {
 		served = "its last version nginx took keeps serving"
 	}
 	return model.Problem{Kind: "Ingress", Namespace: q.ingress.Namespace, Name: q.ingress.Name,
-		Reason: "quarantined: " + q.refused + " with this version of it (" + clipReason(q.reason) + "); " + served + " until it changes"}
+		Reason: "quarantined: " + q.refused + " with this version of it (" + ClipReason(q.reason) + "); " + served + " until it changes"}
 }
 
-func clipReason(reason string) string {
+// ClipReason cuts a refuser's words to 512 bytes for a Problem.
+func ClipReason(reason string) string {
 	const max = 512
 	if len(reason) > max {
 		return reason[:max] + "…"
@@ -177,8 +210,8 @@ func clipReason(reason string) string {
 	return reason
 }
 
-// nginxReason is the part of a reload error that is nginx's own words.
-func nginxReason(err error) string {
+// NginxReason is the part of a reload error that is nginx's own words.
+func NginxReason(err error) string {
 	msg := err.Error()
 	if _, said, ok := strings.Cut(msg, "nginx said: "); ok {
 		return said

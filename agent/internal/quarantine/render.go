@@ -1,4 +1,4 @@
-package syncer
+package quarantine
 
 import (
 	"errors"
@@ -21,28 +21,24 @@ import (
 // process and in one sync: render is pure and takes milliseconds, so no
 // reload and no loop step is spent on it. It runs only when a render failed.
 
-// renderBuild is render.Build. e2e builds (tag e2ehooks) wrap it to make
-// render fail on demand; unit tests replace it.
-var renderBuild = render.Build
+// Renderer renders a model (render.Build, or the agent's wrapper of it).
+type Renderer func(model.Model, render.Settings, ...render.Profile) (render.Config, []model.Route, error)
 
-// errRender marks an error of rendering nginx.conf and the routes.
-var errRender = errors.New("rendering nginx.conf and routes")
-
-// errNotIngresses is what RenderFailures returns when the Ingresses it may
+// ErrNotIngresses is what RenderFailures returns when the Ingresses it may
 // not blame fail to render on their own: the settings, or the agent, are
 // to blame.
-var errNotIngresses = errors.New("the Ingresses known to render do not render")
+var ErrNotIngresses = errors.New("the Ingresses known to render do not render")
 
-// RenderFailures returns the Ingresses of snap that render refuses, each
+// RenderFailures returns the Ingresses of snap that build refuses, each
 // with render's error, found by bisection: the model of the trusted
 // Ingresses plus each group of the others is rendered, a group that
 // renders is kept, a group of one that fails is a culprit, a larger one is
 // split in half. k culprits among n suspects cost about 2k·log2(n) builds
 // and renders. trusted (nil: none) names Ingresses known to render, which
-// are never blamed; when they do not render with settings alone, the error
-// wraps errNotIngresses. An empty result with a nil error means snap
+// are never blamed (Guard.Trusted: those nginx last took); when they do not
+// render with settings alone, the error wraps ErrNotIngresses. An empty result with a nil error means snap
 // renders.
-func RenderFailures(snap model.Snapshot, settings render.Settings, trusted func(*networkingv1.Ingress) bool) (map[string]error, error) {
+func RenderFailures(snap model.Snapshot, settings render.Settings, trusted func(*networkingv1.Ingress) bool, build Renderer) (map[string]error, error) {
 	all := snap.Ingresses
 	renders := func(keep map[string]bool) error {
 		sub := snap
@@ -53,7 +49,7 @@ func RenderFailures(snap model.Snapshot, settings render.Settings, trusted func(
 			}
 		}
 		m, _ := model.Build(sub)
-		_, _, err := renderBuild(m, settings)
+		_, _, err := build(m, settings)
 		return err
 	}
 	accepted := map[string]bool{}
@@ -66,7 +62,7 @@ func RenderFailures(snap model.Snapshot, settings render.Settings, trusted func(
 		}
 	}
 	if err := renders(accepted); err != nil {
-		return nil, errors.Join(errNotIngresses, err)
+		return nil, errors.Join(ErrNotIngresses, err)
 	}
 	culprits := map[string]error{}
 	var search func(group []string)

@@ -1,0 +1,217 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// The last step of the loop: what a sync found and did goes to State (for
+// health checks and tests), to OnSync (status, events), to Metrics, and
+// to the log.
+
+// Report is what one sync found and did, for OnSync.
+type Report struct {
+	// Model is what nginx should serve; Problems were left out of it.
+	Model    model.Model
+	Problems []model.Problem
+	// Applied says nginx runs Model and Lua holds its backends, confirmed.
+	Applied bool
+	// ConfigHash is the hash of the nginx.conf nginx runs.
+	ConfigHash string
+	// Path is "fast" when only endpoints were resolved again: the servers,
+	// and so the Ingresses served, are those of the previous report.
+	Path string
+}
+
+// State is what the loop last did, for health checks and tests.
+type State struct {
+	Synced     bool        // the source finished its first listing
+	Applied    bool        // a config was confirmed running and Lua holds every backend
+	ConfigHash string      // hash nginx runs
+	LastSync   time.Time   // end of the last sync
+	LastLoop   time.Time   // last time the loop came round: a sync or a status check
+	WantedHash string      // hash of the config last rendered: what nginx should run
+	Model      model.Model // what the last sync computed; read-only
+	Syncs      int
+	Reloads    int
+	Pushes     int
+	Problems   []model.Problem
+	// Quarantined are the Ingresses ("namespace/name") nginx refused a
+	// config with; their last good version serves until they change.
+	Quarantined []string
+	// ConfigMapRefused is why the agent's ConfigMap as it is was refused,
+	// by nginx or by render ("nginx rejected the config: …"): the
+	// ConfigMap nginx last took serves, with the Ingress changes on top,
+	// until it changes ("" when none).
+	ConfigMapRefused string
+	// NginxUnreachable is why the config socket did not answer at the last
+	// sync ("" when it did).
+	NginxUnreachable string
+	// WorkerAccess names each file under the shared dir that nginx's
+	// workers need and cannot use (empty when they can use them all).
+	WorkerAccess []string
+	// CertificateNearestExpiry is when the first leaf of the certificates
+	// Lua serves expires (zero: none known).
+	CertificateNearestExpiry time.Time
+}
+
+// State returns a copy of the loop's state.
+func (s *Syncer) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	// The fast path copies the backends before it next changes them.
+	s.stateRead = true
+	st.Problems = append([]model.Problem(nil), s.state.Problems...)
+	st.Quarantined = slices.Clone(s.state.Quarantined)
+	return st
+}
+
+func (s *Syncer) update(f func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.state)
+}
+
+// report records what the sync found and did in State, and hands it to
+// OnSync.
+func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.Problem, path string, result syncResult, err error) {
+	quarantined := s.guard.Keys()
+	access, checked := s.checkWorkerAccess(ctx, next, result, err)
+	applied := err == nil && result.current
+	s.update(func(st *State) {
+		st.NginxUnreachable = s.waitReason
+		st.ConfigMapRefused = s.configMap.Refused()
+		st.CertificateNearestExpiry = s.lua.NearestExpiry()
+		if checked {
+			st.WorkerAccess = access
+		}
+		st.Syncs++
+		st.LastSync = time.Now()
+		st.LastLoop = st.LastSync
+		st.WantedHash = s.lastConfig.Hash
+		st.Model = next
+		st.Problems = problems
+		st.Quarantined = quarantined
+		st.ConfigHash = s.configs.Applied()
+		st.Applied = applied
+		if result.Reloaded {
+			st.Reloads++
+		}
+		if result.Pushed {
+			st.Pushes++
+		}
+	})
+	if !s.firstApplied && applied {
+		s.firstApplied = true
+		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
+	}
+	if s.opts.OnSync != nil {
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.configs.Applied(), Path: path})
+	}
+}
+
+// recordSync tells Metrics about the sync that began at start. A change
+// that a failed sync did not apply stays pending for the next one.
+func (s *Syncer) recordSync(path string, result syncResult, err error, start time.Time) {
+	outcome := result.action()
+	if err != nil {
+		outcome = "error"
+	}
+	s.opts.Metrics.Synced(path, outcome, time.Since(start))
+	if err != nil {
+		return
+	}
+	if (result.Reloaded || result.Pushed) && !s.pendingEvent.IsZero() {
+		s.opts.Metrics.Propagated(time.Since(s.pendingEvent))
+	}
+	s.pendingEvent = time.Time{}
+}
+
+// syncResult is what one sync did: what the plan's run did (Outcome), and
+// what the loop found.
+type syncResult struct {
+	apply.Outcome
+	// current: nginx runs the config of this sync and Lua holds its backends.
+	current bool
+	// configRunning: nginx runs the config of this sync.
+	configRunning bool
+	waiting       bool
+	executed      bool          // the whole plan ran
+	render        time.Duration // 0 when the last render was reused
+	status        time.Duration // asking Lua for its status
+}
+
+func (r syncResult) action() string {
+	switch {
+	case r.waiting:
+		return "wait-for-nginx"
+	case r.Reloaded && r.Pushed:
+		return "reload+push"
+	case r.Reloaded:
+		return "reload"
+	case r.Pushed:
+		return "push"
+	}
+	return "nothing"
+}
+
+// noteWaiting logs why nginx does not answer. Not running yet (no socket,
+// nobody listening) is the normal start and stays at debug level; any other
+// reason (a socket the agent may not open, a config API that fails) is a
+// warning, logged once each time the reason changes.
+func (s *Syncer) noteWaiting(err error) {
+	reason := err.Error()
+	if reason == s.waitReason {
+		return
+	}
+	s.waitReason = reason
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
+		return
+	}
+	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
+}
+
+// checkWorkerAccess asks nginx's workers, once per nginx boot and each
+// time the files they need change, whether they can use them
+// (apply.AccessCheck), and logs a warning that names each one they cannot.
+// checked is false when no check was due (the last answer stands).
+func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
+	if err != nil || !res.configRunning {
+		return nil, false
+	}
+	found, due, aerr := s.access.Check(ctx, s.nginx.Lua, s.lua.Boot(), next.AuthFiles)
+	if aerr != nil {
+		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
+	}
+	if !due || aerr != nil {
+		return nil, false
+	}
+	for _, d := range found {
+		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
+			"path", d.Path, "access", d.Access, "error", d.Error)
+		denied = append(denied, d.String())
+	}
+	return denied, true
+}
+
+func (s *Syncer) reportProblems(problems []model.Problem) {
+	seen := make(map[string]bool, len(problems))
+	for _, p := range problems {
+		key := p.String()
+		seen[key] = true
+		if !s.reported[key] {
+			s.logger.Warn("problem", "object", p.Object(), "reason", p.Reason)
+			s.opts.Metrics.ValidationFailed("agent")
+		}
+	}
+	s.reported = seen
+}
