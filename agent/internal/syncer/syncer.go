@@ -5,8 +5,9 @@
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
 // syncs. A sync builds the model (all of it, or on the fast path only the
 // backends of the Services whose endpoints changed: model.EndpointPatch),
-// renders it, asks plan.Compute for the steps against what apply recorded
-// (apply.LuaState and apply.ConfigRecord), lets apply run them, and reports.
+// renders it, and hands the config to the apply stage (apply.Stage), which
+// computes the plan against what nginx runs and Lua holds and runs it; then
+// it reports.
 // The syncer keeps only the loop: coalescing, retries with backoff, and the
 // verdicts it hands on: nginx's rejection of a config, or a render failure,
 // to the quarantine (package quarantine) or to the ConfigMap (configmap.go).
@@ -29,9 +30,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
-	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/snapshot"
@@ -51,9 +50,8 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	lua     *apply.LuaState     // what Lua holds, and the pushers
-	configs *apply.ConfigRecord // which nginx.conf nginx runs
-	guard   *quarantine.Guard   // quarantine of Ingresses nginx or render refused
+	stage *apply.Stage      // what nginx runs and Lua holds, and the steps that change it
+	guard *quarantine.Guard // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
 	// rerender makes the next sync a full one, which renders them away.
 	retiring, rerender bool
@@ -76,11 +74,6 @@ type Syncer struct {
 	builtSnap model.Snapshot
 	problems  []model.Problem // the problems of the last full build
 	reported  map[string]bool // problems already logged
-	// waitReason is why nginx did not answer at the last sync, already
-	// logged ("": it answered); see noteWaiting.
-	waitReason string
-	authFiles  apply.AuthFileRecord // the htpasswd and TLS files written
-	access     apply.AccessCheck    // the last check of the workers' access
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -123,8 +116,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		dirty:     make(chan struct{}, 1),
 		kinds:     map[source.Kind]bool{},
 		reported:  map[string]bool{},
-		lua:       newLuaState(nginx, opts.Metrics),
-		configs:   apply.NewConfigRecord(nginx, opts.Render, opts.StartBound),
+		stage:     apply.NewStage(nginx, opts.Render, opts.StartBound, opts.FullPush, opts.Metrics, logger),
 		guard:     quarantine.New(),
 		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
 	}
@@ -159,7 +151,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			retry.after(s.sync(ctx))
 		case <-check.C:
 			s.update(func(st *State) { st.LastLoop = time.Now() })
-			if s.needsSync(ctx) {
+			if s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 				retry.after(s.sync(ctx))
 			}
 		}
@@ -261,21 +253,6 @@ func (s *Syncer) coalesce(ctx context.Context) {
 	}
 }
 
-// needsSync reads nginx's status and says whether it differs from the record:
-// nginx cold-started (new boot id), runs another config, or was not reachable.
-func (s *Syncer) needsSync(ctx context.Context) bool {
-	st, err := s.nginx.Lua.Status(ctx)
-	if err != nil {
-		// Still down; the config for its start is written, unless it is
-		// time to leave it a confirmed one instead.
-		return s.configs.StartOverdue()
-	}
-	if st.BootID != s.lua.Boot() {
-		return true
-	}
-	return s.configs.NeedsSync(st.ConfigHash, s.lastConfig.Hash)
-}
-
 // sync runs the pipeline once. Errors are logged and returned for the
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
@@ -315,7 +292,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 		"problems", len(problems),
 		"build", buildTime.Round(time.Microsecond),
 		"render", result.render.Round(time.Microsecond),
-		"status", result.status.Round(time.Microsecond),
+		"status", result.Status.Round(time.Microsecond),
 		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	}
@@ -345,7 +322,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 			}
 			s.markDirty() // build without it: its Problem, and the next step
 		}
-	case result.configRunning:
+	case result.ConfigRunning:
 		s.guard.Confirmed()
 		s.confirmGlobals()
 	}
@@ -357,141 +334,30 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	return quarantined
 }
 
-// apply renders next (or reuses the last render on the fast path), asks
-// nginx what it runs, and runs the plan that takes it and Lua to next.
+// apply renders next (or reuses the last render on the fast path) and
+// hands it to the apply stage (apply.Stage), which runs the plan that takes
+// nginx and Lua to it.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
-	// A sync that does not run its whole plan leaves the record of what
-	// Lua holds behind its model: the next plan compares everything.
-	defer func() {
-		if !res.executed {
-			s.lua.Stale()
-		}
-	}()
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
+		s.stage.Stale()
 		return res, err
 	}
 	if rendered {
 		res.render = time.Since(renderStart)
 	}
-	// htpasswd files before the config that names them; nginx reads them
-	// on every request, so a changed Secret needs no reload. The CA and
-	// certificate files of backend TLS are read when nginx loads its
-	// config: those its profiles name stay.
-	if err := s.authFiles.Write(s.nginx, next.AuthFiles, cfg.Files); err != nil {
-		return res, err
-	}
-	statusStart := time.Now()
-	status, err := s.nginx.Lua.Status(ctx)
-	res.status = time.Since(statusStart)
-	if err != nil {
-		// nginx is not up (yet): leave the right config for it to start with.
-		res.waiting = true
-		return res, s.leaveForStart(cfg, err)
-	}
-	if err := s.observe(ctx, status, cfg); err != nil {
-		return res, err
-	}
-	held := s.configs.Held(s.lua, status.ConfigHash, next.Certificates)
-	hold, err := s.holdReload(cfg, held, &res)
-	if err != nil {
-		return res, err
-	}
-	p := plan.Compute(held, plan.Next{Config: cfg, Backends: next.Backends, Certificates: next.Certificates, Routes: routes,
-		EndpointsOnly: s.changedBackends != nil, ChangedBackends: s.changedBackends, FullPush: s.opts.FullPush, HoldReload: hold})
-	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
-	if errors.Is(err, apply.ErrRefused) {
-		s.opts.Metrics.ValidationFailed("nginx")
-	}
-	if errors.Is(err, errUnconfirmed) {
-		res.waiting = true
-		return res, nil
-	}
-	res.executed = err == nil
-	res.configRunning = s.configs.Applied() == cfg.Hash
-	res.current = res.configRunning && err == nil
-	if res.executed && s.retiring {
+	judging := s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged()
+	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
+		ChangedBackends: s.changedBackends, Judging: judging})
+	if res.Executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
 		s.rerender = true
 		s.markDirty()
 	}
 	return res, err
 }
-
-// observe records what nginx's status says: a new boot (Lua lost or holds
-// other state: it is read back) and the config it runs.
-func (s *Syncer) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
-	s.waitReason = ""
-	s.configs.Answered()
-	previousBoot := s.lua.Boot()
-	newBoot, err := s.lua.Observe(ctx, status)
-	if err != nil {
-		return err
-	}
-	if newBoot {
-		if err := s.nginx.TightenSocket(); err != nil {
-			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
-		}
-		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
-		}
-	}
-	if s.configs.Observe(status.ConfigHash, cfg) {
-		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
-	}
-	return nil
-}
-
-// holdReload says whether the plan must stop before reloading nginx with
-// cfg: nginx rejected it before (the same verdict again, while the guard
-// or the ConfigMap's trial waits for one), or it was signalled already.
-func (s *Syncer) holdReload(cfg render.Config, held plan.Held, res *syncResult) (bool, error) {
-	if cfg.Hash == held.ConfigHash {
-		return false, nil // no reload
-	}
-	if err := s.configs.Rejected(cfg.Hash); err != nil {
-		if s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged() {
-			// A step whose Ingresses render the rejected nginx.conf
-			// again (the others are routed in Lua), or a ConfigMap
-			// that changed back to one nginx refused: the same
-			// verdict, for the guard or the ConfigMap's trial.
-			return false, err
-		}
-		s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
-		return true, nil
-	}
-	if s.configs.Unconfirmed(cfg.Hash) {
-		// Signalled already: a second HUP would only make a slow
-		// nginx slower. needsSync comes back once it runs the hash.
-		res.waiting = true
-		return true, nil
-	}
-	return false, nil
-}
-
-// leaveForStart writes the config nginx should start with while it does
-// not answer (apply.ConfigRecord.ForStart), saying why it does not.
-func (s *Syncer) leaveForStart(cfg render.Config, statusErr error) error {
-	start, fellBack, err := s.configs.ForStart(cfg)
-	if err != nil {
-		return err
-	}
-	if fellBack {
-		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
-			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(start.Hash))
-	}
-	if err := s.nginx.WriteConfig(start.Bytes); err != nil {
-		return err
-	}
-	s.noteWaiting(statusErr)
-	return nil
-}
-
-// errUnconfirmed is what reload returns when nginx was signalled and has
-// not confirmed the config yet: the sync waits, it did not fail.
-var errUnconfirmed = errors.New("reload not confirmed yet")
 
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
@@ -502,7 +368,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// Profiles the routes Lua holds still jump to stay one more config:
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
-	keep := s.configs.Keep(s.lua)
+	keep := s.stage.Keep()
 	cfg, routes, err = renderBuild(next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
@@ -635,37 +501,4 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
 	}
 	return len(culprits) > 0
-}
-
-func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
-	if nginx == nil { // tests of the model alone
-		return apply.NewLuaState(nil, metrics)
-	}
-	return apply.NewLuaState(nginx.Lua, metrics)
-}
-
-// reload is the plan's Reload step: apply.ConfigRecord.Reload, with the
-// verdict told to the metrics. A config nginx has yet to confirm is
-// errUnconfirmed, waited for.
-func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
-	reloadStart := time.Now()
-	err := s.configs.Reload(ctx, cfg)
-	if errors.Is(err, apply.ErrNotConfirmed) {
-		s.opts.Metrics.ReloadUnconfirmed()
-		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
-			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
-		return errUnconfirmed
-	}
-	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
-	if errors.Is(err, apply.ErrRejected) {
-		s.opts.Metrics.ValidationFailed("nginx")
-	}
-	return err
-}
-
-func short(hash string) string {
-	if len(hash) > 12 {
-		return hash[:12]
-	}
-	return hash
 }
