@@ -394,7 +394,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		return s.fullModel(index, tracks)
 	}
 	changed := index.TakeChangedServices()
-	if usesStream(s.built.Stream, changed) {
+	if source.StreamUsesAny(s.built.Stream, changed) {
 		// Their endpoints are in nginx.conf: a new one is rendered.
 		return s.fullModel(index, tracks)
 	}
@@ -403,7 +403,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 }
 
 // patchEndpoints is the fast path: the last model with the backends of
-// the changed Services resolved again (model.EndpointPatch), in place.
+// the changed Services resolved again (source.PatchEndpoints), in place.
 // The only other reader of the backends is State; once it has handed
 // them out they are copied before the next change (copy on write).
 func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
@@ -413,15 +413,7 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 		if s.builtIndex == nil {
 			s.builtIndex = model.IndexBackends(next.Backends)
 		}
-		var patch model.EndpointPatch
-		for _, k := range changed {
-			positions := s.builtIndex.Positions(k.Namespace, k.Name)
-			if len(positions) == 0 {
-				continue
-			}
-			svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
-			patch.AddService(next.Backends, positions, svc, endpointSlices, s.opts.Targets)
-		}
+		patch := source.PatchEndpoints(index, changed, next.Backends, s.builtIndex, s.opts.Targets)
 		s.mu.Lock()
 		if s.stateRead {
 			next.Backends = slices.Clone(next.Backends)
@@ -430,35 +422,10 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 		patch.ApplyTo(next.Backends)
 		s.mu.Unlock()
 		s.changedBackends = append(s.changedBackends, patch.Backends()...)
-		s.problems = withNewProblems(s.problems, patch.Problems)
+		s.problems = patch.MergeProblems(s.problems)
 	}
 	s.built = &next
 	return next
-}
-
-// withNewProblems returns held with the problems of fresh it lacks, in a
-// new slice: held may have been handed out in a Report.
-func withNewProblems(held, fresh []model.Problem) []model.Problem {
-	var added []model.Problem
-	for _, p := range fresh {
-		if !slices.Contains(held, p) && !slices.Contains(added, p) {
-			added = append(added, p)
-		}
-	}
-	if len(added) == 0 {
-		return held
-	}
-	return append(slices.Clone(held), added...)
-}
-
-// usesStream says whether a Service of changed has endpoints in nginx.conf.
-func usesStream(st model.Stream, changed []source.ServiceKey) bool {
-	for _, k := range changed {
-		if st.UsesService(k.Namespace, k.Name) {
-			return true
-		}
-	}
-	return false
 }
 
 // fullModel builds the whole model from a snapshot of the source.
