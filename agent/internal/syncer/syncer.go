@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -447,11 +446,11 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
-// that render refuses (quarantine.RenderFailures), or blames the ConfigMap
-// when the Ingresses nginx last took do not render with it since it
-// changed; it says whether it did either: then the model is built again.
+// that render refuses (quarantine.Guard.RefuseRenders), or blames the
+// ConfigMap when the Ingresses nginx last took do not render with it since
+// it changed; it says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
-	culprits, err := quarantine.RenderFailures(s.builtSnap, s.configMap.Settings(), s.guard.Trusted, renderBuild)
+	refused, err := s.guard.RefuseRenders(s.builtSnap, s.configMap.Settings(), renderBuild)
 	if err != nil {
 		if s.globalsChanged() {
 			// The ConfigMap changed since nginx last took a config, and
@@ -462,10 +461,8 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
 		return false
 	}
-	for _, key := range slices.Sorted(maps.Keys(culprits)) {
-		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
-		s.guard.RefuseRender(key, reason)
-		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
+	for _, r := range refused {
+		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", r.Key, "reason", r.Reason)
 	}
-	return len(culprits) > 0
+	return len(refused) > 0
 }
