@@ -137,9 +137,10 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 }
 
 // syncResult is what one sync did: what the apply stage did (Result), and
-// how long the render took.
+// how long the build and the render took.
 type syncResult struct {
 	apply.Result
+	build  time.Duration
 	render time.Duration // 0 when the last render was reused
 }
 
@@ -155,6 +156,36 @@ func (r syncResult) action() string {
 		return "push"
 	}
 	return "nothing"
+}
+
+// logSync logs what the sync that began at start did.
+func (s *Syncer) logSync(next model.Model, problems int, path string, result syncResult, start time.Time, err error) {
+	attrs := []any{
+		"action", result.action(),
+		"path", path,
+		"ingresses", s.builtFrom,
+		"servers", len(next.Servers),
+		"backends", len(next.Backends),
+		"certificates", len(next.Certificates),
+		"upserts", result.Upserts,
+		"removes", result.Removes,
+		"cert_upserts", result.CertUpserts,
+		"cert_removes", result.CertRemoves,
+		"route_upserts", result.RouteUpserts,
+		"route_removes", result.RouteRemoves,
+		"bytes", result.Bytes,
+		"problems", problems,
+		"build", result.build.Round(time.Microsecond),
+		"render", result.render.Round(time.Microsecond),
+		"status", result.Status.Round(time.Microsecond),
+		"push", result.Push.Round(time.Microsecond),
+		"duration", time.Since(start).Round(time.Microsecond),
+	}
+	if err != nil {
+		s.logger.Error("sync failed", append(attrs, "error", err)...)
+		return
+	}
+	s.logger.Info("sync", attrs...)
 }
 
 func (s *Syncer) reportProblems(problems []model.Problem) {

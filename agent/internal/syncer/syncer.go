@@ -39,7 +39,6 @@ import (
 // Syncer keeps nginx in step with a Source.
 type Syncer struct {
 	src    source.Source
-	nginx  *apply.Nginx
 	opts   Options
 	logger *slog.Logger
 	dirty  chan struct{}
@@ -109,7 +108,6 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	}
 	return &Syncer{
 		src:       src,
-		nginx:     nginx,
 		opts:      opts,
 		logger:    logger,
 		dirty:     make(chan struct{}, 1),
@@ -157,80 +155,6 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 }
 
-// retry runs a failed sync again with exponential backoff, so that a push
-// or reload that failed is never dropped while no new change arrives.
-type retry struct {
-	timer *time.Timer
-	delay time.Duration
-}
-
-const (
-	retryFirst = 100 * time.Millisecond
-	retryMax   = 10 * time.Second
-)
-
-func newRetry() *retry {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &retry{timer: t}
-}
-
-// after arms the timer when the sync failed and disarms it when it did not.
-func (r *retry) after(err error) {
-	if err == nil {
-		r.delay = 0
-		r.timer.Stop()
-		return
-	}
-	r.delay = min(max(2*r.delay, retryFirst), retryMax)
-	r.timer.Reset(r.delay)
-}
-
-// changed records which kind of object changed and wakes the loop.
-func (s *Syncer) changed(kind source.Kind) {
-	s.kindsMu.Lock()
-	s.kinds[kind] = true
-	if s.firstEvent.IsZero() {
-		s.firstEvent = time.Now()
-	}
-	s.kindsMu.Unlock()
-	s.markDirty()
-}
-
-// takeKinds returns the kinds changed since the last call, and keeps the
-// time of the first of those changes in pendingEvent if none is pending.
-func (s *Syncer) takeKinds() map[source.Kind]bool {
-	s.kindsMu.Lock()
-	defer s.kindsMu.Unlock()
-	if s.pendingEvent.IsZero() {
-		s.pendingEvent = s.firstEvent
-	}
-	s.firstEvent = time.Time{}
-	kinds := s.kinds
-	s.kinds = map[source.Kind]bool{}
-	return kinds
-}
-
-// quietPeriod is Coalesce while only EndpointSlices changed since the last
-// sync, else StructureCoalesce.
-func (s *Syncer) quietPeriod() time.Duration {
-	s.kindsMu.Lock()
-	defer s.kindsMu.Unlock()
-	for kind := range s.kinds {
-		if kind != source.KindEndpointSlice {
-			return s.opts.StructureCoalesce
-		}
-	}
-	return s.opts.Coalesce
-}
-
-func (s *Syncer) markDirty() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
-	}
-}
-
 // coalesce waits until no event arrived for Coalesce (StructureCoalesce
 // when more than EndpointSlices changed), or MaxDelay passed.
 func (s *Syncer) coalesce(ctx context.Context) {
@@ -268,39 +192,15 @@ func (s *Syncer) sync(ctx context.Context) error {
 		s.reportProblems(problems)
 		result, err = s.apply(ctx, next)
 	}
+	result.build = buildTime
 	s.builtSnap = model.Snapshot{}
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
 	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
-	attrs := []any{
-		"action", result.action(),
-		"path", path,
-		"ingresses", s.builtFrom,
-		"servers", len(next.Servers),
-		"backends", len(next.Backends),
-		"certificates", len(next.Certificates),
-		"upserts", result.Upserts,
-		"removes", result.Removes,
-		"cert_upserts", result.CertUpserts,
-		"cert_removes", result.CertRemoves,
-		"route_upserts", result.RouteUpserts,
-		"route_removes", result.RouteRemoves,
-		"bytes", result.Bytes,
-		"problems", len(problems),
-		"build", buildTime.Round(time.Microsecond),
-		"render", result.render.Round(time.Microsecond),
-		"status", result.Status.Round(time.Microsecond),
-		"push", result.Push.Round(time.Microsecond),
-		"duration", time.Since(start).Round(time.Microsecond),
-	}
-	if err != nil {
-		s.logger.Error("sync failed", append(attrs, "error", err)...)
-		return err
-	}
-	s.logger.Info("sync", attrs...)
-	return nil
+	s.logSync(next, len(problems), path, result, start, err)
+	return err
 }
 
 // judge tells the quarantine whether nginx took the config of a full
