@@ -247,7 +247,9 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	if rendered {
 		res.render = time.Since(renderStart)
 	}
-	judging := s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged()
+	// A config nginx rejected before is rendered again for a verdict while
+	// the guard bisects or the ConfigMap's globals are on trial or changed.
+	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
 	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
 		ChangedBackends: s.changedBackends, Judging: judging})
 	if res.Executed && s.retiring {
