@@ -1,6 +1,10 @@
 package apply
 
 import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,3 +67,75 @@ func TestConfigRecordKeepsProfilesRoutesJumpTo(t *testing.T) {
 		t.Error("a kept profile no route jumps to is not retiring")
 	}
 }
+
+// While nginx does not answer, the config left for its start is the new one
+// at first; after the start bound it is the last confirmed one, or the
+// bootstrap, so that a config nginx rejects cannot keep it from starting.
+func TestConfigForStartFallsBack(t *testing.T) {
+	shared := t.TempDir()
+	settings := render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"}
+	bootstrap, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStage := func() *Stage {
+		nginx := &Nginx{SharedDir: shared, Lua: NewLuaClient(filepath.Join(shared, "none.sock"))}
+		return NewStage(nginx, settings, 50*time.Millisecond, false, noStageMetrics{}, slog.New(slog.DiscardHandler))
+	}
+	candidate := render.Config{Hash: "candidate", Bytes: []byte("candidate")}
+	startWith := func(s *Stage) string {
+		t.Helper()
+		res, err := s.Apply(context.Background(), Step{Config: candidate})
+		if err != nil || !res.Waiting {
+			t.Fatalf("nginx down: %+v, %v; want waiting, no error", res, err)
+		}
+		onDisk, err := os.ReadFile(filepath.Join(shared, render.ConfigName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(onDisk)
+	}
+	confirmed := func(s *Stage, cfg render.Config) { s.configs.Observe(cfg.Hash, cfg) }
+	needsSync := func(s *Stage) bool { return s.NeedsSync(context.Background(), "") }
+
+	s := newStage()
+	if got := startWith(s); got != "candidate" {
+		t.Fatalf("at first: %q, want the candidate", got)
+	}
+	if needsSync(s) {
+		t.Error("NeedsSync before the start bound passed")
+	}
+	time.Sleep(60 * time.Millisecond)
+	if !needsSync(s) {
+		t.Error("no sync asked for once the start bound passed")
+	}
+	if got := startWith(s); got != string(bootstrap.Bytes) {
+		t.Errorf("after the start bound with nothing confirmed: %.60q, want the bootstrap config", got)
+	}
+	if needsSync(s) || startWith(s) != string(bootstrap.Bytes) {
+		t.Error("the fallback does not stay until nginx answers")
+	}
+
+	s = newStage()
+	confirmed(s, render.Config{Hash: "good", Bytes: []byte("good")})
+	startWith(s)
+	time.Sleep(60 * time.Millisecond)
+	if got := startWith(s); got != "good" {
+		t.Errorf("after the start bound: %q, want the last confirmed config", got)
+	}
+
+	s = newStage()
+	confirmed(s, candidate)
+	time.Sleep(60 * time.Millisecond)
+	got := startWith(s)
+	time.Sleep(60 * time.Millisecond)
+	if got != "candidate" || needsSync(s) {
+		t.Errorf("a confirmed candidate: %q (a sync asked for: %v), want it at once and for good", got, needsSync(s))
+	}
+}
+
+type noStageMetrics struct{ noPushMetrics }
+
+func (noStageMetrics) Reloaded(time.Duration, error) {}
+func (noStageMetrics) ReloadUnconfirmed()            {}
+func (noStageMetrics) ValidationFailed(string)       {}

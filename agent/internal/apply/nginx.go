@@ -15,7 +15,10 @@
 // plan starts from: LuaState for Lua, ConfigRecord for nginx.conf (which
 // config nginx confirmed, rejected or has yet to confirm, and which one it
 // should start with while it does not answer). Keeping both where the
-// verdicts arrive leaves the syncer only the loop.
+// verdicts arrive leaves the syncer only the loop: Stage is what it calls
+// once per sync (status, Held, the reload hold, plan.Compute, Execute).
+// Stage lives here, not in plan, because plan is the pure diff that apply
+// imports (plan.Held, plan.Plan); the Stage needs both and nginx.
 package apply
 
 import (

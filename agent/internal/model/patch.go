@@ -1,6 +1,8 @@
 package model
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -69,4 +71,19 @@ func (p EndpointPatch) ApplyTo(backends []Backend) {
 	for n, i := range p.positions {
 		backends[i] = p.backends[n]
 	}
+}
+
+// MergeProblems returns held with the problems of the patch it lacks, in a
+// new slice when there are any: held may have been handed out.
+func (p EndpointPatch) MergeProblems(held []Problem) []Problem {
+	var added []Problem
+	for _, problem := range p.Problems {
+		if !slices.Contains(held, problem) && !slices.Contains(added, problem) {
+			added = append(added, problem)
+		}
+	}
+	if len(added) == 0 {
+		return held
+	}
+	return append(slices.Clone(held), added...)
 }

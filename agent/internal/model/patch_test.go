@@ -50,3 +50,22 @@ func TestEndpointPatchMatchesBuild(t *testing.T) {
 		}
 	}
 }
+
+// MergeProblems adds only the problems held lacks, once each, and never
+// writes into held's array (it may have been handed out).
+func TestMergeProblems(t *testing.T) {
+	refused := Problem{Kind: "EndpointSlice", Namespace: "default", Name: "web-1", Reason: "address refused"}
+	other := Problem{Kind: "Ingress", Namespace: "default", Name: "web", Reason: "bad path"}
+	held := make([]Problem, 1, 4)
+	held[0] = other
+	if got := (EndpointPatch{Problems: []Problem{other}}).MergeProblems(held); !slices.Equal(got, held) {
+		t.Errorf("nothing new: %v, want %v", got, held)
+	}
+	got := (EndpointPatch{Problems: []Problem{refused, other, refused}}).MergeProblems(held)
+	if !slices.Equal(got, []Problem{other, refused}) {
+		t.Errorf("merged %v, want [other refused]", got)
+	}
+	if spare := held[:2][1]; spare != (Problem{}) {
+		t.Errorf("MergeProblems wrote %v into held's array", spare)
+	}
+}

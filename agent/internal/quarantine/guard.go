@@ -173,14 +173,6 @@ func (g *Guard) Rejected(reason string) (quarantined []string, blamed bool) {
 	return quarantined, true
 }
 
-// RefuseRender quarantines the Ingress key of the last full build, which
-// render refuses saying reason, like one nginx refused.
-func (g *Guard) RefuseRender(key, reason string) {
-	if ing := g.used[key]; ing != nil {
-		g.quarantine[key] = quarantinedIngress{ingress: ing, refused: RenderRefused, reason: reason}
-	}
-}
-
 // Trusted says whether ing is the version of it in the last config nginx
 // took: known to render, never blamed (RenderFailures).
 func (g *Guard) Trusted(ing *networkingv1.Ingress) bool {

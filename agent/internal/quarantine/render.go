@@ -2,6 +2,8 @@ package quarantine
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
@@ -23,6 +25,30 @@ import (
 
 // Renderer renders a model (render.Build, or the agent's wrapper of it).
 type Renderer func(model.Model, render.Settings, ...render.Profile) (render.Config, []model.Route, error)
+
+// Refusal is an Ingress quarantined because render refuses it: its key
+// ("namespace/name") and render's error.
+type Refusal struct{ Key, Reason string }
+
+// RefuseRenders quarantines the Ingresses of snap, the snapshot of the
+// last full build, that build refuses with settings (RenderFailures; the
+// Trusted are never blamed), like ones nginx refused, and returns them
+// sorted by key. Its error is RenderFailures'.
+func (g *Guard) RefuseRenders(snap model.Snapshot, settings render.Settings, build Renderer) ([]Refusal, error) {
+	culprits, err := RenderFailures(snap, settings, g.Trusted, build)
+	if err != nil {
+		return nil, err
+	}
+	var refused []Refusal
+	for _, key := range slices.Sorted(maps.Keys(culprits)) {
+		reason := culprits[key].Error()
+		if ing := g.used[key]; ing != nil {
+			g.quarantine[key] = quarantinedIngress{ingress: ing, refused: RenderRefused, reason: reason}
+		}
+		refused = append(refused, Refusal{Key: key, Reason: reason})
+	}
+	return refused, nil
+}
 
 // ErrNotIngresses is what RenderFailures returns when the Ingresses it may
 // not blame fail to render on their own: the settings, or the agent, are

@@ -81,7 +81,7 @@ func (l *globalsLoop) settle() (model.Model, []model.Problem, render.Config) {
 		if !l.takes(m, cfg) {
 			verdict = fmt.Errorf("%w; nginx said: [emerg] open() failed", apply.ErrRejected)
 		}
-		problems = append(problems, l.s.judge(syncResult{configRunning: verdict == nil}, verdict)...)
+		problems = append(problems, l.s.judge(syncResult{Result: apply.Result{ConfigRunning: verdict == nil}}, verdict)...)
 		select {
 		case <-l.s.dirty: // another step is due
 			continue

@@ -80,7 +80,7 @@ func TestPropagationTiming(t *testing.T) {
 	}
 	s.changed(source.KindService) // a later event does not reset the pending one
 	s.takeKinds()
-	s.recordSync("full", syncResult{Outcome: apply.Outcome{Pushed: true}}, nil, time.Now())
+	s.recordSync("full", syncResult{Result: apply.Result{Outcome: apply.Outcome{Pushed: true}}}, nil, time.Now())
 	if len(rec.propagated) != 1 || rec.propagated[0] < 20*time.Millisecond {
 		t.Fatalf("propagation %v, want one of at least 20ms", rec.propagated)
 	}
@@ -92,7 +92,7 @@ func TestPropagationTiming(t *testing.T) {
 	s.takeKinds()
 	s.recordSync("full", syncResult{}, nil, time.Now()) // nothing to do
 	s.takeKinds()
-	s.recordSync("full", syncResult{Outcome: apply.Outcome{Reloaded: true}}, nil, time.Now()) // no event: a status check
+	s.recordSync("full", syncResult{Result: apply.Result{Outcome: apply.Outcome{Reloaded: true}}}, nil, time.Now()) // no event: a status check
 	if len(rec.propagated) != 1 {
 		t.Errorf("propagation reported without an applied event: %v", rec.propagated)
 	}

@@ -40,7 +40,7 @@ type Options struct {
 	// StartBound is how long nginx may stay down with a config it never
 	// confirmed left for its start before the agent leaves it the last
 	// confirmed one (or the bootstrap) instead (default 5 s; see
-	// configForStart).
+	// apply.ConfigRecord.ForStart).
 	StartBound time.Duration
 	// FullPush sends every backend to Lua whenever any changed, as the
 	// classic controller does. It exists only as the benchmark's baseline.

@@ -2,10 +2,7 @@ package syncer
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -84,12 +81,16 @@ func (s *Syncer) update(f func(*State)) {
 // OnSync.
 func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.Problem, path string, result syncResult, err error) {
 	quarantined := s.guard.Keys()
-	access, checked := s.checkWorkerAccess(ctx, next, result, err)
-	applied := err == nil && result.current
+	var access []string
+	checked := false
+	if err == nil && result.ConfigRunning {
+		access, checked = s.stage.CheckAccess(ctx, next.AuthFiles)
+	}
+	applied := err == nil && result.Current
 	s.update(func(st *State) {
-		st.NginxUnreachable = s.waitReason
+		st.NginxUnreachable = s.stage.WaitReason()
 		st.ConfigMapRefused = s.configMap.Refused()
-		st.CertificateNearestExpiry = s.lua.NearestExpiry()
+		st.CertificateNearestExpiry = s.stage.NearestExpiry()
 		if checked {
 			st.WorkerAccess = access
 		}
@@ -100,7 +101,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.Model = next
 		st.Problems = problems
 		st.Quarantined = quarantined
-		st.ConfigHash = s.configs.Applied()
+		st.ConfigHash = s.stage.Applied()
 		st.Applied = applied
 		if result.Reloaded {
 			st.Reloads++
@@ -114,7 +115,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
 	}
 	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.configs.Applied(), Path: path})
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.stage.Applied(), Path: path})
 	}
 }
 
@@ -135,23 +136,17 @@ func (s *Syncer) recordSync(path string, result syncResult, err error, start tim
 	s.pendingEvent = time.Time{}
 }
 
-// syncResult is what one sync did: what the plan's run did (Outcome), and
-// what the loop found.
+// syncResult is what one sync did: what the apply stage did (Result), and
+// how long the build and the render took.
 type syncResult struct {
-	apply.Outcome
-	// current: nginx runs the config of this sync and Lua holds its backends.
-	current bool
-	// configRunning: nginx runs the config of this sync.
-	configRunning bool
-	waiting       bool
-	executed      bool          // the whole plan ran
-	render        time.Duration // 0 when the last render was reused
-	status        time.Duration // asking Lua for its status
+	apply.Result
+	build  time.Duration
+	render time.Duration // 0 when the last render was reused
 }
 
 func (r syncResult) action() string {
 	switch {
-	case r.waiting:
+	case r.Waiting:
 		return "wait-for-nginx"
 	case r.Reloaded && r.Pushed:
 		return "reload+push"
@@ -163,44 +158,34 @@ func (r syncResult) action() string {
 	return "nothing"
 }
 
-// noteWaiting logs why nginx does not answer. Not running yet (no socket,
-// nobody listening) is the normal start and stays at debug level; any other
-// reason (a socket the agent may not open, a config API that fails) is a
-// warning, logged once each time the reason changes.
-func (s *Syncer) noteWaiting(err error) {
-	reason := err.Error()
-	if reason == s.waitReason {
+// logSync logs what the sync that began at start did.
+func (s *Syncer) logSync(next model.Model, problems int, path string, result syncResult, start time.Time, err error) {
+	attrs := []any{
+		"action", result.action(),
+		"path", path,
+		"ingresses", s.builtFrom,
+		"servers", len(next.Servers),
+		"backends", len(next.Backends),
+		"certificates", len(next.Certificates),
+		"upserts", result.Upserts,
+		"removes", result.Removes,
+		"cert_upserts", result.CertUpserts,
+		"cert_removes", result.CertRemoves,
+		"route_upserts", result.RouteUpserts,
+		"route_removes", result.RouteRemoves,
+		"bytes", result.Bytes,
+		"problems", problems,
+		"build", result.build.Round(time.Microsecond),
+		"render", result.render.Round(time.Microsecond),
+		"status", result.Status.Round(time.Microsecond),
+		"push", result.Push.Round(time.Microsecond),
+		"duration", time.Since(start).Round(time.Microsecond),
+	}
+	if err != nil {
+		s.logger.Error("sync failed", append(attrs, "error", err)...)
 		return
 	}
-	s.waitReason = reason
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
-		return
-	}
-	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
-}
-
-// checkWorkerAccess asks nginx's workers, once per nginx boot and each
-// time the files they need change, whether they can use them
-// (apply.AccessCheck), and logs a warning that names each one they cannot.
-// checked is false when no check was due (the last answer stands).
-func (s *Syncer) checkWorkerAccess(ctx context.Context, next model.Model, res syncResult, err error) (denied []string, checked bool) {
-	if err != nil || !res.configRunning {
-		return nil, false
-	}
-	found, due, aerr := s.access.Check(ctx, s.nginx.Lua, s.lua.Boot(), next.AuthFiles)
-	if aerr != nil {
-		s.logger.Warn("could not ask nginx's workers which files they can use", "error", aerr)
-	}
-	if !due || aerr != nil {
-		return nil, false
-	}
-	for _, d := range found {
-		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
-			"path", d.Path, "access", d.Access, "error", d.Error)
-		denied = append(denied, d.String())
-	}
-	return denied, true
+	s.logger.Info("sync", attrs...)
 }
 
 func (s *Syncer) reportProblems(problems []model.Problem) {

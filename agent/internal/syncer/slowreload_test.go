@@ -55,8 +55,8 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 	}
 	want := s.lastConfig
 	st := s.State()
-	if len(st.Quarantined) > 0 || s.guard.Bisecting() || s.configs.Rejected(want.Hash) != nil {
-		t.Fatalf("a slow reload was judged: quarantined %v, bisecting %v, rejected: %v", st.Quarantined, s.guard.Bisecting(), s.configs.Rejected(want.Hash))
+	if len(st.Quarantined) > 0 || s.guard.Bisecting() || s.stage.Rejected(want.Hash) != nil {
+		t.Fatalf("a slow reload was judged: quarantined %v, bisecting %v, rejected: %v", st.Quarantined, s.guard.Bisecting(), s.stage.Rejected(want.Hash))
 	}
 	if rec.unconfirmed != 1 || len(rec.rejected) != 0 {
 		t.Errorf("metrics: %d unconfirmed reloads, validation failures %v; want 1 and none", rec.unconfirmed, rec.rejected)
@@ -73,7 +73,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !s.needsSync(ctx) {
+	for !s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 		if time.Now().After(deadline) {
 			t.Fatalf("nginx never ran the new config after it was resumed\n%s", logs.String())
 		}
@@ -84,7 +84,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 	}
 	st = s.State()
 	if st.ConfigHash != want.Hash || !st.Applied {
-		t.Errorf("after nginx resumed: config %s applied %v, want %s", short(st.ConfigHash), st.Applied, short(want.Hash))
+		t.Errorf("after nginx resumed: config %s applied %v, want %s", st.ConfigHash, st.Applied, want.Hash)
 	}
 	if len(st.Quarantined) > 0 || len(st.Problems) > 0 {
 		t.Errorf("quarantined %v, problems %v; want none", st.Quarantined, st.Problems)

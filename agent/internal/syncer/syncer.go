@@ -5,8 +5,9 @@
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
 // syncs. A sync builds the model (all of it, or on the fast path only the
 // backends of the Services whose endpoints changed: model.EndpointPatch),
-// renders it, asks plan.Compute for the steps against what apply recorded
-// (apply.LuaState and apply.ConfigRecord), lets apply run them, and reports.
+// renders it, and hands the config to the apply stage (apply.Stage), which
+// computes the plan against what nginx runs and Lua holds and runs it; then
+// it reports.
 // The syncer keeps only the loop: coalescing, retries with backoff, and the
 // verdicts it hands on: nginx's rejection of a config, or a render failure,
 // to the quarantine (package quarantine) or to the ConfigMap (configmap.go).
@@ -22,16 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
-	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/quarantine"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/snapshot"
@@ -41,7 +39,6 @@ import (
 // Syncer keeps nginx in step with a Source.
 type Syncer struct {
 	src    source.Source
-	nginx  *apply.Nginx
 	opts   Options
 	logger *slog.Logger
 	dirty  chan struct{}
@@ -51,9 +48,8 @@ type Syncer struct {
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
-	lua     *apply.LuaState     // what Lua holds, and the pushers
-	configs *apply.ConfigRecord // which nginx.conf nginx runs
-	guard   *quarantine.Guard   // quarantine of Ingresses nginx or render refused
+	stage *apply.Stage      // what nginx runs and Lua holds, and the steps that change it
+	guard *quarantine.Guard // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
 	// rerender makes the next sync a full one, which renders them away.
 	retiring, rerender bool
@@ -76,11 +72,6 @@ type Syncer struct {
 	builtSnap model.Snapshot
 	problems  []model.Problem // the problems of the last full build
 	reported  map[string]bool // problems already logged
-	// waitReason is why nginx did not answer at the last sync, already
-	// logged ("": it answered); see noteWaiting.
-	waitReason string
-	authFiles  apply.AuthFileRecord // the htpasswd and TLS files written
-	access     apply.AccessCheck    // the last check of the workers' access
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -117,14 +108,12 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	}
 	return &Syncer{
 		src:       src,
-		nginx:     nginx,
 		opts:      opts,
 		logger:    logger,
 		dirty:     make(chan struct{}, 1),
 		kinds:     map[source.Kind]bool{},
 		reported:  map[string]bool{},
-		lua:       newLuaState(nginx, opts.Metrics),
-		configs:   apply.NewConfigRecord(nginx, opts.Render, opts.StartBound),
+		stage:     apply.NewStage(nginx, opts.Render, opts.StartBound, opts.FullPush, opts.Metrics, logger),
 		guard:     quarantine.New(),
 		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
 	}
@@ -159,84 +148,10 @@ func (s *Syncer) Run(ctx context.Context) error {
 			retry.after(s.sync(ctx))
 		case <-check.C:
 			s.update(func(st *State) { st.LastLoop = time.Now() })
-			if s.needsSync(ctx) {
+			if s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 				retry.after(s.sync(ctx))
 			}
 		}
-	}
-}
-
-// retry runs a failed sync again with exponential backoff, so that a push
-// or reload that failed is never dropped while no new change arrives.
-type retry struct {
-	timer *time.Timer
-	delay time.Duration
-}
-
-const (
-	retryFirst = 100 * time.Millisecond
-	retryMax   = 10 * time.Second
-)
-
-func newRetry() *retry {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &retry{timer: t}
-}
-
-// after arms the timer when the sync failed and disarms it when it did not.
-func (r *retry) after(err error) {
-	if err == nil {
-		r.delay = 0
-		r.timer.Stop()
-		return
-	}
-	r.delay = min(max(2*r.delay, retryFirst), retryMax)
-	r.timer.Reset(r.delay)
-}
-
-// changed records which kind of object changed and wakes the loop.
-func (s *Syncer) changed(kind source.Kind) {
-	s.kindsMu.Lock()
-	s.kinds[kind] = true
-	if s.firstEvent.IsZero() {
-		s.firstEvent = time.Now()
-	}
-	s.kindsMu.Unlock()
-	s.markDirty()
-}
-
-// takeKinds returns the kinds changed since the last call, and keeps the
-// time of the first of those changes in pendingEvent if none is pending.
-func (s *Syncer) takeKinds() map[source.Kind]bool {
-	s.kindsMu.Lock()
-	defer s.kindsMu.Unlock()
-	if s.pendingEvent.IsZero() {
-		s.pendingEvent = s.firstEvent
-	}
-	s.firstEvent = time.Time{}
-	kinds := s.kinds
-	s.kinds = map[source.Kind]bool{}
-	return kinds
-}
-
-// quietPeriod is Coalesce while only EndpointSlices changed since the last
-// sync, else StructureCoalesce.
-func (s *Syncer) quietPeriod() time.Duration {
-	s.kindsMu.Lock()
-	defer s.kindsMu.Unlock()
-	for kind := range s.kinds {
-		if kind != source.KindEndpointSlice {
-			return s.opts.StructureCoalesce
-		}
-	}
-	return s.opts.Coalesce
-}
-
-func (s *Syncer) markDirty() {
-	select {
-	case s.dirty <- struct{}{}:
-	default:
 	}
 }
 
@@ -261,21 +176,6 @@ func (s *Syncer) coalesce(ctx context.Context) {
 	}
 }
 
-// needsSync reads nginx's status and says whether it differs from the record:
-// nginx cold-started (new boot id), runs another config, or was not reachable.
-func (s *Syncer) needsSync(ctx context.Context) bool {
-	st, err := s.nginx.Lua.Status(ctx)
-	if err != nil {
-		// Still down; the config for its start is written, unless it is
-		// time to leave it a confirmed one instead.
-		return s.configs.StartOverdue()
-	}
-	if st.BootID != s.lua.Boot() {
-		return true
-	}
-	return s.configs.NeedsSync(st.ConfigHash, s.lastConfig.Hash)
-}
-
 // sync runs the pipeline once. Errors are logged and returned for the
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
@@ -292,39 +192,15 @@ func (s *Syncer) sync(ctx context.Context) error {
 		s.reportProblems(problems)
 		result, err = s.apply(ctx, next)
 	}
+	result.build = buildTime
 	s.builtSnap = model.Snapshot{}
 	if path == "full" {
 		problems = append(problems, s.judge(result, err)...)
 	}
 	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
-	attrs := []any{
-		"action", result.action(),
-		"path", path,
-		"ingresses", s.builtFrom,
-		"servers", len(next.Servers),
-		"backends", len(next.Backends),
-		"certificates", len(next.Certificates),
-		"upserts", result.Upserts,
-		"removes", result.Removes,
-		"cert_upserts", result.CertUpserts,
-		"cert_removes", result.CertRemoves,
-		"route_upserts", result.RouteUpserts,
-		"route_removes", result.RouteRemoves,
-		"bytes", result.Bytes,
-		"problems", len(problems),
-		"build", buildTime.Round(time.Microsecond),
-		"render", result.render.Round(time.Microsecond),
-		"status", result.status.Round(time.Microsecond),
-		"push", result.Push.Round(time.Microsecond),
-		"duration", time.Since(start).Round(time.Microsecond),
-	}
-	if err != nil {
-		s.logger.Error("sync failed", append(attrs, "error", err)...)
-		return err
-	}
-	s.logger.Info("sync", attrs...)
-	return nil
+	s.logSync(next, len(problems), path, result, start, err)
+	return err
 }
 
 // judge tells the quarantine whether nginx took the config of a full
@@ -345,7 +221,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 			}
 			s.markDirty() // build without it: its Problem, and the next step
 		}
-	case result.configRunning:
+	case result.ConfigRunning:
 		s.guard.Confirmed()
 		s.confirmGlobals()
 	}
@@ -357,141 +233,32 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 	return quarantined
 }
 
-// apply renders next (or reuses the last render on the fast path), asks
-// nginx what it runs, and runs the plan that takes it and Lua to next.
+// apply renders next (or reuses the last render on the fast path) and
+// hands it to the apply stage (apply.Stage), which runs the plan that takes
+// nginx and Lua to it.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
-	// A sync that does not run its whole plan leaves the record of what
-	// Lua holds behind its model: the next plan compares everything.
-	defer func() {
-		if !res.executed {
-			s.lua.Stale()
-		}
-	}()
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
+		s.stage.Stale()
 		return res, err
 	}
 	if rendered {
 		res.render = time.Since(renderStart)
 	}
-	// htpasswd files before the config that names them; nginx reads them
-	// on every request, so a changed Secret needs no reload. The CA and
-	// certificate files of backend TLS are read when nginx loads its
-	// config: those its profiles name stay.
-	if err := s.authFiles.Write(s.nginx, next.AuthFiles, cfg.Files); err != nil {
-		return res, err
-	}
-	statusStart := time.Now()
-	status, err := s.nginx.Lua.Status(ctx)
-	res.status = time.Since(statusStart)
-	if err != nil {
-		// nginx is not up (yet): leave the right config for it to start with.
-		res.waiting = true
-		return res, s.leaveForStart(cfg, err)
-	}
-	if err := s.observe(ctx, status, cfg); err != nil {
-		return res, err
-	}
-	held := s.configs.Held(s.lua, status.ConfigHash, next.Certificates)
-	hold, err := s.holdReload(cfg, held, &res)
-	if err != nil {
-		return res, err
-	}
-	p := plan.Compute(held, plan.Next{Config: cfg, Backends: next.Backends, Certificates: next.Certificates, Routes: routes,
-		EndpointsOnly: s.changedBackends != nil, ChangedBackends: s.changedBackends, FullPush: s.opts.FullPush, HoldReload: hold})
-	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
-	if errors.Is(err, apply.ErrRefused) {
-		s.opts.Metrics.ValidationFailed("nginx")
-	}
-	if errors.Is(err, errUnconfirmed) {
-		res.waiting = true
-		return res, nil
-	}
-	res.executed = err == nil
-	res.configRunning = s.configs.Applied() == cfg.Hash
-	res.current = res.configRunning && err == nil
-	if res.executed && s.retiring {
+	// A config nginx rejected before is rendered again for a verdict while
+	// the guard bisects or the ConfigMap's globals are on trial or changed.
+	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
+	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
+		ChangedBackends: s.changedBackends, Judging: judging})
+	if res.Executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
 		s.rerender = true
 		s.markDirty()
 	}
 	return res, err
 }
-
-// observe records what nginx's status says: a new boot (Lua lost or holds
-// other state: it is read back) and the config it runs.
-func (s *Syncer) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
-	s.waitReason = ""
-	s.configs.Answered()
-	previousBoot := s.lua.Boot()
-	newBoot, err := s.lua.Observe(ctx, status)
-	if err != nil {
-		return err
-	}
-	if newBoot {
-		if err := s.nginx.TightenSocket(); err != nil {
-			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
-		}
-		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
-		}
-	}
-	if s.configs.Observe(status.ConfigHash, cfg) {
-		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
-	}
-	return nil
-}
-
-// holdReload says whether the plan must stop before reloading nginx with
-// cfg: nginx rejected it before (the same verdict again, while the guard
-// or the ConfigMap's trial waits for one), or it was signalled already.
-func (s *Syncer) holdReload(cfg render.Config, held plan.Held, res *syncResult) (bool, error) {
-	if cfg.Hash == held.ConfigHash {
-		return false, nil // no reload
-	}
-	if err := s.configs.Rejected(cfg.Hash); err != nil {
-		if s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged() {
-			// A step whose Ingresses render the rejected nginx.conf
-			// again (the others are routed in Lua), or a ConfigMap
-			// that changed back to one nginx refused: the same
-			// verdict, for the guard or the ConfigMap's trial.
-			return false, err
-		}
-		s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
-		return true, nil
-	}
-	if s.configs.Unconfirmed(cfg.Hash) {
-		// Signalled already: a second HUP would only make a slow
-		// nginx slower. needsSync comes back once it runs the hash.
-		res.waiting = true
-		return true, nil
-	}
-	return false, nil
-}
-
-// leaveForStart writes the config nginx should start with while it does
-// not answer (apply.ConfigRecord.ForStart), saying why it does not.
-func (s *Syncer) leaveForStart(cfg render.Config, statusErr error) error {
-	start, fellBack, err := s.configs.ForStart(cfg)
-	if err != nil {
-		return err
-	}
-	if fellBack {
-		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
-			"after", s.opts.StartBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(start.Hash))
-	}
-	if err := s.nginx.WriteConfig(start.Bytes); err != nil {
-		return err
-	}
-	s.noteWaiting(statusErr)
-	return nil
-}
-
-// errUnconfirmed is what reload returns when nginx was signalled and has
-// not confirmed the config yet: the sync waits, it did not fail.
-var errUnconfirmed = errors.New("reload not confirmed yet")
 
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
@@ -502,7 +269,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// Profiles the routes Lua holds still jump to stay one more config:
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
-	keep := s.configs.Keep(s.lua)
+	keep := s.stage.Keep()
 	cfg, routes, err = renderBuild(next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
@@ -528,7 +295,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 		return s.fullModel(index, tracks)
 	}
 	changed := index.TakeChangedServices()
-	if usesStream(s.built.Stream, changed) {
+	if source.StreamUsesAny(s.built.Stream, changed) {
 		// Their endpoints are in nginx.conf: a new one is rendered.
 		return s.fullModel(index, tracks)
 	}
@@ -537,7 +304,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 }
 
 // patchEndpoints is the fast path: the last model with the backends of
-// the changed Services resolved again (model.EndpointPatch), in place.
+// the changed Services resolved again (source.PatchEndpoints), in place.
 // The only other reader of the backends is State; once it has handed
 // them out they are copied before the next change (copy on write).
 func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
@@ -547,15 +314,7 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 		if s.builtIndex == nil {
 			s.builtIndex = model.IndexBackends(next.Backends)
 		}
-		var patch model.EndpointPatch
-		for _, k := range changed {
-			positions := s.builtIndex.Positions(k.Namespace, k.Name)
-			if len(positions) == 0 {
-				continue
-			}
-			svc, endpointSlices := index.ServiceEndpoints(k.Namespace, k.Name)
-			patch.AddService(next.Backends, positions, svc, endpointSlices, s.opts.Targets)
-		}
+		patch := source.PatchEndpoints(index, changed, next.Backends, s.builtIndex, s.opts.Targets)
 		s.mu.Lock()
 		if s.stateRead {
 			next.Backends = slices.Clone(next.Backends)
@@ -564,35 +323,10 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 		patch.ApplyTo(next.Backends)
 		s.mu.Unlock()
 		s.changedBackends = append(s.changedBackends, patch.Backends()...)
-		s.problems = withNewProblems(s.problems, patch.Problems)
+		s.problems = patch.MergeProblems(s.problems)
 	}
 	s.built = &next
 	return next
-}
-
-// withNewProblems returns held with the problems of fresh it lacks, in a
-// new slice: held may have been handed out in a Report.
-func withNewProblems(held, fresh []model.Problem) []model.Problem {
-	var added []model.Problem
-	for _, p := range fresh {
-		if !slices.Contains(held, p) && !slices.Contains(added, p) {
-			added = append(added, p)
-		}
-	}
-	if len(added) == 0 {
-		return held
-	}
-	return append(slices.Clone(held), added...)
-}
-
-// usesStream says whether a Service of changed has endpoints in nginx.conf.
-func usesStream(st model.Stream, changed []source.ServiceKey) bool {
-	for _, k := range changed {
-		if st.UsesService(k.Namespace, k.Name) {
-			return true
-		}
-	}
-	return false
 }
 
 // fullModel builds the whole model from a snapshot of the source.
@@ -614,11 +348,11 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
-// that render refuses (quarantine.RenderFailures), or blames the ConfigMap
-// when the Ingresses nginx last took do not render with it since it
-// changed; it says whether it did either: then the model is built again.
+// that render refuses (quarantine.Guard.RefuseRenders), or blames the
+// ConfigMap when the Ingresses nginx last took do not render with it since
+// it changed; it says whether it did either: then the model is built again.
 func (s *Syncer) isolateRenderFailure(renderErr error) bool {
-	culprits, err := quarantine.RenderFailures(s.builtSnap, s.configMap.Settings(), s.guard.Trusted, renderBuild)
+	refused, err := s.guard.RefuseRenders(s.builtSnap, s.configMap.Settings(), renderBuild)
 	if err != nil {
 		if s.globalsChanged() {
 			// The ConfigMap changed since nginx last took a config, and
@@ -629,43 +363,8 @@ func (s *Syncer) isolateRenderFailure(renderErr error) bool {
 		s.logger.Warn("render fails without the changed Ingresses: no Ingress is quarantined for it", "error", renderErr)
 		return false
 	}
-	for _, key := range slices.Sorted(maps.Keys(culprits)) {
-		reason := strings.TrimPrefix(culprits[key].Error(), errRender.Error()+": ")
-		s.guard.RefuseRender(key, reason)
-		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", key, "reason", reason)
+	for _, r := range refused {
+		s.logger.Warn("Ingress quarantined: the agent cannot render nginx.conf with it", "ingress", r.Key, "reason", r.Reason)
 	}
-	return len(culprits) > 0
-}
-
-func newLuaState(nginx *apply.Nginx, metrics Metrics) *apply.LuaState {
-	if nginx == nil { // tests of the model alone
-		return apply.NewLuaState(nil, metrics)
-	}
-	return apply.NewLuaState(nginx.Lua, metrics)
-}
-
-// reload is the plan's Reload step: apply.ConfigRecord.Reload, with the
-// verdict told to the metrics. A config nginx has yet to confirm is
-// errUnconfirmed, waited for.
-func (s *Syncer) reload(ctx context.Context, cfg render.Config) error {
-	reloadStart := time.Now()
-	err := s.configs.Reload(ctx, cfg)
-	if errors.Is(err, apply.ErrNotConfirmed) {
-		s.opts.Metrics.ReloadUnconfirmed()
-		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
-			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
-		return errUnconfirmed
-	}
-	s.opts.Metrics.Reloaded(time.Since(reloadStart), err)
-	if errors.Is(err, apply.ErrRejected) {
-		s.opts.Metrics.ValidationFailed("nginx")
-	}
-	return err
-}
-
-func short(hash string) string {
-	if len(hash) > 12 {
-		return hash[:12]
-	}
-	return hash
+	return len(refused) > 0
 }

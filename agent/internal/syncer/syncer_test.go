@@ -2,10 +2,8 @@ package syncer
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -220,70 +218,6 @@ func oneIngressSnapshot(address string) model.Snapshot {
 			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{address}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}},
-	}
-}
-
-// While nginx does not answer, the config left for its start is the new one
-// at first; after StartBound it is the last confirmed one, or the bootstrap,
-// so that a config nginx rejects cannot keep it from starting.
-func TestConfigForStartFallsBack(t *testing.T) {
-	shared := t.TempDir()
-	settings := render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"}
-	bootstrap, err := render.Render(model.Model{}, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newSyncer := func() *Syncer {
-		nginx := &apply.Nginx{SharedDir: shared, Lua: apply.NewLuaClient(filepath.Join(shared, "none.sock"))}
-		return New(&fakeSource{}, nginx, Options{Render: settings, StartBound: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
-	}
-	candidate := render.Config{Hash: "candidate", Bytes: []byte("candidate")}
-	startWith := func(s *Syncer) string {
-		t.Helper()
-		if err := s.leaveForStart(candidate, errors.New("nginx is down")); err != nil {
-			t.Fatal(err)
-		}
-		onDisk, err := os.ReadFile(filepath.Join(shared, render.ConfigName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(onDisk)
-	}
-	confirmed := func(s *Syncer, cfg render.Config) { s.configs.Observe(cfg.Hash, cfg) }
-
-	s := newSyncer()
-	if got := startWith(s); got != "candidate" {
-		t.Fatalf("at first: %q, want the candidate", got)
-	}
-	if s.needsSync(context.Background()) {
-		t.Error("needsSync before StartBound passed")
-	}
-	time.Sleep(60 * time.Millisecond)
-	if !s.needsSync(context.Background()) {
-		t.Error("no sync asked for once StartBound passed")
-	}
-	if got := startWith(s); got != string(bootstrap.Bytes) {
-		t.Errorf("after StartBound with nothing confirmed: %.60q, want the bootstrap config", got)
-	}
-	if s.needsSync(context.Background()) || startWith(s) != string(bootstrap.Bytes) {
-		t.Error("the fallback does not stay until nginx answers")
-	}
-
-	s = newSyncer()
-	confirmed(s, render.Config{Hash: "good", Bytes: []byte("good")})
-	startWith(s)
-	time.Sleep(60 * time.Millisecond)
-	if got := startWith(s); got != "good" {
-		t.Errorf("after StartBound: %q, want the last confirmed config", got)
-	}
-
-	s = newSyncer()
-	confirmed(s, candidate)
-	time.Sleep(60 * time.Millisecond)
-	got := startWith(s)
-	time.Sleep(60 * time.Millisecond)
-	if got != "candidate" || s.needsSync(context.Background()) {
-		t.Errorf("a confirmed candidate: %q (a sync asked for: %v), want it at once and for good", got, s.needsSync(context.Background()))
 	}
 }
 

@@ -1,0 +1,303 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/render"
+)
+
+// StageMetrics is told what the apply stage does; the syncer's Metrics
+// are one.
+type StageMetrics interface {
+	PushMetrics
+	// Reloaded is called after every reload attempt: signal and confirmation.
+	Reloaded(d time.Duration, err error)
+	// ReloadUnconfirmed is called for a reload nginx neither took nor
+	// refused within the confirmation timeout.
+	ReloadUnconfirmed()
+	// ValidationFailed is called with "nginx" for each config nginx did not take.
+	ValidationFailed(validator string)
+}
+
+// Stage is the apply stage as the loop drives it, once per sync: given
+// the rendered config and routes of the next model (Step), it reads
+// nginx's status, takes plan.Held whole from ConfigRecord and LuaState,
+// decides whether the reload waits, and computes and runs the plan. It
+// owns the records of what nginx runs and Lua holds, the files it wrote
+// and the last check of the workers' access, and logs what it finds.
+type Stage struct {
+	nginx     *Nginx
+	lua       *LuaState
+	configs   *ConfigRecord
+	authFiles AuthFileRecord
+	access    AccessCheck
+	metrics   StageMetrics
+	logger    *slog.Logger
+	// fullPush sends every backend whenever any changed (the bench's baseline).
+	fullPush bool
+	// waitReason is why nginx did not answer at the last step, already
+	// logged ("": it answered); see noteWaiting.
+	waitReason string
+}
+
+// NewStage returns the apply stage of nginx (nil in tests of the model
+// alone). bootstrap, startBound: NewConfigRecord.
+func NewStage(nginx *Nginx, bootstrap render.Settings, startBound time.Duration, fullPush bool, metrics StageMetrics, logger *slog.Logger) *Stage {
+	var client *LuaClient
+	if nginx != nil {
+		client = nginx.Lua
+	}
+	return &Stage{nginx: nginx, lua: NewLuaState(client, metrics), configs: NewConfigRecord(nginx, bootstrap, startBound),
+		metrics: metrics, logger: logger, fullPush: fullPush}
+}
+
+// Step is what one sync hands the apply stage.
+type Step struct {
+	Model  model.Model   // what nginx should serve
+	Config render.Config // its nginx.conf
+	Routes []model.Route // the routes of its hosts
+	// ChangedBackends are the backends the fast path resolved again (nil
+	// after a full build): the plan compares only those.
+	ChangedBackends []model.Backend
+	// Judging says a config nginx rejected before is rendered again for a
+	// verdict (a bisection step of the quarantine, or the ConfigMap's
+	// globals on trial or changed): its reload is tried again, not held.
+	Judging bool
+}
+
+// Result is what one step did: the plan's run (Outcome), and what the
+// stage found.
+type Result struct {
+	Outcome
+	// Current: nginx runs the step's config and Lua holds its backends.
+	Current bool
+	// ConfigRunning: nginx runs the step's config.
+	ConfigRunning bool
+	// Waiting: nginx did not answer, or has yet to confirm a reload.
+	Waiting  bool
+	Executed bool          // the whole plan ran
+	Status   time.Duration // asking Lua for its status
+}
+
+// errUnconfirmed is what reload returns when nginx was signalled and has
+// not confirmed the config yet: the step waits, it did not fail.
+var errUnconfirmed = errors.New("reload not confirmed yet")
+
+// Apply asks nginx what it runs and runs the plan that takes it and Lua
+// to step.
+func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
+	var res Result
+	defer func() {
+		if !res.Executed {
+			s.Stale()
+		}
+	}()
+	// htpasswd files before the config that names them; nginx reads them
+	// on every request, so a changed Secret needs no reload. The CA and
+	// certificate files of backend TLS are read when nginx loads its
+	// config: those its profiles name stay.
+	if err := s.authFiles.Write(s.nginx, step.Model.AuthFiles, step.Config.Files); err != nil {
+		return res, err
+	}
+	statusStart := time.Now()
+	status, err := s.nginx.Lua.Status(ctx)
+	res.Status = time.Since(statusStart)
+	if err != nil {
+		// nginx is not up (yet): leave the right config for it to start with.
+		res.Waiting = true
+		return res, s.leaveForStart(step.Config, err)
+	}
+	if err := s.observe(ctx, status, step.Config); err != nil {
+		return res, err
+	}
+	held := s.configs.Held(s.lua, status.ConfigHash, step.Model.Certificates)
+	hold, err := s.holdReload(step, held, &res)
+	if err != nil {
+		return res, err
+	}
+	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
+		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
+		FullPush: s.fullPush, HoldReload: hold})
+	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
+	if errors.Is(err, ErrRefused) {
+		s.metrics.ValidationFailed("nginx")
+	}
+	if errors.Is(err, errUnconfirmed) {
+		res.Waiting = true
+		return res, nil
+	}
+	res.Executed = err == nil
+	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
+	res.Current = res.ConfigRunning && err == nil
+	return res, err
+}
+
+// Stale marks the record of what Lua holds as behind the model of a sync
+// that did not run its plan (LuaState.Stale).
+func (s *Stage) Stale() { s.lua.Stale() }
+
+// observe records what nginx's status says: a new boot (Lua lost or holds
+// other state: it is read back) and the config it runs.
+func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
+	s.waitReason = ""
+	s.configs.Answered()
+	previousBoot := s.lua.Boot()
+	newBoot, err := s.lua.Observe(ctx, status)
+	if err != nil {
+		return err
+	}
+	if newBoot {
+		if err := s.nginx.TightenSocket(); err != nil {
+			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
+		}
+		if previousBoot != "" {
+			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
+		}
+	}
+	if s.configs.Observe(status.ConfigHash, cfg) {
+		s.logger.Info("nginx confirmed the slow reload", "config_hash", short(status.ConfigHash))
+	}
+	return nil
+}
+
+// holdReload says whether the plan must stop before reloading nginx with
+// the step's config: nginx rejected it before (the same verdict again,
+// unless the step is judging), or it was signalled already.
+func (s *Stage) holdReload(step Step, held plan.Held, res *Result) (bool, error) {
+	cfg := step.Config
+	if cfg.Hash == held.ConfigHash {
+		return false, nil // no reload
+	}
+	if err := s.configs.Rejected(cfg.Hash); err != nil {
+		if step.Judging {
+			// A step whose Ingresses render the rejected nginx.conf
+			// again (the others are routed in Lua), or a ConfigMap
+			// that changed back to one nginx refused: the same
+			// verdict, for the guard or the ConfigMap's trial.
+			return false, err
+		}
+		s.logger.Debug("nginx rejected this config before; waiting for the next change", "config_hash", short(cfg.Hash))
+		return true, nil
+	}
+	if s.configs.Unconfirmed(cfg.Hash) {
+		// Signalled already: a second HUP would only make a slow
+		// nginx slower. NeedsSync comes back once it runs the hash.
+		res.Waiting = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// reload is the plan's Reload step: ConfigRecord.Reload, with the verdict
+// told to the metrics. A config nginx has yet to confirm is
+// errUnconfirmed, waited for.
+func (s *Stage) reload(ctx context.Context, cfg render.Config) error {
+	reloadStart := time.Now()
+	err := s.configs.Reload(ctx, cfg)
+	if errors.Is(err, ErrNotConfirmed) {
+		s.metrics.ReloadUnconfirmed()
+		s.logger.Warn("nginx has not confirmed the reload yet; waiting for it, no Ingress is blamed",
+			"config_hash", short(cfg.Hash), "waited", time.Since(reloadStart).Round(time.Millisecond), "error", err)
+		return errUnconfirmed
+	}
+	s.metrics.Reloaded(time.Since(reloadStart), err)
+	if errors.Is(err, ErrRejected) {
+		s.metrics.ValidationFailed("nginx")
+	}
+	return err
+}
+
+// leaveForStart writes the config nginx should start with while it does
+// not answer (ConfigRecord.ForStart), saying why it does not.
+func (s *Stage) leaveForStart(cfg render.Config, statusErr error) error {
+	start, fellBack, err := s.configs.ForStart(cfg)
+	if err != nil {
+		return err
+	}
+	if fellBack {
+		s.logger.Warn("nginx did not come up with a config it never confirmed; leaving it the last confirmed one to start with",
+			"after", s.configs.startBound, "unconfirmed_hash", short(cfg.Hash), "config_hash", short(start.Hash))
+	}
+	if err := s.nginx.WriteConfig(start.Bytes); err != nil {
+		return err
+	}
+	s.noteWaiting(statusErr)
+	return nil
+}
+
+// noteWaiting logs why nginx does not answer. Not running yet (no socket,
+// nobody listening) is the normal start and stays at debug level; any other
+// reason (a socket the agent may not open, a config API that fails) is a
+// warning, logged once each time the reason changes.
+func (s *Stage) noteWaiting(err error) {
+	reason := err.Error()
+	if reason == s.waitReason {
+		return
+	}
+	s.waitReason = reason
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		s.logger.Debug("nginx not answering yet; config written for its start", "error", err)
+		return
+	}
+	s.logger.Warn("nginx does not answer on the config socket; config written for its start", "socket", s.nginx.SocketPath(), "error", err)
+}
+
+// NeedsSync reads nginx's status and says whether it differs from the
+// record: nginx cold-started (new boot id), runs another config than
+// wanted (the hash of the config last rendered), or was not reachable.
+func (s *Stage) NeedsSync(ctx context.Context, wanted string) bool {
+	st, err := s.nginx.Lua.Status(ctx)
+	if err != nil {
+		// Still down; the config for its start is written, unless it is
+		// time to leave it a confirmed one instead.
+		return s.configs.StartOverdue()
+	}
+	if st.BootID != s.lua.Boot() {
+		return true
+	}
+	return s.configs.NeedsSync(st.ConfigHash, wanted)
+}
+
+// CheckAccess asks nginx's workers, once per nginx boot and each time the
+// files they need change, whether they can use them (AccessCheck), and
+// logs a warning that names each one they cannot. checked is false when
+// no check was due (the last answer stands).
+func (s *Stage) CheckAccess(ctx context.Context, files []model.AuthFile) (denied []string, checked bool) {
+	found, due, err := s.access.Check(ctx, s.nginx.Lua, s.lua.Boot(), files)
+	if err != nil {
+		s.logger.Warn("could not ask nginx's workers which files they can use", "error", err)
+	}
+	if !due || err != nil {
+		return nil, false
+	}
+	for _, d := range found {
+		s.logger.Warn("nginx workers cannot use a file they need: fix the owner or mode of it or of a folder above it",
+			"path", d.Path, "access", d.Access, "error", d.Error)
+		denied = append(denied, d.String())
+	}
+	return denied, true
+}
+
+// Keep returns the profiles to render beside the next model's
+// (ConfigRecord.Keep).
+func (s *Stage) Keep() []render.Profile { return s.configs.Keep(s.lua) }
+
+// Rejected: ConfigRecord.Rejected.
+func (s *Stage) Rejected(hash string) error { return s.configs.Rejected(hash) }
+
+// Applied is the hash of the config nginx is confirmed to run ("": none known).
+func (s *Stage) Applied() string { return s.configs.Applied() }
+
+// NearestExpiry: LuaState.NearestExpiry.
+func (s *Stage) NearestExpiry() time.Time { return s.lua.NearestExpiry() }
+
+// WaitReason is why nginx did not answer at the last step ("": it answered).
+func (s *Stage) WaitReason() string { return s.waitReason }
