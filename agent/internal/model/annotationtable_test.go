@@ -169,3 +169,12 @@ func TestREADMEAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotationChecks: every supported row has its Check.
+func TestAnnotationChecks(t *testing.T) {
+	for _, row := range Annotations {
+		if row.Status == AnnotationSupported && row.Check == nil {
+			t.Errorf("%s: supported, no Check", row.Name)
+		}
+	}
+}

@@ -152,3 +152,17 @@ func (b *builder) claimClientTLS(ing *networkingv1.Ingress, s ClientTLS) {
 		}
 	}
 }
+
+// checkVerifyClient and checkMatchCN check auth-tls-verify-client and
+// auth-tls-match-cn (the table's Check column).
+var checkVerifyClient = oneOf("on", "off", "optional", "optional_no_ca")
+
+func checkMatchCN(value string) string {
+	if len(value) > 1024 || strings.ContainsAny(value, "\"\\{};\r\n\x00") || !strings.HasPrefix(value, "CN=") {
+		return `is not a regex starting with "CN=" without quotes, braces, ";" or "\"`
+	}
+	if _, err := regexp.Compile(value); err != nil {
+		return "is not a regular expression"
+	}
+	return ""
+}

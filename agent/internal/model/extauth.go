@@ -494,3 +494,52 @@ func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, deni
 	}
 	return strings.Join(lines, "\n"), ""
 }
+
+// The checks of the extauth keys (the table's Check column): the value's
+// shape as parseExternalAuth judges it. Whether the agent may send to a
+// URL (--target-policy) only Build knows.
+func checkAuthURL(value string) string {
+	_, reason := authURL(strings.TrimSpace(value))
+	return reason
+}
+
+func checkAuthMethod(value string) string {
+	if slices.Contains(authMethods, strings.ToUpper(strings.TrimSpace(value))) {
+		return ""
+	}
+	return "is not an HTTP method (" + strings.Join(authMethods, ", ") + ")"
+}
+
+func checkSigninParam(value string) string {
+	if isQueryName(value) {
+		return ""
+	}
+	return `is not a query parameter name (letters, digits, "-", "_", ".")`
+}
+
+func checkAuthRequestRedirect(value string) string {
+	redirect, reason := withVariables(strings.TrimSpace(value), authVariable)
+	if reason == "" && (redirect == "" || len(redirect) > maxAuthURL) {
+		reason = "is empty or too long"
+	}
+	return reason
+}
+
+func checkAuthCacheKey(value string) string {
+	key, reason := withVariables(strings.TrimSpace(value), authCacheKeyVariable)
+	if reason == "" && (key == "" || len(key) > maxAuthURL) {
+		reason = "is empty or too long"
+	}
+	return reason
+}
+
+func checkAuthCacheDuration(value string) string {
+	if _, ok := parseCacheDuration(value); !ok {
+		return `is not status codes and a duration ("200 202 401 5m")`
+	}
+	return ""
+}
+
+func checkAuthAlwaysSetCookie(value string) string {
+	return checkTrueFalse(strings.TrimSpace(value))
+}

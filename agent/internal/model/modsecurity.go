@@ -228,3 +228,19 @@ func parseTransactionID(value, namespace, name string) (string, string) {
 // use, for Problems: transactionIDVariables and the Ingress's own.
 const allowedTransactionIDVariables = "$request_id, $req_id, $host, $server_name, $remote_addr, $remote_port, " +
 	"$server_port, $connection, $connection_requests, $msec, $pid, $hostname, $namespace, $ingress_name"
+
+// checkTrueFalse checks a "true" or "false" value, as enable-modsecurity
+// and enable-owasp-core-rules take it.
+func checkTrueFalse(value string) string {
+	if _, err := strconv.ParseBool(value); err != nil {
+		return `is not "true" or "false"`
+	}
+	return ""
+}
+
+// checkTransactionID checks modsecurity-transaction-id's shape, for an
+// Ingress named example in namespace default.
+func checkTransactionID(value string) string {
+	_, reason := parseTransactionID(value, "default", "example")
+	return reason
+}

@@ -280,12 +280,10 @@ func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "satisfy"); ok {
-		switch strings.TrimSpace(value) {
-		case "any":
-			p.SatisfyAny = true
-		case "all":
-		default:
-			b.annotationProblem(ing, key, value, `is not "all" or "any"; all is used`)
+		if reason := checkSatisfy(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; all is used")
+		} else {
+			p.SatisfyAny = strings.TrimSpace(value) == "any"
 		}
 	}
 	p.PreserveTrailingSlash = b.boolAnnotation(ing, "preserve-trailing-slash", false)
@@ -693,4 +691,15 @@ func sizeOf(size string) (int64, bool) {
 		return 0, false
 	}
 	return SizeBytes(size)
+}
+
+// checkSatisfy checks satisfy (spaces around it do not count).
+func checkSatisfy(value string) string {
+	return oneOf("all", "any")(strings.TrimSpace(value))
+}
+
+// checkPositiveSize checks an nginx size above 0 (ParseNginxSize's).
+func checkPositiveSize(value string) string {
+	_, reason := ParseNginxSize(value, false)
+	return reason
 }

@@ -234,3 +234,30 @@ func checkPEM(data []byte, blockType, what string, parse func([]byte) error) str
 	}
 	return ""
 }
+
+// The checks of the proxy-ssl-* keys (the table's Check column).
+func checkProxySSLName(value string) string {
+	if len(validation.IsDNS1123Subdomain(strings.ToLower(value))) == 0 {
+		return ""
+	}
+	return "is not a host name"
+}
+
+func checkProxySSLProtocols(value string) string {
+	fields := strings.Fields(value)
+	good := len(fields) > 0
+	for _, f := range fields {
+		good = good && proxySSLProtocols[f]
+	}
+	if good {
+		return ""
+	}
+	return "is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"
+}
+
+func checkProxySSLCiphers(value string) string {
+	if err := ciphers.Check(value); err != nil {
+		return "is not an OpenSSL cipher list nginx takes: " + err.Error()
+	}
+	return ""
+}
