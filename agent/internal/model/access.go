@@ -313,11 +313,11 @@ func (b *builder) readCORS(ing *networkingv1.Ingress) CORS {
 		MaxAge:           b.intAnnotation(ing, "cors-max-age", DefaultCORSMaxAge, 0, maxCORSMaxAge),
 	}
 	if value, key, ok := lookupAnnotation(ing, "cors-allow-origin"); ok {
-		origins, bad := parseOrigins(value)
-		if len(origins) == 0 {
-			b.annotationProblem(ing, key, value, `allows no origin (want origins such as "https://example.com", "https://*.example.com:8443", or "*"); no CORS headers are sent`)
+		if reason := checkOrigins(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; no CORS headers are sent")
 			return CORS{}
 		}
+		origins, bad := parseOrigins(value)
 		if len(bad) > 0 {
 			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not an origin such as \"https://example.com\", \"https://*.example.com:8443\" or \"*\"; left out", clip(bad[0])))
 		}
@@ -447,12 +447,12 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		return ""
 	}
 	const closed = "; the Ingress's paths answer 503 until it is fixed"
-	if authType != authTypeBasic {
-		b.annotationProblem(ing, typeKey, authType, `is not "basic" (digest is not supported)`+closed)
+	if reason := checkAuthType(authType); reason != "" {
+		b.annotationProblem(ing, typeKey, authType, reason+" (digest is not supported)"+closed)
 		return typeKey + " is not usable"
 	}
-	if value, key, ok := lookupAnnotation(ing, "auth-secret-type"); ok && value != authSecretFile {
-		reason := `is not "auth-file"`
+	if value, key, ok := lookupAnnotation(ing, "auth-secret-type"); ok && checkAuthSecretType(value) != "" {
+		reason := checkAuthSecretType(value)
 		if value == authSecretMap {
 			reason = `"auth-map" is not supported: the agent reads only the "auth" key of a Secret; use "auth-file"`
 		}
@@ -469,8 +469,8 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		b.annotationProblem(ing, secretKey, ref, "names a Secret in another namespace; only the Ingress's own namespace is read"+closed)
 		return secretKey + " is not usable"
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		b.annotationProblem(ing, secretKey, ref, "is not a Secret name"+closed)
+	if reason := checkSecretName(name); reason != "" {
+		b.annotationProblem(ing, secretKey, ref, reason+closed)
 		return secretKey + " is not usable"
 	}
 	secret := b.secrets[namespacedName{namespace, name}]
@@ -598,23 +598,9 @@ func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
 	if !ok {
 		return CustomErrors{}
 	}
-	var codes []int
-	for _, part := range strings.Split(value, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 400 || !ErrorPageCode(n) {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499); error responses pass through unchanged", clip(part)))
-			return CustomErrors{}
-		}
-		codes = append(codes, n)
-	}
-	slices.Sort(codes)
-	codes = slices.Compact(codes)
-	if len(codes) == 0 || len(codes) > maxErrorCodes {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("needs 1 to %d status codes; error responses pass through unchanged", maxErrorCodes))
+	codes, reason := parseErrorCodes(value)
+	if reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; error responses pass through unchanged")
 		return CustomErrors{}
 	}
 	if _, _, has := lookupAnnotation(ing, "default-backend"); !has {
@@ -658,8 +644,8 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 	if !found {
 		return backendRef{}, false
 	}
-	if errs := validation.IsDNS1035Label(value); len(errs) > 0 {
-		b.annotationProblem(ing, key, value, "is not a Service name in the Ingress's namespace; ignored")
+	if reason := checkServiceName(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; ignored")
 		return backendRef{}, false
 	}
 	svc := b.services[namespacedName{ing.Namespace, value}]
@@ -792,8 +778,15 @@ func checkServiceName(value string) string {
 	return ""
 }
 
-// checkErrorCodes checks custom-http-errors as readCustomErrors does.
+// checkErrorCodes checks custom-http-errors.
 func checkErrorCodes(value string) string {
+	_, reason := parseErrorCodes(value)
+	return reason
+}
+
+// parseErrorCodes parses custom-http-errors: 1 to maxErrorCodes codes
+// nginx's error_page takes, sorted, each once.
+func parseErrorCodes(value string) ([]int, string) {
 	var codes []int
 	for _, part := range strings.Split(value, ",") {
 		part = strings.TrimSpace(part)
@@ -802,13 +795,13 @@ func checkErrorCodes(value string) string {
 		}
 		n, err := strconv.Atoi(part)
 		if err != nil || n < 400 || !ErrorPageCode(n) {
-			return fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499)", clip(part))
+			return nil, fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499)", clip(part))
 		}
 		codes = append(codes, n)
 	}
 	slices.Sort(codes)
 	if codes = slices.Compact(codes); len(codes) == 0 || len(codes) > maxErrorCodes {
-		return fmt.Sprintf("needs 1 to %d status codes", maxErrorCodes)
+		return nil, fmt.Sprintf("needs 1 to %d status codes", maxErrorCodes)
 	}
-	return ""
+	return codes, ""
 }

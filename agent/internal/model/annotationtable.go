@@ -147,7 +147,7 @@ var Annotations = []Annotation{
 	supportedRow(Annotation{Name: KeyEnableAccessLog, Family: "proxy", Kind: "bool", Default: "true", ConfigMap: KeyEnableAccessLog, Doc: "false: no access log for the Ingress's paths", Check: checkBool}),
 
 	// The other proxy keys, each a directive of the location (proxykeys.go).
-	supportedRow(Annotation{Name: "temporal-redirect-code", Family: "proxykeys", Kind: "int", Default: "302", Doc: "The code of temporal-redirect", Check: intIn("a redirect code", temporalRedirectLeast, temporalRedirectMost)}),
+	supportedRow(Annotation{Name: "temporal-redirect-code", Family: "proxykeys", Kind: "int", Default: "302", Doc: "The code of temporal-redirect", Check: checkTemporalRedirectCode}),
 	supportedRow(Annotation{Name: "preserve-trailing-slash", Family: "proxykeys", Kind: "bool", Default: "false", Doc: "Keep the URI's trailing / in the HTTPS redirect", Check: checkBool}),
 	supportedRow(Annotation{Name: "from-to-www-redirect", Family: "proxykeys", Kind: "bool", Default: "false", Doc: "www.HOST redirects (308) to HOST, or HOST to www.HOST", Check: checkBool}),
 	supportedRow(Annotation{Name: KeyClientBodyBufferSize, Family: "proxykeys", Kind: "size", ConfigMap: KeyClientBodyBufferSize, Directive: "client_body_buffer_size", Doc: "Buffer for the request body (client_body_buffer_size)", Check: checkPositiveSize}),
@@ -212,7 +212,7 @@ var Annotations = []Annotation{
 	// TLS to the backend (proxyssl.go).
 	supportedRow(Annotation{Name: "proxy-ssl-secret", Family: "proxyssl", Kind: "secret", Doc: "A Secret with the CA (and client certificate) for TLS to the backend", Check: checkSecretName}),
 	supportedRow(Annotation{Name: keyProxySSLVerify, Family: "proxyssl", Kind: "enum", Default: "off", Directive: "proxy_ssl_verify", Doc: "Check the backend's certificate and name: on or off", Check: checkOnOff}),
-	supportedRow(Annotation{Name: "proxy-ssl-verify-depth", Family: "proxyssl", Kind: "int", Default: "1", Doc: "The longest backend chain accepted", Check: intIn("a depth", 0, 100)}),
+	supportedRow(Annotation{Name: "proxy-ssl-verify-depth", Family: "proxyssl", Kind: "int", Default: "1", Doc: "The longest backend chain accepted", Check: checkProxySSLVerifyDepth}),
 	supportedRow(Annotation{Name: "proxy-ssl-name", Family: "proxyssl", Kind: "text", Doc: "The name checked in the backend's certificate and sent by SNI", Check: checkProxySSLName}),
 	supportedRow(Annotation{Name: "proxy-ssl-server-name", Family: "proxyssl", Kind: "enum", Default: "off", Doc: "Send SNI to the backend: on or off", Check: checkOnOff}),
 	supportedRow(Annotation{Name: "proxy-ssl-protocols", Family: "proxyssl", Kind: "list", Doc: "TLS protocols offered to the backend", Check: checkProxySSLProtocols}),
@@ -221,7 +221,7 @@ var Annotations = []Annotation{
 	// Client certificates (clienttls.go).
 	supportedRow(Annotation{Name: keyAuthTLSSecret, Family: "clienttls", Kind: "secret", Doc: "A Secret with the CA client certificates must chain to", Check: checkSecretName}),
 	supportedRow(Annotation{Name: "auth-tls-verify-client", Family: "clienttls", Kind: "enum", Default: "on", Doc: "on, off, optional or optional_no_ca", Check: checkVerifyClient}),
-	supportedRow(Annotation{Name: "auth-tls-verify-depth", Family: "clienttls", Kind: "int", Default: "1", Doc: "The longest client chain accepted", Check: intIn("a depth", 1, 100)}),
+	supportedRow(Annotation{Name: "auth-tls-verify-depth", Family: "clienttls", Kind: "int", Default: "1", Doc: "The longest client chain accepted", Check: checkVerifyDepth}),
 	supportedRow(Annotation{Name: "auth-tls-error-page", Family: "clienttls", Kind: "url", Doc: "Where a request without a good certificate is redirected instead of the 400", Check: checkRedirectURL}),
 	supportedRow(Annotation{Name: "auth-tls-pass-certificate-to-upstream", Family: "clienttls", Kind: "bool", Default: "false", Doc: "Send the client's certificate to the backend as ssl-client-cert", Check: checkBool}),
 	supportedRow(Annotation{Name: "auth-tls-match-cn", Family: "clienttls", Kind: "regex", Doc: "The client certificate's subject DN must match it", Check: checkMatchCN}),

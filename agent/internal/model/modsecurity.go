@@ -115,23 +115,23 @@ func (b *builder) readModSecurity(ing *networkingv1.Ingress) (ModSecurity, strin
 	enabled := g.Enabled
 	enableValue, enableKey, fromAnnotation := lookupAnnotation(ing, KeyEnableModSecurity)
 	if fromAnnotation {
-		v, err := strconv.ParseBool(enableValue)
-		if err != nil {
-			b.annotationProblem(ing, enableKey, enableValue, `is not "true" or "false"`+closed)
+		if reason := checkTrueFalse(enableValue); reason != "" {
+			b.annotationProblem(ing, enableKey, enableValue, reason+closed)
 			return ModSecurity{}, enableKey + " is invalid"
 		}
-		enabled = v
+		enabled, _ = strconv.ParseBool(enableValue)
 	}
 	coreRules := g.CoreRules
 	value, coreKey, coreSet := lookupAnnotation(ing, "enable-owasp-core-rules")
 	if coreSet {
-		v, err := strconv.ParseBool(value)
+		v, _ := strconv.ParseBool(value)
+		reason := checkTrueFalse(value)
 		switch {
-		case err != nil && enabled:
-			b.annotationProblem(ing, coreKey, value, `is not "true" or "false"`+closed)
+		case reason != "" && enabled:
+			b.annotationProblem(ing, coreKey, value, reason+closed)
 			return ModSecurity{}, coreKey + " is invalid"
-		case err != nil:
-			b.annotationProblem(ing, coreKey, value, `is not "true" or "false"; ignored: ModSecurity does not run for this Ingress`)
+		case reason != "":
+			b.annotationProblem(ing, coreKey, value, reason+"; ignored: ModSecurity does not run for this Ingress")
 		default:
 			// "false" cannot take away the ConfigMap's rule set, as in
 			// ingress-nginx, which loads that one for every location.

@@ -447,11 +447,7 @@ func (b *builder) readServerAlias(ing *networkingv1.Ingress) []string {
 		if name == "" {
 			continue
 		}
-		if strings.HasPrefix(name, "*.") {
-			b.annotationProblem(ing, key, name, "is a wildcard; an alias must be an exact host name; left out")
-			continue
-		}
-		if reason := validHost(name); reason != "" {
+		if reason := checkAlias(name); reason != "" {
 			b.annotationProblem(ing, key, name, reason+"; left out")
 			continue
 		}
@@ -537,18 +533,22 @@ func (b *builder) addServerAliases(m *Model) {
 }
 
 // checkServerAliases checks server-alias: the reason of its first bad
-// name (a wildcard, not a host name), as readServerAlias reports each.
+// name (readServerAlias reports each and leaves it out).
 func checkServerAliases(value string) string {
 	for _, name := range strings.Split(value, ",") {
-		name = strings.TrimSpace(name)
-		if strings.HasPrefix(name, "*.") {
-			return "is a wildcard; an alias must be an exact host name"
-		}
-		if name != "" {
-			if reason := validHost(name); reason != "" {
+		if name = strings.TrimSpace(name); name != "" {
+			if reason := checkAlias(name); reason != "" {
 				return reason
 			}
 		}
 	}
 	return ""
+}
+
+// checkAlias checks one name of server-alias: an exact host name.
+func checkAlias(name string) string {
+	if strings.HasPrefix(name, "*.") {
+		return "is a wildcard; an alias must be an exact host name"
+	}
+	return validHost(name)
 }

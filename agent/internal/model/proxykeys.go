@@ -391,11 +391,11 @@ func (b *builder) temporalRedirectCode(ing *networkingv1.Ingress) int {
 	if !ok {
 		return TemporalRedirectCode
 	}
-	n, err := strconv.Atoi(value)
-	if err != nil || n < temporalRedirectLeast || n > temporalRedirectMost {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("is not a redirect code from %d to %d; 302 is used", temporalRedirectLeast, temporalRedirectMost))
+	if reason := checkTemporalRedirectCode(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; 302 is used")
 		return TemporalRedirectCode
 	}
+	n, _ := strconv.Atoi(value)
 	return n
 }
 
@@ -692,6 +692,9 @@ func sizeOf(size string) (int64, bool) {
 	}
 	return SizeBytes(size)
 }
+
+// checkTemporalRedirectCode checks temporal-redirect-code.
+var checkTemporalRedirectCode = intIn("a redirect code", temporalRedirectLeast, temporalRedirectMost)
 
 // checkSatisfy checks satisfy (spaces around it do not count).
 func checkSatisfy(value string) string {
