@@ -758,12 +758,19 @@ var (
 	checkAuthSecretType = oneOf(authSecretFile)
 )
 
+// refName is the name of a NAME or NAMESPACE/NAME reference.
+func refName(ref string) string {
+	if _, name, found := strings.Cut(ref, "/"); found {
+		return name
+	}
+	return ref
+}
+
 // checkSecretName checks the shape of a Secret reference: NAME or
 // NAMESPACE/NAME with a valid name. Whether it is in the Ingress's
 // namespace, exists and holds the keys it needs, only Build knows.
 func checkSecretName(value string) string {
-	_, name := splitAuthSecretRef(&networkingv1.Ingress{}, value)
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if len(validation.IsDNS1123Subdomain(refName(value))) > 0 {
 		return "is not a Secret name"
 	}
 	return ""

@@ -99,8 +99,7 @@ func (b *builder) entryProblem(ing *networkingv1.Ingress, key, value string, ref
 // NAMESPACE/NAME with a valid name. Whether it is the Ingress's namespace,
 // and the ConfigMap exists, only Build knows.
 func checkConfigMapName(value string) string {
-	_, name := splitAuthSecretRef(&networkingv1.Ingress{}, strings.TrimSpace(value))
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if len(validation.IsDNS1123Subdomain(refName(strings.TrimSpace(value)))) > 0 {
 		return "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"
 	}
 	return ""
