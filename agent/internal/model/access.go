@@ -469,7 +469,7 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		b.annotationProblem(ing, secretKey, ref, "names a Secret in another namespace; only the Ingress's own namespace is read"+closed)
 		return secretKey + " is not usable"
 	}
-	if reason := checkSecretName(name); reason != "" {
+	if reason := checkSecretName(ref); reason != "" {
 		b.annotationProblem(ing, secretKey, ref, reason+closed)
 		return secretKey + " is not usable"
 	}
