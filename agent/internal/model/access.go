@@ -313,23 +313,23 @@ func (b *builder) readCORS(ing *networkingv1.Ingress) CORS {
 		MaxAge:           b.intAnnotation(ing, "cors-max-age", DefaultCORSMaxAge, 0, maxCORSMaxAge),
 	}
 	if value, key, ok := lookupAnnotation(ing, "cors-allow-origin"); ok {
-		origins, bad := parseOrigins(value)
-		if len(origins) == 0 {
-			b.annotationProblem(ing, key, value, `allows no origin (want origins such as "https://example.com", "https://*.example.com:8443", or "*"); no CORS headers are sent`)
+		if reason := checkOrigins(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; no CORS headers are sent")
 			return CORS{}
 		}
+		origins, bad := parseOrigins(value)
 		if len(bad) > 0 {
 			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not an origin such as \"https://example.com\", \"https://*.example.com:8443\" or \"*\"; left out", clip(bad[0])))
 		}
 		c.AllowOrigins = strings.Join(origins, ",")
 	}
-	if list, ok := b.tokenList(ing, "cors-allow-methods", corsMethod, false, "is not a list of methods (letters only)"); ok {
+	if list, ok := b.tokenList(ing, "cors-allow-methods", corsMethod, false, corsMethodsReason); ok {
 		c.AllowMethods = list
 	}
-	if list, ok := b.tokenList(ing, "cors-allow-headers", corsToken, false, "is not a list of header names"); ok {
+	if list, ok := b.tokenList(ing, "cors-allow-headers", corsToken, false, corsHeadersReason); ok {
 		c.AllowHeaders = list
 	}
-	if list, ok := b.tokenList(ing, "cors-expose-headers", corsToken, true, `is not a list of header names or "*"`); ok {
+	if list, ok := b.tokenList(ing, "cors-expose-headers", corsToken, true, corsExposeReason); ok {
 		c.ExposeHeaders = list
 	}
 	return c
@@ -342,21 +342,9 @@ func (b *builder) tokenList(ing *networkingv1.Ingress, name string, re *regexp.R
 	if !ok {
 		return "", false
 	}
-	var items []string
-	for _, item := range strings.Split(value, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		if !re.MatchString(item) && !(star && item == "*") {
-			b.annotationProblem(ing, key, value, reason+"; the default is used")
-			return "", false
-		}
-		items = append(items, item)
-	}
-	joined := strings.Join(items, ", ")
-	if len(joined) > maxCORSList {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("is longer than %d bytes; the default is used", maxCORSList))
+	joined, why := parseTokenList(value, re, star, reason)
+	if why != "" {
+		b.annotationProblem(ing, key, value, why+"; the default is used")
 		return "", false
 	}
 	return joined, true
@@ -459,12 +447,12 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		return ""
 	}
 	const closed = "; the Ingress's paths answer 503 until it is fixed"
-	if authType != authTypeBasic {
-		b.annotationProblem(ing, typeKey, authType, `is not "basic" (digest is not supported)`+closed)
+	if reason := checkAuthType(authType); reason != "" {
+		b.annotationProblem(ing, typeKey, authType, reason+" (digest is not supported)"+closed)
 		return typeKey + " is not usable"
 	}
-	if value, key, ok := lookupAnnotation(ing, "auth-secret-type"); ok && value != authSecretFile {
-		reason := `is not "auth-file"`
+	if value, key, ok := lookupAnnotation(ing, "auth-secret-type"); ok && checkAuthSecretType(value) != "" {
+		reason := checkAuthSecretType(value)
 		if value == authSecretMap {
 			reason = `"auth-map" is not supported: the agent reads only the "auth" key of a Secret; use "auth-file"`
 		}
@@ -481,8 +469,8 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		b.annotationProblem(ing, secretKey, ref, "names a Secret in another namespace; only the Ingress's own namespace is read"+closed)
 		return secretKey + " is not usable"
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		b.annotationProblem(ing, secretKey, ref, "is not a Secret name"+closed)
+	if reason := checkSecretName(ref); reason != "" {
+		b.annotationProblem(ing, secretKey, ref, reason+closed)
 		return secretKey + " is not usable"
 	}
 	secret := b.secrets[namespacedName{namespace, name}]
@@ -610,23 +598,9 @@ func (b *builder) readCustomErrors(ing *networkingv1.Ingress) CustomErrors {
 	if !ok {
 		return CustomErrors{}
 	}
-	var codes []int
-	for _, part := range strings.Split(value, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 400 || !ErrorPageCode(n) {
-			b.annotationProblem(ing, key, value, fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499); error responses pass through unchanged", clip(part)))
-			return CustomErrors{}
-		}
-		codes = append(codes, n)
-	}
-	slices.Sort(codes)
-	codes = slices.Compact(codes)
-	if len(codes) == 0 || len(codes) > maxErrorCodes {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("needs 1 to %d status codes; error responses pass through unchanged", maxErrorCodes))
+	codes, reason := parseErrorCodes(value)
+	if reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; error responses pass through unchanged")
 		return CustomErrors{}
 	}
 	if _, _, has := lookupAnnotation(ing, "default-backend"); !has {
@@ -670,8 +644,8 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 	if !found {
 		return backendRef{}, false
 	}
-	if errs := validation.IsDNS1035Label(value); len(errs) > 0 {
-		b.annotationProblem(ing, key, value, "is not a Service name in the Ingress's namespace; ignored")
+	if reason := checkServiceName(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; ignored")
 		return backendRef{}, false
 	}
 	svc := b.services[namespacedName{ing.Namespace, value}]
@@ -721,4 +695,120 @@ func (b *builder) authFiles() []AuthFile {
 	}
 	slices.SortFunc(out, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })
 	return out
+}
+
+// parseTokenList parses a comma-separated list of tokens that match re
+// (or "*", when star), joined by ", "; reason is why a bad token refuses it.
+func parseTokenList(value string, re *regexp.Regexp, star bool, reason string) (string, string) {
+	var items []string
+	for _, item := range strings.Split(value, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !re.MatchString(item) && !(star && item == "*") {
+			return "", reason
+		}
+		items = append(items, item)
+	}
+	joined := strings.Join(items, ", ")
+	if len(joined) > maxCORSList {
+		return "", fmt.Sprintf("is longer than %d bytes", maxCORSList)
+	}
+	return joined, ""
+}
+
+// The reasons of the cors-* lists.
+const (
+	corsMethodsReason = "is not a list of methods (letters only)"
+	corsHeadersReason = "is not a list of header names"
+	corsExposeReason  = `is not a list of header names or "*"`
+)
+
+// checkCORSMethods, checkCORSHeaders and checkCORSExposeHeaders are the
+// checks of the cors-* lists (the table's Check column).
+func checkCORSMethods(value string) string {
+	_, reason := parseTokenList(value, corsMethod, false, corsMethodsReason)
+	return reason
+}
+
+func checkCORSHeaders(value string) string {
+	_, reason := parseTokenList(value, corsToken, false, corsHeadersReason)
+	return reason
+}
+
+func checkCORSExposeHeaders(value string) string {
+	_, reason := parseTokenList(value, corsToken, true, corsExposeReason)
+	return reason
+}
+
+// checkOrigins checks cors-allow-origin as readCORS does: refused when no
+// origin is left (a bad origin among good ones is left out).
+func checkOrigins(value string) string {
+	if origins, _ := parseOrigins(value); len(origins) == 0 {
+		return `allows no origin (want origins such as "https://example.com", "https://*.example.com:8443", or "*")`
+	}
+	return ""
+}
+
+// checkAuthType and checkAuthSecretType check auth-type and
+// auth-secret-type (the table's Check column).
+var (
+	checkAuthType       = oneOf(authTypeBasic)
+	checkAuthSecretType = oneOf(authSecretFile)
+)
+
+// refName is the name of a NAME or NAMESPACE/NAME reference.
+func refName(ref string) string {
+	if _, name, found := strings.Cut(ref, "/"); found {
+		return name
+	}
+	return ref
+}
+
+// checkSecretName checks the shape of a Secret reference: NAME or
+// NAMESPACE/NAME with a valid name. Whether it is in the Ingress's
+// namespace, exists and holds the keys it needs, only Build knows.
+func checkSecretName(value string) string {
+	if len(validation.IsDNS1123Subdomain(refName(value))) > 0 {
+		return "is not a Secret name"
+	}
+	return ""
+}
+
+// checkServiceName checks default-backend's shape: a Service name. Whether
+// the Service exists only Build knows.
+func checkServiceName(value string) string {
+	if len(validation.IsDNS1035Label(value)) > 0 {
+		return "is not a Service name in the Ingress's namespace"
+	}
+	return ""
+}
+
+// checkErrorCodes checks custom-http-errors.
+func checkErrorCodes(value string) string {
+	_, reason := parseErrorCodes(value)
+	return reason
+}
+
+// parseErrorCodes parses custom-http-errors: 1 to maxErrorCodes codes
+// nginx's error_page takes, sorted, each once.
+func parseErrorCodes(value string) ([]int, string) {
+	var codes []int
+	for _, part := range strings.Split(value, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 400 || !ErrorPageCode(n) {
+			return nil, fmt.Sprintf("%q is not a status code from 400 to 599 that nginx's error_page takes (not 499)", clip(part))
+		}
+		codes = append(codes, n)
+	}
+	slices.Sort(codes)
+	if codes = slices.Compact(codes); len(codes) == 0 || len(codes) > maxErrorCodes {
+		return nil, fmt.Sprintf("needs 1 to %d status codes", maxErrorCodes)
+	}
+	return codes, ""
 }

@@ -50,11 +50,11 @@ func (b *builder) boolAnnotation(ing *networkingv1.Ingress, key string, def bool
 	if !ok {
 		return def
 	}
-	v, err := strconv.ParseBool(value)
-	if err != nil {
-		b.annotationProblem(ing, fullKey, value, fmt.Sprintf("is not true or false; %t is used", def))
+	if reason := checkBool(value); reason != "" {
+		b.annotationProblem(ing, fullKey, value, fmt.Sprintf("%s; %t is used", reason, def))
 		return def
 	}
+	v, _ := strconv.ParseBool(value)
 	return v
 }
 

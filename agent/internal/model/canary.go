@@ -39,18 +39,18 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 		p.CanaryWeight = p.CanaryWeightTotal
 	}
 	if value, key, ok := lookupAnnotation(ing, "canary-by-header"); ok {
-		if headerName.MatchString(value) {
+		if reason := checkCanaryHeader(value); reason == "" {
 			p.CanaryHeader = value
 		} else {
-			b.annotationProblem(ing, key, value, "is not an HTTP header name (letters, digits, '-' and '_', at most 64); no canary by header")
+			b.annotationProblem(ing, key, value, reason+"; no canary by header")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "canary-by-header-value"); ok {
 		switch {
 		case p.CanaryHeader == "":
 			b.annotationProblem(ing, key, value, "needs canary-by-header; ignored")
-		case value == "" || !headerValue.MatchString(value):
-			b.annotationProblem(ing, key, value, `is not 1 to 256 printable ASCII characters; the header's "always" and "never" are used`)
+		case checkCanaryHeaderValue(value) != "":
+			b.annotationProblem(ing, key, value, checkCanaryHeaderValue(value)+`; the header's "always" and "never" are used`)
 		default:
 			p.CanaryHeaderValue = value
 		}
@@ -61,23 +61,17 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 			b.annotationProblem(ing, key, value, "needs canary-by-header; ignored")
 		case p.CanaryHeaderValue != "":
 			b.annotationProblem(ing, key, value, "is ignored: canary-by-header-value is set, and it wins")
-		case value == "" || !headerValue.MatchString(value):
-			b.annotationProblem(ing, key, value, `is not 1 to 256 printable ASCII characters; the header's "always" and "never" are used`)
+		case checkCanaryHeaderPattern(value) != "":
+			b.annotationProblem(ing, key, value, checkCanaryHeaderPattern(value)+`; the header's "always" and "never" are used`)
 		default:
-			if _, err := regexp.Compile(value); err != nil {
-				b.annotationProblem(ing, key, value, fmt.Sprintf(`is not a regular expression (%v); the header's "always" and "never" are used`, err))
-			} else if reason := pcreIncompatible(value); reason != "" {
-				b.annotationProblem(ing, key, value, reason+`; the header's "always" and "never" are used`)
-			} else {
-				p.CanaryHeaderPattern = value
-			}
+			p.CanaryHeaderPattern = value
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "canary-by-cookie"); ok {
-		if cookieName.MatchString(value) {
+		if reason := checkCookieName(value); reason == "" {
 			p.CanaryCookie = value
 		} else {
-			b.annotationProblem(ing, key, value, "is not a cookie name (1 to 64 token characters); no canary by cookie")
+			b.annotationProblem(ing, key, value, reason+"; no canary by cookie")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "affinity-canary-behavior"); ok {
@@ -86,7 +80,7 @@ func (b *builder) canarySplit(ing *networkingv1.Ingress) Policy {
 		case "legacy":
 			p.CanaryAffinityLegacy = true
 		default:
-			b.annotationProblem(ing, key, value, `is not "sticky" or "legacy"; sticky is used`)
+			b.annotationProblem(ing, key, value, checkCanaryBehavior(value)+"; sticky is used")
 		}
 	}
 	return p
@@ -208,3 +202,22 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 // canarySeparator joins the variant of a backend and the canary Ingress
 // that splits it.
 const canarySeparator = "+"
+
+// The checks of the canary's keys (the table's Check column).
+var (
+	checkCanaryHeader      = matching(headerName, "is not an HTTP header name (letters, digits, '-' and '_', at most 64)")
+	checkCanaryHeaderValue = matching(headerValue, "is not 1 to 256 printable ASCII characters")
+	checkCanaryBehavior    = oneOf("sticky", "legacy")
+)
+
+// checkCanaryHeaderPattern checks canary-by-header-pattern: printable, a
+// regular expression PCRE reads as Go does.
+func checkCanaryHeaderPattern(value string) string {
+	if reason := checkCanaryHeaderValue(value); reason != "" {
+		return reason
+	}
+	if _, err := regexp.Compile(value); err != nil {
+		return fmt.Sprintf("is not a regular expression (%v)", err)
+	}
+	return pcreIncompatible(value)
+}

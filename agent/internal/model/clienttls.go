@@ -52,8 +52,6 @@ type ClientCert struct {
 	MatchCN string
 }
 
-var clientVerifyModes = map[string]bool{"on": true, "off": true, "optional": true, "optional_no_ca": true}
-
 // readClientTLS reads the auth-tls-* annotations of ing. It returns the
 // location settings, the server settings (nil when none), and why the
 // Ingress's locations must fail closed.
@@ -65,8 +63,8 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 	const closed = "; the Ingress's paths answer 503 until it is fixed"
 	s := ClientTLS{Verify: "on", Depth: 1}
 	if v, k, ok := lookupAnnotation(ing, "auth-tls-verify-client"); ok {
-		if !clientVerifyModes[v] {
-			b.annotationProblem(ing, k, v, `is not "on", "off", "optional" or "optional_no_ca"`+closed)
+		if reason := checkVerifyClient(v); reason != "" {
+			b.annotationProblem(ing, k, v, reason+closed)
 			return ClientCert{}, nil, k + " is not usable"
 		}
 		s.Verify = v
@@ -75,11 +73,10 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		return ClientCert{}, nil, ""
 	}
 	if v, k, ok := lookupAnnotation(ing, "auth-tls-verify-depth"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			b.annotationProblem(ing, k, v, "is not a depth from 1 to 100; 1 is used")
+		if reason := checkVerifyDepth(v); reason != "" {
+			b.annotationProblem(ing, k, v, reason+"; 1 is used")
 		} else {
-			s.Depth = n
+			s.Depth, _ = strconv.Atoi(v)
 		}
 	}
 	if v, k, ok := lookupAnnotation(ing, "auth-tls-error-page"); ok {
@@ -93,12 +90,8 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 	c.Headers = true
 	c.PassCertificate = b.boolAnnotation(ing, "auth-tls-pass-certificate-to-upstream", false)
 	if v, k, ok := lookupAnnotation(ing, "auth-tls-match-cn"); ok {
-		if len(v) > 1024 || strings.ContainsAny(v, "\"\\{};\r\n\x00") || !strings.HasPrefix(v, "CN=") {
-			b.annotationProblem(ing, k, v, `is not a regex starting with "CN=" without quotes, braces, ";" or "\"`+closed)
-			return ClientCert{}, nil, k + " is not usable"
-		}
-		if _, err := regexp.Compile(v); err != nil {
-			b.annotationProblem(ing, k, v, "is not a regular expression"+closed)
+		if reason := checkMatchCN(v); reason != "" {
+			b.annotationProblem(ing, k, v, reason+closed)
 			return ClientCert{}, nil, k + " is not usable"
 		}
 		c.MatchCN = v
@@ -151,4 +144,21 @@ func (b *builder) claimClientTLS(ing *networkingv1.Ingress, s ClientTLS) {
 			b.clientTLS[rule.Host] = s
 		}
 	}
+}
+
+// checkVerifyClient and checkMatchCN check auth-tls-verify-client and
+// auth-tls-match-cn (the table's Check column).
+var (
+	checkVerifyClient = oneOf("on", "off", "optional", "optional_no_ca")
+	checkVerifyDepth  = intIn("a depth", 1, 100)
+)
+
+func checkMatchCN(value string) string {
+	if len(value) > 1024 || strings.ContainsAny(value, "\"\\{};\r\n\x00") || !strings.HasPrefix(value, "CN=") {
+		return `is not a regex starting with "CN=" without quotes, braces, ";" or "\"`
+	}
+	if _, err := regexp.Compile(value); err != nil {
+		return "is not a regular expression"
+	}
+	return ""
 }

@@ -94,3 +94,13 @@ func (b *builder) entryProblem(ing *networkingv1.Ingress, key, value string, ref
 	b.annotationProblem(ing, key, value, fmt.Sprintf("ConfigMap %s: %s %s; the Ingress's paths answer 503 until it is fixed", ref, entry, reason))
 	return key + " is not usable"
 }
+
+// checkConfigMapName checks the shape of a ConfigMap reference: NAME or
+// NAMESPACE/NAME with a valid name. Whether it is the Ingress's namespace,
+// and the ConfigMap exists, only Build knows.
+func checkConfigMapName(value string) string {
+	if len(validation.IsDNS1123Subdomain(refName(strings.TrimSpace(value)))) > 0 {
+		return "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"
+	}
+	return ""
+}

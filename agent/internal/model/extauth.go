@@ -292,18 +292,18 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		return ExternalAuth{}, key + " is not usable"
 	}
 	if v, k, ok := get(prefix + "auth-method"); ok {
-		if m := strings.ToUpper(strings.TrimSpace(v)); slices.Contains(authMethods, m) {
-			a.Method = m
+		if reason := checkAuthMethod(v); reason == "" {
+			a.Method = strings.ToUpper(strings.TrimSpace(v))
 		} else {
-			problem(k, v, "is not an HTTP method ("+strings.Join(authMethods, ", ")+"); the client's method is used")
+			problem(k, v, reason+"; the client's method is used")
 		}
 	}
 	param := defaultSigninParam
 	if v, k, ok := get(prefix + "auth-signin-redirect-param"); ok {
-		if isQueryName(v) {
+		if reason := checkSigninParam(v); reason == "" {
 			param = v
 		} else {
-			problem(k, v, `is not a query parameter name (letters, digits, "-", "_", "."); "rd" is used`)
+			problem(k, v, reason+`; "rd" is used`)
 		}
 	}
 	if v, k, ok := get(prefix + "auth-signin"); ok {
@@ -323,10 +323,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-request-redirect"); ok {
-		redirect, reason := withVariables(strings.TrimSpace(v), lookup)
-		if reason == "" && (redirect == "" || len(redirect) > maxAuthURL) {
-			reason = "is empty or too long"
-		}
+		redirect, reason := parseAuthVariables(v, lookup)
 		if reason != "" {
 			problem(k, v, reason+"; the request URI is sent")
 		} else {
@@ -334,10 +331,7 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-cache-key"); ok {
-		cacheKey, reason := withVariables(strings.TrimSpace(v), authCacheKeyVariable)
-		if reason == "" && (cacheKey == "" || len(cacheKey) > maxAuthURL) {
-			reason = "is empty or too long"
-		}
+		cacheKey, reason := parseAuthVariables(v, authCacheKeyVariable)
 		if reason != "" {
 			problem(k, v, reason+"; answers are not cached")
 		} else {
@@ -346,19 +340,17 @@ func parseExternalAuth(get func(name string) (value, key string, ok bool), probl
 		}
 	}
 	if v, k, ok := get(prefix + "auth-cache-duration"); ok && a.CacheKey != "" {
-		if d, ok := parseCacheDuration(v); ok {
-			a.CacheDuration = d
+		if reason := checkAuthCacheDuration(v); reason == "" {
+			a.CacheDuration, _ = parseCacheDuration(v)
 		} else {
-			problem(k, v, `is not status codes and a duration ("200 202 401 5m"); `+defaultAuthCache+" is used")
+			problem(k, v, reason+"; "+defaultAuthCache+" is used")
 		}
 	}
 	if v, k, ok := get(prefix + "auth-always-set-cookie"); ok {
-		switch strings.TrimSpace(v) {
-		case "true":
-			a.AlwaysSetCookie = true
-		case "false":
-		default:
-			problem(k, v, `is not "true" or "false"; false is used`)
+		if reason := checkAuthAlwaysSetCookie(v); reason != "" {
+			problem(k, v, reason+"; false is used")
+		} else {
+			a.AlwaysSetCookie = strings.TrimSpace(v) == "true"
 		}
 	}
 	return a, ""
@@ -493,4 +485,57 @@ func (b *builder) readAuthProxyHeaders(ing *networkingv1.Ingress) (headers, deni
 		lines = append(lines, header+": "+v)
 	}
 	return strings.Join(lines, "\n"), ""
+}
+
+// The checks of the extauth keys (the table's Check column): the value's
+// shape as parseExternalAuth judges it. Whether the agent may send to a
+// URL (--target-policy) only Build knows.
+func checkAuthURL(value string) string {
+	_, reason := authURL(strings.TrimSpace(value))
+	return reason
+}
+
+func checkAuthMethod(value string) string {
+	if slices.Contains(authMethods, strings.ToUpper(strings.TrimSpace(value))) {
+		return ""
+	}
+	return "is not an HTTP method (" + strings.Join(authMethods, ", ") + ")"
+}
+
+func checkSigninParam(value string) string {
+	if isQueryName(value) {
+		return ""
+	}
+	return `is not a query parameter name (letters, digits, "-", "_", ".")`
+}
+
+func checkAuthRequestRedirect(value string) string {
+	_, reason := parseAuthVariables(value, authVariable)
+	return reason
+}
+
+func checkAuthCacheKey(value string) string {
+	_, reason := parseAuthVariables(value, authCacheKeyVariable)
+	return reason
+}
+
+// parseAuthVariables parses auth-request-redirect or auth-cache-key: text
+// with the variables lookup allows, not empty, at most maxAuthURL bytes.
+func parseAuthVariables(value string, lookup func(string) (string, bool)) (string, string) {
+	canonical, reason := withVariables(strings.TrimSpace(value), lookup)
+	if reason == "" && (canonical == "" || len(canonical) > maxAuthURL) {
+		reason = "is empty or too long"
+	}
+	return canonical, reason
+}
+
+func checkAuthCacheDuration(value string) string {
+	if _, ok := parseCacheDuration(value); !ok {
+		return `is not status codes and a duration ("200 202 401 5m")`
+	}
+	return ""
+}
+
+func checkAuthAlwaysSetCookie(value string) string {
+	return oneOf("true", "false")(strings.TrimSpace(value))
 }

@@ -120,10 +120,10 @@ func fastCGIParamsRef(ing *networkingv1.Ingress) (ref, key string, ok bool) {
 func (b *builder) readFastCGI(ing *networkingv1.Ingress) (FastCGI, string) {
 	var f FastCGI
 	if value, key, ok := lookupAnnotation(ing, "fastcgi-index"); ok {
-		if v := strings.TrimSpace(value); fastCGIName.MatchString(v) {
-			f.Index = v
+		if reason := checkFastCGIIndex(value); reason == "" {
+			f.Index = strings.TrimSpace(value)
 		} else {
-			b.annotationProblem(ing, key, value, `is not a file name of letters, digits, '.', '_' and '-' (such as "index.php"); no fastcgi_index`)
+			b.annotationProblem(ing, key, value, reason+"; no fastcgi_index")
 		}
 	}
 	value, key, ok := fastCGIParamsRef(ing)
@@ -144,4 +144,12 @@ func (b *builder) readFastCGI(ing *networkingv1.Ingress) (FastCGI, string) {
 	}
 	f.Params = strings.Join(lines, "\n")
 	return f, ""
+}
+
+// checkFastCGIIndex checks fastcgi-index (spaces around it do not count).
+func checkFastCGIIndex(value string) string {
+	if fastCGIName.MatchString(strings.TrimSpace(value)) {
+		return ""
+	}
+	return `is not a file name of letters, digits, '.', '_' and '-' (such as "index.php")`
 }

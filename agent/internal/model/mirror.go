@@ -125,20 +125,35 @@ func (b *builder) readMirror(ing *networkingv1.Ingress, p *ProxySettings) {
 	m := Mirror{Target: target, Host: host}
 	if v, k, ok := lookupAnnotation(ing, "mirror-host"); ok {
 		h := strings.ToLower(strings.TrimSpace(v))
-		if reason := checkHostPort(h); reason != "" {
+		if reason := checkMirrorHost(v); reason != "" {
 			b.annotationProblem(ing, k, v, reason+"; the target's host is sent")
 		} else {
 			m.Host = h
 		}
 	}
 	if v, k, ok := lookupAnnotation(ing, "mirror-request-body"); ok {
-		switch strings.TrimSpace(v) {
-		case "on":
-		case "off":
-			m.NoBody = true
-		default:
-			b.annotationProblem(ing, k, v, `is not "on" or "off"; "on" is used (the body is mirrored), as ingress-nginx does`)
+		if reason := checkMirrorRequestBody(v); reason != "" {
+			b.annotationProblem(ing, k, v, reason+`; "on" is used (the body is mirrored), as ingress-nginx does`)
+		} else {
+			m.NoBody = strings.TrimSpace(v) == "off"
 		}
 	}
 	p.Mirror = m
+}
+
+// checkMirrorTarget checks mirror-target's shape (mirrorTarget); whether
+// the agent may send to it (--target-policy) only Build knows.
+func checkMirrorTarget(value string) string {
+	_, _, reason := mirrorTarget(strings.TrimSpace(value))
+	return reason
+}
+
+// checkMirrorHost checks mirror-host, in any case, spaces around it aside.
+func checkMirrorHost(value string) string {
+	return checkHostPort(strings.ToLower(strings.TrimSpace(value)))
+}
+
+// checkMirrorRequestBody checks mirror-request-body.
+func checkMirrorRequestBody(value string) string {
+	return checkOnOff(strings.TrimSpace(value))
 }

@@ -115,23 +115,23 @@ func (b *builder) readModSecurity(ing *networkingv1.Ingress) (ModSecurity, strin
 	enabled := g.Enabled
 	enableValue, enableKey, fromAnnotation := lookupAnnotation(ing, KeyEnableModSecurity)
 	if fromAnnotation {
-		v, err := strconv.ParseBool(enableValue)
-		if err != nil {
-			b.annotationProblem(ing, enableKey, enableValue, `is not "true" or "false"`+closed)
+		if reason := checkTrueFalse(enableValue); reason != "" {
+			b.annotationProblem(ing, enableKey, enableValue, reason+closed)
 			return ModSecurity{}, enableKey + " is invalid"
 		}
-		enabled = v
+		enabled, _ = strconv.ParseBool(enableValue)
 	}
 	coreRules := g.CoreRules
 	value, coreKey, coreSet := lookupAnnotation(ing, "enable-owasp-core-rules")
 	if coreSet {
-		v, err := strconv.ParseBool(value)
+		v, _ := strconv.ParseBool(value)
+		reason := checkTrueFalse(value)
 		switch {
-		case err != nil && enabled:
-			b.annotationProblem(ing, coreKey, value, `is not "true" or "false"`+closed)
+		case reason != "" && enabled:
+			b.annotationProblem(ing, coreKey, value, reason+closed)
 			return ModSecurity{}, coreKey + " is invalid"
-		case err != nil:
-			b.annotationProblem(ing, coreKey, value, `is not "true" or "false"; ignored: ModSecurity does not run for this Ingress`)
+		case reason != "":
+			b.annotationProblem(ing, coreKey, value, reason+"; ignored: ModSecurity does not run for this Ingress")
 		default:
 			// "false" cannot take away the ConfigMap's rule set, as in
 			// ingress-nginx, which loads that one for every location.
@@ -228,3 +228,19 @@ func parseTransactionID(value, namespace, name string) (string, string) {
 // use, for Problems: transactionIDVariables and the Ingress's own.
 const allowedTransactionIDVariables = "$request_id, $req_id, $host, $server_name, $remote_addr, $remote_port, " +
 	"$server_port, $connection, $connection_requests, $msec, $pid, $hostname, $namespace, $ingress_name"
+
+// checkTrueFalse checks a "true" or "false" value, as enable-modsecurity
+// and enable-owasp-core-rules take it.
+func checkTrueFalse(value string) string {
+	if _, err := strconv.ParseBool(value); err != nil {
+		return `is not "true" or "false"`
+	}
+	return ""
+}
+
+// checkTransactionID checks modsecurity-transaction-id's shape, for an
+// Ingress named example in namespace default.
+func checkTransactionID(value string) string {
+	_, reason := parseTransactionID(value, "default", "example")
+	return reason
+}

@@ -2,7 +2,6 @@ package model
 
 import (
 	"cmp"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -150,6 +149,25 @@ var cookiePath = regexp.MustCompile(`^/[\x21-\x3a\x3c-\x7e]{0,255}$`)
 // (which browsers ignore).
 var cookieDomain = regexp.MustCompile(`^\.?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
+// The checks of the policy's keys (the table's Check column).
+var (
+	checkLoadBalance  = oneOf(AlgorithmRoundRobin, AlgorithmEWMA)
+	checkHashBy       = matching(nginxVariables, `is not one to four nginx variables such as "$request_uri", "$http_x_user", "$cookie_id" or "$host$request_uri"`)
+	checkAffinity     = oneOf("cookie")
+	checkAffinityMode = oneOf("balanced", AffinityPersistent)
+	checkCookieName   = matching(cookieName, "is not a cookie name (1 to 64 token characters)")
+	checkCookiePath   = matching(cookiePath, `is not a cookie path (starts with "/", printable, no ";")`)
+	checkSameSite     = oneOf("Strict", "Lax", "None")
+)
+
+// checkCookieDomain checks session-cookie-domain (any case).
+func checkCookieDomain(value string) string {
+	if domain := strings.ToLower(value); cookieDomain.MatchString(domain) && len(domain) <= 253 {
+		return ""
+	}
+	return "is not a domain name (labels of letters, digits and '-', an optional leading '.')"
+}
+
 // readLoadBalance reads load-balance, upstream-hash-by and its subset
 // keys. The subset keys are checked even without upstream-hash-by, where
 // they do nothing (as in ingress-nginx).
@@ -168,12 +186,12 @@ func (b *builder) readLoadBalance(ing *networkingv1.Ingress, p *Policy) {
 		case AlgorithmEWMA:
 			p.Algorithm = AlgorithmEWMA
 		default:
-			b.annotationProblem(ing, key, value, `is not "round_robin" or "ewma"; round robin is used`)
+			b.annotationProblem(ing, key, value, checkLoadBalance(value)+"; round robin is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "upstream-hash-by"); ok {
-		if !nginxVariables.MatchString(value) {
-			b.annotationProblem(ing, key, value, `is not one to four nginx variables such as "$request_uri", "$http_x_user", "$cookie_id" or "$host$request_uri"; consistent hashing is off`)
+		if reason := checkHashBy(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; consistent hashing is off")
 			return
 		}
 		p.Algorithm, p.HashBy = AlgorithmHash, strings.Join(strings.Split(value[1:], "$"), " ")
@@ -189,8 +207,8 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 	if !ok {
 		return
 	}
-	if value != "cookie" {
-		b.annotationProblem(ing, key, value, `is not "cookie"; no session affinity`)
+	if reason := checkAffinity(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; no session affinity")
 		return
 	}
 	p.Affinity, p.CookieName, p.CookiePath = "cookie", "INGRESSCOOKIE", "/"
@@ -200,21 +218,21 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 		case AffinityPersistent:
 			p.AffinityMode = AffinityPersistent
 		default:
-			b.annotationProblem(ing, key, value, `is not "balanced" or "persistent"; balanced is used`)
+			b.annotationProblem(ing, key, value, checkAffinityMode(value)+"; balanced is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "session-cookie-name"); ok {
-		if cookieName.MatchString(value) {
+		if reason := checkCookieName(value); reason == "" {
 			p.CookieName = value
 		} else {
-			b.annotationProblem(ing, key, value, "is not a cookie name (1 to 64 token characters); INGRESSCOOKIE is used")
+			b.annotationProblem(ing, key, value, reason+"; INGRESSCOOKIE is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "session-cookie-path"); ok {
-		if cookiePath.MatchString(value) {
+		if reason := checkCookiePath(value); reason == "" {
 			p.CookiePath = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not a cookie path (starts with "/", printable, no ";"); "/" is used`)
+			b.annotationProblem(ing, key, value, reason+`; "/" is used`)
 		}
 	}
 	p.CookieMaxAge = b.intAnnotation(ing, "session-cookie-max-age", 0, 0, 10*365*24*3600)
@@ -223,7 +241,7 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 		case "Strict", "Lax", "None":
 			p.CookieSameSite = value
 		default:
-			b.annotationProblem(ing, key, value, `is not "Strict", "Lax" or "None"; no SameSite attribute`)
+			b.annotationProblem(ing, key, value, checkSameSite(value)+"; no SameSite attribute")
 		}
 	}
 	// Read whatever the SameSite, so that a bad value is reported; it
@@ -233,10 +251,10 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 	p.CookieSecure = b.boolAnnotation(ing, "session-cookie-secure", false)
 	p.CookieExpires = b.intAnnotation(ing, "session-cookie-expires", 0, 0, 10*365*24*3600)
 	if value, key, ok := lookupAnnotation(ing, "session-cookie-domain"); ok {
-		if domain := strings.ToLower(value); cookieDomain.MatchString(domain) && len(domain) <= 253 {
-			p.CookieDomain = domain
+		if reason := checkCookieDomain(value); reason == "" {
+			p.CookieDomain = strings.ToLower(value)
 		} else {
-			b.annotationProblem(ing, key, value, "is not a domain name (labels of letters, digits and '-', an optional leading '.'); the cookie is for the request's host only")
+			b.annotationProblem(ing, key, value, reason+"; the cookie is for the request's host only")
 		}
 	}
 	p.CookieChangeOnFailure = b.boolAnnotation(ing, "session-cookie-change-on-failure", false)
@@ -257,10 +275,10 @@ func (b *builder) intAnnotation(ing *networkingv1.Ingress, name string, def, min
 	if !ok {
 		return def
 	}
-	n, err := strconv.Atoi(value)
-	if err != nil || n < min || n > max {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("is not an integer from %d to %d; the default is used", min, max))
+	if reason := intIn("an integer", min, max)(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; the default is used")
 		return def
 	}
+	n, _ := strconv.Atoi(value)
 	return n
 }

@@ -54,12 +54,10 @@ func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 		forceSSLRedirect: b.boolAnnotation(ing, "force-ssl-redirect", false),
 	}
 	if value, key, ok := lookupAnnotation(ing, keyBackendProtocol); ok {
-		switch p := strings.ToUpper(value); p {
-		case "HTTP":
-		case ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS, ProtocolFCGI:
+		if reason := checkBackendProtocol(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; HTTP is used")
+		} else if p := strings.ToUpper(value); p != "HTTP" {
 			o.protocol = p
-		default:
-			b.annotationProblem(ing, key, value, `is not "HTTP", "HTTPS", "GRPC", "GRPCS" or "FCGI"; HTTP is used`)
 		}
 	}
 	var denied []string
@@ -98,3 +96,11 @@ func (b *builder) finishLocation(loc Location, https bool) Location {
 	b.finishUpstreamVhost(&loc)
 	return loc
 }
+
+// checkBackendProtocol checks backend-protocol, in any case.
+func checkBackendProtocol(value string) string {
+	return backendProtocols(strings.ToUpper(value))
+}
+
+// backendProtocols is the check of an upper-case backend-protocol.
+var backendProtocols = oneOf("HTTP", ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS, ProtocolFCGI)

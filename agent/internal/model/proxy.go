@@ -221,17 +221,17 @@ func rewriteImpliesRegex(ing *networkingv1.Ingress) bool {
 // readRewrite reads rewrite-target and app-root.
 func (b *builder) readRewrite(ing *networkingv1.Ingress, p *ProxySettings) {
 	if value, key, ok := lookupAnnotation(ing, keyRewriteTarget); ok && value != "" {
-		if rewriteTarget.MatchString(value) {
+		if reason := checkRewriteTarget(value); reason == "" {
 			p.RewriteTarget = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not a path starting with "/" in URL characters, with "$" only before a capture group number 1 to 9; no rewrite`)
+			b.annotationProblem(ing, key, value, reason+"; no rewrite")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "app-root"); ok {
-		if uriPath.MatchString(value) && value != "/" {
+		if reason := checkAppRoot(value); reason == "" {
 			p.AppRoot = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not a path other than "/" (starting with "/", URL characters only); no redirect`)
+			b.annotationProblem(ing, key, value, reason+"; no redirect")
 		}
 	}
 }
@@ -241,11 +241,10 @@ func (b *builder) readRewrite(ing *networkingv1.Ingress, p *ProxySettings) {
 func (b *builder) readRedirects(ing *networkingv1.Ingress, p *ProxySettings) {
 	code := DefaultPermanentRedirectCode
 	if value, key, ok := lookupAnnotation(ing, "permanent-redirect-code"); ok {
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 300 || n > 308 {
-			b.annotationProblem(ing, key, value, "is not a redirect code from 300 to 308; 301 is used")
+		if reason := checkPermanentRedirectCode(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; 301 is used")
 		} else {
-			code = n
+			code, _ = strconv.Atoi(value)
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "permanent-redirect"); ok {
@@ -289,6 +288,31 @@ func checkRedirectURL(value string) string {
 	return ""
 }
 
+// The checks of the proxy's keys (the table's Check column).
+var (
+	checkOnOff                 = oneOf("on", "off")
+	checkHTTPVersion           = oneOf("1.0", "1.1")
+	checkRewriteTarget         = matching(rewriteTarget, `is not a path starting with "/" in URL characters, with "$" only before a capture group number 1 to 9`)
+	checkXForwardedPrefix      = matching(uriPath, `is not a path starting with "/" in URL characters`)
+	checkPermanentRedirectCode = intIn("a redirect code", 300, 308)
+)
+
+// checkSize checks an nginx size; zero says whether "0" is allowed.
+func checkSize(value string, zero bool) string {
+	if !nginxSize.MatchString(value) || (!zero && strings.TrimLeft(strings.TrimRight(value, "kKmMgG"), "0") == "") {
+		return `is not an nginx size such as "512k" or "8m" (digits, then k, m or g)`
+	}
+	return ""
+}
+
+// checkAppRoot checks app-root: a path other than "/".
+func checkAppRoot(value string) string {
+	if uriPath.MatchString(value) && value != "/" {
+		return ""
+	}
+	return `is not a path other than "/" (starting with "/", URL characters only)`
+}
+
 // readProxyLimits reads the sizes, timeouts, buffering and HTTP version.
 func (b *builder) readProxyLimits(ing *networkingv1.Ingress, p *ProxySettings) {
 	p.BodySize = b.sizeAnnotation(ing, KeyProxyBodySize, true)
@@ -299,11 +323,10 @@ func (b *builder) readProxyLimits(ing *networkingv1.Ingress, p *ProxySettings) {
 	p.Buffering = b.onOffAnnotation(ing, KeyProxyBuffering)
 	p.RequestBuffering = b.onOffAnnotation(ing, "proxy-request-buffering")
 	if value, key, ok := lookupAnnotation(ing, "proxy-http-version"); ok {
-		switch value {
-		case "1.0", "1.1":
+		if reason := checkHTTPVersion(value); reason == "" {
 			p.HTTPVersion = value
-		default:
-			b.annotationProblem(ing, key, value, `is not "1.0" or "1.1"; 1.1 is used`)
+		} else {
+			b.annotationProblem(ing, key, value, reason+"; 1.1 is used")
 		}
 	}
 }
@@ -314,8 +337,8 @@ func (b *builder) sizeAnnotation(ing *networkingv1.Ingress, name string, zero bo
 	if !ok {
 		return ""
 	}
-	if !nginxSize.MatchString(value) || (!zero && strings.TrimLeft(strings.TrimRight(value, "kKmMgG"), "0") == "") {
-		b.annotationProblem(ing, key, value, `is not an nginx size such as "512k" or "8m" (digits, then k, m or g); the default is used`)
+	if reason := checkSize(value, zero); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; the default is used")
 		return ""
 	}
 	return value
@@ -327,8 +350,8 @@ func (b *builder) onOffAnnotation(ing *networkingv1.Ingress, name string) string
 	if !ok {
 		return ""
 	}
-	if value != "on" && value != "off" {
-		b.annotationProblem(ing, key, value, `is not "on" or "off"; the default is used`)
+	if reason := checkOnOff(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; the default is used")
 		return ""
 	}
 	return value
@@ -385,10 +408,10 @@ func (b *builder) readUpstreamHeaders(ing *networkingv1.Ingress, p *ProxySetting
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, keyXForwardedPrefix); ok {
-		if uriPath.MatchString(value) {
+		if reason := checkXForwardedPrefix(value); reason == "" {
 			p.XForwardedPrefix = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not a path starting with "/" in URL characters; no X-Forwarded-Prefix`)
+			b.annotationProblem(ing, key, value, reason+"; no X-Forwarded-Prefix")
 		}
 	}
 }
@@ -424,11 +447,7 @@ func (b *builder) readServerAlias(ing *networkingv1.Ingress) []string {
 		if name == "" {
 			continue
 		}
-		if strings.HasPrefix(name, "*.") {
-			b.annotationProblem(ing, key, name, "is a wildcard; an alias must be an exact host name; left out")
-			continue
-		}
-		if reason := validHost(name); reason != "" {
+		if reason := checkAlias(name); reason != "" {
 			b.annotationProblem(ing, key, name, reason+"; left out")
 			continue
 		}
@@ -511,4 +530,25 @@ func (b *builder) addServerAliases(m *Model) {
 	for i := range m.Servers {
 		slices.Sort(m.Servers[i].Aliases)
 	}
+}
+
+// checkServerAliases checks server-alias: the reason of its first bad
+// name (readServerAlias reports each and leaves it out).
+func checkServerAliases(value string) string {
+	for _, name := range strings.Split(value, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if reason := checkAlias(name); reason != "" {
+				return reason
+			}
+		}
+	}
+	return ""
+}
+
+// checkAlias checks one name of server-alias: an exact host name.
+func checkAlias(name string) string {
+	if strings.HasPrefix(name, "*.") {
+		return "is a wildcard; an alias must be an exact host name"
+	}
+	return validHost(name)
 }

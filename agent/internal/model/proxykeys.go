@@ -280,12 +280,10 @@ func (b *builder) readProxyKeys(ing *networkingv1.Ingress, p *ProxySettings) {
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "satisfy"); ok {
-		switch strings.TrimSpace(value) {
-		case "any":
-			p.SatisfyAny = true
-		case "all":
-		default:
-			b.annotationProblem(ing, key, value, `is not "all" or "any"; all is used`)
+		if reason := checkSatisfy(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; all is used")
+		} else {
+			p.SatisfyAny = strings.TrimSpace(value) == "any"
 		}
 	}
 	p.PreserveTrailingSlash = b.boolAnnotation(ing, "preserve-trailing-slash", false)
@@ -393,11 +391,11 @@ func (b *builder) temporalRedirectCode(ing *networkingv1.Ingress) int {
 	if !ok {
 		return TemporalRedirectCode
 	}
-	n, err := strconv.Atoi(value)
-	if err != nil || n < temporalRedirectLeast || n > temporalRedirectMost {
-		b.annotationProblem(ing, key, value, fmt.Sprintf("is not a redirect code from %d to %d; 302 is used", temporalRedirectLeast, temporalRedirectMost))
+	if reason := checkTemporalRedirectCode(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; 302 is used")
 		return TemporalRedirectCode
 	}
+	n, _ := strconv.Atoi(value)
 	return n
 }
 
@@ -693,4 +691,18 @@ func sizeOf(size string) (int64, bool) {
 		return 0, false
 	}
 	return SizeBytes(size)
+}
+
+// checkTemporalRedirectCode checks temporal-redirect-code.
+var checkTemporalRedirectCode = intIn("a redirect code", temporalRedirectLeast, temporalRedirectMost)
+
+// checkSatisfy checks satisfy (spaces around it do not count).
+func checkSatisfy(value string) string {
+	return oneOf("all", "any")(strings.TrimSpace(value))
+}
+
+// checkPositiveSize checks an nginx size above 0 (ParseNginxSize's).
+func checkPositiveSize(value string) string {
+	_, reason := ParseNginxSize(value, false)
+	return reason
 }

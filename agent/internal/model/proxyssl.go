@@ -86,53 +86,45 @@ func SecretRefs(ing *networkingv1.Ingress) []types.NamespacedName {
 func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 	s := &p.SSL
 	if value, key, ok := lookupAnnotation(ing, keyProxySSLVerify); ok {
-		switch value {
-		case "on":
+		if reason := checkOnOff(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; off is used")
+		} else if value == "on" {
 			s.Verify, s.VerifyDepth = true, 1
-		case "off":
-		default:
-			b.annotationProblem(ing, key, value, `is not "on" or "off"; off is used`)
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-verify-depth"); ok {
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 0 || n > 100 {
-			b.annotationProblem(ing, key, value, "is not a depth from 0 to 100; 1 is used")
+		if reason := checkProxySSLVerifyDepth(value); reason != "" {
+			b.annotationProblem(ing, key, value, reason+"; 1 is used")
 		} else if s.Verify {
-			s.VerifyDepth = n
+			s.VerifyDepth, _ = strconv.Atoi(value)
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-name"); ok {
-		if errs := validation.IsDNS1123Subdomain(strings.ToLower(value)); len(errs) == 0 {
+		if reason := checkProxySSLName(value); reason == "" {
 			s.Name = strings.ToLower(value)
 		} else {
-			b.annotationProblem(ing, key, value, "is not a host name; the client's host is used")
+			b.annotationProblem(ing, key, value, reason+"; the client's host is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-server-name"); ok {
-		if value == "on" || value == "off" {
+		if reason := checkOnOff(value); reason == "" {
 			s.ServerName = value
 		} else {
-			b.annotationProblem(ing, key, value, `is not "on" or "off"; on is used`)
+			b.annotationProblem(ing, key, value, reason+"; on is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-protocols"); ok {
-		fields := strings.Fields(value)
-		good := len(fields) > 0
-		for _, f := range fields {
-			good = good && proxySSLProtocols[f]
-		}
-		if good {
-			s.Protocols = strings.Join(fields, " ")
+		if reason := checkProxySSLProtocols(value); reason == "" {
+			s.Protocols = strings.Join(strings.Fields(value), " ")
 		} else {
-			b.annotationProblem(ing, key, value, "is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3; nginx's default is used")
+			b.annotationProblem(ing, key, value, reason+"; nginx's default is used")
 		}
 	}
 	if value, key, ok := lookupAnnotation(ing, "proxy-ssl-ciphers"); ok {
-		if err := ciphers.Check(value); err == nil {
+		if reason := checkProxySSLCiphers(value); reason == "" {
 			s.Ciphers = value
 		} else {
-			b.annotationProblem(ing, key, value, "is not an OpenSSL cipher list nginx takes: "+err.Error()+"; nginx's default is used")
+			b.annotationProblem(ing, key, value, reason+"; nginx's default is used")
 		}
 	}
 	ref, key, ok := lookupAnnotation(ing, "proxy-ssl-secret")
@@ -231,6 +223,35 @@ func checkPEM(data []byte, blockType, what string, parse func([]byte) error) str
 	}
 	if n == 0 {
 		return "holds no PEM " + what
+	}
+	return ""
+}
+
+// The checks of the proxy-ssl-* keys (the table's Check column).
+var checkProxySSLVerifyDepth = intIn("a depth", 0, 100)
+
+func checkProxySSLName(value string) string {
+	if len(validation.IsDNS1123Subdomain(strings.ToLower(value))) == 0 {
+		return ""
+	}
+	return "is not a host name"
+}
+
+func checkProxySSLProtocols(value string) string {
+	fields := strings.Fields(value)
+	good := len(fields) > 0
+	for _, f := range fields {
+		good = good && proxySSLProtocols[f]
+	}
+	if good {
+		return ""
+	}
+	return "is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"
+}
+
+func checkProxySSLCiphers(value string) string {
+	if err := ciphers.Check(value); err != nil {
+		return "is not an OpenSSL cipher list nginx takes: " + err.Error()
 	}
 	return ""
 }

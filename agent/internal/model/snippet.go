@@ -749,3 +749,15 @@ func (b *builder) fixedLocation(st *ingressSnippets, id, host string, sl snippet
 	loc.Snippet.ServerTokensOff = st.server.ServerTokensOff
 	return loc
 }
+
+// snippetCheck is the Check of a snippet annotation of kind: its text as
+// snippet.Parse reads it without the Ingress's options (which variables
+// its paths give are known to Build alone).
+func snippetCheck(kind snippet.Context) func(string) string {
+	return func(text string) string {
+		if _, refusal := snippet.Parse(kind, text, snippet.Options{}); refusal != nil {
+			return refusal.Error()
+		}
+		return ""
+	}
+}

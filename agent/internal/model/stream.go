@@ -92,9 +92,9 @@ func (b *builder) addPassthrough(ing *networkingv1.Ingress) {
 	if !ok {
 		return
 	}
-	on, err := strconv.ParseBool(value)
-	if err != nil {
-		b.annotationProblem(ing, key, value, "is not true or false; nginx terminates TLS for its hosts")
+	on, _ := strconv.ParseBool(value)
+	if reason := checkBool(value); reason != "" {
+		b.annotationProblem(ing, key, value, reason+"; nginx terminates TLS for its hosts")
 		return
 	}
 	if !on {
