@@ -44,3 +44,26 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildAnnotated is BenchmarkBuild with the annotations migrated
+// Ingresses carry most (B5-annotated's proxy-body-size, timeouts, a
+// rewrite, CORS), so that the cost of reading annotations shows.
+func BenchmarkBuildAnnotated(b *testing.B) {
+	s := benchSnapshot(1000)
+	for _, ing := range s.Ingresses {
+		ing.Annotations = map[string]string{
+			"nginx.ingress.kubernetes.io/proxy-body-size":    "8m",
+			"nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
+			"nginx.ingress.kubernetes.io/ssl-redirect":       "false",
+			"nginx.ingress.kubernetes.io/enable-cors":        "true",
+			"nginx.ingress.kubernetes.io/rewrite-target":     "/",
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m, problems := Build(s)
+		if len(m.Servers) != len(s.Ingresses) || len(problems) != 0 {
+			b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+		}
+	}
+}
