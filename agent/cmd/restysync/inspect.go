@@ -292,6 +292,8 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 		}
 	}
 
+	writeNotServed(w, r.NotServed)
+
 	if len(r.Problems) == 0 {
 		fmt.Fprintln(w, "\nProblems: none")
 	} else {
@@ -315,6 +317,20 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	}
 	writeConfig(w, r.Config)
 	writeLua(w, r.Lua)
+}
+
+// writeNotServed lists the Ingresses of another class, each with why
+// (model.DecideClass), so that an Ingress answered 404 because of its class
+// is explained.
+func writeNotServed(w io.Writer, notServed []admin.NotServed) {
+	if len(notServed) == 0 {
+		fmt.Fprintln(w, "\nIngresses not served: none")
+		return
+	}
+	fmt.Fprintf(w, "\nIngresses not served (%d)\n", len(notServed))
+	for _, n := range notServed {
+		fmt.Fprintf(w, "  Ingress %s: not served: %s\n", n.Ingress, n.Reason)
+	}
 }
 
 func writeConfig(w io.Writer, c *admin.Config) {

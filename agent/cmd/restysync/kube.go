@@ -178,6 +178,12 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		}
 		return nil // not a typed nil inside the interface
 	}
+	lookupClass := func(name string) runtime.Object {
+		if class := src.IngressClass(name); class != nil {
+			return class
+		}
+		return nil
+	}
 
 	var writer *status.Writer
 	stopped := make(chan struct{})
@@ -215,6 +221,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	onSync := func(r syncer.Report) {
 		recorder.Problems(r.Problems, lookup)
 		recorder.ConfigMapProblems(r.Problems, src.ConfigMap())
+		recorder.IngressClassProblems(r.Problems, lookupClass)
 		if r.Path == "full" {
 			recorder.Forget(lookup)
 		}

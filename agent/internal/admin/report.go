@@ -28,6 +28,9 @@ type Report struct {
 	// Stream is what nginx's stream module serves: TLS passed through by
 	// SNI, and TCP and UDP services, sorted.
 	Stream []StreamEntry `json:"stream"`
+	// NotServed are the Ingresses the agent leaves to another controller,
+	// sorted, each with why (its class decision).
+	NotServed []NotServed `json:"not_served"`
 	// Problems are the invalid input left out of the model.
 	Problems []Problem `json:"problems"`
 	// QuarantinedIngresses ("namespace/name") are the Ingresses nginx
@@ -93,6 +96,13 @@ type Certificate struct {
 	// Invalid is why the Secret cannot be served now ("" when it can); Lua
 	// then keeps the last good content, if it had any.
 	Invalid string `json:"invalid,omitempty"`
+}
+
+// NotServed is an Ingress of another class, and why it is not served.
+type NotServed struct {
+	// Ingress is "namespace/name".
+	Ingress string `json:"ingress"`
+	Reason  string `json:"reason"`
 }
 
 // Problem is one piece of invalid input.
@@ -167,8 +177,12 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 		Hosts:                []Host{},
 		Certificates:         []Certificate{},
 		Stream:               streamEntries(m.Stream),
+		NotServed:            []NotServed{},
 		Problems:             []Problem{},
 		QuarantinedIngresses: []string{},
+	}
+	for _, n := range m.NotServed {
+		r.NotServed = append(r.NotServed, NotServed{Ingress: n.Ingress, Reason: n.Reason})
 	}
 	endpoints := make(map[string][]string, len(m.Backends))
 	for _, b := range m.Backends {

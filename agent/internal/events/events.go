@@ -1,8 +1,9 @@
 // Package events reports, beside the pipeline (source → model → render → plan → apply),
 // what it did with each Ingress as events.k8s.io/v1 Events on it: a
 // Warning for each Problem model.Build found, and a Normal event when an
-// Ingress is first served; and a Warning on the agent's ConfigMap for each
-// of its Problems (a value nginx refused).
+// Ingress is first served; a Warning on the agent's ConfigMap for each
+// of its Problems (a value nginx refused); and a Warning on an IngressClass
+// named like ours whose controller is not ours.
 //
 // A problem is reported once, when it appears, not on every sync: the
 // Recorder remembers the problems of the last call and reports only new
@@ -118,7 +119,10 @@ type Recorder struct {
 	// configMapProblems are those reported in the last call of
 	// ConfigMapProblems.
 	configMapProblems map[model.Problem]bool
-	served            map[types.NamespacedName]types.UID
+	// classProblems are those reported in the last call of
+	// IngressClassProblems.
+	classProblems map[model.Problem]bool
+	served        map[types.NamespacedName]types.UID
 }
 
 // New returns a Recorder that writes Events through client once Start has
@@ -344,6 +348,38 @@ func (r *Recorder) ConfigMapProblems(problems []model.Problem, cm *corev1.Config
 		next[p] = true
 	}
 	r.configMapProblems = next
+}
+
+// IngressClassProblems emits a Warning Event on the IngressClass of each
+// problem of Kind "IngressClass" that was not in the previous call, as
+// Problems does for Ingresses: one named like ours whose controller is
+// not ours. lookup returns the IngressClass (nil if it does not exist: the
+// problem is then tried again on the next call). Events on an IngressClass,
+// which has no namespace, go in the default namespace.
+func (r *Recorder) IngressClassProblems(problems []model.Problem, lookup func(name string) runtime.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := map[model.Problem]bool{}
+	for _, p := range problems {
+		if p.Kind != "IngressClass" {
+			continue
+		}
+		if !r.classProblems[p] && !next[p] {
+			obj := lookup(p.Name)
+			if obj == nil {
+				continue
+			}
+			ref, err := reference.GetPartialReference(kubeclient.Scheme, obj, fieldPath(p.Reason))
+			if err != nil {
+				r.logger.Warn("cannot refer to an object in an Event", "object", p.Object(), "error", err)
+				continue
+			}
+			r.emit(ref, corev1.EventTypeWarning, ReasonProblem, p.Reason)
+			r.logger.Debug("event", "ingressclass", p.Name, "type", corev1.EventTypeWarning, "note", p.Reason)
+		}
+		next[p] = true
+	}
+	r.classProblems = next
 }
 
 // Forget drops the served Ingresses that lookup no longer finds, or finds

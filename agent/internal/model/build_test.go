@@ -21,19 +21,22 @@ func TestBuildClassSelection(t *testing.T) {
 		watchWithoutClass bool
 		opts              []ingressOption
 		wantOurs          bool
+		// classProblems counts the class warnings: an IngressClass named
+		// like ours of another controller, an Ingress naming two classes.
+		classProblems int
 	}{
 		{name: "field names our class", classes: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)}, wantOurs: true},
 		{name: "field names our class, no IngressClass object"},
-		{name: "field names our class, object of another controller", classes: []*networkingv1.IngressClass{ingressClass(testClass, other, false)}},
+		{name: "field names our class, object of another controller", classes: []*networkingv1.IngressClass{ingressClass(testClass, other, false)}, classProblems: 1},
 		{name: "field names another class", opts: []ingressOption{classField("nginx")}},
-		{name: "field wins over legacy annotation", opts: []ingressOption{classField("nginx"), annotation(legacyClassAnnotation, testClass)}},
+		{name: "field wins over legacy annotation", opts: []ingressOption{classField("nginx"), annotation(legacyClassAnnotation, testClass)}, classProblems: 1},
 		{name: "empty field, legacy annotation names our class", opts: []ingressOption{classField(""), annotation(legacyClassAnnotation, testClass)}, wantOurs: true},
 		{name: "legacy annotation names our class", opts: []ingressOption{noClassField(), annotation(legacyClassAnnotation, testClass)}, wantOurs: true},
 		{name: "legacy annotation names another class", opts: []ingressOption{noClassField(), annotation(legacyClassAnnotation, "nginx")}, watchWithoutClass: true},
 		{
 			name:    "legacy annotation does not look at the IngressClass object",
 			classes: []*networkingv1.IngressClass{ingressClass(testClass, other, false)},
-			opts:    []ingressOption{noClassField(), annotation(legacyClassAnnotation, testClass)}, wantOurs: true,
+			opts:    []ingressOption{noClassField(), annotation(legacyClassAnnotation, testClass)}, wantOurs: true, classProblems: 1,
 		},
 		{name: "no class, our class is default", classes: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, true)}, opts: []ingressOption{noClassField()}, wantOurs: true},
 		{
@@ -41,7 +44,7 @@ func TestBuildClassSelection(t *testing.T) {
 			classes: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)},
 			opts:    []ingressOption{noClassField()},
 		},
-		{name: "no class, default class of our name but another controller", classes: []*networkingv1.IngressClass{ingressClass(testClass, other, true)}, opts: []ingressOption{noClassField()}},
+		{name: "no class, default class of our name but another controller", classes: []*networkingv1.IngressClass{ingressClass(testClass, other, true)}, opts: []ingressOption{noClassField()}, classProblems: 1},
 		{name: "no class, default class of our controller but another name", classes: []*networkingv1.IngressClass{ingressClass("second", ControllerName, true)}, opts: []ingressOption{noClassField()}},
 		{name: "no class, no default, not watching without class", opts: []ingressOption{noClassField()}},
 		{name: "no class, no default, watching without class", opts: []ingressOption{noClassField()}, watchWithoutClass: true, wantOurs: true},
@@ -69,11 +72,24 @@ func TestBuildClassSelection(t *testing.T) {
 			if gotOurs != tt.wantOurs {
 				t.Fatalf("ours = %v, want %v (model %s)", gotOurs, tt.wantOurs, dump(m))
 			}
-			if !tt.wantOurs && len(problems) != 0 {
-				t.Fatalf("problems for an Ingress that is not ours: %v", problems)
+			if gotOurs == (len(m.NotServed) == 1) {
+				t.Errorf("ours = %v, and not served %v", gotOurs, m.NotServed)
 			}
-			if tt.wantOurs && len(problems) != 1 {
-				t.Fatalf("want the one host problem, got %v", problems)
+			var hostProblems []Problem
+			for _, p := range problems {
+				if strings.Contains(p.Reason, "BAD") {
+					hostProblems = append(hostProblems, p)
+				}
+			}
+			if !tt.wantOurs && len(hostProblems) != 0 {
+				t.Fatalf("problems for an Ingress that is not ours: %v", hostProblems)
+			}
+			if tt.wantOurs && len(hostProblems) != 1 {
+				t.Fatalf("want the one host problem, got %v", hostProblems)
+			}
+			// Besides those, only the class warnings (class_test.go).
+			if len(problems) != len(hostProblems)+tt.classProblems {
+				t.Errorf("problems %v, want %d class problems besides the host's", problems, tt.classProblems)
 			}
 		})
 	}

@@ -1,10 +1,8 @@
 package model
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -57,7 +55,9 @@ type builder struct {
 	// Ingress whose use-regex made them so; serviceUpstream and wwwKeys
 	// are service-upstream and from-to-www-redirect by Ingress
 	// (proxykeys.go).
-	regexHosts      map[string]string
+	regexHosts map[string]string
+	// notServed are the Ingresses of another class, and why (class.go).
+	notServed       []NotServed
 	serviceUpstream map[string]bool
 	// serviceUpstreamDefault is Snapshot.ServiceUpstream.
 	serviceUpstreamDefault bool
@@ -107,7 +107,8 @@ func (b *builder) Process(shared *Builder) {
 	b.Builder = shared
 	s := b.source
 	b.checkGlobalAuth(s)
-	ours := b.withValidNames(ourIngresses(s))
+	b.checkClasses(s)
+	ours := b.withValidNames(b.ourIngresses(s))
 	var withDefault []defaultBackend
 	var canaries []*networkingv1.Ingress
 	b.markRegexHosts(ours)
@@ -156,26 +157,7 @@ func (b *builder) FinishModel(m *Model) {
 	b.addWWWRedirects(m)
 	m.AuthFiles = b.authFiles()
 	m.Stream = b.streamModel()
-}
-
-// ourIngresses returns the Ingresses of our class, oldest first (ties broken
-// by namespace and name), so that "the oldest wins" is "the first wins".
-func ourIngresses(s Snapshot) []*networkingv1.Ingress {
-	isOurs := classFilter(s)
-	ours := make([]*networkingv1.Ingress, 0, len(s.Ingresses))
-	for _, ing := range s.Ingresses {
-		if isOurs(ing) {
-			ours = append(ours, ing)
-		}
-	}
-	slices.SortFunc(ours, func(a, b *networkingv1.Ingress) int {
-		return cmp.Or(
-			a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time),
-			strings.Compare(a.Namespace, b.Namespace),
-			strings.Compare(a.Name, b.Name),
-		)
-	})
-	return ours
+	m.NotServed = b.notServed
 }
 
 // withValidNames returns the Ingresses of ours whose namespace is a DNS-1123
@@ -193,42 +175,10 @@ func (b *builder) withValidNames(ours []*networkingv1.Ingress) []*networkingv1.I
 }
 
 // Serves returns what decides which Ingresses of s restysync serves
-// (classFilter).
-func Serves(s Snapshot) func(*networkingv1.Ingress) bool { return classFilter(s) }
-
-// classFilter decides which Ingresses are ours: those naming our class in
-// spec.ingressClassName, when that IngressClass exists with our controller
-// (as ingress-nginx has it, so deleting the class stops serving them), or,
-// without the field, in the legacy annotation; and those naming no class
-// when our IngressClass is the default one, or when WatchWithoutClass is
-// set and no other IngressClass is the default.
-func classFilter(s Snapshot) func(*networkingv1.Ingress) bool {
-	var classExists, weAreDefault, otherIsDefault bool
-	for _, class := range s.IngressClasses {
-		isDefault := class.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
-		ourController := class.Spec.Controller == ControllerName
-		switch {
-		case class.Name == s.IngressClass && !ourController:
-			otherIsDefault = otherIsDefault || isDefault
-		case class.Name == s.IngressClass:
-			classExists = true
-			weAreDefault = isDefault
-		case isDefault:
-			otherIsDefault = true
-		}
-	}
-	return func(ing *networkingv1.Ingress) bool {
-		if name := ing.Spec.IngressClassName; name != nil && *name != "" {
-			return *name == s.IngressClass && classExists
-		}
-		if annotation := ing.Annotations[legacyClassAnnotation]; annotation != "" {
-			return annotation == s.IngressClass
-		}
-		if weAreDefault {
-			return true
-		}
-		return s.WatchWithoutClass && !otherIsDefault
-	}
+// (DecideClass, class.go).
+func Serves(s Snapshot) func(*networkingv1.Ingress) bool {
+	decide := DecideClass(s)
+	return func(ing *networkingv1.Ingress) bool { return decide(ing).Served }
 }
 
 // addIngress adds the paths of ing to the servers of their hosts. It

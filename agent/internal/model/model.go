@@ -131,6 +131,9 @@ type Model struct {
 	// Stream is what nginx's stream module serves: TLS passthrough and
 	// TCP and UDP services (stream.go).
 	Stream Stream
+	// NotServed are the Ingresses restysync leaves to another controller
+	// (class.go), sorted, with why: for inspect, not for nginx.
+	NotServed []NotServed
 }
 
 // DefaultCertificateHost is the host under which a Certificate is the

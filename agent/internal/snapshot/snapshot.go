@@ -117,12 +117,14 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 var e2eBuilt func(model.Snapshot)
 
 // everyIngressOurs returns copies of ingresses that name class, and class
-// as the only IngressClass, of our controller.
+// as the only IngressClass, of our controller. The copies lose the legacy
+// class annotation, which would otherwise name a second class.
 func everyIngressOurs(ingresses []*networkingv1.Ingress, class string) ([]*networkingv1.Ingress, []*networkingv1.IngressClass) {
 	ours := make([]*networkingv1.Ingress, len(ingresses))
 	for i, ing := range ingresses {
 		copied := ing.DeepCopy()
 		copied.Spec.IngressClassName = &class
+		delete(copied.Annotations, "kubernetes.io/ingress.class")
 		ours[i] = copied
 	}
 	classes := []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},

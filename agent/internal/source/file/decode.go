@@ -1,11 +1,8 @@
 package file
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -17,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -86,40 +82,56 @@ type problem struct {
 	path   string
 	index  int
 	reason string
+	// failed says the document or file could not be used (it is not YAML,
+	// strict decoding refused it, a required field is missing, or the file
+	// could not be read), as opposed to one left out by design (a kind the
+	// source does not read): readFile then keeps the last good version of
+	// what it defined (keepLastGood, lastgood.go).
+	failed bool
+	// defines is the object a failed document names (its kind,
+	// metadata.namespace and metadata.name read leniently), nil when that
+	// is unclear (not YAML): then every object of the file's last good
+	// version that no good document defines is kept.
+	defines *objectKey
 }
 
 // decodeManifests splits data into documents and decodes each one. A
-// document that cannot be used becomes a problem and the others are still
-// returned. Documents holding only comments and blank lines are skipped;
-// after maxDocuments documents the rest of the file is left out.
+// document that cannot be used becomes a problem, whose reason names the
+// line of the file it is about, and the others are still returned.
+// Documents holding only comments and blank lines are skipped; after
+// maxDocuments documents the rest of the file is left out.
 func decodeManifests(path string, data []byte, maxDocuments int) ([]document, []problem) {
 	var docs []document
 	var problems []problem
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	split := splitter{data: data}
 	index := 0
 	for {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
+		raw, ok := split.next()
+		if !ok {
 			break
 		}
-		if err == nil && isEmptyDocument(raw) {
+		if raw.err == nil && isEmptyDocument(raw.data) {
 			continue
 		}
 		index++
 		if index > maxDocuments {
 			problems = append(problems, problem{path: path, index: index,
-				reason: fmt.Sprintf("the file has more than %d documents; this one and the rest are left out", maxDocuments)})
+				reason: fmt.Sprintf("line %d: the file has more than %d documents; this one and the rest are left out", raw.line, maxDocuments)})
 			break
 		}
-		if err != nil {
-			// A malformed separator line; the reader goes on after it.
-			problems = append(problems, problem{path: path, index: index,
-				reason: shorten(err.Error()) + "; document left out"})
+		if raw.err != nil {
+			// A malformed separator line ended the document.
+			problems = append(problems, problem{path: path, index: index, failed: true,
+				reason: fmt.Sprintf("line %d: %s; document left out", raw.errLine, shorten(raw.err.Error()))})
 			continue
 		}
-		doc, reason := decodeDocument(raw)
+		doc, reason, byDesign := decodeDocument(raw.data)
 		if reason != "" {
-			problems = append(problems, problem{path: path, index: index, reason: reason})
+			p := problem{path: path, index: index, reason: locate(raw, reason), failed: !byDesign}
+			if p.failed {
+				p.defines = identify(raw.data)
+			}
+			problems = append(problems, p)
 			continue
 		}
 		doc.index = index
@@ -144,14 +156,17 @@ func isEmptyDocument(raw []byte) bool {
 }
 
 // decodeDocument decodes and checks one document. On failure it returns the
-// reason for a Problem.
-func decodeDocument(raw []byte) (document, string) {
+// reason for a Problem, and byDesign when the document is left out because
+// it is of a kind or Secret type the source does not read, not because it
+// is broken.
+func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 	if reason := checkAliases(raw); reason != "" {
-		return document{}, reason
+		return document{}, reason, false
 	}
 	obj, gvk, err := manifestDecoder.Decode(raw, nil, nil)
 	if err != nil {
-		return document{}, decodeErrorReason(err, gvk)
+		reason := decodeErrorReason(err, gvk)
+		return document{}, reason, strings.Contains(reason, otherKindNote)
 	}
 	var (
 		kind          source.Kind
@@ -174,15 +189,15 @@ func decodeDocument(raw []byte) (document, string) {
 		kind, meta = source.KindSecret, &o.ObjectMeta
 	default:
 		// Unreachable: the scheme knows only the types above.
-		return document{}, fmt.Sprintf("%T is not read; document left out", obj)
+		return document{}, fmt.Sprintf("%T is not read; document left out", obj), true
 	}
 
 	if meta.Name == "" {
-		return document{}, fmt.Sprintf("%s has no metadata.name; document left out", kind)
+		return document{}, fmt.Sprintf("%s has no metadata.name; document left out", kind), false
 	}
 	if errs := validateName(meta.Name); len(errs) > 0 {
 		return document{}, shorten(fmt.Sprintf("%s metadata.name %q: %s; document left out",
-			kind, meta.Name, strings.Join(errs, "; ")))
+			kind, meta.Name, strings.Join(errs, "; "))), false
 	}
 	switch {
 	case clusterScoped:
@@ -192,28 +207,30 @@ func decodeDocument(raw []byte) (document, string) {
 	default:
 		if errs := validation.IsDNS1123Label(meta.Namespace); len(errs) > 0 {
 			return document{}, shorten(fmt.Sprintf("%s %s metadata.namespace %q: %s; document left out",
-				kind, meta.Name, meta.Namespace, strings.Join(errs, "; ")))
+				kind, meta.Name, meta.Namespace, strings.Join(errs, "; "))), false
 		}
 	}
 	key := objectKey{kind: kind, namespace: meta.Namespace, name: meta.Name}
 
 	if secret, ok := obj.(*corev1.Secret); ok {
-		if reason := checkSecret(key, secret); reason != "" {
-			return document{}, reason
+		if reason, byDesign := checkSecret(key, secret); reason != "" {
+			return document{}, reason, byDesign
 		}
 	}
-	return document{key: key, obj: obj}, ""
+	return document{key: key, obj: obj}, "", false
 }
 
 // checkSecret accepts TLS Secrets and Opaque ones (the htpasswd of basic
 // auth), and folds stringData into data as the API server does, so
 // hand-written manifests may use plain PEM or htpasswd text.
-func checkSecret(key objectKey, secret *corev1.Secret) string {
+// It also says whether a refused Secret is of a type the source does not
+// read (byDesign) rather than a broken one.
+func checkSecret(key objectKey, secret *corev1.Secret) (reason string, byDesign bool) {
 	if secret.Type == "" {
 		secret.Type = corev1.SecretTypeOpaque // the API server's default
 	}
 	if secret.Type != corev1.SecretTypeTLS && secret.Type != corev1.SecretTypeOpaque {
-		return fmt.Sprintf("%s has type %q: only kubernetes.io/tls and Opaque Secrets are read; document left out", key, secret.Type)
+		return fmt.Sprintf("%s has type %q: only kubernetes.io/tls and Opaque Secrets are read; document left out", key, secret.Type), true
 	}
 	if len(secret.StringData) > 0 {
 		if secret.Data == nil {
@@ -225,14 +242,14 @@ func checkSecret(key objectKey, secret *corev1.Secret) string {
 		secret.StringData = nil
 	}
 	if secret.Type == corev1.SecretTypeOpaque {
-		return ""
+		return "", false
 	}
 	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
 		if _, ok := secret.Data[k]; !ok {
-			return fmt.Sprintf("%s has no %q in data or stringData; document left out", key, k)
+			return fmt.Sprintf("%s has no %q in data or stringData; document left out", key, k), false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // decodeErrorReason turns a decoder error into a short sentence. Some

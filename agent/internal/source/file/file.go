@@ -9,11 +9,15 @@
 // hold several documents separated by "---"; each document is decoded
 // strictly by apimachinery into one of the accepted types (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, ConfigMap). A document
-// that cannot be used becomes a Problem named "path#N" and is left out; the
-// rest of the file and every other file are still served. Decoding is
-// strict (unknown fields and duplicate keys are problems) because a typo
-// that silently drops a field would route traffic the user did not write.
-// A .json file holds one object; JSON streams and "kind: List" are not read.
+// that cannot be used becomes a Problem named "path#N" whose reason starts
+// with the line of the file it is about; the rest of the file and every
+// other file are still served. Decoding is strict (unknown fields and
+// duplicate keys are problems) because a typo that silently drops a field
+// would route traffic the user did not write. A document that fails to
+// decode keeps the last good version of what it defined, as the API server
+// refuses a bad write and keeps the last good object (lastgood.go); a file
+// never read well contributes nothing. A .json file holds one object; JSON
+// streams and "kind: List" are not read.
 //
 // The folder is watched, not the files, because editors and kubelet replace
 // a file by renaming another one over it; a watch on the old file would go

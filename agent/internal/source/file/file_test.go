@@ -549,9 +549,10 @@ func TestWatchBrokenFileDoesNotStopOthers(t *testing.T) {
 	writeFile(t, b, serviceYAML("b", 80))
 	s, rec := startSource(t, dir)
 
+	// A broken save keeps the last good version of a (lastgood.go).
 	writeFile(t, a, "apiVersion: v1\nkind: Service\nmetadata: [broken\n")
-	waitChange(t, s, rec, source.KindService, "a gone and reported", func(snap model.Snapshot, problems []model.Problem) bool {
-		return servicePort(snap, "a") == 0 && hasProblem(a+"#1")(snap, problems)
+	waitChange(t, s, rec, source.KindUnknown, "a kept and reported", func(snap model.Snapshot, problems []model.Problem) bool {
+		return servicePort(snap, "a") == 80 && hasProblem(a+"#1")(snap, problems)
 	})
 
 	rec.drain()

@@ -153,15 +153,22 @@ func (s *Source) unwatchAll() {
 }
 
 // readFile reads one file again. A file that is gone drops its objects; a
-// file whose bytes did not change is not decoded again.
+// file whose bytes did not change is not decoded again. A document that
+// fails to decode, or a file that cannot be read, keeps the last good
+// version of what it defined (keepLastGood, lastgood.go).
 func (s *Source) readFile(path string) {
+	var served []document
+	if old := s.files[path]; old != nil {
+		served = old.docs
+	}
 	data, err := s.load(path)
 	switch {
 	case isGone(err):
 		delete(s.files, path)
 		return
 	case err != nil:
-		s.files[path] = &fileState{problems: []problem{{path: path, reason: err.Error()}}}
+		problems := []problem{{path: path, reason: err.Error(), failed: true}}
+		s.files[path] = &fileState{docs: keepLastGood(served, nil, problems), problems: problems}
 		return
 	}
 	sum := sha256.Sum256(data)
@@ -170,6 +177,7 @@ func (s *Source) readFile(path string) {
 	}
 	docs, problems := decodeManifests(path, data, s.maxDocuments)
 	s.reuseUnchanged(docs)
+	docs = keepLastGood(served, docs, problems)
 	s.files[path] = &fileState{sum: sum, docs: docs, problems: problems}
 }
 

@@ -400,6 +400,19 @@ func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
 	return ing
 }
 
+// IngressClass returns the cached IngressClass name, or nil. It is the
+// cache's object and must not be modified.
+func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
+	if !s.isStarted() {
+		return nil
+	}
+	class, err := s.ingressClasses.Get(name)
+	if err != nil {
+		return nil
+	}
+	return class
+}
+
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
 // snap name by annotation, each once.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
