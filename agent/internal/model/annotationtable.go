@@ -337,6 +337,18 @@ func supportedAnnotation(name string) bool {
 	return ok && row.Status == AnnotationSupported
 }
 
+// supportedAnnotations returns the keys (without prefix) Build reads, in
+// table order.
+func supportedAnnotations() []string {
+	var names []string
+	for _, row := range Annotations {
+		if row.Status == AnnotationSupported {
+			names = append(names, row.Name)
+		}
+	}
+	return names
+}
+
 // ingressNginxReads reports whether ingress-nginx reads the key (without
 // prefix).
 func ingressNginxReads(name string) bool {
