@@ -13,7 +13,9 @@
 // rest of the file and every other file are still served. Decoding is
 // strict (unknown fields and duplicate keys are problems) because a typo
 // that silently drops a field would route traffic the user did not write.
-// A .json file holds one object; JSON streams and "kind: List" are not read.
+// A .json file holds one object; JSON streams are not read. A list
+// ("kind: List", as `kubectl get -o yaml` writes it, or IngressList) is
+// read item by item (list.go).
 //
 // The folder is watched, not the files, because editors and kubelet replace
 // a file by renaming another one over it; a watch on the old file would go
