@@ -170,6 +170,9 @@ func decodeManifests(path string, data []byte, maxDocuments int) ([]document, []
 			continue
 		}
 		doc, reason := decodeDocument(raw)
+		if reason != "" && bytes.Contains(raw, []byte("{{")) {
+			reason = "a template, not a manifest ({{ }} is Helm's or Go's): render it first (helm template) and read the output; " + reason
+		}
 		if reason != "" {
 			problems = append(problems, problem{path: path, index: index, reason: reason})
 			continue

@@ -229,6 +229,11 @@ func TestDecodeFolder(t *testing.T) {
 			wantProblems: []wantProblem{{"x.yaml#1", `kind "Deployment" of apiVersion "apps/v1" is not read`}},
 		},
 		{
+			name:         "Helm template",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\n  labels:\n    {{- toYaml .Values.labels | nindent 4 }}\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "a template, not a manifest ({{ }} is Helm's or Go's): render it first (helm template)"}},
+		},
+		{
 			name:         "backend port written as a number",
 			files:        map[string]string{"x.yaml": strings.Replace(ingressYAML("a", "a"), "port:\n                  number: 80", "port: 80", 1)},
 			wantProblems: []wantProblem{{"x.yaml#1", "a backend's service.port is written as a number or a name (port: 80); networking.k8s.io/v1 wants port: {number: 80}"}},
