@@ -229,15 +229,24 @@ func checkFailures(report CheckReport, src string, strict bool) []string {
 	if s.RenderRefused > 0 {
 		failures = append(failures, fmt.Sprintf("nginx.conf cannot be rendered with %d Ingresses; the agent quarantines them", s.RenderRefused))
 	}
-	if s.Invalid+s.Refused+s.Unknown > 0 {
-		failures = append(failures, fmt.Sprintf("%d annotations are not supported as written (%d invalid, %d refused, %d unknown)",
-			s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown))
+	return append(failures, statusFailures("annotations", s.Invalid, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx, strict)...)
+}
+
+// statusFailures says why keys (annotations or a ConfigMap's) with these
+// counts by status fail the check: any invalid, refused or unknown; with
+// strict, any typo or ignored-by-ingress-nginx, which do nothing under
+// either controller.
+func statusFailures(keys string, invalid, refused, unknown, typo, ignored int, strict bool) []string {
+	var why []string
+	if invalid+refused+unknown > 0 {
+		why = append(why, fmt.Sprintf("%d %s are not supported as written (%d invalid, %d refused, %d unknown)",
+			invalid+refused+unknown, keys, invalid, refused, unknown))
 	}
-	if strict && s.Typo+s.IgnoredByIngressNginx > 0 {
-		failures = append(failures, fmt.Sprintf("--strict: %d annotations do nothing under either controller (%d typo, %d ignored-by-ingress-nginx)",
-			s.Typo+s.IgnoredByIngressNginx, s.Typo, s.IgnoredByIngressNginx))
+	if strict && typo+ignored > 0 {
+		why = append(why, fmt.Sprintf("--strict: %d %s do nothing under either controller (%d typo, %d ignored-by-ingress-nginx)",
+			typo+ignored, keys, typo, ignored))
 	}
-	return failures
+	return why
 }
 
 // checkTargets are where check lets nginx connect: as the agent in a

@@ -82,16 +82,7 @@ func (c *CheckedConfigMap) failure(strict bool) string {
 		return "not found"
 	}
 	s := c.Summary
-	var why []string
-	if s.Invalid+s.Refused+s.Unknown > 0 {
-		why = append(why, fmt.Sprintf("%d keys are not supported as written (%d invalid, %d refused, %d unknown)",
-			s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown))
-	}
-	if strict && s.Typo+s.IgnoredByIngressNginx > 0 {
-		why = append(why, fmt.Sprintf("--strict: %d keys do nothing under either controller (%d typo, %d ignored-by-ingress-nginx)",
-			s.Typo+s.IgnoredByIngressNginx, s.Typo, s.IgnoredByIngressNginx))
-	}
-	return strings.Join(why, ", ")
+	return strings.Join(statusFailures("keys", s.Invalid, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx, strict), ", ")
 }
 
 func writeCheckConfigMap(w io.Writer, c *CheckedConfigMap) {
