@@ -81,7 +81,7 @@ func TestCheck(t *testing.T) {
 		"default/old nginx.ingress.kubernetes.io/influxdb-host":         "unknown",
 		"default/new restysync.io/upstream-hash-by":                     "supported",
 		"default/moves nginx.ingress.kubernetes.io/hsts":                "ignored-by-ingress-nginx",
-		"default/moves nginx.ingress.kubernetes.io/proxy-body-sise":     "ignored-by-ingress-nginx",
+		"default/moves nginx.ingress.kubernetes.io/proxy-body-sise":     "typo",
 		"default/moves nginx.ingress.kubernetes.io/auth-type":           "supported",
 		"default/moves nginx.ingress.kubernetes.io/auth-secret":         "missing-object",
 	}
@@ -107,7 +107,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("moves %v, want default/moves and default/new only", moves)
 	}
 	if s := report.Summary; s["ingresses"] != 3 || s["moves"] != 2 || s["supported"] != 4 || s["invalid"] != 1 || s["refused"] != 1 ||
-		s["unknown"] != 1 || s["missing_object"] != 1 || s["ignored_by_ingress_nginx"] != 2 {
+		s["unknown"] != 1 || s["missing_object"] != 1 || s["ignored_by_ingress_nginx"] != 1 || s["typo"] != 1 {
 		t.Errorf("summary %v", s)
 	}
 	text, _ := exec.Command(agentBinary, "check", "--source", "file:"+dir).CombinedOutput()
@@ -121,7 +121,7 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("check with only supported annotations: %v\n%s", err, text)
 	}
-	if !strings.Contains(string(text), "1 supported, 0 invalid, 0 missing-object, 0 refused, 0 unknown, 0 ignored-by-ingress-nginx") {
+	if !strings.Contains(string(text), "1 supported, 0 invalid, 0 missing-object, 0 refused, 0 unknown, 0 typo, 0 ignored-by-ingress-nginx") {
 		t.Errorf("text report:\n%s", text)
 	}
 }

@@ -343,6 +343,11 @@ func TestCheckConfigMap(t *testing.T) {
 	}
 
 	write(configMap(map[string]string{"use-gzip": "true", "load-balance": "ewma"}))
+	// check fails on a source with no Ingress: give it one.
+	if err := os.WriteFile(filepath.Join(dir, "ingress.yaml"),
+		[]byte(ingress("web", ingressOpts{class: "restysync", host: "web.test", paths: []path{prefix("/", "web")}})), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	text, err := exec.Command(agentBinary, "check", "--source", "file:"+dir, "--configmap", cmName).CombinedOutput()
 	if err != nil {
 		t.Fatalf("check with supported keys only: %v\n%s", err, text)

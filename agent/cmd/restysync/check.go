@@ -31,16 +31,21 @@ func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "say, for every Ingress, which annotations restysync supports, refuses or does not know, before you switch",
-		Description: "Reads every Ingress from --source (file:DIR or kube), whatever class it names, and builds it as\n" +
-			"restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is supported,\n" +
-			"invalid (supported, but its value is not), refused (a snippet with a directive off the allowlist) or unknown (ignored). The exit code\n" +
-			"is 1 when anything is not supported, so check can gate a migration in CI. With --configmap, the keys\n" +
-			"of that ConfigMap are checked the same way (supported, invalid, refused or unknown). An Ingress the\n" +
-			"agent cannot render nginx.conf with (it would quarantine it) fails the check too, and so do an endpoint\n" +
-			"address nginx must not reach (loopback, link-local, the pod's own ports: an EndpointSlice, FQDN ones\n" +
-			"resolved, or a Service's cluster IP) and, with file:DIR, a manifest that cannot be read.",
+		Description: "Reads every Ingress from --source (kube; file:PATH, a folder or a file, lists such as\n" +
+			"`kubectl get ingress -A -o yaml` writes read item by item; or - for stdin), whatever class it names, and\n" +
+			"builds it as restysync would. Each annotation under restysync.io/ or nginx.ingress.kubernetes.io/ is\n" +
+			"supported, invalid (supported, but its value is not), missing-object, refused (a snippet with a directive\n" +
+			"off the allowlist), unknown (an ingress-nginx key restysync does not support yet), typo (within two edits\n" +
+			"of a key ingress-nginx reads, which is suggested) or ignored-by-ingress-nginx. The exit code is 1 when\n" +
+			"anything is invalid, refused or unknown, so check can gate a migration in CI; with --strict, typo and\n" +
+			"ignored-by-ingress-nginx fail it too. With --configmap, the keys of that ConfigMap are checked the same way.\n" +
+			"It fails too when it found no Ingress, on a manifest it cannot read (it may be an Ingress: a v1beta1 one,\n" +
+			"a Helm template, port: 80), on an Ingress the agent cannot render nginx.conf with (it would quarantine it)\n" +
+			"and on an endpoint address nginx must not reach (loopback, link-local, the pod's own ports). Documents of\n" +
+			"other kinds (Deployments, RBAC) are counted on one line, as not Ingress-related.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "source", Required: true, Usage: "file:DIR or kube"},
+			&cli.StringFlag{Name: "source", Required: true, Usage: "kube, file:PATH (a folder or a file) or - (stdin)"},
+			&cli.BoolFlag{Name: "strict", Usage: "also fail on keys that do nothing under either controller: typo and ignored-by-ingress-nginx"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the source's first listing"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: env("KUBECONFIG"),
@@ -71,7 +76,10 @@ type CheckReport struct {
 	// Objects are the objects besides the Ingresses and ConfigMaps that
 	// fail the check (checkObjects).
 	Objects []CheckedObject `json:"objects,omitempty"`
-	Summary CheckSummary    `json:"summary"`
+	// NotIngressRelated counts the documents of a folder or file of kinds
+	// the source does not read, by "Kind (apiVersion)": passed over.
+	NotIngressRelated map[string]int `json:"notIngressRelated,omitempty"`
+	Summary           CheckSummary   `json:"summary"`
 }
 
 // CheckedObject is an object besides the Ingresses and ConfigMaps that
@@ -103,10 +111,13 @@ type CheckedIngress struct {
 // CheckedAnnotation is one annotation and what restysync does with it.
 type CheckedAnnotation struct {
 	Key string `json:"key"`
-	// Status is supported, invalid, missing-object, refused, unknown or
-	// ignored-by-ingress-nginx.
+	// Status is supported, invalid, missing-object, refused, unknown,
+	// typo or ignored-by-ingress-nginx.
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// Suggestion is the key most likely meant, prefix included: for a
+	// typo, and an unknown key under restysync.io/ near a supported one.
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // CheckSummary counts the Ingresses that move and the annotations by status.
@@ -118,9 +129,13 @@ type CheckSummary struct {
 	MissingObject         int `json:"missing_object"`
 	Refused               int `json:"refused"`
 	Unknown               int `json:"unknown"`
+	Typo                  int `json:"typo"`
 	IgnoredByIngressNginx int `json:"ignored_by_ingress_nginx"`
 	// RenderRefused counts the Ingresses render refuses.
 	RenderRefused int `json:"render_refused"`
+	// NotRead counts the documents that could not be read (each one of
+	// Objects): any may be an Ingress nothing checked.
+	NotRead int `json:"not_read"`
 }
 
 // Statuses check adds to model.AnnotationStatus's: a supported annotation
@@ -151,7 +166,13 @@ func check(c *cli.Context) error {
 		return err
 	}
 	report, problems := checkSnapshot(snap, c.String("configmap"))
+	report.NotIngressRelated, read = file.OtherKinds(read)
 	report.Objects = checkObjects(read, problems)
+	for _, o := range report.Objects {
+		if strings.HasPrefix(o.Object, "File ") {
+			report.Summary.NotRead++
+		}
+	}
 	if name := c.String("configmap"); name != "" {
 		report.ConfigMap = checkConfigMap(name, snap.ConfigMap)
 	}
@@ -174,25 +195,58 @@ func check(c *cli.Context) error {
 		writeCheckServices(c.App.Writer, report.UDPServices)
 		writeCheckObjects(c.App.Writer, report.Objects)
 	}
-	if cm := report.ConfigMap; cm != nil && !cm.ok() {
-		return cli.Exit(fmt.Sprintf("restysync check: ConfigMap %s: %s", cm.ConfigMap, cm.failure()), 1)
+	if failures := checkFailures(report, c.String("source"), c.Bool("strict")); len(failures) > 0 {
+		return cli.Exit("restysync check failed: "+strings.Join(failures, "; "), 1)
+	}
+	return nil
+}
+
+// checkFailures returns why the report fails the check, src being
+// --source: each reason, none when it passes. strict fails it on keys
+// that do nothing under either controller, too.
+func checkFailures(report CheckReport, src string, strict bool) []string {
+	var failures []string
+	s := report.Summary
+	if s.Ingresses == 0 {
+		failures = append(failures, fmt.Sprintf("no Ingress found in --source %s: nothing was checked", src))
+	}
+	if s.NotRead > 0 {
+		failures = append(failures, fmt.Sprintf("%d documents cannot be read; an Ingress among them is not checked", s.NotRead))
+	}
+	if n := len(report.Objects) - s.NotRead; n > 0 {
+		failures = append(failures, fmt.Sprintf("%d endpoints are refused", n))
+	}
+	if cm := report.ConfigMap; cm != nil {
+		if why := cm.failure(strict); why != "" {
+			failures = append(failures, fmt.Sprintf("ConfigMap %s: %s", cm.ConfigMap, why))
+		}
 	}
 	for _, svc := range []*CheckedServices{report.TCPServices, report.UDPServices} {
 		if svc != nil && svc.failure() != "" {
-			return cli.Exit(fmt.Sprintf("restysync check: %s services ConfigMap %s: %s", svc.Protocol, svc.ConfigMap, svc.failure()), 1)
+			failures = append(failures, fmt.Sprintf("%s services ConfigMap %s: %s", svc.Protocol, svc.ConfigMap, svc.failure()))
 		}
 	}
-	if n := len(report.Objects); n > 0 {
-		return cli.Exit(fmt.Sprintf("restysync check: %d endpoints or manifests are refused or cannot be read", n), 1)
+	if s.RenderRefused > 0 {
+		failures = append(failures, fmt.Sprintf("nginx.conf cannot be rendered with %d Ingresses; the agent quarantines them", s.RenderRefused))
 	}
-	if n := report.Summary.RenderRefused; n > 0 {
-		return cli.Exit(fmt.Sprintf("restysync check: nginx.conf cannot be rendered with %d Ingresses; the agent quarantines them", n), 1)
+	return append(failures, statusFailures("annotations", s.Invalid, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx, strict)...)
+}
+
+// statusFailures says why keys (annotations or a ConfigMap's) with these
+// counts by status fail the check: any invalid, refused or unknown; with
+// strict, any typo or ignored-by-ingress-nginx, which do nothing under
+// either controller.
+func statusFailures(keys string, invalid, refused, unknown, typo, ignored int, strict bool) []string {
+	var why []string
+	if invalid+refused+unknown > 0 {
+		why = append(why, fmt.Sprintf("%d %s are not supported as written (%d invalid, %d refused, %d unknown)",
+			invalid+refused+unknown, keys, invalid, refused, unknown))
 	}
-	if s := report.Summary; s.Invalid+s.Refused+s.Unknown > 0 {
-		return cli.Exit(fmt.Sprintf("restysync check: %d annotations are not supported as written (%d invalid, %d refused, %d unknown)",
-			s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown), 1)
+	if strict && typo+ignored > 0 {
+		why = append(why, fmt.Sprintf("--strict: %d %s do nothing under either controller (%d typo, %d ignored-by-ingress-nginx)",
+			typo+ignored, keys, typo, ignored))
 	}
-	return nil
+	return why
 }
 
 // checkTargets are where check lets nginx connect: as the agent in a
@@ -255,6 +309,8 @@ func checkSnapshot(held model.Snapshot, configMap string) (CheckReport, []model.
 				checked.Moves = false
 			case model.AnnotationIgnoredByIngressNginx:
 				report.Summary.IgnoredByIngressNginx++
+			case model.AnnotationTypo:
+				report.Summary.Typo++
 			default:
 				report.Summary.Unknown++
 				checked.Moves = false
@@ -307,12 +363,18 @@ func renderRefused(snap model.Snapshot) map[string]error {
 // ours. A supported key with an empty value is ignored, by Build as by
 // ingress-nginx.
 func checkAnnotation(key, value string, problems []model.Problem) CheckedAnnotation {
-	status, why := model.AnnotationStatusReason(key)
+	status, why, suggestion := model.AnnotationStatusReason(key)
 	if status == model.AnnotationSupported && value == "" {
 		return CheckedAnnotation{Key: key, Status: model.AnnotationIgnoredByIngressNginx, Reason: model.EmptyAnnotationReason}
 	}
-	a := CheckedAnnotation{Key: key, Status: status, Reason: why}
-	if status == model.AnnotationIgnoredByIngressNginx || status == "" {
+	a := CheckedAnnotation{Key: key, Status: status, Reason: why, Suggestion: suggestion}
+	if status == model.AnnotationIgnoredByIngressNginx || status == model.AnnotationTypo || status == "" {
+		return a
+	}
+	if status == model.AnnotationUnknown && suggestion != "" {
+		// restysync.io/ is ours alone: a typo there is not ingress-nginx's
+		// to ignore, and stays unknown.
+		a.Reason = "not a restysync annotation; a typo of " + suggestion + "?"
 		return a
 	}
 	p := problemAbout(key, problems)
@@ -377,10 +439,26 @@ func writeCheckObjects(w io.Writer, objects []CheckedObject) {
 	}
 }
 
+// countsLine writes counts by name as "2 Deployment (apps/v1), 1 Role
+// (rbac.authorization.k8s.io/v1)", sorted by name.
+func countsLine(counts map[string]int) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[name], name))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func writeCheck(w io.Writer, r CheckReport) {
 	s := r.Summary
-	fmt.Fprintf(w, "restysync check: %d Ingresses; annotations: %d supported, %d invalid, %d missing-object, %d refused, %d unknown, %d ignored-by-ingress-nginx\n",
-		s.Ingresses, s.Supported, s.Invalid, s.MissingObject, s.Refused, s.Unknown, s.IgnoredByIngressNginx)
+	fmt.Fprintf(w, "restysync check: %d Ingresses; annotations: %d supported, %d invalid, %d missing-object, %d refused, %d unknown, %d typo, %d ignored-by-ingress-nginx\n",
+		s.Ingresses, s.Supported, s.Invalid, s.MissingObject, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx)
+	if s.NotRead > 0 {
+		fmt.Fprintf(w, "Not read: %d documents cannot be read, each named under File below; an Ingress among them is not checked\n", s.NotRead)
+	}
+	if len(r.NotIngressRelated) > 0 {
+		fmt.Fprintf(w, "Not Ingress-related, passed over: %s\n", countsLine(r.NotIngressRelated))
+	}
 	for _, ing := range r.Ingresses {
 		fmt.Fprintf(w, "\nIngress %s\n", ing.Ingress)
 		if ing.RenderRefused != "" {

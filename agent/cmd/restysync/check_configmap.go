@@ -17,17 +17,21 @@ import (
 type CheckedConfigMap struct {
 	ConfigMap string `json:"configMap"` // namespace/name
 	Found     bool   `json:"found"`
-	// Keys sorted; Status is supported, invalid, refused or unknown.
+	// Keys sorted; Status is supported, invalid, refused, unknown (an
+	// ingress-nginx key restysync does not support yet), typo (with a
+	// suggestion) or ignored-by-ingress-nginx (not an ingress-nginx key).
 	Keys    []configmap.Key `json:"keys"`
 	Summary CheckKeySummary `json:"summary"`
 }
 
 // CheckKeySummary counts the ConfigMap's keys by status.
 type CheckKeySummary struct {
-	Supported int `json:"supported"`
-	Invalid   int `json:"invalid"`
-	Refused   int `json:"refused"`
-	Unknown   int `json:"unknown"`
+	Supported             int `json:"supported"`
+	Invalid               int `json:"invalid"`
+	Refused               int `json:"refused"`
+	Unknown               int `json:"unknown"`
+	Typo                  int `json:"typo"`
+	IgnoredByIngressNginx int `json:"ignored_by_ingress_nginx"`
 }
 
 // checkConfigMap classifies the keys of cm, the ConfigMap name (nil when it
@@ -59,6 +63,10 @@ func checkConfigMap(name string, cm *corev1.ConfigMap) *CheckedConfigMap {
 			out.Summary.Invalid++
 		case configmap.StatusRefused:
 			out.Summary.Refused++
+		case configmap.StatusTypo:
+			out.Summary.Typo++
+		case configmap.StatusIgnoredByIngressNginx:
+			out.Summary.IgnoredByIngressNginx++
 		default:
 			out.Summary.Unknown++
 		}
@@ -66,19 +74,15 @@ func checkConfigMap(name string, cm *corev1.ConfigMap) *CheckedConfigMap {
 	return out
 }
 
-// ok says whether the ConfigMap exists and every key is supported as written.
-func (c *CheckedConfigMap) ok() bool {
-	s := c.Summary
-	return c.Found && s.Invalid+s.Refused+s.Unknown == 0
-}
-
-func (c *CheckedConfigMap) failure() string {
+// failure says why the ConfigMap fails the check, "" when it passes: it
+// does not exist, or a key is not supported as written; with strict, a key
+// does nothing under either controller (typo, ignored-by-ingress-nginx).
+func (c *CheckedConfigMap) failure(strict bool) string {
 	if !c.Found {
 		return "not found"
 	}
 	s := c.Summary
-	return fmt.Sprintf("%d keys are not supported as written (%d invalid, %d refused, %d unknown)",
-		s.Invalid+s.Refused+s.Unknown, s.Invalid, s.Refused, s.Unknown)
+	return strings.Join(statusFailures("keys", s.Invalid, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx, strict), ", ")
 }
 
 func writeCheckConfigMap(w io.Writer, c *CheckedConfigMap) {
@@ -91,7 +95,8 @@ func writeCheckConfigMap(w io.Writer, c *CheckedConfigMap) {
 		return
 	}
 	s := c.Summary
-	fmt.Fprintf(w, "  keys: %d supported, %d invalid, %d refused, %d unknown\n", s.Supported, s.Invalid, s.Refused, s.Unknown)
+	fmt.Fprintf(w, "  keys: %d supported, %d invalid, %d refused, %d unknown, %d typo, %d ignored-by-ingress-nginx\n",
+		s.Supported, s.Invalid, s.Refused, s.Unknown, s.Typo, s.IgnoredByIngressNginx)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range c.Keys {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", k.Key, k.Status, strings.TrimSpace(k.Reason))

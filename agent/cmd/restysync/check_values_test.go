@@ -80,7 +80,7 @@ func TestCheckConfigMapRefusesWhatNginxRefuses(t *testing.T) {
 			t.Errorf("%s: %s %q, want invalid with %q", k.Key, k.Status, k.Reason, want[k.Key])
 		}
 	}
-	if len(got.Keys) != len(want) || got.ok() {
+	if len(got.Keys) != len(want) || got.failure(false) == "" {
 		t.Errorf("keys %+v: want %d invalid, and check failing", got.Keys, len(want))
 	}
 }

@@ -30,12 +30,12 @@ func inspectCommand() *cli.Command {
 		Name:  "inspect",
 		Usage: "print what the agent serves: hosts, paths, backends, endpoints, problems, and whether nginx and Lua are in step",
 		Description: "Without --source it asks a running agent through its admin server (--admin).\n" +
-			"With --source file:DIR or --source kube it computes the same from that source, with no agent and no nginx (a dry run).",
+			"With --source file:PATH (a folder or a file), - (stdin) or kube it computes the same from that source, with no agent and no nginx (a dry run).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "admin", EnvVars: env("ADMIN"),
 				Usage: "`URL` or HOST:PORT of the running agent's admin server (default: its --metrics-address, from $RESTYSYNC_METRICS_ADDRESS, else " + defaultMetricsAddress + ")"},
 			&cli.StringFlag{Name: "source",
-				Usage: "compute from this source instead of asking an agent: file:DIR or kube (a dry run)"},
+				Usage: "compute from this source instead of asking an agent: file:PATH (a folder or a file), - (stdin) or kube (a dry run)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second,
 				Usage: "how long to wait for the agent, or for the source's first listing"},
@@ -167,11 +167,15 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 			TCPServices: c.String("tcp-services-configmap"), UDPServices: c.String("udp-services-configmap"),
 			IngressClass: c.String("ingress-class"), WatchWithoutClass: c.Bool("watch-ingress-without-class"),
 			EveryIngress: everyIngress})
-	case strings.HasPrefix(src, "file:") && len(src) > len("file:"):
-		inner = file.New(strings.TrimPrefix(src, "file:"), file.WithConfigMap(c.String("configmap")),
-			file.WithServicesConfigMaps(c.String("tcp-services-configmap"), c.String("udp-services-configmap")))
+	case localSource(src):
+		opts := []file.Option{file.WithConfigMap(c.String("configmap")),
+			file.WithServicesConfigMaps(c.String("tcp-services-configmap"), c.String("udp-services-configmap"))}
+		var err error
+		if inner, err = fileSource(c.App.Reader, strings.TrimPrefix(src, "file:"), opts); err != nil {
+			return model.Snapshot{}, nil, fmt.Errorf("reading --source %s: %w", src, err)
+		}
 	default:
-		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube or file:DIR", src)
+		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube, file:PATH (a folder or a file) or - (stdin)", src)
 	}
 	s := fqdn.Wrap(inner, fqdn.Options{})
 	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
@@ -180,6 +184,49 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 	snap, problems := s.Snapshot()
 	return snap, problems, nil
 }
+
+// localSource says src is read from this machine: file:PATH, or - (stdin).
+func localSource(src string) bool {
+	return src == "-" || strings.HasPrefix(src, "file:") && len(src) > len("file:")
+}
+
+// fileSource returns the source of path: a folder is read (and watched)
+// by the file source; a file, or "-" (stdin, from stdin), is read once, with
+// the same decoding, from at most file.DefaultMaxFileSize bytes.
+func fileSource(stdin io.Reader, path string, opts []file.Option) (source.Source, error) {
+	name, in := "stdin", stdin
+	if path != "-" {
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if info.IsDir() {
+			return file.New(path, opts...), nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		name, in = path, f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, file.DefaultMaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	snap, problems := file.ReadBytes(name, data, opts...)
+	return readOnce{snap: snap, problems: problems}, nil
+}
+
+// readOnce is a source read once, a file or stdin: Start has nothing to do.
+type readOnce struct {
+	snap     model.Snapshot
+	problems []model.Problem
+}
+
+func (r readOnce) Start(context.Context, func(source.Kind)) error { return nil }
+
+func (r readOnce) Snapshot() (model.Snapshot, []model.Problem) { return r.snap, r.problems }
 
 // inspectSource builds the model from a source, as the agent would, with
 // no nginx: a dry run. ModSecurity is judged as check judges it: as nginx
@@ -193,7 +240,7 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 			LoadModules: []string{render.DebianModSecurityModule}, Limits: model.DefaultLimits()},
 		ConfigMap: c.String("configmap"),
 		// As the agent judges its source: a local folder may name loopback.
-		Targets: model.Targets{Local: strings.HasPrefix(src, "file:"), PodPorts: []int32{80, 443}},
+		Targets: model.Targets{Local: localSource(src), PodPorts: []int32{80, 443}},
 	}
 	if opts.IngressClass == "" {
 		return admin.Report{}, fmt.Errorf("--ingress-class: must not be empty")
@@ -209,10 +256,14 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	if err != nil {
 		return admin.Report{}, err
 	}
+	otherKinds, problems := file.OtherKinds(problems)
 	built := snapshot.Build(held, opts, nil, nil)
 	m, buildProblems := model.Build(built.Snapshot)
 	report := admin.FromModel(m, append(append(problems, built.Problems...), buildProblems...))
 	report.DryRun = true
+	if len(otherKinds) > 0 {
+		report.NotIngressRelated = otherKinds
+	}
 	return report, nil
 }
 
@@ -301,6 +352,9 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 		for _, p := range r.Problems {
 			fmt.Fprintf(w, "  %s: %s\n", p.Object, p.Reason)
 		}
+	}
+	if len(r.NotIngressRelated) > 0 {
+		fmt.Fprintf(w, "Not Ingress-related, passed over: %s\n", countsLine(r.NotIngressRelated))
 	}
 	if len(r.QuarantinedIngresses) == 0 {
 		fmt.Fprintln(w, "Quarantined Ingresses: none")

@@ -33,6 +33,10 @@ type Report struct {
 	NotServed []NotServed `json:"not_served"`
 	// Problems are the invalid input left out of the model.
 	Problems []Problem `json:"problems"`
+	// NotIngressRelated counts, in a dry run of a folder or file, the
+	// documents of kinds the source does not read (Deployments, RBAC),
+	// by "Kind (apiVersion)": passed over, not Problems.
+	NotIngressRelated map[string]int `json:"not_ingress_related,omitempty"`
 	// QuarantinedIngresses ("namespace/name") are the Ingresses nginx
 	// rejected a config with; their last good version serves until they
 	// change. Filled in by AddLive (a dry run has none).

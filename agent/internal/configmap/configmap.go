@@ -33,7 +33,13 @@ const (
 	StatusSupported = model.AnnotationSupported
 	StatusInvalid   = model.AnnotationInvalid // supported, but its value is not
 	StatusRefused   = model.AnnotationRefused
-	StatusUnknown   = model.AnnotationUnknown
+	// StatusUnknown is an ingress-nginx key restysync does not support
+	// yet (notSupportedYet); StatusTypo a key within two edits of a
+	// known one; StatusIgnoredByIngressNginx any other key, which
+	// ingress-nginx does not read either.
+	StatusUnknown               = model.AnnotationUnknown
+	StatusTypo                  = model.AnnotationTypo
+	StatusIgnoredByIngressNginx = model.AnnotationIgnoredByIngressNginx
 )
 
 // Key is one key of the ConfigMap and what restysync did with it.
@@ -41,6 +47,8 @@ type Key struct {
 	Key    string `json:"key"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// Suggestion is, for StatusTypo, the key meant.
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // Result is what Apply read from a ConfigMap.
@@ -440,7 +448,7 @@ func Apply(base render.Settings, namespace, name string, data map[string]string)
 		if _, known := status[key]; known {
 			continue
 		}
-		k := Key{Key: key, Status: StatusUnknown, Reason: "restysync does not know this key; it is ignored"}
+		k := unreadKey(key)
 		if refusedKeys[key] {
 			k = Key{Key: key, Status: StatusRefused, Reason: "snippets are refused: they would let the ConfigMap write any nginx directive; it is ignored"}
 			if why, ok := refusedReasons[key]; ok {

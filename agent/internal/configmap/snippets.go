@@ -17,6 +17,9 @@ import (
 // "false" refuses every snippet annotation, as --allow-snippet-annotations
 // =false does; either one turns them off.
 
+// allowSnippetAnnotations is the key that turns snippet annotations off.
+const allowSnippetAnnotations = "allow-snippet-annotations"
+
 // snippetKeys are the snippet keys read, in the order their headers
 // apply (a later one wins a header of the same name).
 var snippetKeys = []string{"http-snippet", model.ServerSnippetKey, "location-snippet"}
@@ -26,15 +29,15 @@ var snippetKeys = []string{"http-snippet", model.ServerSnippetKey, "location-sni
 // annotations are turned off and the snippets the model applies.
 func applySnippetKeys(a *applier, data map[string]string, status map[string]Key, problem func(key, reason string)) (bool, model.GlobalSnippets) {
 	off := false
-	if value, ok := data["allow-snippet-annotations"]; ok {
+	if value, ok := data[allowSnippetAnnotations]; ok {
 		allow, reason := boolean(strings.TrimSpace(value))
 		if reason != "" {
 			reason = fmt.Sprintf("%q %s; snippet annotations stay allowed", clip(value), reason)
-			status["allow-snippet-annotations"] = Key{Key: "allow-snippet-annotations", Status: StatusInvalid, Reason: reason}
-			problem("allow-snippet-annotations", reason)
+			status[allowSnippetAnnotations] = Key{Key: allowSnippetAnnotations, Status: StatusInvalid, Reason: reason}
+			problem(allowSnippetAnnotations, reason)
 		} else {
 			off = !allow
-			status["allow-snippet-annotations"] = Key{Key: "allow-snippet-annotations", Status: StatusSupported}
+			status[allowSnippetAnnotations] = Key{Key: allowSnippetAnnotations, Status: StatusSupported}
 		}
 	}
 	var texts [3]string

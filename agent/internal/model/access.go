@@ -18,7 +18,7 @@ import (
 
 // The annotations of this family that other files name (model/annotationtable.go has their rows).
 const (
-	keyWhitelistSourceRange = "whitelist-source-range"
+	KeyWhitelistSourceRange = "whitelist-source-range"
 	KeyCustomHTTPErrors     = "custom-http-errors"
 )
 
@@ -180,7 +180,7 @@ func (b *builder) readAccess(ing *networkingv1.Ingress, id string) {
 
 	allowKey := "allowlist-source-range"
 	if _, _, ok := lookupAnnotation(ing, allowKey); !ok {
-		allowKey = keyWhitelistSourceRange
+		allowKey = KeyWhitelistSourceRange
 	}
 	if value, key, ok := lookupAnnotation(ing, allowKey); ok {
 		cidrs, reason := parseSourceRanges(value)

@@ -14,7 +14,10 @@ import (
 // annotationPrefixes are the prefixes every annotation key works under:
 // restysync's own, and ingress-nginx's so that its users switch by changing
 // the class alone. When both are set, restysync's wins.
-var annotationPrefixes = []string{"restysync.io/", "nginx.ingress.kubernetes.io/"}
+var annotationPrefixes = []string{ourPrefix, ingressNginxPrefix}
+
+// ourPrefix is restysync's own annotation prefix.
+const ourPrefix = "restysync.io/"
 
 // lookupAnnotation returns the value of key under the first prefix that has it,
 // and the full key it was found under. An empty value counts as absent, as
@@ -95,9 +98,14 @@ const (
 	AnnotationRefused   = "refused"
 	AnnotationUnknown   = "unknown"
 	// AnnotationIgnoredByIngressNginx is a key under ingress-nginx's
-	// prefix that ingress-nginx does not read either (a typo, a ConfigMap
-	// key, a removed annotation): ignoring it changes nothing.
+	// prefix that ingress-nginx does not read either (a ConfigMap key, a
+	// removed annotation, a name nobody reads): ignoring it changes
+	// nothing.
 	AnnotationIgnoredByIngressNginx = "ignored-by-ingress-nginx"
+	// AnnotationTypo is such a key within two edits of one key
+	// ingress-nginx reads (proxy-body-sise): ignored by both, and most
+	// likely not what its author meant.
+	AnnotationTypo = "typo"
 	// AnnotationInvalid and AnnotationMissingObject are what `restysync
 	// check` adds (and package configmap, for its keys): a supported key
 	// whose value Build refused, and one whose value names an object the
@@ -125,23 +133,39 @@ func refusedReasonOf(key string) string {
 // AnnotationStatus classifies an annotation key: AnnotationSupported (Build
 // reads it), AnnotationRefused (a raw nginx directive),
 // AnnotationIgnoredByIngressNginx (not read by ingress-nginx either),
-// AnnotationUnknown (under one of our prefixes, not read), or "" (not one
-// of ours).
+// AnnotationTypo (the same, within two edits of a key ingress-nginx
+// reads), AnnotationUnknown (under one of our prefixes, not read), or ""
+// (not one of ours).
 func AnnotationStatus(key string) string {
-	status, _ := AnnotationStatusReason(key)
+	status, _, _ := AnnotationStatusReason(key)
 	return status
 }
 
-// AnnotationStatusReason is AnnotationStatus and, for
-// AnnotationIgnoredByIngressNginx, why ingress-nginx ignores the key.
-func AnnotationStatusReason(key string) (status, reason string) {
+// AnnotationStatusReason is AnnotationStatus with, for
+// AnnotationIgnoredByIngressNginx and AnnotationTypo, why ingress-nginx
+// ignores the key, and the key its author most likely meant, prefix
+// included: for AnnotationTypo, and for an unknown key under
+// restysync.io/ within two edits of one restysync reads ("" otherwise).
+func AnnotationStatusReason(key string) (status, reason, suggestion string) {
 	status = annotationStatus(key)
-	if status == AnnotationUnknown {
-		if why, ignored := ingressNginxIgnores(key); ignored {
-			return AnnotationIgnoredByIngressNginx, why
+	if status != AnnotationUnknown {
+		return status, "", ""
+	}
+	if why, ignored := ingressNginxIgnores(key); ignored {
+		name := strings.TrimPrefix(key, ingressNginxPrefix)
+		if _, row := annotationRows[name]; !row {
+			if near := nearestIngressNginxAnnotation(name); near != "" {
+				return AnnotationTypo, why, ingressNginxPrefix + near
+			}
+		}
+		return AnnotationIgnoredByIngressNginx, why, ""
+	}
+	if name, ours := strings.CutPrefix(key, ourPrefix); ours {
+		if near := TypoOf(name, supportedAnnotations()); near != "" {
+			return AnnotationUnknown, "", ourPrefix + near
 		}
 	}
-	return status, ""
+	return AnnotationUnknown, "", ""
 }
 
 func annotationStatus(key string) string {
@@ -179,10 +203,10 @@ func (b *builder) checkAnnotationKeys(ing *networkingv1.Ingress) {
 			", which no value in nginx.conf may hold; the Ingress's paths answer 503 until it is fixed")
 	}
 	for _, key := range keys {
-		switch status, why := AnnotationStatusReason(key); status {
+		switch status, why, _ := AnnotationStatusReason(key); status {
 		case AnnotationRefused:
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s; ignored, the rest of the Ingress is served", key, refusedReasonOf(key)))
-		case AnnotationIgnoredByIngressNginx:
+		case AnnotationIgnoredByIngressNginx, AnnotationTypo:
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: ignored, as ingress-nginx ignores it: %s", key, why))
 		default:
 			b.ingressProblem(ing, fmt.Sprintf("annotation %s: is not supported; ignored", key))

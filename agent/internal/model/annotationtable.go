@@ -175,7 +175,7 @@ var Annotations = []Annotation{
 
 	// Access: source ranges, CORS, basic auth, rate limits, error pages (access.go).
 	supportedRow(Annotation{Name: "allowlist-source-range", Family: "access", Kind: "list", Doc: "Only these CIDRs get in; others get 403", Check: reasonOf(parseSourceRanges)}),
-	supportedRow(Annotation{Name: keyWhitelistSourceRange, Family: "access", Kind: "list", Doc: "The older name of allowlist-source-range", Check: reasonOf(parseSourceRanges)}),
+	supportedRow(Annotation{Name: KeyWhitelistSourceRange, Family: "access", Kind: "list", Doc: "The older name of allowlist-source-range", Check: reasonOf(parseSourceRanges)}),
 	supportedRow(Annotation{Name: "denylist-source-range", Family: "access", Kind: "list", Doc: "These CIDRs get 403, checked before the allowlist", Check: reasonOf(parseSourceRanges)}),
 	supportedRow(Annotation{Name: "enable-cors", Family: "access", Kind: "bool", Default: "false", Doc: "Add CORS headers for allowed origins and answer their preflight", Check: checkBool}),
 	supportedRow(Annotation{Name: "cors-allow-origin", Family: "access", Kind: "list", Default: "*", Doc: "Origins allowed", Check: checkOrigins}),
@@ -335,6 +335,18 @@ var annotationRows = func() map[string]*Annotation {
 func supportedAnnotation(name string) bool {
 	row, ok := annotationRows[name]
 	return ok && row.Status == AnnotationSupported
+}
+
+// supportedAnnotations returns the keys (without prefix) Build reads, in
+// table order.
+func supportedAnnotations() []string {
+	var names []string
+	for _, row := range Annotations {
+		if row.Status == AnnotationSupported {
+			names = append(names, row.Name)
+		}
+	}
+	return names
 }
 
 // ingressNginxReads reports whether ingress-nginx reads the key (without

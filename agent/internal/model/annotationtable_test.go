@@ -260,7 +260,7 @@ var checkSamples = map[string]struct {
 	"mirror-host":                              {good: "mirror.example.com", with: mirrorOn},
 	"mirror-request-body":                      {good: "off", with: mirrorOn},
 	"allowlist-source-range":                   {good: "10.0.0.0/8"},
-	keyWhitelistSourceRange:                    {good: "10.0.0.0/8"},
+	KeyWhitelistSourceRange:                    {good: "10.0.0.0/8"},
 	"denylist-source-range":                    {good: "10.0.0.0/8"},
 	"enable-cors":                              {good: "true"},
 	"cors-allow-origin":                        {good: "https://example.com", with: corsOn},
@@ -343,7 +343,7 @@ var checkNeedsObjects = map[string]string{
 // A supported key's Check is what Build judges the value by: a value the
 // Check refuses is a Problem naming the key, a value it accepts is none.
 func TestAnnotationCheckMatchesBuild(t *testing.T) {
-	for _, name := range supportedAnnotationNames() {
+	for _, name := range supportedAnnotations() {
 		row := annotationRows[name]
 		sample := checkSamples[name]
 		bad := cmp.Or(sample.bad, checkBad)

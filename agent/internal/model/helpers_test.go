@@ -238,15 +238,3 @@ func dump(v any) string {
 	}
 	return string(b)
 }
-
-// supportedAnnotationNames returns the names of the table's supported
-// rows, in table order.
-func supportedAnnotationNames() []string {
-	var names []string
-	for _, row := range Annotations {
-		if row.Status == AnnotationSupported {
-			names = append(names, row.Name)
-		}
-	}
-	return names
-}

@@ -160,7 +160,7 @@ func buildBounded(t *testing.T, s Snapshot, limit uint64) (Model, []Problem) {
 func TestHostileHugeAnnotationValues(t *testing.T) {
 	huge := strings.Repeat("x", mib)
 	var keys []string
-	for _, key := range supportedAnnotationNames() {
+	for _, key := range supportedAnnotations() {
 		keys = append(keys, key)
 	}
 	keys = append(keys, "influxdb-host", "stream-snippet")

@@ -21,16 +21,33 @@ func ingressNginxIgnores(key string) (reason string, ignored bool) {
 	return "not an ingress-nginx annotation", true
 }
 
-// nearestIngressNginxAnnotation returns the one annotation name within two
-// edits of name, or "".
+// nearestIngressNginxAnnotation returns the one annotation name ingress-nginx
+// reads within two edits of name, or "".
 func nearestIngressNginxAnnotation(name string) string {
-	found := ""
+	var known []string
 	for _, row := range Annotations {
-		if known := row.Name; ingressNginxReads(known) && editDistance(name, known) <= 2 {
+		if ingressNginxReads(row.Name) {
+			known = append(known, row.Name)
+		}
+	}
+	return TypoOf(name, known)
+}
+
+// TypoOf returns the one name of known within two edits of name, or ""
+// when there is none or more than one (no guess then), or name is itself
+// known. It is the guess behind the typo status of an annotation and of a
+// ConfigMap key (package configmap).
+func TypoOf(name string, known []string) string {
+	found := ""
+	for _, k := range known {
+		if k == name {
+			return ""
+		}
+		if k != found && editDistance(name, k) <= 2 {
 			if found != "" {
 				return "" // more than one: no guess
 			}
-			found = known
+			found = k
 		}
 	}
 	return found

@@ -11,7 +11,8 @@ import (
 
 // The annotations of this family that other files name (model/annotationtable.go has their rows).
 const (
-	KeyLoadBalance = "load-balance"
+	KeyLoadBalance            = "load-balance"
+	KeyProxyNextUpstreamTries = "proxy-next-upstream-tries"
 )
 
 // Policy is how the Lua balancer treats one backend: the algorithm, session
@@ -263,7 +264,7 @@ func (b *builder) readAffinity(ing *networkingv1.Ingress, p *Policy) {
 // readRetries reads proxy-next-upstream-tries and the passive health
 // settings max-fails and fail-timeout.
 func (b *builder) readRetries(ing *networkingv1.Ingress, p *Policy) {
-	p.Tries = b.intAnnotation(ing, "proxy-next-upstream-tries", 0, 1, 20)
+	p.Tries = b.intAnnotation(ing, KeyProxyNextUpstreamTries, 0, 1, 20)
 	p.MaxFails = b.intAnnotation(ing, "max-fails", 0, 1, 1000)
 	p.FailTimeout = b.intAnnotation(ing, "fail-timeout", 0, 1, 3600)
 }

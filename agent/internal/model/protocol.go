@@ -8,7 +8,9 @@ import (
 
 // The annotations of this family that other files name (model/annotationtable.go has their rows).
 const (
-	keyBackendProtocol = "backend-protocol"
+	keyBackendProtocol  = "backend-protocol"
+	KeySSLRedirect      = "ssl-redirect"
+	KeyForceSSLRedirect = "force-ssl-redirect"
 )
 
 // Per-location settings of an Ingress that shape the nginx location itself
@@ -50,8 +52,8 @@ type locationOptions struct {
 // and leaves that setting at its default.
 func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 	o := locationOptions{
-		sslRedirect:      b.boolAnnotation(ing, "ssl-redirect", true),
-		forceSSLRedirect: b.boolAnnotation(ing, "force-ssl-redirect", false),
+		sslRedirect:      b.boolAnnotation(ing, KeySSLRedirect, true),
+		forceSSLRedirect: b.boolAnnotation(ing, KeyForceSSLRedirect, false),
 	}
 	if value, key, ok := lookupAnnotation(ing, keyBackendProtocol); ok {
 		if reason := checkBackendProtocol(value); reason != "" {

@@ -23,6 +23,11 @@ const (
 	keyUpstreamVhost       = "upstream-vhost"
 	keyXForwardedPrefix    = "x-forwarded-prefix"
 	KeyEnableAccessLog     = "enable-access-log"
+	// ingress-nginx's ConfigMap has keys of these names too
+	// (configmap.notSupportedYet).
+	KeyProxyRequestBuffering    = "proxy-request-buffering"
+	KeyProxyNextUpstream        = "proxy-next-upstream"
+	KeyProxyNextUpstreamTimeout = "proxy-next-upstream-timeout"
 )
 
 // Proxy and routing annotations, ingress-nginx compatible (issue 8): how a
@@ -321,7 +326,7 @@ func (b *builder) readProxyLimits(ing *networkingv1.Ingress, p *ProxySettings) {
 	p.SendTimeout = b.intAnnotation(ing, KeyProxySendTimeout, 0, 1, maxProxyTimeout)
 	p.ReadTimeout = b.intAnnotation(ing, KeyProxyReadTimeout, 0, 1, maxProxyTimeout)
 	p.Buffering = b.onOffAnnotation(ing, KeyProxyBuffering)
-	p.RequestBuffering = b.onOffAnnotation(ing, "proxy-request-buffering")
+	p.RequestBuffering = b.onOffAnnotation(ing, KeyProxyRequestBuffering)
 	if value, key, ok := lookupAnnotation(ing, "proxy-http-version"); ok {
 		if reason := checkHTTPVersion(value); reason == "" {
 			p.HTTPVersion = value
@@ -359,8 +364,8 @@ func (b *builder) onOffAnnotation(ing *networkingv1.Ingress, name string) string
 
 // readNextUpstream reads proxy-next-upstream and proxy-next-upstream-timeout.
 func (b *builder) readNextUpstream(ing *networkingv1.Ingress, p *ProxySettings) {
-	p.NextUpstreamTimeout = b.intAnnotation(ing, "proxy-next-upstream-timeout", 0, 0, maxNextUpstreamTimeout)
-	value, key, ok := lookupAnnotation(ing, "proxy-next-upstream")
+	p.NextUpstreamTimeout = b.intAnnotation(ing, KeyProxyNextUpstreamTimeout, 0, 0, maxNextUpstreamTimeout)
+	value, key, ok := lookupAnnotation(ing, KeyProxyNextUpstream)
 	if !ok {
 		return
 	}

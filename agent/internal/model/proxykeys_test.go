@@ -236,7 +236,7 @@ func TestProxyBuffersCombination(t *testing.T) {
 func TestEmptyAnnotationValuesAreAbsent(t *testing.T) {
 	base := proxyIngress(nil)
 	want, wantProblems := Build(snapshotOf(base))
-	for _, key := range slices.Sorted(slices.Values(supportedAnnotationNames())) {
+	for _, key := range slices.Sorted(slices.Values(supportedAnnotations())) {
 		for _, pfx := range annotationPrefixes {
 			ing := proxyIngress(map[string]string{pfx + key: ""})
 			got, problems := Build(snapshotOf(ing))

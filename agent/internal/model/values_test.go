@@ -39,7 +39,7 @@ func TestHostileUnrenderableAnnotationValues(t *testing.T) {
 		"proxy-redirect-to":     "http://b/%s",
 	}
 	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for _, k := range supportedAnnotationNames() {
+		for _, k := range supportedAnnotations() {
 			if !yield(k) {
 				return
 			}

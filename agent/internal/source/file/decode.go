@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -23,6 +24,14 @@ import (
 const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
 	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice"
 
+// readKinds are the kinds the decoder reads, each with the apiVersion it
+// reads it as: the same kind of another apiVersion is an error, not a
+// document of another kind (OtherKind).
+var readKinds = map[string]string{
+	"Ingress": "networking.k8s.io/v1", "IngressClass": "networking.k8s.io/v1", "Service": "v1",
+	"Secret": "v1", "ConfigMap": "v1", "EndpointSlice": "discovery.k8s.io/v1",
+}
+
 // otherKindNote is in the reason of a document of a kind the decoder
 // does not read (OtherKind).
 const otherKindNote = "is not read (the file source reads " + acceptedKinds + ")"
@@ -33,6 +42,44 @@ const otherKindNote = "is not read (the file source reads " + acceptedKinds + ")
 // fails on the others.
 func OtherKind(p model.Problem) bool {
 	return p.Kind == "File" && strings.Contains(p.Reason, otherKindNote)
+}
+
+// OtherKinds splits problems, the file source's, into the documents of
+// kinds it does not read, counted by "Kind (apiVersion)", and the other
+// problems: a GitOps folder holds Deployments and RBAC beside its
+// Ingresses, which are no problem of restysync's.
+func OtherKinds(problems []model.Problem) (counts map[string]int, rest []model.Problem) {
+	counts = map[string]int{}
+	for _, p := range problems {
+		kind, apiVersion, ok := otherKindOf(p)
+		if !ok {
+			rest = append(rest, p)
+			continue
+		}
+		counts[kind+" ("+apiVersion+")"]++
+	}
+	return counts, rest
+}
+
+// otherKindOf returns the kind and apiVersion an OtherKind problem names,
+// as decodeErrorReason writes them: kind "K" of apiVersion "V".
+func otherKindOf(p model.Problem) (kind, apiVersion string, ok bool) {
+	if !OtherKind(p) {
+		return "", "", false
+	}
+	_, rest, _ := strings.Cut(p.Reason, "kind ")
+	kind, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", "", false
+	}
+	rest = strings.TrimPrefix(rest[len(kind):], " of apiVersion ")
+	apiVersion, err = strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", "", false
+	}
+	kind, _ = strconv.Unquote(kind)
+	apiVersion, _ = strconv.Unquote(apiVersion)
+	return kind, apiVersion, true
 }
 
 // maxReasonLen caps a decoder message, which may quote the input, in a Problem.
@@ -125,7 +172,15 @@ func decodeManifests(path string, data []byte, maxDocuments int) ([]document, []
 				reason: fmt.Sprintf("line %d: %s; document left out", raw.errLine, shorten(raw.err.Error()))})
 			continue
 		}
+		if items, ok := listItems(raw.data); ok {
+			listDocs, listProblems := decodeList(path, index, items)
+			docs, problems = append(docs, listDocs...), append(problems, listProblems...)
+			continue
+		}
 		doc, reason, byDesign := decodeDocument(raw.data)
+		if reason != "" && bytes.Contains(raw.data, []byte("{{")) {
+			reason = "a template, not a manifest ({{ }} is Helm's or Go's): render it first (helm template) and read the output; " + reason
+		}
 		if reason != "" {
 			p := problem{path: path, index: index, reason: locate(raw, reason), failed: !byDesign}
 			if p.failed {
@@ -263,9 +318,20 @@ func decodeErrorReason(err error, gvk *schema.GroupVersionKind) string {
 	case strings.HasPrefix(err.Error(), "couldn't get version/kind"):
 		// The document is a list, a scalar, or has a non-string kind.
 		return "not an object with string fields apiVersion and kind; document left out"
+	case runtime.IsNotRegisteredError(err) && gvk != nil && gvk.Kind == "Ingress":
+		return fmt.Sprintf("Ingress of apiVersion %q is not read: that API was removed in Kubernetes 1.22; "+
+			"write it as networking.k8s.io/v1 (pathType, backend.service.name, backend.service.port.number); document left out",
+			shorten(gvk.GroupVersion().String()))
+	case runtime.IsNotRegisteredError(err) && gvk != nil && readKinds[gvk.Kind] != "":
+		return fmt.Sprintf("%s of apiVersion %q is not read: the file source reads it as %s; document left out",
+			gvk.Kind, shorten(gvk.GroupVersion().String()), readKinds[gvk.Kind])
 	case runtime.IsNotRegisteredError(err) && gvk != nil:
 		return fmt.Sprintf("kind %q of apiVersion %q %s; document left out",
 			shorten(gvk.Kind), shorten(gvk.GroupVersion().String()), otherKindNote)
+	case strings.Contains(err.Error(), "of type v1.ServiceBackendPort"):
+		// "port: 80" where networking.k8s.io/v1 wants an object.
+		return "a backend's service.port is written as a number or a name (port: 80); networking.k8s.io/v1 wants " +
+			"port: {number: 80} or port: {name: http}; document left out"
 	default:
 		return shorten(err.Error()) + "; document left out"
 	}

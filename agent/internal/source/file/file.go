@@ -17,7 +17,8 @@
 // decode keeps the last good version of what it defined, as the API server
 // refuses a bad write and keeps the last good object (lastgood.go); a file
 // never read well contributes nothing. A .json file holds one object; JSON
-// streams and "kind: List" are not read.
+// streams are not read. A list ("kind: List", as `kubectl get -o yaml`
+// writes it, or IngressList) is read item by item (list.go).
 //
 // The folder is watched, not the files, because editors and kubelet replace
 // a file by renaming another one over it; a watch on the old file would go

@@ -3,6 +3,7 @@ package file
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,19 @@ spec:
                 port:
                   number: 80
 `, name, name, service)
+}
+
+// indentItem writes a manifest as one item of a list's items.
+func indentItem(manifest string) string {
+	lines := strings.Split(strings.TrimSuffix(manifest, "\n"), "\n")
+	for i, line := range lines {
+		if i == 0 {
+			lines[i] = "- " + line
+		} else {
+			lines[i] = "  " + line
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func endpointSliceYAML(name, service string) string {
@@ -200,8 +214,50 @@ func TestDecodeFolder(t *testing.T) {
 		},
 		{
 			name:         "unknown apiVersion",
+			files:        map[string]string{"x.yaml": strings.Replace(serviceYAML("a", 80), "apiVersion: v1", "apiVersion: example.com/v9", 1)},
+			wantProblems: []wantProblem{{"x.yaml#1", `Service of apiVersion "example.com/v9" is not read: the file source reads it as v1`}},
+		},
+		{
+			// Not a document of another kind: an Ingress nothing would serve.
+			name:         "v1beta1 Ingress",
 			files:        map[string]string{"x.yaml": strings.Replace(ingressYAML("a", "a"), "networking.k8s.io/v1", "networking.k8s.io/v1beta1", 1)},
-			wantProblems: []wantProblem{{"x.yaml#1", `kind "Ingress" of apiVersion "networking.k8s.io/v1beta1" is not read`}},
+			wantProblems: []wantProblem{{"x.yaml#1", `Ingress of apiVersion "networking.k8s.io/v1beta1" is not read: that API was removed in Kubernetes 1.22`}},
+		},
+		{
+			name:         "other kind",
+			files:        map[string]string{"x.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", `kind "Deployment" of apiVersion "apps/v1" is not read`}},
+		},
+		{
+			name:         "Helm template",
+			files:        map[string]string{"x.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\n  labels:\n    {{- toYaml .Values.labels | nindent 4 }}\n"},
+			wantProblems: []wantProblem{{"x.yaml#1", "a template, not a manifest ({{ }} is Helm's or Go's): render it first (helm template)"}},
+		},
+		{
+			name:         "backend port written as a number",
+			files:        map[string]string{"x.yaml": strings.Replace(ingressYAML("a", "a"), "port:\n                  number: 80", "port: 80", 1)},
+			wantProblems: []wantProblem{{"x.yaml#1", "a backend's service.port is written as a number or a name (port: 80); networking.k8s.io/v1 wants port: {number: 80}"}},
+		},
+		{
+			// As `kubectl get -o yaml` writes it; items of other kinds are
+			// left out as any such document.
+			name: "kind: List",
+			files: map[string]string{"x.yaml": "apiVersion: v1\nkind: List\nitems:\n" +
+				indentItem(ingressYAML("a", "a")) + indentItem(serviceYAML("a", 80)) +
+				indentItem("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n") +
+				indentItem(strings.Replace(ingressYAML("b", "b"), "networking.k8s.io/v1", "extensions/v1beta1", 1)) +
+				"---\n" + serviceYAML("after", 80)},
+			wantObjects: []string{"Ingress default/a", "Service default/a", "Service default/after"},
+			wantProblems: []wantProblem{
+				{"x.yaml#1", `items[2]: kind "Deployment" of apiVersion "apps/v1" is not read`},
+				{"x.yaml#1", `items[3]: Ingress of apiVersion "extensions/v1beta1" is not read`},
+			},
+		},
+		{
+			name: "typed list, as JSON",
+			files: map[string]string{"x.json": `{"apiVersion": "networking.k8s.io/v1", "kind": "IngressList", "items": [` +
+				`{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "j"}, "spec": {"ports": [{"port": 80}]}}]}`},
+			wantObjects: []string{"Service default/j"},
 		},
 		{
 			name:         "secret that is neither TLS nor Opaque",
@@ -347,7 +403,7 @@ func TestDecodeFolder(t *testing.T) {
 					t.Errorf("problem %d = %v, want File %s: ...%s...", i, got, want.name, want.reason)
 				}
 				// Only a document of another kind is one check lets pass.
-				if other := strings.Contains(want.reason, "is not read"); OtherKind(got) != other {
+				if other := strings.Contains(want.reason, `kind "`); OtherKind(got) != other {
 					t.Errorf("problem %d = %v: OtherKind %v, want %v", i, got, !other, other)
 				}
 			}
@@ -355,6 +411,39 @@ func TestDecodeFolder(t *testing.T) {
 				tt.check(t, snap)
 			}
 		})
+	}
+}
+
+// OtherKinds counts the documents of kinds the source does not read, by
+// kind and apiVersion, and leaves every other problem.
+func TestOtherKinds(t *testing.T) {
+	_, problems := ReadBytes("x.yaml", []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n---\n"+
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b}\n---\n"+
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r}\n---\n"+
+		"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ServiceAccount\n  metadata: {name: s}\n---\n"+
+		strings.Replace(ingressYAML("a", "a"), "networking.k8s.io/v1", "networking.k8s.io/v1beta1", 1)))
+	counts, rest := OtherKinds(problems)
+	want := map[string]int{"Deployment (apps/v1)": 2, "Role (rbac.authorization.k8s.io/v1)": 1, "ServiceAccount (v1)": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("counts %v, want %v", counts, want)
+	}
+	if len(rest) != 1 || rest[0].Name != "x.yaml#5" || !strings.Contains(rest[0].Reason, "v1beta1") {
+		t.Errorf("other problems %v, want the v1beta1 Ingress alone", rest)
+	}
+}
+
+// ReadBytes reads one file's bytes as a folder's file is read.
+func TestReadBytes(t *testing.T) {
+	snap, problems := ReadBytes("stdin", []byte(ingressYAML("a", "web")+"---\n"+serviceYAML("web", 80)+"---\nkind: x\n"))
+	if len(snap.Ingresses) != 1 || len(snap.Services) != 1 {
+		t.Errorf("read %d Ingresses and %d Services, want 1 and 1", len(snap.Ingresses), len(snap.Services))
+	}
+	if len(problems) != 1 || problems[0].Name != "stdin#3" {
+		t.Errorf("problems %v, want one of stdin#3", problems)
+	}
+	_, problems = ReadBytes("big.yaml", []byte(serviceYAML("a", 80)), WithMaxFileSize(10))
+	if len(problems) != 1 || !strings.Contains(problems[0].Reason, "more than the limit of 10") {
+		t.Errorf("problems %v, want the file too large", problems)
 	}
 }
 
