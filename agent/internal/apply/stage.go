@@ -127,6 +127,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
 		FullPush: s.fullPush, HoldReload: hold})
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
+	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {
 		s.metrics.ValidationFailed("nginx")
 	}
@@ -138,6 +139,20 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
 	res.Current = res.ConfigRunning && err == nil
 	return res, err
+}
+
+// saveState writes what Lua holds for nginx's next cold start, when it
+// changed (LuaState.Save, statefile.go): after the plan's pushes, so that
+// serving a change never waits for the file. A failure is logged; nginx
+// serves on, and the next sync tries again.
+func (s *Stage) saveState(held plan.Held, cfg render.Config) {
+	hash, profiles := held.ConfigHash, held.Profiles
+	if s.configs.Applied() == cfg.Hash {
+		hash, profiles = cfg.Hash, cfg.Profiles
+	}
+	if _, err := s.lua.Save(s.nginx.SharedDir, hash, profiles); err != nil {
+		s.logger.Warn("could not save the state nginx starts with; a cold-started nginx would serve an older one", "error", err)
+	}
 }
 
 // Stale marks the record of what Lua holds as behind the model of a sync
