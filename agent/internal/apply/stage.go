@@ -174,7 +174,15 @@ func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Co
 			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
 		}
 		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
+			s.logger.Warn("nginx restarted; pushing what changed since its saved state", "boot_id", status.BootID,
+				"restored", status.Restored)
+		}
+		if ok, err := s.configs.ReadBack(status.ConfigHash); err != nil {
+			s.logger.Warn("could not read back the config nginx runs: its profiles are unknown until the next reload",
+				"config_hash", short(status.ConfigHash), "error", err)
+		} else if ok {
+			s.logger.Info("read back the config nginx runs, with its profiles", "config_hash", short(status.ConfigHash),
+				"profiles", len(s.configs.Good().Profiles))
 		}
 	}
 	if s.configs.Observe(status.ConfigHash, cfg) {
