@@ -322,5 +322,8 @@ func (s *Stage) Applied() string { return s.configs.Applied() }
 // NearestExpiry: LuaState.NearestExpiry.
 func (s *Stage) NearestExpiry() time.Time { return s.lua.NearestExpiry() }
 
+// Boot is the nginx boot the record of what Lua holds belongs to.
+func (s *Stage) Boot() string { return s.lua.Boot() }
+
 // WaitReason is why nginx did not answer at the last step ("": it answered).
 func (s *Stage) WaitReason() string { return s.waitReason }
