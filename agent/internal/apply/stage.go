@@ -155,6 +155,25 @@ func (s *Stage) saveState(held plan.Held, cfg render.Config) {
 	}
 }
 
+// Recover reads what nginx runs and Lua holds when the record has no nginx
+// boot yet (the agent just started, and nginx may run a config an earlier
+// agent rendered): call it before the first render, so that Keep keeps the
+// profiles Lua's routes jump to and the next config does not drop them
+// under those routes. Nothing when nginx does not answer; Apply observes
+// it then.
+func (s *Stage) Recover(ctx context.Context) {
+	if s.nginx == nil || s.lua.Boot() != "" {
+		return
+	}
+	status, err := s.nginx.Lua.Status(ctx)
+	if err != nil {
+		return
+	}
+	if err := s.observe(ctx, status, render.Config{}); err != nil {
+		s.logger.Warn("could not read back what Lua holds before the first render", "error", err)
+	}
+}
+
 // Stale marks the record of what Lua holds as behind the model of a sync
 // that did not run its plan (LuaState.Stale).
 func (s *Stage) Stale() { s.lua.Stale() }
