@@ -24,6 +24,8 @@
 //	            (routes_test.lua; TestDataPlaneRoutedHosts)
 //	certs       certificates: checks, writes, the SNI pick
 //	            (TestDataPlaneTLS, TestDataPlaneTLSDictFull)
+//	state       the agent's saved state, loaded by the master at a cold
+//	            start (state_test.lua; TestNginxColdRestartUnderLoad in e2e)
 //	store       the update lock and all-or-nothing writes every table
 //	            uses (store_test.lua; TestDataPlaneDictFull)
 //	check       shape checks of the config API's JSON (through the

@@ -8,6 +8,8 @@
 --
 --   version   bumped once per accepted POST /backends, /certificates or /routes
 --   boot_id   set by restysync.init, new on every cold start
+--   restored  true when this boot started from the agent's saved state
+--             (restysync.state)
 --
 -- A POST is decoded here, checked whole by its module before anything is
 -- written, and written under the update lock (restysync.store), whole or
@@ -126,6 +128,7 @@ local function get_status()
     reply(200, json_encode({
         config_hash = restysync.config_hash(),
         boot_id = d:get("boot_id") or "",
+        restored = d:get("restored") == true,
         version = d:get("version") or 0,
         backends = backends.count(d),
         certificates = certs.count(d),

@@ -9,9 +9,12 @@
 -- API reports so the agent can tell that a reload took effect, and makes sure
 -- the shared dict holds a boot id. dict:add keeps an existing boot id, and
 -- the dict survives a HUP but not a cold start: a new boot id therefore means
--- "this nginx lost every backend the agent pushed". It also has the config
--- API read the agent's secret (restysync.api.load_secret), so a HUP re-reads
--- it.
+-- "this nginx lost every backend the agent pushed". On such a cold start it
+-- loads the state the agent saved (restysync.state), so nginx serves the
+-- last good routes, backends and certificates from its first request; the
+-- agent reads them back and pushes only what changed since. It also has the
+-- config API read the agent's secret (restysync.api.load_secret), so a HUP
+-- re-reads it.
 
 local ngx = ngx
 local io_open = io.open
@@ -51,6 +54,7 @@ local MODULES = {
     "restysync.policy",
     "restysync.router",
     "restysync.routes",
+    "restysync.state",
     "restysync.store",
 }
 _M.MODULES = MODULES
@@ -118,10 +122,14 @@ function _M.metrics_dict()
     return ngx.shared[METRICS_DICT_NAME]
 end
 
--- init is called from init_by_lua_block with the hash of the nginx.conf.
-function _M.init(hash)
+-- init is called from init_by_lua_block with the hash of the nginx.conf
+-- and the names of its profiles (the named locations routes jump to).
+function _M.init(hash, profiles)
     if type(hash) ~= "string" then
         error("restysync.init: config hash must be a string")
+    end
+    if profiles ~= nil and type(profiles) ~= "table" then
+        error("restysync.init: profiles must be a list of names")
     end
     config_hash = hash
     for i = 1, #MODULES do
@@ -133,6 +141,16 @@ function _M.init(hash)
     local ok, err = d:add("boot_id", new_boot_id())
     if not ok and err ~= "exists" then
         error("restysync.init: storing boot id: " .. tostring(err))
+    end
+    if ok then
+        -- A cold start: the dict is empty. A failing init_by_lua would
+        -- keep nginx from starting, so even an error load did not expect
+        -- is only logged.
+        local lok, loaded = pcall(require("restysync.state").load, d, hash, profiles or {})
+        if not lok then
+            ngx.log(ngx.ERR, "restysync: loading the saved state: ", tostring(loaded), ": serving nothing until the agent pushes")
+        end
+        d:set("restored", lok and loaded == true)
     end
 end
 

@@ -164,7 +164,9 @@ func (s *Server) Healthy() Health {
 // Ready says whether this replica runs as configured: the source
 // finished its first listing, nginx was confirmed to run a config of this
 // agent (by its hash), the agent's ConfigMap is not refused as it is, and
-// nginx answers now, running that config.
+// nginx answers now, running that config, and serves a state: the agent
+// brought this nginx boot up to date, or it started from the state the
+// agent saved.
 //
 // serving asks only whether the replica should get traffic (GET
 // /readyz?serving, the charts' readiness probe): a refused ConfigMap then
@@ -193,6 +195,12 @@ func (s *Server) Ready(ctx context.Context, serving bool) Health {
 	}
 	if status.ConfigHash != st.ConfigHash {
 		return Health{Reason: fmt.Sprintf("nginx runs config %s, not the applied %s", short(status.ConfigHash), short(st.ConfigHash))}
+	}
+	// A cold-started nginx serves the state the agent saved from its first
+	// request (restored); one that started without it serves nothing until
+	// the agent has brought this boot up to date.
+	if status.BootID != st.LuaBoot && !status.Restored {
+		return Health{Reason: "nginx started without a saved state and the agent has not pushed to it yet"}
 	}
 	return Health{OK: true, Reason: "nginx runs config " + short(st.ConfigHash)}
 }

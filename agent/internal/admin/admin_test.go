@@ -68,7 +68,9 @@ func TestHealthz(t *testing.T) {
 
 func TestReadyz(t *testing.T) {
 	up := luaapi.Status{ConfigHash: "aaa", BootID: "b1"}
-	refused := syncer.State{Synced: true, ConfigHash: "aaa", ConfigMapRefused: "nginx rejected the config: [emerg] invalid ssl_ciphers"}
+	restarted := luaapi.Status{ConfigHash: "aaa", BootID: "b2"}
+	restored := luaapi.Status{ConfigHash: "aaa", BootID: "b2", Restored: true}
+	refused := syncer.State{Synced: true, ConfigHash: "aaa", LuaBoot: "b1", ConfigMapRefused: "nginx rejected the config: [emerg] invalid ssl_ciphers"}
 	cases := []struct {
 		name   string
 		path   string
@@ -91,7 +93,11 @@ func TestReadyz(t *testing.T) {
 		// stays in the Service.
 		{"ConfigMap refused, serving", "/readyz?serving", refused, &fakeLua{status: up}, 200, "runs config aaa"},
 		{"nginx down, serving", "/readyz?serving", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{err: errors.New("connection refused")}, 503, "does not answer"},
-		{"ready", "", syncer.State{Synced: true, ConfigHash: "aaa"}, &fakeLua{status: up}, 200, "runs config aaa"},
+		{"ready", "", syncer.State{Synced: true, ConfigHash: "aaa", LuaBoot: "b1"}, &fakeLua{status: up}, 200, "runs config aaa"},
+		// A cold-started nginx is ready once it serves a state: the one
+		// the agent saved, or the agent's pushes to the new boot.
+		{"nginx restarted empty", "/readyz?serving", syncer.State{Synced: true, ConfigHash: "aaa", LuaBoot: "b1"}, &fakeLua{status: restarted}, 503, "without a saved state"},
+		{"nginx restarted from the saved state", "/readyz?serving", syncer.State{Synced: true, ConfigHash: "aaa", LuaBoot: "b1"}, &fakeLua{status: restored}, 200, "runs config aaa"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -76,6 +76,29 @@ func (r *ConfigRecord) Observe(running string, cfg render.Config) (confirmedSlow
 	return confirmedSlow
 }
 
+// ReadBack records running, the hash of the config nginx runs, as the good
+// config when the record has none: the agent started while nginx ran a
+// config an earlier agent wrote. It is read back from the nginx.conf in
+// the shared dir, when that is the config of hash running
+// (render.ReadBack), so that Held has its profiles and Keep keeps those
+// Lua's routes still jump to, as if the agent had never restarted. It
+// says whether it did; an error says why the profiles stay unknown.
+func (r *ConfigRecord) ReadBack(running string) (bool, error) {
+	if r.good.Hash != "" || running == "" {
+		return false, nil
+	}
+	conf, err := r.nginx.ReadConfig()
+	if err != nil {
+		return false, err
+	}
+	cfg, err := render.ReadBack(conf, running)
+	if err != nil {
+		return false, err
+	}
+	r.good = cfg
+	return true, nil
+}
+
 // Held is what nginx runs and Lua holds, for plan.Compute: lua's record
 // (LuaState.Held), with the profiles of the config nginx runs when it is
 // the one it last confirmed.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,3 +140,44 @@ type noStageMetrics struct{ noPushMetrics }
 func (noStageMetrics) Reloaded(time.Duration, error) {}
 func (noStageMetrics) ReloadUnconfirmed()            {}
 func (noStageMetrics) ValidationFailed(string)       {}
+
+// An agent that restarts reads back the config nginx runs from the
+// nginx.conf in the shared dir: Held has its profiles and Keep keeps the
+// one Lua's routes jump to, as if the agent had never restarted. Another
+// hash than the file's reads back nothing.
+func TestConfigRecordReadsBackTheRunningConfig(t *testing.T) {
+	conf, err := os.ReadFile(filepath.Join("..", "render", "testdata", "proxy.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, render.ConfigName), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(conf), `init("`)
+	running := string(conf[i+6 : i+6+64])
+	r := NewConfigRecord(&Nginx{SharedDir: dir}, render.Settings{}, time.Second)
+
+	if ok, err := r.ReadBack(strings.Repeat("0", 64)); ok || err == nil {
+		t.Errorf("read back for another hash: %v, %v", ok, err)
+	}
+	if ok, err := r.ReadBack(running); !ok || err != nil {
+		t.Fatalf("ReadBack: %v, %v", ok, err)
+	}
+	good := r.Good()
+	if good.Hash != running || len(good.Profiles) < 2 || string(good.Bytes) != string(conf) {
+		t.Fatalf("good config %.12s with %d profiles", good.Hash, len(good.Profiles))
+	}
+	lua := NewLuaState(nil, nil)
+	p := good.Profiles[1].Name
+	lua.routes["a.test"] = model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: p}}}
+	if held := r.Held(lua, running, nil); len(held.Profiles) != len(good.Profiles) {
+		t.Errorf("held %d profiles, want %d", len(held.Profiles), len(good.Profiles))
+	}
+	if keep := r.Keep(lua); len(keep) != 1 || keep[0].Name != p {
+		t.Errorf("kept %+v, want %s", keep, p)
+	}
+	if ok, _ := r.ReadBack(running); ok {
+		t.Error("read back again over a good config")
+	}
+}

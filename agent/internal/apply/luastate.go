@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +35,26 @@ type LuaState struct {
 	certs    map[string]plan.HeldCertificate
 	routes   map[string]model.Route
 	lastGood map[string]model.Certificate
+	// pems are the contents of the certificates Lua holds, where the agent
+	// knows them, for the saved state (statefile.go).
+	pems map[string]heldPEM
 	// current says the records are what the last executed plan left, whole.
 	current bool
+	// unsaved says the records changed since the last Save; savedHash is
+	// the config hash that Save wrote them for.
+	unsaved   bool
+	savedHash string
+	// encodedBackends and encodedRoutes cache the JSON of each backend
+	// and route for the saved state; a change of one drops its entry.
+	// saveBuf is the saved state's buffer, kept between saves.
+	encodedBackends, encodedRoutes map[string][]byte
+	saveBuf                        bytes.Buffer
+}
+
+// heldPEM is what the agent sent for one certificate, and its hash.
+type heldPEM struct {
+	hash    string
+	payload luaapi.CertificatePayload
 }
 
 // NewLuaState returns an empty record for client; metrics may be nil.
@@ -43,7 +62,8 @@ func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
 	if metrics == nil {
 		metrics = noPushMetrics{}
 	}
-	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{},
+	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{}, pems: map[string]heldPEM{},
+		encodedBackends: map[string][]byte{}, encodedRoutes: map[string][]byte{},
 		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{}}
 }
 
@@ -76,7 +96,9 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	for _, c := range certs {
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
-	l.boot, l.backends, l.certs, l.routes, l.current = status.BootID, backends, held, routes, false
+	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
+	clear(l.encodedBackends)
+	clear(l.encodedRoutes)
 	return true, nil
 }
 
@@ -96,11 +118,21 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 				h.NotAfter = c.NotAfter
 				l.certs[c.Name] = h
 			}
+			// Likewise its content, for the saved state.
+			if h, ok := l.certs[c.Name]; ok && l.pems[c.Name].hash != h.Hash && h.Hash == c.Hash() {
+				l.pems[c.Name] = heldPEM{hash: h.Hash, payload: certificatePayload(c)}
+				l.unsaved = true
+			}
 		}
 	}
 	for name := range l.lastGood {
 		if !named[name] {
 			delete(l.lastGood, name)
+		}
+	}
+	for name := range l.pems {
+		if _, ok := l.certs[name]; !ok {
+			delete(l.pems, name)
 		}
 	}
 	return plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
@@ -168,6 +200,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			if err == nil {
 				for _, b := range step.Backends {
 					l.backends[b.Name] = b
+					delete(l.encodedBackends, b.Name)
 				}
 				out.Upserts += len(step.Backends)
 			}
@@ -176,6 +209,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			if err == nil {
 				for _, r := range step.Routes {
 					l.routes[r.Host] = r
+					delete(l.encodedRoutes, r.Host)
 				}
 				out.RouteUpserts += len(step.Routes)
 			}
@@ -187,6 +221,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			if err == nil {
 				for _, name := range step.Names {
 					delete(l.backends, name)
+					delete(l.encodedBackends, name)
 				}
 				out.Removes += len(step.Names)
 			}
@@ -195,6 +230,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			if err == nil {
 				for _, host := range step.Names {
 					delete(l.routes, host)
+					delete(l.encodedRoutes, host)
 				}
 				out.RouteRemoves += len(step.Names)
 			}
@@ -212,16 +248,18 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan, out *Outcome) error {
 	update := luaapi.CertificateUpdate{Upserts: make([]luaapi.CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
 	for i, c := range cp.Upserts {
-		update.Upserts[i] = luaapi.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
+		update.Upserts[i] = certificatePayload(c)
 	}
 	if err := l.post(ctx, "certificates", update, out); err != nil {
 		return err
 	}
-	for _, c := range cp.Upserts {
+	for i, c := range cp.Upserts {
 		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash(), NotAfter: c.NotAfter}
+		l.pems[c.Name] = heldPEM{hash: c.Hash(), payload: update.Upserts[i]}
 	}
 	for _, name := range cp.Removes {
 		delete(l.certs, name)
+		delete(l.pems, name)
 	}
 	out.CertUpserts, out.CertRemoves = len(cp.Upserts), len(cp.Removes)
 	return nil
@@ -247,7 +285,12 @@ func (l *LuaState) post(ctx context.Context, kind string, update any, out *Outco
 		return err
 	}
 	out.Pushed = true
+	l.unsaved = true
 	return nil
+}
+
+func certificatePayload(c model.Certificate) luaapi.CertificatePayload {
+	return luaapi.CertificatePayload{Name: c.Name, Hosts: c.Hosts, Cert: c.CertPEM, Key: c.KeyPEM}
 }
 
 func payloads(backends []model.Backend) []luaapi.BackendPayload {

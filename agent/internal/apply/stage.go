@@ -127,6 +127,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
 		FullPush: s.fullPush, HoldReload: hold})
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
+	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {
 		s.metrics.ValidationFailed("nginx")
 	}
@@ -138,6 +139,39 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
 	res.Current = res.ConfigRunning && err == nil
 	return res, err
+}
+
+// saveState writes what Lua holds for nginx's next cold start, when it
+// changed (LuaState.Save, statefile.go): after the plan's pushes, so that
+// serving a change never waits for the file. A failure is logged; nginx
+// serves on, and the next sync tries again.
+func (s *Stage) saveState(held plan.Held, cfg render.Config) {
+	hash, profiles := held.ConfigHash, held.Profiles
+	if s.configs.Applied() == cfg.Hash {
+		hash, profiles = cfg.Hash, cfg.Profiles
+	}
+	if _, err := s.lua.Save(s.nginx.SharedDir, hash, profiles); err != nil {
+		s.logger.Warn("could not save the state nginx starts with; a cold-started nginx would serve an older one", "error", err)
+	}
+}
+
+// Recover reads what nginx runs and Lua holds when the record has no nginx
+// boot yet (the agent just started, and nginx may run a config an earlier
+// agent rendered): call it before the first render, so that Keep keeps the
+// profiles Lua's routes jump to and the next config does not drop them
+// under those routes. Nothing when nginx does not answer; Apply observes
+// it then.
+func (s *Stage) Recover(ctx context.Context) {
+	if s.nginx == nil || s.lua.Boot() != "" {
+		return
+	}
+	status, err := s.nginx.Lua.Status(ctx)
+	if err != nil {
+		return
+	}
+	if err := s.observe(ctx, status, render.Config{}); err != nil {
+		s.logger.Warn("could not read back what Lua holds before the first render", "error", err)
+	}
 }
 
 // Stale marks the record of what Lua holds as behind the model of a sync
@@ -159,7 +193,15 @@ func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Co
 			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
 		}
 		if previousBoot != "" {
-			s.logger.Warn("nginx restarted; pushing state again", "boot_id", status.BootID)
+			s.logger.Warn("nginx restarted; pushing what changed since its saved state", "boot_id", status.BootID,
+				"restored", status.Restored)
+		}
+		if ok, err := s.configs.ReadBack(status.ConfigHash); err != nil {
+			s.logger.Warn("could not read back the config nginx runs: its profiles are unknown until the next reload",
+				"config_hash", short(status.ConfigHash), "error", err)
+		} else if ok {
+			s.logger.Info("read back the config nginx runs, with its profiles", "config_hash", short(status.ConfigHash),
+				"profiles", len(s.configs.Good().Profiles))
 		}
 	}
 	if s.configs.Observe(status.ConfigHash, cfg) {
@@ -298,6 +340,9 @@ func (s *Stage) Applied() string { return s.configs.Applied() }
 
 // NearestExpiry: LuaState.NearestExpiry.
 func (s *Stage) NearestExpiry() time.Time { return s.lua.NearestExpiry() }
+
+// Boot is the nginx boot the record of what Lua holds belongs to.
+func (s *Stage) Boot() string { return s.lua.Boot() }
 
 // WaitReason is why nginx did not answer at the last step ("": it answered).
 func (s *Stage) WaitReason() string { return s.waitReason }

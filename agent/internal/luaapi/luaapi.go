@@ -16,6 +16,9 @@ type Status struct {
 	ConfigHash string `json:"config_hash"`
 	// BootID is new on every nginx cold start and survives a HUP.
 	BootID string `json:"boot_id"`
+	// Restored says this boot started from the state the agent saved
+	// (apply.StateName, lua/restysync/state.lua).
+	Restored bool `json:"restored"`
 	// Version counts accepted changes since the boot.
 	Version int64 `json:"version"`
 	// Backends is how many backends Lua holds.

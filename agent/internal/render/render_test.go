@@ -201,7 +201,7 @@ func TestRenderGolden(t *testing.T) {
 			if !bytes.Equal(cfg.Bytes, again.Bytes) || cfg.Hash != again.Hash {
 				t.Fatal("rendering the same input twice gave different bytes")
 			}
-			if !bytes.Contains(cfg.Bytes, []byte(`require("restysync").init("`+cfg.Hash+`")`)) {
+			if !bytes.Contains(cfg.Bytes, []byte(`require("restysync").init("`+cfg.Hash+`", {`)) {
 				t.Errorf("the hash %s is not in init_by_lua", cfg.Hash)
 			}
 

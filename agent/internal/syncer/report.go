@@ -29,9 +29,12 @@ type Report struct {
 
 // State is what the loop last did, for health checks and tests.
 type State struct {
-	Synced     bool        // the source finished its first listing
-	Applied    bool        // a config was confirmed running and Lua holds every backend
-	ConfigHash string      // hash nginx runs
+	Synced     bool   // the source finished its first listing
+	Applied    bool   // a config was confirmed running and Lua holds every backend
+	ConfigHash string // hash nginx runs
+	// LuaBoot is the nginx boot (luaapi.Status.BootID) whose Lua the last
+	// applied sync brought up to date ("": none yet).
+	LuaBoot    string
 	LastSync   time.Time   // end of the last sync
 	LastLoop   time.Time   // last time the loop came round: a sync or a status check
 	WantedHash string      // hash of the config last rendered: what nginx should run
@@ -103,6 +106,9 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.Quarantined = quarantined
 		st.ConfigHash = s.stage.Applied()
 		st.Applied = applied
+		if applied {
+			st.LuaBoot = s.stage.Boot()
+		}
 		if result.Reloaded {
 			st.Reloads++
 		}

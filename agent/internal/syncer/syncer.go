@@ -238,6 +238,7 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 // nginx and Lua to it.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
+	s.stage.Recover(ctx) // before the first render: what an earlier agent left running
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {

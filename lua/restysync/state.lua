@@ -1,0 +1,204 @@
+-- restysync.state: the last good state, loaded by the master at a cold
+-- start so that nginx serves it on its first request.
+--
+-- The agent writes what Lua holds (certificates, backends, routes) to
+-- restysync.state in nginx's prefix, the shared dir, after each push that
+-- changed it (the agent's apply.StateName; temp file + rename, mode 0600,
+-- like the config API's secret: the certificates carry their keys). It is
+-- JSON: {"config_hash": the config it was pushed for, "profiles": that
+-- config's profiles, "certificates"|"backends"|"routes": the bodies of the
+-- POSTs that would push it all, {"upserts":[...]}}.
+--
+-- restysync.init calls load() in the master (init_by_lua) on a cold start
+-- only: a HUP keeps the shared dict, whose state is newer than the file.
+-- Each kind goes through its module's own checks and all-or-nothing write,
+-- as a POST would. A route that jumps to a profile the starting nginx.conf
+-- does not have is left out (nginx would answer 500 for its missing named
+-- location; left out, the host answers 404 until the agent pushes): the
+-- profiles of the starting config are rendered into init_by_lua, the same
+-- bytes nginx loads, so they cannot disagree with it.
+--
+-- Nothing here may fail nginx's start: a missing file is a first start, and
+-- a file that does not read, decode or check is logged and left out; nginx
+-- starts empty, as it did before the file existed, and the agent pushes.
+
+local cjson = require "cjson"
+local backends = require "restysync.backends"
+local certs = require "restysync.certs"
+local routes = require "restysync.routes"
+local check = require "restysync.check"
+
+local ngx = ngx
+local io_open = io.open
+local ipairs = ipairs
+local pcall = pcall
+local type = type
+local tostring = tostring
+local string_sub = string.sub
+local string_find = string.find
+
+local _M = { _VERSION = "0.1" }
+
+-- NAME is the file in nginx's prefix; apply.StateName in Go.
+local NAME = "restysync.state"
+_M.NAME = NAME
+
+-- MAX_BYTES bounds what is read: the config API takes bodies up to 64 MB,
+-- and the three kinds together stay below this.
+local MAX_BYTES = 256 * 1024 * 1024
+
+local json = cjson.new()
+json.decode_invalid_numbers(false)
+json.decode_max_depth(16)
+
+-- path returns where the file is: nginx's prefix and NAME.
+function _M.path()
+    local prefix = ngx.config.prefix()
+    if string_sub(prefix, -1) ~= "/" then
+        prefix = prefix .. "/"
+    end
+    return prefix .. NAME
+end
+
+-- usable_routes returns the route upserts of section whose every location
+-- jumps to a profile in profiles (a set of names), or to none, and how
+-- many were left out.
+local function usable_routes(upserts, profiles)
+    local kept, dropped = {}, 0
+    for _, r in ipairs(upserts) do
+        local ok = type(r) == "table"
+        if ok and type(r.locations) == "table" then
+            for _, loc in ipairs(r.locations) do
+                if type(loc) == "table" and type(loc.profile) == "string" and not profiles[loc.profile] then
+                    ok = false
+                    break
+                end
+            end
+        end
+        if ok then
+            kept[#kept + 1] = r
+        else
+            dropped = dropped + 1
+        end
+    end
+    return kept, dropped
+end
+
+-- put checks one kind's section with mod.check_update and writes it with
+-- mod.write. It returns how many it stored, or nil and why not.
+local function put(d, mod, section, what)
+    if section == nil then
+        return 0
+    end
+    local cok, update, err = pcall(mod.check_update, section)
+    if not cok then
+        return nil, what .. ": " .. tostring(update)
+    end
+    if not update then
+        return nil, what .. ": " .. tostring(err)
+    end
+    local wok, version, _, reason = pcall(mod.write, d, update)
+    if not wok then
+        return nil, what .. ": " .. tostring(version)
+    end
+    if not version then
+        return nil, what .. ": " .. tostring(reason)
+    end
+    return #update.upserts
+end
+
+-- restore stores the state raw holds in d, for a config of hash whose
+-- profiles are the list profile_names. It returns a summary table
+-- {certificates=, backends=, routes=, dropped_routes=, config_hash=}, or
+-- nil and why nothing or not all was stored. Certificates and backends
+-- are stored before the routes that name them; a kind that does not check
+-- is left out, the others stored.
+function _M.restore(d, raw, hash, profile_names)
+    if type(raw) ~= "string" or raw == "" then
+        return nil, "is empty"
+    end
+    -- cjson decodes [] as an empty table, like {}: only an object is a state.
+    if not string_find(raw, "^%s*{") then
+        return nil, "is not a JSON object"
+    end
+    local ok, state = pcall(json.decode, raw)
+    if not ok then
+        return nil, "is not valid JSON (a write cut short?): " .. tostring(state)
+    end
+    if not check.is_object(state) then
+        return nil, "is not a JSON object"
+    end
+    local profiles = {}
+    for _, name in ipairs(profile_names or {}) do
+        profiles[name] = true
+    end
+    local summary = { config_hash = state.config_hash, certificates = 0, backends = 0, routes = 0, dropped_routes = 0 }
+    local failed
+    local n, err = put(d, certs, state.certificates, "certificates")
+    if n then
+        summary.certificates = n
+    else
+        failed = err
+    end
+    n, err = put(d, backends, state.backends, "backends")
+    if n then
+        summary.backends = n
+    else
+        failed = failed or err
+    end
+    local section = state.routes
+    if check.is_object(section) and type(section.upserts) == "table" then
+        local kept, dropped = usable_routes(section.upserts, profiles)
+        summary.dropped_routes = dropped
+        section = { upserts = kept }
+    end
+    n, err = put(d, routes, section, "routes")
+    if n then
+        summary.routes = n
+    else
+        failed = failed or err
+    end
+    if failed then
+        return nil, failed, summary
+    end
+    return summary
+end
+
+-- load reads the file (at path; nil: _M.path()) and restores it (restore)
+-- for the starting config of hash with profile_names, logging what it did.
+-- It never raises. It returns whether anything was stored.
+function _M.load(d, hash, profile_names, path)
+    path = path or _M.path()
+    local f, oerr = io_open(path, "rb")
+    if not f then
+        ngx.log(ngx.NOTICE, "restysync: no saved state to start with (", oerr, "): serving nothing until the agent pushes")
+        return false
+    end
+    local raw = f:read(MAX_BYTES + 1)
+    f:close()
+    if raw and #raw > MAX_BYTES then
+        ngx.log(ngx.ERR, "restysync: ", path, " is larger than ", MAX_BYTES, " bytes: ignored, serving nothing until the agent pushes")
+        return false
+    end
+    local ok, summary, err, partial = pcall(_M.restore, d, raw, hash, profile_names)
+    if not ok then
+        ngx.log(ngx.ERR, "restysync: loading ", path, ": ", tostring(summary), ": ignored, serving nothing until the agent pushes")
+        return false
+    end
+    if not summary then
+        ngx.log(ngx.ERR, "restysync: ", path, " ", err, ": that part is left out until the agent pushes")
+        summary = partial
+        if not summary or summary.certificates + summary.backends + summary.routes == 0 then
+            return false
+        end
+    end
+    if summary.dropped_routes > 0 then
+        ngx.log(ngx.WARN, "restysync: saved state: ", summary.dropped_routes, " route(s) jump to a profile this nginx.conf ",
+            "does not have (saved for config ", tostring(summary.config_hash), "): left out until the agent pushes")
+    end
+    ngx.log(ngx.NOTICE, "restysync: serving the saved state: ", summary.certificates, " certificate(s), ",
+        summary.backends, " backend(s), ", summary.routes, " route(s)")
+    return true
+end
+
+return _M
