@@ -9,12 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
-	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // A bad flag or value stops the agent at once, non-zero, naming the flag.
@@ -108,116 +106,6 @@ func TestStartupContract(t *testing.T) {
 	nginxproc.Start(t, shared)
 	s := &stack{t: t, client: clientTo(port)}
 	s.eventually("nginx answers 404 with nothing to serve", func() error { return s.expect("any.test", "/", "404") })
-}
-
-// TestDemo runs README command 1's program: the demo answers round robin
-// across its three backends, moves traffic when the EndpointSlice file is
-// edited, and leaves nothing running after Ctrl-C.
-func TestDemo(t *testing.T) {
-	nginxproc.Binary(t)
-	manifests := t.TempDir()
-	for _, name := range []string{"ingress.yaml", "service.yaml", "endpointslice.yaml"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "local", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(manifests, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	port := nginxproc.FreePort(t)
-	out := &syncbuf.Buffer{}
-	cmd := exec.Command(demoBinary, "--agent", agentBinary, "--manifests", manifests, "--port", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			if t.Failed() {
-				ps, _ := exec.Command("ps", "-o", "pid,stat,wchan:20,args", "-g", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
-				t.Logf("demo processes:\n%s", ps)
-			}
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("demo output:\n%s", out.String())
-		}
-	})
-
-	s := &stack{t: t, client: clientTo(port)}
-	// The demo starts three processes; on a loaded machine that can take a while.
-	s.eventually("the demo prints its URL", func() error {
-		if !strings.Contains(out.String(), "http://demo.localhost:"+strconv.Itoa(port)+"/") {
-			return errorf("no URL yet")
-		}
-		return nil
-	})
-	counts := map[string]int{}
-	for range 6 {
-		_, body, err := s.get("demo.localhost", "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[strings.Fields(body)[0]]++
-	}
-	for _, name := range []string{"demo-1", "demo-2", "demo-3"} {
-		if counts[name] == 0 {
-			t.Errorf("%s never answered: %v", name, counts)
-		}
-	}
-
-	reloadsBefore := strings.Count(out.String(), "action=reload")
-	data, err := os.ReadFile(filepath.Join(manifests, "endpointslice.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(data), `["127.0.0.11"]`, `["127.0.0.14"]`, 1)
-	s.manifests = manifests
-	s.writeFile("endpointslice.yaml", edited)
-	s.eventually("demo-4 answers after the edit", func() error {
-		_, body, err := s.get("demo.localhost", "/")
-		if err != nil || !strings.HasPrefix(body, "demo-4") {
-			return errorf("%q %v", body, err)
-		}
-		return nil
-	})
-
-	started := descendants(cmd.Process.Pid) // the agent, nginx's master and worker (the backends run in the demo)
-	if len(started) < 3 {
-		t.Errorf("the demo runs %d processes, want at least the agent and nginx's master and worker: %v", len(started), started)
-	}
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		stopped = true
-		if err != nil {
-			t.Errorf("demo exited with %v after Ctrl-C", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not stop within 30s of Ctrl-C")
-	}
-	for pid, cmdline := range started {
-		if now, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && string(now) == cmdline {
-			t.Errorf("process %d (%s) outlived the demo's Ctrl-C", pid, strings.ReplaceAll(cmdline, "\x00", " "))
-		}
-	}
-	if _, _, err := s.get("demo.localhost", "/"); err == nil {
-		t.Error("something still serves the demo port after Ctrl-C")
-	}
-	if after := strings.Count(out.String(), "action=reload"); after != reloadsBefore {
-		t.Errorf("the agent reloaded nginx on an endpoint edit (%d reloads, %d before)", after, reloadsBefore)
-	}
-	if !strings.Contains(out.String(), "action=push") {
-		t.Error("the agent log shows no push")
-	}
 }
 
 // descendants returns every process below pid, by pid, with its command
