@@ -70,6 +70,101 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// A mistyped flag, a value its type cannot hold or an unknown command is
+// one line on stderr, non-zero: the flag, the type wanted or the nearest
+// name, and where the help is; never the command's fifty lines of help.
+func TestFlagErrorsAreOneLine(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  string
+		want []string // all in the one line
+		not  string   // a suggestion that must not be made
+	}{
+		{args: []string{"run", "--sorce", "kube"}, want: []string{"unknown flag --sorce", "did you mean --source?", "restysync run --help"}},
+		{args: []string{"run", "--loglevel", "debug"}, want: []string{"--loglevel", "did you mean --log-level?"}},
+		{args: []string{"run", "--http-prot", "80"}, want: []string{"did you mean --http-port?"}},
+		{args: []string{"run", "--bogus"}, want: []string{"unknown flag --bogus", "restysync run --help"}, not: "did you mean"},
+		{args: []string{"check", "--sorce", "file:x"}, want: []string{"did you mean --source?", "restysync check --help"}},
+		{args: []string{"inspect", "--admn", "127.0.0.1:1"}, want: []string{"did you mean --admin?", "restysync inspect --help"}},
+		{args: []string{"run", "--http-port", "eighty"}, want: []string{`--http-port "eighty"`, "whole number", "restysync run --help"}},
+		{args: []string{"run", "--kube-api-qps", "fast"}, want: []string{`--kube-api-qps "fast"`, "number"}},
+		{args: []string{"run", "--reload-timeout", "10"}, want: []string{`--reload-timeout "10"`, "duration", "10s"}},
+		{args: []string{"run", "--hsts=maybe"}, want: []string{`--hsts "maybe"`, "true or false"}},
+		{args: []string{"run", "--source"}, want: []string{"--source needs a value"}},
+		{args: []string{"run"}, env: "RESTYSYNC_HTTP_PORT=abc", want: []string{"$RESTYSYNC_HTTP_PORT", "--http-port", "whole number"}},
+		{args: []string{"runn"}, want: []string{`unknown command "runn"`, "did you mean run?", "restysync --help"}},
+		{args: []string{"--bogus"}, want: []string{"unknown flag --bogus", "see restysync --help"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " ")+c.env, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, agentBinary, c.args...)
+			cmd.Env = append(os.Environ(), c.env)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if err == nil || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() == 0 {
+				t.Errorf("exit %v, want non-zero", err)
+			}
+			line := strings.TrimSuffix(stderr.String(), "\n")
+			if stdout.Len() != 0 || strings.Contains(line, "\n") {
+				t.Errorf("want one line on stderr and nothing on stdout; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%q does not say %q", line, w)
+				}
+			}
+			if c.not != "" && strings.Contains(line, c.not) {
+				t.Errorf("%q says %q", line, c.not)
+			}
+		})
+	}
+}
+
+// Without a kubeconfig, the kube source says where it looked and what to
+// set, not client-go's "try setting KUBERNETES_MASTER environment variable".
+func TestKubeSourceWithoutKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	var env []string
+	for _, e := range os.Environ() {
+		switch name, _, _ := strings.Cut(e, "="); name {
+		case "KUBECONFIG", "RESTYSYNC_KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME":
+		default:
+			env = append(env, e)
+		}
+	}
+	env = append(env, "HOME="+home)
+	for _, args := range [][]string{
+		{"run", "--source", "kube", "--shared-dir", t.TempDir()},
+		{"check", "--source", "kube"},
+		{"inspect", "--source", "kube"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, agentBinary, args...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err == nil {
+				t.Fatalf("exit 0 without a cluster; stderr:\n%s", stderr.String())
+			}
+			out := stderr.String()
+			for _, w := range []string{"--kubeconfig (not set)", "$KUBECONFIG (not set)", filepath.Join(home, ".kube", "config"),
+				"in-cluster config ($KUBERNETES_SERVICE_HOST and _PORT not set", "Set --kubeconfig FILE", "--source file:DIR"} {
+				if !strings.Contains(out, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "KUBERNETES_MASTER") {
+				t.Errorf("stderr still sends the user to KUBERNETES_MASTER:\n%s", out)
+			}
+		})
+	}
+}
+
 func TestVersion(t *testing.T) {
 	out, err := exec.Command(agentBinary, "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "restysync ") || !strings.Contains(string(out), "commit") {
