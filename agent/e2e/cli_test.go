@@ -9,12 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
-	"github.com/restysync/restysync/agent/internal/testenv/syncbuf"
 )
 
 // A bad flag or value stops the agent at once, non-zero, naming the flag.
@@ -72,6 +70,101 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
+// A mistyped flag, a value its type cannot hold or an unknown command is
+// one line on stderr, non-zero: the flag, the type wanted or the nearest
+// name, and where the help is; never the command's fifty lines of help.
+func TestFlagErrorsAreOneLine(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  string
+		want []string // all in the one line
+		not  string   // a suggestion that must not be made
+	}{
+		{args: []string{"run", "--sorce", "kube"}, want: []string{"unknown flag --sorce", "did you mean --source?", "restysync run --help"}},
+		{args: []string{"run", "--loglevel", "debug"}, want: []string{"--loglevel", "did you mean --log-level?"}},
+		{args: []string{"run", "--http-prot", "80"}, want: []string{"did you mean --http-port?"}},
+		{args: []string{"run", "--bogus"}, want: []string{"unknown flag --bogus", "restysync run --help"}, not: "did you mean"},
+		{args: []string{"check", "--sorce", "file:x"}, want: []string{"did you mean --source?", "restysync check --help"}},
+		{args: []string{"inspect", "--admn", "127.0.0.1:1"}, want: []string{"did you mean --admin?", "restysync inspect --help"}},
+		{args: []string{"run", "--http-port", "eighty"}, want: []string{`--http-port "eighty"`, "whole number", "restysync run --help"}},
+		{args: []string{"run", "--kube-api-qps", "fast"}, want: []string{`--kube-api-qps "fast"`, "number"}},
+		{args: []string{"run", "--reload-timeout", "10"}, want: []string{`--reload-timeout "10"`, "duration", "10s"}},
+		{args: []string{"run", "--hsts=maybe"}, want: []string{`--hsts "maybe"`, "true or false"}},
+		{args: []string{"run", "--source"}, want: []string{"--source needs a value"}},
+		{args: []string{"run"}, env: "RESTYSYNC_HTTP_PORT=abc", want: []string{"$RESTYSYNC_HTTP_PORT", "--http-port", "whole number"}},
+		{args: []string{"runn"}, want: []string{`unknown command "runn"`, "did you mean run?", "restysync --help"}},
+		{args: []string{"--bogus"}, want: []string{"unknown flag --bogus", "see restysync --help"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " ")+c.env, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, agentBinary, c.args...)
+			cmd.Env = append(os.Environ(), c.env)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if err == nil || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() == 0 {
+				t.Errorf("exit %v, want non-zero", err)
+			}
+			line := strings.TrimSuffix(stderr.String(), "\n")
+			if stdout.Len() != 0 || strings.Contains(line, "\n") {
+				t.Errorf("want one line on stderr and nothing on stdout; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%q does not say %q", line, w)
+				}
+			}
+			if c.not != "" && strings.Contains(line, c.not) {
+				t.Errorf("%q says %q", line, c.not)
+			}
+		})
+	}
+}
+
+// Without a kubeconfig, the kube source says where it looked and what to
+// set, not client-go's "try setting KUBERNETES_MASTER environment variable".
+func TestKubeSourceWithoutKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	var env []string
+	for _, e := range os.Environ() {
+		switch name, _, _ := strings.Cut(e, "="); name {
+		case "KUBECONFIG", "RESTYSYNC_KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME":
+		default:
+			env = append(env, e)
+		}
+	}
+	env = append(env, "HOME="+home)
+	for _, args := range [][]string{
+		{"run", "--source", "kube", "--shared-dir", t.TempDir()},
+		{"check", "--source", "kube"},
+		{"inspect", "--source", "kube"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, agentBinary, args...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err == nil {
+				t.Fatalf("exit 0 without a cluster; stderr:\n%s", stderr.String())
+			}
+			out := stderr.String()
+			for _, w := range []string{"--kubeconfig (not set)", "$KUBECONFIG (not set)", filepath.Join(home, ".kube", "config"),
+				"in-cluster config ($KUBERNETES_SERVICE_HOST and _PORT not set", "Set --kubeconfig FILE", "--source file:DIR"} {
+				if !strings.Contains(out, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "KUBERNETES_MASTER") {
+				t.Errorf("stderr still sends the user to KUBERNETES_MASTER:\n%s", out)
+			}
+		})
+	}
+}
+
 func TestVersion(t *testing.T) {
 	out, err := exec.Command(agentBinary, "version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "restysync ") || !strings.Contains(string(out), "commit") {
@@ -108,116 +201,6 @@ func TestStartupContract(t *testing.T) {
 	nginxproc.Start(t, shared)
 	s := &stack{t: t, client: clientTo(port)}
 	s.eventually("nginx answers 404 with nothing to serve", func() error { return s.expect("any.test", "/", "404") })
-}
-
-// TestDemo runs README command 1's program: the demo answers round robin
-// across its three backends, moves traffic when the EndpointSlice file is
-// edited, and leaves nothing running after Ctrl-C.
-func TestDemo(t *testing.T) {
-	nginxproc.Binary(t)
-	manifests := t.TempDir()
-	for _, name := range []string{"ingress.yaml", "service.yaml", "endpointslice.yaml"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "local", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(manifests, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	port := nginxproc.FreePort(t)
-	out := &syncbuf.Buffer{}
-	cmd := exec.Command(demoBinary, "--agent", agentBinary, "--manifests", manifests, "--port", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			if t.Failed() {
-				ps, _ := exec.Command("ps", "-o", "pid,stat,wchan:20,args", "-g", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
-				t.Logf("demo processes:\n%s", ps)
-			}
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("demo output:\n%s", out.String())
-		}
-	})
-
-	s := &stack{t: t, client: clientTo(port)}
-	// The demo starts three processes; on a loaded machine that can take a while.
-	s.eventually("the demo prints its URL", func() error {
-		if !strings.Contains(out.String(), "http://demo.localhost:"+strconv.Itoa(port)+"/") {
-			return errorf("no URL yet")
-		}
-		return nil
-	})
-	counts := map[string]int{}
-	for range 6 {
-		_, body, err := s.get("demo.localhost", "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[strings.Fields(body)[0]]++
-	}
-	for _, name := range []string{"demo-1", "demo-2", "demo-3"} {
-		if counts[name] == 0 {
-			t.Errorf("%s never answered: %v", name, counts)
-		}
-	}
-
-	reloadsBefore := strings.Count(out.String(), "action=reload")
-	data, err := os.ReadFile(filepath.Join(manifests, "endpointslice.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(data), `["127.0.0.11"]`, `["127.0.0.14"]`, 1)
-	s.manifests = manifests
-	s.writeFile("endpointslice.yaml", edited)
-	s.eventually("demo-4 answers after the edit", func() error {
-		_, body, err := s.get("demo.localhost", "/")
-		if err != nil || !strings.HasPrefix(body, "demo-4") {
-			return errorf("%q %v", body, err)
-		}
-		return nil
-	})
-
-	started := descendants(cmd.Process.Pid) // the agent, nginx's master and worker (the backends run in the demo)
-	if len(started) < 3 {
-		t.Errorf("the demo runs %d processes, want at least the agent and nginx's master and worker: %v", len(started), started)
-	}
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		stopped = true
-		if err != nil {
-			t.Errorf("demo exited with %v after Ctrl-C", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not stop within 30s of Ctrl-C")
-	}
-	for pid, cmdline := range started {
-		if now, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && string(now) == cmdline {
-			t.Errorf("process %d (%s) outlived the demo's Ctrl-C", pid, strings.ReplaceAll(cmdline, "\x00", " "))
-		}
-	}
-	if _, _, err := s.get("demo.localhost", "/"); err == nil {
-		t.Error("something still serves the demo port after Ctrl-C")
-	}
-	if after := strings.Count(out.String(), "action=reload"); after != reloadsBefore {
-		t.Errorf("the agent reloaded nginx on an endpoint edit (%d reloads, %d before)", after, reloadsBefore)
-	}
-	if !strings.Contains(out.String(), "action=push") {
-		t.Error("the agent log shows no push")
-	}
 }
 
 // descendants returns every process below pid, by pid, with its command

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -136,14 +137,46 @@ func validNamespacedName(s string) bool {
 func kubeClient(kc kubeConfig) (kubeclient.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kc.kubeconfig
+	if kc.kubeconfig != "" {
+		if _, err := os.Stat(kc.kubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: kc.context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, noClusterConfig(kc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
 	cfg.QPS, cfg.Burst = kc.qps, kc.burst
 	cfg.UserAgent = "restysync/" + version
 	return kubeclient.New(cfg)
+}
+
+// noClusterConfig replaces client-go's "no configuration has been provided,
+// try setting KUBERNETES_MASTER environment variable" (a variable nothing
+// reads any more): it says where the kube source looked, in client-go's
+// order, and what to set.
+func noClusterConfig(kc kubeConfig) error {
+	var looked []string
+	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+	case kc.kubeconfig != "": // client-go reads it alone; kubeClient reports one that is missing
+		looked = append(looked, "--kubeconfig "+kc.kubeconfig+" (no cluster in it)")
+	case env != "":
+		looked = append(looked, "--kubeconfig (not set)", "$KUBECONFIG="+env+" (no such file, or no cluster in it)")
+	default:
+		looked = append(looked, "--kubeconfig (not set)", "$KUBECONFIG (not set)",
+			clientcmd.RecommendedHomeFile+" (no such file, or no cluster in it)")
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" || os.Getenv("KUBERNETES_SERVICE_PORT") == "" {
+		looked = append(looked, "the in-cluster config ($KUBERNETES_SERVICE_HOST and _PORT not set: not in a pod)")
+	} else {
+		looked = append(looked, "the in-cluster config (no ServiceAccount token in "+filepath.Dir(serviceAccountNamespace)+")")
+	}
+	return fmt.Errorf("--source kube: no cluster to connect to; looked at %s. Set --kubeconfig FILE (or $KUBECONFIG) to a kubeconfig, "+
+		"run in a pod with a ServiceAccount, or read a folder of manifests with --source file:DIR", strings.Join(looked, ", "))
 }
 
 // kubeParts are what the kube source adds to the sync loop.

@@ -23,7 +23,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "restysync",
 		Usage:                "keep a stock OpenResty in step with Kubernetes",
 		Version:              versionString(),
@@ -42,8 +42,7 @@ func newApp() *cli.App {
 				},
 			},
 		},
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w (see --help)", err)
-		},
 	}
+	setUsageErrors(app)
+	return app
 }
