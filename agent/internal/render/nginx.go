@@ -170,11 +170,26 @@ func LoadModuleLines(s Settings) []string {
 // without its version ("../headers-more-nginx-module-0.37" is
 // "headers-more-nginx-module"). Options with a value (--with-cc-opt=...)
 // and library paths (--with-openssl=...) are no modules.
+//
+// ngx.config.nginx_configure() gives the arguments lua-nginx-module was
+// built with: the binary's when it is built in (OpenResty), but those of
+// the module's own build when it is a dynamic module (Debian's
+// libnginx-mod-http-lua: "--add-dynamic-module=.../libnginx-mod-http-lua-
+// 0.10.23/. --add-module=/usr/share/nginx-ndk/src"). Its --add-module
+// lines then name what that build compiled against, not what the binary
+// has built in, and are left out; its --with-* options are the binary's
+// (a dynamic module must be built with them to load).
 func BuiltInModules(configure string) []string {
+	args := configureArgs(configure)
+	luaBuild := slices.ContainsFunc(args, func(a string) bool {
+		path, ok := strings.CutPrefix(a, "--add-dynamic-module=")
+		return ok && strings.Contains(path, "lua")
+	})
 	var out []string
-	for _, arg := range configureArgs(configure) {
+	for _, arg := range args {
 		name, value, hasValue := strings.Cut(arg, "=")
 		switch {
+		case name == "--add-module" && hasValue && luaBuild:
 		case name == "--add-module" && hasValue:
 			out = append(out, withoutVersion(filepath.Base(strings.TrimRight(value, "/"))))
 		case strings.HasPrefix(name, "--with-") && !hasValue:
