@@ -46,13 +46,13 @@ type Stage struct {
 	// waitReason is why nginx did not answer at the last step, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
-	// found is which nginx answers (render.NginxFromStatus); the zero
-	// value while none does.
+	// found is which nginx answered last (render.NginxFromStatus); the
+	// zero value until one answered.
 	found render.Nginx
 }
 
-// Nginx is which nginx answers: the zero value (not detected) until
-// nginx answered, and again while it does not answer.
+// Nginx is which nginx answered last: the zero value (not detected)
+// until nginx answered once.
 func (s *Stage) Nginx() render.Nginx { return s.found }
 
 // NewStage returns the apply stage of nginx (nil in tests of the model
@@ -118,9 +118,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	status, err := s.nginx.Lua.Status(ctx)
 	res.Status = time.Since(statusStart)
 	if err != nil {
-		// nginx is not up (yet): leave the right config for it to start
-		// with, rendered for any nginx (the next one may be another).
-		s.found = render.Nginx{}
+		// nginx is not up (yet): leave the right config for it to start with.
 		res.Waiting = true
 		return res, s.leaveForStart(step.Config, err)
 	}

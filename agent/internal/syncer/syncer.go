@@ -266,16 +266,13 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 // meetNginx renders for the nginx that answers when it is not the one
 // the settings name: the first answer after the agent started (the
 // bootstrap and the configs before it were rendered for an nginx not
-// detected), or another nginx after a cold start (a new image). While
-// nginx does not answer, the config left for its start is rendered for
-// any nginx, as the one that starts may be another. The next sync is a
-// full one; nginx reloads when the bytes differ (on the chart's image:
-// http2 on, headers-more).
+// detected), or another nginx after a cold start (a new boot reports
+// itself anew). The next sync is a full one; nginx reloads when the bytes
+// differ (on the chart's image: http2 on, headers-more).
 func (s *Syncer) meetNginx() {
 	found := s.stage.Nginx()
 	settings := s.configMap.Settings()
-	was := settings.Nginx
-	if reflect.DeepEqual(found, was) {
+	if !found.Detected() || reflect.DeepEqual(found, settings.Nginx) {
 		return
 	}
 	s.configMap.SetNginx(found)
@@ -284,11 +281,6 @@ func (s *Syncer) meetNginx() {
 	s.lastConfig = render.Config{}
 	s.rerender = true
 	s.markDirty()
-	if !found.Detected() {
-		s.logger.Info("nginx does not answer; the config for its start is rendered for any nginx until one answers",
-			"was", was.String())
-		return
-	}
 	s.logger.Info("nginx detected; rendering for it", "nginx", found.Version, "lua_nginx_module", found.LuaVersion,
 		"built_in_modules", strings.Join(found.BuiltIn, ","), "http2", render.HTTP2Form(found),
 		"headers_more", render.HeadersMoreForm(settings))
