@@ -334,7 +334,7 @@ func writeNginx(w io.Writer, n *admin.Nginx) {
 		fmt.Fprintf(w, "  version        %s%s\n", n.Version, lua)
 		fmt.Fprintf(w, "  built in       %s\n", orNone(strings.Join(n.BuiltIn, " ")))
 	} else {
-		fmt.Fprintln(w, "  version        not detected (nginx has not answered): rendered for any nginx")
+		fmt.Fprintln(w, "  version        not detected (a dry run, or nginx has not answered yet): rendered for any nginx")
 	}
 	fmt.Fprintf(w, "  load_module    %s\n", orNone(strings.Join(n.LoadModules, " ")))
 	if len(n.LeftOut) > 0 {
