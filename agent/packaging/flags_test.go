@@ -280,3 +280,26 @@ func demoHelp(t *testing.T) map[string]bool {
 	}
 	return flags
 }
+
+// Every --load-module the help suggests for Debian's nginx says what to do
+// on OpenResty, the chart's image, where a load_module of a module built
+// in stops nginx at start.
+func TestHelpLoadModuleFitsOpenResty(t *testing.T) {
+	out, err := exec.Command(agentBinary, "run", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("restysync run --help: %v\n%s", err, out)
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, "Debian") || !strings.Contains(line, "--load-module") {
+			continue
+		}
+		n++
+		if !strings.Contains(line, "OpenResty") || !strings.Contains(line, "no --load-module") {
+			t.Errorf("a Debian --load-module without what OpenResty needs:\n%s", line)
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d lines of restysync run --help suggest a Debian --load-module; want those of --load-module and --enable-ssl-passthrough:\n%s", n, out)
+	}
+}

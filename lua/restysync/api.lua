@@ -123,6 +123,10 @@ local function read_body()
     return body
 end
 
+-- nginx_configure is the binary's configure arguments, which say the
+-- modules built in (--with-stream, --add-module=...headers-more...).
+local nginx_configure = ngx.config.nginx_configure()
+
 local function get_status()
     local d = dict()
     reply(200, json_encode({
@@ -133,6 +137,11 @@ local function get_status()
         backends = backends.count(d),
         certificates = certs.count(d),
         routes = routes.count(d),
+        -- Which nginx this is, for the agent to render for it
+        -- (render.NginxFromStatus): constant per binary.
+        nginx_version = ngx.config.nginx_version,
+        ngx_lua_version = ngx.config.ngx_lua_version,
+        nginx_configure = nginx_configure,
     }))
 end
 

@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,11 @@ const (
 	startTimeout = 30 * time.Second // from start to "up"
 	stopTimeout  = 10 * time.Second // per process, before its group is killed
 )
+
+// debianHeadersMoreModule is Debian's libnginx-mod-http-headers-more-filter
+// (go tool task nginx installs it): loaded when installed, snippets'
+// more_set_headers are written as themselves.
+const debianHeadersMoreModule = "/usr/share/nginx/modules/ngx_http_headers_more_filter_module.so"
 
 func main() {
 	if err := run(); err != nil {
@@ -274,7 +280,11 @@ func findNginx() (string, []string, error) {
 		return "", nil, errors.New("neither openresty nor nginx is on PATH (go tool task nginx installs Debian's)")
 	}
 	if _, err := os.Stat(debianLuaModules[1]); err == nil {
-		return path, debianLuaModules, nil
+		modules := slices.Clone(debianLuaModules)
+		if _, err := os.Stat(debianHeadersMoreModule); err == nil {
+			modules = append(modules, debianHeadersMoreModule)
+		}
+		return path, modules, nil
 	}
 	return path, nil, nil
 }

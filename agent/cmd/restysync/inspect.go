@@ -264,6 +264,7 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	if len(otherKinds) > 0 {
 		report.NotIngressRelated = otherKinds
 	}
+	report.Nginx = admin.NginxOf(render.Nginx{}, nil)
 	return report, nil
 }
 
@@ -365,6 +366,7 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 		fmt.Fprintf(w, "ConfigMap refused (its last version nginx took serves): %s\n", r.ConfigMapRefused)
 	}
 
+	writeNginx(w, r.Nginx)
 	if r.DryRun {
 		fmt.Fprintln(w, "\nConfig and Lua: not checked (dry run: no agent, no nginx)")
 		return
@@ -385,6 +387,31 @@ func writeNotServed(w io.Writer, notServed []admin.NotServed) {
 	for _, n := range notServed {
 		fmt.Fprintf(w, "  Ingress %s: not served: %s\n", n.Ingress, n.Reason)
 	}
+}
+
+// writeNginx says which nginx the config is rendered for and what
+// follows.
+func writeNginx(w io.Writer, n *admin.Nginx) {
+	if n == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nNginx")
+	if n.Detected {
+		lua := ""
+		if n.LuaVersion != "" {
+			lua = ", lua-nginx-module " + n.LuaVersion
+		}
+		fmt.Fprintf(w, "  version        %s%s\n", n.Version, lua)
+		fmt.Fprintf(w, "  built in       %s\n", orNone(strings.Join(n.BuiltIn, " ")))
+	} else {
+		fmt.Fprintln(w, "  version        not detected (a dry run, or nginx has not answered yet): rendered for any nginx")
+	}
+	fmt.Fprintf(w, "  load_module    %s\n", orNone(strings.Join(n.LoadModules, " ")))
+	if len(n.LeftOut) > 0 {
+		fmt.Fprintf(w, "  left out       %s (built in)\n", strings.Join(n.LeftOut, " "))
+	}
+	fmt.Fprintf(w, "  HTTP/2         %s\n", n.HTTP2)
+	fmt.Fprintf(w, "  headers-more   %s\n", n.HeadersMore)
 }
 
 func writeConfig(w io.Writer, c *admin.Config) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
@@ -44,10 +45,44 @@ type Report struct {
 	// ConfigMapRefused is why the agent's ConfigMap as it is was refused
 	// (its last version nginx took serves until it changes); "" when it
 	// is not. Filled in by AddLive.
-	ConfigMapRefused string   `json:"configmap_refused,omitempty"`
-	Config           *Config  `json:"config,omitempty"`
-	Lua              *LuaDiff `json:"lua,omitempty"`
-	Sync             *Sync    `json:"sync,omitempty"`
+	ConfigMapRefused string `json:"configmap_refused,omitempty"`
+	// Nginx is which nginx the config is rendered for, and what follows
+	// from it.
+	Nginx  *Nginx   `json:"nginx,omitempty"`
+	Config *Config  `json:"config,omitempty"`
+	Lua    *LuaDiff `json:"lua,omitempty"`
+	Sync   *Sync    `json:"sync,omitempty"`
+}
+
+// Nginx is which nginx the config is rendered for (render.Nginx) and the
+// forms that follow.
+type Nginx struct {
+	// Detected says nginx reported itself through the Lua status API;
+	// until then (and in a dry run) the config takes forms every version
+	// takes.
+	Detected   bool   `json:"detected"`
+	Version    string `json:"version,omitempty"`
+	LuaVersion string `json:"lua_nginx_module,omitempty"`
+	// BuiltIn are the modules its configure arguments build in.
+	BuiltIn []string `json:"built_in_modules"`
+	// LoadModules are the load_module lines rendered; LeftOut the
+	// --load-module paths left out as built in.
+	LoadModules []string `json:"load_modules"`
+	LeftOut     []string `json:"load_modules_left_out,omitempty"`
+	// HTTP2 is "http2 on" (nginx 1.25.1 and later) or "listen ... http2".
+	HTTP2 string `json:"http2"`
+	// HeadersMore is "native" (more_set_headers and more_clear_headers
+	// written as themselves; Server, Date and Content-Type accepted) or
+	// "emulated" (proxy_hide_header and add_header).
+	HeadersMore string `json:"headers_more"`
+}
+
+// NginxOf reports n with the --load-module paths loadModules.
+func NginxOf(n render.Nginx, loadModules []string) *Nginx {
+	s := render.Settings{Nginx: n, LoadModules: loadModules}
+	return &Nginx{Detected: n.Detected(), Version: n.Version, LuaVersion: n.LuaVersion,
+		BuiltIn: append([]string{}, n.BuiltIn...), LoadModules: append([]string{}, render.LoadModuleLines(s)...),
+		LeftOut: n.LoadsBuiltIn(loadModules), HTTP2: render.HTTP2Form(n), HeadersMore: render.HeadersMoreForm(s)}
 }
 
 // StreamEntry is a host passed through or a TCP or UDP service.
@@ -254,6 +289,7 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 		r.QuarantinedIngresses = slices.Clone(st.Quarantined)
 	}
 	r.ConfigMapRefused = st.ConfigMapRefused
+	r.Nginx = NginxOf(st.Nginx, st.LoadModules)
 	r.Sync = &Sync{SourceSynced: st.Synced, Applied: st.Applied, LastSync: st.LastSync,
 		Syncs: st.Syncs, Reloads: st.Reloads, Pushes: st.Pushes}
 	cfg := &Config{Wanted: st.WantedHash, Applied: st.ConfigHash}

@@ -46,7 +46,14 @@ type Stage struct {
 	// waitReason is why nginx did not answer at the last step, already
 	// logged ("": it answered); see noteWaiting.
 	waitReason string
+	// found is which nginx answered last (render.NginxFromStatus); the
+	// zero value until one answered.
+	found render.Nginx
 }
+
+// Nginx is which nginx answered last: the zero value (not detected)
+// until nginx answered once.
+func (s *Stage) Nginx() render.Nginx { return s.found }
 
 // NewStage returns the apply stage of nginx (nil in tests of the model
 // alone). bootstrap, startBound: NewConfigRecord.
@@ -183,6 +190,7 @@ func (s *Stage) Stale() { s.lua.Stale() }
 func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
 	s.waitReason = ""
 	s.configs.Answered()
+	s.found = render.NginxFromStatus(status.NginxVersion, status.LuaVersion, status.Configure)
 	previousBoot := s.lua.Boot()
 	newBoot, err := s.lua.Observe(ctx, status)
 	if err != nil {

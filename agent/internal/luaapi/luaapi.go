@@ -27,6 +27,13 @@ type Status struct {
 	Certificates int `json:"certificates"`
 	// Routes is how many hosts Lua routes.
 	Routes int `json:"routes"`
+	// NginxVersion is ngx.config.nginx_version (1027001 for 1.27.1),
+	// LuaVersion ngx.config.ngx_lua_version (10028 for 0.10.28) and
+	// Configure ngx.config.nginx_configure(): which nginx runs
+	// (render.NginxFromStatus). 0 and "" from an older Lua.
+	NginxVersion int    `json:"nginx_version"`
+	LuaVersion   int    `json:"ngx_lua_version"`
+	Configure    string `json:"nginx_configure"`
 }
 
 // LuaMetrics is what GET /metrics of the Lua config API reports.

@@ -100,6 +100,11 @@ type Snapshot struct {
 	// GlobalSnippets are the ConfigMap's http-snippet, server-snippet and
 	// location-snippet: their headers apply to every location (snippet.go).
 	GlobalSnippets GlobalSnippets
+	// HeadersMore says nginx has the headers-more module
+	// (render.Settings.HeadersMore): snippets' more_set_headers and
+	// more_clear_headers are written as themselves and may name Server,
+	// Date and Content-Type; without it they are emulated (snippet.go).
+	HeadersMore bool
 	// Targets decide where nginx may connect: every URL nginx connects to
 	// and every endpoint address goes through their check (target.go).
 	// The zero value refuses loopback, link-local and unspecified

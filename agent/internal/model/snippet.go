@@ -68,6 +68,16 @@ type SnippetSettings struct {
 	// more_set_headers): "Name: value" lines.
 	ResponseHeaders string
 	AlwaysHeaders   string
+	// SetHeaders are the "Name: value" lines of more_set_headers, which
+	// replace a header of the response whoever wrote it (the backend or
+	// nginx), when nginx has the headers-more module (HeadersMore);
+	// without it they are in AlwaysHeaders and HideHeaders (the
+	// emulation), and SetHeaders is "".
+	SetHeaders string
+	// HeadersMore says SetHeaders and ClearHeaders are written as
+	// more_set_headers and more_clear_headers (Snapshot.HeadersMore); set
+	// only when either holds a header.
+	HeadersMore bool
 	// HideHeaders are the backend's response headers not passed on,
 	// ClearHeaders those the response never carries (more_clear_headers,
 	// restysync's own X-Request-ID and Strict-Transport-Security
@@ -108,6 +118,8 @@ type FixedResponse struct {
 type snippetState struct {
 	// off is Snapshot.SnippetAnnotationsOff.
 	off bool
+	// headersMore is Snapshot.HeadersMore.
+	headersMore bool
 	// global are the accepted ConfigMap snippets, lowest precedence first.
 	global []snippet.Result
 	// byIngress by "namespace/name"; order the Ingresses, oldest first.
@@ -116,7 +128,8 @@ type snippetState struct {
 }
 
 func newSnippetState(s Snapshot) snippetState {
-	return snippetState{off: s.SnippetAnnotationsOff, global: parseGlobalSnippets(s.GlobalSnippets)}
+	return snippetState{off: s.SnippetAnnotationsOff, headersMore: s.HeadersMore,
+		global: parseGlobalSnippets(s.GlobalSnippets, snippet.Options{HeadersMore: s.HeadersMore})}
 }
 
 // ingressSnippets are what the snippets of one Ingress said.
@@ -145,13 +158,13 @@ type snippetLocation struct {
 
 // parseGlobalSnippets returns the accepted ConfigMap snippets, lowest
 // precedence first.
-func parseGlobalSnippets(g GlobalSnippets) []snippet.Result {
+func parseGlobalSnippets(g GlobalSnippets, opts snippet.Options) []snippet.Result {
 	var out []snippet.Result
 	for _, text := range []string{g.HTTP, g.Server, g.Location} {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		if res, refusal := snippet.Parse(snippet.Global, text, snippet.Options{}); refusal == nil {
+		if res, refusal := snippet.Parse(snippet.Global, text, opts); refusal == nil {
 			out = append(out, res)
 		}
 	}
@@ -196,7 +209,7 @@ func (b *builder) readSnippets(ing *networkingv1.Ingress, id string) {
 			st.authSets, st.authVars = res.AuthSets, snippet.AuthVariables(res.AuthSets)
 		}
 	}
-	opts := snippet.Options{AuthVariables: st.authVars, BufferSettings: true}
+	opts := snippet.Options{AuthVariables: st.authVars, BufferSettings: true, HeadersMore: b.snippets.headersMore}
 	if text, ok := texts[ServerSnippetKey]; ok {
 		res, refusal := snippet.Parse(snippet.Server, text, opts)
 		var locations []snippetLocation
@@ -494,6 +507,14 @@ func (h *headerSet) last() {
 	}
 }
 
+// drop removes the header of lower-case name.
+func (h *headerSet) drop(name string) {
+	if _, ok := h.lines[name]; ok {
+		delete(h.lines, name)
+		h.names = slices.DeleteFunc(h.names, func(n string) bool { return n == name })
+	}
+}
+
 func (h *headerSet) String() string {
 	var out []string
 	for _, name := range h.names {
@@ -559,7 +580,7 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 			custom[strings.ToLower(name)] = true
 		}
 	}
-	var req, resp, always headerSet
+	var req, resp, always, set headerSet
 	var hide, clear, pass []string
 	s := &loc.Snippet
 	layer := func(res snippet.Result, short string) {
@@ -581,16 +602,20 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 			return !ok
 		}
 		req.layer(res.RequestHeaders, values, keepReq)
-		var plain, alw []snippet.Header
+		var plain, alw, more []snippet.Header
 		for _, h := range res.ResponseHeaders {
-			if h.Always {
+			switch {
+			case h.Directive == "more_set_headers" && b.snippets.headersMore:
+				more = append(more, h)
+			case h.Always:
 				alw = append(alw, h)
-			} else {
+			default:
 				plain = append(plain, h)
 			}
 		}
 		resp.layer(plain, values, keepResp)
 		always.layer(alw, values, keepResp)
+		set.layer(more, values, keepResp)
 		hide = append(hide, res.HideHeaders...)
 		clear = append(clear, res.ClearHeaders...)
 		pass = append(pass, res.PassHeaders...)
@@ -606,11 +631,20 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 		layer(st.config, configurationSnippetKey)
 	}
 	req.last()
+	set.last()
+	// more_set_headers replaces the header whoever wrote it: an
+	// add_header of the same name would add a second one.
+	for _, name := range set.names {
+		resp.drop(name)
+		always.drop(name)
+	}
 	s.RequestHeaders, s.ResponseHeaders, s.AlwaysHeaders = req.String(), resp.String(), always.String()
+	s.SetHeaders = set.String()
 	s.HideHeaders, s.PassHeaders = nameList(hide), nameList(pass)
 	// custom-headers writes the response headers, restysync's own too.
 	clear = slices.DeleteFunc(clear, func(n string) bool { return custom[strings.ToLower(n)] })
 	s.ClearHeaders = nameList(clear)
+	s.HeadersMore = b.snippets.headersMore && (s.SetHeaders != "" || s.ClearHeaders != "")
 	if st != nil && len(st.authSets) > 0 {
 		// Set without an auth service too: the variables must exist for
 		// the headers that name them.

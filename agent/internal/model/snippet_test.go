@@ -64,6 +64,39 @@ func TestSnippetHeaders(t *testing.T) {
 	}
 }
 
+// With the headers-more module (Snapshot.HeadersMore), more_set_headers
+// goes to SetHeaders, replacing an add_header of its name from a lower
+// layer, and may name Server; without it Server is a Problem on the
+// Ingress.
+func TestSnippetHeadersMore(t *testing.T) {
+	ing := newIngress("default", "app",
+		annotation(ngx+"server-snippet", "add_header X-Frame-Options SAMEORIGIN always;\nadd_header X-Up up;"),
+		annotation(ngx+"configuration-snippet", "more_set_headers \"Server: edge\" \"X-Frame-Options: DENY\";\nmore_clear_headers Date;"),
+		rule("app.example.com", prefix("/", "web", "http")))
+	snap := snapshotOf(ing)
+	snap.HeadersMore = true
+	m, problems := Build(snap)
+	if len(problems) != 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	got := locationOf(t, m, "app.example.com", "/", PathPrefix).Snippet
+	want := SnippetSettings{
+		ResponseHeaders: "X-Up: up",
+		SetHeaders:      "Server: edge\nX-Frame-Options: DENY",
+		HideHeaders:     "Server,X-Frame-Options,Date",
+		ClearHeaders:    "Date",
+		HeadersMore:     true,
+	}
+	if got != want {
+		t.Errorf("snippet settings\n got %+v\nwant %+v", got, want)
+	}
+
+	_, problems = Build(snapshotOf(ing))
+	if p, ok := snippetProblem(problems, "Server is written by nginx itself"); !ok || p.Name != "app" || !strings.Contains(p.Reason, "headers-more") {
+		t.Errorf("without headers-more: problems %v, want one on default/app naming headers-more", problems)
+	}
+}
+
 func TestSnippetRefusedLeavesTheRestServed(t *testing.T) {
 	ing := newIngress("default", "app",
 		annotation(ngx+"server-snippet", "location ^~ /test {\n  alias /var/run;\n}"),

@@ -59,8 +59,12 @@ type Settings struct {
 	// default) means every IPv4 address.
 	ListenAddress string
 	// LoadModules are paths of dynamic modules, emitted as load_module lines
-	// in this order (ndk before lua for Debian's nginx). Default none.
+	// in this order (ndk before lua for Debian's nginx), but for those
+	// Nginx has built in (Nginx.LoadsBuiltIn). Default none.
 	LoadModules []string
+	// Nginx is the nginx rendered for (nginx.go): the zero value, not
+	// detected, renders forms every version takes.
+	Nginx Nginx
 	// WorkerProcesses is "auto" (the default, when empty) or a number.
 	WorkerProcesses string
 	// HTTPSRedirectPort is the port in the Location of the HTTP → HTTPS
@@ -177,8 +181,11 @@ var confTemplate = template.Must(template.New("nginx.conf").
 // confView is what the template prints. User-supplied strings stay raw here
 // and are quoted by the template through Quote.
 type confView struct {
-	SharedDir       string
-	LoadModules     []string
+	SharedDir   string
+	LoadModules []string
+	// HTTP2Directive turns HTTP/2 on with "http2 on;" in each HTTPS
+	// server, rather than with listen's "http2" (Nginx.HTTP2Directive).
+	HTTP2Directive  bool
 	WorkerProcesses string
 	LuaPackagePath  string
 	ConfigHash      string
@@ -348,7 +355,8 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view := confView{
 		SharedDir:       s.SharedDir,
-		LoadModules:     modSecurityLast(s.LoadModules),
+		LoadModules:     LoadModuleLines(s),
+		HTTP2Directive:  s.Nginx.HTTP2Directive(),
 		WorkerProcesses: workers,
 		LuaPackagePath:  luaPackagePath(s.SharedDir),
 		ConfigHash:      hashPlaceholder,

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -60,6 +61,11 @@ type snippetView struct {
 	ResponseHeaders []responseView
 	HideHeaders     []string
 	PassHeaders     []string
+	// SetHeaders ("Name: value", ${vars}) and ClearHeaders are the
+	// more_set_headers and more_clear_headers lines, when nginx has the
+	// headers-more module (model.SnippetSettings.HeadersMore).
+	SetHeaders   []string
+	ClearHeaders []string
 	// AuthSets are the auth-snippet's auth_request_set lines when the
 	// location does not ask an auth service (they go next to auth_request
 	// when it does): they define the variables its headers may name.
@@ -225,9 +231,19 @@ func newSnippetView(loc model.Location, proxy proxyView) (*snippetView, error) {
 	if v.PassHeaders, err = splitNames(s.PassHeaders); err != nil {
 		return nil, err
 	}
-	if len(plain)+len(always)+len(hide)+len(clear) > 0 {
+	more, err := headerLines(s.SetHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("snippet response %w", err)
+	}
+	if s.HeadersMore {
+		for _, h := range more {
+			v.SetHeaders = append(v.SetHeaders, h.Name+": "+h.Value)
+		}
+		v.ClearHeaders = clear
+	}
+	if len(plain)+len(always)+len(more)+len(hide)+len(clear) > 0 {
 		set := nameSet(clear)
-		for _, h := range append(plain, always...) {
+		for _, h := range slices.Concat(plain, always, more) {
 			set[strings.ToLower(h.Name)] = true
 		}
 		if len(proxy.ResponseHeaderList) == 0 { // else "response-headers" wrote these

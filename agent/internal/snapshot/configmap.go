@@ -108,6 +108,15 @@ func (c *ConfigMap) Settings() render.Settings {
 	return c.values.settings
 }
 
+// SetNginx renders for n from now on (render.Settings.Nginx): the flags'
+// settings, the ConfigMap's and those nginx last took alike, since which
+// nginx runs is no matter of the ConfigMap (Changed stays as it was).
+func (c *ConfigMap) SetNginx(n render.Nginx) {
+	c.base.Nginx = n
+	c.values.settings.Nginx = n
+	c.good.settings.Nginx = n
+}
+
 // Changed says whether the globals differ from those of the last config
 // nginx confirmed (before the first: the flags' alone).
 func (c *ConfigMap) Changed() bool {

@@ -91,6 +91,7 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 	snap.ReservedPorts = reservedPorts(g.settings)
 	snap.Targets = opts.Targets
 	snap.Limits = g.settings.Limits
+	snap.HeadersMore = g.settings.HeadersMore()
 	problems := slices.Clone(cmProblems)
 	if leaveOut != nil {
 		var left []model.Problem

@@ -50,6 +50,12 @@ type Options struct {
 	// proxy_busy_buffers_size (the model has fields for them); without it
 	// they are refused as not supported yet.
 	BufferSettings bool
+	// HeadersMore says nginx has the headers-more module
+	// (render.Settings.HeadersMore): more_set_headers and
+	// more_clear_headers may then name the headers nginx writes itself
+	// (Server, Date, Content-Type); without it they are refused, as the
+	// emulation cannot replace them.
+	HeadersMore bool
 }
 
 // Refusal is why a snippet is refused: the first directive off the
@@ -365,7 +371,7 @@ func (c *checker) header(d Directive, response, request *[]Header, top bool) (*R
 			}
 			name, value := splitMoreHeader(a)
 			if d.Name == "more_set_headers" {
-				if reason := replaceableName(name); reason != "" {
+				if reason := replaceableName(name, c.opts.HeadersMore); reason != "" {
 					return refuse(d, "%q: %s", clip(a), reason), true
 				}
 				v, reason := parseValue(value, respScope, false)
@@ -402,7 +408,7 @@ func (c *checker) header(d Directive, response, request *[]Header, top bool) (*R
 				return refuse(d, "%q: wildcards are not supported; name each header", clip(name)), true
 			}
 			if d.Name == "more_clear_headers" {
-				if reason := replaceableName(name); reason != "" {
+				if reason := replaceableName(name, c.opts.HeadersMore); reason != "" {
 					return refuse(d, "%q: %s", clip(name), reason), true
 				}
 				c.res.HideHeaders = append(c.res.HideHeaders, name)
@@ -473,8 +479,8 @@ func headerName(s string) string {
 var framingHeaders = []string{"content-length", "transfer-encoding", "connection", "keep-alive"}
 
 // ownHeaders are the response headers nginx writes itself, which
-// proxy_hide_header and add_header cannot replace (headers-more could).
-var ownHeaders = []string{"server", "date", "content-type", "content-length", "transfer-encoding", "connection", "keep-alive"}
+// proxy_hide_header and add_header cannot replace; headers-more can.
+var ownHeaders = []string{"server", "date", "content-type"}
 
 func responseHeaderName(s string) string {
 	if r := headerName(s); r != "" {
@@ -486,12 +492,18 @@ func responseHeaderName(s string) string {
 	return ""
 }
 
-func replaceableName(s string) string {
+// replaceableName returns why more_set_headers or more_clear_headers may
+// not name s, or "": the framing headers never, nginx's own (ownHeaders)
+// only with the headers-more module (headersMore).
+func replaceableName(s string, headersMore bool) string {
 	if r := headerName(s); r != "" {
 		return r
 	}
-	if slices.Contains(ownHeaders, strings.ToLower(s)) {
-		return fmt.Sprintf("%s is written by nginx itself; without the headers-more module (not installed) it cannot be replaced or removed", s)
+	if slices.Contains(framingHeaders, strings.ToLower(s)) {
+		return fmt.Sprintf("%s frames the response: a snippet may not set or clear it", s)
+	}
+	if slices.Contains(ownHeaders, strings.ToLower(s)) && !headersMore {
+		return fmt.Sprintf("%s is written by nginx itself: without the headers-more module (this nginx has it neither built in nor loaded, or has not been detected yet) it cannot be replaced or removed", s)
 	}
 	return ""
 }

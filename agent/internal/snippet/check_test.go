@@ -193,3 +193,26 @@ func TestSplitMoreHeader(t *testing.T) {
 		}
 	}
 }
+
+// Server, Date and Content-Type are nginx's own: more_set_headers and
+// more_clear_headers may name them only with the headers-more module;
+// the framing headers never.
+func TestNginxOwnHeadersNeedHeadersMore(t *testing.T) {
+	for _, text := range []string{`more_set_headers "Server: edge";`, `more_clear_headers Date;`, `more_set_headers "Content-Type: text/x";`} {
+		if _, r := Parse(Configuration, text, Options{}); r == nil || !strings.Contains(r.Reason, "headers-more") {
+			t.Errorf("%s without headers-more: %v, want refused naming headers-more", text, r)
+		}
+		res, r := Parse(Configuration, text, Options{HeadersMore: true})
+		if r != nil {
+			t.Errorf("%s with headers-more: refused: %v", text, r)
+		}
+		if len(res.ResponseHeaders)+len(res.ClearHeaders) != 1 {
+			t.Errorf("%s with headers-more: %+v", text, res)
+		}
+	}
+	for _, text := range []string{`more_set_headers "Content-Length: 1";`, `more_clear_headers Transfer-Encoding;`, `more_set_headers "Connection: close";`} {
+		if _, r := Parse(Configuration, text, Options{HeadersMore: true}); r == nil || !strings.Contains(r.Reason, "frames the response") {
+			t.Errorf("%s with headers-more: %v, want refused as framing", text, r)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 // The last step of the loop: what a sync found and did goes to State (for
@@ -60,6 +61,10 @@ type State struct {
 	// CertificateNearestExpiry is when the first leaf of the certificates
 	// Lua serves expires (zero: none known).
 	CertificateNearestExpiry time.Time
+	// Nginx is which nginx the config is rendered for (not detected until
+	// nginx first answered), LoadModules the --load-module paths.
+	Nginx       render.Nginx
+	LoadModules []string
 }
 
 // State returns a copy of the loop's state.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -116,6 +117,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		stage:     apply.NewStage(nginx, opts.Render, opts.StartBound, opts.FullPush, opts.Metrics, logger),
 		guard:     quarantine.New(),
 		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
+		state:     State{LoadModules: opts.Render.LoadModules},
 	}
 }
 
@@ -253,12 +255,40 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
 	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
 		ChangedBackends: s.changedBackends, Judging: judging})
+	s.meetNginx()
 	if res.Executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
 		s.rerender = true
 		s.markDirty()
 	}
 	return res, err
+}
+
+// meetNginx renders for the nginx that answers when it is not the one
+// the settings name: the first answer after the agent started (the
+// bootstrap and the configs before it were rendered for an nginx not
+// detected), or another nginx after a cold start (a new boot reports
+// itself anew). The next sync is a full one; nginx reloads when the bytes
+// differ (on the chart's image: http2 on, headers-more).
+func (s *Syncer) meetNginx() {
+	found := s.stage.Nginx()
+	settings := s.configMap.Settings()
+	if !found.Detected() || reflect.DeepEqual(found, settings.Nginx) {
+		return
+	}
+	s.configMap.SetNginx(found)
+	settings = s.configMap.Settings()
+	s.update(func(st *State) { st.Nginx = found })
+	s.lastConfig = render.Config{}
+	s.rerender = true
+	s.markDirty()
+	s.logger.Info("nginx detected; rendering for it", "nginx", found.Version, "lua_nginx_module", found.LuaVersion,
+		"built_in_modules", strings.Join(found.BuiltIn, ","), "http2", render.HTTP2Form(found),
+		"headers_more", render.HeadersMoreForm(settings))
+	if dropped := found.LoadsBuiltIn(settings.LoadModules); len(dropped) > 0 {
+		s.logger.Warn("--load-module names modules this nginx has built in; their load_module lines are left out (a load_module of a module built in stops nginx)",
+			"modules", strings.Join(dropped, ","))
+	}
 }
 
 // configFor renders next and the routes of its hosts, or reuses the last

@@ -120,6 +120,28 @@ func StreamLoadModules(t testing.TB) []string {
 	return []string{debianStreamModule}
 }
 
+// debianHeadersMoreModule is Debian's libnginx-mod-http-headers-more-filter.
+const debianHeadersMoreModule = "/usr/share/nginx/modules/ngx_http_headers_more_filter_module.so"
+
+// HeadersMoreLoadModules returns the headers-more module to load after
+// DebianLoadModules when nginx is Debian's, nil for openresty (built in).
+// Without it installed the test fails when CI=true, and is skipped
+// otherwise.
+func HeadersMoreLoadModules(t testing.TB) []string {
+	t.Helper()
+	f, err := find()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	if f.modules == nil {
+		return nil
+	}
+	if _, err := os.Stat(debianHeadersMoreModule); err != nil {
+		missing(t, debianHeadersMoreModule+" is not installed; install libnginx-mod-http-headers-more-filter with `go tool task nginx`")
+	}
+	return []string{debianHeadersMoreModule}
+}
+
 // Debian's ModSecurity: libnginx-mod-http-modsecurity (the module and its
 // recommended configuration) and modsecurity-crs (the OWASP Core Rule Set).
 const (
