@@ -71,8 +71,11 @@ type stack struct {
 	admin     string // the agent's admin server, http://127.0.0.1:PORT
 	agent     *agentProcess
 	agentArgs []string
-	nginx     *nginxproc.Nginx
-	client    *http.Client
+	// agentPrefix, when set, is the command the agent runs under
+	// (TestComposeTopology: setpriv with the compose file's capabilities).
+	agentPrefix []string
+	nginx       *nginxproc.Nginx
+	client      *http.Client
 }
 
 // newStack writes files into a new manifests folder, starts the agent on
@@ -115,7 +118,7 @@ func (s *stack) startAgentOnly(sourceArgs ...string) {
 	for _, m := range nginxproc.DebianLoadModules() {
 		s.agentArgs = append(s.agentArgs, "--load-module", m)
 	}
-	s.agent = startAgent(t, s.agentArgs...)
+	s.agent = startAgentUnder(t, s.agentPrefix, s.agentArgs...)
 	s.eventually("the agent writes nginx.conf", func() error {
 		_, err := os.Stat(filepath.Join(s.shared, "nginx.conf"))
 		return err
@@ -127,13 +130,13 @@ func (s *stack) startNginx() {
 	t.Helper()
 	s.nginx = nginxproc.Start(t, s.shared)
 	s.client = clientTo(s.port)
-	s.settle()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log:\n%s", s.agent.log.String())
 			t.Logf("%s", s.nginx.Logs())
 		}
 	})
+	s.settle()
 }
 
 // settle waits until the agent is ready (its first config applied and
@@ -259,7 +262,15 @@ type agentProcess struct {
 
 func startAgent(t *testing.T, args ...string) *agentProcess {
 	t.Helper()
-	a := &agentProcess{cmd: exec.Command(agentBinary, args...), log: &syncbuf.Buffer{}, done: make(chan struct{})}
+	return startAgentUnder(t, nil, args...)
+}
+
+// startAgentUnder is startAgent with the agent run by the command prefix,
+// which must exec it (so that the agent keeps the pid it starts with).
+func startAgentUnder(t *testing.T, prefix []string, args ...string) *agentProcess {
+	t.Helper()
+	argv := append(append(slices.Clone(prefix), agentBinary), args...)
+	a := &agentProcess{cmd: exec.Command(argv[0], argv[1:]...), log: &syncbuf.Buffer{}, done: make(chan struct{})}
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := a.cmd.Start(); err != nil {

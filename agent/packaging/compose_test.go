@@ -56,8 +56,10 @@ func TestComposeDemo(t *testing.T) {
 	if agent.Pid != "service:openresty" {
 		t.Errorf("agent pid %q: want service:openresty, so SIGHUP reaches nginx", agent.Pid)
 	}
-	if !slices.Contains(agent.CapAdd, "KILL") || !slices.Contains(agent.CapDrop, "ALL") || !agent.ReadOnly {
-		t.Errorf("agent cap_add %v cap_drop %v read_only %v: want ALL dropped but KILL, read-only", agent.CapAdd, agent.CapDrop, agent.ReadOnly)
+	// KILL signals the root master; CHOWN gives htpasswd files the workers'
+	// group (agent/e2e's TestComposeTopology runs basic auth with these).
+	if !slices.Equal(agent.CapAdd, []string{"KILL", "CHOWN"}) || !slices.Equal(agent.CapDrop, []string{"ALL"}) || !agent.ReadOnly || agent.User != "0:0" {
+		t.Errorf("agent user %q cap_add %v cap_drop %v read_only %v: want root with ALL dropped but KILL and CHOWN, read-only", agent.User, agent.CapAdd, agent.CapDrop, agent.ReadOnly)
 	}
 	shared := func(s types.ServiceConfig) bool {
 		for _, v := range s.Volumes {

@@ -86,6 +86,7 @@ func TestRenderConfigMapGolden(t *testing.T) {
 	}
 	for _, line := range []string{
 		"worker_connections 4096;",
+		"worker_rlimit_nofile 8192;", // twice max-worker-connections
 		`log_format restysync_upstream '$remote_addr "$request" $status ${restysync_backend} $http_user_agent';`,
 		"server_tokens on;",
 		"keepalive_timeout 30s;",

@@ -163,6 +163,14 @@ func DefaultHTTP() HTTP {
 	}
 }
 
+// WorkerOpenFiles is worker_rlimit_nofile: twice MaxWorkerConnections.
+// worker_connections counts every socket of a worker (clients, backends,
+// Lua's cosockets), so the second half is room for the temp files of
+// buffered bodies and the logs. nginx raises the workers' soft limit to it,
+// which the container's hard limit must allow (else nginx logs an alert
+// and the workers keep the limit they had).
+func (h HTTP) WorkerOpenFiles() int { return 2 * h.MaxWorkerConnections }
+
 // Bounds of the numbers of HTTP, shared with package configmap.
 const (
 	MinWorkerConnections = 256

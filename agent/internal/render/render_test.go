@@ -463,7 +463,7 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// ints of model.ProxySettings
 		".RedirectCode": true, ".ConnectTimeout": true, ".SendTimeout": true, ".ReadTimeout": true, ".NextUpstreamTimeout": true,
 		// ints, checked tokens and names render makes of Settings.HTTP (http.go)
-		".HTTP.MaxWorkerConnections": true, ".HTTP.KeepAlive": true, ".HTTP.KeepAliveRequests": true, ".HTTP.GzipLevel": true,
+		".HTTP.MaxWorkerConnections": true, ".HTTP.WorkerOpenFiles": true, ".HTTP.KeepAlive": true, ".HTTP.KeepAliveRequests": true, ".HTTP.GzipLevel": true,
 		".HTTP.GzipMinLength": true, ".HTTP.ProxyConnectTimeout": true, ".HTTP.ProxyReadTimeout": true, ".HTTP.ProxySendTimeout": true,
 		".HTTP.UpstreamKeepaliveConnections": true, ".HTTP.UpstreamKeepaliveTimeout": true, ".HTTP.ForwardedForVariable": true,
 		".HTTP.SSLProtocolList": true, ".Code": true, ".Location": true,

@@ -228,6 +228,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     periodSeconds: {{ .Values.openresty.readinessProbe.periodSeconds }}
     timeoutSeconds: {{ .Values.openresty.readinessProbe.timeoutSeconds }}
     failureThreshold: {{ .Values.openresty.readinessProbe.failureThreshold }}
+  # Keeps nginx serving while the endpoint leaves the Service, then sends
+  # SIGQUIT and waits for the drain (files/prestop.sh).
+  lifecycle:
+    preStop:
+      exec:
+        command:
+          - sh
+          - -c
+          - {{ .Files.Get "files/prestop.sh" | toJson }}
+          - prestop
+          - {{ .Values.openresty.preStop.sleepSeconds | toString | quote }}
+          - {{ .Values.openresty.preStop.drainSeconds | toString | quote }}
+          - {{ printf "%s/nginx.pid" (trimSuffix "/" .Values.sharedDir) | quote }}
   resources:
     {{- toYaml .Values.openresty.resources | nindent 4 }}
   securityContext:
