@@ -151,6 +151,10 @@ func TestErrorLogTrimmed(t *testing.T) {
 	if !strings.Contains(file, "errorlog-test error 29 ") || strings.Contains(file, "errorlog-test warn") || strings.Contains(file, "[notice]") {
 		t.Errorf("the error log file should hold the error lines only, it holds:\n%s", file)
 	}
+	// The test copies nginx's stderr from a pipe: wait for the last line.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(proc.Stderr(), "errorlog-test error 29 ") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	stderr := proc.Stderr()
 	for _, want := range []string{"errorlog-test error 29 ", "[warn]", "errorlog-test warn", "[notice]"} {
 		if !strings.Contains(stderr, want) {
