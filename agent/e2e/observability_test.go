@@ -1,17 +1,25 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/admin"
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // Backend addresses of the observability test.
@@ -386,4 +394,108 @@ func slicesContains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// nginx's error log where people look: its lines reach nginx's stderr
+// (the container's log) at the ConfigMap's error-log-level, notice by
+// default; the file the agent reads rejections from holds error lines
+// only, and the agent empties it once it passes apply.MaxErrorLogSize.
+func TestNginxErrorLog(t *testing.T) {
+	const ip = "127.0.0.202"
+	deadPort := nginxproc.FreePort(t) // nothing listens there
+	s := newConfigMapStack(t, map[string]string{
+		"classes.yaml":  ingressClasses,
+		"services.yaml": service("app", deadPort, ep(ip)),
+		"cm.yaml":       configMap(nil),
+		"dead.yaml":     appIngress("dead", "dead.test", nil),
+	})
+	s.eventually("dead.test answers 502", func() error { return s.expect("dead.test", "/", "502") })
+	logPath := filepath.Join(s.shared, render.ErrorLogName)
+	// An error reading it leaves "": the checks below fail.
+	readFile := func() string { data, _ := os.ReadFile(logPath); return string(data) }
+	// nginx's stderr is copied by the test from a pipe: read it until the
+	// lines are there.
+	onStderr := func(what string, check func(stderr string) error) {
+		t.Helper()
+		s.eventually(what, func() error { return check(s.nginx.Stderr()) })
+	}
+	workersLogged := func(stderr string) error {
+		for _, pid := range s.nginx.WorkerPIDs() {
+			if !strings.Contains(stderr, fmt.Sprintf("start worker process %d\n", pid)) {
+				return errorf("no notice line of worker %d's start", pid)
+			}
+		}
+		return nil
+	}
+	onStderr("nginx's stderr has the notice lines of its workers' start", workersLogged)
+	onStderr("nginx's stderr has the failed connection", func(stderr string) error {
+		if !strings.Contains(stderr, "connect() failed") {
+			return errorf("no connect() failed line")
+		}
+		return nil
+	})
+	if file := readFile(); !strings.Contains(file, "connect() failed") || strings.Contains(file, "[notice]") {
+		t.Errorf("the error log file should hold the error lines only:\n%s", file)
+	}
+
+	// A file past the limit is emptied by the agent, and nginx goes on
+	// writing at its start.
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write(bytes.Repeat([]byte("padding\n"), apply.MaxErrorLogSize/8+1))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the agent empties the error log file", func() error {
+		if info, err := os.Stat(logPath); err != nil || info.Size() > apply.MaxErrorLogSize {
+			return errorf("the error log file: %v, %v", info.Size(), err)
+		}
+		return nil
+	})
+	s.expect("dead.test", "/", "502")
+	if file := readFile(); !strings.HasPrefix(file, "20") || strings.Contains(file, "padding") || !strings.Contains(file, "connect() failed") {
+		t.Errorf("after the agent emptied it, the error log file holds:\n%q", file)
+	}
+
+	// error-log-level error: the workers of the reload to it start
+	// without a notice line; errors still reach stderr.
+	oldWorkers := s.nginx.WorkerPIDs()
+	failures := strings.Count(s.nginx.Stderr(), "connect() failed")
+	s.writeFile("cm.yaml", configMap(map[string]string{"error-log-level": "error"}))
+	lua := apply.NewLuaClient(filepath.Join(s.shared, render.SocketName))
+	s.eventually("nginx runs with error-log-level error", func() error {
+		conf, _ := os.ReadFile(filepath.Join(s.shared, render.ConfigName))
+		if !strings.Contains(string(conf), `error_log stderr "error";`) {
+			return errorf("nginx.conf has not got the level yet")
+		}
+		st, err := lua.Status(context.Background())
+		if err != nil || !strings.Contains(string(conf), `init("`+st.ConfigHash+`")`) {
+			return errorf("nginx runs %q (%v), not the nginx.conf with the level yet", st.ConfigHash, err)
+		}
+		return nil
+	})
+	s.expect("dead.test", "/", "502")
+	onStderr("a new failed connection on nginx's stderr at level error", func(stderr string) error {
+		if strings.Count(stderr, "connect() failed") <= failures {
+			return errorf("no new connect() failed line")
+		}
+		return nil
+	})
+	stderr := s.nginx.Stderr()
+	newWorkers := 0
+	for _, pid := range s.nginx.WorkerPIDs() {
+		if slices.Contains(oldWorkers, pid) {
+			continue // still draining
+		}
+		newWorkers++
+		if strings.Contains(stderr, fmt.Sprintf("start worker process %d\n", pid)) {
+			t.Errorf("error-log-level error: nginx logged the start of worker %d at notice", pid)
+		}
+	}
+	if newWorkers == 0 {
+		t.Errorf("no worker of the reload to error-log-level error among %v (before: %v)", s.nginx.WorkerPIDs(), oldWorkers)
+	}
 }

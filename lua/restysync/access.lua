@@ -1,5 +1,5 @@
 -- restysync.access: the response headers a location's access settings
--- add: CORS (annotation enable-cors and the cors-* family), and the cookie
+-- add: CORS (annotation enable-cors and the cors-* family), and the cookies
 -- an external auth service set (auth-url, auth-always-set-cookie).
 --
 -- The location decides in its rewrite phase (nginx "if"s the agent
@@ -16,6 +16,7 @@ local ngx_header = ngx.header
 
 local type = type
 local string_find = string.find
+local string_sub = string.sub
 local table_concat = table.concat
 
 local _M = { _VERSION = "0.1" }
@@ -71,26 +72,58 @@ local cookie_statuses = {
     [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
 }
 
--- auth_cookie adds the Set-Cookie of the auth service's answer
--- ($restysync_auth_cookie, set by auth_request_set) to the response,
+-- The separator of the auth service's cookies in $restysync_auth_cookies:
+-- a header value never holds a line feed.
+local COOKIE_SEPARATOR = "\n"
+
+-- keep_auth_cookies runs as the header filter of the auth location, in
+-- the auth subrequest, and keeps every Set-Cookie of the auth service's
+-- answer (a table when it sent several) in $restysync_auth_cookies.
+-- nginx's subrequest shares the parent request's variables, so the parent
+-- reads them in auth_cookie; $upstream_http_set_cookie would give only
+-- the first cookie (nginx before 1.23) or all of them joined with ", "
+-- into one malformed cookie (1.23 and later).
+function _M.keep_auth_cookies()
+    local cookies = ngx_header["Set-Cookie"]
+    if type(cookies) == "table" then
+        cookies = table_concat(cookies, COOKIE_SEPARATOR)
+    end
+    ngx_var.restysync_auth_cookies = cookies or ""
+end
+
+-- add_header's statuses: the auth cookies go with these unless always.
+local cookie_statuses = {
+    [200] = true, [201] = true, [204] = true, [206] = true, [301] = true,
+    [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
+}
+
+-- auth_cookie adds the Set-Cookie headers of the auth service's answer
+-- (kept by keep_auth_cookies) to the response, each as its own header,
 -- after the backend's own cookies; with always, whatever the status.
 function _M.auth_cookie(always)
-    local cookie = ngx_var.restysync_auth_cookie
-    if not cookie or cookie == "" then
+    local kept = ngx_var.restysync_auth_cookies
+    if not kept or kept == "" then
         return
     end
     if not always and not cookie_statuses[ngx.status] then
         return
     end
-    local existing = ngx_header["Set-Cookie"]
-    if existing == nil then
-        ngx_header["Set-Cookie"] = cookie
-    elseif type(existing) == "table" then
-        existing[#existing + 1] = cookie
-        ngx_header["Set-Cookie"] = existing
-    else
-        ngx_header["Set-Cookie"] = { existing, cookie }
+    local cookies = ngx_header["Set-Cookie"]
+    if cookies == nil then
+        cookies = {}
+    elseif type(cookies) ~= "table" then
+        cookies = { cookies }
     end
+    local from = 1
+    while true do
+        local to = string_find(kept, COOKIE_SEPARATOR, from, true)
+        cookies[#cookies + 1] = string_sub(kept, from, (to or 0) - 1)
+        if not to then
+            break
+        end
+        from = to + 1
+    end
+    ngx_header["Set-Cookie"] = cookies
 end
 
 return _M

@@ -169,6 +169,28 @@ func (n *Nginx) Reload(ctx context.Context, wantHash string) error {
 	return err
 }
 
+// MaxErrorLogSize is how large nginx's error log file (render.ErrorLogName)
+// may grow before TrimErrorLog empties it: the file is in the shared dir,
+// an emptyDir with a size limit, and nginx never rotates it. It holds
+// error lines only; the full log is nginx's stderr.
+const MaxErrorLogSize = 4 << 20
+
+// TrimErrorLog empties nginx's error log file once it holds more than
+// limit bytes, and says whether it did. nginx opens the file with
+// O_APPEND, so each later line lands at the new end, not at the old
+// offset. Call it only while no Reload reads the file for a verdict (the
+// syncer calls it between syncs).
+func (n *Nginx) TrimErrorLog(limit int64) (bool, error) {
+	path := filepath.Join(n.SharedDir, render.ErrorLogName)
+	if fileSize(path) <= limit {
+		return false, nil
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		return false, fmt.Errorf("emptying nginx's error log: %w", err)
+	}
+	return true, nil
+}
+
 // nginxRejected reports whether nginx logged, after offset, that it keeps
 // the old config: an [emerg] line, or init_by_lua failing (which nginx
 // logs as [error] only).

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,5 +102,92 @@ func TestRejectedReloadPutsTheGoodConfigBack(t *testing.T) {
 	}
 	if rec.reloads != 1 || len(rec.rejected) != 1 || rec.rejected[0] != "nginx" {
 		t.Errorf("metrics: %d reloads, validation failures %v; want 1 and [nginx]", rec.reloads, rec.rejected)
+	}
+}
+
+// nginx's error log, on real nginx with the rendered config: every line
+// reaches stderr at the stderr level (notice by default), only the error
+// lines reach the file; TrimErrorLog empties the file past its limit while
+// nginx's workers keep writing to it, and their next line lands at the
+// start of the emptied file (O_APPEND, no hole of NUL bytes); a reload
+// nginx rejects after a trim is still caught with its reason.
+func TestErrorLogTrimmed(t *testing.T) {
+	port := nginxproc.FreePort(t)
+	// A server of the test's own whose location logs what it is asked to.
+	server := fmt.Sprintf(`
+    server {
+        listen 127.0.0.1:%d;
+        location /error { content_by_lua_block { ngx.log(ngx.ERR, "errorlog-test error ", ngx.var.arg_n, " ", string.rep("x", 200)) ngx.say("ok") } }
+        location /warn { content_by_lua_block { ngx.log(ngx.WARN, "errorlog-test warn") ngx.say("ok") } }
+    }
+`, port)
+	n, proc, _, good := agentnginx.StartEdited(t, nginxproc.TempPrefix(t), func(conf []byte) []byte {
+		i := bytes.LastIndexByte(conf, '}')
+		return append(append(append([]byte{}, conf[:i]...), server...), conf[i:]...)
+	})
+	path := filepath.Join(n.SharedDir, render.ErrorLogName)
+	get := func(what string) {
+		t.Helper()
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/%s", port, what))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	read := func() string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+
+	get("warn")
+	for i := range 30 {
+		get(fmt.Sprintf("error?n=%d", i))
+	}
+	file := read()
+	if !strings.Contains(file, "errorlog-test error 29 ") || strings.Contains(file, "errorlog-test warn") || strings.Contains(file, "[notice]") {
+		t.Errorf("the error log file should hold the error lines only, it holds:\n%s", file)
+	}
+	// The test copies nginx's stderr from a pipe: wait for the last line.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(proc.Stderr(), "errorlog-test error 29 ") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stderr := proc.Stderr()
+	for _, want := range []string{"errorlog-test error 29 ", "[warn]", "errorlog-test warn", "[notice]"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("nginx's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	const limit = 4096
+	if len(file) <= limit {
+		t.Fatalf("the error log holds %d bytes, want more than %d for the test", len(file), limit)
+	}
+	if trimmed, err := n.TrimErrorLog(limit); !trimmed || err != nil {
+		t.Fatalf("TrimErrorLog over the limit: %t, %v; want it emptied", trimmed, err)
+	}
+	get("error?n=after")
+	file = read()
+	if !strings.HasPrefix(file, "20") || !strings.Contains(file, "errorlog-test error after ") || strings.Count(file, "\n") != 1 {
+		t.Errorf("after the trim the file holds %d bytes, want the one new line at its start:\n%q", len(file), file)
+	}
+	if trimmed, err := n.TrimErrorLog(limit); trimmed || err != nil {
+		t.Errorf("TrimErrorLog under the limit: %t, %v; want it left alone", trimmed, err)
+	}
+
+	// The rejection of a reload is still read from the emptied file.
+	if trimmed, _ := n.TrimErrorLog(0); !trimmed {
+		t.Fatal("TrimErrorLog(0) of a file with a line left it")
+	}
+	if err := n.WriteConfig(append(append([]byte{}, good.Bytes...), "\nnot_a_directive on;\n"...)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Reload(ctx, "some-new-hash"); !errors.Is(err, apply.ErrRejected) || !strings.Contains(err.Error(), "[emerg]") {
+		t.Errorf("reload of a bad config after a trim: %v; want apply.ErrRejected with nginx's [emerg]", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -314,6 +315,19 @@ func (s *Stage) NeedsSync(ctx context.Context, wanted string) bool {
 		return true
 	}
 	return s.configs.NeedsSync(st.ConfigHash, wanted)
+}
+
+// TrimErrorLog keeps nginx's error log file under MaxErrorLogSize
+// (Nginx.TrimErrorLog); the syncer calls it between syncs.
+func (s *Stage) TrimErrorLog() {
+	trimmed, err := s.nginx.TrimErrorLog(MaxErrorLogSize)
+	switch {
+	case err != nil:
+		s.logger.Warn("could not keep nginx's error log small", "error", err)
+	case trimmed:
+		s.logger.Info("nginx's error log file passed its limit and was emptied; nginx's stderr has every line",
+			"file", filepath.Join(s.nginx.SharedDir, render.ErrorLogName), "limit_bytes", MaxErrorLogSize)
+	}
 }
 
 // CheckAccess asks nginx's workers, once per nginx boot and each time the

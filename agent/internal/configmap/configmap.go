@@ -186,6 +186,13 @@ var keys = []struct {
 		a.h.AccessLogPath = v
 		return ""
 	}},
+	{"error-log-level", func(a *applier, v string) string {
+		if !slices.Contains(render.ErrorLogLevels, v) {
+			return "is not one of " + strings.Join(render.ErrorLogLevels, ", ")
+		}
+		a.h.ErrorLogLevel = v
+		return ""
+	}},
 	{"log-format-upstream", func(a *applier, v string) string {
 		format := logFormatAliases.Replace(v)
 		if err := render.CheckLogFormat(format); err != nil {

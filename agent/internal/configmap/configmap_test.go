@@ -48,6 +48,7 @@ func TestEveryKeyIsApplied(t *testing.T) {
 		{"enable-access-log", "true", func(r Result) bool { return r.Render.HTTP.AccessLog }},
 		{"disable-access-log", "false", func(r Result) bool { return r.Render.HTTP.AccessLog }},
 		{"access-log-path", "logs/access.log", func(r Result) bool { return r.Render.HTTP.AccessLogPath == "logs/access.log" }},
+		{"error-log-level", "warn", func(r Result) bool { return r.Render.HTTP.ErrorLogLevel == "warn" }},
 		{"log-format-upstream", `$remote_addr "$request" $status [$proxy_upstream_name] $req_id`, func(r Result) bool {
 			return r.Render.HTTP.LogFormat == `$remote_addr "$request" $status [$restysync_backend] $restysync_request_id`
 		}},
@@ -147,6 +148,7 @@ func TestBadValuesKeepTheDefault(t *testing.T) {
 		"compute-full-forwarded-for":     "maybe",
 		"enable-access-log":              "on",
 		"access-log-path":                "/etc/passwd",
+		"error-log-level":                "verbose",
 		"log-format-upstream":            "$remote_addr $secret_variable",
 		"ssl-protocols":                  "SSLv3 TLSv1.2",
 		"ssl-ciphers":                    "HIGH;include /etc/x",

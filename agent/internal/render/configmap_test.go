@@ -25,6 +25,7 @@ func configMapCases() []goldenCase {
 	every.ForwardedForHeader = "X-Real-IP"
 	every.ComputeFullForwardedFor = false
 	every.AccessLog = true
+	every.ErrorLogLevel = "warn"
 	every.LogFormat = `$remote_addr "$request" $status ${restysync_backend} $http_user_agent`
 	every.SSLProtocols = []string{"TLSv1.3"}
 	every.SSLCiphers = "ECDHE+AESGCM:!aNULL"
@@ -146,6 +147,7 @@ func TestRenderConfigMapRefusesHostileSettings(t *testing.T) {
 		"access log path":         func(h *HTTP) { h.AccessLogPath = "/etc/shadow" },
 		"access log path escapes": func(h *HTTP) { h.AccessLogPath = "logs/../../x" },
 		"error code":              func(h *HTTP) { h.CustomHTTPErrors = []int{200} },
+		"error log level":         func(h *HTTP) { h.ErrorLogLevel = "notice; x" },
 		"connections":             func(h *HTTP) { h.MaxWorkerConnections = 0 },
 		"gzip level":              func(h *HTTP) { h.GzipLevel = 0 },
 	} {

@@ -61,6 +61,11 @@ type HTTP struct {
 	// AccessLogPath is "/dev/stdout", "/dev/stderr" or a file under logs/
 	// in the shared dir ("logs/access.log"). Default "/dev/stdout".
 	AccessLogPath string
+	// ErrorLogLevel is the level of nginx's error log on stderr, the
+	// container's log (error-log-level): one of ErrorLogLevels. Default
+	// "notice", as ingress-nginx. The copy in ErrorLogName the agent reads
+	// is at "error" whatever this says.
+	ErrorLogLevel string
 	// LogFormat is the access log's format (log-format-upstream): text and
 	// variables of logVariables only, without ' or \. Default
 	// DefaultLogFormat.
@@ -154,6 +159,7 @@ func DefaultHTTP() HTTP {
 		ForwardedForHeader:           "X-Forwarded-For",
 		ComputeFullForwardedFor:      true,
 		AccessLogPath:                "/dev/stdout",
+		ErrorLogLevel:                "notice",
 		LogFormat:                    DefaultLogFormat,
 		SSLProtocols:                 []string{"TLSv1.2", "TLSv1.3"},
 		SSLCiphers:                   DefaultSSLCiphers,
@@ -184,6 +190,10 @@ const (
 	MaxGzipTypes         = 100
 	MaxLogFormat         = 4096
 )
+
+// ErrorLogLevels are nginx's error_log levels, most verbose first
+// (HTTP.ErrorLogLevel).
+var ErrorLogLevels = []string{"debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"}
 
 // SSLProtocolNames are the ssl_protocols tokens HTTP.SSLProtocols may hold.
 var SSLProtocolNames = []string{"TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"}
@@ -326,6 +336,9 @@ func checkHTTP(h HTTP) error {
 	}
 	if h.AccessLogPath != "/dev/stdout" && h.AccessLogPath != "/dev/stderr" && !AccessLogFile.MatchString(h.AccessLogPath) {
 		return fmt.Errorf("access log path %q: want /dev/stdout, /dev/stderr or logs/NAME", h.AccessLogPath)
+	}
+	if !slices.Contains(ErrorLogLevels, h.ErrorLogLevel) {
+		return fmt.Errorf("error log level %q: want one of %s", h.ErrorLogLevel, strings.Join(ErrorLogLevels, ", "))
 	}
 	if err := CheckLogFormat(h.LogFormat); err != nil {
 		return fmt.Errorf("log format: %w", err)

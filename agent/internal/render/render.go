@@ -35,7 +35,9 @@ const (
 	PIDName    = "nginx.pid"
 	// SocketName is the unix socket of the Lua config API.
 	SocketName = "restysync.sock"
-	// ErrorLogName is nginx's error log, at level notice.
+	// ErrorLogName is nginx's error log in the shared dir, at level error
+	// only: where the agent reads why nginx refused a reload (apply). The
+	// log at HTTP.ErrorLogLevel goes to nginx's stderr.
 	ErrorLogName = "logs/error.log"
 )
 

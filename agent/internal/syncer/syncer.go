@@ -150,6 +150,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			retry.after(s.sync(ctx))
 		case <-check.C:
 			s.update(func(st *State) { st.LastLoop = time.Now() })
+			s.stage.TrimErrorLog() // between syncs: no reload reads it now
 			if s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 				retry.after(s.sync(ctx))
 			}

@@ -481,6 +481,10 @@ func (n *Nginx) stop(t testing.TB) {
 	syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
+// Stderr returns what nginx wrote to stderr (and stdout) so far: its
+// error log at the config's stderr level.
+func (n *Nginx) Stderr() string { return n.output.String() }
+
 // Logs returns what nginx wrote to stderr and the tail of its error log.
 func (n *Nginx) Logs() string {
 	var b strings.Builder
