@@ -472,7 +472,7 @@ func TestNginxErrorLog(t *testing.T) {
 			return errorf("nginx.conf has not got the level yet")
 		}
 		st, err := lua.Status(context.Background())
-		if err != nil || !strings.Contains(string(conf), `init("`+st.ConfigHash+`")`) {
+		if err != nil || !strings.Contains(string(conf), `init("`+st.ConfigHash+`"`) {
 			return errorf("nginx runs %q (%v), not the nginx.conf with the level yet", st.ConfigHash, err)
 		}
 		return nil

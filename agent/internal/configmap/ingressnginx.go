@@ -26,7 +26,7 @@ var notSupportedYet = func() []string {
 		"enable-access-log-for-default-backend", "enable-brotli", "enable-dynamic-tls-records",
 		"enable-geoip2", "enable-multi-accept", "enable-ocsp", "enable-opentelemetry",
 		"enable-opentracing", "enable-real-ip", "enable-syslog", "enable-underscores-in-headers",
-		"error-log-level", "error-log-path", "generate-request-id",
+		"error-log-path", "generate-request-id",
 		"global-rate-limit-memcached-connect-timeout", "global-rate-limit-memcached-host",
 		"global-rate-limit-memcached-max-idle-timeout", "global-rate-limit-memcached-pool-size",
 		"global-rate-limit-memcached-port", "global-rate-limit-status-code", "hide-headers",
