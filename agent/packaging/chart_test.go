@@ -650,15 +650,8 @@ func TestChartRefusesIngressNginxValues(t *testing.T) {
 		}
 	}
 	// Every restysync value the table names exists in values.yaml.
-	src, err := os.ReadFile(filepath.Join(chartDir(), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, _, err := documentValues(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	known := map[string]bool{}
+	docs, _ := chartValueDocs(t)
 	for _, d := range docs {
 		known[d.key] = true
 	}
