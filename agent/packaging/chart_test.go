@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -411,7 +412,9 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"relative shared dir", map[string]any{"sharedDir": "run/restysync"}, []string{"sharedDir"}},
 		{"extra arg not a flag", map[string]any{"agent": map[string]any{"extraArgs": []any{"kube"}}}, []string{"agent/extraArgs"}},
 		{"worker processes", map[string]any{"openresty": map[string]any{"workerProcesses": "many"}}, []string{"openresty/workerProcesses"}},
-		{"config value not a string", map[string]any{"config": map[string]any{"data": map[string]any{"keep-alive": 75}}}, []string{"config/data"}},
+		{"config value a map", map[string]any{"config": map[string]any{"data": map[string]any{"keep-alive": map[string]any{"seconds": 75}}}}, []string{"config/data"}},
+		{"config value a list", map[string]any{"config": map[string]any{"data": map[string]any{"proxy-set-headers": []any{"a"}}}}, []string{"config/data"}},
+		{"source range not a CIDR", map[string]any{"service": map[string]any{"loadBalancerSourceRanges": []any{"office"}}}, []string{"service/loadBalancerSourceRanges"}},
 		{"tcp key not a port", map[string]any{"tcp": map[string]any{"ssh": "default/git:22"}}, []string{"tcp", "ssh"}},
 		{"tcp port out of range", map[string]any{"tcp": map[string]any{"70000": "default/echo:80"}}, []string{"tcp", "70000"}},
 		{"tcp port leading zero", map[string]any{"tcp": map[string]any{"09000": "default/echo:80"}}, []string{"tcp", "09000"}},
@@ -456,6 +459,14 @@ func TestChartConfigMap(t *testing.T) {
 	agent, _ := agentContainer(t, podSpec(t, objs))
 	if want := "--configmap=" + cm.Namespace + "/" + cm.Name; !slices.Contains(agent.Args, want) {
 		t.Errorf("agent args %q lack %s", agent.Args, want)
+	}
+
+	// `--set config.data.keep-alive=30` gives a number, `--set
+	// config.data.use-gzip=true` a boolean: each is written as its string.
+	objs, _ = mustRender(t, map[string]any{"config": map[string]any{"data": map[string]any{"keep-alive": int64(30), "use-gzip": true, "proxy-connect-timeout": 2.5}}})
+	cm = convert[corev1.ConfigMap](t, find(objs, "ConfigMap")[0])
+	if want := map[string]string{"keep-alive": "30", "use-gzip": "true", "proxy-connect-timeout": "2.5"}; !maps.Equal(cm.Data, want) {
+		t.Errorf("ConfigMap data %v, want %v", cm.Data, want)
 	}
 
 	objs, _ = mustRender(t, map[string]any{"config": map[string]any{"create": false}})
@@ -574,6 +585,86 @@ func TestChartAllowInternalNetworks(t *testing.T) {
 	for _, a := range agent.Args {
 		if strings.HasPrefix(a, "--allow-internal-networks") {
 			t.Errorf("agent args %v: want no --allow-internal-networks by default", agent.Args)
+		}
+	}
+}
+
+// service.loadBalancerSourceRanges (ingress-nginx's
+// controller.service.loadBalancerSourceRanges) reaches a LoadBalancer
+// Service; other types have no load balancer to restrict.
+func TestChartLoadBalancerSourceRanges(t *testing.T) {
+	ranges := []any{"10.0.0.0/8", "2001:db8::/32"}
+	objs, _ := mustRender(t, map[string]any{"service": map[string]any{"loadBalancerSourceRanges": ranges}})
+	svc := serviceNamed(t, objs, fullname(""))
+	if want := []string{"10.0.0.0/8", "2001:db8::/32"}; !slices.Equal(svc.Spec.LoadBalancerSourceRanges, want) {
+		t.Errorf("Service loadBalancerSourceRanges %v, want %v", svc.Spec.LoadBalancerSourceRanges, want)
+	}
+	objs, _ = mustRender(t, nil)
+	if svc := serviceNamed(t, objs, fullname("")); len(svc.Spec.LoadBalancerSourceRanges) != 0 {
+		t.Errorf("default Service loadBalancerSourceRanges %v, want none", svc.Spec.LoadBalancerSourceRanges)
+	}
+	objs, _ = mustRender(t, map[string]any{"service": map[string]any{"type": "ClusterIP", "loadBalancerSourceRanges": ranges}})
+	if svc := serviceNamed(t, objs, fullname("")); len(svc.Spec.LoadBalancerSourceRanges) != 0 {
+		t.Errorf("ClusterIP Service loadBalancerSourceRanges %v, want none", svc.Spec.LoadBalancerSourceRanges)
+	}
+}
+
+// A values file pasted from ingress-nginx's chart (everything under
+// controller:) is refused with a pointer to the chart README's table that
+// maps its keys, and that table names each key users set most.
+func TestChartRefusesIngressNginxValues(t *testing.T) {
+	pasted := map[string]any{"controller": map[string]any{
+		"replicaCount": 3,
+		"config":       map[string]any{"use-gzip": "true"},
+		"service":      map[string]any{"loadBalancerSourceRanges": []any{"10.0.0.0/8"}},
+	}}
+	_, err := renderChart(pasted)
+	if err == nil {
+		t.Fatal("values with controller: rendered; want an error pointing at the mapping table")
+	}
+	const table = "ingress-nginx chart → restysync chart"
+	for _, want := range []string{"controller:", table, "charts/restysync/README.md", "controller.config → config.data"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	t.Logf("controller: %v", err)
+
+	readme, err := os.ReadFile(filepath.Join(chartDir(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(readme), "## "+table+"\n")
+	if !found {
+		t.Fatalf("charts/restysync/README.md has no section %q", table)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, key := range []string{
+		"controller.ingressClassResource", "controller.config", "controller.service.type",
+		"controller.service.loadBalancerSourceRanges", "controller.service.annotations",
+		"controller.metrics.serviceMonitor", "controller.replicaCount", "controller.resources",
+		"controller.extraArgs", "controller.admissionWebhooks",
+	} {
+		if !strings.Contains(section, "`"+key) {
+			t.Errorf("the table %q has no row for %s", table, key)
+		}
+	}
+	// Every restysync value the table names exists in values.yaml.
+	known := map[string]bool{}
+	docs, _ := chartValueDocs(t)
+	for _, d := range docs {
+		known[d.key] = true
+	}
+	valueKey := regexp.MustCompile("`([a-z][a-zA-Z0-9]*(?:\\.[a-zA-Z0-9]+)+)`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`controller.") {
+			continue
+		}
+		for _, m := range valueKey.FindAllStringSubmatch(cells[2], -1) {
+			if !known[m[1]] {
+				t.Errorf("the table names %s, which values.yaml does not have", m[1])
+			}
 		}
 	}
 }

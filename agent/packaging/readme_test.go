@@ -124,14 +124,7 @@ func valuesTable(docs []valueDoc) string {
 // values is generated from those comments: this test fails when the README
 // is stale, and -update rewrites it.
 func TestChartREADME(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(chartDir(), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, missing, err := documentValues(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, missing := chartValueDocs(t)
 	for _, key := range missing {
 		t.Errorf("values.yaml: %s has no comment", key)
 	}
@@ -169,14 +162,7 @@ func TestChartREADME(t *testing.T) {
 // Every value in values.yaml is in values.schema.json (the schema refuses
 // unknown keys, so a value missing from it could not even be set).
 func TestChartSchemaCoversValues(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(chartDir(), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, _, err := documentValues(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, _ := chartValueDocs(t)
 	raw, err := os.ReadFile(filepath.Join(chartDir(), "values.schema.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,4 +186,19 @@ func TestChartSchemaCoversValues(t *testing.T) {
 			node = next
 		}
 	}
+}
+
+// chartValueDocs returns the values of values.yaml with their comments,
+// and the keys that have none.
+func chartValueDocs(t *testing.T) (docs []valueDoc, missing []string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(chartDir(), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, missing, err = documentValues(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, missing
 }

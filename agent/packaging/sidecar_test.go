@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,5 +274,71 @@ func TestSidecarStream(t *testing.T) {
 	}
 	if n, want := len(objs), len(buildSidecar(t))+2; n != want {
 		t.Errorf("%d objects, want the sidecar's and the two ConfigMaps (%d)", n, want)
+	}
+}
+
+// The sidecar example takes the Deployment and its nginx container as they
+// are named: a copy whose Deployment is "shop" with a container "nginx",
+// and whose agent-sidecar.yaml has only its NGINX CONTAINER line changed,
+// builds into that Deployment with the agent added and the one nginx
+// container patched (no second container, no other object renamed). The
+// stream overlay, with its own NGINX CONTAINER line changed, follows.
+func TestSidecarNames(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{"sidecar", "sidecar-stream"} {
+		src := filepath.Join(repoRoot, "examples", "kubernetes", dir)
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(raw)
+			switch e.Name() {
+			case "deployment.yaml": // stands for the user's own Deployment
+				text = strings.Replace(text, "  name: web\n", "  name: shop\n", 1)
+				text = strings.Replace(text, "- name: openresty\n", "- name: nginx\n", 1)
+			case "agent-sidecar.yaml", "agent-stream.yaml":
+				line := regexp.MustCompile(`(?m)^(\s+- name: )openresty(\s+# NGINX CONTAINER.*)$`)
+				if n := len(line.FindAllString(text, -1)); n != 1 {
+					t.Fatalf("%s/%s: %d NGINX CONTAINER lines, want exactly 1", dir, e.Name(), n)
+				}
+				text = line.ReplaceAllString(text, "${1}nginx${2}")
+			}
+			if err := os.WriteFile(filepath.Join(root, dir, e.Name()), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	for _, dir := range []string{"sidecar", "sidecar-stream"} {
+		objs := buildKustomization(t, filepath.Join(root, dir))
+		deps := find(objs, "Deployment")
+		if len(deps) != 1 || deps[0].GetName() != "shop" {
+			t.Fatalf("%s: Deployments %v, want the one named shop", dir, deps)
+		}
+		spec := convert[appsv1.Deployment](t, deps[0]).Spec.Template.Spec
+		if len(spec.Containers) != 1 || spec.Containers[0].Name != "nginx" {
+			t.Fatalf("%s: containers %+v, want only nginx (patched in place)", dir, spec.Containers)
+		}
+		nginx := spec.Containers[0]
+		if nginx.Image != "openresty/openresty:1.27.1.2-0-alpine" || len(nginx.Command) == 0 || nginx.Command[0] != "openresty" {
+			t.Errorf("%s: nginx container image %s command %q: want the user's image started by the patch's command", dir, nginx.Image, nginx.Command)
+		}
+		if len(nginx.VolumeMounts) != 1 || nginx.VolumeMounts[0].MountPath != "/var/run/restysync" {
+			t.Errorf("%s: nginx mounts %+v: want the shared folder", dir, nginx.VolumeMounts)
+		}
+		if _, native := agentContainer(t, spec); !native {
+			t.Errorf("%s: agent is not a native sidecar", dir)
+		}
+		if dir == "sidecar-stream" && len(nginx.Ports) != 4 {
+			t.Errorf("%s: nginx ports %+v: want http, https and the two services'", dir, nginx.Ports)
+		}
 	}
 }
