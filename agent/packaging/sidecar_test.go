@@ -80,7 +80,7 @@ func TestSidecarPatch(t *testing.T) {
 	if nginx.Image != "openresty/openresty:1.27.1.2-0-alpine" {
 		t.Errorf("the patch changed the nginx image to %s", nginx.Image)
 	}
-	want := []string{"openresty", "-p", "/var/run/restysync/", "-c", "nginx.conf", "-g", "daemon off;"}
+	want := []string{"openresty", "-p", "/var/run/restysync/", "-c", "nginx.conf", "-e", "stderr", "-g", "daemon off;"}
 	if !reflect.DeepEqual(nginx.Command, want) {
 		t.Errorf("nginx command %q, want %q", nginx.Command, want)
 	}

@@ -190,10 +190,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - {{ trimSuffix "/" .Values.sharedDir }}/
     - -c
     - nginx.conf
+    # nginx's messages from before it reads nginx.conf go to the container's
+    # log too, not to a file in the emptyDir.
+    - -e
+    - stderr
     - -g
     - daemon off;
   {{- else }}
-  {{- $start := printf "openresty -p %s/ -c nginx.conf -g 'daemon off;'" (trimSuffix "/" .Values.sharedDir) }}
+  {{- $start := printf "openresty -p %s/ -c nginx.conf -e stderr -g 'daemon off;'" (trimSuffix "/" .Values.sharedDir) }}
   # The agent is a plain container here, started at the same time: wait for
   # its first nginx.conf.
   command:
