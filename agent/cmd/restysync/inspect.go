@@ -178,7 +178,7 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube, file:PATH (a folder or a file) or - (stdin)", src)
 	}
 	s := fqdn.Wrap(inner, fqdn.Options{})
-	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
+	if err := s.Start(ctx, func(source.Change) {}); err != nil {
 		return model.Snapshot{}, nil, fmt.Errorf("reading --source %s: %w", src, err)
 	}
 	snap, problems := s.Snapshot()
@@ -224,7 +224,7 @@ type readOnce struct {
 	problems []model.Problem
 }
 
-func (r readOnce) Start(context.Context, func(source.Kind)) error { return nil }
+func (r readOnce) Start(context.Context, func(source.Change)) error { return nil }
 
 func (r readOnce) Snapshot() (model.Snapshot, []model.Problem) { return r.snap, r.problems }
 

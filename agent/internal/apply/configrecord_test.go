@@ -19,7 +19,7 @@ func TestConfigRecordHeldAndApplied(t *testing.T) {
 	lua := NewLuaState(nil, nil)
 	cfg := render.Config{Hash: "new", Profiles: []render.Profile{{Name: "p1"}}}
 
-	if held := r.Held(lua, "other", nil); held.ConfigHash != "other" || held.Profiles != nil {
+	if held := r.Held(lua, "other", nil); held.ConfigHash != "other" || held.Config.Profiles != nil {
 		t.Errorf("nginx runs a config the record does not know: %+v", held)
 	}
 	r.Observe("other", cfg)
@@ -30,8 +30,8 @@ func TestConfigRecordHeldAndApplied(t *testing.T) {
 	if r.Applied() != "new" || r.Good().Hash != "new" || r.NeedsSync("new", cfg.Hash) {
 		t.Errorf("nginx runs the new config: applied %q, good %q", r.Applied(), r.Good().Hash)
 	}
-	if held := r.Held(lua, "new", nil); len(held.Profiles) != 1 || held.Profiles[0].Name != "p1" {
-		t.Errorf("held profiles %+v, want those of the good config", held.Profiles)
+	if held := r.Held(lua, "new", nil); len(held.Config.Profiles) != 1 || held.Config.Profiles[0].Name != "p1" {
+		t.Errorf("held profiles %+v, want those of the good config", held.Config.Profiles)
 	}
 
 	// A rejected config does not ask for a sync until the config changes.

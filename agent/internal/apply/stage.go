@@ -85,6 +85,9 @@ type Result struct {
 	Waiting  bool
 	Executed bool          // the whole plan ran
 	Status   time.Duration // asking Lua for its status
+	// ReloadReasons say why the plan reloads nginx (render.Changes, or
+	// the first config, or nginx restarted); nil when it does not.
+	ReloadReasons []string
 }
 
 // errUnconfirmed is what reload returns when nginx was signalled and has
@@ -115,6 +118,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		res.Waiting = true
 		return res, s.leaveForStart(step.Config, err)
 	}
+	previousBoot := s.lua.Boot()
 	if err := s.observe(ctx, status, step.Config); err != nil {
 		return res, err
 	}
@@ -126,6 +130,12 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
 		FullPush: s.fullPush, HoldReload: hold})
+	if reload, ok := p.Step(plan.Reload); ok {
+		res.ReloadReasons = reload.Reasons
+		if reload.Reasons == nil {
+			res.ReloadReasons = []string{s.unknownRunning(previousBoot, status.BootID)}
+		}
+	}
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
 	if errors.Is(err, ErrRefused) {
 		s.metrics.ValidationFailed("nginx")
@@ -138,6 +148,20 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
 	res.Current = res.ConfigRunning && err == nil
 	return res, err
+}
+
+// unknownRunning is why nginx reloads when the agent does not know the
+// config it runs: it never had one confirmed (the first config), nginx
+// restarted since the last status (previousBoot is not bootID), or
+// another config runs.
+func (s *Stage) unknownRunning(previousBoot, bootID string) string {
+	switch {
+	case s.configs.Good().Hash == "":
+		return render.ReasonFirstConfig
+	case previousBoot != "" && previousBoot != bootID:
+		return render.ReasonNginxRestarted
+	}
+	return render.ReasonUnknownRunning
 }
 
 // Stale marks the record of what Lua holds as behind the model of a sync

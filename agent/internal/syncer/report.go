@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -158,11 +159,22 @@ func (r syncResult) action() string {
 	return "nothing"
 }
 
-// logSync logs what the sync that began at start did.
-func (s *Syncer) logSync(next model.Model, problems int, path string, result syncResult, start time.Time, err error) {
+// logSync logs what the sync that began at start did: after its action
+// and path, the objects changed since the last sync (changes.take; left
+// out when none did) and why it reloaded nginx (left out when it did not
+// try), then the counters.
+func (s *Syncer) logSync(next model.Model, problems int, path, objects string, result syncResult, start time.Time, err error) {
 	attrs := []any{
 		"action", result.action(),
 		"path", path,
+	}
+	if objects != "" {
+		attrs = append(attrs, "changed", objects)
+	}
+	if len(result.ReloadReasons) > 0 && (result.Reloaded || err != nil) {
+		attrs = append(attrs, "reason", strings.Join(result.ReloadReasons, ","))
+	}
+	attrs = append(attrs,
 		"ingresses", s.builtFrom,
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
@@ -180,7 +192,7 @@ func (s *Syncer) logSync(next model.Model, problems int, path string, result syn
 		"status", result.Status.Round(time.Microsecond),
 		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
-	}
+	)
 	if err != nil {
 		s.logger.Error("sync failed", append(attrs, "error", err)...)
 		return

@@ -45,6 +45,7 @@ type Syncer struct {
 
 	kindsMu    sync.Mutex
 	kinds      map[source.Kind]bool // changed since the last sync
+	objects    changes              // the objects changed since the last sync
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
@@ -130,6 +131,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.logger.Info("source synced", "duration", time.Since(start).Round(time.Millisecond))
 	s.kindsMu.Lock()
 	s.firstEvent = time.Time{} // the first listing is not a change to time
+	s.objects.take()           // nor one to name
 	s.kindsMu.Unlock()
 
 	check := time.NewTicker(s.opts.CheckInterval)
@@ -180,7 +182,8 @@ func (s *Syncer) coalesce(ctx context.Context) {
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
-	next, problems, path := s.model(s.takeKinds())
+	kinds, objects := s.takeKinds()
+	next, problems, path := s.model(kinds)
 	buildTime := time.Since(start)
 	s.reportProblems(problems)
 
@@ -199,7 +202,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	}
 	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
-	s.logSync(next, len(problems), path, result, start, err)
+	s.logSync(next, len(problems), path, objects, result, start, err)
 	return err
 }
 

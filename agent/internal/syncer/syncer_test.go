@@ -48,11 +48,11 @@ func TestProblemsLoggedOnce(t *testing.T) {
 
 // fakeSource is a Source whose changes the test triggers.
 type fakeSource struct {
-	changed func(source.Kind)
+	changed func(source.Change)
 	snap    model.Snapshot
 }
 
-func (f *fakeSource) Start(_ context.Context, changed func(source.Kind)) error {
+func (f *fakeSource) Start(_ context.Context, changed func(source.Change)) error {
 	f.changed = changed
 	return nil
 }
@@ -90,7 +90,7 @@ func TestBurstCoalesces(t *testing.T) {
 	}
 	before := waitSyncs(1)
 	for range 1000 {
-		src.changed(source.KindEndpointSlice)
+		src.changed(source.Change{Kind: source.KindEndpointSlice})
 	}
 	after := waitSyncs(before + 1)
 	if n := after - before; n > 5 {
@@ -225,11 +225,11 @@ func oneIngressSnapshot(address string) model.Snapshot {
 // longer StructureCoalesce.
 func TestQuietPeriod(t *testing.T) {
 	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.DiscardHandler))
-	s.changed(source.KindEndpointSlice)
+	s.changed(source.Change{Kind: source.KindEndpointSlice})
 	if got := s.quietPeriod(); got != 5*time.Millisecond {
 		t.Errorf("only EndpointSlices: %s, want 5ms", got)
 	}
-	s.changed(source.KindService)
+	s.changed(source.Change{Kind: source.KindService})
 	if got := s.quietPeriod(); got != 25*time.Millisecond {
 		t.Errorf("a Service too: %s, want 25ms", got)
 	}
