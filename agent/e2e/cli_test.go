@@ -218,6 +218,14 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(out.String(), "action=push") {
 		t.Error("the agent log shows no push")
 	}
+	// The file source takes the fast path for an EndpointSlice-only save,
+	// and the sync log line names the slice.
+	if want := `action=push path=fast changed="EndpointSlice default/demo-1"`; !strings.Contains(out.String(), want) {
+		t.Errorf("the agent log has no line with %s", want)
+	}
+	if !strings.Contains(out.String(), `reason="first config"`) {
+		t.Error(`the agent log gives no reason="first config" for its first reload`)
+	}
 }
 
 // descendants returns every process below pid, by pid, with its command

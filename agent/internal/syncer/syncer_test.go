@@ -238,3 +238,46 @@ func TestQuietPeriod(t *testing.T) {
 		t.Errorf("after the sync took them: %s, want 5ms", got)
 	}
 }
+
+// The sync log line names the first objects that changed, each once, then
+// how many more did; and, for a reload, why.
+func TestSyncLogNamesChangesAndReloadReason(t *testing.T) {
+	var logs strings.Builder
+	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, c := range []source.Change{
+		{Kind: source.KindIngress, Namespace: "default", Name: "web"},
+		{Kind: source.KindService, Namespace: "default", Name: "web"},
+		{Kind: source.KindIngress, Namespace: "default", Name: "web"}, // again: counted once
+		{Kind: source.KindIngressClass, Name: "restysync"},
+		{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-1"},
+		{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-2"},
+	} {
+		s.changed(c)
+	}
+	_, objects := s.takeKinds()
+	if want := "Ingress default/web,Service default/web,IngressClass restysync +2 more"; objects != want {
+		t.Errorf("changed objects %q, want %q", objects, want)
+	}
+	if _, again := s.takeKinds(); again != "" {
+		t.Errorf("after a sync took them: %q, want none", again)
+	}
+
+	result := syncResult{Result: apply.Result{Outcome: apply.Outcome{Reloaded: true},
+		ReloadReasons: []string{"1 new profile", render.ReasonCertificateFile}}}
+	s.logSync(model.Model{}, 0, "full", objects, result, time.Now(), nil)
+	line := logs.String()
+	for _, want := range []string{`action=reload path=full changed="Ingress default/web,Service default/web,IngressClass restysync +2 more" reason="1 new profile,certificate file" ingresses=0 `} {
+		if !strings.Contains(line, want) {
+			t.Errorf("sync log line %q lacks %q", line, want)
+		}
+	}
+
+	logs.Reset()
+	s.changed(source.Change{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-1"})
+	_, objects = s.takeKinds()
+	result = syncResult{Result: apply.Result{Outcome: apply.Outcome{Pushed: true}}}
+	s.logSync(model.Model{}, 0, "fast", objects, result, time.Now(), nil)
+	if want := "action=push path=fast changed=\"EndpointSlice default/web-1\" ingresses="; !strings.Contains(logs.String(), want) || strings.Contains(logs.String(), "reason=") {
+		t.Errorf("fast sync log line %q: want %q and no reason", logs.String(), want)
+	}
+}
