@@ -223,9 +223,6 @@ func TestDemo(t *testing.T) {
 	if want := `action=push path=fast changed="EndpointSlice default/demo-1"`; !strings.Contains(out.String(), want) {
 		t.Errorf("the agent log has no line with %s", want)
 	}
-	if !strings.Contains(out.String(), `reason="first config"`) {
-		t.Error(`the agent log gives no reason="first config" for its first reload`)
-	}
 }
 
 // descendants returns every process below pid, by pid, with its command
