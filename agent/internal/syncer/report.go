@@ -37,6 +37,9 @@ type State struct {
 	LastLoop   time.Time   // last time the loop came round: a sync or a status check
 	WantedHash string      // hash of the config last rendered: what nginx should run
 	Model      model.Model // what the last sync computed; read-only
+	// Routes are the routes Lua should hold for Model's hosts, with each
+	// location's profile (render.Routes); read-only.
+	Routes   []model.Route
 	Syncs      int
 	Reloads    int
 	Pushes     int
@@ -100,6 +103,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.LastLoop = st.LastSync
 		st.WantedHash = s.lastConfig.Hash
 		st.Model = next
+		st.Routes = s.lastRoutes
 		st.Problems = problems
 		st.Quarantined = quarantined
 		st.ConfigHash = s.stage.Applied()
