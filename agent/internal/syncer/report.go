@@ -40,10 +40,10 @@ type State struct {
 	// Routes are the routes Lua should hold for Model's hosts, with each
 	// location's profile (render.Routes); read-only.
 	Routes   []model.Route
-	Syncs      int
-	Reloads    int
-	Pushes     int
-	Problems   []model.Problem
+	Syncs    int
+	Reloads  int
+	Pushes   int
+	Problems []model.Problem
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
