@@ -165,8 +165,8 @@ func New(dir string, opts ...Option) *Source {
 
 // Start reads every file once, then watches the folder until ctx is done.
 // It fails if the folder cannot be read or watched. changed is called from
-// one goroutine, once per object that changed, or with source.KindUnknown
-// when only the problems changed.
+// one goroutine, once per object that changed, and with
+// source.KindUnknown when the problems changed.
 func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	if s.started {
 		return errors.New("file source: Start called twice")
@@ -297,7 +297,9 @@ func (s *Source) report(changed func(source.Change)) {
 	for _, c := range objects {
 		changed(c)
 	}
-	if len(objects) == 0 && problemsChanged {
+	if problemsChanged {
+		// Not an EndpointSlice change alone: the fast path would keep the
+		// problems of the last full build.
 		changed(source.Change{Kind: source.KindUnknown})
 	}
 }
