@@ -52,7 +52,8 @@ type Syncer struct {
 	stage *apply.Stage      // what nginx runs and Lua holds, and the steps that change it
 	guard *quarantine.Guard // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
-	// rerender makes the next sync a full one, which renders them away.
+	// rerender makes the next sync a full one, which renders them away (or
+	// builds without an Ingress or ConfigMap nginx refused).
 	retiring, rerender bool
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
@@ -222,7 +223,8 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 				s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", reason)
 				quarantined = append(quarantined, s.guard.Problem(key))
 			}
-			s.markDirty() // build without it: its Problem, and the next step
+			s.rerender = true // build without it: its Problem, and the next step
+			s.markDirty()
 		}
 	case result.ConfigRunning:
 		s.guard.Confirmed()
@@ -292,7 +294,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 // changed slice no longer has stays listed until the next full build.
 func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
 	index, tracks := s.src.(source.EndpointIndex)
-	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
+	// A sync no source event asked for (a retry, the loop's own verdict,
+	// nginx running another config) builds everything.
+	onlyEndpoints := len(kinds) == 1 && kinds[source.KindEndpointSlice]
 	s.changedBackends = nil
 	if !tracks || s.built == nil || !onlyEndpoints || s.guard.Bisecting() || s.rerender {
 		return s.fullModel(index, tracks)
