@@ -216,6 +216,11 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(d.out.String(), "action=push") {
 		t.Error("the agent log shows no push")
 	}
+	// The file source takes the fast path for an EndpointSlice-only save,
+	// and the sync log line names the slice.
+	if want := `action=push path=fast changed="EndpointSlice default/demo-1"`; !strings.Contains(d.out.String(), want) {
+		t.Errorf("the agent log has no line with %s", want)
+	}
 }
 
 // A closed pipe on the demo's output (`go tool task demo | tee demo.log`,

@@ -275,6 +275,16 @@ func TestObservability(t *testing.T) {
 		if after["restysync_reload_failures_total"] != 0 {
 			t.Errorf("reload_failures_total %v, want 0", after["restysync_reload_failures_total"])
 		}
+		// The sync log line names the Ingress and why nginx reloaded.
+		s.eventually("the sync log line names the change and the reload's reason", func() error {
+			for _, line := range strings.Split(s.agent.log.String(), "\n") {
+				if strings.Contains(line, "msg=sync action=reload") && strings.Contains(line, ` changed="Ingress default/obs"`) &&
+					strings.Contains(line, ` reason="1 new profile`) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no such line")
+		})
 		s.eventually("the new config hash is the info series", func() error {
 			m, err := s.scrape()
 			if err != nil {
@@ -326,7 +336,8 @@ func TestObservability(t *testing.T) {
 		}
 		text := string(out)
 		for _, want := range []string{
-			"obs.test", "/ (Prefix) → " + obsBackend, "/two (Exact) → default/obs:http",
+			"obs.test", "/ (Prefix) → Service default/obs port 80", "/two (Exact) → Service default/obs port http",
+			"│   settings: profile @restysync_p_", "body-size 8m",
 			ipObs3 + ":" + strconv.Itoa(b.port), "Problems (1)", "Ingress default/broken",
 			"Quarantined Ingresses: none", "the applied config, up to date", "in step",
 		} {
@@ -349,6 +360,8 @@ func TestObservability(t *testing.T) {
 		if len(r.Hosts) != 2 || r.Hosts[0].Host != "broken.test" || r.Hosts[1].Host != "obs.test" || len(r.Hosts[1].Paths) != 2 ||
 			len(r.Hosts[1].Paths[0].Endpoints) != 3 || len(r.Problems) != 1 {
 			t.Errorf("hosts %+v problems %+v", r.Hosts, r.Problems)
+		} else if p := r.Hosts[1].Paths[0]; p.Backend != obsBackend || p.Service != "Service default/obs port 80" {
+			t.Errorf("path /: backend %q, service %q; want the Lua key %s and its Service", p.Backend, p.Service, obsBackend)
 		}
 		state, code, err := s.adminGet("/debug/state")
 		if err != nil || code != http.StatusOK || !strings.Contains(state, `"obs.test"`) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -178,7 +179,7 @@ func readSource(ctx context.Context, c *cli.Context, src string, everyIngress bo
 		return model.Snapshot{}, nil, fmt.Errorf("--source %q: want kube, file:PATH (a folder or a file) or - (stdin)", src)
 	}
 	s := fqdn.Wrap(inner, fqdn.Options{})
-	if err := s.Start(ctx, func(source.Kind) {}); err != nil {
+	if err := s.Start(ctx, func(source.Change) {}); err != nil {
 		return model.Snapshot{}, nil, fmt.Errorf("reading --source %s: %w", src, err)
 	}
 	snap, problems := s.Snapshot()
@@ -224,7 +225,7 @@ type readOnce struct {
 	problems []model.Problem
 }
 
-func (r readOnce) Start(context.Context, func(source.Kind)) error { return nil }
+func (r readOnce) Start(context.Context, func(source.Change)) error { return nil }
 
 func (r readOnce) Snapshot() (model.Snapshot, []model.Problem) { return r.snap, r.problems }
 
@@ -259,7 +260,10 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	otherKinds, problems := file.OtherKinds(problems)
 	built := snapshot.Build(held, opts, nil, nil)
 	m, buildProblems := model.Build(built.Snapshot)
-	report := admin.FromModel(m, append(append(problems, built.Problems...), buildProblems...))
+	// The routes give each path its profile; a model render refuses
+	// shows its paths without one (the agent would quarantine it).
+	routes, _ := render.Routes(m, built.Settings)
+	report := admin.FromModel(m, routes, append(append(problems, built.Problems...), buildProblems...))
 	report.DryRun = true
 	if len(otherKinds) > 0 {
 		report.NotIngressRelated = otherKinds
@@ -299,9 +303,11 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 			}
 			if p.Answer != "" {
 				fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, p.Answer, p.Ingress)
+				writePathContext(w, indent, p)
 				continue
 			}
-			fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, p.Backend, p.Ingress)
+			fmt.Fprintf(w, "%s%s (%s) → %s  [Ingress %s]\n", branch, p.Path, p.PathType, cmp.Or(p.Service, p.Backend), p.Ingress)
+			writePathContext(w, indent, p)
 			if len(p.Endpoints) == 0 {
 				fmt.Fprintf(w, "%s└── no endpoints: answers 503\n", indent)
 			}
@@ -373,6 +379,18 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	}
 	writeConfig(w, r.Config)
 	writeLua(w, r.Lua)
+}
+
+// writePathContext prints, under a path, why its match type is what it is
+// and what it sets apart from the defaults, one line each when there is
+// something to say.
+func writePathContext(w io.Writer, indent string, p admin.Path) {
+	if p.MatchReason != "" {
+		fmt.Fprintf(w, "%smatch: %s\n", indent, p.MatchReason)
+	}
+	if len(p.Settings) > 0 {
+		fmt.Fprintf(w, "%ssettings: %s\n", indent, strings.Join(p.Settings, ", "))
+	}
 }
 
 // writeNotServed lists the Ingresses of another class, each with why

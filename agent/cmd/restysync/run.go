@@ -447,9 +447,9 @@ func run(c *cli.Context) error {
 	switch rc.sourceKind {
 	case "file":
 		// FQDN EndpointSlices (the compose demo names its backends) are resolved here.
-		obs.objects = file.New(rc.sourceDir, file.WithLogger(logger), file.WithConfigMap(rc.kube.configMap),
+		files := file.New(rc.sourceDir, file.WithLogger(logger), file.WithConfigMap(rc.kube.configMap),
 			file.WithServicesConfigMaps(rc.kube.tcpServices, rc.kube.udpServices))
-		src = fqdn.Wrap(obs.objects, rc.dns)
+		obs.objects, src = files, fqdn.WrapIndexed(files, rc.dns)
 	case "kube":
 		parts, err := startKube(ctx, rc.kube, logger)
 		if err != nil {

@@ -224,7 +224,7 @@ func writeHealth(w http.ResponseWriter, h Health) {
 // debugState answers with the Report of the running agent.
 func (s *Server) debugState(w http.ResponseWriter, r *http.Request) {
 	st := s.opts.State()
-	report := FromModel(st.Model, st.Problems)
+	report := FromModel(st.Model, st.Routes, st.Problems)
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.LuaTimeout)
 	defer cancel()
 	report.AddLive(ctx, st, s.opts.Lua)

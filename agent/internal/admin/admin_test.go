@@ -16,6 +16,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
@@ -142,7 +143,7 @@ func testModel() model.Model {
 
 func TestFromModel(t *testing.T) {
 	problems := []model.Problem{{Kind: "Ingress", Namespace: "default", Name: "b", Reason: "path \"x\" must start with /"}}
-	r := FromModel(testModel(), problems)
+	r := FromModel(testModel(), nil, problems)
 	if len(r.Hosts) != 2 || r.Hosts[0].Host != "" || r.Hosts[1].Host != "a.test" {
 		t.Fatalf("hosts %+v, want the default server then a.test", r.Hosts)
 	}
@@ -164,6 +165,39 @@ func TestFromModel(t *testing.T) {
 	}
 	if r.QuarantinedIngresses == nil || len(r.QuarantinedIngresses) != 0 {
 		t.Errorf("quarantined %v, want an empty list", r.QuarantinedIngresses)
+	}
+}
+
+// A path shows its Service as people name it (the Lua key stays in
+// backend), why its match type is not the one written, and what it sets
+// apart from the defaults, its profile first.
+func TestFromModelPathContext(t *testing.T) {
+	slow := model.Location{Path: "/api", PathType: model.PathRegex, Backend: "default/api:80@default/api", Ingress: "default/api",
+		MatchReason: "Exact became Regex: use-regex on Ingress default/web makes every path of the host a regex"}
+	slow.Proxy.ReadTimeout = 300
+	slow.Proxy.BodySize = "8m"
+	slow.Access.BasicAuth.Realm = "staff"
+	m := model.Model{Servers: []model.Server{{Host: "a.test", Locations: []model.Location{
+		slow, {Path: "/", PathType: model.PathPrefix, Backend: "default/web:80", Ingress: "default/web"},
+	}}}}
+	routes, err := render.Routes(m, render.Settings{HTTPPort: 80, HTTPSPort: 443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := FromModel(m, routes, nil).Hosts[0].Paths
+	api, root := paths[0], paths[1]
+	if api.Service != "Service default/api port 80" || api.Backend != "default/api:80@default/api" {
+		t.Errorf("/api: service %q, backend %q; want Service default/api port 80 and the Lua key", api.Service, api.Backend)
+	}
+	if api.MatchReason != slow.MatchReason {
+		t.Errorf("/api: match reason %q, want %q", api.MatchReason, slow.MatchReason)
+	}
+	if len(api.Settings) != 4 || !strings.HasPrefix(api.Settings[0], "profile @restysync_p_") ||
+		!slices.Equal(api.Settings[1:], []string{"body-size 8m", "read-timeout 300", "basic-auth-realm staff"}) {
+		t.Errorf("/api: settings %q, want its profile, body size, read timeout and realm", api.Settings)
+	}
+	if root.Settings != nil || root.MatchReason != "" || root.Service != "Service default/web port 80" {
+		t.Errorf("/: %+v, want no settings, no match reason", root)
 	}
 }
 

@@ -116,10 +116,21 @@ type Host struct {
 type Path struct {
 	Path     string `json:"path"`
 	PathType string `json:"path_type"`
+	// MatchReason says why PathType is not the pathType the Ingress wrote
+	// (model.Location.MatchReason), "" when it is.
+	MatchReason string `json:"match_reason,omitempty"`
 	// Ingress that owns it, "namespace/name".
 	Ingress string `json:"ingress"`
-	// Backend is "namespace/service:port".
+	// Service names the backend for people: "Service default/demo port 80".
+	Service string `json:"service,omitempty"`
+	// Backend is the backend's name, the Lua balancer's key:
+	// "namespace/service:port", with "@namespace/ingress" for a variant
+	// an Ingress balances its own way.
 	Backend string `json:"backend"`
+	// Settings are what the path sets apart from the defaults, "name
+	// value" each, its profile (the named location nginx.conf gives its
+	// directives) first.
+	Settings []string `json:"settings,omitempty"`
 	// Endpoints of the backend, "address:port"; empty answers 503.
 	Endpoints []string `json:"endpoints"`
 	// Answer says what a location of a server-snippet answers, which has
@@ -210,8 +221,10 @@ type Sync struct {
 	Pushes       int       `json:"pushes"`
 }
 
-// FromModel reports what m serves and the problems left out of it.
-func FromModel(m model.Model, problems []model.Problem) Report {
+// FromModel reports what m serves and the problems left out of it;
+// routes are the routes of m's hosts (render.Routes), for the profiles of
+// its paths.
+func FromModel(m model.Model, routes []model.Route, problems []model.Problem) Report {
 	r := Report{
 		Hosts:                []Host{},
 		Certificates:         []Certificate{},
@@ -224,8 +237,10 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 		r.NotServed = append(r.NotServed, NotServed{Ingress: n.Ingress, Reason: n.Reason})
 	}
 	endpoints := make(map[string][]string, len(m.Backends))
+	policies := make(map[string]model.Policy, len(m.Backends))
 	for _, b := range m.Backends {
 		endpoints[b.Name] = endpointStrings(b.Endpoints)
+		policies[b.Name] = b.Policy
 	}
 	certOf := map[string]string{}
 	for _, c := range m.Certificates {
@@ -243,14 +258,24 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 	if len(m.Default.Locations) > 0 {
 		servers = append([]model.Server{m.Default}, m.Servers...)
 	}
+	profiles := profilesOf(routes)
 	for _, s := range servers {
 		h := Host{Host: s.Host, HTTPS: s.HTTPS || s.Host == "", Certificate: certOf[s.Host], Paths: []Path{}}
+		route := s.Host
+		if route == "" {
+			route = render.DefaultRoute
+		}
 		for _, l := range s.Locations {
 			eps := endpoints[l.Backend]
 			if eps == nil {
 				eps = []string{}
 			}
-			p := Path{Path: l.Path, PathType: string(l.PathType), Ingress: l.Ingress, Backend: l.Backend, Endpoints: eps}
+			p := Path{Path: l.Path, PathType: string(l.PathType), MatchReason: l.MatchReason, Ingress: l.Ingress,
+				Backend: l.Backend, Endpoints: eps,
+				Settings: pathSettings(l, profiles[routePathOf(route, l)], policies[l.Backend])}
+			if l.Backend != "" {
+				p.Service = model.DescribeBackend(l.Backend)
+			}
 			if l.Fixed.Set {
 				p.Answer = "server-snippet: 404 once allow/deny let the request in"
 				if l.Fixed.Code != 0 {
@@ -265,6 +290,35 @@ func FromModel(m model.Model, problems []model.Problem) Report {
 		r.Problems = append(r.Problems, Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Object: p.Object(), Reason: p.Reason})
 	}
 	return r
+}
+
+// routePath is one location of a route: its host, path and matching.
+type routePath struct {
+	host         string
+	path         string
+	exact, regex bool
+}
+
+// routePathOf is the route location render makes of l, a location of
+// host: a regex is anchored with "^".
+func routePathOf(host string, l model.Location) routePath {
+	if l.PathType == model.PathRegex {
+		return routePath{host: host, path: "^" + l.Path, regex: true}
+	}
+	return routePath{host: host, path: l.Path, exact: l.PathType == model.PathExact}
+}
+
+// profilesOf returns the profile of each location of routes that has one.
+func profilesOf(routes []model.Route) map[routePath]string {
+	out := map[routePath]string{}
+	for _, r := range routes {
+		for _, l := range r.Locations {
+			if l.Profile != "" {
+				out[routePath{r.Host, l.Path, l.Exact, l.Regex}] = l.Profile
+			}
+		}
+	}
+	return out
 }
 
 func streamEntries(st model.Stream) []StreamEntry {

@@ -93,6 +93,9 @@ type Result struct {
 	Waiting  bool
 	Executed bool          // the whole plan ran
 	Status   time.Duration // asking Lua for its status
+	// ReloadReasons say why the plan reloads nginx (render.Changes, or
+	// the first config, or nginx restarted); nil when it does not.
+	ReloadReasons []string
 }
 
 // errUnconfirmed is what reload returns when nginx was signalled and has
@@ -123,6 +126,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		res.Waiting = true
 		return res, s.leaveForStart(step.Config, err)
 	}
+	previousBoot := s.lua.Boot()
 	if err := s.observe(ctx, status, step.Config); err != nil {
 		return res, err
 	}
@@ -134,6 +138,12 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
 		FullPush: s.fullPush, HoldReload: hold})
+	if reload, ok := p.Step(plan.Reload); ok {
+		res.ReloadReasons = reload.Reasons
+		if reload.Reasons == nil {
+			res.ReloadReasons = []string{s.unknownRunning(previousBoot, status.BootID)}
+		}
+	}
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
 	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {
@@ -154,7 +164,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 // serving a change never waits for the file. A failure is logged; nginx
 // serves on, and the next sync tries again.
 func (s *Stage) saveState(held plan.Held, cfg render.Config) {
-	hash, profiles := held.ConfigHash, held.Profiles
+	hash, profiles := held.ConfigHash, held.Config.Profiles
 	if s.configs.Applied() == cfg.Hash {
 		hash, profiles = cfg.Hash, cfg.Profiles
 	}
@@ -180,6 +190,20 @@ func (s *Stage) Recover(ctx context.Context) {
 	if err := s.observe(ctx, status, render.Config{}); err != nil {
 		s.logger.Warn("could not read back what Lua holds before the first render", "error", err)
 	}
+}
+
+// unknownRunning is why nginx reloads when the agent does not know the
+// config it runs: it never had one confirmed (the first config), nginx
+// restarted since the last status (previousBoot is not bootID), or
+// another config runs.
+func (s *Stage) unknownRunning(previousBoot, bootID string) string {
+	switch {
+	case s.configs.Good().Hash == "":
+		return render.ReasonFirstConfig
+	case previousBoot != "" && previousBoot != bootID:
+		return render.ReasonNginxRestarted
+	}
+	return render.ReasonUnknownRunning
 }
 
 // Stale marks the record of what Lua holds as behind the model of a sync

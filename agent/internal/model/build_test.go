@@ -196,7 +196,7 @@ func TestBuildPaths(t *testing.T) {
 			var wantProblems []Problem
 			if tt.wantReason == "" {
 				want = Model{
-					Servers:  []Server{{Host: "a.example.com", Locations: []Location{loc(tt.wantPath, tt.wantType, "default/web:80", "default/ing")}}},
+					Servers:  []Server{{Host: "a.example.com", Locations: []Location{matchedAs(loc(tt.wantPath, tt.wantType, "default/web:80", "default/ing"), tt.pathType)}}},
 					Backends: []Backend{{Name: "default/web:80", Endpoints: webEndpoints}},
 				}
 			} else {
@@ -205,6 +205,15 @@ func TestBuildPaths(t *testing.T) {
 			checkBuild(t, snapshotOf(ing), want, wantProblems)
 		})
 	}
+}
+
+// matchedAs gives l the MatchReason of an ImplementationSpecific (or
+// missing) path type, matched as Prefix.
+func matchedAs(l Location, written *networkingv1.PathType) Location {
+	if written == nil || *written == networkingv1.PathTypeImplementationSpecific {
+		l.MatchReason = matchImplementationSpecific
+	}
+	return l
 }
 
 func TestBuildMerge(t *testing.T) {

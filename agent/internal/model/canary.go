@@ -151,7 +151,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %s; path left out", field, *p.PathType, reason))
 		return
 	}
-	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
+	pathType, _ = b.pathMatch(ing, useRegex, host, p, kind, pathType)
 	path, reason := locationPath(p.Path, kind, pathType)
 	if reason != "" {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %s; path left out", field, p.Path, reason))

@@ -513,7 +513,8 @@ func TestHostileNginxSyntaxInPaths(t *testing.T) {
 		t.Run("regex "+path, func(t *testing.T) {
 			ing := newIngress("default", "hostile", useRegex, rule("hostile.example.com", httpPath(implType, path, backend("web", 80))))
 			m, problems := Build(hostileSnapshot([]*networkingv1.Ingress{ing}))
-			want := []Location{{Path: path, PathType: PathRegex, Backend: "default/web:80", Ingress: "default/hostile"}}
+			want := []Location{{Path: path, PathType: PathRegex, Backend: "default/web:80", Ingress: "default/hostile",
+				MatchReason: "ImplementationSpecific with use-regex on this Ingress is a regex"}}
 			if got := serverOf(m, "hostile.example.com").Locations; !reflect.DeepEqual(got, want) || len(problems) != 0 {
 				t.Errorf("locations %s, problems %v; want the path kept as written", dump(got), problems)
 			}

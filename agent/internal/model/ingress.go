@@ -55,7 +55,7 @@ type builder struct {
 	// Ingress whose use-regex made them so; serviceUpstream and wwwKeys
 	// are service-upstream and from-to-www-redirect by Ingress
 	// (proxykeys.go).
-	regexHosts map[string]string
+	regexHosts map[string]regexOwner
 	// notServed are the Ingresses of another class, and why (class.go).
 	notServed       []NotServed
 	serviceUpstream map[string]bool
@@ -240,7 +240,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 		b.ingressProblem(ing, fmt.Sprintf("%s.pathType %q: %s; path left out", field(), *p.PathType, reason))
 		return
 	}
-	pathType = b.pathMatch(ing, useRegex, host, p, kind, pathType)
+	pathType, matchReason := b.pathMatch(ing, useRegex, host, p, kind, pathType)
 	path, reason := locationPath(p.Path, kind, pathType)
 	if reason != "" {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: %s; path left out", field(), p.Path, reason))
@@ -266,7 +266,7 @@ func (b *builder) addPath(ing *networkingv1.Ingress, id string, locations map[lo
 	if r := b.resolve(ref); r.problem != "" {
 		b.ingressProblem(ing, field()+".backend"+r.problem+"; the path answers 503")
 	}
-	b.addRoute(host, Location{Path: path, PathType: pathType, Backend: ref.name, Ingress: id})
+	b.addRoute(host, Location{Path: path, PathType: pathType, MatchReason: matchReason, Backend: ref.name, Ingress: id})
 }
 
 // addDefaultBackends gives "/" to the default server and to each host of an

@@ -235,6 +235,10 @@ const (
 type Location struct {
 	Path     string
 	PathType PathType
+	// MatchReason says why PathType is not the pathType the Ingress
+	// wrote ("Exact became Regex: use-regex on Ingress default/api makes
+	// every path of the host a regex"); "" when it is. For inspect.
+	MatchReason string
 	// Backend is the Name of an entry in Model.Backends.
 	Backend string
 	// Ingress that owns this location ("namespace/name"): the object of

@@ -123,6 +123,18 @@ func baseBackendName(name string) string {
 	return base
 }
 
+// DescribeBackend names a backend for people: "Service default/demo port
+// 80" for "default/demo:80" and for each of its variants (a Policy, a
+// canary, service-upstream). The name itself is the Lua balancer's key.
+func DescribeBackend(name string) string {
+	base := baseBackendName(name)
+	service, port, ok := strings.Cut(base, ":")
+	if !ok {
+		return name
+	}
+	return "Service " + service + " port " + port
+}
+
 // policyFor reads the Policy of the backends of ing from its annotations.
 // Each part is read by its own function; a bad value is a Problem on the
 // Ingress and leaves that part at its default.

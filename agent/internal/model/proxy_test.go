@@ -234,8 +234,10 @@ func TestRewriteTargetImpliesRegex(t *testing.T) {
 		t.Fatalf("problems: %v", problems)
 	}
 	want := []Location{
-		{Path: "/plain", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"}},
-		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"}},
+		{Path: "/plain", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"},
+			MatchReason: "Prefix became Regex: rewrite-target on Ingress default/web makes every path of the host a regex"},
+		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"},
+			MatchReason: "ImplementationSpecific with rewrite-target on this Ingress is a regex"},
 	}
 	if got := m.Servers[0].Locations; !reflect.DeepEqual(got, want) {
 		t.Errorf("locations:\n got %s\nwant %s", dump(got), dump(want))

@@ -588,39 +588,61 @@ func (b *builder) markRegexHosts(ours []*networkingv1.Ingress) {
 		}
 		for _, rule := range ing.Spec.Rules {
 			if b.regexHosts == nil {
-				b.regexHosts = make(map[string]string)
+				b.regexHosts = make(map[string]regexOwner)
 			}
 			if _, marked := b.regexHosts[rule.Host]; !marked {
-				b.regexHosts[rule.Host] = ing.Namespace + "/" + ing.Name
+				b.regexHosts[rule.Host] = regexOwner{ingress: ing.Namespace + "/" + ing.Name, annotation: b.regexAnnotation(ing)}
 			}
 		}
 	}
 }
 
+// regexOwner is the first Ingress that makes the paths of a host regexes,
+// and the annotation that does.
+type regexOwner struct {
+	ingress    string
+	annotation string // keyUseRegex or keyRewriteTarget
+}
+
+// regexAnnotation names the annotation that makes the paths of ing
+// regexes: use-regex, else rewrite-target (useRegex says one does).
+func (b *builder) regexAnnotation(ing *networkingv1.Ingress) string {
+	if b.boolAnnotation(ing, keyUseRegex, false) {
+		return keyUseRegex
+	}
+	return keyRewriteTarget
+}
+
+// Why a path matches otherwise than its pathType says (Location.MatchReason).
+const matchImplementationSpecific = "ImplementationSpecific is matched as Prefix"
+
 // pathMatch returns how path p (of kind kind) of ing on host matches: a
 // regex for an ImplementationSpecific path of an Ingress with use-regex,
 // and for every path on a host where some Ingress has it; else pathType.
 // An Exact or Prefix path that is no valid regex keeps its matching, with
-// a Problem.
+// a Problem. why says what made the match differ from kind ("" when it
+// does not): it costs a string only on a host of regexes.
 func (b *builder) pathMatch(ing *networkingv1.Ingress, useRegex bool, host string, p *networkingv1.HTTPIngressPath,
-	kind networkingv1.PathType, pathType PathType) PathType {
+	kind networkingv1.PathType, pathType PathType) (match PathType, why string) {
 	if useRegex && kind == networkingv1.PathTypeImplementationSpecific {
-		return PathRegex
+		return PathRegex, "ImplementationSpecific with " + b.regexAnnotation(ing) + " on this Ingress is a regex"
 	}
 	owner, regexHost := b.regexHosts[host]
 	if !regexHost {
-		return pathType
-	}
-	if kind == networkingv1.PathTypeImplementationSpecific {
-		return PathRegex
+		if kind == networkingv1.PathTypeImplementationSpecific {
+			return pathType, matchImplementationSpecific
+		}
+		return pathType, ""
 	}
 	path := p.Path
-	if reason := validRegexPath(path); reason != "" {
-		b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has use-regex, which makes every path of the host a regex, but this one %s; it keeps its %s matching",
-			clip(path), describeHost(host), owner, reason, kind))
-		return pathType
+	if kind != networkingv1.PathTypeImplementationSpecific {
+		if reason := validRegexPath(path); reason != "" {
+			b.ingressProblem(ing, fmt.Sprintf("path %q on %s: Ingress %s has %s, which makes every path of the host a regex, but this one %s; it keeps its %s matching",
+				clip(path), describeHost(host), owner.ingress, owner.annotation, reason, kind))
+			return pathType, ""
+		}
 	}
-	return PathRegex
+	return PathRegex, string(kind) + " became Regex: " + owner.annotation + " on Ingress " + owner.ingress + " makes every path of the host a regex"
 }
 
 // addWWWRedirects gives each server with a location of an Ingress that

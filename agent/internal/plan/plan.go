@@ -23,10 +23,11 @@ import (
 
 // Held is what nginx runs and Lua holds, as apply recorded it.
 type Held struct {
-	// ConfigHash is the hash of the nginx.conf nginx runs, and Profiles
-	// the names of the profiles in it (nil when not known).
+	// ConfigHash is the hash of the nginx.conf nginx runs, and Config
+	// that config when the agent knows it (it had nginx confirm it; the
+	// zero Config when not): its profiles, and what a reload changes.
 	ConfigHash string
-	Profiles   []render.Profile
+	Config     render.Config
 	// Backends, Certificates and Routes are what Lua holds, by name (a
 	// route's name is its host).
 	Backends     map[string]model.Backend
@@ -111,6 +112,9 @@ type Step struct {
 	Routes       []model.Route
 	Config       render.Config
 	Names        []string
+	// Reasons say why a Reload runs (render.Changes between the config
+	// nginx runs and Config); nil when the config nginx runs is not known.
+	Reasons []string
 }
 
 // Plan is the work of one sync: its steps, in the order they must run.
@@ -165,7 +169,7 @@ func Compute(held Held, next Next) Plan {
 	if reload {
 		// A route that jumps to a profile nginx does not run yet waits
 		// for the reload that brings it.
-		before, after = splitByProfiles(routes.Upserts, held.Profiles)
+		before, after = splitByProfiles(routes.Upserts, held.Config.Profiles)
 	}
 	if len(before) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: before})
@@ -175,7 +179,11 @@ func Compute(held Held, next Next) Plan {
 		return p
 	}
 	if reload {
-		p.Steps = append(p.Steps, Step{Kind: Reload, Config: next.Config})
+		step := Step{Kind: Reload, Config: next.Config}
+		if held.Config.Hash == held.ConfigHash && held.ConfigHash != "" {
+			step.Reasons = render.Changes(held.Config, next.Config)
+		}
+		p.Steps = append(p.Steps, step)
 	}
 	if len(after) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: after})

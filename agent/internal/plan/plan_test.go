@@ -177,3 +177,26 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("plan %+v when the host starts to serve HTTPS, want it upserted", p)
 	}
 }
+
+// The Reload step says why it reloads when the config nginx runs is known
+// (render.Changes), and leaves that to apply when it is not.
+func TestReloadReasons(t *testing.T) {
+	settings := render.Settings{SharedDir: "/srv/restysync", HTTPPort: 80, HTTPSPort: 443}
+	running, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings.HTTPPort = 8080
+	next, err := render.Render(model.Model{}, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := Compute(Held{ConfigHash: running.Hash, Config: running}, Next{Config: next})
+	if step, ok := known.Step(Reload); !ok || !slices.Equal(step.Reasons, []string{render.ReasonListener}) {
+		t.Errorf("reload from a known config: %+v, want the reason %q", step.Reasons, render.ReasonListener)
+	}
+	unknown := Compute(Held{ConfigHash: "something else"}, Next{Config: next})
+	if step, ok := unknown.Step(Reload); !ok || step.Reasons != nil {
+		t.Errorf("reload from an unknown config: reasons %q, want none", step.Reasons)
+	}
+}

@@ -160,6 +160,9 @@ type Config struct {
 	// a profile kept from an earlier config may name a file of a Secret
 	// that changed since, which must stay until that profile goes.
 	Files []string
+	// view is what the template printed, kept so that Changes can say
+	// what differs between two configs without diffing their text.
+	view *confView
 }
 
 // hashPlaceholder stands in for the hash while the bytes are hashed. It
@@ -347,7 +350,7 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 	sum := sha256.Sum256(out)
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
-	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles)}, nil
+	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles), view: &view}, nil
 }
 
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {

@@ -30,14 +30,37 @@ const (
 	KindUnknown Kind = "Unknown"
 )
 
+// Change is one change to a source's cache: the kind of object and, when
+// the source knows it, which object, so that the sync log line can name
+// what changed.
+type Change struct {
+	Kind Kind
+	// Namespace and Name of the object; Name is "" when the source cannot
+	// say (only the problems of the files changed).
+	Namespace, Name string
+}
+
+// String is "Kind namespace/name", "Kind name" for an object of no
+// namespace, or the Kind alone when the object is not known.
+func (c Change) String() string {
+	switch {
+	case c.Name == "":
+		return string(c.Kind)
+	case c.Namespace == "":
+		return string(c.Kind) + " " + c.Name
+	}
+	return string(c.Kind) + " " + c.Namespace + "/" + c.Name
+}
+
 // Source holds a cache of objects and reports changes.
 type Source interface {
 	// Start fills the cache and begins watching. It returns once the first
 	// full listing is in the cache (every informer synced, every file read),
 	// or with an error if that cannot happen. Watching goes on until ctx is
-	// done. changed is called after every change to the cache; it must not
-	// block and it may be called from several goroutines.
-	Start(ctx context.Context, changed func(Kind)) error
+	// done. changed is called after every change to the cache, once per
+	// object; it must not block and it may be called from several
+	// goroutines.
+	Start(ctx context.Context, changed func(Change)) error
 	// Snapshot returns the objects now in the cache (read-only, never to be
 	// mutated) and the problems the source itself found, such as files that
 	// failed to decode. The class settings of model.Snapshot are left empty.

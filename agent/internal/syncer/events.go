@@ -1,6 +1,8 @@
 package syncer
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/source"
@@ -39,10 +41,11 @@ func (r *retry) after(err error) {
 	r.timer.Reset(r.delay)
 }
 
-// changed records which kind of object changed and wakes the loop.
-func (s *Syncer) changed(kind source.Kind) {
+// changed records which object changed and wakes the loop.
+func (s *Syncer) changed(c source.Change) {
 	s.kindsMu.Lock()
-	s.kinds[kind] = true
+	s.kinds[c.Kind] = true
+	s.objects.add(c)
 	if s.firstEvent.IsZero() {
 		s.firstEvent = time.Now()
 	}
@@ -50,9 +53,10 @@ func (s *Syncer) changed(kind source.Kind) {
 	s.markDirty()
 }
 
-// takeKinds returns the kinds changed since the last call, and keeps the
-// time of the first of those changes in pendingEvent if none is pending.
-func (s *Syncer) takeKinds() map[source.Kind]bool {
+// takeKinds returns the kinds changed since the last call, and the
+// objects (changes.String), and keeps the time of the first of those
+// changes in pendingEvent if none is pending.
+func (s *Syncer) takeKinds() (map[source.Kind]bool, string) {
 	s.kindsMu.Lock()
 	defer s.kindsMu.Unlock()
 	if s.pendingEvent.IsZero() {
@@ -61,7 +65,51 @@ func (s *Syncer) takeKinds() map[source.Kind]bool {
 	s.firstEvent = time.Time{}
 	kinds := s.kinds
 	s.kinds = map[source.Kind]bool{}
-	return kinds
+	return kinds, s.objects.take()
+}
+
+// maxNamed is how many changed objects the sync log line names.
+const maxNamed = 3
+
+// changes are the objects changed since the last sync: the first
+// maxNamed in the order they came, and every one once, to count them.
+type changes struct {
+	named []source.Change
+	seen  map[source.Change]struct{}
+}
+
+func (c *changes) add(ch source.Change) {
+	if _, ok := c.seen[ch]; ok {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[source.Change]struct{}{}
+	}
+	c.seen[ch] = struct{}{}
+	if len(c.named) < maxNamed {
+		c.named = append(c.named, ch)
+	}
+}
+
+// take returns the objects for the sync log line and forgets them:
+// "Ingress default/web,Service default/web +3 more", or "" when none
+// changed.
+func (c *changes) take() string {
+	if len(c.named) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, ch := range c.named {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(ch.String())
+	}
+	if more := len(c.seen) - len(c.named); more > 0 {
+		fmt.Fprintf(&b, " +%d more", more)
+	}
+	c.named, c.seen = c.named[:0], nil
+	return b.String()
 }
 
 // quietPeriod is Coalesce while only EndpointSlices changed since the last

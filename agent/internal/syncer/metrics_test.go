@@ -70,15 +70,15 @@ func TestPropagationTiming(t *testing.T) {
 	rec := &recordingMetrics{}
 	s := New(nil, nil, Options{Metrics: rec}, slog.New(slog.DiscardHandler))
 
-	s.changed(source.KindEndpointSlice)
+	s.changed(source.Change{Kind: source.KindEndpointSlice})
 	time.Sleep(20 * time.Millisecond)
-	s.changed(source.KindEndpointSlice) // same batch: the first one counts
+	s.changed(source.Change{Kind: source.KindEndpointSlice}) // same batch: the first one counts
 	s.takeKinds()
 	s.recordSync("fast", syncResult{}, errors.New("lua down"), time.Now())
 	if len(rec.propagated) != 0 {
 		t.Fatalf("a failed sync reported propagation %v", rec.propagated)
 	}
-	s.changed(source.KindService) // a later event does not reset the pending one
+	s.changed(source.Change{Kind: source.KindService}) // a later event does not reset the pending one
 	s.takeKinds()
 	s.recordSync("full", syncResult{Result: apply.Result{Outcome: apply.Outcome{Pushed: true}}}, nil, time.Now())
 	if len(rec.propagated) != 1 || rec.propagated[0] < 20*time.Millisecond {
@@ -88,7 +88,7 @@ func TestPropagationTiming(t *testing.T) {
 		t.Error("the applied event is still pending")
 	}
 
-	s.changed(source.KindService)
+	s.changed(source.Change{Kind: source.KindService})
 	s.takeKinds()
 	s.recordSync("full", syncResult{}, nil, time.Now()) // nothing to do
 	s.takeKinds()

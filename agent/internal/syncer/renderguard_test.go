@@ -141,7 +141,7 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	// Another tenant's new Ingress is served while b stays out.
 	snap.Ingresses = append(snap.Ingresses, hostIngress("a2", "a2.test"))
 	src.snap = snap
-	s.changed(source.KindIngress)
+	s.changed(source.Change{Kind: source.KindIngress})
 	if err := s.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	// Fixed, b is tried again and served.
 	snap.Ingresses[1] = hostIngress("b", "b.test")
 	src.snap = snap
-	s.changed(source.KindIngress)
+	s.changed(source.Change{Kind: source.KindIngress})
 	if err := s.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

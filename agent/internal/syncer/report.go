@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/apply"
@@ -40,10 +41,13 @@ type State struct {
 	LastLoop   time.Time   // last time the loop came round: a sync or a status check
 	WantedHash string      // hash of the config last rendered: what nginx should run
 	Model      model.Model // what the last sync computed; read-only
-	Syncs      int
-	Reloads    int
-	Pushes     int
-	Problems   []model.Problem
+	// Routes are the routes Lua should hold for Model's hosts, with each
+	// location's profile (render.Routes); read-only.
+	Routes   []model.Route
+	Syncs    int
+	Reloads  int
+	Pushes   int
+	Problems []model.Problem
 	// Quarantined are the Ingresses ("namespace/name") nginx refused a
 	// config with; their last good version serves until they change.
 	Quarantined []string
@@ -107,6 +111,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.LastLoop = st.LastSync
 		st.WantedHash = s.lastConfig.Hash
 		st.Model = next
+		st.Routes = s.lastRoutes
 		st.Problems = problems
 		st.Quarantined = quarantined
 		st.ConfigHash = s.stage.Applied()
@@ -169,11 +174,22 @@ func (r syncResult) action() string {
 	return "nothing"
 }
 
-// logSync logs what the sync that began at start did.
-func (s *Syncer) logSync(next model.Model, problems int, path string, result syncResult, start time.Time, err error) {
+// logSync logs what the sync that began at start did: after its action
+// and path, the objects changed since the last sync (changes.take; left
+// out when none did) and why it reloaded nginx (left out when it did not
+// try), then the counters.
+func (s *Syncer) logSync(next model.Model, problems int, path, objects string, result syncResult, start time.Time, err error) {
 	attrs := []any{
 		"action", result.action(),
 		"path", path,
+	}
+	if objects != "" {
+		attrs = append(attrs, "changed", objects)
+	}
+	if len(result.ReloadReasons) > 0 && (result.Reloaded || err != nil) {
+		attrs = append(attrs, "reason", strings.Join(result.ReloadReasons, ","))
+	}
+	attrs = append(attrs,
 		"ingresses", s.builtFrom,
 		"servers", len(next.Servers),
 		"backends", len(next.Backends),
@@ -191,7 +207,7 @@ func (s *Syncer) logSync(next model.Model, problems int, path string, result syn
 		"status", result.Status.Round(time.Microsecond),
 		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
-	}
+	)
 	if err != nil {
 		s.logger.Error("sync failed", append(attrs, "error", err)...)
 		return

@@ -48,7 +48,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 2 { // the second sync sends no second signal
-		s.changed(source.KindIngress)
+		s.changed(source.Change{Kind: source.KindIngress})
 		if err := s.sync(ctx); err != nil {
 			t.Fatalf("sync %d while nginx is stopped: %v", round, err)
 		}

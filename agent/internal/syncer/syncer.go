@@ -46,13 +46,15 @@ type Syncer struct {
 
 	kindsMu    sync.Mutex
 	kinds      map[source.Kind]bool // changed since the last sync
+	objects    changes              // the objects changed since the last sync
 	firstEvent time.Time            // first change since the last sync
 
 	// The fields below are owned by the loop goroutine.
 	stage *apply.Stage      // what nginx runs and Lua holds, and the steps that change it
 	guard *quarantine.Guard // quarantine of Ingresses nginx or render refused
 	// retiring says lastConfig keeps profiles only routes Lua held jump to;
-	// rerender makes the next sync a full one, which renders them away.
+	// rerender makes the next sync a full one, which renders them away (or
+	// builds without an Ingress or ConfigMap nginx refused).
 	retiring, rerender bool
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
@@ -132,6 +134,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.logger.Info("source synced", "duration", time.Since(start).Round(time.Millisecond))
 	s.kindsMu.Lock()
 	s.firstEvent = time.Time{} // the first listing is not a change to time
+	s.objects.take()           // nor one to name
 	s.kindsMu.Unlock()
 
 	check := time.NewTicker(s.opts.CheckInterval)
@@ -183,7 +186,8 @@ func (s *Syncer) coalesce(ctx context.Context) {
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
-	next, problems, path := s.model(s.takeKinds())
+	kinds, objects := s.takeKinds()
+	next, problems, path := s.model(kinds)
 	buildTime := time.Since(start)
 	s.reportProblems(problems)
 
@@ -202,7 +206,7 @@ func (s *Syncer) sync(ctx context.Context) error {
 	}
 	s.report(ctx, next, problems, path, result, err)
 	s.recordSync(path, result, err, start)
-	s.logSync(next, len(problems), path, result, start, err)
+	s.logSync(next, len(problems), path, objects, result, start, err)
 	return err
 }
 
@@ -222,7 +226,8 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 				s.logger.Warn("Ingress quarantined: nginx rejected a config with it", "ingress", key, "reason", reason)
 				quarantined = append(quarantined, s.guard.Problem(key))
 			}
-			s.markDirty() // build without it: its Problem, and the next step
+			s.rerender = true // build without it: its Problem, and the next step
+			s.markDirty()
 		}
 	case result.ConfigRunning:
 		s.guard.Confirmed()
@@ -321,7 +326,9 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 // changed slice no longer has stays listed until the next full build.
 func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem, string) {
 	index, tracks := s.src.(source.EndpointIndex)
-	onlyEndpoints := len(kinds) == 0 || (len(kinds) == 1 && kinds[source.KindEndpointSlice])
+	// A sync no source event asked for (a retry, the loop's own verdict,
+	// nginx running another config) builds everything.
+	onlyEndpoints := len(kinds) == 1 && kinds[source.KindEndpointSlice]
 	s.changedBackends = nil
 	if !tracks || s.built == nil || !onlyEndpoints || s.guard.Bisecting() || s.rerender {
 		return s.fullModel(index, tracks)

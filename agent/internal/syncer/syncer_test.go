@@ -48,11 +48,11 @@ func TestProblemsLoggedOnce(t *testing.T) {
 
 // fakeSource is a Source whose changes the test triggers.
 type fakeSource struct {
-	changed func(source.Kind)
+	changed func(source.Change)
 	snap    model.Snapshot
 }
 
-func (f *fakeSource) Start(_ context.Context, changed func(source.Kind)) error {
+func (f *fakeSource) Start(_ context.Context, changed func(source.Change)) error {
 	f.changed = changed
 	return nil
 }
@@ -90,7 +90,7 @@ func TestBurstCoalesces(t *testing.T) {
 	}
 	before := waitSyncs(1)
 	for range 1000 {
-		src.changed(source.KindEndpointSlice)
+		src.changed(source.Change{Kind: source.KindEndpointSlice})
 	}
 	after := waitSyncs(before + 1)
 	if n := after - before; n > 5 {
@@ -225,16 +225,59 @@ func oneIngressSnapshot(address string) model.Snapshot {
 // longer StructureCoalesce.
 func TestQuietPeriod(t *testing.T) {
 	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.DiscardHandler))
-	s.changed(source.KindEndpointSlice)
+	s.changed(source.Change{Kind: source.KindEndpointSlice})
 	if got := s.quietPeriod(); got != 5*time.Millisecond {
 		t.Errorf("only EndpointSlices: %s, want 5ms", got)
 	}
-	s.changed(source.KindService)
+	s.changed(source.Change{Kind: source.KindService})
 	if got := s.quietPeriod(); got != 25*time.Millisecond {
 		t.Errorf("a Service too: %s, want 25ms", got)
 	}
 	s.takeKinds()
 	if got := s.quietPeriod(); got != 5*time.Millisecond {
 		t.Errorf("after the sync took them: %s, want 5ms", got)
+	}
+}
+
+// The sync log line names the first objects that changed, each once, then
+// how many more did; and, for a reload, why.
+func TestSyncLogNamesChangesAndReloadReason(t *testing.T) {
+	var logs strings.Builder
+	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, c := range []source.Change{
+		{Kind: source.KindIngress, Namespace: "default", Name: "web"},
+		{Kind: source.KindService, Namespace: "default", Name: "web"},
+		{Kind: source.KindIngress, Namespace: "default", Name: "web"}, // again: counted once
+		{Kind: source.KindIngressClass, Name: "restysync"},
+		{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-1"},
+		{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-2"},
+	} {
+		s.changed(c)
+	}
+	_, objects := s.takeKinds()
+	if want := "Ingress default/web,Service default/web,IngressClass restysync +2 more"; objects != want {
+		t.Errorf("changed objects %q, want %q", objects, want)
+	}
+	if _, again := s.takeKinds(); again != "" {
+		t.Errorf("after a sync took them: %q, want none", again)
+	}
+
+	result := syncResult{Result: apply.Result{Outcome: apply.Outcome{Reloaded: true},
+		ReloadReasons: []string{"1 new profile", render.ReasonCertificateFile}}}
+	s.logSync(model.Model{}, 0, "full", objects, result, time.Now(), nil)
+	line := logs.String()
+	for _, want := range []string{`action=reload path=full changed="Ingress default/web,Service default/web,IngressClass restysync +2 more" reason="1 new profile,certificate file" ingresses=0 `} {
+		if !strings.Contains(line, want) {
+			t.Errorf("sync log line %q lacks %q", line, want)
+		}
+	}
+
+	logs.Reset()
+	s.changed(source.Change{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-1"})
+	_, objects = s.takeKinds()
+	result = syncResult{Result: apply.Result{Outcome: apply.Outcome{Pushed: true}}}
+	s.logSync(model.Model{}, 0, "fast", objects, result, time.Now(), nil)
+	if want := "action=push path=fast changed=\"EndpointSlice default/web-1\" ingresses="; !strings.Contains(logs.String(), want) || strings.Contains(logs.String(), "reason=") {
+		t.Errorf("fast sync log line %q: want %q and no reason", logs.String(), want)
 	}
 }

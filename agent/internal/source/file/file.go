@@ -84,6 +84,9 @@ type Source struct {
 
 	mu   sync.RWMutex
 	view *view
+	// changedServices are the Services whose EndpointSlices changed since
+	// TakeChangedServices was last called (endpoints.go).
+	changedServices map[source.ServiceKey]struct{}
 }
 
 // Option configures a Source.
@@ -162,9 +165,9 @@ func New(dir string, opts ...Option) *Source {
 
 // Start reads every file once, then watches the folder until ctx is done.
 // It fails if the folder cannot be read or watched. changed is called from
-// one goroutine, once per kind whose objects changed, or with
-// source.KindUnknown when only the problems changed.
-func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
+// one goroutine, once per object that changed, and with
+// source.KindUnknown when the problems changed.
+func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	if s.started {
 		return errors.New("file source: Start called twice")
 	}
@@ -180,6 +183,7 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 		return s.folderErr
 	}
 	s.publish()
+	s.TakeChangedServices() // the first listing is no change
 	go s.watch(ctx, changed)
 	return nil
 }
@@ -214,7 +218,7 @@ func (s *Source) ConfigMaps() []*corev1.ConfigMap {
 }
 
 // watch turns file system events into reads until ctx is done.
-func (s *Source) watch(ctx context.Context, changed func(source.Kind)) {
+func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 	defer close(s.done)
 	defer s.watcher.Close()
 
@@ -288,12 +292,14 @@ func (s *Source) watch(ctx context.Context, changed func(source.Kind)) {
 }
 
 // report publishes the current files and tells the caller what changed.
-func (s *Source) report(changed func(source.Kind)) {
-	kinds, problemsChanged := s.publish()
-	for _, kind := range kinds {
-		changed(kind)
+func (s *Source) report(changed func(source.Change)) {
+	objects, problemsChanged := s.publish()
+	for _, c := range objects {
+		changed(c)
 	}
-	if len(kinds) == 0 && problemsChanged {
-		changed(source.KindUnknown)
+	if problemsChanged {
+		// Not an EndpointSlice change alone: the fast path would keep the
+		// problems of the last full build.
+		changed(source.Change{Kind: source.KindUnknown})
 	}
 }

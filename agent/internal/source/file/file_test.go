@@ -466,9 +466,9 @@ func TestSnapshotSlicesAreFresh(t *testing.T) {
 // recorder collects the kinds passed to the changed callback.
 type recorder struct{ kinds chan source.Kind }
 
-func (r *recorder) changed(kind source.Kind) {
+func (r *recorder) changed(c source.Change) {
 	select {
-	case r.kinds <- kind:
+	case r.kinds <- c.Kind:
 	default:
 		panic("recorder full")
 	}
@@ -787,13 +787,13 @@ func TestStartErrors(t *testing.T) {
 	writeFile(t, notDir, "")
 	for _, path := range []string{filepath.Join(dir, "missing"), notDir} {
 		s := New(path)
-		if err := s.Start(t.Context(), func(source.Kind) {}); err == nil {
+		if err := s.Start(t.Context(), func(source.Change) {}); err == nil {
 			t.Errorf("Start(%s) succeeded, want an error", path)
 		}
 	}
 
 	s, _ := startSource(t, dir)
-	if err := s.Start(t.Context(), func(source.Kind) {}); err == nil {
+	if err := s.Start(t.Context(), func(source.Change) {}); err == nil {
 		t.Error("second Start succeeded, want an error")
 	}
 }

@@ -28,6 +28,9 @@ type view struct {
 	secrets        []*corev1.Secret
 	configMaps     []*corev1.ConfigMap
 	problems       []model.Problem
+	// slicesOf are the EndpointSlices of each Service (label
+	// kubernetes.io/service-name), for the fast path (endpoints.go).
+	slicesOf map[source.ServiceKey][]*discoveryv1.EndpointSlice
 }
 
 // kindOrder is the order in which changed kinds are reported.
@@ -37,35 +40,42 @@ var kindOrder = []source.Kind{
 }
 
 // publish builds a view of the files read and serves it. It returns the
-// kinds whose objects changed and whether the problems changed, and logs
-// the problems that are new.
-func (s *Source) publish() (kinds []source.Kind, problemsChanged bool) {
+// objects that changed, by kind in kindOrder and then by key, and whether
+// the problems changed; it records the Services whose EndpointSlices
+// changed for TakeChangedServices before it returns.
+func (s *Source) publish() (changed []source.Change, problemsChanged bool) {
 	next := s.buildView()
 	s.mu.Lock()
 	prev := s.view
 	s.view = next
 	s.mu.Unlock()
 
-	changed := map[source.Kind]bool{}
+	var keys []objectKey
 	for key, obj := range next.objects {
 		if prev.objects[key] != obj {
-			changed[key.kind] = true
+			keys = append(keys, key)
 		}
 	}
 	for key := range prev.objects {
 		if _, ok := next.objects[key]; !ok {
-			changed[key.kind] = true
+			keys = append(keys, key)
 		}
 	}
-	for _, kind := range kindOrder {
-		if changed[kind] {
-			kinds = append(kinds, kind)
+	slices.SortFunc(keys, func(a, b objectKey) int {
+		return cmp.Or(cmp.Compare(slices.Index(kindOrder, a.kind), slices.Index(kindOrder, b.kind)),
+			strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+	})
+	for _, key := range keys {
+		if key.kind == source.KindEndpointSlice {
+			s.noteSlice(prev.objects[key])
+			s.noteSlice(next.objects[key])
 		}
+		changed = append(changed, source.Change{Kind: key.kind, Namespace: key.namespace, Name: key.name})
 	}
 
 	// New problems are not logged here: the syncer reports every problem,
 	// from any stage, in one place.
-	return kinds, !slices.Equal(prev.problems, next.problems)
+	return changed, !slices.Equal(prev.problems, next.problems)
 }
 
 // buildView merges the files in path order. When two documents define the
@@ -120,6 +130,11 @@ func (v *view) add(obj runtime.Object) {
 		v.services = append(v.services, o)
 	case *discoveryv1.EndpointSlice:
 		v.endpointSlices = append(v.endpointSlices, o)
+		if v.slicesOf == nil {
+			v.slicesOf = map[source.ServiceKey][]*discoveryv1.EndpointSlice{}
+		}
+		key := serviceOf(o)
+		v.slicesOf[key] = append(v.slicesOf[key], o)
 	case *corev1.Secret:
 		v.secrets = append(v.secrets, o)
 	case *corev1.ConfigMap:

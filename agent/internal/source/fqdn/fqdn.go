@@ -80,8 +80,8 @@ func Wrap(inner source.Source, opts Options) *Source {
 }
 
 // Start starts the inner source, then re-resolves every name each Interval
-// until ctx is done, calling changed when an answer moved.
-func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
+// until ctx is done, calling changed for each slice whose answers moved.
+func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	if err := s.inner.Start(ctx, changed); err != nil {
 		return err
 	}
@@ -94,19 +94,19 @@ func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
 				return
 			case <-tick.C:
 			}
-			if s.refresh(ctx) {
-				changed(source.KindEndpointSlice)
+			for _, slice := range s.refresh(ctx) {
+				changed(source.Change{Kind: source.KindEndpointSlice, Namespace: slice.Namespace, Name: slice.Name})
 			}
 		}
 	}()
 	return nil
 }
 
-// refresh looks every FQDN name of the inner snapshot up again and says
-// whether any answer changed.
-func (s *Source) refresh(ctx context.Context) bool {
+// refresh looks every FQDN name of the inner snapshot up again and
+// returns the slices of the answers that changed.
+func (s *Source) refresh(ctx context.Context) []*discoveryv1.EndpointSlice {
 	snap, _ := s.inner.Snapshot()
-	moved := false
+	var moved []*discoveryv1.EndpointSlice
 	for _, slice := range snap.EndpointSlices {
 		if slice.AddressType != discoveryv1.AddressTypeFQDN {
 			continue
@@ -118,7 +118,9 @@ func (s *Source) refresh(ctx context.Context) bool {
 			if !known || !sameAnswer(prev, next) {
 				s.answers[name] = next
 				s.changedServices[serviceOf(slice)] = true
-				moved = true
+				if !slices.Contains(moved, slice) {
+					moved = append(moved, slice)
+				}
 				s.opts.Logger.Info("FQDN endpoint resolved", "name", name, "addresses", fmt.Sprint(next.addrs), "error", next.err)
 			}
 			s.mu.Unlock()

@@ -45,8 +45,8 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 
 type staticSource struct{ snap model.Snapshot }
 
-func (s *staticSource) Start(context.Context, func(source.Kind)) error { return nil }
-func (s *staticSource) Snapshot() (model.Snapshot, []model.Problem)    { return s.snap, nil }
+func (s *staticSource) Start(context.Context, func(source.Change)) error { return nil }
+func (s *staticSource) Snapshot() (model.Snapshot, []model.Problem)      { return s.snap, nil }
 
 func fqdnSlice(names ...string) *discoveryv1.EndpointSlice {
 	ready := true
@@ -90,17 +90,17 @@ func TestResolvesAndFollowsDNS(t *testing.T) {
 		t.Error("the inner source's slice was modified")
 	}
 
-	changes := make(chan source.Kind, 10)
+	changes := make(chan source.Change, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := s.Start(ctx, func(k source.Kind) { changes <- k }); err != nil {
+	if err := s.Start(ctx, func(c source.Change) { changes <- c }); err != nil {
 		t.Fatal(err)
 	}
 	r.set("backend-1", "10.1.0.9")
 	select {
-	case k := <-changes:
-		if k != source.KindEndpointSlice {
-			t.Errorf("change of kind %s", k)
+	case c := <-changes:
+		if c.Kind != source.KindEndpointSlice || c.Name == "" {
+			t.Errorf("change %s, want the EndpointSlice whose name resolved differently", c)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a DNS change was not reported within 5s")

@@ -61,7 +61,7 @@ func authTestObjects() []runtime.Object {
 func TestAuthSecrets(t *testing.T) {
 	client := fake.NewClientset(authTestObjects()...)
 	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 
 	wantServedAuthSecrets(t, src)
 	watched := src.authSecrets.watched()
@@ -81,7 +81,7 @@ func TestAuthSecrets(t *testing.T) {
 
 	t.Run("every Ingress", func(t *testing.T) {
 		src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync", EveryIngress: true})
-		startSource(t, src, func(source.Kind) {})
+		startSource(t, src, func(source.Change) {})
 		snap, _ := src.Snapshot()
 		if got := names(snap.Secrets); !slices.Equal(got, []string{"web/foreign", "web/tls", "web/users"}) {
 			t.Errorf("secrets = %v, want web/foreign, web/tls and web/users", got)

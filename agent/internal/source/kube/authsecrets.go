@@ -33,7 +33,7 @@ type authWatches struct {
 	reconnector *reconnector
 	resync      time.Duration
 	logger      *slog.Logger
-	changed     func(source.Kind)
+	changed     func(source.Change)
 	ctx         context.Context
 	// kind is what is watched: source.KindSecret or source.KindConfigMap.
 	kind source.Kind

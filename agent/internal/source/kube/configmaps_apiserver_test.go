@@ -65,7 +65,7 @@ func TestConfigMapsAPIServer(t *testing.T) {
 	})
 	src := New(agentClient(t, cfg), Options{IngressClass: "restysync",
 		TCPServices: "restysync/tcp-services", UDPServices: "restysync/udp-services"})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 
 	eventually(t, "the named ConfigMaps in the snapshot", func() bool {
 		snap, _ := src.Snapshot()

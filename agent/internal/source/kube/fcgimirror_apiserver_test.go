@@ -53,7 +53,7 @@ func TestFastCGIAndCustomHeadersConfigMapsAPIServer(t *testing.T) {
 		})
 	})
 	src := New(agentClient(t, cfg), Options{IngressClass: "restysync"})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 	eventually(t, "both named ConfigMaps in the snapshot", func() bool {
 		snap, _ := src.Snapshot()
 		var names []string

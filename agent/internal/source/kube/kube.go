@@ -178,7 +178,7 @@ func New(client kubeclient.Interface, opts Options) *Source {
 // have synced (a list the API server forbids is retried, and logged, until
 // then). changed is called from the informers' goroutines, once for each
 // object added, changed or deleted.
-func (s *Source) Start(ctx context.Context, changed func(source.Kind)) error {
+func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("kube source: Start called twice")
 	}
@@ -238,7 +238,7 @@ func (s *Source) listed() []any {
 
 // setup creates the informers and registers handler, transform and watch
 // error handler on each. It returns what must be synced before Start returns.
-func (s *Source) setup(changed func(source.Kind)) ([]cache.InformerSynced, error) {
+func (s *Source) setup(changed func(source.Change)) ([]cache.InformerSynced, error) {
 	var err error
 	if s.configMap, err = parseNamedConfigMap("ConfigMap", s.opts.ConfigMap); err != nil {
 		return nil, err
@@ -497,10 +497,10 @@ func stripAuthSecret(obj any) (any, error) {
 	return obj, nil
 }
 
-// handler reports each change of one informer as its Kind.
+// handler reports each change of one informer: its Kind and the object.
 type handler struct {
 	kind    source.Kind
-	changed func(source.Kind)
+	changed func(source.Change)
 	// noteSlice, for EndpointSlices only, records the slice's Service.
 	noteSlice func(any)
 }
@@ -509,7 +509,7 @@ var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj any, _ bool) {
 	h.note(obj)
-	h.changed(h.kind)
+	h.report(obj)
 }
 
 // OnUpdate drops resync replays: the object did not change if its
@@ -521,7 +521,7 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	h.note(newObj)
-	h.changed(h.kind)
+	h.report(newObj)
 }
 
 // OnDelete is also called with a cache.DeletedFinalStateUnknown when the
@@ -531,7 +531,17 @@ func (h handler) OnDelete(obj any) {
 		obj = tombstone.Obj
 	}
 	h.note(obj)
-	h.changed(h.kind)
+	h.report(obj)
+}
+
+// report tells changed which object changed (its Kind alone when obj has
+// no metadata, which an informer never hands over).
+func (h handler) report(obj any) {
+	c := source.Change{Kind: h.kind}
+	if m, err := meta.Accessor(obj); err == nil {
+		c.Namespace, c.Name = m.GetNamespace(), m.GetName()
+	}
+	h.changed(c)
 }
 
 func (h handler) note(obj any) {

@@ -36,10 +36,10 @@ type kindCounter struct {
 
 func newKindCounter() *kindCounter { return &kindCounter{counts: map[source.Kind]int{}} }
 
-func (c *kindCounter) changed(kind source.Kind) {
+func (c *kindCounter) changed(ch source.Change) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.counts[kind]++
+	c.counts[ch.Kind]++
 }
 
 func (c *kindCounter) get(kind source.Kind) int {
@@ -50,7 +50,7 @@ func (c *kindCounter) get(kind source.Kind) int {
 
 // startSource starts src and registers a cleanup that stops it and waits
 // until every informer has stopped.
-func startSource(t *testing.T, src *Source, changed func(source.Kind)) {
+func startSource(t *testing.T, src *Source, changed func(source.Change)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
@@ -282,7 +282,7 @@ func TestSourceNamespace(t *testing.T) {
 		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "other"}},
 	)
 	src := New(kubeclienttest.Wrap(fake.NewClientset(objs...)), Options{Namespace: "other"})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
 	if got, want := names(snap.Ingresses), []string{"other/app"}; !slices.Equal(got, want) {
 		t.Errorf("ingresses = %v, want %v", got, want)
@@ -305,7 +305,7 @@ func TestStartErrors(t *testing.T) {
 	t.Run("bad configmap", func(t *testing.T) {
 		for _, cm := range []string{"just-a-name", "ns/", "a/b/c"} {
 			src := New(kubeclienttest.Wrap(fake.NewClientset()), Options{ConfigMap: cm})
-			if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
+			if err := src.Start(context.Background(), func(source.Change) {}); err == nil {
 				t.Errorf("ConfigMap %q: Start succeeded, want an error", cm)
 			}
 			<-src.Done()
@@ -313,8 +313,8 @@ func TestStartErrors(t *testing.T) {
 	})
 	t.Run("twice", func(t *testing.T) {
 		src := New(kubeclienttest.Wrap(fake.NewClientset()), Options{})
-		startSource(t, src, func(source.Kind) {})
-		if err := src.Start(context.Background(), func(source.Kind) {}); err == nil {
+		startSource(t, src, func(source.Change) {})
+		if err := src.Start(context.Background(), func(source.Change) {}); err == nil {
 			t.Error("second Start succeeded, want an error")
 		}
 	})
@@ -330,7 +330,7 @@ func TestStartErrors(t *testing.T) {
 		src := New(kubeclienttest.Wrap(client), Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if err := src.Start(ctx, func(source.Kind) {}); err == nil {
+		if err := src.Start(ctx, func(source.Change) {}); err == nil {
 			t.Fatal("Start succeeded, want an error when ctx ends before sync")
 		}
 	})
@@ -439,7 +439,7 @@ func TestStartLogsListingProgress(t *testing.T) {
 	})
 	var log syncbuf.Buffer
 	src := New(kubeclienttest.Wrap(client), Options{ConfigMap: "restysync/restysync", Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 	text := log.String()
 	if !strings.Contains(text, `msg="listing from the API server"`) || !strings.Contains(text, "Service=1") ||
 		!strings.Contains(text, `msg="kube caches synced"`) {

@@ -132,7 +132,7 @@ func TestRBAC(t *testing.T) {
 
 	// The source syncs every informer.
 	src := New(agentSA, Options{ConfigMap: "restysync/restysync", IngressClass: "restysync"})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
 	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
 		t.Errorf("ingresses = %v", got)

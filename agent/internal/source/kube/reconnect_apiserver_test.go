@@ -38,7 +38,7 @@ func TestSourceAPIServerOutage(t *testing.T) {
 
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	src := New(agentClient(t, srv.Config()), Options{Namespace: "web", Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 
 	srv.StopAPIServer(t)
 	for end := time.Now().Add(outage); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {

@@ -191,7 +191,7 @@ func TestSourceWaitsOutOutage(t *testing.T) {
 		ConfigMap: "web/restysync",
 		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
 	})
-	startSource(t, src, func(source.Kind) {})
+	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
 	if len(snap.Ingresses) != 1 || len(snap.Services) != 1 || len(snap.EndpointSlices) != 1 {
 		t.Errorf("snapshot after the outage: %d ingresses, %d services, %d slices; want 1 each",

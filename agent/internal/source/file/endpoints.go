@@ -1,0 +1,65 @@
+package file
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// The file source implements source.EndpointIndex, as the kube source
+// does: a save that changes nothing but EndpointSlices takes the syncer's
+// fast path (path=fast), a push of the changed backends and no reload.
+
+var _ source.EndpointIndex = (*Source)(nil)
+
+// serviceOf is the Service an EndpointSlice belongs to, by its label.
+func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
+	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
+}
+
+// noteSlice records the Service of obj when it is an EndpointSlice that
+// names one; the caller holds no lock.
+func (s *Source) noteSlice(obj any) {
+	slice, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	key := serviceOf(slice)
+	if key.Name == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changedServices == nil {
+		s.changedServices = map[source.ServiceKey]struct{}{}
+	}
+	s.changedServices[key] = struct{}{}
+}
+
+// TakeChangedServices returns the Services whose EndpointSlices changed
+// since the last call, and forgets them.
+func (s *Source) TakeChangedServices() []source.ServiceKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]source.ServiceKey, 0, len(s.changedServices))
+	for k := range s.changedServices {
+		out = append(out, k)
+	}
+	clear(s.changedServices)
+	return out
+}
+
+// ServiceEndpoints returns the Service namespace/name of the files (nil if
+// none) and its EndpointSlices, read-only.
+func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+	s.mu.RLock()
+	v := s.view
+	s.mu.RUnlock()
+	key := source.ServiceKey{Namespace: namespace, Name: name}
+	var svc *corev1.Service
+	if obj, ok := v.objects[objectKey{kind: source.KindService, namespace: namespace, name: name}].(*corev1.Service); ok {
+		svc = obj
+	}
+	return svc, v.slicesOf[key]
+}
