@@ -107,17 +107,7 @@ const debianStreamModule = "/usr/share/nginx/modules/ngx_stream_module.so"
 // otherwise.
 func StreamLoadModules(t testing.TB) []string {
 	t.Helper()
-	f, err := find()
-	if err != nil {
-		missing(t, err.Error())
-	}
-	if f.modules == nil {
-		return nil
-	}
-	if _, err := os.Stat(debianStreamModule); err != nil {
-		missing(t, debianStreamModule+" is not installed; install libnginx-mod-stream with `go tool task nginx`")
-	}
-	return []string{debianStreamModule}
+	return debianModule(t, debianStreamModule, "libnginx-mod-stream")
 }
 
 // debianHeadersMoreModule is Debian's libnginx-mod-http-headers-more-filter.
@@ -129,6 +119,15 @@ const debianHeadersMoreModule = "/usr/share/nginx/modules/ngx_http_headers_more_
 // otherwise.
 func HeadersMoreLoadModules(t testing.TB) []string {
 	t.Helper()
+	return debianModule(t, debianHeadersMoreModule, "libnginx-mod-http-headers-more-filter")
+}
+
+// debianModule returns path, a module of Debian's package pkg, to load
+// after DebianLoadModules when nginx is Debian's, nil for openresty (which
+// has it built in). A missing nginx or package fails the test when
+// CI=true and skips it otherwise.
+func debianModule(t testing.TB, path, pkg string) []string {
+	t.Helper()
 	f, err := find()
 	if err != nil {
 		missing(t, err.Error())
@@ -136,10 +135,10 @@ func HeadersMoreLoadModules(t testing.TB) []string {
 	if f.modules == nil {
 		return nil
 	}
-	if _, err := os.Stat(debianHeadersMoreModule); err != nil {
-		missing(t, debianHeadersMoreModule+" is not installed; install libnginx-mod-http-headers-more-filter with `go tool task nginx`")
+	if _, err := os.Stat(path); err != nil {
+		missing(t, path+" is not installed; install "+pkg+" with `go tool task nginx`")
 	}
-	return []string{debianHeadersMoreModule}
+	return []string{path}
 }
 
 // Debian's ModSecurity: libnginx-mod-http-modsecurity (the module and its
