@@ -32,7 +32,7 @@ func pathSettings(l model.Location, profile string, policy model.Policy) []strin
 		out = append(out, "backend-protocol "+l.Protocol)
 	}
 	if l.SSLRedirect {
-		out = append(out, "ssl-redirect")
+		out = append(out, model.KeySSLRedirect)
 	}
 	for _, part := range []any{l.Proxy, l.Access, l.Snippet, policy} {
 		out = appendSettings(out, "", reflect.ValueOf(part))
