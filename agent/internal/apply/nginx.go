@@ -39,8 +39,15 @@ import (
 )
 
 // WriteFileAtomic writes data to path through a temp file in the same folder
-// and a rename, so nginx never reads half a file.
+// and a rename, so nginx never reads half a file, and syncs it to disk
+// before the rename.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm, true)
+}
+
+// writeFileAtomic is WriteFileAtomic; durable syncs the file to disk
+// before the rename.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -55,9 +62,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		tmp.Close()
 		return fmt.Errorf("setting mode of %s: %w", tmp.Name(), err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("syncing %s: %w", tmp.Name(), err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return fmt.Errorf("syncing %s: %w", tmp.Name(), err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", tmp.Name(), err)

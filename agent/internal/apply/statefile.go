@@ -131,7 +131,11 @@ func (l *LuaState) Save(dir, configHash string, profiles []render.Profile) (bool
 	if err != nil {
 		return false, err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, StateName), data, 0o600); err != nil {
+	// Not synced to disk: other processes see the renamed file at once,
+	// and a file a power cut tore is read as bad (nginx starts empty, as it
+	// would without one). A sync costs most of a save (tens of ms at
+	// 10,000 routes), which the next sync would wait for.
+	if err := writeFileAtomic(filepath.Join(dir, StateName), data, 0o600, false); err != nil {
 		return false, fmt.Errorf("saving the state for nginx's next start: %w", err)
 	}
 	l.unsaved, l.savedHash = false, configHash
