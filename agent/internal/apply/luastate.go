@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,9 +45,7 @@ type LuaState struct {
 	savedHash string
 	// encodedBackends and encodedRoutes cache the JSON of each backend
 	// and route for the saved state; a change of one drops its entry.
-	// saveBuf is the saved state's buffer, kept between saves.
 	encodedBackends, encodedRoutes map[string][]byte
-	saveBuf                        bytes.Buffer
 }
 
 // heldPEM is what the agent sent for one certificate, and its hash.

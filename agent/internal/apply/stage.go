@@ -50,6 +50,13 @@ type Stage struct {
 	// found is which nginx answered last (render.NginxFromStatus); the
 	// zero value until one answered.
 	found render.Nginx
+	// saveFor is the config hash and profiles the saved state is written
+	// for, as the last step decided; state writes it (statefile.go).
+	saveFor struct {
+		hash     string
+		profiles []render.Profile
+	}
+	state stateWriter
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -159,18 +166,64 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	return res, err
 }
 
-// saveState writes what Lua holds for nginx's next cold start, when it
-// changed (LuaState.Save, statefile.go): after the plan's pushes, so that
-// serving a change never waits for the file. A failure is logged; nginx
-// serves on, and the next sync tries again.
+// saveState notes which config the saved state is for, and writes what
+// Lua holds for nginx's next cold start (SaveState).
 func (s *Stage) saveState(held plan.Held, cfg render.Config) {
-	hash, profiles := held.ConfigHash, held.Config.Profiles
+	s.saveFor.hash, s.saveFor.profiles = held.ConfigHash, held.Config.Profiles
 	if s.configs.Applied() == cfg.Hash {
-		hash, profiles = cfg.Hash, cfg.Profiles
+		s.saveFor.hash, s.saveFor.profiles = cfg.Hash, cfg.Profiles
 	}
-	if _, err := s.lua.Save(s.nginx.SharedDir, hash, profiles); err != nil {
+	s.SaveState()
+}
+
+// SaveState starts writing what Lua holds for nginx's next cold start
+// when it changed since the last write and the writer is ready (once a
+// second at most: stateWriter); the sync loop calls it between syncs too,
+// so a change the writer was not ready for is written within about a
+// second. Apply calls it after the plan's pushes: serving a change never
+// waits for the file. A failure is logged; nginx serves on, and the next
+// call tries again.
+func (s *Stage) SaveState() {
+	if s.nginx == nil || s.lua.Boot() == "" {
+		return
+	}
+	now := time.Now()
+	ready, err := s.state.ready(now)
+	s.noteSaveError(err)
+	if !ready {
+		return
+	}
+	state, err := s.lua.snapshot(s.saveFor.hash, s.saveFor.profiles)
+	if err != nil {
 		s.logger.Warn("could not save the state nginx starts with; a cold-started nginx would serve an older one", "error", err)
+		return
 	}
+	if state != nil {
+		s.state.start(s.nginx.SharedDir, state, now)
+	}
+}
+
+// FlushState waits for the running write of the saved state and writes
+// what changed since: call it when the agent stops, so that nginx's next
+// cold start loads the last state the agent pushed.
+func (s *Stage) FlushState() {
+	if s.nginx == nil || s.lua.Boot() == "" {
+		return
+	}
+	s.noteSaveError(s.state.wait())
+	if _, err := s.lua.Save(s.nginx.SharedDir, s.saveFor.hash, s.saveFor.profiles); err != nil {
+		s.noteSaveError(err)
+	}
+}
+
+// noteSaveError logs a failed write of the saved state, and marks the
+// state unsaved so that the next SaveState writes it again.
+func (s *Stage) noteSaveError(err error) {
+	if err == nil {
+		return
+	}
+	s.lua.unsaved = true
+	s.logger.Warn("could not save the state nginx starts with; a cold-started nginx would serve an older one", "error", err)
 }
 
 // Recover reads what nginx runs and Lua holds when the record has no nginx

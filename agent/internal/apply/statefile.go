@@ -17,13 +17,16 @@ package apply
 // only say what it was pushed for. The file holds private keys: mode 0600,
 // like the config API's secret, in the shared dir's top folder, where no
 // path a tenant or the ConfigMap names can reach (those are under auth/
-// and logs/).
+// and logs/). The file is written off the sync path, at most once a
+// second (stateWriter).
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -40,12 +43,24 @@ const StateName = "restysync.state"
 // JSON (LuaState.encoded): at 10,000 routes a save after one endpoint
 // changed encodes that backend, not everything.
 
-// encodeState returns the file's bytes (in l.saveBuf, good until the next
-// call) for what l holds, pushed for the
-// config of configHash with profiles. A certificate whose key the agent
-// does not know (read back after a restart, and not in the model with the
-// same content) is left out: Lua has it, the next push brings it.
-func (l *LuaState) encodeState(configHash string, profiles []render.Profile) ([]byte, error) {
+// savedState is one save's content: the head and each item's JSON, which
+// no one changes once encoded (a change of an item drops its cache entry
+// for a new slice), so a writer can put the file together while the sync
+// goes on.
+type savedState struct {
+	head                    []byte
+	certs, backends, routes [][]byte
+}
+
+// snapshot returns what l holds, pushed for the config of configHash
+// with profiles, or nil when nothing changed since the last snapshot
+// (and none failed since). A certificate whose key the agent does not
+// know (read back after a restart, and not in the model with the same
+// content) is left out: Lua has it, the next push brings it.
+func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*savedState, error) {
+	if !l.unsaved && configHash == l.savedHash {
+		return nil, nil
+	}
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
 		names[i] = p.Name
@@ -57,12 +72,7 @@ func (l *LuaState) encodeState(configHash string, profiles []render.Profile) ([]
 	if err != nil {
 		return nil, fmt.Errorf("encoding the saved state: %w", err)
 	}
-	buf := &l.saveBuf
-	buf.Reset()
-	buf.Write(head[:len(head)-1])
-
-	buf.WriteString(`,"certificates":{"upserts":[`)
-	first := true
+	s := &savedState{head: head[:len(head)-1], backends: make([][]byte, 0, len(l.backends)), routes: make([][]byte, 0, len(l.routes))}
 	for name, held := range l.certs {
 		pem, ok := l.pems[name]
 		if !ok || pem.hash != held.Hash {
@@ -72,30 +82,51 @@ func (l *LuaState) encodeState(configHash string, profiles []render.Profile) ([]
 		if err != nil {
 			return nil, fmt.Errorf("encoding certificate %s for the saved state: %w", name, err)
 		}
-		first = appendItem(buf, data, first)
+		s.certs = append(s.certs, data)
 	}
-
-	buf.WriteString(`]},"backends":{"upserts":[`)
-	first = true
 	for name, b := range l.backends {
 		data, err := cached(l.encodedBackends, name, func() any { return luaapi.NewBackendPayload(b) })
 		if err != nil {
 			return nil, err
 		}
-		first = appendItem(buf, data, first)
+		s.backends = append(s.backends, data)
 	}
-
-	buf.WriteString(`]},"routes":{"upserts":[`)
-	first = true
 	for host, r := range l.routes {
 		data, err := cached(l.encodedRoutes, host, func() any { return luaapi.RoutePayloads([]model.Route{r})[0] })
 		if err != nil {
 			return nil, err
 		}
-		first = appendItem(buf, data, first)
+		s.routes = append(s.routes, data)
+	}
+	l.unsaved, l.savedHash = false, configHash
+	return s, nil
+}
+
+// encode puts the file together in buf.
+func (s *savedState) encode(buf *bytes.Buffer) []byte {
+	buf.Reset()
+	buf.Write(s.head)
+	for i, section := range [][][]byte{s.certs, s.backends, s.routes} {
+		buf.WriteString([]string{`,"certificates":{"upserts":[`, `]},"backends":{"upserts":[`, `]},"routes":{"upserts":[`}[i])
+		for j, item := range section {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(item)
+		}
 	}
 	buf.WriteString(`]}}`)
-	return buf.Bytes(), nil
+	return buf.Bytes()
+}
+
+// write writes s to StateName in dir. Not synced to disk: other
+// processes see the renamed file at once, and a file a power cut tore is
+// read as bad (nginx starts empty, as it would without one).
+func (s *savedState) write(dir string, buf *bytes.Buffer) error {
+	if err := writeFileAtomic(filepath.Join(dir, StateName), s.encode(buf), 0o600, false); err != nil {
+		return fmt.Errorf("saving the state for nginx's next start: %w", err)
+	}
+	return nil
 }
 
 // cached returns the JSON of the item under key in cache, encoding
@@ -112,32 +143,77 @@ func cached(cache map[string][]byte, key string, payload func() any) ([]byte, er
 	return data, nil
 }
 
-func appendItem(buf *bytes.Buffer, data []byte, first bool) bool {
-	if !first {
-		buf.WriteByte(',')
-	}
-	buf.Write(data)
-	return false
-}
-
-// Save writes what l holds to StateName in dir when it changed since the
-// last Save (or a Save failed), for the config of configHash with
-// profiles. It says whether it wrote.
+// Save writes what l holds to StateName in dir now, when it changed since
+// the last save, for the config of configHash with profiles. It says
+// whether it wrote. The stage saves through a stateWriter instead, off
+// the sync path.
 func (l *LuaState) Save(dir, configHash string, profiles []render.Profile) (bool, error) {
-	if !l.unsaved && configHash == l.savedHash {
-		return false, nil
-	}
-	data, err := l.encodeState(configHash, profiles)
-	if err != nil {
+	s, err := l.snapshot(configHash, profiles)
+	if err != nil || s == nil {
 		return false, err
 	}
-	// Not synced to disk: other processes see the renamed file at once,
-	// and a file a power cut tore is read as bad (nginx starts empty, as it
-	// would without one). A sync costs most of a save (tens of ms at
-	// 10,000 routes), which the next sync would wait for.
-	if err := writeFileAtomic(filepath.Join(dir, StateName), data, 0o600, false); err != nil {
-		return false, fmt.Errorf("saving the state for nginx's next start: %w", err)
+	var buf bytes.Buffer
+	if err := s.write(dir, &buf); err != nil {
+		l.unsaved = true
+		return false, err
 	}
-	l.unsaved, l.savedHash = false, configHash
 	return true, nil
+}
+
+// stateWriter writes saved states off the sync path, one at a time and at
+// most one per saveInterval. An endpoint change at 5,000 backends would
+// otherwise write megabytes before the next sync could start (B1's tail);
+// the cost is a file up to about a second older than Lua, which the agent
+// corrects after a cold start as it does any difference (it reads back
+// what nginx loaded and pushes what changed).
+type stateWriter struct {
+	mu   sync.Mutex
+	busy bool      // a write runs
+	last time.Time // when the last write started
+	err  error     // the last write's error, not yet taken
+	done chan struct{}
+	buf  bytes.Buffer
+}
+
+// saveInterval is the least time between two writes of the saved state.
+const saveInterval = time.Second
+
+// ready says a new write may start now: none runs, and the last started
+// saveInterval ago. It returns the failed write's error once.
+func (w *stateWriter) ready(now time.Time) (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	w.err = nil
+	return !w.busy && now.Sub(w.last) >= saveInterval, err
+}
+
+// start writes s to dir in the background.
+func (w *stateWriter) start(dir string, s *savedState, now time.Time) {
+	w.mu.Lock()
+	w.busy, w.last, w.done = true, now, make(chan struct{})
+	done := w.done
+	w.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := s.write(dir, &w.buf)
+		w.mu.Lock()
+		w.busy, w.err = false, err
+		w.mu.Unlock()
+	}()
+}
+
+// wait waits for the running write, if one runs, and returns its error.
+func (w *stateWriter) wait() error {
+	w.mu.Lock()
+	done := w.done
+	w.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	w.err = nil
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -97,6 +98,24 @@ func BenchmarkSaveStateWhole(b *testing.B) {
 	})
 }
 
+// BenchmarkSaveStateSnapshot is what the sync itself pays for a save
+// after one backend changed: the snapshot (the file is put together and
+// written by the stateWriter, off the sync path).
+func BenchmarkSaveStateSnapshot(b *testing.B) {
+	l := bigState(10000, 5000)
+	if _, err := l.snapshot("c1", nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		delete(l.encodedBackends, fmt.Sprintf("ns-%d/svc-%d:80", i%50, i%5000))
+		l.unsaved = true
+		if s, err := l.snapshot("c1", nil); s == nil || err != nil {
+			b.Fatal(s, err)
+		}
+	}
+}
+
 func benchmarkSave(b *testing.B, change func(l *LuaState, i int)) {
 	dir := b.TempDir()
 	l := bigState(10000, 5000)
@@ -115,4 +134,68 @@ func benchmarkSave(b *testing.B, change func(l *LuaState, i int)) {
 	b.StopTimer()
 	info, _ := os.Stat(filepath.Join(dir, StateName))
 	b.ReportMetric(float64(info.Size()), "file-bytes")
+}
+
+// The writer writes in the background what the snapshot held when it was
+// taken (a later change does not tear it), takes no new write within
+// saveInterval of the last, and reports a failed write once.
+func TestStateWriterWritesSnapshotsApart(t *testing.T) {
+	dir := t.TempDir()
+	l := bigState(3, 2)
+	l.unsaved = true
+	var w stateWriter
+	now := time.Now()
+	if ready, err := w.ready(now); !ready || err != nil {
+		t.Fatalf("a new writer: ready %v, %v", ready, err)
+	}
+	first, err := l.snapshot("c1", nil)
+	if err != nil || first == nil {
+		t.Fatalf("snapshot: %v, %v", first, err)
+	}
+	w.start(dir, first, now)
+	delete(l.routes, "host-0.apps.example.com") // the sync goes on
+	l.unsaved = true
+	if err := w.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := savedRoutes(t, dir); got != 3 {
+		t.Errorf("the file holds %d routes, want the snapshot's 3", got)
+	}
+	if ready, _ := w.ready(now.Add(saveInterval / 2)); ready {
+		t.Error("ready again within saveInterval")
+	}
+	if ready, _ := w.ready(now.Add(saveInterval)); !ready {
+		t.Error("not ready saveInterval after the last write")
+	}
+	second, _ := l.snapshot("c1", nil)
+	if again, _ := l.snapshot("c1", nil); second == nil || again != nil {
+		t.Errorf("snapshots %v then %v: want one, then none (nothing changed)", second, again)
+	}
+	w.start(dir, second, now.Add(saveInterval))
+	if err := w.wait(); err != nil || savedRoutes(t, dir) != 2 {
+		t.Errorf("second write: %v, %d routes; want 2", err, savedRoutes(t, dir))
+	}
+
+	w.start(filepath.Join(dir, "missing"), second, now.Add(2*saveInterval))
+	if err := w.wait(); err == nil {
+		t.Error("a write into a missing folder did not fail")
+	}
+	if _, err := w.ready(now.Add(3 * saveInterval)); err != nil {
+		t.Errorf("the failure was reported twice: %v", err)
+	}
+}
+
+func savedRoutes(t *testing.T, dir string) int {
+	t.Helper()
+	var s struct {
+		Routes luaapi.RouteUpdate `json:"routes"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, StateName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	return len(s.Routes.Upserts)
 }

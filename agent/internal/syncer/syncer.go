@@ -145,6 +145,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			s.stage.FlushState()
 			return nil
 		case <-s.dirty:
 			s.coalesce(ctx)
@@ -154,6 +155,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-check.C:
 			s.update(func(st *State) { st.LastLoop = time.Now() })
 			s.stage.TrimErrorLog() // between syncs: no reload reads it now
+			s.stage.SaveState()    // what the last syncs changed, if the writer was busy
 			if s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 				retry.after(s.sync(ctx))
 			}
