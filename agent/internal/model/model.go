@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // ControllerName is the value of IngressClass.spec.controller that selects restysync.
@@ -41,6 +42,22 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+
+	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
+	// (Build takes those whose controllerName is GatewayController),
+	// Gateways, HTTPRoutes, ReferenceGrants, and Namespaces for
+	// allowedRoutes' selectors. The Secrets listeners name are in Secrets.
+	GatewayClasses  []*gatewayv1.GatewayClass
+	Gateways        []*gatewayv1.Gateway
+	HTTPRoutes      []*gatewayv1.HTTPRoute
+	ReferenceGrants []*gatewayv1.ReferenceGrant
+	Namespaces      []*corev1.Namespace
+	// GatewayController is the controllerName of the GatewayClasses we
+	// serve (--gateway-controller-name).
+	GatewayController string
+	// GatewayAddresses is the pool of IP addresses Gateways without
+	// spec.addresses are served on, one each (--gateway-addresses).
+	GatewayAddresses []string
 
 	// IngressClass is the name of the class we serve (--ingress-class).
 	IngressClass string
@@ -136,6 +153,12 @@ type Model struct {
 	// Stream is what nginx's stream module serves: TLS passthrough and
 	// TCP and UDP services (stream.go).
 	Stream Stream
+	// Listeners are the address:port pairs nginx listens on for
+	// Gateways, sorted by Address then Port (gatewayapi.go).
+	Listeners []Listener
+	// GatewayAPI is what Build found about the Gateway API objects, for
+	// the status writer and inspect (gatewayapi.go).
+	GatewayAPI GatewayAPIStatus
 	// NotServed are the Ingresses restysync leaves to another controller
 	// (class.go), sorted, with why: for inspect, not for nginx.
 	NotServed []NotServed

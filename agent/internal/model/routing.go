@@ -1,5 +1,7 @@
 package model
 
+import "reflect"
+
 // Routing in Lua.
 //
 // A reload costs nginx time that grows with the config (about a second at
@@ -39,6 +41,18 @@ type Route struct {
 	// agent's and /debug's view of the routes.
 	HTTPS     bool
 	Locations []RouteLocation
+	// Ordered: the locations are in the Gateway API's precedence, and the
+	// first whose path and matches hold wins (gatewayapi.go); an
+	// HTTPRoute's route sets it.
+	Ordered bool `json:"ordered,omitempty"`
+}
+
+// Equal says l and o route alike (RouteLocation is compared by value,
+// its Rule too).
+func (l RouteLocation) Equal(o RouteLocation) bool {
+	a, b := l.Rule, o.Rule
+	l.Rule, o.Rule = nil, nil
+	return l == o && (a == b || a != nil && b != nil && reflect.DeepEqual(*a, *b))
 }
 
 // RouteLocation is one nginx location: "= Path" when Exact, else the prefix
@@ -87,4 +101,8 @@ type RouteLocation struct {
 	// answers 508 to a request that came back into nginx through such a
 	// request (lua/restysync/loop.lua).
 	LoopGuard bool `json:"loop_guard,omitempty"`
+
+	// Rule is what an HTTPRoute rule adds (gatewayapi.go); nil on an
+	// Ingress's location.
+	Rule *RouteRule `json:"rule,omitempty"`
 }

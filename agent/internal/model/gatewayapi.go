@@ -1,0 +1,204 @@
+package model
+
+import (
+	"net"
+	"strconv"
+)
+
+// The Gateway API front-end's part of the Model: the listeners nginx
+// serves Gateways on, the fields of a route location only HTTPRoutes set,
+// and the status Build found. The processor that fills them (gateway.go)
+// writes into the same Builder as the Ingress processor.
+//
+// Each Gateway has an address of its own (spec.addresses, or one from the
+// pool), so a request's local address:port says which Gateway it came in
+// on: that pair is the route's Front, and the Lua router looks a request's
+// route up under FrontKey(front, host). An Ingress route has no front, so
+// both front-ends share one route table, one push and one router without
+// ever seeing each other's hosts.
+
+// GatewayControllerName is the default controllerName of the
+// GatewayClasses restysync serves (--gateway-controller-name).
+const GatewayControllerName = "restysync.io/gateway-controller"
+
+// Listener is one address:port nginx listens on for Gateways: render
+// writes one server block for it, and the router looks its requests up
+// under Front.
+type Listener struct {
+	Address string `json:"address"` // an IP address
+	Port    int32  `json:"port"`
+	// HTTPS terminates TLS: the certificate is picked by SNI among the
+	// Certificates whose Hosts hold FrontKey(Front, name).
+	HTTPS bool `json:"https,omitempty"`
+	// Front is the listener's route key prefix (FrontName).
+	Front string `json:"front"`
+}
+
+// FrontName is the Front of the listener on address:port.
+func FrontName(address string, port int32) string {
+	return net.JoinHostPort(address, strconv.Itoa(int(port)))
+}
+
+// FrontKey is the key of host's route (or certificate) on front: host
+// itself without a front (an Ingress's), else front, a space and host
+// (no host name holds a space). The default route of a front is
+// FrontKey(front, "_"), its default certificate FrontKey(front, "*").
+func FrontKey(front, host string) string {
+	if front == "" {
+		return host
+	}
+	return front + " " + host
+}
+
+// RouteRule is what an HTTPRoute rule adds to a RouteLocation (its Rule).
+// A Route whose Ordered is set holds its locations in the spec's
+// precedence (exact path, longest prefix, regex; then method, most header
+// matches, most query matches, the oldest route, its namespace/name, the
+// rule's order): the router takes the first location whose path and
+// matches all hold.
+type RouteRule struct {
+	// CaseSensitive: a Regex Path matches case-sensitively.
+	CaseSensitive bool `json:"case_sensitive,omitempty"`
+	// Method, Headers and Query must hold besides the path.
+	Method  string       `json:"method,omitempty"`
+	Headers []ValueMatch `json:"headers,omitempty"`
+	Query   []ValueMatch `json:"query,omitempty"`
+	// RequestHeaders and ResponseHeaders are edited on the way; Redirect
+	// answers by itself; Rewrite changes what the backend is sent.
+	RequestHeaders  *HeaderChanges `json:"request_headers,omitempty"`
+	ResponseHeaders *HeaderChanges `json:"response_headers,omitempty"`
+	Redirect        *Redirect      `json:"redirect,omitempty"`
+	Rewrite         *Rewrite       `json:"rewrite,omitempty"`
+	// Backends: the request goes to one of them by weight, in place of
+	// the location's Backend; Status answers by itself (500 for a rule
+	// with no usable backend).
+	Backends []WeightedBackend `json:"backends,omitempty"`
+	Status   int               `json:"status,omitempty"`
+	// Route is the owner ("HTTPRoute namespace/name"), for logs and
+	// /debug.
+	Route string `json:"route,omitempty"`
+}
+
+// ValueMatch is one header or query parameter condition: the request's
+// value of Name equals Value, or matches it as a regular expression
+// (PCRE, anchored at neither end, case-sensitive) when Regex. Header
+// names match case-insensitively, query parameter names exactly.
+type ValueMatch struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Regex bool   `json:"regex,omitempty"`
+}
+
+// HeaderChanges are a RequestHeaderModifier's or ResponseHeaderModifier's
+// edits, applied in the order Set, Add, Remove.
+type HeaderChanges struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Header is one header name and value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Redirect is a RequestRedirect filter: the location answers Status with
+// a Location built from the request, each field that is set replacing its
+// part. Port 0 keeps the request's port (or drops it when Scheme changes
+// the default port, as the spec says). Path replaces the whole path, or
+// only the matched prefix (MatchedPrefix) when ReplacePrefix.
+type Redirect struct {
+	Scheme        string `json:"scheme,omitempty"`
+	Host          string `json:"host,omitempty"`
+	Port          int32  `json:"port,omitempty"`
+	Path          string `json:"path,omitempty"`
+	ReplacePrefix bool   `json:"replace_prefix,omitempty"`
+	MatchedPrefix string `json:"matched_prefix,omitempty"`
+	Status        int    `json:"status"`
+}
+
+// Rewrite is a URLRewrite filter: the Host header and the path sent to
+// the backend, as Redirect's Host and Path (an empty field keeps the
+// request's).
+type Rewrite struct {
+	Host          string `json:"host,omitempty"`
+	Path          string `json:"path,omitempty"`
+	ReplacePrefix bool   `json:"replace_prefix,omitempty"`
+	MatchedPrefix string `json:"matched_prefix,omitempty"`
+}
+
+// WeightedBackend is one backendRef of a rule: a request goes to one of
+// the rule's by weight. Backend "" is a ref that cannot be used (a
+// missing Service or port, a refused cross-namespace ref): its share
+// answers 500, as the spec says.
+type WeightedBackend struct {
+	Backend string `json:"backend,omitempty"`
+	Weight  int32  `json:"weight"`
+}
+
+// GatewayAPIStatus is what Build found about the Gateway API objects it
+// read: the status the leader writes (conditions without times; the
+// writer sets observedGeneration from Generation and keeps a condition's
+// lastTransitionTime while its status holds), and what inspect shows.
+// Programmed here means the model serves it; the writer says Programmed
+// only once nginx confirmed the config and routes that serve it.
+type GatewayAPIStatus struct {
+	Classes  []GatewayClassStatus `json:"classes,omitempty"`
+	Gateways []GatewayStatus      `json:"gateways,omitempty"`
+	Routes   []RouteStatus        `json:"routes,omitempty"`
+}
+
+// Condition is one status condition as the spec names it.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  bool   `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// GatewayClassStatus is one of our GatewayClasses' status.
+type GatewayClassStatus struct {
+	Name              string      `json:"name"`
+	Generation        int64       `json:"generation"`
+	Conditions        []Condition `json:"conditions"`
+	SupportedFeatures []string    `json:"supported_features,omitempty"`
+}
+
+// GatewayStatus is one of our Gateways' status.
+type GatewayStatus struct {
+	Namespace  string           `json:"namespace"`
+	Name       string           `json:"name"`
+	Generation int64            `json:"generation"`
+	Addresses  []string         `json:"addresses,omitempty"` // IP addresses
+	Conditions []Condition      `json:"conditions"`
+	Listeners  []ListenerStatus `json:"listeners,omitempty"`
+}
+
+// ListenerStatus is one listener's status within its Gateway's.
+type ListenerStatus struct {
+	Name           string      `json:"name"`
+	SupportedKinds []string    `json:"supported_kinds"` // route kinds of group gateway.networking.k8s.io
+	AttachedRoutes int32       `json:"attached_routes"`
+	Conditions     []Condition `json:"conditions"`
+}
+
+// RouteStatus is one route's status: one entry per parentRef that names
+// one of our Gateways (only those are ours to write).
+type RouteStatus struct {
+	Kind       string              `json:"kind"` // "HTTPRoute"
+	Namespace  string              `json:"namespace"`
+	Name       string              `json:"name"`
+	Generation int64               `json:"generation"`
+	Parents    []RouteParentStatus `json:"parents"`
+}
+
+// RouteParentStatus is a route's status for one parentRef.
+type RouteParentStatus struct {
+	// The parentRef as written (Namespace filled in from the route's).
+	Namespace   string      `json:"namespace"`
+	Name        string      `json:"name"`
+	SectionName string      `json:"section_name,omitempty"`
+	Port        int32       `json:"port,omitempty"`
+	Conditions  []Condition `json:"conditions"`
+}
