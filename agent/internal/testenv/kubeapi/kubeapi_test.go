@@ -13,6 +13,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -114,5 +117,30 @@ func TestServer(t *testing.T) {
 	}
 	if _, err := saClient.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("after StartAPIServer, the service account's token: err = %v, want 403 Forbidden", err)
+	}
+}
+
+// The Gateway API CRDs install and serve: a GatewayClass can be created
+// and read back through the v1 API.
+func TestInstallGatewayAPI(t *testing.T) {
+	s := Start(t, Options{})
+	InstallGatewayAPI(t, s, false)
+	client, err := dynamic.NewForConfig(s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
+	gc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+		"metadata": map[string]any{"name": "test"}, "spec": map[string]any{"controllerName": "example.com/test"}}}
+	ctx := context.Background()
+	if _, err := client.Resource(gvr).Create(ctx, gc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Resource(gvr).Get(ctx, "test", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, _, _ := unstructured.NestedString(got.Object, "spec", "controllerName"); name != "example.com/test" {
+		t.Errorf("controllerName %q", name)
 	}
 }
