@@ -14,7 +14,14 @@
 -- serve() runs in ssl_certificate_by_lua for every handshake. It looks the
 -- SNI name up as an exact host, then as the wildcard one label up; a client
 -- without SNI, or with a host no certificate names, keeps the default
--- certificate from nginx.conf. Each worker caches the parsed certificate and
+-- certificate from nginx.conf.
+--
+-- A Gateway listener's server calls serve_front(front) instead: its
+-- certificates' hosts are the front, a space and a name (the agent's
+-- model.FrontKey): the SNI name exact, then the wildcards over it from the
+-- most specific (a Gateway wildcard matches any number of labels), then
+-- the front's "*"; else nginx.conf's. The Ingress hosts are never looked
+-- at there, nor the fronts' by serve(). Each worker caches the parsed certificate and
 -- key by name and rebuilds them only when cv:<name> moved, so c: is always
 -- written before cv:.
 
@@ -72,8 +79,18 @@ local array_length = check.array_length
 -- certificate covers.
 local DEFAULT_HOST = "*"
 
--- is_host accepts a lower-case DNS name, "*." and one, or DEFAULT_HOST.
+-- is_host accepts a lower-case DNS name, "*." and one, or DEFAULT_HOST,
+-- after a Gateway listener's front and a space or not.
 local function is_host(h)
+    if type(h) == "string" then
+        local front, host = string_match(h, "^([^ ]*) (.*)$")
+        if front then
+            if not check.is_front(front) then
+                return false
+            end
+            h = host
+        end
+    end
     if h == DEFAULT_HOST then
         return true
     end
@@ -356,7 +373,27 @@ local function load(d, name)
     return entry
 end
 
-local function serve_sni()
+-- lookup_front returns the name of the certificate for sni on front, or nil.
+local function lookup_front(d, front, sni)
+    local prefix = "h:" .. front .. " "
+    local name = d:get(prefix .. sni)
+    if name then
+        return name
+    end
+    local dot = string_find(sni, ".", 2, true)
+    while dot do
+        name = d:get(prefix .. "*" .. string_sub(sni, dot))
+        if name then
+            return name
+        end
+        dot = string_find(sni, ".", dot + 1, true)
+    end
+    return d:get(prefix .. DEFAULT_HOST)
+end
+
+-- serve_sni sets the certificate for this handshake: by SNI among the
+-- Ingress hosts' (front nil) or front's.
+local function serve_sni(front)
     local sni = server_name()
     local d = restysync.dict()
     sweep(d)
@@ -364,7 +401,10 @@ local function serve_sni()
     if not sni or #sni > MAX_HOST_BYTES then
         -- No SNI (or not a host name): the default certificate.
         sni = "(no SNI)"
-        name = d:get("h:" .. DEFAULT_HOST)
+        name = d:get("h:" .. (front and front .. " " or "") .. DEFAULT_HOST)
+    elseif front then
+        sni = string_lower(sni)
+        name = lookup_front(d, front, sni)
     else
         sni = string_lower(sni)
         name = lookup(d, sni)
@@ -400,6 +440,15 @@ function _M.serve()
     local ok, err = pcall(serve_sni)
     if not ok then
         ngx_log(ngx_ERR, "restysync: choosing a certificate: ", err)
+    end
+end
+
+-- serve_front is serve for a Gateway listener's server, whose front
+-- render writes into the call.
+function _M.serve_front(front)
+    local ok, err = pcall(serve_sni, front)
+    if not ok then
+        ngx_log(ngx_ERR, "restysync: choosing a certificate on ", tostring(front), ": ", err)
     end
 end
 

@@ -97,6 +97,18 @@ function _M.is_dns_name(h)
     return true
 end
 
+-- MAX_FRONT_BYTES bounds a front: an IPv6 address in brackets and a port.
+local MAX_FRONT_BYTES = 64
+
+-- is_front accepts a Gateway listener's front, the prefix of its routes'
+-- and certificates' names: an IPv4 address and a port, or an IPv6
+-- address in brackets and a port (the agent's model.FrontName).
+function _M.is_front(front)
+    return type(front) == "string" and #front <= MAX_FRONT_BYTES
+        and (string_match(front, "^%d+%.%d+%.%d+%.%d+:%d+$") ~= nil
+            or string_match(front, "^%[[%x:%.]+%]:%d+$") ~= nil)
+end
+
 local UPDATE_FIELDS = { upserts = true, removes = true }
 
 -- update validates the envelope every POST body shares:

@@ -49,6 +49,7 @@ local MODULES = {
     "restysync.check",
     "restysync.ewma",
     "restysync.fileaccess",
+    "restysync.gateway",
     "restysync.health",
     "restysync.loop",
     "restysync.policy",

@@ -11,6 +11,7 @@ local restysync = require "restysync"
 local routes = require "restysync.routes"
 local loop = require "restysync.loop"
 local balancer = require "restysync.balancer"
+local gateway = require "restysync.gateway"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -21,6 +22,9 @@ local ngx_exec = ngx.exec
 local ngx_req_http_version = ngx.req.http_version
 local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
+local serve_rule = gateway.serve
+local lookup_front = routes.lookup_front
+local match_ordered = routes.match_ordered
 local tonumber = tonumber
 local string_byte = string.byte
 local string_match = string.match
@@ -47,6 +51,18 @@ local function redirect_uri(strip)
         uri = string_sub(uri, 1, -2)
     end
     return uri
+end
+
+-- balance hands the request to backend name for loc: its timeouts go
+-- to the balancer, and the access log learns the backend.
+local function balance(loc, name, log_backend)
+    if loc.timeouts then
+        ngx.ctx.restysync_timeouts = loc
+    end
+    if log_backend then
+        ngx_var.restysync_backend = name
+    end
+    return access_backend(name)
 end
 
 -- route is the access handler of the default server's "location /", which
@@ -152,13 +168,46 @@ function _M.route(redirect_port, log_backend, in_body_location)
         end
         return ngx_exec(profile)
     end
-    if loc.timeouts then
-        ngx.ctx.restysync_timeouts = loc
+    return balance(loc, name, log_backend)
+end
+
+-- route_front is the access handler of a Gateway listener's server
+-- (render/gateway.go), which sets $restysync_front: the request's route
+-- is the front's route of its host (restysync.routes.lookup_front: the
+-- host's, a wildcard's, the front's "_"), never an Ingress's; its
+-- location is the first of the ordered route whose path and rule hold
+-- (routes.match_ordered), and its rule's filters run before the backend
+-- is balanced (restysync.gateway.serve). No route, no location: 404; a
+-- stored route that does not decode, a regex that could not decide, a
+-- share without a backend: 500. It is a handler of its own so that the
+-- default server's route() pays nothing for fronts.
+function _M.route_front(log_backend)
+    local d = restysync.dict()
+    local front = ngx_var.restysync_front
+    local host = ngx_var.host
+    local r, err = lookup_front(d, front, host)
+    if err then
+        ngx_log(ngx_ERR, "restysync: route of ", front, " ", host, ": ", err)
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
-    if log_backend then
-        ngx_var.restysync_backend = name
+    if not r then
+        return ngx_exit(HTTP_NOT_FOUND)
     end
-    return access_backend(name)
+    local uri = ngx_var.uri
+    -- A route under a front is ordered (restysync.routes checks it).
+    local loc, pattern, rerr = match_ordered(r, uri)
+    if rerr then
+        routes.regex_failed("route of " .. front .. " " .. host, pattern, rerr)
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+    end
+    if not loc then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    local name = serve_rule(loc, uri)
+    if not name then
+        return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+    end
+    return balance(loc, name, log_backend)
 end
 
 return _M

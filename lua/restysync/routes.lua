@@ -15,12 +15,26 @@
 --                   requests to a tenant's URL, see restysync.loop)
 --                   ("backend" is absent for a location that answers by
 --                   itself, a server-snippet's, which has a "profile")
+--                   (an ordered route, a Gateway listener's, has
+--                   "ordered":true and its locations "rule" objects,
+--                   see below and restysync.gateway)
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
 -- A host is an exact name, a wildcard "*.example.com" (exactly one more
 -- label, as Ingress has it), or "_": the default server's locations, for
 -- every host without a route of its own.
+--
+-- A Gateway listener's routes (the agent's model.FrontKey) are named by
+-- the listener's front ("127.0.50.1:80", "[fd00::1]:443"), a space and a
+-- host: an exact name, a wildcard "*.example.com" that matches any number
+-- of labels, or "_" for the front's every other host. Such a route is
+-- "ordered": its locations come in the Gateway API's precedence and a
+-- request takes the first whose path and rule hold (match_ordered); a
+-- prefix path matches element-wise ("/p" is "/p" and "/p/..."), a regex
+-- case-insensitively unless its rule is case_sensitive. Its locations
+-- hold a path, exact or regex, a backend, timeouts and a "rule"
+-- (restysync.gateway), nothing of an Ingress's (profiles, redirects).
 --
 -- The default server's "location /" calls restysync.router.route(), which
 -- looks the request's host up here (exact, then wildcard, then "_") and
@@ -47,6 +61,7 @@ local cjson = require "cjson"
 local ffi = require "ffi"
 local restysync = require "restysync"
 local check = require "restysync.check"
+local gateway = require "restysync.gateway"
 local store = require "restysync.store"
 
 local ngx = ngx
@@ -117,11 +132,16 @@ local function check_path(path, at)
     return nil
 end
 
-local ROUTE_FIELDS = { name = true, https = true, locations = true }
+local ROUTE_FIELDS = { name = true, https = true, locations = true, ordered = true }
 local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
     connect_timeout = true, send_timeout = true, read_timeout = true,
     profile = true, ingress = true, auth_file = true, max_body = true,
-    preserve_trailing_slash = true, redirect_host = true, noregex = true, loop_guard = true }
+    preserve_trailing_slash = true, redirect_host = true, noregex = true, loop_guard = true, rule = true }
+-- ORDERED_FIELDS are those a location of an ordered route may hold.
+local ORDERED_FIELDS = { path = true, exact = true, regex = true, backend = true,
+    connect_timeout = true, send_timeout = true, read_timeout = true, rule = true }
+
+local is_front = check.is_front
 local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
 
 -- flag returns the boolean v (false when absent or null), or nil and the
@@ -148,9 +168,10 @@ local function seconds(v, at)
     return v
 end
 
--- check_locations validates the locations of one route and returns them
--- as the JSON stored in rt:<host>, or nil and the reason.
-local function check_locations(locations, at)
+-- check_locations validates the locations of one route (ordered: a
+-- Gateway listener's) and returns them as the JSON stored in rt:<host>,
+-- or nil and the reason.
+local function check_locations(locations, at, ordered)
     local n = array_length(locations)
     if not n then
         return nil, at .. ": must be an array"
@@ -171,6 +192,21 @@ local function check_locations(locations, at)
         local field = unknown_field(loc, LOCATION_FIELDS)
         if field then
             return nil, lat .. "." .. tostring(field) .. ": unknown field"
+        end
+        field = ordered and unknown_field(loc, ORDERED_FIELDS)
+        if field then
+            return nil, lat .. "." .. tostring(field) .. ": not in an ordered route's location"
+        end
+        local rule
+        if loc.rule ~= nil and loc.rule ~= json_null then
+            if not ordered then
+                return nil, lat .. ".rule: only in an ordered route's location"
+            end
+            local rerr
+            rule, rerr = gateway.check_rule(loc.rule, lat .. ".rule")
+            if not rule then
+                return nil, rerr
+            end
         end
         if type(loc.path) ~= "string" then
             return nil, lat .. ".path: must be a string"
@@ -194,8 +230,8 @@ local function check_locations(locations, at)
             if exact then
                 return nil, lat .. ": must not be both exact and a regex"
             end
-            if string_byte(loc.path, 1) ~= 94 or string_byte(loc.path, 2) ~= 47 then -- "^/"
-                return nil, lat .. '.path: a regex must start with "^/"'
+            if string_byte(loc.path, 1) ~= 94 or (not ordered and string_byte(loc.path, 2) ~= 47) then -- "^/"
+                return nil, lat .. (ordered and '.path: a regex must start with "^"' or '.path: a regex must start with "^/"')
             end
             if #loc.path > MAX_PATH_BYTES then
                 return nil, string_format("%s.path: is %d bytes long, longer than %d", lat, #loc.path, MAX_PATH_BYTES)
@@ -215,7 +251,9 @@ local function check_locations(locations, at)
         end
         -- A location that answers by itself (a server-snippet's) has no
         -- backend, only its profile.
-        local fixed = (loc.backend == nil or loc.backend == json_null) and type(loc.profile) == "string"
+        -- Nor does one whose rule answers or names its backends.
+        local fixed = (loc.backend == nil or loc.backend == json_null)
+            and (type(loc.profile) == "string" or rule ~= nil and gateway.answers(rule))
         if not fixed then
             err = check.name(loc.backend, lat .. ".backend")
             if err then
@@ -244,7 +282,7 @@ local function check_locations(locations, at)
         local stored = { path = loc.path, exact = exact or nil, regex = regex or nil,
             backend = (not fixed) and loc.backend or nil, noregex = noregex or nil,
             ssl_redirect = redirect or nil, preserve_trailing_slash = preserve or nil,
-            loop_guard = guard or nil }
+            loop_guard = guard or nil, rule = rule }
         if loc.redirect_host ~= nil and loc.redirect_host ~= json_null then
             if not check.is_dns_name(loc.redirect_host) then
                 return nil, lat .. ".redirect_host: must be a lower-case DNS name"
@@ -289,8 +327,10 @@ local function check_locations(locations, at)
             end
             stored[field] = v or nil
         end
+        -- An ordered route may hold a path more than once, with other
+        -- matches.
         local key = (exact and "=" or regex and "~" or "") .. loc.path
-        if seen[key] then
+        if seen[key] and not ordered then
             return nil, string_format("%s: %s %q is also %s", lat,
                 exact and "exact path" or regex and "regex" or "prefix", loc.path, seen[key])
         end
@@ -306,21 +346,37 @@ end
 local function check_update(body)
     local update, err = check.update(body, ROUTE_FIELDS, function(r, at)
         local name = r.name
+        local front, host = string_match(name, "^([^ ]*) (.*)$")
+        if front then
+            if not is_front(front) then
+                return nil, at .. '.name: a front must be an IPv4 address and a port, or an IPv6 address in "[]" and a port'
+            end
+            name = host
+        end
         if type(name) == "string" and string_sub(name, 1, 2) == "*." then
             name = string_sub(name, 3)
         end
-        if r.name ~= DEFAULT and not check.is_dns_name(name) then
-            return nil, at .. '.name: must be a lower-case DNS name, "*." and one, or "_"'
+        if name ~= DEFAULT and not check.is_dns_name(name) then
+            return nil, at .. '.name: must be a lower-case DNS name, "*." and one, or "_", after a front and a space or not'
         end
         local https, herr = flag(r.https, at .. ".https")
         if https == nil then
             return nil, herr
         end
-        local locations, lerr = check_locations(r.locations, at .. ".locations")
+        local ordered
+        ordered, herr = flag(r.ordered, at .. ".ordered")
+        if ordered == nil then
+            return nil, herr
+        end
+        if ordered ~= (front ~= nil) then
+            return nil, at .. ".ordered: a route is ordered exactly when its name has a front"
+        end
+        local locations, lerr = check_locations(r.locations, at .. ".locations", ordered)
         if not locations then
             return nil, lerr
         end
-        return { name = r.name, route = '{"https":' .. tostring(https) .. ',"locations":' .. locations .. "}" }
+        return { name = r.name, route = '{"https":' .. tostring(https) .. (ordered and ',"ordered":true' or "")
+            .. ',"locations":' .. locations .. "}" }
     end)
     return update, err
 end
@@ -380,6 +436,32 @@ end
 local cache = {}
 local cached_version
 
+-- build_ordered decodes the locations of an ordered route:
+-- { ordered = true, list = { loc, ... } } in the order pushed, loc.prefix
+-- the element-wise prefix of a prefix path (its trailing "/" dropped),
+-- loc.options a regex's, loc.rule built by restysync.gateway.
+local function build_ordered(list)
+    for i = 1, #list do
+        local loc = list[i]
+        loc.timeouts = (loc.connect_timeout or loc.send_timeout or loc.read_timeout) ~= nil
+        local rule = loc.rule
+        if rule then
+            gateway.build_rule(rule)
+        end
+        if loc.regex then
+            loc.options = (rule and rule.case_sensitive) and "jo" or REGEX_OPTIONS
+            ngx_re_find("", loc.path, loc.options)
+        elseif not loc.exact then
+            local p = loc.path
+            if #p > 1 and string_byte(p, -1) == 47 then -- "/"
+                p = string_sub(p, 1, -2)
+            end
+            loc.prefix, loc.len = p, #p
+        end
+    end
+    return { ordered = true, list = list }
+end
+
 -- build decodes the stored locations of one host.
 local function build(raw)
     local ok, route = pcall(json.decode, raw)
@@ -387,6 +469,9 @@ local function build(raw)
         return nil, "stored route is not a JSON object with locations: " .. tostring(route)
     end
     local list = route.locations
+    if route.ordered then
+        return build_ordered(list)
+    end
     local exact, prefixes, regexes = {}, {}, {}
     for i = 1, #list do
         local loc = list[i]
@@ -459,6 +544,28 @@ end
 -- default returns the route of the default server's locations, or nil.
 function _M.default(d)
     return find(d, DEFAULT)
+end
+
+-- lookup_front returns the route of host on a Gateway listener's front:
+-- its own, else the wildcards over it from the most specific
+-- ("*.b.c.d" before "*.c.d": a Gateway wildcard matches any number of
+-- labels), else the front's "_"; or nil when there is none (and the
+-- reason when what is stored does not decode).
+function _M.lookup_front(d, front, host)
+    local prefix = front .. " "
+    local r, err = find(d, prefix .. host)
+    if r or err then
+        return r, err
+    end
+    local dot = string_find(host, ".", 2, true)
+    while dot do
+        r, err = find(d, prefix .. "*" .. string_sub(host, dot))
+        if r or err then
+            return r, err
+        end
+        dot = string_find(host, ".", dot + 1, true)
+    end
+    return find(d, prefix .. DEFAULT)
 end
 
 -- Regex budget -----------------------------------------------------------
@@ -570,6 +677,70 @@ function _M.match(r, uri)
         end
     end
     return longest
+end
+
+-- Ordered routes --------------------------------------------------------
+
+-- The regex budget of the request match_ordered decides, shared with the
+-- rule's header and query regexes through budget_find (not re-entrant:
+-- match_ordered never yields).
+local budget_runs, budget_start
+
+-- budget_find is ngx.re.find under the request's regex budget: it returns
+-- where pattern matches subject, or nil; or nil, the pattern and why it
+-- could not decide.
+local function budget_find(subject, pattern, options)
+    local runs = budget_runs + 1
+    budget_runs = runs
+    if runs % REGEX_CLOCK_EVERY == 0 then
+        if not budget_start then
+            budget_start = clock()
+        elseif clock() - budget_start > REGEX_BUDGET then
+            return nil, pattern, string_format("the request's regex budget (%g ms) is spent after %d regexes",
+                REGEX_BUDGET * 1000, runs - 1)
+        end
+    end
+    local from, _, err = ngx_re_find(subject, pattern, options)
+    if err then
+        return nil, pattern, err
+    end
+    return from
+end
+
+-- match_ordered returns the first location of the ordered route r whose
+-- path matches uri ($uri) and whose rule's matches hold, or nil for none;
+-- or nil, the pattern and the reason when a regex could not decide (the
+-- caller fails the request, as match's callers do).
+function _M.match_ordered(r, uri)
+    budget_runs, budget_start = 0, nil
+    local list = r.list
+    for i = 1, #list do
+        local loc = list[i]
+        local ok, pattern, err
+        if loc.exact then
+            ok = uri == loc.path
+        elseif loc.regex then
+            ok, pattern, err = budget_find(uri, loc.path, loc.options)
+        else
+            local n = loc.len
+            ok = n == 1 or (string_sub(uri, 1, n) == loc.prefix
+                and (#uri == n or string_byte(uri, n + 1) == 47)) -- "/"
+        end
+        if err then
+            return nil, pattern, err
+        end
+        local rule = loc.rule
+        if ok and rule and rule.matches then
+            ok, pattern, err = gateway.holds(rule, budget_find)
+            if err then
+                return nil, pattern, err
+            end
+        end
+        if ok then
+            return loc
+        end
+    end
+    return nil
 end
 
 _M.check_update = check_update

@@ -137,6 +137,10 @@ type RoutePayload struct {
 	Name      string                `json:"name"`
 	HTTPS     bool                  `json:"https,omitempty"`
 	Locations []model.RouteLocation `json:"locations"`
+	// Ordered is model.Route.Ordered: a Gateway listener's route, whose
+	// Name is model.FrontKey(front, host) and whose locations carry their
+	// Rule (lua/restysync/gateway.lua checks what it is sent).
+	Ordered bool `json:"ordered,omitempty"`
 }
 
 // AccessRequest is the body of POST /access: paths under the shared dir
@@ -161,7 +165,7 @@ func (d AccessDenied) String() string {
 func RoutePayloads(routes []model.Route) []RoutePayload {
 	out := make([]RoutePayload, len(routes))
 	for i, r := range routes {
-		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations}
+		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered}
 	}
 	return out
 }

@@ -20,6 +20,7 @@ const (
 	ReasonUnknownRunning  = "nginx runs a config the agent did not confirm"
 	ReasonListener        = "listener change"
 	ReasonServerBlocks    = "server blocks (client certificates)"
+	ReasonGatewayServers  = "Gateway listeners"
 	ReasonGlobal          = "ConfigMap/global setting"
 	ReasonRateLimits      = "rate-limit zones"
 	ReasonErrorLocations  = "custom error locations"
@@ -36,6 +37,7 @@ const (
 var viewParts = map[string]string{
 	"APIListen": ReasonListener, "HTTPListen": ReasonListener, "HTTPSListen": ReasonListener,
 	"StatusListen": ReasonListener, "Stream": ReasonListener,
+	"GatewayServers":   ReasonGatewayServers,
 	"ClientTLSServers": ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
 	"ServerNamesHashBucketSize": ReasonServerBlocks, "ServerNamesHashMaxSize": ReasonServerBlocks,
 	"Access":        ReasonRateLimits,

@@ -33,19 +33,23 @@ type echoBackend struct {
 
 func startEchoBackend(t *testing.T, name string) echoBackend {
 	t.Helper()
+	ep := startBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, name)
+	}))
+	return echoBackend{name: name, ep: ep}
+}
+
+// startBackend serves h on 127.0.0.1 until the test ends.
+func startBackend(t *testing.T, h http.Handler) model.Endpoint {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, name)
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return echoBackend{name: name, ep: model.Endpoint{Address: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port)}}
+	return model.Endpoint{Address: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port)}
 }
 
 // dataPlane is a running nginx and the clients to reach it.

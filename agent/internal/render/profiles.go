@@ -163,7 +163,8 @@ func newProfiles(views []serverView, profiles profiler, keep []Profile) ([]Profi
 // Routes returns what Lua holds for every host, in the model's order: the
 // default server's locations as DefaultRoute, each server's under its
 // host, and again under each of its aliases that no server has as its
-// host. Each location says its profile, or is served by the router.
+// host; then the Gateway API's routes (model.Model.Routes) as they are.
+// Each location says its profile, or is served by the router.
 func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	views, err := serverViews(m)
 	if err != nil {
@@ -223,7 +224,11 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 			routes = append(routes, route)
 		}
 	}
-	return routes, nil
+	gateway, err := gatewayRoutes(m, hosts)
+	if err != nil {
+		return nil, err
+	}
+	return append(routes, gateway...), nil
 }
 
 // wwwRedirectRoute is the route of the other name of sv's host

@@ -128,6 +128,7 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 		// Build honoured ssl-passthrough; this render has no front for it.
 		m.Stream.Passthrough = nil
 	}
+	m.Listeners = randomListeners(rng, s)
 	cfg, err := Render(m, s)
 	if err != nil {
 		return st, fmt.Errorf("Render refused a model Build made: %v", err)
@@ -370,6 +371,31 @@ func randomSettings(rng *mathrand.Rand, prefix string) Settings {
 			CoreRules: []string{"/etc/modsecurity/crs/crs-setup.conf", "/usr/share/modsecurity-crs/rules/REQUEST-90*.conf"}}
 	}
 	return s
+}
+
+// randomListeners returns up to four Gateway listeners: HTTP or HTTPS,
+// on loopback or IPv6 addresses, on the ports of the Ingress servers (of
+// another address) or others, sorted as the model sorts them.
+func randomListeners(rng *mathrand.Rand, s Settings) []model.Listener {
+	var out []model.Listener
+	seen := map[string]bool{}
+	for range rng.Intn(5) {
+		addr := pick(rng, []string{"127.29.50.1", "127.29.50.2", "127.29.1.1", "::1"})
+		port := int32(pick(rng, []int{80, 443, 8080, s.HTTPPort, s.HTTPSPort}))
+		front := model.FrontName(addr, port)
+		if seen[front] || (s.SSLPassthrough && int(port) == s.HTTPSPort) {
+			continue
+		}
+		seen[front] = true
+		out = append(out, model.Listener{Address: addr, Port: port, HTTPS: rng.Intn(2) == 0, Front: front})
+	}
+	slices.SortFunc(out, func(a, b model.Listener) int {
+		if a.Address != b.Address {
+			return strings.Compare(a.Address, b.Address)
+		}
+		return int(a.Port - b.Port)
+	})
+	return out
 }
 
 // randomWorld holds what every snapshot shares: Services, EndpointSlices

@@ -241,6 +241,8 @@ type confView struct {
 	// ClientTLSServers are the hosts that check client certificates, each
 	// a server block of its own (clienttls.go).
 	ClientTLSServers []clientTLSServerView
+	// GatewayServers are the Gateway listeners' server blocks (gateway.go).
+	GatewayServers []gatewayServerView
 	// DefaultServerNames are exact names the default server names, so
 	// that no client-TLS wildcard server takes them (clienttls.go).
 	DefaultServerNames []string
@@ -422,6 +424,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view.Mirror, view.Dollar = profileNeeds(view.Profiles)
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
+		return confView{}, err
+	}
+	if view.GatewayServers, err = gatewayServers(m, s); err != nil {
 		return confView{}, err
 	}
 	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)

@@ -147,6 +147,9 @@ func goldenCases() []goldenCase {
 			}}},
 		}},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
+		// Gateway listeners (gateway.go): plain HTTP and HTTPS, IPv4 and
+		// IPv6, beside an Ingress host; their routes go to Lua.
+		{name: "gateway-listeners", settings: goldenSettings, model: gatewayGoldenModel()},
 		// Client certificates (auth-tls-*): one host a server block of its
 		// own, its location sending the certificate and checking its subject.
 		{name: "client-certificates", settings: goldenSettings, model: model.Model{
@@ -174,6 +177,33 @@ func goldenCases() []goldenCase {
 					CacheKey: "${cookie__oauth2_proxy}", CacheDuration: "200 202 401 5m", RequestRedirect: "https://${restysync_forwarded_host}${request_uri}"}),
 			}}},
 		}},
+	}
+}
+
+func gatewayGoldenModel() model.Model {
+	front := model.FrontName("127.29.50.1", 80)
+	secure := model.FrontName("::1", 443)
+	return model.Model{
+		Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}},
+		Listeners: []model.Listener{
+			{Address: "127.29.50.1", Port: 80, Front: front},
+			{Address: "127.29.50.1", Port: 8443, HTTPS: true, Front: model.FrontName("127.29.50.1", 8443)},
+			{Address: "::1", Port: 443, HTTPS: true, Front: secure},
+		},
+		Routes: []model.Route{
+			{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
+				{Path: "/exact", Exact: true, Backend: "default/exact:80", Rule: &model.RouteRule{Route: "HTTPRoute default/app"}},
+				{Path: "/api", Rule: &model.RouteRule{Method: "POST", Headers: []model.ValueMatch{{Name: "Version", Value: "2"}},
+					Query:          []model.ValueMatch{{Name: "q", Value: "^a+$", Regex: true}},
+					RequestHeaders: &model.HeaderChanges{Set: []model.Header{{Name: "X-Set", Value: "a\"b"}}, Remove: []string{"X-Remove"}},
+					Backends:       []model.WeightedBackend{{Backend: "default/api:80", Weight: 3}, {Weight: 1}}, Route: "HTTPRoute default/app"}},
+				{Path: "^/v[0-9]+/", Regex: true, Rule: &model.RouteRule{CaseSensitive: true,
+					Redirect: &model.Redirect{Scheme: "https", Path: "/new", ReplacePrefix: true, MatchedPrefix: "/old", Status: 301}}},
+				{Path: "/", Backend: "default/web:80", Rule: &model.RouteRule{Rewrite: &model.Rewrite{Host: "internal.example.com"}}},
+			}},
+			{Host: model.FrontKey(front, "_"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Rule: &model.RouteRule{Status: 500}}}},
+			{Host: model.FrontKey(secure, "*.example.com"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Backend: "default/web:80"}}},
+		},
 	}
 }
 

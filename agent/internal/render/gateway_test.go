@@ -1,0 +1,99 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+func TestRenderGatewayListenersRefused(t *testing.T) {
+	own := goldenSettings
+	own.ListenAddress = "127.0.0.1"
+	passthrough := goldenSettings
+	passthrough.SSLPassthrough = true
+	listener := func(addr string, port int32) model.Listener {
+		return model.Listener{Address: addr, Port: port, Front: model.FrontName(addr, port)}
+	}
+	for _, tc := range []struct {
+		name      string
+		listeners []model.Listener
+		settings  Settings
+		want      string
+	}{
+		{"not an address", []model.Listener{{Address: "gw.example.com", Port: 80, Front: "gw.example.com:80"}}, goldenSettings, "want an IP address"},
+		{"not canonical", []model.Listener{{Address: "fd00:0::1", Port: 80, Front: "[fd00:0::1]:80"}}, goldenSettings, "canonical form"},
+		{"unspecified", []model.Listener{listener("0.0.0.0", 80)}, goldenSettings, "the unspecified address is the default server's"},
+		{"port", []model.Listener{{Address: "127.0.50.1", Port: 0, Front: "127.0.50.1:0"}}, goldenSettings, "must be 1..65535"},
+		{"front", []model.Listener{{Address: "127.0.50.1", Port: 80, Front: `127.0.50.1:80"; evil`}}, goldenSettings, `want "127.0.50.1:80"`},
+		{"twice", []model.Listener{listener("127.0.50.1", 80), listener("127.0.50.1", 80)}, goldenSettings, "appears twice"},
+		{"the Ingress servers' socket", []model.Listener{listener("127.0.0.1", 443)}, own, "is the HTTPS port of the Ingress servers"},
+		{"the passthrough port", []model.Listener{listener("127.0.50.1", 443)}, passthrough, "TLS passthrough"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(model.Model{Listeners: tc.listeners}, tc.settings)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error holding %q", err, tc.want)
+			}
+		})
+	}
+
+	// Another address on the Ingress servers' port is fine: nginx picks the
+	// server by the address the connection came to.
+	cfg, err := Render(model.Model{Listeners: []model.Listener{listener("127.0.50.1", 443)}}, own)
+	if err != nil || !bytes.Contains(cfg.Bytes, []byte(`listen "127.0.50.1:443";`)) {
+		t.Errorf("a listener on 127.0.50.1:443 beside 127.0.0.1:443: %v", err)
+	}
+}
+
+func TestRoutesGatewayRefused(t *testing.T) {
+	front := model.FrontName("127.0.50.1", 80)
+	route := func(host string, locs ...model.RouteLocation) model.Route {
+		return model.Route{Host: host, Ordered: true, Locations: locs}
+	}
+	plain := model.RouteLocation{Path: "/", Backend: "ns/a:80"}
+	for _, tc := range []struct {
+		name   string
+		routes []model.Route
+		want   string
+	}{
+		{"no front", []model.Route{route("app.example.com", plain)}, "want FrontKey(front, host)"},
+		{"twice", []model.Route{route(model.FrontKey(front, "a.example.com"), plain), route(model.FrontKey(front, "a.example.com"), plain)}, "appears twice"},
+		{"profile", []model.Route{route(model.FrontKey(front, "a.example.com"), model.RouteLocation{Path: "/", Backend: "ns/a:80", Profile: "@restysync_p_0123456789abcdef0123456789abcdef"})}, "has a profile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Routes(model.Model{Routes: tc.routes}, goldenSettings)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error holding %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A listener that comes or goes is a reload with its own reason; a
+// route's change is not one.
+func TestChangesGatewayListeners(t *testing.T) {
+	m := gatewayGoldenModel()
+	from, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Routes = m.Routes[:1]
+	m.Routes[0].Locations = m.Routes[0].Locations[:1]
+	same, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Hash != from.Hash {
+		t.Error("changing the Gateway routes changed nginx.conf")
+	}
+	m.Listeners = m.Listeners[:2]
+	to, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
+		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+	}
+}
