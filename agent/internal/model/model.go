@@ -159,10 +159,11 @@ type Model struct {
 	// GatewayAPI is what Build found about the Gateway API objects, for
 	// the status writer and inspect (gatewayapi.go).
 	GatewayAPI GatewayAPIStatus
-	// Routes are the Gateway API's routes, already in the router's terms
-	// (Host is FrontKey(front, hostname), Ordered set), sorted by Host:
-	// render hands them to Lua as they are, after the Servers' routes.
-	Routes []Route
+	// GatewayRoutes are the routes of the Gateways' listeners, built
+	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
+	// Ordered is set and every location has a Rule. Sorted by Host. They
+	// need nothing in nginx.conf: render hands them to Lua as they are.
+	GatewayRoutes []Route
 	// NotServed are the Ingresses restysync leaves to another controller
 	// (class.go), sorted, with why: for inspect, not for nginx.
 	NotServed []NotServed

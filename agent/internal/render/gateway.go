@@ -78,12 +78,12 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 	return out, nil
 }
 
-// gatewayRoutes returns m.Routes, the Gateway API's routes, checked: each
+// gatewayRoutes returns m.GatewayRoutes, the Gateway API's routes, checked: each
 // host is a front and a host name, present once, and no location has a
 // profile, which the Gateway servers do not hold. Lua checks the rest
 // of what it is pushed.
 func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) {
-	for _, r := range m.Routes {
+	for _, r := range m.GatewayRoutes {
 		front, host, ok := strings.Cut(r.Host, " ")
 		if !ok || front == "" || host == "" {
 			return nil, fmt.Errorf("Gateway route %q: want FrontKey(front, host)", r.Host)
@@ -98,5 +98,5 @@ func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) 
 			}
 		}
 	}
-	return m.Routes, nil
+	return m.GatewayRoutes, nil
 }

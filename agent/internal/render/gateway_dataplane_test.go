@@ -143,7 +143,7 @@ func gatewayRoutesModel(portHTTP, portHTTPS int) model.Model {
 			{Address: gatewayAddrA, Port: int32(portHTTPS), HTTPS: true, Front: c},
 			{Address: gatewayAddrB, Port: int32(portHTTP), Front: b},
 		},
-		Routes: []model.Route{
+		GatewayRoutes: []model.Route{
 			{Host: model.FrontKey(a, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				// The spec's precedence, as the model orders it: exact,
 				// longest prefix, regex; then method, most headers, most
@@ -401,7 +401,7 @@ func TestDataPlaneGateway(t *testing.T) {
 	t.Run("a new rule is a routes push, no reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := gatewayRoutesModel(portHTTP, portHTTPS)
-		r := &next.Routes[0]
+		r := &next.GatewayRoutes[0]
 		r.Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, r.Locations...)
 		nextCfg, err := Render(next, settings)
 		if err != nil {
@@ -435,8 +435,8 @@ func TestDataPlaneGateway(t *testing.T) {
 			held[r.Name] = model.Route{Host: r.Name, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered}
 		}
 		next := gatewayRoutesModel(portHTTP, portHTTPS)
-		next.Routes[0].Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, next.Routes[0].Locations...)
-		for _, r := range next.Routes {
+		next.GatewayRoutes[0].Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, next.GatewayRoutes[0].Locations...)
+		for _, r := range next.GatewayRoutes {
 			h, ok := held[r.Host]
 			if !ok || !h.Ordered || len(h.Locations) != len(r.Locations) {
 				t.Errorf("route %q: held %+v", r.Host, h)

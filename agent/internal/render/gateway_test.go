@@ -63,7 +63,7 @@ func TestRoutesGatewayRefused(t *testing.T) {
 		{"profile", []model.Route{route(model.FrontKey(front, "a.example.com"), model.RouteLocation{Path: "/", Backend: "ns/a:80", Profile: "@restysync_p_0123456789abcdef0123456789abcdef"})}, "has a profile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Routes(model.Model{Routes: tc.routes}, goldenSettings)
+			_, err := Routes(model.Model{GatewayRoutes: tc.routes}, goldenSettings)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error holding %q", err, tc.want)
 			}
@@ -79,8 +79,8 @@ func TestChangesGatewayListeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Routes = m.Routes[:1]
-	m.Routes[0].Locations = m.Routes[0].Locations[:1]
+	m.GatewayRoutes = m.GatewayRoutes[:1]
+	m.GatewayRoutes[0].Locations = m.GatewayRoutes[0].Locations[:1]
 	same, err := Render(m, goldenSettings)
 	if err != nil {
 		t.Fatal(err)

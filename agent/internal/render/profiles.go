@@ -163,7 +163,7 @@ func newProfiles(views []serverView, profiles profiler, keep []Profile) ([]Profi
 // Routes returns what Lua holds for every host, in the model's order: the
 // default server's locations as DefaultRoute, each server's under its
 // host, and again under each of its aliases that no server has as its
-// host; then the Gateway API's routes (model.Model.Routes) as they are.
+// host; then the Gateway API's routes (model.Model.GatewayRoutes) as they are.
 // Each location says its profile, or is served by the router.
 func Routes(m model.Model, s Settings) ([]model.Route, error) {
 	views, err := serverViews(m)
