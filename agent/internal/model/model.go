@@ -7,8 +7,8 @@
 // the reason; that part is left out and everything else is still served.
 //
 // Build runs a Builder with ordered Processors, one per front-end: the
-// Ingress processor (ingress.go) is the only one today, and the Gateway API
-// will be another file beside it. Every processor writes into the one
+// Ingress processor (ingress.go) and the Gateway API processor
+// (gateway.go, httproute.go, gatewayhosts.go). Every processor writes into the one
 // shared Builder (hosts, routes, backends, certificates, problems, the
 // oldest-wins rule) so that there is one Model for both front-ends: the
 // router, the profiles, the balancers and every push to nginx and Lua stay
@@ -159,6 +159,11 @@ type Model struct {
 	// GatewayAPI is what Build found about the Gateway API objects, for
 	// the status writer and inspect (gatewayapi.go).
 	GatewayAPI GatewayAPIStatus
+	// GatewayRoutes are the routes of the Gateways' listeners, built
+	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
+	// Ordered is set and every location has a Rule. Sorted by Host. They
+	// need nothing in nginx.conf: render hands them to Lua as they are.
+	GatewayRoutes []Route
 	// NotServed are the Ingresses restysync leaves to another controller
 	// (class.go), sorted, with why: for inspect, not for nginx.
 	NotServed []NotServed
