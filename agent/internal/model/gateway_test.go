@@ -323,3 +323,31 @@ func TestGatewayOfAnotherClassIgnored(t *testing.T) {
 		t.Errorf("another class's Gateway and its routes are ours: %s, problems %v", dump(m.GatewayAPI), problems)
 	}
 }
+
+// TestCoveringHostsAgreesWithCovers: the index emitGroup looks hosts up
+// by gives exactly the patterns covers accepts.
+func TestCoveringHostsAgreesWithCovers(t *testing.T) {
+	names := []string{"_", "a.b.c", "b.c", "c", "*.b.c", "*.c", "*.a.b.c", "x.a.b.c", "ab.c", "*.bc", "a.bc"}
+	for _, key := range names {
+		for _, pattern := range names {
+			if got, want := slices.Contains(coveringHosts(key), pattern), covers(pattern, key); got != want {
+				t.Errorf("key %q, pattern %q: coveringHosts says %v, covers %v", key, pattern, got, want)
+			}
+		}
+	}
+	for _, c := range []struct{ listener, route, want string }{
+		{"", "a.example.com", "a.example.com"},
+		{"*.example.com", "a.b.example.com", "a.b.example.com"},
+		{"*.example.com", "example.com", ""},
+		{"a.example.com", "*.example.com", "a.example.com"},
+		{"*.example.com", "*.a.example.com", "*.a.example.com"},
+		{"*.a.example.com", "*.example.com", "*.a.example.com"},
+		{"*.example.com", "*.example.org", ""},
+		{"a.example.com", "b.example.com", ""},
+		{"*.xample.com", "a.example.com", ""},
+	} {
+		if got := intersectHostname(c.listener, c.route); got != c.want {
+			t.Errorf("intersect(%q, %q) = %q, want %q", c.listener, c.route, got, c.want)
+		}
+	}
+}

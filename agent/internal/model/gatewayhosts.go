@@ -143,18 +143,22 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 	}
 	var routes []keyed
 	for _, l := range fg.listeners {
-		keys := []string{}
+		// The listener's hosts, its own first (so that isolation holds
+		// with no route on it), and its routes by the hosts they serve.
+		var keys []string
 		if l.hostname != "" {
-			keys = append(keys, l.hostname) // so that isolation holds with no route on it
+			keys = append(keys, l.hostname)
 		}
+		byHost := make(map[string][]*compiledRoute)
 		for _, a := range fg.attachments {
 			if a.listener != l {
 				continue
 			}
 			for _, h := range a.hosts {
-				if !slices.Contains(keys, h) {
+				if _, seen := byHost[h]; !seen && h != l.hostname {
 					keys = append(keys, h)
 				}
+				byHost[h] = append(byHost[h], a.route)
 			}
 		}
 		for _, key := range keys {
@@ -162,9 +166,13 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 				continue
 			}
 			var ranked []rankedLocation
-			for _, a := range fg.attachments {
-				if a.listener == l && slices.ContainsFunc(a.hosts, func(h string) bool { return covers(h, key) }) {
-					ranked = append(ranked, a.route.locations...)
+			added := make(map[*compiledRoute]bool)
+			for _, host := range coveringHosts(key) {
+				for _, r := range byHost[host] {
+					if !added[r] {
+						added[r] = true
+						ranked = append(ranked, r.locations...)
+					}
 				}
 			}
 			slices.SortFunc(ranked, compareRanked)
@@ -186,6 +194,23 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 			p.routes = append(p.routes, Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true})
 		}
 	}
+}
+
+// coveringHosts returns the hosts whose routes serve every request the
+// router sends to key (those that cover it): key, the wildcards that
+// match it, and anyHost.
+func coveringHosts(key string) []string {
+	out := []string{key}
+	if key == anyHost {
+		return out
+	}
+	name := strings.TrimPrefix(key, "*") // "a.b.c", or ".b.c" for "*.b.c"
+	for i := 1; i < len(name); i++ {
+		if name[i] == '.' {
+			out = append(out, "*"+name[i:])
+		}
+	}
+	return append(out, anyHost)
 }
 
 // isolated says whether key, a host of listener l, belongs to a more
