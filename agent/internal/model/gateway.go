@@ -80,6 +80,9 @@ const (
 	reasonProtocolConflict      = "ProtocolConflict"
 )
 
+// maxListeners bounds a Gateway's listeners, as the CRD does.
+const maxListeners = 64
+
 const (
 	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute = "HTTPRoute"
@@ -383,6 +386,12 @@ func previousAddress(gw *gatewayv1.Gateway, pool map[string]bool, held map[strin
 // processListeners checks each listener of g: protocol, hostname, route
 // kinds, TLS certificate, and conflicts between listeners of one port.
 func (p *gatewayProcessor) processListeners(g *gatewayState) {
+	if n := len(g.gw.Spec.Listeners); n > maxListeners {
+		msg := fmt.Sprintf("spec.listeners: has %d listeners, more than %d", n, maxListeners)
+		p.gatewayProblem(g, msg+"; the Gateway is not accepted")
+		g.accepted = condition(condAccepted, false, reasonInvalid, msg)
+		return
+	}
 	for i := range g.gw.Spec.Listeners {
 		g.listeners = append(g.listeners, p.checkListener(g, i))
 	}

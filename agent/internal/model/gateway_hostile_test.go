@@ -317,3 +317,39 @@ func checkFuzzedLocation(t *testing.T, l RouteLocation, backends map[string]bool
 		}
 	}
 }
+
+// TestHostileHugeLists: lists the CRD bounds but the file source does
+// not (listeners, parentRefs, hostnames, rules, backendRefs) cost a
+// Problem, not a quadratic build.
+func TestHostileHugeLists(t *testing.T) {
+	const n = 20000
+	var listeners []gatewayv1.Listener
+	var refs []gatewayv1.ParentReference
+	var hostnames []string
+	var rules []gatewayv1.HTTPRouteRule
+	var backends []gatewayv1.HTTPBackendRef
+	for i := range n {
+		listeners = append(listeners, httpListener(fmt.Sprintf("l%d", i), 80, fmt.Sprintf("h%d.example.com", i)))
+		refs = append(refs, parentOf("", "gw", ""))
+		hostnames = append(hostnames, fmt.Sprintf("h%d.example.com", i))
+		rules = append(rules, routeRule(nil, backendTo("", "web", 80)))
+		backends = append(backends, backendTo("", "web", 80))
+	}
+	big := olderBy(newGateway("default", "big", listeners...), 5)
+	manyRefs := newRoute("default", "refs", refs, []string{"refs.example.com"}, routeRule(nil, backendTo("", "web", 80)))
+	manyHosts := newRoute("default", "hosts", toGW(), hostnames, routeRule(nil, backendTo("", "web", 80)))
+	manyRules := newRoute("default", "rules", toGW(), []string{"rules.example.com"}, rules...)
+	manyBackends := newRoute("default", "backends", toGW(), []string{"backends.example.com"}, routeRule(nil, backends...))
+	m, problems := buildBounded(t, gwSnapshot(gw80(), gwNeighbour(), big, manyRefs, manyHosts, manyRules, manyBackends), 256*mib)
+	checkGatewayNeighbour(t, m, problems)
+	wantCondition(t, "big", gatewayStatusOf(t, m, "default", "big").Conditions, condAccepted, false, reasonInvalid)
+	if st := routeStatusOf(t, m, "default", "refs"); len(st.Parents) != maxParentRefs {
+		t.Errorf("refs: %d parents, want %d", len(st.Parents), maxParentRefs)
+	}
+	for _, name := range []string{"hosts", "rules", "backends"} {
+		wantCondition(t, name, routeStatusOf(t, m, "default", name).Parents[0].Conditions, condAccepted, false, reasonUnsupportedValue)
+	}
+	if len(problems) > 10 {
+		t.Errorf("%d problems", len(problems))
+	}
+}

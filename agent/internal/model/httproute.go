@@ -22,6 +22,11 @@ import (
 // Bounds on what one rule may hold, as the CRD has them; the file source
 // has no API server to apply them.
 const (
+	maxParentRefs      = 32
+	maxRouteHostnames  = 16
+	maxRouteRules      = 16
+	maxRuleFilters     = 16
+	maxRuleBackends    = 16
 	maxRouteMatches    = 64
 	maxMatchConditions = 16
 	maxHeaderChanges   = 16
@@ -126,7 +131,10 @@ func (p *gatewayProcessor) processRoutes() {
 		c := p.compileRoute(r)
 		st := RouteStatus{Kind: kindHTTPRoute, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
 		attached := make(map[*listenerState]bool)
-		for i := range r.Spec.ParentRefs {
+		if len(r.Spec.ParentRefs) > maxParentRefs {
+			p.routeProblem(r, fmt.Sprintf("spec.parentRefs: has %d entries, more than %d; only the first %d are read", len(r.Spec.ParentRefs), maxParentRefs, maxParentRefs))
+		}
+		for i := range min(len(r.Spec.ParentRefs), maxParentRefs) {
 			ref := &r.Spec.ParentRefs[i]
 			g := p.ourGateway(r, ref)
 			if g == nil {
@@ -258,6 +266,12 @@ func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace s
 func (p *gatewayProcessor) compileRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
 	c := &compiledRoute{route: r, id: r.Namespace + "/" + r.Name,
 		resolved: condition(condResolvedRefs, true, reasonResolvedRefs, "")}
+	if len(r.Spec.Hostnames) > maxRouteHostnames || len(r.Spec.Rules) > maxRouteRules {
+		msg := fmt.Sprintf("spec: has %d hostnames and %d rules, more than %d and %d allowed", len(r.Spec.Hostnames), len(r.Spec.Rules), maxRouteHostnames, maxRouteRules)
+		p.routeProblem(r, msg+"; the HTTPRoute is left out")
+		c.invalid = ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
+		return c
+	}
 	for i, h := range r.Spec.Hostnames {
 		if reason := validHost(string(h)); reason != "" {
 			p.routeProblem(r, fmt.Sprintf("spec.hostnames[%d] %q: %s; hostname left out", i, clip(string(h)), reason))
@@ -316,8 +330,9 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
 	case rule.SessionPersistence != nil:
 		return nil, nil, &ruleError{reasonUnsupportedValue, "sessionPersistence is not supported"}
-	case len(rule.Matches) > maxRouteMatches:
-		return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d matches, more than %d", len(rule.Matches), maxRouteMatches)}
+	case len(rule.Matches) > maxRouteMatches || len(rule.Filters) > maxRuleFilters || len(rule.BackendRefs) > maxRuleBackends:
+		return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d matches, %d filters and %d backendRefs, more than %d, %d and %d allowed",
+			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
 	}
 	template := RouteRule{Route: kindHTTPRoute + " " + id}
 	if err := p.compileFilters(&template, rule.Filters); err != nil {
