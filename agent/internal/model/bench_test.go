@@ -6,6 +6,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // benchSnapshot has n Ingresses, each with its own host, one path, one
@@ -65,5 +66,31 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 		if len(m.Servers) != len(s.Ingresses) || len(problems) != 0 {
 			b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
 		}
+	}
+}
+
+// BenchmarkBuildGateway builds one Gateway and n HTTPRoutes, each with
+// its own hostname, two rules and a Service of 10 endpoints (B9's world:
+// a new route among 1,000).
+func BenchmarkBuildGateway(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("httproutes=%d", n), func(b *testing.B) {
+			ingresses := benchSnapshot(n)
+			s := gwSnapshot(gw80())
+			s.Services, s.EndpointSlices = ingresses.Services, ingresses.EndpointSlices
+			for i := range n {
+				name := fmt.Sprintf("app-%d", i)
+				s.HTTPRoutes = append(s.HTTPRoutes, newRoute("default", name, toGW(), []string{name + ".example.com"},
+					routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/api")), backendTo("", name, 80)),
+					routeRule(nil, backendTo("", name, 80))))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				m, problems := Build(s)
+				if len(m.GatewayRoutes) != n || len(problems) != 0 {
+					b.Fatalf("got %d routes, problems %v", len(m.GatewayRoutes), problems)
+				}
+			}
+		})
 	}
 }

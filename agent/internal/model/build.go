@@ -25,9 +25,10 @@ import (
 // give an identical Model and Problems. Backend.Endpoints is never nil (an
 // empty list encodes as [] for Lua). s is only read.
 //
-// Build runs one Processor, the Ingress one (ingress.go), in a Builder.
+// Build runs two Processors in a Builder: the Ingress one (ingress.go),
+// then the Gateway API one (gateway.go).
 func Build(s Snapshot) (Model, []Problem) {
-	return newBuilder(s).build(newIngressProcessor(s))
+	return newBuilder(s).build(newIngressProcessor(s), newGatewayProcessor(s))
 }
 
 // Processor is one front-end of the model: it reads its own objects and
@@ -72,9 +73,10 @@ type Builder struct {
 	// processor Process runs now.
 	owners  map[string]Processor
 	running Processor
-	// canaryBackends are backends only a canary split names.
-	canaryBackends map[string]bool
-	problems       []Problem
+	// extraBackends are backends no Location names: a canary split's, a
+	// Gateway route rule's.
+	extraBackends map[string]bool
+	problems      []Problem
 
 	now     time.Time
 	secrets map[namespacedName]*corev1.Secret
@@ -100,7 +102,7 @@ func newBuilder(s Snapshot) *Builder {
 		// A size hint: each Ingress owns its routes.
 		owners: make(map[string]Processor, len(s.Ingresses)),
 
-		canaryBackends: make(map[string]bool),
+		extraBackends: make(map[string]bool),
 
 		now:     s.Now,
 		secrets: make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
@@ -207,7 +209,7 @@ func (b *Builder) model(processors []Processor) Model {
 	for _, p := range processors {
 		p.FinishModel(&m)
 	}
-	for name := range b.canaryBackends {
+	for name := range b.extraBackends {
 		used[name] = true
 	}
 	var fallbacks []string

@@ -522,8 +522,6 @@ func TestBuildBackends(t *testing.T) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func TestBuildReadiness(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -196,7 +196,7 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 	b.resolved[variant.backend.Name] = variant
 	loc.Backend = variant.backend.Name
 	locations[key] = loc
-	b.canaryBackends[ref.name] = true
+	b.extraBackends[ref.name] = true
 }
 
 // canarySeparator joins the variant of a backend and the canary Ingress

@@ -7,8 +7,8 @@
 // the reason; that part is left out and everything else is still served.
 //
 // Build runs a Builder with ordered Processors, one per front-end: the
-// Ingress processor (ingress.go) is the only one today, and the Gateway API
-// will be another file beside it. Every processor writes into the one
+// Ingress processor (ingress.go) and the Gateway API processor
+// (gateway.go, httproute.go, gatewayhosts.go). Every processor writes into the one
 // shared Builder (hosts, routes, backends, certificates, problems, the
 // oldest-wins rule) so that there is one Model for both front-ends: the
 // router, the profiles, the balancers and every push to nginx and Lua stay

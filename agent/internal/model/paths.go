@@ -38,10 +38,16 @@ func pathShape(path string) string {
 	if !strings.HasPrefix(path, "/") {
 		return `must start with "/"`
 	}
-	if len(path) > maxPathLength {
-		return fmt.Sprintf("is %d bytes long, longer than %d", len(path), maxPathLength)
+	return valueShape(path, maxPathLength)
+}
+
+// valueShape returns why v, a value bound for Lua or nginx, is longer
+// than max bytes or holds what package chars refuses, or "".
+func valueShape(v string, max int) string {
+	if len(v) > max {
+		return fmt.Sprintf("is %d bytes long, longer than %d", len(v), max)
 	}
-	if err := chars.Check(path); err != nil {
+	if err := chars.Check(v); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -181,7 +181,7 @@ func quoteHosts(hosts []string) string {
 // checkSecret looks at the Secret namespace/name once per Build: it must
 // exist, be of type kubernetes.io/tls, and hold a tls.crt and tls.key that
 // parse, match and have not expired (see parseKeyPair).
-func (b *builder) checkSecret(namespace, name string) *checkedSecret {
+func (b *Builder) checkSecret(namespace, name string) *checkedSecret {
 	id := namespace + "/" + name
 	if c, ok := b.checked[id]; ok {
 		return c

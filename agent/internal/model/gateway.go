@@ -1,0 +1,658 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The Gateway API processor: GatewayClasses whose controllerName is ours,
+// their Gateways (addresses, listeners, certificates), the HTTPRoutes that
+// attach to them (httproute.go) and the routes those make, one per
+// listener hostname (gatewayhosts.go). It writes into the same Builder as
+// the Ingress processor: backends, certificates and problems are shared;
+// its routes go to Model.GatewayRoutes whole, keyed by FrontKey, so Ingress
+// and HTTPRoute never see each other's hosts.
+//
+// Why the routes are built here and not in render: the Gateway API's
+// precedence runs across routes, rules and matches, and listener isolation
+// across listeners; resolving both in the model leaves Lua a plain lookup
+// (exact host, wildcard suffix, "_") and a first-match walk.
+
+// GatewaySupportedFeatures are the Gateway API features restysync declares
+// in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
+// the extended ones the router implements. The one list; sorted.
+var GatewaySupportedFeatures = []string{
+	"Gateway",
+	"GatewayAddressEmpty",
+	"GatewayHTTPListenerIsolation",
+	"GatewayPort8080",
+	"GatewayStaticAddresses",
+	"HTTPRoute",
+	"HTTPRoute303RedirectStatusCode",
+	"HTTPRoute307RedirectStatusCode",
+	"HTTPRoute308RedirectStatusCode",
+	"HTTPRouteHostRewrite",
+	"HTTPRouteMethodMatching",
+	"HTTPRouteNamedRouteRule",
+	"HTTPRouteParentRefPort",
+	"HTTPRoutePathRedirect",
+	"HTTPRoutePathRewrite",
+	"HTTPRoutePortRedirect",
+	"HTTPRouteQueryParamMatching",
+	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteSchemeRedirect",
+	"ReferenceGrant",
+}
+
+// The condition types and reasons this file and httproute.go write, as the
+// spec names them.
+const (
+	condAccepted         = "Accepted"
+	condProgrammed       = "Programmed"
+	condResolvedRefs     = "ResolvedRefs"
+	condConflicted       = "Conflicted"
+	condPartiallyInvalid = "PartiallyInvalid"
+
+	reasonAccepted              = "Accepted"
+	reasonProgrammed            = "Programmed"
+	reasonResolvedRefs          = "ResolvedRefs"
+	reasonInvalid               = "Invalid"
+	reasonNoConflicts           = "NoConflicts"
+	reasonListenersNotValid     = "ListenersNotValid"
+	reasonUnsupportedAddress    = "UnsupportedAddress"
+	reasonAddressNotUsable      = "AddressNotUsable"
+	reasonAddressNotAssigned    = "AddressNotAssigned"
+	reasonInvalidParameters     = "InvalidParameters"
+	reasonUnsupportedProtocol   = "UnsupportedProtocol"
+	reasonUnsupportedValue      = "UnsupportedValue"
+	reasonInvalidRouteKinds     = "InvalidRouteKinds"
+	reasonInvalidCertificateRef = "InvalidCertificateRef"
+	reasonRefNotPermitted       = "RefNotPermitted"
+	reasonHostnameConflict      = "HostnameConflict"
+	reasonProtocolConflict      = "ProtocolConflict"
+)
+
+// maxListeners bounds a Gateway's listeners, as the CRD does.
+const maxListeners = 64
+
+const (
+	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
+	kindHTTPRoute = "HTTPRoute"
+	kindGateway   = "Gateway"
+)
+
+// gatewayProcessor is the Gateway API processor. Its fields are its
+// settings, from the Snapshot, and what it finds while it emits.
+type gatewayProcessor struct {
+	*Builder
+	source Snapshot
+
+	// gateways are ours, oldest first; byName finds them.
+	gateways []*gatewayState
+	byName   map[namespacedName]*gatewayState
+	// namespaceLabels by namespace name (allowedRoutes selectors).
+	namespaceLabels map[string]map[string]string
+	// attachments are what the routes attached to, for gatewayhosts.go.
+	attachments []attachment
+
+	status    GatewayAPIStatus
+	listeners []Listener
+	routes    []Route
+}
+
+// gatewayState is one of our Gateways while it is processed.
+type gatewayState struct {
+	gw *gatewayv1.Gateway
+	id string // "namespace/name"
+	// addresses it is served on; served is false when it is not (not
+	// accepted, or an address problem: programmed says why).
+	addresses []string
+	accepted  Condition
+	// addressProblem is the Programmed condition's reason and message
+	// when an address keeps the Gateway from being served.
+	addressProblem *Condition
+	listeners      []*listenerState
+}
+
+func (g *gatewayState) served() bool {
+	return g.accepted.Status && g.addressProblem == nil && len(g.addresses) > 0
+}
+
+// listenerState is one listener of one of our Gateways.
+type listenerState struct {
+	spec     *gatewayv1.Listener
+	hostname string // "" for none
+	https    bool
+	kinds    []string // supported route kinds
+
+	accepted, resolved, conflicted Condition
+	// secret is the certificate's Secret "namespace/name" of an HTTPS
+	// listener whose certificateRefs resolved.
+	secret   string
+	attached int32
+}
+
+// attachable: routes may attach (and count in attachedRoutes).
+func (l *listenerState) attachable() bool {
+	return l.accepted.Status && !l.conflicted.Status && slices.Contains(l.kinds, kindHTTPRoute)
+}
+
+// programmed: the listener serves its routes.
+func (l *listenerState) programmed() bool {
+	return l.attachable() && (!l.https || l.secret != "")
+}
+
+func newGatewayProcessor(s Snapshot) *gatewayProcessor {
+	p := &gatewayProcessor{
+		source:          s,
+		byName:          make(map[namespacedName]*gatewayState),
+		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
+	}
+	for _, ns := range s.Namespaces {
+		p.namespaceLabels[ns.Name] = ns.Labels
+	}
+	return p
+}
+
+// Process reads our GatewayClasses, their Gateways and the HTTPRoutes
+// that name them, and emits listeners, certificates, backends and routes.
+func (p *gatewayProcessor) Process(shared *Builder) {
+	p.Builder = shared
+	classes := p.processClasses()
+	p.collectGateways(classes)
+	p.assignAddresses()
+	for _, g := range p.gateways {
+		p.processListeners(g)
+	}
+	p.processRoutes()
+	p.emitRoutes()
+	for _, g := range p.gateways {
+		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
+	}
+}
+
+// FinishRoute is never called: the processor emits no Location.
+func (p *gatewayProcessor) FinishRoute(loc Location, _ string, _ bool) Location { return loc }
+
+// FinishModel gives m the listeners, routes and status.
+func (p *gatewayProcessor) FinishModel(m *Model) {
+	slices.SortFunc(p.listeners, func(a, b Listener) int {
+		return cmp.Or(strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	m.Listeners = slices.CompactFunc(p.listeners, func(a, b Listener) bool { return a.Front == b.Front })
+	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
+	m.GatewayRoutes = p.routes
+	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(p.status.Gateways, func(a, b GatewayStatus) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	m.GatewayAPI = p.status
+}
+
+func condition(typ string, ok bool, reason, message string) Condition {
+	return Condition{Type: typ, Status: ok, Reason: reason, Message: clipReason(message)}
+}
+
+// processClasses accepts our GatewayClasses and returns their names.
+func (p *gatewayProcessor) processClasses() map[string]bool {
+	ours := make(map[string]bool)
+	for _, c := range p.source.GatewayClasses {
+		if p.source.GatewayController == "" || string(c.Spec.ControllerName) != p.source.GatewayController {
+			continue
+		}
+		ours[c.Name] = true
+		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: slices.Clone(GatewaySupportedFeatures)}
+		if c.Spec.ParametersRef != nil {
+			msg := "spec.parametersRef: restysync takes no parameters; the class is not accepted"
+			p.problem("GatewayClass", "", c.Name, msg)
+			st.Conditions = []Condition{condition(condAccepted, false, reasonInvalidParameters, msg)}
+			ours[c.Name] = false
+		} else {
+			st.Conditions = []Condition{condition(condAccepted, true, reasonAccepted, "served by restysync")}
+		}
+		p.status.Classes = append(p.status.Classes, st)
+	}
+	return ours
+}
+
+// collectGateways takes the Gateways of our accepted classes, oldest
+// first, then by namespace/name.
+func (p *gatewayProcessor) collectGateways(classes map[string]bool) {
+	var ours []*gatewayv1.Gateway
+	for _, gw := range p.source.Gateways {
+		if !classes[string(gw.Spec.GatewayClassName)] {
+			continue
+		}
+		if len(validation.IsDNS1123Label(gw.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(gw.Name)) > 0 {
+			p.problem("Gateway", gw.Namespace, gw.Name, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the Gateway is left out", clip(gw.Namespace), clip(gw.Name)))
+			continue
+		}
+		ours = append(ours, gw)
+	}
+	slices.SortFunc(ours, compareObjects[*gatewayv1.Gateway])
+	for _, gw := range ours {
+		g := &gatewayState{gw: gw, id: gw.Namespace + "/" + gw.Name}
+		p.gateways = append(p.gateways, g)
+		p.byName[namespacedName{gw.Namespace, gw.Name}] = g
+	}
+}
+
+// object is what compareObjects reads.
+type object interface {
+	GetCreationTimestamp() metav1.Time
+	GetNamespace() string
+	GetName() string
+}
+
+// compareObjects orders oldest first, then by namespace and name.
+func compareObjects[T object](a, b T) int {
+	at, bt := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	return cmp.Or(at.Compare(bt.Time), strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+}
+
+func (p *gatewayProcessor) gatewayProblem(g *gatewayState, reason string) {
+	p.problem("Gateway", g.gw.Namespace, g.gw.Name, reason)
+}
+
+// assignAddresses gives each Gateway its addresses: its static ones
+// (spec.addresses of type IPAddress with a value), which must be in the
+// pool and held by no older Gateway; else one from the pool. A Gateway
+// keeps the pool address its status shows while no static address or
+// older Gateway takes it, so addresses do not move when Gateways come and
+// go; new ones take free addresses in the pool's order, oldest Gateway
+// first.
+func (p *gatewayProcessor) assignAddresses() {
+	pool := make(map[string]bool, len(p.source.GatewayAddresses))
+	var order []string
+	for _, a := range p.source.GatewayAddresses {
+		if addr, err := netip.ParseAddr(a); err == nil && !pool[addr.String()] {
+			pool[addr.String()] = true
+			order = append(order, addr.String())
+		}
+	}
+	held := make(map[string]string) // address → Gateway id
+	var fromPool []*gatewayState
+	for _, g := range p.gateways {
+		g.accepted = condition(condAccepted, true, reasonAccepted, "")
+		static, wantsPool, ok := p.staticAddresses(g, pool, held)
+		if !ok {
+			continue
+		}
+		g.addresses = static
+		if wantsPool {
+			fromPool = append(fromPool, g)
+		}
+	}
+	var unassigned []*gatewayState
+	for _, g := range fromPool {
+		if a := previousAddress(g.gw, pool, held); a != "" {
+			held[a] = g.id
+			g.addresses = []string{a}
+			continue
+		}
+		unassigned = append(unassigned, g)
+	}
+	for _, g := range unassigned {
+		for _, a := range order {
+			if _, taken := held[a]; !taken {
+				held[a] = g.id
+				g.addresses = []string{a}
+				break
+			}
+		}
+		if len(g.addresses) == 0 {
+			msg := fmt.Sprintf("no free address in the pool (--gateway-addresses, %d addresses, all held by older Gateways)", len(order))
+			p.gatewayProblem(g, msg+"; the Gateway is not served")
+			c := condition(condProgrammed, false, reasonAddressNotAssigned, msg)
+			g.addressProblem = &c
+		}
+	}
+}
+
+// staticAddresses checks g's spec.addresses: it returns the static ones
+// g may use (and claims them in held), and whether g wants one from the
+// pool (no spec.addresses, or an IPAddress without a value). ok is false
+// when g is not accepted (an address type other than IPAddress).
+func (p *gatewayProcessor) staticAddresses(g *gatewayState, pool map[string]bool, held map[string]string) (static []string, wantsPool, ok bool) {
+	if len(g.gw.Spec.Addresses) == 0 {
+		return nil, true, true
+	}
+	var unusable []string
+	for i, a := range g.gw.Spec.Addresses {
+		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
+			msg := fmt.Sprintf("spec.addresses[%d]: type %q is not supported; only IPAddress is", i, clip(string(*a.Type)))
+			p.gatewayProblem(g, msg+"; the Gateway is not accepted")
+			g.accepted = condition(condAccepted, false, reasonUnsupportedAddress, msg)
+			return nil, false, false
+		}
+		if a.Value == "" {
+			wantsPool = true
+			continue
+		}
+		addr, err := netip.ParseAddr(a.Value)
+		switch {
+		case err != nil:
+			unusable = append(unusable, fmt.Sprintf("spec.addresses[%d] %q: is not an IP address", i, clip(a.Value)))
+		case !pool[addr.String()]:
+			unusable = append(unusable, fmt.Sprintf("spec.addresses[%d] %q: is not one of the addresses restysync serves (--gateway-addresses)", i, a.Value))
+		case held[addr.String()] != "" && held[addr.String()] != g.id:
+			unusable = append(unusable, fmt.Sprintf("spec.addresses[%d] %q: is already used by Gateway %s", i, a.Value, held[addr.String()]))
+		default:
+			if !slices.Contains(static, addr.String()) {
+				held[addr.String()] = g.id
+				static = append(static, addr.String())
+			}
+		}
+	}
+	if len(unusable) > 0 {
+		msg := strings.Join(unusable, "; ")
+		p.gatewayProblem(g, msg+"; the Gateway is not served")
+		c := condition(condProgrammed, false, reasonAddressNotUsable, msg)
+		g.addressProblem = &c
+		return static, false, true
+	}
+	return static, wantsPool && len(static) == 0, true
+}
+
+// previousAddress is the pool address g's status shows, when it is in the
+// pool and free.
+func previousAddress(gw *gatewayv1.Gateway, pool map[string]bool, held map[string]string) string {
+	for _, a := range gw.Status.Addresses {
+		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
+			continue
+		}
+		addr, err := netip.ParseAddr(a.Value)
+		if err != nil || !pool[addr.String()] {
+			continue
+		}
+		if _, taken := held[addr.String()]; !taken {
+			return addr.String()
+		}
+	}
+	return ""
+}
+
+// processListeners checks each listener of g: protocol, hostname, route
+// kinds, TLS certificate, and conflicts between listeners of one port.
+func (p *gatewayProcessor) processListeners(g *gatewayState) {
+	if n := len(g.gw.Spec.Listeners); n > maxListeners {
+		msg := fmt.Sprintf("spec.listeners: has %d listeners, more than %d", n, maxListeners)
+		p.gatewayProblem(g, msg+"; the Gateway is not accepted")
+		g.accepted = condition(condAccepted, false, reasonInvalid, msg)
+		return
+	}
+	for i := range g.gw.Spec.Listeners {
+		g.listeners = append(g.listeners, p.checkListener(g, i))
+	}
+	p.markConflicts(g)
+	if !g.accepted.Status {
+		return
+	}
+	valid, invalid := 0, 0
+	for _, l := range g.listeners {
+		if l.accepted.Status && !l.conflicted.Status {
+			valid++
+		} else {
+			invalid++
+		}
+	}
+	switch {
+	case valid == 0:
+		g.accepted = condition(condAccepted, false, reasonListenersNotValid, "no listener is valid")
+	case invalid > 0:
+		g.accepted = condition(condAccepted, true, reasonListenersNotValid, fmt.Sprintf("%d of %d listeners are not valid", invalid, len(g.listeners)))
+	}
+	if !g.served() {
+		return
+	}
+	for _, l := range g.listeners {
+		if !l.programmed() {
+			continue
+		}
+		for _, a := range g.addresses {
+			front := FrontName(a, l.spec.Port)
+			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front})
+			if l.https {
+				p.certHosts[l.secret] = append(p.certHosts[l.secret], FrontKey(front, cmp.Or(l.hostname, DefaultCertificateHost)))
+			}
+		}
+	}
+}
+
+// checkListener checks listener i of g on its own.
+func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState {
+	spec := &g.gw.Spec.Listeners[i]
+	l := &listenerState{
+		spec:       spec,
+		kinds:      []string{},
+		accepted:   condition(condAccepted, true, reasonAccepted, ""),
+		resolved:   condition(condResolvedRefs, true, reasonResolvedRefs, ""),
+		conflicted: condition(condConflicted, false, reasonNoConflicts, ""),
+	}
+	field := fmt.Sprintf("spec.listeners[%d]", i)
+	notAccepted := func(reason, msg string) *listenerState {
+		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(spec.Name)), msg))
+		l.accepted = condition(condAccepted, false, reason, msg)
+		return l
+	}
+	switch spec.Protocol {
+	case gatewayv1.HTTPProtocolType:
+	case gatewayv1.HTTPSProtocolType:
+		l.https = true
+	default:
+		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP and HTTPS are", clip(string(spec.Protocol))))
+	}
+	if spec.Port < 1 || spec.Port > 65535 {
+		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
+	}
+	if spec.Hostname != nil && *spec.Hostname != "" {
+		if reason := validHost(string(*spec.Hostname)); reason != "" {
+			return notAccepted(reasonUnsupportedValue, fmt.Sprintf("hostname %q: %s", clip(string(*spec.Hostname)), reason))
+		}
+		l.hostname = string(*spec.Hostname)
+	}
+	p.checkKinds(g, l, field)
+	if l.https {
+		p.checkCertificate(g, l, field)
+	}
+	return l
+}
+
+// checkKinds sets the listener's supported kinds from allowedRoutes.kinds
+// (HTTPRoute when none are given); any other kind makes ResolvedRefs
+// false with InvalidRouteKinds.
+func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
+	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
+		l.kinds = []string{kindHTTPRoute}
+		return
+	}
+	var invalid []string
+	for _, k := range l.spec.AllowedRoutes.Kinds {
+		group := gatewayGroup
+		if k.Group != nil {
+			group = string(*k.Group)
+		}
+		if group == gatewayGroup && k.Kind == kindHTTPRoute {
+			if !slices.Contains(l.kinds, kindHTTPRoute) {
+				l.kinds = append(l.kinds, kindHTTPRoute)
+			}
+			continue
+		}
+		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
+	}
+	if len(invalid) > 0 {
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute is", strings.Join(invalid, ", "))
+		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
+		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
+	}
+}
+
+// checkCertificate resolves an HTTPS listener's tls.certificateRefs: each
+// must be a core Secret, in the Gateway's namespace or granted by a
+// ReferenceGrant, of type kubernetes.io/tls with a usable pair. The first
+// is served; any bad one makes ResolvedRefs false and the listener is not
+// served.
+func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, field string) {
+	unresolved := func(reason, msg string) {
+		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
+		l.resolved = condition(condResolvedRefs, false, reason, msg)
+		l.secret = ""
+	}
+	tls := l.spec.TLS
+	if tls != nil && tls.Mode != nil && *tls.Mode != gatewayv1.TLSModeTerminate {
+		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on HTTPS", clip(string(*tls.Mode)))
+		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
+		l.accepted = condition(condAccepted, false, reasonUnsupportedValue, msg)
+		return
+	}
+	if tls == nil || len(tls.CertificateRefs) == 0 {
+		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: an HTTPS listener needs a certificate")
+		return
+	}
+	for i, ref := range tls.CertificateRefs {
+		refField := fmt.Sprintf("tls.certificateRefs[%d]", i)
+		group, kind := "", "Secret"
+		if ref.Group != nil {
+			group = string(*ref.Group)
+		}
+		if ref.Kind != nil {
+			kind = string(*ref.Kind)
+		}
+		namespace := g.gw.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			namespace = string(*ref.Namespace)
+		}
+		switch {
+		case group != "" || kind != "Secret":
+			unresolved(reasonInvalidCertificateRef, fmt.Sprintf("%s: %s/%s is not a Secret", refField, clip(group), clip(kind)))
+			return
+		case len(validation.IsDNS1123Subdomain(string(ref.Name))) > 0 || len(validation.IsDNS1123Label(namespace)) > 0:
+			unresolved(reasonInvalidCertificateRef, fmt.Sprintf("%s: %q in namespace %q is not a Secret name", refField, clip(string(ref.Name)), clip(namespace)))
+			return
+		case namespace != g.gw.Namespace && !p.granted(gatewayGroup, kindGateway, g.gw.Namespace, "", "Secret", namespace, string(ref.Name)):
+			unresolved(reasonRefNotPermitted, fmt.Sprintf("%s: Secret %s/%s is in another namespace and no ReferenceGrant there allows it", refField, namespace, ref.Name))
+			return
+		}
+		secret := p.checkSecret(namespace, string(ref.Name))
+		switch {
+		case secret.unusable != "":
+			unresolved(reasonInvalidCertificateRef, refField+": "+secret.unusable)
+			return
+		case secret.cert.Invalid != "":
+			unresolved(reasonInvalidCertificateRef, fmt.Sprintf("%s: Secret %s %s", refField, secret.cert.Name, secret.cert.Invalid))
+			return
+		}
+		if l.secret == "" {
+			l.secret = secret.cert.Name
+		}
+	}
+}
+
+// granted says whether a ReferenceGrant in toNamespace lets objects of
+// fromGroup/fromKind in fromNamespace refer to toGroup/toKind name there.
+func (p *gatewayProcessor) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, toNamespace, name string) bool {
+	for _, grant := range p.source.ReferenceGrants {
+		if grant.Namespace != toNamespace {
+			continue
+		}
+		from := slices.ContainsFunc(grant.Spec.From, func(f gatewayv1.ReferenceGrantFrom) bool {
+			return string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNamespace
+		})
+		to := slices.ContainsFunc(grant.Spec.To, func(t gatewayv1.ReferenceGrantTo) bool {
+			return string(t.Group) == toGroup && string(t.Kind) == toKind && (t.Name == nil || *t.Name == "" || string(*t.Name) == name)
+		})
+		if from && to {
+			return true
+		}
+	}
+	return false
+}
+
+// markConflicts marks the listeners of g that share a port with another
+// of another protocol (ProtocolConflict), or of the same protocol and
+// hostname (HostnameConflict). Conflicted listeners are not served.
+func (p *gatewayProcessor) markConflicts(g *gatewayState) {
+	for i, l := range g.listeners {
+		if !l.accepted.Status {
+			continue
+		}
+		for j, o := range g.listeners {
+			if i == j || !o.accepted.Status || o.spec.Port != l.spec.Port {
+				continue
+			}
+			var reason, msg string
+			switch {
+			case o.spec.Protocol != l.spec.Protocol:
+				reason, msg = reasonProtocolConflict, fmt.Sprintf("port %d is also listener %q's, with protocol %s", l.spec.Port, clip(string(o.spec.Name)), o.spec.Protocol)
+			case o.hostname == l.hostname:
+				reason, msg = reasonHostnameConflict, fmt.Sprintf("port %d and hostname %q are also listener %q's", l.spec.Port, l.hostname, clip(string(o.spec.Name)))
+			default:
+				continue
+			}
+			p.gatewayProblem(g, fmt.Sprintf("spec.listeners[%d] (%q): %s; the listener is not served", i, clip(string(l.spec.Name)), msg))
+			l.conflicted = condition(condConflicted, true, reason, msg)
+			break
+		}
+	}
+}
+
+// gatewayStatus is g's status as Build found it.
+func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
+	st := GatewayStatus{Namespace: g.gw.Namespace, Name: g.gw.Name, Generation: g.gw.Generation, Conditions: []Condition{g.accepted}}
+	if g.addressProblem == nil || g.addressProblem.Reason != reasonAddressNotAssigned {
+		st.Addresses = slices.Clone(g.addresses)
+	}
+	anyProgrammed := false
+	for _, l := range g.listeners {
+		ls := ListenerStatus{Name: string(l.spec.Name), SupportedKinds: l.kinds, AttachedRoutes: l.attached}
+		programmed := condition(condProgrammed, true, reasonProgrammed, "")
+		switch {
+		case !l.programmed():
+			programmed = condition(condProgrammed, false, reasonInvalid, "the listener is not valid")
+		case !g.served():
+			programmed = condition(condProgrammed, false, reasonInvalid, "the Gateway is not served")
+		default:
+			anyProgrammed = true
+		}
+		ls.Conditions = []Condition{l.accepted, l.resolved, programmed, l.conflicted}
+		st.Listeners = append(st.Listeners, ls)
+	}
+	switch {
+	case !g.accepted.Status:
+		st.Conditions = append(st.Conditions, condition(condProgrammed, false, reasonInvalid, "the Gateway is not accepted"))
+	case g.addressProblem != nil:
+		st.Conditions = append(st.Conditions, *g.addressProblem)
+	case !anyProgrammed:
+		st.Conditions = append(st.Conditions, condition(condProgrammed, false, reasonInvalid, "no listener is served"))
+	default:
+		st.Conditions = append(st.Conditions, condition(condProgrammed, true, reasonProgrammed, ""))
+	}
+	return st
+}
+
+// namespaceLabelsOf returns the labels of namespace, with
+// kubernetes.io/metadata.name as the API server sets it when the
+// Namespace is not in the Snapshot.
+func (p *gatewayProcessor) namespaceLabelsOf(namespace string) map[string]string {
+	labels, ok := p.namespaceLabels[namespace]
+	if ok && labels[corev1.LabelMetadataName] == namespace {
+		return labels
+	}
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	out[corev1.LabelMetadataName] = namespace
+	return out
+}

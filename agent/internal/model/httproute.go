@@ -1,0 +1,758 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// HTTPRoutes: which listeners each one attaches to (parentRefs,
+// allowedRoutes, hostnames), and its rules compiled into ranked route
+// locations once, whatever the number of listeners (gatewayhosts.go puts
+// them under their hosts).
+
+// Bounds on what one rule may hold, as the CRD has them; the file source
+// has no API server to apply them.
+const (
+	maxParentRefs      = 32
+	maxRouteHostnames  = 16
+	maxRouteRules      = 16
+	maxRuleFilters     = 16
+	maxRuleBackends    = 16
+	maxRouteMatches    = 64
+	maxMatchConditions = 16
+	maxHeaderChanges   = 16
+	maxHeaderValue     = 4096
+	maxBackendWeight   = 1_000_000
+)
+
+// httpMethods are the methods a match may name.
+var httpMethods = []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"}
+
+// compiledRoute is one HTTPRoute with its rules compiled.
+type compiledRoute struct {
+	route     *gatewayv1.HTTPRoute
+	id        string // "namespace/name"
+	hostnames []string
+	// locations of every valid rule, ranked (precedence's route-level keys set).
+	locations []rankedLocation
+	// resolved is the ResolvedRefs condition; partial the PartiallyInvalid
+	// one when some rules are left out; invalid the Accepted one when
+	// every rule is (nil otherwise).
+	resolved Condition
+	partial  *Condition
+	invalid  *Condition
+}
+
+// rankedLocation is a route location with what orders it in the spec's
+// precedence (compareRanked).
+type rankedLocation struct {
+	loc     RouteLocation
+	kind    int // 0 Exact, 1 PathPrefix, 2 RegularExpression
+	length  int // of the prefix
+	method  bool
+	headers int
+	query   int
+	created metav1.Time
+	route   string // namespace/name
+	rule    int
+	match   int
+	part    int
+}
+
+// compareRanked orders by the Gateway API's precedence: an exact path,
+// then the longest prefix, then regexes; then a method match, the most
+// header matches, the most query matches; then the oldest route, its
+// namespace/name, and the rule's and match's order.
+func compareRanked(a, b rankedLocation) int {
+	return cmp.Or(
+		cmp.Compare(a.kind, b.kind),
+		cmp.Compare(b.length, a.length),
+		cmp.Compare(boolRank(a.method), boolRank(b.method)),
+		cmp.Compare(b.headers, a.headers),
+		cmp.Compare(b.query, a.query),
+		a.created.Compare(b.created.Time),
+		strings.Compare(a.route, b.route),
+		cmp.Compare(a.rule, b.rule),
+		cmp.Compare(a.match, b.match),
+		cmp.Compare(a.part, b.part),
+	)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 0
+	}
+	return 1
+}
+
+// attachment is one route attached to one listener, with the hostnames it
+// serves there: exact names, wildcards ("*.example.com", any number of
+// labels), or "_" for every name.
+type attachment struct {
+	route    *compiledRoute
+	gateway  *gatewayState
+	listener *listenerState
+	hosts    []string
+}
+
+// ruleError is why a rule is left out: the route condition's reason and
+// a message.
+type ruleError struct{ reason, msg string }
+
+func (p *gatewayProcessor) routeProblem(r *gatewayv1.HTTPRoute, reason string) {
+	p.problem(kindHTTPRoute, r.Namespace, r.Name, reason)
+}
+
+// processRoutes attaches every HTTPRoute that names one of our Gateways,
+// oldest first, and records its status for each such parentRef.
+func (p *gatewayProcessor) processRoutes() {
+	if len(p.gateways) == 0 {
+		return
+	}
+	routes := slices.Clone(p.source.HTTPRoutes)
+	slices.SortFunc(routes, compareObjects[*gatewayv1.HTTPRoute])
+	for _, r := range routes {
+		if !p.namesOurGateway(r) {
+			continue
+		}
+		if len(validation.IsDNS1123Label(r.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(r.Name)) > 0 {
+			p.routeProblem(r, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the HTTPRoute is left out", clip(r.Namespace), clip(r.Name)))
+			continue
+		}
+		c := p.compileRoute(r)
+		st := RouteStatus{Kind: kindHTTPRoute, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
+		attached := make(map[*listenerState]bool)
+		if len(r.Spec.ParentRefs) > maxParentRefs {
+			p.routeProblem(r, fmt.Sprintf("spec.parentRefs: has %d entries, more than %d; only the first %d are read", len(r.Spec.ParentRefs), maxParentRefs, maxParentRefs))
+		}
+		for i := range min(len(r.Spec.ParentRefs), maxParentRefs) {
+			ref := &r.Spec.ParentRefs[i]
+			g := p.ourGateway(r, ref)
+			if g == nil {
+				continue
+			}
+			parent := RouteParentStatus{Namespace: g.gw.Namespace, Name: g.gw.Name}
+			if ref.SectionName != nil {
+				parent.SectionName = string(*ref.SectionName)
+			}
+			if ref.Port != nil {
+				parent.Port = *ref.Port
+			}
+			accepted := p.attach(c, g, ref, attached)
+			parent.Conditions = []Condition{accepted, c.resolved}
+			if c.partial != nil {
+				parent.Conditions = append(parent.Conditions, *c.partial)
+			}
+			if !accepted.Status {
+				p.routeProblem(r, fmt.Sprintf("spec.parentRefs[%d] (Gateway %s): not accepted (%s): %s", i, g.id, accepted.Reason, accepted.Message))
+			}
+			st.Parents = append(st.Parents, parent)
+		}
+		p.status.Routes = append(p.status.Routes, st)
+	}
+}
+
+// parentRefGateway returns the namespace and name of the Gateway ref
+// names, or ok false when it names another kind.
+func parentRefGateway(r *gatewayv1.HTTPRoute, ref *gatewayv1.ParentReference) (namespacedName, bool) {
+	if ref.Group != nil && *ref.Group != gatewayGroup || ref.Kind != nil && *ref.Kind != kindGateway {
+		return namespacedName{}, false
+	}
+	namespace := r.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		namespace = string(*ref.Namespace)
+	}
+	return namespacedName{namespace, string(ref.Name)}, true
+}
+
+func (p *gatewayProcessor) ourGateway(r *gatewayv1.HTTPRoute, ref *gatewayv1.ParentReference) *gatewayState {
+	if key, ok := parentRefGateway(r, ref); ok {
+		return p.byName[key]
+	}
+	return nil
+}
+
+func (p *gatewayProcessor) namesOurGateway(r *gatewayv1.HTTPRoute) bool {
+	for i := range r.Spec.ParentRefs {
+		if p.ourGateway(r, &r.Spec.ParentRefs[i]) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// attach attaches c to the listeners of g that ref selects (sectionName,
+// port), that allow it (namespaces, kinds) and whose hostname intersects
+// its hostnames, and returns the Accepted condition for ref. attached are
+// the listeners c attached to already (a route counts once per listener).
+func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewayv1.ParentReference, attached map[*listenerState]bool) Condition {
+	var selected, allowed []*listenerState
+	for _, l := range g.listeners {
+		if ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port {
+			continue
+		}
+		selected = append(selected, l)
+		if l.attachable() && p.allows(g, l, c.route.Namespace) {
+			allowed = append(allowed, l)
+		}
+	}
+	switch {
+	case len(selected) == 0:
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of the Gateway has the parentRef's sectionName and port")
+	case len(allowed) == 0:
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows HTTPRoutes from namespace "+c.route.Namespace)
+	case c.invalid != nil:
+		return *c.invalid
+	}
+	matched := false
+	for _, l := range allowed {
+		hosts := intersectHostnames(l.hostname, c.hostnames)
+		if len(hosts) == 0 {
+			continue
+		}
+		matched = true
+		if attached[l] {
+			continue
+		}
+		attached[l] = true
+		l.attached++
+		if l.programmed() && g.served() {
+			p.attachments = append(p.attachments, attachment{route: c, gateway: g, listener: l, hosts: hosts})
+		}
+	}
+	if !matched {
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname), "no listener's hostname matches the route's hostnames")
+	}
+	return condition(condAccepted, true, reasonAccepted, "")
+}
+
+// allows says whether listener l of g takes HTTPRoutes from namespace.
+func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace string) bool {
+	from := gatewayv1.NamespacesFromSame
+	var selector *metav1.LabelSelector
+	if ar := l.spec.AllowedRoutes; ar != nil && ar.Namespaces != nil {
+		if ar.Namespaces.From != nil {
+			from = *ar.Namespaces.From
+		}
+		selector = ar.Namespaces.Selector
+	}
+	switch from {
+	case gatewayv1.NamespacesFromAll:
+		return true
+	case gatewayv1.NamespacesFromSame:
+		return namespace == g.gw.Namespace
+	case gatewayv1.NamespacesFromSelector:
+		if selector == nil {
+			return false
+		}
+		s, err := metav1.LabelSelectorAsSelector(selector)
+		return err == nil && s.Matches(labels.Set(p.namespaceLabelsOf(namespace)))
+	}
+	return false
+}
+
+// compileRoute checks r's hostnames and compiles its rules. A rule that
+// is invalid or asks for what restysync does not support is left out
+// (PartiallyInvalid); when every rule is, the route is not accepted.
+func (p *gatewayProcessor) compileRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
+	c := &compiledRoute{route: r, id: r.Namespace + "/" + r.Name,
+		resolved: condition(condResolvedRefs, true, reasonResolvedRefs, "")}
+	if len(r.Spec.Hostnames) > maxRouteHostnames || len(r.Spec.Rules) > maxRouteRules {
+		msg := fmt.Sprintf("spec: has %d hostnames and %d rules, more than %d and %d allowed", len(r.Spec.Hostnames), len(r.Spec.Rules), maxRouteHostnames, maxRouteRules)
+		p.routeProblem(r, msg+"; the HTTPRoute is left out")
+		c.invalid = ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
+		return c
+	}
+	for i, h := range r.Spec.Hostnames {
+		if reason := validHost(string(h)); reason != "" {
+			p.routeProblem(r, fmt.Sprintf("spec.hostnames[%d] %q: %s; hostname left out", i, clip(string(h)), reason))
+			continue
+		}
+		if !slices.Contains(c.hostnames, string(h)) {
+			c.hostnames = append(c.hostnames, string(h))
+		}
+	}
+	if len(r.Spec.Hostnames) > 0 && len(c.hostnames) == 0 {
+		msg := "spec.hostnames: none is a valid hostname"
+		c.invalid = ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
+		return c
+	}
+	rules := r.Spec.Rules
+	if len(rules) == 0 {
+		rules = []gatewayv1.HTTPRouteRule{{}} // the CRD's default: every path, no backend
+	}
+	var invalid []string
+	firstInvalid := ""
+	for ri := range rules {
+		locs, resolvedErr, err := p.compileRule(r, c.id, ri, &rules[ri])
+		if err != nil {
+			msg := fmt.Sprintf("spec.rules[%d]: %s", ri, err.msg)
+			p.routeProblem(r, msg+"; rule left out")
+			invalid = append(invalid, msg)
+			if firstInvalid == "" {
+				firstInvalid = err.reason
+			}
+			continue
+		}
+		if resolvedErr != nil && c.resolved.Status {
+			c.resolved = condition(condResolvedRefs, false, resolvedErr.reason, fmt.Sprintf("spec.rules[%d]: %s", ri, resolvedErr.msg))
+		}
+		c.locations = append(c.locations, locs...)
+	}
+	switch {
+	case len(invalid) == len(rules):
+		c.invalid = ptrTo(condition(condAccepted, false, firstInvalid, strings.Join(invalid, "; ")))
+	case len(invalid) > 0:
+		c.partial = ptrTo(condition(condPartiallyInvalid, true, firstInvalid, strings.Join(invalid, "; ")))
+	}
+	return c
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// compileRule compiles rule ri of r into ranked locations. resolvedErr is
+// the first backendRef that cannot be used (its share answers 500); err
+// is why the whole rule is left out.
+func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int, rule *gatewayv1.HTTPRouteRule) (locs []rankedLocation, resolvedErr, err *ruleError) {
+	switch {
+	case rule.Timeouts != nil:
+		return nil, nil, &ruleError{reasonUnsupportedValue, "timeouts are not supported"}
+	case rule.Retry != nil:
+		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
+	case rule.SessionPersistence != nil:
+		return nil, nil, &ruleError{reasonUnsupportedValue, "sessionPersistence is not supported"}
+	case len(rule.Matches) > maxRouteMatches || len(rule.Filters) > maxRuleFilters || len(rule.BackendRefs) > maxRuleBackends:
+		return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d matches, %d filters and %d backendRefs, more than %d, %d and %d allowed",
+			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
+	}
+	template := RouteRule{Route: kindHTTPRoute + " " + id}
+	if err := p.compileFilters(&template, rule.Filters); err != nil {
+		return nil, nil, err
+	}
+	if template.Redirect == nil {
+		var err *ruleError
+		template.Backends, resolvedErr, err = p.compileBackends(r, rule.BackendRefs)
+		if err != nil {
+			return nil, nil, err
+		}
+		total := 0
+		for _, b := range template.Backends {
+			total += int(b.Weight)
+		}
+		if total == 0 {
+			template.Backends, template.Status = nil, 500
+		}
+	}
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gatewayv1.HTTPRouteMatch{{}}
+	}
+	for mi := range matches {
+		ranked, err := compileMatch(&matches[mi], template)
+		if err != nil {
+			err.msg = fmt.Sprintf("matches[%d]: %s", mi, err.msg)
+			return nil, nil, err
+		}
+		for part := range ranked {
+			ranked[part].created, ranked[part].route, ranked[part].rule, ranked[part].match, ranked[part].part = r.CreationTimestamp, id, ri, mi, part
+		}
+		locs = append(locs, ranked...)
+	}
+	return locs, resolvedErr, nil
+}
+
+// compileFilters reads the rule's filters into template.
+func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gatewayv1.HTTPRouteFilter) *ruleError {
+	seen := map[gatewayv1.HTTPRouteFilterType]bool{}
+	for fi := range filters {
+		f := &filters[fi]
+		if seen[f.Type] {
+			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d]: a second %s filter", fi, clip(string(f.Type)))}
+		}
+		seen[f.Type] = true
+		var reason string
+		switch f.Type {
+		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
+			template.RequestHeaders, reason = headerChanges(f.RequestHeaderModifier)
+		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
+			template.ResponseHeaders, reason = headerChanges(f.ResponseHeaderModifier)
+		case gatewayv1.HTTPRouteFilterRequestRedirect:
+			template.Redirect, reason = compileRedirect(f.RequestRedirect)
+		case gatewayv1.HTTPRouteFilterURLRewrite:
+			template.Rewrite, reason = compileRewrite(f.URLRewrite)
+		default:
+			reason = "is not supported"
+		}
+		if reason != "" {
+			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d] (%s): %s", fi, clip(string(f.Type)), reason)}
+		}
+	}
+	if template.Redirect != nil && template.Rewrite != nil {
+		return &ruleError{string(gatewayv1.RouteReasonIncompatibleFilters), "filters: RequestRedirect and URLRewrite cannot be used together"}
+	}
+	return nil
+}
+
+// headerValueReason returns why v cannot be a header value, or "".
+func headerValueReason(v string) string {
+	return valueShape(v, maxHeaderValue)
+}
+
+func headerNameReason(name string) string {
+	if len(validation.IsHTTPHeaderName(name)) > 0 || len(name) > 256 {
+		return fmt.Sprintf("name %q is not an HTTP header name", clip(name))
+	}
+	return ""
+}
+
+// headerChanges checks a header modifier's edits.
+func headerChanges(f *gatewayv1.HTTPHeaderFilter) (*HeaderChanges, string) {
+	if f == nil {
+		return nil, "has no settings"
+	}
+	if len(f.Set) > maxHeaderChanges || len(f.Add) > maxHeaderChanges || len(f.Remove) > maxHeaderChanges {
+		return nil, fmt.Sprintf("more than %d headers in set, add or remove", maxHeaderChanges)
+	}
+	c := &HeaderChanges{}
+	for _, list := range []struct {
+		in  []gatewayv1.HTTPHeader
+		out *[]Header
+	}{{f.Set, &c.Set}, {f.Add, &c.Add}} {
+		for _, h := range list.in {
+			if reason := headerNameReason(string(h.Name)); reason != "" {
+				return nil, reason
+			}
+			if reason := headerValueReason(h.Value); reason != "" {
+				return nil, fmt.Sprintf("header %s: value %s", h.Name, reason)
+			}
+			*list.out = append(*list.out, Header{Name: string(h.Name), Value: h.Value})
+		}
+	}
+	for _, name := range f.Remove {
+		if reason := headerNameReason(name); reason != "" {
+			return nil, reason
+		}
+		c.Remove = append(c.Remove, name)
+	}
+	return c, ""
+}
+
+// pathModifier checks a redirect's or rewrite's path.
+func pathModifier(m *gatewayv1.HTTPPathModifier) (path string, replacePrefix bool, reason string) {
+	if m == nil {
+		return "", false, ""
+	}
+	var value *string
+	switch m.Type {
+	case gatewayv1.FullPathHTTPPathModifier:
+		value = m.ReplaceFullPath
+	case gatewayv1.PrefixMatchHTTPPathModifier:
+		value, replacePrefix = m.ReplacePrefixMatch, true
+	default:
+		return "", false, fmt.Sprintf("path.type %q is not supported", clip(string(m.Type)))
+	}
+	if value == nil {
+		return "", false, "path: names no value"
+	}
+	if r := validPath(*value); r != "" {
+		return "", false, fmt.Sprintf("path %q: %s", clip(*value), r)
+	}
+	return *value, replacePrefix, ""
+}
+
+func preciseHostname(h *gatewayv1.PreciseHostname) (string, string) {
+	if h == nil {
+		return "", ""
+	}
+	if strings.HasPrefix(string(*h), "*") {
+		return "", fmt.Sprintf("hostname %q: must not be a wildcard", clip(string(*h)))
+	}
+	if reason := validHost(string(*h)); reason != "" {
+		return "", fmt.Sprintf("hostname %q: %s", clip(string(*h)), reason)
+	}
+	return string(*h), ""
+}
+
+func compileRedirect(f *gatewayv1.HTTPRequestRedirectFilter) (*Redirect, string) {
+	if f == nil {
+		return nil, "has no settings"
+	}
+	r := &Redirect{Status: 302}
+	if f.Scheme != nil {
+		if *f.Scheme != "http" && *f.Scheme != "https" {
+			return nil, fmt.Sprintf("scheme %q: only http and https are supported", clip(*f.Scheme))
+		}
+		r.Scheme = *f.Scheme
+	}
+	var reason string
+	if r.Host, reason = preciseHostname(f.Hostname); reason != "" {
+		return nil, reason
+	}
+	if f.Port != nil {
+		if *f.Port < 1 || *f.Port > 65535 {
+			return nil, fmt.Sprintf("port %d is not a port number", *f.Port)
+		}
+		r.Port = *f.Port
+	}
+	if r.Path, r.ReplacePrefix, reason = pathModifier(f.Path); reason != "" {
+		return nil, reason
+	}
+	if f.StatusCode != nil {
+		if !slices.Contains([]int{301, 302, 303, 307, 308}, *f.StatusCode) {
+			return nil, fmt.Sprintf("statusCode %d: only 301, 302, 303, 307 and 308 are supported", *f.StatusCode)
+		}
+		r.Status = *f.StatusCode
+	}
+	return r, ""
+}
+
+func compileRewrite(f *gatewayv1.HTTPURLRewriteFilter) (*Rewrite, string) {
+	if f == nil {
+		return nil, "has no settings"
+	}
+	r := &Rewrite{}
+	var reason string
+	if r.Host, reason = preciseHostname(f.Hostname); reason != "" {
+		return nil, reason
+	}
+	if r.Path, r.ReplacePrefix, reason = pathModifier(f.Path); reason != "" {
+		return nil, reason
+	}
+	return r, ""
+}
+
+// compileBackends turns the rule's backendRefs into weighted backends: a
+// ref that cannot be used keeps its weight with Backend "", so its share
+// answers 500, and resolvedErr says why (the first one).
+func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewayv1.HTTPBackendRef) (out []WeightedBackend, resolvedErr, err *ruleError) {
+	for bi := range refs {
+		ref := &refs[bi]
+		field := fmt.Sprintf("backendRefs[%d]", bi)
+		if len(ref.Filters) > 0 {
+			return nil, nil, &ruleError{reasonUnsupportedValue, field + ".filters: backend filters are not supported"}
+		}
+		weight := int32(1)
+		if ref.Weight != nil {
+			weight = *ref.Weight
+		}
+		if weight < 0 || weight > maxBackendWeight {
+			return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s.weight %d: must be from 0 to %d", field, weight, maxBackendWeight)}
+		}
+		name, bad := p.backendOf(r, &ref.BackendObjectReference, field)
+		if bad != nil && resolvedErr == nil {
+			resolvedErr = bad
+		}
+		if bad != nil {
+			p.routeProblem(r, fmt.Sprintf("%s; its share answers 500", bad.msg))
+		}
+		out = append(out, WeightedBackend{Backend: name, Weight: weight})
+	}
+	return out, resolvedErr, nil
+}
+
+// backendOf resolves one backendRef to a Backend name, or says why it
+// cannot be used.
+func (p *gatewayProcessor) backendOf(r *gatewayv1.HTTPRoute, ref *gatewayv1.BackendObjectReference, field string) (string, *ruleError) {
+	group, kind := "", "Service"
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	namespace := r.Namespace
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		namespace = string(*ref.Namespace)
+	}
+	name := string(ref.Name)
+	switch {
+	case group != "" || kind != "Service":
+		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(kind))}
+	case len(validation.IsDNS1123Label(namespace)) > 0:
+		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.namespace %q: is not a namespace name", field, clip(namespace))}
+	case namespace != r.Namespace && !p.granted(gatewayGroup, kindHTTPRoute, r.Namespace, "", "Service", namespace, name):
+		return "", &ruleError{string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("%s: Service %s/%s is in another namespace and no ReferenceGrant there allows it", field, namespace, clip(name))}
+	case len(validation.IsDNS1035Label(name)) > 0:
+		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.name %q: is not a Service name", field, clip(name))}
+	case ref.Port == nil || *ref.Port < 1 || *ref.Port > 65535:
+		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), field + ".port: a Service backendRef needs a port number"}
+	}
+	b := backendRef{namespace: namespace, service: name, port: networkingv1.ServiceBackendPort{Number: *ref.Port},
+		name: fmt.Sprintf("%s/%s:%d", namespace, name, *ref.Port)}
+	if res := p.resolve(b); res.problem != "" {
+		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), field + res.problem}
+	}
+	return b.name, nil
+}
+
+// compileMatch turns one match into its ranked locations (a PathPrefix
+// "/p" is the exact "/p" and the prefix "/p/"), each with its own copy of
+// the rule.
+func compileMatch(m *gatewayv1.HTTPRouteMatch, template RouteRule) ([]rankedLocation, *ruleError) {
+	pathType, value := gatewayv1.PathMatchPathPrefix, "/"
+	if m.Path != nil {
+		if m.Path.Type != nil {
+			pathType = *m.Path.Type
+		}
+		if m.Path.Value != nil {
+			value = *m.Path.Value
+		}
+	}
+	rule := template
+	if m.Method != nil {
+		if !slices.Contains(httpMethods, string(*m.Method)) {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("method %q is not an HTTP method", clip(string(*m.Method)))}
+		}
+		rule.Method = string(*m.Method)
+	}
+	var err *ruleError
+	if rule.Headers, err = headerMatches(m.Headers); err != nil {
+		return nil, err
+	}
+	if rule.Query, err = queryMatches(m.QueryParams); err != nil {
+		return nil, err
+	}
+	if (rule.Redirect != nil && rule.Redirect.ReplacePrefix || rule.Rewrite != nil && rule.Rewrite.ReplacePrefix) && pathType != gatewayv1.PathMatchPathPrefix {
+		return nil, &ruleError{reasonUnsupportedValue, "a ReplacePrefixMatch path needs a PathPrefix match"}
+	}
+	base := rankedLocation{method: rule.Method != "", headers: len(rule.Headers), query: len(rule.Query)}
+	withRule := func(loc RouteLocation, matchedPrefix string) RouteLocation {
+		r := rule
+		if r.Redirect != nil {
+			redirect := *r.Redirect
+			if redirect.ReplacePrefix {
+				redirect.MatchedPrefix = matchedPrefix
+			}
+			r.Redirect = &redirect
+		}
+		if r.Rewrite != nil {
+			rewrite := *r.Rewrite
+			if rewrite.ReplacePrefix {
+				rewrite.MatchedPrefix = matchedPrefix
+			}
+			r.Rewrite = &rewrite
+		}
+		loc.Rule = &r
+		return loc
+	}
+	switch pathType {
+	case gatewayv1.PathMatchExact:
+		if reason := validPath(value); reason != "" {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path %q: %s", clip(value), reason)}
+		}
+		base.kind, base.loc = 0, withRule(RouteLocation{Path: value, Exact: true}, "")
+		return []rankedLocation{base}, nil
+	case gatewayv1.PathMatchPathPrefix:
+		if reason := validPath(value); reason != "" {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path %q: %s", clip(value), reason)}
+		}
+		prefix := trimPrefixPath(value)
+		base.kind, base.length = 1, len(prefix)
+		if prefix == "/" {
+			base.loc = withRule(RouteLocation{Path: "/"}, "/")
+			return []rankedLocation{base}, nil
+		}
+		exact, sub := base, base
+		exact.loc = withRule(RouteLocation{Path: prefix, Exact: true}, prefix)
+		sub.loc = withRule(RouteLocation{Path: prefix + "/"}, prefix)
+		return []rankedLocation{exact, sub}, nil
+	case gatewayv1.PathMatchRegularExpression:
+		if reason := gatewayRegexReason(value); reason != "" {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path %q: %s", clip(value), reason)}
+		}
+		rule.CaseSensitive = true
+		base.kind, base.loc = 2, withRule(RouteLocation{Path: value, Regex: true}, "")
+		return []rankedLocation{base}, nil
+	}
+	return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path.type %q is not supported", clip(string(pathType)))}
+}
+
+// gatewayRegexReason returns why re cannot be a regex of a match (PCRE,
+// as nginx's and Lua's ngx.re have it), or "".
+func gatewayRegexReason(re string) string {
+	if re == "" {
+		return "is empty"
+	}
+	if reason := valueShape(re, maxPathLength); reason != "" {
+		return reason
+	}
+	if _, err := regexp.Compile(re); err != nil {
+		return fmt.Sprintf("is not a valid regular expression: %v", err)
+	}
+	return pcreIncompatible(re)
+}
+
+// matchCondition is a header or query parameter condition as written.
+type matchCondition struct {
+	typ         *string // "Exact" (nil) or "RegularExpression"
+	name, value string
+}
+
+// headerMatches checks a match's headers; of several with one name (in
+// any case), the first counts, as the spec says.
+func headerMatches(in []gatewayv1.HTTPHeaderMatch) ([]ValueMatch, *ruleError) {
+	conditions := make([]matchCondition, len(in))
+	for i, h := range in {
+		conditions[i] = matchCondition{(*string)(h.Type), string(h.Name), h.Value}
+	}
+	return valueMatches("headers", conditions, strings.EqualFold)
+}
+
+// queryMatches checks a match's query parameters; of several with one
+// name (exactly), the first counts.
+func queryMatches(in []gatewayv1.HTTPQueryParamMatch) ([]ValueMatch, *ruleError) {
+	conditions := make([]matchCondition, len(in))
+	for i, q := range in {
+		conditions[i] = matchCondition{(*string)(q.Type), string(q.Name), q.Value}
+	}
+	return valueMatches("queryParams", conditions, func(a, b string) bool { return a == b })
+}
+
+// valueMatches checks the conditions of field (headers, queryParams):
+// names are HTTP tokens, values safe, regexes PCRE's; of two with the
+// same name, the first counts.
+func valueMatches(field string, in []matchCondition, sameName func(a, b string) bool) ([]ValueMatch, *ruleError) {
+	if len(in) > maxMatchConditions {
+		return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d %s matches, more than %d", len(in), field, maxMatchConditions)}
+	}
+	var out []ValueMatch
+	for i, c := range in {
+		regex := false
+		if c.typ != nil {
+			switch *c.typ {
+			case string(gatewayv1.HeaderMatchExact):
+			case string(gatewayv1.HeaderMatchRegularExpression):
+				regex = true
+			default:
+				return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s[%d].type %q is not supported", field, i, clip(*c.typ))}
+			}
+		}
+		if reason := headerNameReason(c.name); reason != "" {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s[%d]: %s", field, i, reason)}
+		}
+		if reason := matchValueReason(c.value, regex); reason != "" {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s[%d].value: %s", field, i, reason)}
+		}
+		if slices.ContainsFunc(out, func(v ValueMatch) bool { return sameName(v.Name, c.name) }) {
+			continue
+		}
+		out = append(out, ValueMatch{Name: c.name, Value: c.value, Regex: regex})
+	}
+	return out, nil
+}
+
+func matchValueReason(v string, regex bool) string {
+	if regex {
+		return gatewayRegexReason(v)
+	}
+	return headerValueReason(v)
+}
