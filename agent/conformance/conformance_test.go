@@ -89,7 +89,34 @@ func TestConformance(t *testing.T) {
 	createGatewayClass(t, c, opts.GatewayClassName)
 	startAgent(t, c)
 	t.Logf("harness up in %s: cluster, CRDs, node, GatewayClass %s, agent and nginx", time.Since(start).Round(time.Second), opts.GatewayClassName)
+	if len(opts.SupportedFeatures) == 0 && !opts.EnableAllSupportedFeatures {
+		waitForSupportedFeatures(t, c, opts)
+	}
 	gwconformance.RunConformanceWithOptions(t, opts)
+}
+
+// waitForSupportedFeatures waits, as long as the suite waits for an
+// Accepted GatewayClass, until the controller has written the class's
+// status.supportedFeatures: the suite reads them once, when it starts, and
+// stops at once ("no supported features were determined") if they are not
+// there yet.
+func waitForSupportedFeatures(t *testing.T, c *cluster, opts suite.ConformanceOptions) {
+	t.Helper()
+	bound := opts.TimeoutConfig.GWCMustBeAccepted
+	deadline := time.Now().Add(bound)
+	for {
+		gc := &gatewayv1.GatewayClass{}
+		err := c.client.Get(context.Background(), client.ObjectKey{Name: opts.GatewayClassName}, gc)
+		if err == nil && len(gc.Status.SupportedFeatures) > 0 {
+			t.Logf("GatewayClass %s supports %d features", gc.Name, len(gc.Status.SupportedFeatures))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GatewayClass %s: no status.supportedFeatures within %s (the suite reads the features from it; -supported-features names them instead): error %v, conditions %+v",
+				opts.GatewayClassName, bound, err, gc.Status.Conditions)
+		}
+		time.Sleep(opts.TimeoutConfig.DefaultPollInterval)
+	}
 }
 
 // TestClusterRunsTheBase proves the harness without the controller: the
