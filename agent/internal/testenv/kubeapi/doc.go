@@ -10,6 +10,11 @@
 // bring it back on the same address, certificates and etcd, for tests of an
 // API server outage.
 //
-// Only the API server and etcd run: no controller-manager or scheduler, so
-// nothing reconciles the objects a test creates.
+// Start runs only the API server and etcd: no controller-manager or
+// scheduler, so nothing reconciles the objects a test creates.
+// StartCluster adds kube-controller-manager (built by the same script,
+// `go tool task kube-controller-manager`) with the controllers that turn
+// Deployments into pods, pods into EndpointSlices and deleted namespaces
+// into nothing; a node process (package kubenode) binds and runs the pods.
+// There is no scheduler: the node binds every pending pod to itself.
 package kubeapi

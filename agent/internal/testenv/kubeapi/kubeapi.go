@@ -46,6 +46,10 @@ const Version = "v1.37.2"
 // binary path.
 const BinaryEnv = "RESTYSYNC_KUBE_APISERVER"
 
+// ControllerManagerEnv names the environment variable that overrides the
+// kube-controller-manager binary path.
+const ControllerManagerEnv = "RESTYSYNC_KUBE_CONTROLLER_MANAGER"
+
 const (
 	readyTimeout = 60 * time.Second
 	stopTimeout  = 15 * time.Second
@@ -59,6 +63,15 @@ type Options struct {
 	Binary string
 	// Etcd is the etcd binary. Default: etcd on PATH.
 	Etcd string
+}
+
+// ClusterOptions configures StartCluster.
+type ClusterOptions struct {
+	Options
+	// ControllerManager is the kube-controller-manager to run. Default:
+	// $RESTYSYNC_KUBE_CONTROLLER_MANAGER, else
+	// ${RESTYSYNC_CACHE:-$HOME/.cache/restysync}/bin/kube-controller-manager-v1.37.2.
+	ControllerManager string
 }
 
 // Server is a running kube-apiserver backed by its own etcd.
@@ -82,7 +95,19 @@ type Server struct {
 // DefaultBinary returns the kube-apiserver path that Start uses when
 // Options.Binary is empty.
 func DefaultBinary() string {
-	if p := os.Getenv(BinaryEnv); p != "" {
+	return cachedBinary(BinaryEnv, "kube-apiserver")
+}
+
+// DefaultControllerManager returns the kube-controller-manager path that
+// StartCluster uses when ClusterOptions.ControllerManager is empty.
+func DefaultControllerManager() string {
+	return cachedBinary(ControllerManagerEnv, "kube-controller-manager")
+}
+
+// cachedBinary is $env, else the component's path in the cache build.sh
+// builds into.
+func cachedBinary(env, component string) string {
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
 	cache := os.Getenv("RESTYSYNC_CACHE")
@@ -90,13 +115,46 @@ func DefaultBinary() string {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache", "restysync")
 	}
-	return filepath.Join(cache, "bin", "kube-apiserver-"+Version)
+	return filepath.Join(cache, "bin", component+"-"+Version)
 }
 
 // Start runs etcd and kube-apiserver on free loopback ports and waits until
 // the API server is ready. Both are stopped by t.Cleanup. Without the
 // binaries it skips t, or fails it when the environment has CI=true.
 func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts, nil)
+}
+
+// StartCluster is Start, plus what a cluster with pods needs besides a
+// kubelet: the API server reaches a node's kubelet port at its InternalIP
+// (for pods/log), and kube-controller-manager runs the deployment,
+// replicaset, endpointslice, garbagecollector and namespace controllers
+// as the admin. Pods are bound and run by a node process (package
+// kubenode). Without the controller-manager binary it skips t, or fails it
+// when the environment has CI=true.
+func StartCluster(t testing.TB, opts ClusterOptions) *Server {
+	t.Helper()
+	manager := opts.ControllerManager
+	if manager == "" {
+		manager = DefaultControllerManager()
+	}
+	if _, err := os.Stat(manager); err != nil {
+		missing(t, fmt.Sprintf("kube-controller-manager %s not found at %s; run `go tool task kube-controller-manager`", Version, manager))
+	}
+	s := start(t, opts.Options, []string{"--kubelet-preferred-address-types=InternalIP"})
+	startProcess(t, filepath.Join(filepath.Dir(s.apiserverLog), "kube-controller-manager.log"), manager,
+		"--kubeconfig="+s.Kubeconfig,
+		"--controllers=deployment,replicaset,endpointslice,garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--profiling=false",
+	)
+	return s
+}
+
+// start runs etcd and the API server with its usual flags and extra.
+func start(t testing.TB, opts Options, extra []string) *Server {
 	t.Helper()
 	apiserverBin, etcdBin := findBinaries(t, opts)
 
@@ -156,6 +214,7 @@ func Start(t testing.TB, opts Options) *Server {
 		"--shutdown-watch-termination-grace-period=2s",
 		"--profiling=false",
 	}
+	s.apiserverArgs = append(s.apiserverArgs, extra...)
 	s.StartAPIServer(t)
 
 	s.Kubeconfig = s.KubeconfigFor(t, s.AdminToken)
@@ -244,20 +303,12 @@ func (s *Server) ServiceAccountKubeconfig(t testing.TB, namespace, name string) 
 
 func findBinaries(t testing.TB, opts Options) (apiserver, etcd string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...) + "; " + installHint
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
 	apiserver = opts.Binary
 	if apiserver == "" {
 		apiserver = DefaultBinary()
 	}
 	if _, err := os.Stat(apiserver); err != nil {
-		missing("kube-apiserver %s not found at %s", Version, apiserver)
+		missing(t, fmt.Sprintf("kube-apiserver %s not found at %s; %s", Version, apiserver, installHint))
 	}
 	etcd = opts.Etcd
 	if etcd == "" {
@@ -265,9 +316,18 @@ func findBinaries(t testing.TB, opts Options) (apiserver, etcd string) {
 	}
 	path, err := exec.LookPath(etcd)
 	if err != nil {
-		missing("etcd not found (%v)", err)
+		missing(t, fmt.Sprintf("etcd not found (%v); %s", err, installHint))
 	}
 	return apiserver, path
+}
+
+// missing fails t when the environment has CI=true, and skips it otherwise.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // process is a started child whose exit is reported by closing done.

@@ -74,19 +74,37 @@ func Require(t testing.TB) {
 func New(t testing.TB, name string) *Pod {
 	t.Helper()
 	Require(t)
-	p := &Pod{Name: name}
-	// Before link: a step that fails halfway leaves the veth or the
+	p, err := NewNamespace(name)
+	// Even on an error: a step that fails halfway leaves the veth or the
 	// namespace, and Remove takes away whatever exists.
 	t.Cleanup(p.Remove)
-	subnet, err := p.link()
 	if err != nil {
 		t.Fatalf("pod %s: %v", name, err)
 	}
-	p.IP = fmt.Sprintf("10.244.%d.2", subnet)
 	if err := p.serve(); err != nil {
 		t.Fatalf("pod %s: %v", name, err)
 	}
 	return p
+}
+
+// NewNamespace makes a pod named name with no server in it, for a process
+// the caller runs in it (Command). The caller removes it (Remove), also
+// when NewNamespace returns an error.
+func NewNamespace(name string) (*Pod, error) {
+	p := &Pod{Name: name}
+	subnet, err := p.link()
+	if err != nil {
+		return p, err
+	}
+	p.IP = fmt.Sprintf("10.244.%d.2", subnet)
+	return p, nil
+}
+
+// Command is the command that runs bin with args inside the pod's network
+// namespace (through `ip netns exec`, which execs bin: the process started
+// is bin itself).
+func (p *Pod) Command(bin string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", p.netns, bin}, args...)...)
 }
 
 // link claims a free /24 by creating the host end of the veth pair, whose

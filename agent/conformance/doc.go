@@ -1,0 +1,20 @@
+// Package conformance is `go tool task conformance`: the Gateway API
+// conformance suite (sigs.k8s.io/gateway-api/conformance v1.6.3,
+// profile GATEWAY-HTTP) run against the agent and a real nginx, on the
+// smallest real cluster: the pinned kube-apiserver and etcd,
+// kube-controller-manager (deployment, replicaset, endpointslice,
+// garbagecollector and namespace controllers) and a node process that runs
+// the suite's echo-basic pods in network namespaces (package kubenode).
+//
+// The pipeline under test is the agent's whole one: source → model →
+// render → plan → apply, status beside it. The harness creates the
+// GatewayClass and applies the v1.6.3 CRDs server-side; the suite applies
+// its base manifests and waits until every Gateway is Programmed and every
+// pod Ready before its first test.
+//
+// The tests live in _test.go files behind the "conformance" build tag, so
+// `go test ./...` does not run them until the controller passes them.
+// Every suite flag works after -args: -run-test NAME runs one test,
+// -skip-tests A,B skips some, -report-output FILE writes the report,
+// -debug logs each request.
+package conformance
