@@ -82,8 +82,9 @@ func renderChartIn(values map[string]any, namespace string) (*release.Release, e
 	return renderChartFor(values, namespace, "v1.37.2")
 }
 
-// renderChartFor renders the chart for a cluster of kubeVersion.
-func renderChartFor(values map[string]any, namespace, kubeVersion string) (*release.Release, error) {
+// renderChartFor renders the chart for a cluster of kubeVersion that
+// serves apiVersions besides the built-in ones ("group/version/Kind").
+func renderChartFor(values map[string]any, namespace, kubeVersion string, apiVersions ...string) (*release.Release, error) {
 	ch, err := loader.Load(chartDir())
 	if err != nil {
 		return nil, fmt.Errorf("loading chart: %w", err)
@@ -98,6 +99,7 @@ func renderChartFor(values map[string]any, namespace, kubeVersion string) (*rele
 		return nil, err
 	}
 	install.KubeVersion = kv
+	install.APIVersions = apiVersions
 	if values == nil {
 		values = map[string]any{}
 	}

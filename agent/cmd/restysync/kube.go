@@ -29,7 +29,7 @@ func kubeFlags() []cli.Flag {
 			Usage: "kubeconfig `FILE` to use outside a cluster (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)"},
 		&cli.StringFlag{Name: "context", EnvVars: env("CONTEXT"), Usage: "kubeconfig context to use (default: its current context)"},
 		&cli.StringFlag{Name: "namespace", EnvVars: env("NAMESPACE"),
-			Usage: "watch Ingresses, Services, EndpointSlices and Secrets in this namespace only (default: all)"},
+			Usage: "watch Ingresses, Services, EndpointSlices, Secrets, Gateways, HTTPRoutes and ReferenceGrants in this namespace only (default: all)"},
 		&cli.Float64Flag{Name: "kube-api-qps", Value: 50, EnvVars: env("KUBE_API_QPS"), Usage: "steady requests per second to the API server"},
 		&cli.IntFlag{Name: "kube-api-burst", Value: 100, EnvVars: env("KUBE_API_BURST"), Usage: "request burst to the API server"},
 		&cli.StringFlag{Name: "configmap", EnvVars: env("CONFIGMAP"),
@@ -58,10 +58,12 @@ type kubeConfig struct {
 	// tcpServices and udpServices are ingress-nginx's ConfigMaps of TCP
 	// and UDP services, "" for none.
 	tcpServices, udpServices string
-	// ingressClass and watchWithoutClass say which Ingresses are served:
-	// the kube source reads only the auth Secrets those name.
+	// ingressClass and watchWithoutClass say which Ingresses are served,
+	// gatewayController which Gateways: the kube source reads only the
+	// Secrets those name.
 	ingressClass        string
 	watchWithoutClass   bool
+	gatewayController   string
 	qps                 float32
 	burst               int
 	publishService      string
@@ -80,6 +82,7 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 		udpServices:       c.String("udp-services-configmap"),
 		ingressClass:      c.String("ingress-class"),
 		watchWithoutClass: c.Bool("watch-ingress-without-class"),
+		gatewayController: c.String("gateway-controller-name"),
 		qps:               float32(c.Float64("kube-api-qps")),
 		burst:             c.Int("kube-api-burst"),
 		publishService:    c.String("publish-service"),
@@ -199,7 +202,8 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	}
 	src := kube.New(client, kube.Options{Namespace: kc.namespace, ConfigMap: kc.configMap,
 		TCPServices: kc.tcpServices, UDPServices: kc.udpServices,
-		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, Logger: logger.With("component", "kube")})
+		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, GatewayController: kc.gatewayController,
+		Logger: logger.With("component", "kube")})
 
 	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})
 	if err := recorder.Start(ctx); err != nil {

@@ -61,6 +61,10 @@ func runFlags() []cli.Flag {
 			Usage: "TLS Secret `NAMESPACE/NAME` served to clients without SNI and for names no Ingress's certificate covers (default: a self-signed one)"},
 		&cli.BoolFlag{Name: "watch-ingress-without-class", EnvVars: env("WATCH_INGRESS_WITHOUT_CLASS"),
 			Usage: "also serve Ingresses that name no class"},
+		&cli.StringFlag{Name: "gateway-controller-name", Value: model.GatewayControllerName, EnvVars: env("GATEWAY_CONTROLLER_NAME"),
+			Usage: "serve the Gateways of the GatewayClasses whose spec.controllerName is this (a domain-prefixed path)"},
+		&cli.StringSliceFlag{Name: "gateway-addresses", EnvVars: env("GATEWAY_ADDRESSES"),
+			Usage: "the pool of IP `ADDRESS`es (comma-separated or repeated) nginx serves Gateways without spec.addresses on, one each (default none)"},
 		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
 			Usage: "how long one sync waits for nginx to run a new config; past it the reload is \"not confirmed yet\": the new file stays, no second signal is sent, and the agent adopts it once nginx reports its hash (only nginx's own rejection counts as failed)"},
 		&cli.StringFlag{Name: "dns-server", EnvVars: env("DNS_SERVER"),
@@ -126,6 +130,8 @@ type runConfig struct {
 	render                render.Settings
 	ingressClass          string
 	withoutClass          bool
+	gatewayController     string
+	gatewayAddresses      []string
 	snippetsOff           bool
 	defaultCertificate    string
 	reloadTimeout         time.Duration
@@ -216,6 +222,12 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 		return rc, err
 	}
 	rc.withoutClass = c.Bool("watch-ingress-without-class")
+	if rc.gatewayController, err = parseGatewayController(c.String("gateway-controller-name")); err != nil {
+		return rc, err
+	}
+	if rc.gatewayAddresses, err = parseGatewayAddresses(c.StringSlice("gateway-addresses")); err != nil {
+		return rc, err
+	}
 	rc.snippetsOff = !c.Bool("allow-snippet-annotations")
 	rc.reloadTimeout = c.Duration("reload-timeout")
 	if rc.dns, err = parseDNS(c); err != nil {
@@ -472,6 +484,8 @@ func run(c *cli.Context) error {
 		WatchWithoutClass:     rc.withoutClass,
 		SnippetAnnotationsOff: rc.snippetsOff,
 		DefaultCertificate:    rc.defaultCertificate,
+		GatewayController:     rc.gatewayController,
+		GatewayAddresses:      rc.gatewayAddresses,
 		Render:                rc.render,
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,

@@ -12,6 +12,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -34,6 +35,11 @@ type Options struct {
 	EveryIngressOurs bool
 	// DefaultCertificate is model.Snapshot.DefaultCertificate.
 	DefaultCertificate string
+	// GatewayController and GatewayAddresses are model.Snapshot's: the
+	// controllerName of the GatewayClasses we serve ("":
+	// model.GatewayControllerName) and the pool of Gateway addresses.
+	GatewayController string
+	GatewayAddresses  []string
 	// SnippetAnnotationsOff refuses every snippet annotation
 	// (--allow-snippet-annotations=false); the ConfigMap's
 	// allow-snippet-annotations "false" does too.
@@ -104,6 +110,8 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 		snap.Ingresses, snap.IngressClasses = everyIngressOurs(snap.Ingresses, opts.IngressClass)
 	}
 	snap.DefaultCertificate = opts.DefaultCertificate
+	snap.GatewayController = cmp.Or(opts.GatewayController, model.GatewayControllerName)
+	snap.GatewayAddresses = opts.GatewayAddresses
 	snap.Now = time.Now()
 	if opts.Now != nil {
 		snap.Now = opts.Now()

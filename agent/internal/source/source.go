@@ -26,6 +26,13 @@ const (
 	KindEndpointSlice Kind = "EndpointSlice"
 	KindSecret        Kind = "Secret"
 	KindConfigMap     Kind = "ConfigMap"
+	// The Gateway API's kinds, and the Namespaces whose labels its
+	// allowedRoutes selectors match.
+	KindGatewayClass   Kind = "GatewayClass"
+	KindGateway        Kind = "Gateway"
+	KindHTTPRoute      Kind = "HTTPRoute"
+	KindReferenceGrant Kind = "ReferenceGrant"
+	KindNamespace      Kind = "Namespace"
 	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).
 	KindUnknown Kind = "Unknown"
 )

@@ -22,6 +22,8 @@ func (o Options) snapshotOptions() snapshot.Options {
 		IngressClass:          o.IngressClass,
 		WatchWithoutClass:     o.WatchWithoutClass,
 		DefaultCertificate:    o.DefaultCertificate,
+		GatewayController:     o.GatewayController,
+		GatewayAddresses:      o.GatewayAddresses,
 		SnippetAnnotationsOff: o.SnippetAnnotationsOff,
 		Render:                o.Render,
 		ConfigMap:             o.ConfigMap,

@@ -14,6 +14,10 @@ type Options struct {
 	WatchWithoutClass bool
 	// DefaultCertificate is model.Snapshot.DefaultCertificate.
 	DefaultCertificate string
+	// GatewayController and GatewayAddresses are model.Snapshot's
+	// (--gateway-controller-name, --gateway-addresses).
+	GatewayController string
+	GatewayAddresses  []string
 	// SnippetAnnotationsOff refuses every snippet annotation
 	// (--allow-snippet-annotations=false; default false: they are read).
 	// The ConfigMap's allow-snippet-annotations "false" does too.

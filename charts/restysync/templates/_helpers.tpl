@@ -85,6 +85,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.agent.enableSSLPassthrough }}
 - --enable-ssl-passthrough
 {{- end }}
+- --gateway-controller-name={{ .Values.gateway.controllerName }}
+{{- with .Values.gateway.addresses }}
+- --gateway-addresses={{ join "," . }}
+{{- end }}
 {{- if .Values.agent.watchNamespace }}
 - --namespace={{ .Values.agent.watchNamespace }}
 {{- end }}

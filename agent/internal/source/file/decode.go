@@ -16,13 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // acceptedKinds names what the decoder reads, for the Problem of any other kind.
 const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
-	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice"
+	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice, " +
+	"gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute and ReferenceGrant, v1 Namespace"
 
 // readKinds are the kinds the decoder reads, each with the apiVersion it
 // reads it as: the same kind of another apiVersion is an error, not a
@@ -30,6 +33,8 @@ const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
 var readKinds = map[string]string{
 	"Ingress": "networking.k8s.io/v1", "IngressClass": "networking.k8s.io/v1", "Service": "v1",
 	"Secret": "v1", "ConfigMap": "v1", "EndpointSlice": "discovery.k8s.io/v1",
+	"GatewayClass": gatewayv1.GroupVersion.String(), "Gateway": gatewayv1.GroupVersion.String(),
+	"HTTPRoute": gatewayv1.GroupVersion.String(), "ReferenceGrant": gatewayv1.GroupVersion.String(), "Namespace": "v1",
 }
 
 // otherKindNote is in the reason of a document of a kind the decoder
@@ -93,8 +98,10 @@ var manifestDecoder = newManifestDecoder()
 func newManifestDecoder() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypes(networkingv1.SchemeGroupVersion, &networkingv1.Ingress{}, &networkingv1.IngressClass{})
-	scheme.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{})
+	scheme.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{})
 	scheme.AddKnownTypes(discoveryv1.SchemeGroupVersion, &discoveryv1.EndpointSlice{})
+	scheme.AddKnownTypes(gatewayv1.SchemeGroupVersion,
+		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.ReferenceGrant{})
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
 	if !ok || info.StrictSerializer == nil {
@@ -242,6 +249,18 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 		kind, meta = source.KindConfigMap, &o.ObjectMeta
 	case *corev1.Secret:
 		kind, meta = source.KindSecret, &o.ObjectMeta
+	case *corev1.Namespace:
+		kind, meta, clusterScoped, validateName = source.KindNamespace, &o.ObjectMeta, true, validation.IsDNS1123Label
+	case *gatewayv1.GatewayClass:
+		kind, meta, clusterScoped = source.KindGatewayClass, &o.ObjectMeta, true
+	case *gatewayv1.Gateway:
+		kind, meta = source.KindGateway, &o.ObjectMeta
+		defaultGateway(o)
+	case *gatewayv1.HTTPRoute:
+		kind, meta = source.KindHTTPRoute, &o.ObjectMeta
+		defaultHTTPRoute(o)
+	case *gatewayv1.ReferenceGrant:
+		kind, meta = source.KindReferenceGrant, &o.ObjectMeta
 	default:
 		// Unreachable: the scheme knows only the types above.
 		return document{}, fmt.Sprintf("%T is not read; document left out", obj), true

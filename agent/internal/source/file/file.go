@@ -8,7 +8,11 @@
 // Symlinks to files are followed, symlinks to folders are not. Each file may
 // hold several documents separated by "---"; each document is decoded
 // strictly by apimachinery into one of the accepted types (Ingress,
-// IngressClass, Service, EndpointSlice, TLS Secret, ConfigMap). A document
+// IngressClass, Service, EndpointSlice, TLS Secret, ConfigMap, and the
+// Gateway API's GatewayClass, Gateway, HTTPRoute and ReferenceGrant with
+// the Namespaces its selectors match). What the API server would add is
+// not added: the Gateway API's defaults (a listener's allowedRoutes, a
+// match's path) are the model's to assume when a field is unset. A document
 // that cannot be used becomes a Problem named "path#N" whose reason starts
 // with the line of the file it is about; the rest of the file and every
 // other file are still served. Decoding is strict (unknown fields and
@@ -206,6 +210,12 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		// Those Ingresses name (auth-proxy-set-headers) are among them.
 		ConfigMaps:  slices.Clone(v.configMaps),
 		UDPServices: namedConfigMap(v, s.udpServices),
+
+		GatewayClasses:  slices.Clone(v.gatewayClasses),
+		Gateways:        slices.Clone(v.gateways),
+		HTTPRoutes:      slices.Clone(v.httpRoutes),
+		ReferenceGrants: slices.Clone(v.referenceGrants),
+		Namespaces:      slices.Clone(v.namespaces),
 	}, slices.Clone(v.problems)
 }
 

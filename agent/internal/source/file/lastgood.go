@@ -173,9 +173,10 @@ func identify(data []byte) *objectKey {
 	}
 	key := objectKey{kind: source.Kind(head.Kind), namespace: head.Metadata.Namespace, name: head.Metadata.Name}
 	switch key.kind {
-	case source.KindIngressClass:
+	case source.KindIngressClass, source.KindGatewayClass, source.KindNamespace:
 		key.namespace = ""
-	case source.KindIngress, source.KindService, source.KindEndpointSlice, source.KindSecret, source.KindConfigMap:
+	case source.KindIngress, source.KindService, source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
+		source.KindGateway, source.KindHTTPRoute, source.KindReferenceGrant:
 		if key.namespace == "" {
 			key.namespace = "default"
 		}

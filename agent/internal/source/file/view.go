@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -27,7 +28,13 @@ type view struct {
 	endpointSlices []*discoveryv1.EndpointSlice
 	secrets        []*corev1.Secret
 	configMaps     []*corev1.ConfigMap
-	problems       []model.Problem
+	// The Gateway API's kinds, and Namespaces for its selectors.
+	gatewayClasses  []*gatewayv1.GatewayClass
+	gateways        []*gatewayv1.Gateway
+	httpRoutes      []*gatewayv1.HTTPRoute
+	referenceGrants []*gatewayv1.ReferenceGrant
+	namespaces      []*corev1.Namespace
+	problems        []model.Problem
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
 	slicesOf map[source.ServiceKey][]*discoveryv1.EndpointSlice
@@ -37,6 +44,7 @@ type view struct {
 var kindOrder = []source.Kind{
 	source.KindIngressClass, source.KindIngress, source.KindService,
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
+	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindReferenceGrant,
 }
 
 // publish builds a view of the files read and serves it. It returns the
@@ -110,6 +118,11 @@ func (s *Source) buildView() *view {
 	sortObjects(v.endpointSlices)
 	sortObjects(v.secrets)
 	sortObjects(v.configMaps)
+	sortObjects(v.namespaces)
+	sortObjects(v.gatewayClasses)
+	sortObjects(v.gateways)
+	sortObjects(v.httpRoutes)
+	sortObjects(v.referenceGrants)
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
 	})
@@ -120,26 +133,29 @@ func (s *Source) buildView() *view {
 	return v
 }
 
+// add appends obj to the list of its type (the first of the lists that
+// takes it: the one of its type).
 func (v *view) add(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *networkingv1.Ingress:
-		v.ingresses = append(v.ingresses, o)
-	case *networkingv1.IngressClass:
-		v.ingressClasses = append(v.ingressClasses, o)
-	case *corev1.Service:
-		v.services = append(v.services, o)
-	case *discoveryv1.EndpointSlice:
-		v.endpointSlices = append(v.endpointSlices, o)
+	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
 		if v.slicesOf == nil {
 			v.slicesOf = map[source.ServiceKey][]*discoveryv1.EndpointSlice{}
 		}
-		key := serviceOf(o)
-		v.slicesOf[key] = append(v.slicesOf[key], o)
-	case *corev1.Secret:
-		v.secrets = append(v.secrets, o)
-	case *corev1.ConfigMap:
-		v.configMaps = append(v.configMaps, o)
+		key := serviceOf(slice)
+		v.slicesOf[key] = append(v.slicesOf[key], slice)
 	}
+	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
+		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
+		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
+		appendOf(&v.httpRoutes, obj) || appendOf(&v.referenceGrants, obj)
+}
+
+// appendOf appends obj to list if it is a T, and says whether it was.
+func appendOf[T runtime.Object](list *[]T, obj runtime.Object) bool {
+	o, ok := obj.(T)
+	if ok {
+		*list = append(*list, o)
+	}
+	return ok
 }
 
 // location names a document as "path#N", or the whole file as "path".

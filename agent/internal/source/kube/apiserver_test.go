@@ -56,14 +56,19 @@ func createAll(t *testing.T, client kubernetes.Interface, objs ...runtime.Object
 // certificates.
 func adminClient(t *testing.T, srv *kubeapi.Server) kubernetes.Interface {
 	t.Helper()
-	cfg := srv.Config()
-	cfg.QPS, cfg.Burst = 1000, 1000
-	cfg.WarningHandler = rest.NoWarnings{}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(adminConfig(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return client
+}
+
+// adminConfig is the admin user's config for the tests' clients.
+func adminConfig(srv *kubeapi.Server) *rest.Config {
+	cfg := srv.Config()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.WarningHandler = rest.NoWarnings{}
+	return cfg
 }
 
 // agentClient is the agent's own client (package kubeclient) on cfg.
@@ -85,7 +90,7 @@ func namespace(name string) *corev1.Namespace {
 
 // storeKeys returns the sorted keys of the informer of kind.
 func storeKeys(src *Source, kind source.Kind) []string {
-	for _, ni := range src.informers {
+	for _, ni := range src.allInformers() {
 		if ni.kind == kind {
 			keys := ni.informer.GetStore().ListKeys()
 			slices.Sort(keys)

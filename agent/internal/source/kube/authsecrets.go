@@ -19,7 +19,9 @@ import (
 // authWatches reads the objects that served Ingresses name by annotation,
 // and nothing else of their kind: the Opaque Secrets of basic auth, backend
 // TLS and client certificates (model.SecretRefs), and the ConfigMaps of
-// auth-proxy-set-headers (model.ConfigMapRefs). One list and watch per
+// auth-proxy-set-headers (model.ConfigMapRefs); and the Secrets the
+// listeners of served Gateways name (gatewaySecretRefs), which may be in a
+// namespace the TLS Secret informer does not watch, or Opaque. One list and watch per
 // object, by name in its namespace (field selector metadata.name), started
 // when an Ingress names it and stopped when none does any more. Each cached
 // Secret keeps only namedSecretKeys (stripAuthSecret).
@@ -127,7 +129,7 @@ func (a *authWatches) start(ref types.NamespacedName) *authWatch {
 	}
 }
 
-// secrets returns the cached Opaque Secrets that hold an "auth" key.
+// secrets returns the cached Secrets of namedSecretType that hold data.
 func (a *authWatches) secrets() []*corev1.Secret {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -135,7 +137,7 @@ func (a *authWatches) secrets() []*corev1.Secret {
 	for ref, w := range a.watches {
 		for _, obj := range w.informer.GetStore().List() {
 			secret, ok := obj.(*corev1.Secret)
-			if !ok || secret.Type != corev1.SecretTypeOpaque || secret.Name != ref.Name || secret.Namespace != ref.Namespace {
+			if !ok || !namedSecretType(secret.Type) || secret.Name != ref.Name || secret.Namespace != ref.Namespace {
 				continue
 			}
 			if len(secret.Data) > 0 {

@@ -16,14 +16,20 @@
 // annotation dropped before it is cached, because neither is read and
 // together they often outweigh the rest of the object (a Secret applied with
 // kubectl would otherwise be held twice).
+//
+// The Gateway API's kinds are read when the API server serves them, and
+// from the moment it does (gateway.go); the Secrets its listeners name
+// are read by name, as an Ingress's are.
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,9 +66,10 @@ var (
 
 // Options configures a Source.
 type Options struct {
-	// Namespace limits Ingresses, Services, EndpointSlices and Secrets to one
-	// namespace (default "": all namespaces). IngressClasses are cluster-wide
-	// and always all read.
+	// Namespace limits Ingresses, Services, EndpointSlices, Secrets,
+	// Gateways, HTTPRoutes and ReferenceGrants to one namespace (default "":
+	// all namespaces). IngressClasses and GatewayClasses are cluster-wide
+	// and always all read; of the Namespaces, that one alone is read.
 	Namespace string
 	// ConfigMap is the agent's own ConfigMap as "namespace/name" (default "":
 	// none). Only that one ConfigMap is watched, in its namespace, whatever
@@ -83,8 +90,13 @@ type Options struct {
 	IngressClass      string
 	WatchWithoutClass bool
 	// EveryIngress reads the auth Secrets of every Ingress, whatever its
-	// class (restysync check, which judges them all).
+	// class (restysync check, which judges them all), and the listeners'
+	// Secrets of every Gateway.
 	EveryIngress bool
+	// GatewayController is the controllerName of the GatewayClasses we
+	// serve (default model.GatewayControllerName): only the Secrets their
+	// Gateways name are read.
+	GatewayController string
 }
 
 // Source serves the objects of a Kubernetes API server.
@@ -101,6 +113,9 @@ type Source struct {
 
 	// Set by Start before ready.
 	informers []namedInformer
+	// gateway holds the Gateway API's caches once they are part of the
+	// snapshot; nil while the API server does not serve it (gateway.go).
+	gateway atomic.Pointer[gatewayCaches]
 	// reconnector makes every List and Watch wait out an API server
 	// outage (reconnect.go); one for all the informers.
 	reconnector *reconnector
@@ -191,11 +206,26 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 		changed: changed, ctx: ctx, kind: source.KindSecret, watches: map[types.NamespacedName]*authWatch{}}
 	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
+	informers := s.informers
+	if s.firstGatewayCheck(ctx) {
+		caches := s.newGatewayCaches()
+		gatewaySynced, err := s.register(caches.informers, changed)
+		if err != nil {
+			close(s.done)
+			return err
+		}
+		synced = append(synced, gatewaySynced...)
+		informers = append(slices.Clip(informers), caches.informers...)
+		s.gateway.Store(caches)
+	}
 	s.ready.Store(true)
 
 	var running sync.WaitGroup
-	for _, ni := range s.informers {
+	for _, ni := range informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
+	}
+	if s.gateway.Load() == nil {
+		running.Go(func() { s.awaitGatewayAPI(ctx, changed) })
 	}
 	go func() {
 		<-ctx.Done()
@@ -229,11 +259,21 @@ var listingProgressInterval = 2 * time.Second
 // listed returns, as log attributes, how many objects of each kind the
 // caches hold.
 func (s *Source) listed() []any {
-	attrs := make([]any, 0, 2*len(s.informers))
-	for _, ni := range s.informers {
+	informers := s.allInformers()
+	attrs := make([]any, 0, 2*len(informers))
+	for _, ni := range informers {
 		attrs = append(attrs, string(ni.kind), len(ni.informer.GetStore().ListKeys()))
 	}
 	return attrs
+}
+
+// allInformers are the informers of every kind, the Gateway API's
+// included once they are part of the snapshot.
+func (s *Source) allInformers() []namedInformer {
+	if g := s.gateway.Load(); g != nil {
+		return append(slices.Clip(s.informers), g.informers...)
+	}
+	return s.informers
 }
 
 // setup creates the informers and registers handler, transform and watch
@@ -250,9 +290,14 @@ func (s *Source) setup(changed func(source.Change)) ([]cache.InformerSynced, err
 		return nil, err
 	}
 	s.createInformers()
+	return s.register(s.informers, changed)
+}
 
+// register registers handler, transform and watch error handler on each
+// of informers, and returns what must be synced for them.
+func (s *Source) register(informers []namedInformer, changed func(source.Change)) ([]cache.InformerSynced, error) {
 	var synced []cache.InformerSynced
-	for _, ni := range s.informers {
+	for _, ni := range informers {
 		kind := ni.kind
 		transform := strip
 		if ni.transform != nil {
@@ -350,9 +395,22 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 			snap.Secrets = append(snap.Secrets, secret)
 		}
 	}
+	if g := s.gateway.Load(); g != nil {
+		g.fill(&snap)
+	}
 	secretRefs, configMapRefs := s.namedRefs(snap)
 	s.authSecrets.reconcile(secretRefs)
-	snap.Secrets = append(snap.Secrets, s.authSecrets.secrets()...)
+	// A Secret of type kubernetes.io/tls a Gateway names may be in the
+	// TLS informer too.
+	listed := make(map[types.NamespacedName]bool, len(snap.Secrets))
+	for _, secret := range snap.Secrets {
+		listed[types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}] = true
+	}
+	for _, secret := range s.authSecrets.secrets() {
+		if !listed[types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}] {
+			snap.Secrets = append(snap.Secrets, secret)
+		}
+	}
 	s.authConfigMaps.reconcile(configMapRefs)
 	snap.ConfigMaps = s.authConfigMaps.configMaps()
 	snap.ConfigMap = s.configMap.get()
@@ -414,7 +472,8 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 }
 
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
-// snap name by annotation, each once.
+// snap name by annotation, and the Secrets the listeners of its Gateways
+// name, each once.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
@@ -438,10 +497,20 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 		secrets = add(secrets, seenSecrets, model.SecretRefs(ing))
 		configMaps = add(configMaps, seenConfigMaps, model.ConfigMapRefs(ing))
 	}
+	controller := cmp.Or(s.opts.GatewayController, model.GatewayControllerName)
+	secrets = add(secrets, seenSecrets, gatewaySecretRefs(snap, controller, s.opts.EveryIngress))
 	return secrets, configMaps
 }
 
 func (s *Source) isStarted() bool { return s.ready.Load() }
+
+// namedSecretType says a Secret named by an Ingress or a Gateway is of a
+// type whose data is kept: Opaque (basic auth, backend TLS; a listener's
+// too, for the model to judge) or kubernetes.io/tls (a listener's
+// certificate).
+func namedSecretType(t corev1.SecretType) bool {
+	return t == corev1.SecretTypeOpaque || t == corev1.SecretTypeTLS
+}
 
 // strip drops what restysync never reads from an object before it is
 // cached. It changes the object in place, which a transform may do, and is
@@ -467,15 +536,15 @@ func strip(obj any) (any, error) {
 	return obj, nil
 }
 
-// namedSecretKeys are the keys of an Opaque Secret an Ingress names that
-// the agent keeps: the htpasswd file of basic auth (annotation
+// namedSecretKeys are the keys of a Secret an Ingress or a Gateway names
+// that the agent keeps: the htpasswd file of basic auth (annotation
 // auth-secret), the CAs and client certificate of TLS to the backend
-// (proxy-ssl-secret).
+// (proxy-ssl-secret), a listener's certificate and key.
 var namedSecretKeys = []string{"auth", "ca.crt", "ca.crl", "tls.crt", "tls.key"}
 
-// stripAuthSecret is strip for the auth Secret watches: it also drops
-// every data key but "auth", and all data of a Secret of another type (a
-// server that ignores the field selector), so that no other secret value
+// stripAuthSecret is strip for the named Secret watches: it also drops
+// every data key but namedSecretKeys, and all data of a Secret of a type
+// other than Opaque and kubernetes.io/tls, so that no other secret value
 // is ever cached.
 func stripAuthSecret(obj any) (any, error) {
 	obj, err := strip(obj)
@@ -490,7 +559,7 @@ func stripAuthSecret(obj any) (any, error) {
 			}
 		}
 		secret.Data, secret.StringData = nil, nil
-		if len(kept) > 0 && secret.Type == corev1.SecretTypeOpaque {
+		if len(kept) > 0 && namedSecretType(secret.Type) {
 			secret.Data = kept
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/restysync/restysync/agent/internal/events"
 	"github.com/restysync/restysync/agent/internal/kubeclient"
@@ -85,12 +87,14 @@ func applyManifest(t *testing.T, client kubernetes.Interface, path string) {
 }
 
 // TestRBAC runs the source, the status writer and the event recorder as the
-// ServiceAccount of examples/kubernetes/rbac.yaml, and checks that what the
-// file does not grant is forbidden.
+// ServiceAccount of examples/kubernetes/rbac.yaml, with the Gateway API's
+// CRDs installed, writes the status of each Gateway API kind as the status
+// writer does, and checks that what the file does not grant is forbidden.
 func TestRBAC(t *testing.T) {
 	srv := kubeapi.Start(t, kubeapi.Options{})
 	admin := adminClient(t, srv)
 	ctx := context.Background()
+	kubeapi.InstallGatewayAPI(t, srv, false)
 
 	applyManifest(t, admin, rbacFile)
 	saConfig, err := clientcmd.BuildConfigFromFlags("", srv.ServiceAccountKubeconfig(t, "restysync", "restysync"))
@@ -105,6 +109,10 @@ func TestRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	sa, err := kubernetes.NewForConfig(saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saGateway, err := gatewayclient.NewForConfig(saConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +133,15 @@ func TestRBAC(t *testing.T) {
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 		},
 	)
+	// The Gateway API's objects: our Gateway's listener names an Opaque
+	// Secret in certs.
+	createAll(t, admin, namespace("certs"))
+	createAll(t, admin, gatewayCoreObjects()[3:]...) // the listeners' Secrets
+	gatewayAdmin, err := gatewayclient.NewForConfig(adminConfig(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createGatewayObjects(t, gatewayAdmin, gatewayTestObjects()...)
 	publishSvc, err := admin.CoreV1().Services("restysync").Get(ctx, "restysync", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,9 +158,21 @@ func TestRBAC(t *testing.T) {
 		snap, _ := src.Snapshot()
 		return slices.Equal(names(snap.ConfigMaps), []string{"web/auth-headers"})
 	})
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls"}) {
+	if got := names(snap.Secrets); !slices.Equal(got, []string{"certs/gw-cert", "web/tls"}) {
 		t.Errorf("secrets = %v", got)
 	}
+	for kind, got := range map[string][]string{
+		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
+		"HTTPRoutes": names(snap.HTTPRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+	} {
+		if len(got) == 0 {
+			t.Errorf("%s: none read with the ServiceAccount", kind)
+		}
+	}
+	if !slices.Contains(names(snap.Namespaces), "certs") {
+		t.Errorf("namespaces = %v, want certs among them", names(snap.Namespaces))
+	}
+	writeGatewayStatus(t, agentSA, snap)
 	if got := storeKeys(src, source.KindSecret); !slices.Equal(got, []string{"web/tls"}) {
 		t.Errorf("cached secrets = %v, want only web/tls", got)
 	}
@@ -281,6 +310,34 @@ func TestRBAC(t *testing.T) {
 			}, metav1.CreateOptions{})
 			return err
 		}},
+		{"get a Gateway", func() error {
+			_, err := saGateway.GatewayV1().Gateways("web").Get(ctx, "gw", metav1.GetOptions{})
+			return err
+		}},
+		{"update a Gateway", func() error {
+			_, err := saGateway.GatewayV1().Gateways("web").Update(ctx, snap.Gateways[0].DeepCopy(), metav1.UpdateOptions{})
+			return err
+		}},
+		{"create an HTTPRoute", func() error {
+			_, err := saGateway.GatewayV1().HTTPRoutes("web").Create(ctx, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+			return err
+		}},
+		{"delete a ReferenceGrant", func() error {
+			return saGateway.GatewayV1().ReferenceGrants("certs").Delete(ctx, "gateways", metav1.DeleteOptions{})
+		}},
+		{"create a GatewayClass", func() error {
+			_, err := saGateway.GatewayV1().GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "x"},
+				Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/x"}}, metav1.CreateOptions{})
+			return err
+		}},
+		{"get a Namespace", func() error {
+			_, err := sa.CoreV1().Namespaces().Get(ctx, "web", metav1.GetOptions{})
+			return err
+		}},
+		{"update a Namespace", func() error {
+			_, err := sa.CoreV1().Namespaces().Update(ctx, namespace("web"), metav1.UpdateOptions{})
+			return err
+		}},
 		{"create an IngressClass", func() error {
 			_, err := sa.NetworkingV1().IngressClasses().Create(ctx, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 			return err
@@ -298,5 +355,37 @@ func TestRBAC(t *testing.T) {
 	// the comment in rbac.yaml is out of date.
 	if _, err := sa.CoreV1().Secrets("web").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("listing all Secrets as the ServiceAccount: %v; rbac.yaml says RBAC allows it", err)
+	}
+}
+
+// writeGatewayStatus writes a condition into the status of a GatewayClass,
+// a Gateway and an HTTPRoute of snap with client (the ServiceAccount's),
+// as the status writer does (UpdateStatus on the cached object), and checks
+// that each write took.
+func writeGatewayStatus(t *testing.T, client kubeclient.Interface, snap model.Snapshot) {
+	t.Helper()
+	ctx := context.Background()
+	accepted := func(generation int64) metav1.Condition {
+		return metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "RBAC test",
+			ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+	}
+	class := snap.GatewayClasses[slices.IndexFunc(snap.GatewayClasses, func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" })].DeepCopy()
+	class.Status.Conditions = []metav1.Condition{accepted(class.Generation)}
+	if _, err := client.GatewayClasses().UpdateStatus(ctx, class, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("updating GatewayClass status as the ServiceAccount: %v", err)
+	}
+	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })].DeepCopy()
+	gateway.Status.Conditions = []metav1.Condition{accepted(gateway.Generation)}
+	if _, err := client.Gateways(gateway.Namespace).UpdateStatus(ctx, gateway, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("updating Gateway status as the ServiceAccount: %v", err)
+	}
+	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })].DeepCopy()
+	route.Status.Parents = []gatewayv1.RouteParentStatus{{
+		ParentRef:      route.Spec.ParentRefs[0],
+		ControllerName: model.GatewayControllerName,
+		Conditions:     []metav1.Condition{accepted(route.Generation)},
+	}}
+	if _, err := client.HTTPRoutes(route.Namespace).UpdateStatus(ctx, route, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("updating HTTPRoute status as the ServiceAccount: %v", err)
 	}
 }

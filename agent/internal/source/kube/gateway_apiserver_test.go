@@ -1,0 +1,101 @@
+//go:build linux
+
+package kube
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
+)
+
+// On a real API server without the Gateway API's CRDs, the source serves
+// Ingresses and says once that the Gateway API is not installed; once the
+// CRDs are installed it reads their objects without a restart. A source
+// started then reads them in its first listing, and with a namespace only
+// that namespace's Gateways, HTTPRoutes, ReferenceGrants and Namespace, and
+// every GatewayClass.
+func TestGatewayAPIAPIServer(t *testing.T) {
+	defer func(d time.Duration) { gatewayAPICheckInterval = d }(gatewayAPICheckInterval)
+	gatewayAPICheckInterval = 200 * time.Millisecond
+	srv := kubeapi.Start(t, kubeapi.Options{})
+	admin := adminClient(t, srv)
+	createAll(t, admin, gatewayCoreObjects()...)
+	createAll(t, admin, testObjects()[:2]...) // the IngressClass and an Ingress in web
+
+	var log bytes.Buffer
+	logs := &syncWriter{w: &log}
+	src := New(agentClient(t, srv.Config()), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	counter := newKindCounter()
+	startSource(t, src, counter.changed)
+	snap, _ := src.Snapshot()
+	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app"}) || snap.GatewayClasses != nil || snap.Namespaces != nil {
+		t.Errorf("without the CRDs: Ingresses %v (want web/app), GatewayClasses %v, Namespaces %v",
+			got, names(snap.GatewayClasses), names(snap.Namespaces))
+	}
+	time.Sleep(3 * gatewayAPICheckInterval)
+	if n := strings.Count(logs.String(), "the Gateway API is not installed"); n != 1 {
+		t.Errorf("said %d times that the Gateway API is not installed, want once:\n%s", n, logs)
+	}
+
+	kubeapi.InstallGatewayAPI(t, srv, false)
+	gatewayAdmin, err := gatewayclient.NewForConfig(adminConfig(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createGatewayObjects(t, gatewayAdmin, gatewayTestObjects()...)
+	eventually(t, "the Gateway API's objects in the snapshot of the running source", func() bool {
+		snap, _ = src.Snapshot()
+		return len(snap.GatewayClasses) == 2 && len(snap.Gateways) == 2 && len(snap.HTTPRoutes) == 2 &&
+			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1
+	})
+	wantGatewaySnapshot(t, snap)
+	if counter.get(source.KindGatewayClass) == 0 || counter.get(source.KindHTTPRoute) == 0 {
+		t.Errorf("changes reported: %v", counter.counts)
+	}
+
+	// Started with the CRDs there, in one namespace.
+	scoped := New(agentClient(t, srv.Config()), Options{Namespace: "web"})
+	startSource(t, scoped, func(source.Change) {})
+	snap, _ = scoped.Snapshot()
+	for _, c := range []struct {
+		kind      string
+		got, want []string
+	}{
+		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
+		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
+		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"web/app"}},
+		{"ReferenceGrants", names(snap.ReferenceGrants), nil},
+		{"Namespaces", names(snap.Namespaces), []string{"web"}},
+		// Read by name outside the namespace, as the listener names it.
+		{"Secrets", names(snap.Secrets), []string{"certs/gw-cert"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("with --namespace web: %s = %v, want %v", c.kind, c.got, c.want)
+		}
+	}
+
+	// A change of a Namespace's labels reaches the snapshot.
+	ns, err := admin.CoreV1().Namespaces().Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels = map[string]string{"routes": "allowed"}
+	if _, err := admin.CoreV1().Namespaces().Update(context.Background(), ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Namespace's new label in the snapshot", func() bool {
+		snap, _ := scoped.Snapshot()
+		return slices.ContainsFunc(snap.Namespaces, func(ns *corev1.Namespace) bool { return ns.Labels["routes"] == "allowed" })
+	})
+}

@@ -1,0 +1,281 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient"
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// gatewayTestObjects are the Gateway API's objects of the tests: our
+// GatewayClass and another controller's, a Gateway of each in web whose
+// HTTPS listener names a Secret in certs (ours: gw-cert, Opaque; theirs:
+// their-cert), an HTTPRoute in web and one in other, a ReferenceGrant in
+// certs.
+func gatewayTestObjects() []runtime.Object {
+	secretRef := func(name string) gatewayv1.SecretObjectReference {
+		ns := gatewayv1.Namespace("certs")
+		return gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(name), Namespace: &ns}
+	}
+	gateway := func(name, class, cert string) *gatewayv1.Gateway {
+		return &gatewayv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web"},
+			Spec: gatewayv1.GatewaySpec{
+				GatewayClassName: gatewayv1.ObjectName(class),
+				Listeners: []gatewayv1.Listener{
+					{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+					{Name: "https", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+						TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{secretRef(cert)}}},
+				},
+			},
+		}
+	}
+	route := func(name, namespace string) *gatewayv1.HTTPRoute {
+		ns := gatewayv1.Namespace("web")
+		return &gatewayv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw", Namespace: &ns}}}},
+		}
+	}
+	return []runtime.Object{
+		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}},
+		&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "theirs"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/other"}},
+		gateway("gw", "restysync", "gw-cert"),
+		gateway("their-gw", "theirs", "their-cert"),
+		route("app", "web"),
+		route("app", "other"),
+		&gatewayv1.ReferenceGrant{
+			ObjectMeta: metav1.ObjectMeta{Name: "gateways", Namespace: "certs"},
+			Spec: gatewayv1.ReferenceGrantSpec{
+				From: []gatewayv1.ReferenceGrantFrom{{Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: "web"}},
+				To:   []gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Secret"}},
+			},
+		},
+	}
+}
+
+// createGatewayObjects creates the Gateway API's objects with the typed
+// client (a fake one too: its tracker would file a Gateway given at
+// construction under v1beta1, whose Gateway is the same Go type).
+func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	gw := client.GatewayV1()
+	for _, obj := range objs {
+		var err error
+		switch o := obj.(type) {
+		case *gatewayv1.GatewayClass:
+			_, err = gw.GatewayClasses().Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.Gateway:
+			_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.HTTPRoute:
+			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.ReferenceGrant:
+			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("createGatewayObjects: unexpected %T", obj)
+		}
+		if err != nil {
+			t.Fatalf("create %T: %v", obj, err)
+		}
+	}
+}
+
+// gatewayCoreObjects are the namespaces and Secrets beside them.
+func gatewayCoreObjects() []runtime.Object {
+	certs := namespace("certs")
+	certs.Labels = map[string]string{"team": "a"}
+	certs.Annotations = map[string]string{"big": "dropped"}
+	return []runtime.Object{
+		namespace("web"), certs, namespace("other"),
+		opaqueSecret("gw-cert", "certs", map[string]string{"tls.crt": "cert", "tls.key": "key", "password": "hunter2"}),
+		opaqueSecret("their-cert", "certs", map[string]string{"tls.crt": "theirs", "tls.key": "theirs"}),
+	}
+}
+
+// wantGatewaySnapshot checks the snapshot of gatewayTestObjects and
+// gatewayCoreObjects, read in every namespace.
+func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
+	t.Helper()
+	for _, c := range []struct {
+		kind      string
+		got, want []string
+	}{
+		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
+		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
+		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
+		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
+		// An API server has its own Namespaces besides these.
+		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
+			[]string{"certs", "other", "web"}},
+		// Only our Gateway's listener Secret, by name in another namespace.
+		{"Secrets", names(snap.Secrets), []string{"certs/gw-cert"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.kind, c.got, c.want)
+		}
+	}
+	for _, s := range snap.Secrets {
+		if want := map[string]string{"tls.crt": "cert", "tls.key": "key"}; s.Name == "gw-cert" && !maps.Equal(stringData(s), want) {
+			t.Errorf("certs/gw-cert data = %v, want %v", stringData(s), want)
+		}
+	}
+	for _, ns := range snap.Namespaces {
+		if ns.Name == "certs" && (ns.Labels["team"] != "a" || ns.Annotations != nil) {
+			t.Errorf("namespace certs: labels %v, annotations %v; want its labels only", ns.Labels, ns.Annotations)
+		}
+	}
+}
+
+// With the Gateway API served when the source starts, its kinds are in
+// the first snapshot, and so is the Secret our Gateway's listener names.
+func TestGatewayAPIFake(t *testing.T) {
+	gw := gatewayfake.NewSimpleClientset()
+	createGatewayObjects(t, gw, gatewayTestObjects()...)
+	kubeclienttest.ServeGatewayAPI(gw)
+	src := New(kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw), Options{})
+	counter := newKindCounter()
+	startSource(t, src, counter.changed)
+	snap, _ := src.Snapshot()
+	wantGatewaySnapshot(t, snap)
+	for _, kind := range []source.Kind{source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindReferenceGrant, source.KindNamespace} {
+		if counter.get(kind) == 0 {
+			t.Errorf("no change reported for %s", kind)
+		}
+	}
+
+	t.Run("every Gateway", func(t *testing.T) {
+		src := New(kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw), Options{EveryIngress: true})
+		startSource(t, src, func(source.Change) {})
+		snap, _ := src.Snapshot()
+		if got := names(snap.Secrets); !slices.Equal(got, []string{"certs/gw-cert", "certs/their-cert"}) {
+			t.Errorf("secrets = %v, want both Gateways' listener Secrets", got)
+		}
+	})
+}
+
+// lateGatewayAPI is a client whose API server serves the Gateway API
+// only once served is set: the CRDs are installed then.
+type lateGatewayAPI struct {
+	kubeclient.Interface
+	installed chan struct{} // closed when the CRDs are installed
+}
+
+func (c *lateGatewayAPI) ServedResources(ctx context.Context, groupVersion string) ([]string, error) {
+	select {
+	case <-c.installed:
+		return c.Interface.ServedResources(ctx, groupVersion)
+	default:
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gatewayv1.GroupName}, "")
+	}
+}
+
+// IsWatchListSemanticsUnSupported: the fakes do not stream lists.
+func (c *lateGatewayAPI) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Without the Gateway API, the source says so once and serves the rest;
+// once discovery serves it, the informers start and a change is reported.
+func TestGatewayAPILateFake(t *testing.T) {
+	defer func(d time.Duration) { gatewayAPICheckInterval = d }(gatewayAPICheckInterval)
+	gatewayAPICheckInterval = 20 * time.Millisecond
+	gw := gatewayfake.NewSimpleClientset()
+	createGatewayObjects(t, gw, gatewayTestObjects()...)
+	kubeclienttest.ServeGatewayAPI(gw)
+	client := &lateGatewayAPI{Interface: kubeclienttest.WrapGateway(fake.NewClientset(append(testObjects()[:2], gatewayCoreObjects()...)...), gw),
+		installed: make(chan struct{})}
+	var log bytes.Buffer
+	logs := &syncWriter{w: &log}
+	src := New(client, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	counter := newKindCounter()
+	startSource(t, src, counter.changed)
+	snap, _ := src.Snapshot()
+	if len(snap.Ingresses) != 1 || snap.GatewayClasses != nil || snap.Gateways != nil || snap.Namespaces != nil {
+		t.Errorf("without the Gateway API: %d Ingresses (want 1), GatewayClasses %v, Gateways %v, Namespaces %v",
+			len(snap.Ingresses), names(snap.GatewayClasses), names(snap.Gateways), names(snap.Namespaces))
+	}
+	time.Sleep(5 * gatewayAPICheckInterval) // several checks
+	if n := strings.Count(logs.String(), "the Gateway API is not installed"); n != 1 {
+		t.Errorf("said %d times that the Gateway API is not installed, want once:\n%s", n, logs)
+	}
+
+	close(client.installed)
+	eventually(t, "the Gateway API's objects in the snapshot", func() bool {
+		snap, _ = src.Snapshot()
+		return len(snap.GatewayClasses) > 0
+	})
+	wantGatewaySnapshot(t, snap)
+	if counter.get(source.KindGatewayClass) == 0 {
+		t.Error("no change reported once the Gateway API is read")
+	}
+	if !strings.Contains(logs.String(), "the Gateway API is installed") {
+		t.Errorf("the log does not say the Gateway API is read now:\n%s", logs)
+	}
+}
+
+// A listener's certificateRefs name Secrets: in the Gateway's namespace by
+// default, and only of the core group's kind Secret.
+func TestGatewaySecretRefs(t *testing.T) {
+	group, kind := gatewayv1.Group("example.com"), gatewayv1.Kind("Vault")
+	core, secret := gatewayv1.Group(""), gatewayv1.Kind("Secret")
+	snap := model.Snapshot{
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/gw"}}},
+		Gateways: []*gatewayv1.Gateway{{
+			ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "web"},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "ours", Listeners: []gatewayv1.Listener{
+				{Name: "plain", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+				{Name: "tls", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, TLS: &gatewayv1.ListenerTLSConfig{
+					CertificateRefs: []gatewayv1.SecretObjectReference{
+						{Name: "same"}, {Name: "explicit", Group: &core, Kind: &secret},
+						{Name: "other-group", Group: &group}, {Name: "other-kind", Kind: &kind},
+					}}},
+			}},
+		}},
+	}
+	var got []string
+	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
+		got = append(got, ref.String())
+	}
+	if want := []string{"web/same", "web/explicit"}; !slices.Equal(got, want) {
+		t.Errorf("refs = %v, want %v", got, want)
+	}
+	if refs := gatewaySecretRefs(snap, "example.com/another", false); len(refs) != 0 {
+		t.Errorf("refs of a Gateway of another controller's class: %v", refs)
+	}
+}
+
+// stripNamespace keeps a Namespace's name and labels only.
+func TestStripNamespace(t *testing.T) {
+	ns := &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}},
+		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+	}
+	obj, err := stripNamespace(ns)
+	got := obj.(*corev1.Namespace)
+	if err != nil || got.Name != "web" || got.Labels["a"] != "b" || got.Annotations != nil || got.Spec.Finalizers != nil || got.Status.Phase != "" {
+		t.Errorf("stripNamespace = %+v, %v", got, err)
+	}
+}
