@@ -62,8 +62,10 @@ const (
 
 // The Gateways' addresses: the agent's pool (--gateway-addresses), one
 // address each, and the suite's usable and unusable static addresses
-// (GatewayStaticAddresses): a loopback address outside the pool, which
-// nginx can listen on, and one of TEST-NET-3, which no interface here has.
+// (GatewayStaticAddresses). A static address is served only when it is in
+// the pool (the agent serves the addresses it was given), so the usable
+// one is the pool's last, which no Gateway takes before 40 others do; the
+// unusable one is of TEST-NET-3, which no interface here has.
 var (
 	addressPool     = loopbackRange(50, 1, 40)
 	usableAddress   = "127.0.51.1"
@@ -276,7 +278,7 @@ func startAgent(t *testing.T, c *cluster) {
 	args := []string{"run", "--source", "kube", "--kubeconfig", c.server.Kubeconfig,
 		"--election-namespace", agentNS, "--pod-name", "conformance",
 		"--gateway-controller-name", controllerName,
-		"--gateway-addresses", strings.Join(addressPool, ","),
+		"--gateway-addresses", strings.Join(append(addressPool, usableAddress), ","),
 		"--shared-dir", shared,
 		"--http-port", strconv.Itoa(nginxproc.FreePort(t)),
 		"--https-port", strconv.Itoa(nginxproc.FreePort(t)),
