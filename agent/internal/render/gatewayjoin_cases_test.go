@@ -210,4 +210,5 @@ var joinTests = []joinTest{
 		{path: "/omitted-no-forward", status: 500},
 		{path: "/empty-no-forward", status: 500},
 	}},
+	{name: "HTTPRouteWeight", files: []string{"tests/httproute-weight.yaml"}, weights: map[string]int{v1: 70, v2: 30, v3: 0}},
 }

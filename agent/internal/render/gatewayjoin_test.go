@@ -463,6 +463,9 @@ type joinTest struct {
 	name  string
 	files []string
 	cases []joinCase
+	// weights: requests to "/" of same-namespace spread over these
+	// Services as their weights say (the suite's HTTPRouteWeight).
+	weights map[string]int
 }
 
 // TestGatewayJoinConformance applies the suite's manifests through the
@@ -478,11 +481,43 @@ func TestGatewayJoinConformance(t *testing.T) {
 			for _, c := range tt.cases {
 				j.check(t, m, c)
 			}
+			if tt.weights != nil {
+				j.checkWeights(t, m, tt.weights)
+			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
 				t.Errorf("the same Snapshot again: %+v, want nothing done", again.Outcome)
 			}
 		})
+	}
+}
+
+// checkWeights sends 300 requests and wants each Service's share within
+// 8 points of its weight's (of 100), and none for weight 0.
+func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int) {
+	t.Helper()
+	addr := gatewayAddress(t, m, "same-namespace")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	const n = 300
+	got := map[string]int{}
+	for range n {
+		resp, err := client.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var echo joinEcho
+		err = json.NewDecoder(resp.Body).Decode(&echo)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /: %d %v", resp.StatusCode, err)
+		}
+		got[echo.Service]++
+	}
+	for svc, w := range weights {
+		share := got[svc] * 100 / n
+		if w == 0 && got[svc] > 0 || share < w-8 || share > w+8 {
+			t.Errorf("%s: %d of %d requests (%d%%), weight %d of 100", svc, got[svc], n, share, w)
+		}
 	}
 }
 
