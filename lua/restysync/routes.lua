@@ -176,7 +176,10 @@ local function check_locations(locations, at, ordered)
     if not n then
         return nil, at .. ": must be an array"
     end
-    if n == 0 then
+    -- An ordered route without locations is a Gateway listener's host
+    -- with no route attached: it answers 404 and keeps the lookup from
+    -- a less specific key (listener isolation).
+    if n == 0 and not ordered then
         return nil, at .. ": must not be empty"
     end
     if n > MAX_LOCATIONS then

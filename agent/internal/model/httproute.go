@@ -670,10 +670,20 @@ func compileMatch(m *gatewayv1.HTTPRouteMatch, template RouteRule) ([]rankedLoca
 			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path %q: %s", clip(value), reason)}
 		}
 		rule.CaseSensitive = true
-		base.kind, base.loc = 2, withRule(RouteLocation{Path: value, Regex: true}, "")
+		base.kind, base.loc = 2, withRule(RouteLocation{Path: anchoredRegex(value), Regex: true}, "")
 		return []rankedLocation{base}, nil
 	}
 	return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("path.type %q is not supported", clip(string(pathType)))}
+}
+
+// anchoredRegex anchors a RegularExpression path at the start, as the
+// router wants it (a regex path starts with "^"): one that does not is
+// wrapped whole, so that an alternation stays one ("^(?:/a|/b)").
+func anchoredRegex(re string) string {
+	if strings.HasPrefix(re, "^") {
+		return re
+	}
+	return "^(?:" + re + ")"
 }
 
 // gatewayRegexReason returns why re cannot be a regex of a match (PCRE,

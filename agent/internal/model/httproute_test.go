@@ -293,7 +293,7 @@ func TestHTTPRoutePathMatchOrder(t *testing.T) {
 		"= /match older h", "/match/ older h",
 		"= /match older 500", "/match/ older 500",
 		"= /match newer", "/match/ newer",
-		"~ /m.* newer",
+		"~ ^(?:/m.*) newer",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("order:\n got %q\nwant %q", got, want)
@@ -471,6 +471,28 @@ func TestGatewayBuildDeterministic(t *testing.T) {
 		m, problems := Build(gwSnapshot(shuffled...))
 		if !reflect.DeepEqual(m, first) || !reflect.DeepEqual(problems, firstProblems) {
 			t.Fatalf("order %d gives another model", i)
+		}
+	}
+}
+
+// TestHTTPRouteRegexPathAnchored: a RegularExpression path reaches the
+// router anchored at the start (it refuses a regex without "^"),
+// case-sensitive, an alternation kept whole.
+func TestHTTPRouteRegexPathAnchored(t *testing.T) {
+	for value, want := range map[string]string{
+		"/v[0-9]+/.*": "^(?:/v[0-9]+/.*)",
+		"/a|/b":       "^(?:/a|/b)",
+		"^/already$":  "^/already$",
+	} {
+		regex := gatewayv1.PathMatchRegularExpression
+		m := gatewayv1.HTTPRouteMatch{Path: &gatewayv1.HTTPPathMatch{Type: &regex, Value: &value}}
+		ranked, err := compileMatch(&m, RouteRule{Backends: []WeightedBackend{{Backend: "ns/a:80", Weight: 1}}})
+		if err != nil {
+			t.Fatalf("%s: %v", value, err.msg)
+		}
+		loc := ranked[0].loc
+		if loc.Path != want || !loc.Regex || !loc.Rule.CaseSensitive {
+			t.Errorf("%s: got path %q regex %v case-sensitive %v, want %q", value, loc.Path, loc.Regex, loc.Rule.CaseSensitive, want)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 	world.modSecurity = randomModSecurity != nil
 
 	start := time.Now()
-	var next, checked, ingresses, locations, servers atomic.Int64
+	var next, checked, ingresses, locations, servers, gatewayRoutes atomic.Int64
 	var failures atomic.Int32
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -96,6 +96,7 @@ func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 				ingresses.Add(int64(st.ingresses))
 				locations.Add(int64(st.locations))
 				servers.Add(int64(st.servers))
+				gatewayRoutes.Add(int64(st.gatewayRoutes))
 				if err != nil {
 					failures.Add(1)
 					t.Errorf("seed %d (rerun: -random.seed=%d -random.snapshots=1): %v", seed, seed, err)
@@ -104,19 +105,22 @@ func TestRandomSnapshotsNginxAccepts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d snapshots (seeds from %d): %d Ingresses, %d servers, %d locations checked by nginx -t in %s with %d workers",
-		checked.Load(), *randomSeed, ingresses.Load(), servers.Load(), locations.Load(), time.Since(start).Round(time.Millisecond), workers)
+	t.Logf("%d snapshots (seeds from %d): %d Ingresses, %d servers, %d locations, %d Gateway routes checked by nginx -t in %s with %d workers",
+		checked.Load(), *randomSeed, ingresses.Load(), servers.Load(), locations.Load(), gatewayRoutes.Load(), time.Since(start).Round(time.Millisecond), workers)
 }
 
-type snapshotStats struct{ ingresses, servers, locations int }
+type snapshotStats struct{ ingresses, servers, locations, gatewayRoutes int }
 
 // checkRandomSnapshot builds, renders and tests the snapshot of seed in
 // prefix; the error holds what is needed to see why.
 func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix string) (snapshotStats, error) {
 	rng := mathrand.New(mathrand.NewSource(seed))
 	snap := world.snapshot(rng)
+	// The Gateway API objects draw from a stream of their own, so the
+	// Ingress part of a seed stays what it was.
+	randomGatewayObjects(mathrand.New(mathrand.NewSource(seed^0x29)), &snap)
 	m, problems := model.Build(snap)
-	st := snapshotStats{ingresses: len(snap.Ingresses), servers: len(m.Servers) + 1}
+	st := snapshotStats{ingresses: len(snap.Ingresses), servers: len(m.Servers) + 1, gatewayRoutes: len(m.GatewayRoutes)}
 	if err := checkUnrenderableRefused(snap, problems); err != nil {
 		return st, err
 	}
@@ -128,7 +132,10 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 		// Build honoured ssl-passthrough; this render has no front for it.
 		m.Stream.Passthrough = nil
 	}
-	m.Listeners = randomListeners(rng, s)
+	// The model's Gateway listeners, or random ones when it made none.
+	if listeners := randomListeners(rng, s); len(m.Listeners) == 0 {
+		m.Listeners = listeners
+	}
 	cfg, err := Render(m, s)
 	if err != nil {
 		return st, fmt.Errorf("Render refused a model Build made: %v", err)

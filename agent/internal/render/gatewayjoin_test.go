@@ -1,0 +1,539 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
+)
+
+// The join tests run the Gateway API end to end at unit-test speed: the
+// conformance suite's own manifests (its base and each test's YAML, read
+// from the sigs.k8s.io/gateway-api/conformance module) as a Snapshot, with
+// EndpointSlices for Go backends on loopback that echo what they got →
+// model.Build → render.Build → the agent's apply stage (apply.Stage: the
+// reload, then backends, certificates and routes pushed through its Lua
+// client) → a real nginx, and the suite's requests and expected answers
+// sent to the Gateways' addresses. After each case the same Snapshot is
+// applied again and must push nothing.
+
+// joinPool are the Gateway addresses of the join tests.
+var joinPool = []string{"127.29.7.1", "127.29.7.2", "127.29.7.3", "127.29.7.4", "127.29.7.5", "127.29.7.6", "127.29.7.7", "127.29.7.8"}
+
+const (
+	infraNS = "gateway-conformance-infra"
+	appNS   = "gateway-conformance-app-backend"
+	webNS   = "gateway-conformance-web-backend"
+)
+
+// conformanceDir is the conformance module's folder (downloaded when it
+// is not in the module cache yet).
+func conformanceDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api/conformance@v1.6.3").Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the conformance module's manifests are needed: %v", err)
+		}
+		t.Skipf("the conformance module's manifests are not available: %v", err)
+	}
+	return dir
+}
+
+// manifests decodes the suite's YAML files (relative to its module) into
+// the objects a Snapshot holds; Deployments and the rest are left out.
+func manifests(t *testing.T, dir string, files ...string) []any {
+	t.Helper()
+	var out []any
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = bytes.ReplaceAll(data, []byte("{GATEWAY_CLASS_NAME}"), []byte("restysync"))
+		data = bytes.ReplaceAll(data, []byte("{GATEWAY_CONTROLLER_NAME}"), []byte(model.GatewayControllerName))
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			var o any
+			switch meta.Kind {
+			case "Gateway":
+				o = &gatewayv1.Gateway{}
+			case "HTTPRoute":
+				o = &gatewayv1.HTTPRoute{}
+			case "ReferenceGrant":
+				o = &gatewayv1.ReferenceGrant{}
+			case "GatewayClass":
+				o = &gatewayv1.GatewayClass{}
+			case "Service":
+				o = &corev1.Service{}
+			case "Namespace":
+				o = &corev1.Namespace{}
+			case "Secret":
+				o = &corev1.Secret{}
+			default:
+				continue
+			}
+			if meta.APIVersion == "gateway.networking.k8s.io/v1beta1" && meta.Kind == "ReferenceGrant" {
+				var g v1beta1.ReferenceGrant
+				if err := yaml.Unmarshal([]byte(doc), &g); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				o = &gatewayv1.ReferenceGrant{ObjectMeta: g.ObjectMeta, Spec: gatewayv1.ReferenceGrantSpec{From: g.Spec.From, To: g.Spec.To}}
+			} else if err := yaml.UnmarshalStrict([]byte(doc), o); err != nil {
+				if err := yaml.Unmarshal([]byte(doc), o); err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+			}
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// joinEcho is what a backend answers: the Service it stands for and the
+// request as it got it.
+type joinEcho struct {
+	Service   string      `json:"service"`
+	Namespace string      `json:"namespace"`
+	Method    string      `json:"method"`
+	Path      string      `json:"path"`
+	Host      string      `json:"host"`
+	Headers   http.Header `json:"headers"`
+}
+
+// joinBackends are one echo server per Service, started on demand.
+type joinBackends struct {
+	t     *testing.T
+	ports map[string]int32 // "namespace/name" → port on 127.0.0.1
+}
+
+func (b *joinBackends) port(namespace, name string) int32 {
+	key := namespace + "/" + name
+	if p, ok := b.ports[key]; ok {
+		return p
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As the suite's echo server: X-Echo-Set-Header "Name:value,…"
+		// sets response headers.
+		for _, kv := range strings.Split(r.Header.Get("X-Echo-Set-Header"), ",") {
+			if k, v, ok := strings.Cut(kv, ":"); ok {
+				w.Header().Set(strings.TrimSpace(k), strings.TrimSpace(v))
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(joinEcho{Service: name, Namespace: namespace, Method: r.Method, Path: r.URL.RequestURI(), Host: r.Host, Headers: r.Header})
+	})}
+	go srv.Serve(l)
+	b.t.Cleanup(func() { srv.Close() })
+	p := int32(l.Addr().(*net.TCPAddr).Port)
+	b.ports[key] = p
+	return p
+}
+
+// joinPlane is nginx driven by the agent's apply stage.
+type joinPlane struct {
+	stage    *apply.Stage
+	settings render.Settings
+	backends *joinBackends
+	dir      string
+	cert     *corev1.Secret
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Pushed(string, int, time.Duration, error) {}
+func (nopMetrics) Reloaded(time.Duration, error)            {}
+func (nopMetrics) ReloadUnconfirmed()                       {}
+func (nopMetrics) ValidationFailed(string)                  {}
+
+func startJoin(t *testing.T) *joinPlane {
+	t.Helper()
+	dir := conformanceDir(t)
+	n, settings, _ := agentnginx.Start(t)
+	certPEM, keyPEM := testcert.New(t, 29, time.Now().Add(24*time.Hour), "*.example.com", "example.com", "example.org", "second-example.org", "*.wildcard.org")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-certificate"},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)}}
+	return &joinPlane{
+		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		settings: settings,
+		backends: &joinBackends{t: t, ports: map[string]int32{}},
+		dir:      dir,
+		cert:     secret,
+	}
+}
+
+// snapshot is the suite's base manifests and files as a Snapshot, with
+// an EndpointSlice per Service pointing at its echo backend.
+func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
+	t.Helper()
+	s := model.Snapshot{
+		GatewayController: model.GatewayControllerName,
+		GatewayAddresses:  joinPool,
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Generation: 1},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
+		Secrets: []*corev1.Secret{j.cert},
+		Targets: model.Targets{Local: true},
+	}
+	for _, o := range manifests(t, j.dir, append([]string{"base/manifests.yaml"}, files...)...) {
+		switch o := o.(type) {
+		case *gatewayv1.Gateway:
+			s.Gateways = append(s.Gateways, o)
+		case *gatewayv1.HTTPRoute:
+			s.HTTPRoutes = append(s.HTTPRoutes, o)
+		case *gatewayv1.ReferenceGrant:
+			s.ReferenceGrants = append(s.ReferenceGrants, o)
+		case *gatewayv1.GatewayClass:
+			s.GatewayClasses = append(s.GatewayClasses, o)
+		case *corev1.Namespace:
+			s.Namespaces = append(s.Namespaces, o)
+		case *corev1.Secret:
+			s.Secrets = append(s.Secrets, o)
+		case *corev1.Service:
+			s.Services = append(s.Services, o)
+			s.EndpointSlices = append(s.EndpointSlices, j.endpointsOf(o))
+		}
+	}
+	return s
+}
+
+// endpointsOf points svc's ports at its echo backend: each service port
+// targets the backend's port.
+func (j *joinPlane) endpointsOf(svc *corev1.Service) *discoveryv1.EndpointSlice {
+	port := j.backends.port(svc.Namespace, svc.Name)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-join",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		p.TargetPort = intstr.FromInt32(port)
+		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr(p.Name), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)})
+	}
+	return slice
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// sync builds, renders and applies s as the syncer does; it returns the
+// model and what the stage did.
+func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Result) {
+	t.Helper()
+	m, problems := model.Build(s)
+	for _, p := range problems {
+		t.Logf("problem: %s %s/%s: %s", p.Kind, p.Namespace, p.Name, p.Reason)
+	}
+	cfg, routes, err := render.Build(m, j.settings)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: routes})
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if !res.Current {
+		t.Fatalf("apply: nginx does not run the config yet (%+v)", res)
+	}
+	return m, res
+}
+
+// gatewayAddress is the first address of Gateway infra/name.
+func gatewayAddress(t *testing.T, m model.Model, name string) string {
+	t.Helper()
+	for _, g := range m.GatewayAPI.Gateways {
+		if g.Namespace == infraNS && g.Name == name && len(g.Addresses) > 0 {
+			return g.Addresses[0]
+		}
+	}
+	t.Fatalf("Gateway %s/%s has no address: %+v", infraNS, name, m.GatewayAPI.Gateways)
+	return ""
+}
+
+// joinCase is one of the suite's requests and what it expects.
+type joinCase struct {
+	gateway string // infra Gateway name; "" for same-namespace
+	port    int    // 0 for 80
+	https   bool
+	method  string
+	host    string // "" for the Gateway's address
+	path    string
+	headers map[string]string
+	// echoSet asks the backend for response headers (X-Echo-Set-Header).
+	echoSet string
+
+	status  int    // 0 for 200
+	backend string // Service (infra namespace) or namespace/Service
+	// What the backend got.
+	reqPath    string
+	reqHost    string
+	reqHeaders map[string]string
+	reqAbsent  []string
+	// The answer's headers.
+	respHeaders map[string]string
+	respAbsent  []string
+	// redirect: the Location's scheme://host[:port]/path, "" parts
+	// defaulting as the suite does.
+	redirect *joinRedirect
+}
+
+type joinRedirect struct{ scheme, host, port, path string }
+
+func (c joinCase) String() string {
+	return fmt.Sprintf("%s %s%s %v", cmpOr(c.method, "GET"), c.host, c.path, c.headers)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
+	t.Helper()
+	addr := gatewayAddress(t, m, cmpOr(c.gateway, "same-namespace"))
+	port := c.port
+	if port == 0 {
+		port = 80
+	}
+	scheme := "http"
+	if c.https {
+		scheme = "https"
+	}
+	host := c.host
+	if host == "" {
+		host = addr
+	}
+	client := &http.Client{
+		Timeout:       5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+			},
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: c.host},
+			DisableKeepAlives: true,
+		},
+	}
+	target := scheme + "://" + host
+	if port != 80 && !c.https || port != 443 && c.https {
+		target += ":" + strconv.Itoa(port)
+	}
+	req, err := http.NewRequest(cmpOr(c.method, http.MethodGet), target+c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	if c.echoSet != "" {
+		req.Header.Set("X-Echo-Set-Header", c.echoSet)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s: %v", c, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := c.status
+	if want == 0 {
+		want = http.StatusOK
+	}
+	if resp.StatusCode != want {
+		t.Errorf("%s: status %d (%.200s), want %d", c, resp.StatusCode, body, want)
+		return
+	}
+	for k, v := range c.respHeaders {
+		if got := strings.Join(resp.Header.Values(k), ","); got != v {
+			t.Errorf("%s: response header %s %q, want %q", c, k, got, v)
+		}
+	}
+	for _, k := range c.respAbsent {
+		if _, ok := resp.Header[http.CanonicalHeaderKey(k)]; ok {
+			t.Errorf("%s: response header %s present, want absent", c, k)
+		}
+	}
+	if c.redirect != nil {
+		j.checkRedirect(t, c, req, resp.Header.Get("Location"))
+	}
+	if c.backend == "" {
+		return
+	}
+	var echo joinEcho
+	if err := json.Unmarshal(body, &echo); err != nil {
+		t.Errorf("%s: %.200s is no echo: %v", c, body, err)
+		return
+	}
+	wantNS, wantSvc, ok := strings.Cut(c.backend, "/")
+	if !ok {
+		wantNS, wantSvc = infraNS, c.backend
+	}
+	if echo.Namespace != wantNS || echo.Service != wantSvc {
+		t.Errorf("%s: answered by %s/%s, want %s/%s", c, echo.Namespace, echo.Service, wantNS, wantSvc)
+	}
+	if c.reqPath != "" && echo.Path != c.reqPath {
+		t.Errorf("%s: backend got path %q, want %q", c, echo.Path, c.reqPath)
+	}
+	if c.reqHost != "" && echo.Host != c.reqHost {
+		t.Errorf("%s: backend got host %q, want %q", c, echo.Host, c.reqHost)
+	}
+	for k, v := range c.reqHeaders {
+		if got := strings.Join(echo.Headers.Values(k), ","); got != v {
+			t.Errorf("%s: backend got header %s %q, want %q", c, k, got, v)
+		}
+	}
+	for _, k := range c.reqAbsent {
+		if _, ok := echo.Headers[http.CanonicalHeaderKey(k)]; ok {
+			t.Errorf("%s: backend got header %s, want it absent", c, k)
+		}
+	}
+}
+
+// checkRedirect compares a Location as the suite does: the expected
+// scheme and path default to the request's, the host to what came back,
+// and a port not expected must be the scheme's default or absent.
+func (j *joinPlane) checkRedirect(t *testing.T, c joinCase, req *http.Request, location string) {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil {
+		t.Errorf("%s: Location %q: %v", c, location, err)
+		return
+	}
+	want := *c.redirect
+	want.scheme = cmpOr(want.scheme, req.URL.Scheme)
+	want.host = cmpOr(want.host, u.Hostname())
+	want.path = cmpOr(want.path, req.URL.Path)
+	switch {
+	case u.Scheme != want.scheme:
+		t.Errorf("%s: Location %q: scheme, want %q", c, location, want.scheme)
+	case u.Hostname() != want.host:
+		t.Errorf("%s: Location %q: host, want %q", c, location, want.host)
+	case want.port == "" && u.Port() != "" && !(u.Scheme == "http" && u.Port() == "80" || u.Scheme == "https" && u.Port() == "443"):
+		t.Errorf("%s: Location %q: port %q, want the scheme's default", c, location, u.Port())
+	case want.port != "" && u.Port() != want.port:
+		t.Errorf("%s: Location %q: port, want %q", c, location, want.port)
+	case u.Path != want.path:
+		t.Errorf("%s: Location %q: path, want %q", c, location, want.path)
+	}
+}
+
+// joinTest is one of the suite's tests: its manifests and cases.
+type joinTest struct {
+	name  string
+	files []string
+	cases []joinCase
+	// weights: requests to "/" of same-namespace spread over these
+	// Services as their weights say (the suite's HTTPRouteWeight).
+	weights map[string]int
+}
+
+// TestGatewayJoinConformance applies the suite's manifests through the
+// model, render and the apply stage to a real nginx, and checks the
+// suite's requests; a second apply of the same Snapshot pushes nothing
+// and does not reload.
+func TestGatewayJoinConformance(t *testing.T) {
+	j := startJoin(t)
+	for _, tt := range joinTests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := j.snapshot(t, tt.files...)
+			m, _ := j.sync(t, s)
+			for _, c := range tt.cases {
+				j.check(t, m, c)
+			}
+			if tt.weights != nil {
+				j.checkWeights(t, m, tt.weights)
+			}
+			_, again := j.sync(t, j.snapshot(t, tt.files...))
+			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
+				t.Errorf("the same Snapshot again: %+v, want nothing done", again.Outcome)
+			}
+		})
+	}
+}
+
+// checkWeights sends 300 requests and wants each Service's share within
+// 8 points of its weight's (of 100), and none for weight 0.
+func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int) {
+	t.Helper()
+	addr := gatewayAddress(t, m, "same-namespace")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	const n = 300
+	got := map[string]int{}
+	for range n {
+		resp, err := client.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var echo joinEcho
+		err = json.NewDecoder(resp.Body).Decode(&echo)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /: %d %v", resp.StatusCode, err)
+		}
+		got[echo.Service]++
+	}
+	for svc, w := range weights {
+		share := got[svc] * 100 / n
+		if w == 0 && got[svc] > 0 || share < w-8 || share > w+8 {
+			t.Errorf("%s: %d of %d requests (%d%%), weight %d of 100", svc, got[svc], n, share, w)
+		}
+	}
+}
+
+// v1, v2, v3 are the suite's infra backends.
+const (
+	v1 = "infra-backend-v1"
+	v2 = "infra-backend-v2"
+	v3 = "infra-backend-v3"
+)
+
+func hdr(kv ...string) map[string]string {
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+var _ = slices.Contains[[]string]
