@@ -5,7 +5,6 @@ package status
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,24 +26,11 @@ const (
 	otherController = "example.com/other-controller"
 )
 
-// gatewayStatusWrites wraps cfg's transport to count the Gateway API
-// status writes; before, when set, runs before each one is sent.
-func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func(*http.Request)) (gatewayclient.GatewayV1Interface, *atomic.Int64) {
+// gatewayStatusWrites returns a Gateway API client that counts its status
+// writes; before, when set, runs before each one is sent.
+func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func()) (gatewayclient.GatewayV1Interface, *atomic.Int64) {
 	t.Helper()
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 1000, 1000
-	writes := new(atomic.Int64)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/gateway.networking.k8s.io/") && strings.HasSuffix(r.URL.Path, "/status") {
-				writes.Add(1)
-				if before != nil {
-					before(r)
-				}
-			}
-			return rt.RoundTrip(r)
-		})
-	})
+	cfg, writes := countStatusWrites(cfg, "/gateway.networking.k8s.io/", before)
 	client, err := gatewayclient.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +385,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		// Before the first status write is sent, the Gateway changes
 		// under it: the write conflicts, and the writer reads it again.
 		var bumped atomic.Bool
-		client3, writes3 := gatewayStatusWrites(t, srv.Config(), func(r *http.Request) {
+		client3, writes3 := gatewayStatusWrites(t, srv.Config(), func() {
 			if !bumped.CompareAndSwap(false, true) {
 				return
 			}
@@ -411,7 +397,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		})
 		stop() // the Lease is released: replica c leads at once
 		w3 := newGatewayAPIWriter(t, srv.Config(), client3, "gateway-api", "replica-c")
-		runWriter(t, w3)
+		stop = runWriter(outer, w3)
 		next := wanted
 		next.Gateways = []model.GatewayStatus{wanted.Gateways[0]}
 		next.Gateways[0].Addresses = []string{"127.0.50.9"}
@@ -430,52 +416,29 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			t.Error("the change that made the conflict was lost")
 		}
 	})
-}
 
-// TestGatewayAPIStatusLeaderOnly runs two replicas on one Lease, both fed
-// the same status: only the leader writes.
-func TestGatewayAPIStatusLeaderOnly(t *testing.T) {
-	srv := kubeapi.Start(t, kubeapi.Options{})
-	kubeapi.InstallGatewayAPI(t, srv, false)
-	admin := adminClientset(t, srv.Config())
-	gw, err := gatewayclient.NewForConfig(srv.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restysync"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	class, err := gw.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-		Spec:       gatewayv1.GatewayClassSpec{ControllerName: testController},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientA, writesA := gatewayStatusWrites(t, srv.Config(), nil)
-	clientB, writesB := gatewayStatusWrites(t, srv.Config(), nil)
-	wa := newGatewayAPIWriter(t, srv.Config(), clientA, "leader-only", "replica-a")
-	wb := newGatewayAPIWriter(t, srv.Config(), clientB, "leader-only", "replica-b")
-	exclusive(t, wa, wb)
-	runWriter(t, wa)
-	runWriter(t, wb)
-	eventually(t, "a leader", func() bool { return wa.IsLeader() || wb.IsLeader() })
-
-	st := model.GatewayAPIStatus{Classes: []model.GatewayClassStatus{{Name: "restysync", Generation: class.Generation,
-		Conditions: []model.Condition{accepted(true, "Accepted")}, SupportedFeatures: []string{"Gateway"}}}}
-	wa.UpdateGatewayAPI(st, st)
-	wb.UpdateGatewayAPI(st, st)
-	eventually(t, "the class accepted", func() bool {
-		c, err := gw.GatewayClasses().Get(ctx, "restysync", metav1.GetOptions{})
-		return err == nil && hasCondition(c.Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+	t.Run("a follower writes nothing", func(t *testing.T) {
+		stop()
+		clientA, writesA := gatewayStatusWrites(t, srv.Config(), nil)
+		clientB, writesB := gatewayStatusWrites(t, srv.Config(), nil)
+		wa := newGatewayAPIWriter(t, srv.Config(), clientA, "leader-only", "replica-a")
+		wb := newGatewayAPIWriter(t, srv.Config(), clientB, "leader-only", "replica-b")
+		exclusive(t, wa, wb)
+		runWriter(t, wa)
+		runWriter(t, wb)
+		eventually(t, "a leader", func() bool { return wa.IsLeader() || wb.IsLeader() })
+		next := model.GatewayAPIStatus{Classes: []model.GatewayClassStatus{wanted.Classes[0]}}
+		next.Classes[0].SupportedFeatures = []string{"Gateway"}
+		wa.UpdateGatewayAPI(next, next)
+		wb.UpdateGatewayAPI(next, next)
+		eventually(t, "the class's features changed", func() bool { return len(getClass().Status.SupportedFeatures) == 1 })
+		leaderWrites, followerWrites := writesA, writesB
+		if wb.IsLeader() {
+			leaderWrites, followerWrites = writesB, writesA
+		}
+		never(t, 500*time.Millisecond, "the follower wrote status", func() bool { return followerWrites.Load() != 0 })
+		if n := leaderWrites.Load(); n != 1 {
+			t.Errorf("the leader wrote %d times, want 1 (the class)", n)
+		}
 	})
-	leaderWrites, followerWrites := writesA, writesB
-	if wb.IsLeader() {
-		leaderWrites, followerWrites = writesB, writesA
-	}
-	never(t, 500*time.Millisecond, "the follower wrote status", func() bool { return followerWrites.Load() != 0 })
-	if n := leaderWrites.Load(); n != 1 {
-		t.Errorf("the leader wrote %d times, want 1", n)
-	}
 }
