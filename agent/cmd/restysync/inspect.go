@@ -351,6 +351,7 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	}
 
 	writeNotServed(w, r.NotServed)
+	writeGatewayAPI(w, r.GatewayAPI, r.DryRun)
 
 	if len(r.Problems) == 0 {
 		fmt.Fprintln(w, "\nProblems: none")
@@ -379,6 +380,79 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	}
 	writeConfig(w, r.Config)
 	writeLua(w, r.Lua)
+}
+
+// writeGatewayAPI prints the status of our GatewayClasses, Gateways and
+// HTTPRoutes, each condition with its reason, and its message when it is
+// not as wanted.
+func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
+	if st == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nGateway API status")
+	if dryRun {
+		fmt.Fprintln(w, "  (dry run: Programmed says what the agent would program; nginx confirms it when an agent runs)")
+	}
+	for _, c := range st.Classes {
+		fmt.Fprintf(w, "  GatewayClass %s (generation %d): %s\n", c.Name, c.Generation, conditionsLine(c.Conditions))
+		writeConditionMessages(w, "    ", c.Conditions)
+		if len(c.SupportedFeatures) > 0 {
+			fmt.Fprintf(w, "    supported features: %s\n", strings.Join(c.SupportedFeatures, ", "))
+		}
+	}
+	for _, g := range st.Gateways {
+		addrs := "none"
+		if len(g.Addresses) > 0 {
+			addrs = strings.Join(g.Addresses, ", ")
+		}
+		fmt.Fprintf(w, "  Gateway %s/%s (generation %d) on %s: %s\n", g.Namespace, g.Name, g.Generation, addrs, conditionsLine(g.Conditions))
+		writeConditionMessages(w, "    ", g.Conditions)
+		for _, l := range g.Listeners {
+			fmt.Fprintf(w, "    listener %s: %d routes, kinds %s: %s\n", l.Name, l.AttachedRoutes,
+				cmp.Or(strings.Join(l.SupportedKinds, ","), "none"), conditionsLine(l.Conditions))
+			writeConditionMessages(w, "      ", l.Conditions)
+		}
+	}
+	for _, r := range st.Routes {
+		fmt.Fprintf(w, "  %s %s/%s (generation %d)\n", cmp.Or(r.Kind, "HTTPRoute"), r.Namespace, r.Name, r.Generation)
+		if len(r.Parents) == 0 {
+			fmt.Fprintln(w, "    no parent of ours")
+		}
+		for _, p := range r.Parents {
+			parent := "Gateway " + p.Namespace + "/" + p.Name
+			if p.SectionName != "" {
+				parent += " section " + p.SectionName
+			}
+			if p.Port != 0 {
+				parent += fmt.Sprintf(" port %d", p.Port)
+			}
+			fmt.Fprintf(w, "    parent %s: %s\n", parent, conditionsLine(p.Conditions))
+			writeConditionMessages(w, "      ", p.Conditions)
+		}
+	}
+}
+
+// conditionsLine is "Accepted=True (Accepted), Programmed=False (Pending)".
+func conditionsLine(conds []model.Condition) string {
+	parts := make([]string, 0, len(conds))
+	for _, c := range conds {
+		status := "False"
+		if c.Status {
+			status = "True"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s (%s)", c.Type, status, c.Reason))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeConditionMessages prints the message of each condition that is
+// False: why it is not as wanted.
+func writeConditionMessages(w io.Writer, indent string, conds []model.Condition) {
+	for _, c := range conds {
+		if !c.Status && c.Message != "" {
+			fmt.Fprintf(w, "%s%s: %s\n", indent, c.Type, c.Message)
+		}
+	}
 }
 
 // writePathContext prints, under a path, why its match type is what it is

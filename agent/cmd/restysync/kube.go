@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,10 +12,13 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/events"
 	"github.com/restysync/restysync/agent/internal/kubeclient"
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source/kube"
 	"github.com/restysync/restysync/agent/internal/status"
 	"github.com/restysync/restysync/agent/internal/syncer"
@@ -70,6 +74,9 @@ type kubeConfig struct {
 	publishAddresses    []string
 	electionNamespace   string
 	electionID, podName string
+	// gatewayController is the controllerName of the GatewayClasses
+	// served (--gateway-controller-name; "": model.GatewayControllerName).
+	gatewayController string
 }
 
 func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
@@ -89,6 +96,7 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 		publishAddresses:  c.StringSlice("publish-address"),
 		electionID:        c.String("election-id"),
 		podName:           c.String("pod-name"),
+		gatewayController: c.String("gateway-controller-name"),
 	}
 	if kc.qps <= 0 {
 		return kc, fmt.Errorf("--kube-api-qps %v: must be positive", c.Float64("kube-api-qps"))
@@ -134,10 +142,20 @@ func validNamespacedName(s string) bool {
 	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
 }
 
-// kubeClient builds a client with client-go's loading rules: --kubeconfig
-// (and --context) when given, else $KUBECONFIG, else ~/.kube/config, else
-// the in-cluster config (a pod has no kubeconfig file).
+// kubeClient builds a client with kubeRESTConfig.
 func kubeClient(kc kubeConfig) (kubeclient.Interface, error) {
+	cfg, err := kubeRESTConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	return kubeclient.New(cfg)
+}
+
+// kubeRESTConfig builds a client config with client-go's loading rules:
+// --kubeconfig (and --context) when given, else $KUBECONFIG, else
+// ~/.kube/config, else the in-cluster config (a pod has no kubeconfig
+// file).
+func kubeRESTConfig(kc kubeConfig) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kc.kubeconfig
 	if kc.kubeconfig != "" {
@@ -155,7 +173,7 @@ func kubeClient(kc kubeConfig) (kubeclient.Interface, error) {
 	}
 	cfg.QPS, cfg.Burst = kc.qps, kc.burst
 	cfg.UserAgent = "restysync/" + version
-	return kubeclient.New(cfg)
+	return cfg, nil
 }
 
 // noClusterConfig replaces client-go's "no configuration has been provided,
@@ -196,7 +214,15 @@ type kubeParts struct {
 
 // startKube starts the kube parts; their goroutines run until ctx is done.
 func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubeParts, error) {
-	client, err := kubeClient(kc)
+	cfg, err := kubeRESTConfig(kc)
+	if err != nil {
+		return kubeParts{}, err
+	}
+	client, err := kubeclient.New(cfg)
+	if err != nil {
+		return kubeParts{}, err
+	}
+	gatewayClient, err := gatewayclient.NewForConfig(cfg)
 	if err != nil {
 		return kubeParts{}, err
 	}
@@ -205,7 +231,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, GatewayController: kc.gatewayController,
 		Logger: logger.With("component", "kube")})
 
-	recorder := events.New(client, events.Options{Logger: logger.With("component", "events")})
+	recorder := events.New(client, events.Options{Logger: logger.With("component", "events"), GatewayAPI: gatewayClient})
 	if err := recorder.Start(ctx); err != nil {
 		return kubeParts{}, err
 	}
@@ -222,12 +248,19 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		return nil
 	}
 
+	// The Gateway API status needs only the Lease; the Ingress status
+	// needs the addresses to publish as well.
 	var writer *status.Writer
 	stopped := make(chan struct{})
-	if kc.publishing() {
-		pub, err := status.NewPublisher(client, kc.publishService, kc.publishAddresses)
-		if err != nil {
-			return kubeParts{}, err
+	if kc.publishing() || kc.electionNamespace != "" {
+		var pub *status.Publisher
+		if kc.publishing() {
+			pub, err = status.NewPublisher(client, kc.publishService, kc.publishAddresses)
+			if err != nil {
+				return kubeParts{}, err
+			}
+		} else {
+			logger.Info("Ingress status is not written: neither --publish-service nor --publish-address is set")
 		}
 		writer, err = status.NewWriter(client, pub, status.Options{
 			Namespace: kc.electionNamespace,
@@ -235,6 +268,10 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 			Identity:  kc.podName,
 			Lookup:    src.Ingress,
 			Logger:    logger.With("component", "status"),
+			GatewayAPI: &status.GatewayAPIOptions{
+				Client:         gatewayClient,
+				ControllerName: cmp.Or(kc.gatewayController, model.GatewayControllerName),
+			},
 		})
 		if err != nil {
 			return kubeParts{}, err
@@ -247,7 +284,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		}()
 	} else {
 		close(stopped)
-		logger.Info("Ingress status is not written: neither --publish-service nor --publish-address is set")
+		logger.Info("Ingress and Gateway API status are not written: no --election-namespace for the Lease outside a pod, and neither --publish-service nor --publish-address is set")
 	}
 
 	// servedHash is the config whose Ingresses were last reported served.
@@ -255,7 +292,16 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 	// per-Ingress work below is skipped on the many syncs that only move
 	// endpoints (it is O(Ingresses)).
 	servedHash := ""
+	// A fast-path sync keeps the model's Gateway API status, and the
+	// applied one unless it is the first applied since: it is fed to the
+	// writer only then, so an endpoint change costs no O(routes) work.
+	gatewayFed, gatewayFedApplied := false, false
 	onSync := func(r syncer.Report) {
+		if writer != nil && (r.Path != "fast" || !gatewayFed || r.Applied != gatewayFedApplied) {
+			writer.UpdateGatewayAPI(r.Model.GatewayAPI, r.GatewayAPIApplied)
+			gatewayFed, gatewayFedApplied = true, r.Applied
+		}
+		recorder.GatewayAPIProblems(r.Problems)
 		recorder.Problems(r.Problems, lookup)
 		recorder.ConfigMapProblems(r.Problems, src.ConfigMap())
 		recorder.IngressClassProblems(r.Problems, lookupClass)

@@ -11,6 +11,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/status"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
@@ -34,6 +35,11 @@ type Report struct {
 	NotServed []NotServed `json:"not_served"`
 	// Problems are the invalid input left out of the model.
 	Problems []Problem `json:"problems"`
+	// GatewayAPI is the status of our GatewayClasses, Gateways and
+	// HTTPRoutes, as the leader writes it (absent when there are none).
+	// A running agent's says Programmed only of what nginx is confirmed
+	// to serve (status.ServedGatewayAPI); a dry run's says what would be.
+	GatewayAPI *model.GatewayAPIStatus `json:"gateway_api,omitempty"`
 	// NotIngressRelated counts, in a dry run of a folder or file, the
 	// documents of kinds the source does not read (Deployments, RBAC),
 	// by "Kind (apiVersion)": passed over, not Problems.
@@ -289,6 +295,9 @@ func FromModel(m model.Model, routes []model.Route, problems []model.Problem) Re
 	for _, p := range problems {
 		r.Problems = append(r.Problems, Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Object: p.Object(), Reason: p.Reason})
 	}
+	if gw := m.GatewayAPI; len(gw.Classes)+len(gw.Gateways)+len(gw.Routes) > 0 {
+		r.GatewayAPI = &gw
+	}
 	return r
 }
 
@@ -343,20 +352,24 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 		r.QuarantinedIngresses = slices.Clone(st.Quarantined)
 	}
 	r.ConfigMapRefused = st.ConfigMapRefused
+	if r.GatewayAPI != nil {
+		served := status.ServedGatewayAPI(*r.GatewayAPI, st.GatewayAPIApplied)
+		r.GatewayAPI = &served
+	}
 	r.Nginx = NginxOf(st.Nginx, st.LoadModules)
 	r.Sync = &Sync{SourceSynced: st.Synced, Applied: st.Applied, LastSync: st.LastSync,
 		Syncs: st.Syncs, Reloads: st.Reloads, Pushes: st.Pushes}
 	cfg := &Config{Wanted: st.WantedHash, Applied: st.ConfigHash}
 	r.Config = cfg
-	status, err := lua.Status(ctx)
+	running, err := lua.Status(ctx)
 	if err != nil {
 		cfg.Error = err.Error()
 		r.Lua = &LuaDiff{Error: "nginx does not answer"}
 		return
 	}
-	cfg.NginxAnswering, cfg.Running, cfg.BootID = true, status.ConfigHash, status.BootID
-	cfg.NginxRunsApplied = cfg.Applied != "" && status.ConfigHash == cfg.Applied
-	cfg.InStep = cfg.Wanted != "" && status.ConfigHash == cfg.Wanted
+	cfg.NginxAnswering, cfg.Running, cfg.BootID = true, running.ConfigHash, running.BootID
+	cfg.NginxRunsApplied = cfg.Applied != "" && running.ConfigHash == cfg.Applied
+	cfg.InStep = cfg.Wanted != "" && running.ConfigHash == cfg.Wanted
 
 	diff := &LuaDiff{
 		MissingBackends: []string{}, ExtraBackends: []string{}, ChangedBackends: []ChangedBackend{},

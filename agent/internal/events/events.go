@@ -2,8 +2,10 @@
 // what it did with each Ingress as events.k8s.io/v1 Events on it: a
 // Warning for each Problem model.Build found, and a Normal event when an
 // Ingress is first served; a Warning on the agent's ConfigMap for each
-// of its Problems (a value nginx refused); and a Warning on an IngressClass
-// named like ours whose controller is not ours.
+// of its Problems (a value nginx refused); a Warning on an IngressClass
+// named like ours whose controller is not ours; and a Warning on a
+// GatewayClass, Gateway or HTTPRoute for each of its Problems
+// (gatewayapi.go).
 //
 // A problem is reported once, when it appears, not on every sync: the
 // Recorder remembers the problems of the last call and reports only new
@@ -45,6 +47,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/reference"
+
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -92,6 +96,9 @@ type Options struct {
 	// Logger receives each Event emitted, at Debug level, and the Events
 	// dropped, at Warn level (default: discarded).
 	Logger *slog.Logger
+	// GatewayAPI reads the UID of a Gateway API object an Event is about
+	// (default: nil, and GatewayAPIProblems reports nothing).
+	GatewayAPI gatewayclient.GatewayV1Interface
 }
 
 // Recorder emits Events about Ingresses. Its methods may be called from
@@ -122,7 +129,11 @@ type Recorder struct {
 	// classProblems are those reported in the last call of
 	// IngressClassProblems.
 	classProblems map[model.Problem]bool
-	served        map[types.NamespacedName]types.UID
+	// gatewayProblems are those reported in the last call of
+	// GatewayAPIProblems.
+	gatewayProblems map[model.Problem]bool
+	served          map[types.NamespacedName]types.UID
+	gatewayAPI      gatewayclient.GatewayV1Interface
 }
 
 // New returns a Recorder that writes Events through client once Start has
@@ -153,6 +164,7 @@ func newRecorder(client kubeclient.Interface, opts Options, size int) *Recorder 
 		maxBackoff:   maxBackoff,
 		problems:     map[model.Problem]bool{},
 		served:       map[types.NamespacedName]types.UID{},
+		gatewayAPI:   opts.GatewayAPI,
 	}
 }
 
@@ -185,9 +197,16 @@ func (r *Recorder) run(ctx context.Context) {
 func (r *Recorder) send(ctx context.Context, ev *eventsv1.Event) {
 	wait := r.firstBackoff
 	for try := 1; ; try++ {
-		reqCtx, cancel := context.WithTimeout(ctx, r.timeout)
-		_, err := r.client.Events(ev.Namespace).Create(reqCtx, ev, metav1.CreateOptions{})
-		cancel()
+		exists, err := r.resolveGatewayAPI(ctx, &ev.Regarding)
+		if err == nil && !exists {
+			r.logger.Debug("event dropped: its object is gone", logAttrs(ev, nil)...)
+			return
+		}
+		if err == nil {
+			reqCtx, cancel := context.WithTimeout(ctx, r.timeout)
+			_, err = r.client.Events(ev.Namespace).Create(reqCtx, ev, metav1.CreateOptions{})
+			cancel()
+		}
 		switch {
 		case err == nil:
 			return

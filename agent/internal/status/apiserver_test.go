@@ -58,18 +58,29 @@ func newClient(t *testing.T, cfg *rest.Config) kubeclient.Interface {
 // writes it has sent.
 func countingClient(t *testing.T, cfg *rest.Config) (kubeclient.Interface, *atomic.Int64) {
 	t.Helper()
+	cfg, writes := countStatusWrites(cfg, "/ingresses/", nil)
+	return newClient(t, cfg), writes
+}
+
+// countStatusWrites returns a copy of cfg that counts the status writes
+// (PUTs of a status subresource) whose path contains within; before, when
+// set, runs before each is sent.
+func countStatusWrites(cfg *rest.Config, within string, before func()) (*rest.Config, *atomic.Int64) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	writes := new(atomic.Int64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/ingresses/") && strings.HasSuffix(r.URL.Path, "/status") {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, within) && strings.HasSuffix(r.URL.Path, "/status") {
 				writes.Add(1)
+				if before != nil {
+					before()
+				}
 			}
 			return rt.RoundTrip(r)
 		})
 	})
-	return newClient(t, cfg), writes
+	return cfg, writes
 }
 
 // runWriter runs w until the returned stop is called or the test ends.

@@ -121,7 +121,7 @@ func (e *election) acquire(ctx context.Context) (time.Time, bool) {
 		}
 		if err != nil && ctx.Err() == nil && err.Error() != e.lastErr {
 			e.lastErr = err.Error() // logged once until it changes
-			e.logger.Warn("standing for Ingress status leader", "error", err)
+			e.logger.Warn("standing for status leader", "error", err)
 		}
 		wait := e.retryPeriod + rand.N(time.Duration(retryJitter*float64(e.retryPeriod))+1)
 		if !sleep(ctx, wait) {
@@ -147,7 +147,7 @@ func (e *election) lead(ctx context.Context, sent time.Time) {
 		select {
 		case <-term.Done():
 			if cause := context.Cause(term); errors.Is(cause, errNotRenewed) {
-				e.logger.Warn("lost Ingress status leadership", "error", cause)
+				e.logger.Warn("lost status leadership", "error", cause)
 			}
 			return
 		case <-tick.C:
@@ -159,7 +159,7 @@ func (e *election) lead(ctx context.Context, sent time.Time) {
 			// If the lapse fired meanwhile, the term is over all the same.
 			lapse.Reset(time.Until(sent.Add(e.renewDeadline)))
 		case !e.holding():
-			e.logger.Info("lost Ingress status leadership", "holder", holder(e.lease))
+			e.logger.Info("lost status leadership", "holder", holder(e.lease))
 			return
 		case err != nil && term.Err() == nil:
 			e.logger.Warn("renewing the Lease", "error", err)

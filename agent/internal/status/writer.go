@@ -1,14 +1,17 @@
 // Package status reports, beside the pipeline (source → model → render → plan → apply), what apply
 // served: it writes .status.loadBalancer.ingress of the Ingresses that nginx
-// serves, from one elected replica.
+// serves, and the status of our GatewayClasses, Gateways and HTTPRoutes
+// (gatewayapi.go), from one elected replica.
 //
 // Replicas elect a leader with a coordination.k8s.io Lease (lease.go); only
 // the leader writes, so replicas never fight over a status, and a leader that
 // loses the Lease stops at once because every write runs under the
 // leadership context. The Lease is released only once no write is in flight.
-// Writes happen on the Writer's own goroutine: Update only records the
-// latest set of served Ingresses, so the sync loop never waits on the API
-// server, and a burst of syncs costs one pass. A pass compares each status
+// Writes happen on the Writer's own goroutine: Update (and UpdateGatewayAPI)
+// only records the latest set of served Ingresses (the latest Gateway API
+// status), so the sync loop never waits on the API server, and a burst of
+// syncs costs one pass. Both kinds of status share the Lease and the
+// pass: one leader writes all of it. A pass compares each status
 // with the one wanted (from the informer cache when Options.Lookup is set)
 // and writes only those that differ.
 //
@@ -87,12 +90,17 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Logger receives leadership changes and failed writes (default: discarded).
 	Logger *slog.Logger
+	// GatewayAPI, when set, has the Writer write the Gateway API status
+	// given to UpdateGatewayAPI as well (default: nil, none).
+	GatewayAPI *GatewayAPIOptions
 }
 
-// Writer keeps the status of served Ingresses while this replica leads.
+// Writer keeps the status of served Ingresses, and of our Gateway API
+// objects, while this replica leads.
 type Writer struct {
 	client   kubeclient.Interface
-	pub      *Publisher
+	pub      *Publisher     // nil: no Ingress status
+	gateway  *gatewayWriter // nil: no Gateway API status
 	opts     Options
 	logger   *slog.Logger
 	poke     chan struct{}
@@ -120,10 +128,15 @@ type record struct {
 	replaced string
 }
 
-// NewWriter returns a Writer that publishes pub's addresses. Run starts it.
+// NewWriter returns a Writer that publishes pub's addresses in the
+// Ingresses' status (none when pub is nil), and the Gateway API status when
+// opts.GatewayAPI is set; it needs one of the two. Run starts it.
 func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writer, error) {
-	if pub == nil {
-		return nil, errors.New("status writer: no publisher")
+	if pub == nil && opts.GatewayAPI == nil {
+		return nil, errors.New("status writer: no publisher and no Gateway API client")
+	}
+	if opts.GatewayAPI != nil && opts.GatewayAPI.Client == nil {
+		return nil, errors.New("status writer: Gateway API options without a client")
 	}
 	if opts.Namespace == "" {
 		return nil, errors.New("status writer: no namespace for the Lease")
@@ -157,6 +170,9 @@ func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writ
 		known:   map[types.NamespacedName]bool{},
 		written: map[types.NamespacedName]record{},
 	}
+	if opts.GatewayAPI != nil {
+		w.gateway = newGatewayWriter(opts.GatewayAPI, opts.RequestTimeout)
+	}
 	w.election = &election{
 		leases:         client.Leases(opts.Namespace),
 		namespace:      opts.Namespace,
@@ -170,7 +186,7 @@ func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writ
 		started:        w.startedLeading,
 		stopped:        w.stoppedLeading,
 		newLeader: func(identity string) {
-			w.logger.Info("Ingress status leader", "leader", identity)
+			w.logger.Info("status leader", "leader", identity)
 		},
 		now: time.Now,
 	}
@@ -197,19 +213,24 @@ func (w *Writer) Update(served []types.NamespacedName) {
 // IsLeader reports whether this replica holds the Lease.
 func (w *Writer) IsLeader() bool { return w.leading() != nil }
 
-// Run starts the publisher, then takes part in the election and writes
-// status while leading, until ctx is done. A replica that loses the Lease
-// stands for election again. On return the Lease is released if held and
-// no write is in flight. Run fails if the publisher's Service cannot be
+// Run starts the publisher (if any), then takes part in the election and
+// writes status while leading, until ctx is done. A replica that loses the
+// Lease stands for election again. On return the Lease is released if held
+// and no write is in flight. Run fails if the publisher's Service cannot be
 // read before ctx ends.
 func (w *Writer) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("status writer: Run called twice")
 	}
-	if err := w.pub.Start(ctx, w.notify); err != nil {
-		return err
+	if w.pub != nil {
+		if err := w.pub.Start(ctx, w.notify); err != nil {
+			return err
+		}
+		w.logger.Info("publishing Ingress status", "from", w.pub.String())
 	}
-	w.logger.Info("publishing Ingress status", "from", w.pub.String())
+	if w.gateway != nil {
+		w.logger.Info("writing Gateway API status", "controller", w.gateway.controller)
+	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -227,7 +248,9 @@ func (w *Writer) startedLeading(ctx context.Context) {
 		w.leaderCtx = ctx
 	}
 	w.mu.Unlock()
-	w.logger.Info("leading: writing Ingress status")
+	for _, what := range w.kinds() {
+		w.logger.Info("leading: writing " + what)
+	}
 	w.notify()
 }
 
@@ -243,8 +266,22 @@ func (w *Writer) stoppedLeading() {
 	w.passing.Lock()
 	w.passing.Unlock()
 	if wasLeading {
-		w.logger.Info("stopped leading: no longer writing Ingress status")
+		for _, what := range w.kinds() {
+			w.logger.Info("stopped leading: no longer writing " + what)
+		}
 	}
+}
+
+// kinds names the status w writes, for logs.
+func (w *Writer) kinds() []string {
+	var kinds []string
+	if w.pub != nil {
+		kinds = append(kinds, "Ingress status")
+	}
+	if w.gateway != nil {
+		kinds = append(kinds, "Gateway API status")
+	}
+	return kinds
 }
 
 // leading returns the context of the current term, or nil.
@@ -297,7 +334,7 @@ func (w *Writer) loop(ctx context.Context) {
 		case lctx.Err() != nil:
 			// Leadership ended mid-pass; the next leader takes over.
 		default:
-			w.logger.Warn("writing Ingress status", "retry_in", backoff, "error", err)
+			w.logger.Warn("writing status", "retry_in", backoff, "error", err)
 			if retryC == nil {
 				retryTimer = time.NewTimer(backoff)
 				retryC = retryTimer.C
@@ -307,9 +344,21 @@ func (w *Writer) loop(ctx context.Context) {
 	}
 }
 
-// pass sets the status of every served Ingress and clears it on every
-// Ingress that left the set.
+// pass writes the Ingress status and the Gateway API status.
 func (w *Writer) pass(ctx context.Context) error {
+	var errs []error
+	if w.pub != nil {
+		errs = append(errs, w.ingressPass(ctx))
+	}
+	if w.gateway != nil {
+		errs = append(errs, w.gateway.pass(ctx, w))
+	}
+	return errors.Join(errs...)
+}
+
+// ingressPass sets the status of every served Ingress and clears it on
+// every Ingress that left the set.
+func (w *Writer) ingressPass(ctx context.Context) error {
 	addrs := w.pub.Addresses()
 	w.mu.Lock()
 	var served, stale []types.NamespacedName

@@ -24,6 +24,10 @@ type Report struct {
 	Applied bool
 	// ConfigHash is the hash of the nginx.conf nginx runs.
 	ConfigHash string
+	// GatewayAPIApplied is the Gateway API status of the last sync that
+	// was Applied (this one's Model.GatewayAPI when it is): what nginx is
+	// confirmed to serve, for the Programmed conditions.
+	GatewayAPIApplied model.GatewayAPIStatus
 	// Path is "fast" when only endpoints were resolved again: the servers,
 	// and so the Ingresses served, are those of the previous report.
 	Path string
@@ -69,6 +73,10 @@ type State struct {
 	// nginx first answered), LoadModules the --load-module paths.
 	Nginx       render.Nginx
 	LoadModules []string
+
+	// GatewayAPIApplied is the Gateway API status of the last applied
+	// sync (Report.GatewayAPIApplied); read-only.
+	GatewayAPIApplied model.GatewayAPIStatus
 }
 
 // State returns a copy of the loop's state.
@@ -99,6 +107,9 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		access, checked = s.stage.CheckAccess(ctx, next.AuthFiles)
 	}
 	applied := err == nil && result.Current
+	if applied {
+		s.gatewayAPIApplied = next.GatewayAPI
+	}
 	s.update(func(st *State) {
 		st.NginxUnreachable = s.stage.WaitReason()
 		st.ConfigMapRefused = s.configMap.Refused()
@@ -112,6 +123,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		st.WantedHash = s.lastConfig.Hash
 		st.Model = next
 		st.Routes = s.lastRoutes
+		st.GatewayAPIApplied = s.gatewayAPIApplied
 		st.Problems = problems
 		st.Quarantined = quarantined
 		st.ConfigHash = s.stage.Applied()
@@ -131,7 +143,8 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 		s.logger.Info("first config applied", "after_start", time.Since(s.started).Round(time.Millisecond))
 	}
 	if s.opts.OnSync != nil {
-		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.stage.Applied(), Path: path})
+		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.stage.Applied(),
+			GatewayAPIApplied: s.gatewayAPIApplied, Path: path})
 	}
 }
 

@@ -81,6 +81,9 @@ type Syncer struct {
 	// configMap is the agent's ConfigMap as last read, and the globals
 	// nginx last took (configmap.go).
 	configMap *snapshot.ConfigMap
+	// gatewayAPIApplied is the Gateway API status of the last sync nginx
+	// confirmed (Report.GatewayAPIApplied).
+	gatewayAPIApplied model.GatewayAPIStatus
 
 	mu    sync.Mutex
 	state State

@@ -1,0 +1,603 @@
+package status
+
+// The Gateway API status: what model.Build found about our GatewayClasses,
+// Gateways and HTTPRoutes (model.GatewayAPIStatus), written by the leader
+// on the Writer's goroutine, in the same passes as the Ingress status.
+//
+// Programmed is judged here, not in the model: the model says what would
+// be programmed, and ServedGatewayAPI turns a Programmed=True into
+// Programmed=False (Pending) until the syncer reports a sync that carried
+// it confirmed by nginx (the config hash it runs and the routes push), at
+// the object's current generation. The same function serves the writer and
+// inspect, so both say the same thing.
+//
+// A write replaces the whole status of a GatewayClass or Gateway (the
+// class's controller owns it), but only our entries of an HTTPRoute's
+// status.parents: those of other controllers stay as they are. Each
+// condition keeps its lastTransitionTime while its status is unchanged,
+// and an object is written only when what it holds differs from what is
+// wanted.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// GatewayAPIOptions configures the Gateway API status a Writer writes.
+type GatewayAPIOptions struct {
+	// Client writes the status (UpdateStatus on gatewayclasses/status,
+	// gateways/status and httproutes/status).
+	Client gatewayclient.GatewayV1Interface
+	// ControllerName is the controllerName written into each of our
+	// entries of an HTTPRoute's status.parents, and how our entries are
+	// told from other controllers' (default model.GatewayControllerName).
+	ControllerName string
+	// Lookup returns the cached objects (default: nil, and each object is
+	// read from the API server with a GET when what is wanted of it
+	// changed). With a cache, a pass that changes nothing sends no request.
+	Lookup GatewayAPILookup
+}
+
+// GatewayAPILookup returns cached Gateway API objects, nil for one that
+// does not exist.
+type GatewayAPILookup interface {
+	GatewayClass(name string) *gatewayv1.GatewayClass
+	Gateway(namespace, name string) *gatewayv1.Gateway
+	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
+}
+
+// Programmed condition of a Gateway or listener not yet confirmed served.
+const (
+	ReasonPending  = string(gatewayv1.GatewayReasonPending) // the same word for listeners
+	pendingMessage = "waiting for nginx to confirm the config and routes that serve it"
+)
+
+// maxParents is the most entries an HTTPRoute's status.parents may hold
+// (the CRD's maxItems).
+const maxParents = 32
+
+// maxMessage is the longest condition message the CRD accepts, in bytes.
+const maxMessage = 32768
+
+// ServedGatewayAPI returns wanted with each Gateway's and listener's
+// Programmed=True kept only where applied (the status of the last sync
+// nginx confirmed) had it True at the same generation of the Gateway;
+// elsewhere it becomes Programmed=False, reason Pending. wanted is not
+// changed.
+func ServedGatewayAPI(wanted, applied model.GatewayAPIStatus) model.GatewayAPIStatus {
+	confirmed := map[string]bool{} // programmedKey of each confirmed Gateway and listener
+	for _, g := range applied.Gateways {
+		if programmed(g.Conditions) {
+			confirmed[programmedKey(g, "")] = true
+		}
+		for _, l := range g.Listeners {
+			if programmed(l.Conditions) {
+				confirmed[programmedKey(g, l.Name)] = true
+			}
+		}
+	}
+	out := wanted
+	out.Gateways = slices.Clone(wanted.Gateways)
+	for i := range out.Gateways {
+		g := &out.Gateways[i]
+		g.Conditions = pendingUnless(g.Conditions, confirmed[programmedKey(*g, "")])
+		g.Listeners = slices.Clone(g.Listeners)
+		for j := range g.Listeners {
+			l := &g.Listeners[j]
+			l.Conditions = pendingUnless(l.Conditions, confirmed[programmedKey(*g, l.Name)])
+		}
+	}
+	return out
+}
+
+func programmedKey(g model.GatewayStatus, listener string) string {
+	return fmt.Sprintf("%s/%s@%d/%s", g.Namespace, g.Name, g.Generation, listener)
+}
+
+func programmed(conds []model.Condition) bool {
+	for _, c := range conds {
+		if c.Type == string(gatewayv1.GatewayConditionProgrammed) {
+			return c.Status
+		}
+	}
+	return false
+}
+
+// pendingUnless returns conds with a Programmed=True made Pending unless
+// confirmed (a copy when it changes one).
+func pendingUnless(conds []model.Condition, confirmed bool) []model.Condition {
+	if confirmed || !programmed(conds) {
+		return conds
+	}
+	conds = slices.Clone(conds)
+	for i := range conds {
+		if conds[i].Type == string(gatewayv1.GatewayConditionProgrammed) {
+			conds[i] = model.Condition{Type: conds[i].Type, Status: false, Reason: ReasonPending, Message: pendingMessage}
+		}
+	}
+	return conds
+}
+
+// objectKey names one Gateway API object.
+type objectKey struct {
+	Kind, Namespace, Name string
+}
+
+func (k objectKey) String() string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
+}
+
+// gatewayWriter is the Gateway API part of a Writer.
+type gatewayWriter struct {
+	client     gatewayclient.GatewayV1Interface
+	controller string
+	lookup     GatewayAPILookup
+	timeout    time.Duration
+	now        func() time.Time
+
+	// Guarded by the Writer's mu.
+	wanted       model.GatewayAPIStatus // from the last update, Programmed judged
+	wantedRoutes map[objectKey]bool     // the routes of wanted
+	// knownRoutes are the routes ever given parents of ours, which may
+	// still carry them: a route that leaves wanted loses its entries.
+	knownRoutes map[objectKey]bool
+
+	// Owned by the loop goroutine: what each object was last given or
+	// seen with in this term (term: its context), as another leader may
+	// have written since the last.
+	written map[objectKey]gatewayRecord
+	term    context.Context
+}
+
+// gatewayRecord is what was wanted of an object when it was last written
+// or seen in place (the model's entry; nil for a route cleared).
+type gatewayRecord struct {
+	want any
+	// replaced is the resourceVersion our write replaced: while a cache
+	// still shows it, the cache is behind, not the status wrong.
+	replaced string
+}
+
+func newGatewayWriter(opts *GatewayAPIOptions, timeout time.Duration) *gatewayWriter {
+	return &gatewayWriter{
+		client:      opts.Client,
+		controller:  cmp.Or(opts.ControllerName, model.GatewayControllerName),
+		lookup:      opts.Lookup,
+		timeout:     timeout,
+		now:         time.Now,
+		knownRoutes: map[objectKey]bool{},
+		written:     map[objectKey]gatewayRecord{},
+		// wantedRoutes stays nil until the first update
+	}
+}
+
+// UpdateGatewayAPI records the Gateway API status of the last sync
+// (wanted: its model's) and of the last sync nginx confirmed (applied). It
+// never blocks: the leader writes on its own goroutine, and calls in quick
+// succession are merged. It does nothing on a Writer without
+// Options.GatewayAPI.
+func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
+	if w.gateway == nil {
+		return
+	}
+	served := ServedGatewayAPI(wanted, applied)
+	routes := make(map[objectKey]bool, len(served.Routes))
+	for _, r := range served.Routes {
+		routes[routeKey(r.Namespace, r.Name)] = true
+	}
+	w.mu.Lock()
+	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
+	for key := range routes {
+		w.gateway.knownRoutes[key] = true
+	}
+	w.mu.Unlock()
+	w.notify()
+}
+
+func routeKey(namespace, name string) objectKey {
+	return objectKey{Kind: "HTTPRoute", Namespace: namespace, Name: name}
+}
+
+// pass writes the status of every GatewayClass, Gateway and HTTPRoute
+// wanted, and takes our parents out of the routes that left it.
+func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
+	if g.term != ctx {
+		g.term, g.written = ctx, map[objectKey]gatewayRecord{}
+	}
+	w.mu.Lock()
+	wanted := g.wanted
+	var stale []objectKey
+	for key := range g.knownRoutes {
+		if !g.wantedRoutes[key] {
+			stale = append(stale, key)
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(stale, func(a, b objectKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	var errs []error
+	wrote := 0
+	visited := make(map[objectKey]bool, len(wanted.Classes)+len(wanted.Gateways)+len(wanted.Routes))
+	note := func(key objectKey, ok bool, err error) {
+		visited[key] = true
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+		if ok {
+			wrote++
+		}
+	}
+	for _, c := range wanted.Classes {
+		key := objectKey{Kind: "GatewayClass", Name: c.Name}
+		ok, err := g.syncClass(ctx, key, c)
+		note(key, ok, err)
+	}
+	for _, gw := range wanted.Gateways {
+		key := objectKey{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name}
+		ok, err := g.syncGateway(ctx, key, gw)
+		note(key, ok, err)
+	}
+	for _, r := range wanted.Routes {
+		key := routeKey(r.Namespace, r.Name)
+		ok, err := g.syncRoute(ctx, key, &r)
+		note(key, ok, err)
+	}
+	for _, key := range stale {
+		ok, err := g.syncRoute(ctx, key, nil)
+		note(key, ok, err)
+		if err != nil {
+			continue
+		}
+		delete(g.written, key)
+		w.mu.Lock()
+		if !g.wantedRoutes[key] { // not wanted again meanwhile
+			delete(g.knownRoutes, key)
+		}
+		w.mu.Unlock()
+	}
+	// Forget the objects that left: one that comes back is read again.
+	for key := range g.written {
+		if !visited[key] {
+			delete(g.written, key)
+		}
+	}
+	if wrote > 0 {
+		w.logger.Info("wrote Gateway API status", "objects", wrote)
+	}
+	return errors.Join(errs...)
+}
+
+// statusSync is what syncObject needs of one kind of object.
+type statusSync[T metav1.Object] struct {
+	// get returns the object from the cache, or from the API server when
+	// fresh or without a cache; its zero (nil) when it does not exist.
+	get func(ctx context.Context, fresh bool) (T, error)
+	// build returns a copy of obj holding the status wanted, and whether
+	// that status differs from obj's.
+	build  func(obj T) (next T, differs bool)
+	update func(ctx context.Context, next T) error
+}
+
+// syncObject brings one object's status to want (the model's entry) and
+// reports whether it wrote. Without a cache, an object whose wanted status
+// has not changed since it was last written or seen in place is not read
+// again.
+func syncObject[T metav1.Object](ctx context.Context, g *gatewayWriter, key objectKey, want any, s statusSync[T]) (bool, error) {
+	prev, known := g.written[key]
+	known = known && reflect.DeepEqual(prev.want, want)
+	if known && g.lookup == nil {
+		return false, nil
+	}
+	obj, err := s.get(ctx, false)
+	if err != nil || isNil(obj) {
+		return false, err // a missing object has no status to write
+	}
+	if known && prev.replaced != "" && obj.GetResourceVersion() == prev.replaced {
+		return false, nil // the cache has not seen our write yet
+	}
+	replaced := ""
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if isNil(obj) {
+			return nil
+		}
+		next, differs := s.build(obj)
+		if !differs {
+			return nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		err := s.update(rctx, next)
+		switch {
+		case err == nil:
+			replaced = obj.GetResourceVersion()
+			return nil
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			fresh, gerr := s.get(ctx, true)
+			if gerr != nil {
+				return gerr
+			}
+			obj = fresh
+		}
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	g.written[key] = gatewayRecord{want: want, replaced: replaced}
+	return replaced != "", nil
+}
+
+func isNil[T metav1.Object](obj T) bool {
+	return reflect.ValueOf(obj).IsNil()
+}
+
+// getter returns a statusSync.get for one object: from lookup unless
+// fresh, else with get from the API server.
+func getter[T metav1.Object](g *gatewayWriter, cached func() T, get func(ctx context.Context) (T, error)) func(context.Context, bool) (T, error) {
+	return func(ctx context.Context, fresh bool) (T, error) {
+		var zero T
+		if g.lookup != nil && !fresh {
+			return cached(), nil
+		}
+		rctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		obj, err := get(rctx)
+		if apierrors.IsNotFound(err) {
+			return zero, nil
+		}
+		if err != nil {
+			return zero, fmt.Errorf("reading: %w", err)
+		}
+		return obj, nil
+	}
+}
+
+var updateOptions = metav1.UpdateOptions{FieldManager: FieldManager}
+
+func (g *gatewayWriter) syncClass(ctx context.Context, key objectKey, want model.GatewayClassStatus) (bool, error) {
+	api := g.client.GatewayClasses()
+	return syncObject(ctx, g, key, want, statusSync[*gatewayv1.GatewayClass]{
+		get: getter(g, func() *gatewayv1.GatewayClass { return g.lookup.GatewayClass(key.Name) },
+			func(ctx context.Context) (*gatewayv1.GatewayClass, error) {
+				return api.Get(ctx, key.Name, metav1.GetOptions{})
+			}),
+		build: func(obj *gatewayv1.GatewayClass) (*gatewayv1.GatewayClass, bool) {
+			next := obj.DeepCopy()
+			next.Status.Conditions = g.conditions(want.Conditions, obj.Generation, obj.Status.Conditions)
+			next.Status.SupportedFeatures = supportedFeatures(want.SupportedFeatures)
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		},
+		update: func(ctx context.Context, next *gatewayv1.GatewayClass) error {
+			_, err := api.UpdateStatus(ctx, next, updateOptions)
+			return err
+		},
+	})
+}
+
+func (g *gatewayWriter) syncGateway(ctx context.Context, key objectKey, want model.GatewayStatus) (bool, error) {
+	api := g.client.Gateways(key.Namespace)
+	return syncObject(ctx, g, key, want, statusSync[*gatewayv1.Gateway]{
+		get: getter(g, func() *gatewayv1.Gateway { return g.lookup.Gateway(key.Namespace, key.Name) },
+			func(ctx context.Context) (*gatewayv1.Gateway, error) {
+				return api.Get(ctx, key.Name, metav1.GetOptions{})
+			}),
+		build: func(obj *gatewayv1.Gateway) (*gatewayv1.Gateway, bool) {
+			next := obj.DeepCopy()
+			next.Status.Addresses = gatewayAddresses(want.Addresses)
+			next.Status.Conditions = g.conditions(want.Conditions, obj.Generation, obj.Status.Conditions)
+			next.Status.Listeners = nil
+			for _, l := range want.Listeners {
+				var held []metav1.Condition
+				if i := slices.IndexFunc(obj.Status.Listeners, func(s gatewayv1.ListenerStatus) bool { return string(s.Name) == l.Name }); i >= 0 {
+					held = obj.Status.Listeners[i].Conditions
+				}
+				next.Status.Listeners = append(next.Status.Listeners, gatewayv1.ListenerStatus{
+					Name:           gatewayv1.SectionName(l.Name),
+					SupportedKinds: routeKinds(l.SupportedKinds),
+					AttachedRoutes: l.AttachedRoutes,
+					Conditions:     g.conditions(l.Conditions, obj.Generation, held),
+				})
+			}
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		},
+		update: func(ctx context.Context, next *gatewayv1.Gateway) error {
+			_, err := api.UpdateStatus(ctx, next, updateOptions)
+			return err
+		},
+	})
+}
+
+// syncRoute sets our entries of the route's status.parents to want's, or
+// removes them when want is nil; other controllers' entries stay as they
+// are, in their order, before ours.
+func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
+	api := g.client.HTTPRoutes(key.Namespace)
+	var wantEntry any // compared with the last written: the value, not the pointer
+	if want != nil {
+		wantEntry = *want
+	}
+	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.HTTPRoute]{
+		get: getter(g, func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
+			func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
+				return api.Get(ctx, key.Name, metav1.GetOptions{})
+			}),
+		build: func(obj *gatewayv1.HTTPRoute) (*gatewayv1.HTTPRoute, bool) {
+			next := obj.DeepCopy()
+			next.Status.Parents = g.routeParents(obj, want)
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		},
+		update: func(ctx context.Context, next *gatewayv1.HTTPRoute) error {
+			_, err := api.UpdateStatus(ctx, next, updateOptions)
+			return err
+		},
+	})
+}
+
+// routeParents returns the status.parents route should hold: the entries
+// of other controllers as they are, then ours from want (none when nil),
+// as many as fit.
+func (g *gatewayWriter) routeParents(route *gatewayv1.HTTPRoute, want *model.RouteStatus) []gatewayv1.RouteParentStatus {
+	var parents, ours []gatewayv1.RouteParentStatus
+	for _, p := range route.Status.Parents {
+		if string(p.ControllerName) == g.controller {
+			ours = append(ours, p)
+		} else {
+			parents = append(parents, p)
+		}
+	}
+	if want == nil {
+		return parents
+	}
+	for _, p := range want.Parents {
+		if len(parents) >= maxParents {
+			break
+		}
+		ref := parentRef(p)
+		var held []metav1.Condition
+		if i := slices.IndexFunc(ours, func(s gatewayv1.RouteParentStatus) bool { return sameParent(s.ParentRef, ref, route.Namespace) }); i >= 0 {
+			held = ours[i].Conditions
+		}
+		parents = append(parents, gatewayv1.RouteParentStatus{
+			ParentRef:      ref,
+			ControllerName: gatewayv1.GatewayController(g.controller),
+			Conditions:     g.conditions(p.Conditions, route.Generation, held),
+		})
+	}
+	return parents
+}
+
+// parentRef is the status parentRef of p: a Gateway, with the namespace
+// filled in, and sectionName and port as written.
+func parentRef(p model.RouteParentStatus) gatewayv1.ParentReference {
+	group := gatewayv1.Group(gatewayv1.GroupName)
+	kind := gatewayv1.Kind("Gateway")
+	namespace := gatewayv1.Namespace(p.Namespace)
+	ref := gatewayv1.ParentReference{Group: &group, Kind: &kind, Namespace: &namespace, Name: gatewayv1.ObjectName(p.Name)}
+	if p.SectionName != "" {
+		section := gatewayv1.SectionName(p.SectionName)
+		ref.SectionName = &section
+	}
+	if p.Port != 0 {
+		port := gatewayv1.PortNumber(p.Port)
+		ref.Port = &port
+	}
+	return ref
+}
+
+// sameParent reports whether a and b name the same parent of a route in
+// namespace, with the API's defaults filled in.
+func sameParent(a, b gatewayv1.ParentReference, namespace string) bool {
+	norm := func(r gatewayv1.ParentReference) [6]string {
+		port := ""
+		if r.Port != nil {
+			port = fmt.Sprint(*r.Port)
+		}
+		return [6]string{
+			string(deref(r.Group, gatewayv1.GroupName)), string(deref(r.Kind, "Gateway")),
+			string(deref(r.Namespace, gatewayv1.Namespace(namespace))), string(r.Name),
+			string(deref(r.SectionName, "")), port,
+		}
+	}
+	return norm(a) == norm(b)
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// conditions returns the API conditions of want at generation, each
+// keeping the lastTransitionTime of the one of its type in held while its
+// status is the same.
+func (g *gatewayWriter) conditions(want []model.Condition, generation int64, held []metav1.Condition) []metav1.Condition {
+	now := metav1.NewTime(g.now()).Rfc3339Copy()
+	out := make([]metav1.Condition, 0, len(want))
+	for _, c := range want {
+		status := metav1.ConditionFalse
+		if c.Status {
+			status = metav1.ConditionTrue
+		}
+		since := now
+		if old := meta.FindStatusCondition(held, c.Type); old != nil && old.Status == status {
+			since = old.LastTransitionTime
+		}
+		out = append(out, metav1.Condition{
+			Type:               c.Type,
+			Status:             status,
+			ObservedGeneration: generation,
+			LastTransitionTime: since,
+			Reason:             c.Reason,
+			Message:            truncateMessage(c.Message),
+		})
+	}
+	return out
+}
+
+// truncateMessage cuts a message to what the API accepts, on a rune
+// boundary.
+func truncateMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	s = s[:maxMessage]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// supportedFeatures returns names sorted and without duplicates, as the
+// GatewayClass's status.supportedFeatures must be.
+func supportedFeatures(names []string) []gatewayv1.SupportedFeature {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	var out []gatewayv1.SupportedFeature
+	for _, n := range names {
+		if n != "" {
+			out = append(out, gatewayv1.SupportedFeature{Name: gatewayv1.FeatureName(n)})
+		}
+	}
+	return out
+}
+
+func gatewayAddresses(addrs []string) []gatewayv1.GatewayStatusAddress {
+	var out []gatewayv1.GatewayStatusAddress
+	for _, a := range addrs {
+		typ := gatewayv1.IPAddressType
+		out = append(out, gatewayv1.GatewayStatusAddress{Type: &typ, Value: a})
+	}
+	return out
+}
+
+func routeKinds(kinds []string) []gatewayv1.RouteGroupKind {
+	out := []gatewayv1.RouteGroupKind{} // the field is required, empty when none is supported
+	for _, k := range kinds {
+		group := gatewayv1.Group(gatewayv1.GroupName)
+		out = append(out, gatewayv1.RouteGroupKind{Group: &group, Kind: gatewayv1.Kind(k)})
+	}
+	return out
+}
