@@ -74,9 +74,6 @@ type kubeConfig struct {
 	publishAddresses    []string
 	electionNamespace   string
 	electionID, podName string
-	// gatewayController is the controllerName of the GatewayClasses
-	// served (--gateway-controller-name; "": model.GatewayControllerName).
-	gatewayController string
 }
 
 func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
@@ -96,7 +93,6 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 		publishAddresses:  c.StringSlice("publish-address"),
 		electionID:        c.String("election-id"),
 		podName:           c.String("pod-name"),
-		gatewayController: c.String("gateway-controller-name"),
 	}
 	if kc.qps <= 0 {
 		return kc, fmt.Errorf("--kube-api-qps %v: must be positive", c.Float64("kube-api-qps"))
