@@ -1,4 +1,4 @@
-//go:build conformance && linux
+//go:build linux
 
 package conformance
 

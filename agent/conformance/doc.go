@@ -12,9 +12,10 @@
 // its base manifests and waits until every Gateway is Programmed and every
 // pod Ready before its first test.
 //
-// The tests live in _test.go files behind the "conformance" build tag, so
-// `go test ./...` does not run them until the controller passes them.
-// Every suite flag works after -args: -run-test NAME runs one test,
+// The suite is part of `go tool task test` (`go test ./...`): every
+// GATEWAY-HTTP test of the features the GatewayClass declares runs there,
+// and one that fails fails the run. `go tool task conformance` runs it
+// alone and writes the report. Every suite flag works after -args: -run-test NAME runs one test,
 // -skip-tests A,B skips some, -report-output FILE writes the report,
 // -debug logs each request.
 package conformance
