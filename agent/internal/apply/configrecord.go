@@ -37,6 +37,12 @@ type ConfigRecord struct {
 	// bootstrap) was left instead.
 	unprovenSince time.Time
 	safeStart     bool
+	// retired are the configs nginx ran before good since its boot: an
+	// answer that names one comes from an old worker that has yet to take
+	// its signal to quit (it still accepts for a moment after a new worker
+	// confirmed good), not from nginx going back, which it cannot do
+	// without a new boot (Running).
+	retired map[string]bool
 }
 
 // NewConfigRecord returns an empty record for nginx (nil in tests that
@@ -59,6 +65,32 @@ func (r *ConfigRecord) Answered() {
 	r.unprovenSince, r.safeStart = time.Time{}, false
 }
 
+// Running is the config nginx runs, given the hash reported, running: the
+// good config when running is one nginx ran before it since its boot.
+func (r *ConfigRecord) Running(running string) string {
+	if r.retired[running] {
+		return r.good.Hash
+	}
+	return running
+}
+
+// NewBoot forgets the configs nginx ran before: a new nginx may start with
+// any of them.
+func (r *ConfigRecord) NewBoot() { clear(r.retired) }
+
+// setGood records cfg as the config nginx last confirmed; the one before
+// it is retired.
+func (r *ConfigRecord) setGood(cfg render.Config) {
+	if r.good.Hash != "" && r.good.Hash != cfg.Hash {
+		if r.retired == nil {
+			r.retired = map[string]bool{}
+		}
+		r.retired[r.good.Hash] = true
+	}
+	delete(r.retired, cfg.Hash)
+	r.good = cfg
+}
+
 // Observe records that nginx runs the config of hash running, while cfg
 // is the config of this sync. It says whether that confirms a reload
 // nginx was slow to take.
@@ -67,7 +99,7 @@ func (r *ConfigRecord) Observe(running string, cfg render.Config) (confirmedSlow
 		r.unconfirmed, confirmedSlow = "", true
 	}
 	if running == cfg.Hash {
-		r.good = cfg
+		r.setGood(cfg)
 	}
 	r.applied = ""
 	if running == r.good.Hash {
@@ -141,7 +173,8 @@ func (r *ConfigRecord) Reload(ctx context.Context, cfg render.Config) error {
 	switch {
 	case err == nil:
 		r.failed = ""
-		r.applied, r.good = cfg.Hash, cfg
+		r.applied = cfg.Hash
+		r.setGood(cfg)
 	case errors.Is(err, ErrNotConfirmed):
 		r.unconfirmed = cfg.Hash
 	case errors.Is(err, ErrRejected):

@@ -181,3 +181,27 @@ func TestConfigRecordReadsBackTheRunningConfig(t *testing.T) {
 		t.Error("read back again over a good config")
 	}
 }
+
+// An answer naming a config nginx ran before the good one, in the same
+// boot, comes from an old worker still draining: it is read as the good
+// one, so the next sync does not reload for it. A new boot forgets them.
+func TestConfigRecordRetired(t *testing.T) {
+	r := NewConfigRecord(nil, render.Settings{}, time.Second)
+	a, b := render.Config{Hash: "a"}, render.Config{Hash: "b"}
+	r.Observe("a", a)
+	r.Observe("b", b)
+	if got := r.Running("a"); got != "b" {
+		t.Errorf("Running(a) after b = %q, want b (a is retired)", got)
+	}
+	if got := r.Running("c"); got != "c" {
+		t.Errorf("Running(c) = %q, want c (never ran)", got)
+	}
+	r.Observe("a", a)
+	if got, back := r.Running("a"), r.Running("b"); got != "a" || back != "a" {
+		t.Errorf("after a again: Running(a) = %q, Running(b) = %q; want a, a", got, back)
+	}
+	r.NewBoot()
+	if got := r.Running("b"); got != "b" {
+		t.Errorf("Running(b) after a new boot = %q, want b", got)
+	}
+}

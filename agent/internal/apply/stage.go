@@ -128,6 +128,9 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	statusStart := time.Now()
 	status, err := s.nginx.Lua.Status(ctx)
 	res.Status = time.Since(statusStart)
+	if status.BootID == s.lua.Boot() {
+		status.ConfigHash = s.configs.Running(status.ConfigHash)
+	}
 	if err != nil {
 		// nginx is not up (yet): leave the right config for it to start with.
 		res.Waiting = true
@@ -275,6 +278,7 @@ func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Co
 		return err
 	}
 	if newBoot {
+		s.configs.NewBoot()
 		if err := s.nginx.TightenSocket(); err != nil {
 			s.logger.Warn("the config socket stays open to more than nginx and the agent", "error", err)
 		}
@@ -391,7 +395,7 @@ func (s *Stage) NeedsSync(ctx context.Context, wanted string) bool {
 	if st.BootID != s.lua.Boot() {
 		return true
 	}
-	return s.configs.NeedsSync(st.ConfigHash, wanted)
+	return s.configs.NeedsSync(s.configs.Running(st.ConfigHash), wanted)
 }
 
 // TrimErrorLog keeps nginx's error log file under MaxErrorLogSize

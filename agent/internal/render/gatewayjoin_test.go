@@ -486,7 +486,7 @@ func TestGatewayJoinConformance(t *testing.T) {
 			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				t.Errorf("the same Snapshot again: %+v, want nothing done", again.Outcome)
+				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done", again.Outcome, again.ReloadReasons)
 			}
 		})
 	}
