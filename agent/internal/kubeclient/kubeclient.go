@@ -61,9 +61,12 @@ type Leases interface {
 }
 
 // StatusResource is a resource that is read and whose status the agent
-// writes (only the status subresource: the Gateway API's kinds).
+// writes (only the status subresource: the Gateway API's kinds). Get is
+// the status writer's re-read after a conflict and the Event recorder's
+// read of an object's UID.
 type StatusResource[O runtime.Object, L runtime.Object] interface {
 	ListWatcher[L]
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (O, error)
 	UpdateStatus(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error)
 }
 
@@ -85,7 +88,8 @@ type Interface interface {
 	Leases(namespace string) Leases
 	Events(namespace string) Events
 	// The Gateway API's kinds (GatewayGroupVersion): the source lists and
-	// watches them, the status writer writes their status. Use them once
+	// watches them, the status writer writes their status and the Event
+	// recorder reads their UIDs. Use them once
 	// ServedResources has said the API server serves them: its CRDs are
 	// not installed in most clusters.
 	GatewayClasses() StatusResource[*gatewayv1.GatewayClass, *gatewayv1.GatewayClassList]

@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
@@ -26,27 +27,23 @@ const (
 	otherController = "example.com/other-controller"
 )
 
-// gatewayStatusWrites returns a Gateway API client that counts its status
+// gatewayStatusWrites returns a client that counts its Gateway API status
 // writes; before, when set, runs before each one is sent.
-func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func()) (gatewayclient.GatewayV1Interface, *atomic.Int64) {
+func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func()) (kubeclient.Interface, *atomic.Int64) {
 	t.Helper()
 	cfg, writes := countStatusWrites(cfg, "/gateway.networking.k8s.io/", before)
-	client, err := gatewayclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client, writes
+	return newClient(t, cfg), writes
 }
 
 // newGatewayWriter returns a Writer of the Gateway API status only, with
 // the Lease lease.
-func newGatewayAPIWriter(t *testing.T, cfg *rest.Config, client gatewayclient.GatewayV1Interface, lease, identity string) *Writer {
+func newGatewayAPIWriter(t *testing.T, client kubeclient.Interface, lease, identity string) *Writer {
 	t.Helper()
 	opts := testElection
 	opts.Namespace, opts.LeaseName, opts.Identity = "restysync", lease, identity
-	opts.GatewayAPI = &GatewayAPIOptions{Client: client, ControllerName: testController}
+	opts.GatewayAPI = &GatewayAPIOptions{ControllerName: testController}
 	opts.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w, err := NewWriter(newClient(t, cfg), nil, opts)
+	w, err := NewWriter(client, nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +215,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 
 	outer := t
 	client, writes := gatewayStatusWrites(t, srv.Config(), nil)
-	w := newGatewayAPIWriter(t, srv.Config(), client, "gateway-api", "replica-a")
+	w := newGatewayAPIWriter(t, client, "gateway-api", "replica-a")
 	stop := runWriter(t, w)
 	eventually(t, "a leader", w.IsLeader)
 
@@ -313,7 +310,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		// wanted: it writes nothing either.
 		stop()
 		client2, writes2 := gatewayStatusWrites(t, srv.Config(), nil)
-		w2 := newGatewayAPIWriter(outer, srv.Config(), client2, "gateway-api", "replica-b")
+		w2 := newGatewayAPIWriter(outer, client2, "gateway-api", "replica-b")
 		stop = runWriter(outer, w2) // it runs on in the next subtests
 		eventually(t, "replica b leads", w2.IsLeader)
 		w2.UpdateGatewayAPI(wanted, wanted)
@@ -396,7 +393,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			}
 		})
 		stop() // the Lease is released: replica c leads at once
-		w3 := newGatewayAPIWriter(t, srv.Config(), client3, "gateway-api", "replica-c")
+		w3 := newGatewayAPIWriter(t, client3, "gateway-api", "replica-c")
 		stop = runWriter(outer, w3)
 		next := wanted
 		next.Gateways = []model.GatewayStatus{wanted.Gateways[0]}
@@ -421,8 +418,8 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		stop()
 		clientA, writesA := gatewayStatusWrites(t, srv.Config(), nil)
 		clientB, writesB := gatewayStatusWrites(t, srv.Config(), nil)
-		wa := newGatewayAPIWriter(t, srv.Config(), clientA, "leader-only", "replica-a")
-		wb := newGatewayAPIWriter(t, srv.Config(), clientB, "leader-only", "replica-b")
+		wa := newGatewayAPIWriter(t, clientA, "leader-only", "replica-a")
+		wb := newGatewayAPIWriter(t, clientB, "leader-only", "replica-b")
 		exclusive(t, wa, wb)
 		runWriter(t, wa)
 		runWriter(t, wb)

@@ -128,6 +128,49 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
 
+// GatewayClass returns the cached GatewayClass name, or nil (also while
+// the Gateway API is not served). It is the cache's object and must not be
+// modified; the status writer compares against it.
+func (s *Source) GatewayClass(name string) *gatewayv1.GatewayClass {
+	g := s.gateway.Load()
+	if g == nil {
+		return nil
+	}
+	class, err := g.classes.Get(name)
+	if err != nil {
+		return nil
+	}
+	return class
+}
+
+// Gateway returns the cached Gateway namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) Gateway(namespace, name string) *gatewayv1.Gateway {
+	g := s.gateway.Load()
+	if g == nil {
+		return nil
+	}
+	gw, err := g.gateways.Gateways(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return gw
+}
+
+// HTTPRoute returns the cached HTTPRoute namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute {
+	g := s.gateway.Load()
+	if g == nil {
+		return nil
+	}
+	route, err := g.routes.HTTPRoutes(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return route
+}
+
 // gatewayServed asks discovery whether the API server serves every one of
 // gatewayResources. It returns the missing ones, and an error when the
 // API server did not answer (not when the group is not served: then all
