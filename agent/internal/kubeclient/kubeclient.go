@@ -2,8 +2,8 @@
 // the API server: the kube source (list and watch), the status writer
 // (Ingress and Gateway API status, and its Lease) and the Event recorder.
 // It knows the six API groups the agent reads or writes and nothing else:
-// of the Gateway API's, the four kinds it reads, with the module's own
-// types (sigs.k8s.io/gateway-api/apis/v1).
+// of the Gateway API's, the four kinds it reads (and the three whose status
+// it writes), with the module's own types (sigs.k8s.io/gateway-api/apis/v1).
 //
 // Why not client-go's clientset: its package registers every API group in
 // one scheme, and the urfave/cli help printer (text/template, which looks
