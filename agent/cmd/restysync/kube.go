@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/events"
 	"github.com/restysync/restysync/agent/internal/kubeclient"
@@ -210,15 +209,7 @@ type kubeParts struct {
 
 // startKube starts the kube parts; their goroutines run until ctx is done.
 func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubeParts, error) {
-	cfg, err := kubeRESTConfig(kc)
-	if err != nil {
-		return kubeParts{}, err
-	}
-	client, err := kubeclient.New(cfg)
-	if err != nil {
-		return kubeParts{}, err
-	}
-	gatewayClient, err := gatewayclient.NewForConfig(cfg)
+	client, err := kubeClient(kc)
 	if err != nil {
 		return kubeParts{}, err
 	}
@@ -227,7 +218,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		IngressClass: kc.ingressClass, WatchWithoutClass: kc.watchWithoutClass, GatewayController: kc.gatewayController,
 		Logger: logger.With("component", "kube")})
 
-	recorder := events.New(client, events.Options{Logger: logger.With("component", "events"), GatewayAPI: gatewayClient})
+	recorder := events.New(client, events.Options{Logger: logger.With("component", "events"), GatewayAPI: true})
 	if err := recorder.Start(ctx); err != nil {
 		return kubeParts{}, err
 	}
@@ -264,9 +255,11 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 			Identity:  kc.podName,
 			Lookup:    src.Ingress,
 			Logger:    logger.With("component", "status"),
+			// The source's Gateway API caches: a pass that changes
+			// nothing sends no request.
 			GatewayAPI: &status.GatewayAPIOptions{
-				Client:         gatewayClient,
 				ControllerName: cmp.Or(kc.gatewayController, model.GatewayControllerName),
+				Lookup:         src,
 			},
 		})
 		if err != nil {

@@ -48,8 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/reference"
 
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
-
 	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 )
@@ -96,9 +94,11 @@ type Options struct {
 	// Logger receives each Event emitted, at Debug level, and the Events
 	// dropped, at Warn level (default: discarded).
 	Logger *slog.Logger
-	// GatewayAPI reads the UID of a Gateway API object an Event is about
-	// (default: nil, and GatewayAPIProblems reports nothing).
-	GatewayAPI gatewayclient.GatewayV1Interface
+	// GatewayAPI makes GatewayAPIProblems report, reading the UID of each
+	// Gateway API object an Event is about with the Recorder's client
+	// (default: false, and GatewayAPIProblems reports nothing; set it only
+	// where the API server serves the Gateway API).
+	GatewayAPI bool
 }
 
 // Recorder emits Events about Ingresses. Its methods may be called from
@@ -133,7 +133,7 @@ type Recorder struct {
 	// GatewayAPIProblems.
 	gatewayProblems map[model.Problem]bool
 	served          map[types.NamespacedName]types.UID
-	gatewayAPI      gatewayclient.GatewayV1Interface
+	gatewayAPI      bool
 }
 
 // New returns a Recorder that writes Events through client once Start has

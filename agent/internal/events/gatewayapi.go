@@ -1,7 +1,6 @@
 package events
 
-// Events on Gateway API objects. Their types are not in kubeclient's
-// scheme and the sync loop holds no UID of them, so the Event is queued
+// Events on Gateway API objects. The sync loop holds no UID of them, so the Event is queued
 // with a reference by kind, namespace and name, and the sender (which may
 // wait on the API server) reads the object's UID just before it creates
 // the Event: `kubectl describe` finds an object's Events by UID. An object
@@ -32,7 +31,7 @@ var gatewayKinds = map[string]bool{"GatewayClass": true, "Gateway": true, "HTTPR
 // call, as Problems does for Ingresses. It does nothing on a Recorder
 // without Options.GatewayAPI.
 func (r *Recorder) GatewayAPIProblems(problems []model.Problem) {
-	if r.gatewayAPI == nil {
+	if !r.gatewayAPI {
 		return
 	}
 	r.mu.Lock()
@@ -56,7 +55,7 @@ func (r *Recorder) GatewayAPIProblems(problems []model.Problem) {
 // resolveGatewayAPI fills in the UID and resourceVersion of a reference
 // to a Gateway API object without one; false if the object is gone.
 func (r *Recorder) resolveGatewayAPI(ctx context.Context, ref *corev1.ObjectReference) (bool, error) {
-	if ref.APIVersion != gatewayAPIVersion || ref.UID != "" || r.gatewayAPI == nil {
+	if ref.APIVersion != gatewayAPIVersion || ref.UID != "" || !r.gatewayAPI {
 		return true, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -65,11 +64,11 @@ func (r *Recorder) resolveGatewayAPI(ctx context.Context, ref *corev1.ObjectRefe
 	var err error
 	switch ref.Kind {
 	case "GatewayClass":
-		obj, err = r.gatewayAPI.GatewayClasses().Get(ctx, ref.Name, metav1.GetOptions{})
+		obj, err = r.client.GatewayClasses().Get(ctx, ref.Name, metav1.GetOptions{})
 	case "Gateway":
-		obj, err = r.gatewayAPI.Gateways(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		obj, err = r.client.Gateways(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	case "HTTPRoute":
-		obj, err = r.gatewayAPI.HTTPRoutes(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		obj, err = r.client.HTTPRoutes(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	default:
 		return false, fmt.Errorf("no Events on kind %s", ref.Kind)
 	}

@@ -60,7 +60,7 @@ func TestGatewayAPIProblemsAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := New(kc, Options{GatewayAPI: gw})
+	rec := New(kc, Options{GatewayAPI: true})
 	runCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	if err := rec.Start(runCtx); err != nil {

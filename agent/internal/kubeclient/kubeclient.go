@@ -2,8 +2,8 @@
 // the API server: the kube source (list and watch), the status writer
 // (Ingress and Gateway API status, and its Lease) and the Event recorder.
 // It knows the six API groups the agent reads or writes and nothing else:
-// of the Gateway API's, the four kinds it reads, with the module's own
-// types (sigs.k8s.io/gateway-api/apis/v1).
+// of the Gateway API's, the four kinds it reads (and the three whose status
+// it writes), with the module's own types (sigs.k8s.io/gateway-api/apis/v1).
 //
 // Why not client-go's clientset: its package registers every API group in
 // one scheme, and the urfave/cli help printer (text/template, which looks
@@ -61,9 +61,12 @@ type Leases interface {
 }
 
 // StatusResource is a resource that is read and whose status the agent
-// writes (only the status subresource: the Gateway API's kinds).
+// writes (only the status subresource: the Gateway API's kinds). Get is
+// the status writer's re-read after a conflict and the Event recorder's
+// read of an object's UID.
 type StatusResource[O runtime.Object, L runtime.Object] interface {
 	ListWatcher[L]
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (O, error)
 	UpdateStatus(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error)
 }
 
@@ -85,7 +88,8 @@ type Interface interface {
 	Leases(namespace string) Leases
 	Events(namespace string) Events
 	// The Gateway API's kinds (GatewayGroupVersion): the source lists and
-	// watches them, the status writer writes their status. Use them once
+	// watches them, the status writer writes their status and the Event
+	// recorder reads their UIDs. Use them once
 	// ServedResources has said the API server serves them: its CRDs are
 	// not installed in most clusters.
 	GatewayClasses() StatusResource[*gatewayv1.GatewayClass, *gatewayv1.GatewayClassList]

@@ -34,16 +34,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// GatewayAPIOptions configures the Gateway API status a Writer writes.
+// GatewayAPIOptions configures the Gateway API status a Writer writes
+// with its client (UpdateStatus on gatewayclasses/status, gateways/status
+// and httproutes/status; Get on the objects after a conflict, or without
+// a Lookup).
 type GatewayAPIOptions struct {
-	// Client writes the status (UpdateStatus on gatewayclasses/status,
-	// gateways/status and httproutes/status).
-	Client gatewayclient.GatewayV1Interface
 	// ControllerName is the controllerName written into each of our
 	// entries of an HTTPRoute's status.parents, and how our entries are
 	// told from other controllers' (default model.GatewayControllerName).
@@ -148,7 +148,7 @@ func (k objectKey) String() string {
 
 // gatewayWriter is the Gateway API part of a Writer.
 type gatewayWriter struct {
-	client     gatewayclient.GatewayV1Interface
+	client     kubeclient.Interface
 	controller string
 	lookup     GatewayAPILookup
 	timeout    time.Duration
@@ -177,9 +177,9 @@ type gatewayRecord struct {
 	replaced string
 }
 
-func newGatewayWriter(opts *GatewayAPIOptions, timeout time.Duration) *gatewayWriter {
+func newGatewayWriter(client kubeclient.Interface, opts *GatewayAPIOptions, timeout time.Duration) *gatewayWriter {
 	return &gatewayWriter{
-		client:      opts.Client,
+		client:      client,
 		controller:  cmp.Or(opts.ControllerName, model.GatewayControllerName),
 		lookup:      opts.Lookup,
 		timeout:     timeout,

@@ -5,6 +5,7 @@ package status
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,10 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
+	"github.com/restysync/restysync/agent/internal/kubeclient"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/source/kube"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
 
@@ -26,27 +30,40 @@ const (
 	otherController = "example.com/other-controller"
 )
 
-// gatewayStatusWrites returns a Gateway API client that counts its status
+// gatewayStatusWrites returns a client that counts its Gateway API status
 // writes; before, when set, runs before each one is sent.
-func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func()) (gatewayclient.GatewayV1Interface, *atomic.Int64) {
+func gatewayStatusWrites(t *testing.T, cfg *rest.Config, before func()) (kubeclient.Interface, *atomic.Int64) {
 	t.Helper()
 	cfg, writes := countStatusWrites(cfg, "/gateway.networking.k8s.io/", before)
-	client, err := gatewayclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client, writes
+	return newClient(t, cfg), writes
 }
 
-// newGatewayWriter returns a Writer of the Gateway API status only, with
-// the Lease lease.
-func newGatewayAPIWriter(t *testing.T, cfg *rest.Config, client gatewayclient.GatewayV1Interface, lease, identity string) *Writer {
+// gatewayRequests returns a client that counts every request it sends to
+// the Gateway API (reads and writes).
+func gatewayRequests(t *testing.T, cfg *rest.Config) (kubeclient.Interface, *atomic.Int64) {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	requests := new(atomic.Int64)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/gateway.networking.k8s.io/") {
+				requests.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return newClient(t, cfg), requests
+}
+
+// newGatewayAPIWriter returns a Writer of the Gateway API status only, with
+// the Lease lease and lookup (nil: none).
+func newGatewayAPIWriter(t *testing.T, client kubeclient.Interface, lookup GatewayAPILookup, lease, identity string) *Writer {
 	t.Helper()
 	opts := testElection
 	opts.Namespace, opts.LeaseName, opts.Identity = "restysync", lease, identity
-	opts.GatewayAPI = &GatewayAPIOptions{Client: client, ControllerName: testController}
+	opts.GatewayAPI = &GatewayAPIOptions{ControllerName: testController, Lookup: lookup}
 	opts.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w, err := NewWriter(newClient(t, cfg), nil, opts)
+	w, err := NewWriter(client, nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +235,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 
 	outer := t
 	client, writes := gatewayStatusWrites(t, srv.Config(), nil)
-	w := newGatewayAPIWriter(t, srv.Config(), client, "gateway-api", "replica-a")
+	w := newGatewayAPIWriter(t, client, nil, "gateway-api", "replica-a")
 	stop := runWriter(t, w)
 	eventually(t, "a leader", w.IsLeader)
 
@@ -313,7 +330,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		// wanted: it writes nothing either.
 		stop()
 		client2, writes2 := gatewayStatusWrites(t, srv.Config(), nil)
-		w2 := newGatewayAPIWriter(outer, srv.Config(), client2, "gateway-api", "replica-b")
+		w2 := newGatewayAPIWriter(outer, client2, nil, "gateway-api", "replica-b")
 		stop = runWriter(outer, w2) // it runs on in the next subtests
 		eventually(t, "replica b leads", w2.IsLeader)
 		w2.UpdateGatewayAPI(wanted, wanted)
@@ -396,7 +413,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			}
 		})
 		stop() // the Lease is released: replica c leads at once
-		w3 := newGatewayAPIWriter(t, srv.Config(), client3, "gateway-api", "replica-c")
+		w3 := newGatewayAPIWriter(t, client3, nil, "gateway-api", "replica-c")
 		stop = runWriter(outer, w3)
 		next := wanted
 		next.Gateways = []model.GatewayStatus{wanted.Gateways[0]}
@@ -421,8 +438,8 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		stop()
 		clientA, writesA := gatewayStatusWrites(t, srv.Config(), nil)
 		clientB, writesB := gatewayStatusWrites(t, srv.Config(), nil)
-		wa := newGatewayAPIWriter(t, srv.Config(), clientA, "leader-only", "replica-a")
-		wb := newGatewayAPIWriter(t, srv.Config(), clientB, "leader-only", "replica-b")
+		wa := newGatewayAPIWriter(t, clientA, nil, "leader-only", "replica-a")
+		wb := newGatewayAPIWriter(t, clientB, nil, "leader-only", "replica-b")
 		exclusive(t, wa, wb)
 		runWriter(t, wa)
 		runWriter(t, wb)
@@ -439,6 +456,49 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		never(t, 500*time.Millisecond, "the follower wrote status", func() bool { return followerWrites.Load() != 0 })
 		if n := leaderWrites.Load(); n != 1 {
 			t.Errorf("the leader wrote %d times, want 1 (the class)", n)
+		}
+	})
+
+	// As the agent runs it: the kube source's caches are the Lookup, so a
+	// pass compares with them and sends a request only to write.
+	t.Run("the source's caches as Lookup", func(t *testing.T) {
+		kc := newClient(t, srv.Config())
+		src := kube.New(kc, kube.Options{GatewayController: testController})
+		srcCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer func() {
+			cancel()
+			<-src.Done()
+		}()
+		if err := src.Start(srcCtx, func(source.Change) {}); err != nil {
+			t.Fatal(err)
+		}
+		client, requests := gatewayRequests(t, srv.Config())
+		w := newGatewayAPIWriter(t, client, src, "cached", "replica-d")
+		runWriter(t, w)
+		eventually(t, "a leader", w.IsLeader)
+		// features sets the class's features, feeds next to w and waits
+		// until the source's cache has them: the pass that wrote them has
+		// compared the class, and the next compares with the cache.
+		next := wanted
+		next.Classes = []model.GatewayClassStatus{wanted.Classes[0]}
+		features := func(names ...string) {
+			t.Helper()
+			next.Classes[0].SupportedFeatures = names
+			w.UpdateGatewayAPI(next, next)
+			eventually(t, "the class's features in the cache", func() bool {
+				c := src.GatewayClass("restysync")
+				return c != nil && len(c.Status.SupportedFeatures) == len(names)
+			})
+		}
+		features("Gateway")
+		features("Gateway", "HTTPRoute") // the pass that wrote "Gateway" is over
+		before := requests.Load()
+		for range 20 {
+			w.UpdateGatewayAPI(next, next)
+		}
+		features("Gateway", "HTTPRoute", "HTTPRouteMethodMatching")
+		if n := requests.Load() - before; n != 1 {
+			t.Errorf("%d Gateway API requests, want 1 (the class's status; nothing read: the cache is compared)", n)
 		}
 	})
 }

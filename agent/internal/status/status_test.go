@@ -134,11 +134,10 @@ func TestNewWriterErrors(t *testing.T) {
 		pub  *Publisher
 		opts Options
 	}{
-		"no publisher":          {nil, Options{Namespace: "ns"}},
-		"no Gateway API client": {nil, Options{Namespace: "ns", GatewayAPI: &GatewayAPIOptions{}}},
-		"no namespace":          {pub, Options{}},
-		"renew above lease":     {pub, Options{Namespace: "ns", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
-		"retry above renew":     {pub, Options{Namespace: "ns", RenewDeadline: time.Second, RetryPeriod: time.Second}},
+		"no publisher":      {nil, Options{Namespace: "ns"}},
+		"no namespace":      {pub, Options{}},
+		"renew above lease": {pub, Options{Namespace: "ns", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}},
+		"retry above renew": {pub, Options{Namespace: "ns", RenewDeadline: time.Second, RetryPeriod: time.Second}},
 		"renew too close to retry": {pub, Options{Namespace: "ns", LeaseDuration: 2 * time.Second,
 			RenewDeadline: 1200 * time.Millisecond, RetryPeriod: time.Second}},
 		"negative retry": {pub, Options{Namespace: "ns", RetryPeriod: -time.Second}},

@@ -133,10 +133,7 @@ type record struct {
 // opts.GatewayAPI is set; it needs one of the two. Run starts it.
 func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writer, error) {
 	if pub == nil && opts.GatewayAPI == nil {
-		return nil, errors.New("status writer: no publisher and no Gateway API client")
-	}
-	if opts.GatewayAPI != nil && opts.GatewayAPI.Client == nil {
-		return nil, errors.New("status writer: Gateway API options without a client")
+		return nil, errors.New("status writer: no publisher and no Gateway API options")
 	}
 	if opts.Namespace == "" {
 		return nil, errors.New("status writer: no namespace for the Lease")
@@ -171,7 +168,7 @@ func NewWriter(client kubeclient.Interface, pub *Publisher, opts Options) (*Writ
 		written: map[types.NamespacedName]record{},
 	}
 	if opts.GatewayAPI != nil {
-		w.gateway = newGatewayWriter(opts.GatewayAPI, opts.RequestTimeout)
+		w.gateway = newGatewayWriter(client, opts.GatewayAPI, opts.RequestTimeout)
 	}
 	w.election = &election{
 		leases:         client.Leases(opts.Namespace),

@@ -128,6 +128,40 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
 
+// GatewayClass returns the cached GatewayClass name, or nil (also while
+// the Gateway API is not served). It is the cache's object and must not be
+// modified; the status writer compares against it.
+func (s *Source) GatewayClass(name string) *gatewayv1.GatewayClass {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.GatewayClass, error) { return g.classes.Get(name) })
+}
+
+// Gateway returns the cached Gateway namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) Gateway(namespace, name string) *gatewayv1.Gateway {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.Gateway, error) { return g.gateways.Gateways(namespace).Get(name) })
+}
+
+// HTTPRoute returns the cached HTTPRoute namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.HTTPRoute, error) { return g.routes.HTTPRoutes(namespace).Get(name) })
+}
+
+// cachedGatewayObject returns what get finds in the Gateway API's caches,
+// nil without them or when it finds nothing.
+func cachedGatewayObject[T any](s *Source, get func(*gatewayCaches) (T, error)) T {
+	var none T
+	g := s.gateway.Load()
+	if g == nil {
+		return none
+	}
+	obj, err := get(g)
+	if err != nil {
+		return none
+	}
+	return obj
+}
+
 // gatewayServed asks discovery whether the API server serves every one of
 // gatewayResources. It returns the missing ones, and an error when the
 // API server did not answer (not when the group is not served: then all

@@ -18,6 +18,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,8 +89,9 @@ func applyManifest(t *testing.T, client kubernetes.Interface, path string) {
 
 // TestRBAC runs the source, the status writer and the event recorder as the
 // ServiceAccount of examples/kubernetes/rbac.yaml, with the Gateway API's
-// CRDs installed, writes the status of each Gateway API kind as the status
-// writer does, and checks that what the file does not grant is forbidden.
+// CRDs installed: the writer writes the status of an Ingress and of each
+// Gateway API kind, the recorder Events on each. What the file does not
+// grant must be forbidden.
 func TestRBAC(t *testing.T) {
 	srv := kubeapi.Start(t, kubeapi.Options{})
 	admin := adminClient(t, srv)
@@ -172,7 +174,6 @@ func TestRBAC(t *testing.T) {
 	if !slices.Contains(names(snap.Namespaces), "certs") {
 		t.Errorf("namespaces = %v, want certs among them", names(snap.Namespaces))
 	}
-	writeGatewayStatus(t, agentSA, snap)
 	if got := storeKeys(src, source.KindSecret); !slices.Equal(got, []string{"web/tls"}) {
 		t.Errorf("cached secrets = %v, want only web/tls", got)
 	}
@@ -180,8 +181,9 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("ConfigMapData = %v", got)
 	}
 
-	// The status writer takes the Lease and writes the status (here
-	// without a cache, so it also reads each Ingress with get).
+	// The status writer takes the Lease and writes the Ingress and Gateway
+	// API status (here without a cache, so it also reads each object with
+	// get, as it does after a conflict).
 	pub, err := status.NewServicePublisher(agentSA, "restysync/restysync")
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +194,7 @@ func TestRBAC(t *testing.T) {
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   200 * time.Millisecond,
+		GatewayAPI:    &status.GatewayAPIOptions{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +221,11 @@ func TestRBAC(t *testing.T) {
 		}
 		lb := ing.Status.LoadBalancer.Ingress
 		return len(lb) == 1 && lb[0].IP == publishSvc.Spec.ClusterIP
+	})
+	wanted := gatewayStatusOf(t, snap)
+	writer.UpdateGatewayAPI(wanted, wanted)
+	eventually(t, "Gateway API status written", func() bool {
+		return gatewayStatusWritten(t, gatewayAdmin)
 	})
 
 	// The recorder creates Events (create is all it is granted): a problem
@@ -261,6 +269,33 @@ func TestRBAC(t *testing.T) {
 			}
 		}
 		return n == 2
+	})
+
+	// Events on the Gateway API's kinds: the recorder reads each object's
+	// UID with get.
+	gatewayRec := events.New(agentSA, events.Options{GatewayAPI: true})
+	if err := gatewayRec.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	gatewayRec.GatewayAPIProblems([]model.Problem{
+		{Kind: "GatewayClass", Name: "restysync", Reason: "spec.parametersRef: not supported (InvalidParameters)"},
+		{Kind: "Gateway", Namespace: "web", Name: "gw", Reason: "spec.addresses[0]: UnsupportedAddress"},
+		{Kind: "HTTPRoute", Namespace: "web", Name: "app", Reason: "spec.rules[0].backendRefs[0]: BackendNotFound"},
+	})
+	eventually(t, "an Event on each Gateway API kind, with its UID", func() bool {
+		kinds := map[string]bool{}
+		for _, ns := range []string{"default", "web"} {
+			list, err := admin.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range list.Items {
+				if ev.Regarding.APIVersion == kubeclient.GatewayGroupVersion && ev.Regarding.UID != "" {
+					kinds[ev.Regarding.Kind] = true
+				}
+			}
+		}
+		return len(kinds) == 3
 	})
 
 	// What the file does not grant.
@@ -310,8 +345,15 @@ func TestRBAC(t *testing.T) {
 			}, metav1.CreateOptions{})
 			return err
 		}},
-		{"get a Gateway", func() error {
-			_, err := saGateway.GatewayV1().Gateways("web").Get(ctx, "gw", metav1.GetOptions{})
+		{"get a ReferenceGrant", func() error {
+			_, err := saGateway.GatewayV1().ReferenceGrants("certs").Get(ctx, "gateways", metav1.GetOptions{})
+			return err
+		}},
+		{"delete a Gateway", func() error {
+			return saGateway.GatewayV1().Gateways("web").Delete(ctx, "gw", metav1.DeleteOptions{})
+		}},
+		{"patch a Gateway's status", func() error {
+			_, err := saGateway.GatewayV1().Gateways("web").Patch(ctx, "gw", types.MergePatchType, []byte(`{"status":{}}`), metav1.PatchOptions{}, "status")
 			return err
 		}},
 		{"update a Gateway", func() error {
@@ -358,34 +400,44 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
-// writeGatewayStatus writes a condition into the status of a GatewayClass,
-// a Gateway and an HTTPRoute of snap with client (the ServiceAccount's),
-// as the status writer does (UpdateStatus on the cached object), and checks
-// that each write took.
-func writeGatewayStatus(t *testing.T, client kubeclient.Interface, snap model.Snapshot) {
+// gatewayStatusOf returns a Gateway API status, as the model would give
+// it, for our GatewayClass, our Gateway web/gw and the HTTPRoute web/app of
+// snap (gatewayTestObjects).
+func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
+	t.Helper()
+	accepted := []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted", Message: "RBAC test"}}
+	programmed := append(slices.Clone(accepted), model.Condition{Type: "Programmed", Status: true, Reason: "Programmed"})
+	class := snap.GatewayClasses[slices.IndexFunc(snap.GatewayClasses, func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" })]
+	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
+	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
+	return model.GatewayAPIStatus{
+		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
+		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,
+			Listeners: []model.ListenerStatus{{Name: "http", SupportedKinds: []string{"HTTPRoute"}, AttachedRoutes: 1, Conditions: programmed}}}},
+		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: route.Name, Generation: route.Generation,
+			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
+	}
+}
+
+// gatewayStatusWritten reports whether the status of gatewayStatusOf's
+// three objects is on them.
+func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	t.Helper()
 	ctx := context.Background()
-	accepted := func(generation int64) metav1.Condition {
-		return metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "RBAC test",
-			ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+	class, err := admin.GatewayV1().GatewayClasses().Get(ctx, "restysync", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	class := snap.GatewayClasses[slices.IndexFunc(snap.GatewayClasses, func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" })].DeepCopy()
-	class.Status.Conditions = []metav1.Condition{accepted(class.Generation)}
-	if _, err := client.GatewayClasses().UpdateStatus(ctx, class, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("updating GatewayClass status as the ServiceAccount: %v", err)
+	gateway, err := admin.GatewayV1().Gateways("web").Get(ctx, "gw", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })].DeepCopy()
-	gateway.Status.Conditions = []metav1.Condition{accepted(gateway.Generation)}
-	if _, err := client.Gateways(gateway.Namespace).UpdateStatus(ctx, gateway, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("updating Gateway status as the ServiceAccount: %v", err)
+	route, err := admin.GatewayV1().HTTPRoutes("web").Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })].DeepCopy()
-	route.Status.Parents = []gatewayv1.RouteParentStatus{{
-		ParentRef:      route.Spec.ParentRefs[0],
-		ControllerName: model.GatewayControllerName,
-		Conditions:     []metav1.Condition{accepted(route.Generation)},
-	}}
-	if _, err := client.HTTPRoutes(route.Namespace).UpdateStatus(ctx, route, metav1.UpdateOptions{}); err != nil {
-		t.Errorf("updating HTTPRoute status as the ServiceAccount: %v", err)
-	}
+	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == model.GatewayControllerName }
+	return meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
+		meta.IsStatusConditionTrue(gateway.Status.Conditions, "Programmed") && len(gateway.Status.Listeners) == 1 &&
+		slices.ContainsFunc(route.Status.Parents, ours)
 }
