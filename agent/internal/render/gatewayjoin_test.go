@@ -168,6 +168,7 @@ func (b *joinBackends) port(namespace, name string) int32 {
 
 // joinPlane is nginx driven by the agent's apply stage.
 type joinPlane struct {
+	nginx    *apply.Nginx
 	stage    *apply.Stage
 	settings render.Settings
 	backends *joinBackends
@@ -190,6 +191,7 @@ func startJoin(t *testing.T) *joinPlane {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-certificate"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)}}
 	return &joinPlane{
+		nginx:    n,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
 		backends: &joinBackends{t: t, ports: map[string]int32{}},
@@ -486,7 +488,9 @@ func TestGatewayJoinConformance(t *testing.T) {
 			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done", again.Outcome, again.ReloadReasons)
+				status, err := j.nginx.Lua.Status(context.Background())
+				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
 			}
 		})
 	}
