@@ -71,6 +71,12 @@ func checkGatewayProblems(t *testing.T, problems []Problem, kind, name string, w
 	}
 }
 
+// headerFilterList is one RequestHeaderModifier setting name to value.
+func headerFilterList(name, value string) []gatewayv1.HTTPRouteFilter {
+	return []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
+		Set: []gatewayv1.HTTPHeader{{Name: gatewayv1.HTTPHeaderName(name), Value: value}}}}}
+}
+
 // hostileRule is a rule on /hostile with one change made by f.
 func hostileRule(f func(*gatewayv1.HTTPRouteRule)) gatewayv1.HTTPRouteRule {
 	r := routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/hostile")), backendTo("", "web", 80))
@@ -162,6 +168,31 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}},
 				{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{}}}
 		}), "cannot be used together"},
+		{"CR LF in a backendRef's header value", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = headerFilterList("X-A", "v\r\nSet-Cookie: evil=1")
+		}), "contains the control character U+000D"},
+		{"a backendRef filter restysync does not apply per backend", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{}}}
+		}), "is not supported on a backendRef"},
+		{"two backendRef header modifiers", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = append(headerFilterList("X-A", "1"), headerFilterList("X-B", "2")...)
+		}), "a second RequestHeaderModifier"},
+		{"a timeout with nginx syntax", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			d := gatewayv1.Duration("1s;return 200 x")
+			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d}
+		}), "is not a Gateway API duration"},
+		{"a timeout in days", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			d := gatewayv1.Duration("1d")
+			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{BackendRequest: &d}
+		}), "is not a Gateway API duration"},
+		{"a timeout of 99999h", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			d := gatewayv1.Duration("99999h")
+			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d}
+		}), "longer than 24h0m0s is not supported"},
+		{"a backendRequest timeout longer than the request's", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			request, backend := gatewayv1.Duration("1s"), gatewayv1.Duration("2s")
+			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &request, BackendRequest: &backend}
+		}), "must not be longer than timeouts.request"},
 		{"17 header matches", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			for i := range 17 {
 				r.Matches[0] = withHeader(r.Matches[0], fmt.Sprintf("X-%d", i), "v")
