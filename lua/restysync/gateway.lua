@@ -192,11 +192,10 @@ local function path(v, at)
     return nil
 end
 
--- objects validates an array of objects with the fields allowed, each
--- by check_one(item, at), which returns what to store or nil and the
--- reason. It returns the stored list, nil for an empty one, or nil and
--- the reason.
-local function objects(v, at, allowed, check_one)
+-- each validates an array, each item by check_one(item, at, n), which
+-- returns what to store or nil and the reason. It returns the stored
+-- list, nil for an empty one, or nil and the reason.
+local function each(v, at, check_one)
     local n, err = list(v, at)
     if not n then
         return nil, err
@@ -206,18 +205,26 @@ local function objects(v, at, allowed, check_one)
     end
     local out = {}
     for i = 1, n do
-        local iat = string_format("%s[%d]", at, i - 1)
         local item
-        item, err = object(v[i], iat, allowed)
-        if item then
-            item, err = check_one(item, iat)
-        end
+        item, err = check_one(v[i], string_format("%s[%d]", at, i - 1), n)
         if not item then
             return nil, err
         end
         out[i] = item
     end
     return out
+end
+
+-- objects validates an array of objects with the fields allowed, each
+-- by check_one(item, at), as each does.
+local function objects(v, at, allowed, check_one)
+    return each(v, at, function(item, iat)
+        local o, err = object(item, iat, allowed)
+        if not o then
+            return nil, err
+        end
+        return check_one(o, iat)
+    end)
 end
 
 -- check_value validates the value and regex of one header or query
@@ -389,60 +396,41 @@ local function check_rewrite(v, at)
     return out
 end
 
--- strings validates a list of strings, each by valid(v, at) (nil when
--- good), "*" allowed alone; it returns the list or nil, nil for an empty
--- one, or nil and the reason.
+-- strings validates an array of strings, each by valid(v, at) (nil when
+-- good), "*" allowed alone, as each does.
 local function strings(v, at, valid)
-    local n, err = list(v, at)
-    if not n then
-        return nil, err
-    end
-    if n == 0 then
-        return nil
-    end
-    local out = {}
-    for i = 1, n do
-        local iat = string_format("%s[%d]", at, i - 1)
-        local item = v[i]
+    return each(v, at, function(item, iat, n)
         if item == "*" then
-            if n > 1 then
-                return nil, iat .. ': "*" must be the only entry'
-            end
-        else
-            err = valid(item, iat)
-            if err then
-                return nil, err
-            end
+            return n == 1 and item or nil, iat .. ': "*" must be the only entry'
         end
-        out[i] = item
-    end
-    return out
+        local err = valid(item, iat)
+        if err then
+            return nil, err
+        end
+        return item
+    end)
 end
 
+-- cors_origin returns why v (at at) is not an origin a CORS filter may
+-- allow (only letters, digits, "-", "." and "*" in its host), or nil.
 local function cors_origin(v, at)
-    local err = text(v, at, MAX_NAME_BYTES)
-    if err then
-        return err
+    if type(v) == "string" and #v <= MAX_NAME_BYTES and v == string_lower(v)
+        and (string_match(v, CORS_ORIGIN) or string_match(v, CORS_ORIGIN_PORT)) then
+        return nil
     end
-    if v ~= string_lower(v) or not (string_match(v, CORS_ORIGIN) or string_match(v, CORS_ORIGIN_PORT)) then
-        return at .. ": must be a lower-case origin scheme://host[:port]"
-    end
-    return nil
+    return at .. ": must be a lower-case origin scheme://host[:port]"
 end
 
 local function cors_method(v, at)
-    if not METHODS[v] then
-        return at .. ": must be an HTTP method"
-    end
-    return nil
+    return not METHODS[v] and at .. ": must be an HTTP method" or nil
 end
 
+-- check_cors validates a rule's cors and returns it as stored.
 local function check_cors(v, at)
-    local c, err = object(v, at, CORS_FIELDS)
+    local out, c, err = {}, object(v, at, CORS_FIELDS)
     if not c then
         return nil, err
     end
-    local out = {}
     for _, f in ipairs({
         { "allow_origins", cors_origin }, { "allow_methods", cors_method },
         { "allow_headers", header_name }, { "expose_headers", header_name },
@@ -492,6 +480,12 @@ local function check_backend(b, at)
     return { backend = name, weight = b.weight, request_headers = headers }
 end
 
+-- RULE_OBJECTS are the object fields of a rule, each with its check.
+local RULE_OBJECTS = {
+    { "request_headers", check_changes }, { "response_headers", check_changes },
+    { "redirect", check_redirect }, { "rewrite", check_rewrite }, { "cors", check_cors },
+}
+
 -- check_rule validates one location's rule (at at) and returns it as it
 -- is to be stored, or nil and the reason, naming the field.
 function _M.check_rule(v, at)
@@ -522,24 +516,13 @@ function _M.check_rule(v, at)
             return nil, err
         end
     end
-    for _, field in ipairs({ "request_headers", "response_headers" }) do
+    for _, f in ipairs(RULE_OBJECTS) do
+        local field = f[1]
         if not absent(rule[field]) then
-            out[field], err = check_changes(rule[field], at .. "." .. field)
+            out[field], err = f[2](rule[field], at .. "." .. field)
             if not out[field] then
                 return nil, err
             end
-        end
-    end
-    if not absent(rule.redirect) then
-        out.redirect, err = check_redirect(rule.redirect, at .. ".redirect")
-        if not out.redirect then
-            return nil, err
-        end
-    end
-    if not absent(rule.rewrite) then
-        out.rewrite, err = check_rewrite(rule.rewrite, at .. ".rewrite")
-        if not out.rewrite then
-            return nil, err
         end
     end
     if out.redirect and out.rewrite then
@@ -564,12 +547,6 @@ function _M.check_rule(v, at)
             return nil, err
         end
         out.timeout_ms = rule.timeout_ms
-    end
-    if not absent(rule.cors) then
-        out.cors, err = check_cors(rule.cors, at .. ".cors")
-        if not out.cors then
-            return nil, err
-        end
     end
     if not absent(rule.route) then
         err = check.name(rule.route, at .. ".route")

@@ -71,6 +71,20 @@ func checkGatewayProblems(t *testing.T, problems []Problem, kind, name string, w
 	}
 }
 
+// withTimeouts sets a rule's timeouts.request and backendRequest ("":
+// unset).
+func withTimeouts(request, backend string) func(*gatewayv1.HTTPRouteRule) {
+	return func(r *gatewayv1.HTTPRouteRule) {
+		r.Timeouts = &gatewayv1.HTTPRouteTimeouts{}
+		if request != "" {
+			r.Timeouts.Request = ptrTo(gatewayv1.Duration(request))
+		}
+		if backend != "" {
+			r.Timeouts.BackendRequest = ptrTo(gatewayv1.Duration(backend))
+		}
+	}
+}
+
 // headerFilterList is one RequestHeaderModifier setting name to value.
 func headerFilterList(name, value string) []gatewayv1.HTTPRouteFilter {
 	return []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
@@ -177,22 +191,10 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 		{"two backendRef header modifiers", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			r.BackendRefs[0].Filters = append(headerFilterList("X-A", "1"), headerFilterList("X-B", "2")...)
 		}), "a second RequestHeaderModifier"},
-		{"a timeout with nginx syntax", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
-			d := gatewayv1.Duration("1s;return 200 x")
-			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d}
-		}), "is not a Gateway API duration"},
-		{"a timeout in days", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
-			d := gatewayv1.Duration("1d")
-			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{BackendRequest: &d}
-		}), "is not a Gateway API duration"},
-		{"a timeout of 99999h", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
-			d := gatewayv1.Duration("99999h")
-			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d}
-		}), "longer than 24h0m0s is not supported"},
-		{"a backendRequest timeout longer than the request's", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
-			request, backend := gatewayv1.Duration("1s"), gatewayv1.Duration("2s")
-			r.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &request, BackendRequest: &backend}
-		}), "must not be longer than timeouts.request"},
+		{"a timeout with nginx syntax", hostileRule(withTimeouts("1s;return 200 x", "")), "is not a Gateway API duration"},
+		{"a timeout in days", hostileRule(withTimeouts("", "1d")), "is not a Gateway API duration"},
+		{"a timeout of 99999h", hostileRule(withTimeouts("99999h", "")), "longer than 24h0m0s is not supported"},
+		{"a backendRequest timeout longer than the request's", hostileRule(withTimeouts("1s", "2s")), "must not be longer than timeouts.request"},
 		{"17 header matches", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			for i := range 17 {
 				r.Matches[0] = withHeader(r.Matches[0], fmt.Sprintf("X-%d", i), "v")

@@ -511,13 +511,7 @@ func TestHTTPRouteTimeouts(t *testing.T) {
 		{"1h", "1h", 3_600_000},
 	} {
 		rule := routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/t")), backendTo("", "web", 80))
-		rule.Timeouts = &gatewayv1.HTTPRouteTimeouts{}
-		if c.request != "" {
-			rule.Timeouts.Request = ptrTo(gatewayv1.Duration(c.request))
-		}
-		if c.backend != "" {
-			rule.Timeouts.BackendRequest = ptrTo(gatewayv1.Duration(c.backend))
-		}
+		withTimeouts(c.request, c.backend)(&rule)
 		m, problems := Build(gwSnapshot(gw80(), newRoute("default", "r", toGW(), nil, rule)))
 		if len(problems) != 0 {
 			t.Fatalf("%+v: problems: %v", c, problems)

@@ -139,13 +139,7 @@ var joinTests = []joinTest{
 		{gateway: "http-listener-isolation", host: "abc.foo.example.com", path: "/wildcard-foo-example-com", status: 404},
 		{gateway: "http-listener-isolation", host: "abc.foo.example.com", path: "/abc-foo-example-com", backend: v1},
 	}},
-	{name: "HTTPRouteRequestHeaderModifier", files: []string{"tests/httproute-request-header-modifier.yaml"}, cases: []joinCase{
-		{path: "/set", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("Some-Other-Header", "val", "X-Header-Set", "set-overwrites-values")},
-		{path: "/set", headers: hdr("Some-Other-Header", "val", "X-Header-Set", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Set", "set-overwrites-values")},
-		{path: "/add", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("X-Header-Add", "add-appends-values")},
-		{path: "/add", headers: hdr("X-Header-Add", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Add", "some-other-value,add-appends-values")},
-		{path: "/remove", headers: hdr("X-Header-Remove", "val"), backend: v1, reqAbsent: []string{"X-Header-Remove"}},
-	}},
+	{name: "HTTPRouteRequestHeaderModifier", files: []string{"tests/httproute-request-header-modifier.yaml"}, cases: requestHeaderModifierCases},
 	{name: "HTTPRouteRewritePath", files: []string{"tests/httproute-rewrite-path.yaml"}, cases: []joinCase{
 		{path: "/prefix/one/two", backend: v1, reqPath: "/one/two"},
 		{path: "/strip-prefix/three", backend: v1, reqPath: "/three"},
@@ -221,13 +215,7 @@ var joinTests = []joinTest{
 		{path: "/backend-timeout?delay=1s", status: 504},
 		{path: "/disable-backend-timeout?delay=1s", backend: v1},
 	}},
-	{name: "HTTPRouteBackendRequestHeaderModifier", files: []string{"tests/httproute-request-header-modifier-backend.yaml"}, cases: []joinCase{
-		{path: "/set", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("Some-Other-Header", "val", "X-Header-Set", "set-overwrites-values")},
-		{path: "/set", headers: hdr("Some-Other-Header", "val", "X-Header-Set", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Set", "set-overwrites-values")},
-		{path: "/add", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("X-Header-Add", "add-appends-values")},
-		{path: "/add", headers: hdr("X-Header-Add", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Add", "some-other-value,add-appends-values")},
-		{path: "/remove", headers: hdr("X-Header-Remove", "val"), backend: v1, reqAbsent: []string{"X-Header-Remove"}},
-	}},
+	{name: "HTTPRouteBackendRequestHeaderModifier", files: []string{"tests/httproute-request-header-modifier-backend.yaml"}, cases: requestHeaderModifierCases},
 	{name: "HTTPRouteCORS", files: []string{"tests/httproute-cors.yaml"}, cases: []joinCase{
 		{method: "OPTIONS", path: "/cors-1", headers: hdr("Origin", "https://www.foo.com", "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "x-header-1, x-header-2"),
 			status: 204, respHeaders: hdr("Access-Control-Allow-Origin", "https://www.foo.com", "Access-Control-Allow-Methods", "GET, OPTIONS",
@@ -274,4 +262,15 @@ var joinTests = []joinTest{
 	}},
 	{name: "HTTPRouteRequestHeaderModifierBackendWeights", files: []string{"tests/httproute-request-header-modifier-backend-weights.yaml"},
 		weights: map[string]int{v1: 50, v2: 50}, selfHeader: "Backend"},
+}
+
+// requestHeaderModifierCases are HTTPRouteRequestHeaderModifier's, which
+// HTTPRouteBackendRequestHeaderModifier runs too (its filters on the
+// backendRef).
+var requestHeaderModifierCases = []joinCase{
+	{path: "/set", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("Some-Other-Header", "val", "X-Header-Set", "set-overwrites-values")},
+	{path: "/set", headers: hdr("Some-Other-Header", "val", "X-Header-Set", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Set", "set-overwrites-values")},
+	{path: "/add", headers: hdr("Some-Other-Header", "val"), backend: v1, reqHeaders: hdr("X-Header-Add", "add-appends-values")},
+	{path: "/add", headers: hdr("X-Header-Add", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Add", "some-other-value,add-appends-values")},
+	{path: "/remove", headers: hdr("X-Header-Remove", "val"), backend: v1, reqAbsent: []string{"X-Header-Remove"}},
 }
