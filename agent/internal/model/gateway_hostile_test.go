@@ -278,6 +278,8 @@ func FuzzGatewayBuild(f *testing.F) {
 	f.Add("a.example.com", "*.example.com", "/[\\d-z]", uint8(2), "X:Y", "(?P<n>x)", int32(-1))
 	f.Add("*.a.b", "*.b", "//x", uint8(3), "", "\xff", int32(1<<30))
 	f.Add("Upper.Example", "10.0.0.1", "/a b", uint8(4), "X-\u202e", "\u2028", int32(7))
+	f.Add("", "https://*.a.com", "500ms", uint8(32|64|128), "X-B", "https://b.com\r\n", int32(5))
+	f.Add("", "*", "1h", uint8(32|64|128), "*", "0s", int32(0))
 	f.Fuzz(func(t *testing.T, listenerHost, routeHost, path string, choice uint8, headerName, headerValue string, weight int32) {
 		pathTypes := []gatewayv1.PathMatchType{gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchRegularExpression, "Other"}
 		match := pathMatch(pathTypes[int(choice)%len(pathTypes)], path)
@@ -292,6 +294,17 @@ func FuzzGatewayBuild(f *testing.F) {
 		if choice&16 != 0 {
 			rule.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier,
 				ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Add: []gatewayv1.HTTPHeader{{Name: gatewayv1.HTTPHeaderName(headerName), Value: headerValue}}}}}
+		}
+		if choice&32 != 0 {
+			rule.BackendRefs[0].Filters = headerFilterList(headerName, headerValue)
+		}
+		if choice&64 != 0 {
+			withTimeouts(path, headerValue)(&rule)
+		}
+		if choice&128 != 0 {
+			rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterCORS, CORS: &gatewayv1.HTTPCORSFilter{
+				AllowOrigins: []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(routeHost), gatewayv1.CORSOrigin(headerValue)},
+				AllowHeaders: []gatewayv1.HTTPHeaderName{gatewayv1.HTTPHeaderName(headerName)}, MaxAge: weight}})
 		}
 		var hostnames []string
 		if routeHost != "" {
@@ -347,6 +360,26 @@ func checkFuzzedLocation(t *testing.T, l RouteLocation, backends map[string]bool
 	for _, b := range l.Rule.Backends {
 		if b.Weight < 0 || b.Weight > maxBackendWeight || b.Backend != "" && !backends[b.Backend] {
 			t.Fatalf("emitted backend %s", dump(b))
+		}
+		if c := b.RequestHeaders; c != nil {
+			for _, h := range c.Set {
+				if headerNameReason(h.Name) != "" || chars.Check(h.Value) != nil {
+					t.Fatalf("emitted backend header %s", dump(h))
+				}
+			}
+		}
+	}
+	if l.Rule.TimeoutMS < 0 || l.Rule.TimeoutMS > maxGatewayTimeout.Milliseconds() {
+		t.Fatalf("emitted timeout %d ms", l.Rule.TimeoutMS)
+	}
+	if c := l.Rule.CORS; c != nil {
+		for _, o := range c.AllowOrigins {
+			if !corsOrigin.MatchString(o) || o != strings.ToLower(o) {
+				t.Fatalf("emitted CORS origin %q", o)
+			}
+		}
+		if c.MaxAge < 1 {
+			t.Fatalf("emitted CORS maxAge %d", c.MaxAge)
 		}
 	}
 }
