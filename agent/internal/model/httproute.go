@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -324,8 +325,6 @@ func ptrTo[T any](v T) *T { return &v }
 // is why the whole rule is left out.
 func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int, rule *gatewayv1.HTTPRouteRule) (locs []rankedLocation, resolvedErr, err *ruleError) {
 	switch {
-	case rule.Timeouts != nil:
-		return nil, nil, &ruleError{reasonUnsupportedValue, "timeouts are not supported"}
 	case rule.Retry != nil:
 		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
 	case rule.SessionPersistence != nil:
@@ -337,6 +336,10 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 	template := RouteRule{Route: kindHTTPRoute + " " + id}
 	if err := p.compileFilters(&template, rule.Filters); err != nil {
 		return nil, nil, err
+	}
+	var reason string
+	if template.TimeoutMS, reason = compileTimeouts(rule.Timeouts); reason != "" {
+		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
 	}
 	if template.Redirect == nil {
 		var err *ruleError
@@ -389,6 +392,8 @@ func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gateway
 			template.Redirect, reason = compileRedirect(f.RequestRedirect)
 		case gatewayv1.HTTPRouteFilterURLRewrite:
 			template.Rewrite, reason = compileRewrite(f.URLRewrite)
+		case gatewayv1.HTTPRouteFilterCORS:
+			template.CORS, reason = compileCORS(f.CORS)
 		default:
 			reason = "is not supported"
 		}
@@ -530,6 +535,67 @@ func compileRewrite(f *gatewayv1.HTTPURLRewriteFilter) (*Rewrite, string) {
 	return r, ""
 }
 
+// corsOrigin is the CRD's pattern of a CORS origin.
+var corsOrigin = regexp.MustCompile(`^(\*|https?://((\*\.)?([a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+|\*)(:[0-9]{1,5})?)$`)
+
+// maxCORSItems bounds each list of a CORS filter, as the CRD does.
+const maxCORSItems = 64
+
+// compileCORS checks a CORS filter as the CRD would: origins of its
+// pattern, methods of the enum, header names; "*" only alone in a list.
+func compileCORS(f *gatewayv1.HTTPCORSFilter) (*RouteCORS, string) {
+	if f == nil {
+		return nil, "has no settings"
+	}
+	c := &RouteCORS{MaxAge: 5, AllowCredentials: f.AllowCredentials != nil && *f.AllowCredentials}
+	if f.MaxAge != 0 {
+		if f.MaxAge < 1 {
+			return nil, fmt.Sprintf("maxAge %d: must be at least 1", f.MaxAge)
+		}
+		c.MaxAge = f.MaxAge
+	}
+	lists := []struct {
+		field string
+		in    []string
+		out   *[]string
+		valid func(string) bool
+	}{
+		{"allowOrigins", stringsOf(f.AllowOrigins), &c.AllowOrigins, func(v string) bool { return len(v) <= 253 && corsOrigin.MatchString(v) }},
+		{"allowMethods", stringsOf(f.AllowMethods), &c.AllowMethods, func(v string) bool { return slices.Contains(httpMethods, v) }},
+		{"allowHeaders", stringsOf(f.AllowHeaders), &c.AllowHeaders, func(v string) bool { return headerNameReason(v) == "" }},
+		{"exposeHeaders", stringsOf(f.ExposeHeaders), &c.ExposeHeaders, func(v string) bool { return headerNameReason(v) == "" }},
+	}
+	for _, l := range lists {
+		if len(l.in) > maxCORSItems {
+			return nil, fmt.Sprintf("%s: has %d entries, more than %d", l.field, len(l.in), maxCORSItems)
+		}
+		for i, v := range l.in {
+			switch {
+			case v == "*" && len(l.in) > 1 && l.field != "exposeHeaders":
+				return nil, fmt.Sprintf("%s: \"*\" must be the only entry", l.field)
+			case v != "*" && !l.valid(v):
+				return nil, fmt.Sprintf("%s[%d] %q: is not valid there", l.field, i, clip(v))
+			}
+			if l.field == "allowOrigins" {
+				v = strings.ToLower(v)
+			}
+			if !slices.Contains(*l.out, v) {
+				*l.out = append(*l.out, v)
+			}
+		}
+	}
+	return c, ""
+}
+
+// stringsOf converts a list of a string type.
+func stringsOf[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // compileBackends turns the rule's backendRefs into weighted backends: a
 // ref that cannot be used keeps its weight with Backend "", so its share
 // answers 500, and resolvedErr says why (the first one).
@@ -537,8 +603,9 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 	for bi := range refs {
 		ref := &refs[bi]
 		field := fmt.Sprintf("backendRefs[%d]", bi)
-		if len(ref.Filters) > 0 {
-			return nil, nil, &ruleError{reasonUnsupportedValue, field + ".filters: backend filters are not supported"}
+		headers, reason := backendFilters(ref.Filters)
+		if reason != "" {
+			return nil, nil, &ruleError{reasonUnsupportedValue, field + ".filters" + reason}
 		}
 		weight := int32(1)
 		if ref.Weight != nil {
@@ -554,9 +621,81 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if bad != nil {
 			p.routeProblem(r, fmt.Sprintf("%s; its share answers 500", bad.msg))
 		}
-		out = append(out, WeightedBackend{Backend: name, Weight: weight})
+		out = append(out, WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers})
 	}
 	return out, resolvedErr, nil
+}
+
+// backendFilters reads a backendRef's filters: a RequestHeaderModifier
+// (at most one) is all restysync applies per backend. The reason, if
+// any, starts with the filter's index.
+func backendFilters(filters []gatewayv1.HTTPRouteFilter) (*HeaderChanges, string) {
+	if len(filters) > maxRuleFilters {
+		return nil, fmt.Sprintf(": has %d filters, more than %d", len(filters), maxRuleFilters)
+	}
+	var headers *HeaderChanges
+	for fi := range filters {
+		f := &filters[fi]
+		if f.Type != gatewayv1.HTTPRouteFilterRequestHeaderModifier {
+			return nil, fmt.Sprintf("[%d] (%s): is not supported on a backendRef", fi, clip(string(f.Type)))
+		}
+		if headers != nil {
+			return nil, fmt.Sprintf("[%d]: a second %s filter", fi, f.Type)
+		}
+		var reason string
+		if headers, reason = headerChanges(f.RequestHeaderModifier); reason != "" {
+			return nil, fmt.Sprintf("[%d] (%s): %s", fi, f.Type, reason)
+		}
+	}
+	return headers, ""
+}
+
+// maxGatewayTimeout bounds a rule's timeouts: nginx's timers hold
+// milliseconds in 32 bits, and a day is long enough for any request.
+const maxGatewayTimeout = 24 * time.Hour
+
+// gatewayDuration is the Gateway API's Duration (GEP-2257): one to four
+// numbers of up to five digits, each with its unit.
+var gatewayDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// compileTimeouts reads a rule's timeouts into the one upstream timeout
+// the router sets (RouteRule.TimeoutMS): the smaller of request and
+// backendRequest that is set and not "0s" (which disables it; the proxy
+// timeouts then hold, nginx having no unbounded one). A backendRequest
+// longer than a request is invalid, as the spec says.
+func compileTimeouts(t *gatewayv1.HTTPRouteTimeouts) (int64, string) {
+	if t == nil {
+		return 0, ""
+	}
+	var ms [2]int64
+	for i, field := range []struct {
+		name  string
+		value *gatewayv1.Duration
+	}{{"request", t.Request}, {"backendRequest", t.BackendRequest}} {
+		if field.value == nil {
+			continue
+		}
+		v := string(*field.value)
+		d, err := time.ParseDuration(v)
+		if !gatewayDuration.MatchString(v) || err != nil {
+			return 0, fmt.Sprintf("timeouts.%s %q: is not a Gateway API duration (such as 500ms, 10s, 1h30m)", field.name, clip(v))
+		}
+		if d > maxGatewayTimeout {
+			return 0, fmt.Sprintf("timeouts.%s %s: longer than %s is not supported", field.name, v, maxGatewayTimeout)
+		}
+		ms[i] = d.Milliseconds()
+		if d > 0 && ms[i] == 0 {
+			ms[i] = 1
+		}
+	}
+	request, backend := ms[0], ms[1]
+	switch {
+	case request > 0 && backend > request:
+		return 0, fmt.Sprintf("timeouts.backendRequest %s: must not be longer than timeouts.request %s", *t.BackendRequest, *t.Request)
+	case backend > 0:
+		return backend, ""
+	}
+	return request, ""
 }
 
 // backendOf resolves one backendRef to a Backend name, or says why it

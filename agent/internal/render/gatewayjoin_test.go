@@ -150,7 +150,10 @@ func (b *joinBackends) port(namespace, name string) int32 {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// As the suite's echo server: X-Echo-Set-Header "Name:value,…"
-		// sets response headers.
+		// sets response headers, and a query's delay (up to 5 s) waits.
+		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d <= 5*time.Second {
+			time.Sleep(d)
+		}
 		for _, kv := range strings.Split(r.Header.Get("X-Echo-Set-Header"), ",") {
 			if k, v, ok := strings.Cut(kv, ":"); ok {
 				w.Header().Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -297,6 +300,7 @@ type joinCase struct {
 	https   bool
 	method  string
 	host    string // "" for the Gateway's address
+	sni     string // the TLS server name; "" for host
 	path    string
 	headers map[string]string
 	// echoSet asks the backend for response headers (X-Echo-Set-Header).
@@ -320,7 +324,7 @@ type joinCase struct {
 type joinRedirect struct{ scheme, host, port, path string }
 
 func (c joinCase) String() string {
-	return fmt.Sprintf("%s %s%s %v", cmpOr(c.method, "GET"), c.host, c.path, c.headers)
+	return fmt.Sprintf("%s %s%s %v (SNI %s)", cmpOr(c.method, "GET"), c.host, c.path, c.headers, c.sni)
 }
 
 func cmpOr(a, b string) string {
@@ -353,7 +357,7 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 				var d net.Dialer
 				return d.DialContext(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 			},
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: c.host},
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: cmpOr(c.sni, c.host)},
 			DisableKeepAlives: true,
 		},
 	}
@@ -468,6 +472,9 @@ type joinTest struct {
 	// weights: requests to "/" of same-namespace spread over these
 	// Services as their weights say (the suite's HTTPRouteWeight).
 	weights map[string]int
+	// selfHeader: with weights, each backend got this request header
+	// naming its own Service (HTTPRouteRequestHeaderModifierBackendWeights).
+	selfHeader string
 }
 
 // TestGatewayJoinConformance applies the suite's manifests through the
@@ -484,7 +491,7 @@ func TestGatewayJoinConformance(t *testing.T) {
 				j.check(t, m, c)
 			}
 			if tt.weights != nil {
-				j.checkWeights(t, m, tt.weights)
+				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
@@ -497,8 +504,9 @@ func TestGatewayJoinConformance(t *testing.T) {
 }
 
 // checkWeights sends 300 requests and wants each Service's share within
-// 8 points of its weight's (of 100), and none for weight 0.
-func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int) {
+// 8 points of its weight's (of 100), and none for weight 0; and, when
+// selfHeader is set, that request header naming the Service that got it.
+func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int, selfHeader string) {
 	t.Helper()
 	addr := gatewayAddress(t, m, "same-namespace")
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -516,6 +524,11 @@ func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string
 			t.Fatalf("GET /: %d %v", resp.StatusCode, err)
 		}
 		got[echo.Service]++
+		if selfHeader != "" {
+			if names := echo.Headers.Values(selfHeader); len(names) != 1 || names[0] != echo.Service {
+				t.Fatalf("%s got header %s %q, want its own name once", echo.Service, selfHeader, names)
+			}
+		}
 	}
 	for svc, w := range weights {
 		share := got[svc] * 100 / n
