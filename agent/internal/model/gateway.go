@@ -30,6 +30,8 @@ import (
 // in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
 // the extended ones the router implements. The one list; sorted.
 var GatewaySupportedFeatures = []string{
+	"GRPCRoute",
+	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
