@@ -82,7 +82,7 @@ func loopbackRange(third, first, last int) []string {
 
 // TestConformance runs the suite: the cluster, the CRDs, the node, the
 // GatewayClass, the agent and nginx, then RunConformanceWithOptions with
-// the GATEWAY-HTTP profile. The features come from the GatewayClass's
+// the GATEWAY-HTTP and GATEWAY-GRPC profiles. The features come from the GatewayClass's
 // status.supportedFeatures (-supported-features overrides).
 func TestConformance(t *testing.T) {
 	start := time.Now()
@@ -205,7 +205,7 @@ func options(t *testing.T, c *cluster) suite.ConformanceOptions {
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:    className,
-			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
 			// The cluster ends with the test: nothing to clean up after it.
 			CleanupBaseResources: false,
 			CleanupTestResources: true,

@@ -30,6 +30,8 @@ import (
 // in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
 // the extended ones the router implements. The one list; sorted.
 var GatewaySupportedFeatures = []string{
+	"GRPCRoute",
+	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
@@ -91,6 +93,7 @@ const maxListeners = 64
 const (
 	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
 	kindGateway   = "Gateway"
 )
 
@@ -107,6 +110,10 @@ type gatewayProcessor struct {
 	namespaceLabels map[string]map[string]string
 	// attachments are what the routes attached to, for gatewayhosts.go.
 	attachments []attachment
+	// grpcRoutes are the HTTPRoutes grpcroute.go made of GRPCRoutes;
+	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
+	grpcRoutes map[*gatewayv1.HTTPRoute]bool
+	grpcFronts map[string]bool
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -145,14 +152,14 @@ type listenerState struct {
 	attached int32
 }
 
-// attachable: routes may attach (and count in attachedRoutes).
-func (l *listenerState) attachable() bool {
-	return l.accepted.Status && !l.conflicted.Status && slices.Contains(l.kinds, kindHTTPRoute)
+// attachable: routes of kind may attach (and count in attachedRoutes).
+func (l *listenerState) attachable(kind string) bool {
+	return l.accepted.Status && !l.conflicted.Status && slices.Contains(l.kinds, kind)
 }
 
 // programmed: the listener serves its routes.
 func (l *listenerState) programmed() bool {
-	return l.attachable() && (!l.https || l.secret != "")
+	return (l.attachable(kindHTTPRoute) || l.attachable(kindGRPCRoute)) && (!l.https || l.secret != "")
 }
 
 func newGatewayProcessor(s Snapshot) *gatewayProcessor {
@@ -160,6 +167,8 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		source:          s,
 		byName:          make(map[namespacedName]*gatewayState),
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
+		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
+		grpcFronts:      make(map[string]bool),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
@@ -193,6 +202,9 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	m.Listeners = slices.CompactFunc(p.listeners, func(a, b Listener) bool { return a.Front == b.Front })
+	for i := range m.Listeners {
+		m.Listeners[i].GRPC = p.grpcFronts[m.Listeners[i].Front]
+	}
 	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
 	m.GatewayRoutes = p.routes
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
@@ -200,7 +212,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
 	m.GatewayAPI = p.status
 }
@@ -475,11 +487,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 }
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
-// (HTTPRoute when none are given); any other kind makes ResolvedRefs
-// false with InvalidRouteKinds.
+// (HTTPRoute and GRPCRoute when none are given); any other kind makes
+// ResolvedRefs false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
-		l.kinds = []string{kindHTTPRoute}
+		l.kinds = []string{kindHTTPRoute, kindGRPCRoute}
 		return
 	}
 	var invalid []string
@@ -488,16 +500,16 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		if k.Group != nil {
 			group = string(*k.Group)
 		}
-		if group == gatewayGroup && k.Kind == kindHTTPRoute {
-			if !slices.Contains(l.kinds, kindHTTPRoute) {
-				l.kinds = append(l.kinds, kindHTTPRoute)
+		if group == gatewayGroup && (k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute) {
+			if !slices.Contains(l.kinds, string(k.Kind)) {
+				l.kinds = append(l.kinds, string(k.Kind))
 			}
 			continue
 		}
 		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
 	}
 	if len(invalid) > 0 {
-		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute is", strings.Join(invalid, ", "))
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute and GRPCRoute are", strings.Join(invalid, ", "))
 		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}

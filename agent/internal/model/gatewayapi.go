@@ -32,6 +32,10 @@ type Listener struct {
 	HTTPS bool `json:"https,omitempty"`
 	// Front is the listener's route key prefix (FrontName).
 	Front string `json:"front"`
+	// GRPC: the front serves GRPCRoutes and no HTTPRoute: nginx speaks
+	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
+	// backends (grpcroute.go says why a front is one or the other).
+	GRPC bool `json:"grpc,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.

@@ -189,8 +189,10 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 			routes = append(routes, keyed{key, l.hostname, locations})
 		}
 	}
+	grpc := p.grpcOnly(fg)
 	for _, address := range fg.gateway.addresses {
 		front := FrontName(address, fg.port)
+		p.grpcFronts[front] = grpc
 		for _, r := range routes {
 			p.routes = append(p.routes, Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true, Listener: r.listener})
 		}

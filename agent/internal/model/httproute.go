@@ -41,6 +41,7 @@ var httpMethods = []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH
 // compiledRoute is one HTTPRoute with its rules compiled.
 type compiledRoute struct {
 	route     *gatewayv1.HTTPRoute
+	kind      string // kindHTTPRoute, or kindGRPCRoute for one grpcroute.go converted
 	id        string // "namespace/name"
 	hostnames []string
 	// locations of every valid rule, ranked (precedence's route-level keys set).
@@ -109,28 +110,39 @@ type attachment struct {
 // a message.
 type ruleError struct{ reason, msg string }
 
-func (p *gatewayProcessor) routeProblem(r *gatewayv1.HTTPRoute, reason string) {
-	p.problem(kindHTTPRoute, r.Namespace, r.Name, reason)
+// routeKind is r's kind: HTTPRoute, or GRPCRoute for one grpcroute.go
+// converted.
+func (p *gatewayProcessor) routeKind(r *gatewayv1.HTTPRoute) string {
+	if p.grpcRoutes[r] {
+		return kindGRPCRoute
+	}
+	return kindHTTPRoute
 }
 
-// processRoutes attaches every HTTPRoute that names one of our Gateways,
-// oldest first, and records its status for each such parentRef.
+func (p *gatewayProcessor) routeProblem(r *gatewayv1.HTTPRoute, reason string) {
+	p.problem(p.routeKind(r), r.Namespace, r.Name, reason)
+}
+
+// processRoutes attaches every HTTPRoute and GRPCRoute (converted) that
+// names one of our Gateways, oldest first, and records its status for
+// each such parentRef.
 func (p *gatewayProcessor) processRoutes() {
 	if len(p.gateways) == 0 {
 		return
 	}
-	routes := slices.Clone(p.source.HTTPRoutes)
+	routes := slices.Concat(p.source.HTTPRoutes, p.convertGRPCRoutes())
 	slices.SortFunc(routes, compareObjects[*gatewayv1.HTTPRoute])
 	for _, r := range routes {
 		if !p.namesOurGateway(r) {
 			continue
 		}
+		kind := p.routeKind(r)
 		if len(validation.IsDNS1123Label(r.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(r.Name)) > 0 {
-			p.routeProblem(r, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the HTTPRoute is left out", clip(r.Namespace), clip(r.Name)))
+			p.routeProblem(r, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the %s is left out", clip(r.Namespace), clip(r.Name), kind))
 			continue
 		}
 		c := p.compileRoute(r)
-		st := RouteStatus{Kind: kindHTTPRoute, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
+		st := RouteStatus{Kind: kind, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
 		attached := make(map[*listenerState]bool)
 		if len(r.Spec.ParentRefs) > maxParentRefs {
 			p.routeProblem(r, fmt.Sprintf("spec.parentRefs: has %d entries, more than %d; only the first %d are read", len(r.Spec.ParentRefs), maxParentRefs, maxParentRefs))
@@ -202,7 +214,7 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 			continue
 		}
 		selected = append(selected, l)
-		if l.attachable() && p.allows(g, l, c.route.Namespace) {
+		if l.attachable(c.kind) && p.allows(g, l, c.route.Namespace) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -210,7 +222,7 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 	case len(selected) == 0:
 		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of the Gateway has the parentRef's sectionName and port")
 	case len(allowed) == 0:
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows HTTPRoutes from namespace "+c.route.Namespace)
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows "+c.kind+"s from namespace "+c.route.Namespace)
 	case c.invalid != nil:
 		return *c.invalid
 	}
@@ -265,11 +277,11 @@ func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace s
 // is invalid or asks for what restysync does not support is left out
 // (PartiallyInvalid); when every rule is, the route is not accepted.
 func (p *gatewayProcessor) compileRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
-	c := &compiledRoute{route: r, id: r.Namespace + "/" + r.Name,
+	c := &compiledRoute{route: r, kind: p.routeKind(r), id: r.Namespace + "/" + r.Name,
 		resolved: condition(condResolvedRefs, true, reasonResolvedRefs, "")}
 	if len(r.Spec.Hostnames) > maxRouteHostnames || len(r.Spec.Rules) > maxRouteRules {
 		msg := fmt.Sprintf("spec: has %d hostnames and %d rules, more than %d and %d allowed", len(r.Spec.Hostnames), len(r.Spec.Rules), maxRouteHostnames, maxRouteRules)
-		p.routeProblem(r, msg+"; the HTTPRoute is left out")
+		p.routeProblem(r, msg+"; the "+c.kind+" is left out")
 		c.invalid = ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
 		return c
 	}
@@ -333,7 +345,7 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d matches, %d filters and %d backendRefs, more than %d, %d and %d allowed",
 			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
 	}
-	template := RouteRule{Route: kindHTTPRoute + " " + id}
+	template := RouteRule{Route: p.routeKind(r) + " " + id}
 	if err := p.compileFilters(&template, rule.Filters); err != nil {
 		return nil, nil, err
 	}
@@ -367,6 +379,9 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		}
 		for part := range ranked {
 			ranked[part].created, ranked[part].route, ranked[part].rule, ranked[part].match, ranked[part].part = r.CreationTimestamp, id, ri, mi, part
+			if ranked[part].kind == 2 && p.grpcRoutes[r] {
+				ranked[part].length = len(ranked[part].loc.Path) // grpcroute.go: a method match before none
+			}
 		}
 		locs = append(locs, ranked...)
 	}
@@ -718,7 +733,7 @@ func (p *gatewayProcessor) backendOf(r *gatewayv1.HTTPRoute, ref *gatewayv1.Back
 		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(kind))}
 	case len(validation.IsDNS1123Label(namespace)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.namespace %q: is not a namespace name", field, clip(namespace))}
-	case namespace != r.Namespace && !p.granted(gatewayGroup, kindHTTPRoute, r.Namespace, "", "Service", namespace, name):
+	case namespace != r.Namespace && !p.granted(gatewayGroup, p.routeKind(r), r.Namespace, "", "Service", namespace, name):
 		return "", &ruleError{string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("%s: Service %s/%s is in another namespace and no ReferenceGrant there allows it", field, namespace, clip(name))}
 	case len(validation.IsDNS1035Label(name)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.name %q: is not a Service name", field, clip(name))}

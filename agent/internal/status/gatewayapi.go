@@ -60,6 +60,7 @@ type GatewayAPILookup interface {
 	GatewayClass(name string) *gatewayv1.GatewayClass
 	Gateway(namespace, name string) *gatewayv1.Gateway
 	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
+	GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute
 }
 
 // Programmed condition of a Gateway or listener not yet confirmed served.
@@ -202,7 +203,7 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	served := ServedGatewayAPI(wanted, applied)
 	routes := make(map[objectKey]bool, len(served.Routes))
 	for _, r := range served.Routes {
-		routes[routeKey(r.Namespace, r.Name)] = true
+		routes[routeKey(r.Kind, r.Namespace, r.Name)] = true
 	}
 	w.mu.Lock()
 	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
@@ -213,8 +214,13 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	w.notify()
 }
 
-func routeKey(namespace, name string) objectKey {
-	return objectKey{Kind: "HTTPRoute", Namespace: namespace, Name: name}
+// routeKey is the key of a route of kind (model.RouteStatus.Kind:
+// HTTPRoute, or GRPCRoute).
+func routeKey(kind, namespace, name string) objectKey {
+	if kind == "" {
+		kind = "HTTPRoute"
+	}
+	return objectKey{Kind: kind, Namespace: namespace, Name: name}
 }
 
 // pass writes the status of every GatewayClass, Gateway and HTTPRoute
@@ -259,7 +265,7 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 		note(key, ok, err)
 	}
 	for _, r := range wanted.Routes {
-		key := routeKey(r.Namespace, r.Name)
+		key := routeKey(r.Kind, r.Namespace, r.Name)
 		ok, err := g.syncRoute(ctx, key, &r)
 		note(key, ok, err)
 	}
@@ -434,11 +440,14 @@ func (g *gatewayWriter) syncGateway(ctx context.Context, key objectKey, want mod
 // removes them when want is nil; other controllers' entries stay as they
 // are, in their order, before ours.
 func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
-	api := g.client.HTTPRoutes(key.Namespace)
 	var wantEntry any // compared with the last written: the value, not the pointer
 	if want != nil {
 		wantEntry = *want
 	}
+	if key.Kind == "GRPCRoute" {
+		return g.syncGRPCRoute(ctx, key, wantEntry, want)
+	}
+	api := g.client.HTTPRoutes(key.Namespace)
 	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.HTTPRoute]{
 		get: getter(g, func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
 			func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
@@ -446,7 +455,7 @@ func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *mode
 			}),
 		build: func(obj *gatewayv1.HTTPRoute) (*gatewayv1.HTTPRoute, bool) {
 			next := obj.DeepCopy()
-			next.Status.Parents = g.routeParents(obj, want)
+			next.Status.Parents = g.routeParents(obj.Namespace, obj.Generation, obj.Status.Parents, want)
 			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
 		},
 		update: func(ctx context.Context, next *gatewayv1.HTTPRoute) error {
@@ -456,12 +465,33 @@ func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *mode
 	})
 }
 
+// syncGRPCRoute is syncRoute for a GRPCRoute: the same parents, on the
+// grpcroutes resource.
+func (g *gatewayWriter) syncGRPCRoute(ctx context.Context, key objectKey, wantEntry any, want *model.RouteStatus) (bool, error) {
+	api := g.client.GRPCRoutes(key.Namespace)
+	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.GRPCRoute]{
+		get: getter(g, func() *gatewayv1.GRPCRoute { return g.lookup.GRPCRoute(key.Namespace, key.Name) },
+			func(ctx context.Context) (*gatewayv1.GRPCRoute, error) {
+				return api.Get(ctx, key.Name, metav1.GetOptions{})
+			}),
+		build: func(obj *gatewayv1.GRPCRoute) (*gatewayv1.GRPCRoute, bool) {
+			next := obj.DeepCopy()
+			next.Status.Parents = g.routeParents(obj.Namespace, obj.Generation, obj.Status.Parents, want)
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		},
+		update: func(ctx context.Context, next *gatewayv1.GRPCRoute) error {
+			_, err := api.UpdateStatus(ctx, next, updateOptions)
+			return err
+		},
+	})
+}
+
 // routeParents returns the status.parents route should hold: the entries
 // of other controllers as they are, then ours from want (none when nil),
 // as many as fit.
-func (g *gatewayWriter) routeParents(route *gatewayv1.HTTPRoute, want *model.RouteStatus) []gatewayv1.RouteParentStatus {
+func (g *gatewayWriter) routeParents(namespace string, generation int64, current []gatewayv1.RouteParentStatus, want *model.RouteStatus) []gatewayv1.RouteParentStatus {
 	var parents, ours []gatewayv1.RouteParentStatus
-	for _, p := range route.Status.Parents {
+	for _, p := range current {
 		if string(p.ControllerName) == g.controller {
 			ours = append(ours, p)
 		} else {
@@ -477,13 +507,13 @@ func (g *gatewayWriter) routeParents(route *gatewayv1.HTTPRoute, want *model.Rou
 		}
 		ref := parentRef(p)
 		var held []metav1.Condition
-		if i := slices.IndexFunc(ours, func(s gatewayv1.RouteParentStatus) bool { return sameParent(s.ParentRef, ref, route.Namespace) }); i >= 0 {
+		if i := slices.IndexFunc(ours, func(s gatewayv1.RouteParentStatus) bool { return sameParent(s.ParentRef, ref, namespace) }); i >= 0 {
 			held = ours[i].Conditions
 		}
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
 			ControllerName: gatewayv1.GatewayController(g.controller),
-			Conditions:     g.conditions(p.Conditions, route.Generation, held),
+			Conditions:     g.conditions(p.Conditions, generation, held),
 		})
 	}
 	return parents

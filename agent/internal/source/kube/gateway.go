@@ -50,7 +50,7 @@ import (
 
 // gatewayResources are the resources of kubeclient.GatewayGroupVersion
 // the source reads: without any one of them the Gateway API is not read.
-var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"}
+var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}
 
 // Variables for the tests.
 var (
@@ -70,6 +70,7 @@ type gatewayCaches struct {
 	classes    gatewaylisters.GatewayClassLister
 	gateways   gatewaylisters.GatewayLister
 	routes     gatewaylisters.HTTPRouteLister
+	grpcRoutes gatewaylisters.GRPCRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
 	namespaces corelisters.NamespaceLister
 }
@@ -85,6 +86,7 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 	classes := kubeclient.NewInformer(c, reconnecting(c.GatewayClasses(), r), &gatewayv1.GatewayClass{}, resync, nil)
 	gateways := kubeclient.NewInformer(c, reconnecting(c.Gateways(ns), r), &gatewayv1.Gateway{}, resync, nil)
 	routes := kubeclient.NewInformer(c, reconnecting(c.HTTPRoutes(ns), r), &gatewayv1.HTTPRoute{}, resync, nil)
+	grpcRoutes := kubeclient.NewInformer(c, reconnecting(c.GRPCRoutes(ns), r), &gatewayv1.GRPCRoute{}, resync, nil)
 	grants := kubeclient.NewInformer(c, reconnecting(c.ReferenceGrants(ns), r), &gatewayv1.ReferenceGrant{}, resync, nil)
 	var onlyOne func(*metav1.ListOptions)
 	if ns != "" {
@@ -97,12 +99,14 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 			{kind: source.KindGatewayClass, informer: classes},
 			{kind: source.KindGateway, informer: gateways},
 			{kind: source.KindHTTPRoute, informer: routes},
+			{kind: source.KindGRPCRoute, informer: grpcRoutes},
 			{kind: source.KindReferenceGrant, informer: grants},
 			{kind: source.KindNamespace, informer: namespaces, transform: stripNamespace},
 		},
 		classes:    gatewaylisters.NewGatewayClassLister(classes.GetIndexer()),
 		gateways:   gatewaylisters.NewGatewayLister(gateways.GetIndexer()),
 		routes:     gatewaylisters.NewHTTPRouteLister(routes.GetIndexer()),
+		grpcRoutes: gatewaylisters.NewGRPCRouteLister(grpcRoutes.GetIndexer()),
 		grants:     gatewaylisters.NewReferenceGrantLister(grants.GetIndexer()),
 		namespaces: corelisters.NewNamespaceLister(namespaces.GetIndexer()),
 	}
@@ -124,6 +128,7 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GatewayClasses, _ = g.classes.List(everything)
 	snap.Gateways, _ = g.gateways.List(everything)
 	snap.HTTPRoutes, _ = g.routes.List(everything)
+	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
@@ -145,6 +150,14 @@ func (s *Source) Gateway(namespace, name string) *gatewayv1.Gateway {
 // GatewayClass.
 func (s *Source) HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute {
 	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.HTTPRoute, error) { return g.routes.HTTPRoutes(namespace).Get(name) })
+}
+
+// GRPCRoute returns the cached GRPCRoute namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.GRPCRoute, error) {
+		return g.grpcRoutes.GRPCRoutes(namespace).Get(name)
+	})
 }
 
 // cachedGatewayObject returns what get finds in the Gateway API's caches,
@@ -241,7 +254,7 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	for _, ni := range caches.informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
-	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants")
+	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}

@@ -66,6 +66,11 @@ func gatewayTestObjects() []runtime.Object {
 		gateway("their-gw", "theirs", "their-cert"),
 		route("app", "web"),
 		route("app", "other"),
+		&gatewayv1.GRPCRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "calls", Namespace: "web"},
+			Spec: gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}}},
+		},
 		&gatewayv1.ReferenceGrant{
 			ObjectMeta: metav1.ObjectMeta{Name: "gateways", Namespace: "certs"},
 			Spec: gatewayv1.ReferenceGrantSpec{
@@ -92,6 +97,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.HTTPRoute:
 			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.GRPCRoute:
+			_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
@@ -126,6 +133,7 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
 		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
 		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
+		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
 		// An API server has its own Namespaces besides these.
 		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
