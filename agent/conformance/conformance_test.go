@@ -315,7 +315,13 @@ func startAgent(t *testing.T, c *cluster) {
 		_, err := os.Stat(filepath.Join(shared, "nginx.conf"))
 		return err
 	})
-	nginxproc.Start(t, shared)
+	nginx := nginxproc.Start(t, shared)
+	t.Cleanup(func() {
+		if t.Failed() {
+			text := nginx.Logs()
+			t.Logf("nginx's log (last 8 KiB):\n%s", text[max(0, len(text)-8192):])
+		}
+	})
 	probe := &http.Client{Timeout: 2 * time.Second}
 	waitFor(t, done, "the agent is ready", func() error {
 		resp, err := probe.Get("http://" + admin + "/readyz")
