@@ -56,6 +56,7 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
 	"HTTPRouteSchemeRedirect",
+	"ListenerSet",
 	"ReferenceGrant",
 }
 
