@@ -262,19 +262,27 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	changed(source.Change{Kind: source.KindGatewayClass})
 }
 
-// gatewaySecretRefs returns the Secrets the listeners of snap's Gateways
-// name in certificateRefs: those of Gateways of our GatewayClasses, or of
-// every Gateway with everyGateway. Whether a ReferenceGrant lets a
-// listener use a Secret of another namespace is the model's to say; the
-// Secret is read either way, by name, as an Ingress's are.
-func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool) []types.NamespacedName {
+// gatewayRefs returns the Secrets and ConfigMaps the Gateways of snap
+// name: a listener's certificateRefs (Secrets) and the CA certificates of
+// spec.tls.frontend's client certificate validation (ConfigMaps and
+// Secrets); those of Gateways of our GatewayClasses, or of every Gateway
+// with everyGateway. Whether a ReferenceGrant lets a Gateway use an object
+// of another namespace is the model's to say; the object is read either
+// way, by name, as an Ingress's are.
+func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (secrets, configMaps []types.NamespacedName) {
 	ours := map[string]bool{}
 	for _, class := range snap.GatewayClasses {
 		if string(class.Spec.ControllerName) == controller {
 			ours[class.Name] = true
 		}
 	}
-	var refs []types.NamespacedName
+	ref := func(gw *gatewayv1.Gateway, namespace *gatewayv1.Namespace, name gatewayv1.ObjectName) types.NamespacedName {
+		ns := gw.Namespace
+		if namespace != nil && *namespace != "" {
+			ns = string(*namespace)
+		}
+		return types.NamespacedName{Namespace: ns, Name: string(name)}
+	}
 	for _, gw := range snap.Gateways {
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
@@ -283,17 +291,42 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 			if l.TLS == nil {
 				continue
 			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+			for _, r := range l.TLS.CertificateRefs {
+				if (r.Group != nil && *r.Group != "") || (r.Kind != nil && *r.Kind != "Secret") {
 					continue // not a Secret: the model says so
 				}
-				ns := gw.Namespace
-				if ref.Namespace != nil && *ref.Namespace != "" {
-					ns = string(*ref.Namespace)
+				secrets = append(secrets, ref(gw, r.Namespace, r.Name))
+			}
+		}
+		for _, v := range frontendValidations(gw) {
+			for _, r := range v.CACertificateRefs {
+				switch {
+				case r.Group != "":
+				case r.Kind == "ConfigMap":
+					configMaps = append(configMaps, ref(gw, r.Namespace, r.Name))
+				case r.Kind == "Secret":
+					secrets = append(secrets, ref(gw, r.Namespace, r.Name))
 				}
-				refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
 			}
 		}
 	}
-	return refs
+	return secrets, configMaps
+}
+
+// frontendValidations are the client certificate validations of gw's
+// spec.tls.frontend, default and per port.
+func frontendValidations(gw *gatewayv1.Gateway) []*gatewayv1.FrontendTLSValidation {
+	if gw.Spec.TLS == nil || gw.Spec.TLS.Frontend == nil {
+		return nil
+	}
+	var out []*gatewayv1.FrontendTLSValidation
+	if v := gw.Spec.TLS.Frontend.Default.Validation; v != nil {
+		out = append(out, v)
+	}
+	for _, pp := range gw.Spec.TLS.Frontend.PerPort {
+		if pp.TLS.Validation != nil {
+			out = append(out, pp.TLS.Validation)
+		}
+	}
+	return out
 }
