@@ -132,7 +132,8 @@ func TestRenderGatewayGRPCListener(t *testing.T) {
 // TestRenderGatewayClientTLS: a front that checks client certificates
 // (model.Listener.ClientTLS) names its CA in its own server; "on" closes
 // the connection of a client without a valid one (444), the fallback
-// asks without requiring; a change is a Gateway listener reload, and
+// asks without requiring and serves a certificate that fails the check
+// from a location of its own; a change is a Gateway listener reload, and
 // settings the template cannot hold safely are refused.
 func TestRenderGatewayClientTLS(t *testing.T) {
 	m := gatewayGoldenModel()
@@ -161,6 +162,11 @@ func TestRenderGatewayClientTLS(t *testing.T) {
 			strings.Contains(server, "location @restysync_client_certificate_refused {\n            return 444;")
 		if refused != (verify == "on") {
 			t.Errorf("%s: closes the connection of a refused certificate: %v\n%s", verify, refused, server)
+		}
+		fallback := strings.Contains(server, "error_page 495 = @restysync_client_certificate_fallback;") &&
+			strings.Contains(server, "location @restysync_client_certificate_fallback {\n            set $restysync_front \"127.29.50.1:8443\";")
+		if fallback != (verify == "optional_no_ca") {
+			t.Errorf("%s: serves a certificate that fails the check: %v\n%s", verify, fallback, server)
 		}
 		if strings.Count(conf, "ssl_verify_client") != 1 {
 			t.Errorf("%s: another server checks client certificates too", verify)

@@ -34,6 +34,10 @@ func TestGatewayJoinClientCertificates(t *testing.T) {
 	j := startJoin(t)
 	ca, perPortCA := testcert.NewClientCA(t, "default-ca"), testcert.NewClientCA(t, "per-port-ca")
 	client, perPortClient := ca.Client(t, "client"), perPortCA.Client(t, "per-port-client")
+	// The suite's CAs all have one name: a certificate of another CA of
+	// the same name fails its signature check, which optional_no_ca does
+	// not let through by itself.
+	impostor := testcert.NewClientCA(t, "default-ca").Client(t, "impostor")
 	configMaps := []*corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-ca-certificate"}, Data: map[string]string{"ca.crt": ca.PEM}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-per-port-ca-certificate"}, Data: map[string]string{"ca.crt": perPortCA.PEM}},
@@ -58,6 +62,7 @@ func TestGatewayJoinClientCertificates(t *testing.T) {
 			{443, "example.org", &client, v1},
 			{443, "example.org", &perPortClient, ""},
 			{443, "example.org", nil, ""},
+			{443, "example.org", &impostor, ""},
 			{8443, "second-example.org", &perPortClient, v2},
 			{8443, "second-example.org", &client, ""},
 			{8443, "second-example.org", nil, ""},
@@ -66,6 +71,7 @@ func TestGatewayJoinClientCertificates(t *testing.T) {
 			{443, "example.org", &client, v1},
 			{443, "example.org", &perPortClient, v1},
 			{443, "example.org", nil, v1},
+			{443, "example.org", &impostor, v1},
 			{8443, "second-example.org", &perPortClient, v2},
 			{8443, "second-example.org", &client, v2},
 			{8443, "second-example.org", nil, v2},
