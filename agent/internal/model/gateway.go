@@ -34,6 +34,8 @@ var GatewaySupportedFeatures = []string{
 	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayFrontendClientCertificateValidation",
+	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
