@@ -119,8 +119,8 @@ func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) 
 // holds what the router found, does not survive the jump. A new set of
 // codes is a reload; a route with a set nginx has is a push.
 type gatewayRetryView struct {
-	Location string   // "@restysync_retry_500_503": digits and "_" only
-	Next     []string // "http_500", "http_503"
+	Location string // "@restysync_retry_500_503": digits and "_" only
+	Next     string // "http_500 http_503"
 }
 
 // gatewayRetries returns the retry locations m's Gateway routes name,
@@ -146,7 +146,7 @@ func gatewayRetries(m model.Model) ([]gatewayRetryView, error) {
 				if !slices.Contains(model.RetryCodes, c) || i > 0 && codes[i-1] == c {
 					return nil, fmt.Errorf("Gateway route %q: retry code %d: want each once, one of %v", r.Host, c, model.RetryCodes)
 				}
-				view.Next = append(view.Next, "http_"+strconv.Itoa(c))
+				view.Next = strings.TrimSpace(view.Next + " http_" + strconv.Itoa(c))
 			}
 			seen[name] = true
 			out = append(out, view)
