@@ -179,7 +179,10 @@ func startCluster(t *testing.T) *cluster {
 	// controller-runtime complains once unless it has a logger.
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	s := kubeapi.StartCluster(t, kubeapi.ClusterOptions{})
-	kubeapi.InstallGatewayAPI(t, s, false)
+	// The experimental channel: a superset of the standard one, with the
+	// fields of the experimental features (HTTPRoute retry, ...), which
+	// the standard CRDs would prune.
+	kubeapi.InstallGatewayAPI(t, s, true)
 	cfg := s.Config()
 	cfg.QPS, cfg.Burst = 100, 200
 	c := &cluster{server: s, config: cfg, node: kubenode.Start(t, s.Config(), kubenode.Options{})}

@@ -8,7 +8,8 @@
 //
 // The pipeline under test is the agent's whole one: source → model →
 // render → plan → apply, status beside it. The harness creates the
-// GatewayClass and applies the v1.6.3 CRDs server-side; the suite applies
+// GatewayClass and applies the v1.6.3 CRDs (the experimental channel, a
+// superset of the standard one) server-side; the suite applies
 // its base manifests and waits until every Gateway is Programmed and every
 // pod Ready before its first test.
 //

@@ -346,7 +346,9 @@ function _M.balance()
                 ngx_log(ngx_ERR, "restysync: set_timeouts: ", err)
             end
         end
-        local tries = math_min(#entry.endpoints, entry.policy.tries)
+        -- A Gateway rule's retry (restysync.router) sets its own tries,
+        -- the same endpoint again when it is the only one.
+        local tries = ctx.restysync_tries or math_min(#entry.endpoints, entry.policy.tries)
         if tries > 1 then
             local ok, err = set_more_tries(tries - 1)
             if not ok then

@@ -12,7 +12,8 @@
 --    "timeout_ms":500, "route":"HTTPRoute ns/name",
 --    "cors":{"allow_origins":["*"|"https://*.a.com"], "allow_methods":["GET"|"*"],
 --            "allow_headers":[...], "expose_headers":[...],
---            "allow_credentials":bool, "max_age":5}}
+--            "allow_credentials":bool, "max_age":5},
+--    "retry":{"attempts":3, "codes":[500,503]}}
 --
 -- check_rule validates a pushed rule and returns it as it is to be
 -- stored: exactly the fields it was given (false and empty ones left
@@ -28,7 +29,11 @@
 -- redirect or a status answers, else the request headers are edited,
 -- the URL rewritten, and a backend picked by weight (a share without one
 -- answers 500, as the spec says), with that backend's own request header
--- edits. A rule's timeout_ms (its timeouts.request and backendRequest)
+-- edits. A rule's retry sends the request up to attempts+1 times (the
+-- balancer's tries), again on the answers of its codes too: nginx retries
+-- on a status its location names, so the router serves such a rule in
+-- the Gateway server's location of those codes (render/gateway.go).
+-- A rule's timeout_ms (its timeouts.request and backendRequest)
 -- becomes its location's upstream timeouts (restysync.routes), which the
 -- balancer sets. A rule's cors comes first: a preflight (OPTIONS with
 -- Access-Control-Request-Method and an Origin) is answered 204 here, and
@@ -80,7 +85,7 @@ local VALUE_OPTIONS = "jo"
 
 local RULE_FIELDS = { case_sensitive = true, method = true, headers = true, query = true,
     request_headers = true, response_headers = true, redirect = true, rewrite = true,
-    backends = true, status = true, timeout_ms = true, cors = true, route = true }
+    backends = true, status = true, timeout_ms = true, cors = true, retry = true, route = true }
 local MATCH_FIELDS = { name = true, value = true, regex = true }
 local CHANGES_FIELDS = { set = true, add = true, remove = true }
 local HEADER_FIELDS = { name = true, value = true }
@@ -95,6 +100,14 @@ local CORS_FIELDS = { allow_origins = true, allow_methods = true, allow_headers 
 local CORS_ORIGIN = "^https?://[%w%-%.%*]+$"
 local CORS_ORIGIN_PORT = "^https?://[%w%-%.%*]+:%d+$"
 local MAX_AGE = 2147483647
+local RETRY_FIELDS = { attempts = true, codes = true }
+-- RETRY_CODES are the answers nginx's proxy_next_upstream can retry on
+-- (the agent's model.RetryCodes); MAX_RETRY_ATTEMPTS its bound.
+local RETRY_CODES = { [403] = true, [404] = true, [429] = true, [500] = true, [502] = true, [503] = true, [504] = true }
+local MAX_RETRY_ATTEMPTS = 10
+-- RETRY_LOCATION begins the name of a Gateway server's location of retry
+-- codes (render/gateway.go): "@restysync_retry_500_503".
+local RETRY_LOCATION = "@restysync_retry"
 local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, DELETE = true,
     CONNECT = true, OPTIONS = true, TRACE = true, PATCH = true }
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
@@ -480,10 +493,46 @@ local function check_backend(b, at)
     return { backend = name, weight = b.weight, request_headers = headers }
 end
 
+-- check_retry validates a rule's retry: {"attempts":3, "codes":[500,503]},
+-- the codes sorted, each once and one nginx can retry on.
+local function check_retry(v, at)
+    local r, err = object(v, at, RETRY_FIELDS)
+    if not r then
+        return nil, err
+    end
+    err = whole(r.attempts, at .. ".attempts", 1, MAX_RETRY_ATTEMPTS)
+    if err then
+        return nil, err
+    end
+    local out = { attempts = r.attempts }
+    if not absent(r.codes) then
+        local last = 0
+        out.codes, err = each(r.codes, at .. ".codes", function(c, cat)
+            local cerr = whole(c, cat, 400, 599)
+            if cerr then
+                return nil, cerr
+            end
+            if not RETRY_CODES[c] then
+                return nil, cat .. ": must be one of 403, 404, 429, 500, 502, 503, 504 (nginx retries on these only)"
+            end
+            if c <= last then
+                return nil, cat .. ": the codes must be sorted, each once"
+            end
+            last = c
+            return c
+        end)
+        if err then
+            return nil, err
+        end
+    end
+    return out
+end
+
 -- RULE_OBJECTS are the object fields of a rule, each with its check.
 local RULE_OBJECTS = {
     { "request_headers", check_changes }, { "response_headers", check_changes },
     { "redirect", check_redirect }, { "rewrite", check_rewrite }, { "cors", check_cors },
+    { "retry", check_retry },
 }
 
 -- check_rule validates one location's rule (at at) and returns it as it
@@ -611,6 +660,15 @@ function _M.build_rule(rule)
             total = total + b.weight
         end
         rule.total_weight = total
+    end
+    local retry = rule.retry
+    if retry then
+        -- tries: the first and the retries; location: the Gateway
+        -- server's location of the codes, where nginx retries on them.
+        retry.tries = retry.attempts + 1
+        if retry.codes then
+            retry.location = RETRY_LOCATION .. "_" .. table_concat(retry.codes, "_")
+        end
     end
     return rule
 end

@@ -24,6 +24,7 @@ local string_byte = string.byte
 local string_format = string.format
 local tostring = tostring
 local type = type
+local ipairs = ipairs
 local error = error
 
 local DICT_NAME = "restysync"
@@ -123,14 +124,33 @@ function _M.metrics_dict()
     return ngx.shared[METRICS_DICT_NAME]
 end
 
--- init is called from init_by_lua_block with the hash of the nginx.conf
--- and the names of its profiles (the named locations routes jump to).
-function _M.init(hash, profiles)
+-- retry_locations are the Gateway servers' named locations of retry
+-- codes this nginx.conf has ("@restysync_retry_500_503" = true).
+local retry_locations = {}
+
+-- has_retry_location says whether this nginx.conf has the Gateway retry
+-- location name: a route pushed before the reload that brings it, or
+-- kept after the reload that took it away, is served without it.
+function _M.has_retry_location(name)
+    return retry_locations[name] == true
+end
+
+-- init is called from init_by_lua_block with the hash of the nginx.conf,
+-- the names of its profiles (the named locations routes jump to) and of
+-- its Gateway retry locations.
+function _M.init(hash, profiles, retries)
     if type(hash) ~= "string" then
         error("restysync.init: config hash must be a string")
     end
     if profiles ~= nil and type(profiles) ~= "table" then
         error("restysync.init: profiles must be a list of names")
+    end
+    if retries ~= nil and type(retries) ~= "table" then
+        error("restysync.init: retry locations must be a list of names")
+    end
+    retry_locations = {}
+    for _, name in ipairs(retries or {}) do
+        retry_locations[name] = true
     end
     config_hash = hash
     for i = 1, #MODULES do

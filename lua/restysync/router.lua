@@ -23,6 +23,7 @@ local ngx_req_http_version = ngx.req.http_version
 local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
 local serve_rule = gateway.serve
+local has_retry_location = restysync.has_retry_location
 local lookup_front = routes.lookup_front
 local match_ordered = routes.match_ordered
 local tonumber = tonumber
@@ -185,7 +186,14 @@ end
 -- listener's than the TLS server name's is answered 421 (a misdirected
 -- request). It is a handler of its own so that the default server's
 -- route() pays nothing for fronts.
-function _M.route_front(log_backend)
+-- A rule that retries on answers of some codes is served in the server's
+-- named location of those codes (here names the location this runs in,
+-- nil for "location /"), where nginx's proxy_next_upstream names them:
+-- the router jumps there before anything of the request changed, and
+-- routes it again there (ngx.ctx does not survive the jump). Until a
+-- reload brings that location, the rule is served here, retried on
+-- errors and timeouts only. The rule's tries go to the balancer.
+function _M.route_front(log_backend, here)
     local d = restysync.dict()
     local front = ngx_var.restysync_front
     local host = ngx_var.host
@@ -219,6 +227,14 @@ function _M.route_front(log_backend)
     end
     if not loc then
         return ngx_exit(HTTP_NOT_FOUND)
+    end
+    local retry = loc.rule and loc.rule.retry
+    if retry then
+        local there = retry.location
+        if there and there ~= here and has_retry_location(there) then
+            return ngx_exec(there)
+        end
+        ngx.ctx.restysync_tries = retry.tries
     end
     local name = serve_rule(loc, uri)
     if not name then

@@ -53,6 +53,14 @@ function T.test_check_rule_refuses()
         { { cors = { allow_headers = { "x a" }, max_age = 5 } }, "must be an HTTP header name" },
         { { cors = { max_age = 0 } }, "rule.cors.max_age" },
         { { cors = { max_age = 5, evil = 1 } }, "rule.cors.evil: unknown field" },
+        { { retry = { attempts = 0 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
+        { { retry = { attempts = 11 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
+        { { retry = { codes = { 500 } } }, "rule.retry.attempts: must be a whole number" },
+        { { retry = { attempts = 1, codes = { 418 } } }, "rule.retry.codes[0]: must be one of 403, 404, 429" },
+        { { retry = { attempts = 1, codes = { 503, 500 } } }, "rule.retry.codes[1]: the codes must be sorted, each once" },
+        { { retry = { attempts = 1, codes = { 500, 500 } } }, "rule.retry.codes[1]: the codes must be sorted, each once" },
+        { { retry = { attempts = 1, codes = { "500;" } } }, "rule.retry.codes[0]: must be a whole number" },
+        { { retry = { attempts = 1, backoff = "1s" } }, "rule.retry.backoff: unknown field" },
     }) do
         local got, err = gateway.check_rule(c[1], "rule")
         t.eq(got, nil, "rule " .. cjson.encode(c[1]))
@@ -71,6 +79,21 @@ function T.test_check_rule_timeouts_backend_headers_cors()
     local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
     t.eq(err, nil, "err")
     t.eq(got, rule, "stored rule")
+end
+
+-- A retry is stored as it came; building it gives its tries and the
+-- Gateway server's location of its codes (model.RetryLocation's name).
+function T.test_check_rule_retry()
+    local rule = { retry = { attempts = 3, codes = { 429, 500, 503 } } }
+    local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
+    t.eq(err, nil, "err")
+    t.eq(got, rule, "stored rule")
+    local built = gateway.build_rule(got)
+    t.eq(built.retry.tries, 4, "tries")
+    t.eq(built.retry.location, "@restysync_retry_429_500_503", "location")
+    built = gateway.build_rule(gateway.check_rule({ retry = { attempts = 1 } }, "rule"))
+    t.eq(built.retry.tries, 2, "tries without codes")
+    t.eq(built.retry.location, nil, "no location without codes")
 end
 
 -- A "*" of an allowed origin's host is greedy to the left, over dots.

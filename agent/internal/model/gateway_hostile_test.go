@@ -195,6 +195,11 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 		{"a timeout in days", hostileRule(withTimeouts("", "1d")), "is not a Gateway API duration"},
 		{"a timeout of 99999h", hostileRule(withTimeouts("99999h", "")), "longer than 24h0m0s is not supported"},
 		{"a backendRequest timeout longer than the request's", hostileRule(withTimeouts("1s", "2s")), "must not be longer than timeouts.request"},
+		{"a retry code nginx cannot retry on", hostileRule(withRetry(nil, "", 500, 418)), "retry.codes[1] 418: is not supported"},
+		{"a retry of 0 attempts", hostileRule(withRetry(ptrTo(0), "")), "retry.attempts 0: must be from 1 to 10"},
+		{"a retry of 11 attempts", hostileRule(withRetry(ptrTo(11), "")), "retry.attempts 11: must be from 1 to 10"},
+		{"a retry backoff", hostileRule(withRetry(nil, "100ms", 503)), "retry.backoff 100ms: is not supported (nginx retries at once)"},
+		{"a retry backoff with nginx syntax", hostileRule(withRetry(nil, "1s;return 200 x")), "is not a Gateway API duration"},
 		{"17 header matches", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			for i := range 17 {
 				r.Matches[0] = withHeader(r.Matches[0], fmt.Sprintf("X-%d", i), "v")

@@ -90,6 +90,9 @@ type RouteRule struct {
 	// CORS answers preflight requests and adds the Access-Control-*
 	// headers to the answers of allowed origins.
 	CORS *RouteCORS `json:"cors,omitempty"`
+	// Retry tries a request again (HTTPRouteRetry): nil keeps the
+	// balancer's own tries.
+	Retry *RouteRetry `json:"retry,omitempty"`
 	// Route is the owner ("HTTPRoute namespace/name"), for logs and
 	// /debug.
 	Route string `json:"route,omitempty"`
@@ -243,4 +246,36 @@ type RouteParentStatus struct {
 	SectionName string      `json:"section_name,omitempty"`
 	Port        int32       `json:"port,omitempty"`
 	Conditions  []Condition `json:"conditions"`
+}
+
+// RouteRetry is a rule's retry (HTTPRouteRetry, experimental channel): a
+// request is sent up to Attempts+1 times, to the next endpoint when there
+// is one, again after a connection error or a timeout and after an answer
+// whose status is one of Codes (sorted, each one of RetryCodes). nginx
+// decides on a status by the location's proxy_next_upstream, so a rule
+// with Codes is served in the Gateway server's named location of those
+// codes (RetryLocation), one per distinct set; Attempts is per request
+// data the balancer reads.
+type RouteRetry struct {
+	Attempts int   `json:"attempts"`
+	Codes    []int `json:"codes,omitempty"`
+}
+
+// RetryCodes are the answers nginx can retry on (proxy_next_upstream's
+// http_403 ... http_504), in order.
+var RetryCodes = []int{403, 404, 429, 500, 502, 503, 504}
+
+// RetryLocation is the named location of a Gateway server whose
+// proxy_next_upstream names codes: "@restysync_retry_500_503"; "" for
+// none (the server's own location retries errors and timeouts).
+// lua/restysync/router.lua builds the same name from a rule's codes.
+func RetryLocation(codes []int) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	name := "@restysync_retry"
+	for _, c := range codes {
+		name += "_" + strconv.Itoa(c)
+	}
+	return name
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -372,8 +373,6 @@ func ptrTo[T any](v T) *T { return &v }
 // is why the whole rule is left out.
 func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int, rule *gatewayv1.HTTPRouteRule) (locs []rankedLocation, resolvedErr, err *ruleError) {
 	switch {
-	case rule.Retry != nil:
-		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
 	case rule.SessionPersistence != nil:
 		return nil, nil, &ruleError{reasonUnsupportedValue, "sessionPersistence is not supported"}
 	case len(rule.Matches) > maxRouteMatches || len(rule.Filters) > maxRuleFilters || len(rule.BackendRefs) > maxRuleBackends:
@@ -386,6 +385,9 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 	}
 	var reason string
 	if template.TimeoutMS, reason = compileTimeouts(rule.Timeouts); reason != "" {
+		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
+	}
+	if template.Retry, reason = compileRetry(rule.Retry); reason != "" {
 		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
 	}
 	if template.Redirect == nil {
@@ -747,6 +749,62 @@ func compileTimeouts(t *gatewayv1.HTTPRouteTimeouts) (int64, string) {
 	}
 	return request, ""
 }
+
+// Retries of a rule (compileRetry).
+const (
+	// defaultRetryAttempts is the retries of a retry without attempts
+	// (implementation-specific): three tries, as the balancer's default.
+	defaultRetryAttempts = 2
+	// maxRetryAttempts bounds attempts: the balancer tries at most 20
+	// endpoints for one request.
+	maxRetryAttempts = 10
+)
+
+// compileRetry reads a rule's retry into RouteRetry, or says why it
+// cannot be served: a code nginx cannot retry on, more attempts than
+// maxRetryAttempts, or a backoff, since nginx retries at once and the
+// spec says a retry MUST NOT come before the backoff.
+func compileRetry(r *gatewayv1.HTTPRouteRetry) (*RouteRetry, string) {
+	if r == nil {
+		return nil, ""
+	}
+	out := &RouteRetry{Attempts: defaultRetryAttempts}
+	if r.Attempts != nil {
+		if *r.Attempts < 1 || *r.Attempts > maxRetryAttempts {
+			return nil, fmt.Sprintf("retry.attempts %d: must be from 1 to %d", *r.Attempts, maxRetryAttempts)
+		}
+		out.Attempts = *r.Attempts
+	}
+	if r.Backoff != nil {
+		v := string(*r.Backoff)
+		d, err := time.ParseDuration(v)
+		if !gatewayDuration.MatchString(v) || err != nil {
+			return nil, fmt.Sprintf("retry.backoff %q: is not a Gateway API duration (such as 500ms, 10s, 1h30m)", clip(v))
+		}
+		if d > 0 {
+			return nil, fmt.Sprintf("retry.backoff %s: is not supported (nginx retries at once)", v)
+		}
+	}
+	for i, c := range r.Codes {
+		if !slices.Contains(RetryCodes, int(c)) {
+			return nil, fmt.Sprintf("retry.codes[%d] %d: is not supported (nginx retries on %s only)", i, c, retryCodesText)
+		}
+		if !slices.Contains(out.Codes, int(c)) {
+			out.Codes = append(out.Codes, int(c))
+		}
+	}
+	slices.Sort(out.Codes)
+	return out, ""
+}
+
+// retryCodesText lists RetryCodes for a Problem.
+var retryCodesText = func() string {
+	var parts []string
+	for _, c := range RetryCodes {
+		parts = append(parts, strconv.Itoa(c))
+	}
+	return strings.Join(parts, ", ")
+}()
 
 // backendOf resolves one backendRef to a Backend name, or says why it
 // cannot be used.

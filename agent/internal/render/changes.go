@@ -21,6 +21,7 @@ const (
 	ReasonListener        = "listener change"
 	ReasonServerBlocks    = "server blocks (client certificates)"
 	ReasonGatewayServers  = "Gateway listeners"
+	ReasonGatewayRetries  = "Gateway retry locations"
 	ReasonGlobal          = "ConfigMap/global setting"
 	ReasonRateLimits      = "rate-limit zones"
 	ReasonErrorLocations  = "custom error locations"
@@ -38,6 +39,7 @@ var viewParts = map[string]string{
 	"APIListen": ReasonListener, "HTTPListen": ReasonListener, "HTTPSListen": ReasonListener,
 	"StatusListen": ReasonListener, "Stream": ReasonListener,
 	"GatewayServers":   ReasonGatewayServers,
+	"GatewayRetries":   ReasonGatewayRetries,
 	"ClientTLSServers": ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
 	"ServerNamesHashBucketSize": ReasonServerBlocks, "ServerNamesHashMaxSize": ReasonServerBlocks,
 	"Access":        ReasonRateLimits,

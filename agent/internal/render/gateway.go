@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -18,6 +20,9 @@ import (
 // then pays nothing for fronts (no variable read, no branch), which B3
 // measures. A Gateway location never has a profile (the Gateway API has
 // nothing a profile holds), so no profile is repeated in these servers.
+// What nginx decides by a location's directives alone, the status codes
+// a retry is for, gets a named location per distinct set in every
+// Gateway server (gatewayRetryView), shared by every rule of that set.
 
 // gatewayServerView is one Gateway listener's server block.
 type gatewayServerView struct {
@@ -142,4 +147,50 @@ func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) 
 		}
 	}
 	return m.GatewayRoutes, nil
+}
+
+// gatewayRetryView is one named location of retry codes
+// (model.RetryLocation): the Gateway server's location again, with
+// proxy_next_upstream (or grpc_next_upstream) naming the codes too. The
+// router jumps there for a rule with those codes (restysync.router
+// .route_front), and routes the request again there: nginx decides on
+// an answer's status by the location's directive, and ngx.ctx, which
+// holds what the router found, does not survive the jump. A new set of
+// codes is a reload; a route with a set nginx has is a push.
+type gatewayRetryView struct {
+	Location string // "@restysync_retry_500_503": digits and "_" only
+	Next     string // "http_500 http_503"
+}
+
+// gatewayRetries returns the retry locations m's Gateway routes name,
+// sorted by name, or why one cannot be served.
+func gatewayRetries(m model.Model) ([]gatewayRetryView, error) {
+	seen := map[string]bool{}
+	var out []gatewayRetryView
+	for _, r := range m.GatewayRoutes {
+		for _, l := range r.Locations {
+			if l.Rule == nil || l.Rule.Retry == nil || len(l.Rule.Retry.Codes) == 0 {
+				continue
+			}
+			codes := l.Rule.Retry.Codes
+			name := model.RetryLocation(codes)
+			if seen[name] {
+				continue
+			}
+			if !slices.IsSorted(codes) {
+				return nil, fmt.Errorf("Gateway route %q: retry codes %v: want them sorted", r.Host, codes)
+			}
+			view := gatewayRetryView{Location: name}
+			for i, c := range codes {
+				if !slices.Contains(model.RetryCodes, c) || i > 0 && codes[i-1] == c {
+					return nil, fmt.Errorf("Gateway route %q: retry code %d: want each once, one of %v", r.Host, c, model.RetryCodes)
+				}
+				view.Next = strings.TrimSpace(view.Next + " http_" + strconv.Itoa(c))
+			}
+			seen[name] = true
+			out = append(out, view)
+		}
+	}
+	slices.SortFunc(out, func(a, b gatewayRetryView) int { return strings.Compare(a.Location, b.Location) })
+	return out, nil
 }

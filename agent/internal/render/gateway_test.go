@@ -196,3 +196,57 @@ func TestRenderGatewayClientTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderGatewayRetries: each distinct set of retry codes is one named
+// location in every Gateway server (grpc_next_upstream on a gRPC port),
+// listed for Lua in init; codes out of order or nginx cannot retry on are
+// refused; no retry codes, nothing new in nginx.conf.
+func TestRenderGatewayRetries(t *testing.T) {
+	listeners := []model.Listener{
+		{Address: "127.0.50.1", Port: 80, Front: model.FrontName("127.0.50.1", 80)},
+		{Address: "127.0.50.2", Port: 80, Front: model.FrontName("127.0.50.2", 80), GRPC: true},
+	}
+	retrying := func(codes ...int) model.RouteLocation {
+		return model.RouteLocation{Path: "/", Backend: "ns/a:80", Rule: &model.RouteRule{Retry: &model.RouteRetry{Attempts: 2, Codes: codes}}}
+	}
+	routes := func(locs ...model.RouteLocation) []model.Route {
+		var out []model.Route
+		for i, l := range locs {
+			out = append(out, model.Route{Host: model.FrontKey(listeners[0].Front, "r"+string(rune('a'+i))+".example.com"), Ordered: true, Locations: []model.RouteLocation{l}})
+		}
+		return out
+	}
+	m := model.Model{Listeners: listeners, GatewayRoutes: routes(retrying(500, 503), retrying(500, 503), retrying(429), retrying())}
+	cfg, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(cfg.Bytes)
+	for _, want := range []string{
+		"location @restysync_retry_429 {", "location @restysync_retry_500_503 {",
+		"proxy_next_upstream error timeout http_500 http_503;", "grpc_next_upstream error timeout http_500 http_503;",
+		`route_front(false, "@restysync_retry_500_503")`,
+		"}, {\n            \"@restysync_retry_429\",\n            \"@restysync_retry_500_503\",\n        })",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	if n := strings.Count(conf, "location @restysync_retry_500_503 {"); n != 2 {
+		t.Errorf("the location of 500 and 503 is in %d servers, want 2", n)
+	}
+
+	plain, err := Render(model.Model{Listeners: listeners, GatewayRoutes: routes(retrying())}, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.Bytes), "restysync_retry") {
+		t.Errorf("a retry without codes put a retry location in nginx.conf")
+	}
+
+	for _, codes := range [][]int{{503, 500}, {500, 500}, {418}} {
+		if _, err := Render(model.Model{Listeners: listeners, GatewayRoutes: routes(retrying(codes...))}, goldenSettings); err == nil {
+			t.Errorf("retry codes %v: rendered, want an error", codes)
+		}
+	}
+}

@@ -150,7 +150,11 @@ func (b *joinBackends) port(namespace, name string) int32 {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	special := newJoinSpecial()
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if special.serve(w, r) {
+			return
+		}
 		// As the suite's echo server: X-Echo-Set-Header "Name:value,…"
 		// sets response headers, and a query's delay (up to 5 s) waits.
 		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d <= 5*time.Second {

@@ -243,6 +243,9 @@ type confView struct {
 	ClientTLSServers []clientTLSServerView
 	// GatewayServers are the Gateway listeners' server blocks (gateway.go).
 	GatewayServers []gatewayServerView
+	// GatewayRetries are the named locations of the retry codes Gateway
+	// routes name, in every Gateway server (gateway.go).
+	GatewayRetries []gatewayRetryView
 	// DefaultServerNames are exact names the default server names, so
 	// that no client-TLS wildcard server takes them (clienttls.go).
 	DefaultServerNames []string
@@ -424,6 +427,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	}
 	view.Mirror, view.Dollar = profileNeeds(view.Profiles)
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
+		return confView{}, err
+	}
+	if view.GatewayRetries, err = gatewayRetries(m); err != nil {
 		return confView{}, err
 	}
 	if view.GatewayServers, err = gatewayServers(m, s); err != nil {

@@ -514,7 +514,10 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// the module prefix of a location's directives (fcgimirror.go)
 		".Module": true, "$.Module": true,
 		// the number of proxy buffers, an int model.ProxyBuffers.Check bounds (proxykeys.go)
-		".Number": true}
+		".Number": true,
+		// a Gateway retry location's codes, ints render checked (gateway.go),
+		// and the Gateway server a retry location is in (a variable: prints nothing)
+		".Next": true, "$server := .": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
