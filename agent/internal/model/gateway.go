@@ -325,8 +325,9 @@ func (p *gatewayProcessor) gatewayProblem(g *gatewayState, reason string) {
 // assignAddresses gives each Gateway its addresses: its static ones
 // (spec.addresses of type IPAddress with a value), which must be in the
 // pool and held by no older Gateway; else one from the pool. A Gateway
-// keeps the pool address its status shows while no static address or
-// older Gateway takes it, so addresses do not move when Gateways come and
+// keeps the pool address the last build served it on
+// (Snapshot.GatewayAddressesServed), or else its status shows, while no
+// static address or older Gateway takes it, so addresses do not move when Gateways come and
 // go; new ones take free addresses in the pool's order, oldest Gateway
 // first.
 func (p *gatewayProcessor) assignAddresses() {
@@ -360,7 +361,7 @@ func (p *gatewayProcessor) assignAddresses() {
 	}
 	var unassigned []*gatewayState
 	for _, g := range fromPool {
-		if a := previousAddress(g.gw, pool, held); a != "" {
+		if a := cmp.Or(freeAddress(p.source.GatewayAddressesServed[g.id], pool, held), previousAddress(g.gw, pool, held)); a != "" {
 			held[a] = g.id
 			g.addresses = []string{a}
 			continue
@@ -432,11 +433,20 @@ func (p *gatewayProcessor) staticAddresses(g *gatewayState, pool map[string]bool
 // previousAddress is the pool address g's status shows, when it is in the
 // pool and free.
 func previousAddress(gw *gatewayv1.Gateway, pool map[string]bool, held map[string]string) string {
+	var shown []string
 	for _, a := range gw.Status.Addresses {
-		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
-			continue
+		if a.Type == nil || *a.Type == gatewayv1.IPAddressType {
+			shown = append(shown, a.Value)
 		}
-		addr, err := netip.ParseAddr(a.Value)
+	}
+	return freeAddress(shown, pool, held)
+}
+
+// freeAddress returns the first of addresses that is in the pool and not
+// held, or "".
+func freeAddress(addresses []string, pool map[string]bool, held map[string]string) string {
+	for _, a := range addresses {
+		addr, err := netip.ParseAddr(a)
 		if err != nil || !pool[addr.String()] {
 			continue
 		}

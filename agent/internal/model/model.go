@@ -62,6 +62,12 @@ type Snapshot struct {
 	// GatewayAddresses is the pool of IP addresses Gateways without
 	// spec.addresses are served on, one each (--gateway-addresses).
 	GatewayAddresses []string
+	// GatewayAddressesServed is each Gateway's ("namespace/name")
+	// addresses as this agent's last build served them. A Gateway keeps
+	// its pool address by them first, then by its status.addresses, which
+	// is written after the sync: two Gateways created together would
+	// otherwise swap addresses until their status caught up.
+	GatewayAddressesServed map[string][]string
 
 	// IngressClass is the name of the class we serve (--ingress-class).
 	IngressClass string

@@ -393,11 +393,26 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	built := s.buildSnapshot(held)
 	problems = append(problems, built.Problems...)
 	snap := built.Snapshot
+	snap.GatewayAddressesServed = servedAddresses(s.built)
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
 	s.builtSnap = snap
 	return next, problems, "full"
+}
+
+// servedAddresses are the addresses each Gateway of last was served on.
+func servedAddresses(last *model.Model) map[string][]string {
+	if last == nil || len(last.GatewayAPI.Gateways) == 0 {
+		return nil
+	}
+	served := make(map[string][]string, len(last.GatewayAPI.Gateways))
+	for _, g := range last.GatewayAPI.Gateways {
+		if len(g.Addresses) > 0 {
+			served[g.Namespace+"/"+g.Name] = g.Addresses
+		}
+	}
+	return served
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build
