@@ -191,6 +191,14 @@ func (s *Syncer) coalesce(ctx context.Context) {
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
+	// Before the first build and render: what an earlier agent left
+	// running, and which nginx answers, so that this sync builds and
+	// renders for it (snippets' headers-more, the HTTP/2 form).
+	s.stage.Recover(ctx)
+	if s.meetNginx() {
+		s.lastConfig = render.Config{}
+		s.rerender = true
+	}
 	kinds, objects := s.takeKinds()
 	next, problems, path := s.model(kinds)
 	buildTime := time.Since(start)
@@ -251,11 +259,6 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 // nginx and Lua to it.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
-	s.stage.Recover(ctx) // before the first render: what an earlier agent left running
-	if (s.lastConfig.Hash == "" || s.changedBackends == nil) && s.meetNginx() {
-		// This sync renders anyway: for the nginx Recover found, at once.
-		s.lastConfig = render.Config{}
-	}
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
