@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +139,24 @@ type joinEcho struct {
 type joinBackends struct {
 	t     *testing.T
 	ports map[string]int32 // "namespace/name" → port on 127.0.0.1
+	// got are the requests each Service got, as it echoed them (what
+	// the suite reads from a mirror pod's log).
+	mu  sync.Mutex
+	got map[string][]joinEcho
+}
+
+// received returns the requests Service namespace/name got whose path
+// (with the query) is path.
+func (b *joinBackends) received(namespace, name, path string) []joinEcho {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []joinEcho
+	for _, e := range b.got[namespace+"/"+name] {
+		if e.Path == path {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (b *joinBackends) port(namespace, name string) int32 {
@@ -160,7 +180,11 @@ func (b *joinBackends) port(namespace, name string) int32 {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(joinEcho{Service: name, Namespace: namespace, Method: r.Method, Path: r.URL.RequestURI(), Host: r.Host, Headers: r.Header})
+		echo := joinEcho{Service: name, Namespace: namespace, Method: r.Method, Path: r.URL.RequestURI(), Host: r.Host, Headers: r.Header}
+		b.mu.Lock()
+		b.got[key] = append(b.got[key], echo)
+		b.mu.Unlock()
+		json.NewEncoder(w).Encode(echo)
 	})}
 	go srv.Serve(l)
 	b.t.Cleanup(func() { srv.Close() })
@@ -197,7 +221,7 @@ func startJoin(t *testing.T) *joinPlane {
 		nginx:    n,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
-		backends: &joinBackends{t: t, ports: map[string]int32{}},
+		backends: &joinBackends{t: t, ports: map[string]int32{}, got: map[string][]joinEcho{}},
 		dir:      dir,
 		cert:     secret,
 	}
@@ -319,6 +343,10 @@ type joinCase struct {
 	// redirect: the Location's scheme://host[:port]/path, "" parts
 	// defaulting as the suite does.
 	redirect *joinRedirect
+	// mirrors are the Services (infra namespace) that get a copy of the
+	// request, with reqHeaders and without reqAbsent as the backend: the
+	// path gets a query parameter of its own, as the suite's does.
+	mirrors []string
 }
 
 type joinRedirect struct{ scheme, host, port, path string }
@@ -364,6 +392,10 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 	target := scheme + "://" + host
 	if port != 80 && !c.https || port != 443 && c.https {
 		target += ":" + strconv.Itoa(port)
+	}
+	if c.mirrors != nil {
+		c.path += fmt.Sprintf("?X-Request-Id=join-%d", time.Now().UnixNano())
+		c.reqPath = c.path
 	}
 	req, err := http.NewRequest(cmpOr(c.method, http.MethodGet), target+c.path, nil)
 	if err != nil {
@@ -434,6 +466,46 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 			t.Errorf("%s: backend got header %s, want it absent", c, k)
 		}
 	}
+	for _, svc := range c.mirrors {
+		j.checkMirrored(t, c, svc)
+	}
+}
+
+// checkMirrored waits (up to 5 s) for Service svc's copy of c's request
+// and compares it with what the backend got: once, the same method, path
+// and header edits, and the Host the backend got.
+func (j *joinPlane) checkMirrored(t *testing.T, c joinCase, svc string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var got []joinEcho
+	for {
+		got = j.backends.received(infraNS, svc, c.path)
+		if len(got) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(got) != 1 {
+		t.Errorf("%s: mirror %s got %d copies, want 1", c, svc, len(got))
+		return
+	}
+	mirrored := got[0]
+	if mirrored.Method != cmpOr(c.method, http.MethodGet) {
+		t.Errorf("%s: mirror %s got method %s", c, svc, mirrored.Method)
+	}
+	for k, v := range c.reqHeaders {
+		if got := strings.Join(mirrored.Headers.Values(k), ","); got != v {
+			t.Errorf("%s: mirror %s got header %s %q, want %q", c, svc, k, got, v)
+		}
+	}
+	for _, k := range c.reqAbsent {
+		if _, ok := mirrored.Headers[http.CanonicalHeaderKey(k)]; ok {
+			t.Errorf("%s: mirror %s got header %s, want it absent", c, svc, k)
+		}
+	}
+	if mirrored.Headers.Get("X-Restysync-Proxied") == "" {
+		t.Errorf("%s: mirror %s got no X-Restysync-Proxied (the loop guard's)", c, svc)
+	}
 }
 
 // checkRedirect compares a Location as the suite does: the expected
@@ -475,6 +547,9 @@ type joinTest struct {
 	// selfHeader: with weights, each backend got this request header
 	// naming its own Service (HTTPRouteRequestHeaderModifierBackendWeights).
 	selfHeader string
+	// mirrorShares: requests to each path are mirrored to Service v2 at
+	// this percent (HTTPRouteRequestPercentageMirror).
+	mirrorShares map[string]int
 }
 
 // TestGatewayJoinConformance applies the suite's manifests through the
@@ -493,6 +568,12 @@ func TestGatewayJoinConformance(t *testing.T) {
 			if tt.weights != nil {
 				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
+			for path, percent := range tt.mirrorShares {
+				j.checkMirrorShare(t, m, path, percent)
+			}
+			if t.Failed() {
+				j.logNginx(t)
+			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
 				status, err := j.nginx.Lua.Status(context.Background())
@@ -501,6 +582,16 @@ func TestGatewayJoinConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logNginx logs the tail of nginx's error log.
+func (j *joinPlane) logNginx(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(j.nginx.SharedDir, "logs", "error.log"))
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	t.Logf("nginx's error log (tail, %v):\n%s", err, data)
 }
 
 // checkWeights sends 300 requests and wants each Service's share within
@@ -535,6 +626,45 @@ func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string
 		if w == 0 && got[svc] > 0 || share < w-8 || share > w+8 {
 			t.Errorf("%s: %d of %d requests (%d%%), weight %d of 100", svc, got[svc], n, share, w)
 		}
+	}
+}
+
+// checkMirrorShare sends 400 requests to path of same-namespace, each
+// with a query of its own, and wants the copies v2 got within 3.5
+// standard deviations of percent (the suite allows 3 over 500 requests,
+// five tries).
+func (j *joinPlane) checkMirrorShare(t *testing.T, m model.Model, path string, percent int) {
+	t.Helper()
+	addr := gatewayAddress(t, m, "same-namespace")
+	client := &http.Client{Timeout: 5 * time.Second}
+	const n = 400
+	run := fmt.Sprintf("share-%d", time.Now().UnixNano())
+	for i := range n {
+		resp, err := client.Get(fmt.Sprintf("http://%s%s?run=%s&i=%d", addr, path, run, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	count := func() int {
+		c := 0
+		for i := range n {
+			c += len(j.backends.received(infraNS, v2, fmt.Sprintf("%s?run=%s&i=%d", path, run, i)))
+		}
+		return c
+	}
+	p := float64(percent) / 100
+	want, margin := n*p, 3.5*math.Sqrt(n*p*(1-p))
+	got := count()
+	for deadline := time.Now().Add(5 * time.Second); float64(got) < want-margin && time.Now().Before(deadline); got = count() {
+		time.Sleep(50 * time.Millisecond) // copies still on their way
+	}
+	if float64(got) < want-margin || float64(got) > want+margin {
+		t.Errorf("%s: %d of %d requests mirrored, want %.0f ± %.0f (%d%%)", path, got, n, want, margin, percent)
 	}
 }
 
