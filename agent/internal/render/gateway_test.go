@@ -157,11 +157,11 @@ func TestGatewayMirrorLocations(t *testing.T) {
 		t.Fatalf("no gRPC server:\n%s", conf)
 	}
 	for n := 1; n <= maxGatewayMirrors; n++ {
-		if !strings.Contains(http, fmt.Sprintf("location @restysync_mirror_%d {", n)) || !strings.Contains(http, fmt.Sprintf("mirror _restysync_mirror/%d;", n)) {
+		if !strings.Contains(http, fmt.Sprintf("location @restysync_mirror_%d {", n)) || !strings.Contains(http, fmt.Sprintf("mirror \"_restysync_mirror/%d\";", n)) {
 			t.Errorf("the HTTP server has no location of %d copies", n)
 		}
 	}
-	if strings.Count(http, "mirror _restysync_mirror/1;") != maxGatewayMirrors || !strings.Contains(http, "location _restysync_mirror/ {\n            internal;") {
+	if strings.Count(http, "mirror \"_restysync_mirror/1\";") != maxGatewayMirrors || !strings.Contains(http, "location \"_restysync_mirror/\" {\n            internal;") {
 		t.Errorf("the HTTP server's mirror locations:\n%s", http)
 	}
 	if strings.Contains(grpc, "mirror") {

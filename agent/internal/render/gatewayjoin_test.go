@@ -684,3 +684,69 @@ func hdr(kv ...string) map[string]string {
 }
 
 var _ = slices.Contains[[]string]
+
+// TestGatewayJoinMirrorLoop: a mirror whose Service leads back into the
+// Gateway itself (its EndpointSlice holds the Gateway's own address) does
+// not loop: the copy carries the loop guard's header and the mirroring
+// rule answers it 508, so the backend gets the request once, and nginx
+// keeps answering. A client cannot name the internal mirror location.
+func TestGatewayJoinMirrorLoop(t *testing.T) {
+	j := startJoin(t)
+	route := &gatewayv1.HTTPRoute{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirror-loop, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: same-namespace}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /loop}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: loop, port: 80}}}
+    backendRefs: [{name: infra-backend-v1, port: 8080}]
+`), route); err != nil {
+		t.Fatal(err)
+	}
+	s := j.snapshot(t)
+	s.HTTPRoutes = append(s.HTTPRoutes, route)
+	m, _ := j.sync(t, s)
+	addr := gatewayAddress(t, m, "same-namespace")
+	s.Services = append(s.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}})
+	s.EndpointSlices = append(s.EndpointSlices, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: infraNS, Name: "loop", Labels: map[string]string{discoveryv1.LabelServiceName: "loop"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(80)), Protocol: ptr(corev1.ProtocolTCP)}},
+	})
+	m, res := j.sync(t, s)
+	if res.Reloaded {
+		t.Errorf("a mirror's new backend reloaded nginx: %+v", res.ReloadReasons)
+	}
+	c := joinCase{path: "/loop", backend: v1}
+	for range 3 {
+		j.check(t, m, c)
+	}
+	time.Sleep(300 * time.Millisecond) // a loop would still be sending copies
+	if got := j.backends.received(infraNS, v1, "/loop"); len(got) != 3 {
+		t.Errorf("infra-backend-v1 got /loop %d times, want 3 (the copies must be refused, not served)", len(got))
+	}
+	log, err := os.ReadFile(filepath.Join(j.nginx.SharedDir, "logs", "error.log"))
+	if err != nil || !strings.Contains(string(log), "came from this nginx's own auth or mirror request") {
+		t.Errorf("no loop refusal in nginx's error log (%v)", err)
+	}
+	conn, err := net.DialTimeout("tcp", addr+":80", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET _restysync_mirror/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	status, _ := io.ReadAll(io.LimitReader(conn, 64))
+	if !strings.HasPrefix(string(status), "HTTP/1.1 400") {
+		t.Errorf("a request for the internal mirror location: %q, want a 400", status)
+	}
+	if t.Failed() {
+		j.logNginx(t)
+	}
+}
