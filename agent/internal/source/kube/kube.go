@@ -207,8 +207,8 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
 	informers := s.informers
-	if s.firstGatewayCheck(ctx) {
-		caches := s.newGatewayCaches()
+	if served, optional := s.firstGatewayCheck(ctx); served {
+		caches := s.newGatewayCaches(optional)
 		gatewaySynced, err := s.register(caches.informers, changed)
 		if err != nil {
 			close(s.done)
