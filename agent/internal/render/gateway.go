@@ -49,6 +49,41 @@ type gatewayServerView struct {
 	// their copies enter.
 	Mirrors        []gatewayMirrorView
 	MirrorLocation string
+	// ClientTLS: the server asks for client certificates and checks them
+	// against the CA file (model.Listener.ClientTLS); nil: it does not.
+	ClientTLS *gatewayClientTLSView
+}
+
+// gatewayClientTLSView is how a Gateway server checks client
+// certificates. Verify "on" refuses a request without a valid one by
+// closing the connection (error_page 495 496 to a location that returns
+// 444): the spec's AllowValidOnly accepts no connection from such a
+// client, where nginx would answer 400. "optional_no_ca" asks for one and
+// lets every client through (AllowInsecureFallback).
+type gatewayClientTLSView struct {
+	CAFile string
+	Verify string
+	Depth  int
+}
+
+// gatewayClientTLS checks a listener's client certificate settings.
+func gatewayClientTLS(l model.Listener) (*gatewayClientTLSView, error) {
+	c := l.ClientTLS
+	if c == nil {
+		return nil, nil
+	}
+	switch {
+	case !l.HTTPS:
+		return nil, fmt.Errorf("Gateway listener %s: client certificates on a plaintext port", l.Front)
+	case c.Verify != "on" && c.Verify != "optional_no_ca", c.Depth < 1 || c.Depth > 100:
+		return nil, fmt.Errorf("Gateway listener %s: client certificate settings %+v", l.Front, *c)
+	case c.CAFile == "", c.CRLFile != "", c.ErrorPage != "":
+		return nil, fmt.Errorf("Gateway listener %s: client certificates need a CA file and take no CRL or error page", l.Front)
+	}
+	if _, err := Quote(c.CAFile); err != nil {
+		return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
+	}
+	return &gatewayClientTLSView{CAFile: c.CAFile, Verify: c.Verify, Depth: c.Depth}, nil
 }
 
 // gatewayMirrorView is one named location that sends a request's copies.
@@ -124,7 +159,11 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC}
+		clientTLS, err := gatewayClientTLS(l)
+		if err != nil {
+			return nil, err
+		}
+		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS}
 		if !l.GRPC {
 			v.Mirrors, v.MirrorLocation = gatewayMirrors, gatewayMirrorLocation
 		}

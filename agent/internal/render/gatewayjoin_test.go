@@ -578,12 +578,7 @@ func TestGatewayJoinConformance(t *testing.T) {
 			if t.Failed() {
 				j.logNginx(t)
 			}
-			_, again := j.sync(t, j.snapshot(t, tt.files...))
-			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				status, err := j.nginx.Lua.Status(context.Background())
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
-					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
-			}
+			j.wantNothingAgain(t, j.snapshot(t, tt.files...))
 		})
 	}
 }
@@ -596,6 +591,18 @@ func (j *joinPlane) logNginx(t *testing.T) {
 		data = data[len(data)-8000:]
 	}
 	t.Logf("nginx's error log (tail, %v):\n%s", err, data)
+}
+
+// wantNothingAgain applies s, the Snapshot just applied, again: it must
+// push nothing and not reload.
+func (j *joinPlane) wantNothingAgain(t *testing.T, s model.Snapshot) {
+	t.Helper()
+	_, again := j.sync(t, s)
+	if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
+		status, err := j.nginx.Lua.Status(context.Background())
+		t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+			again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
+	}
 }
 
 // checkWeights sends 300 requests and wants each Service's share within
