@@ -14,6 +14,7 @@
 --            "allow_headers":[...], "expose_headers":[...],
 --            "allow_credentials":bool, "max_age":5},
 --    "retry":{"attempts":3, "codes":[500,503]}}
+--    "mirrors":[{"backend","numerator","denominator"}]}
 --
 -- check_rule validates a pushed rule and returns it as it is to be
 -- stored: exactly the fields it was given (false and empty ones left
@@ -39,6 +40,14 @@
 -- Access-Control-Request-Method and an Origin) is answered 204 here, and
 -- an allowed origin gets the Access-Control-* headers (the header filter,
 -- response_headers, sets them).
+--
+-- A rule's mirrors copy the request, its answer ignored: mirror_backends
+-- draws, per request, the mirrors it goes to (each numerator in
+-- denominator), and restysync.router jumps to the Gateway server's named
+-- location with that many nginx "mirror" directives, which runs the
+-- router again and sends one subrequest per copy to the server's internal
+-- mirror location; there restysync.router.mirror balances copy i to the
+-- i-th backend (mirror_backend) like any backend (render/gateway.go).
 
 local check = require "restysync.check"
 local access = require "restysync.access"
@@ -60,6 +69,7 @@ local math_random = math.random
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
+local string_gmatch = string.gmatch
 local string_gsub = string.gsub
 local string_lower = string.lower
 local string_match = string.match
@@ -85,7 +95,7 @@ local VALUE_OPTIONS = "jo"
 
 local RULE_FIELDS = { case_sensitive = true, method = true, headers = true, query = true,
     request_headers = true, response_headers = true, redirect = true, rewrite = true,
-    backends = true, status = true, timeout_ms = true, cors = true, retry = true, route = true }
+    backends = true, status = true, timeout_ms = true, cors = true, retry = true, mirrors = true, route = true }
 local MATCH_FIELDS = { name = true, value = true, regex = true }
 local CHANGES_FIELDS = { set = true, add = true, remove = true }
 local HEADER_FIELDS = { name = true, value = true }
@@ -93,6 +103,16 @@ local REDIRECT_FIELDS = { scheme = true, host = true, port = true, path = true,
     replace_prefix = true, matched_prefix = true, status = true }
 local REWRITE_FIELDS = { host = true, path = true, replace_prefix = true, matched_prefix = true }
 local BACKEND_FIELDS = { backend = true, weight = true, request_headers = true }
+local MIRROR_FIELDS = { backend = true, numerator = true, denominator = true }
+-- MAX_MIRRORS is how many mirrors a rule may have: the Gateway servers'
+-- named locations (render/gateway.go) go up to this many copies.
+local MAX_MIRRORS = 16
+_M.MAX_MIRRORS = MAX_MIRRORS
+-- MAX_DENOMINATOR is a fraction's largest denominator (an int32's).
+local MAX_DENOMINATOR = 2147483647
+-- MIRRORS_SEPARATOR joins the mirrors' backend names in
+-- $restysync_mirrors (a name holds no control character).
+local MIRRORS_SEPARATOR = "\n"
 local CORS_FIELDS = { allow_origins = true, allow_methods = true, allow_headers = true,
     expose_headers = true, allow_credentials = true, max_age = true }
 -- CORS_ORIGIN is an origin a CORS filter allows, in lower case: its host
@@ -528,6 +548,21 @@ local function check_retry(v, at)
     return out
 end
 
+-- check_mirror validates one mirror: a backend name without control
+-- characters, and a share numerator/denominator of at least 1 in 1.
+local function check_mirror(m, at)
+    local err = check.name(m.backend, at .. ".backend") or text(m.backend, at .. ".backend", check.MAX_NAME_BYTES)
+        or whole(m.denominator, at .. ".denominator", 1, MAX_DENOMINATOR)
+    if err then
+        return nil, err
+    end
+    err = whole(m.numerator, at .. ".numerator", 1, m.denominator)
+    if err then
+        return nil, err
+    end
+    return { backend = m.backend, numerator = m.numerator, denominator = m.denominator }
+end
+
 -- RULE_OBJECTS are the object fields of a rule, each with its check.
 local RULE_OBJECTS = {
     { "request_headers", check_changes }, { "response_headers", check_changes },
@@ -581,6 +616,15 @@ function _M.check_rule(v, at)
         out.backends, err = objects(rule.backends, at .. ".backends", BACKEND_FIELDS, check_backend)
         if err then
             return nil, err
+        end
+    end
+    if not absent(rule.mirrors) then
+        out.mirrors, err = objects(rule.mirrors, at .. ".mirrors", MIRROR_FIELDS, check_mirror)
+        if err then
+            return nil, err
+        end
+        if out.mirrors and #out.mirrors > MAX_MIRRORS then
+            return nil, string_format("%s.mirrors: has %d entries, more than %d", at, #out.mirrors, MAX_MIRRORS)
         end
     end
     if not absent(rule.status) then
@@ -976,6 +1020,35 @@ function _M.serve(loc, uri)
         end
     end
     return name
+end
+
+-- mirror_backends draws the mirrors of rule this request goes to, each
+-- by its own share: it returns their backends joined by
+-- MIRRORS_SEPARATOR and how many, or nil for none.
+function _M.mirror_backends(rule)
+    local mirrors = rule.mirrors
+    local names, n
+    for i = 1, #mirrors do
+        local m = mirrors[i]
+        if m.numerator >= m.denominator or math_random(m.denominator) <= m.numerator then
+            n = (n or 0) + 1
+            names = names and names .. MIRRORS_SEPARATOR .. m.backend or m.backend
+        end
+    end
+    return names, n
+end
+
+-- mirror_backend returns the i-th backend of names (mirror_backends'
+-- string), or nil.
+function _M.mirror_backend(names, i)
+    local n = 0
+    for name in string_gmatch(names, "[^\n]+") do
+        n = n + 1
+        if n == i then
+            return name
+        end
+    end
+    return nil
 end
 
 -- response_headers applies the response header edits of the location

@@ -24,6 +24,7 @@ local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
 local serve_rule = gateway.serve
 local has_retry_location = restysync.has_retry_location
+local mirror_backends = gateway.mirror_backends
 local lookup_front = routes.lookup_front
 local match_ordered = routes.match_ordered
 local tonumber = tonumber
@@ -39,6 +40,14 @@ local HTTP_NOT_FOUND = 404
 local HTTP_MISDIRECTED_REQUEST = 421
 local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_INTERNAL_SERVER_ERROR = 500
+
+-- MIRROR_LOCATIONS[n] is the named location of a Gateway server that
+-- sends n copies of the request (render/gateway.go writes them, up to
+-- restysync.gateway's MAX_MIRRORS).
+local MIRROR_LOCATIONS = {}
+for n = 1, gateway.MAX_MIRRORS do
+    MIRROR_LOCATIONS[n] = "@restysync_mirror_" .. n
+end
 
 -- BODY_LOCATION serves the requests of a location without a profile whose
 -- body has no Content-Length (see route).
@@ -193,7 +202,16 @@ end
 -- routes it again there (ngx.ctx does not survive the jump). Until a
 -- reload brings that location, the rule is served here, retried on
 -- errors and timeouts only. The rule's tries go to the balancer.
-function _M.route_front(log_backend, here)
+-- A location whose rule mirrors: a request that came round through this
+-- nginx's mirrors gets a 508 (restysync.loop); the mirrors it goes to are
+-- drawn, named in $restysync_mirrors, and the request jumps to the named
+-- location that sends that many copies (MIRROR_LOCATIONS), whose handler
+-- is route_front again with mirrored set: the rule's filters run there,
+-- and $restysync_mirror_uri keeps the path the backend gets, for the
+-- copies (mirror()).
+-- A rule with both mirrors and retry codes retries on errors and timeouts
+-- only: its request is served in the mirror location.
+function _M.route_front(log_backend, here, mirrored)
     local d = restysync.dict()
     local front = ngx_var.restysync_front
     local host = ngx_var.host
@@ -228,10 +246,19 @@ function _M.route_front(log_backend, here)
     if not loc then
         return ngx_exit(HTTP_NOT_FOUND)
     end
-    local retry = loc.rule and loc.rule.retry
+    local rule = loc.rule
+    if rule and rule.mirrors and not mirrored and not here then
+        loop.refuse(host)
+        local names, n = mirror_backends(rule)
+        if names then
+            ngx_var.restysync_mirrors = names
+            return ngx_exec(MIRROR_LOCATIONS[n])
+        end
+    end
+    local retry = rule and rule.retry
     if retry then
         local there = retry.location
-        if there and there ~= here and has_retry_location(there) then
+        if there and there ~= here and not mirrored and has_retry_location(there) then
             return ngx_exec(there)
         end
         ngx.ctx.restysync_tries = retry.tries
@@ -240,7 +267,30 @@ function _M.route_front(log_backend, here)
     if not name then
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
+    if mirrored then
+        ngx_var.restysync_mirror_uri = ngx_var.uri
+    end
     return balance(loc, name, log_backend)
+end
+
+-- mirror is the rewrite handler of a Gateway server's internal mirror
+-- location, which nginx's mirror module enters with one subrequest per
+-- copy, "_restysync_mirror/<i>" (a URI no client request has: they all
+-- start with "/"): copy i gets the path the request's backend gets and
+-- is balanced to the i-th backend of $restysync_mirrors. A subrequest
+-- shares its request's variables and headers, so it carries the rule's
+-- header edits. Anything but such a subrequest is answered 404. (The
+-- access phase does not run for subrequests: hence a rewrite handler.)
+function _M.mirror()
+    local i = tonumber(string_match(ngx_var.uri, "^_restysync_mirror/(%d+)$"))
+    local names = ngx_var.restysync_mirrors
+    local uri = ngx_var.restysync_mirror_uri
+    local name = ngx.is_subrequest and i and names and uri and uri ~= "" and gateway.mirror_backend(names, i)
+    if not name then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    ngx.req.set_uri(uri)
+    return access_backend(name)
 end
 
 return _M

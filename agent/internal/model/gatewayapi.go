@@ -93,6 +93,9 @@ type RouteRule struct {
 	// Retry tries a request again (HTTPRouteRetry): nil keeps the
 	// balancer's own tries.
 	Retry *RouteRetry `json:"retry,omitempty"`
+	// Mirrors are the rule's RequestMirror filters: a copy of the request
+	// as its backend gets it goes to each, whose answer is ignored.
+	Mirrors []RouteMirror `json:"mirrors,omitempty"`
 	// Route is the owner ("HTTPRoute namespace/name"), for logs and
 	// /debug.
 	Route string `json:"route,omitempty"`
@@ -159,6 +162,16 @@ type RouteCORS struct {
 	ExposeHeaders    []string `json:"expose_headers,omitempty"`
 	AllowCredentials bool     `json:"allow_credentials,omitempty"`
 	MaxAge           int32    `json:"max_age"`
+}
+
+// RouteMirror is one RequestMirror filter: Numerator of every
+// Denominator requests (each request drawn on its own) are copied to
+// Backend, a backend of the model like a rule's. Numerator equals
+// Denominator for every request; a mirror of none is left out.
+type RouteMirror struct {
+	Backend     string `json:"backend"`
+	Numerator   int32  `json:"numerator"`
+	Denominator int32  `json:"denominator"`
 }
 
 // WeightedBackend is one backendRef of a rule: a request goes to one of

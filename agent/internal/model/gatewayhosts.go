@@ -185,6 +185,9 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 						p.extraBackends[b.Backend] = true
 					}
 				}
+				for _, m := range r.loc.Rule.Mirrors {
+					p.extraBackends[m.Backend] = true
+				}
 			}
 			routes = append(routes, keyed{key, l.hostname, locations})
 		}

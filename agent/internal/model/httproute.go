@@ -380,7 +380,8 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
 	}
 	template := RouteRule{Route: p.routeKind(r) + " " + id}
-	if err := p.compileFilters(&template, rule.Filters); err != nil {
+	mirrorErr, err := p.compileFilters(r, &template, rule.Filters)
+	if err != nil {
 		return nil, nil, err
 	}
 	var reason string
@@ -404,6 +405,12 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 			template.Backends, template.Status = nil, 500
 		}
 	}
+	if resolvedErr == nil {
+		resolvedErr = mirrorErr
+	}
+	if template.Redirect != nil || template.Status != 0 {
+		template.Mirrors = nil // the rule answers by itself: nothing is sent on
+	}
 	matches := rule.Matches
 	if len(matches) == 0 {
 		matches = []gatewayv1.HTTPRouteMatch{{}}
@@ -425,17 +432,25 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 	return locs, resolvedErr, nil
 }
 
-// compileFilters reads the rule's filters into template.
-func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gatewayv1.HTTPRouteFilter) *ruleError {
+// compileFilters reads r's rule's filters into template. mirrorErr is
+// the first RequestMirror whose backendRef cannot be used (that mirror is
+// left out); err is why the whole rule is.
+func (p *gatewayProcessor) compileFilters(r *gatewayv1.HTTPRoute, template *RouteRule, filters []gatewayv1.HTTPRouteFilter) (mirrorErr, err *ruleError) {
 	seen := map[gatewayv1.HTTPRouteFilterType]bool{}
 	for fi := range filters {
 		f := &filters[fi]
-		if seen[f.Type] {
-			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d]: a second %s filter", fi, clip(string(f.Type)))}
+		if seen[f.Type] && f.Type != gatewayv1.HTTPRouteFilterRequestMirror {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d]: a second %s filter", fi, clip(string(f.Type)))}
 		}
 		seen[f.Type] = true
 		var reason string
 		switch f.Type {
+		case gatewayv1.HTTPRouteFilterRequestMirror:
+			var bad *ruleError
+			bad, reason = p.compileMirror(r, template, fmt.Sprintf("filters[%d].requestMirror", fi), f.RequestMirror)
+			if bad != nil && mirrorErr == nil {
+				mirrorErr = bad
+			}
 		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
 			template.RequestHeaders, reason = headerChanges(f.RequestHeaderModifier)
 		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
@@ -450,13 +465,13 @@ func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gateway
 			reason = "is not supported"
 		}
 		if reason != "" {
-			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d] (%s): %s", fi, clip(string(f.Type)), reason)}
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d] (%s): %s", fi, clip(string(f.Type)), reason)}
 		}
 	}
 	if template.Redirect != nil && template.Rewrite != nil {
-		return &ruleError{string(gatewayv1.RouteReasonIncompatibleFilters), "filters: RequestRedirect and URLRewrite cannot be used together"}
+		return nil, &ruleError{string(gatewayv1.RouteReasonIncompatibleFilters), "filters: RequestRedirect and URLRewrite cannot be used together"}
 	}
-	return nil
+	return mirrorErr, nil
 }
 
 // headerValueReason returns why v cannot be a header value, or "".

@@ -23,6 +23,17 @@ import (
 // What nginx decides by a location's directives alone, the status codes
 // a retry is for, gets a named location per distinct set in every
 // Gateway server (gatewayRetryView), shared by every rule of that set.
+//
+// RequestMirror (model.RouteRule.Mirrors) is served by nginx's mirror
+// module from locations every HTTP Gateway server holds whatever its
+// routes: named locations @restysync_mirror_1 to _16 with that many
+// "mirror" directives, and one internal location the copies enter, where
+// Lua picks each copy's backend from what the router drew for the request
+// (lua/restysync/router.lua). Mirrors are thus per-route data in Lua, so
+// a route that adds, changes or drops one is a push and never a reload;
+// nginx's own subrequests (rather than copies Lua sends itself) keep the
+// body, the balancer, keepalive and the loop guard one code path, and a
+// request that mirrors nothing pays nothing.
 
 // gatewayServerView is one Gateway listener's server block.
 type gatewayServerView struct {
@@ -35,6 +46,14 @@ type gatewayServerView struct {
 	// to clients, on a plaintext port too (h2c with prior knowledge; before
 	// nginx 1.25.1 nothing else there), and grpc_pass to the backends.
 	GRPC bool
+	// AccessLog: the router sets $restysync_backend for the access log
+	// (the HTTP settings', which render.go copies here).
+	AccessLog bool
+	// Mirrors are the named locations of RequestMirror, none on a gRPC
+	// front (GRPCRoutes do not mirror); MirrorLocation the internal one
+	// their copies enter.
+	Mirrors        []gatewayMirrorView
+	MirrorLocation string
 	// ClientTLS: the server asks for client certificates and checks them
 	// against the CA file (model.Listener.ClientTLS); nil: it does not.
 	ClientTLS *gatewayClientTLSView
@@ -71,6 +90,34 @@ func gatewayClientTLS(l model.Listener) (*gatewayClientTLSView, error) {
 	}
 	return &gatewayClientTLSView{CAFile: c.CAFile, Verify: c.Verify, Depth: c.Depth}, nil
 }
+
+// gatewayMirrorView is one named location that sends a request's copies.
+type gatewayMirrorView struct {
+	Name   string   // "@restysync_mirror_<n>"
+	Copies []string // n URIs of the internal location, "_restysync_mirror/<i>"
+}
+
+// maxGatewayMirrors is how many mirrors a rule may have: Lua's
+// MAX_MIRRORS (lua/restysync/gateway.lua), and the model's filters per
+// rule.
+const maxGatewayMirrors = 16
+
+// gatewayMirrorLocation is the internal location mirrors' copies enter.
+// Its URI does not start with "/", as no client's request does: no route
+// of a tenant can ever be taken by it.
+const gatewayMirrorLocation = "_restysync_mirror/"
+
+// gatewayMirrors are the named locations of every HTTP Gateway server.
+var gatewayMirrors = func() []gatewayMirrorView {
+	out := make([]gatewayMirrorView, maxGatewayMirrors)
+	for n := range out {
+		out[n].Name = fmt.Sprintf("@restysync_mirror_%d", n+1)
+		for i := range n + 1 {
+			out[n].Copies = append(out[n].Copies, fmt.Sprintf("%s%d", gatewayMirrorLocation, i+1))
+		}
+	}
+	return out
+}()
 
 // gatewayServers returns the server blocks of m's listeners, in the
 // model's order, or why one cannot be served.
@@ -121,7 +168,11 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS})
+		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS}
+		if !l.GRPC {
+			v.Mirrors, v.MirrorLocation = gatewayMirrors, gatewayMirrorLocation
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }

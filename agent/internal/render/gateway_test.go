@@ -2,10 +2,12 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/lua"
 )
 
 func TestRenderGatewayListenersRefused(t *testing.T) {
@@ -126,6 +128,44 @@ func TestRenderGatewayGRPCListener(t *testing.T) {
 	}
 	if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
 		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+	}
+}
+
+// TestGatewayMirrorLocations: every HTTP Gateway server holds the named
+// locations of 1 to 16 copies and the internal location they enter,
+// whatever its routes (a mirror is a push); a gRPC one holds none. Lua
+// refuses a rule of more mirrors than these locations send.
+func TestGatewayMirrorLocations(t *testing.T) {
+	src, err := lua.FS.ReadFile("restysync/gateway.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("local MAX_MIRRORS = %d\n", maxGatewayMirrors); !bytes.Contains(src, []byte(want)) {
+		t.Errorf("lua/restysync/gateway.lua does not hold %q", want)
+	}
+	m := model.Model{Listeners: []model.Listener{
+		{Address: "127.0.50.1", Port: 80, Front: "127.0.50.1:80"},
+		{Address: "127.0.50.2", Port: 80, Front: "127.0.50.2:80", GRPC: true},
+	}}
+	cfg, _, err := Build(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(cfg.Bytes)
+	http, grpc, ok := strings.Cut(conf, "listen \"127.0.50.2:80\"")
+	if !ok {
+		t.Fatalf("no gRPC server:\n%s", conf)
+	}
+	for n := 1; n <= maxGatewayMirrors; n++ {
+		if !strings.Contains(http, fmt.Sprintf("location @restysync_mirror_%d {", n)) || !strings.Contains(http, fmt.Sprintf("mirror \"_restysync_mirror/%d\";", n)) {
+			t.Errorf("the HTTP server has no location of %d copies", n)
+		}
+	}
+	if strings.Count(http, "mirror \"_restysync_mirror/1\";") != maxGatewayMirrors || !strings.Contains(http, "location \"_restysync_mirror/\" {\n            internal;") {
+		t.Errorf("the HTTP server's mirror locations:\n%s", http)
+	}
+	if strings.Contains(grpc, "mirror") {
+		t.Errorf("the gRPC server has mirror locations:\n%s", grpc)
 	}
 }
 

@@ -435,6 +435,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if view.GatewayServers, err = gatewayServers(m, s); err != nil {
 		return confView{}, err
 	}
+	for i := range view.GatewayServers {
+		view.GatewayServers[i].AccessLog = view.HTTP.AccessLog
+	}
 	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)
 	var exact []string
 	for _, s := range view.ClientTLSServers {
