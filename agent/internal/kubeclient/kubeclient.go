@@ -95,6 +95,7 @@ type Interface interface {
 	GatewayClasses() StatusResource[*gatewayv1.GatewayClass, *gatewayv1.GatewayClassList]
 	Gateways(namespace string) StatusResource[*gatewayv1.Gateway, *gatewayv1.GatewayList]
 	HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList]
+	TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]
 	ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList]
 	// ServedResources returns the names of the resources the API server
 	// serves in groupVersion ("group/version"), asked of discovery; when it
@@ -133,7 +134,7 @@ func newScheme() *runtime.Scheme {
 	// would register each of the version's kinds.
 	s.AddKnownTypes(gatewayv1.SchemeGroupVersion,
 		&gatewayv1.GatewayClass{}, &gatewayv1.GatewayClassList{}, &gatewayv1.Gateway{}, &gatewayv1.GatewayList{},
-		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{})
+		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{})
 	metav1.AddToGroupVersion(s, gatewayv1.SchemeGroupVersion)
 	return s
 }
@@ -209,6 +210,10 @@ func (c *Client) Gateways(namespace string) StatusResource[*gatewayv1.Gateway, *
 
 func (c *Client) HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList] {
 	return resource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList]{c.gateway, namespace, "httproutes"}
+}
+
+func (c *Client) TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {
+	return resource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]{c.gateway, namespace, "tlsroutes"}
 }
 
 func (c *Client) ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList] {

@@ -86,6 +86,7 @@ const maxListeners = 64
 const (
 	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute = "HTTPRoute"
+	kindTLSRoute  = "TLSRoute"
 	kindGateway   = "Gateway"
 )
 
@@ -106,6 +107,9 @@ type gatewayProcessor struct {
 	status    GatewayAPIStatus
 	listeners []Listener
 	routes    []Route
+	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go).
+	tlsFronts      []TLSFront
+	streamBackends map[string]StreamBackend
 }
 
 // gatewayState is one of our Gateways while it is processed.
@@ -131,7 +135,10 @@ type listenerState struct {
 	spec     *gatewayv1.Listener
 	hostname string // "" for none
 	https    bool
-	kinds    []string // supported route kinds
+	// passthrough: protocol TLS, mode Passthrough; served by the stream
+	// module, its routes are TLSRoutes (tlsroute.go).
+	passthrough bool
+	kinds       []string // supported route kinds
 
 	accepted, resolved, conflicted Condition
 	// secret is the certificate's Secret "namespace/name" of an HTTPS
@@ -147,7 +154,7 @@ func (l *listenerState) attachable() bool {
 
 // programmed: the listener serves its routes.
 func (l *listenerState) programmed() bool {
-	return l.attachable() && (!l.https || l.secret != "")
+	return l.accepted.Status && !l.conflicted.Status && len(l.kinds) > 0 && (!l.https || l.secret != "")
 }
 
 func newGatewayProcessor(s Snapshot) *gatewayProcessor {
@@ -173,6 +180,7 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 		p.processListeners(g)
 	}
 	p.processRoutes()
+	p.processTLSRoutes()
 	p.emitRoutes()
 	for _, g := range p.gateways {
 		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
@@ -198,6 +206,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	m.GatewayAPI = p.status
+	p.finishTLS(m)
 }
 
 func condition(typ string, ok bool, reason, message string) Condition {
@@ -417,7 +426,7 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 		return
 	}
 	for _, l := range g.listeners {
-		if !l.programmed() {
+		if !l.programmed() || l.passthrough {
 			continue
 		}
 		for _, a := range g.addresses {
@@ -450,8 +459,13 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 	case gatewayv1.HTTPProtocolType:
 	case gatewayv1.HTTPSProtocolType:
 		l.https = true
+	case gatewayv1.TLSProtocolType:
+		if spec.TLS == nil || spec.TLS.Mode == nil || *spec.TLS.Mode != gatewayv1.TLSModePassthrough {
+			return notAccepted(reasonUnsupportedValue, "tls.mode: a TLS listener must pass TLS through (Passthrough); terminating it (Terminate, the default) is not supported")
+		}
+		l.passthrough = true
 	default:
-		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP and HTTPS are", clip(string(spec.Protocol))))
+		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP, HTTPS and TLS (Passthrough) are", clip(string(spec.Protocol))))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
@@ -470,11 +484,15 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 }
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
-// (HTTPRoute when none are given); any other kind makes ResolvedRefs
-// false with InvalidRouteKinds.
+// (HTTPRoute when none are given, TLSRoute on a passthrough listener);
+// any other kind makes ResolvedRefs false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
+	kind := kindHTTPRoute
+	if l.passthrough {
+		kind = kindTLSRoute
+	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
-		l.kinds = []string{kindHTTPRoute}
+		l.kinds = []string{kind}
 		return
 	}
 	var invalid []string
@@ -483,16 +501,16 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		if k.Group != nil {
 			group = string(*k.Group)
 		}
-		if group == gatewayGroup && k.Kind == kindHTTPRoute {
-			if !slices.Contains(l.kinds, kindHTTPRoute) {
-				l.kinds = append(l.kinds, kindHTTPRoute)
+		if group == gatewayGroup && string(k.Kind) == kind {
+			if !slices.Contains(l.kinds, kind) {
+				l.kinds = append(l.kinds, kind)
 			}
 			continue
 		}
 		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
 	}
 	if len(invalid) > 0 {
-		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute is", strings.Join(invalid, ", "))
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; %s is", strings.Join(invalid, ", "), kind)
 		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}

@@ -45,11 +45,12 @@ type Snapshot struct {
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),
-	// Gateways, HTTPRoutes, ReferenceGrants, and Namespaces for
+	// Gateways, HTTPRoutes, TLSRoutes, ReferenceGrants, and Namespaces for
 	// allowedRoutes' selectors. The Secrets listeners name are in Secrets.
 	GatewayClasses  []*gatewayv1.GatewayClass
 	Gateways        []*gatewayv1.Gateway
 	HTTPRoutes      []*gatewayv1.HTTPRoute
+	TLSRoutes       []*gatewayv1.TLSRoute
 	ReferenceGrants []*gatewayv1.ReferenceGrant
 	Namespaces      []*corev1.Namespace
 	// GatewayController is the controllerName of the GatewayClasses we

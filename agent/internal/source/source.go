@@ -31,6 +31,7 @@ const (
 	KindGatewayClass   Kind = "GatewayClass"
 	KindGateway        Kind = "Gateway"
 	KindHTTPRoute      Kind = "HTTPRoute"
+	KindTLSRoute       Kind = "TLSRoute"
 	KindReferenceGrant Kind = "ReferenceGrant"
 	KindNamespace      Kind = "Namespace"
 	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).

@@ -1,7 +1,7 @@
 package status
 
 // The Gateway API status: what model.Build found about our GatewayClasses,
-// Gateways and HTTPRoutes (model.GatewayAPIStatus), written by the leader
+// Gateways, HTTPRoutes and TLSRoutes (model.GatewayAPIStatus), written by the leader
 // on the Writer's goroutine, in the same passes as the Ingress status.
 //
 // Programmed is judged here, not in the model: the model says what would
@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -60,6 +61,7 @@ type GatewayAPILookup interface {
 	GatewayClass(name string) *gatewayv1.GatewayClass
 	Gateway(namespace, name string) *gatewayv1.Gateway
 	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
+	TLSRoute(namespace, name string) *gatewayv1.TLSRoute
 }
 
 // Programmed condition of a Gateway or listener not yet confirmed served.
@@ -202,7 +204,7 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	served := ServedGatewayAPI(wanted, applied)
 	routes := make(map[objectKey]bool, len(served.Routes))
 	for _, r := range served.Routes {
-		routes[routeKey(r.Namespace, r.Name)] = true
+		routes[routeKey(r)] = true
 	}
 	w.mu.Lock()
 	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
@@ -213,8 +215,8 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	w.notify()
 }
 
-func routeKey(namespace, name string) objectKey {
-	return objectKey{Kind: "HTTPRoute", Namespace: namespace, Name: name}
+func routeKey(r model.RouteStatus) objectKey {
+	return objectKey{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
 // pass writes the status of every GatewayClass, Gateway and HTTPRoute
@@ -259,7 +261,7 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 		note(key, ok, err)
 	}
 	for _, r := range wanted.Routes {
-		key := routeKey(r.Namespace, r.Name)
+		key := routeKey(r)
 		ok, err := g.syncRoute(ctx, key, &r)
 		note(key, ok, err)
 	}
@@ -434,22 +436,37 @@ func (g *gatewayWriter) syncGateway(ctx context.Context, key objectKey, want mod
 // removes them when want is nil; other controllers' entries stay as they
 // are, in their order, before ours.
 func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
-	api := g.client.HTTPRoutes(key.Namespace)
+	if key.Kind == "TLSRoute" {
+		return syncRouteOf(ctx, g, key, want, g.client.TLSRoutes(key.Namespace),
+			func() *gatewayv1.TLSRoute { return g.lookup.TLSRoute(key.Namespace, key.Name) },
+			(*gatewayv1.TLSRoute).DeepCopy, func(r *gatewayv1.TLSRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+	}
+	return syncRouteOf(ctx, g, key, want, g.client.HTTPRoutes(key.Namespace),
+		func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
+		(*gatewayv1.HTTPRoute).DeepCopy, func(r *gatewayv1.HTTPRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+}
+
+// syncRouteOf is syncRoute for one kind of route: cached reads it from
+// the Lookup, status points into its status.
+func syncRouteOf[T interface {
+	metav1.Object
+	runtime.Object
+}, L runtime.Object](ctx context.Context, g *gatewayWriter, key objectKey, want *model.RouteStatus,
+	api kubeclient.StatusResource[T, L], cached func() T, deepCopy func(T) T, status func(T) *gatewayv1.RouteStatus) (bool, error) {
 	var wantEntry any // compared with the last written: the value, not the pointer
 	if want != nil {
 		wantEntry = *want
 	}
-	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.HTTPRoute]{
-		get: getter(g, func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
-			func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
-				return api.Get(ctx, key.Name, metav1.GetOptions{})
-			}),
-		build: func(obj *gatewayv1.HTTPRoute) (*gatewayv1.HTTPRoute, bool) {
-			next := obj.DeepCopy()
-			next.Status.Parents = g.routeParents(obj, want)
-			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+	return syncObject(ctx, g, key, wantEntry, statusSync[T]{
+		get: getter(g, cached, func(ctx context.Context) (T, error) {
+			return api.Get(ctx, key.Name, metav1.GetOptions{})
+		}),
+		build: func(obj T) (T, bool) {
+			next := deepCopy(obj)
+			status(next).Parents = g.routeParents(obj.GetNamespace(), obj.GetGeneration(), status(obj).Parents, want)
+			return next, !apiequality.Semantic.DeepEqual(status(obj), status(next))
 		},
-		update: func(ctx context.Context, next *gatewayv1.HTTPRoute) error {
+		update: func(ctx context.Context, next T) error {
 			_, err := api.UpdateStatus(ctx, next, updateOptions)
 			return err
 		},
@@ -459,9 +476,9 @@ func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *mode
 // routeParents returns the status.parents route should hold: the entries
 // of other controllers as they are, then ours from want (none when nil),
 // as many as fit.
-func (g *gatewayWriter) routeParents(route *gatewayv1.HTTPRoute, want *model.RouteStatus) []gatewayv1.RouteParentStatus {
+func (g *gatewayWriter) routeParents(namespace string, generation int64, current []gatewayv1.RouteParentStatus, want *model.RouteStatus) []gatewayv1.RouteParentStatus {
 	var parents, ours []gatewayv1.RouteParentStatus
-	for _, p := range route.Status.Parents {
+	for _, p := range current {
 		if string(p.ControllerName) == g.controller {
 			ours = append(ours, p)
 		} else {
@@ -477,13 +494,13 @@ func (g *gatewayWriter) routeParents(route *gatewayv1.HTTPRoute, want *model.Rou
 		}
 		ref := parentRef(p)
 		var held []metav1.Condition
-		if i := slices.IndexFunc(ours, func(s gatewayv1.RouteParentStatus) bool { return sameParent(s.ParentRef, ref, route.Namespace) }); i >= 0 {
+		if i := slices.IndexFunc(ours, func(s gatewayv1.RouteParentStatus) bool { return sameParent(s.ParentRef, ref, namespace) }); i >= 0 {
 			held = ours[i].Conditions
 		}
 		parents = append(parents, gatewayv1.RouteParentStatus{
 			ParentRef:      ref,
 			ControllerName: gatewayv1.GatewayController(g.controller),
-			Conditions:     g.conditions(p.Conditions, route.Generation, held),
+			Conditions:     g.conditions(p.Conditions, generation, held),
 		})
 	}
 	return parents

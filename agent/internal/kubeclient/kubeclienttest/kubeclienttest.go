@@ -40,7 +40,7 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 		GroupVersion: kubeclient.GatewayGroupVersion,
 		APIResources: []metav1.APIResource{
 			{Name: "gatewayclasses", Kind: "GatewayClass"}, {Name: "gateways", Namespaced: true, Kind: "Gateway"},
-			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
+			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"}, {Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
 		},
 	})
 }
@@ -106,6 +106,10 @@ func (c clientset) Gateways(namespace string) kubeclient.StatusResource[*gateway
 
 func (c clientset) HTTPRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList] {
 	return c.gw.GatewayV1().HTTPRoutes(namespace)
+}
+
+func (c clientset) TLSRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {
+	return c.gw.GatewayV1().TLSRoutes(namespace)
 }
 
 func (c clientset) ReferenceGrants(namespace string) kubeclient.ListWatcher[*gatewayv1.ReferenceGrantList] {

@@ -1,13 +1,13 @@
 package kube
 
-// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute and
+// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, TLSRoute and
 // ReferenceGrant of gateway.networking.k8s.io/v1, and the Namespaces whose
 // labels allowedRoutes selectors match.
 //
 // Most clusters do not have the Gateway API's CRDs installed, and a list of
 // a resource the API server does not serve fails for ever: an informer of it
 // would keep Start from returning. So Start asks discovery first. When the
-// four resources are served, their informers are part of the first
+// five resources are served, their informers are part of the first
 // listing, as the other kinds are (a restart must not serve a moment
 // without the Gateways). When they are not, the agent says so once and
 // serves Ingresses; discovery is asked again every gatewayAPICheckInterval,
@@ -50,7 +50,7 @@ import (
 
 // gatewayResources are the resources of kubeclient.GatewayGroupVersion
 // the source reads: without any one of them the Gateway API is not read.
-var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "referencegrants"}
+var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "tlsroutes", "referencegrants"}
 
 // Variables for the tests.
 var (
@@ -70,6 +70,7 @@ type gatewayCaches struct {
 	classes    gatewaylisters.GatewayClassLister
 	gateways   gatewaylisters.GatewayLister
 	routes     gatewaylisters.HTTPRouteLister
+	tlsRoutes  gatewaylisters.TLSRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
 	namespaces corelisters.NamespaceLister
 }
@@ -85,6 +86,7 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 	classes := kubeclient.NewInformer(c, reconnecting(c.GatewayClasses(), r), &gatewayv1.GatewayClass{}, resync, nil)
 	gateways := kubeclient.NewInformer(c, reconnecting(c.Gateways(ns), r), &gatewayv1.Gateway{}, resync, nil)
 	routes := kubeclient.NewInformer(c, reconnecting(c.HTTPRoutes(ns), r), &gatewayv1.HTTPRoute{}, resync, nil)
+	tlsRoutes := kubeclient.NewInformer(c, reconnecting(c.TLSRoutes(ns), r), &gatewayv1.TLSRoute{}, resync, nil)
 	grants := kubeclient.NewInformer(c, reconnecting(c.ReferenceGrants(ns), r), &gatewayv1.ReferenceGrant{}, resync, nil)
 	var onlyOne func(*metav1.ListOptions)
 	if ns != "" {
@@ -97,12 +99,14 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 			{kind: source.KindGatewayClass, informer: classes},
 			{kind: source.KindGateway, informer: gateways},
 			{kind: source.KindHTTPRoute, informer: routes},
+			{kind: source.KindTLSRoute, informer: tlsRoutes},
 			{kind: source.KindReferenceGrant, informer: grants},
 			{kind: source.KindNamespace, informer: namespaces, transform: stripNamespace},
 		},
 		classes:    gatewaylisters.NewGatewayClassLister(classes.GetIndexer()),
 		gateways:   gatewaylisters.NewGatewayLister(gateways.GetIndexer()),
 		routes:     gatewaylisters.NewHTTPRouteLister(routes.GetIndexer()),
+		tlsRoutes:  gatewaylisters.NewTLSRouteLister(tlsRoutes.GetIndexer()),
 		grants:     gatewaylisters.NewReferenceGrantLister(grants.GetIndexer()),
 		namespaces: corelisters.NewNamespaceLister(namespaces.GetIndexer()),
 	}
@@ -124,6 +128,7 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GatewayClasses, _ = g.classes.List(everything)
 	snap.Gateways, _ = g.gateways.List(everything)
 	snap.HTTPRoutes, _ = g.routes.List(everything)
+	snap.TLSRoutes, _ = g.tlsRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
@@ -145,6 +150,12 @@ func (s *Source) Gateway(namespace, name string) *gatewayv1.Gateway {
 // GatewayClass.
 func (s *Source) HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute {
 	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.HTTPRoute, error) { return g.routes.HTTPRoutes(namespace).Get(name) })
+}
+
+// TLSRoute returns the cached TLSRoute namespace/name, or nil, as
+// GatewayClass.
+func (s *Source) TLSRoute(namespace, name string) *gatewayv1.TLSRoute {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.TLSRoute, error) { return g.tlsRoutes.TLSRoutes(namespace).Get(name) })
 }
 
 // cachedGatewayObject returns what get finds in the Gateway API's caches,
@@ -241,7 +252,7 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	for _, ni := range caches.informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
-	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants")
+	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, TLSRoutes and ReferenceGrants")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}

@@ -66,6 +66,13 @@ func gatewayTestObjects() []runtime.Object {
 		gateway("their-gw", "theirs", "their-cert"),
 		route("app", "web"),
 		route("app", "other"),
+		&gatewayv1.TLSRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "web"},
+			Spec: gatewayv1.TLSRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+				Hostnames: []gatewayv1.Hostname{"tls.example.com"},
+				Rules:     []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: new(gatewayv1.PortNumber(443))}}}}}},
+		},
 		&gatewayv1.ReferenceGrant{
 			ObjectMeta: metav1.ObjectMeta{Name: "gateways", Namespace: "certs"},
 			Spec: gatewayv1.ReferenceGrantSpec{
@@ -92,6 +99,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.HTTPRoute:
 			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.TLSRoute:
+			_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:

@@ -165,7 +165,7 @@ func TestRBAC(t *testing.T) {
 	}
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
-		"HTTPRoutes": names(snap.HTTPRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+		"HTTPRoutes": names(snap.HTTPRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
 	} {
 		if len(got) == 0 {
 			t.Errorf("%s: none read with the ServiceAccount", kind)
