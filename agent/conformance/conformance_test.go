@@ -286,7 +286,8 @@ func startAgent(t *testing.T, c *cluster) {
 		"--worker-processes", "2",
 		"--metrics-address", admin,
 	}
-	for _, m := range nginxproc.DebianLoadModules() {
+	// The stream module serves the TLS passthrough listeners (TLSRoute).
+	for _, m := range append(nginxproc.DebianLoadModules(), nginxproc.StreamLoadModules(t)...) {
 		args = append(args, "--load-module", m)
 	}
 	logs := &syncbuf.Buffer{}
