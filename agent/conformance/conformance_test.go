@@ -205,7 +205,7 @@ func options(t *testing.T, c *cluster) suite.ConformanceOptions {
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:    className,
-			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTLSConformanceProfileName},
 			// The cluster ends with the test: nothing to clean up after it.
 			CleanupBaseResources: false,
 			CleanupTestResources: true,

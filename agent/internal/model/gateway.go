@@ -50,6 +50,7 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRouteResponseHeaderModification",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
+	"TLSRoute",
 }
 
 // The condition types and reasons this file and httproute.go write, as the
