@@ -82,7 +82,7 @@ func loopbackRange(third, first, last int) []string {
 
 // TestConformance runs the suite: the cluster, the CRDs, the node, the
 // GatewayClass, the agent and nginx, then RunConformanceWithOptions with
-// the GATEWAY-HTTP profile. The features come from the GatewayClass's
+// the GATEWAY-HTTP, GATEWAY-GRPC and GATEWAY-TLS profiles. The features come from the GatewayClass's
 // status.supportedFeatures (-supported-features overrides).
 func TestConformance(t *testing.T) {
 	start := time.Now()
@@ -94,6 +94,22 @@ func TestConformance(t *testing.T) {
 	if len(opts.SupportedFeatures) == 0 && !opts.EnableAllSupportedFeatures {
 		waitForSupportedFeatures(t, c, opts)
 	}
+	gwconformance.RunConformanceWithOptions(t, opts)
+}
+
+// TestConformanceWithoutTLSRoute runs HTTPRouteSimpleSameNamespace on a
+// cluster whose Gateway API lacks the TLSRoute CRD (an older or partial
+// install): the agent reads every other kind, so HTTPRoutes still route.
+func TestConformanceWithoutTLSRoute(t *testing.T) {
+	c := startCluster(t)
+	kubeapi.RemoveGatewayAPIResource(t, c.server, "tlsroutes")
+	opts := options(t, c)
+	opts.ConformanceProfiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+	opts.RunTest = "HTTPRouteSimpleSameNamespace"
+	opts.ReportOutputPath = "" // the report is TestConformance's
+	createGatewayClass(t, c, opts.GatewayClassName)
+	startAgent(t, c)
+	waitForSupportedFeatures(t, c, opts)
 	gwconformance.RunConformanceWithOptions(t, opts)
 }
 
@@ -205,7 +221,7 @@ func options(t *testing.T, c *cluster) suite.ConformanceOptions {
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:    className,
-			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayTLSConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName, suite.GatewayTLSConformanceProfileName},
 			// The cluster ends with the test: nothing to clean up after it.
 			CleanupBaseResources: false,
 			CleanupTestResources: true,
@@ -316,7 +332,13 @@ func startAgent(t *testing.T, c *cluster) {
 		_, err := os.Stat(filepath.Join(shared, "nginx.conf"))
 		return err
 	})
-	nginxproc.Start(t, shared)
+	nginx := nginxproc.Start(t, shared)
+	t.Cleanup(func() {
+		if t.Failed() {
+			text := nginx.Logs()
+			t.Logf("nginx's log (last 8 KiB):\n%s", text[max(0, len(text)-8192):])
+		}
+	})
 	probe := &http.Client{Timeout: 2 * time.Second}
 	waitFor(t, done, "the agent is ready", func() error {
 		resp, err := probe.Get("http://" + admin + "/readyz")

@@ -34,6 +34,9 @@ local function add_vary_origin()
     end
 end
 
+-- add_vary_origin is restysync.gateway's too (its CORS filter).
+_M.add_vary_origin = add_vary_origin
+
 -- cors sets the Access-Control-* headers when the origin is allowed.
 function _M.cors()
     local flag = ngx_var.restysync_cors

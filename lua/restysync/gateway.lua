@@ -8,7 +8,11 @@
 --    "response_headers":{...the same...},
 --    "redirect":{"scheme","host","port","path","replace_prefix","matched_prefix","status"},
 --    "rewrite":{"host","path","replace_prefix","matched_prefix"},
---    "backends":[{"backend","weight"}], "status":500, "route":"HTTPRoute ns/name"}
+--    "backends":[{"backend","weight","request_headers":{...}}], "status":500,
+--    "timeout_ms":500, "route":"HTTPRoute ns/name",
+--    "cors":{"allow_origins":["*"|"https://*.a.com"], "allow_methods":["GET"|"*"],
+--            "allow_headers":[...], "expose_headers":[...],
+--            "allow_credentials":bool, "max_age":5}}
 --
 -- check_rule validates a pushed rule and returns it as it is to be
 -- stored: exactly the fields it was given (false and empty ones left
@@ -23,9 +27,16 @@
 -- edits are noted for the header filter (response_headers), then a
 -- redirect or a status answers, else the request headers are edited,
 -- the URL rewritten, and a backend picked by weight (a share without one
--- answers 500, as the spec says).
+-- answers 500, as the spec says), with that backend's own request header
+-- edits. A rule's timeout_ms (its timeouts.request and backendRequest)
+-- becomes its location's upstream timeouts (restysync.routes), which the
+-- balancer sets. A rule's cors comes first: a preflight (OPTIONS with
+-- Access-Control-Request-Method and an Origin) is answered 204 here, and
+-- an allowed origin gets the Access-Control-* headers (the header filter,
+-- response_headers, sets them).
 
 local check = require "restysync.check"
+local access = require "restysync.access"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -59,6 +70,9 @@ local MAX_ITEMS = 64
 local MAX_VALUE_BYTES = 4096
 local MAX_NAME_BYTES = 256
 local MAX_WEIGHT = 1000000
+local HTTP_NO_CONTENT = 204
+-- MAX_TIMEOUT_MS is a day, as the agent bounds timeouts.
+local MAX_TIMEOUT_MS = 86400000
 
 -- VALUE_OPTIONS: header and query values match case-sensitively, compiled
 -- once per worker (o) with the JIT (j).
@@ -66,14 +80,21 @@ local VALUE_OPTIONS = "jo"
 
 local RULE_FIELDS = { case_sensitive = true, method = true, headers = true, query = true,
     request_headers = true, response_headers = true, redirect = true, rewrite = true,
-    backends = true, status = true, route = true }
+    backends = true, status = true, timeout_ms = true, cors = true, route = true }
 local MATCH_FIELDS = { name = true, value = true, regex = true }
 local CHANGES_FIELDS = { set = true, add = true, remove = true }
 local HEADER_FIELDS = { name = true, value = true }
 local REDIRECT_FIELDS = { scheme = true, host = true, port = true, path = true,
     replace_prefix = true, matched_prefix = true, status = true }
 local REWRITE_FIELDS = { host = true, path = true, replace_prefix = true, matched_prefix = true }
-local BACKEND_FIELDS = { backend = true, weight = true }
+local BACKEND_FIELDS = { backend = true, weight = true, request_headers = true }
+local CORS_FIELDS = { allow_origins = true, allow_methods = true, allow_headers = true,
+    expose_headers = true, allow_credentials = true, max_age = true }
+-- CORS_ORIGIN is an origin a CORS filter allows, in lower case: its host
+-- may be "*" or start with "*." (the agent checks the CRD's pattern).
+local CORS_ORIGIN = "^https?://[%w%-%.%*]+$"
+local CORS_ORIGIN_PORT = "^https?://[%w%-%.%*]+:%d+$"
+local MAX_AGE = 2147483647
 local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, DELETE = true,
     CONNECT = true, OPTIONS = true, TRACE = true, PATCH = true }
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
@@ -171,11 +192,10 @@ local function path(v, at)
     return nil
 end
 
--- objects validates an array of objects with the fields allowed, each
--- by check_one(item, at), which returns what to store or nil and the
--- reason. It returns the stored list, nil for an empty one, or nil and
--- the reason.
-local function objects(v, at, allowed, check_one)
+-- each validates an array, each item by check_one(item, at, n), which
+-- returns what to store or nil and the reason. It returns the stored
+-- list, nil for an empty one, or nil and the reason.
+local function each(v, at, check_one)
     local n, err = list(v, at)
     if not n then
         return nil, err
@@ -185,18 +205,26 @@ local function objects(v, at, allowed, check_one)
     end
     local out = {}
     for i = 1, n do
-        local iat = string_format("%s[%d]", at, i - 1)
         local item
-        item, err = object(v[i], iat, allowed)
-        if item then
-            item, err = check_one(item, iat)
-        end
+        item, err = check_one(v[i], string_format("%s[%d]", at, i - 1), n)
         if not item then
             return nil, err
         end
         out[i] = item
     end
     return out
+end
+
+-- objects validates an array of objects with the fields allowed, each
+-- by check_one(item, at), as each does.
+local function objects(v, at, allowed, check_one)
+    return each(v, at, function(item, iat)
+        local o, err = object(item, iat, allowed)
+        if not o then
+            return nil, err
+        end
+        return check_one(o, iat)
+    end)
 end
 
 -- check_value validates the value and regex of one header or query
@@ -368,6 +396,65 @@ local function check_rewrite(v, at)
     return out
 end
 
+-- strings validates an array of strings, each by valid(v, at) (nil when
+-- good), "*" allowed alone, as each does.
+local function strings(v, at, valid)
+    return each(v, at, function(item, iat, n)
+        if item == "*" then
+            return n == 1 and item or nil, iat .. ': "*" must be the only entry'
+        end
+        local err = valid(item, iat)
+        if err then
+            return nil, err
+        end
+        return item
+    end)
+end
+
+-- cors_origin returns why v (at at) is not an origin a CORS filter may
+-- allow (only letters, digits, "-", "." and "*" in its host), or nil.
+local function cors_origin(v, at)
+    if type(v) == "string" and #v <= MAX_NAME_BYTES and v == string_lower(v)
+        and (string_match(v, CORS_ORIGIN) or string_match(v, CORS_ORIGIN_PORT)) then
+        return nil
+    end
+    return at .. ": must be a lower-case origin scheme://host[:port]"
+end
+
+local function cors_method(v, at)
+    return not METHODS[v] and at .. ": must be an HTTP method" or nil
+end
+
+-- check_cors validates a rule's cors and returns it as stored.
+local function check_cors(v, at)
+    local out, c, err = {}, object(v, at, CORS_FIELDS)
+    if not c then
+        return nil, err
+    end
+    for _, f in ipairs({
+        { "allow_origins", cors_origin }, { "allow_methods", cors_method },
+        { "allow_headers", header_name }, { "expose_headers", header_name },
+    }) do
+        local field = f[1]
+        if not absent(c[field]) then
+            out[field], err = strings(c[field], at .. "." .. field, f[2])
+            if err then
+                return nil, err
+            end
+        end
+    end
+    out.allow_credentials, err = boolean(c.allow_credentials, at .. ".allow_credentials")
+    if out.allow_credentials == false then
+        return nil, err
+    end
+    err = whole(c.max_age, at .. ".max_age", 1, MAX_AGE)
+    if err then
+        return nil, err
+    end
+    out.max_age = c.max_age
+    return out
+end
+
 -- check_backend validates one weighted backend ("" or absent: a share
 -- that answers 500).
 local function check_backend(b, at)
@@ -383,8 +470,21 @@ local function check_backend(b, at)
     if err then
         return nil, err
     end
-    return { backend = name, weight = b.weight }
+    local headers
+    if not absent(b.request_headers) then
+        headers, err = check_changes(b.request_headers, at .. ".request_headers")
+        if not headers then
+            return nil, err
+        end
+    end
+    return { backend = name, weight = b.weight, request_headers = headers }
 end
+
+-- RULE_OBJECTS are the object fields of a rule, each with its check.
+local RULE_OBJECTS = {
+    { "request_headers", check_changes }, { "response_headers", check_changes },
+    { "redirect", check_redirect }, { "rewrite", check_rewrite }, { "cors", check_cors },
+}
 
 -- check_rule validates one location's rule (at at) and returns it as it
 -- is to be stored, or nil and the reason, naming the field.
@@ -416,24 +516,13 @@ function _M.check_rule(v, at)
             return nil, err
         end
     end
-    for _, field in ipairs({ "request_headers", "response_headers" }) do
+    for _, f in ipairs(RULE_OBJECTS) do
+        local field = f[1]
         if not absent(rule[field]) then
-            out[field], err = check_changes(rule[field], at .. "." .. field)
+            out[field], err = f[2](rule[field], at .. "." .. field)
             if not out[field] then
                 return nil, err
             end
-        end
-    end
-    if not absent(rule.redirect) then
-        out.redirect, err = check_redirect(rule.redirect, at .. ".redirect")
-        if not out.redirect then
-            return nil, err
-        end
-    end
-    if not absent(rule.rewrite) then
-        out.rewrite, err = check_rewrite(rule.rewrite, at .. ".rewrite")
-        if not out.rewrite then
-            return nil, err
         end
     end
     if out.redirect and out.rewrite then
@@ -451,6 +540,13 @@ function _M.check_rule(v, at)
             return nil, err
         end
         out.status = rule.status
+    end
+    if not absent(rule.timeout_ms) then
+        err = whole(rule.timeout_ms, at .. ".timeout_ms", 1, MAX_TIMEOUT_MS)
+        if err then
+            return nil, err
+        end
+        out.timeout_ms = rule.timeout_ms
     end
     if not absent(rule.route) then
         err = check.name(rule.route, at .. ".route")
@@ -488,6 +584,27 @@ function _M.build_rule(rule)
         end
     end
     rule.matches = rule.method ~= nil or rule.headers ~= nil or rule.query ~= nil
+    local cors = rule.cors
+    if cors then
+        -- The header values, joined once; nil for "*" (the request's are
+        -- echoed) and for none.
+        local function joined(l)
+            if l and l[1] ~= "*" then
+                return table_concat(l, ", ")
+            end
+        end
+        cors.any_origin = cors.allow_origins ~= nil and cors.allow_origins[1] == "*"
+        cors.methods = joined(cors.allow_methods)
+        cors.any_method = cors.allow_methods ~= nil and cors.methods == nil
+        cors.headers = joined(cors.allow_headers)
+        cors.any_header = cors.allow_headers ~= nil and cors.headers == nil
+        -- "*" exposes every header, but not to a request with credentials.
+        cors.expose = joined(cors.expose_headers)
+        if cors.expose_headers and not cors.expose and not cors.allow_credentials then
+            cors.expose = "*"
+        end
+        cors.max_age_value = tostring(cors.max_age)
+    end
     if rule.backends then
         local total = 0
         for _, b in ipairs(rule.backends) do
@@ -564,6 +681,80 @@ function _M.holds(rule, find)
         end
     end
     return true
+end
+
+-- origin_allowed says whether a CORS filter allows origin: "*" any, an
+-- origin equal to one allowed (case-insensitively), or one whose host
+-- ends in what follows a "*" of an allowed one's host ("https://*.a.com"
+-- allows "https://b.c.a.com", not "https://a.com").
+local function origin_allowed(cors, origin)
+    if cors.any_origin then
+        return true
+    end
+    local allowed = cors.allow_origins
+    if not allowed then
+        return false
+    end
+    origin = string_lower(origin)
+    for i = 1, #allowed do
+        local o = allowed[i]
+        if o == origin then
+            return true
+        end
+        local star = string_find(o, "://*", 1, true)
+        if star then
+            local prefix, suffix = string_sub(o, 1, star + 2), string_sub(o, star + 4)
+            if #origin > #prefix + #suffix and string_sub(origin, 1, #prefix) == prefix
+                and string_sub(origin, #origin - #suffix + 1) == suffix then
+                return true
+            end
+        end
+    end
+    return false
+end
+
+-- cors_request runs a rule's CORS filter: an allowed origin's answer gets
+-- the Access-Control-* headers (noted for response_headers). It returns
+-- true for a preflight, which the caller answers 204, with them or, for
+-- an origin not allowed, without.
+local function cors_request(cors)
+    local origin = ngx_var.http_origin
+    if not origin or origin == "" then
+        return false
+    end
+    local preflight = ngx_req.get_method() == "OPTIONS" and ngx_var.http_access_control_request_method ~= nil
+    if origin_allowed(cors, origin) then
+        ngx.ctx.restysync_cors = { cors = cors, origin = origin, preflight = preflight }
+    end
+    return preflight
+end
+
+-- cors_headers sets the Access-Control-* headers of an allowed origin's
+-- answer (c: what cors_request noted).
+local function cors_headers(c)
+    local cors = c.cors
+    ngx_header["Access-Control-Allow-Origin"] = c.origin
+    access.add_vary_origin()
+    if cors.allow_credentials then
+        ngx_header["Access-Control-Allow-Credentials"] = "true"
+    end
+    if cors.expose then
+        ngx_header["Access-Control-Expose-Headers"] = cors.expose
+    end
+    if not c.preflight then
+        return
+    end
+    local methods = cors.methods
+    if cors.any_method then
+        methods = ngx_var.http_access_control_request_method
+    end
+    ngx_header["Access-Control-Allow-Methods"] = methods
+    local headers = cors.headers
+    if cors.any_header then
+        headers = ngx_var.http_access_control_request_headers
+    end
+    ngx_header["Access-Control-Allow-Headers"] = headers
+    ngx_header["Access-Control-Max-Age"] = cors.max_age_value
 end
 
 -- replace_prefix is path with its matched prefix (an element-wise prefix
@@ -666,9 +857,9 @@ local function set_response_header(name, value)
     ngx_header[name] = value
 end
 
--- pick returns the backend of one share of rule's backends, by weight,
--- or nil for a share without a usable backend (and when every weight is
--- 0).
+-- pick returns one share of rule's backends, by weight: {backend,
+-- weight, request_headers}, its backend nil for a share without a usable
+-- one; or nil when every weight is 0.
 local function pick(rule)
     local total = rule.total_weight
     if total == 0 then
@@ -679,20 +870,23 @@ local function pick(rule)
     for i = 1, #backends do
         n = n - backends[i].weight
         if n <= 0 then
-            return backends[i].backend
+            return backends[i]
         end
     end
     return nil
 end
 
 -- serve runs the filters of loc's rule for this request (uri is $uri):
--- a redirect or a status answers here (ngx.redirect and ngx.exit end the
+-- a CORS preflight, a redirect or a status answers here (ngx.redirect and ngx.exit end the
 -- handler); else it returns the backend to balance, or nil for a share
 -- without one (the caller answers 500).
 function _M.serve(loc, uri)
     local rule = loc.rule
     local name = loc.backend
     if rule then
+        if rule.cors and cors_request(rule.cors) then
+            return ngx_exit(HTTP_NO_CONTENT)
+        end
         if rule.response_headers then
             ngx.ctx.restysync_response_headers = rule.response_headers
         end
@@ -716,7 +910,11 @@ function _M.serve(loc, uri)
             end
         end
         if rule.backends then
-            name = pick(rule)
+            local share = pick(rule)
+            name = share and share.backend
+            if name and share.request_headers then
+                edit_headers(share.request_headers, request_header, ngx_req.set_header)
+            end
         end
     end
     return name
@@ -726,15 +924,21 @@ end
 -- that served this request, if it has any: call it from the Gateway
 -- location's header_filter_by_lua_block.
 function _M.response_headers()
-    local c = ngx.ctx.restysync_response_headers
+    local ctx = ngx.ctx
+    local c = ctx.restysync_response_headers
     if c then
         edit_headers(c, response_header, set_response_header)
+    end
+    c = ctx.restysync_cors
+    if c then
+        cors_headers(c)
     end
 end
 
 -- Private functions, reachable by tests.
 setmetatable(_M, { __index = {
     replace_prefix = replace_prefix,
+    origin_allowed = origin_allowed,
 } })
 
 return _M

@@ -29,11 +29,13 @@ local tonumber = tonumber
 local string_byte = string.byte
 local string_match = string.match
 local string_sub = string.sub
+local string_lower = string.lower
 
 local _M = { _VERSION = "0.1" }
 
 local HTTP_PERMANENT_REDIRECT = 308
 local HTTP_NOT_FOUND = 404
+local HTTP_MISDIRECTED_REQUEST = 421
 local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_INTERNAL_SERVER_ERROR = 500
 
@@ -179,8 +181,10 @@ end
 -- (routes.match_ordered), and its rule's filters run before the backend
 -- is balanced (restysync.gateway.serve). No route, no location: 404; a
 -- stored route that does not decode, a regex that could not decide, a
--- share without a backend: 500. It is a handler of its own so that the
--- default server's route() pays nothing for fronts.
+-- share without a backend: 500. On HTTPS, a Host whose route is another
+-- listener's than the TLS server name's is answered 421 (a misdirected
+-- request). It is a handler of its own so that the default server's
+-- route() pays nothing for fronts.
 function _M.route_front(log_backend)
     local d = restysync.dict()
     local front = ngx_var.restysync_front
@@ -189,6 +193,19 @@ function _M.route_front(log_backend)
     if err then
         ngx_log(ngx_ERR, "restysync: route of ", front, " ", host, ": ", err)
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
+    end
+    local sni = ngx_var.ssl_server_name
+    if sni and sni ~= "" then
+        -- HTTPS: the TLS server name picked a listener's certificate; a
+        -- Host of another listener is misdirected (421), as when a client
+        -- reuses a connection for another name.
+        sni = string_lower(sni)
+        if sni ~= host then
+            local by_sni, serr = lookup_front(d, front, sni)
+            if not serr and (by_sni and by_sni.listener or "") ~= (r and r.listener or "") then
+                return ngx_exit(HTTP_MISDIRECTED_REQUEST)
+            end
+        end
     end
     if not r then
         return ngx_exit(HTTP_NOT_FOUND)

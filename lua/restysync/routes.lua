@@ -16,8 +16,10 @@
 --                   ("backend" is absent for a location that answers by
 --                   itself, a server-snippet's, which has a "profile")
 --                   (an ordered route, a Gateway listener's, has
---                   "ordered":true and its locations "rule" objects,
---                   see below and restysync.gateway)
+--                   "ordered":true, its listener's hostname in
+--                   "listener" (absent for one without), and its
+--                   locations "rule" objects, see below and
+--                   restysync.gateway)
 --   routes          how many hosts there are
 --   routes_version  the version at which any route last changed
 --
@@ -132,7 +134,7 @@ local function check_path(path, at)
     return nil
 end
 
-local ROUTE_FIELDS = { name = true, https = true, locations = true, ordered = true }
+local ROUTE_FIELDS = { name = true, https = true, locations = true, ordered = true, listener = true }
 local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
     connect_timeout = true, send_timeout = true, read_timeout = true,
     profile = true, ingress = true, auth_file = true, max_body = true,
@@ -374,12 +376,23 @@ local function check_update(body)
         if ordered ~= (front ~= nil) then
             return nil, at .. ".ordered: a route is ordered exactly when its name has a front"
         end
+        local listener = ""
+        if r.listener ~= nil and r.listener ~= json_null and r.listener ~= "" then
+            local l = r.listener
+            if type(l) == "string" and string_sub(l, 1, 2) == "*." then
+                l = string_sub(l, 3)
+            end
+            if not ordered or not check.is_dns_name(l) then
+                return nil, at .. '.listener: must be a lower-case DNS name or "*." and one, in an ordered route'
+            end
+            listener = ',"listener":' .. json_encode(r.listener)
+        end
         local locations, lerr = check_locations(r.locations, at .. ".locations", ordered)
         if not locations then
             return nil, lerr
         end
         return { name = r.name, route = '{"https":' .. tostring(https) .. (ordered and ',"ordered":true' or "")
-            .. ',"locations":' .. locations .. "}" }
+            .. listener .. ',"locations":' .. locations .. "}" }
     end)
     return update, err
 end
@@ -440,17 +453,23 @@ local cache = {}
 local cached_version
 
 -- build_ordered decodes the locations of an ordered route:
--- { ordered = true, list = { loc, ... } } in the order pushed, loc.prefix
+-- { ordered = true, list = { loc, ... }, listener = the listener's
+-- hostname or "" } in the order pushed, loc.prefix
 -- the element-wise prefix of a prefix path (its trailing "/" dropped),
 -- loc.options a regex's, loc.rule built by restysync.gateway.
-local function build_ordered(list)
+local function build_ordered(list, listener)
     for i = 1, #list do
         local loc = list[i]
-        loc.timeouts = (loc.connect_timeout or loc.send_timeout or loc.read_timeout) ~= nil
         local rule = loc.rule
         if rule then
             gateway.build_rule(rule)
+            if rule.timeout_ms then
+                -- The rule's timeouts bound each upstream phase.
+                local t = rule.timeout_ms / 1000
+                loc.connect_timeout, loc.send_timeout, loc.read_timeout = t, t, t
+            end
         end
+        loc.timeouts = (loc.connect_timeout or loc.send_timeout or loc.read_timeout) ~= nil
         if loc.regex then
             loc.options = (rule and rule.case_sensitive) and "jo" or REGEX_OPTIONS
             ngx_re_find("", loc.path, loc.options)
@@ -462,7 +481,7 @@ local function build_ordered(list)
             loc.prefix, loc.len = p, #p
         end
     end
-    return { ordered = true, list = list }
+    return { ordered = true, list = list, listener = listener or "" }
 end
 
 -- build decodes the stored locations of one host.
@@ -473,7 +492,7 @@ local function build(raw)
     end
     local list = route.locations
     if route.ordered then
-        return build_ordered(list)
+        return build_ordered(list, route.listener)
     end
     local exact, prefixes, regexes = {}, {}, {}
     for i = 1, #list do

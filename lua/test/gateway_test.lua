@@ -39,11 +39,54 @@ function T.test_check_rule_refuses()
         { { redirect = { path = "/a", matched_prefix = "/b", status = 302 } }, "matched_prefix: only with replace_prefix" },
         { { status = 99 }, "rule.status: must be a whole number from 200 to 599" },
         { { headers = { { name = "X", value = "(", regex = true } } }, "not a regex PCRE compiles" },
+        { { timeout_ms = 0 }, "rule.timeout_ms: must be a whole number from 1 to 86400000" },
+        { { timeout_ms = 0.5 }, "rule.timeout_ms: must be a whole number" },
+        { { backends = { { weight = 1, request_headers = { set = { { name = "X", value = "a\r\nB: c" } } } } } },
+            "rule.backends[0].request_headers.set[0].value: must not contain control characters" },
+        { { backends = { { weight = 1, request_headers = { set = { { name = "X:", value = "a" } } } } } },
+            "must be an HTTP header name" },
+        { { cors = { allow_origins = { "https://a.com\r\nX: y" }, max_age = 5 } }, "must be a lower-case origin" },
+        { { cors = { allow_origins = { "https://a.com/path" }, max_age = 5 } }, "must be a lower-case origin" },
+        { { cors = { allow_origins = { "HTTPS://A.COM" }, max_age = 5 } }, "must be a lower-case origin" },
+        { { cors = { allow_origins = { "*", "https://a.com" }, max_age = 5 } }, '"*" must be the only entry' },
+        { { cors = { allow_methods = { "GET;" }, max_age = 5 } }, "must be an HTTP method" },
+        { { cors = { allow_headers = { "x a" }, max_age = 5 } }, "must be an HTTP header name" },
+        { { cors = { max_age = 0 } }, "rule.cors.max_age" },
+        { { cors = { max_age = 5, evil = 1 } }, "rule.cors.evil: unknown field" },
     }) do
         local got, err = gateway.check_rule(c[1], "rule")
         t.eq(got, nil, "rule " .. cjson.encode(c[1]))
         t.ok(err and string.find(err, c[2], 1, true), "reason " .. tostring(err) .. ", want " .. c[2])
     end
+end
+
+-- Timeouts, backend header edits and CORS are stored as they came.
+function T.test_check_rule_timeouts_backend_headers_cors()
+    local rule = {
+        timeout_ms = 500,
+        backends = { { backend = "ns/a:80", weight = 1, request_headers = { set = { { name = "Backend", value = "a" } } } } },
+        cors = { allow_origins = { "https://*.bar.com", "https://www.foo.com:8443" }, allow_methods = { "*" },
+            allow_headers = { "x-a" }, allow_credentials = true, max_age = 5 },
+    }
+    local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
+    t.eq(err, nil, "err")
+    t.eq(got, rule, "stored rule")
+end
+
+-- A "*" of an allowed origin's host is greedy to the left, over dots.
+function T.test_origin_allowed()
+    local allowed = getmetatable(gateway).__index.origin_allowed
+    local cors = { allow_origins = { "https://www.foo.com", "https://*.bar.com", "http://*:8080" } }
+    for _, c in ipairs({
+        { "https://www.foo.com", true }, { "HTTPS://WWW.FOO.COM", true }, { "http://www.foo.com", false },
+        { "https://www.bar.com", true }, { "https://xpto.www.bar.com", true }, { "https://bar.com", false },
+        { "https://foobar.com", false }, { "https://.bar.com", false }, { "https://www.bar.com:8443", false },
+        { "http://a.example:8080", true }, { "http://a.example", false },
+    }) do
+        t.eq(allowed(cors, c[1]), c[2], c[1])
+    end
+    t.eq(allowed({ any_origin = true }, "https://x.y"), true, "*")
+    t.eq(allowed({}, "https://x.y"), false, "no origins")
 end
 
 -- The matched prefix is replaced element-wise, never doubling or

@@ -116,7 +116,7 @@ func (c *LuaClient) Routes(ctx context.Context) (map[string]model.Route, error) 
 	}
 	held := make(map[string]model.Route, len(body.Routes))
 	for _, r := range body.Routes {
-		held[r.Name] = model.Route{Host: r.Name, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered}
+		held[r.Name] = model.Route{Host: r.Name, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered, Listener: r.Listener}
 	}
 	return held, nil
 }

@@ -95,6 +95,7 @@ type Interface interface {
 	GatewayClasses() StatusResource[*gatewayv1.GatewayClass, *gatewayv1.GatewayClassList]
 	Gateways(namespace string) StatusResource[*gatewayv1.Gateway, *gatewayv1.GatewayList]
 	HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList]
+	GRPCRoutes(namespace string) StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList]
 	TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]
 	ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList]
 	// ServedResources returns the names of the resources the API server
@@ -134,7 +135,8 @@ func newScheme() *runtime.Scheme {
 	// would register each of the version's kinds.
 	s.AddKnownTypes(gatewayv1.SchemeGroupVersion,
 		&gatewayv1.GatewayClass{}, &gatewayv1.GatewayClassList{}, &gatewayv1.Gateway{}, &gatewayv1.GatewayList{},
-		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{})
+		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.GRPCRoute{}, &gatewayv1.GRPCRouteList{},
+		&gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{})
 	metav1.AddToGroupVersion(s, gatewayv1.SchemeGroupVersion)
 	return s
 }
@@ -210,6 +212,10 @@ func (c *Client) Gateways(namespace string) StatusResource[*gatewayv1.Gateway, *
 
 func (c *Client) HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList] {
 	return resource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList]{c.gateway, namespace, "httproutes"}
+}
+
+func (c *Client) GRPCRoutes(namespace string) StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList] {
+	return resource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList]{c.gateway, namespace, "grpcroutes"}
 }
 
 func (c *Client) TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {

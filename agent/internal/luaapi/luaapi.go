@@ -141,6 +141,8 @@ type RoutePayload struct {
 	// Name is model.FrontKey(front, host) and whose locations carry their
 	// Rule (lua/restysync/gateway.lua checks what it is sent).
 	Ordered bool `json:"ordered,omitempty"`
+	// Listener is model.Route.Listener.
+	Listener string `json:"listener,omitempty"`
 }
 
 // AccessRequest is the body of POST /access: paths under the shared dir
@@ -165,7 +167,7 @@ func (d AccessDenied) String() string {
 func RoutePayloads(routes []model.Route) []RoutePayload {
 	out := make([]RoutePayload, len(routes))
 	for i, r := range routes {
-		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered}
+		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered, Listener: r.Listener}
 	}
 	return out
 }

@@ -30,15 +30,21 @@ import (
 // in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
 // the extended ones the router implements. The one list; sorted.
 var GatewaySupportedFeatures = []string{
+	"GRPCRoute",
+	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
 	"GatewayStaticAddresses",
 	"HTTPRoute",
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",
 	"HTTPRoute308RedirectStatusCode",
+	"HTTPRouteBackendRequestHeaderModification",
+	"HTTPRouteBackendTimeout",
+	"HTTPRouteCORS",
 	"HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching",
 	"HTTPRouteNamedRouteRule",
@@ -47,6 +53,7 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRoutePathRewrite",
 	"HTTPRoutePortRedirect",
 	"HTTPRouteQueryParamMatching",
+	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
@@ -87,6 +94,7 @@ const maxListeners = 64
 const (
 	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
 	kindTLSRoute  = "TLSRoute"
 	kindGateway   = "Gateway"
 )
@@ -104,6 +112,10 @@ type gatewayProcessor struct {
 	namespaceLabels map[string]map[string]string
 	// attachments are what the routes attached to, for gatewayhosts.go.
 	attachments []attachment
+	// grpcRoutes are the HTTPRoutes grpcroute.go made of GRPCRoutes;
+	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
+	grpcRoutes map[*gatewayv1.HTTPRoute]bool
+	grpcFronts map[string]bool
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -148,9 +160,9 @@ type listenerState struct {
 	attached int32
 }
 
-// attachable: routes may attach (and count in attachedRoutes).
-func (l *listenerState) attachable() bool {
-	return l.accepted.Status && !l.conflicted.Status && slices.Contains(l.kinds, kindHTTPRoute)
+// attachable: routes of kind may attach (and count in attachedRoutes).
+func (l *listenerState) attachable(kind string) bool {
+	return l.accepted.Status && !l.conflicted.Status && slices.Contains(l.kinds, kind)
 }
 
 // programmed: the listener serves its routes.
@@ -163,6 +175,8 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		source:          s,
 		byName:          make(map[namespacedName]*gatewayState),
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
+		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
+		grpcFronts:      make(map[string]bool),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
@@ -197,6 +211,9 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
 	})
 	m.Listeners = slices.CompactFunc(p.listeners, func(a, b Listener) bool { return a.Front == b.Front })
+	for i := range m.Listeners {
+		m.Listeners[i].GRPC = p.grpcFronts[m.Listeners[i].Front]
+	}
 	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
 	m.GatewayRoutes = p.routes
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
@@ -204,7 +221,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
 	m.GatewayAPI = p.status
 	p.finishTLS(m)
@@ -485,15 +502,16 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 }
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
-// (HTTPRoute when none are given, TLSRoute on a passthrough listener);
-// any other kind makes ResolvedRefs false with InvalidRouteKinds.
+// (all the listener supports when none are given: HTTPRoute and GRPCRoute,
+// TLSRoute on a passthrough listener); any other kind makes ResolvedRefs
+// false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
-	kind := kindHTTPRoute
+	supported, names := []string{kindHTTPRoute, kindGRPCRoute}, "HTTPRoute and GRPCRoute are"
 	if l.passthrough {
-		kind = kindTLSRoute
+		supported, names = []string{kindTLSRoute}, "TLSRoute is"
 	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
-		l.kinds = []string{kind}
+		l.kinds = slices.Clone(supported)
 		return
 	}
 	var invalid []string
@@ -502,16 +520,16 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		if k.Group != nil {
 			group = string(*k.Group)
 		}
-		if group == gatewayGroup && string(k.Kind) == kind {
-			if !slices.Contains(l.kinds, kind) {
-				l.kinds = append(l.kinds, kind)
+		if group == gatewayGroup && slices.Contains(supported, string(k.Kind)) {
+			if !slices.Contains(l.kinds, string(k.Kind)) {
+				l.kinds = append(l.kinds, string(k.Kind))
 			}
 			continue
 		}
 		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
 	}
 	if len(invalid) > 0 {
-		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; %s is", strings.Join(invalid, ", "), kind)
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; %s", strings.Join(invalid, ", "), names)
 		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}

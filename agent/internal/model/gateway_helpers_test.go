@@ -26,7 +26,7 @@ func gwSnapshot(objects ...any) Snapshot {
 	s.GatewayAddresses = gwPool
 	s.GatewayClasses = []*gatewayv1.GatewayClass{gatewayClass(gwClass, GatewayControllerName)}
 	for _, o := range objects {
-		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.TLSRoutes, o) || appendIf(&s.ReferenceGrants, o) ||
+		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.GRPCRoutes, o) || appendIf(&s.TLSRoutes, o) || appendIf(&s.ReferenceGrants, o) ||
 			appendIf(&s.GatewayClasses, o) || appendIf(&s.Secrets, o) || appendIf(&s.Services, o) || appendIf(&s.Namespaces, o)
 		if !added {
 			panic("gwSnapshot: unknown object")

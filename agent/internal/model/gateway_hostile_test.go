@@ -71,6 +71,26 @@ func checkGatewayProblems(t *testing.T, problems []Problem, kind, name string, w
 	}
 }
 
+// withTimeouts sets a rule's timeouts.request and backendRequest ("":
+// unset).
+func withTimeouts(request, backend string) func(*gatewayv1.HTTPRouteRule) {
+	return func(r *gatewayv1.HTTPRouteRule) {
+		r.Timeouts = &gatewayv1.HTTPRouteTimeouts{}
+		if request != "" {
+			r.Timeouts.Request = ptrTo(gatewayv1.Duration(request))
+		}
+		if backend != "" {
+			r.Timeouts.BackendRequest = ptrTo(gatewayv1.Duration(backend))
+		}
+	}
+}
+
+// headerFilterList is one RequestHeaderModifier setting name to value.
+func headerFilterList(name, value string) []gatewayv1.HTTPRouteFilter {
+	return []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{
+		Set: []gatewayv1.HTTPHeader{{Name: gatewayv1.HTTPHeaderName(name), Value: value}}}}}
+}
+
 // hostileRule is a rule on /hostile with one change made by f.
 func hostileRule(f func(*gatewayv1.HTTPRouteRule)) gatewayv1.HTTPRouteRule {
 	r := routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/hostile")), backendTo("", "web", 80))
@@ -162,6 +182,19 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}},
 				{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{}}}
 		}), "cannot be used together"},
+		{"CR LF in a backendRef's header value", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = headerFilterList("X-A", "v\r\nSet-Cookie: evil=1")
+		}), "contains the control character U+000D"},
+		{"a backendRef filter restysync does not apply per backend", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{}}}
+		}), "is not supported on a backendRef"},
+		{"two backendRef header modifiers", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
+			r.BackendRefs[0].Filters = append(headerFilterList("X-A", "1"), headerFilterList("X-B", "2")...)
+		}), "a second RequestHeaderModifier"},
+		{"a timeout with nginx syntax", hostileRule(withTimeouts("1s;return 200 x", "")), "is not a Gateway API duration"},
+		{"a timeout in days", hostileRule(withTimeouts("", "1d")), "is not a Gateway API duration"},
+		{"a timeout of 99999h", hostileRule(withTimeouts("99999h", "")), "longer than 24h0m0s is not supported"},
+		{"a backendRequest timeout longer than the request's", hostileRule(withTimeouts("1s", "2s")), "must not be longer than timeouts.request"},
 		{"17 header matches", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			for i := range 17 {
 				r.Matches[0] = withHeader(r.Matches[0], fmt.Sprintf("X-%d", i), "v")
@@ -245,6 +278,8 @@ func FuzzGatewayBuild(f *testing.F) {
 	f.Add("a.example.com", "*.example.com", "/[\\d-z]", uint8(2), "X:Y", "(?P<n>x)", int32(-1))
 	f.Add("*.a.b", "*.b", "//x", uint8(3), "", "\xff", int32(1<<30))
 	f.Add("Upper.Example", "10.0.0.1", "/a b", uint8(4), "X-\u202e", "\u2028", int32(7))
+	f.Add("", "https://*.a.com", "500ms", uint8(32|64|128), "X-B", "https://b.com\r\n", int32(5))
+	f.Add("", "*", "1h", uint8(32|64|128), "*", "0s", int32(0))
 	f.Fuzz(func(t *testing.T, listenerHost, routeHost, path string, choice uint8, headerName, headerValue string, weight int32) {
 		pathTypes := []gatewayv1.PathMatchType{gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchRegularExpression, "Other"}
 		match := pathMatch(pathTypes[int(choice)%len(pathTypes)], path)
@@ -259,6 +294,17 @@ func FuzzGatewayBuild(f *testing.F) {
 		if choice&16 != 0 {
 			rule.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier,
 				ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{Add: []gatewayv1.HTTPHeader{{Name: gatewayv1.HTTPHeaderName(headerName), Value: headerValue}}}}}
+		}
+		if choice&32 != 0 {
+			rule.BackendRefs[0].Filters = headerFilterList(headerName, headerValue)
+		}
+		if choice&64 != 0 {
+			withTimeouts(path, headerValue)(&rule)
+		}
+		if choice&128 != 0 {
+			rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterCORS, CORS: &gatewayv1.HTTPCORSFilter{
+				AllowOrigins: []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(routeHost), gatewayv1.CORSOrigin(headerValue)},
+				AllowHeaders: []gatewayv1.HTTPHeaderName{gatewayv1.HTTPHeaderName(headerName)}, MaxAge: weight}})
 		}
 		var hostnames []string
 		if routeHost != "" {
@@ -314,6 +360,26 @@ func checkFuzzedLocation(t *testing.T, l RouteLocation, backends map[string]bool
 	for _, b := range l.Rule.Backends {
 		if b.Weight < 0 || b.Weight > maxBackendWeight || b.Backend != "" && !backends[b.Backend] {
 			t.Fatalf("emitted backend %s", dump(b))
+		}
+		if c := b.RequestHeaders; c != nil {
+			for _, h := range c.Set {
+				if headerNameReason(h.Name) != "" || chars.Check(h.Value) != nil {
+					t.Fatalf("emitted backend header %s", dump(h))
+				}
+			}
+		}
+	}
+	if l.Rule.TimeoutMS < 0 || l.Rule.TimeoutMS > maxGatewayTimeout.Milliseconds() {
+		t.Fatalf("emitted timeout %d ms", l.Rule.TimeoutMS)
+	}
+	if c := l.Rule.CORS; c != nil {
+		for _, o := range c.AllowOrigins {
+			if !corsOrigin.MatchString(o) || o != strings.ToLower(o) {
+				t.Fatalf("emitted CORS origin %q", o)
+			}
+		}
+		if c.MaxAge < 1 {
+			t.Fatalf("emitted CORS maxAge %d", c.MaxAge)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestGatewaySimpleListener(t *testing.T) {
 	}{{condAccepted, true, reasonAccepted}, {condResolvedRefs, true, reasonResolvedRefs}, {condProgrammed, true, reasonProgrammed}, {condConflicted, false, reasonNoConflicts}} {
 		wantCondition(t, "listener", l.Conditions, c.typ, c.status, c.reason)
 	}
-	if !reflect.DeepEqual(l.SupportedKinds, []string{kindHTTPRoute}) {
+	if !reflect.DeepEqual(l.SupportedKinds, []string{kindHTTPRoute, kindGRPCRoute}) {
 		t.Errorf("supported kinds: %v", l.SupportedKinds)
 	}
 }

@@ -32,6 +32,10 @@ type Listener struct {
 	HTTPS bool `json:"https,omitempty"`
 	// Front is the listener's route key prefix (FrontName).
 	Front string `json:"front"`
+	// GRPC: the front serves GRPCRoutes and no HTTPRoute: nginx speaks
+	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
+	// backends (grpcroute.go says why a front is one or the other).
+	GRPC bool `json:"grpc,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.
@@ -74,6 +78,14 @@ type RouteRule struct {
 	// with no usable backend).
 	Backends []WeightedBackend `json:"backends,omitempty"`
 	Status   int               `json:"status,omitempty"`
+	// TimeoutMS is the smaller of the rule's timeouts.request and
+	// timeouts.backendRequest, in milliseconds (0: neither, or "0s"):
+	// the balancer bounds each upstream phase of the request by it
+	// (connect, send, each read), in place of the proxy timeouts.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// CORS answers preflight requests and adds the Access-Control-*
+	// headers to the answers of allowed origins.
+	CORS *RouteCORS `json:"cors,omitempty"`
 	// Route is the owner ("HTTPRoute namespace/name"), for logs and
 	// /debug.
 	Route string `json:"route,omitempty"`
@@ -128,6 +140,20 @@ type Rewrite struct {
 	MatchedPrefix string `json:"matched_prefix,omitempty"`
 }
 
+// RouteCORS is a CORS filter (an HTTPRoute rule's). AllowOrigins are "*" (any) or
+// scheme://host[:port] in lower case, whose host may start with "*"
+// (any name ending in the rest, as "https://*.example.com"); AllowMethods
+// and AllowHeaders may be ["*"] (the request's are echoed). MaxAge is in
+// seconds (5 unless set).
+type RouteCORS struct {
+	AllowOrigins     []string `json:"allow_origins,omitempty"`
+	AllowMethods     []string `json:"allow_methods,omitempty"`
+	AllowHeaders     []string `json:"allow_headers,omitempty"`
+	ExposeHeaders    []string `json:"expose_headers,omitempty"`
+	AllowCredentials bool     `json:"allow_credentials,omitempty"`
+	MaxAge           int32    `json:"max_age"`
+}
+
 // WeightedBackend is one backendRef of a rule: a request goes to one of
 // the rule's by weight. Backend "" is a ref that cannot be used (a
 // missing Service or port, a refused cross-namespace ref): its share
@@ -135,6 +161,9 @@ type Rewrite struct {
 type WeightedBackend struct {
 	Backend string `json:"backend,omitempty"`
 	Weight  int32  `json:"weight"`
+	// RequestHeaders are the backendRef's RequestHeaderModifier, applied
+	// after the rule's when this share is picked.
+	RequestHeaders *HeaderChanges `json:"request_headers,omitempty"`
 }
 
 // GatewayAPIStatus is what Build found about the Gateway API objects it

@@ -139,6 +139,7 @@ func (p *gatewayProcessor) emitRoutes() {
 func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 	type keyed struct {
 		key       string
+		listener  string
 		locations []RouteLocation
 	}
 	var routes []keyed
@@ -185,13 +186,15 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 					}
 				}
 			}
-			routes = append(routes, keyed{key, locations})
+			routes = append(routes, keyed{key, l.hostname, locations})
 		}
 	}
+	grpc := p.grpcOnly(fg)
 	for _, address := range fg.gateway.addresses {
 		front := FrontName(address, fg.port)
+		p.grpcFronts[front] = grpc
 		for _, r := range routes {
-			p.routes = append(p.routes, Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true})
+			p.routes = append(p.routes, Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true, Listener: r.listener})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,7 @@ var httpMethods = []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH
 // compiledRoute is one HTTPRoute with its rules compiled.
 type compiledRoute struct {
 	route     *gatewayv1.HTTPRoute
+	kind      string // kindHTTPRoute, or kindGRPCRoute for one grpcroute.go converted
 	id        string // "namespace/name"
 	hostnames []string
 	// locations of every valid rule, ranked (precedence's route-level keys set).
@@ -108,28 +110,39 @@ type attachment struct {
 // a message.
 type ruleError struct{ reason, msg string }
 
-func (p *gatewayProcessor) routeProblem(r *gatewayv1.HTTPRoute, reason string) {
-	p.problem(kindHTTPRoute, r.Namespace, r.Name, reason)
+// routeKind is r's kind: HTTPRoute, or GRPCRoute for one grpcroute.go
+// converted.
+func (p *gatewayProcessor) routeKind(r *gatewayv1.HTTPRoute) string {
+	if p.grpcRoutes[r] {
+		return kindGRPCRoute
+	}
+	return kindHTTPRoute
 }
 
-// processRoutes attaches every HTTPRoute that names one of our Gateways,
-// oldest first, and records its status for each such parentRef.
+func (p *gatewayProcessor) routeProblem(r *gatewayv1.HTTPRoute, reason string) {
+	p.problem(p.routeKind(r), r.Namespace, r.Name, reason)
+}
+
+// processRoutes attaches every HTTPRoute and GRPCRoute (converted) that
+// names one of our Gateways, oldest first, and records its status for
+// each such parentRef.
 func (p *gatewayProcessor) processRoutes() {
 	if len(p.gateways) == 0 {
 		return
 	}
-	routes := slices.Clone(p.source.HTTPRoutes)
+	routes := slices.Concat(p.source.HTTPRoutes, p.convertGRPCRoutes())
 	slices.SortFunc(routes, compareObjects[*gatewayv1.HTTPRoute])
 	for _, r := range routes {
 		if !p.namesOurGateway(r) {
 			continue
 		}
+		kind := p.routeKind(r)
 		if len(validation.IsDNS1123Label(r.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(r.Name)) > 0 {
-			p.routeProblem(r, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the HTTPRoute is left out", clip(r.Namespace), clip(r.Name)))
+			p.routeProblem(r, fmt.Sprintf("metadata: namespace %q or name %q is not a Kubernetes name; the %s is left out", clip(r.Namespace), clip(r.Name), kind))
 			continue
 		}
 		c := p.compileRoute(r)
-		st := RouteStatus{Kind: kindHTTPRoute, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
+		st := RouteStatus{Kind: kind, Namespace: r.Namespace, Name: r.Name, Generation: r.Generation}
 		attached := make(map[*listenerState]bool)
 		if len(r.Spec.ParentRefs) > maxParentRefs {
 			p.routeProblem(r, fmt.Sprintf("spec.parentRefs: has %d entries, more than %d; only the first %d are read", len(r.Spec.ParentRefs), maxParentRefs, maxParentRefs))
@@ -201,7 +214,7 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 			continue
 		}
 		selected = append(selected, l)
-		if l.attachable() && p.allows(g, l, c.route.Namespace) {
+		if l.attachable(c.kind) && p.allows(g, l, c.route.Namespace) {
 			allowed = append(allowed, l)
 		}
 	}
@@ -209,7 +222,7 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 	case len(selected) == 0:
 		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of the Gateway has the parentRef's sectionName and port")
 	case len(allowed) == 0:
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows HTTPRoutes from namespace "+c.route.Namespace)
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows "+c.kind+"s from namespace "+c.route.Namespace)
 	case c.invalid != nil:
 		return *c.invalid
 	}
@@ -264,11 +277,11 @@ func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace s
 // is invalid or asks for what restysync does not support is left out
 // (PartiallyInvalid); when every rule is, the route is not accepted.
 func (p *gatewayProcessor) compileRoute(r *gatewayv1.HTTPRoute) *compiledRoute {
-	c := &compiledRoute{route: r, id: r.Namespace + "/" + r.Name,
+	c := &compiledRoute{route: r, kind: p.routeKind(r), id: r.Namespace + "/" + r.Name,
 		resolved: condition(condResolvedRefs, true, reasonResolvedRefs, "")}
 	if len(r.Spec.Hostnames) > maxRouteHostnames || len(r.Spec.Rules) > maxRouteRules {
 		msg := fmt.Sprintf("spec: has %d hostnames and %d rules, more than %d and %d allowed", len(r.Spec.Hostnames), len(r.Spec.Rules), maxRouteHostnames, maxRouteRules)
-		p.routeProblem(r, msg+"; the HTTPRoute is left out")
+		p.routeProblem(r, msg+"; the "+c.kind+" is left out")
 		c.invalid = ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
 		return c
 	}
@@ -324,8 +337,6 @@ func ptrTo[T any](v T) *T { return &v }
 // is why the whole rule is left out.
 func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int, rule *gatewayv1.HTTPRouteRule) (locs []rankedLocation, resolvedErr, err *ruleError) {
 	switch {
-	case rule.Timeouts != nil:
-		return nil, nil, &ruleError{reasonUnsupportedValue, "timeouts are not supported"}
 	case rule.Retry != nil:
 		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
 	case rule.SessionPersistence != nil:
@@ -334,9 +345,13 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("has %d matches, %d filters and %d backendRefs, more than %d, %d and %d allowed",
 			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
 	}
-	template := RouteRule{Route: kindHTTPRoute + " " + id}
+	template := RouteRule{Route: p.routeKind(r) + " " + id}
 	if err := p.compileFilters(&template, rule.Filters); err != nil {
 		return nil, nil, err
+	}
+	var reason string
+	if template.TimeoutMS, reason = compileTimeouts(rule.Timeouts); reason != "" {
+		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
 	}
 	if template.Redirect == nil {
 		var err *ruleError
@@ -364,6 +379,9 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		}
 		for part := range ranked {
 			ranked[part].created, ranked[part].route, ranked[part].rule, ranked[part].match, ranked[part].part = r.CreationTimestamp, id, ri, mi, part
+			if ranked[part].kind == 2 && p.grpcRoutes[r] {
+				ranked[part].length = len(ranked[part].loc.Path) // grpcroute.go: a method match before none
+			}
 		}
 		locs = append(locs, ranked...)
 	}
@@ -389,6 +407,8 @@ func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gateway
 			template.Redirect, reason = compileRedirect(f.RequestRedirect)
 		case gatewayv1.HTTPRouteFilterURLRewrite:
 			template.Rewrite, reason = compileRewrite(f.URLRewrite)
+		case gatewayv1.HTTPRouteFilterCORS:
+			template.CORS, reason = compileCORS(f.CORS)
 		default:
 			reason = "is not supported"
 		}
@@ -530,6 +550,67 @@ func compileRewrite(f *gatewayv1.HTTPURLRewriteFilter) (*Rewrite, string) {
 	return r, ""
 }
 
+// corsOrigin is the CRD's pattern of a CORS origin.
+var corsOrigin = regexp.MustCompile(`^(\*|https?://((\*\.)?([a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+|\*)(:[0-9]{1,5})?)$`)
+
+// maxCORSItems bounds each list of a CORS filter, as the CRD does.
+const maxCORSItems = 64
+
+// compileCORS checks a CORS filter as the CRD would: origins of its
+// pattern, methods of the enum, header names; "*" only alone in a list.
+func compileCORS(f *gatewayv1.HTTPCORSFilter) (*RouteCORS, string) {
+	if f == nil {
+		return nil, "has no settings"
+	}
+	c := &RouteCORS{MaxAge: 5, AllowCredentials: f.AllowCredentials != nil && *f.AllowCredentials}
+	if f.MaxAge != 0 {
+		if f.MaxAge < 1 {
+			return nil, fmt.Sprintf("maxAge %d: must be at least 1", f.MaxAge)
+		}
+		c.MaxAge = f.MaxAge
+	}
+	lists := []struct {
+		field string
+		in    []string
+		out   *[]string
+		valid func(string) bool
+	}{
+		{"allowOrigins", stringsOf(f.AllowOrigins), &c.AllowOrigins, func(v string) bool { return len(v) <= 253 && corsOrigin.MatchString(v) }},
+		{"allowMethods", stringsOf(f.AllowMethods), &c.AllowMethods, func(v string) bool { return slices.Contains(httpMethods, v) }},
+		{"allowHeaders", stringsOf(f.AllowHeaders), &c.AllowHeaders, func(v string) bool { return headerNameReason(v) == "" }},
+		{"exposeHeaders", stringsOf(f.ExposeHeaders), &c.ExposeHeaders, func(v string) bool { return headerNameReason(v) == "" }},
+	}
+	for _, l := range lists {
+		if len(l.in) > maxCORSItems {
+			return nil, fmt.Sprintf("%s: has %d entries, more than %d", l.field, len(l.in), maxCORSItems)
+		}
+		for i, v := range l.in {
+			switch {
+			case v == "*" && len(l.in) > 1 && l.field != "exposeHeaders":
+				return nil, fmt.Sprintf("%s: \"*\" must be the only entry", l.field)
+			case v != "*" && !l.valid(v):
+				return nil, fmt.Sprintf("%s[%d] %q: is not valid there", l.field, i, clip(v))
+			}
+			if l.field == "allowOrigins" {
+				v = strings.ToLower(v)
+			}
+			if !slices.Contains(*l.out, v) {
+				*l.out = append(*l.out, v)
+			}
+		}
+	}
+	return c, ""
+}
+
+// stringsOf converts a list of a string type.
+func stringsOf[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // compileBackends turns the rule's backendRefs into weighted backends: a
 // ref that cannot be used keeps its weight with Backend "", so its share
 // answers 500, and resolvedErr says why (the first one).
@@ -537,8 +618,9 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 	for bi := range refs {
 		ref := &refs[bi]
 		field := fmt.Sprintf("backendRefs[%d]", bi)
-		if len(ref.Filters) > 0 {
-			return nil, nil, &ruleError{reasonUnsupportedValue, field + ".filters: backend filters are not supported"}
+		headers, reason := backendFilters(ref.Filters)
+		if reason != "" {
+			return nil, nil, &ruleError{reasonUnsupportedValue, field + ".filters" + reason}
 		}
 		weight := int32(1)
 		if ref.Weight != nil {
@@ -547,16 +629,88 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if weight < 0 || weight > maxBackendWeight {
 			return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s.weight %d: must be from 0 to %d", field, weight, maxBackendWeight)}
 		}
-		name, bad := p.backendOf(kindHTTPRoute, r.Namespace, &ref.BackendObjectReference, field)
+		name, bad := p.backendOf(p.routeKind(r), r.Namespace, &ref.BackendObjectReference, field)
 		if bad != nil && resolvedErr == nil {
 			resolvedErr = bad
 		}
 		if bad != nil {
 			p.routeProblem(r, fmt.Sprintf("%s; its share answers 500", bad.msg))
 		}
-		out = append(out, WeightedBackend{Backend: name, Weight: weight})
+		out = append(out, WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers})
 	}
 	return out, resolvedErr, nil
+}
+
+// backendFilters reads a backendRef's filters: a RequestHeaderModifier
+// (at most one) is all restysync applies per backend. The reason, if
+// any, starts with the filter's index.
+func backendFilters(filters []gatewayv1.HTTPRouteFilter) (*HeaderChanges, string) {
+	if len(filters) > maxRuleFilters {
+		return nil, fmt.Sprintf(": has %d filters, more than %d", len(filters), maxRuleFilters)
+	}
+	var headers *HeaderChanges
+	for fi := range filters {
+		f := &filters[fi]
+		if f.Type != gatewayv1.HTTPRouteFilterRequestHeaderModifier {
+			return nil, fmt.Sprintf("[%d] (%s): is not supported on a backendRef", fi, clip(string(f.Type)))
+		}
+		if headers != nil {
+			return nil, fmt.Sprintf("[%d]: a second %s filter", fi, f.Type)
+		}
+		var reason string
+		if headers, reason = headerChanges(f.RequestHeaderModifier); reason != "" {
+			return nil, fmt.Sprintf("[%d] (%s): %s", fi, f.Type, reason)
+		}
+	}
+	return headers, ""
+}
+
+// maxGatewayTimeout bounds a rule's timeouts: nginx's timers hold
+// milliseconds in 32 bits, and a day is long enough for any request.
+const maxGatewayTimeout = 24 * time.Hour
+
+// gatewayDuration is the Gateway API's Duration (GEP-2257): one to four
+// numbers of up to five digits, each with its unit.
+var gatewayDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// compileTimeouts reads a rule's timeouts into the one upstream timeout
+// the router sets (RouteRule.TimeoutMS): the smaller of request and
+// backendRequest that is set and not "0s" (which disables it; the proxy
+// timeouts then hold, nginx having no unbounded one). A backendRequest
+// longer than a request is invalid, as the spec says.
+func compileTimeouts(t *gatewayv1.HTTPRouteTimeouts) (int64, string) {
+	if t == nil {
+		return 0, ""
+	}
+	var ms [2]int64
+	for i, field := range []struct {
+		name  string
+		value *gatewayv1.Duration
+	}{{"request", t.Request}, {"backendRequest", t.BackendRequest}} {
+		if field.value == nil {
+			continue
+		}
+		v := string(*field.value)
+		d, err := time.ParseDuration(v)
+		if !gatewayDuration.MatchString(v) || err != nil {
+			return 0, fmt.Sprintf("timeouts.%s %q: is not a Gateway API duration (such as 500ms, 10s, 1h30m)", field.name, clip(v))
+		}
+		if d > maxGatewayTimeout {
+			return 0, fmt.Sprintf("timeouts.%s %s: longer than %s is not supported", field.name, v, maxGatewayTimeout)
+		}
+		ms[i] = d.Milliseconds()
+		if d > 0 && ms[i] == 0 {
+			ms[i] = 1
+		}
+	}
+	request, backend := ms[0], ms[1]
+	switch {
+	case request > 0 && backend > request:
+		return 0, fmt.Sprintf("timeouts.backendRequest %s: must not be longer than timeouts.request %s", *t.BackendRequest, *t.Request)
+	case backend > 0:
+		return backend, ""
+	}
+	return request, ""
 }
 
 // backendOf resolves one backendRef of a route of kind in namespace

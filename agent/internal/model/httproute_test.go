@@ -355,7 +355,7 @@ func TestHTTPRouteWeight(t *testing.T) {
 	for _, l := range route.Locations {
 		switch l.Path {
 		case "/split":
-			if want := []WeightedBackend{{"default/web:80", 70}, {"default/web:80", 0}}; !reflect.DeepEqual(l.Rule.Backends, want) || l.Rule.Status != 0 {
+			if want := []WeightedBackend{{Backend: "default/web:80", Weight: 70}, {Backend: "default/web:80", Weight: 0}}; !reflect.DeepEqual(l.Rule.Backends, want) || l.Rule.Status != 0 {
 				t.Errorf("/split: %s", dump(l.Rule))
 			}
 		case "/zero":
@@ -494,5 +494,50 @@ func TestHTTPRouteRegexPathAnchored(t *testing.T) {
 		if loc.Path != want || !loc.Regex || !loc.Rule.CaseSensitive {
 			t.Errorf("%s: got path %q regex %v case-sensitive %v, want %q", value, loc.Path, loc.Regex, loc.Rule.CaseSensitive, want)
 		}
+	}
+}
+
+func TestHTTPRouteTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		request, backend string // "" unset
+		want             int64
+	}{
+		{"500ms", "", 500},
+		{"", "500ms", 500},
+		{"0s", "", 0},
+		{"", "0s", 0},
+		{"10s", "1s", 1000},
+		{"0s", "1m30s", 90_000},
+		{"1h", "1h", 3_600_000},
+	} {
+		rule := routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/t")), backendTo("", "web", 80))
+		withTimeouts(c.request, c.backend)(&rule)
+		m, problems := Build(gwSnapshot(gw80(), newRoute("default", "r", toGW(), nil, rule)))
+		if len(problems) != 0 {
+			t.Fatalf("%+v: problems: %v", c, problems)
+		}
+		route, _ := gatewayRoute(m, front1, "_")
+		for _, l := range route.Locations {
+			if l.Rule.TimeoutMS != c.want {
+				t.Errorf("%+v: %s: timeout %d ms, want %d", c, l.Path, l.Rule.TimeoutMS, c.want)
+			}
+		}
+	}
+}
+
+func TestHTTPRouteBackendRefFilters(t *testing.T) {
+	rule := routeRule(nil, backendTo("", "web", 80), backendTo("", "web", 80))
+	rule.BackendRefs[0].Filters = headerFilterList("Backend", "web")
+	m, problems := Build(gwSnapshot(gw80(), newRoute("default", "r", toGW(), nil, rule)))
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	route, _ := gatewayRoute(m, front1, "_")
+	backends := route.Locations[0].Rule.Backends
+	if len(backends) != 2 {
+		t.Fatalf("backends: %s", dump(backends))
+	}
+	if want := (&HeaderChanges{Set: []Header{{"Backend", "web"}}}); !reflect.DeepEqual(backends[0].RequestHeaders, want) || backends[1].RequestHeaders != nil {
+		t.Errorf("backends' request headers: %s", dump(backends))
 	}
 }

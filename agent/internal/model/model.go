@@ -45,11 +45,13 @@ type Snapshot struct {
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),
-	// Gateways, HTTPRoutes, TLSRoutes, ReferenceGrants, and Namespaces for
-	// allowedRoutes' selectors. The Secrets listeners name are in Secrets.
+	// Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, ReferenceGrants, and
+	// Namespaces for allowedRoutes' selectors. The Secrets listeners name
+	// are in Secrets.
 	GatewayClasses  []*gatewayv1.GatewayClass
 	Gateways        []*gatewayv1.Gateway
 	HTTPRoutes      []*gatewayv1.HTTPRoute
+	GRPCRoutes      []*gatewayv1.GRPCRoute
 	TLSRoutes       []*gatewayv1.TLSRoute
 	ReferenceGrants []*gatewayv1.ReferenceGrant
 	Namespaces      []*corev1.Namespace

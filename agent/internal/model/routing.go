@@ -45,6 +45,11 @@ type Route struct {
 	// first whose path and matches hold wins (gatewayapi.go); an
 	// HTTPRoute's route sets it.
 	Ordered bool `json:"ordered,omitempty"`
+	// Listener is the hostname of the Gateway listener whose route this
+	// is ("" for a listener without one, and an Ingress's): on HTTPS,
+	// the router answers 421 when the TLS server name's route is another
+	// listener's than the Host's (a misdirected request).
+	Listener string `json:"listener,omitempty"`
 }
 
 // Equal says l and o route alike (RouteLocation is compared by value,

@@ -355,7 +355,7 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 	wanted := make(map[string]struct{}, len(next))
 	for _, r := range next {
 		wanted[r.Host] = struct{}{}
-		if have, ok := held[r.Host]; !ok || have.HTTPS != r.HTTPS || have.Ordered != r.Ordered || !slices.EqualFunc(have.Locations, r.Locations, model.RouteLocation.Equal) {
+		if have, ok := held[r.Host]; !ok || have.HTTPS != r.HTTPS || have.Ordered != r.Ordered || have.Listener != r.Listener || !slices.EqualFunc(have.Locations, r.Locations, model.RouteLocation.Equal) {
 			p.Upserts = append(p.Upserts, r)
 		}
 	}

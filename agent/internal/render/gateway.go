@@ -26,6 +26,10 @@ type gatewayServerView struct {
 	// Front is the listener's route key prefix (model.FrontName): the
 	// template writes it through Quote only.
 	Front string
+	// GRPC: the front serves GRPCRoutes only (model.Listener.GRPC): HTTP/2
+	// to clients, on a plaintext port too (h2c with prior knowledge; before
+	// nginx 1.25.1 nothing else there), and grpc_pass to the backends.
+	GRPC bool
 }
 
 // gatewayServers returns the server blocks of m's listeners, in the
@@ -73,7 +77,7 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front})
+		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC})
 	}
 	return out, nil
 }

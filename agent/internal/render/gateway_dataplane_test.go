@@ -517,6 +517,11 @@ func TestDataPlaneGatewayRefused(t *testing.T) {
 		{"replace prefix", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","rule":{"rewrite":{"path":"/x","replace_prefix":true}}}`), "rewrite.matched_prefix: must be a string"},
 		{"weight", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","rule":{"backends":[{"backend":"ns/a:80","weight":-1}]}}`), "backends[0].weight"},
 		{"no backend", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","rule":{"method":"GET"}}`), "backend: must be a string"},
+		{"listener of an Ingress route", route("a.example.com", `"listener":"a.example.com",`, `{"path":"/","backend":"ns/a:80"}`), "listener: must be a lower-case DNS name"},
+		{"listener not a name", route(front+" a.example.com", `"ordered":true,"listener":"a b",`, `{"path":"/","backend":"ns/a:80"}`), "listener: must be a lower-case DNS name"},
+		{"timeout", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","backend":"ns/a:80","rule":{"timeout_ms":-1}}`), "rule.timeout_ms"},
+		{"backend header value", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","rule":{"backends":[{"backend":"ns/a:80","weight":1,"request_headers":{"add":[{"name":"X","value":"a\r\nB: 1"}]}}]}}`), "backends[0].request_headers.add[0].value: must not contain control characters"},
+		{"cors origin", route(front+" a.example.com", `"ordered":true,`, `{"path":"/","backend":"ns/a:80","rule":{"cors":{"allow_origins":["https://a.com\"; x"],"max_age":5}}}`), "cors.allow_origins[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dp.expectRefused(t, "/routes", tc.body, tc.reason)

@@ -97,3 +97,34 @@ func TestChangesGatewayListeners(t *testing.T) {
 		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
 	}
 }
+
+// TestRenderGatewayGRPCListener: a gRPC front (model.Listener.GRPC)
+// listens with HTTP/2 on its plaintext port and grpc_passes; turning a
+// front into one is a Gateway listener change (a reload).
+func TestRenderGatewayGRPCListener(t *testing.T) {
+	m := gatewayGoldenModel()
+	from, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Listeners[0].GRPC = true
+	to, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(to.Bytes)
+	server := conf[strings.Index(conf, `listen "127.29.50.1:80"`):]
+	server = server[:strings.Index(server, "\n    }")]
+	if !strings.Contains(server, `listen "127.29.50.1:80" http2;`) && !strings.Contains(server, "http2 on;") {
+		t.Errorf("the gRPC front does not listen with HTTP/2:\n%s", server)
+	}
+	if !strings.Contains(server, "grpc_pass grpc://restysync_upstream;") || strings.Contains(server, "proxy_pass") {
+		t.Errorf("the gRPC front does not grpc_pass:\n%s", server)
+	}
+	if strings.Count(conf, "grpc_pass grpc://restysync_upstream;") != strings.Count(string(from.Bytes), "grpc_pass grpc://restysync_upstream;")+1 {
+		t.Error("another server changed")
+	}
+	if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
+		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+	}
+}

@@ -150,7 +150,10 @@ func (b *joinBackends) port(namespace, name string) int32 {
 	}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// As the suite's echo server: X-Echo-Set-Header "Name:value,…"
-		// sets response headers.
+		// sets response headers, and a query's delay (up to 5 s) waits.
+		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d <= 5*time.Second {
+			time.Sleep(d)
+		}
 		for _, kv := range strings.Split(r.Header.Get("X-Echo-Set-Header"), ",") {
 			if k, v, ok := strings.Cut(kv, ":"); ok {
 				w.Header().Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -168,6 +171,7 @@ func (b *joinBackends) port(namespace, name string) int32 {
 
 // joinPlane is nginx driven by the agent's apply stage.
 type joinPlane struct {
+	nginx    *apply.Nginx
 	stage    *apply.Stage
 	settings render.Settings
 	backends *joinBackends
@@ -190,6 +194,7 @@ func startJoin(t *testing.T) *joinPlane {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-certificate"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)}}
 	return &joinPlane{
+		nginx:    n,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
 		backends: &joinBackends{t: t, ports: map[string]int32{}},
@@ -295,6 +300,7 @@ type joinCase struct {
 	https   bool
 	method  string
 	host    string // "" for the Gateway's address
+	sni     string // the TLS server name; "" for host
 	path    string
 	headers map[string]string
 	// echoSet asks the backend for response headers (X-Echo-Set-Header).
@@ -318,7 +324,7 @@ type joinCase struct {
 type joinRedirect struct{ scheme, host, port, path string }
 
 func (c joinCase) String() string {
-	return fmt.Sprintf("%s %s%s %v", cmpOr(c.method, "GET"), c.host, c.path, c.headers)
+	return fmt.Sprintf("%s %s%s %v (SNI %s)", cmpOr(c.method, "GET"), c.host, c.path, c.headers, c.sni)
 }
 
 func cmpOr(a, b string) string {
@@ -351,7 +357,7 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 				var d net.Dialer
 				return d.DialContext(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 			},
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: c.host},
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: cmpOr(c.sni, c.host)},
 			DisableKeepAlives: true,
 		},
 	}
@@ -466,6 +472,9 @@ type joinTest struct {
 	// weights: requests to "/" of same-namespace spread over these
 	// Services as their weights say (the suite's HTTPRouteWeight).
 	weights map[string]int
+	// selfHeader: with weights, each backend got this request header
+	// naming its own Service (HTTPRouteRequestHeaderModifierBackendWeights).
+	selfHeader string
 }
 
 // TestGatewayJoinConformance applies the suite's manifests through the
@@ -482,19 +491,22 @@ func TestGatewayJoinConformance(t *testing.T) {
 				j.check(t, m, c)
 			}
 			if tt.weights != nil {
-				j.checkWeights(t, m, tt.weights)
+				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
 			_, again := j.sync(t, j.snapshot(t, tt.files...))
 			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done", again.Outcome, again.ReloadReasons)
+				status, err := j.nginx.Lua.Status(context.Background())
+				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
 			}
 		})
 	}
 }
 
 // checkWeights sends 300 requests and wants each Service's share within
-// 8 points of its weight's (of 100), and none for weight 0.
-func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int) {
+// 8 points of its weight's (of 100), and none for weight 0; and, when
+// selfHeader is set, that request header naming the Service that got it.
+func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string]int, selfHeader string) {
 	t.Helper()
 	addr := gatewayAddress(t, m, "same-namespace")
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -512,6 +524,11 @@ func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string
 			t.Fatalf("GET /: %d %v", resp.StatusCode, err)
 		}
 		got[echo.Service]++
+		if selfHeader != "" {
+			if names := echo.Headers.Values(selfHeader); len(names) != 1 || names[0] != echo.Service {
+				t.Fatalf("%s got header %s %q, want its own name once", echo.Service, selfHeader, names)
+			}
+		}
 	}
 	for svc, w := range weights {
 		share := got[svc] * 100 / n

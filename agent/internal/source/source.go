@@ -31,6 +31,7 @@ const (
 	KindGatewayClass   Kind = "GatewayClass"
 	KindGateway        Kind = "Gateway"
 	KindHTTPRoute      Kind = "HTTPRoute"
+	KindGRPCRoute      Kind = "GRPCRoute"
 	KindTLSRoute       Kind = "TLSRoute"
 	KindReferenceGrant Kind = "ReferenceGrant"
 	KindNamespace      Kind = "Namespace"

@@ -61,6 +61,7 @@ type GatewayAPILookup interface {
 	GatewayClass(name string) *gatewayv1.GatewayClass
 	Gateway(namespace, name string) *gatewayv1.Gateway
 	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
+	GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute
 	TLSRoute(namespace, name string) *gatewayv1.TLSRoute
 }
 
@@ -204,7 +205,7 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	served := ServedGatewayAPI(wanted, applied)
 	routes := make(map[objectKey]bool, len(served.Routes))
 	for _, r := range served.Routes {
-		routes[routeKey(r)] = true
+		routes[routeKey(r.Kind, r.Namespace, r.Name)] = true
 	}
 	w.mu.Lock()
 	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
@@ -215,8 +216,13 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	w.notify()
 }
 
-func routeKey(r model.RouteStatus) objectKey {
-	return objectKey{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+// routeKey is the key of a route of kind (model.RouteStatus.Kind:
+// HTTPRoute, GRPCRoute or TLSRoute).
+func routeKey(kind, namespace, name string) objectKey {
+	if kind == "" {
+		kind = "HTTPRoute"
+	}
+	return objectKey{Kind: kind, Namespace: namespace, Name: name}
 }
 
 // pass writes the status of every GatewayClass, Gateway and HTTPRoute
@@ -261,7 +267,7 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 		note(key, ok, err)
 	}
 	for _, r := range wanted.Routes {
-		key := routeKey(r)
+		key := routeKey(r.Kind, r.Namespace, r.Name)
 		ok, err := g.syncRoute(ctx, key, &r)
 		note(key, ok, err)
 	}
@@ -436,7 +442,12 @@ func (g *gatewayWriter) syncGateway(ctx context.Context, key objectKey, want mod
 // removes them when want is nil; other controllers' entries stay as they
 // are, in their order, before ours.
 func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
-	if key.Kind == "TLSRoute" {
+	switch key.Kind {
+	case "GRPCRoute":
+		return syncRouteOf(ctx, g, key, want, g.client.GRPCRoutes(key.Namespace),
+			func() *gatewayv1.GRPCRoute { return g.lookup.GRPCRoute(key.Namespace, key.Name) },
+			(*gatewayv1.GRPCRoute).DeepCopy, func(r *gatewayv1.GRPCRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+	case "TLSRoute":
 		return syncRouteOf(ctx, g, key, want, g.client.TLSRoutes(key.Namespace),
 			func() *gatewayv1.TLSRoute { return g.lookup.TLSRoute(key.Namespace, key.Name) },
 			(*gatewayv1.TLSRoute).DeepCopy, func(r *gatewayv1.TLSRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })

@@ -322,6 +322,15 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 	})
 
 	t.Run("no write when nothing differs", func(t *testing.T) {
+		// Replica a's last writes of the subtests before land first: a
+		// write still in flight when b starts would make b's reads stale.
+		for range 20 {
+			n := writes.Load()
+			time.Sleep(250 * time.Millisecond)
+			if writes.Load() == n {
+				break
+			}
+		}
 		before := writes.Load()
 		for range 20 {
 			w.UpdateGatewayAPI(wanted, wanted)

@@ -40,7 +40,8 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 		GroupVersion: kubeclient.GatewayGroupVersion,
 		APIResources: []metav1.APIResource{
 			{Name: "gatewayclasses", Kind: "GatewayClass"}, {Name: "gateways", Namespaced: true, Kind: "Gateway"},
-			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"}, {Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
+			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "grpcroutes", Namespaced: true, Kind: "GRPCRoute"},
+			{Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"}, {Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
 		},
 	})
 }
@@ -106,6 +107,10 @@ func (c clientset) Gateways(namespace string) kubeclient.StatusResource[*gateway
 
 func (c clientset) HTTPRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList] {
 	return c.gw.GatewayV1().HTTPRoutes(namespace)
+}
+
+func (c clientset) GRPCRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList] {
+	return c.gw.GatewayV1().GRPCRoutes(namespace)
 }
 
 func (c clientset) TLSRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {

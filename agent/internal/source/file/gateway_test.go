@@ -159,8 +159,8 @@ func TestDecodeGatewayAPIProblems(t *testing.T) {
 			wantProblem{"x.yaml#1", "ReferenceGrant has no metadata.name"}},
 		{"bad namespace name", strings.Replace(namespaceYAML, "name: default", "name: Not_A_Label", 1),
 			wantProblem{"x.yaml#1", `Namespace metadata.name "Not_A_Label"`}},
-		{"a kind of the Gateway API not read", "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\nmetadata: {name: g}\n",
-			wantProblem{"x.yaml#1", `kind "GRPCRoute" of apiVersion "gateway.networking.k8s.io/v1" is not read`}},
+		{"a kind of the Gateway API not read", "apiVersion: gateway.networking.k8s.io/v1\nkind: UDPRoute\nmetadata: {name: g}\n",
+			wantProblem{"x.yaml#1", `kind "UDPRoute" of apiVersion "gateway.networking.k8s.io/v1" is not read`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ type view struct {
 	gatewayClasses  []*gatewayv1.GatewayClass
 	gateways        []*gatewayv1.Gateway
 	httpRoutes      []*gatewayv1.HTTPRoute
+	grpcRoutes      []*gatewayv1.GRPCRoute
 	tlsRoutes       []*gatewayv1.TLSRoute
 	referenceGrants []*gatewayv1.ReferenceGrant
 	namespaces      []*corev1.Namespace
@@ -45,7 +46,7 @@ type view struct {
 var kindOrder = []source.Kind{
 	source.KindIngressClass, source.KindIngress, source.KindService,
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
-	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindTLSRoute, source.KindReferenceGrant,
+	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindTLSRoute, source.KindReferenceGrant,
 }
 
 // publish builds a view of the files read and serves it. It returns the
@@ -123,6 +124,7 @@ func (s *Source) buildView() *view {
 	sortObjects(v.gatewayClasses)
 	sortObjects(v.gateways)
 	sortObjects(v.httpRoutes)
+	sortObjects(v.grpcRoutes)
 	sortObjects(v.tlsRoutes)
 	sortObjects(v.referenceGrants)
 	slices.SortFunc(problems, func(a, b problem) int {
@@ -148,7 +150,7 @@ func (v *view) add(obj runtime.Object) {
 	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
-		appendOf(&v.httpRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj)
+		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj)
 }
 
 // appendOf appends obj to list if it is a T, and says whether it was.

@@ -66,6 +66,11 @@ func gatewayTestObjects() []runtime.Object {
 		gateway("their-gw", "theirs", "their-cert"),
 		route("app", "web"),
 		route("app", "other"),
+		&gatewayv1.GRPCRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "calls", Namespace: "web"},
+			Spec: gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}}},
+		},
 		&gatewayv1.TLSRoute{
 			ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "web"},
 			Spec: gatewayv1.TLSRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
@@ -99,6 +104,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.Gateways(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.HTTPRoute:
 			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.GRPCRoute:
+			_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.TLSRoute:
 			_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
@@ -135,6 +142,8 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
 		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
 		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
+		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
+		{"TLSRoutes", names(snap.TLSRoutes), []string{"web/tls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
 		// An API server has its own Namespaces besides these.
 		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),

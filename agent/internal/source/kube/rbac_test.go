@@ -165,7 +165,7 @@ func TestRBAC(t *testing.T) {
 	}
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
-		"HTTPRoutes": names(snap.HTTPRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
 	} {
 		if len(got) == 0 {
 			t.Errorf("%s: none read with the ServiceAccount", kind)
@@ -410,17 +410,20 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 	class := snap.GatewayClasses[slices.IndexFunc(snap.GatewayClasses, func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" })]
 	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
 	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
+	calls := snap.GRPCRoutes[0]
 	return model.GatewayAPIStatus{
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
 		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,
 			Listeners: []model.ListenerStatus{{Name: "http", SupportedKinds: []string{"HTTPRoute"}, AttachedRoutes: 1, Conditions: programmed}}}},
 		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: route.Name, Generation: route.Generation,
-			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
+			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
+			{Kind: "GRPCRoute", Namespace: "web", Name: calls.Name, Generation: calls.Generation,
+				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
 	}
 }
 
 // gatewayStatusWritten reports whether the status of gatewayStatusOf's
-// three objects is on them.
+// four objects is on them.
 func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -436,8 +439,12 @@ func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	calls, err := admin.GatewayV1().GRPCRoutes("web").Get(ctx, "calls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == model.GatewayControllerName }
 	return meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
 		meta.IsStatusConditionTrue(gateway.Status.Conditions, "Programmed") && len(gateway.Status.Listeners) == 1 &&
-		slices.ContainsFunc(route.Status.Parents, ours)
+		slices.ContainsFunc(route.Status.Parents, ours) && slices.ContainsFunc(calls.Status.Parents, ours)
 }
