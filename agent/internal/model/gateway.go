@@ -58,6 +58,8 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRouteSchemeRedirect",
 	"ReferenceGrant",
 	"TLSRoute",
+	"TLSRouteModeMixed",
+	"TLSRouteModeTerminate",
 }
 
 // The condition types and reasons this file and httproute.go write, as the
@@ -120,9 +122,11 @@ type gatewayProcessor struct {
 	status    GatewayAPIStatus
 	listeners []Listener
 	routes    []Route
-	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go).
+	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go), and
+	// files the certificates of the Terminate listeners.
 	tlsFronts      []TLSFront
 	streamBackends map[string]StreamBackend
+	files          []AuthFile
 }
 
 // gatewayState is one of our Gateways while it is processed.
@@ -148,17 +152,26 @@ type listenerState struct {
 	spec     *gatewayv1.Listener
 	hostname string // "" for none
 	https    bool
-	// passthrough: protocol TLS, mode Passthrough; served by the stream
-	// module, its routes are TLSRoutes (tlsroute.go).
-	passthrough bool
-	kinds       []string // supported route kinds
+	// passthrough: protocol TLS, mode Passthrough; terminate: protocol
+	// TLS, mode Terminate. Either is served by the stream module, its
+	// routes are TLSRoutes (tlsroute.go).
+	passthrough, terminate bool
+	kinds                  []string // supported route kinds
 
 	accepted, resolved, conflicted Condition
 	// secret is the certificate's Secret "namespace/name" of an HTTPS
 	// listener whose certificateRefs resolved.
 	secret   string
 	attached int32
+	// certPEM and keyPEM are the secret's, for a Terminate listener.
+	certPEM, keyPEM string
 }
+
+// stream: the listener is served by the stream module (protocol TLS).
+func (l *listenerState) stream() bool { return l.passthrough || l.terminate }
+
+// endsTLS: the listener terminates TLS with its certificate.
+func (l *listenerState) endsTLS() bool { return l.https || l.terminate }
 
 // attachable: routes of kind may attach (and count in attachedRoutes).
 func (l *listenerState) attachable(kind string) bool {
@@ -167,7 +180,7 @@ func (l *listenerState) attachable(kind string) bool {
 
 // programmed: the listener serves its routes.
 func (l *listenerState) programmed() bool {
-	return l.accepted.Status && !l.conflicted.Status && len(l.kinds) > 0 && (!l.https || l.secret != "")
+	return l.accepted.Status && !l.conflicted.Status && len(l.kinds) > 0 && (!l.endsTLS() || l.secret != "")
 }
 
 func newGatewayProcessor(s Snapshot) *gatewayProcessor {
@@ -444,7 +457,7 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 		return
 	}
 	for _, l := range g.listeners {
-		if !l.programmed() || l.passthrough {
+		if !l.programmed() || l.stream() {
 			continue
 		}
 		for _, a := range g.addresses {
@@ -478,12 +491,10 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 	case gatewayv1.HTTPSProtocolType:
 		l.https = true
 	case gatewayv1.TLSProtocolType:
-		if spec.TLS == nil || spec.TLS.Mode == nil || *spec.TLS.Mode != gatewayv1.TLSModePassthrough {
-			return notAccepted(reasonUnsupportedValue, "tls.mode: a TLS listener must pass TLS through (Passthrough); terminating it (Terminate, the default) is not supported")
-		}
-		l.passthrough = true
+		l.passthrough = spec.TLS != nil && spec.TLS.Mode != nil && *spec.TLS.Mode == gatewayv1.TLSModePassthrough
+		l.terminate = !l.passthrough
 	default:
-		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP, HTTPS and TLS (Passthrough) are", clip(string(spec.Protocol))))
+		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP, HTTPS and TLS are", clip(string(spec.Protocol))))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
@@ -495,7 +506,7 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 		l.hostname = string(*spec.Hostname)
 	}
 	p.checkKinds(g, l, field)
-	if l.https {
+	if l.endsTLS() {
 		p.checkCertificate(g, l, field)
 	}
 	return l
@@ -503,11 +514,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState 
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
 // (all the listener supports when none are given: HTTPRoute and GRPCRoute,
-// TLSRoute on a passthrough listener); any other kind makes ResolvedRefs
+// TLSRoute on a TLS listener); any other kind makes ResolvedRefs
 // false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
 	supported, names := []string{kindHTTPRoute, kindGRPCRoute}, "HTTPRoute and GRPCRoute are"
-	if l.passthrough {
+	if l.stream() {
 		supported, names = []string{kindTLSRoute}, "TLSRoute is"
 	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
@@ -548,13 +559,13 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 	}
 	tls := l.spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gatewayv1.TLSModeTerminate {
-		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on HTTPS", clip(string(*tls.Mode)))
+		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on %s", clip(string(*tls.Mode)), l.spec.Protocol)
 		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
 		l.accepted = condition(condAccepted, false, reasonUnsupportedValue, msg)
 		return
 	}
 	if tls == nil || len(tls.CertificateRefs) == 0 {
-		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: an HTTPS listener needs a certificate")
+		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: a listener that terminates TLS needs a certificate")
 		return
 	}
 	for i, ref := range tls.CertificateRefs {
@@ -591,7 +602,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 			return
 		}
 		if l.secret == "" {
-			l.secret = secret.cert.Name
+			l.secret, l.certPEM, l.keyPEM = secret.cert.Name, secret.cert.CertPEM, secret.cert.KeyPEM
 		}
 	}
 }

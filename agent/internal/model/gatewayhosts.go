@@ -114,7 +114,7 @@ func (p *gatewayProcessor) emitRoutes() {
 			continue
 		}
 		for _, l := range g.listeners {
-			if !l.programmed() || l.passthrough { // tlsroute.go's
+			if !l.programmed() || l.stream() { // tlsroute.go's
 				continue
 			}
 			fg := find(g, l.spec.Port)

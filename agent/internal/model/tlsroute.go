@@ -2,6 +2,8 @@ package model
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,11 +14,21 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// TLSRoutes: TLS passed through to a backend untouched, chosen by the name
-// the client asks for (SNI), on Gateway listeners of protocol TLS, mode
-// Passthrough. Such a listener is not an HTTP server block: each of its
-// Gateway's addresses becomes a TLSFront of the stream module, as the
-// ssl-passthrough annotation's front is (stream.go).
+// TLSRoutes: TLS connections sent to a backend chosen by the name the
+// client asks for (SNI), on Gateway listeners of protocol TLS: mode
+// Passthrough passes them untouched, mode Terminate ends TLS with the
+// listener's certificate and sends the plain bytes. Such a listener is not
+// an HTTP server block: each of its Gateway's addresses becomes a TLSFront
+// of the stream module, as the ssl-passthrough annotation's front is
+// (stream.go). Both modes may share a port (TLSRouteModeMixed): the front
+// reads the SNI and sends a terminated name on to a local server that
+// ends TLS.
+//
+// The stream module ends TLS with certificate files: a Terminate
+// listener's certificate and key are written as files under the shared
+// dir (Model.AuthFiles, mode 0640, named by their content), as the client
+// certificates of backend TLS are; a new certificate is a new file and a
+// reload.
 //
 // Why the stream module and not the Lua router: nginx has to read the
 // ClientHello before it knows where a connection goes, which only the
@@ -24,11 +36,11 @@ import (
 // its backends' endpoints are written into nginx.conf and a TLSRoute or an
 // endpoint change behind one reloads nginx (which drains open connections).
 
-// TLSFront is a Gateway listener port of protocol TLS, mode Passthrough,
-// on one of its Gateway's addresses: nginx's stream module listens on
-// Address:Port and sends each connection to the backend of the most
-// specific Host that matches the client's SNI, untouched. A name no Host
-// matches is closed.
+// TLSFront is a Gateway listener port of protocol TLS on one of its
+// Gateway's addresses: nginx's stream module listens on Address:Port and
+// sends each connection to the backend of the most specific Host that
+// matches the client's SNI, untouched or (CertFile set) after ending TLS.
+// A name no Host matches is closed.
 type TLSFront struct {
 	Address string `json:"address"`
 	Port    int32  `json:"port"`
@@ -48,6 +60,11 @@ type TLSHost struct {
 	Backend string `json:"backend,omitempty"`
 	// Route is the TLSRoute's "namespace/name": the oldest one wins a host.
 	Route string `json:"route"`
+	// CertFile and KeyFile are the files (Model.AuthFiles) of the
+	// certificate that ends TLS for Host on a Terminate listener; "" on
+	// a Passthrough one.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
 }
 
 // takes says whether routes of kind may attach to l.
@@ -232,7 +249,7 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 	case len(selected) == 0:
 		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of the Gateway has the parentRef's sectionName and port")
 	case len(allowed) == 0:
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway takes TLSRoutes (protocol TLS, mode Passthrough) from namespace "+r.Namespace)
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway takes TLSRoutes (protocol TLS) from namespace "+r.Namespace)
 	}
 	matched := false
 	for _, l := range allowed {
@@ -249,8 +266,9 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 		if !l.programmed() || !g.served() {
 			continue
 		}
+		certFile, keyFile := p.terminateFiles(l)
 		for _, a := range g.addresses {
-			p.addTLSHosts(a, l.spec.Port, hosts, backend, r.Namespace+"/"+r.Name)
+			p.addTLSHosts(a, l.spec.Port, hosts, TLSHost{Backend: backend, Route: r.Namespace + "/" + r.Name, CertFile: certFile, KeyFile: keyFile})
 		}
 	}
 	if !matched {
@@ -259,9 +277,9 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 	return condition(condAccepted, true, reasonAccepted, "")
 }
 
-// addTLSHosts passes hosts on address:port through to backend, those no
+// addTLSHosts sends hosts on address:port as to (its Host aside), those no
 // older route holds there.
-func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []string, backend, route string) {
+func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []string, to TLSHost) {
 	front := FrontName(address, port)
 	i := slices.IndexFunc(p.tlsFronts, func(f TLSFront) bool { return f.Front == front })
 	if i < 0 {
@@ -273,11 +291,31 @@ func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []strin
 		if slices.ContainsFunc(f.Hosts, func(t TLSHost) bool { return t.Host == h }) {
 			continue
 		}
-		f.Hosts = append(f.Hosts, TLSHost{Host: h, Backend: backend, Route: route})
+		to.Host = h
+		f.Hosts = append(f.Hosts, to)
 	}
 }
 
-// finishTLS adds every served passthrough listener's fronts (a front
+// terminateFiles returns the certificate and key files of a Terminate
+// listener (recorded in p.files), or "" for another one.
+func (p *gatewayProcessor) terminateFiles(l *listenerState) (string, string) {
+	if !l.terminate {
+		return "", ""
+	}
+	namespace, name, _ := strings.Cut(l.secret, "/")
+	base := "auth/" + namespace + "_" + name
+	file := func(key, content string) string {
+		sum := sha256.Sum256([]byte(content))
+		f := AuthFile{Name: base + "." + hex.EncodeToString(sum[:6]) + "." + key, Content: content}
+		if !slices.Contains(p.files, f) {
+			p.files = append(p.files, f)
+		}
+		return f.Name
+	}
+	return file("tls.crt", l.certPEM), file("tls.key", l.keyPEM)
+}
+
+// finishTLS adds every served TLS listener's fronts (a front
 // with no route closes every connection) and gives m's stream part the
 // fronts and their backends, sorted.
 func (p *gatewayProcessor) finishTLS(m *Model) {
@@ -286,9 +324,9 @@ func (p *gatewayProcessor) finishTLS(m *Model) {
 			continue
 		}
 		for _, l := range g.listeners {
-			if l.passthrough && l.programmed() {
+			if l.stream() && l.programmed() {
 				for _, a := range g.addresses {
-					p.addTLSHosts(a, l.spec.Port, nil, "", "")
+					p.addTLSHosts(a, l.spec.Port, nil, TLSHost{})
 				}
 			}
 		}
@@ -306,4 +344,10 @@ func (p *gatewayProcessor) finishTLS(m *Model) {
 		}
 	}
 	slices.SortFunc(m.Stream.Backends, func(a, b StreamBackend) int { return strings.Compare(a.Name, b.Name) })
+	for _, f := range p.files {
+		if !slices.Contains(m.AuthFiles, f) {
+			m.AuthFiles = append(m.AuthFiles, f)
+		}
+	}
+	slices.SortFunc(m.AuthFiles, func(a, b AuthFile) int { return strings.Compare(a.Name, b.Name) })
 }

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/tls"
+	"maps"
 	"slices"
 	"testing"
 
@@ -85,7 +87,8 @@ func TestTLSRouteListeners(t *testing.T) {
 	}
 	m, _ := Build(gwSnapshot(objects...))
 
-	wantCondition(t, "terminate", listenerStatusOf(t, gatewayStatusOf(t, m, "default", "terminate"), "tls").Conditions, condAccepted, false, reasonUnsupportedValue)
+	// Terminate (the default mode) without a certificate.
+	wantCondition(t, "terminate", listenerStatusOf(t, gatewayStatusOf(t, m, "default", "terminate"), "tls").Conditions, condResolvedRefs, false, reasonInvalidCertificateRef)
 	l := listenerStatusOf(t, gatewayStatusOf(t, m, "default", "kinds"), "kinds")
 	if !slices.Equal(l.SupportedKinds, []string{kindTLSRoute}) {
 		t.Errorf("supported kinds = %v, want [TLSRoute]", l.SupportedKinds)
@@ -142,4 +145,46 @@ func TestTLSRouteBackendRefs(t *testing.T) {
 	granted := append(objects, referenceGrant("default", kindTLSRoute, "other", "Service", ""))
 	m, _ = Build(gwSnapshot(granted...))
 	wantCondition(t, "granted", routeStatusOf(t, m, "other", "grant").Parents[0].Conditions, condResolvedRefs, true, reasonResolvedRefs)
+}
+
+// A Terminate listener and a Passthrough one share a port (mixed): the
+// front passes abc.example.com through and ends TLS for tls.example.com
+// with the listener's certificate, whose files are the model's AuthFiles.
+func TestTLSRouteTerminate(t *testing.T) {
+	pair := newPair(certExpiry, "tls.example.com")
+	terminate := tlsListener("terminate", 8883, "tls.example.com", gatewayv1.TLSModeTerminate)
+	terminate.TLS.CertificateRefs = []gatewayv1.SecretObjectReference{secretRef("", "cert")}
+	gw := newGateway("default", "gw", terminate, tlsListener("pass", 8883, "abc.example.com", gatewayv1.TLSModePassthrough))
+	objects := []any{gw, tlsSecret("default", "cert", pair),
+		newTLSRoute("default", "ended", parentList(parentOf("", "gw", "")), []string{"tls.example.com"}, tlsBackend("", "web", 80)),
+		newTLSRoute("default", "passed", parentList(parentOf("", "gw", "")), []string{"abc.example.com"}, tlsBackend("", "web", 80)),
+	}
+	m, problems := Build(gwSnapshot(objects...))
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	f := tlsFront(t, m, gwPool[0], 8883)
+	if len(f.Hosts) != 2 || f.Hosts[0].Host != "abc.example.com" || f.Hosts[0].CertFile != "" || f.Hosts[1].Host != "tls.example.com" {
+		t.Fatalf("hosts = %s", dump(f.Hosts))
+	}
+	ended := f.Hosts[1]
+	if ended.Backend != "tcp:default/web:80" || ended.CertFile == "" || ended.KeyFile == "" {
+		t.Errorf("terminated host = %s", dump(ended))
+	}
+	files := map[string]string{}
+	for _, a := range m.AuthFiles {
+		files[a.Name] = a.Content
+	}
+	if _, err := tls.X509KeyPair([]byte(files[ended.CertFile]), []byte(files[ended.KeyFile])); err != nil {
+		t.Errorf("auth files %v do not hold the certificate %s and key %s: %v", slices.Collect(maps.Keys(files)), ended.CertFile, ended.KeyFile, err)
+	}
+	g := gatewayStatusOf(t, m, "default", "gw")
+	for _, name := range []string{"terminate", "pass"} {
+		l := listenerStatusOf(t, g, name)
+		wantCondition(t, name, l.Conditions, condAccepted, true, reasonAccepted)
+		wantCondition(t, name, l.Conditions, condProgrammed, true, reasonProgrammed)
+		if !slices.Equal(l.SupportedKinds, []string{kindTLSRoute}) || l.AttachedRoutes != 1 {
+			t.Errorf("listener %s = %s, want kinds [TLSRoute] and 1 route", name, dump(l))
+		}
+	}
 }

@@ -57,6 +57,19 @@ type tlsFrontView struct {
 	// Default takes every other name.
 	Hosts   []passthroughView
 	Default string
+	// Terminators end TLS for the hosts of Terminate listeners: the
+	// front sends those names to their Socket.
+	Terminators []tlsTerminatorView
+}
+
+// tlsTerminatorView is a stream server on a unix socket that ends TLS
+// with one certificate and sends the plain bytes to the upstream its
+// map (in Variable) picks by SNI.
+type tlsTerminatorView struct {
+	Upstream, Socket, CertFile, KeyFile string
+	Variable                            string
+	Hosts                               []passthroughView
+	Default                             string
 }
 
 type passthroughView struct {
@@ -190,18 +203,69 @@ func tlsFronts(fronts []model.TLSFront, s Settings, upstream func(string) (strin
 					return nil, err
 				}
 			}
-			if h.Host == "_" {
-				v.Default = u
-				continue
+			if h.Host != "_" {
+				if err := checkGatewayHost(h.Host); err != nil {
+					return nil, fmt.Errorf("TLS listener %s: %w", f.Front, err)
+				}
 			}
-			if err := checkGatewayHost(h.Host); err != nil {
-				return nil, fmt.Errorf("TLS passthrough listener %s: %w", f.Front, err)
+			if h.CertFile != "" {
+				t, err := terminator(&v, i, h, s)
+				if err != nil {
+					return nil, fmt.Errorf("TLS listener %s: %w", f.Front, err)
+				}
+				t.add(h.Host, u)
+				u = t.Upstream
 			}
-			v.Hosts = append(v.Hosts, passthroughView{Host: h.Host, Upstream: u})
+			v.add(h.Host, u)
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// add sends host ("_": every other name) to upstream.
+func (v *tlsFrontView) add(host, upstream string) {
+	if host == "_" {
+		v.Default = upstream
+		return
+	}
+	v.Hosts = append(v.Hosts, passthroughView{Host: host, Upstream: upstream})
+}
+
+// add is tlsFrontView.add for the names a terminator ends TLS for.
+func (t *tlsTerminatorView) add(host, upstream string) {
+	if host == "_" {
+		t.Default = upstream
+		return
+	}
+	t.Hosts = append(t.Hosts, passthroughView{Host: host, Upstream: upstream})
+}
+
+// terminator returns the terminator of front v (number i) that ends TLS
+// with h's certificate, added when it is the first.
+func terminator(v *tlsFrontView, i int, h model.TLSHost, s Settings) (*tlsTerminatorView, error) {
+	for k := range v.Terminators {
+		if t := &v.Terminators[k]; t.CertFile == filepath.Join(s.SharedDir, h.CertFile) && t.KeyFile == filepath.Join(s.SharedDir, h.KeyFile) {
+			return t, nil
+		}
+	}
+	for _, f := range []string{h.CertFile, h.KeyFile} {
+		if !strings.HasPrefix(f, "auth/") || strings.Contains(f, "..") || strings.ContainsAny(f, "\"\\$;{} \t\r\n") {
+			return nil, fmt.Errorf("host %q: certificate file %q is not a file under auth/", h.Host, f)
+		}
+	}
+	k := len(v.Terminators)
+	// t<front>-<k>.sock: no longer than SocketName, so that checkSettings
+	// bounds its path too.
+	socket := fmt.Sprintf("t%d-%d.sock", i, k)
+	if len(socket) > len(SocketName) {
+		return nil, fmt.Errorf("too many TLS listeners for the socket names")
+	}
+	name := fmt.Sprintf("restysync_tls_end_%d_%d", i, k)
+	v.Terminators = append(v.Terminators, tlsTerminatorView{Upstream: name, Variable: name + "_backend",
+		Socket: "unix:" + filepath.Join(s.SharedDir, socket), Default: closedUpstream,
+		CertFile: filepath.Join(s.SharedDir, h.CertFile), KeyFile: filepath.Join(s.SharedDir, h.KeyFile)})
+	return &v.Terminators[k], nil
 }
 
 // checkGatewayHost checks a Gateway hostname before it is written, quoted,

@@ -3,6 +3,8 @@ package render
 import (
 	"crypto/tls"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,13 @@ func startTLSBackend(t *testing.T, serial int64, name string) model.Endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveName(t, l, name)
+}
+
+// serveName writes name on each connection l accepts and closes it, until
+// the test ends; it returns l's address.
+func serveName(t *testing.T, l net.Listener, name string) model.Endpoint {
+	t.Helper()
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -55,27 +64,42 @@ func dialTLS(addr, sni string) (string, string, error) {
 	return string(buf[:n]), conn.ConnectionState().PeerCertificates[0].DNSNames[0], nil
 }
 
-// TestDataPlaneTLSRoute serves a Gateway listener of protocol TLS, mode
-// Passthrough (model.TLSFront) on a real nginx: each connection goes to
-// the backend of the most specific host that matches its SNI, its TLS
-// untouched (the backend's own certificate); a name no host matches, and a
-// host without a usable backend, are closed.
+// TestDataPlaneTLSRoute serves a Gateway listener port of protocol TLS
+// (model.TLSFront) on a real nginx: each connection goes to the backend of
+// the most specific host that matches its SNI, its TLS untouched (the
+// backend's own certificate), or, for a host of a Terminate listener
+// (mixed on the same port), ended with the listener's certificate and the
+// plain bytes sent on; a name no host matches, and a host without a usable
+// backend, are closed.
 func TestDataPlaneTLSRoute(t *testing.T) {
 	exact := startTLSBackend(t, 3001, "abc.example.com")
 	wild := startTLSBackend(t, 3002, "wild.example.com")
+	plain := startPlainBackend(t, "plain")
 	port := freeGatewayPort(t)
+	nginxproc.Binary(t)
+	prefix := nginxproc.TempPrefix(t)
+	c := newTestCert(t, 3003, "tls.example.com")
+	certFile, keyFile := "auth/ns_cert.000000000001.tls.crt", "auth/ns_cert.000000000001.tls.key"
+	if err := os.MkdirAll(filepath.Join(prefix, "auth"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{certFile: c.cert, keyFile: c.key} {
+		if err := os.WriteFile(filepath.Join(prefix, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var m model.Model
 	m.Stream.Backends = []model.StreamBackend{
 		{Name: "tcp:ns/exact:443", Namespace: "ns", Service: "exact", Endpoints: []model.Endpoint{exact}},
+		{Name: "tcp:ns/plain:80", Namespace: "ns", Service: "plain", Endpoints: []model.Endpoint{plain}},
 		{Name: "tcp:ns/wild:443", Namespace: "ns", Service: "wild", Endpoints: []model.Endpoint{wild}},
 	}
 	m.Stream.Gateways = []model.TLSFront{{Address: gatewayAddrA, Port: int32(port), Front: model.FrontName(gatewayAddrA, int32(port)), Hosts: []model.TLSHost{
 		{Host: "*.example.com", Backend: "tcp:ns/wild:443", Route: "ns/wild"},
 		{Host: "abc.example.com", Backend: "tcp:ns/exact:443", Route: "ns/exact"},
 		{Host: "closed.example.com", Route: "ns/closed"},
+		{Host: "tls.example.com", Backend: "tcp:ns/plain:80", Route: "ns/ended", CertFile: certFile, KeyFile: keyFile},
 	}}}
-	nginxproc.Binary(t)
-	prefix := nginxproc.TempPrefix(t)
 	settings := Settings{
 		SharedDir: prefix, ListenAddress: "127.0.0.1",
 		HTTPPort: nginxproc.FreePort(t), HTTPSPort: nginxproc.FreePort(t), StatusPort: nginxproc.FreePort(t),
@@ -88,12 +112,13 @@ func TestDataPlaneTLSRoute(t *testing.T) {
 		t.Fatalf("nginx.conf has no map entry for abc.example.com:\n%s", cfg.Bytes)
 	}
 	addr := net.JoinHostPort(gatewayAddrA, strconv.Itoa(port))
-	for _, tc := range []struct{ sni, want string }{
-		{"abc.example.com", "abc.example.com"},
-		{"other.example.com", "wild.example.com"},
-		{"a.b.example.com", "wild.example.com"}, // a Gateway wildcard matches any number of labels
-		{"example.org", ""},
-		{"closed.example.com", ""},
+	for _, tc := range []struct{ sni, want, cert string }{
+		{"abc.example.com", "abc.example.com", "abc.example.com"},
+		{"other.example.com", "wild.example.com", "wild.example.com"},
+		{"a.b.example.com", "wild.example.com", "wild.example.com"}, // a Gateway wildcard matches any number of labels
+		{"tls.example.com", "plain", "tls.example.com"},             // ended by nginx with the listener's certificate
+		{"example.org", "", ""},
+		{"closed.example.com", "", ""},
 	} {
 		got, cert, err := dialTLS(addr, tc.sni)
 		switch {
@@ -101,8 +126,19 @@ func TestDataPlaneTLSRoute(t *testing.T) {
 			t.Errorf("SNI %s: reached %q, want the connection closed", tc.sni, got)
 		case tc.want != "" && err != nil:
 			t.Errorf("SNI %s: %v, want %s", tc.sni, err, tc.want)
-		case tc.want != "" && (got != tc.want || cert != tc.want):
-			t.Errorf("SNI %s: reached %q with certificate %q, want %s (passed through untouched)", tc.sni, got, cert, tc.want)
+		case tc.want != "" && (got != tc.want || cert != tc.cert):
+			t.Errorf("SNI %s: reached %q with certificate %q, want %q with %q", tc.sni, got, cert, tc.want, tc.cert)
 		}
 	}
+}
+
+// startPlainBackend starts a TCP server that writes name on each
+// connection and closes it.
+func startPlainBackend(t *testing.T, name string) model.Endpoint {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveName(t, l, name)
 }
