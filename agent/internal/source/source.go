@@ -33,6 +33,7 @@ const (
 	KindHTTPRoute      Kind = "HTTPRoute"
 	KindGRPCRoute      Kind = "GRPCRoute"
 	KindTLSRoute       Kind = "TLSRoute"
+	KindListenerSet    Kind = "ListenerSet"
 	KindReferenceGrant Kind = "ReferenceGrant"
 	KindNamespace      Kind = "Namespace"
 	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).

@@ -41,7 +41,9 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 		APIResources: []metav1.APIResource{
 			{Name: "gatewayclasses", Kind: "GatewayClass"}, {Name: "gateways", Namespaced: true, Kind: "Gateway"},
 			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "grpcroutes", Namespaced: true, Kind: "GRPCRoute"},
-			{Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"}, {Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
+			{Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"},
+			{Name: "listenersets", Namespaced: true, Kind: "ListenerSet"},
+			{Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
 		},
 	})
 }
@@ -115,6 +117,10 @@ func (c clientset) GRPCRoutes(namespace string) kubeclient.StatusResource[*gatew
 
 func (c clientset) TLSRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {
 	return c.gw.GatewayV1().TLSRoutes(namespace)
+}
+
+func (c clientset) ListenerSets(namespace string) kubeclient.StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList] {
+	return c.gw.GatewayV1().ListenerSets(namespace)
 }
 
 func (c clientset) ReferenceGrants(namespace string) kubeclient.ListWatcher[*gatewayv1.ReferenceGrantList] {

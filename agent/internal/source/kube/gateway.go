@@ -1,8 +1,9 @@
 package kube
 
 // The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
-// TLSRoute and ReferenceGrant of gateway.networking.k8s.io/v1, and the
-// Namespaces whose labels allowedRoutes selectors match.
+// TLSRoute, ReferenceGrant and ListenerSet of gateway.networking.k8s.io/v1,
+// and the Namespaces whose labels allowedRoutes and allowedListeners
+// selectors match.
 //
 // Most clusters do not have the Gateway API's CRDs installed, and a list of
 // a resource the API server does not serve fails for ever: an informer of it
@@ -12,9 +13,10 @@ package kube
 // must not serve a moment without the Gateways). When they are not, the
 // agent says so once and serves Ingresses.
 //
-// Each route kind and ReferenceGrant is read when its CRD serves v1, and
-// only then: a cluster with the standard channel of an older release (no
-// TLSRoute v1, say) keeps its HTTPRoutes served. Each kind not served is
+// Each route kind, ReferenceGrant and ListenerSet is read when its CRD
+// serves v1, and only then: a cluster with the standard channel of an
+// older release (no TLSRoute v1 or ListenerSet, say) keeps its HTTPRoutes
+// served. Each kind not served is
 // named once in the log and is a Problem of the snapshot (kind
 // CustomResourceDefinition) for as long as it is missing, so /debug/state
 // and restysync_problems show it.
@@ -72,6 +74,7 @@ var gatewayResources = []gatewayResource{
 	{"gatewayclasses", source.KindGatewayClass}, {"gateways", source.KindGateway},
 	{"httproutes", source.KindHTTPRoute}, {"grpcroutes", source.KindGRPCRoute},
 	{"tlsroutes", source.KindTLSRoute}, {"referencegrants", source.KindReferenceGrant},
+	{"listenersets", source.KindListenerSet},
 }
 
 const gatewayRequired = 2
@@ -99,14 +102,16 @@ type gatewayCaches struct {
 	grpcRoutes gatewaylisters.GRPCRouteLister
 	tlsRoutes  gatewaylisters.TLSRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
+	sets       gatewaylisters.ListenerSetLister
 	namespaces corelisters.NamespaceLister
 }
 
 // newGatewayCaches creates the informers of the served resources (which
 // hold gatewayResources' required ones). With Options.Namespace,
-// Gateways, routes and ReferenceGrants are read in that namespace only,
-// and the only Namespace whose labels can matter is that one, so it alone
-// is watched (by name); GatewayClasses are cluster-scoped.
+// Gateways, routes, ReferenceGrants and ListenerSets are read in that
+// namespace only, and the only Namespace whose labels can matter is that
+// one, so it alone is watched (by name); GatewayClasses are
+// cluster-scoped.
 func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 	resync := s.opts.ResyncPeriod
 	ns := s.opts.Namespace
@@ -140,6 +145,9 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 	g.grants = gatewaylisters.NewReferenceGrantLister(indexer("referencegrants", source.KindReferenceGrant, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.ReferenceGrants(ns), r), &gatewayv1.ReferenceGrant{}, resync, nil)
 	}))
+	g.sets = gatewaylisters.NewListenerSetLister(indexer("listenersets", source.KindListenerSet, func() cache.SharedIndexInformer {
+		return kubeclient.NewInformer(c, reconnecting(c.ListenerSets(ns), r), &gatewayv1.ListenerSet{}, resync, nil)
+	}))
 	var onlyOne func(*metav1.ListOptions)
 	if ns != "" {
 		byName := fields.OneTermEqualSelector("metadata.name", ns).String()
@@ -170,6 +178,7 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
 	snap.TLSRoutes, _ = g.tlsRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
+	snap.ListenerSets, _ = g.sets.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
 
@@ -219,6 +228,14 @@ func (s *Source) GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute {
 // HTTPRoute.
 func (s *Source) TLSRoute(namespace, name string) *gatewayv1.TLSRoute {
 	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.TLSRoute, error) { return g.tlsRoutes.TLSRoutes(namespace).Get(name) })
+}
+
+// ListenerSet returns the cached ListenerSet namespace/name, or nil (also
+// when ListenerSets are not served), as HTTPRoute.
+func (s *Source) ListenerSet(namespace, name string) *gatewayv1.ListenerSet {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.ListenerSet, error) {
+		return g.sets.ListenerSets(namespace).Get(name)
+	})
 }
 
 // cachedGatewayObject returns what get finds in the Gateway API's caches,
@@ -383,24 +400,43 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 		}
 	}
 	var refs []types.NamespacedName
+	add := func(namespace string, tls *gatewayv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, ref := range tls.CertificateRefs {
+			if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+				continue // not a Secret: the model says so
+			}
+			ns := namespace
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				ns = string(*ref.Namespace)
+			}
+			refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+		}
+	}
+	classOf := map[types.NamespacedName]string{}
 	for _, gw := range snap.Gateways {
+		classOf[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = string(gw.Spec.GatewayClassName)
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue // not a Secret: the model says so
-				}
-				ns := gw.Namespace
-				if ref.Namespace != nil && *ref.Namespace != "" {
-					ns = string(*ref.Namespace)
-				}
-				refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
-			}
+			add(gw.Namespace, l.TLS)
+		}
+	}
+	// A ListenerSet's listeners, when its parent is one of those Gateways.
+	for _, set := range snap.ListenerSets {
+		parent := types.NamespacedName{Namespace: set.Namespace, Name: string(set.Spec.ParentRef.Name)}
+		if set.Spec.ParentRef.Namespace != nil && *set.Spec.ParentRef.Namespace != "" {
+			parent.Namespace = string(*set.Spec.ParentRef.Namespace)
+		}
+		class, ok := classOf[parent]
+		if !ok || !everyGateway && !ours[class] {
+			continue
+		}
+		for _, l := range set.Spec.Listeners {
+			add(set.Namespace, l.TLS)
 		}
 	}
 	return refs
