@@ -34,6 +34,8 @@ var GatewaySupportedFeatures = []string{
 	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayFrontendClientCertificateValidation",
+	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
@@ -124,6 +126,9 @@ type gatewayProcessor struct {
 	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
+	// configMaps by namespace and name: the CA certificates of client
+	// certificate validation (gatewayfrontend.go).
+	configMaps map[namespacedName]*corev1.ConfigMap
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -151,6 +156,9 @@ type gatewayState struct {
 	listeners []*listenerState
 	// sets are the ListenerSets whose parentRef names the Gateway.
 	sets []*listenerSetState
+	// frontend is the client certificate validation of each HTTPS port
+	// (gatewayfrontend.go).
+	frontend map[gatewayv1.PortNumber]frontendCheck
 }
 
 func (g *gatewayState) served() bool {
@@ -178,6 +186,9 @@ type listenerState struct {
 	attached int32
 	// certPEM and keyPEM are the secret's, for a Terminate listener.
 	certPEM, keyPEM string
+	// clientTLS is how an HTTPS listener's port checks client
+	// certificates (gatewayfrontend.go); nil: it does not.
+	clientTLS *ClientTLS
 }
 
 // stream: the listener is served by the stream module (protocol TLS).
@@ -204,6 +215,10 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
+		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
+	}
+	for _, cm := range s.ConfigMaps {
+		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
@@ -345,6 +360,13 @@ func (p *gatewayProcessor) assignAddresses() {
 	var fromPool []*gatewayState
 	for _, g := range p.gateways {
 		g.accepted = condition(condAccepted, true, reasonAccepted, "")
+		if infra := g.gw.Spec.Infrastructure; infra != nil && infra.ParametersRef != nil {
+			ref := infra.ParametersRef
+			msg := fmt.Sprintf("spec.infrastructure.parametersRef: %s/%s %q: restysync takes no parameters", clip(string(ref.Group)), clip(string(ref.Kind)), clip(ref.Name))
+			p.gatewayProblem(g, msg+"; the Gateway is not accepted")
+			g.accepted = condition(condAccepted, false, reasonInvalidParameters, msg)
+			continue
+		}
 		static, wantsPool, ok := p.staticAddresses(g, pool, held)
 		if !ok {
 			continue
@@ -488,7 +510,7 @@ func (p *gatewayProcessor) serveListeners(g *gatewayState, listeners []*listener
 		}
 		for _, a := range g.addresses {
 			front := FrontName(a, l.spec.Port)
-			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front})
+			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front, ClientTLS: l.clientTLS})
 			if l.https {
 				p.certHosts[l.secret] = append(p.certHosts[l.secret], FrontKey(front, cmp.Or(l.hostname, DefaultCertificateHost)))
 			}
@@ -553,6 +575,7 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 	p.checkKinds(g, l, field)
 	if l.endsTLS() {
 		p.checkCertificate(g, l, field)
+		p.applyFrontend(g, l)
 	}
 	return l
 }
@@ -738,6 +761,9 @@ func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 		st.Conditions = append(st.Conditions, condition(condProgrammed, false, reasonInvalid, "no listener is served"))
 	default:
 		st.Conditions = append(st.Conditions, condition(condProgrammed, true, reasonProgrammed, ""))
+	}
+	if c := insecureFrontendCondition(g.gw); c != nil {
+		st.Conditions = append(st.Conditions, *c)
 	}
 	return st
 }

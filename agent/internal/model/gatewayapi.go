@@ -36,6 +36,10 @@ type Listener struct {
 	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
 	// backends (grpcroute.go says why a front is one or the other).
 	GRPC bool `json:"grpc,omitempty"`
+	// ClientTLS: an HTTPS front checks client certificates with these
+	// (the Gateway's spec.tls.frontend for the port; CAFile, Verify "on"
+	// or "optional_no_ca" and Depth only); nil: it asks for none.
+	ClientTLS *ClientTLS `json:"client_tls,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.

@@ -497,13 +497,20 @@ func TestGatewayJoinConformance(t *testing.T) {
 			if tt.weights != nil {
 				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
-			_, again := j.sync(t, j.snapshot(t, tt.files...))
-			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				status, err := j.nginx.Lua.Status(context.Background())
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
-					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
-			}
+			j.wantNothingAgain(t, j.snapshot(t, tt.files...))
 		})
+	}
+}
+
+// wantNothingAgain applies s, the Snapshot just applied, again: it must
+// push nothing and not reload.
+func (j *joinPlane) wantNothingAgain(t *testing.T, s model.Snapshot) {
+	t.Helper()
+	_, again := j.sync(t, s)
+	if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
+		status, err := j.nginx.Lua.Status(context.Background())
+		t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+			again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
 	}
 }
 

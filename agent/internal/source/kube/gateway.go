@@ -387,32 +387,36 @@ func (s *Source) runGatewayAPI(ctx context.Context, current *gatewayCaches, chan
 	}
 }
 
-// gatewaySecretRefs returns the Secrets the listeners of snap's Gateways
-// name in certificateRefs: those of Gateways of our GatewayClasses, or of
-// every Gateway with everyGateway. Whether a ReferenceGrant lets a
-// listener use a Secret of another namespace is the model's to say; the
-// Secret is read either way, by name, as an Ingress's are.
-func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool) []types.NamespacedName {
+// gatewayRefs returns the Secrets and ConfigMaps the Gateways of snap
+// name, and the ListenerSets whose parent is one of them: a listener's
+// certificateRefs (Secrets) and the CA certificates of a Gateway's
+// spec.tls.frontend client certificate validation (ConfigMaps and
+// Secrets); those of Gateways of our GatewayClasses, or of every Gateway
+// with everyGateway. Whether a ReferenceGrant lets a Gateway use an object
+// of another namespace is the model's to say; the object is read either
+// way, by name, as an Ingress's are.
+func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (secrets, configMaps []types.NamespacedName) {
 	ours := map[string]bool{}
 	for _, class := range snap.GatewayClasses {
 		if string(class.Spec.ControllerName) == controller {
 			ours[class.Name] = true
 		}
 	}
-	var refs []types.NamespacedName
-	add := func(namespace string, tls *gatewayv1.ListenerTLSConfig) {
+	ref := func(namespace string, refNamespace *gatewayv1.Namespace, name gatewayv1.ObjectName) types.NamespacedName {
+		if refNamespace != nil && *refNamespace != "" {
+			namespace = string(*refNamespace)
+		}
+		return types.NamespacedName{Namespace: namespace, Name: string(name)}
+	}
+	addCertificates := func(namespace string, tls *gatewayv1.ListenerTLSConfig) {
 		if tls == nil {
 			return
 		}
-		for _, ref := range tls.CertificateRefs {
-			if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+		for _, r := range tls.CertificateRefs {
+			if (r.Group != nil && *r.Group != "") || (r.Kind != nil && *r.Kind != "Secret") {
 				continue // not a Secret: the model says so
 			}
-			ns := namespace
-			if ref.Namespace != nil && *ref.Namespace != "" {
-				ns = string(*ref.Namespace)
-			}
-			refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+			secrets = append(secrets, ref(namespace, r.Namespace, r.Name))
 		}
 	}
 	classOf := map[types.NamespacedName]string{}
@@ -422,7 +426,18 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 			continue
 		}
 		for _, l := range gw.Spec.Listeners {
-			add(gw.Namespace, l.TLS)
+			addCertificates(gw.Namespace, l.TLS)
+		}
+		for _, v := range frontendValidations(gw) {
+			for _, r := range v.CACertificateRefs {
+				switch {
+				case r.Group != "":
+				case r.Kind == "ConfigMap":
+					configMaps = append(configMaps, ref(gw.Namespace, r.Namespace, r.Name))
+				case r.Kind == "Secret":
+					secrets = append(secrets, ref(gw.Namespace, r.Namespace, r.Name))
+				}
+			}
 		}
 	}
 	// A ListenerSet's listeners, when its parent is one of those Gateways.
@@ -436,8 +451,26 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 			continue
 		}
 		for _, l := range set.Spec.Listeners {
-			add(set.Namespace, l.TLS)
+			addCertificates(set.Namespace, l.TLS)
 		}
 	}
-	return refs
+	return secrets, configMaps
+}
+
+// frontendValidations are the client certificate validations of gw's
+// spec.tls.frontend, default and per port.
+func frontendValidations(gw *gatewayv1.Gateway) []*gatewayv1.FrontendTLSValidation {
+	if gw.Spec.TLS == nil || gw.Spec.TLS.Frontend == nil {
+		return nil
+	}
+	var out []*gatewayv1.FrontendTLSValidation
+	if v := gw.Spec.TLS.Frontend.Default.Validation; v != nil {
+		out = append(out, v)
+	}
+	for _, pp := range gw.Spec.TLS.Frontend.PerPort {
+		if pp.TLS.Validation != nil {
+			out = append(out, pp.TLS.Validation)
+		}
+	}
+	return out
 }

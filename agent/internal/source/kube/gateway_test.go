@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -302,10 +303,12 @@ func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 }
 
 // A listener's certificateRefs name Secrets: in the Gateway's namespace by
-// default, and only of the core group's kind Secret.
-func TestGatewaySecretRefs(t *testing.T) {
+// default, and only of the core group's kind Secret; spec.tls.frontend's
+// CA certificates name ConfigMaps and Secrets of the core group.
+func TestGatewayRefs(t *testing.T) {
 	group, kind := gatewayv1.Group("example.com"), gatewayv1.Kind("Vault")
 	core, secret := gatewayv1.Group(""), gatewayv1.Kind("Secret")
+	other := gatewayv1.Namespace("cas")
 	snap := model.Snapshot{
 		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
 			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/gw"}}},
@@ -318,18 +321,34 @@ func TestGatewaySecretRefs(t *testing.T) {
 						{Name: "same"}, {Name: "explicit", Group: &core, Kind: &secret},
 						{Name: "other-group", Group: &group}, {Name: "other-kind", Kind: &kind},
 					}}},
-			}},
+			},
+				TLS: &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{
+					Default: gatewayv1.TLSConfig{Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{
+						{Kind: "ConfigMap", Name: "ca"}, {Kind: "Secret", Name: "ca-secret", Namespace: &other},
+						{Kind: "Service", Name: "not-a-ca"}, {Group: "example.com", Kind: "ConfigMap", Name: "other-group"},
+					}}},
+					PerPort: []gatewayv1.TLSPortConfig{{Port: 8443, TLS: gatewayv1.TLSConfig{Validation: &gatewayv1.FrontendTLSValidation{
+						CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "per-port", Namespace: &other}}}}}},
+				}},
+			},
 		}},
 	}
-	var got []string
-	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
-		got = append(got, ref.String())
+	names := func(refs []types.NamespacedName) []string {
+		var out []string
+		for _, ref := range refs {
+			out = append(out, ref.String())
+		}
+		return out
 	}
-	if want := []string{"web/same", "web/explicit"}; !slices.Equal(got, want) {
-		t.Errorf("refs = %v, want %v", got, want)
+	secrets, configMaps := gatewayRefs(snap, "example.com/gw", false)
+	if want := []string{"web/same", "web/explicit", "cas/ca-secret"}; !slices.Equal(names(secrets), want) {
+		t.Errorf("Secrets = %v, want %v", names(secrets), want)
 	}
-	if refs := gatewaySecretRefs(snap, "example.com/another", false); len(refs) != 0 {
-		t.Errorf("refs of a Gateway of another controller's class: %v", refs)
+	if want := []string{"web/ca", "cas/per-port"}; !slices.Equal(names(configMaps), want) {
+		t.Errorf("ConfigMaps = %v, want %v", names(configMaps), want)
+	}
+	if secrets, configMaps := gatewayRefs(snap, "example.com/another", false); len(secrets)+len(configMaps) != 0 {
+		t.Errorf("refs of a Gateway of another controller's class: %v %v", secrets, configMaps)
 	}
 
 	// A ListenerSet's listeners, in its own namespace by default, when its
@@ -345,12 +364,9 @@ func TestGatewaySecretRefs(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "tenant"},
 			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "missing"}, Listeners: tlsEntry("orphan-cert")}},
 	}
-	got = nil
-	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
-		got = append(got, ref.String())
-	}
-	if want := []string{"web/same", "web/explicit", "tenant/set-cert"}; !slices.Equal(got, want) {
-		t.Errorf("refs with ListenerSets = %v, want %v", got, want)
+	secrets, _ = gatewayRefs(snap, "example.com/gw", false)
+	if want := []string{"web/same", "web/explicit", "cas/ca-secret", "tenant/set-cert"}; !slices.Equal(names(secrets), want) {
+		t.Errorf("Secrets with ListenerSets = %v, want %v", names(secrets), want)
 	}
 }
 
