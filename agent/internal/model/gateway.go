@@ -68,6 +68,9 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRouteSchemeRedirect",
 	"ListenerSet",
 	"ReferenceGrant",
+	"TLSRoute",
+	"TLSRouteModeMixed",
+	"TLSRouteModeTerminate",
 }
 
 // The condition types and reasons this file and httproute.go write, as the
@@ -105,6 +108,7 @@ const (
 	gatewayGroup    = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute   = "HTTPRoute"
 	kindGRPCRoute   = "GRPCRoute"
+	kindTLSRoute    = "TLSRoute"
 	kindGateway     = "Gateway"
 	kindListenerSet = "ListenerSet"
 )
@@ -137,6 +141,11 @@ type gatewayProcessor struct {
 	status    GatewayAPIStatus
 	listeners []Listener
 	routes    []Route
+	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go), and
+	// files the certificates of the Terminate listeners.
+	tlsFronts      []TLSFront
+	streamBackends map[string]StreamBackend
+	files          []AuthFile
 }
 
 // gatewayState is one of our Gateways while it is processed.
@@ -172,17 +181,29 @@ type listenerState struct {
 	spec     *gatewayv1.Listener
 	hostname string // "" for none
 	https    bool
-	kinds    []string // supported route kinds
+	// passthrough: protocol TLS, mode Passthrough; terminate: protocol
+	// TLS, mode Terminate. Either is served by the stream module, its
+	// routes are TLSRoutes (tlsroute.go).
+	passthrough, terminate bool
+	kinds                  []string // supported route kinds
 
 	accepted, resolved, conflicted Condition
 	// secret is the certificate's Secret "namespace/name" of an HTTPS
 	// listener whose certificateRefs resolved.
 	secret   string
 	attached int32
+	// certPEM and keyPEM are the secret's, for a Terminate listener.
+	certPEM, keyPEM string
 	// clientTLS is how an HTTPS listener's port checks client
 	// certificates (gatewayfrontend.go); nil: it does not.
 	clientTLS *ClientTLS
 }
+
+// stream: the listener is served by the stream module (protocol TLS).
+func (l *listenerState) stream() bool { return l.passthrough || l.terminate }
+
+// endsTLS: the listener terminates TLS with its certificate.
+func (l *listenerState) endsTLS() bool { return l.https || l.terminate }
 
 // attachable: routes of kind may attach (and count in attachedRoutes).
 func (l *listenerState) attachable(kind string) bool {
@@ -191,7 +212,7 @@ func (l *listenerState) attachable(kind string) bool {
 
 // programmed: the listener serves its routes.
 func (l *listenerState) programmed() bool {
-	return (l.attachable(kindHTTPRoute) || l.attachable(kindGRPCRoute)) && (!l.https || l.secret != "")
+	return l.accepted.Status && !l.conflicted.Status && len(l.kinds) > 0 && (!l.endsTLS() || l.secret != "")
 }
 
 func newGatewayProcessor(s Snapshot) *gatewayProcessor {
@@ -225,6 +246,7 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	}
 	p.processListenerSets()
 	p.processRoutes()
+	p.processTLSRoutes()
 	p.emitRoutes()
 	for _, g := range p.gateways {
 		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
@@ -258,6 +280,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
 	m.GatewayAPI = p.status
+	p.finishTLS(m)
 }
 
 func condition(typ string, ok bool, reason, message string) Condition {
@@ -500,7 +523,7 @@ func (p *gatewayProcessor) serveListeners(g *gatewayState, listeners []*listener
 		return
 	}
 	for _, l := range listeners {
-		if !l.programmed() {
+		if !l.programmed() || l.stream() {
 			continue
 		}
 		for _, a := range g.addresses {
@@ -552,8 +575,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 	case gatewayv1.HTTPProtocolType:
 	case gatewayv1.HTTPSProtocolType:
 		l.https = true
+	case gatewayv1.TLSProtocolType:
+		l.passthrough = spec.TLS != nil && spec.TLS.Mode != nil && *spec.TLS.Mode == gatewayv1.TLSModePassthrough
+		l.terminate = !l.passthrough
 	default:
-		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP and HTTPS are", clip(string(spec.Protocol))))
+		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP, HTTPS and TLS are", clip(string(spec.Protocol))))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
@@ -565,7 +591,7 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 		l.hostname = string(*spec.Hostname)
 	}
 	p.checkKinds(g, l, field)
-	if l.https {
+	if l.endsTLS() {
 		p.checkCertificate(g, l, field)
 		p.applyFrontend(g, l)
 	}
@@ -573,11 +599,16 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 }
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
-// (HTTPRoute and GRPCRoute when none are given); any other kind makes
-// ResolvedRefs false with InvalidRouteKinds.
+// (all the listener supports when none are given: HTTPRoute and GRPCRoute,
+// TLSRoute on a TLS listener); any other kind makes ResolvedRefs
+// false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
+	supported, names := []string{kindHTTPRoute, kindGRPCRoute}, "HTTPRoute and GRPCRoute are"
+	if l.stream() {
+		supported, names = []string{kindTLSRoute}, "TLSRoute is"
+	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
-		l.kinds = []string{kindHTTPRoute, kindGRPCRoute}
+		l.kinds = slices.Clone(supported)
 		return
 	}
 	var invalid []string
@@ -586,7 +617,7 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		if k.Group != nil {
 			group = string(*k.Group)
 		}
-		if group == gatewayGroup && (k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute) {
+		if group == gatewayGroup && slices.Contains(supported, string(k.Kind)) {
 			if !slices.Contains(l.kinds, string(k.Kind)) {
 				l.kinds = append(l.kinds, string(k.Kind))
 			}
@@ -595,7 +626,7 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
 	}
 	if len(invalid) > 0 {
-		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute and GRPCRoute are", strings.Join(invalid, ", "))
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; %s", strings.Join(invalid, ", "), names)
 		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}
@@ -619,13 +650,13 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 	}
 	tls := l.spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gatewayv1.TLSModeTerminate {
-		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on HTTPS", clip(string(*tls.Mode)))
+		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on %s", clip(string(*tls.Mode)), l.spec.Protocol)
 		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
 		l.accepted = condition(condAccepted, false, reasonUnsupportedValue, msg)
 		return
 	}
 	if tls == nil || len(tls.CertificateRefs) == 0 {
-		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: an HTTPS listener needs a certificate")
+		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: a listener that terminates TLS needs a certificate")
 		return
 	}
 	for i, ref := range tls.CertificateRefs {
@@ -662,7 +693,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 			return
 		}
 		if l.secret == "" {
-			l.secret = secret.cert.Name
+			l.secret, l.certPEM, l.keyPEM = secret.cert.Name, secret.cert.CertPEM, secret.cert.KeyPEM
 		}
 	}
 }

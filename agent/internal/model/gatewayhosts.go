@@ -114,7 +114,7 @@ func (p *gatewayProcessor) emitRoutes() {
 			continue
 		}
 		for _, l := range g.listeners {
-			if !l.programmed() {
+			if !l.programmed() || l.stream() { // tlsroute.go's
 				continue
 			}
 			fg := find(g, l.spec.Port)

@@ -30,7 +30,7 @@ func (p *gatewayProcessor) compileMirror(r *gatewayv1.HTTPRoute, template *Route
 	if reason != "" {
 		return nil, reason
 	}
-	name, bad := p.backendOf(r, &f.BackendRef, field+".backendRef")
+	name, bad := p.backendOf(p.routeKind(r), r.Namespace, &f.BackendRef, field+".backendRef")
 	if bad != nil {
 		p.routeProblem(r, bad.msg+"; that mirror is left out")
 		return bad, ""

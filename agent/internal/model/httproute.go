@@ -681,7 +681,7 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if weight < 0 || weight > maxBackendWeight {
 			return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s.weight %d: must be from 0 to %d", field, weight, maxBackendWeight)}
 		}
-		name, bad := p.backendOf(r, &ref.BackendObjectReference, field)
+		name, bad := p.backendOf(p.routeKind(r), r.Namespace, &ref.BackendObjectReference, field)
 		if bad != nil && resolvedErr == nil {
 			resolvedErr = bad
 		}
@@ -821,27 +821,27 @@ var retryCodesText = func() string {
 	return strings.Join(parts, ", ")
 }()
 
-// backendOf resolves one backendRef to a Backend name, or says why it
-// cannot be used.
-func (p *gatewayProcessor) backendOf(r *gatewayv1.HTTPRoute, ref *gatewayv1.BackendObjectReference, field string) (string, *ruleError) {
-	group, kind := "", "Service"
+// backendOf resolves one backendRef of a route of kind in namespace
+// routeNamespace to a Backend name, or says why it cannot be used.
+func (p *gatewayProcessor) backendOf(kind, routeNamespace string, ref *gatewayv1.BackendObjectReference, field string) (string, *ruleError) {
+	group, refKind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
 	}
 	if ref.Kind != nil {
-		kind = string(*ref.Kind)
+		refKind = string(*ref.Kind)
 	}
-	namespace := r.Namespace
+	namespace := routeNamespace
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		namespace = string(*ref.Namespace)
 	}
 	name := string(ref.Name)
 	switch {
-	case group != "" || kind != "Service":
-		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(kind))}
+	case group != "" || refKind != "Service":
+		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(refKind))}
 	case len(validation.IsDNS1123Label(namespace)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.namespace %q: is not a namespace name", field, clip(namespace))}
-	case namespace != r.Namespace && !p.granted(gatewayGroup, p.routeKind(r), r.Namespace, "", "Service", namespace, name):
+	case namespace != routeNamespace && !p.granted(gatewayGroup, kind, routeNamespace, "", "Service", namespace, name):
 		return "", &ruleError{string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("%s: Service %s/%s is in another namespace and no ReferenceGrant there allows it", field, namespace, clip(name))}
 	case len(validation.IsDNS1035Label(name)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.name %q: is not a Service name", field, clip(name))}

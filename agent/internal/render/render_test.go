@@ -511,6 +511,8 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".Verify": true, ".Depth": true,
 		// the stream block (stream.go): a computed size, upstream names
 		".MapHashBucketSize": true,
+		// the Gateway TLS fronts (stream.go): variable and upstream names render makes
+		".Variable": true, ".Default": true,
 		// the module prefix of a location's directives (fcgimirror.go)
 		".Module": true, "$.Module": true,
 		// the number of proxy buffers, an int model.ProxyBuffers.Check bounds (proxykeys.go)

@@ -72,6 +72,13 @@ func gatewayTestObjects() []runtime.Object {
 			Spec: gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
 				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}}},
 		},
+		&gatewayv1.TLSRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "web"},
+			Spec: gatewayv1.TLSRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+				Hostnames: []gatewayv1.Hostname{"tls.example.com"},
+				Rules:     []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: new(gatewayv1.PortNumber(443))}}}}}},
+		},
 		// A ListenerSet of our Gateway, whose listener names the Gateway's
 		// Secret: read once, by name.
 		&gatewayv1.ListenerSet{
@@ -108,6 +115,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.GRPCRoute:
 			_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.TLSRoute:
+			_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ListenerSet:
@@ -145,6 +154,7 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
 		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
 		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
+		{"TLSRoutes", names(snap.TLSRoutes), []string{"web/tls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
 		{"ListenerSets", names(snap.ListenerSets), []string{"web/extra"}},
 		// An API server has its own Namespaces besides these.
@@ -265,8 +275,8 @@ func (c withoutListenerSets) ServedResources(ctx context.Context, groupVersion s
 
 func (c withoutListenerSets) IsWatchListSemanticsUnSupported() bool { return true }
 
-// Without the ListenerSet CRD, the other kinds are read, and the log says
-// ListenerSets are not.
+// Without the ListenerSet CRD, the other kinds are read, and the log and a
+// Problem say ListenerSets are not.
 func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 	gw := gatewayfake.NewSimpleClientset()
 	createGatewayObjects(t, gw, gatewayTestObjects()...)
@@ -276,16 +286,19 @@ func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 	src := New(withoutListenerSets{kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw)},
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	startSource(t, src, func(source.Change) {})
-	snap, _ := src.Snapshot()
-	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || snap.ListenerSets != nil {
+	snap, problems := src.Snapshot()
+	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || len(snap.ListenerSets) != 0 {
 		t.Errorf("Gateways %v, HTTPRoutes %v, ListenerSets %v; want the Gateways and routes, no ListenerSet",
 			names(snap.Gateways), names(snap.HTTPRoutes), names(snap.ListenerSets))
 	}
 	if src.ListenerSet("web", "extra") != nil {
 		t.Error("a ListenerSet from a cache that is not there")
 	}
-	if !strings.Contains(logs.String(), "ListenerSets are not read") {
+	if !strings.Contains(logs.String(), "lack gateway.networking.k8s.io/v1 listenersets") {
 		t.Errorf("the log does not say ListenerSets are not read:\n%s", logs)
+	}
+	if len(problems) != 1 || problems[0].Name != "listenersets.gateway.networking.k8s.io" {
+		t.Errorf("problems %+v, want one of the ListenerSet CRD", problems)
 	}
 }
 
