@@ -514,7 +514,12 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// the module prefix of a location's directives (fcgimirror.go)
 		".Module": true, "$.Module": true,
 		// the number of proxy buffers, an int model.ProxyBuffers.Check bounds (proxykeys.go)
-		".Number": true}
+		".Number": true,
+		// the request metrics (requestmetrics.go): a constant size, bounds
+		// CheckBuckets checked and strconv printed, a bool; the access
+		// log's checked escape token (http.go)
+		".DictSize": true, ".Time": true, ".Length": true, ".Size": true, ".UndefinedHost": true,
+		".HTTP.LogEscape": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
