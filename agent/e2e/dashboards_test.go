@@ -54,6 +54,11 @@ func TestIngressNginxDashboards(t *testing.T) {
 			paths:       []path{prefix("/", "dash"), prefix("/down", "down")},
 			tls:         []ingressTLS{{secret: "dash-tls", hosts: []string{"dash.test"}}},
 			annotations: map[string]string{"nginx.ingress.kubernetes.io/ssl-redirect": "false"}}),
+		// An annotation of its own gives this Ingress a profile: its
+		// labels cross the jump to the named location in a variable.
+		"profiled.yaml": ingress("dash-profiled", ingressOpts{class: "restysync", host: "profiled.dash.test",
+			paths:       []path{prefix("/", "dash")},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}}),
 		"configmap.yaml": configMap(nil),
 	})
 	s.eventually("dash.test served", func() error { return s.expect("dash.test", "/", ipDash) })
@@ -70,6 +75,9 @@ func TestIngressNginxDashboards(t *testing.T) {
 				if _, _, err := s.get("dash.test", p); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if err := s.expect("profiled.dash.test", "/", ipDash); err != nil {
+				t.Fatal(err)
 			}
 			resp, _, err := s.request(http.MethodPost, "dash.test", "/", strings.NewReader(strings.Repeat("x", 300)), nil)
 			if err != nil {
@@ -89,6 +97,19 @@ func TestIngressNginxDashboards(t *testing.T) {
 	s.metricAtLeast("the reload nginx refused is counted", "restysync_reload_failures_total", 1)
 	traffic(8 * time.Second)
 	prom.waitScraped(t, `nginx_ingress_controller_config_last_reload_successful == 0`)
+
+	// Each request is counted under its Ingress, path and host.
+	for _, expr := range []string{
+		`nginx_ingress_controller_requests{namespace="default",ingress="dash",service="dash",path="/",host="dash.test",status="200",method="GET",canary=""}`,
+		`nginx_ingress_controller_requests{namespace="default",ingress="dash",service="down",path="/down",host="dash.test",status="503",method="GET"}`,
+		`nginx_ingress_controller_requests{ingress="dash",status="200",method="POST"}`,
+		`nginx_ingress_controller_requests{ingress="dash-profiled",service="dash",path="/",host="profiled.dash.test",status="200"}`,
+		`nginx_ingress_controller_response_duration_seconds_count{ingress="dash",path="/",method="GET"}`,
+	} {
+		if n, err := prom.query(expr); err != nil || n != 1 {
+			t.Errorf("%s: %d series (%v), want 1", expr, n, err)
+		}
+	}
 
 	vars := map[string]string{}
 	for _, name := range []string{"controller_class", "controller", "namespace", "ingress", "exported_namespace", "job"} {
