@@ -49,6 +49,8 @@ func adminFlags() []cli.Flag {
 			Usage: "bucket bounds (bytes) of the request_size and response_size histograms"},
 		&cli.Float64SliceFlag{Name: "size-buckets", Value: cli.NewFloat64Slice(render.DefaultRequestMetrics().Size...), EnvVars: env("SIZE_BUCKETS"),
 			Usage: "bucket bounds (bytes) of the bytes_sent histogram"},
+		&cli.BoolFlag{Name: "profiling", EnvVars: env("PROFILING"),
+			Usage: "serve Go's profiles under /debug/pprof/ on --metrics-address (never on --metrics-probes-address); off by default, unlike ingress-nginx"},
 	}
 }
 
@@ -105,8 +107,10 @@ type observability struct {
 	ln net.Listener // nil when there is no admin server
 	// probes is the listener of /metrics, /healthz and /readyz alone
 	// (--metrics-probes-address), nil when there is none.
-	probes  net.Listener
-	metrics *metrics.Metrics
+	probes net.Listener
+	// profiling serves /debug/pprof/ on ln (--profiling).
+	profiling bool
+	metrics   *metrics.Metrics
 	// objects is the source before any wrapper, counted at scrape time.
 	objects source.Source
 	// leader says whether this replica writes Ingress status (nil: never).
@@ -190,6 +194,7 @@ func (o *observability) serve(ctx context.Context, s *syncer.Syncer, lua *apply.
 		// for the restored config; only well past that is the loop stuck.
 		StuckAfter: max(30*time.Second, 2*reloadTimeout+10*time.Second),
 		Logger:     logger.With("component", "admin"),
+		Profiling:  o.profiling,
 	})
 	if o.ln != nil {
 		logger.Info("admin server listening", "address", o.ln.Addr().String(),

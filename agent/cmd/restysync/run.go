@@ -139,6 +139,7 @@ type runConfig struct {
 	fullPush              bool
 	metricsAddress        string
 	probesAddress         string
+	profiling             bool
 	targets               model.Targets
 	dns                   fqdn.Options
 	kube                  kubeConfig
@@ -258,6 +259,7 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 			return rc, err
 		}
 	}
+	rc.profiling = c.Bool("profiling")
 	if rc.targets, err = parseTargets(c, rc); err != nil {
 		return rc, err
 	}
@@ -463,6 +465,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	obs.profiling = rc.profiling
 	rc.targets.PodPorts = append(rc.targets.PodPorts, obs.ports()...)
 	obs.ingressNginx = rc.ingressNginx
 
