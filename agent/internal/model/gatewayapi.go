@@ -36,6 +36,10 @@ type Listener struct {
 	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
 	// backends (grpcroute.go says why a front is one or the other).
 	GRPC bool `json:"grpc,omitempty"`
+	// ClientTLS: an HTTPS front checks client certificates with these
+	// (the Gateway's spec.tls.frontend for the port; CAFile, Verify "on"
+	// or "optional_no_ca" and Depth only); nil: it asks for none.
+	ClientTLS *ClientTLS `json:"client_tls,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.
@@ -176,6 +180,10 @@ type GatewayAPIStatus struct {
 	Classes  []GatewayClassStatus `json:"classes,omitempty"`
 	Gateways []GatewayStatus      `json:"gateways,omitempty"`
 	Routes   []RouteStatus        `json:"routes,omitempty"`
+	// ListenerSets are those whose parentRef names one of our Gateways,
+	// each as a Gateway's status without addresses and
+	// attachedListenerSets.
+	ListenerSets []GatewayStatus `json:"listener_sets,omitempty"`
 }
 
 // Condition is one status condition as the spec names it.
@@ -194,7 +202,7 @@ type GatewayClassStatus struct {
 	SupportedFeatures []string    `json:"supported_features,omitempty"`
 }
 
-// GatewayStatus is one of our Gateways' status.
+// GatewayStatus is one of our Gateways' status, or a ListenerSet's.
 type GatewayStatus struct {
 	Namespace  string           `json:"namespace"`
 	Name       string           `json:"name"`
@@ -202,6 +210,9 @@ type GatewayStatus struct {
 	Addresses  []string         `json:"addresses,omitempty"` // IP addresses
 	Conditions []Condition      `json:"conditions"`
 	Listeners  []ListenerStatus `json:"listeners,omitempty"`
+	// AttachedListenerSets counts the accepted ListenerSets of a Gateway
+	// whose spec.allowedListeners is set (nil otherwise).
+	AttachedListenerSets *int32 `json:"attached_listener_sets,omitempty"`
 }
 
 // ListenerStatus is one listener's status within its Gateway's.
@@ -224,7 +235,9 @@ type RouteStatus struct {
 
 // RouteParentStatus is a route's status for one parentRef.
 type RouteParentStatus struct {
-	// The parentRef as written (Namespace filled in from the route's).
+	// The parentRef as written (Namespace filled in from the route's);
+	// Kind is "ListenerSet" for one, "" for a Gateway.
+	Kind        string      `json:"kind,omitempty"`
 	Namespace   string      `json:"namespace"`
 	Name        string      `json:"name"`
 	SectionName string      `json:"section_name,omitempty"`

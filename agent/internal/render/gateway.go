@@ -30,6 +30,41 @@ type gatewayServerView struct {
 	// to clients, on a plaintext port too (h2c with prior knowledge; before
 	// nginx 1.25.1 nothing else there), and grpc_pass to the backends.
 	GRPC bool
+	// ClientTLS: the server asks for client certificates and checks them
+	// against the CA file (model.Listener.ClientTLS); nil: it does not.
+	ClientTLS *gatewayClientTLSView
+}
+
+// gatewayClientTLSView is how a Gateway server checks client
+// certificates. Verify "on" refuses a request without a valid one by
+// closing the connection (error_page 495 496 to a location that returns
+// 444): the spec's AllowValidOnly accepts no connection from such a
+// client, where nginx would answer 400. "optional_no_ca" asks for one and
+// lets every client through (AllowInsecureFallback).
+type gatewayClientTLSView struct {
+	CAFile string
+	Verify string
+	Depth  int
+}
+
+// gatewayClientTLS checks a listener's client certificate settings.
+func gatewayClientTLS(l model.Listener) (*gatewayClientTLSView, error) {
+	c := l.ClientTLS
+	if c == nil {
+		return nil, nil
+	}
+	switch {
+	case !l.HTTPS:
+		return nil, fmt.Errorf("Gateway listener %s: client certificates on a plaintext port", l.Front)
+	case c.Verify != "on" && c.Verify != "optional_no_ca", c.Depth < 1 || c.Depth > 100:
+		return nil, fmt.Errorf("Gateway listener %s: client certificate settings %+v", l.Front, *c)
+	case c.CAFile == "", c.CRLFile != "", c.ErrorPage != "":
+		return nil, fmt.Errorf("Gateway listener %s: client certificates need a CA file and take no CRL or error page", l.Front)
+	}
+	if _, err := Quote(c.CAFile); err != nil {
+		return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
+	}
+	return &gatewayClientTLSView{CAFile: c.CAFile, Verify: c.Verify, Depth: c.Depth}, nil
 }
 
 // gatewayServers returns the server blocks of m's listeners, in the
@@ -77,7 +112,11 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC})
+		clientTLS, err := gatewayClientTLS(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS})
 	}
 	return out, nil
 }

@@ -128,3 +128,71 @@ func TestRenderGatewayGRPCListener(t *testing.T) {
 		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
 	}
 }
+
+// TestRenderGatewayClientTLS: a front that checks client certificates
+// (model.Listener.ClientTLS) names its CA in its own server; "on" closes
+// the connection of a client without a valid one (444), the fallback
+// asks without requiring and serves a certificate that fails the check
+// from a location of its own; a change is a Gateway listener reload, and
+// settings the template cannot hold safely are refused.
+func TestRenderGatewayClientTLS(t *testing.T) {
+	m := gatewayGoldenModel()
+	from, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverOf := func(conf, listen string) string {
+		server := conf[strings.Index(conf, listen):]
+		return server[:strings.Index(server, "\n    }\n")]
+	}
+	for _, verify := range []string{"on", "optional_no_ca"} {
+		m.Listeners[1].ClientTLS = &model.ClientTLS{CAFile: "auth/infra_gateway-ca.0123456789ab.ca.crt", Verify: verify, Depth: 5}
+		to, err := Render(m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := string(to.Bytes)
+		server := serverOf(conf, `listen "127.29.50.1:8443" ssl`)
+		for _, want := range []string{`ssl_client_certificate "auth/infra_gateway-ca.0123456789ab.ca.crt";`, "ssl_verify_client " + verify + ";", "ssl_verify_depth 5;"} {
+			if !strings.Contains(server, want) {
+				t.Errorf("%s: the server lacks %q:\n%s", verify, want, server)
+			}
+		}
+		refused := strings.Contains(server, "error_page 495 496 = @restysync_client_certificate_refused;") &&
+			strings.Contains(server, "location @restysync_client_certificate_refused {\n            return 444;")
+		if refused != (verify == "on") {
+			t.Errorf("%s: closes the connection of a refused certificate: %v\n%s", verify, refused, server)
+		}
+		fallback := strings.Contains(server, "error_page 495 = @restysync_client_certificate_fallback;") &&
+			strings.Contains(server, "location @restysync_client_certificate_fallback {\n            set $restysync_front \"127.29.50.1:8443\";")
+		if fallback != (verify == "optional_no_ca") {
+			t.Errorf("%s: serves a certificate that fails the check: %v\n%s", verify, fallback, server)
+		}
+		if strings.Count(conf, "ssl_verify_client") != 1 {
+			t.Errorf("%s: another server checks client certificates too", verify)
+		}
+		if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
+			t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		l    model.Listener
+		want string
+	}{
+		{"plaintext", model.Listener{Address: "127.0.50.1", Port: 80, Front: "127.0.50.1:80", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "on", Depth: 1}}, "plaintext port"},
+		{"verify off", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "off; evil", Depth: 1}}, "client certificate settings"},
+		{"optional", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "optional", Depth: 1}}, "client certificate settings"},
+		{"depth", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "on", Depth: 101}}, "client certificate settings"},
+		{"no CA", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{Verify: "on", Depth: 1}}, "need a CA file"},
+		{"CRL", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", CRLFile: "auth/x.crl", Verify: "on", Depth: 1}}, "no CRL"},
+		{"CA file with a newline", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x\";\nssl_verify_client off;", Verify: "on", Depth: 1}}, "127.0.50.1:443"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(model.Model{Listeners: []model.Listener{tc.l}}, goldenSettings)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error holding %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -94,6 +94,8 @@ func manifests(t *testing.T, dir string, files ...string) []any {
 				o = &gatewayv1.HTTPRoute{}
 			case "ReferenceGrant":
 				o = &gatewayv1.ReferenceGrant{}
+			case "ListenerSet":
+				o = &gatewayv1.ListenerSet{}
 			case "GatewayClass":
 				o = &gatewayv1.GatewayClass{}
 			case "Service":
@@ -223,6 +225,8 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 			s.HTTPRoutes = append(s.HTTPRoutes, o)
 		case *gatewayv1.ReferenceGrant:
 			s.ReferenceGrants = append(s.ReferenceGrants, o)
+		case *gatewayv1.ListenerSet:
+			s.ListenerSets = append(s.ListenerSets, o)
 		case *gatewayv1.GatewayClass:
 			s.GatewayClasses = append(s.GatewayClasses, o)
 		case *corev1.Namespace:
@@ -493,13 +497,20 @@ func TestGatewayJoinConformance(t *testing.T) {
 			if tt.weights != nil {
 				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
-			_, again := j.sync(t, j.snapshot(t, tt.files...))
-			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				status, err := j.nginx.Lua.Status(context.Background())
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
-					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
-			}
+			j.wantNothingAgain(t, j.snapshot(t, tt.files...))
 		})
+	}
+}
+
+// wantNothingAgain applies s, the Snapshot just applied, again: it must
+// push nothing and not reload.
+func (j *joinPlane) wantNothingAgain(t *testing.T, s model.Snapshot) {
+	t.Helper()
+	_, again := j.sync(t, s)
+	if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
+		status, err := j.nginx.Lua.Status(context.Background())
+		t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+			again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
 	}
 }
 

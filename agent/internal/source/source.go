@@ -32,6 +32,7 @@ const (
 	KindGateway        Kind = "Gateway"
 	KindHTTPRoute      Kind = "HTTPRoute"
 	KindGRPCRoute      Kind = "GRPCRoute"
+	KindListenerSet    Kind = "ListenerSet"
 	KindReferenceGrant Kind = "ReferenceGrant"
 	KindNamespace      Kind = "Namespace"
 	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).

@@ -1,8 +1,9 @@
 package kube
 
-// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute and
-// ReferenceGrant of gateway.networking.k8s.io/v1, and the Namespaces whose
-// labels allowedRoutes selectors match.
+// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
+// ReferenceGrant and ListenerSet of gateway.networking.k8s.io/v1, and the
+// Namespaces whose labels allowedRoutes and allowedListeners selectors
+// match.
 //
 // Most clusters do not have the Gateway API's CRDs installed, and a list of
 // a resource the API server does not serve fails for ever: an informer of it
@@ -23,6 +24,12 @@ package kube
 // the agent) and sigs.k8s.io/gateway-api's generated listers, rather than
 // that module's informer factory, so that they list and watch through the
 // same reconnector as the other kinds (reconnect.go).
+//
+// A kind of optionalGatewayResources (ListenerSet, new in the standard
+// channel of v1.5) is read only when discovery serves it at the moment the
+// caches are made, and its absence never keeps the other kinds from being
+// read: a cluster whose CRDs are of an older release still has its
+// Gateways and routes served. Installing it later takes a restart.
 
 import (
 	"context"
@@ -52,6 +59,9 @@ import (
 // the source reads: without any one of them the Gateway API is not read.
 var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}
 
+// optionalGatewayResources are read when served, each on its own.
+var optionalGatewayResources = []string{"listenersets"}
+
 // Variables for the tests.
 var (
 	// gatewayAPICheckInterval is how often discovery is asked again while
@@ -72,14 +82,17 @@ type gatewayCaches struct {
 	routes     gatewaylisters.HTTPRouteLister
 	grpcRoutes gatewaylisters.GRPCRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
-	namespaces corelisters.NamespaceLister
+	// listenerSets is nil when the API server does not serve them.
+	listenerSets gatewaylisters.ListenerSetLister
+	namespaces   corelisters.NamespaceLister
 }
 
-// newGatewayCaches creates the informers. With Options.Namespace, Gateways,
-// HTTPRoutes and ReferenceGrants are read in that namespace only, and the
-// only Namespace whose labels can matter is that one, so it alone is
-// watched (by name); GatewayClasses are cluster-scoped.
-func (s *Source) newGatewayCaches() *gatewayCaches {
+// newGatewayCaches creates the informers, those of optionalGatewayResources
+// only for the ones in optional (served). With Options.Namespace, Gateways,
+// routes, ReferenceGrants and ListenerSets are read in that namespace only,
+// and the only Namespace whose labels can matter is that one, so it alone
+// is watched (by name); GatewayClasses are cluster-scoped.
+func (s *Source) newGatewayCaches(optional []string) *gatewayCaches {
 	resync := s.opts.ResyncPeriod
 	ns := s.opts.Namespace
 	c, r := s.client, s.reconnector
@@ -94,7 +107,7 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 		onlyOne = func(o *metav1.ListOptions) { o.FieldSelector = byName }
 	}
 	namespaces := kubeclient.NewInformer(c, reconnecting(c.Namespaces(), r), &corev1.Namespace{}, resync, onlyOne)
-	return &gatewayCaches{
+	caches := &gatewayCaches{
 		informers: []namedInformer{
 			{kind: source.KindGatewayClass, informer: classes},
 			{kind: source.KindGateway, informer: gateways},
@@ -110,6 +123,15 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 		grants:     gatewaylisters.NewReferenceGrantLister(grants.GetIndexer()),
 		namespaces: corelisters.NewNamespaceLister(namespaces.GetIndexer()),
 	}
+	if slices.Contains(optional, "listenersets") {
+		sets := kubeclient.NewInformer(c, reconnecting(c.ListenerSets(ns), r), &gatewayv1.ListenerSet{}, resync, nil)
+		caches.informers = append(caches.informers, namedInformer{kind: source.KindListenerSet, informer: sets})
+		caches.listenerSets = gatewaylisters.NewListenerSetLister(sets.GetIndexer())
+	} else {
+		s.logger.Info("the API server does not serve " + kubeclient.GatewayGroupVersion + " listenersets: ListenerSets are not read; " +
+			"install the standard channel of " + gatewayAPIRelease + " and restart the agent to read them")
+	}
+	return caches
 }
 
 // stripNamespace is strip for Namespaces, of which only the name and the
@@ -131,6 +153,9 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
+	if g.listenerSets != nil {
+		snap.ListenerSets, _ = g.listenerSets.List(everything)
+	}
 }
 
 // GatewayClass returns the cached GatewayClass name, or nil (also while
@@ -160,6 +185,17 @@ func (s *Source) GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute {
 	})
 }
 
+// ListenerSet returns the cached ListenerSet namespace/name, or nil (also
+// when ListenerSets are not read), as GatewayClass.
+func (s *Source) ListenerSet(namespace, name string) *gatewayv1.ListenerSet {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.ListenerSet, error) {
+		if g.listenerSets == nil {
+			return nil, nil
+		}
+		return g.listenerSets.ListenerSets(namespace).Get(name)
+	})
+}
+
 // cachedGatewayObject returns what get finds in the Gateway API's caches,
 // nil without them or when it finds nothing.
 func cachedGatewayObject[T any](s *Source, get func(*gatewayCaches) (T, error)) T {
@@ -176,33 +212,39 @@ func cachedGatewayObject[T any](s *Source, get func(*gatewayCaches) (T, error)) 
 }
 
 // gatewayServed asks discovery whether the API server serves every one of
-// gatewayResources. It returns the missing ones, and an error when the
-// API server did not answer (not when the group is not served: then all
-// are missing).
-func (s *Source) gatewayServed(ctx context.Context) (missing []string, err error) {
+// gatewayResources. It returns the missing ones, those of
+// optionalGatewayResources it serves, and an error when the API server did
+// not answer (not when the group is not served: then all are missing).
+func (s *Source) gatewayServed(ctx context.Context) (missing, optional []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	served, err := s.client.ServedResources(ctx, kubeclient.GatewayGroupVersion)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, r := range gatewayResources {
 		if !slices.Contains(served, r) {
 			missing = append(missing, r)
 		}
 	}
-	return missing, nil
+	for _, r := range optionalGatewayResources {
+		if slices.Contains(served, r) {
+			optional = append(optional, r)
+		}
+	}
+	return missing, optional, nil
 }
 
 // firstGatewayCheck asks discovery until the API server answers (or ctx
 // ends, or a check is left to the loop), and says whether the Gateway API
-// is served. When it is not it says so once, at info.
-func (s *Source) firstGatewayCheck(ctx context.Context) bool {
-	var missing []string
+// is served, and which of optionalGatewayResources. When it is not it says
+// so once, at info.
+func (s *Source) firstGatewayCheck(ctx context.Context) (bool, []string) {
+	var missing, optional []string
 	warned := false
 	err := wait.PollUntilContextCancel(ctx, discoveryRetry, true, func(ctx context.Context) (bool, error) {
 		var err error
-		missing, err = s.gatewayServed(ctx)
+		missing, optional, err = s.gatewayServed(ctx)
 		if err != nil && !warned {
 			s.logger.Warn("asking the API server whether it serves the Gateway API; asking again", "error", err, "every", discoveryRetry)
 			warned = true
@@ -210,12 +252,12 @@ func (s *Source) firstGatewayCheck(ctx context.Context) bool {
 		return err == nil, nil
 	})
 	if err != nil {
-		return false // ctx ended
+		return false, nil // ctx ended
 	}
 	if len(missing) > 0 {
 		s.logNotServed(missing)
 	}
-	return len(missing) == 0
+	return len(missing) == 0, optional
 }
 
 func (s *Source) logNotServed(missing []string) {
@@ -236,14 +278,17 @@ const gatewayAPIRelease = "v1.6.3"
 // their first listing makes them part of the snapshot and reports a
 // change. It returns when ctx ends and the informers have stopped.
 func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change)) {
+	var optional []string
 	err := wait.PollUntilContextCancel(ctx, gatewayAPICheckInterval, false, func(ctx context.Context) (bool, error) {
-		missing, err := s.gatewayServed(ctx)
+		var missing []string
+		var err error
+		missing, optional, err = s.gatewayServed(ctx)
 		return err == nil && len(missing) == 0, nil
 	})
 	if err != nil {
 		return // ctx ended
 	}
-	caches := s.newGatewayCaches()
+	caches := s.newGatewayCaches(optional)
 	synced, err := s.register(caches.informers, changed)
 	if err != nil {
 		s.logger.Error("starting the Gateway API's informers", "error", err)
@@ -262,38 +307,90 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	changed(source.Change{Kind: source.KindGatewayClass})
 }
 
-// gatewaySecretRefs returns the Secrets the listeners of snap's Gateways
-// name in certificateRefs: those of Gateways of our GatewayClasses, or of
-// every Gateway with everyGateway. Whether a ReferenceGrant lets a
-// listener use a Secret of another namespace is the model's to say; the
-// Secret is read either way, by name, as an Ingress's are.
-func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool) []types.NamespacedName {
+// gatewayRefs returns the Secrets and ConfigMaps the Gateways of snap
+// name, and the ListenerSets whose parent is one of them: a listener's
+// certificateRefs (Secrets) and the CA certificates of a Gateway's
+// spec.tls.frontend client certificate validation (ConfigMaps and
+// Secrets); those of Gateways of our GatewayClasses, or of every Gateway
+// with everyGateway. Whether a ReferenceGrant lets a Gateway use an object
+// of another namespace is the model's to say; the object is read either
+// way, by name, as an Ingress's are.
+func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (secrets, configMaps []types.NamespacedName) {
 	ours := map[string]bool{}
 	for _, class := range snap.GatewayClasses {
 		if string(class.Spec.ControllerName) == controller {
 			ours[class.Name] = true
 		}
 	}
-	var refs []types.NamespacedName
+	ref := func(namespace string, refNamespace *gatewayv1.Namespace, name gatewayv1.ObjectName) types.NamespacedName {
+		if refNamespace != nil && *refNamespace != "" {
+			namespace = string(*refNamespace)
+		}
+		return types.NamespacedName{Namespace: namespace, Name: string(name)}
+	}
+	addCertificates := func(namespace string, tls *gatewayv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, r := range tls.CertificateRefs {
+			if (r.Group != nil && *r.Group != "") || (r.Kind != nil && *r.Kind != "Secret") {
+				continue // not a Secret: the model says so
+			}
+			secrets = append(secrets, ref(namespace, r.Namespace, r.Name))
+		}
+	}
+	classOf := map[types.NamespacedName]string{}
 	for _, gw := range snap.Gateways {
+		classOf[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = string(gw.Spec.GatewayClassName)
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue // not a Secret: the model says so
+			addCertificates(gw.Namespace, l.TLS)
+		}
+		for _, v := range frontendValidations(gw) {
+			for _, r := range v.CACertificateRefs {
+				switch {
+				case r.Group != "":
+				case r.Kind == "ConfigMap":
+					configMaps = append(configMaps, ref(gw.Namespace, r.Namespace, r.Name))
+				case r.Kind == "Secret":
+					secrets = append(secrets, ref(gw.Namespace, r.Namespace, r.Name))
 				}
-				ns := gw.Namespace
-				if ref.Namespace != nil && *ref.Namespace != "" {
-					ns = string(*ref.Namespace)
-				}
-				refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
 			}
 		}
 	}
-	return refs
+	// A ListenerSet's listeners, when its parent is one of those Gateways.
+	for _, set := range snap.ListenerSets {
+		parent := types.NamespacedName{Namespace: set.Namespace, Name: string(set.Spec.ParentRef.Name)}
+		if set.Spec.ParentRef.Namespace != nil && *set.Spec.ParentRef.Namespace != "" {
+			parent.Namespace = string(*set.Spec.ParentRef.Namespace)
+		}
+		class, ok := classOf[parent]
+		if !ok || !everyGateway && !ours[class] {
+			continue
+		}
+		for _, l := range set.Spec.Listeners {
+			addCertificates(set.Namespace, l.TLS)
+		}
+	}
+	return secrets, configMaps
+}
+
+// frontendValidations are the client certificate validations of gw's
+// spec.tls.frontend, default and per port.
+func frontendValidations(gw *gatewayv1.Gateway) []*gatewayv1.FrontendTLSValidation {
+	if gw.Spec.TLS == nil || gw.Spec.TLS.Frontend == nil {
+		return nil
+	}
+	var out []*gatewayv1.FrontendTLSValidation
+	if v := gw.Spec.TLS.Frontend.Default.Validation; v != nil {
+		out = append(out, v)
+	}
+	for _, pp := range gw.Spec.TLS.Frontend.PerPort {
+		if pp.TLS.Validation != nil {
+			out = append(out, pp.TLS.Validation)
+		}
+	}
+	return out
 }

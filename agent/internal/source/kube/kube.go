@@ -207,8 +207,8 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
 	informers := s.informers
-	if s.firstGatewayCheck(ctx) {
-		caches := s.newGatewayCaches()
+	if served, optional := s.firstGatewayCheck(ctx); served {
+		caches := s.newGatewayCaches(optional)
 		gatewaySynced, err := s.register(caches.informers, changed)
 		if err != nil {
 			close(s.done)
@@ -472,8 +472,8 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 }
 
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
-// snap name by annotation, and the Secrets the listeners of its Gateways
-// name, each once.
+// snap name by annotation, and those its Gateways name (gatewayRefs),
+// each once.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
@@ -498,7 +498,9 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 		configMaps = add(configMaps, seenConfigMaps, model.ConfigMapRefs(ing))
 	}
 	controller := cmp.Or(s.opts.GatewayController, model.GatewayControllerName)
-	secrets = add(secrets, seenSecrets, gatewaySecretRefs(snap, controller, s.opts.EveryIngress))
+	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
+	secrets = add(secrets, seenSecrets, gatewaySecrets)
+	configMaps = add(configMaps, seenConfigMaps, gatewayConfigMaps)
 	return secrets, configMaps
 }
 

@@ -166,6 +166,7 @@ func TestRBAC(t *testing.T) {
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
 		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+		"ListenerSets": names(snap.ListenerSets),
 	} {
 		if len(got) == 0 {
 			t.Errorf("%s: none read with the ServiceAccount", kind)
@@ -281,6 +282,7 @@ func TestRBAC(t *testing.T) {
 		{Kind: "GatewayClass", Name: "restysync", Reason: "spec.parametersRef: not supported (InvalidParameters)"},
 		{Kind: "Gateway", Namespace: "web", Name: "gw", Reason: "spec.addresses[0]: UnsupportedAddress"},
 		{Kind: "HTTPRoute", Namespace: "web", Name: "app", Reason: "spec.rules[0].backendRefs[0]: BackendNotFound"},
+		{Kind: "ListenerSet", Namespace: "web", Name: "extra", Reason: "spec.listeners[0]: HostnameConflict"},
 	})
 	eventually(t, "an Event on each Gateway API kind, with its UID", func() bool {
 		kinds := map[string]bool{}
@@ -295,7 +297,7 @@ func TestRBAC(t *testing.T) {
 				}
 			}
 		}
-		return len(kinds) == 3
+		return len(kinds) == 4
 	})
 
 	// What the file does not grant.
@@ -411,6 +413,7 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
 	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
 	calls := snap.GRPCRoutes[0]
+	extra := snap.ListenerSets[0]
 	return model.GatewayAPIStatus{
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
 		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,
@@ -419,11 +422,13 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
 			{Kind: "GRPCRoute", Namespace: "web", Name: calls.Name, Generation: calls.Generation,
 				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
+		ListenerSets: []model.GatewayStatus{{Namespace: "web", Name: extra.Name, Generation: extra.Generation, Conditions: programmed,
+			Listeners: []model.ListenerStatus{{Name: "extra", SupportedKinds: []string{"HTTPRoute"}, Conditions: programmed}}}},
 	}
 }
 
 // gatewayStatusWritten reports whether the status of gatewayStatusOf's
-// four objects is on them.
+// five objects is on them.
 func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -443,8 +448,13 @@ func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	extra, err := admin.GatewayV1().ListenerSets("web").Get(ctx, "extra", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == model.GatewayControllerName }
-	return meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
+	return meta.IsStatusConditionTrue(extra.Status.Conditions, "Programmed") && len(extra.Status.Listeners) == 1 &&
+		meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
 		meta.IsStatusConditionTrue(gateway.Status.Conditions, "Programmed") && len(gateway.Status.Listeners) == 1 &&
 		slices.ContainsFunc(route.Status.Parents, ours) && slices.ContainsFunc(calls.Status.Parents, ours)
 }
