@@ -54,6 +54,7 @@ local MODULES = {
     "restysync.health",
     "restysync.loop",
     "restysync.policy",
+    "restysync.requests",
     "restysync.router",
     "restysync.routes",
     "restysync.state",

@@ -74,7 +74,15 @@ local function balance(loc, name, log_backend)
     if log_backend then
         ngx_var.restysync_backend = name
     end
-    return access_backend(name)
+    return access_backend(name, loc.metric)
+end
+
+-- keep_metric hands the location's request metric labels to the log
+-- phase (restysync.requests) for a request the router answers itself.
+local function keep_metric(loc)
+    if loc.metric then
+        ngx.ctx.restysync_metric = loc.metric
+    end
 end
 
 -- route is the access handler of the default server's "location /", which
@@ -135,9 +143,11 @@ function _M.route(redirect_port, log_backend, in_body_location)
     if loc.loop_guard then
         -- The location sends auth or mirror requests to a tenant's URL: a
         -- request that came from such a request of this nginx gets a 508.
+        keep_metric(loc)
         loop.refuse(host)
     end
     if loc.redirect_host then
+        keep_metric(loc)
         -- from-to-www-redirect: the other name of a host goes to the host,
         -- with the scheme and the port the client used.
         local port = string_match(ngx_var.http_host or "", "(:%d+)$") or ""
@@ -145,6 +155,7 @@ function _M.route(redirect_port, log_backend, in_body_location)
             .. redirect_uri(true), HTTP_PERMANENT_REDIRECT)
     end
     if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
+        keep_metric(loc)
         return ngx_redirect("https://" .. host .. (redirect_port or "")
             .. redirect_uri(not loc.preserve_trailing_slash), HTTP_PERMANENT_REDIRECT)
     end
@@ -154,6 +165,7 @@ function _M.route(redirect_port, log_backend, in_body_location)
         local length = tonumber(ngx_var.http_content_length)
         if length then
             if length > loc.max_body then
+                keep_metric(loc)
                 return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
             end
         elseif not profile and not in_body_location
@@ -177,6 +189,10 @@ function _M.route(redirect_port, log_backend, in_body_location)
         end
         if loc.auth_file then
             ngx_var.restysync_auth_file = loc.auth_file
+        end
+        if loc.metric then
+            -- ngx.ctx does not survive the jump.
+            ngx_var.restysync_metric = loc.metric
         end
         return ngx_exec(profile)
     end

@@ -113,6 +113,9 @@ type Settings struct {
 	// X-Accel-* headers. Either way an internal location answers 404 to a
 	// request it was not made for.
 	AllowXAccelRedirect bool
+	// RequestMetrics turns the request metrics per Ingress on
+	// (requestmetrics.go); nil leaves them off, and nginx records nothing.
+	RequestMetrics *RequestMetrics
 }
 
 // ignoredHeaders are the headers of upstream answers nginx ignores
@@ -188,6 +191,8 @@ var confTemplate = template.Must(template.New("nginx.conf").
 type confView struct {
 	SharedDir   string
 	LoadModules []string
+	// RequestMetrics, when not nil, has nginx record the request metrics.
+	RequestMetrics *requestMetricsView
 	// HTTP2Directive turns HTTP/2 on with "http2 on;" in each HTTPS
 	// server, rather than with listen's "http2" (Nginx.HTTP2Directive).
 	HTTP2Directive  bool
@@ -396,6 +401,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		h = *s.HTTP
 	}
 	view.HTTP = newHTTPView(h)
+	if view.RequestMetrics, err = newRequestMetricsView(s.RequestMetrics); err != nil {
+		return confView{}, err
+	}
 	if view.Access, err = newAccessHTTPView(m); err != nil {
 		return confView{}, err
 	}

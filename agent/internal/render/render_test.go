@@ -519,7 +519,12 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".Number": true,
 		// a Gateway retry location's codes, ints render checked (gateway.go),
 		// and the Gateway server a retry location is in (a variable: prints nothing)
-		".Next": true, "$server := .": true}
+		".Next": true, "$server := .": true,
+		// the request metrics (requestmetrics.go): a constant size, bounds
+		// CheckBuckets checked and strconv printed, a bool; the access
+		// log's checked escape token (http.go)
+		".DictSize": true, ".Time": true, ".Length": true, ".Size": true, ".UndefinedHost": true,
+		".HTTP.LogEscape": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
