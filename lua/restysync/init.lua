@@ -136,6 +136,17 @@ function _M.has_retry_location(name)
     return retry_locations[name] == true
 end
 
+-- profile_locations are the profiles (named locations) this nginx.conf
+-- has.
+local profile_locations = {}
+
+-- has_profile says whether this nginx.conf has the profile name. A worker
+-- of the config before a reload, still finishing its connections, can
+-- meet a route pushed for the new config, whose profile it lacks.
+function _M.has_profile(name)
+    return profile_locations[name] == true
+end
+
 -- init is called from init_by_lua_block with the hash of the nginx.conf,
 -- the names of its profiles (the named locations routes jump to) and of
 -- its Gateway retry locations.
@@ -152,6 +163,10 @@ function _M.init(hash, profiles, retries)
     retry_locations = {}
     for _, name in ipairs(retries or {}) do
         retry_locations[name] = true
+    end
+    profile_locations = {}
+    for _, name in ipairs(profiles or {}) do
+        profile_locations[name] = true
     end
     config_hash = hash
     for i = 1, #MODULES do

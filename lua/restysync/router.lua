@@ -24,6 +24,7 @@ local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
 local serve_rule = gateway.serve
 local has_retry_location = restysync.has_retry_location
+local has_profile = restysync.has_profile
 local mirror_backends = gateway.mirror_backends
 local lookup_front = routes.lookup_front
 local match_ordered = routes.match_ordered
@@ -40,6 +41,7 @@ local HTTP_NOT_FOUND = 404
 local HTTP_MISDIRECTED_REQUEST = 421
 local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_INTERNAL_SERVER_ERROR = 500
+local HTTP_CLOSE = 444 -- nginx closes the connection, no answer
 
 -- MIRROR_LOCATIONS[n] is the named location of a Gateway server that
 -- sends n copies of the request (render/gateway.go writes them, up to
@@ -180,6 +182,13 @@ function _M.route(redirect_port, log_backend, in_body_location)
         end
     end
     if profile then
+        if not has_profile(profile) then
+            -- A worker of the config before the reload that brought the
+            -- profile, still finishing its keep-alive connections: it
+            -- closes this one unanswered, and the client's retry on a new
+            -- connection reaches a worker that has the profile.
+            return ngx_exit(HTTP_CLOSE)
+        end
         -- The profile answers 404 unless this names it: a backend's
         -- X-Accel-Redirect cannot enter another route's profile.
         ngx_var.restysync_profile = profile
