@@ -99,6 +99,7 @@ const (
 	reasonRefNotPermitted       = "RefNotPermitted"
 	reasonHostnameConflict      = "HostnameConflict"
 	reasonProtocolConflict      = "ProtocolConflict"
+	reasonPortUnavailable       = "PortUnavailable"
 )
 
 // maxListeners bounds a Gateway's listeners, as the CRD does.
@@ -583,6 +584,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
+	}
+	for _, a := range g.addresses {
+		if msg := p.source.IngressPorts.heldBy(l, a, p.source.SSLPassthrough); msg != "" {
+			return notAccepted(reasonPortUnavailable, msg)
+		}
 	}
 	if spec.Hostname != nil && *spec.Hostname != "" {
 		if reason := validHost(string(*spec.Hostname)); reason != "" {

@@ -1,0 +1,80 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Hostile-tenant review of issue 30's Gateway API parts: each test is an
+// attack a tenant that may only create objects in its own namespace can
+// try, and what it costs (a Problem naming its object, nothing else).
+
+// A Gateway or ListenerSet listener on a port nginx's own servers hold on
+// its address is not accepted (PortUnavailable), named in a Problem; the
+// Gateway's other listeners keep serving. Render would refuse it and, with
+// it, every tenant's configuration.
+func TestGatewayListenerOnNginxPorts(t *testing.T) {
+	passthrough := gatewayv1.TLSModePassthrough
+	tlsOn := func(port int32) gatewayv1.Listener { return tlsListener("bad", port, "", passthrough) }
+	every := IngressPorts{HTTP: 80, HTTPS: 443, Status: 10246}
+	own := IngressPorts{Address: gwPool[0], HTTP: 80, HTTPS: 443}
+	other := IngressPorts{Address: "127.0.0.1", HTTP: 80, HTTPS: 443}
+	for _, tc := range []struct {
+		name        string
+		bad         gatewayv1.Listener
+		ports       IngressPorts
+		passthrough bool
+		refused     bool
+	}{
+		{"TLS on the HTTP port of every address", tlsOn(80), every, false, true},
+		{"TLS on the HTTPS port of every address", tlsOn(443), every, false, true},
+		{"TLS on the status port", tlsOn(10246), every, false, true},
+		{"TLS on the HTTPS port of another address", tlsOn(443), other, false, false},
+		{"HTTP on the Ingress servers' own address and port", httpListener("bad", 80, ""), own, false, true},
+		{"HTTP beside the Ingress servers on every address", httpListener("bad", 80, ""), every, false, false},
+		{"HTTP on the ssl-passthrough port", httpListener("bad", 443, ""), every, true, true},
+		{"HTTP on the ssl-passthrough port of another address", httpListener("bad", 443, ""), other, true, false},
+		{"no ports known", tlsOn(443), IngressPorts{}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := newGateway("default", "gw", tc.bad, httpListener("good", 8080, ""))
+			s := gwSnapshot(gw)
+			s.IngressPorts, s.SSLPassthrough = tc.ports, tc.passthrough
+			m, problems := Build(s)
+			g := gatewayStatusOf(t, m, "default", "gw")
+			wantCondition(t, "good", listenerStatusOf(t, g, "good").Conditions, condAccepted, true, reasonAccepted)
+			bad := listenerStatusOf(t, g, "bad")
+			if !tc.refused {
+				wantCondition(t, "bad", bad.Conditions, condAccepted, true, reasonAccepted)
+				return
+			}
+			wantCondition(t, "bad", bad.Conditions, condAccepted, false, reasonPortUnavailable)
+			wantCondition(t, "gateway", g.Conditions, condAccepted, true, reasonListenersNotValid)
+			if len(problems) != 1 || problems[0].Name != "gw" || !strings.Contains(problems[0].Reason, "nginx") {
+				t.Errorf("problems %v, want one naming Gateway gw and nginx's port", problems)
+			}
+			for _, l := range m.Listeners {
+				if l.Port != 8080 {
+					t.Errorf("served listener %s", dump(l))
+				}
+			}
+			if len(m.Stream.Gateways) != 0 {
+				t.Errorf("TLS fronts %s, want none", dump(m.Stream.Gateways))
+			}
+		})
+	}
+
+	// A ListenerSet's listener: the Problem names the ListenerSet.
+	gw := allowingListeners(newGateway("infra", "gw", httpListener("gw", 8080, "")), gatewayv1.NamespacesFromAll, nil)
+	s := gwSnapshot(gw, newListenerSet("tenant", "ls", "infra", "gw", tlsOn(443), httpListener("fine", 8081, "")))
+	s.IngressPorts = every
+	m, problems := Build(s)
+	ls := listenerSetStatusOf(t, m, "tenant", "ls")
+	wantCondition(t, "ls bad", listenerStatusOf(t, ls, "bad").Conditions, condAccepted, false, reasonPortUnavailable)
+	wantCondition(t, "ls fine", listenerStatusOf(t, ls, "fine").Conditions, condAccepted, true, reasonAccepted)
+	if len(problems) != 1 || problems[0].Kind != kindListenerSet || problems[0].Name != "ls" {
+		t.Errorf("problems %v, want one naming ListenerSet tenant/ls", problems)
+	}
+}
