@@ -78,3 +78,53 @@ func TestGatewayListenerOnNginxPorts(t *testing.T) {
 		t.Errorf("problems %v, want one naming ListenerSet tenant/ls", problems)
 	}
 }
+
+// A tenant's newer Gateway that asks for the address an older Gateway of
+// another tenant is served on (spec.addresses) does not take it: the older
+// one keeps its address, and its clients never reach the newer one's
+// listeners; the newer one is AddressNotUsable, named in a Problem.
+func TestGatewayStaticAddressTakesNoOlderGatewaysAddress(t *testing.T) {
+	ip := gatewayv1.IPAddressType
+	victim := newGateway("tenant-a", "gw", httpListener("http", 80, ""))
+	thief := olderBy(newGateway("tenant-b", "gw", httpListener("http", 80, "")), 5)
+	for _, tc := range []struct {
+		name   string
+		served map[string][]string
+		shows  string
+	}{
+		{"served on it by the last build", map[string][]string{"tenant-a/gw": {gwPool[1]}}, ""},
+		{"its status shows it", nil, gwPool[1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			victim.Status.Addresses = statusAddresses(tc.shows)
+			thief.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: &ip, Value: gwPool[1]}}
+			s := gwSnapshot(victim, thief)
+			s.GatewayAddressesServed = tc.served
+			m, problems := Build(s)
+			a := gatewayStatusOf(t, m, "tenant-a", "gw")
+			if len(a.Addresses) != 1 || a.Addresses[0] != gwPool[1] {
+				t.Errorf("tenant-a/gw on %v, want it kept on %s", a.Addresses, gwPool[1])
+			}
+			b := gatewayStatusOf(t, m, "tenant-b", "gw")
+			wantCondition(t, "thief", b.Conditions, condProgrammed, false, reasonAddressNotUsable)
+			if len(problems) != 1 || problems[0].Namespace != "tenant-b" || !strings.Contains(problems[0].Reason, "already used by Gateway tenant-a/gw") {
+				t.Errorf("problems %v, want one naming tenant-b's Gateway", problems)
+			}
+		})
+	}
+
+	// An older Gateway's static address still moves a newer one that the
+	// pool gave it.
+	owner := olderBy(newGateway("tenant-a", "pinned", httpListener("http", 80, "")), -5)
+	owner.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: &ip, Value: gwPool[0]}}
+	newer := newGateway("tenant-b", "pooled", httpListener("http", 80, ""))
+	s := gwSnapshot(owner, newer)
+	s.GatewayAddressesServed = map[string][]string{"tenant-b/pooled": {gwPool[0]}}
+	m, _ := Build(s)
+	if got := gatewayStatusOf(t, m, "tenant-a", "pinned").Addresses; len(got) != 1 || got[0] != gwPool[0] {
+		t.Errorf("the older static Gateway on %v, want %s", got, gwPool[0])
+	}
+	if got := gatewayStatusOf(t, m, "tenant-b", "pooled").Addresses; len(got) != 1 || got[0] == gwPool[0] {
+		t.Errorf("the newer pool Gateway on %v, want another address", got)
+	}
+}
