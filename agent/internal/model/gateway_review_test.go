@@ -128,3 +128,33 @@ func TestGatewayStaticAddressTakesNoOlderGatewaysAddress(t *testing.T) {
 		t.Errorf("the newer pool Gateway on %v, want another address", got)
 	}
 }
+
+// A tenant's TLSRoute that names a host an older TLSRoute of another
+// tenant holds on a shared listener does not get it, and is told so: a
+// Problem names the route and the host (not the other route); the older
+// route keeps the host.
+func TestTLSRouteHostHeldByAnOlderRoute(t *testing.T) {
+	shared := allowFrom(tlsListener("tls", 443, "*.example.com", gatewayv1.TLSModePassthrough), gatewayv1.NamespacesFromAll, nil)
+	gw := newGateway("infra", "gw", shared)
+	owner := newTLSRoute("default", "a", parentList(parentOf("infra", "gw", "")), []string{"a.example.com"}, tlsBackend("", "web", 80))
+	thief := olderBy(newTLSRoute("tenant-b", "b", parentList(parentOf("infra", "gw", "")), []string{"a.example.com", "b.example.com"}, tlsBackend("", "web", 80)), 5)
+	m, problems := Build(gwSnapshot(gw, owner, thief))
+	f := tlsFront(t, m, gatewayStatusOf(t, m, "infra", "gw").Addresses[0], 443)
+	hosts := map[string]string{}
+	for _, h := range f.Hosts {
+		hosts[h.Host] = h.Route
+	}
+	if hosts["a.example.com"] != "default/a" || hosts["b.example.com"] != "tenant-b/b" {
+		t.Errorf("front hosts %s, want a.example.com kept by default/a", dump(f.Hosts))
+	}
+	told := false
+	for _, p := range problems {
+		if p.Kind == kindTLSRoute && p.Namespace == "tenant-b" && p.Name == "b" {
+			told = told || strings.Contains(p.Reason, `"a.example.com"`) && !strings.Contains(p.Reason, "default/a")
+			t.Logf("problem: %s", p.Reason)
+		}
+	}
+	if !told {
+		t.Errorf("problems %v, want one naming tenant-b/b and a.example.com (and not the older route)", problems)
+	}
+}
