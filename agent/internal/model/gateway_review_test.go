@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -156,5 +157,44 @@ func TestTLSRouteHostHeldByAnOlderRoute(t *testing.T) {
 	}
 	if !told {
 		t.Errorf("problems %v, want one naming tenant-b/b and a.example.com (and not the older route)", problems)
+	}
+}
+
+// A RequestMirror or a TLSRoute backend is an endpoint like any other:
+// a tenant's Service whose slice points at the pod itself (loopback, the
+// metadata address, the pod's address, the admin port) mirrors to or
+// passes through to none of them, each a refused Problem on the slice.
+func TestGatewayBackendsIntoThePod(t *testing.T) {
+	evil := endpointSlice("tenant-b", "evil-1", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 10254)),
+		ready("127.0.0.1", "169.254.169.254", "10.244.1.7", "0.0.0.0"))
+	route := newRoute("tenant-b", "r", parentList(parentOf("infra", "gw", "")), nil, mirrorRule("/m", mirrorFilter("", "web", 80)))
+	tlsRoute := newTLSRoute("tenant-b", "t", parentList(parentOf("infra", "gw", "")), []string{"t.example.com"}, tlsBackend("", "web", 80))
+	gw := newGateway("infra", "gw", allowFrom(httpListener("http", 80, ""), gatewayv1.NamespacesFromAll, nil),
+		allowFrom(tlsListener("tls", 443, "", gatewayv1.TLSModePassthrough), gatewayv1.NamespacesFromAll, nil))
+	s := gwSnapshot(gw, webIn("tenant-b"), route, tlsRoute)
+	s.EndpointSlices = append(s.EndpointSlices, evil)
+	s.Targets = podTargets
+	m, problems := Build(s)
+	for _, b := range m.Backends {
+		if b.Name == "tenant-b/web:80" && len(b.Endpoints) != 0 {
+			t.Errorf("mirror backend endpoints %v, want none", b.Endpoints)
+		}
+	}
+	for _, b := range m.Stream.Backends {
+		if len(b.Endpoints) != 0 {
+			t.Errorf("TLS backend %s endpoints %v, want none", b.Name, b.Endpoints)
+		}
+	}
+	refused, leftOut := 0, 0
+	for _, p := range problems {
+		if p.Kind == "EndpointSlice" && p.Name == "evil-1" && strings.Contains(p.Reason, "address left out") {
+			leftOut++
+			if p.Refused {
+				refused++
+			}
+		}
+	}
+	if refused != 3 || leftOut != 4 {
+		t.Errorf("problems %v, want the four addresses of evil-1 left out, three refused as into the pod", problems)
 	}
 }
