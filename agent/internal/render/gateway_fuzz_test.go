@@ -1,0 +1,146 @@
+package render
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
+)
+
+// FuzzGatewayModelRenders: whatever a tenant's Gateway, ListenerSet-like
+// listener, HTTPRoute filters (CORS, header edits, timeouts, retry,
+// mirrors) and TLSRoute hold, and wherever nginx's own servers listen,
+// what the model accepts render accepts. A render error fails every
+// tenant's configuration, so the model must refuse a bad object first
+// and name it (issue 30 point 5; the hostile-tenant review).
+func FuzzGatewayModelRenders(f *testing.F) {
+	certPEM, keyPEM := testcert.New(f, 1, time.Now().Add(24*time.Hour), "a.example.com", "*.example.com")
+	caPEM, _ := testcert.New(f, 2, time.Now().Add(24*time.Hour), "ca.example.com")
+	// protocol, port, listener hostname, route hostname, secret name,
+	// header value, CORS origin, timeout, retry codes, mirror percent,
+	// where nginx listens.
+	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
+	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "", []byte{}, int32(0), uint8(0))      // TLS on nginx's HTTP port
+	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "", []byte{}, int32(0), uint8(4))                    // HTTP on the passthrough port
+	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "", []byte(nil), int32(0), uint8(1)) // Terminate
+	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
+	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
+	f.Add(uint8(2), int32(443), "a.example.com", "a.example.com", string(make([]byte, 253)), "${x}", "*", "99999h", []byte{11, 0x01, 0x93}, int32(100), uint8(5))
+	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, timeout string, codes []byte, mirror int32, where uint8) {
+		settings := goldenSettings
+		settings.StatusPort = 10246
+		switch where % 3 {
+		case 1:
+			settings.ListenAddress = "127.0.0.1"
+		case 2:
+			settings.ListenAddress = "127.29.70.1" // the pool's address
+		}
+		settings.SSLPassthrough = where&4 != 0
+		s := fuzzGatewaySnapshot(protocol, port, listenerHost, routeHost, secretName, headerValue, origin, timeout, codes, mirror)
+		s.SSLPassthrough = settings.SSLPassthrough
+		s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort),
+			HTTPS: int32(settings.HTTPSPort), Status: int32(settings.StatusPort)}
+		s.Secrets = []*corev1.Secret{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: secretName}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM), "ca.crt": []byte(caPEM)}},
+		}
+		m, problems := model.Build(s)
+		again, againProblems := model.Build(s)
+		if !reflect.DeepEqual(m, again) || !reflect.DeepEqual(problems, againProblems) {
+			t.Fatal("two builds of one snapshot differ")
+		}
+		if _, _, err := Build(m, settings); err != nil {
+			t.Fatalf("the model accepted what render refuses, which fails every tenant's configuration: %v", err)
+		}
+	})
+}
+
+// fuzzGatewaySnapshot is one Gateway "gw" in namespace tenant with a
+// listener of the fuzzed protocol, port and hostname (HTTP, HTTPS, TLS
+// Passthrough, TLS Terminate), its client certificates checked against
+// secretName's ca.crt; an HTTPRoute with every issue-30 filter; a TLSRoute.
+func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, timeout string, codes []byte, mirror int32) model.Snapshot {
+	all := gatewayv1.NamespacesFromAll
+	l := gatewayv1.Listener{Name: "l", Port: port, AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
+	if listenerHost != "" {
+		l.Hostname = new(gatewayv1.Hostname(listenerHost))
+	}
+	ref := gatewayv1.SecretObjectReference{Name: gatewayv1.ObjectName(secretName)}
+	switch protocol % 4 {
+	case 0:
+		l.Protocol = gatewayv1.HTTPProtocolType
+	case 1:
+		l.Protocol = gatewayv1.HTTPSProtocolType
+		l.TLS = &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{ref}}
+	case 2:
+		l.Protocol = gatewayv1.TLSProtocolType
+		l.TLS = &gatewayv1.ListenerTLSConfig{Mode: new(gatewayv1.TLSModePassthrough)}
+	case 3:
+		l.Protocol = gatewayv1.TLSProtocolType
+		l.TLS = &gatewayv1.ListenerTLSConfig{Mode: new(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{ref}}
+	}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "gw"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "restysync", Listeners: []gatewayv1.Listener{l}}}
+	if protocol&4 != 0 {
+		gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{Default: gatewayv1.TLSConfig{
+			Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "Secret", Name: gatewayv1.ObjectName(secretName)}}}}}}
+	}
+	parents := []gatewayv1.ParentReference{{Name: "gw"}}
+	servicePort := gatewayv1.PortNumber(80)
+	backend := gatewayv1.BackendObjectReference{Name: "web", Port: &servicePort}
+	// retry: the first byte is the attempts, each two more a code.
+	var retry *gatewayv1.HTTPRouteRetry
+	if len(codes) > 0 {
+		retry = &gatewayv1.HTTPRouteRetry{Attempts: new(int(codes[0]))}
+		for i := 1; i+1 < len(codes) && i < 32; i += 2 {
+			retry.Codes = append(retry.Codes, gatewayv1.HTTPRouteRetryStatusCode(int(codes[i])<<8|int(codes[i+1])))
+		}
+	}
+	rule := gatewayv1.HTTPRouteRule{
+		BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{BackendObjectReference: backend},
+			Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier,
+				RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "X-B", Value: headerValue}}}}}}},
+		Filters: []gatewayv1.HTTPRouteFilter{
+			{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{
+				Add: []gatewayv1.HTTPHeader{{Name: "X-A", Value: headerValue}}}},
+			{Type: gatewayv1.HTTPRouteFilterCORS, CORS: &gatewayv1.HTTPCORSFilter{
+				AllowOrigins: []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(origin)}, MaxAge: 5}},
+		},
+		Retry: retry,
+	}
+	if timeout != "" {
+		d := gatewayv1.Duration(timeout)
+		rule.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d, BackendRequest: &d}
+	}
+	if mirror != 0 {
+		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestMirror,
+			RequestMirror: &gatewayv1.HTTPRequestMirrorFilter{BackendRef: backend, Percent: &mirror}})
+	}
+	route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "r"},
+		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: parents}, Rules: []gatewayv1.HTTPRouteRule{rule}}}
+	tlsRoute := &gatewayv1.TLSRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "t"},
+		Spec: gatewayv1.TLSRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: parents},
+			Rules: []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: backend}}}}}}
+	if routeHost != "" {
+		route.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(routeHost)}
+		tlsRoute.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(routeHost)}
+	}
+	return model.Snapshot{
+		GatewayController: model.GatewayControllerName,
+		GatewayAddresses:  []string{"127.29.70.1"},
+		Targets:           model.Targets{Local: true},
+		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
+		Gateways:   []*gatewayv1.Gateway{gw},
+		HTTPRoutes: []*gatewayv1.HTTPRoute{route},
+		TLSRoutes:  []*gatewayv1.TLSRoute{tlsRoute},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+	}
+}
