@@ -26,8 +26,8 @@ func FuzzGatewayModelRenders(f *testing.F) {
 	// header value, CORS origin, timeout, retry codes, mirror percent,
 	// where nginx listens.
 	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
-	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "", []byte{}, int32(0), uint8(0))      // TLS on nginx's HTTP port
-	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "", []byte{}, int32(0), uint8(4))                    // HTTP on the passthrough port
+	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
+	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
 	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "", []byte(nil), int32(0), uint8(1)) // Terminate
 	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
 	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
@@ -131,16 +131,7 @@ func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, se
 		route.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(routeHost)}
 		tlsRoute.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(routeHost)}
 	}
-	return model.Snapshot{
-		GatewayController: model.GatewayControllerName,
-		GatewayAddresses:  []string{"127.29.70.1"},
-		Targets:           model.Targets{Local: true},
-		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
-		Gateways:   []*gatewayv1.Gateway{gw},
-		HTTPRoutes: []*gatewayv1.HTTPRoute{route},
-		TLSRoutes:  []*gatewayv1.TLSRoute{tlsRoute},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
-	}
+	s := tenantSnapshot(gw)
+	s.HTTPRoutes, s.TLSRoutes = []*gatewayv1.HTTPRoute{route}, []*gatewayv1.TLSRoute{tlsRoute}
+	return s
 }
