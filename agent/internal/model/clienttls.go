@@ -101,7 +101,7 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		return ClientCert{}, nil, key + " is not usable"
 	}
 	namespace, name := secret.Namespace, secret.Name
-	base := authFileBase(namespace, name)
+	base := authFileDir + namespace + "_" + name
 	ca, has := secret.Data["ca.crt"]
 	if !has {
 		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s has no ca.crt%s", namespace, name, closed))

@@ -1,19 +1,11 @@
 package model
 
 import (
-	"maps"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
 // Hostile-tenant review of issue 30's Gateway API parts: each test is an
@@ -204,70 +196,5 @@ func TestGatewayBackendsIntoThePod(t *testing.T) {
 	}
 	if refused != 3 || leftOut != 4 {
 		t.Errorf("problems %v, want the four addresses of evil-1 left out, three refused as into the pod", problems)
-	}
-}
-
-// authFileShape is apply's authFileName: the only shape of name the agent
-// writes under the shared dir (apply/authfiles.go); maxFileName is the
-// longest file name Linux takes (NAME_MAX, 255), less the 15 bytes apply's
-// temporary file adds ("." before, ".tmp" and up to 10 digits after).
-var authFileShape = regexp.MustCompile(`^auth/[a-z0-9-]{1,63}_[a-z0-9.-]{1,253}$`)
-
-const maxFileName = 255 - 15
-
-// A Secret's name may be 253 bytes: every file the model makes of one
-// (htpasswd, client and backend CAs, a TLS listener's certificate and
-// key) still has a name apply writes and Linux takes, one per Secret. A
-// longer one failed every write of the shared dir, and with it every
-// tenant's configuration.
-func TestAuthFileNamesOfLongSecretNames(t *testing.T) {
-	long := func(c string) string { // 253 bytes, a DNS subdomain
-		label := strings.Repeat(c, 63)
-		return label + "." + label + "." + label + "." + strings.Repeat(c, 61)
-	}
-	caPEM, _ := testcert.New(t, 1, time.Now().Add(time.Hour), "ca.test")
-	const p = "nginx.ingress.kubernetes.io/"
-	ing := func(name string, annotations map[string]string) *networkingv1.Ingress {
-		opts := []ingressOption{rule(name+".example.com", prefix("/", "web", 80))}
-		for k, v := range annotations {
-			opts = append(opts, annotation(p+k, v))
-		}
-		return newIngress("default", name, opts...)
-	}
-	s := snapshotOf(
-		ing("basic", map[string]string{"auth-type": "basic", "auth-secret": long("a")}),
-		ing("client", map[string]string{"auth-tls-secret": long("b")}),
-		ing("backend", map[string]string{"proxy-ssl-secret": long("c"), "backend-protocol": "HTTPS"}),
-		ing("basic2", map[string]string{"auth-type": "basic", "auth-secret": long("a")[:250] + "x"}),
-	)
-	s.Secrets = []*corev1.Secret{
-		authSecret(long("a"), map[string]string{"auth": "alice:{PLAIN}secret\n"}),
-		authSecret(long("a")[:250]+"x", map[string]string{"auth": "bob:{PLAIN}secret\n"}),
-		authSecret(long("b"), map[string]string{"ca.crt": caPEM}),
-		authSecret(long("c"), map[string]string{"ca.crt": caPEM}),
-		tlsSecret("default", long("d"), richPair),
-	}
-	gw := gwSnapshot(newGateway("default", "gw", func() gatewayv1.Listener {
-		l := tlsListener("tls", 8443, "", gatewayv1.TLSModeTerminate)
-		l.TLS.CertificateRefs = []gatewayv1.SecretObjectReference{secretRef("", long("d"))}
-		return l
-	}()), newTLSRoute("default", "t", toGW(), []string{"t.example.com"}, tlsBackend("", "web", 80)))
-	s.GatewayController, s.GatewayAddresses, s.GatewayClasses, s.Gateways, s.TLSRoutes = gw.GatewayController, gw.GatewayAddresses, gw.GatewayClasses, gw.Gateways, gw.TLSRoutes
-	m, problems := Build(s)
-	if len(problems) != 0 {
-		t.Errorf("problems %v", problems)
-	}
-	names := map[string]bool{}
-	for _, f := range m.AuthFiles {
-		base := strings.TrimPrefix(f.Name, "auth/")
-		if !authFileShape.MatchString(f.Name) || len(base) > maxFileName {
-			t.Errorf("file %q (%d bytes): apply cannot write it", f.Name, len(base))
-		}
-		names[f.Name] = true
-	}
-	// Two htpasswd files (names alike up to their last bytes), two CAs, a
-	// certificate and a key.
-	if len(m.AuthFiles) != 6 || len(names) != 6 {
-		t.Errorf("%d files, %d names, want 6: %v", len(m.AuthFiles), len(names), slices.Collect(maps.Keys(names)))
 	}
 }

@@ -140,7 +140,7 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 		return
 	}
 	namespace, name := secret.Namespace, secret.Name
-	base := authFileBase(namespace, name)
+	base := authFileDir + namespace + "_" + name
 	if ca, has := secret.Data["ca.crt"]; has {
 		if reason := checkCABundle(ca); reason != "" {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, unusable))
@@ -176,26 +176,6 @@ func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence s
 		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, consequence))
 	}
 	return secret
-}
-
-// maxAuthFileNamePart is how much of a Secret's name a file's name keeps
-// (authFileBase).
-const maxAuthFileNamePart = 100
-
-// authFileBase is the start of the name of the files the model makes of
-// Secret namespace/name under the shared dir: "auth/<namespace>_<name>"
-// (neither has a "_", so no two Secrets share one). A name longer than
-// maxAuthFileNamePart keeps its first bytes and a hash of the whole: a
-// Secret's name may be 253 bytes, and with the content hash and key
-// secretFile adds the file's name must stay one Linux takes (255 bytes)
-// and apply writes, or no file of any tenant would be written. A name
-// that short is never cut, so it never meets a cut one.
-func authFileBase(namespace, name string) string {
-	if len(name) > maxAuthFileNamePart {
-		sum := sha256.Sum256([]byte(name))
-		name = name[:maxAuthFileNamePart] + "-" + hex.EncodeToString(sum[:6])
-	}
-	return authFileDir + namespace + "_" + name
 }
 
 // secretFile records a file nginx reads from a Secret or a ConfigMap (a

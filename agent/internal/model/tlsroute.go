@@ -328,7 +328,7 @@ func (p *gatewayProcessor) terminateFiles(l *listenerState) (string, string) {
 		return "", ""
 	}
 	namespace, name, _ := strings.Cut(l.secret, "/")
-	base := authFileBase(namespace, name)
+	base := "auth/" + namespace + "_" + name
 	file := func(key, content string) string {
 		sum := sha256.Sum256([]byte(content))
 		f := AuthFile{Name: base + "." + hex.EncodeToString(sum[:6]) + "." + key, Content: content}
