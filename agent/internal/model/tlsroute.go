@@ -2,8 +2,6 @@ package model
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -303,10 +301,8 @@ func (p *gatewayProcessor) terminateFiles(l *listenerState) (string, string) {
 		return "", ""
 	}
 	namespace, name, _ := strings.Cut(l.secret, "/")
-	base := "auth/" + namespace + "_" + name
 	file := func(key, content string) string {
-		sum := sha256.Sum256([]byte(content))
-		f := AuthFile{Name: base + "." + hex.EncodeToString(sum[:6]) + "." + key, Content: content}
+		f := AuthFile{Name: hashedFileName(namespace, name, key, []byte(content)), Content: content}
 		if !slices.Contains(p.files, f) {
 			p.files = append(p.files, f)
 		}
