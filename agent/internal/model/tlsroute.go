@@ -249,30 +249,12 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 	case len(allowed) == 0:
 		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway takes TLSRoutes (protocol TLS) from namespace "+r.Namespace)
 	}
-	matched := false
-	for _, l := range allowed {
-		hosts := intersectHostnames(l.hostname, hostnames)
-		if len(hosts) == 0 {
-			continue
-		}
-		matched = true
-		if attached[l] {
-			continue
-		}
-		attached[l] = true
-		l.attached++
-		if !l.programmed() || !g.served() {
-			continue
-		}
+	return attachToListeners(g, allowed, hostnames, attached, func(l *listenerState, hosts []string) {
 		certFile, keyFile := p.terminateFiles(l)
 		for _, a := range g.addresses {
 			p.addTLSHosts(a, l.spec.Port, hosts, TLSHost{Backend: backend, Route: r.Namespace + "/" + r.Name, CertFile: certFile, KeyFile: keyFile})
 		}
-	}
-	if !matched {
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname), "no listener's hostname matches the route's hostnames")
-	}
-	return condition(condAccepted, true, reasonAccepted, "")
+	})
 }
 
 // addTLSHosts sends hosts on address:port as to (its Host aside), those no
