@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -293,21 +290,11 @@ func TestIngressNginxHostileLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newCompat(lua, IngressNginx{PerHost: true, PerUndefinedHost: true})
-	srv := httptest.NewServer(m.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s\n%s", resp.Status, text)
-	}
+	text := scrape(t, m)
 	want := `nginx_ingress_controller_requests{canary="",controller_class="restysync.io/ingress-controller",controller_namespace="ingress",controller_pod="restysync-0",` +
 		`host="a\"b\\c` + "\u2028\ufffd\ufffd" + `.test",ingress="web",method="GET",namespace="shop",path="/x\ny\"}",service="web",status="200"} 3`
 	found := false
-	for _, line := range strings.Split(string(text), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "nginx_ingress_controller_requests{") {
 			found = found || line == want
 			if !utf8.ValidString(line) {
