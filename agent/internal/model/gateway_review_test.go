@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,5 +197,33 @@ func TestGatewayBackendsIntoThePod(t *testing.T) {
 	}
 	if refused != 3 || leftOut != 4 {
 		t.Errorf("problems %v, want the four addresses of evil-1 left out, three refused as into the pod", problems)
+	}
+}
+
+// A CORS filter's exposeHeaders may hold "*" beside header names (the
+// CRD allows it, unlike the other lists): the model sends Lua what it
+// takes, "*" alone without credentials, the names only with them ("*"
+// cannot be used then). Lua refuses "*" beside names, and a refused rule
+// fails the whole push, every tenant's route changes with it.
+func TestGatewayCORSExposeWildcardAmongNames(t *testing.T) {
+	for _, tc := range []struct {
+		credentials bool
+		want        []string
+	}{
+		{false, []string{"*"}},
+		{true, []string{"X-A"}},
+	} {
+		cors := &gatewayv1.HTTPCORSFilter{AllowOrigins: []gatewayv1.CORSOrigin{"https://a.example.com"},
+			ExposeHeaders: []gatewayv1.HTTPHeaderName{"*", "X-A"}, AllowCredentials: &tc.credentials}
+		rule := routeRule(nil, backendTo("", "web", 80))
+		rule.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterCORS, CORS: cors}}
+		m, problems := Build(gwSnapshot(gw80(), newRoute("default", "r", toGW(), nil, rule)))
+		route, _ := gatewayRoute(m, front1, "_")
+		if len(problems) != 0 || len(route.Locations) == 0 || route.Locations[0].Rule.CORS == nil {
+			t.Fatalf("problems %v, route %s", problems, dump(route))
+		}
+		if got := route.Locations[0].Rule.CORS.ExposeHeaders; !slices.Equal(got, tc.want) {
+			t.Errorf("credentials %v: exposeHeaders %q, want %q", tc.credentials, got, tc.want)
+		}
 	}
 }

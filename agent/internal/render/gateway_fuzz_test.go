@@ -1,6 +1,8 @@
-package render
+package render_test
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -9,31 +11,42 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
-// FuzzGatewayModelRenders: whatever a tenant's Gateway, ListenerSet-like
-// listener, HTTPRoute filters (CORS, header edits, timeouts, retry,
+// FuzzGatewayModelRenders: whatever a tenant's Gateway listener,
+// HTTPRoute filters (CORS, header edits, a rewrite, timeouts, retry,
 // mirrors) and TLSRoute hold, and wherever nginx's own servers listen,
-// what the model accepts render accepts. A render error fails every
-// tenant's configuration, so the model must refuse a bad object first
-// and name it (issue 30 point 5; the hostile-tenant review).
+// what the model accepts render accepts, and Lua (a real nginx) takes the
+// routes render makes of it. A render error or a refused push fails every
+// tenant's configuration, so the model must refuse a bad object first and
+// name it (issue 30 point 5; the hostile-tenant review).
 func FuzzGatewayModelRenders(f *testing.F) {
 	certPEM, keyPEM := testcert.New(f, 1, time.Now().Add(24*time.Hour), "a.example.com", "*.example.com")
 	caPEM, _ := testcert.New(f, 2, time.Now().Add(24*time.Hour), "ca.example.com")
+	n, _, _ := agentnginx.Start(f)
 	// protocol, port, listener hostname, route hostname, secret name,
-	// header value, CORS origin, timeout, retry codes, mirror percent,
-	// where nginx listens.
-	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
-	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
-	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
-	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "", []byte(nil), int32(0), uint8(1)) // Terminate
-	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
-	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
-	f.Add(uint8(2), int32(443), "a.example.com", "a.example.com", string(make([]byte, 253)), "${x}", "*", "99999h", []byte{11, 0x01, 0x93}, int32(100), uint8(5))
-	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, timeout string, codes []byte, mirror int32, where uint8) {
-		settings := goldenSettings
+	// header value, CORS origin and exposed header, rewrite path, timeout,
+	// retry codes, mirror percent, where nginx listens.
+	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "X-E", "", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
+	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "X-E", "", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
+	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "X-E", "", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
+	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "X-E", "", "", []byte(nil), int32(0), uint8(1)) // Terminate
+	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "X-E", "", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
+	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "X-E", "", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
+	f.Add(uint8(2), int32(443), "a.example.com", "a.example.com", string(make([]byte, 253)), "${x}", "*", "X-E", "", "99999h", []byte{11, 0x01, 0x93}, int32(100), uint8(5))
+	// "*" beside a name in exposeHeaders: Lua refused every push of it.
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "*", "", "", []byte{}, int32(0), uint8(1))
+	// Rewrites: a path with a space, one with "?" and "#".
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a b", "", []byte{}, int32(0), uint8(1))
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a?b=1#c", "", []byte{}, int32(0), uint8(1))
+	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout string, codes []byte, mirror int32, where uint8) {
+		settings := ingressSettings
 		settings.StatusPort = 10246
 		switch where % 3 {
 		case 1:
@@ -42,7 +55,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 			settings.ListenAddress = "127.29.70.1" // the pool's address
 		}
 		settings.SSLPassthrough = where&4 != 0
-		s := fuzzGatewaySnapshot(protocol, port, listenerHost, routeHost, secretName, headerValue, origin, timeout, codes, mirror)
+		s := fuzzGatewaySnapshot(protocol, port, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout, codes, mirror)
 		s.SSLPassthrough = settings.SSLPassthrough
 		s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort),
 			HTTPS: int32(settings.HTTPSPort), Status: int32(settings.StatusPort)}
@@ -55,8 +68,22 @@ func FuzzGatewayModelRenders(f *testing.F) {
 		if !reflect.DeepEqual(m, again) || !reflect.DeepEqual(problems, againProblems) {
 			t.Fatal("two builds of one snapshot differ")
 		}
-		if _, _, err := Build(m, settings); err != nil {
+		_, routes, err := render.Build(m, settings)
+		if err != nil {
 			t.Fatalf("the model accepted what render refuses, which fails every tenant's configuration: %v", err)
+		}
+		update := luaapi.RouteUpdate{Upserts: luaapi.RoutePayloads(routes)}
+		if _, err := n.Lua.PushRoutes(context.Background(), update); errors.Is(err, apply.ErrRefused) {
+			t.Fatalf("the model accepted what Lua refuses, which fails every tenant's push: %v", err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		update.Upserts = nil
+		for _, r := range routes {
+			update.Removes = append(update.Removes, r.Host)
+		}
+		if _, err := n.Lua.PushRoutes(context.Background(), update); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -65,7 +92,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 // listener of the fuzzed protocol, port and hostname (HTTP, HTTPS, TLS
 // Passthrough, TLS Terminate), its client certificates checked against
 // secretName's ca.crt; an HTTPRoute with every issue-30 filter; a TLSRoute.
-func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, timeout string, codes []byte, mirror int32) model.Snapshot {
+func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout string, codes []byte, mirror int32) model.Snapshot {
 	all := gatewayv1.NamespacesFromAll
 	l := gatewayv1.Listener{Name: "l", Port: port, AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
 	if listenerHost != "" {
@@ -110,13 +137,18 @@ func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, se
 			{Type: gatewayv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: &gatewayv1.HTTPHeaderFilter{
 				Add: []gatewayv1.HTTPHeader{{Name: "X-A", Value: headerValue}}}},
 			{Type: gatewayv1.HTTPRouteFilterCORS, CORS: &gatewayv1.HTTPCORSFilter{
-				AllowOrigins: []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(origin)}, MaxAge: 5}},
+				AllowOrigins:  []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(origin)},
+				ExposeHeaders: []gatewayv1.HTTPHeaderName{gatewayv1.HTTPHeaderName(expose), "X-Exposed"}, MaxAge: 5}},
 		},
 		Retry: retry,
 	}
 	if timeout != "" {
 		d := gatewayv1.Duration(timeout)
 		rule.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d, BackendRequest: &d}
+	}
+	if rewrite != "" {
+		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite,
+			URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: &rewrite}}})
 	}
 	if mirror != 0 {
 		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestMirror,

@@ -1,4 +1,4 @@
-package render
+package render_test
 
 import (
 	"bytes"
@@ -10,7 +10,11 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 )
+
+// ingressSettings serve the Ingresses on ports 80 and 443 of every address.
+var ingressSettings = render.Settings{SharedDir: "/srv/restysync", HTTPPort: 80, HTTPSPort: 443}
 
 // TestGatewayListenerOnNginxPortsAlone: a tenant's Gateway listener on a
 // port nginx's own servers hold on every address (--listen-address "")
@@ -33,13 +37,13 @@ func TestGatewayListenerOnNginxPortsAlone(t *testing.T) {
 		{"HTTP on the passthrough port", gatewayv1.Listener{Name: "bad", Port: 443, Protocol: gatewayv1.HTTPProtocolType}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			settings := goldenSettings // HTTP 80, HTTPS 443, every address
+			settings := ingressSettings
 			settings.SSLPassthrough = tc.passthrough
 			s := hostilePortsSnapshot(tc.listener)
 			s.SSLPassthrough = tc.passthrough
 			s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort), HTTPS: int32(settings.HTTPSPort)}
 			m, problems := model.Build(s)
-			cfg, _, err := Build(m, settings)
+			cfg, _, err := render.Build(m, settings)
 			if err != nil {
 				t.Fatalf("render failed for every tenant: %v", err)
 			}
