@@ -31,21 +31,24 @@ func FuzzGatewayModelRenders(f *testing.F) {
 	caPEM, _ := testcert.New(f, 2, time.Now().Add(24*time.Hour), "ca.example.com")
 	n, _, _ := agentnginx.Start(f)
 	// protocol, port, listener hostname, route hostname, secret name,
-	// header value, CORS origin and exposed header, rewrite path, timeout,
-	// retry codes, mirror percent, where nginx listens.
-	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "X-E", "", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
-	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "X-E", "", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
-	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "X-E", "", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
-	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "X-E", "", "", []byte(nil), int32(0), uint8(1)) // Terminate
-	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "X-E", "", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
-	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "X-E", "", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
-	f.Add(uint8(2), int32(443), "a.example.com", "a.example.com", string(make([]byte, 253)), "${x}", "*", "X-E", "", "99999h", []byte{11, 0x01, 0x93}, int32(100), uint8(5))
+	// header value, CORS origin and exposed header, rewrite path and
+	// hostname, a header's regex, timeout, retry codes, mirror percent,
+	// where nginx listens.
+	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "X-E", "", "r.example.com", "^v[0-9]+$", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
+	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
+	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
+	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte(nil), int32(0), uint8(1)) // Terminate
+	f.Add(uint8(1), int32(443), "a.example.com", "a.example.com", "cert", "a\r\nb", "https://*.Example.com", "X-E", "", "r.example.com", "^v[0-9]+$", "500ms", []byte{2, 0x01, 0xf4, 0x01, 0xf7}, int32(101), uint8(2))
+	f.Add(uint8(1), int32(10246), "*", "_", "x/../../y", "\u2028", "http://a.com\"", "X-E", "", "r.example.com", "^v[0-9]+$", "-1s", []byte{0xff, 0xff}, int32(-5), uint8(3))
+	f.Add(uint8(2), int32(443), "a.example.com", "a.example.com", string(make([]byte, 253)), "${x}", "*", "X-E", "", "r.example.com", "^v[0-9]+$", "99999h", []byte{11, 0x01, 0x93}, int32(100), uint8(5))
 	// "*" beside a name in exposeHeaders: Lua refused every push of it.
-	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "*", "", "", []byte{}, int32(0), uint8(1))
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "*", "", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(1))
 	// Rewrites: a path with a space, one with "?" and "#".
-	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a b", "", []byte{}, int32(0), uint8(1))
-	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a?b=1#c", "", []byte{}, int32(0), uint8(1))
-	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout string, codes []byte, mirror int32, where uint8) {
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a b", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(1))
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a?b=1#c", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(1))
+	// A regex Go takes and PCRE does not; an upper-case rewrite hostname.
+	f.Add(uint8(0), int32(80), "", "", "cert", "v", "", "X-E", "", "R.Example.com", `\x{100}[[:alpha:]](?<n>a)\Q.\E`, "", []byte{}, int32(0), uint8(1))
+	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, rewriteHost, regex, timeout string, codes []byte, mirror int32, where uint8) {
 		settings := ingressSettings
 		settings.StatusPort = 10246
 		switch where % 3 {
@@ -55,7 +58,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 			settings.ListenAddress = "127.29.70.1" // the pool's address
 		}
 		settings.SSLPassthrough = where&4 != 0
-		s := fuzzGatewaySnapshot(protocol, port, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout, codes, mirror)
+		s := fuzzGatewaySnapshot(protocol, port, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, rewriteHost, regex, timeout, codes, mirror)
 		s.SSLPassthrough = settings.SSLPassthrough
 		s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort),
 			HTTPS: int32(settings.HTTPSPort), Status: int32(settings.StatusPort)}
@@ -92,7 +95,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 // listener of the fuzzed protocol, port and hostname (HTTP, HTTPS, TLS
 // Passthrough, TLS Terminate), its client certificates checked against
 // secretName's ca.crt; an HTTPRoute with every issue-30 filter; a TLSRoute.
-func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, timeout string, codes []byte, mirror int32) model.Snapshot {
+func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, rewriteHost, regex, timeout string, codes []byte, mirror int32) model.Snapshot {
 	all := gatewayv1.NamespacesFromAll
 	l := gatewayv1.Listener{Name: "l", Port: port, AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
 	if listenerHost != "" {
@@ -146,9 +149,19 @@ func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, se
 		d := gatewayv1.Duration(timeout)
 		rule.Timeouts = &gatewayv1.HTTPRouteTimeouts{Request: &d, BackendRequest: &d}
 	}
-	if rewrite != "" {
-		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite,
-			URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Path: &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: &rewrite}}})
+	if rewrite != "" || rewriteHost != "" {
+		f := &gatewayv1.HTTPURLRewriteFilter{}
+		if rewrite != "" {
+			f.Path = &gatewayv1.HTTPPathModifier{Type: gatewayv1.FullPathHTTPPathModifier, ReplaceFullPath: &rewrite}
+		}
+		if rewriteHost != "" {
+			f.Hostname = new(gatewayv1.PreciseHostname(rewriteHost))
+		}
+		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: f})
+	}
+	if regex != "" {
+		rule.Matches = []gatewayv1.HTTPRouteMatch{{Headers: []gatewayv1.HTTPHeaderMatch{{Type: new(gatewayv1.HeaderMatchRegularExpression), Name: "X-R", Value: regex}}},
+			{Path: &gatewayv1.HTTPPathMatch{Type: new(gatewayv1.PathMatchRegularExpression), Value: &regex}}}
 	}
 	if mirror != 0 {
 		rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestMirror,
