@@ -585,7 +585,7 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
 	}
 	for _, a := range g.addresses {
-		if msg := p.source.IngressPorts.heldBy(l, a, p.source.SSLPassthrough); msg != "" {
+		if msg := p.source.IngressPorts.heldBy(l, a, p.source.Targets.PodPorts); msg != "" {
 			return notAccepted(reasonPortUnavailable, msg)
 		}
 	}

@@ -13,10 +13,12 @@ import (
 // attack a tenant that may only create objects in its own namespace can
 // try, and what it costs (a Problem naming its object, nothing else).
 
-// A Gateway or ListenerSet listener on a port nginx's own servers hold on
-// its address is not accepted (PortUnavailable), named in a Problem; the
-// Gateway's other listeners keep serving. Render would refuse it and, with
-// it, every tenant's configuration.
+// A Gateway or ListenerSet listener on a port the ingress pod holds on its
+// address is not accepted (PortUnavailable), named in a Problem; the
+// Gateway's other listeners keep serving. Render would refuse some and,
+// with them, every tenant's configuration; an HTTP one on the Ingress
+// servers' port of every address would take every Ingress's connections
+// to the Gateway's address (in the chart, the pod's IP).
 func TestGatewayListenerOnNginxPorts(t *testing.T) {
 	passthrough := gatewayv1.TLSModePassthrough
 	tlsOn := func(port int32) gatewayv1.Listener { return tlsListener("bad", port, "", passthrough) }
@@ -35,7 +37,10 @@ func TestGatewayListenerOnNginxPorts(t *testing.T) {
 		{"TLS on the status port", tlsOn(10246), every, false, true},
 		{"TLS on the HTTPS port of another address", tlsOn(443), other, false, false},
 		{"HTTP on the Ingress servers' own address and port", httpListener("bad", 80, ""), own, false, true},
-		{"HTTP beside the Ingress servers on every address", httpListener("bad", 80, ""), every, false, false},
+		{"HTTP on the Ingress servers' port of every address", httpListener("bad", 80, ""), every, false, true},
+		{"HTTPS on the Ingress servers' HTTPS port of every address", httpListener("bad", 443, ""), every, false, true},
+		{"HTTP on the Ingress servers' port of another address", httpListener("bad", 80, ""), other, false, false},
+		{"the agent's admin port", httpListener("bad", 10254, ""), other, false, true},
 		{"HTTP on the ssl-passthrough port", httpListener("bad", 443, ""), every, true, true},
 		{"HTTP on the ssl-passthrough port of another address", httpListener("bad", 443, ""), other, true, false},
 		{"no ports known", tlsOn(443), IngressPorts{}, true, false},
@@ -44,6 +49,7 @@ func TestGatewayListenerOnNginxPorts(t *testing.T) {
 			gw := newGateway("default", "gw", tc.bad, httpListener("good", 8080, ""))
 			s := gwSnapshot(gw)
 			s.IngressPorts, s.SSLPassthrough = tc.ports, tc.passthrough
+			s.Targets.PodPorts = []int32{tc.ports.HTTP, tc.ports.HTTPS, tc.ports.Status, 10254} // as run.go makes them
 			m, problems := Build(s)
 			g := gatewayStatusOf(t, m, "default", "gw")
 			wantCondition(t, "good", listenerStatusOf(t, g, "good").Conditions, condAccepted, true, reasonAccepted)
@@ -54,8 +60,8 @@ func TestGatewayListenerOnNginxPorts(t *testing.T) {
 			}
 			wantCondition(t, "bad", bad.Conditions, condAccepted, false, reasonPortUnavailable)
 			wantCondition(t, "gateway", g.Conditions, condAccepted, true, reasonListenersNotValid)
-			if len(problems) != 1 || problems[0].Name != "gw" || !strings.Contains(problems[0].Reason, "nginx") {
-				t.Errorf("problems %v, want one naming Gateway gw and nginx's port", problems)
+			if len(problems) != 1 || problems[0].Name != "gw" || !strings.Contains(problems[0].Reason, "port") {
+				t.Errorf("problems %v, want one naming Gateway gw and the port", problems)
 			}
 			for _, l := range m.Listeners {
 				if l.Port != 8080 {

@@ -34,7 +34,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 	// header value, CORS origin and exposed header, rewrite path and
 	// hostname, a header's regex, timeout, retry codes, mirror percent,
 	// where nginx listens.
-	f.Add(uint8(0), int32(80), "", "a.example.com", "cert", "v", "https://a.example.com", "X-E", "", "r.example.com", "^v[0-9]+$", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
+	f.Add(uint8(0), int32(8080), "", "a.example.com", "cert", "v", "https://a.example.com", "X-E", "", "r.example.com", "^v[0-9]+$", "1s", []byte{3, 0x01, 0xf4}, int32(50), uint8(0))
 	f.Add(uint8(2), int32(80), "", "a.example.com", "cert", "v", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(0))                  // TLS on nginx's HTTP port
 	f.Add(uint8(0), int32(443), "", "", "cert", "v", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(4))                              // HTTP on the passthrough port
 	f.Add(uint8(3), int32(8443), "*.example.com", "t.example.com", "cert", "", "", "X-E", "", "r.example.com", "^v[0-9]+$", "", []byte(nil), int32(0), uint8(1)) // Terminate
