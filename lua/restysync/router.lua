@@ -30,6 +30,9 @@ local string_byte = string.byte
 local string_match = string.match
 local string_sub = string.sub
 local string_lower = string.lower
+local ngx_now = ngx.now
+local pairs = pairs
+local stash -- below route_front, which calls it
 
 local _M = { _VERSION = "0.1" }
 
@@ -220,11 +223,63 @@ function _M.route_front(log_backend)
     if not loc then
         return ngx_exit(HTTP_NOT_FOUND)
     end
-    local name = serve_rule(loc, uri)
+    local name, tls = serve_rule(loc, uri)
     if not name then
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
+    if tls then
+        -- The share is proxied over TLS: its location checks the
+        -- backend's certificate. ngx.ctx does not survive the jump, so it
+        -- is kept for that location under $restysync_ctx.
+        if loc.timeouts then
+            ngx.ctx.restysync_timeouts = loc
+        end
+        ngx_var.restysync_backend = name
+        ngx_var.restysync_ctx = stash(ngx.ctx, tls)
+        return ngx_exec(tls)
+    end
     return balance(loc, name, log_backend)
+end
+
+-- stashed are the ngx.ctx of requests on their way to a backend TLS
+-- location, with its name, by id ($restysync_ctx); each is taken once, at
+-- once, by that location. An entry
+-- left (a request that ended before the jump) is dropped after
+-- STASH_SECONDS, which stash checks once there are STASH_CHECK of them.
+local stashed, stash_count, stash_id = {}, 0, 0
+local STASH_SECONDS, STASH_CHECK = 60, 1000
+
+function stash(ctx, location)
+    if stash_count >= STASH_CHECK then
+        local old = ngx_now() - STASH_SECONDS
+        for id, entry in pairs(stashed) do
+            if entry.at < old then
+                stashed[id] = nil
+                stash_count = stash_count - 1
+            end
+        end
+    end
+    stash_id = stash_id + 1
+    stashed[stash_id] = { ctx = ctx, location = location, at = ngx_now() }
+    stash_count = stash_count + 1
+    return stash_id
+end
+
+-- enter_backend_tls is the access handler of a Gateway server's backend
+-- TLS location name (render/gateway.go): it takes back the request's
+-- ngx.ctx and balances its backend. A request that route_front did not
+-- send to this location (a backend's X-Accel-Redirect) has none: 404.
+function _M.enter_backend_tls(name)
+    local id = tonumber(ngx_var.restysync_ctx)
+    local entry = id and stashed[id]
+    if not entry or entry.location ~= name then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    stashed[id] = nil
+    stash_count = stash_count - 1
+    ngx_var.restysync_ctx = ""
+    ngx.ctx = entry.ctx
+    return access_backend(ngx_var.restysync_backend)
 end
 
 return _M

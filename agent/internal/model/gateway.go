@@ -114,6 +114,15 @@ type gatewayProcessor struct {
 	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
+	// TLS to backends (backendtls.go): the policies by target, the
+	// ConfigMaps they may name, the policies each route sends through,
+	// the BackendTLS the shares use and the files they and the
+	// Gateways' client certificates need.
+	tlsTargets      map[backendTLSTarget][]*backendTLSPolicy
+	configMaps      map[namespacedName]*corev1.ConfigMap
+	routePolicies   map[*gatewayv1.HTTPRoute][]*backendTLSPolicy
+	backendTLS      map[string]BackendTLS
+	backendTLSFiles map[string]AuthFile
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -132,6 +141,11 @@ type gatewayState struct {
 	// when an address keeps the Gateway from being served.
 	addressProblem *Condition
 	listeners      []*listenerState
+	// resolved is the Gateway's ResolvedRefs condition, nil when it names
+	// nothing; backendCert and backendKey are the files of its client
+	// certificate to TLS backends (backendtls.go).
+	resolved                *Condition
+	backendCert, backendKey string
 }
 
 func (g *gatewayState) served() bool {
@@ -169,9 +183,16 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
+		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
+		routePolicies:   make(map[*gatewayv1.HTTPRoute][]*backendTLSPolicy),
+		backendTLS:      make(map[string]BackendTLS),
+		backendTLSFiles: make(map[string]AuthFile),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
+	}
+	for _, cm := range s.ConfigMaps {
+		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	return p
 }
@@ -184,13 +205,16 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	p.collectGateways(classes)
 	p.assignAddresses()
 	for _, g := range p.gateways {
+		p.checkBackendClientCertificate(g)
 		p.processListeners(g)
 	}
+	p.processBackendTLSPolicies()
 	p.processRoutes()
 	p.emitRoutes()
 	for _, g := range p.gateways {
 		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
 	}
+	p.status.Routes = append(p.status.Routes, p.backendTLSStatus()...)
 }
 
 // FinishRoute is never called: the processor emits no Location.
@@ -207,6 +231,16 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	}
 	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
 	m.GatewayRoutes = p.routes
+	for _, t := range p.backendTLS {
+		m.BackendTLS = append(m.BackendTLS, t)
+	}
+	slices.SortFunc(m.BackendTLS, func(a, b BackendTLS) int { return strings.Compare(a.Name, b.Name) })
+	for _, f := range p.backendTLSFiles {
+		if !slices.ContainsFunc(m.AuthFiles, func(held AuthFile) bool { return held.Name == f.Name }) {
+			m.AuthFiles = append(m.AuthFiles, f)
+		}
+	}
+	slices.SortFunc(m.AuthFiles, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(p.status.Gateways, func(a, b GatewayStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -439,7 +473,8 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 		}
 		for _, a := range g.addresses {
 			front := FrontName(a, l.spec.Port)
-			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front})
+			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front,
+				BackendCertFile: g.backendCert, BackendKeyFile: g.backendKey})
 			if l.https {
 				p.certHosts[l.secret] = append(p.certHosts[l.secret], FrontKey(front, cmp.Or(l.hostname, DefaultCertificateHost)))
 			}
@@ -627,6 +662,9 @@ func (p *gatewayProcessor) markConflicts(g *gatewayState) {
 // gatewayStatus is g's status as Build found it.
 func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 	st := GatewayStatus{Namespace: g.gw.Namespace, Name: g.gw.Name, Generation: g.gw.Generation, Conditions: []Condition{g.accepted}}
+	if g.resolved != nil {
+		st.Conditions = append(st.Conditions, *g.resolved)
+	}
 	if g.addressProblem == nil || g.addressProblem.Reason != reasonAddressNotAssigned {
 		st.Addresses = slices.Clone(g.addresses)
 	}

@@ -36,6 +36,11 @@ type Listener struct {
 	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
 	// backends (grpcroute.go says why a front is one or the other).
 	GRPC bool `json:"grpc,omitempty"`
+	// BackendCertFile and BackendKeyFile are the Gateway's client
+	// certificate to TLS backends (spec.tls.backend), files under the
+	// shared dir (Model.AuthFiles); "" for none.
+	BackendCertFile string `json:"backend_cert_file,omitempty"`
+	BackendKeyFile  string `json:"backend_key_file,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.
@@ -164,6 +169,9 @@ type WeightedBackend struct {
 	// RequestHeaders are the backendRef's RequestHeaderModifier, applied
 	// after the rule's when this share is picked.
 	RequestHeaders *HeaderChanges `json:"request_headers,omitempty"`
+	// TLS is the BackendTLS (its Name) the share is proxied through, ""
+	// for plain HTTP (backendtls.go).
+	TLS string `json:"tls,omitempty"`
 }
 
 // GatewayAPIStatus is what Build found about the Gateway API objects it

@@ -161,6 +161,11 @@ func (p *gatewayProcessor) processRoutes() {
 				parent.Port = *ref.Port
 			}
 			accepted := p.attach(c, g, ref, attached)
+			if accepted.Status {
+				for _, bp := range p.routePolicies[r] {
+					bp.ancestors[g] = true
+				}
+			}
 			parent.Conditions = []Condition{accepted, c.resolved}
 			if c.partial != nil {
 				parent.Conditions = append(parent.Conditions, *c.partial)
@@ -636,7 +641,15 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if bad != nil {
 			p.routeProblem(r, fmt.Sprintf("%s; its share answers 500", bad.msg))
 		}
-		out = append(out, WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers})
+		share := WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers}
+		if name != "" {
+			namespace := r.Namespace
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				namespace = string(*ref.Namespace)
+			}
+			p.routePolicies[r] = append(p.routePolicies[r], p.applyBackendTLS(&share, namespace, string(ref.Name), *ref.Port)...)
+		}
+		out = append(out, share)
 	}
 	return out, resolvedErr, nil
 }

@@ -1,10 +1,8 @@
 package model
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"slices"
@@ -183,13 +181,12 @@ func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence s
 // content: nginx reads these when it loads its config, so new content
 // must be a new file and a reload.
 func (b *builder) secretFile(base, key string, content []byte) string {
-	sum := sha256.Sum256(content)
-	name := base + "." + hex.EncodeToString(sum[:6]) + "." + key
+	f := hashedFile(base, key, content)
 	if b.secretFiles == nil {
 		b.secretFiles = map[string]AuthFile{}
 	}
-	b.secretFiles[name] = AuthFile{Name: name, Content: string(content)}
-	return name
+	b.secretFiles[f.Name] = f
+	return f.Name
 }
 
 // checkCABundle returns why ca is not a PEM bundle of CA certificates, or "".

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -30,6 +32,74 @@ type gatewayServerView struct {
 	// to clients, on a plaintext port too (h2c with prior knowledge; before
 	// nginx 1.25.1 nothing else there), and grpc_pass to the backends.
 	GRPC bool
+	// BackendTLS are the named locations of TLS to backends
+	// (model.BackendTLS), each with this server's client certificate.
+	BackendTLS []backendTLSView
+}
+
+// backendTLSView is one model.BackendTLS in one Gateway server: the
+// router jumps to Name for a share proxied over TLS; nginx checks the
+// backend's certificate against CAFile and ServerName, and presents
+// CertFile (the Gateway's client certificate, "" for none). Upstream is
+// an upstream block of its own for each (settings, client certificate),
+// so that no idle connection made for one serves another.
+type backendTLSView struct {
+	Name, CAFile, ServerName, CertFile, KeyFile, Upstream string
+}
+
+// backendTLSName is the shape of a model.BackendTLS's Name, which the
+// template writes unquoted (a named location cannot be quoted).
+var backendTLSName = regexp.MustCompile(`^` + model.BackendTLSPrefix + `[0-9a-f]{24}$`)
+
+// backendTLSViews returns the named locations of m.BackendTLS for a
+// server whose Gateway presents certFile and keyFile, checked.
+func backendTLSViews(m model.Model, certFile, keyFile string) ([]backendTLSView, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("Gateway listener: a client certificate %q without its key %q, or the other way", certFile, keyFile)
+	}
+	out := make([]backendTLSView, 0, len(m.BackendTLS))
+	for _, t := range m.BackendTLS {
+		if !backendTLSName.MatchString(t.Name) {
+			return nil, fmt.Errorf("backend TLS %q: not a name render gives", t.Name)
+		}
+		for _, v := range []string{t.CAFile, t.ServerName, certFile, keyFile} {
+			if _, err := Quote(v); err != nil {
+				return nil, fmt.Errorf("backend TLS %s: %w", t.Name, err)
+			}
+		}
+		if t.CAFile == "" || t.ServerName == "" {
+			return nil, fmt.Errorf("backend TLS %s: no CA file or no server name", t.Name)
+		}
+		upstream := hashName(defaultUpstream+"_tls_", t.Name, certFile, keyFile)
+		out = append(out, backendTLSView{Name: t.Name, CAFile: t.CAFile, ServerName: t.ServerName, CertFile: certFile, KeyFile: keyFile, Upstream: upstream})
+	}
+	return out, nil
+}
+
+// gatewayTLSUpstreams returns the upstream blocks of the servers' backend
+// TLS locations that upstreams lacks, with those, sorted.
+func gatewayTLSUpstreams(servers []gatewayServerView, upstreams []upstreamView) []upstreamView {
+	for _, s := range servers {
+		for _, t := range s.BackendTLS {
+			if !slices.ContainsFunc(upstreams, func(u upstreamView) bool { return u.Name == t.Upstream }) {
+				upstreams = append(upstreams, upstreamView{Name: t.Upstream})
+			}
+		}
+	}
+	slices.SortFunc(upstreams, func(a, b upstreamView) int { return strings.Compare(a.Name, b.Name) })
+	return upstreams
+}
+
+// backendTLSNames returns the names of the backend TLS locations the
+// servers hold (Config.BackendTLS).
+func backendTLSNames(servers []gatewayServerView) []string {
+	var names []string // nil for none, as ReadBack gives
+	if len(servers) > 0 {
+		for _, t := range servers[0].BackendTLS {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }
 
 // gatewayServers returns the server blocks of m's listeners, in the
@@ -77,7 +147,11 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC})
+		tls, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
+		}
+		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, BackendTLS: tls})
 	}
 	return out, nil
 }

@@ -160,6 +160,10 @@ type Config struct {
 	// a profile kept from an earlier config may name a file of a Secret
 	// that changed since, which must stay until that profile goes.
 	Files []string
+	// BackendTLS are the names of the Gateway servers' backend TLS
+	// locations (gateway.go), sorted: a route whose share names one nginx
+	// does not run yet waits for the reload that brings it.
+	BackendTLS []string
 	// view is what the template printed, kept so that Changes can say
 	// what differs between two configs without diffing their text.
 	view *confView
@@ -352,7 +356,8 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 	sum := sha256.Sum256(out)
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
-	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles), view: &view}, nil
+	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles),
+		BackendTLS: backendTLSNames(view.GatewayServers), view: &view}, nil
 }
 
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {
@@ -429,6 +434,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if view.GatewayServers, err = gatewayServers(m, s); err != nil {
 		return confView{}, err
 	}
+	view.TLSUpstreams = gatewayTLSUpstreams(view.GatewayServers, view.TLSUpstreams)
 	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)
 	var exact []string
 	for _, s := range view.ClientTLSServers {

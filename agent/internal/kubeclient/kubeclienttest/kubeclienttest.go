@@ -42,6 +42,7 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 			{Name: "gatewayclasses", Kind: "GatewayClass"}, {Name: "gateways", Namespaced: true, Kind: "Gateway"},
 			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "grpcroutes", Namespaced: true, Kind: "GRPCRoute"},
 			{Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
+			{Name: "backendtlspolicies", Namespaced: true, Kind: "BackendTLSPolicy"},
 		},
 	})
 }
@@ -115,6 +116,10 @@ func (c clientset) GRPCRoutes(namespace string) kubeclient.StatusResource[*gatew
 
 func (c clientset) ReferenceGrants(namespace string) kubeclient.ListWatcher[*gatewayv1.ReferenceGrantList] {
 	return c.gw.GatewayV1().ReferenceGrants(namespace)
+}
+
+func (c clientset) BackendTLSPolicies(namespace string) kubeclient.StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList] {
+	return c.gw.GatewayV1().BackendTLSPolicies(namespace)
 }
 
 func (c clientset) ServedResources(ctx context.Context, groupVersion string) ([]string, error) {

@@ -29,13 +29,14 @@ type view struct {
 	secrets        []*corev1.Secret
 	configMaps     []*corev1.ConfigMap
 	// The Gateway API's kinds, and Namespaces for its selectors.
-	gatewayClasses  []*gatewayv1.GatewayClass
-	gateways        []*gatewayv1.Gateway
-	httpRoutes      []*gatewayv1.HTTPRoute
-	grpcRoutes      []*gatewayv1.GRPCRoute
-	referenceGrants []*gatewayv1.ReferenceGrant
-	namespaces      []*corev1.Namespace
-	problems        []model.Problem
+	gatewayClasses     []*gatewayv1.GatewayClass
+	gateways           []*gatewayv1.Gateway
+	httpRoutes         []*gatewayv1.HTTPRoute
+	grpcRoutes         []*gatewayv1.GRPCRoute
+	referenceGrants    []*gatewayv1.ReferenceGrant
+	backendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	namespaces         []*corev1.Namespace
+	problems           []model.Problem
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
 	slicesOf map[source.ServiceKey][]*discoveryv1.EndpointSlice
@@ -46,6 +47,7 @@ var kindOrder = []source.Kind{
 	source.KindIngressClass, source.KindIngress, source.KindService,
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
 	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindReferenceGrant,
+	source.KindBackendTLSPolicy,
 }
 
 // publish builds a view of the files read and serves it. It returns the
@@ -125,6 +127,7 @@ func (s *Source) buildView() *view {
 	sortObjects(v.httpRoutes)
 	sortObjects(v.grpcRoutes)
 	sortObjects(v.referenceGrants)
+	sortObjects(v.backendTLSPolicies)
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
 	})
@@ -148,7 +151,8 @@ func (v *view) add(obj runtime.Object) {
 	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
-		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.referenceGrants, obj)
+		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
+		appendOf(&v.backendTLSPolicies, obj)
 }
 
 // appendOf appends obj to list if it is a T, and says whether it was.

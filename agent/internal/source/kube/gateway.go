@@ -52,6 +52,12 @@ import (
 // the source reads: without any one of them the Gateway API is not read.
 var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}
 
+// optionalGatewayResources are read when discovery serves them, and left
+// out when it does not: the other kinds are read without them. Whether
+// they are served is asked when the Gateway API's informers start; one
+// whose CRD is installed later is read once the agent restarts.
+var optionalGatewayResources = []string{"backendtlspolicies"}
+
 // Variables for the tests.
 var (
 	// gatewayAPICheckInterval is how often discovery is asked again while
@@ -73,6 +79,8 @@ type gatewayCaches struct {
 	grpcRoutes gatewaylisters.GRPCRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
 	namespaces corelisters.NamespaceLister
+	// backendTLS is nil when backendtlspolicies is not served.
+	backendTLS gatewaylisters.BackendTLSPolicyLister
 }
 
 // newGatewayCaches creates the informers. With Options.Namespace, Gateways,
@@ -94,7 +102,7 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 		onlyOne = func(o *metav1.ListOptions) { o.FieldSelector = byName }
 	}
 	namespaces := kubeclient.NewInformer(c, reconnecting(c.Namespaces(), r), &corev1.Namespace{}, resync, onlyOne)
-	return &gatewayCaches{
+	caches := &gatewayCaches{
 		informers: []namedInformer{
 			{kind: source.KindGatewayClass, informer: classes},
 			{kind: source.KindGateway, informer: gateways},
@@ -110,6 +118,12 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 		grants:     gatewaylisters.NewReferenceGrantLister(grants.GetIndexer()),
 		namespaces: corelisters.NewNamespaceLister(namespaces.GetIndexer()),
 	}
+	if slices.Contains(s.gatewayOptional, "backendtlspolicies") {
+		policies := kubeclient.NewInformer(c, reconnecting(c.BackendTLSPolicies(ns), r), &gatewayv1.BackendTLSPolicy{}, resync, nil)
+		caches.informers = append(caches.informers, namedInformer{kind: source.KindBackendTLSPolicy, informer: policies})
+		caches.backendTLS = gatewaylisters.NewBackendTLSPolicyLister(policies.GetIndexer())
+	}
+	return caches
 }
 
 // stripNamespace is strip for Namespaces, of which only the name and the
@@ -131,6 +145,9 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
+	if g.backendTLS != nil {
+		snap.BackendTLSPolicies, _ = g.backendTLS.List(everything)
+	}
 }
 
 // GatewayClass returns the cached GatewayClass name, or nil (also while
@@ -157,6 +174,17 @@ func (s *Source) HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute {
 func (s *Source) GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute {
 	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.GRPCRoute, error) {
 		return g.grpcRoutes.GRPCRoutes(namespace).Get(name)
+	})
+}
+
+// BackendTLSPolicy returns the cached BackendTLSPolicy namespace/name,
+// or nil (also while backendtlspolicies is not served), as GatewayClass.
+func (s *Source) BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.BackendTLSPolicy, error) {
+		if g.backendTLS == nil {
+			return nil, nil
+		}
+		return g.backendTLS.BackendTLSPolicies(namespace).Get(name)
 	})
 }
 
@@ -189,6 +217,12 @@ func (s *Source) gatewayServed(ctx context.Context) (missing []string, err error
 	for _, r := range gatewayResources {
 		if !slices.Contains(served, r) {
 			missing = append(missing, r)
+		}
+	}
+	s.gatewayOptional = nil
+	for _, r := range optionalGatewayResources {
+		if slices.Contains(served, r) {
+			s.gatewayOptional = append(s.gatewayOptional, r)
 		}
 	}
 	return missing, nil
@@ -254,7 +288,7 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	for _, ni := range caches.informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
-	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants")
+	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants", "optional_served", s.gatewayOptional)
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
@@ -263,7 +297,7 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 }
 
 // gatewaySecretRefs returns the Secrets the listeners of snap's Gateways
-// name in certificateRefs: those of Gateways of our GatewayClasses, or of
+// name in certificateRefs, and their backend client certificates: those of Gateways of our GatewayClasses, or of
 // every Gateway with everyGateway. Whether a ReferenceGrant lets a
 // listener use a Secret of another namespace is the model's to say; the
 // Secret is read either way, by name, as an Ingress's are.
@@ -278,6 +312,17 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 	for _, gw := range snap.Gateways {
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
+		}
+		if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
+			// The client certificate to TLS backends (model/backendtls.go).
+			ref := gw.Spec.TLS.Backend.ClientCertificateRef
+			if (ref.Group == nil || *ref.Group == "") && (ref.Kind == nil || *ref.Kind == "Secret") {
+				ns := gw.Namespace
+				if ref.Namespace != nil && *ref.Namespace != "" {
+					ns = string(*ref.Namespace)
+				}
+				refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+			}
 		}
 		for _, l := range gw.Spec.Listeners {
 			if l.TLS == nil {

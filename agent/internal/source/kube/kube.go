@@ -116,6 +116,10 @@ type Source struct {
 	// gateway holds the Gateway API's caches once they are part of the
 	// snapshot; nil while the API server does not serve it (gateway.go).
 	gateway atomic.Pointer[gatewayCaches]
+	// gatewayOptional are the optionalGatewayResources the last discovery
+	// of the Gateway API served (gateway.go); written and read by the
+	// goroutine that creates the Gateway API's caches.
+	gatewayOptional []string
 	// reconnector makes every List and Watch wait out an API server
 	// outage (reconnect.go); one for all the informers.
 	reconnector *reconnector
@@ -499,6 +503,9 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 	}
 	controller := cmp.Or(s.opts.GatewayController, model.GatewayControllerName)
 	secrets = add(secrets, seenSecrets, gatewaySecretRefs(snap, controller, s.opts.EveryIngress))
+	for _, policy := range snap.BackendTLSPolicies {
+		configMaps = add(configMaps, seenConfigMaps, model.BackendTLSConfigMapRefs(policy))
+	}
 	return secrets, configMaps
 }
 
