@@ -30,10 +30,12 @@ import (
 // in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
 // the extended ones the router implements. The one list; sorted.
 var GatewaySupportedFeatures = []string{
+	"BackendTLSPolicy",
 	"GRPCRoute",
 	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayBackendClientCertificate",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
