@@ -32,6 +32,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
@@ -191,6 +192,7 @@ func (b *joinBackends) port(namespace, name string) int32 {
 // joinPlane is nginx driven by the agent's apply stage.
 type joinPlane struct {
 	nginx    *apply.Nginx
+	proc     *nginxproc.Nginx
 	stage    *apply.Stage
 	settings render.Settings
 	backends *joinBackends
@@ -211,7 +213,8 @@ func (nopMetrics) ValidationFailed(string)                  {}
 func startJoin(t *testing.T) *joinPlane {
 	t.Helper()
 	dir := conformanceDir(t)
-	n, settings, _ := agentnginx.Start(t)
+	nginxproc.Binary(t)
+	n, proc, settings, _ := agentnginx.StartEdited(t, nginxproc.TempPrefix(t), nil)
 	certPEM, keyPEM := testcert.New(t, 29, time.Now().Add(24*time.Hour), "*.example.com", "example.com", "example.org", "second-example.org", "*.wildcard.org")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-certificate"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)}}
@@ -226,6 +229,7 @@ func startJoin(t *testing.T) *joinPlane {
 	otherPEM, _ := testcert.New(t, 31, time.Now().Add(24*time.Hour), "abc.example.com")
 	return &joinPlane{
 		nginx:    n,
+		proc:     proc,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
 		backends: &joinBackends{t: t, ports: map[string]int32{}, tls: map[string]bool{}, cert: backendCert},
@@ -319,6 +323,7 @@ func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Res
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	old := j.proc.WorkerPIDs()
 	res, err := j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: routes})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
@@ -326,7 +331,33 @@ func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Res
 	if !res.Current {
 		t.Fatalf("apply: nginx does not run the config yet (%+v)", res)
 	}
+	if res.Reloaded {
+		j.stoppedAccepting(t, old)
+	}
 	return m, res
+}
+
+// stoppedAccepting waits until each of the workers old (those before a
+// reload) has exited or says it is shutting down: until then it may
+// still accept a connection on a listener the configs share and answer
+// it with the old config (a route that jumps to a location only the new
+// config has would get a 500 there).
+func (j *joinPlane) stoppedAccepting(t *testing.T, old []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		waiting := slices.DeleteFunc(slices.Clone(old), func(pid int) bool {
+			title, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			return err != nil || bytes.Contains(title, []byte("shutting down"))
+		})
+		if len(waiting) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx's workers %v of the earlier config still accept after 10 s", waiting)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // gatewayAddress is the first address of Gateway infra/name.
