@@ -305,6 +305,22 @@ func (a *agent) waitFor(host, path, want string, bound time.Duration) time.Durat
 	}
 }
 
+// waitIdle waits until the agent has logged no sync for quiet, at most
+// bound: the syncs of its start (the first config, and the full sync that
+// may follow it when nginx is detected or confirms) are not the change a
+// row measures.
+func (a *agent) waitIdle(quiet, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for last := a.log.Len(); time.Now().Before(deadline); {
+		time.Sleep(quiet)
+		now := a.log.Len()
+		if now == last || !strings.Contains(a.log.String()[last:now], "msg=sync ") {
+			return
+		}
+		last = now
+	}
+}
+
 var syncLine = regexp.MustCompile(`msg=sync action=(\S+) .*? bytes=(\d+)`)
 
 // pushBytes returns the bytes of each push logged after offset in the log.

@@ -73,7 +73,7 @@ func TestB1B2Propagation(t *testing.T) {
 			// Settle on pods[0] so every change below moves exactly one endpoint.
 			c.setEndpoints("b1", pods[0].IP)
 			a.waitFor("b1.test", "/", pods[0].Name, waitBound)
-			time.Sleep(200 * time.Millisecond)
+			a.waitIdle(time.Second, 15*time.Second)
 			offset, cpu0 := a.log.Len(), a.cpuTime()
 			var r result
 			for range changesAt[size] {

@@ -30,6 +30,8 @@ func adminFlags() []cli.Flag {
 			Usage: "`HOST:PORT` of the admin server: /metrics, /healthz, /readyz, /debug/state (empty: no server); keep it on loopback, /debug/state shows every tenant's configuration"},
 		&cli.StringFlag{Name: "metrics-probes-address", EnvVars: env("METRICS_PROBES_ADDRESS"),
 			Usage: "`HOST:PORT` of a second listener that serves only /metrics, /healthz and /readyz, for the kubelet's probes and Prometheus on the pod network (default empty: none)"},
+		&cli.BoolFlag{Name: "profiling", EnvVars: env("PROFILING"),
+			Usage: "serve Go's profiles under /debug/pprof/ on --metrics-address (never on --metrics-probes-address); off by default, unlike ingress-nginx"},
 	}
 }
 
@@ -52,8 +54,10 @@ type observability struct {
 	ln net.Listener // nil when there is no admin server
 	// probes is the listener of /metrics, /healthz and /readyz alone
 	// (--metrics-probes-address), nil when there is none.
-	probes  net.Listener
-	metrics *metrics.Metrics
+	probes net.Listener
+	// profiling serves /debug/pprof/ on ln (--profiling).
+	profiling bool
+	metrics   *metrics.Metrics
 	// objects is the source before any wrapper, counted at scrape time.
 	objects source.Source
 	// leader says whether this replica writes Ingress status (nil: never).
@@ -128,6 +132,7 @@ func (o *observability) serve(ctx context.Context, s *syncer.Syncer, lua *apply.
 		// for the restored config; only well past that is the loop stuck.
 		StuckAfter: max(30*time.Second, 2*reloadTimeout+10*time.Second),
 		Logger:     logger.With("component", "admin"),
+		Profiling:  o.profiling,
 	})
 	if o.ln != nil {
 		logger.Info("admin server listening", "address", o.ln.Addr().String(),

@@ -382,8 +382,8 @@ func writeReport(w io.Writer, from string, r admin.Report) {
 	writeLua(w, r.Lua)
 }
 
-// writeGatewayAPI prints the status of our GatewayClasses, Gateways and
-// HTTPRoutes, each condition with its reason, and its message when it is
+// writeGatewayAPI prints the status of our GatewayClasses, Gateways,
+// their ListenerSets and the routes, each condition with its reason, and its message when it is
 // not as wanted.
 func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
 	if st == nil {
@@ -407,11 +407,15 @@ func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
 		}
 		fmt.Fprintf(w, "  Gateway %s/%s (generation %d) on %s: %s\n", g.Namespace, g.Name, g.Generation, addrs, conditionsLine(g.Conditions))
 		writeConditionMessages(w, "    ", g.Conditions)
-		for _, l := range g.Listeners {
-			fmt.Fprintf(w, "    listener %s: %d routes, kinds %s: %s\n", l.Name, l.AttachedRoutes,
-				cmp.Or(strings.Join(l.SupportedKinds, ","), "none"), conditionsLine(l.Conditions))
-			writeConditionMessages(w, "      ", l.Conditions)
+		if g.AttachedListenerSets != nil {
+			fmt.Fprintf(w, "    attached ListenerSets: %d\n", *g.AttachedListenerSets)
 		}
+		writeListeners(w, g.Listeners)
+	}
+	for _, s := range st.ListenerSets {
+		fmt.Fprintf(w, "  ListenerSet %s/%s (generation %d): %s\n", s.Namespace, s.Name, s.Generation, conditionsLine(s.Conditions))
+		writeConditionMessages(w, "    ", s.Conditions)
+		writeListeners(w, s.Listeners)
 	}
 	for _, r := range st.Routes {
 		fmt.Fprintf(w, "  %s %s/%s (generation %d)\n", cmp.Or(r.Kind, "HTTPRoute"), r.Namespace, r.Name, r.Generation)
@@ -419,7 +423,7 @@ func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
 			fmt.Fprintln(w, "    no parent of ours")
 		}
 		for _, p := range r.Parents {
-			parent := "Gateway " + p.Namespace + "/" + p.Name
+			parent := cmp.Or(p.Kind, "Gateway") + " " + p.Namespace + "/" + p.Name
 			if p.SectionName != "" {
 				parent += " section " + p.SectionName
 			}
@@ -429,6 +433,15 @@ func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
 			fmt.Fprintf(w, "    parent %s: %s\n", parent, conditionsLine(p.Conditions))
 			writeConditionMessages(w, "      ", p.Conditions)
 		}
+	}
+}
+
+// writeListeners prints the listeners of a Gateway or ListenerSet.
+func writeListeners(w io.Writer, listeners []model.ListenerStatus) {
+	for _, l := range listeners {
+		fmt.Fprintf(w, "    listener %s: %d routes, kinds %s: %s\n", l.Name, l.AttachedRoutes,
+			cmp.Or(strings.Join(l.SupportedKinds, ","), "none"), conditionsLine(l.Conditions))
+		writeConditionMessages(w, "      ", l.Conditions)
 	}
 }
 

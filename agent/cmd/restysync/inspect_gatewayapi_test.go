@@ -44,3 +44,32 @@ Gateway API status
 		t.Errorf("no Gateway API objects: printed %q", b.String())
 	}
 }
+
+// A ListenerSet is printed after the Gateways, and a route's parent names
+// its kind.
+func TestWriteGatewayAPIListenerSet(t *testing.T) {
+	attached := int32(1)
+	accepted := []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted"}}
+	st := &model.GatewayAPIStatus{
+		Gateways: []model.GatewayStatus{{Namespace: "web", Name: "gw", Generation: 1, Conditions: accepted, AttachedListenerSets: &attached}},
+		ListenerSets: []model.GatewayStatus{{Namespace: "tenant", Name: "extra", Generation: 2, Conditions: accepted,
+			Listeners: []model.ListenerStatus{{Name: "shop", AttachedRoutes: 1, SupportedKinds: []string{"HTTPRoute"},
+				Conditions: []model.Condition{{Type: "Conflicted", Status: true, Reason: "HostnameConflict"}}}}}},
+		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "tenant", Name: "app", Generation: 1,
+			Parents: []model.RouteParentStatus{{Kind: "ListenerSet", Namespace: "tenant", Name: "extra", Conditions: accepted}}}},
+	}
+	var b strings.Builder
+	writeGatewayAPI(&b, st, false)
+	want := `
+Gateway API status
+  Gateway web/gw (generation 1) on none: Accepted=True (Accepted)
+    attached ListenerSets: 1
+  ListenerSet tenant/extra (generation 2): Accepted=True (Accepted)
+    listener shop: 1 routes, kinds HTTPRoute: Conflicted=True (HostnameConflict)
+  HTTPRoute tenant/app (generation 1)
+    parent ListenerSet tenant/extra: Accepted=True (Accepted)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -138,6 +138,7 @@ type runConfig struct {
 	fullPush              bool
 	metricsAddress        string
 	probesAddress         string
+	profiling             bool
 	targets               model.Targets
 	dns                   fqdn.Options
 	kube                  kubeConfig
@@ -247,6 +248,7 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	if rc.probesAddress, err = parseMetricsAddress(c, "metrics-probes-address"); err != nil {
 		return rc, err
 	}
+	rc.profiling = c.Bool("profiling")
 	if rc.targets, err = parseTargets(c, rc); err != nil {
 		return rc, err
 	}
@@ -452,6 +454,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	obs.profiling = rc.profiling
 	rc.targets.PodPorts = append(rc.targets.PodPorts, obs.ports()...)
 
 	var src source.Source

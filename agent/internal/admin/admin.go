@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// Now is the clock (default time.Now), for tests.
 	Now func() time.Time
+	// Profiling serves Go's profiles under /debug/pprof/ (the admin
+	// listener only, never the probes one).
+	Profiling bool
 }
 
 // Server is the admin HTTP server.
@@ -87,6 +91,13 @@ func New(opts Options) *Server {
 	}
 	s.mux.HandleFunc("GET /debug/state", s.debugState)
 	s.mux.HandleFunc("GET /{$}", s.index)
+	if opts.Profiling {
+		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return s
 }
 

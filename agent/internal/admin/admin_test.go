@@ -319,3 +319,18 @@ func TestServe(t *testing.T) {
 		})
 	}
 }
+
+// Go's profiles are served with Profiling alone, and never on the probes
+// listener, which may face the pod network.
+func TestProfiling(t *testing.T) {
+	state := func() syncer.State { return syncer.State{} }
+	for _, on := range []bool{false, true} {
+		s := New(Options{State: state, Lua: &fakeLua{}, Profiling: on})
+		if code, _ := get(t, s.Handler(), "/debug/pprof/heap"); (code == http.StatusOK) != on {
+			t.Errorf("Profiling %v: /debug/pprof/heap answered %d", on, code)
+		}
+		if code, _ := get(t, s.ProbesHandler(), "/debug/pprof/heap"); code == http.StatusOK {
+			t.Errorf("Profiling %v: the probes listener serves /debug/pprof/heap", on)
+		}
+	}
+}

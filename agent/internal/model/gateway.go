@@ -58,6 +58,7 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
 	"HTTPRouteSchemeRedirect",
+	"ListenerSet",
 	"ReferenceGrant",
 }
 
@@ -93,10 +94,11 @@ const (
 const maxListeners = 64
 
 const (
-	gatewayGroup  = gatewayv1.GroupName // "gateway.networking.k8s.io"
-	kindHTTPRoute = "HTTPRoute"
-	kindGRPCRoute = "GRPCRoute"
-	kindGateway   = "Gateway"
+	gatewayGroup    = gatewayv1.GroupName // "gateway.networking.k8s.io"
+	kindHTTPRoute   = "HTTPRoute"
+	kindGRPCRoute   = "GRPCRoute"
+	kindGateway     = "Gateway"
+	kindListenerSet = "ListenerSet"
 )
 
 // gatewayProcessor is the Gateway API processor. Its fields are its
@@ -108,6 +110,10 @@ type gatewayProcessor struct {
 	// gateways are ours, oldest first; byName finds them.
 	gateways []*gatewayState
 	byName   map[namespacedName]*gatewayState
+	// listenerSets are those of our Gateways, in the spec's precedence;
+	// setByName finds them (listenerset.go).
+	listenerSets []*listenerSetState
+	setByName    map[namespacedName]*listenerSetState
 	// namespaceLabels by namespace name (allowedRoutes selectors).
 	namespaceLabels map[string]map[string]string
 	// attachments are what the routes attached to, for gatewayhosts.go.
@@ -142,7 +148,11 @@ type gatewayState struct {
 	// addressProblem is the Programmed condition's reason and message
 	// when an address keeps the Gateway from being served.
 	addressProblem *Condition
-	listeners      []*listenerState
+	// listeners are the Gateway's own, then those of its attached
+	// ListenerSets (listenerset.go) in the spec's precedence.
+	listeners []*listenerState
+	// sets are the ListenerSets whose parentRef names the Gateway.
+	sets []*listenerSetState
 	// resolved is the Gateway's ResolvedRefs condition, nil when it names
 	// nothing; backendCert and backendKey are the files of its client
 	// certificate to TLS backends (backendtls.go).
@@ -156,6 +166,9 @@ func (g *gatewayState) served() bool {
 
 // listenerState is one listener of one of our Gateways.
 type listenerState struct {
+	// set is the ListenerSet the listener is one of; nil for the
+	// Gateway's own.
+	set      *listenerSetState
 	spec     *gatewayv1.Listener
 	hostname string // "" for none
 	https    bool
@@ -182,6 +195,7 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 	p := &gatewayProcessor{
 		source:          s,
 		byName:          make(map[namespacedName]*gatewayState),
+		setByName:       make(map[namespacedName]*listenerSetState),
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
@@ -210,11 +224,15 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 		p.checkBackendClientCertificate(g)
 		p.processListeners(g)
 	}
+	p.processListenerSets()
 	p.processBackendTLSPolicies()
 	p.processRoutes()
 	p.emitRoutes()
 	for _, g := range p.gateways {
 		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
+	}
+	for _, s := range p.listenerSets {
+		p.status.ListenerSets = append(p.status.ListenerSets, p.listenerSetStatus(s))
 	}
 	p.status.Routes = append(p.status.Routes, p.backendTLSStatus()...)
 }
@@ -244,9 +262,11 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	}
 	slices.SortFunc(m.AuthFiles, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(p.status.Gateways, func(a, b GatewayStatus) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
+	for _, list := range [][]GatewayStatus{p.status.Gateways, p.status.ListenerSets} {
+		slices.SortFunc(list, func(a, b GatewayStatus) int {
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		})
+	}
 	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
@@ -446,7 +466,7 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 		return
 	}
 	for i := range g.gw.Spec.Listeners {
-		g.listeners = append(g.listeners, p.checkListener(g, i))
+		g.listeners = append(g.listeners, p.checkListener(g, nil, &g.gw.Spec.Listeners[i], fmt.Sprintf("spec.listeners[%d]", i)))
 	}
 	p.markConflicts(g)
 	if !g.accepted.Status {
@@ -466,10 +486,16 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 	case invalid > 0:
 		g.accepted = condition(condAccepted, true, reasonListenersNotValid, fmt.Sprintf("%d of %d listeners are not valid", invalid, len(g.listeners)))
 	}
+	p.serveListeners(g, g.listeners)
+}
+
+// serveListeners emits the fronts and certificates of the listeners of g
+// that are programmed, when g is served.
+func (p *gatewayProcessor) serveListeners(g *gatewayState, listeners []*listenerState) {
 	if !g.served() {
 		return
 	}
-	for _, l := range g.listeners {
+	for _, l := range listeners {
 		if !l.programmed() {
 			continue
 		}
@@ -484,19 +510,38 @@ func (p *gatewayProcessor) processListeners(g *gatewayState) {
 	}
 }
 
-// checkListener checks listener i of g on its own.
-func (p *gatewayProcessor) checkListener(g *gatewayState, i int) *listenerState {
-	spec := &g.gw.Spec.Listeners[i]
+// listenerProblem is a Problem on the object that holds listener l of g:
+// g, or l's ListenerSet.
+func (p *gatewayProcessor) listenerProblem(g *gatewayState, l *listenerState, reason string) {
+	if l.set != nil {
+		p.problem(kindListenerSet, l.set.ls.Namespace, l.set.ls.Name, reason)
+		return
+	}
+	p.gatewayProblem(g, reason)
+}
+
+// namespace is the namespace of the object that holds listener l of g:
+// the one its routes' "Same" and its certificateRefs' default mean.
+func (l *listenerState) namespace(g *gatewayState) string {
+	if l.set != nil {
+		return l.set.ls.Namespace
+	}
+	return g.gw.Namespace
+}
+
+// checkListener checks one listener on its own: spec is of g, or of set
+// (nil for g's own), at field.
+func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState, spec *gatewayv1.Listener, field string) *listenerState {
 	l := &listenerState{
+		set:        set,
 		spec:       spec,
 		kinds:      []string{},
 		accepted:   condition(condAccepted, true, reasonAccepted, ""),
 		resolved:   condition(condResolvedRefs, true, reasonResolvedRefs, ""),
 		conflicted: condition(condConflicted, false, reasonNoConflicts, ""),
 	}
-	field := fmt.Sprintf("spec.listeners[%d]", i)
 	notAccepted := func(reason, msg string) *listenerState {
-		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(spec.Name)), msg))
+		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(spec.Name)), msg))
 		l.accepted = condition(condAccepted, false, reason, msg)
 		return l
 	}
@@ -547,26 +592,31 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 	}
 	if len(invalid) > 0 {
 		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute and GRPCRoute are", strings.Join(invalid, ", "))
-		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
+		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}
 }
 
 // checkCertificate resolves an HTTPS listener's tls.certificateRefs: each
-// must be a core Secret, in the Gateway's namespace or granted by a
-// ReferenceGrant, of type kubernetes.io/tls with a usable pair. The first
-// is served; any bad one makes ResolvedRefs false and the listener is not
-// served.
+// must be a core Secret, in the namespace of the listener's Gateway (or
+// ListenerSet) or granted to it by a ReferenceGrant (a grant to the
+// Gateway is not one to its ListenerSets, nor the reverse), of type
+// kubernetes.io/tls with a usable pair. The first is served; any bad one
+// makes ResolvedRefs false and the listener is not served.
 func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, field string) {
+	owner, ownerKind := l.namespace(g), kindGateway
+	if l.set != nil {
+		ownerKind = kindListenerSet
+	}
 	unresolved := func(reason, msg string) {
-		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
+		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reason, msg)
 		l.secret = ""
 	}
 	tls := l.spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gatewayv1.TLSModeTerminate {
 		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on HTTPS", clip(string(*tls.Mode)))
-		p.gatewayProblem(g, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
+		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
 		l.accepted = condition(condAccepted, false, reasonUnsupportedValue, msg)
 		return
 	}
@@ -583,7 +633,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 		if ref.Kind != nil {
 			kind = string(*ref.Kind)
 		}
-		namespace := g.gw.Namespace
+		namespace := owner
 		if ref.Namespace != nil && *ref.Namespace != "" {
 			namespace = string(*ref.Namespace)
 		}
@@ -594,7 +644,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 		case len(validation.IsDNS1123Subdomain(string(ref.Name))) > 0 || len(validation.IsDNS1123Label(namespace)) > 0:
 			unresolved(reasonInvalidCertificateRef, fmt.Sprintf("%s: %q in namespace %q is not a Secret name", refField, clip(string(ref.Name)), clip(namespace)))
 			return
-		case namespace != g.gw.Namespace && !p.granted(gatewayGroup, kindGateway, g.gw.Namespace, "", "Secret", namespace, string(ref.Name)):
+		case namespace != owner && !p.granted(gatewayGroup, ownerKind, owner, "", "Secret", namespace, string(ref.Name)):
 			unresolved(reasonRefNotPermitted, fmt.Sprintf("%s: Secret %s/%s is in another namespace and no ReferenceGrant there allows it", refField, namespace, ref.Name))
 			return
 		}
@@ -672,18 +722,21 @@ func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 	}
 	anyProgrammed := false
 	for _, l := range g.listeners {
-		ls := ListenerStatus{Name: string(l.spec.Name), SupportedKinds: l.kinds, AttachedRoutes: l.attached}
-		programmed := condition(condProgrammed, true, reasonProgrammed, "")
-		switch {
-		case !l.programmed():
-			programmed = condition(condProgrammed, false, reasonInvalid, "the listener is not valid")
-		case !g.served():
-			programmed = condition(condProgrammed, false, reasonInvalid, "the Gateway is not served")
-		default:
-			anyProgrammed = true
+		if l.set != nil {
+			continue // in its ListenerSet's status
 		}
-		ls.Conditions = []Condition{l.accepted, l.resolved, programmed, l.conflicted}
+		ls, programmed := listenerStatus(g, l)
+		anyProgrammed = anyProgrammed || programmed
 		st.Listeners = append(st.Listeners, ls)
+	}
+	if g.gw.Spec.AllowedListeners != nil {
+		var attached int32
+		for _, s := range g.sets {
+			if s.accepted.Status {
+				attached++
+			}
+		}
+		st.AttachedListenerSets = &attached
 	}
 	switch {
 	case !g.accepted.Status:
@@ -696,6 +749,23 @@ func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 		st.Conditions = append(st.Conditions, condition(condProgrammed, true, reasonProgrammed, ""))
 	}
 	return st
+}
+
+// listenerStatus is the status of listener l of g, and whether it is
+// programmed.
+func listenerStatus(g *gatewayState, l *listenerState) (ListenerStatus, bool) {
+	ls := ListenerStatus{Name: string(l.spec.Name), SupportedKinds: l.kinds, AttachedRoutes: l.attached}
+	programmed := condition(condProgrammed, true, reasonProgrammed, "")
+	switch {
+	case l.set != nil && l.conflicted.Status:
+		programmed = condition(condProgrammed, false, l.conflicted.Reason, l.conflicted.Message)
+	case !l.programmed():
+		programmed = condition(condProgrammed, false, reasonInvalid, "the listener is not valid")
+	case !g.served():
+		programmed = condition(condProgrammed, false, reasonInvalid, "the Gateway is not served")
+	}
+	ls.Conditions = []Condition{l.accepted, l.resolved, programmed, l.conflicted}
+	return ls, programmed.Status
 }
 
 // namespaceLabelsOf returns the labels of namespace, with

@@ -26,7 +26,7 @@ func gwSnapshot(objects ...any) Snapshot {
 	s.GatewayAddresses = gwPool
 	s.GatewayClasses = []*gatewayv1.GatewayClass{gatewayClass(gwClass, GatewayControllerName)}
 	for _, o := range objects {
-		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.GRPCRoutes, o) || appendIf(&s.ReferenceGrants, o) ||
+		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.GRPCRoutes, o) || appendIf(&s.ReferenceGrants, o) || appendIf(&s.ListenerSets, o) ||
 			appendIf(&s.GatewayClasses, o) || appendIf(&s.Secrets, o) || appendIf(&s.Services, o) || appendIf(&s.Namespaces, o) ||
 			appendIf(&s.BackendTLSPolicies, o) || appendIf(&s.ConfigMaps, o)
 		if !added {
@@ -194,12 +194,18 @@ func webIn(namespace string) *corev1.Service {
 // gatewayStatusOf finds the status of Gateway namespace/name.
 func gatewayStatusOf(t *testing.T, m Model, namespace, name string) GatewayStatus {
 	t.Helper()
-	for _, g := range m.GatewayAPI.Gateways {
+	return statusIn(t, "Gateway", m.GatewayAPI.Gateways, namespace, name)
+}
+
+// statusIn finds the status of namespace/name, of kind, in list.
+func statusIn(t *testing.T, kind string, list []GatewayStatus, namespace, name string) GatewayStatus {
+	t.Helper()
+	for _, g := range list {
 		if g.Namespace == namespace && g.Name == name {
 			return g
 		}
 	}
-	t.Fatalf("no status for Gateway %s/%s in %s", namespace, name, dump(m.GatewayAPI))
+	t.Fatalf("no status for %s %s/%s in %s", kind, namespace, name, dump(list))
 	return GatewayStatus{}
 }
 

@@ -184,6 +184,10 @@ type GatewayAPIStatus struct {
 	Classes  []GatewayClassStatus `json:"classes,omitempty"`
 	Gateways []GatewayStatus      `json:"gateways,omitempty"`
 	Routes   []RouteStatus        `json:"routes,omitempty"`
+	// ListenerSets are those whose parentRef names one of our Gateways,
+	// each as a Gateway's status without addresses and
+	// attachedListenerSets.
+	ListenerSets []GatewayStatus `json:"listener_sets,omitempty"`
 }
 
 // Condition is one status condition as the spec names it.
@@ -202,7 +206,7 @@ type GatewayClassStatus struct {
 	SupportedFeatures []string    `json:"supported_features,omitempty"`
 }
 
-// GatewayStatus is one of our Gateways' status.
+// GatewayStatus is one of our Gateways' status, or a ListenerSet's.
 type GatewayStatus struct {
 	Namespace  string           `json:"namespace"`
 	Name       string           `json:"name"`
@@ -210,6 +214,9 @@ type GatewayStatus struct {
 	Addresses  []string         `json:"addresses,omitempty"` // IP addresses
 	Conditions []Condition      `json:"conditions"`
 	Listeners  []ListenerStatus `json:"listeners,omitempty"`
+	// AttachedListenerSets counts the accepted ListenerSets of a Gateway
+	// whose spec.allowedListeners is set (nil otherwise).
+	AttachedListenerSets *int32 `json:"attached_listener_sets,omitempty"`
 }
 
 // ListenerStatus is one listener's status within its Gateway's.
@@ -232,7 +239,9 @@ type RouteStatus struct {
 
 // RouteParentStatus is a route's status for one parentRef.
 type RouteParentStatus struct {
-	// The parentRef as written (Namespace filled in from the route's).
+	// The parentRef as written (Namespace filled in from the route's);
+	// Kind is "ListenerSet" for one, "" for a Gateway.
+	Kind        string      `json:"kind,omitempty"`
 	Namespace   string      `json:"namespace"`
 	Name        string      `json:"name"`
 	SectionName string      `json:"section_name,omitempty"`

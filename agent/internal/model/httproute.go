@@ -149,18 +149,23 @@ func (p *gatewayProcessor) processRoutes() {
 		}
 		for i := range min(len(r.Spec.ParentRefs), maxParentRefs) {
 			ref := &r.Spec.ParentRefs[i]
-			g := p.ourGateway(r, ref)
+			g, set := p.ourParent(r, ref)
 			if g == nil {
 				continue
 			}
 			parent := RouteParentStatus{Namespace: g.gw.Namespace, Name: g.gw.Name}
+			parentID := "Gateway " + g.id
+			if set != nil {
+				parent = RouteParentStatus{Kind: kindListenerSet, Namespace: set.ls.Namespace, Name: set.ls.Name}
+				parentID = "ListenerSet " + set.id
+			}
 			if ref.SectionName != nil {
 				parent.SectionName = string(*ref.SectionName)
 			}
 			if ref.Port != nil {
 				parent.Port = *ref.Port
 			}
-			accepted := p.attach(c, g, ref, attached)
+			accepted := p.attach(c, g, set, ref, attached)
 			if accepted.Status {
 				for _, bp := range p.routePolicies[r] {
 					bp.ancestors[g] = true
@@ -171,7 +176,7 @@ func (p *gatewayProcessor) processRoutes() {
 				parent.Conditions = append(parent.Conditions, *c.partial)
 			}
 			if !accepted.Status {
-				p.routeProblem(r, fmt.Sprintf("spec.parentRefs[%d] (Gateway %s): not accepted (%s): %s", i, g.id, accepted.Reason, accepted.Message))
+				p.routeProblem(r, fmt.Sprintf("spec.parentRefs[%d] (%s): not accepted (%s): %s", i, parentID, accepted.Reason, accepted.Message))
 			}
 			st.Parents = append(st.Parents, parent)
 		}
@@ -199,9 +204,26 @@ func (p *gatewayProcessor) ourGateway(r *gatewayv1.HTTPRoute, ref *gatewayv1.Par
 	return nil
 }
 
+// ourParent returns the Gateway of ours ref names, or the parent Gateway
+// and the ListenerSet when it names one of ours; g is nil when ref names
+// neither.
+func (p *gatewayProcessor) ourParent(r *gatewayv1.HTTPRoute, ref *gatewayv1.ParentReference) (g *gatewayState, set *listenerSetState) {
+	if ref.Group != nil && *ref.Group == gatewayGroup && ref.Kind != nil && *ref.Kind == kindListenerSet {
+		namespace := r.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			namespace = string(*ref.Namespace)
+		}
+		if set = p.setByName[namespacedName{namespace, string(ref.Name)}]; set != nil {
+			return set.gateway, set
+		}
+		return nil, nil
+	}
+	return p.ourGateway(r, ref), nil
+}
+
 func (p *gatewayProcessor) namesOurGateway(r *gatewayv1.HTTPRoute) bool {
 	for i := range r.Spec.ParentRefs {
-		if p.ourGateway(r, &r.Spec.ParentRefs[i]) != nil {
+		if g, _ := p.ourParent(r, &r.Spec.ParentRefs[i]); g != nil {
 			return true
 		}
 	}
@@ -210,11 +232,23 @@ func (p *gatewayProcessor) namesOurGateway(r *gatewayv1.HTTPRoute) bool {
 
 // attach attaches c to the listeners of g that ref selects (sectionName,
 // port), that allow it (namespaces, kinds) and whose hostname intersects
-// its hostnames, and returns the Accepted condition for ref. attached are
-// the listeners c attached to already (a route counts once per listener).
-func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewayv1.ParentReference, attached map[*listenerState]bool) Condition {
+// its hostnames, and returns the Accepted condition for ref. ref names g,
+// whose own listeners it selects among, or its ListenerSet set, whose
+// listeners it selects among. attached are the listeners c attached to
+// already (a route counts once per listener).
+func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, set *listenerSetState, ref *gatewayv1.ParentReference, attached map[*listenerState]bool) Condition {
+	parent := "the Gateway"
+	if set != nil {
+		parent = "the ListenerSet"
+		if !set.accepted.Status {
+			return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "the ListenerSet is not accepted: "+set.accepted.Message)
+		}
+	}
 	var selected, allowed []*listenerState
 	for _, l := range g.listeners {
+		if l.set != set {
+			continue
+		}
 		if ref.SectionName != nil && *ref.SectionName != l.spec.Name || ref.Port != nil && *ref.Port != l.spec.Port {
 			continue
 		}
@@ -225,9 +259,9 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 	}
 	switch {
 	case len(selected) == 0:
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of the Gateway has the parentRef's sectionName and port")
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingParent), "no listener of "+parent+" has the parentRef's sectionName and port")
 	case len(allowed) == 0:
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway allows "+c.kind+"s from namespace "+c.route.Namespace)
+		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of "+parent+" allows "+c.kind+"s from namespace "+c.route.Namespace)
 	case c.invalid != nil:
 		return *c.invalid
 	}
@@ -253,7 +287,8 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, ref *gatewa
 	return condition(condAccepted, true, reasonAccepted, "")
 }
 
-// allows says whether listener l of g takes HTTPRoutes from namespace.
+// allows says whether listener l of g takes HTTPRoutes from namespace
+// ("Same" is the namespace of the listener's Gateway or ListenerSet).
 func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace string) bool {
 	from := gatewayv1.NamespacesFromSame
 	var selector *metav1.LabelSelector
@@ -267,7 +302,7 @@ func (p *gatewayProcessor) allows(g *gatewayState, l *listenerState, namespace s
 	case gatewayv1.NamespacesFromAll:
 		return true
 	case gatewayv1.NamespacesFromSame:
-		return namespace == g.gw.Namespace
+		return namespace == l.namespace(g)
 	case gatewayv1.NamespacesFromSelector:
 		if selector == nil {
 			return false

@@ -45,13 +45,16 @@ type Snapshot struct {
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),
-	// Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants, and Namespaces for
-	// allowedRoutes' selectors. The Secrets listeners name are in Secrets.
+	// Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants, ListenerSets (more
+	// listeners for a Gateway, listenerset.go), and Namespaces for
+	// allowedRoutes' and allowedListeners' selectors. The Secrets listeners
+	// name are in Secrets.
 	GatewayClasses  []*gatewayv1.GatewayClass
 	Gateways        []*gatewayv1.Gateway
 	HTTPRoutes      []*gatewayv1.HTTPRoute
 	GRPCRoutes      []*gatewayv1.GRPCRoute
 	ReferenceGrants []*gatewayv1.ReferenceGrant
+	ListenerSets    []*gatewayv1.ListenerSet
 	Namespaces      []*corev1.Namespace
 	// BackendTLSPolicies say how nginx checks the TLS backends of Gateway
 	// routes; the ConfigMaps they name are in ConfigMaps (backendtls.go).

@@ -95,6 +95,8 @@ func manifests(t *testing.T, dir string, files ...string) []any {
 				o = &gatewayv1.HTTPRoute{}
 			case "ReferenceGrant":
 				o = &gatewayv1.ReferenceGrant{}
+			case "ListenerSet":
+				o = &gatewayv1.ListenerSet{}
 			case "GatewayClass":
 				o = &gatewayv1.GatewayClass{}
 			case "Service":
@@ -275,6 +277,8 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 			s.HTTPRoutes = append(s.HTTPRoutes, o)
 		case *gatewayv1.ReferenceGrant:
 			s.ReferenceGrants = append(s.ReferenceGrants, o)
+		case *gatewayv1.ListenerSet:
+			s.ListenerSets = append(s.ListenerSets, o)
 		case *gatewayv1.GatewayClass:
 			s.GatewayClasses = append(s.GatewayClasses, o)
 		case *corev1.Namespace:

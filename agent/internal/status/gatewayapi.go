@@ -1,7 +1,7 @@
 package status
 
 // The Gateway API status: what model.Build found about our GatewayClasses,
-// Gateways and HTTPRoutes (model.GatewayAPIStatus), written by the leader
+// Gateways, their ListenerSets and the routes (model.GatewayAPIStatus), written by the leader
 // on the Writer's goroutine, in the same passes as the Ingress status.
 //
 // Programmed is judged here, not in the model: the model says what would
@@ -11,8 +11,8 @@ package status
 // the object's current generation. The same function serves the writer and
 // inspect, so both say the same thing.
 //
-// A write replaces the whole status of a GatewayClass or Gateway (the
-// class's controller owns it), but only our entries of an HTTPRoute's
+// A write replaces the whole status of a GatewayClass, Gateway or
+// ListenerSet (the class's controller owns it), but only our entries of an HTTPRoute's
 // status.parents: those of other controllers stay as they are. Each
 // condition keeps its lastTransitionTime while its status is unchanged,
 // and an object is written only when what it holds differs from what is
@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -40,9 +41,9 @@ import (
 )
 
 // GatewayAPIOptions configures the Gateway API status a Writer writes
-// with its client (UpdateStatus on gatewayclasses/status, gateways/status
-// and httproutes/status; Get on the objects after a conflict, or without
-// a Lookup).
+// with its client (UpdateStatus on gatewayclasses/status, gateways/status,
+// listenersets/status and the routes' status; Get on the objects after a
+// conflict, or without a Lookup).
 type GatewayAPIOptions struct {
 	// ControllerName is the controllerName written into each of our
 	// entries of an HTTPRoute's status.parents, and how our entries are
@@ -61,6 +62,7 @@ type GatewayAPILookup interface {
 	Gateway(namespace, name string) *gatewayv1.Gateway
 	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
 	GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute
+	ListenerSet(namespace, name string) *gatewayv1.ListenerSet
 	BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy
 }
 
@@ -83,33 +85,47 @@ const maxMessage = 32768
 // elsewhere it becomes Programmed=False, reason Pending. wanted is not
 // changed.
 func ServedGatewayAPI(wanted, applied model.GatewayAPIStatus) model.GatewayAPIStatus {
-	confirmed := map[string]bool{} // programmedKey of each confirmed Gateway and listener
-	for _, g := range applied.Gateways {
-		if programmed(g.Conditions) {
-			confirmed[programmedKey(g, "")] = true
-		}
-		for _, l := range g.Listeners {
-			if programmed(l.Conditions) {
-				confirmed[programmedKey(g, l.Name)] = true
+	confirmed := map[string]bool{} // programmedKey of each confirmed Gateway, ListenerSet and listener
+	for kind, objects := range map[string][]model.GatewayStatus{"Gateway": applied.Gateways, "ListenerSet": applied.ListenerSets} {
+		for _, g := range objects {
+			if programmed(g.Conditions) {
+				confirmed[programmedKey(kind, g, "")] = true
+			}
+			for _, l := range g.Listeners {
+				if programmed(l.Conditions) {
+					confirmed[programmedKey(kind, g, l.Name)] = true
+				}
 			}
 		}
 	}
 	out := wanted
-	out.Gateways = slices.Clone(wanted.Gateways)
-	for i := range out.Gateways {
-		g := &out.Gateways[i]
-		g.Conditions = pendingUnless(g.Conditions, confirmed[programmedKey(*g, "")])
+	out.Gateways = pendingUnlessConfirmed("Gateway", wanted.Gateways, confirmed)
+	out.ListenerSets = pendingUnlessConfirmed("ListenerSet", wanted.ListenerSets, confirmed)
+	return out
+}
+
+// pendingUnlessConfirmed returns a copy of objects (Gateways, or
+// ListenerSets: kind) whose Programmed=True conditions not in confirmed
+// are Pending.
+func pendingUnlessConfirmed(kind string, objects []model.GatewayStatus, confirmed map[string]bool) []model.GatewayStatus {
+	out := slices.Clone(objects)
+	for i := range out {
+		g := &out[i]
+		g.Conditions = pendingUnless(g.Conditions, confirmed[programmedKey(kind, *g, "")])
 		g.Listeners = slices.Clone(g.Listeners)
 		for j := range g.Listeners {
 			l := &g.Listeners[j]
-			l.Conditions = pendingUnless(l.Conditions, confirmed[programmedKey(*g, l.Name)])
+			l.Conditions = pendingUnless(l.Conditions, confirmed[programmedKey(kind, *g, l.Name)])
 		}
 	}
 	return out
 }
 
-func programmedKey(g model.GatewayStatus, listener string) string {
-	return fmt.Sprintf("%s/%s@%d/%s", g.Namespace, g.Name, g.Generation, listener)
+// programmedKey names the Programmed condition of a Gateway's or
+// ListenerSet's (kind) status g (listener "") or of one of its listeners,
+// at g's generation.
+func programmedKey(kind string, g model.GatewayStatus, listener string) string {
+	return fmt.Sprintf("%s %s/%s@%d/%s", kind, g.Namespace, g.Name, g.Generation, listener)
 }
 
 func programmed(conds []model.Condition) bool {
@@ -265,6 +281,11 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 		ok, err := g.syncGateway(ctx, key, gw)
 		note(key, ok, err)
 	}
+	for _, s := range wanted.ListenerSets {
+		key := objectKey{Kind: "ListenerSet", Namespace: s.Namespace, Name: s.Name}
+		ok, err := g.syncListenerSet(ctx, key, s)
+		note(key, ok, err)
+	}
 	for _, r := range wanted.Routes {
 		key := routeKey(r.Kind, r.Namespace, r.Name)
 		ok, err := g.syncRoute(ctx, key, &r)
@@ -385,56 +406,83 @@ func getter[T metav1.Object](g *gatewayWriter, cached func() T, get func(ctx con
 var updateOptions = metav1.UpdateOptions{FieldManager: FieldManager}
 
 func (g *gatewayWriter) syncClass(ctx context.Context, key objectKey, want model.GatewayClassStatus) (bool, error) {
-	api := g.client.GatewayClasses()
-	return syncObject(ctx, g, key, want, statusSync[*gatewayv1.GatewayClass]{
-		get: getter(g, func() *gatewayv1.GatewayClass { return g.lookup.GatewayClass(key.Name) },
-			func(ctx context.Context) (*gatewayv1.GatewayClass, error) {
-				return api.Get(ctx, key.Name, metav1.GetOptions{})
-			}),
-		build: func(obj *gatewayv1.GatewayClass) (*gatewayv1.GatewayClass, bool) {
+	return syncObject(ctx, g, key, want, wholeStatus(g, g.client.GatewayClasses(), key.Name,
+		func() *gatewayv1.GatewayClass { return g.lookup.GatewayClass(key.Name) },
+		func(obj *gatewayv1.GatewayClass) (*gatewayv1.GatewayClass, bool) {
 			next := obj.DeepCopy()
 			next.Status.Conditions = g.conditions(want.Conditions, obj.Generation, obj.Status.Conditions)
 			next.Status.SupportedFeatures = supportedFeatures(want.SupportedFeatures)
 			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
-		},
-		update: func(ctx context.Context, next *gatewayv1.GatewayClass) error {
-			_, err := api.UpdateStatus(ctx, next, updateOptions)
-			return err
-		},
-	})
+		}))
 }
 
 func (g *gatewayWriter) syncGateway(ctx context.Context, key objectKey, want model.GatewayStatus) (bool, error) {
-	api := g.client.Gateways(key.Namespace)
-	return syncObject(ctx, g, key, want, statusSync[*gatewayv1.Gateway]{
-		get: getter(g, func() *gatewayv1.Gateway { return g.lookup.Gateway(key.Namespace, key.Name) },
-			func(ctx context.Context) (*gatewayv1.Gateway, error) {
-				return api.Get(ctx, key.Name, metav1.GetOptions{})
-			}),
-		build: func(obj *gatewayv1.Gateway) (*gatewayv1.Gateway, bool) {
+	return syncObject(ctx, g, key, want, wholeStatus(g, g.client.Gateways(key.Namespace), key.Name,
+		func() *gatewayv1.Gateway { return g.lookup.Gateway(key.Namespace, key.Name) },
+		func(obj *gatewayv1.Gateway) (*gatewayv1.Gateway, bool) {
 			next := obj.DeepCopy()
 			next.Status.Addresses = gatewayAddresses(want.Addresses)
 			next.Status.Conditions = g.conditions(want.Conditions, obj.Generation, obj.Status.Conditions)
-			next.Status.Listeners = nil
-			for _, l := range want.Listeners {
-				var held []metav1.Condition
-				if i := slices.IndexFunc(obj.Status.Listeners, func(s gatewayv1.ListenerStatus) bool { return string(s.Name) == l.Name }); i >= 0 {
-					held = obj.Status.Listeners[i].Conditions
-				}
-				next.Status.Listeners = append(next.Status.Listeners, gatewayv1.ListenerStatus{
-					Name:           gatewayv1.SectionName(l.Name),
-					SupportedKinds: routeKinds(l.SupportedKinds),
-					AttachedRoutes: l.AttachedRoutes,
-					Conditions:     g.conditions(l.Conditions, obj.Generation, held),
-				})
-			}
+			next.Status.Listeners = listenerStatuses(g, want.Listeners, obj.Generation, obj.Status.Listeners)
+			next.Status.AttachedListenerSets = want.AttachedListenerSets
 			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
-		},
-		update: func(ctx context.Context, next *gatewayv1.Gateway) error {
+		}))
+}
+
+// syncListenerSet writes a ListenerSet's status whole, as syncGateway a
+// Gateway's: the parent Gateway's controller owns it.
+func (g *gatewayWriter) syncListenerSet(ctx context.Context, key objectKey, want model.GatewayStatus) (bool, error) {
+	return syncObject(ctx, g, key, want, wholeStatus(g, g.client.ListenerSets(key.Namespace), key.Name,
+		func() *gatewayv1.ListenerSet { return g.lookup.ListenerSet(key.Namespace, key.Name) },
+		func(obj *gatewayv1.ListenerSet) (*gatewayv1.ListenerSet, bool) {
+			next := obj.DeepCopy()
+			next.Status.Conditions = g.conditions(want.Conditions, obj.Generation, obj.Status.Conditions)
+			next.Status.Listeners = listenerStatuses(g, want.Listeners, obj.Generation, obj.Status.Listeners)
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		}))
+}
+
+// wholeStatus is the statusSync of an object whose status is ours whole
+// (a GatewayClass, Gateway or ListenerSet) named name, read through cached
+// (the Lookup) or api, built by build and written with api's UpdateStatus.
+func wholeStatus[T interface {
+	metav1.Object
+	runtime.Object
+}, L runtime.Object](g *gatewayWriter, api kubeclient.StatusResource[T, L], name string,
+	cached func() T, build func(T) (T, bool)) statusSync[T] {
+	return statusSync[T]{
+		get: getter(g, cached, func(ctx context.Context) (T, error) {
+			return api.Get(ctx, name, metav1.GetOptions{})
+		}),
+		build: build,
+		update: func(ctx context.Context, next T) error {
 			_, err := api.UpdateStatus(ctx, next, updateOptions)
 			return err
 		},
-	})
+	}
+}
+
+// listenerStatuses returns the API status of the listeners of a Gateway
+// (gatewayv1.ListenerStatus) or a ListenerSet (gatewayv1.ListenerEntryStatus,
+// the same fields), each condition keeping its time from the listener of
+// the same name in held.
+func listenerStatuses[T gatewayv1.ListenerStatus | gatewayv1.ListenerEntryStatus](g *gatewayWriter, want []model.ListenerStatus, generation int64, held []T) []T {
+	var out []T
+	for _, l := range want {
+		var conditions []metav1.Condition
+		for _, h := range held {
+			if h := gatewayv1.ListenerStatus(h); string(h.Name) == l.Name {
+				conditions = h.Conditions
+			}
+		}
+		out = append(out, T(gatewayv1.ListenerStatus{
+			Name:           gatewayv1.SectionName(l.Name),
+			SupportedKinds: routeKinds(l.SupportedKinds),
+			AttachedRoutes: l.AttachedRoutes,
+			Conditions:     g.conditions(l.Conditions, generation, conditions),
+		}))
+	}
+	return out
 }
 
 // syncRoute sets our entries of the route's status.parents to want's, or
@@ -557,11 +605,11 @@ func (g *gatewayWriter) routeParents(namespace string, generation int64, current
 	return parents
 }
 
-// parentRef is the status parentRef of p: a Gateway, with the namespace
-// filled in, and sectionName and port as written.
+// parentRef is the status parentRef of p: a Gateway or a ListenerSet,
+// with the namespace filled in, and sectionName and port as written.
 func parentRef(p model.RouteParentStatus) gatewayv1.ParentReference {
 	group := gatewayv1.Group(gatewayv1.GroupName)
-	kind := gatewayv1.Kind("Gateway")
+	kind := gatewayv1.Kind(cmp.Or(p.Kind, "Gateway"))
 	namespace := gatewayv1.Namespace(p.Namespace)
 	ref := gatewayv1.ParentReference{Group: &group, Kind: &kind, Namespace: &namespace, Name: gatewayv1.ObjectName(p.Name)}
 	if p.SectionName != "" {

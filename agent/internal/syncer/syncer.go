@@ -252,6 +252,10 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
 	s.stage.Recover(ctx) // before the first render: what an earlier agent left running
+	if (s.lastConfig.Hash == "" || s.changedBackends == nil) && s.meetNginx() {
+		// This sync renders anyway: for the nginx Recover found, at once.
+		s.lastConfig = render.Config{}
+	}
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
@@ -266,7 +270,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
 	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
 		ChangedBackends: s.changedBackends, Judging: judging})
-	s.meetNginx()
+	if s.meetNginx() {
+		s.lastConfig = render.Config{}
+		s.rerender = true
+		s.markDirty()
+	}
 	if res.Executed && s.retiring {
 		// The routes have left the kept profiles: render them away.
 		s.rerender = true
@@ -275,24 +283,24 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	return res, err
 }
 
-// meetNginx renders for the nginx that answers when it is not the one
-// the settings name: the first answer after the agent started (the
-// bootstrap and the configs before it were rendered for an nginx not
-// detected), or another nginx after a cold start (a new boot reports
-// itself anew). The next sync is a full one; nginx reloads when the bytes
-// differ (on the chart's image: http2 on, headers-more).
-func (s *Syncer) meetNginx() {
+// meetNginx makes the settings name the nginx that answers when they do
+// not, and says whether they changed: the first answer after the agent
+// started (the bootstrap and the configs before it were rendered for an
+// nginx not detected), or another nginx after a cold start (a new boot
+// reports itself anew). The caller renders again: at once when the
+// status was read before this sync's render (an nginx already running
+// when the agent starts), else in a full sync after this one; nginx
+// reloads when the bytes differ (on the chart's image: http2 on,
+// headers-more).
+func (s *Syncer) meetNginx() bool {
 	found := s.stage.Nginx()
 	settings := s.configMap.Settings()
 	if !found.Detected() || reflect.DeepEqual(found, settings.Nginx) {
-		return
+		return false
 	}
 	s.configMap.SetNginx(found)
 	settings = s.configMap.Settings()
 	s.update(func(st *State) { st.Nginx = found })
-	s.lastConfig = render.Config{}
-	s.rerender = true
-	s.markDirty()
 	s.logger.Info("nginx detected; rendering for it", "nginx", found.Version, "lua_nginx_module", found.LuaVersion,
 		"built_in_modules", strings.Join(found.BuiltIn, ","), "http2", render.HTTP2Form(found),
 		"headers_more", render.HeadersMoreForm(settings))
@@ -300,6 +308,7 @@ func (s *Syncer) meetNginx() {
 		s.logger.Warn("--load-module names modules this nginx has built in; their load_module lines are left out (a load_module of a module built in stops nginx)",
 			"modules", strings.Join(dropped, ","))
 	}
+	return true
 }
 
 // configFor renders next and the routes of its hosts, or reuses the last

@@ -235,3 +235,42 @@ func TestGatewayAPIDefaults(t *testing.T) {
 		}
 	}
 }
+
+const listenerSetYAML = `apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata:
+  name: extra
+  namespace: tenant
+spec:
+  parentRef: {name: gw, namespace: infra}
+  listeners:
+  - name: shop
+    port: 443
+    protocol: HTTPS
+    hostname: shop.example.com
+    tls:
+      certificateRefs:
+      - name: shop-cert
+`
+
+// A ListenerSet is read, with the defaults the API server fills: its
+// parentRef's group and kind, its listeners' as a Gateway's.
+func TestDecodeListenerSet(t *testing.T) {
+	snap, problems := ReadBytes("x.yaml", []byte(listenerSetYAML))
+	if len(problems) != 0 || len(snap.ListenerSets) != 1 {
+		t.Fatalf("ListenerSets %d, problems %v", len(snap.ListenerSets), problems)
+	}
+	ls := snap.ListenerSets[0]
+	if ls.Namespace != "tenant" || *ls.Spec.ParentRef.Group != "gateway.networking.k8s.io" || *ls.Spec.ParentRef.Kind != "Gateway" ||
+		string(*ls.Spec.ParentRef.Namespace) != "infra" || ls.Spec.ParentRef.Name != "gw" {
+		t.Errorf("ListenerSet %s/%s parentRef %+v", ls.Namespace, ls.Name, ls.Spec.ParentRef)
+	}
+	l := ls.Spec.Listeners[0]
+	if *l.AllowedRoutes.Namespaces.From != "Same" || *l.TLS.Mode != "Terminate" || *l.TLS.CertificateRefs[0].Kind != "Secret" {
+		t.Errorf("listener defaults: %+v", l)
+	}
+	if got := identify([]byte("kind: ListenerSet\nmetadata: {name: s, namespace: t}\nspec: 1")); got == nil ||
+		*got != (objectKey{kind: source.KindListenerSet, namespace: "t", name: "s"}) {
+		t.Errorf("identify: %v", got)
+	}
+}

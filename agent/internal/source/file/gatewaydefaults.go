@@ -17,7 +17,28 @@ func defaultGateway(gw *gatewayv1.Gateway) {
 		}
 	}
 	for i := range gw.Spec.Listeners {
-		l := &gw.Spec.Listeners[i]
+		defaultListener(&gw.Spec.Listeners[i])
+	}
+}
+
+// defaultListenerSet fills the defaults of a ListenerSet's parentRef and
+// listeners (a ListenerEntry has a Gateway listener's fields).
+func defaultListenerSet(set *gatewayv1.ListenerSet) {
+	ref := &set.Spec.ParentRef
+	if ref.Group == nil {
+		ref.Group = to(gatewayv1.Group(gatewayv1.GroupName))
+	}
+	if ref.Kind == nil {
+		ref.Kind = to(gatewayv1.Kind("Gateway"))
+	}
+	for i := range set.Spec.Listeners {
+		defaultListener((*gatewayv1.Listener)(&set.Spec.Listeners[i]))
+	}
+}
+
+// defaultListener fills the defaults of one listener.
+func defaultListener(l *gatewayv1.Listener) {
+	{
 		if l.AllowedRoutes == nil {
 			l.AllowedRoutes = &gatewayv1.AllowedRoutes{}
 		}
@@ -33,7 +54,7 @@ func defaultGateway(gw *gatewayv1.Gateway) {
 			}
 		}
 		if l.TLS == nil {
-			continue
+			return
 		}
 		if l.TLS.Mode == nil {
 			l.TLS.Mode = to(gatewayv1.TLSModeTerminate)

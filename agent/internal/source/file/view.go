@@ -34,6 +34,7 @@ type view struct {
 	httpRoutes         []*gatewayv1.HTTPRoute
 	grpcRoutes         []*gatewayv1.GRPCRoute
 	referenceGrants    []*gatewayv1.ReferenceGrant
+	listenerSets       []*gatewayv1.ListenerSet
 	backendTLSPolicies []*gatewayv1.BackendTLSPolicy
 	namespaces         []*corev1.Namespace
 	problems           []model.Problem
@@ -47,6 +48,7 @@ var kindOrder = []source.Kind{
 	source.KindIngressClass, source.KindIngress, source.KindService,
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
 	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindReferenceGrant,
+	source.KindListenerSet,
 	source.KindBackendTLSPolicy,
 }
 
@@ -127,6 +129,7 @@ func (s *Source) buildView() *view {
 	sortObjects(v.httpRoutes)
 	sortObjects(v.grpcRoutes)
 	sortObjects(v.referenceGrants)
+	sortObjects(v.listenerSets)
 	sortObjects(v.backendTLSPolicies)
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
@@ -152,7 +155,7 @@ func (v *view) add(obj runtime.Object) {
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
 		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
-		appendOf(&v.backendTLSPolicies, obj)
+		appendOf(&v.listenerSets, obj) || appendOf(&v.backendTLSPolicies, obj)
 }
 
 // appendOf appends obj to list if it is a T, and says whether it was.

@@ -1,8 +1,9 @@
 package kube
 
-// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute and
-// ReferenceGrant of gateway.networking.k8s.io/v1, and the Namespaces whose
-// labels allowedRoutes selectors match.
+// The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
+// ReferenceGrant and ListenerSet of gateway.networking.k8s.io/v1, and the
+// Namespaces whose labels allowedRoutes and allowedListeners selectors
+// match.
 //
 // Most clusters do not have the Gateway API's CRDs installed, and a list of
 // a resource the API server does not serve fails for ever: an informer of it
@@ -23,6 +24,12 @@ package kube
 // the agent) and sigs.k8s.io/gateway-api's generated listers, rather than
 // that module's informer factory, so that they list and watch through the
 // same reconnector as the other kinds (reconnect.go).
+//
+// A kind of optionalGatewayResources (ListenerSet, new in the standard
+// channel of v1.5) is read only when discovery serves it at the moment the
+// caches are made, and its absence never keeps the other kinds from being
+// read: a cluster whose CRDs are of an older release still has its
+// Gateways and routes served. Installing it later takes a restart.
 
 import (
 	"context"
@@ -52,11 +59,9 @@ import (
 // the source reads: without any one of them the Gateway API is not read.
 var gatewayResources = []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"}
 
-// optionalGatewayResources are read when discovery serves them, and left
-// out when it does not: the other kinds are read without them. Whether
-// they are served is asked when the Gateway API's informers start; one
-// whose CRD is installed later is read once the agent restarts.
-var optionalGatewayResources = []string{"backendtlspolicies"}
+// optionalGatewayResources are read when served, each on its own
+// (ListenerSets, BackendTLSPolicies).
+var optionalGatewayResources = []string{"listenersets", "backendtlspolicies"}
 
 // Variables for the tests.
 var (
@@ -78,16 +83,19 @@ type gatewayCaches struct {
 	routes     gatewaylisters.HTTPRouteLister
 	grpcRoutes gatewaylisters.GRPCRouteLister
 	grants     gatewaylisters.ReferenceGrantLister
-	namespaces corelisters.NamespaceLister
-	// backendTLS is nil when backendtlspolicies is not served.
+	// listenerSets is nil when the API server does not serve them.
+	listenerSets gatewaylisters.ListenerSetLister
+	namespaces   corelisters.NamespaceLister
+	// backendTLS is nil when the API server does not serve them.
 	backendTLS gatewaylisters.BackendTLSPolicyLister
 }
 
-// newGatewayCaches creates the informers. With Options.Namespace, Gateways,
-// HTTPRoutes and ReferenceGrants are read in that namespace only, and the
-// only Namespace whose labels can matter is that one, so it alone is
-// watched (by name); GatewayClasses are cluster-scoped.
-func (s *Source) newGatewayCaches() *gatewayCaches {
+// newGatewayCaches creates the informers, those of optionalGatewayResources
+// only for the ones in optional (served). With Options.Namespace, Gateways,
+// routes, ReferenceGrants and ListenerSets are read in that namespace only,
+// and the only Namespace whose labels can matter is that one, so it alone
+// is watched (by name); GatewayClasses are cluster-scoped.
+func (s *Source) newGatewayCaches(optional []string) *gatewayCaches {
 	resync := s.opts.ResyncPeriod
 	ns := s.opts.Namespace
 	c, r := s.client, s.reconnector
@@ -118,10 +126,21 @@ func (s *Source) newGatewayCaches() *gatewayCaches {
 		grants:     gatewaylisters.NewReferenceGrantLister(grants.GetIndexer()),
 		namespaces: corelisters.NewNamespaceLister(namespaces.GetIndexer()),
 	}
-	if slices.Contains(s.gatewayOptional, "backendtlspolicies") {
+	if slices.Contains(optional, "listenersets") {
+		sets := kubeclient.NewInformer(c, reconnecting(c.ListenerSets(ns), r), &gatewayv1.ListenerSet{}, resync, nil)
+		caches.informers = append(caches.informers, namedInformer{kind: source.KindListenerSet, informer: sets})
+		caches.listenerSets = gatewaylisters.NewListenerSetLister(sets.GetIndexer())
+	} else {
+		s.logger.Info("the API server does not serve " + kubeclient.GatewayGroupVersion + " listenersets: ListenerSets are not read; " +
+			"install the standard channel of " + gatewayAPIRelease + " and restart the agent to read them")
+	}
+	if slices.Contains(optional, "backendtlspolicies") {
 		policies := kubeclient.NewInformer(c, reconnecting(c.BackendTLSPolicies(ns), r), &gatewayv1.BackendTLSPolicy{}, resync, nil)
 		caches.informers = append(caches.informers, namedInformer{kind: source.KindBackendTLSPolicy, informer: policies})
 		caches.backendTLS = gatewaylisters.NewBackendTLSPolicyLister(policies.GetIndexer())
+	} else {
+		s.logger.Info("the API server does not serve " + kubeclient.GatewayGroupVersion + " backendtlspolicies: BackendTLSPolicies are not read; " +
+			"install the standard channel of " + gatewayAPIRelease + " and restart the agent to read them")
 	}
 	return caches
 }
@@ -145,6 +164,9 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
+	if g.listenerSets != nil {
+		snap.ListenerSets, _ = g.listenerSets.List(everything)
+	}
 	if g.backendTLS != nil {
 		snap.BackendTLSPolicies, _ = g.backendTLS.List(everything)
 	}
@@ -177,6 +199,17 @@ func (s *Source) GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute {
 	})
 }
 
+// ListenerSet returns the cached ListenerSet namespace/name, or nil (also
+// when ListenerSets are not read), as GatewayClass.
+func (s *Source) ListenerSet(namespace, name string) *gatewayv1.ListenerSet {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.ListenerSet, error) {
+		if g.listenerSets == nil {
+			return nil, nil
+		}
+		return g.listenerSets.ListenerSets(namespace).Get(name)
+	})
+}
+
 // BackendTLSPolicy returns the cached BackendTLSPolicy namespace/name,
 // or nil (also while backendtlspolicies is not served), as GatewayClass.
 func (s *Source) BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy {
@@ -204,39 +237,39 @@ func cachedGatewayObject[T any](s *Source, get func(*gatewayCaches) (T, error)) 
 }
 
 // gatewayServed asks discovery whether the API server serves every one of
-// gatewayResources. It returns the missing ones, and an error when the
-// API server did not answer (not when the group is not served: then all
-// are missing).
-func (s *Source) gatewayServed(ctx context.Context) (missing []string, err error) {
+// gatewayResources. It returns the missing ones, those of
+// optionalGatewayResources it serves, and an error when the API server did
+// not answer (not when the group is not served: then all are missing).
+func (s *Source) gatewayServed(ctx context.Context) (missing, optional []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	served, err := s.client.ServedResources(ctx, kubeclient.GatewayGroupVersion)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, r := range gatewayResources {
 		if !slices.Contains(served, r) {
 			missing = append(missing, r)
 		}
 	}
-	s.gatewayOptional = nil
 	for _, r := range optionalGatewayResources {
 		if slices.Contains(served, r) {
-			s.gatewayOptional = append(s.gatewayOptional, r)
+			optional = append(optional, r)
 		}
 	}
-	return missing, nil
+	return missing, optional, nil
 }
 
 // firstGatewayCheck asks discovery until the API server answers (or ctx
 // ends, or a check is left to the loop), and says whether the Gateway API
-// is served. When it is not it says so once, at info.
-func (s *Source) firstGatewayCheck(ctx context.Context) bool {
-	var missing []string
+// is served, and which of optionalGatewayResources. When it is not it says
+// so once, at info.
+func (s *Source) firstGatewayCheck(ctx context.Context) (bool, []string) {
+	var missing, optional []string
 	warned := false
 	err := wait.PollUntilContextCancel(ctx, discoveryRetry, true, func(ctx context.Context) (bool, error) {
 		var err error
-		missing, err = s.gatewayServed(ctx)
+		missing, optional, err = s.gatewayServed(ctx)
 		if err != nil && !warned {
 			s.logger.Warn("asking the API server whether it serves the Gateway API; asking again", "error", err, "every", discoveryRetry)
 			warned = true
@@ -244,12 +277,12 @@ func (s *Source) firstGatewayCheck(ctx context.Context) bool {
 		return err == nil, nil
 	})
 	if err != nil {
-		return false // ctx ended
+		return false, nil // ctx ended
 	}
 	if len(missing) > 0 {
 		s.logNotServed(missing)
 	}
-	return len(missing) == 0
+	return len(missing) == 0, optional
 }
 
 func (s *Source) logNotServed(missing []string) {
@@ -270,14 +303,17 @@ const gatewayAPIRelease = "v1.6.3"
 // their first listing makes them part of the snapshot and reports a
 // change. It returns when ctx ends and the informers have stopped.
 func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change)) {
+	var optional []string
 	err := wait.PollUntilContextCancel(ctx, gatewayAPICheckInterval, false, func(ctx context.Context) (bool, error) {
-		missing, err := s.gatewayServed(ctx)
+		var missing []string
+		var err error
+		missing, optional, err = s.gatewayServed(ctx)
 		return err == nil && len(missing) == 0, nil
 	})
 	if err != nil {
 		return // ctx ended
 	}
-	caches := s.newGatewayCaches()
+	caches := s.newGatewayCaches(optional)
 	synced, err := s.register(caches.informers, changed)
 	if err != nil {
 		s.logger.Error("starting the Gateway API's informers", "error", err)
@@ -288,7 +324,7 @@ func (s *Source) awaitGatewayAPI(ctx context.Context, changed func(source.Change
 	for _, ni := range caches.informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
-	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants", "optional_served", s.gatewayOptional)
+	s.logger.Info("the Gateway API is installed: reading GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants")
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
@@ -309,7 +345,24 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 		}
 	}
 	var refs []types.NamespacedName
+	add := func(namespace string, tls *gatewayv1.ListenerTLSConfig) {
+		if tls == nil {
+			return
+		}
+		for _, ref := range tls.CertificateRefs {
+			if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
+				continue // not a Secret: the model says so
+			}
+			ns := namespace
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				ns = string(*ref.Namespace)
+			}
+			refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
+		}
+	}
+	classOf := map[types.NamespacedName]string{}
 	for _, gw := range snap.Gateways {
+		classOf[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = string(gw.Spec.GatewayClassName)
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
@@ -325,19 +378,21 @@ func gatewaySecretRefs(snap model.Snapshot, controller string, everyGateway bool
 			}
 		}
 		for _, l := range gw.Spec.Listeners {
-			if l.TLS == nil {
-				continue
-			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-					continue // not a Secret: the model says so
-				}
-				ns := gw.Namespace
-				if ref.Namespace != nil && *ref.Namespace != "" {
-					ns = string(*ref.Namespace)
-				}
-				refs = append(refs, types.NamespacedName{Namespace: ns, Name: string(ref.Name)})
-			}
+			add(gw.Namespace, l.TLS)
+		}
+	}
+	// A ListenerSet's listeners, when its parent is one of those Gateways.
+	for _, set := range snap.ListenerSets {
+		parent := types.NamespacedName{Namespace: set.Namespace, Name: string(set.Spec.ParentRef.Name)}
+		if set.Spec.ParentRef.Namespace != nil && *set.Spec.ParentRef.Namespace != "" {
+			parent.Namespace = string(*set.Spec.ParentRef.Namespace)
+		}
+		class, ok := classOf[parent]
+		if !ok || !everyGateway && !ours[class] {
+			continue
+		}
+		for _, l := range set.Spec.Listeners {
+			add(set.Namespace, l.TLS)
 		}
 	}
 	return refs

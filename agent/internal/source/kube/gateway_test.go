@@ -71,6 +71,14 @@ func gatewayTestObjects() []runtime.Object {
 			Spec: gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
 				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}}},
 		},
+		// A ListenerSet of our Gateway, whose listener names the Gateway's
+		// Secret: read once, by name.
+		&gatewayv1.ListenerSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "extra", Namespace: "web"},
+			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "gw"},
+				Listeners: []gatewayv1.ListenerEntry{{Name: "extra", Port: 8443, Protocol: gatewayv1.HTTPSProtocolType,
+					TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{secretRef("gw-cert")}}}}},
+		},
 		&gatewayv1.ReferenceGrant{
 			ObjectMeta: metav1.ObjectMeta{Name: "gateways", Namespace: "certs"},
 			Spec: gatewayv1.ReferenceGrantSpec{
@@ -109,6 +117,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.ListenerSet:
+			_, err = gw.ListenerSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.BackendTLSPolicy:
 			_, err = gw.BackendTLSPolicies(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
@@ -145,6 +155,7 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
 		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
+		{"ListenerSets", names(snap.ListenerSets), []string{"web/extra"}},
 		{"BackendTLSPolicies", names(snap.BackendTLSPolicies), []string{"web/backend-tls"}},
 		// An API server has its own Namespaces besides these.
 		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
@@ -286,6 +297,41 @@ func TestGatewayAPILateFake(t *testing.T) {
 	}
 }
 
+// withoutListenerSets is a client whose API server serves the Gateway API
+// of a release before ListenerSets.
+type withoutListenerSets struct{ kubeclient.Interface }
+
+func (c withoutListenerSets) ServedResources(ctx context.Context, groupVersion string) ([]string, error) {
+	served, err := c.Interface.ServedResources(ctx, groupVersion)
+	return slices.DeleteFunc(served, func(r string) bool { return r == "listenersets" }), err
+}
+
+func (c withoutListenerSets) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Without the ListenerSet CRD, the other kinds are read, and the log says
+// ListenerSets are not.
+func TestGatewayAPIWithoutListenerSets(t *testing.T) {
+	gw := gatewayfake.NewSimpleClientset()
+	createGatewayObjects(t, gw, gatewayTestObjects()...)
+	kubeclienttest.ServeGatewayAPI(gw)
+	var log bytes.Buffer
+	logs := &syncWriter{w: &log}
+	src := New(withoutListenerSets{kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw)},
+		Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	startSource(t, src, func(source.Change) {})
+	snap, _ := src.Snapshot()
+	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || snap.ListenerSets != nil {
+		t.Errorf("Gateways %v, HTTPRoutes %v, ListenerSets %v; want the Gateways and routes, no ListenerSet",
+			names(snap.Gateways), names(snap.HTTPRoutes), names(snap.ListenerSets))
+	}
+	if src.ListenerSet("web", "extra") != nil {
+		t.Error("a ListenerSet from a cache that is not there")
+	}
+	if !strings.Contains(logs.String(), "ListenerSets are not read") {
+		t.Errorf("the log does not say ListenerSets are not read:\n%s", logs)
+	}
+}
+
 // A listener's certificateRefs name Secrets: in the Gateway's namespace by
 // default, and only of the core group's kind Secret.
 func TestGatewaySecretRefs(t *testing.T) {
@@ -315,6 +361,27 @@ func TestGatewaySecretRefs(t *testing.T) {
 	}
 	if refs := gatewaySecretRefs(snap, "example.com/another", false); len(refs) != 0 {
 		t.Errorf("refs of a Gateway of another controller's class: %v", refs)
+	}
+
+	// A ListenerSet's listeners, in its own namespace by default, when its
+	// parent is one of those Gateways.
+	gwNS := gatewayv1.Namespace("web")
+	tlsEntry := func(name string) []gatewayv1.ListenerEntry {
+		return []gatewayv1.ListenerEntry{{Name: "tls", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(name)}}}}}
+	}
+	snap.ListenerSets = []*gatewayv1.ListenerSet{
+		{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: "tenant"},
+			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "gw", Namespace: &gwNS}, Listeners: tlsEntry("set-cert")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "tenant"},
+			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "missing"}, Listeners: tlsEntry("orphan-cert")}},
+	}
+	got = nil
+	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
+		got = append(got, ref.String())
+	}
+	if want := []string{"web/same", "web/explicit", "tenant/set-cert"}; !slices.Equal(got, want) {
+		t.Errorf("refs with ListenerSets = %v, want %v", got, want)
 	}
 }
 

@@ -116,10 +116,6 @@ type Source struct {
 	// gateway holds the Gateway API's caches once they are part of the
 	// snapshot; nil while the API server does not serve it (gateway.go).
 	gateway atomic.Pointer[gatewayCaches]
-	// gatewayOptional are the optionalGatewayResources the last discovery
-	// of the Gateway API served (gateway.go); written and read by the
-	// goroutine that creates the Gateway API's caches.
-	gatewayOptional []string
 	// reconnector makes every List and Watch wait out an API server
 	// outage (reconnect.go); one for all the informers.
 	reconnector *reconnector
@@ -211,8 +207,8 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
 	informers := s.informers
-	if s.firstGatewayCheck(ctx) {
-		caches := s.newGatewayCaches()
+	if served, optional := s.firstGatewayCheck(ctx); served {
+		caches := s.newGatewayCaches(optional)
 		gatewaySynced, err := s.register(caches.informers, changed)
 		if err != nil {
 			close(s.done)

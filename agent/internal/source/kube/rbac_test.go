@@ -167,6 +167,7 @@ func TestRBAC(t *testing.T) {
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
 		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+		"ListenerSets":       names(snap.ListenerSets),
 		"BackendTLSPolicies": names(snap.BackendTLSPolicies),
 	} {
 		if len(got) == 0 {
@@ -283,6 +284,7 @@ func TestRBAC(t *testing.T) {
 		{Kind: "GatewayClass", Name: "restysync", Reason: "spec.parametersRef: not supported (InvalidParameters)"},
 		{Kind: "Gateway", Namespace: "web", Name: "gw", Reason: "spec.addresses[0]: UnsupportedAddress"},
 		{Kind: "HTTPRoute", Namespace: "web", Name: "app", Reason: "spec.rules[0].backendRefs[0]: BackendNotFound"},
+		{Kind: "ListenerSet", Namespace: "web", Name: "extra", Reason: "spec.listeners[0]: HostnameConflict"},
 	})
 	eventually(t, "an Event on each Gateway API kind, with its UID", func() bool {
 		kinds := map[string]bool{}
@@ -297,7 +299,7 @@ func TestRBAC(t *testing.T) {
 				}
 			}
 		}
-		return len(kinds) == 3
+		return len(kinds) == 4
 	})
 
 	// What the file does not grant.
@@ -413,6 +415,7 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
 	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
 	calls := snap.GRPCRoutes[0]
+	extra := snap.ListenerSets[0]
 	policy := snap.BackendTLSPolicies[0]
 	return model.GatewayAPIStatus{
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
@@ -424,6 +427,8 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
 			{Kind: "BackendTLSPolicy", Namespace: "web", Name: policy.Name, Generation: policy.Generation,
 				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
+		ListenerSets: []model.GatewayStatus{{Namespace: "web", Name: extra.Name, Generation: extra.Generation, Conditions: programmed,
+			Listeners: []model.ListenerStatus{{Name: "extra", SupportedKinds: []string{"HTTPRoute"}, Conditions: programmed}}}},
 	}
 }
 
@@ -448,6 +453,10 @@ func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	extra, err := admin.GatewayV1().ListenerSets("web").Get(ctx, "extra", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	policy, err := admin.GatewayV1().BackendTLSPolicies("web").Get(ctx, "backend-tls", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -455,6 +464,7 @@ func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == model.GatewayControllerName }
 	ourAncestor := func(p gatewayv1.PolicyAncestorStatus) bool { return p.ControllerName == model.GatewayControllerName }
 	return meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
+		meta.IsStatusConditionTrue(extra.Status.Conditions, "Programmed") && len(extra.Status.Listeners) == 1 &&
 		meta.IsStatusConditionTrue(gateway.Status.Conditions, "Programmed") && len(gateway.Status.Listeners) == 1 &&
 		slices.ContainsFunc(route.Status.Parents, ours) && slices.ContainsFunc(calls.Status.Parents, ours) &&
 		slices.ContainsFunc(policy.Status.Ancestors, ourAncestor)

@@ -25,3 +25,23 @@ func TestPick(t *testing.T) {
 		l.Close()
 	}
 }
+
+// A port whose file another process holds locked is not given: flock
+// conflicts between open files, so a second open here stands in for it.
+func TestPickSkipsPortsHeldElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	held, ok := reserve(dir, 12345)
+	if !ok {
+		t.Fatal("could not reserve port 12345 in an empty folder")
+	}
+	if again, ok := reserve(dir, 12345); ok {
+		again.Close()
+		t.Fatal("port 12345 reserved twice while held")
+	}
+	held.Close()
+	again, ok := reserve(dir, 12345)
+	if !ok {
+		t.Fatal("port 12345 not free after its holder let go")
+	}
+	again.Close()
+}
