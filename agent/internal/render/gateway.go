@@ -45,6 +45,8 @@ type gatewayServerView struct {
 // so that no idle connection made for one serves another.
 type backendTLSView struct {
 	Name, CAFile, ServerName, CertFile, KeyFile, Upstream string
+	// GRPC: the server speaks gRPC to its backends (grpc_pass grpcs://).
+	GRPC bool
 }
 
 // backendTLSName is the shape of a model.BackendTLS's Name, which the
@@ -52,8 +54,9 @@ type backendTLSView struct {
 var backendTLSName = regexp.MustCompile(`^` + model.BackendTLSPrefix + `[0-9a-f]{24}$`)
 
 // backendTLSViews returns the named locations of m.BackendTLS for a
-// server whose Gateway presents certFile and keyFile, checked.
-func backendTLSViews(m model.Model, certFile, keyFile string) ([]backendTLSView, error) {
+// server whose Gateway presents certFile and keyFile (gRPC to the
+// backends when grpc), checked.
+func backendTLSViews(m model.Model, certFile, keyFile string, grpc bool) ([]backendTLSView, error) {
 	if (certFile == "") != (keyFile == "") {
 		return nil, fmt.Errorf("Gateway listener: a client certificate %q without its key %q, or the other way", certFile, keyFile)
 	}
@@ -71,7 +74,7 @@ func backendTLSViews(m model.Model, certFile, keyFile string) ([]backendTLSView,
 			return nil, fmt.Errorf("backend TLS %s: no CA file or no server name", t.Name)
 		}
 		upstream := hashName(defaultUpstream+"_tls_", t.Name, certFile, keyFile)
-		out = append(out, backendTLSView{Name: t.Name, CAFile: t.CAFile, ServerName: t.ServerName, CertFile: certFile, KeyFile: keyFile, Upstream: upstream})
+		out = append(out, backendTLSView{Name: t.Name, CAFile: t.CAFile, ServerName: t.ServerName, CertFile: certFile, KeyFile: keyFile, Upstream: upstream, GRPC: grpc})
 	}
 	return out, nil
 }
@@ -147,7 +150,7 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		tls, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile)
+		tls, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile, l.GRPC)
 		if err != nil {
 			return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
 		}
