@@ -1,7 +1,7 @@
 package kube
 
 // The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
-// ReferenceGrant and ListenerSet of gateway.networking.k8s.io/v1, and the
+// ReferenceGrant, ListenerSet and BackendTLSPolicy of gateway.networking.k8s.io/v1, and the
 // Namespaces whose labels allowedRoutes and allowedListeners selectors
 // match.
 //
