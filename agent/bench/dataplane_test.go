@@ -33,9 +33,10 @@ import (
 )
 
 // B3 is the data-plane cost of the Lua balancer: the same nginx binary runs
-// twice, side by side.
+// three times (four with B3-router's), side by side.
 //
-//   - "lua": nginx.conf exactly as render.Render writes it for one host with
+//   - "lua": nginx.conf exactly as render.Render writes it (request
+//     metrics on) for one host with
 //     one Prefix "/" location, its three endpoints and its route pushed over
 //     the config API. The host is routed by Lua (as every host is), so
 //     every request runs access_by_lua (restysync.router.route, in the
@@ -46,9 +47,13 @@ import (
 //     keepalive lines of the Lua upstream, and no Lua in the location.
 //     Everything else (global settings, proxy_set_header lines, the Lua API
 //     server, init_by_lua) is byte for byte the same, so the two differ in
-//     the per-request Lua work and nothing else.
+//     the per-request Lua work and nothing else. It is rendered with the
+//     request metrics off (nothing to record without Lua in the location).
+//   - "lua-nometrics": "lua" rendered with the request metrics per Ingress
+//     off (--ingress-nginx-metrics=false), for B3-metrics: "lua" has them
+//     on, as the agent by default.
 //
-// wrk drives both in interleaved rounds, alternating which goes first. The
+// wrk drives them in interleaved rounds, alternating which goes first. The
 // backends are minimal Go HTTP/1.1 servers in a separate process (this test
 // binary, re-executed as TestBackendProcess) on 127.0.0.2-4.
 
@@ -81,8 +86,9 @@ func TestB3DataPlane(t *testing.T) {
 	pin := b3Pinning()
 	backends, backendPID := startBackendProcess(t, 3, pin)
 	variants := []*b3Variant{
-		startLuaVariant(t, backends),
+		startLuaVariant(t, backends, "lua", true),
 		startStaticVariant(t, backends),
+		startLuaVariant(t, backends, "lua-nometrics", false),
 	}
 	base, baseErr := startBaseLuaVariant(t, backends)
 	if baseErr != nil {
@@ -155,6 +161,8 @@ func TestB3DataPlane(t *testing.T) {
 				round.lua = r
 			case "static":
 				round.static = r
+			case "lua-nometrics":
+				round.nometrics = r
 			default:
 				round.base = r
 			}
@@ -237,6 +245,18 @@ func TestB3DataPlane(t *testing.T) {
 		Pass: p99Pass,
 		Note: "same runs as B3",
 	})
+	metricsDelta := median(of(func(r b3Round) float64 { return micros(r.lua.cpuPerRequest() - r.nometrics.cpuPerRequest()) }))
+	noMetricsCPU := median(of(func(r b3Round) float64 { return micros(r.nometrics.cpuPerRequest()) }))
+	metricsPass, metricsPrefix := verdictOf(metricsDelta <= 0.3)
+	report(t, Row{
+		ID:     "B3-metrics",
+		What:   "nginx CPU per request, request metrics per Ingress on − off",
+		Target: "≤ +0.3 µs",
+		Measured: fmt.Sprintf("%smedian %+.2f µs per round (on %.1f µs, off %.1f µs, static %.1f µs)",
+			metricsPrefix, metricsDelta, luaCPU, noMetricsCPU, staticCPU),
+		Pass: metricsPass,
+		Note: "same rounds as B3, a third nginx in each: the same rendered nginx.conf without the request metrics (--ingress-nginx-metrics=false: no restysync_requests dict, no recording, no metric labels in the routes); B3's Lua is the default, metrics on",
+	})
 	if baseErr != nil {
 		report(t, Row{ID: "B3-router", What: "nginx CPU per request, this build's Lua − " + b3BaseCommit + "'s", Target: "≤ +0.5 µs",
 			Measured: "not measured: " + oneLine(baseErr.Error())})
@@ -268,7 +288,7 @@ func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing the Lua modules of %s: %v", b3BaseCommit, err)
 	}
-	prefix, port, conf := renderPrefix(t, backends)
+	prefix, port, conf := renderPrefix(t, backends, false)
 	for _, name := range strings.Fields(string(files)) {
 		data, err := exec.Command("git", "show", b3BaseCommit+":"+name).Output()
 		if err != nil {
@@ -286,7 +306,7 @@ func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
 	}
 	v := &b3Variant{name: "lua@" + b3BaseCommit, nginx: nginxproc.Start(t, prefix), port: port}
 	pushBackends(t, v.nginx, b3Model(backends).Backends)
-	pushRoutes(t, v.nginx, b3Model(backends))
+	pushRoutes(t, v.nginx, b3Model(backends), false)
 	return v, nil
 }
 
@@ -304,7 +324,7 @@ const b3NoisyCPU = 0.15
 const b3Saturated = 0.85
 
 // b3Round is one lua run and one static run, back to back.
-type b3Round struct{ lua, static, base wrkResult }
+type b3Round struct{ lua, static, base, nometrics wrkResult }
 
 func (r b3Round) rpsRatio() float64 { return r.lua.rps / r.static.rps }
 func (r b3Round) p99Ratio() float64 { return r.lua.p99.Seconds() / r.static.p99.Seconds() }
@@ -429,7 +449,7 @@ func b3Model(backends []string) model.Model {
 
 // renderPrefix makes a prefix with the Lua modules and the rendered
 // nginx.conf for backends, and returns it, the HTTP port and the config.
-func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
+func renderPrefix(t *testing.T, backends []string, requestMetrics bool) (string, int, []byte) {
 	t.Helper()
 	prefix := nginxproc.TempPrefix(t)
 	port := nginxproc.FreePort(t)
@@ -440,6 +460,10 @@ func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
 		ListenAddress:   "127.0.0.1",
 		LoadModules:     nginxproc.DebianLoadModules(),
 		WorkerProcesses: "1",
+	}
+	if requestMetrics {
+		rm := render.DefaultRequestMetrics()
+		s.RequestMetrics = &rm
 	}
 	cfg, err := render.Render(b3Model(backends), s)
 	if err != nil {
@@ -454,21 +478,23 @@ func renderPrefix(t *testing.T, backends []string) (string, int, []byte) {
 	return prefix, port, cfg.Bytes
 }
 
-func startLuaVariant(t *testing.T, backends []string) *b3Variant {
+// startLuaVariant runs the rendered nginx.conf, with the request metrics
+// per Ingress on (the agent's default) or off (--ingress-nginx-metrics=false).
+func startLuaVariant(t *testing.T, backends []string, name string, requestMetrics bool) *b3Variant {
 	t.Helper()
-	prefix, port, conf := renderPrefix(t, backends)
+	prefix, port, conf := renderPrefix(t, backends, requestMetrics)
 	if err := os.WriteFile(filepath.Join(prefix, render.ConfigName), conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v := &b3Variant{name: "lua", nginx: nginxproc.Start(t, prefix), port: port}
+	v := &b3Variant{name: name, nginx: nginxproc.Start(t, prefix), port: port}
 	pushBackends(t, v.nginx, b3Model(backends).Backends)
-	pushRoutes(t, v.nginx, b3Model(backends))
+	pushRoutes(t, v.nginx, b3Model(backends), requestMetrics)
 	return v
 }
 
 func startStaticVariant(t *testing.T, backends []string) *b3Variant {
 	t.Helper()
-	prefix, port, conf := renderPrefix(t, backends)
+	prefix, port, conf := renderPrefix(t, backends, false)
 	static, err := staticConfig(conf, backends)
 	if err != nil {
 		t.Fatalf("turning the rendered nginx.conf into the static one: %v\n%s", err, conf)
@@ -568,9 +594,14 @@ func pushBackends(t *testing.T, n *nginxproc.Nginx, backends []model.Backend) {
 
 // pushRoutes gives Lua the routes of m's hosts
 // (the B3 host is one), as the agent does.
-func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model) {
+func pushRoutes(t *testing.T, n *nginxproc.Nginx, m model.Model, requestMetrics bool) {
 	t.Helper()
-	routes, err := render.Routes(m, render.Settings{})
+	s := render.Settings{}
+	if requestMetrics {
+		rm := render.DefaultRequestMetrics()
+		s.RequestMetrics = &rm
+	}
+	routes, err := render.Routes(m, s)
 	if err != nil {
 		t.Fatal(err)
 	}

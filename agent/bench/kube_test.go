@@ -82,12 +82,24 @@ func startCluster(t *testing.T) *cluster {
 }
 
 func service(name string) *corev1.Service {
+	return serviceOn(name, "http", podnet.Port)
+}
+
+// serviceOn is a Service whose port 80, named portName, targets the
+// pods' port.
+func serviceOn(name, portName string, port int32) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(podnet.Port)}}}}
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: portName, Port: 80, TargetPort: intstr.FromInt32(port)}}}}
 }
 
 func slice(svc string, addrs ...string) *discoveryv1.EndpointSlice {
-	name, port, ready := "http", int32(podnet.Port), true
+	return sliceOn(svc, "http", podnet.Port, addrs...)
+}
+
+// sliceOn is the EndpointSlice of serviceOn(svc, portName, port): addrs
+// on port.
+func sliceOn(svc, portName string, port int32, addrs ...string) *discoveryv1.EndpointSlice {
+	name, ready := portName, true
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: svc + "-1", Namespace: benchNS, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
 		AddressType: discoveryv1.AddressTypeIPv4,

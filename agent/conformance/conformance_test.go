@@ -82,7 +82,7 @@ func loopbackRange(third, first, last int) []string {
 
 // TestConformance runs the suite: the cluster, the CRDs, the node, the
 // GatewayClass, the agent and nginx, then RunConformanceWithOptions with
-// the GATEWAY-HTTP and GATEWAY-GRPC profiles. The features come from the GatewayClass's
+// the GATEWAY-HTTP, GATEWAY-GRPC and GATEWAY-TLS profiles. The features come from the GatewayClass's
 // status.supportedFeatures (-supported-features overrides).
 func TestConformance(t *testing.T) {
 	start := time.Now()
@@ -94,6 +94,22 @@ func TestConformance(t *testing.T) {
 	if len(opts.SupportedFeatures) == 0 && !opts.EnableAllSupportedFeatures {
 		waitForSupportedFeatures(t, c, opts)
 	}
+	gwconformance.RunConformanceWithOptions(t, opts)
+}
+
+// TestConformanceWithoutTLSRoute runs HTTPRouteSimpleSameNamespace on a
+// cluster whose Gateway API lacks the TLSRoute CRD (an older or partial
+// install): the agent reads every other kind, so HTTPRoutes still route.
+func TestConformanceWithoutTLSRoute(t *testing.T) {
+	c := startCluster(t)
+	kubeapi.RemoveGatewayAPIResource(t, c.server, "tlsroutes")
+	opts := options(t, c)
+	opts.ConformanceProfiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName}
+	opts.RunTest = "HTTPRouteSimpleSameNamespace"
+	opts.ReportOutputPath = "" // the report is TestConformance's
+	createGatewayClass(t, c, opts.GatewayClassName)
+	startAgent(t, c)
+	waitForSupportedFeatures(t, c, opts)
 	gwconformance.RunConformanceWithOptions(t, opts)
 }
 
@@ -179,7 +195,10 @@ func startCluster(t *testing.T) *cluster {
 	// controller-runtime complains once unless it has a logger.
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	s := kubeapi.StartCluster(t, kubeapi.ClusterOptions{})
-	kubeapi.InstallGatewayAPI(t, s, false)
+	// The experimental channel: a superset of the standard one, with the
+	// fields of the experimental features (HTTPRoute retry, ...), which
+	// the standard CRDs would prune.
+	kubeapi.InstallGatewayAPI(t, s, true)
 	cfg := s.Config()
 	cfg.QPS, cfg.Burst = 100, 200
 	c := &cluster{server: s, config: cfg, node: kubenode.Start(t, s.Config(), kubenode.Options{})}
@@ -205,7 +224,7 @@ func options(t *testing.T, c *cluster) suite.ConformanceOptions {
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:    className,
-			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			ConformanceProfiles: []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName, suite.GatewayTLSConformanceProfileName},
 			// The cluster ends with the test: nothing to clean up after it.
 			CleanupBaseResources: false,
 			CleanupTestResources: true,
@@ -286,7 +305,8 @@ func startAgent(t *testing.T, c *cluster) {
 		"--worker-processes", "2",
 		"--metrics-address", admin,
 	}
-	for _, m := range nginxproc.DebianLoadModules() {
+	// The stream module serves the TLS passthrough listeners (TLSRoute).
+	for _, m := range append(nginxproc.DebianLoadModules(), nginxproc.StreamLoadModules(t)...) {
 		args = append(args, "--load-module", m)
 	}
 	logs := &syncbuf.Buffer{}

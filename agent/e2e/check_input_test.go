@@ -270,14 +270,14 @@ func TestCheckTypoAndStrict(t *testing.T) {
 	}
 
 	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte(configMap(map[string]string{
-		"ssl-redirect": "false", "enable-real-ip": "true", "log-format-escape-json": "true"})), 0o644); err != nil {
+		"ssl-redirect": "false", "enable-real-ip": "true", "log-format-stream": "true"})), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	text, stderr, code = checkRun(t, "", "--source", "file:"+dir, "--configmap", cmName)
 	if code != 1 || !strings.Contains(stderr, "3 keys are not supported as written (0 invalid, 0 refused, 3 unknown)") {
 		t.Errorf("ConfigMap with ingress-nginx keys restysync lacks: exit %d, want 1\n%s", code, stderr)
 	}
-	for _, key := range []string{"ssl-redirect", "enable-real-ip", "log-format-escape-json"} {
+	for _, key := range []string{"ssl-redirect", "enable-real-ip", "log-format-stream"} {
 		if want := "  " + key; !strings.Contains(text, want) ||
 			!strings.Contains(text[strings.Index(text, want):], "unknown  an ingress-nginx key restysync does not support yet; it is ignored\n") {
 			t.Errorf("text report does not say %s is an ingress-nginx key restysync does not support yet:\n%s", key, text)

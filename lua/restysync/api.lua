@@ -16,7 +16,8 @@
 -- not at all. POST /access asks restysync.fileaccess which files the
 -- workers cannot use. GET /metrics reports, per backend, its endpoints and
 -- the request counters restysync.balancer keeps in the restysync_metrics
--- dict.
+-- dict, and nginx's processes and connections; GET /metrics/requests the
+-- request metrics restysync.requests keeps.
 --
 -- Who may ask. The socket is a file in the shared dir, and nginx's own
 -- workers can connect to it: a tenant's mirror-target or auth-url of
@@ -56,6 +57,7 @@ local certs = require "restysync.certs"
 local routes = require "restysync.routes"
 local fileaccess = require "restysync.fileaccess"
 local store = require "restysync.store"
+local requests = require "restysync.requests"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -152,9 +154,15 @@ end
 local function get_metrics()
     local d = dict()
     local m = restysync.metrics_dict()
-    reply(200, string_format('{"backends":%s,"balancer_rebuilds":%d,"regex_failures":%d,"certificates":%d,"counting":%s,"api_denied":%d,"loop_refused":%d}',
+    reply(200, string_format('{"backends":%s,"balancer_rebuilds":%d,"regex_failures":%d,"certificates":%d,"counting":%s,"api_denied":%d,"loop_refused":%d,"nginx":%s}',
         backends.counters(d, m), m and m:get("rebuilds") or 0, m and m:get("regex_failures") or 0, certs.count(d),
-        m and "true" or "false", m and m:get("api_denied") or 0, m and m:get("loop_refused") or 0))
+        m and "true" or "false", m and m:get("api_denied") or 0, m and m:get("loop_refused") or 0,
+        json_encode(requests.nginx())))
+end
+
+-- get_request_metrics reports the request metrics (restysync.requests).
+local function get_request_metrics()
+    reply(200, requests.report())
 end
 
 local function get_certificates()
@@ -342,6 +350,7 @@ local endpoints = {
     ["/backends"] = { GET = get_backends, POST = post_backends },
     ["/certificates"] = { GET = get_certificates, POST = post_certificates },
     ["/metrics"] = { GET = get_metrics },
+    ["/metrics/requests"] = { GET = get_request_metrics },
     ["/access"] = { POST = post_access },
 }
 
@@ -351,6 +360,7 @@ local allowed_methods = {
     ["/certificates"] = "GET, POST",
     ["/routes"] = "GET, POST",
     ["/metrics"] = "GET",
+    ["/metrics/requests"] = "GET",
     ["/access"] = "POST",
 }
 

@@ -38,7 +38,8 @@
 --               passive health (restysync.health): endpoints that keep
 --               failing are skipped for a while, never to the point of a 503.
 --
--- log() counts, in the restysync_metrics dict, the requests of each backend
+-- log() has restysync.requests record the request for the request metrics
+-- (worker memory only), and counts, in the restysync_metrics dict, the requests of each backend
 -- (r:<name>) and those that ended in 502, 503 or 504 (f:<name>): no endpoint,
 -- none reachable, or a timeout. rebuilds counts the rebuilds of a worker's
 -- cached backend. That is one or two dict increments per request, in the log
@@ -56,6 +57,7 @@ local health = require "restysync.health"
 local ewma = require "restysync.ewma"
 local chash = require "restysync.chash"
 local affinity = require "restysync.affinity"
+local requests = require "restysync.requests"
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -70,6 +72,7 @@ local set_more_tries = ngx_balancer.set_more_tries
 local get_last_failure = ngx_balancer.get_last_failure
 local set_timeouts = ngx_balancer.set_timeouts
 local usable = health.usable
+local record = requests.record
 local math_min = math.min
 local math_random = math.random
 local pcall = pcall
@@ -247,8 +250,13 @@ local function backend(name)
 end
 
 -- access_backend picks the endpoint of backend name for this request;
--- restysync.router calls it for a location it routed to a backend.
-local function access_backend(name)
+-- restysync.router calls it for a location it routed to a backend, with
+-- the location's request metric labels (nil: none, or metrics off).
+local function access_backend(name, metric)
+    local ctx = ngx.ctx
+    if metric then
+        ctx.restysync_metric = metric
+    end
     local entry = backend(name)
     if not entry then
         ngx_log(ngx_WARN, "restysync: backend ", name, " is unknown")
@@ -266,6 +274,10 @@ local function access_backend(name)
             elseif canary.choose(p) then
                 entry = target
             end
+            if entry == target then
+                -- The request metrics' canary label.
+                ctx.restysync_canary = p.canary
+            end
         end
     end
     if #entry.endpoints == 0 and entry.policy.fallback then
@@ -275,7 +287,6 @@ local function access_backend(name)
             entry = fallback
         end
     end
-    local ctx = ngx.ctx
     ctx.restysync_entry = entry
     if #entry.endpoints == 0 then
         -- Routine while a service scales from zero: not worth a warning per request.
@@ -346,7 +357,9 @@ function _M.balance()
                 ngx_log(ngx_ERR, "restysync: set_timeouts: ", err)
             end
         end
-        local tries = math_min(#entry.endpoints, entry.policy.tries)
+        -- A Gateway rule's retry (restysync.router) sets its own tries,
+        -- the same endpoint again when it is the only one.
+        local tries = ctx.restysync_tries or math_min(#entry.endpoints, entry.policy.tries)
         if tries > 1 then
             local ok, err = set_more_tries(tries - 1)
             if not ok then
@@ -393,6 +406,7 @@ end
 function _M.log()
     local ctx = ngx.ctx
     local entry = ctx.restysync_entry
+    record(ctx, entry)
     if not entry then
         return
     end

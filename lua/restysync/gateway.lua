@@ -12,7 +12,9 @@
 --    "timeout_ms":500, "route":"HTTPRoute ns/name",
 --    "cors":{"allow_origins":["*"|"https://*.a.com"], "allow_methods":["GET"|"*"],
 --            "allow_headers":[...], "expose_headers":[...],
---            "allow_credentials":bool, "max_age":5}}
+--            "allow_credentials":bool, "max_age":5},
+--    "retry":{"attempts":3, "codes":[500,503]}}
+--    "mirrors":[{"backend","numerator","denominator"}]}
 --
 -- check_rule validates a pushed rule and returns it as it is to be
 -- stored: exactly the fields it was given (false and empty ones left
@@ -28,12 +30,24 @@
 -- redirect or a status answers, else the request headers are edited,
 -- the URL rewritten, and a backend picked by weight (a share without one
 -- answers 500, as the spec says), with that backend's own request header
--- edits. A rule's timeout_ms (its timeouts.request and backendRequest)
+-- edits. A rule's retry sends the request up to attempts+1 times (the
+-- balancer's tries), again on the answers of its codes too: nginx retries
+-- on a status its location names, so the router serves such a rule in
+-- the Gateway server's location of those codes (render/gateway.go).
+-- A rule's timeout_ms (its timeouts.request and backendRequest)
 -- becomes its location's upstream timeouts (restysync.routes), which the
 -- balancer sets. A rule's cors comes first: a preflight (OPTIONS with
 -- Access-Control-Request-Method and an Origin) is answered 204 here, and
 -- an allowed origin gets the Access-Control-* headers (the header filter,
 -- response_headers, sets them).
+--
+-- A rule's mirrors copy the request, its answer ignored: mirror_backends
+-- draws, per request, the mirrors it goes to (each numerator in
+-- denominator), and restysync.router jumps to the Gateway server's named
+-- location with that many nginx "mirror" directives, which runs the
+-- router again and sends one subrequest per copy to the server's internal
+-- mirror location; there restysync.router.mirror balances copy i to the
+-- i-th backend (mirror_backend) like any backend (render/gateway.go).
 
 local check = require "restysync.check"
 local access = require "restysync.access"
@@ -55,6 +69,7 @@ local math_random = math.random
 local string_byte = string.byte
 local string_find = string.find
 local string_format = string.format
+local string_gmatch = string.gmatch
 local string_gsub = string.gsub
 local string_lower = string.lower
 local string_match = string.match
@@ -80,7 +95,7 @@ local VALUE_OPTIONS = "jo"
 
 local RULE_FIELDS = { case_sensitive = true, method = true, headers = true, query = true,
     request_headers = true, response_headers = true, redirect = true, rewrite = true,
-    backends = true, status = true, timeout_ms = true, cors = true, route = true }
+    backends = true, status = true, timeout_ms = true, cors = true, retry = true, mirrors = true, route = true }
 local MATCH_FIELDS = { name = true, value = true, regex = true }
 local CHANGES_FIELDS = { set = true, add = true, remove = true }
 local HEADER_FIELDS = { name = true, value = true }
@@ -88,6 +103,16 @@ local REDIRECT_FIELDS = { scheme = true, host = true, port = true, path = true,
     replace_prefix = true, matched_prefix = true, status = true }
 local REWRITE_FIELDS = { host = true, path = true, replace_prefix = true, matched_prefix = true }
 local BACKEND_FIELDS = { backend = true, weight = true, request_headers = true, tls = true }
+local MIRROR_FIELDS = { backend = true, numerator = true, denominator = true }
+-- MAX_MIRRORS is how many mirrors a rule may have: the Gateway servers'
+-- named locations (render/gateway.go) go up to this many copies.
+local MAX_MIRRORS = 16
+_M.MAX_MIRRORS = MAX_MIRRORS
+-- MAX_DENOMINATOR is a fraction's largest denominator (an int32's).
+local MAX_DENOMINATOR = 2147483647
+-- MIRRORS_SEPARATOR joins the mirrors' backend names in
+-- $restysync_mirrors (a name holds no control character).
+local MIRRORS_SEPARATOR = "\n"
 -- BACKEND_TLS is the name of a Gateway server's backend TLS location
 -- (model.BackendTLSPrefix and 24 hex digits): the router ngx.exec()s it.
 local BACKEND_TLS = "^@restysync_btls_[0-9a-f]{24}$"
@@ -98,6 +123,14 @@ local CORS_FIELDS = { allow_origins = true, allow_methods = true, allow_headers 
 local CORS_ORIGIN = "^https?://[%w%-%.%*]+$"
 local CORS_ORIGIN_PORT = "^https?://[%w%-%.%*]+:%d+$"
 local MAX_AGE = 2147483647
+local RETRY_FIELDS = { attempts = true, codes = true }
+-- RETRY_CODES are the answers nginx's proxy_next_upstream can retry on
+-- (the agent's model.RetryCodes); MAX_RETRY_ATTEMPTS its bound.
+local RETRY_CODES = { [403] = true, [404] = true, [429] = true, [500] = true, [502] = true, [503] = true, [504] = true }
+local MAX_RETRY_ATTEMPTS = 10
+-- RETRY_LOCATION begins the name of a Gateway server's location of retry
+-- codes (render/gateway.go): "@restysync_retry_500_503".
+local RETRY_LOCATION = "@restysync_retry"
 local METHODS = { GET = true, HEAD = true, POST = true, PUT = true, DELETE = true,
     CONNECT = true, OPTIONS = true, TRACE = true, PATCH = true }
 local REDIRECT_STATUSES = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
@@ -490,10 +523,61 @@ local function check_backend(b, at)
     return { backend = name, weight = b.weight, request_headers = headers, tls = tls }
 end
 
+-- check_retry validates a rule's retry: {"attempts":3, "codes":[500,503]},
+-- the codes sorted, each once and one nginx can retry on.
+local function check_retry(v, at)
+    local r, err = object(v, at, RETRY_FIELDS)
+    if not r then
+        return nil, err
+    end
+    err = whole(r.attempts, at .. ".attempts", 1, MAX_RETRY_ATTEMPTS)
+    if err then
+        return nil, err
+    end
+    local out = { attempts = r.attempts }
+    if not absent(r.codes) then
+        local last = 0
+        out.codes, err = each(r.codes, at .. ".codes", function(c, cat)
+            local cerr = whole(c, cat, 400, 599)
+            if cerr then
+                return nil, cerr
+            end
+            if not RETRY_CODES[c] then
+                return nil, cat .. ": must be one of 403, 404, 429, 500, 502, 503, 504 (nginx retries on these only)"
+            end
+            if c <= last then
+                return nil, cat .. ": the codes must be sorted, each once"
+            end
+            last = c
+            return c
+        end)
+        if err then
+            return nil, err
+        end
+    end
+    return out
+end
+
+-- check_mirror validates one mirror: a backend name without control
+-- characters, and a share numerator/denominator of at least 1 in 1.
+local function check_mirror(m, at)
+    local err = check.name(m.backend, at .. ".backend") or text(m.backend, at .. ".backend", check.MAX_NAME_BYTES)
+        or whole(m.denominator, at .. ".denominator", 1, MAX_DENOMINATOR)
+    if err then
+        return nil, err
+    end
+    err = whole(m.numerator, at .. ".numerator", 1, m.denominator)
+    if err then
+        return nil, err
+    end
+    return { backend = m.backend, numerator = m.numerator, denominator = m.denominator }
+end
+
 -- RULE_OBJECTS are the object fields of a rule, each with its check.
 local RULE_OBJECTS = {
     { "request_headers", check_changes }, { "response_headers", check_changes },
     { "redirect", check_redirect }, { "rewrite", check_rewrite }, { "cors", check_cors },
+    { "retry", check_retry },
 }
 
 -- check_rule validates one location's rule (at at) and returns it as it
@@ -542,6 +626,15 @@ function _M.check_rule(v, at)
         out.backends, err = objects(rule.backends, at .. ".backends", BACKEND_FIELDS, check_backend)
         if err then
             return nil, err
+        end
+    end
+    if not absent(rule.mirrors) then
+        out.mirrors, err = objects(rule.mirrors, at .. ".mirrors", MIRROR_FIELDS, check_mirror)
+        if err then
+            return nil, err
+        end
+        if out.mirrors and #out.mirrors > MAX_MIRRORS then
+            return nil, string_format("%s.mirrors: has %d entries, more than %d", at, #out.mirrors, MAX_MIRRORS)
         end
     end
     if not absent(rule.status) then
@@ -621,6 +714,15 @@ function _M.build_rule(rule)
             total = total + b.weight
         end
         rule.total_weight = total
+    end
+    local retry = rule.retry
+    if retry then
+        -- tries: the first and the retries; location: the Gateway
+        -- server's location of the codes, where nginx retries on them.
+        retry.tries = retry.attempts + 1
+        if retry.codes then
+            retry.location = RETRY_LOCATION .. "_" .. table_concat(retry.codes, "_")
+        end
     end
     return rule
 end
@@ -930,6 +1032,35 @@ function _M.serve(loc, uri)
         end
     end
     return name
+end
+
+-- mirror_backends draws the mirrors of rule this request goes to, each
+-- by its own share: it returns their backends joined by
+-- MIRRORS_SEPARATOR and how many, or nil for none.
+function _M.mirror_backends(rule)
+    local mirrors = rule.mirrors
+    local names, n
+    for i = 1, #mirrors do
+        local m = mirrors[i]
+        if m.numerator >= m.denominator or math_random(m.denominator) <= m.numerator then
+            n = (n or 0) + 1
+            names = names and names .. MIRRORS_SEPARATOR .. m.backend or m.backend
+        end
+    end
+    return names, n
+end
+
+-- mirror_backend returns the i-th backend of names (mirror_backends'
+-- string), or nil.
+function _M.mirror_backend(names, i)
+    local n = 0
+    for name in string_gmatch(names, "[^\n]+") do
+        n = n + 1
+        if n == i then
+            return name
+        end
+    end
+    return nil
 end
 
 -- response_headers applies the response header edits of the location

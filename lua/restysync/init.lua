@@ -24,6 +24,7 @@ local string_byte = string.byte
 local string_format = string.format
 local tostring = tostring
 local type = type
+local ipairs = ipairs
 local error = error
 
 local DICT_NAME = "restysync"
@@ -53,6 +54,7 @@ local MODULES = {
     "restysync.health",
     "restysync.loop",
     "restysync.policy",
+    "restysync.requests",
     "restysync.router",
     "restysync.routes",
     "restysync.state",
@@ -123,14 +125,51 @@ function _M.metrics_dict()
     return ngx.shared[METRICS_DICT_NAME]
 end
 
--- init is called from init_by_lua_block with the hash of the nginx.conf
--- and the names of its profiles (the named locations routes jump to).
-function _M.init(hash, profiles)
+-- gateway_locations are the Gateway servers' named locations routes jump
+-- to that this nginx.conf has: those of retry codes
+-- ("@restysync_retry_500_503") and of backend TLS
+-- ("@restysync_btls_<hash>") = true.
+local gateway_locations = {}
+
+-- has_gateway_location says whether this nginx.conf has the Gateway
+-- server location name: a route pushed before the reload that brings it,
+-- kept after the reload that took it away, or met by a worker of the
+-- config before a reload, is served without it.
+function _M.has_gateway_location(name)
+    return gateway_locations[name] == true
+end
+
+-- profile_locations are the profiles (named locations) this nginx.conf
+-- has.
+local profile_locations = {}
+
+-- has_profile says whether this nginx.conf has the profile name. A worker
+-- of the config before a reload, still finishing its connections, can
+-- meet a route pushed for the new config, whose profile it lacks.
+function _M.has_profile(name)
+    return profile_locations[name] == true
+end
+
+-- init is called from init_by_lua_block with the hash of the nginx.conf,
+-- the names of its profiles (the named locations routes jump to) and of
+-- its Gateway server locations (gateway_locations).
+function _M.init(hash, profiles, locations)
     if type(hash) ~= "string" then
         error("restysync.init: config hash must be a string")
     end
     if profiles ~= nil and type(profiles) ~= "table" then
         error("restysync.init: profiles must be a list of names")
+    end
+    if locations ~= nil and type(locations) ~= "table" then
+        error("restysync.init: Gateway locations must be a list of names")
+    end
+    gateway_locations = {}
+    for _, name in ipairs(locations or {}) do
+        gateway_locations[name] = true
+    end
+    profile_locations = {}
+    for _, name in ipairs(profiles or {}) do
+        profile_locations[name] = true
     end
     config_hash = hash
     for i = 1, #MODULES do

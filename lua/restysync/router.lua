@@ -23,6 +23,9 @@ local ngx_req_http_version = ngx.req.http_version
 local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
 local serve_rule = gateway.serve
+local has_gateway_location = restysync.has_gateway_location
+local has_profile = restysync.has_profile
+local mirror_backends = gateway.mirror_backends
 local lookup_front = routes.lookup_front
 local match_ordered = routes.match_ordered
 local tonumber = tonumber
@@ -32,7 +35,7 @@ local string_sub = string.sub
 local string_lower = string.lower
 local ngx_now = ngx.now
 local pairs = pairs
-local stash -- below route_front, which calls it
+local stash, to_backend_tls -- below route_front, which calls them
 
 local _M = { _VERSION = "0.1" }
 
@@ -41,6 +44,15 @@ local HTTP_NOT_FOUND = 404
 local HTTP_MISDIRECTED_REQUEST = 421
 local HTTP_REQUEST_ENTITY_TOO_LARGE = 413
 local HTTP_INTERNAL_SERVER_ERROR = 500
+local HTTP_CLOSE = 444 -- nginx closes the connection, no answer
+
+-- MIRROR_LOCATIONS[n] is the named location of a Gateway server that
+-- sends n copies of the request (render/gateway.go writes them, up to
+-- restysync.gateway's MAX_MIRRORS).
+local MIRROR_LOCATIONS = {}
+for n = 1, gateway.MAX_MIRRORS do
+    MIRROR_LOCATIONS[n] = "@restysync_mirror_" .. n
+end
 
 -- BODY_LOCATION serves the requests of a location without a profile whose
 -- body has no Content-Length (see route).
@@ -67,7 +79,15 @@ local function balance(loc, name, log_backend)
     if log_backend then
         ngx_var.restysync_backend = name
     end
-    return access_backend(name)
+    return access_backend(name, loc.metric)
+end
+
+-- keep_metric hands the location's request metric labels to the log
+-- phase (restysync.requests) for a request the router answers itself.
+local function keep_metric(loc)
+    if loc.metric then
+        ngx.ctx.restysync_metric = loc.metric
+    end
 end
 
 -- route is the access handler of the default server's "location /", which
@@ -128,9 +148,11 @@ function _M.route(redirect_port, log_backend, in_body_location)
     if loc.loop_guard then
         -- The location sends auth or mirror requests to a tenant's URL: a
         -- request that came from such a request of this nginx gets a 508.
+        keep_metric(loc)
         loop.refuse(host)
     end
     if loc.redirect_host then
+        keep_metric(loc)
         -- from-to-www-redirect: the other name of a host goes to the host,
         -- with the scheme and the port the client used.
         local port = string_match(ngx_var.http_host or "", "(:%d+)$") or ""
@@ -138,6 +160,7 @@ function _M.route(redirect_port, log_backend, in_body_location)
             .. redirect_uri(true), HTTP_PERMANENT_REDIRECT)
     end
     if loc.ssl_redirect and ngx_var.restysync_forwarded_proto == "http" then
+        keep_metric(loc)
         return ngx_redirect("https://" .. host .. (redirect_port or "")
             .. redirect_uri(not loc.preserve_trailing_slash), HTTP_PERMANENT_REDIRECT)
     end
@@ -147,6 +170,7 @@ function _M.route(redirect_port, log_backend, in_body_location)
         local length = tonumber(ngx_var.http_content_length)
         if length then
             if length > loc.max_body then
+                keep_metric(loc)
                 return ngx_exit(HTTP_REQUEST_ENTITY_TOO_LARGE)
             end
         elseif not profile and not in_body_location
@@ -161,6 +185,13 @@ function _M.route(redirect_port, log_backend, in_body_location)
         end
     end
     if profile then
+        if not has_profile(profile) then
+            -- A worker of the config before the reload that brought the
+            -- profile, still finishing its keep-alive connections: it
+            -- closes this one unanswered, and the client's retry on a new
+            -- connection reaches a worker that has the profile.
+            return ngx_exit(HTTP_CLOSE)
+        end
         -- The profile answers 404 unless this names it: a backend's
         -- X-Accel-Redirect cannot enter another route's profile.
         ngx_var.restysync_profile = profile
@@ -170,6 +201,10 @@ function _M.route(redirect_port, log_backend, in_body_location)
         end
         if loc.auth_file then
             ngx_var.restysync_auth_file = loc.auth_file
+        end
+        if loc.metric then
+            -- ngx.ctx does not survive the jump.
+            ngx_var.restysync_metric = loc.metric
         end
         return ngx_exec(profile)
     end
@@ -188,7 +223,27 @@ end
 -- listener's than the TLS server name's is answered 421 (a misdirected
 -- request). It is a handler of its own so that the default server's
 -- route() pays nothing for fronts.
-function _M.route_front(log_backend)
+-- A rule that retries on answers of some codes is served in the server's
+-- named location of those codes (here names the location this runs in,
+-- nil for "location /"), where nginx's proxy_next_upstream names them:
+-- the router jumps there before anything of the request changed, and
+-- routes it again there (ngx.ctx does not survive the jump). Until a
+-- reload brings that location, the rule is served here, retried on
+-- errors and timeouts only. The rule's tries go to the balancer.
+-- A location whose rule mirrors: a request that came round through this
+-- nginx's mirrors gets a 508 (restysync.loop); the mirrors it goes to are
+-- drawn, named in $restysync_mirrors, and the request jumps to the named
+-- location that sends that many copies (MIRROR_LOCATIONS), whose handler
+-- is route_front again with mirrored set: the rule's filters run there,
+-- and $restysync_mirror_uri keeps the path the backend gets, for the
+-- copies (mirror()).
+-- A rule with both mirrors and retry codes retries on errors and timeouts
+-- only: its request is served in the mirror location.
+-- A share whose Service a BackendTLSPolicy applies to names its backend
+-- TLS location (tls): the request goes there once its backend is picked
+-- (to_backend_tls), and a rule with retry codes retries on errors and
+-- timeouts only there. The model gives no such rule mirrors.
+function _M.route_front(log_backend, here, mirrored)
     local d = restysync.dict()
     local front = ngx_var.restysync_front
     local host = ngx_var.host
@@ -223,29 +278,67 @@ function _M.route_front(log_backend)
     if not loc then
         return ngx_exit(HTTP_NOT_FOUND)
     end
+    local rule = loc.rule
+    if rule and rule.mirrors and not mirrored and not here then
+        loop.refuse(host)
+        local names, n = mirror_backends(rule)
+        if names then
+            ngx_var.restysync_mirrors = names
+            return ngx_exec(MIRROR_LOCATIONS[n])
+        end
+    end
+    local retry = rule and rule.retry
+    if retry then
+        local there = retry.location
+        if there and there ~= here and not mirrored and has_gateway_location(there) then
+            return ngx_exec(there)
+        end
+        ngx.ctx.restysync_tries = retry.tries
+    end
     local name, tls = serve_rule(loc, uri)
     if not name then
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
+    if mirrored then
+        ngx_var.restysync_mirror_uri = ngx_var.uri
+    end
     if tls then
-        -- The share is proxied over TLS: its location checks the
-        -- backend's certificate. ngx.ctx does not survive the jump, so it
-        -- is kept for that location under $restysync_ctx.
-        if loc.timeouts then
-            ngx.ctx.restysync_timeouts = loc
-        end
-        ngx_var.restysync_backend = name
-        ngx_var.restysync_ctx = stash(ngx.ctx, tls)
-        return ngx_exec(tls)
+        return to_backend_tls(loc, name, tls)
     end
     return balance(loc, name, log_backend)
 end
 
+-- to_backend_tls sends the request to the Gateway server's backend TLS
+-- location tls, which proxies to backend name over TLS and checks its
+-- certificate. Its ngx.ctx (the rule's response header edits, CORS, the
+-- retry's tries, the location's timeouts and request metric) does not
+-- survive the jump, so it is kept for that location under
+-- $restysync_ctx. A worker of the config before the reload that brought
+-- the location (plan pushes such a route after that reload; apply waits
+-- for the old workers' requests first) closes the connection unanswered,
+-- as route() does for a profile it lacks: the client's retry reaches a
+-- worker that has it. Never plain HTTP to a backend that wants TLS.
+function to_backend_tls(loc, name, tls)
+    if not has_gateway_location(tls) then
+        return ngx_exit(HTTP_CLOSE)
+    end
+    local ctx = ngx.ctx
+    if loc.timeouts then
+        ctx.restysync_timeouts = loc
+    end
+    if loc.metric then
+        ctx.restysync_metric = loc.metric
+    end
+    ngx_var.restysync_backend = name
+    ngx_var.restysync_ctx = stash(ctx, tls)
+    return ngx_exec(tls)
+end
+
 -- stashed are the ngx.ctx of requests on their way to a backend TLS
 -- location, with its name, by id ($restysync_ctx); each is taken once, at
--- once, by that location. An entry
--- left (a request that ended before the jump) is dropped after
--- STASH_SECONDS, which stash checks once there are STASH_CHECK of them.
+-- once, by that location. An entry left (a request that ended before the
+-- jump) is dropped after STASH_SECONDS, which stash checks once there are
+-- STASH_CHECK of them.
 local stashed, stash_count, stash_id = {}, 0, 0
 local STASH_SECONDS, STASH_CHECK = 60, 1000
 
@@ -280,6 +373,26 @@ function _M.enter_backend_tls(name)
     ngx_var.restysync_ctx = ""
     ngx.ctx = entry.ctx
     return access_backend(ngx_var.restysync_backend)
+end
+
+-- mirror is the rewrite handler of a Gateway server's internal mirror
+-- location, which nginx's mirror module enters with one subrequest per
+-- copy, "_restysync_mirror/<i>" (a URI no client request has: they all
+-- start with "/"): copy i gets the path the request's backend gets and
+-- is balanced to the i-th backend of $restysync_mirrors. A subrequest
+-- shares its request's variables and headers, so it carries the rule's
+-- header edits. Anything but such a subrequest is answered 404. (The
+-- access phase does not run for subrequests: hence a rewrite handler.)
+function _M.mirror()
+    local i = tonumber(string_match(ngx_var.uri, "^_restysync_mirror/(%d+)$"))
+    local names = ngx_var.restysync_mirrors
+    local uri = ngx_var.restysync_mirror_uri
+    local name = ngx.is_subrequest and i and names and uri and uri ~= "" and gateway.mirror_backend(names, i)
+    if not name then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    ngx.req.set_uri(uri)
+    return access_backend(name)
 end
 
 return _M

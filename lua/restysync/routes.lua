@@ -10,7 +10,9 @@
 --                     "connect_timeout","send_timeout","read_timeout",
 --                     "profile","ingress","auth_file","max_body",
 --                     "preserve_trailing_slash","redirect_host","noregex",
---                     "loop_guard"}, ...]}
+--                     "loop_guard","metric"}, ...]}
+--                   ("metric": the request metrics' labels of the
+--                   location, see restysync.requests)
 --                   ("loop_guard": the location sends auth or mirror
 --                   requests to a tenant's URL, see restysync.loop)
 --                   ("backend" is absent for a location that answers by
@@ -79,6 +81,8 @@ local tostring = tostring
 local math_floor = math.floor
 local string_byte = string.byte
 local string_find = string.find
+local string_gsub = string.gsub
+local select = select
 local string_format = string.format
 local string_match = string.match
 local string_sub = string.sub
@@ -138,10 +142,13 @@ local ROUTE_FIELDS = { name = true, https = true, locations = true, ordered = tr
 local LOCATION_FIELDS = { path = true, exact = true, regex = true, backend = true, ssl_redirect = true,
     connect_timeout = true, send_timeout = true, read_timeout = true,
     profile = true, ingress = true, auth_file = true, max_body = true,
-    preserve_trailing_slash = true, redirect_host = true, noregex = true, loop_guard = true, rule = true }
+    preserve_trailing_slash = true, redirect_host = true, noregex = true, loop_guard = true, rule = true,
+    metric = true }
 -- ORDERED_FIELDS are those a location of an ordered route may hold.
 local ORDERED_FIELDS = { path = true, exact = true, regex = true, backend = true,
-    connect_timeout = true, send_timeout = true, read_timeout = true, rule = true }
+    connect_timeout = true, send_timeout = true, read_timeout = true, rule = true, metric = true }
+-- MAX_METRIC_BYTES bounds a location's "metric" labels.
+local MAX_METRIC_BYTES = 1024
 
 local is_front = check.is_front
 local TIMEOUTS = { "connect_timeout", "send_timeout", "read_timeout" }
@@ -317,6 +324,17 @@ local function check_locations(locations, at, ordered)
         end
         if (stored.ingress or stored.auth_file) and not stored.profile then
             return nil, lat .. ": ingress and auth_file need a profile"
+        end
+        if loc.metric ~= nil and loc.metric ~= json_null then
+            -- The request metrics' labels (restysync.requests): namespace,
+            -- Ingress, service, path and host, joined by "\1".
+            local m = loc.metric
+            if type(m) ~= "string" or #m > MAX_METRIC_BYTES or select(2, string_gsub(m, "\1", "")) ~= 4
+                or string_find(m, "[%z\2-\31\127]") then
+                return nil, lat .. ".metric: must be 5 labels joined by \\u0001, without other control characters, "
+                    .. "at most " .. MAX_METRIC_BYTES .. " bytes"
+            end
+            stored.metric = m
         end
         if loc.max_body ~= nil and loc.max_body ~= json_null then
             local n = loc.max_body

@@ -58,6 +58,25 @@ function T.test_check_rule_refuses()
         { { backends = { { backend = "ns/a:443", weight = 1, tls = "@restysync_btls_0123456789abcdef01234567; x" } } },
             "rule.backends[0].tls: not the name of a backend TLS location" },
         { { backends = { { backend = "ns/a:443", weight = 1, tls = 1 } } }, "rule.backends[0].tls: not the name" },
+        { { retry = { attempts = 0 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
+        { { retry = { attempts = 11 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
+        { { retry = { codes = { 500 } } }, "rule.retry.attempts: must be a whole number" },
+        { { retry = { attempts = 1, codes = { 418 } } }, "rule.retry.codes[0]: must be one of 403, 404, 429" },
+        { { retry = { attempts = 1, codes = { 503, 500 } } }, "rule.retry.codes[1]: the codes must be sorted, each once" },
+        { { retry = { attempts = 1, codes = { 500, 500 } } }, "rule.retry.codes[1]: the codes must be sorted, each once" },
+        { { retry = { attempts = 1, codes = { "500;" } } }, "rule.retry.codes[0]: must be a whole number" },
+        { { retry = { attempts = 1, backoff = "1s" } }, "rule.retry.backoff: unknown field" },
+        { { mirrors = { { backend = "ns/a:80\nns/b:80", numerator = 1, denominator = 1 } } },
+            "rule.mirrors[0].backend: must not contain control characters" },
+        { { mirrors = { { backend = "", numerator = 1, denominator = 1 } } }, "rule.mirrors[0].backend: must not be empty" },
+        { { mirrors = { { numerator = 1, denominator = 1 } } }, "rule.mirrors[0].backend: must be a string" },
+        { { mirrors = { { backend = "a", numerator = 0, denominator = 1 } } }, "rule.mirrors[0].numerator: must be a whole number from 1 to 1" },
+        { { mirrors = { { backend = "a", numerator = 3, denominator = 2 } } }, "rule.mirrors[0].numerator: must be a whole number from 1 to 2" },
+        { { mirrors = { { backend = "a", numerator = 1, denominator = 0 } } }, "rule.mirrors[0].denominator" },
+        { { mirrors = { { backend = "a", numerator = 1, denominator = 2 ^ 31 } } }, "rule.mirrors[0].denominator" },
+        { { mirrors = { { backend = "a", numerator = 1, denominator = 1, url = "http://127.0.0.1/" } } },
+            "rule.mirrors[0].url: unknown field" },
+        { { mirrors = "a" }, "rule.mirrors: must be an array" },
     }) do
         local got, err = gateway.check_rule(c[1], "rule")
         t.eq(got, nil, "rule " .. cjson.encode(c[1]))
@@ -84,6 +103,60 @@ function T.test_check_rule_timeouts_backend_headers_cors()
     local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
     t.eq(err, nil, "err")
     t.eq(got, rule, "stored rule")
+end
+
+-- A retry is stored as it came; building it gives its tries and the
+-- Gateway server's location of its codes (model.RetryLocation's name).
+function T.test_check_rule_retry()
+    local rule = { retry = { attempts = 3, codes = { 429, 500, 503 } } }
+    local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
+    t.eq(err, nil, "err")
+    t.eq(got, rule, "stored rule")
+    local built = gateway.build_rule(got)
+    t.eq(built.retry.tries, 4, "tries")
+    t.eq(built.retry.location, "@restysync_retry_429_500_503", "location")
+    built = gateway.build_rule(gateway.check_rule({ retry = { attempts = 1 } }, "rule"))
+    t.eq(built.retry.tries, 2, "tries without codes")
+    t.eq(built.retry.location, nil, "no location without codes")
+end
+
+-- Mirrors are stored as they came; more than the Gateway servers' named
+-- locations send are refused.
+function T.test_check_rule_mirrors()
+    local rule = { mirrors = { { backend = "ns/a:80", numerator = 1, denominator = 1 },
+        { backend = "ns/b:8080", numerator = 25, denominator = 50 } } }
+    local got, err = gateway.check_rule(cjson.decode(cjson.encode(rule)), "rule")
+    t.eq(err, nil, "err")
+    t.eq(got, rule, "stored rule")
+    local many = { mirrors = {} }
+    for i = 1, gateway.MAX_MIRRORS + 1 do
+        many.mirrors[i] = { backend = "ns/a:80", numerator = 1, denominator = 1 }
+    end
+    got, err = gateway.check_rule(many, "rule")
+    t.eq(got, nil, "17 mirrors")
+    t.ok(err and string.find(err, "rule.mirrors: has 17 entries, more than 16", 1, true), "reason " .. tostring(err))
+end
+
+-- Each mirror is drawn on its own, by its share; mirror_backend finds
+-- the i-th of what was drawn.
+function T.test_mirror_backends()
+    local rule = { mirrors = { { backend = "all", numerator = 2, denominator = 2 },
+        { backend = "fifth", numerator = 1, denominator = 5 }, { backend = "also", numerator = 100, denominator = 100 } } }
+    local fifth, n = 0, 1000
+    for _ = 1, n do
+        local names, count = gateway.mirror_backends(rule)
+        if count == 3 then
+            t.eq(names, "all\nfifth\nalso", "names")
+            fifth = fifth + 1
+        else
+            t.eq({ names, count }, { "all\nalso", 2 }, "names without fifth")
+        end
+    end
+    t.ok(fifth > 140 and fifth < 260, "fifth drawn " .. fifth .. " times of " .. n)
+    t.eq({ gateway.mirror_backends({ mirrors = { { backend = "x", numerator = 1, denominator = 2 ^ 31 - 1 } } }) }, {}, "almost never")
+    for i, want in ipairs({ "all", "fifth", "also", false }) do
+        t.eq(gateway.mirror_backend("all\nfifth\nalso", i) or false, want, "backend " .. i)
+    end
 end
 
 -- A "*" of an allowed origin's host is greedy to the left, over dots.

@@ -68,13 +68,15 @@ function T.test_check_update_names_the_field()
         { { upserts = { { name = "a.test", locations = { { path = "/", backend = "b", read_timeout = 0 } } } } }, "upserts[0].locations[0].read_timeout: must be a whole number of seconds" },
         { { upserts = { { name = "a.test", locations = { { path = "/", backend = "b", ingress = "ns/i" } } } } }, "upserts[0].locations[0]: ingress and auth_file need a profile" },
         { { upserts = { { name = "a.test", locations = { { path = "/", backend = "b", bogus = true } } } } }, "upserts[0].locations[0].bogus: unknown field" },
+        { { upserts = { { name = "a.test", locations = { { path = "/", backend = "b", metric = "ns\1i\1s\1/" } } } } }, "upserts[0].locations[0].metric: must be 5 labels" },
+        { { upserts = { { name = "a.test", locations = { { path = "/", backend = "b", metric = "ns\1i\1s\1/\1a\ntest" } } } } }, "upserts[0].locations[0].metric: must be 5 labels" },
     }
     for _, c in ipairs(cases) do
         local update, err = routes.check_update(c[1])
         t.eq(update, nil, "update")
         t.contains(err, c[2], "reason")
     end
-    local update, err = routes.check_update({ upserts = { { name = "*.a.test", locations = { { path = "/", backend = "b" } } },
+    local update, err = routes.check_update({ upserts = { { name = "*.a.test", locations = { { path = "/", backend = "b", metric = "ns\1i\1s\1/\1*.a.test" } } },
         { name = "_", locations = { { path = "/", backend = "d" } } } }, removes = { "old.test" } })
     t.eq(err, nil, "err of a good update")
     t.eq(#update.upserts, 2, "upserts")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/metrics"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -143,6 +144,10 @@ type runConfig struct {
 	dns                   fqdn.Options
 	kube                  kubeConfig
 	logger                *slog.Logger
+
+	// ingressNginx are the options of the series under ingress-nginx's
+	// names (nil: off; the request metrics are then not recorded).
+	ingressNginx *metrics.IngressNginx
 }
 
 func parseRunConfig(c *cli.Context) (runConfig, error) {
@@ -247,6 +252,12 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	}
 	if rc.probesAddress, err = parseMetricsAddress(c, "metrics-probes-address"); err != nil {
 		return rc, err
+	}
+	if rc.metricsAddress != "" || rc.probesAddress != "" {
+		// Without an admin server nobody reads them: nginx records nothing.
+		if rc.render.RequestMetrics, rc.ingressNginx, err = parseIngressNginxMetrics(c, podName(c), c.String("election-namespace")); err != nil {
+			return rc, err
+		}
 	}
 	rc.profiling = c.Bool("profiling")
 	if rc.targets, err = parseTargets(c, rc); err != nil {
@@ -456,6 +467,7 @@ func run(c *cli.Context) error {
 	}
 	obs.profiling = rc.profiling
 	rc.targets.PodPorts = append(rc.targets.PodPorts, obs.ports()...)
+	obs.ingressNginx = rc.ingressNginx
 
 	var src source.Source
 	var onSync func(syncer.Report)

@@ -76,6 +76,13 @@ func (c *LuaClient) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
 	return m, err
 }
 
+// RequestMetrics returns the request metrics nginx holds.
+func (c *LuaClient) RequestMetrics(ctx context.Context) (luaapi.RequestMetrics, error) {
+	var m luaapi.RequestMetrics
+	err := c.getJSON(ctx, "/metrics/requests", &m)
+	return m, err
+}
+
 // Backends returns every backend Lua holds, by name.
 func (c *LuaClient) Backends(ctx context.Context) (map[string]model.Backend, error) {
 	var body struct {

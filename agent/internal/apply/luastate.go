@@ -179,16 +179,39 @@ type Outcome struct {
 // Reloader makes nginx run cfg (Nginx.ApplyConfig, or a test's).
 type Reloader func(ctx context.Context, cfg render.Config) error
 
-// Execute runs the steps of p in order, reload for its Reload step. Lua
-// refusing certificates does not stop the steps after it: the error is
-// returned at the end, and the next sync tries again. Any other failure
+// drainGrace is how long routes pushed after a reload wait: nginx's old
+// workers finish the requests they hold on keep-alive connections, and a
+// route that jumps to a profile the reload brought would meet a worker of
+// the old config that lacks it. New workers serve the routes as they were
+// meanwhile.
+const drainGrace = 500 * time.Millisecond
+
+// waitDrain waits drainGrace, or until ctx is done.
+func waitDrain(ctx context.Context) {
+	t := time.NewTimer(drainGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Execute runs the steps of p in order, reload for its Reload step;
+// routes pushed after a reload wait drainGrace first. Lua refusing
+// certificates does not stop the steps after it: the error is returned
+// at the end, and the next sync tries again. Any other failure
 // stops the plan at that step and is returned.
 func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (Outcome, error) {
 	var out Outcome
 	var certErr error
 	l.current = false
+	reloaded := false
 	for _, step := range p.Steps {
 		var err error
+		if step.Kind == plan.PushRoutes && reloaded {
+			reloaded = false
+			waitDrain(ctx)
+		}
 		switch step.Kind {
 		case plan.PushCertificates:
 			certErr = l.pushCertificates(ctx, step.Certificates, &out)
@@ -213,6 +236,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 		case plan.Reload:
 			err = reload(ctx, step.Config)
 			out.Reloaded = err == nil
+			reloaded = out.Reloaded
 		case plan.RemoveBackends:
 			err = l.pushBackends(ctx, luaapi.BackendUpdate{Removes: step.Names}, &out)
 			if err == nil {

@@ -49,7 +49,8 @@ type Stage struct {
 	waitReason string
 	// found is which nginx answered last (render.NginxFromStatus); the
 	// zero value until one answered.
-	found render.Nginx
+	found     render.Nginx
+	foundFrom nginxReport // the status fields found was read from
 	// saveFor is the config hash and profiles the saved state is written
 	// for, as the last step decided; state writes it (statefile.go).
 	saveFor struct {
@@ -62,6 +63,12 @@ type Stage struct {
 // Nginx is which nginx answered last: the zero value (not detected)
 // until nginx answered once.
 func (s *Stage) Nginx() render.Nginx { return s.found }
+
+// nginxReport is what nginx's status says of its build.
+type nginxReport struct {
+	version, luaVersion int
+	configure           string
+}
 
 // NewStage returns the apply stage of nginx (nil in tests of the model
 // alone). bootstrap, startBound: NewConfigRecord.
@@ -271,7 +278,11 @@ func (s *Stage) Stale() { s.lua.Stale() }
 func (s *Stage) observe(ctx context.Context, status luaapi.Status, cfg render.Config) error {
 	s.waitReason = ""
 	s.configs.Answered()
-	s.found = render.NginxFromStatus(status.NginxVersion, status.LuaVersion, status.Configure)
+	if s.foundFrom != (nginxReport{status.NginxVersion, status.LuaVersion, status.Configure}) {
+		// Parsed again only when it changes: the status is read every sync.
+		s.foundFrom = nginxReport{status.NginxVersion, status.LuaVersion, status.Configure}
+		s.found = render.NginxFromStatus(status.NginxVersion, status.LuaVersion, status.Configure)
+	}
 	previousBoot := s.lua.Boot()
 	newBoot, err := s.lua.Observe(ctx, status)
 	if err != nil {

@@ -201,6 +201,38 @@ var keys = []struct {
 		a.h.LogFormat = format
 		return ""
 	}},
+	{"log-format-escape-json", func(a *applier, v string) string {
+		on, reason := boolean(v)
+		if reason == "" && on {
+			a.h.LogEscape = "json"
+		}
+		return reason
+	}},
+	{"log-format-escape-none", func(a *applier, v string) string {
+		// escape-json wins when both are on, as in ingress-nginx.
+		on, reason := boolean(v)
+		if reason == "" && on && a.h.LogEscape != "json" {
+			a.h.LogEscape = "none"
+		}
+		return reason
+	}},
+	{"skip-access-log-urls", func(a *applier, v string) string {
+		var urls []string
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u == "" {
+				continue
+			}
+			if !render.SkipLogURL.MatchString(u) {
+				return fmt.Sprintf("names %q, but want request URIs starting with \"/\" of URI characters (no '$', quote, space or backslash), comma-separated", u)
+			}
+			urls = append(urls, u)
+		}
+		if len(urls) > render.MaxSkipLogURLs {
+			return fmt.Sprintf("names %d URIs, more than %d", len(urls), render.MaxSkipLogURLs)
+		}
+		a.h.SkipAccessLogURLs = urls
+		return ""
+	}},
 	{"ssl-protocols", func(a *applier, v string) string {
 		var protocols []string
 		for _, p := range strings.Fields(v) {

@@ -52,6 +52,11 @@ func TestEveryKeyIsApplied(t *testing.T) {
 		{"log-format-upstream", `$remote_addr "$request" $status [$proxy_upstream_name] $req_id`, func(r Result) bool {
 			return r.Render.HTTP.LogFormat == `$remote_addr "$request" $status [$restysync_backend] $restysync_request_id`
 		}},
+		{"log-format-escape-json", "true", func(r Result) bool { return r.Render.HTTP.LogEscape == "json" }},
+		{"log-format-escape-none", "true", func(r Result) bool { return r.Render.HTTP.LogEscape == "none" }},
+		{"skip-access-log-urls", "/healthz, /metrics?x=1", func(r Result) bool {
+			return slices.Equal(r.Render.HTTP.SkipAccessLogURLs, []string{"/healthz", "/metrics?x=1"})
+		}},
 		{"ssl-protocols", "TLSv1.3 TLSv1.2 TLSv1.3", func(r Result) bool {
 			return slices.Equal(r.Render.HTTP.SSLProtocols, []string{"TLSv1.2", "TLSv1.3"})
 		}},
@@ -150,6 +155,8 @@ func TestBadValuesKeepTheDefault(t *testing.T) {
 		"access-log-path":                "/etc/passwd",
 		"error-log-level":                "verbose",
 		"log-format-upstream":            "$remote_addr $secret_variable",
+		"log-format-escape-json":         "sure",
+		"skip-access-log-urls":           "/ok, /a$host",
 		"ssl-protocols":                  "SSLv3 TLSv1.2",
 		"ssl-ciphers":                    "HIGH;include /etc/x",
 		"hsts":                           "1x",

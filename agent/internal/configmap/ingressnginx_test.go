@@ -12,13 +12,13 @@ import (
 // meant), or a key ingress-nginx does not read either.
 func TestUnreadKeys(t *testing.T) {
 	res := Apply(render.Settings{}, "ns", "cm", map[string]string{
-		"ssl-redirect": "false", "enable-real-ip": "true", "log-format-escape-json": "true",
+		"ssl-redirect": "false", "enable-real-ip": "true", "log-format-stream": "true",
 		"use-gzipp": "true", "keep-alve": "30", "my-own-setting": "x",
 	})
 	want := map[string]Key{
-		"ssl-redirect":           {Key: "ssl-redirect", Status: StatusUnknown, Reason: reasonNotSupportedYet},
-		"enable-real-ip":         {Key: "enable-real-ip", Status: StatusUnknown, Reason: reasonNotSupportedYet},
-		"log-format-escape-json": {Key: "log-format-escape-json", Status: StatusUnknown, Reason: reasonNotSupportedYet},
+		"ssl-redirect":      {Key: "ssl-redirect", Status: StatusUnknown, Reason: reasonNotSupportedYet},
+		"enable-real-ip":    {Key: "enable-real-ip", Status: StatusUnknown, Reason: reasonNotSupportedYet},
+		"log-format-stream": {Key: "log-format-stream", Status: StatusUnknown, Reason: reasonNotSupportedYet},
 		"use-gzipp": {Key: "use-gzipp", Status: StatusTypo, Suggestion: "use-gzip",
 			Reason: "not an ingress-nginx key; a typo of use-gzip?; it is ignored"},
 		"keep-alve": {Key: "keep-alve", Status: StatusTypo, Suggestion: "keep-alive",

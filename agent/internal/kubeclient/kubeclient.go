@@ -96,6 +96,7 @@ type Interface interface {
 	Gateways(namespace string) StatusResource[*gatewayv1.Gateway, *gatewayv1.GatewayList]
 	HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRoute, *gatewayv1.HTTPRouteList]
 	GRPCRoutes(namespace string) StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList]
+	TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]
 	ListenerSets(namespace string) StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList]
 	ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList]
 	BackendTLSPolicies(namespace string) StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList]
@@ -137,7 +138,7 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypes(gatewayv1.SchemeGroupVersion,
 		&gatewayv1.GatewayClass{}, &gatewayv1.GatewayClassList{}, &gatewayv1.Gateway{}, &gatewayv1.GatewayList{},
 		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.GRPCRoute{}, &gatewayv1.GRPCRouteList{},
-		&gatewayv1.ListenerSet{}, &gatewayv1.ListenerSetList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{},
+		&gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ListenerSet{}, &gatewayv1.ListenerSetList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{},
 		&gatewayv1.BackendTLSPolicy{}, &gatewayv1.BackendTLSPolicyList{})
 	metav1.AddToGroupVersion(s, gatewayv1.SchemeGroupVersion)
 	return s
@@ -218,6 +219,10 @@ func (c *Client) HTTPRoutes(namespace string) StatusResource[*gatewayv1.HTTPRout
 
 func (c *Client) GRPCRoutes(namespace string) StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList] {
 	return resource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList]{c.gateway, namespace, "grpcroutes"}
+}
+
+func (c *Client) TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {
+	return resource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]{c.gateway, namespace, "tlsroutes"}
 }
 
 func (c *Client) ListenerSets(namespace string) StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList] {

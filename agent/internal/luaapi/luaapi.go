@@ -59,6 +59,45 @@ type LuaMetrics struct {
 	// they came round through an auth or mirror request of nginx's own
 	// (lua/restysync/loop.lua).
 	LoopRefused int64 `json:"loop_refused"`
+	// Nginx are nginx's processes and connections, as ingress-nginx's
+	// process collector reports them (nil from an older Lua).
+	Nginx *NginxProcess `json:"nginx,omitempty"`
+}
+
+// NginxProcess is nginx's processes (the master and its children) and
+// connections, read by Lua at scrape time.
+type NginxProcess struct {
+	Procs         int     `json:"procs"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	ResidentBytes float64 `json:"resident_bytes"`
+	// Connections are stub_status's, by state (active, reading, writing,
+	// waiting); nil when nginx has no stub_status module.
+	Connections map[string]float64 `json:"connections,omitempty"`
+}
+
+// RequestMetrics is what GET /metrics/requests reports: the request
+// metrics per Ingress (lua/restysync/requests.lua).
+type RequestMetrics struct {
+	// Time, Length and Size are the bucket bounds nginx records with.
+	Time   []float64 `json:"time"`
+	Length []float64 `json:"length"`
+	Size   []float64 `json:"size"`
+	// Histograms name the histograms of each series, in the order of its
+	// values.
+	Histograms []string `json:"histograms"`
+	// Dropped counts the requests of the worker that answered whose
+	// series were past its maximum.
+	Dropped float64         `json:"dropped"`
+	Series  []RequestSeries `json:"series"`
+}
+
+// RequestSeries is one series: its labels (namespace, owner, service,
+// path, host, status, method, canary, joined by "\x01") and its values:
+// the request count, then each histogram's count, sum and per-bucket
+// counts (each bucket counts the values above the previous bound).
+type RequestSeries struct {
+	Labels string    `json:"k"`
+	Values []float64 `json:"v"`
 }
 
 // BackendMetrics is one backend in LuaMetrics.

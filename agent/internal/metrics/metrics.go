@@ -52,6 +52,9 @@ type Options struct {
 	// (default 2s). A failed read is counted, never fatal.
 	Lua        LuaReader
 	LuaTimeout time.Duration
+	// IngressNginx, when not nil, adds the series under ingress-nginx's
+	// names (ingressnginx.go).
+	IngressNginx *IngressNginx
 }
 
 // Metrics holds the agent's registry and the series the syncer moves.
@@ -71,6 +74,8 @@ type Metrics struct {
 	pushDuration       *prometheus.HistogramVec
 	eventToPush        prometheus.Histogram
 	validationFailures *prometheus.CounterVec
+
+	ingressNginx *ingressNginxCollector // nil when off
 }
 
 var _ syncer.Metrics = (*Metrics)(nil)
@@ -174,6 +179,10 @@ func New(opts Options) *Metrics {
 	if opts.Lua != nil {
 		m.reg.MustRegister(newLuaCollector(opts.Lua, opts.LuaTimeout))
 	}
+	if opts.IngressNginx != nil && opts.IngressNginx.Lua != nil {
+		m.ingressNginx = newIngressNginxCollector(*opts.IngressNginx, opts.LuaTimeout, opts.State)
+		m.reg.MustRegister(m.ingressNginx)
+	}
 	return m
 }
 
@@ -207,6 +216,9 @@ func (m *Metrics) Reloaded(d time.Duration, err error) {
 	}
 	m.reloadDuration.Observe(d.Seconds())
 	m.reloads.Inc()
+	if m.ingressNginx != nil {
+		m.ingressNginx.reloaded(err)
+	}
 }
 
 // ReloadUnconfirmed records a reload nginx did not confirm in time.

@@ -54,17 +54,18 @@ const BackendTLSPrefix = "@restysync_btls_"
 const (
 	kindBackendTLSPolicy = "BackendTLSPolicy"
 
-	reasonConflicted              = string(gatewayv1.PolicyReasonConflicted)
-	reasonNoValidCACertificate    = string(gatewayv1.BackendTLSPolicyReasonNoValidCACertificate)
-	reasonInvalidCACertificateRef = string(gatewayv1.BackendTLSPolicyReasonInvalidCACertificateRef)
-	reasonInvalidKind             = string(gatewayv1.BackendTLSPolicyReasonInvalidKind)
-	reasonInvalidClientCertRef    = string(gatewayv1.GatewayReasonInvalidClientCertificateRef)
+	// NoValidCACertificate and InvalidCACertificateRef are
+	// gatewayfrontend.go's, the same words.
+	reasonConflicted           = string(gatewayv1.PolicyReasonConflicted)
+	reasonInvalidKind          = string(gatewayv1.BackendTLSPolicyReasonInvalidKind)
+	reasonInvalidClientCertRef = string(gatewayv1.GatewayReasonInvalidClientCertificateRef)
+	reasonListenersNotResolved = string(gatewayv1.GatewayReasonListenersNotResolved)
 
 	// maxPolicyAncestors is the most entries status.ancestors may hold.
 	maxPolicyAncestors = 16
-	// maxCACertificateRefs and maxPolicyTargets bound a policy as the CRD does.
-	maxCACertificateRefs = 8
-	maxPolicyTargets     = 16
+	// maxPolicyCARefs and maxPolicyTargets bound a policy as the CRD does.
+	maxPolicyCARefs  = 8
+	maxPolicyTargets = 16
 )
 
 // backendTLSPolicy is one BackendTLSPolicy while it is processed.
@@ -145,8 +146,8 @@ func (p *gatewayProcessor) checkBackendTLSPolicy(bp *backendTLSPolicy) {
 	case len(policy.Spec.Options) > 0:
 		refuse(reasonInvalid, "spec.options: restysync knows no option")
 		return
-	case len(v.CACertificateRefs) > maxCACertificateRefs:
-		refuse(reasonInvalid, fmt.Sprintf("spec.validation.caCertificateRefs: has %d entries, more than %d", len(v.CACertificateRefs), maxCACertificateRefs))
+	case len(v.CACertificateRefs) > maxPolicyCARefs:
+		refuse(reasonInvalid, fmt.Sprintf("spec.validation.caCertificateRefs: has %d entries, more than %d", len(v.CACertificateRefs), maxPolicyCARefs))
 		return
 	}
 	hostname := string(v.Hostname)
@@ -194,19 +195,9 @@ func (p *gatewayProcessor) checkBackendTLSPolicy(bp *backendTLSPolicy) {
 		refuse(reasonNoValidCACertificate, msg)
 		return
 	}
-	file := hashedFile(authFileDir+policy.Namespace+"_"+policy.Name, "ca.crt", bundle)
-	p.backendTLSFiles[file.Name] = file
-	sum := sha256.Sum256([]byte(file.Name + "\n" + hostname))
-	bp.tls = &BackendTLS{Name: BackendTLSPrefix + hex.EncodeToString(sum[:12]), CAFile: file.Name, ServerName: hostname}
-}
-
-// hashedFile is a file nginx reads from a Secret or ConfigMap (a CA, a
-// client certificate) named base, its content's hash and key: nginx reads
-// these when it loads its config, so new content must be a new file and a
-// reload.
-func hashedFile(base, key string, content []byte) AuthFile {
-	sum := sha256.Sum256(content)
-	return AuthFile{Name: base + "." + hex.EncodeToString(sum[:6]) + "." + key, Content: string(content)}
+	caFile := p.secretFile(authFileDir+policy.Namespace+"_"+policy.Name, "ca.crt", bundle)
+	sum := sha256.Sum256([]byte(caFile + "\n" + hostname))
+	bp.tls = &BackendTLS{Name: BackendTLSPrefix + hex.EncodeToString(sum[:12]), CAFile: caFile, ServerName: hostname}
 }
 
 // backendTLSPolicies returns the policies that target Service
@@ -280,8 +271,8 @@ func (p *gatewayProcessor) backendTLSStatus() []RouteStatus {
 }
 
 // checkBackendClientCertificate reads g's spec.tls.backend: the client
-// certificate its servers present to TLS backends. It returns the
-// Gateway's ResolvedRefs condition (nil without one) and the files.
+// certificate its servers present to TLS backends: its files, and the
+// condition gatewayResolvedRefs starts from (nil when it names none).
 func (p *gatewayProcessor) checkBackendClientCertificate(g *gatewayState) {
 	if g.gw.Spec.TLS == nil || g.gw.Spec.TLS.Backend == nil || g.gw.Spec.TLS.Backend.ClientCertificateRef == nil {
 		return
@@ -291,7 +282,7 @@ func (p *gatewayProcessor) checkBackendClientCertificate(g *gatewayState) {
 	unresolved := func(reason, msg string) {
 		p.gatewayProblem(g, field+": "+msg+"; no client certificate is sent to backends")
 		c := condition(condResolvedRefs, false, reason, field+": "+msg)
-		g.resolved = &c
+		g.backendCertRefs = &c
 	}
 	group, kind := "", "Secret"
 	if ref.Group != nil {
@@ -326,12 +317,10 @@ func (p *gatewayProcessor) checkBackendClientCertificate(g *gatewayState) {
 		return
 	}
 	base := authFileDir + namespace + "_" + name
-	cert := hashedFile(base, "tls.crt", secret.Data[corev1.TLSCertKey])
-	key := hashedFile(base, "tls.key", secret.Data[corev1.TLSPrivateKeyKey])
-	p.backendTLSFiles[cert.Name], p.backendTLSFiles[key.Name] = cert, key
-	g.backendCert, g.backendKey = cert.Name, key.Name
+	g.backendCert = p.secretFile(base, "tls.crt", secret.Data[corev1.TLSCertKey])
+	g.backendKey = p.secretFile(base, "tls.key", secret.Data[corev1.TLSPrivateKeyKey])
 	c := condition(condResolvedRefs, true, reasonResolvedRefs, "")
-	g.resolved = &c
+	g.backendCertRefs = &c
 }
 
 // clientCertificateReason returns why secret does not hold a client

@@ -34,10 +34,6 @@ func newBackendTLSPolicy(name, service, section, hostname string, caConfigMaps .
 	return p
 }
 
-func caConfigMap(namespace, name, ca string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: map[string]string{"ca.crt": ca}}
-}
-
 // tlsRouteSnapshot is a Gateway infra/gw (HTTP on 80) with a route that
 // sends /a to Service secure:443 (port "https") and /b to secure:8443
 // (port "other"), and objects.

@@ -91,6 +91,10 @@ type Builder struct {
 	loadBalance string
 	// targets is Snapshot.Targets (target.go).
 	targets Targets
+	// secretFiles are the CA, CRL and certificate files nginx reads, of
+	// Ingresses' Secrets and Gateways' CA certificates, by name
+	// (proxyssl.go); the Ingress processor's authFiles lists them.
+	secretFiles map[string]AuthFile
 }
 
 func newBuilder(s Snapshot) *Builder {

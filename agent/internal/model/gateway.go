@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -36,6 +37,8 @@ var GatewaySupportedFeatures = []string{
 	"Gateway",
 	"GatewayAddressEmpty",
 	"GatewayBackendClientCertificate",
+	"GatewayFrontendClientCertificateValidation",
+	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
@@ -44,9 +47,11 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRoute303RedirectStatusCode",
 	"HTTPRoute307RedirectStatusCode",
 	"HTTPRoute308RedirectStatusCode",
+	"HTTPRouteBackendProtocolWebSocket",
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteBackendTimeout",
 	"HTTPRouteCORS",
+	"HTTPRouteDestinationPortMatching",
 	"HTTPRouteHostRewrite",
 	"HTTPRouteMethodMatching",
 	"HTTPRouteNamedRouteRule",
@@ -55,11 +60,20 @@ var GatewaySupportedFeatures = []string{
 	"HTTPRoutePathRewrite",
 	"HTTPRoutePortRedirect",
 	"HTTPRouteQueryParamMatching",
+	"HTTPRouteRequestMirror",
+	"HTTPRouteRequestMultipleMirrors",
+	"HTTPRouteRequestPercentageMirror",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetry",
+	"HTTPRouteRetryBackendTimeout",
+	"HTTPRouteRetryConnectionError",
 	"HTTPRouteSchemeRedirect",
 	"ListenerSet",
 	"ReferenceGrant",
+	"TLSRoute",
+	"TLSRouteModeMixed",
+	"TLSRouteModeTerminate",
 }
 
 // The condition types and reasons this file and httproute.go write, as the
@@ -97,6 +111,7 @@ const (
 	gatewayGroup    = gatewayv1.GroupName // "gateway.networking.k8s.io"
 	kindHTTPRoute   = "HTTPRoute"
 	kindGRPCRoute   = "GRPCRoute"
+	kindTLSRoute    = "TLSRoute"
 	kindGateway     = "Gateway"
 	kindListenerSet = "ListenerSet"
 )
@@ -122,19 +137,25 @@ type gatewayProcessor struct {
 	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
+	// configMaps by namespace and name: the CA certificates of client
+	// certificate validation (gatewayfrontend.go) and of
+	// BackendTLSPolicies (backendtls.go).
+	configMaps map[namespacedName]*corev1.ConfigMap
 	// TLS to backends (backendtls.go): the policies by target, the
-	// ConfigMaps they may name, the policies each route sends through,
-	// the BackendTLS the shares use and the files they and the
-	// Gateways' client certificates need.
-	tlsTargets      map[backendTLSTarget][]*backendTLSPolicy
-	configMaps      map[namespacedName]*corev1.ConfigMap
-	routePolicies   map[*gatewayv1.HTTPRoute][]*backendTLSPolicy
-	backendTLS      map[string]BackendTLS
-	backendTLSFiles map[string]AuthFile
+	// policies each route sends through and the BackendTLS the shares
+	// use.
+	tlsTargets    map[backendTLSTarget][]*backendTLSPolicy
+	routePolicies map[*gatewayv1.HTTPRoute][]*backendTLSPolicy
+	backendTLS    map[string]BackendTLS
 
 	status    GatewayAPIStatus
 	listeners []Listener
 	routes    []Route
+	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go), and
+	// files the certificates of the Terminate listeners.
+	tlsFronts      []TLSFront
+	streamBackends map[string]StreamBackend
+	files          []AuthFile
 }
 
 // gatewayState is one of our Gateways while it is processed.
@@ -153,10 +174,14 @@ type gatewayState struct {
 	listeners []*listenerState
 	// sets are the ListenerSets whose parentRef names the Gateway.
 	sets []*listenerSetState
-	// resolved is the Gateway's ResolvedRefs condition, nil when it names
-	// nothing; backendCert and backendKey are the files of its client
-	// certificate to TLS backends (backendtls.go).
-	resolved                *Condition
+	// frontend is the client certificate validation of each HTTPS port
+	// (gatewayfrontend.go).
+	frontend map[gatewayv1.PortNumber]frontendCheck
+	// backendCertRefs is the Gateway-level ResolvedRefs condition of its
+	// client certificate to TLS backends, nil when it names none;
+	// backendCert and backendKey are that certificate's files
+	// (backendtls.go).
+	backendCertRefs         *Condition
 	backendCert, backendKey string
 }
 
@@ -172,14 +197,29 @@ type listenerState struct {
 	spec     *gatewayv1.Listener
 	hostname string // "" for none
 	https    bool
-	kinds    []string // supported route kinds
+	// passthrough: protocol TLS, mode Passthrough; terminate: protocol
+	// TLS, mode Terminate. Either is served by the stream module, its
+	// routes are TLSRoutes (tlsroute.go).
+	passthrough, terminate bool
+	kinds                  []string // supported route kinds
 
 	accepted, resolved, conflicted Condition
 	// secret is the certificate's Secret "namespace/name" of an HTTPS
 	// listener whose certificateRefs resolved.
 	secret   string
 	attached int32
+	// certPEM and keyPEM are the secret's, for a Terminate listener.
+	certPEM, keyPEM string
+	// clientTLS is how an HTTPS listener's port checks client
+	// certificates (gatewayfrontend.go); nil: it does not.
+	clientTLS *ClientTLS
 }
+
+// stream: the listener is served by the stream module (protocol TLS).
+func (l *listenerState) stream() bool { return l.passthrough || l.terminate }
+
+// endsTLS: the listener terminates TLS with its certificate.
+func (l *listenerState) endsTLS() bool { return l.https || l.terminate }
 
 // attachable: routes of kind may attach (and count in attachedRoutes).
 func (l *listenerState) attachable(kind string) bool {
@@ -188,7 +228,7 @@ func (l *listenerState) attachable(kind string) bool {
 
 // programmed: the listener serves its routes.
 func (l *listenerState) programmed() bool {
-	return (l.attachable(kindHTTPRoute) || l.attachable(kindGRPCRoute)) && (!l.https || l.secret != "")
+	return l.accepted.Status && !l.conflicted.Status && len(l.kinds) > 0 && (!l.endsTLS() || l.secret != "")
 }
 
 func newGatewayProcessor(s Snapshot) *gatewayProcessor {
@@ -202,7 +242,6 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
 		routePolicies:   make(map[*gatewayv1.HTTPRoute][]*backendTLSPolicy),
 		backendTLS:      make(map[string]BackendTLS),
-		backendTLSFiles: make(map[string]AuthFile),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
@@ -227,6 +266,7 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	p.processListenerSets()
 	p.processBackendTLSPolicies()
 	p.processRoutes()
+	p.processTLSRoutes()
 	p.emitRoutes()
 	for _, g := range p.gateways {
 		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
@@ -255,12 +295,6 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		m.BackendTLS = append(m.BackendTLS, t)
 	}
 	slices.SortFunc(m.BackendTLS, func(a, b BackendTLS) int { return strings.Compare(a.Name, b.Name) })
-	for _, f := range p.backendTLSFiles {
-		if !slices.ContainsFunc(m.AuthFiles, func(held AuthFile) bool { return held.Name == f.Name }) {
-			m.AuthFiles = append(m.AuthFiles, f)
-		}
-	}
-	slices.SortFunc(m.AuthFiles, func(x, y AuthFile) int { return strings.Compare(x.Name, y.Name) })
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
 	for _, list := range [][]GatewayStatus{p.status.Gateways, p.status.ListenerSets} {
 		slices.SortFunc(list, func(a, b GatewayStatus) int {
@@ -271,6 +305,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
 	m.GatewayAPI = p.status
+	p.finishTLS(m)
 }
 
 func condition(typ string, ok bool, reason, message string) Condition {
@@ -341,8 +376,9 @@ func (p *gatewayProcessor) gatewayProblem(g *gatewayState, reason string) {
 // assignAddresses gives each Gateway its addresses: its static ones
 // (spec.addresses of type IPAddress with a value), which must be in the
 // pool and held by no older Gateway; else one from the pool. A Gateway
-// keeps the pool address its status shows while no static address or
-// older Gateway takes it, so addresses do not move when Gateways come and
+// keeps the pool address the last build served it on
+// (Snapshot.GatewayAddressesServed), or else its status shows, while no
+// static address or older Gateway takes it, so addresses do not move when Gateways come and
 // go; new ones take free addresses in the pool's order, oldest Gateway
 // first.
 func (p *gatewayProcessor) assignAddresses() {
@@ -358,6 +394,13 @@ func (p *gatewayProcessor) assignAddresses() {
 	var fromPool []*gatewayState
 	for _, g := range p.gateways {
 		g.accepted = condition(condAccepted, true, reasonAccepted, "")
+		if infra := g.gw.Spec.Infrastructure; infra != nil && infra.ParametersRef != nil {
+			ref := infra.ParametersRef
+			msg := fmt.Sprintf("spec.infrastructure.parametersRef: %s/%s %q: restysync takes no parameters", clip(string(ref.Group)), clip(string(ref.Kind)), clip(ref.Name))
+			p.gatewayProblem(g, msg+"; the Gateway is not accepted")
+			g.accepted = condition(condAccepted, false, reasonInvalidParameters, msg)
+			continue
+		}
 		static, wantsPool, ok := p.staticAddresses(g, pool, held)
 		if !ok {
 			continue
@@ -369,7 +412,7 @@ func (p *gatewayProcessor) assignAddresses() {
 	}
 	var unassigned []*gatewayState
 	for _, g := range fromPool {
-		if a := previousAddress(g.gw, pool, held); a != "" {
+		if a := cmp.Or(freeAddress(p.source.GatewayAddressesServed[g.id], pool, held), previousAddress(g.gw, pool, held)); a != "" {
 			held[a] = g.id
 			g.addresses = []string{a}
 			continue
@@ -441,11 +484,20 @@ func (p *gatewayProcessor) staticAddresses(g *gatewayState, pool map[string]bool
 // previousAddress is the pool address g's status shows, when it is in the
 // pool and free.
 func previousAddress(gw *gatewayv1.Gateway, pool map[string]bool, held map[string]string) string {
+	var shown []string
 	for _, a := range gw.Status.Addresses {
-		if a.Type != nil && *a.Type != gatewayv1.IPAddressType {
-			continue
+		if a.Type == nil || *a.Type == gatewayv1.IPAddressType {
+			shown = append(shown, a.Value)
 		}
-		addr, err := netip.ParseAddr(a.Value)
+	}
+	return freeAddress(shown, pool, held)
+}
+
+// freeAddress returns the first of addresses that is in the pool and not
+// held, or "".
+func freeAddress(addresses []string, pool map[string]bool, held map[string]string) string {
+	for _, a := range addresses {
+		addr, err := netip.ParseAddr(a)
 		if err != nil || !pool[addr.String()] {
 			continue
 		}
@@ -496,12 +548,12 @@ func (p *gatewayProcessor) serveListeners(g *gatewayState, listeners []*listener
 		return
 	}
 	for _, l := range listeners {
-		if !l.programmed() {
+		if !l.programmed() || l.stream() {
 			continue
 		}
 		for _, a := range g.addresses {
 			front := FrontName(a, l.spec.Port)
-			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front,
+			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front, ClientTLS: l.clientTLS,
 				BackendCertFile: g.backendCert, BackendKeyFile: g.backendKey})
 			if l.https {
 				p.certHosts[l.secret] = append(p.certHosts[l.secret], FrontKey(front, cmp.Or(l.hostname, DefaultCertificateHost)))
@@ -549,8 +601,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 	case gatewayv1.HTTPProtocolType:
 	case gatewayv1.HTTPSProtocolType:
 		l.https = true
+	case gatewayv1.TLSProtocolType:
+		l.passthrough = spec.TLS != nil && spec.TLS.Mode != nil && *spec.TLS.Mode == gatewayv1.TLSModePassthrough
+		l.terminate = !l.passthrough
 	default:
-		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP and HTTPS are", clip(string(spec.Protocol))))
+		return notAccepted(reasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported; HTTP, HTTPS and TLS are", clip(string(spec.Protocol))))
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
@@ -562,18 +617,24 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 		l.hostname = string(*spec.Hostname)
 	}
 	p.checkKinds(g, l, field)
-	if l.https {
+	if l.endsTLS() {
 		p.checkCertificate(g, l, field)
+		p.applyFrontend(g, l)
 	}
 	return l
 }
 
 // checkKinds sets the listener's supported kinds from allowedRoutes.kinds
-// (HTTPRoute and GRPCRoute when none are given); any other kind makes
-// ResolvedRefs false with InvalidRouteKinds.
+// (all the listener supports when none are given: HTTPRoute and GRPCRoute,
+// TLSRoute on a TLS listener); any other kind makes ResolvedRefs
+// false with InvalidRouteKinds.
 func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field string) {
+	supported, names := []string{kindHTTPRoute, kindGRPCRoute}, "HTTPRoute and GRPCRoute are"
+	if l.stream() {
+		supported, names = []string{kindTLSRoute}, "TLSRoute is"
+	}
 	if l.spec.AllowedRoutes == nil || len(l.spec.AllowedRoutes.Kinds) == 0 {
-		l.kinds = []string{kindHTTPRoute, kindGRPCRoute}
+		l.kinds = slices.Clone(supported)
 		return
 	}
 	var invalid []string
@@ -582,7 +643,7 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		if k.Group != nil {
 			group = string(*k.Group)
 		}
-		if group == gatewayGroup && (k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute) {
+		if group == gatewayGroup && slices.Contains(supported, string(k.Kind)) {
 			if !slices.Contains(l.kinds, string(k.Kind)) {
 				l.kinds = append(l.kinds, string(k.Kind))
 			}
@@ -591,7 +652,7 @@ func (p *gatewayProcessor) checkKinds(g *gatewayState, l *listenerState, field s
 		invalid = append(invalid, fmt.Sprintf("%s/%s", clip(group), clip(string(k.Kind))))
 	}
 	if len(invalid) > 0 {
-		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; HTTPRoute and GRPCRoute are", strings.Join(invalid, ", "))
+		msg := fmt.Sprintf("allowedRoutes.kinds: %s not supported; %s", strings.Join(invalid, ", "), names)
 		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s", field, clip(string(l.spec.Name)), msg))
 		l.resolved = condition(condResolvedRefs, false, reasonInvalidRouteKinds, msg)
 	}
@@ -615,13 +676,13 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 	}
 	tls := l.spec.TLS
 	if tls != nil && tls.Mode != nil && *tls.Mode != gatewayv1.TLSModeTerminate {
-		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on HTTPS", clip(string(*tls.Mode)))
+		msg := fmt.Sprintf("tls.mode %q: only Terminate is supported on %s", clip(string(*tls.Mode)), l.spec.Protocol)
 		p.listenerProblem(g, l, fmt.Sprintf("%s (%q): %s; the listener is not served", field, clip(string(l.spec.Name)), msg))
 		l.accepted = condition(condAccepted, false, reasonUnsupportedValue, msg)
 		return
 	}
 	if tls == nil || len(tls.CertificateRefs) == 0 {
-		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: an HTTPS listener needs a certificate")
+		unresolved(reasonInvalidCertificateRef, "tls.certificateRefs: a listener that terminates TLS needs a certificate")
 		return
 	}
 	for i, ref := range tls.CertificateRefs {
@@ -658,7 +719,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 			return
 		}
 		if l.secret == "" {
-			l.secret = secret.cert.Name
+			l.secret, l.certPEM, l.keyPEM = secret.cert.Name, secret.cert.CertPEM, secret.cert.KeyPEM
 		}
 	}
 }
@@ -714,8 +775,8 @@ func (p *gatewayProcessor) markConflicts(g *gatewayState) {
 // gatewayStatus is g's status as Build found it.
 func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 	st := GatewayStatus{Namespace: g.gw.Namespace, Name: g.gw.Name, Generation: g.gw.Generation, Conditions: []Condition{g.accepted}}
-	if g.resolved != nil {
-		st.Conditions = append(st.Conditions, *g.resolved)
+	if c := gatewayResolvedRefs(g); c != nil {
+		st.Conditions = append(st.Conditions, *c)
 	}
 	if g.addressProblem == nil || g.addressProblem.Reason != reasonAddressNotAssigned {
 		st.Addresses = slices.Clone(g.addresses)
@@ -748,7 +809,35 @@ func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 	default:
 		st.Conditions = append(st.Conditions, condition(condProgrammed, true, reasonProgrammed, ""))
 	}
+	if c := insecureFrontendCondition(g.gw); c != nil {
+		st.Conditions = append(st.Conditions, *c)
+	}
 	return st
+}
+
+// gatewayResolvedRefs is g's Gateway-level ResolvedRefs condition, one
+// for the references of its spec.tls: the backend client certificate
+// (backendtls.go) and the frontend CA certificates (gatewayfrontend.go);
+// nil when it names neither. The first False wins: the client
+// certificate's own reason, then ListenersNotResolved with the first port
+// whose CA references did not all resolve (the spec's summary of the
+// listeners' ResolvedRefs, which say why).
+func gatewayResolvedRefs(g *gatewayState) *Condition {
+	if g.backendCertRefs != nil && !g.backendCertRefs.Status {
+		return g.backendCertRefs
+	}
+	ports := slices.Sorted(maps.Keys(g.frontend))
+	for _, port := range ports {
+		if bad := g.frontend[port].resolved; bad != nil {
+			c := condition(condResolvedRefs, false, reasonListenersNotResolved, fmt.Sprintf("the HTTPS listeners on port %d: %s", port, bad.Message))
+			return &c
+		}
+	}
+	if g.backendCertRefs == nil && (g.gw.Spec.TLS == nil || g.gw.Spec.TLS.Frontend == nil) {
+		return nil
+	}
+	c := condition(condResolvedRefs, true, reasonResolvedRefs, "")
+	return &c
 }
 
 // listenerStatus is the status of listener l of g, and whether it is

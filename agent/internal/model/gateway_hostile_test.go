@@ -176,7 +176,7 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterURLRewrite}}
 		}), "has no settings"},
 		{"an unsupported filter", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
-			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestMirror}}
+			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterExtensionRef}}
 		}), "is not supported"},
 		{"a redirect and a rewrite", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			r.Filters = []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{}},
@@ -195,6 +195,11 @@ func TestHostileHTTPRouteRules(t *testing.T) {
 		{"a timeout in days", hostileRule(withTimeouts("", "1d")), "is not a Gateway API duration"},
 		{"a timeout of 99999h", hostileRule(withTimeouts("99999h", "")), "longer than 24h0m0s is not supported"},
 		{"a backendRequest timeout longer than the request's", hostileRule(withTimeouts("1s", "2s")), "must not be longer than timeouts.request"},
+		{"a retry code nginx cannot retry on", hostileRule(withRetry(nil, "", 500, 418)), "retry.codes[1] 418: is not supported"},
+		{"a retry of 0 attempts", hostileRule(withRetry(ptrTo(0), "")), "retry.attempts 0: must be from 1 to 10"},
+		{"a retry of 11 attempts", hostileRule(withRetry(ptrTo(11), "")), "retry.attempts 11: must be from 1 to 10"},
+		{"a retry backoff", hostileRule(withRetry(nil, "100ms", 503)), "retry.backoff 100ms: is not supported (nginx retries at once)"},
+		{"a retry backoff with nginx syntax", hostileRule(withRetry(nil, "1s;return 200 x")), "is not a Gateway API duration"},
 		{"17 header matches", hostileRule(func(r *gatewayv1.HTTPRouteRule) {
 			for i := range 17 {
 				r.Matches[0] = withHeader(r.Matches[0], fmt.Sprintf("X-%d", i), "v")
@@ -270,17 +275,24 @@ func TestHostileManyRulesAndMatches(t *testing.T) {
 }
 
 // FuzzGatewayBuild builds a Gateway and an HTTPRoute from fuzzed
-// hostnames, path, header and weight. Build must not panic, must be
-// deterministic, and what it emits must be safe for Lua and nginx.
+// hostnames, path, header, weight and a RequestMirror's share. Build must
+// not panic, must be deterministic, and what it emits must be safe for
+// Lua and nginx.
 func FuzzGatewayBuild(f *testing.F) {
-	f.Add("*.example.com", "a.example.com", "/p", uint8(0), "X-A", "v", int32(1))
-	f.Add("", "", "/", uint8(1), "x", "a\r\nb", int32(0))
-	f.Add("a.example.com", "*.example.com", "/[\\d-z]", uint8(2), "X:Y", "(?P<n>x)", int32(-1))
-	f.Add("*.a.b", "*.b", "//x", uint8(3), "", "\xff", int32(1<<30))
-	f.Add("Upper.Example", "10.0.0.1", "/a b", uint8(4), "X-\u202e", "\u2028", int32(7))
-	f.Add("", "https://*.a.com", "500ms", uint8(32|64|128), "X-B", "https://b.com\r\n", int32(5))
-	f.Add("", "*", "1h", uint8(32|64|128), "*", "0s", int32(0))
-	f.Fuzz(func(t *testing.T, listenerHost, routeHost, path string, choice uint8, headerName, headerValue string, weight int32) {
+	f.Add("*.example.com", "a.example.com", "/p", uint8(0), "X-A", "v", int32(1), int32(0))
+	f.Add("", "", "/", uint8(1), "x", "a\r\nb", int32(0), int32(0))
+	f.Add("a.example.com", "*.example.com", "/[\\d-z]", uint8(2), "X:Y", "(?P<n>x)", int32(-1), int32(0))
+	f.Add("*.a.b", "*.b", "//x", uint8(3), "", "\xff", int32(1<<30), int32(0))
+	f.Add("Upper.Example", "10.0.0.1", "/a b", uint8(4), "X-\u202e", "\u2028", int32(7), int32(0))
+	f.Add("", "https://*.a.com", "500ms", uint8(32|64|128), "X-B", "https://b.com\r\n", int32(5), int32(0))
+	f.Add("", "*", "1h", uint8(32|64|128), "*", "0s", int32(0), int32(0))
+	// RequestMirror: a percent (mirror > 0), a fraction weight/-mirror
+	// (mirror < 0), to namespace headerName when mirror is even.
+	f.Add("", "", "/m", uint8(1|4), "other", "v", int32(3), int32(20))
+	f.Add("", "", "/m", uint8(1), "default", "v", int32(25), int32(-50))
+	f.Add("", "", "/m", uint8(1|16), "a;b\r\n", "v", int32(-1), int32(-2))
+	f.Add("", "", "/m", uint8(1), "x", "v", int32(7), int32(101))
+	f.Fuzz(func(t *testing.T, listenerHost, routeHost, path string, choice uint8, headerName, headerValue string, weight, mirror int32) {
 		pathTypes := []gatewayv1.PathMatchType{gatewayv1.PathMatchExact, gatewayv1.PathMatchPathPrefix, gatewayv1.PathMatchRegularExpression, "Other"}
 		match := pathMatch(pathTypes[int(choice)%len(pathTypes)], path)
 		if choice&4 != 0 {
@@ -305,6 +317,20 @@ func FuzzGatewayBuild(f *testing.F) {
 			rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterCORS, CORS: &gatewayv1.HTTPCORSFilter{
 				AllowOrigins: []gatewayv1.CORSOrigin{gatewayv1.CORSOrigin(routeHost), gatewayv1.CORSOrigin(headerValue)},
 				AllowHeaders: []gatewayv1.HTTPHeaderName{gatewayv1.HTTPHeaderName(headerName)}, MaxAge: weight}})
+		}
+		if mirror != 0 {
+			m := &gatewayv1.HTTPRequestMirrorFilter{BackendRef: backendTo("", "web", 80).BackendObjectReference}
+			if mirror%2 == 0 {
+				ns := gatewayv1.Namespace(headerName)
+				m.BackendRef.Namespace = &ns
+			}
+			if mirror > 0 {
+				m.Percent = &mirror
+			} else {
+				denominator := -mirror
+				m.Fraction = &gatewayv1.Fraction{Numerator: weight, Denominator: &denominator}
+			}
+			rule.Filters = append(rule.Filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestMirror, RequestMirror: m})
 		}
 		var hostnames []string
 		if routeHost != "" {
@@ -367,6 +393,11 @@ func checkFuzzedLocation(t *testing.T, l RouteLocation, backends map[string]bool
 					t.Fatalf("emitted backend header %s", dump(h))
 				}
 			}
+		}
+	}
+	for _, m := range l.Rule.Mirrors {
+		if !backends[m.Backend] || m.Numerator < 1 || m.Numerator > m.Denominator {
+			t.Fatalf("emitted mirror %s", dump(m))
 		}
 	}
 	if l.Rule.TimeoutMS < 0 || l.Rule.TimeoutMS > maxGatewayTimeout.Milliseconds() {

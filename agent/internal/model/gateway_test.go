@@ -237,6 +237,39 @@ func TestGatewayAddressesFromThePool(t *testing.T) {
 	}
 }
 
+// Two Gateways created together, seen one after the other, before either
+// status is written: each keeps the address the last build served it on,
+// rather than swapping them build after build.
+func TestGatewayAddressesKeptBetweenBuilds(t *testing.T) {
+	a := newGateway("default", "a", httpListener("http", 80, ""))
+	b := newGateway("default", "b", httpListener("http", 80, "")) // same second: a sorts first
+	var served map[string][]string
+	for i, step := range []struct {
+		objects      []any
+		wantA, wantB string
+	}{
+		{[]any{b}, "", "127.0.50.1"},
+		{[]any{a, b}, "127.0.50.2", "127.0.50.1"},
+		{[]any{a, b}, "127.0.50.2", "127.0.50.1"},
+		{[]any{a, b}, "127.0.50.2", "127.0.50.1"},
+	} {
+		snap := gwSnapshot(step.objects...)
+		snap.GatewayAddressesServed = served
+		m, _ := Build(snap)
+		served = map[string][]string{}
+		got := map[string]string{}
+		for _, g := range m.GatewayAPI.Gateways {
+			served[g.Namespace+"/"+g.Name] = g.Addresses
+			if len(g.Addresses) > 0 {
+				got[g.Name] = g.Addresses[0]
+			}
+		}
+		if got["a"] != step.wantA || got["b"] != step.wantB {
+			t.Errorf("build %d: a on %q, b on %q; want %q and %q", i+1, got["a"], got["b"], step.wantA, step.wantB)
+		}
+	}
+}
+
 func statusAddresses(address string) []gatewayv1.GatewayStatusAddress {
 	if address == "" {
 		return nil

@@ -36,6 +36,10 @@ type Listener struct {
 	// HTTP/2 to clients on it (h2c on a plaintext port) and gRPC to the
 	// backends (grpcroute.go says why a front is one or the other).
 	GRPC bool `json:"grpc,omitempty"`
+	// ClientTLS: an HTTPS front checks client certificates with these
+	// (the Gateway's spec.tls.frontend for the port; CAFile, Verify "on"
+	// or "optional_no_ca" and Depth only); nil: it asks for none.
+	ClientTLS *ClientTLS `json:"client_tls,omitempty"`
 	// BackendCertFile and BackendKeyFile are the Gateway's client
 	// certificate to TLS backends (spec.tls.backend), files under the
 	// shared dir (Model.AuthFiles); "" for none.
@@ -91,6 +95,12 @@ type RouteRule struct {
 	// CORS answers preflight requests and adds the Access-Control-*
 	// headers to the answers of allowed origins.
 	CORS *RouteCORS `json:"cors,omitempty"`
+	// Retry tries a request again (HTTPRouteRetry): nil keeps the
+	// balancer's own tries.
+	Retry *RouteRetry `json:"retry,omitempty"`
+	// Mirrors are the rule's RequestMirror filters: a copy of the request
+	// as its backend gets it goes to each, whose answer is ignored.
+	Mirrors []RouteMirror `json:"mirrors,omitempty"`
 	// Route is the owner ("HTTPRoute namespace/name"), for logs and
 	// /debug.
 	Route string `json:"route,omitempty"`
@@ -157,6 +167,16 @@ type RouteCORS struct {
 	ExposeHeaders    []string `json:"expose_headers,omitempty"`
 	AllowCredentials bool     `json:"allow_credentials,omitempty"`
 	MaxAge           int32    `json:"max_age"`
+}
+
+// RouteMirror is one RequestMirror filter: Numerator of every
+// Denominator requests (each request drawn on its own) are copied to
+// Backend, a backend of the model like a rule's. Numerator equals
+// Denominator for every request; a mirror of none is left out.
+type RouteMirror struct {
+	Backend     string `json:"backend"`
+	Numerator   int32  `json:"numerator"`
+	Denominator int32  `json:"denominator"`
 }
 
 // WeightedBackend is one backendRef of a rule: a request goes to one of
@@ -247,4 +267,36 @@ type RouteParentStatus struct {
 	SectionName string      `json:"section_name,omitempty"`
 	Port        int32       `json:"port,omitempty"`
 	Conditions  []Condition `json:"conditions"`
+}
+
+// RouteRetry is a rule's retry (HTTPRouteRetry, experimental channel): a
+// request is sent up to Attempts+1 times, to the next endpoint when there
+// is one, again after a connection error or a timeout and after an answer
+// whose status is one of Codes (sorted, each one of RetryCodes). nginx
+// decides on a status by the location's proxy_next_upstream, so a rule
+// with Codes is served in the Gateway server's named location of those
+// codes (RetryLocation), one per distinct set; Attempts is per request
+// data the balancer reads.
+type RouteRetry struct {
+	Attempts int   `json:"attempts"`
+	Codes    []int `json:"codes,omitempty"`
+}
+
+// RetryCodes are the answers nginx can retry on (proxy_next_upstream's
+// http_403 ... http_504), in order.
+var RetryCodes = []int{403, 404, 429, 500, 502, 503, 504}
+
+// RetryLocation is the named location of a Gateway server whose
+// proxy_next_upstream names codes: "@restysync_retry_500_503"; "" for
+// none (the server's own location retries errors and timeouts).
+// lua/restysync/router.lua builds the same name from a rule's codes.
+func RetryLocation(codes []int) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	name := "@restysync_retry"
+	for _, c := range codes {
+		name += "_" + strconv.Itoa(c)
+	}
+	return name
 }

@@ -114,7 +114,7 @@ func (p *gatewayProcessor) emitRoutes() {
 			continue
 		}
 		for _, l := range g.listeners {
-			if !l.programmed() {
+			if !l.programmed() || l.stream() { // tlsroute.go's
 				continue
 			}
 			fg := find(g, l.spec.Port)
@@ -184,6 +184,9 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 					if b.Backend != "" {
 						p.extraBackends[b.Backend] = true
 					}
+				}
+				for _, m := range r.loc.Rule.Mirrors {
+					p.extraBackends[m.Backend] = true
 				}
 			}
 			routes = append(routes, keyed{key, l.hostname, locations})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -377,8 +378,6 @@ func ptrTo[T any](v T) *T { return &v }
 // is why the whole rule is left out.
 func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int, rule *gatewayv1.HTTPRouteRule) (locs []rankedLocation, resolvedErr, err *ruleError) {
 	switch {
-	case rule.Retry != nil:
-		return nil, nil, &ruleError{reasonUnsupportedValue, "retry is not supported"}
 	case rule.SessionPersistence != nil:
 		return nil, nil, &ruleError{reasonUnsupportedValue, "sessionPersistence is not supported"}
 	case len(rule.Matches) > maxRouteMatches || len(rule.Filters) > maxRuleFilters || len(rule.BackendRefs) > maxRuleBackends:
@@ -386,11 +385,15 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 			len(rule.Matches), len(rule.Filters), len(rule.BackendRefs), maxRouteMatches, maxRuleFilters, maxRuleBackends)}
 	}
 	template := RouteRule{Route: p.routeKind(r) + " " + id}
-	if err := p.compileFilters(&template, rule.Filters); err != nil {
+	mirrorErr, err := p.compileFilters(r, &template, rule.Filters)
+	if err != nil {
 		return nil, nil, err
 	}
 	var reason string
 	if template.TimeoutMS, reason = compileTimeouts(rule.Timeouts); reason != "" {
+		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
+	}
+	if template.Retry, reason = compileRetry(rule.Retry); reason != "" {
 		return nil, nil, &ruleError{reasonUnsupportedValue, reason}
 	}
 	if template.Redirect == nil {
@@ -406,6 +409,18 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 		if total == 0 {
 			template.Backends, template.Status = nil, 500
 		}
+	}
+	if resolvedErr == nil {
+		resolvedErr = mirrorErr
+	}
+	if template.Redirect != nil || template.Status != 0 {
+		template.Mirrors = nil // the rule answers by itself: nothing is sent on
+	}
+	if len(template.Mirrors) > 0 && slices.ContainsFunc(template.Backends, func(b WeightedBackend) bool { return b.TLS != "" }) {
+		// The request leaves for its backend TLS location before the
+		// mirror location would send the copies (backendtls.go).
+		p.routeProblem(r, fmt.Sprintf("spec.rules[%d]: mirrors are not supported with backends a BackendTLSPolicy applies to; the rule's mirrors are left out", ri))
+		template.Mirrors = nil
 	}
 	matches := rule.Matches
 	if len(matches) == 0 {
@@ -428,17 +443,25 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 	return locs, resolvedErr, nil
 }
 
-// compileFilters reads the rule's filters into template.
-func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gatewayv1.HTTPRouteFilter) *ruleError {
+// compileFilters reads r's rule's filters into template. mirrorErr is
+// the first RequestMirror whose backendRef cannot be used (that mirror is
+// left out); err is why the whole rule is.
+func (p *gatewayProcessor) compileFilters(r *gatewayv1.HTTPRoute, template *RouteRule, filters []gatewayv1.HTTPRouteFilter) (mirrorErr, err *ruleError) {
 	seen := map[gatewayv1.HTTPRouteFilterType]bool{}
 	for fi := range filters {
 		f := &filters[fi]
-		if seen[f.Type] {
-			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d]: a second %s filter", fi, clip(string(f.Type)))}
+		if seen[f.Type] && f.Type != gatewayv1.HTTPRouteFilterRequestMirror {
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d]: a second %s filter", fi, clip(string(f.Type)))}
 		}
 		seen[f.Type] = true
 		var reason string
 		switch f.Type {
+		case gatewayv1.HTTPRouteFilterRequestMirror:
+			var bad *ruleError
+			bad, reason = p.compileMirror(r, template, fmt.Sprintf("filters[%d].requestMirror", fi), f.RequestMirror)
+			if bad != nil && mirrorErr == nil {
+				mirrorErr = bad
+			}
 		case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
 			template.RequestHeaders, reason = headerChanges(f.RequestHeaderModifier)
 		case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
@@ -453,13 +476,13 @@ func (p *gatewayProcessor) compileFilters(template *RouteRule, filters []gateway
 			reason = "is not supported"
 		}
 		if reason != "" {
-			return &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d] (%s): %s", fi, clip(string(f.Type)), reason)}
+			return nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("filters[%d] (%s): %s", fi, clip(string(f.Type)), reason)}
 		}
 	}
 	if template.Redirect != nil && template.Rewrite != nil {
-		return &ruleError{string(gatewayv1.RouteReasonIncompatibleFilters), "filters: RequestRedirect and URLRewrite cannot be used together"}
+		return nil, &ruleError{string(gatewayv1.RouteReasonIncompatibleFilters), "filters: RequestRedirect and URLRewrite cannot be used together"}
 	}
-	return nil
+	return mirrorErr, nil
 }
 
 // headerValueReason returns why v cannot be a header value, or "".
@@ -669,7 +692,7 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if weight < 0 || weight > maxBackendWeight {
 			return nil, nil, &ruleError{reasonUnsupportedValue, fmt.Sprintf("%s.weight %d: must be from 0 to %d", field, weight, maxBackendWeight)}
 		}
-		name, bad := p.backendOf(r, &ref.BackendObjectReference, field)
+		name, bad := p.backendOf(p.routeKind(r), r.Namespace, &ref.BackendObjectReference, field)
 		if bad != nil && resolvedErr == nil {
 			resolvedErr = bad
 		}
@@ -761,27 +784,83 @@ func compileTimeouts(t *gatewayv1.HTTPRouteTimeouts) (int64, string) {
 	return request, ""
 }
 
-// backendOf resolves one backendRef to a Backend name, or says why it
-// cannot be used.
-func (p *gatewayProcessor) backendOf(r *gatewayv1.HTTPRoute, ref *gatewayv1.BackendObjectReference, field string) (string, *ruleError) {
-	group, kind := "", "Service"
+// Retries of a rule (compileRetry).
+const (
+	// defaultRetryAttempts is the retries of a retry without attempts
+	// (implementation-specific): three tries, as the balancer's default.
+	defaultRetryAttempts = 2
+	// maxRetryAttempts bounds attempts: the balancer tries at most 20
+	// endpoints for one request.
+	maxRetryAttempts = 10
+)
+
+// compileRetry reads a rule's retry into RouteRetry, or says why it
+// cannot be served: a code nginx cannot retry on, more attempts than
+// maxRetryAttempts, or a backoff, since nginx retries at once and the
+// spec says a retry MUST NOT come before the backoff.
+func compileRetry(r *gatewayv1.HTTPRouteRetry) (*RouteRetry, string) {
+	if r == nil {
+		return nil, ""
+	}
+	out := &RouteRetry{Attempts: defaultRetryAttempts}
+	if r.Attempts != nil {
+		if *r.Attempts < 1 || *r.Attempts > maxRetryAttempts {
+			return nil, fmt.Sprintf("retry.attempts %d: must be from 1 to %d", *r.Attempts, maxRetryAttempts)
+		}
+		out.Attempts = *r.Attempts
+	}
+	if r.Backoff != nil {
+		v := string(*r.Backoff)
+		d, err := time.ParseDuration(v)
+		if !gatewayDuration.MatchString(v) || err != nil {
+			return nil, fmt.Sprintf("retry.backoff %q: is not a Gateway API duration (such as 500ms, 10s, 1h30m)", clip(v))
+		}
+		if d > 0 {
+			return nil, fmt.Sprintf("retry.backoff %s: is not supported (nginx retries at once)", v)
+		}
+	}
+	for i, c := range r.Codes {
+		if !slices.Contains(RetryCodes, int(c)) {
+			return nil, fmt.Sprintf("retry.codes[%d] %d: is not supported (nginx retries on %s only)", i, c, retryCodesText)
+		}
+		if !slices.Contains(out.Codes, int(c)) {
+			out.Codes = append(out.Codes, int(c))
+		}
+	}
+	slices.Sort(out.Codes)
+	return out, ""
+}
+
+// retryCodesText lists RetryCodes for a Problem.
+var retryCodesText = func() string {
+	var parts []string
+	for _, c := range RetryCodes {
+		parts = append(parts, strconv.Itoa(c))
+	}
+	return strings.Join(parts, ", ")
+}()
+
+// backendOf resolves one backendRef of a route of kind in namespace
+// routeNamespace to a Backend name, or says why it cannot be used.
+func (p *gatewayProcessor) backendOf(kind, routeNamespace string, ref *gatewayv1.BackendObjectReference, field string) (string, *ruleError) {
+	group, refKind := "", "Service"
 	if ref.Group != nil {
 		group = string(*ref.Group)
 	}
 	if ref.Kind != nil {
-		kind = string(*ref.Kind)
+		refKind = string(*ref.Kind)
 	}
-	namespace := r.Namespace
+	namespace := routeNamespace
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		namespace = string(*ref.Namespace)
 	}
 	name := string(ref.Name)
 	switch {
-	case group != "" || kind != "Service":
-		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(kind))}
+	case group != "" || refKind != "Service":
+		return "", &ruleError{string(gatewayv1.RouteReasonInvalidKind), fmt.Sprintf("%s: %s/%s is not a Service", field, clip(group), clip(refKind))}
 	case len(validation.IsDNS1123Label(namespace)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.namespace %q: is not a namespace name", field, clip(namespace))}
-	case namespace != r.Namespace && !p.granted(gatewayGroup, p.routeKind(r), r.Namespace, "", "Service", namespace, name):
+	case namespace != routeNamespace && !p.granted(gatewayGroup, kind, routeNamespace, "", "Service", namespace, name):
 		return "", &ruleError{string(gatewayv1.RouteReasonRefNotPermitted), fmt.Sprintf("%s: Service %s/%s is in another namespace and no ReferenceGrant there allows it", field, namespace, clip(name))}
 	case len(validation.IsDNS1035Label(name)) > 0:
 		return "", &ruleError{string(gatewayv1.RouteReasonBackendNotFound), fmt.Sprintf("%s.name %q: is not a Service name", field, clip(name))}

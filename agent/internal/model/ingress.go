@@ -30,9 +30,6 @@ type builder struct {
 	locationOptions map[string]locationOptions
 	// clientTLS are the client certificate settings by host (clienttls.go).
 	clientTLS map[string]ClientTLS
-	// secretFiles are the CA, CRL and certificate files of Secrets, by name
-	// (proxyssl.go).
-	secretFiles map[string]AuthFile
 	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
 	globalAuth       ExternalAuth
 	globalAuthDenied string

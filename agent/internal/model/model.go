@@ -45,7 +45,7 @@ type Snapshot struct {
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),
-	// Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants, ListenerSets (more
+	// Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, ReferenceGrants, ListenerSets (more
 	// listeners for a Gateway, listenerset.go), and Namespaces for
 	// allowedRoutes' and allowedListeners' selectors. The Secrets listeners
 	// name are in Secrets.
@@ -53,6 +53,7 @@ type Snapshot struct {
 	Gateways        []*gatewayv1.Gateway
 	HTTPRoutes      []*gatewayv1.HTTPRoute
 	GRPCRoutes      []*gatewayv1.GRPCRoute
+	TLSRoutes       []*gatewayv1.TLSRoute
 	ReferenceGrants []*gatewayv1.ReferenceGrant
 	ListenerSets    []*gatewayv1.ListenerSet
 	Namespaces      []*corev1.Namespace
@@ -65,6 +66,12 @@ type Snapshot struct {
 	// GatewayAddresses is the pool of IP addresses Gateways without
 	// spec.addresses are served on, one each (--gateway-addresses).
 	GatewayAddresses []string
+	// GatewayAddressesServed is each Gateway's ("namespace/name")
+	// addresses as this agent's last build served them. A Gateway keeps
+	// its pool address by them first, then by its status.addresses, which
+	// is written after the sync: two Gateways created together would
+	// otherwise swap addresses until their status caught up.
+	GatewayAddressesServed map[string][]string
 
 	// IngressClass is the name of the class we serve (--ingress-class).
 	IngressClass string

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"slices"
@@ -176,17 +178,18 @@ func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence s
 	return secret
 }
 
-// secretFile records a file nginx reads from a Secret (a CA, a client
-// certificate, a CRL) and returns its name, which changes with its
-// content: nginx reads these when it loads its config, so new content
-// must be a new file and a reload.
-func (b *builder) secretFile(base, key string, content []byte) string {
-	f := hashedFile(base, key, content)
+// secretFile records a file nginx reads from a Secret or a ConfigMap (a
+// CA, a client certificate, a CRL) and returns its name, which changes
+// with its content: nginx reads these when it loads its config, so new
+// content must be a new file and a reload.
+func (b *Builder) secretFile(base, key string, content []byte) string {
+	sum := sha256.Sum256(content)
+	name := base + "." + hex.EncodeToString(sum[:6]) + "." + key
 	if b.secretFiles == nil {
 		b.secretFiles = map[string]AuthFile{}
 	}
-	b.secretFiles[f.Name] = f
-	return f.Name
+	b.secretFiles[name] = AuthFile{Name: name, Content: string(content)}
+	return name
 }
 
 // checkCABundle returns why ca is not a PEM bundle of CA certificates, or "".

@@ -106,6 +106,11 @@ type RouteLocation struct {
 	// answers 508 to a request that came back into nginx through such a
 	// request (lua/restysync/loop.lua).
 	LoopGuard bool `json:"loop_guard,omitempty"`
+	// Metric are the request metrics' labels of the location (render's
+	// RequestMetrics, lua/restysync/requests.lua): namespace, owner name
+	// (Ingress or route), service, path and host, joined by "\x01"; ""
+	// with the request metrics off.
+	Metric string `json:"metric,omitempty"`
 
 	// Rule is what an HTTPRoute rule adds (gatewayapi.go); nil on an
 	// Ingress's location.

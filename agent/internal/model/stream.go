@@ -31,10 +31,15 @@ type Stream struct {
 	Services []StreamService
 	// Backends are the Service ports they go to, sorted by Name.
 	Backends []StreamBackend
+	// Gateways are the Gateway listeners of protocol TLS, mode
+	// Passthrough, one per address:port, sorted (tlsroute.go).
+	Gateways []TLSFront
 }
 
 // Empty says there is nothing for the stream module to serve.
-func (s Stream) Empty() bool { return len(s.Passthrough) == 0 && len(s.Services) == 0 }
+func (s Stream) Empty() bool {
+	return len(s.Passthrough) == 0 && len(s.Services) == 0 && len(s.Gateways) == 0
+}
 
 // PassthroughHost is one host whose TLS connections go to Backend as they
 // are: the backend presents its own certificate.

@@ -21,6 +21,7 @@ const (
 	ReasonListener        = "listener change"
 	ReasonServerBlocks    = "server blocks (client certificates)"
 	ReasonGatewayServers  = "Gateway listeners"
+	ReasonGatewayRetries  = "Gateway retry locations"
 	ReasonGlobal          = "ConfigMap/global setting"
 	ReasonRateLimits      = "rate-limit zones"
 	ReasonErrorLocations  = "custom error locations"
@@ -37,8 +38,10 @@ const (
 var viewParts = map[string]string{
 	"APIListen": ReasonListener, "HTTPListen": ReasonListener, "HTTPSListen": ReasonListener,
 	"StatusListen": ReasonListener, "Stream": ReasonListener,
-	"GatewayServers":   ReasonGatewayServers,
-	"ClientTLSServers": ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
+	"GatewayServers":    ReasonGatewayServers,
+	"GatewayRetries":    ReasonGatewayRetries,
+	"GatewayBackendTLS": ReasonGatewayServers,
+	"ClientTLSServers":  ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
 	"ServerNamesHashBucketSize": ReasonServerBlocks, "ServerNamesHashMaxSize": ReasonServerBlocks,
 	"Access":        ReasonRateLimits,
 	"AccessErrors":  ReasonErrorLocations,

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -20,6 +21,20 @@ import (
 // then pays nothing for fronts (no variable read, no branch), which B3
 // measures. A Gateway location never has a profile (the Gateway API has
 // nothing a profile holds), so no profile is repeated in these servers.
+// What nginx decides by a location's directives alone, the status codes
+// a retry is for, gets a named location per distinct set in every
+// Gateway server (gatewayRetryView), shared by every rule of that set.
+//
+// RequestMirror (model.RouteRule.Mirrors) is served by nginx's mirror
+// module from locations every HTTP Gateway server holds whatever its
+// routes: named locations @restysync_mirror_1 to _16 with that many
+// "mirror" directives, and one internal location the copies enter, where
+// Lua picks each copy's backend from what the router drew for the request
+// (lua/restysync/router.lua). Mirrors are thus per-route data in Lua, so
+// a route that adds, changes or drops one is a push and never a reload;
+// nginx's own subrequests (rather than copies Lua sends itself) keep the
+// body, the balancer, keepalive and the loop guard one code path, and a
+// request that mirrors nothing pays nothing.
 
 // gatewayServerView is one Gateway listener's server block.
 type gatewayServerView struct {
@@ -32,6 +47,17 @@ type gatewayServerView struct {
 	// to clients, on a plaintext port too (h2c with prior knowledge; before
 	// nginx 1.25.1 nothing else there), and grpc_pass to the backends.
 	GRPC bool
+	// AccessLog: the router sets $restysync_backend for the access log
+	// (the HTTP settings', which render.go copies here).
+	AccessLog bool
+	// Mirrors are the named locations of RequestMirror, none on a gRPC
+	// front (GRPCRoutes do not mirror); MirrorLocation the internal one
+	// their copies enter.
+	Mirrors        []gatewayMirrorView
+	MirrorLocation string
+	// ClientTLS: the server asks for client certificates and checks them
+	// against the CA file (model.Listener.ClientTLS); nil: it does not.
+	ClientTLS *gatewayClientTLSView
 	// BackendTLS are the named locations of TLS to backends
 	// (model.BackendTLS), each with this server's client certificate.
 	BackendTLS []backendTLSView
@@ -93,17 +119,84 @@ func gatewayTLSUpstreams(servers []gatewayServerView, upstreams []upstreamView) 
 	return upstreams
 }
 
-// backendTLSNames returns the names of the backend TLS locations the
-// servers hold (Config.BackendTLS).
-func backendTLSNames(servers []gatewayServerView) []string {
+// gatewayBackendTLS returns the backend TLS locations every one of the
+// servers holds: the first one's (they differ in client certificate
+// only); nil for none.
+func gatewayBackendTLS(servers []gatewayServerView) []backendTLSView {
+	if len(servers) == 0 {
+		return nil
+	}
+	return servers[0].BackendTLS
+}
+
+// backendTLSNames returns the names of locations (Config.BackendTLS).
+func backendTLSNames(locations []backendTLSView) []string {
 	var names []string // nil for none, as ReadBack gives
-	if len(servers) > 0 {
-		for _, t := range servers[0].BackendTLS {
-			names = append(names, t.Name)
-		}
+	for _, t := range locations {
+		names = append(names, t.Name)
 	}
 	return names
 }
+
+// gatewayClientTLSView is how a Gateway server checks client
+// certificates. Verify "on" refuses a request without a valid one by
+// closing the connection (error_page 495 496 to a location that returns
+// 444): the spec's AllowValidOnly accepts no connection from such a
+// client, where nginx would answer 400. "optional_no_ca" asks for one and
+// lets every client through (AllowInsecureFallback).
+type gatewayClientTLSView struct {
+	CAFile string
+	Verify string
+	Depth  int
+}
+
+// gatewayClientTLS checks a listener's client certificate settings.
+func gatewayClientTLS(l model.Listener) (*gatewayClientTLSView, error) {
+	c := l.ClientTLS
+	if c == nil {
+		return nil, nil
+	}
+	switch {
+	case !l.HTTPS:
+		return nil, fmt.Errorf("Gateway listener %s: client certificates on a plaintext port", l.Front)
+	case c.Verify != "on" && c.Verify != "optional_no_ca", c.Depth < 1 || c.Depth > 100:
+		return nil, fmt.Errorf("Gateway listener %s: client certificate settings %+v", l.Front, *c)
+	case c.CAFile == "", c.CRLFile != "", c.ErrorPage != "":
+		return nil, fmt.Errorf("Gateway listener %s: client certificates need a CA file and take no CRL or error page", l.Front)
+	}
+	if _, err := Quote(c.CAFile); err != nil {
+		return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
+	}
+	return &gatewayClientTLSView{CAFile: c.CAFile, Verify: c.Verify, Depth: c.Depth}, nil
+}
+
+// gatewayMirrorView is one named location that sends a request's copies.
+type gatewayMirrorView struct {
+	Name   string   // "@restysync_mirror_<n>"
+	Copies []string // n URIs of the internal location, "_restysync_mirror/<i>"
+}
+
+// maxGatewayMirrors is how many mirrors a rule may have: Lua's
+// MAX_MIRRORS (lua/restysync/gateway.lua), and the model's filters per
+// rule.
+const maxGatewayMirrors = 16
+
+// gatewayMirrorLocation is the internal location mirrors' copies enter.
+// Its URI does not start with "/", as no client's request does: no route
+// of a tenant can ever be taken by it.
+const gatewayMirrorLocation = "_restysync_mirror/"
+
+// gatewayMirrors are the named locations of every HTTP Gateway server.
+var gatewayMirrors = func() []gatewayMirrorView {
+	out := make([]gatewayMirrorView, maxGatewayMirrors)
+	for n := range out {
+		out[n].Name = fmt.Sprintf("@restysync_mirror_%d", n+1)
+		for i := range n + 1 {
+			out[n].Copies = append(out[n].Copies, fmt.Sprintf("%s%d", gatewayMirrorLocation, i+1))
+		}
+	}
+	return out
+}()
 
 // gatewayServers returns the server blocks of m's listeners, in the
 // model's order, or why one cannot be served.
@@ -150,11 +243,19 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if _, err := Quote(l.Front); err != nil {
 			return nil, fmt.Errorf("Gateway listener: %w", err)
 		}
-		tls, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile, l.GRPC)
+		clientTLS, err := gatewayClientTLS(l)
+		if err != nil {
+			return nil, err
+		}
+		backendTLS, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile, l.GRPC)
 		if err != nil {
 			return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
 		}
-		out = append(out, gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, BackendTLS: tls})
+		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS, BackendTLS: backendTLS}
+		if !l.GRPC {
+			v.Mirrors, v.MirrorLocation = gatewayMirrors, gatewayMirrorLocation
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -180,4 +281,50 @@ func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) 
 		}
 	}
 	return m.GatewayRoutes, nil
+}
+
+// gatewayRetryView is one named location of retry codes
+// (model.RetryLocation): the Gateway server's location again, with
+// proxy_next_upstream (or grpc_next_upstream) naming the codes too. The
+// router jumps there for a rule with those codes (restysync.router
+// .route_front), and routes the request again there: nginx decides on
+// an answer's status by the location's directive, and ngx.ctx, which
+// holds what the router found, does not survive the jump. A new set of
+// codes is a reload; a route with a set nginx has is a push.
+type gatewayRetryView struct {
+	Location string // "@restysync_retry_500_503": digits and "_" only
+	Next     string // "http_500 http_503"
+}
+
+// gatewayRetries returns the retry locations m's Gateway routes name,
+// sorted by name, or why one cannot be served.
+func gatewayRetries(m model.Model) ([]gatewayRetryView, error) {
+	seen := map[string]bool{}
+	var out []gatewayRetryView
+	for _, r := range m.GatewayRoutes {
+		for _, l := range r.Locations {
+			if l.Rule == nil || l.Rule.Retry == nil || len(l.Rule.Retry.Codes) == 0 {
+				continue
+			}
+			codes := l.Rule.Retry.Codes
+			name := model.RetryLocation(codes)
+			if seen[name] {
+				continue
+			}
+			if !slices.IsSorted(codes) {
+				return nil, fmt.Errorf("Gateway route %q: retry codes %v: want them sorted", r.Host, codes)
+			}
+			view := gatewayRetryView{Location: name}
+			for i, c := range codes {
+				if !slices.Contains(model.RetryCodes, c) || i > 0 && codes[i-1] == c {
+					return nil, fmt.Errorf("Gateway route %q: retry code %d: want each once, one of %v", r.Host, c, model.RetryCodes)
+				}
+				view.Next = strings.TrimSpace(view.Next + " http_" + strconv.Itoa(c))
+			}
+			seen[name] = true
+			out = append(out, view)
+		}
+	}
+	slices.SortFunc(out, func(a, b gatewayRetryView) int { return strings.Compare(a.Location, b.Location) })
+	return out, nil
 }

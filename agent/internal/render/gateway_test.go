@@ -2,11 +2,13 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/lua"
 )
 
 func TestRenderGatewayListenersRefused(t *testing.T) {
@@ -190,5 +192,165 @@ func TestRenderGatewayBackendTLS(t *testing.T) {
 	cfg, err = Render(m, goldenSettings)
 	if err != nil || strings.Contains(string(cfg.Bytes), `"a.test";`) || !strings.Contains(string(cfg.Bytes), `proxy_ssl_name "a.test\"; proxy_ssl_verify off; #";`) {
 		t.Errorf("a server name with a quote: %v", err)
+	}
+}
+
+// TestGatewayMirrorLocations: every HTTP Gateway server holds the named
+// locations of 1 to 16 copies and the internal location they enter,
+// whatever its routes (a mirror is a push); a gRPC one holds none. Lua
+// refuses a rule of more mirrors than these locations send.
+func TestGatewayMirrorLocations(t *testing.T) {
+	src, err := lua.FS.ReadFile("restysync/gateway.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("local MAX_MIRRORS = %d\n", maxGatewayMirrors); !bytes.Contains(src, []byte(want)) {
+		t.Errorf("lua/restysync/gateway.lua does not hold %q", want)
+	}
+	m := model.Model{Listeners: []model.Listener{
+		{Address: "127.0.50.1", Port: 80, Front: "127.0.50.1:80"},
+		{Address: "127.0.50.2", Port: 80, Front: "127.0.50.2:80", GRPC: true},
+	}}
+	cfg, _, err := Build(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(cfg.Bytes)
+	http, grpc, ok := strings.Cut(conf, "listen \"127.0.50.2:80\"")
+	if !ok {
+		t.Fatalf("no gRPC server:\n%s", conf)
+	}
+	for n := 1; n <= maxGatewayMirrors; n++ {
+		if !strings.Contains(http, fmt.Sprintf("location @restysync_mirror_%d {", n)) || !strings.Contains(http, fmt.Sprintf("mirror \"_restysync_mirror/%d\";", n)) {
+			t.Errorf("the HTTP server has no location of %d copies", n)
+		}
+	}
+	if strings.Count(http, "mirror \"_restysync_mirror/1\";") != maxGatewayMirrors || !strings.Contains(http, "location \"_restysync_mirror/\" {\n            internal;") {
+		t.Errorf("the HTTP server's mirror locations:\n%s", http)
+	}
+	if strings.Contains(grpc, "mirror") {
+		t.Errorf("the gRPC server has mirror locations:\n%s", grpc)
+	}
+}
+
+// TestRenderGatewayClientTLS: a front that checks client certificates
+// (model.Listener.ClientTLS) names its CA in its own server; "on" closes
+// the connection of a client without a valid one (444), the fallback
+// asks without requiring and serves a certificate that fails the check
+// from a location of its own; a change is a Gateway listener reload, and
+// settings the template cannot hold safely are refused.
+func TestRenderGatewayClientTLS(t *testing.T) {
+	m := gatewayGoldenModel()
+	from, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverOf := func(conf, listen string) string {
+		server := conf[strings.Index(conf, listen):]
+		return server[:strings.Index(server, "\n    }\n")]
+	}
+	for _, verify := range []string{"on", "optional_no_ca"} {
+		m.Listeners[1].ClientTLS = &model.ClientTLS{CAFile: "auth/infra_gateway-ca.0123456789ab.ca.crt", Verify: verify, Depth: 5}
+		to, err := Render(m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := string(to.Bytes)
+		server := serverOf(conf, `listen "127.29.50.1:8443" ssl`)
+		for _, want := range []string{`ssl_client_certificate "auth/infra_gateway-ca.0123456789ab.ca.crt";`, "ssl_verify_client " + verify + ";", "ssl_verify_depth 5;"} {
+			if !strings.Contains(server, want) {
+				t.Errorf("%s: the server lacks %q:\n%s", verify, want, server)
+			}
+		}
+		refused := strings.Contains(server, "error_page 495 496 = @restysync_client_certificate_refused;") &&
+			strings.Contains(server, "location @restysync_client_certificate_refused {\n            return 444;")
+		if refused != (verify == "on") {
+			t.Errorf("%s: closes the connection of a refused certificate: %v\n%s", verify, refused, server)
+		}
+		fallback := strings.Contains(server, "error_page 495 = @restysync_client_certificate_fallback;") &&
+			strings.Contains(server, "location @restysync_client_certificate_fallback {\n            set $restysync_front \"127.29.50.1:8443\";")
+		if fallback != (verify == "optional_no_ca") {
+			t.Errorf("%s: serves a certificate that fails the check: %v\n%s", verify, fallback, server)
+		}
+		if strings.Count(conf, "ssl_verify_client") != 1 {
+			t.Errorf("%s: another server checks client certificates too", verify)
+		}
+		if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
+			t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		l    model.Listener
+		want string
+	}{
+		{"plaintext", model.Listener{Address: "127.0.50.1", Port: 80, Front: "127.0.50.1:80", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "on", Depth: 1}}, "plaintext port"},
+		{"verify off", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "off; evil", Depth: 1}}, "client certificate settings"},
+		{"optional", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "optional", Depth: 1}}, "client certificate settings"},
+		{"depth", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", Verify: "on", Depth: 101}}, "client certificate settings"},
+		{"no CA", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{Verify: "on", Depth: 1}}, "need a CA file"},
+		{"CRL", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x.ca.crt", CRLFile: "auth/x.crl", Verify: "on", Depth: 1}}, "no CRL"},
+		{"CA file with a newline", model.Listener{Address: "127.0.50.1", Port: 443, HTTPS: true, Front: "127.0.50.1:443", ClientTLS: &model.ClientTLS{CAFile: "auth/x\";\nssl_verify_client off;", Verify: "on", Depth: 1}}, "127.0.50.1:443"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(model.Model{Listeners: []model.Listener{tc.l}}, goldenSettings)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error holding %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRenderGatewayRetries: each distinct set of retry codes is one named
+// location in every Gateway server (grpc_next_upstream on a gRPC port),
+// listed for Lua in init; codes out of order or nginx cannot retry on are
+// refused; no retry codes, nothing new in nginx.conf.
+func TestRenderGatewayRetries(t *testing.T) {
+	listeners := []model.Listener{
+		{Address: "127.0.50.1", Port: 80, Front: model.FrontName("127.0.50.1", 80)},
+		{Address: "127.0.50.2", Port: 80, Front: model.FrontName("127.0.50.2", 80), GRPC: true},
+	}
+	retrying := func(codes ...int) model.RouteLocation {
+		return model.RouteLocation{Path: "/", Backend: "ns/a:80", Rule: &model.RouteRule{Retry: &model.RouteRetry{Attempts: 2, Codes: codes}}}
+	}
+	routes := func(locs ...model.RouteLocation) []model.Route {
+		var out []model.Route
+		for i, l := range locs {
+			out = append(out, model.Route{Host: model.FrontKey(listeners[0].Front, "r"+string(rune('a'+i))+".example.com"), Ordered: true, Locations: []model.RouteLocation{l}})
+		}
+		return out
+	}
+	m := model.Model{Listeners: listeners, GatewayRoutes: routes(retrying(500, 503), retrying(500, 503), retrying(429), retrying())}
+	cfg, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(cfg.Bytes)
+	for _, want := range []string{
+		"location @restysync_retry_429 {", "location @restysync_retry_500_503 {",
+		"proxy_next_upstream error timeout http_500 http_503;", "grpc_next_upstream error timeout http_500 http_503;",
+		`route_front(false, "@restysync_retry_500_503")`,
+		"}, {\n            \"@restysync_retry_429\",\n            \"@restysync_retry_500_503\",\n        })",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	if n := strings.Count(conf, "location @restysync_retry_500_503 {"); n != 2 {
+		t.Errorf("the location of 500 and 503 is in %d servers, want 2", n)
+	}
+
+	plain, err := Render(model.Model{Listeners: listeners, GatewayRoutes: routes(retrying())}, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.Bytes), "restysync_retry") {
+		t.Errorf("a retry without codes put a retry location in nginx.conf")
+	}
+
+	for _, codes := range [][]int{{503, 500}, {500, 500}, {418}} {
+		if _, err := Render(model.Model{Listeners: listeners, GatewayRoutes: routes(retrying(codes...))}, goldenSettings); err == nil {
+			t.Errorf("retry codes %v: rendered, want an error", codes)
+		}
 	}
 }

@@ -216,6 +216,18 @@ var joinTests = []joinTest{
 		{path: "/disable-backend-timeout?delay=1s", backend: v1},
 	}},
 	{name: "HTTPRouteBackendRequestHeaderModifier", files: []string{"tests/httproute-request-header-modifier-backend.yaml"}, cases: requestHeaderModifierCases},
+	{name: "HTTPRouteRequestMirror", files: []string{"tests/httproute-request-mirror.yaml"}, cases: []joinCase{
+		{path: "/mirror", backend: v1, mirrors: []string{v2}},
+		{path: "/mirror-and-modify-headers", headers: mirrorHeadersSent, backend: v1, mirrors: []string{v2},
+			reqHeaders: mirrorHeadersGot, reqAbsent: []string{"X-Header-Remove"}},
+	}},
+	{name: "HTTPRouteRequestMultipleMirrors", files: []string{"tests/httproute-request-multiple-mirrors.yaml"}, cases: []joinCase{
+		{path: "/multi-mirror", backend: v1, mirrors: []string{v2, v3}},
+		{path: "/multi-mirror-and-modify-request-headers", headers: mirrorHeadersSent, backend: v1, mirrors: []string{v2, v3},
+			reqHeaders: mirrorHeadersGot, reqAbsent: []string{"X-Header-Remove"}},
+	}},
+	{name: "HTTPRouteRequestPercentageMirror", files: []string{"tests/httproute-request-percentage-mirror.yaml"},
+		mirrorShares: map[string]int{"/percent-mirror": 20, "/percent-mirror-fraction": 50, "/percent-mirror-and-modify-headers": 35}},
 	{name: "HTTPRouteCORS", files: []string{"tests/httproute-cors.yaml"}, cases: []joinCase{
 		{method: "OPTIONS", path: "/cors-1", headers: hdr("Origin", "https://www.foo.com", "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "x-header-1, x-header-2"),
 			status: 204, respHeaders: hdr("Access-Control-Allow-Origin", "https://www.foo.com", "Access-Control-Allow-Methods", "GET, OPTIONS",
@@ -301,3 +313,10 @@ var requestHeaderModifierCases = []joinCase{
 	{path: "/add", headers: hdr("X-Header-Add", "some-other-value"), backend: v1, reqHeaders: hdr("X-Header-Add", "some-other-value,add-appends-values")},
 	{path: "/remove", headers: hdr("X-Header-Remove", "val"), backend: v1, reqAbsent: []string{"X-Header-Remove"}},
 }
+
+// The headers the suite's mirror tests send and expect, on the backend
+// and on every mirror.
+var (
+	mirrorHeadersSent = hdr("X-Header-Remove", "remove-val", "X-Header-Add-Append", "append-val-1")
+	mirrorHeadersGot  = hdr("X-Header-Add", "header-val-1", "X-Header-Add-Append", "append-val-1,header-val-2", "X-Header-Set", "set-overwrites-values")
+)

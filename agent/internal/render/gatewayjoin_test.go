@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +152,24 @@ type joinBackends struct {
 	// BackendTLSPolicy targets), as the suite's tls-backend does.
 	tls  map[string]bool
 	cert tls.Certificate
+	// got are the requests each Service got, as it echoed them (what
+	// the suite reads from a mirror pod's log).
+	mu  sync.Mutex
+	got map[string][]joinEcho
+}
+
+// received returns the requests Service namespace/name got whose path
+// (with the query) is path.
+func (b *joinBackends) received(namespace, name, path string) []joinEcho {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []joinEcho
+	for _, e := range b.got[namespace+"/"+name] {
+		if e.Path == path {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (b *joinBackends) port(namespace, name string) int32 {
@@ -161,7 +181,11 @@ func (b *joinBackends) port(namespace, name string) int32 {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	special := newJoinSpecial()
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if special.serve(w, r) {
+			return
+		}
 		// As the suite's echo server: X-Echo-Set-Header "Name:value,…"
 		// sets response headers, and a query's delay (up to 5 s) waits.
 		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d > 0 && d <= 5*time.Second {
@@ -177,6 +201,9 @@ func (b *joinBackends) port(namespace, name string) int32 {
 		if r.TLS != nil {
 			echo.SNI = r.TLS.ServerName
 		}
+		b.mu.Lock()
+		b.got[key] = append(b.got[key], echo)
+		b.mu.Unlock()
 		json.NewEncoder(w).Encode(echo)
 	})}
 	if b.tls[key] {
@@ -234,7 +261,7 @@ func startJoin(t *testing.T) *joinPlane {
 		proc:     proc,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
-		backends: &joinBackends{t: t, ports: map[string]int32{}, tls: map[string]bool{}, cert: backendCert},
+		backends: &joinBackends{t: t, ports: map[string]int32{}, got: map[string][]joinEcho{}, tls: map[string]bool{}, cert: backendCert},
 		dir:      dir,
 		cert:     secret,
 		cas: []*corev1.ConfigMap{
@@ -403,6 +430,10 @@ type joinCase struct {
 	// redirect: the Location's scheme://host[:port]/path, "" parts
 	// defaulting as the suite does.
 	redirect *joinRedirect
+	// mirrors are the Services (infra namespace) that get a copy of the
+	// request, with reqHeaders and without reqAbsent as the backend: the
+	// path gets a query parameter of its own, as the suite's does.
+	mirrors []string
 }
 
 type joinRedirect struct{ scheme, host, port, path string }
@@ -448,6 +479,10 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 	target := scheme + "://" + host
 	if port != 80 && !c.https || port != 443 && c.https {
 		target += ":" + strconv.Itoa(port)
+	}
+	if c.mirrors != nil {
+		c.path += fmt.Sprintf("?X-Request-Id=join-%d", time.Now().UnixNano())
+		c.reqPath = c.path
 	}
 	req, err := http.NewRequest(cmpOr(c.method, http.MethodGet), target+c.path, nil)
 	if err != nil {
@@ -522,6 +557,46 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 			t.Errorf("%s: backend got header %s, want it absent", c, k)
 		}
 	}
+	for _, svc := range c.mirrors {
+		j.checkMirrored(t, c, svc)
+	}
+}
+
+// checkMirrored waits (up to 5 s) for Service svc's copy of c's request
+// and compares it with what the backend got: once, the same method, path
+// and header edits, and the Host the backend got.
+func (j *joinPlane) checkMirrored(t *testing.T, c joinCase, svc string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var got []joinEcho
+	for {
+		got = j.backends.received(infraNS, svc, c.path)
+		if len(got) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(got) != 1 {
+		t.Errorf("%s: mirror %s got %d copies, want 1", c, svc, len(got))
+		return
+	}
+	mirrored := got[0]
+	if mirrored.Method != cmpOr(c.method, http.MethodGet) {
+		t.Errorf("%s: mirror %s got method %s", c, svc, mirrored.Method)
+	}
+	for k, v := range c.reqHeaders {
+		if got := strings.Join(mirrored.Headers.Values(k), ","); got != v {
+			t.Errorf("%s: mirror %s got header %s %q, want %q", c, svc, k, got, v)
+		}
+	}
+	for _, k := range c.reqAbsent {
+		if _, ok := mirrored.Headers[http.CanonicalHeaderKey(k)]; ok {
+			t.Errorf("%s: mirror %s got header %s, want it absent", c, svc, k)
+		}
+	}
+	if mirrored.Headers.Get("X-Restysync-Proxied") == "" {
+		t.Errorf("%s: mirror %s got no X-Restysync-Proxied (the loop guard's)", c, svc)
+	}
 }
 
 // checkRedirect compares a Location as the suite does: the expected
@@ -563,6 +638,9 @@ type joinTest struct {
 	// selfHeader: with weights, each backend got this request header
 	// naming its own Service (HTTPRouteRequestHeaderModifierBackendWeights).
 	selfHeader string
+	// mirrorShares: requests to each path are mirrored to Service v2 at
+	// this percent (HTTPRouteRequestPercentageMirror).
+	mirrorShares map[string]int
 }
 
 // TestGatewayJoinConformance applies the suite's manifests through the
@@ -581,13 +659,36 @@ func TestGatewayJoinConformance(t *testing.T) {
 			if tt.weights != nil {
 				j.checkWeights(t, m, tt.weights, tt.selfHeader)
 			}
-			_, again := j.sync(t, j.snapshot(t, tt.files...))
-			if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
-				status, err := j.nginx.Lua.Status(context.Background())
-				t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
-					again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
+			for path, percent := range tt.mirrorShares {
+				j.checkMirrorShare(t, m, path, percent)
 			}
+			if t.Failed() {
+				j.logNginx(t)
+			}
+			j.wantNothingAgain(t, j.snapshot(t, tt.files...))
 		})
+	}
+}
+
+// logNginx logs the tail of nginx's error log.
+func (j *joinPlane) logNginx(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(j.nginx.SharedDir, "logs", "error.log"))
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	t.Logf("nginx's error log (tail, %v):\n%s", err, data)
+}
+
+// wantNothingAgain applies s, the Snapshot just applied, again: it must
+// push nothing and not reload.
+func (j *joinPlane) wantNothingAgain(t *testing.T, s model.Snapshot) {
+	t.Helper()
+	_, again := j.sync(t, s)
+	if again.Reloaded || again.Pushed || again.Upserts+again.Removes+again.CertUpserts+again.CertRemoves+again.RouteUpserts+again.RouteRemoves > 0 {
+		status, err := j.nginx.Lua.Status(context.Background())
+		t.Errorf("the same Snapshot again: %+v (reload reasons %q), want nothing done; nginx now runs %q (%v), the agent applied %q",
+			again.Outcome, again.ReloadReasons, status.ConfigHash, err, j.stage.Applied())
 	}
 }
 
@@ -626,6 +727,45 @@ func (j *joinPlane) checkWeights(t *testing.T, m model.Model, weights map[string
 	}
 }
 
+// checkMirrorShare sends 400 requests to path of same-namespace, each
+// with a query of its own, and wants the copies v2 got within 3.5
+// standard deviations of percent (the suite allows 3 over 500 requests,
+// five tries).
+func (j *joinPlane) checkMirrorShare(t *testing.T, m model.Model, path string, percent int) {
+	t.Helper()
+	addr := gatewayAddress(t, m, "same-namespace")
+	client := &http.Client{Timeout: 5 * time.Second}
+	const n = 400
+	run := fmt.Sprintf("share-%d", time.Now().UnixNano())
+	for i := range n {
+		resp, err := client.Get(fmt.Sprintf("http://%s%s?run=%s&i=%d", addr, path, run, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	count := func() int {
+		c := 0
+		for i := range n {
+			c += len(j.backends.received(infraNS, v2, fmt.Sprintf("%s?run=%s&i=%d", path, run, i)))
+		}
+		return c
+	}
+	p := float64(percent) / 100
+	want, margin := n*p, 3.5*math.Sqrt(n*p*(1-p))
+	got := count()
+	for deadline := time.Now().Add(5 * time.Second); float64(got) < want-margin && time.Now().Before(deadline); got = count() {
+		time.Sleep(50 * time.Millisecond) // copies still on their way
+	}
+	if float64(got) < want-margin || float64(got) > want+margin {
+		t.Errorf("%s: %d of %d requests mirrored, want %.0f ± %.0f (%d%%)", path, got, n, want, margin, percent)
+	}
+}
+
 // v1, v2, v3 are the suite's infra backends.
 const (
 	v1 = "infra-backend-v1"
@@ -642,3 +782,69 @@ func hdr(kv ...string) map[string]string {
 }
 
 var _ = slices.Contains[[]string]
+
+// TestGatewayJoinMirrorLoop: a mirror whose Service leads back into the
+// Gateway itself (its EndpointSlice holds the Gateway's own address) does
+// not loop: the copy carries the loop guard's header and the mirroring
+// rule answers it 508, so the backend gets the request once, and nginx
+// keeps answering. A client cannot name the internal mirror location.
+func TestGatewayJoinMirrorLoop(t *testing.T) {
+	j := startJoin(t)
+	route := &gatewayv1.HTTPRoute{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: mirror-loop, namespace: gateway-conformance-infra}
+spec:
+  parentRefs: [{name: same-namespace}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /loop}}]
+    filters:
+    - {type: RequestMirror, requestMirror: {backendRef: {name: loop, port: 80}}}
+    backendRefs: [{name: infra-backend-v1, port: 8080}]
+`), route); err != nil {
+		t.Fatal(err)
+	}
+	s := j.snapshot(t)
+	s.HTTPRoutes = append(s.HTTPRoutes, route)
+	m, _ := j.sync(t, s)
+	addr := gatewayAddress(t, m, "same-namespace")
+	s.Services = append(s.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}})
+	s.EndpointSlices = append(s.EndpointSlices, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: infraNS, Name: "loop", Labels: map[string]string{discoveryv1.LabelServiceName: "loop"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(80)), Protocol: ptr(corev1.ProtocolTCP)}},
+	})
+	m, res := j.sync(t, s)
+	if res.Reloaded {
+		t.Errorf("a mirror's new backend reloaded nginx: %+v", res.ReloadReasons)
+	}
+	c := joinCase{path: "/loop", backend: v1}
+	for range 3 {
+		j.check(t, m, c)
+	}
+	time.Sleep(300 * time.Millisecond) // a loop would still be sending copies
+	if got := j.backends.received(infraNS, v1, "/loop"); len(got) != 3 {
+		t.Errorf("infra-backend-v1 got /loop %d times, want 3 (the copies must be refused, not served)", len(got))
+	}
+	log, err := os.ReadFile(filepath.Join(j.nginx.SharedDir, "logs", "error.log"))
+	if err != nil || !strings.Contains(string(log), "came from this nginx's own auth or mirror request") {
+		t.Errorf("no loop refusal in nginx's error log (%v)", err)
+	}
+	conn, err := net.DialTimeout("tcp", addr+":80", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET _restysync_mirror/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	status, _ := io.ReadAll(io.LimitReader(conn, 64))
+	if !strings.HasPrefix(string(status), "HTTP/1.1 400") {
+		t.Errorf("a request for the internal mirror location: %q, want a 400", status)
+	}
+	if t.Failed() {
+		j.logNginx(t)
+	}
+}

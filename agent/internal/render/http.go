@@ -70,6 +70,13 @@ type HTTP struct {
 	// variables of logVariables only, without ' or \. Default
 	// DefaultLogFormat.
 	LogFormat string
+	// LogEscape is how variables are escaped in the access log:
+	// "" (nginx's default), "json" (log-format-escape-json) or "none"
+	// (log-format-escape-none).
+	LogEscape string
+	// SkipAccessLogURLs are request URIs (path and query, exactly as
+	// sent) the access log leaves out (skip-access-log-urls).
+	SkipAccessLogURLs []string
 	// SSLProtocols are ssl_protocols (ssl-protocols), each one of
 	// TLSv1, TLSv1.1, TLSv1.2, TLSv1.3. Default TLSv1.2 TLSv1.3.
 	SSLProtocols []string
@@ -189,7 +196,11 @@ const (
 	MaxGzipMinLength     = 1 << 30
 	MaxGzipTypes         = 100
 	MaxLogFormat         = 4096
+	MaxSkipLogURLs       = 64
 )
+
+// LogEscapes are the values of HTTP.LogEscape.
+var LogEscapes = []string{"", "json", "none"}
 
 // ErrorLogLevels are nginx's error_log levels, most verbose first
 // (HTTP.ErrorLogLevel).
@@ -206,6 +217,9 @@ var (
 	HeaderName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
 	// MIMEType is a lower-case type/subtype of RFC 6838 characters (no '$').
 	MIMEType = regexp.MustCompile(`^[a-z0-9][a-z0-9!#&^_.+-]{0,63}/[a-z0-9][a-z0-9!#&^_.+-]{0,63}$`)
+	// SkipLogURL is a request URI skip-access-log-urls may name: a path
+	// and query of URI characters, no '$', quote, space or backslash.
+	SkipLogURL = regexp.MustCompile(`^/[A-Za-z0-9._~!&()*+,;=:@%/?-]{0,255}$`)
 	// AccessLogFile is an access log file under logs/ in the shared dir.
 	AccessLogFile = regexp.MustCompile(`^logs/[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
 	// logVariable finds the variables of a log format: $name or ${name}.
@@ -342,6 +356,17 @@ func checkHTTP(h HTTP) error {
 	}
 	if err := CheckLogFormat(h.LogFormat); err != nil {
 		return fmt.Errorf("log format: %w", err)
+	}
+	if !slices.Contains(LogEscapes, h.LogEscape) {
+		return fmt.Errorf("log escape %q: want json, none or empty", h.LogEscape)
+	}
+	if len(h.SkipAccessLogURLs) > MaxSkipLogURLs {
+		return fmt.Errorf("skip access log URLs: %d, more than %d", len(h.SkipAccessLogURLs), MaxSkipLogURLs)
+	}
+	for _, u := range h.SkipAccessLogURLs {
+		if !SkipLogURL.MatchString(u) {
+			return fmt.Errorf("skip access log URL %q: want a path (and query) of URI characters", u)
+		}
 	}
 	if len(h.SSLProtocols) == 0 {
 		return errors.New("SSL protocols: none")

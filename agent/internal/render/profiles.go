@@ -194,15 +194,18 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 		if len(sv.Locations) == 0 {
 			continue
 		}
+		host := sv.Host
+		if i == 0 {
+			host = DefaultRoute
+		}
 		locations := make([]model.RouteLocation, len(sv.Locations))
 		for j, lv := range sv.Locations {
 			if locations[j], err = routeLocation(profiles, lv, global, router); err != nil {
 				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
 			}
-		}
-		host := sv.Host
-		if i == 0 {
-			host = DefaultRoute
+			if s.RequestMetrics != nil {
+				locations[j].Metric = metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host)
+			}
 		}
 		routes = append(routes, model.Route{Host: host, HTTPS: sv.HTTPS, Locations: locations})
 		for _, alias := range servers[i].Aliases {
@@ -227,6 +230,9 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 	gateway, err := gatewayRoutes(m, hosts)
 	if err != nil {
 		return nil, err
+	}
+	if s.RequestMetrics != nil {
+		gateway = gatewayMetricLabels(gateway)
 	}
 	return append(routes, gateway...), nil
 }

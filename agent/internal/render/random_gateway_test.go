@@ -94,6 +94,14 @@ func randomHTTPRoute(rng *mathrand.Rand, i int, s *model.Snapshot) *gatewayv1.HT
 		if rng.Intn(2) == 0 {
 			rule.Filters = append(rule.Filters, randomFilter(rng))
 		}
+		if rng.Intn(4) == 0 {
+			// A retry: its codes' location goes into every Gateway server.
+			attempts := pick(rng, []int{1, 3, 0, 11})
+			rule.Retry = &gatewayv1.HTTPRouteRetry{Attempts: &attempts}
+			for range rng.Intn(4) {
+				rule.Retry.Codes = append(rule.Retry.Codes, gatewayv1.HTTPRouteRetryStatusCode(pick(rng, []int{500, 503, 429, 404, 418, 599})))
+			}
+		}
 		for range rng.Intn(3) {
 			port := gatewayv1.PortNumber(pick(rng, []int{80, 8080, 0, 443}))
 			ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Port: &port}}}

@@ -113,6 +113,9 @@ type Settings struct {
 	// X-Accel-* headers. Either way an internal location answers 404 to a
 	// request it was not made for.
 	AllowXAccelRedirect bool
+	// RequestMetrics turns the request metrics per Ingress on
+	// (requestmetrics.go); nil leaves them off, and nginx records nothing.
+	RequestMetrics *RequestMetrics
 }
 
 // ignoredHeaders are the headers of upstream answers nginx ignores
@@ -192,6 +195,8 @@ var confTemplate = template.Must(template.New("nginx.conf").
 type confView struct {
 	SharedDir   string
 	LoadModules []string
+	// RequestMetrics, when not nil, has nginx record the request metrics.
+	RequestMetrics *requestMetricsView
 	// HTTP2Directive turns HTTP/2 on with "http2 on;" in each HTTPS
 	// server, rather than with listen's "http2" (Nginx.HTTP2Directive).
 	HTTP2Directive  bool
@@ -247,6 +252,13 @@ type confView struct {
 	ClientTLSServers []clientTLSServerView
 	// GatewayServers are the Gateway listeners' server blocks (gateway.go).
 	GatewayServers []gatewayServerView
+	// GatewayRetries are the named locations of the retry codes Gateway
+	// routes name, in every Gateway server (gateway.go).
+	GatewayRetries []gatewayRetryView
+	// GatewayBackendTLS are the named locations of TLS to backends every
+	// Gateway server holds (the first server's; gateway.go), for their
+	// names.
+	GatewayBackendTLS []backendTLSView
 	// DefaultServerNames are exact names the default server names, so
 	// that no client-TLS wildcard server takes them (clienttls.go).
 	DefaultServerNames []string
@@ -357,7 +369,7 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
 	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles),
-		BackendTLS: backendTLSNames(view.GatewayServers), view: &view}, nil
+		BackendTLS: backendTLSNames(view.GatewayBackendTLS), view: &view}, nil
 }
 
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {
@@ -398,6 +410,9 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		h = *s.HTTP
 	}
 	view.HTTP = newHTTPView(h)
+	if view.RequestMetrics, err = newRequestMetricsView(s.RequestMetrics); err != nil {
+		return confView{}, err
+	}
 	if view.Access, err = newAccessHTTPView(m); err != nil {
 		return confView{}, err
 	}
@@ -431,9 +446,16 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
 		return confView{}, err
 	}
+	if view.GatewayRetries, err = gatewayRetries(m); err != nil {
+		return confView{}, err
+	}
 	if view.GatewayServers, err = gatewayServers(m, s); err != nil {
 		return confView{}, err
 	}
+	for i := range view.GatewayServers {
+		view.GatewayServers[i].AccessLog = view.HTTP.AccessLog
+	}
+	view.GatewayBackendTLS = gatewayBackendTLS(view.GatewayServers)
 	view.TLSUpstreams = gatewayTLSUpstreams(view.GatewayServers, view.TLSUpstreams)
 	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)
 	var exact []string

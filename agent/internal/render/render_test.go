@@ -511,10 +511,20 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		".Verify": true, ".Depth": true,
 		// the stream block (stream.go): a computed size, upstream names
 		".MapHashBucketSize": true,
+		// the Gateway TLS fronts (stream.go): variable and upstream names render makes
+		".Variable": true, ".Default": true,
 		// the module prefix of a location's directives (fcgimirror.go)
 		".Module": true, "$.Module": true,
 		// the number of proxy buffers, an int model.ProxyBuffers.Check bounds (proxykeys.go)
-		".Number": true}
+		".Number": true,
+		// a Gateway retry location's codes, ints render checked (gateway.go),
+		// and the Gateway server a retry location is in (a variable: prints nothing)
+		".Next": true, "$server := .": true,
+		// the request metrics (requestmetrics.go): a constant size, bounds
+		// CheckBuckets checked and strconv printed, a bool; the access
+		// log's checked escape token (http.go)
+		".DictSize": true, ".Time": true, ".Length": true, ".Size": true, ".UndefinedHost": true,
+		".HTTP.LogEscape": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]

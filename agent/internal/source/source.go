@@ -32,6 +32,7 @@ const (
 	KindGateway          Kind = "Gateway"
 	KindHTTPRoute        Kind = "HTTPRoute"
 	KindGRPCRoute        Kind = "GRPCRoute"
+	KindTLSRoute         Kind = "TLSRoute"
 	KindListenerSet      Kind = "ListenerSet"
 	KindReferenceGrant   Kind = "ReferenceGrant"
 	KindBackendTLSPolicy Kind = "BackendTLSPolicy"

@@ -62,6 +62,7 @@ type GatewayAPILookup interface {
 	Gateway(namespace, name string) *gatewayv1.Gateway
 	HTTPRoute(namespace, name string) *gatewayv1.HTTPRoute
 	GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute
+	TLSRoute(namespace, name string) *gatewayv1.TLSRoute
 	ListenerSet(namespace, name string) *gatewayv1.ListenerSet
 	BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy
 }
@@ -232,7 +233,7 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 }
 
 // routeKey is the key of a route of kind (model.RouteStatus.Kind:
-// HTTPRoute, or GRPCRoute).
+// HTTPRoute, GRPCRoute or TLSRoute).
 func routeKey(kind, namespace, name string) objectKey {
 	if kind == "" {
 		kind = "HTTPRoute"
@@ -489,49 +490,44 @@ func listenerStatuses[T gatewayv1.ListenerStatus | gatewayv1.ListenerEntryStatus
 // removes them when want is nil; other controllers' entries stay as they
 // are, in their order, before ours.
 func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
+	switch key.Kind {
+	case "GRPCRoute":
+		return syncRouteOf(ctx, g, key, want, g.client.GRPCRoutes(key.Namespace),
+			func() *gatewayv1.GRPCRoute { return g.lookup.GRPCRoute(key.Namespace, key.Name) },
+			(*gatewayv1.GRPCRoute).DeepCopy, func(r *gatewayv1.GRPCRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+	case "TLSRoute":
+		return syncRouteOf(ctx, g, key, want, g.client.TLSRoutes(key.Namespace),
+			func() *gatewayv1.TLSRoute { return g.lookup.TLSRoute(key.Namespace, key.Name) },
+			(*gatewayv1.TLSRoute).DeepCopy, func(r *gatewayv1.TLSRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+	case "BackendTLSPolicy":
+		return g.syncBackendTLSPolicy(ctx, key, want)
+	}
+	return syncRouteOf(ctx, g, key, want, g.client.HTTPRoutes(key.Namespace),
+		func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
+		(*gatewayv1.HTTPRoute).DeepCopy, func(r *gatewayv1.HTTPRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+}
+
+// syncRouteOf is syncRoute for one kind of route: cached reads it from
+// the Lookup, status points into its status.
+func syncRouteOf[T interface {
+	metav1.Object
+	runtime.Object
+}, L runtime.Object](ctx context.Context, g *gatewayWriter, key objectKey, want *model.RouteStatus,
+	api kubeclient.StatusResource[T, L], cached func() T, deepCopy func(T) T, status func(T) *gatewayv1.RouteStatus) (bool, error) {
 	var wantEntry any // compared with the last written: the value, not the pointer
 	if want != nil {
 		wantEntry = *want
 	}
-	switch key.Kind {
-	case "GRPCRoute":
-		return g.syncGRPCRoute(ctx, key, wantEntry, want)
-	case "BackendTLSPolicy":
-		return g.syncBackendTLSPolicy(ctx, key, wantEntry, want)
-	}
-	api := g.client.HTTPRoutes(key.Namespace)
-	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.HTTPRoute]{
-		get: getter(g, func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
-			func(ctx context.Context) (*gatewayv1.HTTPRoute, error) {
-				return api.Get(ctx, key.Name, metav1.GetOptions{})
-			}),
-		build: func(obj *gatewayv1.HTTPRoute) (*gatewayv1.HTTPRoute, bool) {
-			next := obj.DeepCopy()
-			next.Status.Parents = g.routeParents(obj.Namespace, obj.Generation, obj.Status.Parents, want)
-			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+	return syncObject(ctx, g, key, wantEntry, statusSync[T]{
+		get: getter(g, cached, func(ctx context.Context) (T, error) {
+			return api.Get(ctx, key.Name, metav1.GetOptions{})
+		}),
+		build: func(obj T) (T, bool) {
+			next := deepCopy(obj)
+			status(next).Parents = g.routeParents(obj.GetNamespace(), obj.GetGeneration(), status(obj).Parents, want)
+			return next, !apiequality.Semantic.DeepEqual(status(obj), status(next))
 		},
-		update: func(ctx context.Context, next *gatewayv1.HTTPRoute) error {
-			_, err := api.UpdateStatus(ctx, next, updateOptions)
-			return err
-		},
-	})
-}
-
-// syncGRPCRoute is syncRoute for a GRPCRoute: the same parents, on the
-// grpcroutes resource.
-func (g *gatewayWriter) syncGRPCRoute(ctx context.Context, key objectKey, wantEntry any, want *model.RouteStatus) (bool, error) {
-	api := g.client.GRPCRoutes(key.Namespace)
-	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.GRPCRoute]{
-		get: getter(g, func() *gatewayv1.GRPCRoute { return g.lookup.GRPCRoute(key.Namespace, key.Name) },
-			func(ctx context.Context) (*gatewayv1.GRPCRoute, error) {
-				return api.Get(ctx, key.Name, metav1.GetOptions{})
-			}),
-		build: func(obj *gatewayv1.GRPCRoute) (*gatewayv1.GRPCRoute, bool) {
-			next := obj.DeepCopy()
-			next.Status.Parents = g.routeParents(obj.Namespace, obj.Generation, obj.Status.Parents, want)
-			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
-		},
-		update: func(ctx context.Context, next *gatewayv1.GRPCRoute) error {
+		update: func(ctx context.Context, next T) error {
 			_, err := api.UpdateStatus(ctx, next, updateOptions)
 			return err
 		},
@@ -541,7 +537,11 @@ func (g *gatewayWriter) syncGRPCRoute(ctx context.Context, key objectKey, wantEn
 // syncBackendTLSPolicy is syncRoute for a BackendTLSPolicy (the model
 // gives its ancestors as a route's parents): our entries of
 // status.ancestors, one per Gateway, on the backendtlspolicies resource.
-func (g *gatewayWriter) syncBackendTLSPolicy(ctx context.Context, key objectKey, wantEntry any, want *model.RouteStatus) (bool, error) {
+func (g *gatewayWriter) syncBackendTLSPolicy(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
+	var wantEntry any // compared with the last written: the value, not the pointer
+	if want != nil {
+		wantEntry = *want
+	}
 	api := g.client.BackendTLSPolicies(key.Namespace)
 	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.BackendTLSPolicy]{
 		get: getter(g, func() *gatewayv1.BackendTLSPolicy { return g.lookup.BackendTLSPolicy(key.Namespace, key.Name) },

@@ -191,6 +191,14 @@ func (s *Syncer) coalesce(ctx context.Context) {
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
+	// Before the first build and render: what an earlier agent left
+	// running, and which nginx answers, so that this sync builds and
+	// renders for it (snippets' headers-more, the HTTP/2 form).
+	s.stage.Recover(ctx)
+	if s.meetNginx() {
+		s.lastConfig = render.Config{}
+		s.rerender = true
+	}
 	kinds, objects := s.takeKinds()
 	next, problems, path := s.model(kinds)
 	buildTime := time.Since(start)
@@ -251,11 +259,6 @@ func (s *Syncer) judge(result syncResult, err error) []model.Problem {
 // nginx and Lua to it.
 func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error) {
 	var res syncResult
-	s.stage.Recover(ctx) // before the first render: what an earlier agent left running
-	if (s.lastConfig.Hash == "" || s.changedBackends == nil) && s.meetNginx() {
-		// This sync renders anyway: for the nginx Recover found, at once.
-		s.lastConfig = render.Config{}
-	}
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
 	if err != nil {
@@ -393,11 +396,26 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	built := s.buildSnapshot(held)
 	problems = append(problems, built.Problems...)
 	snap := built.Snapshot
+	snap.GatewayAddressesServed = servedAddresses(s.built)
 	next, buildProblems := model.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
 	s.builtSnap = snap
 	return next, problems, "full"
+}
+
+// servedAddresses are the addresses each Gateway of last was served on.
+func servedAddresses(last *model.Model) map[string][]string {
+	if last == nil || len(last.GatewayAPI.Gateways) == 0 {
+		return nil
+	}
+	served := make(map[string][]string, len(last.GatewayAPI.Gateways))
+	for _, g := range last.GatewayAPI.Gateways {
+		if len(g.Addresses) > 0 {
+			served[g.Namespace+"/"+g.Name] = g.Addresses
+		}
+	}
+	return served
 }
 
 // isolateRenderFailure quarantines the Ingresses of the last full build

@@ -41,6 +41,7 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 		APIResources: []metav1.APIResource{
 			{Name: "gatewayclasses", Kind: "GatewayClass"}, {Name: "gateways", Namespaced: true, Kind: "Gateway"},
 			{Name: "httproutes", Namespaced: true, Kind: "HTTPRoute"}, {Name: "grpcroutes", Namespaced: true, Kind: "GRPCRoute"},
+			{Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"},
 			{Name: "listenersets", Namespaced: true, Kind: "ListenerSet"},
 			{Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
 			{Name: "backendtlspolicies", Namespaced: true, Kind: "BackendTLSPolicy"},
@@ -113,6 +114,10 @@ func (c clientset) HTTPRoutes(namespace string) kubeclient.StatusResource[*gatew
 
 func (c clientset) GRPCRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.GRPCRoute, *gatewayv1.GRPCRouteList] {
 	return c.gw.GatewayV1().GRPCRoutes(namespace)
+}
+
+func (c clientset) TLSRoutes(namespace string) kubeclient.StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList] {
+	return c.gw.GatewayV1().TLSRoutes(namespace)
 }
 
 func (c clientset) ListenerSets(namespace string) kubeclient.StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList] {

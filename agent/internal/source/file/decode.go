@@ -25,7 +25,7 @@ import (
 // acceptedKinds names what the decoder reads, for the Problem of any other kind.
 const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
 	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice, " +
-	"gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy, v1 Namespace"
+	"gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy, v1 Namespace"
 
 // readKinds are the kinds the decoder reads, each with the apiVersion it
 // reads it as: the same kind of another apiVersion is an error, not a
@@ -34,7 +34,7 @@ var readKinds = map[string]string{
 	"Ingress": "networking.k8s.io/v1", "IngressClass": "networking.k8s.io/v1", "Service": "v1",
 	"Secret": "v1", "ConfigMap": "v1", "EndpointSlice": "discovery.k8s.io/v1",
 	"GatewayClass": gatewayv1.GroupVersion.String(), "Gateway": gatewayv1.GroupVersion.String(),
-	"HTTPRoute": gatewayv1.GroupVersion.String(), "GRPCRoute": gatewayv1.GroupVersion.String(), "ReferenceGrant": gatewayv1.GroupVersion.String(),
+	"HTTPRoute": gatewayv1.GroupVersion.String(), "GRPCRoute": gatewayv1.GroupVersion.String(), "TLSRoute": gatewayv1.GroupVersion.String(), "ReferenceGrant": gatewayv1.GroupVersion.String(),
 	"ListenerSet": gatewayv1.GroupVersion.String(), "BackendTLSPolicy": gatewayv1.GroupVersion.String(), "Namespace": "v1",
 }
 
@@ -102,7 +102,7 @@ func newManifestDecoder() runtime.Decoder {
 	scheme.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{})
 	scheme.AddKnownTypes(discoveryv1.SchemeGroupVersion, &discoveryv1.EndpointSlice{})
 	scheme.AddKnownTypes(gatewayv1.SchemeGroupVersion,
-		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.ReferenceGrant{},
+		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{}, &gatewayv1.ReferenceGrant{},
 		&gatewayv1.ListenerSet{}, &gatewayv1.BackendTLSPolicy{})
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
@@ -263,9 +263,10 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 		defaultHTTPRoute(o)
 	case *gatewayv1.GRPCRoute:
 		kind, meta = source.KindGRPCRoute, &o.ObjectMeta
-		for i := range o.Spec.ParentRefs {
-			defaultParentRef(&o.Spec.ParentRefs[i])
-		}
+		defaultParentRefs(o.Spec.ParentRefs)
+	case *gatewayv1.TLSRoute:
+		kind, meta = source.KindTLSRoute, &o.ObjectMeta
+		defaultParentRefs(o.Spec.ParentRefs)
 	case *gatewayv1.ReferenceGrant:
 		kind, meta = source.KindReferenceGrant, &o.ObjectMeta
 	case *gatewayv1.ListenerSet:

@@ -75,9 +75,7 @@ func defaultListener(l *gatewayv1.Listener) {
 // rules: a rule without matches matches every path, a path match without a
 // type is a prefix, a backendRef is a Service of weight 1.
 func defaultHTTPRoute(route *gatewayv1.HTTPRoute) {
-	for i := range route.Spec.ParentRefs {
-		defaultParentRef(&route.Spec.ParentRefs[i])
-	}
+	defaultParentRefs(route.Spec.ParentRefs)
 	if route.Spec.Rules == nil {
 		route.Spec.Rules = []gatewayv1.HTTPRouteRule{{}}
 	}
@@ -101,6 +99,14 @@ func defaultHTTPRoute(route *gatewayv1.HTTPRoute) {
 	}
 }
 
+// defaultParentRefs fills the defaults of a route's parentRefs.
+func defaultParentRefs(refs []gatewayv1.ParentReference) {
+	for i := range refs {
+		defaultParentRef(&refs[i])
+	}
+}
+
+// defaultParentRef sets a parentRef's group and kind as the CRD does.
 func defaultParentRef(ref *gatewayv1.ParentReference) {
 	if ref.Group == nil {
 		ref.Group = to(gatewayv1.Group(gatewayv1.GroupName))

@@ -33,6 +33,7 @@ type view struct {
 	gateways           []*gatewayv1.Gateway
 	httpRoutes         []*gatewayv1.HTTPRoute
 	grpcRoutes         []*gatewayv1.GRPCRoute
+	tlsRoutes          []*gatewayv1.TLSRoute
 	referenceGrants    []*gatewayv1.ReferenceGrant
 	listenerSets       []*gatewayv1.ListenerSet
 	backendTLSPolicies []*gatewayv1.BackendTLSPolicy
@@ -47,7 +48,7 @@ type view struct {
 var kindOrder = []source.Kind{
 	source.KindIngressClass, source.KindIngress, source.KindService,
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
-	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindReferenceGrant,
+	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindTLSRoute, source.KindReferenceGrant,
 	source.KindListenerSet,
 	source.KindBackendTLSPolicy,
 }
@@ -128,6 +129,7 @@ func (s *Source) buildView() *view {
 	sortObjects(v.gateways)
 	sortObjects(v.httpRoutes)
 	sortObjects(v.grpcRoutes)
+	sortObjects(v.tlsRoutes)
 	sortObjects(v.referenceGrants)
 	sortObjects(v.listenerSets)
 	sortObjects(v.backendTLSPolicies)
@@ -154,7 +156,7 @@ func (v *view) add(obj runtime.Object) {
 	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
-		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
+		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
 		appendOf(&v.listenerSets, obj) || appendOf(&v.backendTLSPolicies, obj)
 }
 

@@ -19,8 +19,8 @@ import (
 // authWatches reads the objects that served Ingresses name by annotation,
 // and nothing else of their kind: the Opaque Secrets of basic auth, backend
 // TLS and client certificates (model.SecretRefs), and the ConfigMaps of
-// auth-proxy-set-headers (model.ConfigMapRefs); and the Secrets the
-// listeners of served Gateways name (gatewaySecretRefs), which may be in a
+// auth-proxy-set-headers (model.ConfigMapRefs); and the Secrets and CA
+// ConfigMaps served Gateways name (gatewayRefs), which may be in a
 // namespace the TLS Secret informer does not watch, or Opaque. One list and watch per
 // object, by name in its namespace (field selector metadata.name), started
 // when an Ingress names it and stopped when none does any more. Each cached

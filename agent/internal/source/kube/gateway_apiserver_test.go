@@ -13,8 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
@@ -54,10 +57,12 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	createGatewayObjects(t, gatewayAdmin, gatewayTestObjects()...)
+	// Each kind is read once its CRD is served; the optional ones
+	// (TLSRoute here) may come a check after GatewayClass and Gateway.
 	eventually(t, "the Gateway API's objects in the snapshot of the running source", func() bool {
 		snap, _ = src.Snapshot()
 		return len(snap.GatewayClasses) == 2 && len(snap.Gateways) == 2 && len(snap.HTTPRoutes) == 2 &&
-			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1
+			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1 && len(snap.TLSRoutes) == 1
 	})
 	wantGatewaySnapshot(t, snap)
 	if counter.get(source.KindGatewayClass) == 0 || counter.get(source.KindHTTPRoute) == 0 {
@@ -98,4 +103,63 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 		snap, _ := scoped.Snapshot()
 		return slices.ContainsFunc(snap.Namespaces, func(ns *corev1.Namespace) bool { return ns.Labels["routes"] == "allowed" })
 	})
+}
+
+// On a real API server whose Gateway API lacks the TLSRoute CRD (a partial
+// or older install), the source reads every other kind, so the HTTPRoutes
+// route, and names the missing kind: once in the log, and as one Problem
+// of its CRD in every snapshot. Once the CRD is installed, TLSRoutes are
+// read without a restart and the Problem is gone.
+func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
+	defer func(d time.Duration) { gatewayAPICheckInterval = d }(gatewayAPICheckInterval)
+	gatewayAPICheckInterval = 200 * time.Millisecond
+	srv := kubeapi.Start(t, kubeapi.Options{})
+	createAll(t, adminClient(t, srv), gatewayCoreObjects()...)
+	kubeapi.InstallGatewayAPI(t, srv, false)
+	kubeapi.RemoveGatewayAPIResource(t, srv, "tlsroutes")
+	gatewayAdmin, err := gatewayclient.NewForConfig(adminConfig(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := gatewayTestObjects()
+	isTLSRoute := func(o runtime.Object) bool { _, ok := o.(*gatewayv1.TLSRoute); return ok }
+	tlsRoute := objects[slices.IndexFunc(objects, isTLSRoute)]
+	createGatewayObjects(t, gatewayAdmin, slices.DeleteFunc(objects, isTLSRoute)...)
+
+	var log bytes.Buffer
+	logs := &syncWriter{w: &log}
+	src := New(agentClient(t, srv.Config()), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	startSource(t, src, func(source.Change) {})
+	snap, problems := src.Snapshot()
+	if got := names(snap.HTTPRoutes); !slices.Equal(got, []string{"other/app", "web/app"}) || len(snap.GRPCRoutes) != 1 ||
+		len(snap.Gateways) != 2 || len(snap.ReferenceGrants) != 1 || len(snap.TLSRoutes) != 0 {
+		t.Errorf("without the TLSRoute CRD: HTTPRoutes %v (want other/app, web/app), GRPCRoutes %v, Gateways %v, ReferenceGrants %v, TLSRoutes %v",
+			got, names(snap.GRPCRoutes), names(snap.Gateways), names(snap.ReferenceGrants), names(snap.TLSRoutes))
+	}
+	if len(problems) != 1 || problems[0].Object() != "CustomResourceDefinition tlsroutes.gateway.networking.k8s.io" ||
+		!strings.Contains(problems[0].Reason, "TLSRoutes are not read") {
+		t.Errorf("problems %+v, want one of CustomResourceDefinition tlsroutes.gateway.networking.k8s.io", problems)
+	}
+
+	// The HTTPRoute web/app routes on our Gateway's HTTP listener.
+	snap.GatewayController, snap.GatewayAddresses = model.GatewayControllerName, []string{"127.0.0.1"}
+	m, _ := model.Build(snap)
+	routed := slices.ContainsFunc(m.GatewayRoutes, func(r model.Route) bool {
+		return slices.ContainsFunc(r.Locations, func(l model.RouteLocation) bool { return l.Rule != nil && l.Rule.Route == "HTTPRoute web/app" })
+	})
+	if !routed {
+		t.Errorf("the model has no location of HTTPRoute web/app: routes %v", m.GatewayRoutes)
+	}
+	time.Sleep(3 * gatewayAPICheckInterval)
+	if n := strings.Count(logs.String(), "lack gateway.networking.k8s.io/v1 tlsroutes"); n != 1 {
+		t.Errorf("said %d times that tlsroutes are not served, want once:\n%s", n, logs)
+	}
+
+	kubeapi.InstallGatewayAPI(t, srv, false)
+	createGatewayObjects(t, gatewayAdmin, tlsRoute)
+	eventually(t, "the TLSRoute in the snapshot of the running source, and no problem", func() bool {
+		snap, problems = src.Snapshot()
+		return len(snap.TLSRoutes) == 1 && len(problems) == 0
+	})
+	wantGatewaySnapshot(t, snap)
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -71,6 +72,13 @@ func gatewayTestObjects() []runtime.Object {
 			Spec: gatewayv1.GRPCRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
 				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}}},
 		},
+		&gatewayv1.TLSRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "web"},
+			Spec: gatewayv1.TLSRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{
+				ParentRefs: []gatewayv1.ParentReference{{Name: "gw"}}},
+				Hostnames: []gatewayv1.Hostname{"tls.example.com"},
+				Rules:     []gatewayv1.TLSRouteRule{{BackendRefs: []gatewayv1.BackendRef{{BackendObjectReference: gatewayv1.BackendObjectReference{Name: "app", Port: new(gatewayv1.PortNumber(443))}}}}}},
+		},
 		// A ListenerSet of our Gateway, whose listener names the Gateway's
 		// Secret: read once, by name.
 		&gatewayv1.ListenerSet{
@@ -115,6 +123,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.HTTPRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.GRPCRoute:
 			_, err = gw.GRPCRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.TLSRoute:
+			_, err = gw.TLSRoutes(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ReferenceGrant:
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ListenerSet:
@@ -154,6 +164,7 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
 		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
 		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
+		{"TLSRoutes", names(snap.TLSRoutes), []string{"web/tls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
 		{"ListenerSets", names(snap.ListenerSets), []string{"web/extra"}},
 		{"BackendTLSPolicies", names(snap.BackendTLSPolicies), []string{"web/backend-tls"}},
@@ -308,8 +319,8 @@ func (c withoutListenerSets) ServedResources(ctx context.Context, groupVersion s
 
 func (c withoutListenerSets) IsWatchListSemanticsUnSupported() bool { return true }
 
-// Without the ListenerSet CRD, the other kinds are read, and the log says
-// ListenerSets are not.
+// Without the ListenerSet CRD, the other kinds are read, and the log and a
+// Problem say ListenerSets are not.
 func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 	gw := gatewayfake.NewSimpleClientset()
 	createGatewayObjects(t, gw, gatewayTestObjects()...)
@@ -319,24 +330,29 @@ func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 	src := New(withoutListenerSets{kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw)},
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	startSource(t, src, func(source.Change) {})
-	snap, _ := src.Snapshot()
-	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || snap.ListenerSets != nil {
+	snap, problems := src.Snapshot()
+	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || len(snap.ListenerSets) != 0 {
 		t.Errorf("Gateways %v, HTTPRoutes %v, ListenerSets %v; want the Gateways and routes, no ListenerSet",
 			names(snap.Gateways), names(snap.HTTPRoutes), names(snap.ListenerSets))
 	}
 	if src.ListenerSet("web", "extra") != nil {
 		t.Error("a ListenerSet from a cache that is not there")
 	}
-	if !strings.Contains(logs.String(), "ListenerSets are not read") {
+	if !strings.Contains(logs.String(), "lack gateway.networking.k8s.io/v1 listenersets") {
 		t.Errorf("the log does not say ListenerSets are not read:\n%s", logs)
+	}
+	if len(problems) != 1 || problems[0].Name != "listenersets.gateway.networking.k8s.io" {
+		t.Errorf("problems %+v, want one of the ListenerSet CRD", problems)
 	}
 }
 
 // A listener's certificateRefs name Secrets: in the Gateway's namespace by
-// default, and only of the core group's kind Secret.
-func TestGatewaySecretRefs(t *testing.T) {
+// default, and only of the core group's kind Secret; spec.tls.frontend's
+// CA certificates name ConfigMaps and Secrets of the core group.
+func TestGatewayRefs(t *testing.T) {
 	group, kind := gatewayv1.Group("example.com"), gatewayv1.Kind("Vault")
 	core, secret := gatewayv1.Group(""), gatewayv1.Kind("Secret")
+	other := gatewayv1.Namespace("cas")
 	snap := model.Snapshot{
 		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
 			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/gw"}}},
@@ -349,18 +365,34 @@ func TestGatewaySecretRefs(t *testing.T) {
 						{Name: "same"}, {Name: "explicit", Group: &core, Kind: &secret},
 						{Name: "other-group", Group: &group}, {Name: "other-kind", Kind: &kind},
 					}}},
-			}},
+			},
+				TLS: &gatewayv1.GatewayTLSConfig{Frontend: &gatewayv1.FrontendTLSConfig{
+					Default: gatewayv1.TLSConfig{Validation: &gatewayv1.FrontendTLSValidation{CACertificateRefs: []gatewayv1.ObjectReference{
+						{Kind: "ConfigMap", Name: "ca"}, {Kind: "Secret", Name: "ca-secret", Namespace: &other},
+						{Kind: "Service", Name: "not-a-ca"}, {Group: "example.com", Kind: "ConfigMap", Name: "other-group"},
+					}}},
+					PerPort: []gatewayv1.TLSPortConfig{{Port: 8443, TLS: gatewayv1.TLSConfig{Validation: &gatewayv1.FrontendTLSValidation{
+						CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "per-port", Namespace: &other}}}}}},
+				}},
+			},
 		}},
 	}
-	var got []string
-	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
-		got = append(got, ref.String())
+	names := func(refs []types.NamespacedName) []string {
+		var out []string
+		for _, ref := range refs {
+			out = append(out, ref.String())
+		}
+		return out
 	}
-	if want := []string{"web/same", "web/explicit"}; !slices.Equal(got, want) {
-		t.Errorf("refs = %v, want %v", got, want)
+	secrets, configMaps := gatewayRefs(snap, "example.com/gw", false)
+	if want := []string{"web/same", "web/explicit", "cas/ca-secret"}; !slices.Equal(names(secrets), want) {
+		t.Errorf("Secrets = %v, want %v", names(secrets), want)
 	}
-	if refs := gatewaySecretRefs(snap, "example.com/another", false); len(refs) != 0 {
-		t.Errorf("refs of a Gateway of another controller's class: %v", refs)
+	if want := []string{"web/ca", "cas/per-port"}; !slices.Equal(names(configMaps), want) {
+		t.Errorf("ConfigMaps = %v, want %v", names(configMaps), want)
+	}
+	if secrets, configMaps := gatewayRefs(snap, "example.com/another", false); len(secrets)+len(configMaps) != 0 {
+		t.Errorf("refs of a Gateway of another controller's class: %v %v", secrets, configMaps)
 	}
 
 	// A ListenerSet's listeners, in its own namespace by default, when its
@@ -376,12 +408,9 @@ func TestGatewaySecretRefs(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "tenant"},
 			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "missing"}, Listeners: tlsEntry("orphan-cert")}},
 	}
-	got = nil
-	for _, ref := range gatewaySecretRefs(snap, "example.com/gw", false) {
-		got = append(got, ref.String())
-	}
-	if want := []string{"web/same", "web/explicit", "tenant/set-cert"}; !slices.Equal(got, want) {
-		t.Errorf("refs with ListenerSets = %v, want %v", got, want)
+	secrets, _ = gatewayRefs(snap, "example.com/gw", false)
+	if want := []string{"web/same", "web/explicit", "cas/ca-secret", "tenant/set-cert"}; !slices.Equal(names(secrets), want) {
+		t.Errorf("Secrets with ListenerSets = %v, want %v", names(secrets), want)
 	}
 }
 

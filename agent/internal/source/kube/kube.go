@@ -206,27 +206,24 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 		changed: changed, ctx: ctx, kind: source.KindSecret, watches: map[types.NamespacedName]*authWatch{}}
 	s.authConfigMaps = &authWatches{client: s.client, reconnector: s.reconnector, resync: s.opts.ResyncPeriod, logger: s.logger,
 		changed: changed, ctx: ctx, kind: source.KindConfigMap, watches: map[types.NamespacedName]*authWatch{}}
-	informers := s.informers
-	if served, optional := s.firstGatewayCheck(ctx); served {
-		caches := s.newGatewayCaches(optional)
-		gatewaySynced, err := s.register(caches.informers, changed)
+	var gateway *gatewayCaches
+	if served := s.firstGatewayCheck(ctx); gatewayReadable(served) {
+		gateway = s.newGatewayCaches(served)
+		gatewaySynced, err := s.register(gateway.informers, changed)
 		if err != nil {
 			close(s.done)
 			return err
 		}
 		synced = append(synced, gatewaySynced...)
-		informers = append(slices.Clip(informers), caches.informers...)
-		s.gateway.Store(caches)
+		s.gateway.Store(gateway)
 	}
 	s.ready.Store(true)
 
 	var running sync.WaitGroup
-	for _, ni := range informers {
+	for _, ni := range s.informers {
 		running.Go(func() { ni.informer.RunWithContext(ctx) })
 	}
-	if s.gateway.Load() == nil {
-		running.Go(func() { s.awaitGatewayAPI(ctx, changed) })
-	}
+	running.Go(func() { s.runGatewayAPI(ctx, gateway, changed) })
 	go func() {
 		<-ctx.Done()
 		running.Wait()
@@ -372,8 +369,9 @@ func (s *Source) createInformers() {
 func (s *Source) Done() <-chan struct{} { return s.done }
 
 // Snapshot returns the cached objects in no particular order (model.Build
-// sorts), and no problems: the API server has validated every object. The
-// slices are the caller's; the objects are the cache's and must not be
+// sorts), and no problems of objects (the API server has validated every
+// one); its problems name the kinds of the Gateway API that are not read
+// while the others are (gateway.go). The slices are the caller's; the objects are the cache's and must not be
 // modified. Before Start it returns an empty Snapshot.
 func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	if !s.isStarted() {
@@ -395,8 +393,10 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 			snap.Secrets = append(snap.Secrets, secret)
 		}
 	}
+	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
 		g.fill(&snap)
+		problems = g.problems()
 	}
 	secretRefs, configMapRefs := s.namedRefs(snap)
 	s.authSecrets.reconcile(secretRefs)
@@ -415,7 +415,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap.ConfigMaps = s.authConfigMaps.configMaps()
 	snap.ConfigMap = s.configMap.get()
 	snap.TCPServices, snap.UDPServices = s.tcpServices.get(), s.udpServices.get()
-	return snap, nil
+	return snap, problems
 }
 
 // ConfigMapData returns a copy of the data of the agent's ConfigMap, or nil
@@ -472,8 +472,8 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 }
 
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
-// snap name by annotation, and the Secrets the listeners of its Gateways
-// name, each once.
+// snap name by annotation, those its Gateways name (gatewayRefs) and the
+// CA ConfigMaps of its BackendTLSPolicies, each once.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
@@ -498,7 +498,9 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 		configMaps = add(configMaps, seenConfigMaps, model.ConfigMapRefs(ing))
 	}
 	controller := cmp.Or(s.opts.GatewayController, model.GatewayControllerName)
-	secrets = add(secrets, seenSecrets, gatewaySecretRefs(snap, controller, s.opts.EveryIngress))
+	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
+	secrets = add(secrets, seenSecrets, gatewaySecrets)
+	configMaps = add(configMaps, seenConfigMaps, gatewayConfigMaps)
 	for _, policy := range snap.BackendTLSPolicies {
 		configMaps = add(configMaps, seenConfigMaps, model.BackendTLSConfigMapRefs(policy))
 	}

@@ -166,7 +166,7 @@ func TestRBAC(t *testing.T) {
 	}
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
-		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
+		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
 		"ListenerSets":       names(snap.ListenerSets),
 		"BackendTLSPolicies": names(snap.BackendTLSPolicies),
 	} {

@@ -6,14 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -87,6 +90,44 @@ func waitEstablished(ctx context.Context, client dynamic.Interface, name string)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("CRD %s not established: %v", name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// RemoveGatewayAPIResource deletes the CRD of one resource of the Gateway
+// API ("tlsroutes"), as a cluster with an older or partial install lacks
+// it, and waits until discovery of gateway.networking.k8s.io/v1 no longer
+// lists it.
+func RemoveGatewayAPIResource(t testing.TB, s *Server, resource string) {
+	t.Helper()
+	disc := discovery.NewDiscoveryClientForConfigOrDie(s.Config())
+	client, err := dynamic.NewForConfig(s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := resource + ".gateway.networking.k8s.io"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := client.Resource(crdResource).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting CRD %s: %v", name, err)
+	}
+	for {
+		list, err := disc.ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1")
+		var served bool
+		switch {
+		case apierrors.IsNotFound(err): // the group version is gone with it
+		case err != nil:
+			served = true // unknown: ask again
+		default:
+			served = slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == resource })
+		}
+		if !served {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("CRD %s deleted, but discovery still serves %s (error %v)", name, resource, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -161,6 +161,12 @@ func (p *Pod) serve() error {
 	return nil
 }
 
+// Listen opens a TCP listener on the pod's address and port, inside its
+// namespace, for a server of the caller's (an h2c backend, say).
+func (p *Pod) Listen(port int) (net.Listener, error) {
+	return listenIn(p.netns, net.JoinHostPort(p.IP, strconv.Itoa(port)))
+}
+
 // Hits is how many requests the pod served.
 func (p *Pod) Hits() int64 { return p.hits.Load() }
 
