@@ -255,3 +255,92 @@ func TestGatewayBackendClientCertificate(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayResolvedRefs: the Gateway's own ResolvedRefs holds both
+// kinds of reference of its spec.tls; the client certificate's reason
+// comes first, then a port whose frontend CA references did not resolve
+// (ListenersNotResolved); none without spec.tls.
+func TestGatewayResolvedRefs(t *testing.T) {
+	certPEM, keyPEM := testcert.New(t, 3, time.Now().Add(time.Hour), "client.test")
+	cert, ca := newPair(certExpiry, "gw.example.org"), newPair(certExpiry, "ca")
+	client := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "client"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": []byte(certPEM), "tls.key": []byte(keyPEM)}}
+	gatewayWith := func(backend bool, caName string) *gatewayv1.Gateway {
+		gw := newGateway("infra", "gw", httpsListener("https", 443, "", secretRef("", "cert")))
+		if caName != "" {
+			withFrontend(gw, validationOf("", caRef("ConfigMap", "", caName), caRef("ConfigMap", "", "ca")), nil)
+		}
+		if backend {
+			if gw.Spec.TLS == nil {
+				gw.Spec.TLS = &gatewayv1.GatewayTLSConfig{}
+			}
+			ref := secretRef("", "client")
+			gw.Spec.TLS.Backend = &gatewayv1.GatewayBackendTLS{ClientCertificateRef: &ref}
+		}
+		return gw
+	}
+	base := []any{tlsSecret("infra", "cert", cert), caConfigMap("infra", "ca", ca.certPEM)}
+	for _, tt := range []struct {
+		name    string
+		objects []any
+		reason  string // "" for True, "-" for no condition
+	}{
+		{"no spec.tls", []any{gatewayWith(false, "")}, "-"},
+		{"both resolve", []any{gatewayWith(true, "ca"), client}, ""},
+		{"a frontend CA is missing", []any{gatewayWith(true, "missing"), client}, reasonListenersNotResolved},
+		{"the client certificate is missing too", []any{gatewayWith(true, "missing")}, reasonInvalidClientCertRef},
+		{"frontend only, resolved", []any{gatewayWith(false, "ca")}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := Build(gwSnapshot(append(slices.Clone(base), tt.objects...)...))
+			st := gatewayStatusOf(t, m, "infra", "gw")
+			switch tt.reason {
+			case "-":
+				if slices.ContainsFunc(st.Conditions, func(c Condition) bool { return c.Type == condResolvedRefs }) {
+					t.Errorf("a Gateway without spec.tls has ResolvedRefs: %s", dump(st.Conditions))
+				}
+			case "":
+				wantCondition(t, "Gateway", st.Conditions, condResolvedRefs, true, reasonResolvedRefs)
+			default:
+				wantCondition(t, "Gateway", st.Conditions, condResolvedRefs, false, tt.reason)
+			}
+			wantCondition(t, "Gateway", st.Conditions, condAccepted, true, reasonAccepted)
+		})
+	}
+}
+
+// TestBackendTLSMirrors: copies are sent without TLS, so a mirror to a
+// Service a policy applies to is left out, and so are the mirrors of a
+// rule whose shares go over TLS; a Problem says each.
+func TestBackendTLSMirrors(t *testing.T) {
+	ca := newPair(certExpiry, "ca").certPEM
+	policy := newBackendTLSPolicy("tls", "secure", "", "secure.infra.test", "ca")
+	mirrorTo := func(service string, port int32, to gatewayv1.HTTPBackendRef) *gatewayv1.HTTPRoute {
+		rule := routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/")), to)
+		rule.Filters = []gatewayv1.HTTPRouteFilter{mirrorFilter("", service, port)}
+		return newRoute("infra", "mirroring", parentList(parentOf("", "gw", "")), nil, rule)
+	}
+	for _, tt := range []struct {
+		name  string
+		route *gatewayv1.HTTPRoute
+		want  string // in the route's problem
+	}{
+		{"a mirror to a TLS Service", mirrorTo("secure", 443, backendTo("", "plain", 80)), "a BackendTLSPolicy applies to Service infra/secure"},
+		{"a rule to a TLS Service", mirrorTo("plain", 80, backendTo("", "secure", 443)), "mirrors are not supported with backends a BackendTLSPolicy applies to"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, problems := Build(gwSnapshot(newGateway("infra", "gw", httpListener("http", 80, "")), tt.route, policy, caConfigMap("infra", "ca", ca),
+				service("infra", "secure", servicePort("https", 443)), service("infra", "plain", servicePort("http", 80))))
+			for _, r := range m.GatewayRoutes {
+				for _, l := range r.Locations {
+					if l.Rule != nil && len(l.Rule.Mirrors) > 0 {
+						t.Errorf("route %s keeps mirrors %s", r.Host, dump(l.Rule.Mirrors))
+					}
+				}
+			}
+			if !slices.ContainsFunc(problems, func(p Problem) bool { return p.Name == "mirroring" && strings.Contains(p.Reason, tt.want) }) {
+				t.Errorf("no problem of the route holding %q: %s", tt.want, dump(problems))
+			}
+		})
+	}
+}
