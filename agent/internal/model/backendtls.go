@@ -195,7 +195,7 @@ func (p *gatewayProcessor) checkBackendTLSPolicy(bp *backendTLSPolicy) {
 		refuse(reasonNoValidCACertificate, msg)
 		return
 	}
-	caFile := p.secretFile(authFileDir+policy.Namespace+"_"+policy.Name, "ca.crt", bundle)
+	caFile := p.secretFile(policy.Namespace, policy.Name, "ca.crt", bundle)
 	sum := sha256.Sum256([]byte(caFile + "\n" + hostname))
 	bp.tls = &BackendTLS{Name: BackendTLSPrefix + hex.EncodeToString(sum[:12]), CAFile: caFile, ServerName: hostname}
 }
@@ -316,9 +316,8 @@ func (p *gatewayProcessor) checkBackendClientCertificate(g *gatewayState) {
 		unresolved(reasonInvalidClientCertRef, fmt.Sprintf("Secret %s/%s %s", namespace, name, reason))
 		return
 	}
-	base := authFileDir + namespace + "_" + name
-	g.backendCert = p.secretFile(base, "tls.crt", secret.Data[corev1.TLSCertKey])
-	g.backendKey = p.secretFile(base, "tls.key", secret.Data[corev1.TLSPrivateKeyKey])
+	g.backendCert = p.secretFile(namespace, name, "tls.crt", secret.Data[corev1.TLSCertKey])
+	g.backendKey = p.secretFile(namespace, name, "tls.key", secret.Data[corev1.TLSPrivateKeyKey])
 	c := condition(condResolvedRefs, true, reasonResolvedRefs, "")
 	g.backendCertRefs = &c
 }
