@@ -186,7 +186,13 @@ function _M.init(hash, profiles, locations)
         -- A cold start: the dict is empty. A failing init_by_lua would
         -- keep nginx from starting, so even an error load did not expect
         -- is only logged.
-        local lok, loaded = pcall(require("restysync.state").load, d, hash, profiles or {})
+        local named = {}
+        for _, list in ipairs({ profiles or {}, locations or {} }) do
+            for _, name in ipairs(list) do
+                named[#named + 1] = name
+            end
+        end
+        local lok, loaded = pcall(require("restysync.state").load, d, hash, named)
         if not lok then
             ngx.log(ngx.ERR, "restysync: loading the saved state: ", tostring(loaded), ": serving nothing until the agent pushes")
         end
