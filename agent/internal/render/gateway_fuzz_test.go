@@ -46,6 +46,9 @@ func FuzzGatewayModelRenders(f *testing.F) {
 	// Rewrites: a path with a space, one with "?" and "#".
 	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a b", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(1))
 	f.Add(uint8(0), int32(80), "", "", "cert", "v", "https://a.example.com", "X-E", "/a?b=1#c", "r.example.com", "^v[0-9]+$", "", []byte{}, int32(0), uint8(1))
+	// TLS to the backend, its hostname hostile.
+	f.Add(uint8(8), int32(8080), "", "", "cert", "v", "https://a.example.com", "X-E", "", "b.example.com", "", "", []byte{}, int32(0), uint8(1))
+	f.Add(uint8(8), int32(8080), "", "", "cert", "v", "https://a.example.com", "X-E", "", "b\";\n.com", "", "", []byte{}, int32(0), uint8(1))
 	// A regex Go takes and PCRE does not; an upper-case rewrite hostname.
 	f.Add(uint8(0), int32(80), "", "", "cert", "v", "", "X-E", "", "R.Example.com", `\x{100}[[:alpha:]](?<n>a)\Q.\E`, "", []byte{}, int32(0), uint8(1))
 	f.Fuzz(func(t *testing.T, protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, rewriteHost, regex, timeout string, codes []byte, mirror int32, where uint8) {
@@ -62,6 +65,7 @@ func FuzzGatewayModelRenders(f *testing.F) {
 		s.SSLPassthrough = settings.SSLPassthrough
 		s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort),
 			HTTPS: int32(settings.HTTPSPort), Status: int32(settings.StatusPort)}
+		s.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "backend-ca"}, Data: map[string]string{"ca.crt": caPEM}}}
 		s.Secrets = []*corev1.Secret{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: secretName}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM), "ca.crt": []byte(caPEM)}},
@@ -94,7 +98,8 @@ func FuzzGatewayModelRenders(f *testing.F) {
 // fuzzGatewaySnapshot is one Gateway "gw" in namespace tenant with a
 // listener of the fuzzed protocol, port and hostname (HTTP, HTTPS, TLS
 // Passthrough, TLS Terminate), its client certificates checked against
-// secretName's ca.crt; an HTTPRoute with every issue-30 filter; a TLSRoute.
+// secretName's ca.crt (protocol bit 4); an HTTPRoute with every issue-30
+// filter; a TLSRoute; a BackendTLSPolicy on the backend (bit 8).
 func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, secretName, headerValue, origin, expose, rewrite, rewriteHost, regex, timeout string, codes []byte, mirror int32) model.Snapshot {
 	all := gatewayv1.NamespacesFromAll
 	l := gatewayv1.Listener{Name: "l", Port: port, AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
@@ -178,5 +183,12 @@ func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, se
 	}
 	s := tenantSnapshot(gw)
 	s.HTTPRoutes, s.TLSRoutes = []*gatewayv1.HTTPRoute{route}, []*gatewayv1.TLSRoute{tlsRoute}
+	if protocol&8 != 0 { // TLS to the backend, checked for the rewrite's hostname
+		s.BackendTLSPolicies = []*gatewayv1.BackendTLSPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "tls"},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: "web"}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: gatewayv1.PreciseHostname(rewriteHost),
+					CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "backend-ca"}}}}}}
+	}
 	return s
 }
