@@ -67,6 +67,11 @@ local MAX_SERIES = 4096
 local FLUSH_SECONDS = 1
 -- MAX_HOST_BYTES bounds a Host header taken as a label (undefined_host).
 local MAX_HOST_BYTES = 253
+-- MAX_UNDEFINED_HOSTS bounds the Host headers a worker takes as labels
+-- (undefined_host): past them, a request for no route's host counts
+-- under an empty host, so that a client making hosts up holds at most a
+-- quarter of MAX_SERIES and the routes' own series keep being counted.
+local MAX_UNDEFINED_HOSTS = 1024
 
 -- HISTOGRAMS are the histograms of a series, in the order of its array
 -- (the agent reads them in this order): the value each observes and the
@@ -98,6 +103,8 @@ local series = {}  -- key -> array
 local nseries = 0
 local dirty = false
 local dropped = 0
+local undefined_hosts = {} -- Host header -> true, the labels taken
+local nundefined = 0
 -- What record() reads: each is one nginx variable per request, the most
 -- of what recording costs; start() leaves out what opts.skip names.
 local read_response, read_connect, read_header, read_request_size, read_bytes_sent
@@ -234,6 +241,22 @@ local function clean_host(host)
     return host
 end
 
+-- undefined_host_label is the host label of a request for no route's
+-- host: its Host header (clean_host), or "" past MAX_UNDEFINED_HOSTS
+-- other ones in this worker.
+local function undefined_host_label(host)
+    host = clean_host(host)
+    if undefined_hosts[host] then
+        return host
+    end
+    if nundefined >= MAX_UNDEFINED_HOSTS then
+        return ""
+    end
+    undefined_hosts[host] = true
+    nundefined = nundefined + 1
+    return host
+end
+
 -- record counts the request; restysync.balancer.log calls it in the log
 -- phase with ngx.ctx and the backend entry that served it (nil for a
 -- request no backend served).
@@ -249,7 +272,7 @@ function _M.record(ctx, entry)
         end
     end
     if undefined_host and string_byte(metric, -1) == 1 then
-        metric = metric .. clean_host(ngx_var.host)
+        metric = metric .. undefined_host_label(ngx_var.host)
     end
     local method = ngx_req_get_method()
     local key = metric .. "\1" .. ngx.status .. "\1" .. (METHODS[method] or "OTHER")
@@ -434,6 +457,8 @@ setmetatable(_M, { __index = {
     flush = flush,
     valid_bounds = valid_bounds,
     clean_host = clean_host,
+    undefined_host_label = undefined_host_label,
+    MAX_UNDEFINED_HOSTS = MAX_UNDEFINED_HOSTS,
 } })
 
 return _M

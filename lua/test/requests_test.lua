@@ -26,6 +26,24 @@ function T.test_clean_host_drops_control_characters_and_bounds()
     t.eq(requests.clean_host(nil), "", "nil")
 end
 
+-- A flood of made-up Host headers (undefined_host) takes at most
+-- MAX_UNDEFINED_HOSTS labels of a worker; the rest count under "", and
+-- the hosts already taken keep their label.
+function T.test_undefined_hosts_bounded()
+    local max = requests.MAX_UNDEFINED_HOSTS
+    t.ok(max * 4 <= 4096, "a quarter of the series at most")
+    local kept = 0
+    for i = 1, max + 100 do
+        local host = "flood-" .. i .. ".test"
+        if requests.undefined_host_label(host) == host then
+            kept = kept + 1
+        end
+    end
+    t.ok(kept <= max, "hosts taken: " .. kept)
+    t.eq(requests.undefined_host_label("another.test\1"), "", "past the bound")
+    t.eq(requests.undefined_host_label("flood-1.test"), "flood-1.test", "a host taken keeps its label")
+end
+
 function T.test_start_refuses_bad_bounds()
     local ok, err = pcall(requests.start, { time = { 1 }, length = { 2, 1 }, size = { 1 } })
     t.eq(ok, false, "start")

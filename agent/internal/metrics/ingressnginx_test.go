@@ -1,12 +1,15 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -258,5 +261,48 @@ func TestIngressNginxUnrecorded(t *testing.T) {
 		if render.RequestHistograms[i] != h.lua {
 			t.Errorf("histogram %d: %q here, %q in render", i, h.lua, render.RequestHistograms[i])
 		}
+	}
+}
+
+// Hostile label values (with --metrics-per-undefined-host the host is any
+// client's Host header; route labels come from tenants' objects): quotes,
+// backslashes, a newline, U+2028 and bytes that are not UTF-8 (Lua's
+// cjson sends them raw; the agent's JSON decoding, as LuaClient's, makes
+// them U+FFFD) are one escaped label each in the text format, and the
+// scrape answers.
+func TestIngressNginxHostileLabels(t *testing.T) {
+	host := "a\"b\\c\u2028\xff\xfe.test"
+	path := "/x\ny\"}"
+	raw := luaSeries([]string{"shop", "web", "web", path, host, "200", "GET", ""}, 3, 0.05, 0.001, 50)
+	body, err := json.Marshal(luaapi.RequestMetrics{Time: []float64{0.1}, Length: []float64{100}, Size: []float64{1000},
+		Histograms: requestLua().rm.Histograms, Series: []luaapi.RequestSeries{raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cjson writes the bytes as they are, not as Go's Marshal escapes them.
+	body = bytes.ReplaceAll(body, []byte(`\ufffd\ufffd`), []byte("\xff\xfe"))
+	if !bytes.Contains(body, []byte("\xff\xfe")) {
+		t.Fatalf("the body lacks the raw bytes: %q", body)
+	}
+	lua := requestLua()
+	lua.rm = luaapi.RequestMetrics{}
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&lua.rm); err != nil {
+		t.Fatal(err)
+	}
+	m := newCompat(lua, IngressNginx{PerHost: true, PerUndefinedHost: true})
+	text := scrape(t, m)
+	want := `nginx_ingress_controller_requests{canary="",controller_class="restysync.io/ingress-controller",controller_namespace="ingress",controller_pod="restysync-0",` +
+		`host="a\"b\\c` + "\u2028\ufffd\ufffd" + `.test",ingress="web",method="GET",namespace="shop",path="/x\ny\"}",service="web",status="200"} 3`
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "nginx_ingress_controller_requests{") {
+			found = found || line == want
+			if !utf8.ValidString(line) {
+				t.Errorf("not UTF-8: %q", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no line %q in\n%s", want, text)
 	}
 }

@@ -201,10 +201,9 @@ func TestLuaSeries(t *testing.T) {
 	mustValue(t, m, "restysync_syncs_total", map[string]string{"outcome": "push"}, 0)
 }
 
-// The handler serves the text format, and every restysync series has HELP.
-func TestHandler(t *testing.T) {
-	m := New(Options{Version: "v1", State: func() syncer.State { return syncer.State{ConfigHash: "h"} },
-		Lua: &fakeLua{err: errors.New("down")}})
+// scrape is the body of GET /metrics from m's handler, which must answer 200.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
@@ -216,7 +215,14 @@ func TestHandler(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s\n%s", resp.Status, body)
 	}
-	text := string(body)
+	return string(body)
+}
+
+// The handler serves the text format, and every restysync series has HELP.
+func TestHandler(t *testing.T) {
+	m := New(Options{Version: "v1", State: func() syncer.State { return syncer.State{ConfigHash: "h"} },
+		Lua: &fakeLua{err: errors.New("down")}})
+	text := scrape(t, m)
 	for _, want := range []string{
 		"# HELP restysync_syncs_total ", "restysync_config_info{hash=\"h\"} 1", "restysync_lua_up 0",
 		"restysync_build_info{", "process_start_time_seconds",

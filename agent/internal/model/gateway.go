@@ -102,6 +102,7 @@ const (
 	reasonRefNotPermitted       = "RefNotPermitted"
 	reasonHostnameConflict      = "HostnameConflict"
 	reasonProtocolConflict      = "ProtocolConflict"
+	reasonPortUnavailable       = "PortUnavailable"
 )
 
 // maxListeners bounds a Gateway's listeners, as the CRD does.
@@ -378,8 +379,8 @@ func (p *gatewayProcessor) gatewayProblem(g *gatewayState, reason string) {
 // pool and held by no older Gateway; else one from the pool. A Gateway
 // keeps the pool address the last build served it on
 // (Snapshot.GatewayAddressesServed), or else its status shows, while no
-// static address or older Gateway takes it, so addresses do not move when Gateways come and
-// go; new ones take free addresses in the pool's order, oldest Gateway
+// older Gateway takes it (statically or kept), so addresses do not move when Gateways come and
+// go, and a tenant's new Gateway cannot ask for another's address; new ones take free addresses in the pool's order, oldest Gateway
 // first.
 func (p *gatewayProcessor) assignAddresses() {
 	pool := make(map[string]bool, len(p.source.GatewayAddresses))
@@ -391,7 +392,7 @@ func (p *gatewayProcessor) assignAddresses() {
 		}
 	}
 	held := make(map[string]string) // address → Gateway id
-	var fromPool []*gatewayState
+	var unassigned []*gatewayState
 	for _, g := range p.gateways {
 		g.accepted = condition(condAccepted, true, reasonAccepted, "")
 		if infra := g.gw.Spec.Infrastructure; infra != nil && infra.ParametersRef != nil {
@@ -406,12 +407,11 @@ func (p *gatewayProcessor) assignAddresses() {
 			continue
 		}
 		g.addresses = static
-		if wantsPool {
-			fromPool = append(fromPool, g)
+		if !wantsPool {
+			continue
 		}
-	}
-	var unassigned []*gatewayState
-	for _, g := range fromPool {
+		// In the same pass, oldest first: a newer Gateway's static address
+		// never takes the one an older Gateway is served on.
 		if a := cmp.Or(freeAddress(p.source.GatewayAddressesServed[g.id], pool, held), previousAddress(g.gw, pool, held)); a != "" {
 			held[a] = g.id
 			g.addresses = []string{a}
@@ -609,6 +609,11 @@ func (p *gatewayProcessor) checkListener(g *gatewayState, set *listenerSetState,
 	}
 	if spec.Port < 1 || spec.Port > 65535 {
 		return notAccepted(reasonUnsupportedValue, fmt.Sprintf("port %d is not a port number", spec.Port))
+	}
+	for _, a := range g.addresses {
+		if msg := p.source.IngressPorts.heldBy(l, a, p.source.Targets.PodPorts); msg != "" {
+			return notAccepted(reasonPortUnavailable, msg)
+		}
 	}
 	if spec.Hostname != nil && *spec.Hostname != "" {
 		if reason := validHost(string(*spec.Hostname)); reason != "" {

@@ -324,13 +324,19 @@ func TestGatewayStaticAddressTakenByOlder(t *testing.T) {
 	for _, g := range []*gatewayv1.Gateway{older, younger} {
 		g.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: &ip, Value: "127.0.50.2"}}
 	}
-	// A pool Gateway that shows the address in its status loses it to them.
-	pooled := olderBy(newGateway("default", "pooled", httpListener("http", 80, "")), -5)
-	pooled.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "127.0.50.2"}}
-	m, _ := Build(gwSnapshot(older, younger, pooled))
+	m, _ := Build(gwSnapshot(older, younger))
 	wantCondition(t, "older", gatewayStatusOf(t, m, "default", "older").Conditions, condProgrammed, true, reasonProgrammed)
 	wantCondition(t, "younger", gatewayStatusOf(t, m, "default", "younger").Conditions, condProgrammed, false, reasonAddressNotUsable)
-	if got := gatewayStatusOf(t, m, "default", "pooled").Addresses; !reflect.DeepEqual(got, []string{"127.0.50.1"}) {
+
+	// An even older pool Gateway that shows the address in its status
+	// keeps it: a static address takes no older Gateway's (another
+	// tenant's clients would reach the newer one's listeners).
+	pooled := olderBy(newGateway("default", "pooled", httpListener("http", 80, "")), -5)
+	pooled.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "127.0.50.2"}}
+	m, _ = Build(gwSnapshot(older, younger, pooled))
+	wantCondition(t, "older", gatewayStatusOf(t, m, "default", "older").Conditions, condProgrammed, false, reasonAddressNotUsable)
+	wantCondition(t, "younger", gatewayStatusOf(t, m, "default", "younger").Conditions, condProgrammed, false, reasonAddressNotUsable)
+	if got := gatewayStatusOf(t, m, "default", "pooled").Addresses; !reflect.DeepEqual(got, []string{"127.0.50.2"}) {
 		t.Errorf("pooled: %v", got)
 	}
 }

@@ -674,6 +674,16 @@ func compileCORS(f *gatewayv1.HTTPCORSFilter) (*RouteCORS, string) {
 			}
 		}
 	}
+	// exposeHeaders may hold "*" beside names (the CRD allows it, Lua
+	// takes "*" only alone): "*" exposes them all, but not to a request
+	// with credentials, which gets the names.
+	if len(c.ExposeHeaders) > 1 && slices.Contains(c.ExposeHeaders, "*") {
+		if c.AllowCredentials {
+			c.ExposeHeaders = slices.DeleteFunc(c.ExposeHeaders, func(h string) bool { return h == "*" })
+		} else {
+			c.ExposeHeaders = []string{"*"}
+		}
+	}
 	return c, ""
 }
 

@@ -115,6 +115,10 @@ type Snapshot struct {
 	// HTTPS and its status server, which no such service may take.
 	TCPServices, UDPServices *corev1.ConfigMap
 	ReservedPorts            []int32
+	// IngressPorts is where nginx's own servers listen: a Gateway
+	// listener nginx cannot bind beside them is not accepted
+	// (gatewayports.go). The zero value holds no port.
+	IngressPorts IngressPorts
 	// ConfigMaps are those Ingresses name by annotation
 	// (auth-proxy-set-headers; ConfigMapRefs) and those BackendTLSPolicies
 	// name as CAs (BackendTLSConfigMapRefs), read by name.

@@ -251,15 +251,19 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 	}
 	return attachToListeners(g, allowed, hostnames, attached, func(l *listenerState, hosts []string) {
 		certFile, keyFile := p.terminateFiles(l)
+		var held []string
 		for _, a := range g.addresses {
-			p.addTLSHosts(a, l.spec.Port, hosts, TLSHost{Backend: backend, Route: r.Namespace + "/" + r.Name, CertFile: certFile, KeyFile: keyFile})
+			held = p.addTLSHosts(a, l.spec.Port, hosts, TLSHost{Backend: backend, Route: r.Namespace + "/" + r.Name, CertFile: certFile, KeyFile: keyFile})
+		}
+		if len(held) > 0 {
+			p.tlsRouteProblem(r, fmt.Sprintf("spec.hostnames: %s on port %d of Gateway %s: already served by an older TLSRoute; this route does not get them", quotedList(held), l.spec.Port, g.id))
 		}
 	})
 }
 
 // addTLSHosts sends hosts on address:port as to (its Host aside), those no
-// older route holds there.
-func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []string, to TLSHost) {
+// older route holds there, and returns those an older route holds.
+func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []string, to TLSHost) (held []string) {
 	front := FrontName(address, port)
 	i := slices.IndexFunc(p.tlsFronts, func(f TLSFront) bool { return f.Front == front })
 	if i < 0 {
@@ -268,12 +272,33 @@ func (p *gatewayProcessor) addTLSHosts(address string, port int32, hosts []strin
 	}
 	f := &p.tlsFronts[i]
 	for _, h := range hosts {
-		if slices.ContainsFunc(f.Hosts, func(t TLSHost) bool { return t.Host == h }) {
+		if i := slices.IndexFunc(f.Hosts, func(t TLSHost) bool { return t.Host == h }); i >= 0 {
+			if f.Hosts[i].Route != to.Route {
+				held = append(held, h)
+			}
 			continue
 		}
 		to.Host = h
 		f.Hosts = append(f.Hosts, to)
 	}
+	return held
+}
+
+// quotedList is names quoted and joined by ", ", at most maxQuoted of them.
+func quotedList(names []string) string {
+	const maxQuoted = 8
+	var b strings.Builder
+	for i, n := range names {
+		if i == maxQuoted {
+			fmt.Fprintf(&b, " and %d more", len(names)-maxQuoted)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", n)
+	}
+	return b.String()
 }
 
 // terminateFiles returns the certificate and key files of a Terminate

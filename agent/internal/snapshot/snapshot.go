@@ -95,6 +95,8 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 	snap.SSLPassthrough = g.settings.SSLPassthrough
 	snap.ModSecurity = g.settings.ModSecurityGlobal()
 	snap.ReservedPorts = reservedPorts(g.settings)
+	snap.IngressPorts = model.IngressPorts{Address: g.settings.ListenAddress,
+		HTTP: int32(g.settings.HTTPPort), HTTPS: int32(g.settings.HTTPSPort), Status: int32(g.settings.StatusPort)}
 	snap.Targets = opts.Targets
 	snap.Limits = g.settings.Limits
 	snap.HeadersMore = g.settings.HeadersMore()
