@@ -134,9 +134,6 @@ type gatewayProcessor struct {
 	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
-	// configMaps by namespace and name: the CA certificates of client
-	// certificate validation (gatewayfrontend.go).
-	configMaps map[namespacedName]*corev1.ConfigMap
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -223,10 +220,6 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
-		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
-	}
-	for _, cm := range s.ConfigMaps {
-		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
