@@ -83,7 +83,8 @@ func NewIncremental() *Incremental { return &Incremental{} }
 
 // Build returns Build(s) and how it was computed. s is only read, and its
 // objects must not change after the call (the next Build compares them by
-// identity, as the sources hand them out).
+// identity, as the sources hand them out). The model's slices stay the
+// Incremental's: they are never changed, and must not be by the caller.
 func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if !x.ready {
 		return x.full(s, "first build")
@@ -670,13 +671,15 @@ type modelSum struct {
 
 func newModelSum() modelSum {
 	return modelSum{
+		servers:      sortedList[Server]{key: func(s Server) string { return s.Host }},
 		hostCount:    map[string]int{},
-		backends:     newCounted[Backend](),
-		authFiles:    newCounted[AuthFile](),
-		passthrough:  newCounted[PassthroughHost](),
-		streamBacks:  newCounted[StreamBackend](),
-		notServed:    newCounted[NotServed](),
-		certificates: newCounted[Certificate](),
+		backends:     newCounted(func(b Backend) string { return b.Name }),
+		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
+		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
+		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
+		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
+		certificates: newCounted(func(c Certificate) string { return c.Name }),
+		certList:     sortedList[Certificate]{key: func(c Certificate) string { return c.Name }},
 		certHosts:    map[string]map[string]int{},
 		problems:     map[Problem]int{},
 	}
@@ -814,10 +817,9 @@ func (u *modelSum) model(globals Model) (Model, []Problem) {
 		servers = servers[1:]
 	}
 	if len(servers) > 0 {
-		m.Servers = slices.Clone(servers)
+		m.Servers = servers
 	}
-	// Fresh slices: the syncer's fast path patches Backends in place.
-	m.Backends = slices.Clone(u.backends.list())
+	m.Backends = u.backends.list()
 	m.Certificates = u.certList.list()
 	m.AuthFiles = u.authFiles.list()
 	m.Stream = Stream{Passthrough: u.passthrough.list(), Services: globals.Stream.Services,
@@ -856,7 +858,9 @@ type counted[T any] struct {
 	list_ sortedList[T]
 }
 
-func newCounted[T any]() counted[T] { return counted[T]{count: map[string]int{}} }
+func newCounted[T any](key func(T) string) counted[T] {
+	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key}}
+}
 
 // add counts v under key and says whether it is the value key holds.
 func (c *counted[T]) add(key string, v T) bool {
@@ -886,7 +890,7 @@ func (c *counted[T]) list() []T { return c.list_.list() }
 // sortedList is a list sorted by key that takes changes a few at a time:
 // they wait in pending until list merges them in, in one pass.
 type sortedList[T any] struct {
-	keys    []string
+	key     func(T) string
 	values  []T
 	pending map[string]*T // nil: deleted
 }
@@ -905,6 +909,10 @@ func (l *sortedList[T]) delete(key string) {
 	l.pending[key] = nil
 }
 
+func (l *sortedList[T]) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(l.values, key, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+}
+
 func (l *sortedList[T]) get(key string) (T, bool) {
 	if v, ok := l.pending[key]; ok {
 		if v == nil {
@@ -913,7 +921,7 @@ func (l *sortedList[T]) get(key string) (T, bool) {
 		}
 		return *v, true
 	}
-	if i, ok := slices.BinarySearch(l.keys, key); ok {
+	if i, ok := l.find(key); ok {
 		return l.values[i], true
 	}
 	var zero T
@@ -929,23 +937,20 @@ func (l *sortedList[T]) list() []T {
 			changed = append(changed, k)
 		}
 		slices.Sort(changed)
-		keys := make([]string, 0, len(l.keys)+len(changed))
-		values := make([]T, 0, len(l.keys)+len(changed))
+		values := make([]T, 0, len(l.values)+len(changed))
 		i := 0
 		for _, k := range changed {
-			for i < len(l.keys) && l.keys[i] < k {
-				keys, values = append(keys, l.keys[i]), append(values, l.values[i])
-				i++
-			}
-			if i < len(l.keys) && l.keys[i] == k {
+			j, found := slices.BinarySearchFunc(l.values[i:], k, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+			values = append(values, l.values[i:i+j]...)
+			i += j
+			if found {
 				i++ // replaced or deleted
 			}
 			if v := l.pending[k]; v != nil {
-				keys, values = append(keys, k), append(values, *v)
+				values = append(values, *v)
 			}
 		}
-		keys, values = append(keys, l.keys[i:]...), append(values, l.values[i:]...)
-		l.keys, l.values, l.pending = keys, values, nil
+		l.values, l.pending = append(values, l.values[i:]...), nil
 	}
 	if len(l.values) == 0 {
 		return nil
