@@ -119,7 +119,7 @@ func BenchmarkIncremental(b *testing.B) {
 				}
 				i++
 				m, _, path := inc.Build(next)
-				if path.Full || len(m.Servers) != len(next.Ingresses) {
+				if !path.Incremental || len(m.Servers) != len(next.Ingresses) {
 					b.Fatalf("path %+v, %d servers", path, len(m.Servers))
 				}
 			}

@@ -60,11 +60,13 @@ type Incremental struct {
 	sum     modelSum
 }
 
-// BuildPath says how Incremental.Build computed a model.
+// BuildPath says how Incremental.Build computed a model: the zero value
+// is a full build.
 type BuildPath struct {
-	// Full says every island was built; Reason says why.
-	Full   bool
-	Reason string
+	// Incremental says only the islands the changes touch were built;
+	// else every one was, and Reason says why.
+	Incremental bool
+	Reason      string
 	// Islands and Ingresses count what was built.
 	Islands, Ingresses int
 }
@@ -192,7 +194,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 			}
 		}
 	}
-	path := BuildPath{}
+	path := BuildPath{Incremental: true}
 	if rebuildGlobals {
 		x.drop(x.globals)
 		if err := x.buildGlobals(); err != "" {
@@ -225,7 +227,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	x.slices, _ = indexNamed(s.EndpointSlices)
 	x.secrets, _ = indexNamed(s.Secrets)
 	x.configMaps, _ = indexNamed(s.ConfigMaps)
-	path := BuildPath{Full: true, Reason: reason}
+	path := BuildPath{Reason: reason}
 	if len(x.ingresses) != len(s.Ingresses) {
 		// Two Ingresses of one name: Build serves both, which islands
 		// keyed by name cannot.

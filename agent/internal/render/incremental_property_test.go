@@ -95,10 +95,10 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 			return fmt.Errorf("step %d (%s, path %+v): problems differ:\n got %q\nwant %q", step, strings.Join(log, "; "), path, gotProblems, wantProblems)
 		}
 		if step > 0 {
-			if path.Full {
-				paths["full"]++
-			} else {
+			if path.Incremental {
 				paths["incremental"]++
+			} else {
+				paths["full"]++
 			}
 		}
 	}
