@@ -362,8 +362,9 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 	// The Gateway API is the globals part's.
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes = nil, nil, nil, nil, nil
 	s.ReferenceGrants, s.ListenerSets, s.GatewayAddresses, s.GatewayAddressesServed = nil, nil, nil, nil
+	s.BackendTLSPolicies = nil
 	is := x.buildPart(s, keys, true)
-	if m := is.model; len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
+	if m := is.model; len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
 		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
 		return "an island of Ingresses built a part of the globals"
 	}
@@ -514,7 +515,7 @@ func changedSettings(last, s Snapshot) string {
 	case !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
 		!samePointers(last.HTTPRoutes, s.HTTPRoutes) || !samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
 		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
-		!samePointers(last.ListenerSets, s.ListenerSets):
+		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies):
 		return "a Gateway API object changed"
 	case !samePointers(last.Namespaces, s.Namespaces):
 		return "a Namespace changed"
@@ -533,6 +534,7 @@ func settingsOf(s Snapshot) Snapshot {
 	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
 		nil, nil, nil, nil, nil, nil, nil, nil
+	s.BackendTLSPolicies = nil
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s
@@ -826,7 +828,7 @@ func (u *modelSum) model(globals Model) (Model, []Problem) {
 	m.AuthFiles = u.authFiles.list()
 	m.Stream = Stream{Passthrough: u.passthrough.list(), Services: globals.Stream.Services,
 		Backends: u.streamBacks.list(), Gateways: globals.Stream.Gateways}
-	m.Listeners, m.GatewayAPI, m.GatewayRoutes = globals.Listeners, globals.GatewayAPI, globals.GatewayRoutes
+	m.Listeners, m.GatewayAPI, m.GatewayRoutes, m.BackendTLS = globals.Listeners, globals.GatewayAPI, globals.GatewayRoutes, globals.BackendTLS
 	m.NotServed = u.notServed.list()
 	if !u.problemsOK {
 		u.problemList = nil
