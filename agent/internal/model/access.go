@@ -473,7 +473,7 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 		b.annotationProblem(ing, secretKey, ref, reason+closed)
 		return secretKey + " is not usable"
 	}
-	secret := b.secrets[namespacedName{namespace, name}]
+	secret := b.secret(namespace, name)
 	if secret == nil {
 		b.missingObjectProblem(ing, secretKey, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, closed))
 		return secretKey + " is not usable"
@@ -648,7 +648,7 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 		b.annotationProblem(ing, key, value, reason+"; ignored")
 		return backendRef{}, false
 	}
-	svc := b.services[namespacedName{ing.Namespace, value}]
+	svc := b.service(ing.Namespace, value)
 	if svc == nil {
 		b.missingObjectProblem(ing, key, value, "Service "+ing.Namespace+"/"+value, fmt.Sprintf("Service %s/%s not found; ignored", ing.Namespace, value))
 		return backendRef{}, false

@@ -115,7 +115,7 @@ func (b *Builder) resolve(ref backendRef) resolved {
 
 // servicePort finds the Service port that ref names, by number or by name.
 func (b *Builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServicePort, string) {
-	svc := b.services[namespacedName{ref.namespace, ref.service}]
+	svc := b.service(ref.namespace, ref.service)
 	if svc == nil {
 		return nil, nil, fmt.Sprintf(".service.name %q: Service %s/%s not found", ref.service, ref.namespace, ref.service)
 	}
@@ -141,7 +141,7 @@ func (b *Builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServiceP
 // endpoints collects the ready endpoints of one Service port from every
 // EndpointSlice of the Service, deduplicated and sorted.
 func (b *Builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort) []Endpoint {
-	serviceSlices := b.slices[namespacedName{svc.Namespace, svc.Name}]
+	serviceSlices := b.serviceSlices(svc.Namespace, svc.Name)
 	size := 0
 	for _, slice := range serviceSlices {
 		size += len(slice.Endpoints)

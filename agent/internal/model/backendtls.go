@@ -171,7 +171,7 @@ func (p *gatewayProcessor) checkBackendTLSPolicy(bp *backendTLSPolicy) {
 			unresolved(reasonInvalidKind, fmt.Sprintf("%s/%s is not a ConfigMap", clip(string(ref.Group)), clip(string(ref.Kind))))
 			continue
 		}
-		cm := p.configMaps[namespacedName{policy.Namespace, string(ref.Name)}]
+		cm := p.configMap(policy.Namespace, string(ref.Name))
 		if cm == nil {
 			unresolved(reasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s/%s not found", policy.Namespace, clip(string(ref.Name))))
 			continue
@@ -208,7 +208,7 @@ func (p *gatewayProcessor) backendTLSPolicies(namespace, service string, port in
 		return nil
 	}
 	var section string
-	if svc := p.services[namespacedName{namespace, service}]; svc != nil {
+	if svc := p.service(namespace, service); svc != nil {
 		for _, sp := range svc.Spec.Ports {
 			if sp.Port == port {
 				section = sp.Name
@@ -307,7 +307,7 @@ func (p *gatewayProcessor) checkBackendClientCertificate(g *gatewayState) {
 		unresolved(reasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", namespace, name))
 		return
 	}
-	secret := p.secrets[namespacedName{namespace, name}]
+	secret := p.secret(namespace, name)
 	if secret == nil {
 		unresolved(reasonInvalidClientCertRef, fmt.Sprintf("Secret %s/%s not found", namespace, name))
 		return

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -90,6 +91,45 @@ func BenchmarkBuildGateway(b *testing.B) {
 				if len(m.GatewayRoutes) != n || len(problems) != 0 {
 					b.Fatalf("got %d routes, problems %v", len(m.GatewayRoutes), problems)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkIncremental is one new Ingress among n (B11's change) built by
+// Incremental, and, for reference, the first build of the n by
+// Incremental (every island) beside Build's.
+func BenchmarkIncremental(b *testing.B) {
+	for _, n := range []int{1000, 10000, 50000} {
+		s := benchSnapshot(n)
+		b.Run(fmt.Sprintf("new-ingress/ingresses=%d", n), func(b *testing.B) {
+			inc := NewIncremental()
+			inc.Build(s)
+			added := benchSnapshot(1)
+			ing := added.Ingresses[0].DeepCopy()
+			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
+			with, without := s, s
+			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				next := with
+				if i%2 == 1 {
+					next = without
+				}
+				i++
+				m, _, path := inc.Build(next)
+				if !path.Incremental || len(m.Servers) != len(next.Ingresses) {
+					b.Fatalf("path %+v, %d servers", path, len(m.Servers))
+				}
+			}
+		})
+		if n > 10000 {
+			continue
+		}
+		b.Run(fmt.Sprintf("first/ingresses=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				NewIncremental().Build(s)
 			}
 		})
 	}

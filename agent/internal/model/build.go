@@ -61,9 +61,19 @@ type locationKey struct {
 // the backends, the certificates and the problems. Its processors emit
 // into it, and it turns the result into the sorted Model.
 type Builder struct {
-	services map[namespacedName]*corev1.Service
-	// slices by namespace and the Service named in their kubernetes.io/service-name label.
-	slices   map[namespacedName][]*discoveryv1.EndpointSlice
+	// objects are the Services, EndpointSlices, Secrets and ConfigMaps by
+	// name; processors read them through service, serviceSlices, secret
+	// and configMap, which note each read in reads when an incremental
+	// build asks for it (incremental.go).
+	objects *objectIndex
+	reads   *readSet
+	// islandOnly says the build is one island of an incremental build:
+	// the snapshot-wide parts (the default certificate, the TCP and UDP
+	// services) are the globals part's (incremental.go).
+	islandOnly bool
+	// expires is the earliest NotAfter of the certificates found valid, the
+	// time after which this build's answer changes; zero for none.
+	expires  time.Time
 	resolved map[string]resolved
 	// servers by host; "" is the default server.
 	servers map[string]map[locationKey]Location
@@ -78,8 +88,7 @@ type Builder struct {
 	extraBackends map[string]bool
 	problems      []Problem
 
-	now     time.Time
-	secrets map[namespacedName]*corev1.Secret
+	now time.Time
 	// checked Secrets by "namespace/name"; tlsHosts gives each TLS host
 	// its certificate; certHosts lists the hosts each certificate won.
 	checked   map[string]*checkedSecret
@@ -98,9 +107,13 @@ type Builder struct {
 }
 
 func newBuilder(s Snapshot) *Builder {
+	return newBuilderOf(s, newObjectIndex(s))
+}
+
+// newBuilderOf is newBuilder with the objects of s already indexed.
+func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 	b := &Builder{
-		services: make(map[namespacedName]*corev1.Service, len(s.Services)),
-		slices:   make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+		objects:  objects,
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
 		// A size hint: each Ingress owns its routes.
@@ -109,7 +122,6 @@ func newBuilder(s Snapshot) *Builder {
 		extraBackends: make(map[string]bool),
 
 		now:     s.Now,
-		secrets: make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
 		checked: make(map[string]*checkedSecret),
 
 		tlsHosts:  make(map[string]tlsClaim),
@@ -123,21 +135,78 @@ func newBuilder(s Snapshot) *Builder {
 	if b.loadBalance == AlgorithmRoundRobin {
 		b.loadBalance = ""
 	}
+	return b
+}
+
+// objectIndex holds the Services, EndpointSlices (by the Service named in
+// their kubernetes.io/service-name label), Secrets and ConfigMaps of a
+// snapshot by namespace and name.
+type objectIndex struct {
+	services   map[namespacedName]*corev1.Service
+	slices     map[namespacedName][]*discoveryv1.EndpointSlice
+	secrets    map[namespacedName]*corev1.Secret
+	configMaps map[namespacedName]*corev1.ConfigMap
+}
+
+func newObjectIndex(s Snapshot) *objectIndex {
+	x := &objectIndex{
+		services:   make(map[namespacedName]*corev1.Service, len(s.Services)),
+		slices:     make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+		secrets:    make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
+		configMaps: make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
+	}
 	for _, secret := range s.Secrets {
-		b.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
+		x.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
 	}
 	for _, svc := range s.Services {
-		b.services[namespacedName{svc.Namespace, svc.Name}] = svc
+		x.services[namespacedName{svc.Namespace, svc.Name}] = svc
 	}
 	for _, slice := range s.EndpointSlices {
-		service := slice.Labels[discoveryv1.LabelServiceName]
-		if service == "" {
-			continue
+		if key, ok := sliceService(slice); ok {
+			x.slices[key] = append(x.slices[key], slice)
 		}
-		key := namespacedName{slice.Namespace, service}
-		b.slices[key] = append(b.slices[key], slice)
 	}
-	return b
+	for _, cm := range s.ConfigMaps {
+		x.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
+	}
+	return x
+}
+
+// sliceService is the Service an EndpointSlice belongs to.
+func sliceService(slice *discoveryv1.EndpointSlice) (namespacedName, bool) {
+	service := slice.Labels[discoveryv1.LabelServiceName]
+	return namespacedName{slice.Namespace, service}, service != ""
+}
+
+func (b *Builder) service(namespace, name string) *corev1.Service {
+	key := namespacedName{namespace, name}
+	b.reads.add(readService, key)
+	return b.objects.services[key]
+}
+
+func (b *Builder) serviceSlices(namespace, name string) []*discoveryv1.EndpointSlice {
+	key := namespacedName{namespace, name}
+	b.reads.add(readSlices, key)
+	return b.objects.slices[key]
+}
+
+func (b *Builder) secret(namespace, name string) *corev1.Secret {
+	key := namespacedName{namespace, name}
+	b.reads.add(readSecret, key)
+	return b.objects.secrets[key]
+}
+
+func (b *Builder) configMap(namespace, name string) *corev1.ConfigMap {
+	key := namespacedName{namespace, name}
+	b.reads.add(readConfigMap, key)
+	return b.objects.configMaps[key]
+}
+
+// noteExpiry records that the answer of this build holds until notAfter.
+func (b *Builder) noteExpiry(notAfter time.Time) {
+	if b.expires.IsZero() || notAfter.Before(b.expires) {
+		b.expires = notAfter
+	}
 }
 
 // build runs the processors in order and returns the Model and the

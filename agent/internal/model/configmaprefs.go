@@ -66,7 +66,7 @@ func (b *builder) ingressConfigMap(ing *networkingv1.Ingress, key, value string,
 		b.annotationProblem(ing, key, value, "must name a ConfigMap in the Ingress's own namespace (NAME or NAMESPACE/NAME)"+closed)
 		return nil, ref, denied
 	}
-	cm := b.configMaps[namespacedName{ref.Namespace, ref.Name}]
+	cm := b.configMap(ref.Namespace, ref.Name)
 	if cm == nil {
 		object := "ConfigMap " + ref.String()
 		b.missingObjectProblem(ing, key, value, object, object+" not found"+closed)

@@ -138,10 +138,6 @@ type gatewayProcessor struct {
 	// grpcFronts the fronts that serve GRPCRoutes only (Listener.GRPC).
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
-	// configMaps by namespace and name: the CA certificates of client
-	// certificate validation (gatewayfrontend.go) and of
-	// BackendTLSPolicies (backendtls.go).
-	configMaps map[namespacedName]*corev1.ConfigMap
 	// TLS to backends (backendtls.go): the policies by target, the
 	// policies each route sends through and the BackendTLS the shares
 	// use.
@@ -240,15 +236,11 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
-		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
 		routePolicies:   make(map[*gatewayv1.HTTPRoute][]*backendTLSPolicy),
 		backendTLS:      make(map[string]BackendTLS),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
-	}
-	for _, cm := range s.ConfigMaps {
-		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	return p
 }

@@ -199,7 +199,7 @@ func (p *gatewayProcessor) caCertificate(g *gatewayState, ref gatewayv1.ObjectRe
 	}
 	id := namespace + "/" + name
 	if kind == "ConfigMap" {
-		cm := p.configMaps[namespacedName{namespace, name}]
+		cm := p.configMap(namespace, name)
 		if cm == nil {
 			return nil, reasonInvalidCACertificateRef, fmt.Sprintf("ConfigMap %s not found", id)
 		}
@@ -209,7 +209,7 @@ func (p *gatewayProcessor) caCertificate(g *gatewayState, ref gatewayv1.ObjectRe
 		}
 		ca = []byte(data)
 	} else {
-		secret := p.secrets[namespacedName{namespace, name}]
+		secret := p.secret(namespace, name)
 		if secret == nil {
 			return nil, reasonInvalidCACertificateRef, fmt.Sprintf("Secret %s not found", id)
 		}

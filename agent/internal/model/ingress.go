@@ -41,8 +41,6 @@ type builder struct {
 	access map[string]accessState
 	// stream is the passthrough hosts and TCP/UDP services (stream.go).
 	stream streamState
-	// configMaps Ingresses name, by namespace and name (extauth.go).
-	configMaps map[namespacedName]*corev1.ConfigMap
 	// snippets are the snippet annotations and the ConfigMap's snippets
 	// (snippet.go).
 	snippets snippetState
@@ -90,10 +88,6 @@ func newIngressProcessor(s Snapshot) *builder {
 
 		snippets: newSnippetState(s),
 	}
-	b.configMaps = make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps))
-	for _, cm := range s.ConfigMaps {
-		b.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
-	}
 	return b
 }
 
@@ -128,6 +122,9 @@ func (b *builder) Process(shared *Builder) {
 		b.addCanary(ing)
 	}
 	b.addSnippetLocations()
+	if b.islandOnly {
+		return
+	}
 	b.addDefaultCertificate(s.DefaultCertificate)
 	b.addStreamServices(s.TCPServices, corev1.ProtocolTCP, s.ReservedPorts)
 	b.addStreamServices(s.UDPServices, corev1.ProtocolUDP, s.ReservedPorts)

@@ -192,6 +192,9 @@ const (
 	maxServerAliases       = 32
 )
 
+// serverAliasKey is the server-alias annotation, less its prefix.
+const serverAliasKey = "server-alias"
+
 // aliasClaim is one Ingress's server-alias: extra names for the servers
 // of hosts. Claims are kept oldest Ingress first.
 type aliasClaim struct {
@@ -442,7 +445,7 @@ func checkHostPort(value string) string {
 // readServerAlias reads server-alias: a comma-separated list of extra host
 // names for the servers of ing's hosts. Invalid names are Problems and left out.
 func (b *builder) readServerAlias(ing *networkingv1.Ingress) []string {
-	value, key, ok := lookupAnnotation(ing, "server-alias")
+	value, key, ok := lookupAnnotation(ing, serverAliasKey)
 	if !ok {
 		return nil
 	}
@@ -489,7 +492,7 @@ func (b *builder) recordProxy(ing *networkingv1.Ingress, id string) {
 		}
 	}
 	if len(hosts) == 0 {
-		_, key, _ := lookupAnnotation(ing, "server-alias")
+		_, key, _ := lookupAnnotation(ing, serverAliasKey)
 		b.annotationProblem(ing, key, strings.Join(aliases, ","), "the Ingress has no rule with an exact host to add them to; ignored")
 		return
 	}
@@ -510,7 +513,7 @@ func (b *builder) addServerAliases(m *Model) {
 	}
 	owner := make(map[string]string) // alias → host it was given to
 	for _, c := range b.aliasClaims {
-		_, key, _ := lookupAnnotation(c.ing, "server-alias")
+		_, key, _ := lookupAnnotation(c.ing, serverAliasKey)
 		for _, host := range c.hosts {
 			i, ok := index[host]
 			if !ok {

@@ -514,7 +514,7 @@ func (b *builder) serviceUpstreamOf(ing *networkingv1.Ingress) bool {
 			return
 		}
 		seen[backend.Service.Name] = true
-		svc := b.services[namespacedName{ing.Namespace, backend.Service.Name}]
+		svc := b.service(ing.Namespace, backend.Service.Name)
 		if svc == nil || svc.Spec.Type == corev1.ServiceTypeExternalName {
 			return // the path's own Problem says so
 		}

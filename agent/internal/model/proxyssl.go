@@ -170,7 +170,7 @@ func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence s
 		b.annotationProblem(ing, key, ref, "is not the name of a Secret in the Ingress's namespace"+consequence)
 		return nil
 	}
-	secret := b.secrets[namespacedName{namespace, name}]
+	secret := b.secret(namespace, name)
 	if secret == nil {
 		b.missingObjectProblem(ing, key, ref, "Secret "+namespace+"/"+name, fmt.Sprintf("Secret %s/%s not found%s", namespace, name, consequence))
 	}

@@ -210,7 +210,7 @@ func (b *builder) addStreamServices(cm *corev1.ConfigMap, protocol corev1.Protoc
 		if problem != "" {
 			p := Problem{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name,
 				Reason: clipReason(fmt.Sprintf("%s service %q: value %q%s; its connections are closed", protocol, key, clip(value), problem))}
-			if b.services[namespacedName{ref.namespace, ref.service}] == nil {
+			if b.service(ref.namespace, ref.service) == nil {
 				p.Missing = "Service " + ref.namespace + "/" + ref.service
 			}
 			b.problems = append(b.problems, p)

@@ -188,7 +188,7 @@ func (b *Builder) checkSecret(namespace, name string) *checkedSecret {
 	}
 	c := &checkedSecret{cert: Certificate{Name: id}}
 	b.checked[id] = c
-	s := b.secrets[namespacedName{namespace, name}]
+	s := b.secret(namespace, name)
 	switch {
 	case s == nil:
 		c.unusable = fmt.Sprintf("Secret %s not found", id)
@@ -205,6 +205,7 @@ func (b *Builder) checkSecret(namespace, name string) *checkedSecret {
 			break
 		}
 		c.leaf = leaf
+		b.noteExpiry(leaf.NotAfter)
 		c.cert.CertPEM, c.cert.KeyPEM, c.cert.NotAfter = certPEM, keyPEM, leaf.NotAfter.UTC()
 	}
 	return c

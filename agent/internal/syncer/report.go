@@ -194,7 +194,10 @@ func (r syncResult) action() string {
 func (s *Syncer) logSync(next model.Model, problems int, path, objects string, result syncResult, start time.Time, err error) {
 	attrs := []any{
 		"action", result.action(),
-		"path", path,
+		"path", s.logPath(path),
+	}
+	if path == "full" && !s.buildPath.Incremental && s.buildPath.Reason != "" {
+		attrs = append(attrs, "path_reason", s.buildPath.Reason)
 	}
 	if objects != "" {
 		attrs = append(attrs, "changed", objects)
@@ -226,6 +229,17 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 		return
 	}
 	s.logger.Info("sync", attrs...)
+}
+
+// logPath is how the model of a sync was computed: "fast" (the
+// endpoints of the changed Services resolved again), "incremental" (the
+// Ingresses the changed objects touch built again, model.Incremental) or
+// "full" (every Ingress built; the log line gives the reason).
+func (s *Syncer) logPath(path string) string {
+	if path == "full" && s.buildPath.Incremental {
+		return "incremental"
+	}
+	return path
 }
 
 func (s *Syncer) reportProblems(problems []model.Problem) {

@@ -3,9 +3,11 @@
 //
 // Source events only mark the state dirty; one goroutine coalesces bursts for
 // a few milliseconds and then syncs, so a thousand changes cost a handful of
-// syncs. A sync builds the model (all of it, or on the fast path only the
-// backends of the Services whose endpoints changed: model.EndpointPatch),
-// renders it, and hands the config to the apply stage (apply.Stage), which
+// syncs. A sync builds the model (model.Incremental: again only the
+// Ingresses the changed objects touch, or all of them; or, on the fast
+// path, only the backends of the Services whose endpoints changed), and the
+// log line says which: path=incremental, path=full (with path_reason) or
+// path=fast. It renders it, and hands the config to the apply stage (apply.Stage), which
 // computes the plan against what nginx runs and Lua holds and runs it; then
 // it reports.
 // The syncer keeps only the loop: coalescing, retries with backoff, and the
@@ -69,6 +71,10 @@ type Syncer struct {
 	// build (nil: not made yet).
 	builtIndex model.BackendIndex
 	builtFrom  int // Ingresses it was built from
+	// incremental builds each model from the last one (model.Incremental);
+	// buildPath says how it built the last, for the sync log line.
+	incremental *model.Incremental
+	buildPath   model.BuildPath
 	// builtSnap is the snapshot the model of this sync's full build was
 	// built from (the guard's filter and the globals applied), kept for the
 	// sync so that a render failure can be isolated.
@@ -123,6 +129,8 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		guard:     quarantine.New(),
 		configMap: snapshot.NewConfigMap(opts.snapshotOptions(), logger),
 		state:     State{LoadModules: opts.Render.LoadModules},
+
+		incremental: model.NewIncremental(),
 	}
 }
 
@@ -385,7 +393,11 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 	return next
 }
 
-// fullModel builds the whole model from a snapshot of the source.
+// fullModel builds the whole model from a snapshot of the source: by
+// model.Incremental, which builds again only what the objects changed
+// since the last snapshot touch, and gives the model model.Build would.
+// The path stays "full" for the report and the metrics (a new model, not
+// the fast path's patch); the log line says which (logPath).
 func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model, []model.Problem, string) {
 	s.changedBackends = nil
 	s.rerender = false
@@ -397,9 +409,14 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	problems = append(problems, built.Problems...)
 	snap := built.Snapshot
 	snap.GatewayAddressesServed = servedAddresses(s.built)
-	next, buildProblems := model.Build(snap)
+	next, buildProblems, buildPath := s.incremental.Build(snap)
 	problems = append(problems, buildProblems...)
-	s.built, s.builtFrom, s.problems, s.builtIndex = &next, len(snap.Ingresses), problems, nil
+	s.built, s.builtFrom, s.problems, s.builtIndex, s.buildPath = &next, len(snap.Ingresses), problems, nil, buildPath
+	// Its backends are the Incremental's too: the fast path copies them
+	// before it patches them (patchEndpoints).
+	s.mu.Lock()
+	s.stateRead = true
+	s.mu.Unlock()
 	s.builtSnap = snap
 	return next, problems, "full"
 }

@@ -1,0 +1,138 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/podnet"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// TestB11NewIngressAtScale measures a new Ingress → first 200 through
+// nginx with 1,000, then 10,000, then 50,000 Ingresses present (each with
+// its own Service and a 2-endpoint EndpointSlice), in one run of one
+// agent, with the file source (the API server would take most of the run
+// to hold 150,000 objects): the cost of a change should follow the change
+// (issue 31), so the 50,000 figure is compared with the 1,000 one.
+func TestB11NewIngressAtScale(t *testing.T) {
+	if !wanted("B11") {
+		t.Skip("not selected")
+	}
+	podnet.Require(t)
+	sizes := []int{1000, 10000, 50000}
+	n := 20
+	if *quick {
+		sizes, n = []int{200, 1000, 2000}, 8
+	}
+	pod := podnet.New(t, "pod-b11")
+	dir, staging := t.TempDir(), t.TempDir()
+	write := func(name string, objs ...runtime.Object) {
+		t.Helper()
+		var buf strings.Builder
+		for _, obj := range objs {
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf.WriteString("---\n")
+			buf.Write(data)
+		}
+		// Written aside and renamed in, so the source reads it whole.
+		tmp := filepath.Join(staging, name)
+		if err := os.WriteFile(tmp, []byte(buf.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typed := func(obj runtime.Object, kind schema.GroupVersionKind) runtime.Object {
+		obj.GetObjectKind().SetGroupVersionKind(kind)
+		return obj
+	}
+	ingressKind := schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}
+	serviceKind := schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	sliceKind := schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
+	// fill adds Ingresses from to to, 500 to a file.
+	fill := func(from, to int) {
+		for start := from; start < to; start += 500 {
+			var objs []runtime.Object
+			for i := start; i < min(start+500, to); i++ {
+				name := fmt.Sprintf("f%d", i)
+				objs = append(objs, typed(ingress(name, name+".b11.test", name), ingressKind),
+					typed(service(name), serviceKind), typed(slice(name, fakeAddrs(2*i, 2)...), sliceKind))
+			}
+			write(fmt.Sprintf("fill-%06d.yaml", start), objs...)
+		}
+	}
+	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+		Spec: networkingv1.IngressClassSpec{Controller: controllerName}}
+	write("b11.yaml", typed(class, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}),
+		typed(service("b11"), serviceKind), typed(slice("b11", pod.IP), sliceKind))
+	fill(0, sizes[0])
+	write("ready-0.yaml", typed(ingress("ready-0", "ready-0.b11.test", "b11"), ingressKind))
+	a := startAgentOn(t, []string{"--source", "file:" + dir})
+	a.waitFor("ready-0.b11.test", "/", "", 120*time.Second)
+
+	results := map[int]stats{}
+	var lines []string
+	for k, size := range sizes {
+		if k > 0 {
+			fill(sizes[k-1], size)
+			ready := fmt.Sprintf("ready-%d", size)
+			write(ready+".yaml", typed(ingress(ready, ready+".b11.test", "b11"), ingressKind))
+			a.waitFor(ready+".b11.test", "/", "", 300*time.Second)
+		}
+		a.waitIdle(time.Second, 60*time.Second)
+		from := a.log.Len()
+		var latencies []time.Duration
+		for i := range n {
+			name := fmt.Sprintf("new-%d-%d", size, i)
+			write(name+".yaml", typed(ingress(name, name+".b11.test", "b11"), ingressKind))
+			// A minute: before issue 31 a full sync took seconds at 50,000.
+			latencies = append(latencies, a.waitFor(name+".b11.test", "/", "", time.Minute))
+			time.Sleep(300 * time.Millisecond) // let the syncs of this one end
+		}
+		results[size] = summarize(latencies)
+		for _, line := range strings.Split(a.log.String()[from:], "\n") {
+			if strings.Contains(line, "msg=sync ") && strings.Contains(line, "new-") {
+				t.Logf("%d: %s", size, line)
+				lines = append(lines, fmt.Sprintf("%d: %s", size, syncFields(line)))
+				break
+			}
+		}
+	}
+	for _, size := range sizes {
+		r := results[size]
+		report(t, Row{ID: fmt.Sprintf("B11-%d", size), What: fmt.Sprintf("new Ingress → first 200, %d Ingresses present (file source)", size),
+			Target: "p99 ≤ 50 ms", Measured: r.String(), Pass: r.n > 0 && r.p99 <= 50*time.Millisecond,
+			Note: "each Ingress with its own Service and a 2-endpoint EndpointSlice; one agent, sizes in turn"})
+	}
+	first, last := results[sizes[0]], results[sizes[len(sizes)-1]]
+	ratio := float64(last.p50) / float64(first.p50)
+	ratio99 := float64(last.p99) / float64(first.p99)
+	report(t, Row{ID: "B11-ratio", What: fmt.Sprintf("B11 at %d over B11 at %d Ingresses", sizes[len(sizes)-1], sizes[0]), Target: "≤ 1.5×",
+		Measured: fmt.Sprintf("p50 %.2f×, p99 %.2f×", ratio, ratio99), Pass: first.n > 0 && ratio99 <= 1.5,
+		Note: "measured side by side in one run; the first new Ingress's sync at each size: " + strings.Join(lines, "; ")})
+}
+
+// syncFields are the path, build and render fields of a sync log line.
+func syncFields(line string) string {
+	var kept []string
+	for _, field := range strings.Fields(line) {
+		if strings.HasPrefix(field, "path=") || strings.HasPrefix(field, "build=") || strings.HasPrefix(field, "render=") {
+			kept = append(kept, field)
+		}
+	}
+	return strings.Join(kept, " ")
+}

@@ -1,0 +1,963 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// Incremental builds the model of each snapshot from the one before, at
+// the cost of what changed: the result is always Build's.
+//
+// The Ingresses fall into islands: two Ingresses are in one island when
+// they name a host in common (a rule's, spec.tls's, a server-alias, the
+// www twin of a host, or the default server for a default backend or a
+// rule without a host), so everything Ingress merging, "oldest wins" and
+// the per-host settings compare stays inside an island. Each island is
+// built alone (Build over its Ingresses, with every Service, Secret and
+// ConfigMap), and a globals part (Build with no Ingresses: the default
+// certificate, the TCP and UDP services, the Gateway API) beside them; the
+// model is their union. A later snapshot rebuilds only the islands whose
+// Ingresses changed, came or went, whose hosts those Ingresses name or
+// named, or that read a Service, EndpointSlice, Secret or ConfigMap that
+// changed (Builder.reads); a change of anything else (an IngressClass, the
+// agent's ConfigMap, a flag, a Gateway API object) builds every island.
+//
+// Why islands rather than patching a host inside one Build: an island is
+// an ordinary Build of a smaller snapshot, so all of Build's rules hold in
+// it unchanged, and the one thing to prove is that islands do not see
+// each other, which TestIncrementalEqualsBuild checks over random change
+// sequences (and which union detects when it fails: a host two islands
+// serve, or two contents for one backend, sends the sync to Build).
+type Incremental struct {
+	last    Snapshot
+	ready   bool
+	objects *objectIndex
+	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
+	// last by namespace and name, to find what changed.
+	ingresses  map[namespacedName]*networkingv1.Ingress
+	services   map[namespacedName]*corev1.Service
+	slices     map[namespacedName]*discoveryv1.EndpointSlice
+	secrets    map[namespacedName]*corev1.Secret
+	configMaps map[namespacedName]*corev1.ConfigMap
+
+	// linked are the Ingresses that name each link key (linkKeys).
+	linked   map[string][]namespacedName
+	islandOf map[namespacedName]*island
+	// readers are the islands that read each object.
+	readers map[readKey][]*island
+	globals *island
+	// expires is the earliest island expiry (Builder.expires), zero for none.
+	expires time.Time
+	sum     modelSum
+}
+
+// BuildPath says how Incremental.Build computed a model: the zero value
+// is a full build.
+type BuildPath struct {
+	// Incremental says only the islands the changes touch were built;
+	// else every one was, and Reason says why.
+	Incremental bool
+	Reason      string
+	// Islands and Ingresses count what was built.
+	Islands, Ingresses int
+}
+
+// island is a set of Ingresses built together, or the globals part.
+type island struct {
+	ingresses []namespacedName
+	model     Model
+	problems  []Problem
+	reads     []readKey
+	expires   time.Time
+}
+
+// NewIncremental returns an Incremental whose first Build builds everything.
+func NewIncremental() *Incremental { return &Incremental{} }
+
+// Build returns Build(s) and how it was computed. s is only read, and its
+// objects must not change after the call (the next Build compares them by
+// identity, as the sources hand them out). The model's slices stay the
+// Incremental's: they are never changed, and must not be by the caller.
+func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
+	if !x.ready {
+		return x.full(s, "first build")
+	}
+	if reason := changedSettings(x.last, s); reason != "" {
+		return x.full(s, reason)
+	}
+	if s.Now.Before(x.last.Now) {
+		return x.full(s, "the clock went back")
+	}
+	ingresses := diffNamed(x.ingresses, s.Ingresses)
+	services := diffNamed(x.services, s.Services)
+	endpointSlices := diffNamed(x.slices, s.EndpointSlices)
+	secrets := diffNamed(x.secrets, s.Secrets)
+	configMaps := diffNamed(x.configMaps, s.ConfigMaps)
+	if len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || len(x.slices) != len(s.EndpointSlices) ||
+		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
+		return x.full(s, "two objects of one kind share a name")
+	}
+	x.last = s
+	x.updateObjects(services, endpointSlices, secrets, configMaps)
+
+	// The islands to build again: those of the changed Ingresses (found
+	// by closure below), those that read a changed object, those whose
+	// certificates expired since.
+	dirty := map[*island]bool{}
+	read := func(kind readKind, key namespacedName) {
+		for _, is := range x.readers[readKey{kind, key}] {
+			dirty[is] = true
+		}
+	}
+	for _, c := range services {
+		read(readService, c.key)
+	}
+	for _, c := range endpointSlices {
+		for _, slice := range []*discoveryv1.EndpointSlice{c.old, c.new} {
+			if slice != nil {
+				if key, ok := sliceService(slice); ok {
+					read(readSlices, key)
+				}
+			}
+		}
+	}
+	for _, c := range secrets {
+		read(readSecret, c.key)
+	}
+	for _, c := range configMaps {
+		read(readConfigMap, c.key)
+	}
+	if !x.expires.IsZero() && s.Now.After(x.expires) {
+		// Scan every island once; the next expiry is of those that stay.
+		x.expires = time.Time{}
+		for _, is := range append(slices.Collect(maps.Values(x.islandOf)), x.globals) {
+			switch {
+			case is.expires.IsZero():
+			case s.Now.After(is.expires):
+				dirty[is] = true
+			case x.expires.IsZero() || is.expires.Before(x.expires):
+				x.expires = is.expires
+			}
+		}
+	}
+	rebuildGlobals := dirty[x.globals]
+	delete(dirty, x.globals)
+
+	seeds := make([]namespacedName, 0, len(ingresses))
+	for _, c := range ingresses {
+		seeds = append(seeds, c.key)
+		if c.new != nil {
+			for _, k := range linkKeys(c.new) {
+				x.link(k, c.key)
+			}
+		}
+	}
+	for is := range dirty {
+		seeds = append(seeds, is.ingresses...)
+	}
+	old := make(map[namespacedName]*networkingv1.Ingress, len(ingresses))
+	for _, c := range ingresses {
+		old[c.key] = c.old
+	}
+	affected := x.closure(seeds, old)
+	if len(affected) > max(64, len(x.ingresses)/4) {
+		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), len(x.ingresses)))
+	}
+	// Every island an affected Ingress was in goes; its Ingresses are
+	// all affected (closure), and so are its old links.
+	for _, key := range affected {
+		if is := x.islandOf[key]; is != nil {
+			x.drop(is)
+		}
+		if ing := old[key]; ing != nil {
+			for _, k := range linkKeys(ing) {
+				x.unlink(k, key)
+			}
+		}
+	}
+	for _, c := range ingresses {
+		if c.new == nil {
+			delete(x.islandOf, c.key)
+		} else if c.old != nil {
+			// Its old links are gone; its new ones were linked above.
+			for _, k := range linkKeys(c.new) {
+				x.link(k, c.key)
+			}
+		}
+	}
+	path := BuildPath{Incremental: true}
+	if rebuildGlobals {
+		x.drop(x.globals)
+		if err := x.buildGlobals(); err != "" {
+			return x.full(s, err)
+		}
+		path.Islands++
+	}
+	var present []namespacedName
+	for _, key := range affected {
+		if x.ingresses[key] != nil {
+			present = append(present, key)
+		}
+	}
+	for _, group := range x.islands(present) {
+		if err := x.buildIsland(group); err != "" {
+			return x.full(s, err)
+		}
+		path.Islands++
+		path.Ingresses += len(group)
+	}
+	m, problems := x.sum.model(x.globals.model)
+	return m, problems, path
+}
+
+// full builds every island of s.
+func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
+	*x = Incremental{last: s, objects: newObjectIndex(s)}
+	x.ingresses, _ = indexNamed(s.Ingresses)
+	x.services, _ = indexNamed(s.Services)
+	x.slices, _ = indexNamed(s.EndpointSlices)
+	x.secrets, _ = indexNamed(s.Secrets)
+	x.configMaps, _ = indexNamed(s.ConfigMaps)
+	path := BuildPath{Reason: reason}
+	if len(x.ingresses) != len(s.Ingresses) {
+		// Two Ingresses of one name: Build serves both, which islands
+		// keyed by name cannot.
+		m, problems := Build(s)
+		path.Reason += "; two Ingresses share a name, built whole"
+		return m, problems, path
+	}
+	x.linked = make(map[string][]namespacedName, len(s.Ingresses))
+	x.islandOf = make(map[namespacedName]*island, len(s.Ingresses))
+	x.readers = make(map[readKey][]*island)
+	x.sum = newModelSum()
+	keys := make([]namespacedName, 0, len(s.Ingresses))
+	for _, ing := range s.Ingresses {
+		key := namespacedName{ing.Namespace, ing.Name}
+		keys = append(keys, key)
+		for _, k := range linkKeys(ing) {
+			x.link(k, key)
+		}
+	}
+	fail := func(err string) (Model, []Problem, BuildPath) {
+		m, problems := Build(s)
+		path.Reason += "; " + err + ", built whole"
+		*x = Incremental{}
+		return m, problems, path
+	}
+	if err := x.buildGlobals(); err != "" {
+		return fail(err)
+	}
+	for _, group := range x.islands(keys) {
+		if err := x.buildIsland(group); err != "" {
+			return fail(err)
+		}
+		path.Islands++
+		path.Ingresses += len(group)
+	}
+	x.ready = true
+	m, problems := x.sum.model(x.globals.model)
+	return m, problems, path
+}
+
+// closure returns the seeds and every Ingress linked to them, through the
+// links of now and, for the Ingresses in old (changed), of before, with
+// the whole island of each.
+func (x *Incremental) closure(seeds []namespacedName, old map[namespacedName]*networkingv1.Ingress) []namespacedName {
+	seen := make(map[namespacedName]bool, len(seeds))
+	seenKey := map[string]bool{}
+	queue := slices.Clone(seeds)
+	var out []namespacedName
+	for len(queue) > 0 {
+		key := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, key)
+		var links []string
+		if ing := x.ingresses[key]; ing != nil {
+			links = linkKeys(ing)
+		}
+		if ing := old[key]; ing != nil {
+			links = append(links, linkKeys(ing)...)
+		}
+		for _, k := range links {
+			if !seenKey[k] {
+				seenKey[k] = true
+				queue = append(queue, x.linked[k]...)
+			}
+		}
+		if is := x.islandOf[key]; is != nil {
+			queue = append(queue, is.ingresses...)
+		}
+	}
+	return out
+}
+
+// islands splits keys, all of them present, into the groups their links
+// make among them.
+func (x *Incremental) islands(keys []namespacedName) [][]namespacedName {
+	parent := make(map[namespacedName]namespacedName, len(keys))
+	var find func(namespacedName) namespacedName
+	find = func(k namespacedName) namespacedName {
+		p := parent[k]
+		if p == k {
+			return k
+		}
+		root := find(p)
+		parent[k] = root
+		return root
+	}
+	for _, k := range keys {
+		parent[k] = k
+	}
+	for _, k := range keys {
+		for _, link := range linkKeys(x.ingresses[k]) {
+			for _, other := range x.linked[link] {
+				if _, ok := parent[other]; ok {
+					parent[find(other)] = find(k)
+				}
+			}
+		}
+	}
+	groups := map[namespacedName][]namespacedName{}
+	var roots []namespacedName
+	for _, k := range keys {
+		root := find(k)
+		if groups[root] == nil {
+			roots = append(roots, root)
+		}
+		groups[root] = append(groups[root], k)
+	}
+	out := make([][]namespacedName, 0, len(roots))
+	for _, root := range roots {
+		out = append(out, groups[root])
+	}
+	return out
+}
+
+func (x *Incremental) buildGlobals() string {
+	s := x.last
+	s.Ingresses = nil
+	x.globals = x.buildPart(s, nil, false)
+	return x.sum.add(x.globals)
+}
+
+func (x *Incremental) buildIsland(keys []namespacedName) string {
+	s := x.last
+	s.Ingresses = make([]*networkingv1.Ingress, len(keys))
+	for i, k := range keys {
+		s.Ingresses[i] = x.ingresses[k]
+	}
+	// The Gateway API is the globals part's.
+	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes = nil, nil, nil, nil, nil
+	s.ReferenceGrants, s.ListenerSets, s.GatewayAddresses, s.GatewayAddressesServed = nil, nil, nil, nil
+	s.BackendTLSPolicies = nil
+	is := x.buildPart(s, keys, true)
+	if m := is.model; len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
+		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
+		return "an island of Ingresses built a part of the globals"
+	}
+	for _, k := range keys {
+		x.islandOf[k] = is
+	}
+	return x.sum.add(is)
+}
+
+func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bool) *island {
+	b := newBuilderOf(s, x.objects)
+	b.reads = &readSet{}
+	b.islandOnly = islandOnly
+	m, problems := b.build(newIngressProcessor(s), newGatewayProcessor(s))
+	is := &island{ingresses: keys, model: m, problems: problems, reads: b.reads.keys(), expires: b.expires}
+	for _, r := range is.reads {
+		x.readers[r] = append(x.readers[r], is)
+	}
+	if !is.expires.IsZero() && (x.expires.IsZero() || is.expires.Before(x.expires)) {
+		x.expires = is.expires
+	}
+	return is
+}
+
+// drop takes is out of the model.
+func (x *Incremental) drop(is *island) {
+	x.sum.remove(is)
+	for _, r := range is.reads {
+		list := x.readers[r]
+		if i := slices.Index(list, is); i >= 0 {
+			list[i] = list[len(list)-1]
+			list = list[:len(list)-1]
+		}
+		if len(list) == 0 {
+			delete(x.readers, r)
+		} else {
+			x.readers[r] = list
+		}
+	}
+	for _, k := range is.ingresses {
+		if x.islandOf[k] == is {
+			delete(x.islandOf, k)
+		}
+	}
+}
+
+func (x *Incremental) link(k string, key namespacedName) {
+	if !slices.Contains(x.linked[k], key) {
+		x.linked[k] = append(x.linked[k], key)
+	}
+}
+
+func (x *Incremental) unlink(k string, key namespacedName) {
+	list := x.linked[k]
+	if i := slices.Index(list, key); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(x.linked, k)
+	} else {
+		x.linked[k] = list
+	}
+}
+
+// updateObjects takes the changed Services, EndpointSlices, Secrets and
+// ConfigMaps into the index the builds read.
+func (x *Incremental) updateObjects(services []objectChange[*corev1.Service], endpointSlices []objectChange[*discoveryv1.EndpointSlice],
+	secrets []objectChange[*corev1.Secret], configMaps []objectChange[*corev1.ConfigMap]) {
+	for _, c := range services {
+		setOrDelete(x.objects.services, c.key, c.new)
+	}
+	for _, c := range secrets {
+		setOrDelete(x.objects.secrets, c.key, c.new)
+	}
+	for _, c := range configMaps {
+		setOrDelete(x.objects.configMaps, c.key, c.new)
+	}
+	for _, c := range endpointSlices {
+		if c.old != nil {
+			if key, ok := sliceService(c.old); ok {
+				list := slices.DeleteFunc(slices.Clone(x.objects.slices[key]), func(s *discoveryv1.EndpointSlice) bool { return s == c.old })
+				setOrDelete(x.objects.slices, key, list)
+			}
+		}
+		if c.new != nil {
+			if key, ok := sliceService(c.new); ok {
+				x.objects.slices[key] = append(slices.Clip(x.objects.slices[key]), c.new)
+			}
+		}
+	}
+}
+
+func setOrDelete[V any](m map[namespacedName]V, key namespacedName, v V) {
+	if reflect.ValueOf(&v).Elem().IsZero() {
+		delete(m, key)
+		return
+	}
+	m[key] = v
+}
+
+// linkKeys are the names that put ing in one island with the Ingresses
+// that share one: the hosts of its rules ("" for a rule without one, and
+// for a default backend: the default server), of its spec.tls, its
+// server-aliases, and the www twin of each (from-to-www-redirect).
+func linkKeys(ing *networkingv1.Ingress) []string {
+	var keys []string
+	host := func(h string) {
+		keys = append(keys, h)
+		if h == "" {
+			return
+		}
+		keys = append(keys, strings.ToLower(h))
+		if rest, ok := strings.CutPrefix(h, "www."); ok {
+			keys = append(keys, rest)
+		} else {
+			keys = append(keys, "www."+h)
+		}
+	}
+	if ing.Spec.DefaultBackend != nil {
+		host("")
+	}
+	for _, r := range ing.Spec.Rules {
+		host(r.Host)
+	}
+	for _, t := range ing.Spec.TLS {
+		for _, h := range t.Hosts {
+			host(h)
+		}
+	}
+	for key, value := range ing.Annotations {
+		if strings.HasSuffix(key, serverAliasKey) {
+			for _, alias := range strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+				host(alias)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// changedSettings says what of s, other than its Ingresses, Services,
+// EndpointSlices, Secrets, ConfigMaps and clock, differs from last: any of
+// it may change every island. "" when nothing does.
+func changedSettings(last, s Snapshot) string {
+	switch {
+	case !samePointers(last.IngressClasses, s.IngressClasses):
+		return "an IngressClass changed"
+	case !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
+		!samePointers(last.HTTPRoutes, s.HTTPRoutes) || !samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
+		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
+		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies):
+		return "a Gateway API object changed"
+	case !samePointers(last.Namespaces, s.Namespaces):
+		return "a Namespace changed"
+	case last.ConfigMap != s.ConfigMap || last.TCPServices != s.TCPServices || last.UDPServices != s.UDPServices:
+		return "the agent's ConfigMap changed"
+	}
+	a, b := settingsOf(last), settingsOf(s)
+	if !reflect.DeepEqual(a, b) {
+		return "the settings changed"
+	}
+	return ""
+}
+
+// settingsOf is s without the objects changedSettings compares itself.
+func settingsOf(s Snapshot) Snapshot {
+	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
+	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
+		nil, nil, nil, nil, nil, nil, nil, nil
+	s.BackendTLSPolicies = nil
+	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
+	s.Now = time.Time{}
+	return s
+}
+
+// samePointers says whether a and b hold the same objects, in any order.
+func samePointers[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if slices.Equal(a, b) {
+		return true
+	}
+	count := make(map[T]int, len(a))
+	for _, v := range a {
+		count[v]++
+	}
+	for _, v := range b {
+		if count[v] == 0 {
+			return false
+		}
+		count[v]--
+	}
+	return true
+}
+
+type namedObject interface {
+	comparable
+	GetNamespace() string
+	GetName() string
+}
+
+// objectChange is an object that came (old nil), went (new nil) or changed.
+type objectChange[T any] struct {
+	key      namespacedName
+	old, new T
+}
+
+func indexNamed[T namedObject](list []T) (map[namespacedName]T, bool) {
+	index := make(map[namespacedName]T, len(list))
+	for _, obj := range list {
+		index[namespacedName{obj.GetNamespace(), obj.GetName()}] = obj
+	}
+	return index, len(index) == len(list)
+}
+
+// diffNamed brings index to next and returns what changed, by identity:
+// the sources hand out an object once and never change it. The caller
+// checks that index ends as long as next (no two objects of one name).
+func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChange[T] {
+	var changes []objectChange[T]
+	var zero T
+	found := 0
+	for _, obj := range next {
+		key := namespacedName{obj.GetNamespace(), obj.GetName()}
+		old, ok := index[key]
+		if ok {
+			found++
+		}
+		if old != obj {
+			changes = append(changes, objectChange[T]{key: key, old: old, new: obj})
+		}
+	}
+	if found < len(index) {
+		present := make(map[namespacedName]bool, len(next))
+		for _, obj := range next {
+			present[namespacedName{obj.GetNamespace(), obj.GetName()}] = true
+		}
+		for key, old := range index {
+			if !present[key] {
+				changes = append(changes, objectChange[T]{key: key, old: old, new: zero})
+			}
+		}
+	}
+	for _, c := range changes {
+		if c.new == zero {
+			delete(index, c.key)
+		} else {
+			index[c.key] = c.new
+		}
+	}
+	return changes
+}
+
+// readKind and readKey name an object a build read (Builder.reads).
+type readKind uint8
+
+const (
+	readService readKind = iota
+	readSlices           // the EndpointSlices of a Service
+	readSecret
+	readConfigMap
+)
+
+type readKey struct {
+	kind readKind
+	key  namespacedName
+}
+
+// readSet is what one build read; nil reads nothing down (Build).
+type readSet struct{ m map[readKey]struct{} }
+
+func (r *readSet) add(kind readKind, key namespacedName) {
+	if r == nil {
+		return
+	}
+	if r.m == nil {
+		r.m = map[readKey]struct{}{}
+	}
+	r.m[readKey{kind, key}] = struct{}{}
+}
+
+func (r *readSet) keys() []readKey {
+	out := make([]readKey, 0, len(r.m))
+	for k := range r.m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// modelSum is the union of the islands' models and problems, each value
+// counted by how many islands hold it.
+type modelSum struct {
+	servers      sortedList[Server]
+	hostCount    map[string]int
+	backends     counted[Backend]
+	authFiles    counted[AuthFile]
+	passthrough  counted[PassthroughHost]
+	streamBacks  counted[StreamBackend]
+	notServed    counted[NotServed]
+	certificates counted[Certificate] // without Hosts
+	certHosts    map[string]map[string]int
+	certList     sortedList[Certificate]
+	problems     map[Problem]int
+	problemList  []Problem
+	problemsOK   bool
+}
+
+func newModelSum() modelSum {
+	return modelSum{
+		servers:      sortedList[Server]{key: func(s Server) string { return s.Host }},
+		hostCount:    map[string]int{},
+		backends:     newCounted(func(b Backend) string { return b.Name }),
+		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
+		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
+		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
+		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
+		certificates: newCounted(func(c Certificate) string { return c.Name }),
+		certList:     sortedList[Certificate]{key: func(c Certificate) string { return c.Name }},
+		certHosts:    map[string]map[string]int{},
+		problems:     map[Problem]int{},
+	}
+}
+
+// add takes the model and problems of is in; it returns why it cannot:
+// is serves what another island serves differently.
+func (u *modelSum) add(is *island) string {
+	m := &is.model
+	for _, srv := range u.serversOf(m) {
+		u.hostCount[srv.Host]++
+		if u.hostCount[srv.Host] > 1 {
+			return fmt.Sprintf("%s is served by two islands", describeHost(srv.Host))
+		}
+		u.servers.set(srv.Host, srv)
+	}
+	for _, b := range m.Backends {
+		if !u.backends.add(b.Name, b) {
+			return fmt.Sprintf("backend %s differs between islands", b.Name)
+		}
+	}
+	for _, f := range m.AuthFiles {
+		if !u.authFiles.add(f.Name, f) {
+			return fmt.Sprintf("file %s differs between islands", f.Name)
+		}
+	}
+	for _, p := range m.Stream.Passthrough {
+		if !u.passthrough.add(p.Host, p) {
+			return fmt.Sprintf("passthrough %s differs between islands", p.Host)
+		}
+	}
+	for _, b := range m.Stream.Backends {
+		if !u.streamBacks.add(b.Name, b) {
+			return fmt.Sprintf("stream backend %s differs between islands", b.Name)
+		}
+	}
+	for _, n := range m.NotServed {
+		if !u.notServed.add(n.Ingress, n) {
+			return fmt.Sprintf("Ingress %s is not served twice", n.Ingress)
+		}
+	}
+	for _, c := range m.Certificates {
+		hosts := c.Hosts
+		c.Hosts = nil
+		if !u.certificates.add(c.Name, c) {
+			return fmt.Sprintf("certificate %s differs between islands", c.Name)
+		}
+		if u.certHosts[c.Name] == nil {
+			u.certHosts[c.Name] = map[string]int{}
+		}
+		for _, h := range hosts {
+			u.certHosts[c.Name][h]++
+		}
+		u.updateCertificate(c.Name)
+	}
+	for _, p := range is.problems {
+		u.problems[p]++
+		u.problemsOK = false
+	}
+	return ""
+}
+
+// remove takes out what add took in.
+func (u *modelSum) remove(is *island) {
+	m := &is.model
+	for _, srv := range u.serversOf(m) {
+		u.hostCount[srv.Host]--
+		if u.hostCount[srv.Host] == 0 {
+			delete(u.hostCount, srv.Host)
+			u.servers.delete(srv.Host)
+		}
+	}
+	for _, b := range m.Backends {
+		u.backends.remove(b.Name)
+	}
+	for _, f := range m.AuthFiles {
+		u.authFiles.remove(f.Name)
+	}
+	for _, p := range m.Stream.Passthrough {
+		u.passthrough.remove(p.Host)
+	}
+	for _, b := range m.Stream.Backends {
+		u.streamBacks.remove(b.Name)
+	}
+	for _, n := range m.NotServed {
+		u.notServed.remove(n.Ingress)
+	}
+	for _, c := range m.Certificates {
+		u.certificates.remove(c.Name)
+		for _, h := range c.Hosts {
+			if u.certHosts[c.Name][h]--; u.certHosts[c.Name][h] == 0 {
+				delete(u.certHosts[c.Name], h)
+			}
+		}
+		u.updateCertificate(c.Name)
+	}
+	for _, p := range is.problems {
+		if u.problems[p]--; u.problems[p] == 0 {
+			delete(u.problems, p)
+		}
+		u.problemsOK = false
+	}
+}
+
+// serversOf are m's servers and its default server, when it serves.
+func (u *modelSum) serversOf(m *Model) []Server {
+	if len(m.Default.Locations) == 0 {
+		return m.Servers
+	}
+	return append(slices.Clip(m.Servers), m.Default)
+}
+
+func (u *modelSum) updateCertificate(name string) {
+	c, ok := u.certificates.get(name)
+	if !ok {
+		delete(u.certHosts, name)
+		u.certList.delete(name)
+		return
+	}
+	for h, n := range u.certHosts[name] {
+		for range n {
+			c.Hosts = append(c.Hosts, h)
+		}
+	}
+	slices.Sort(c.Hosts)
+	u.certList.set(name, c)
+}
+
+// model is the union, with the Gateway API's part from globals.
+func (u *modelSum) model(globals Model) (Model, []Problem) {
+	var m Model
+	servers := u.servers.list()
+	if len(servers) > 0 && servers[0].Host == "" {
+		m.Default = servers[0]
+		servers = servers[1:]
+	}
+	if len(servers) > 0 {
+		m.Servers = servers
+	}
+	m.Backends = u.backends.list()
+	m.Certificates = u.certList.list()
+	m.AuthFiles = u.authFiles.list()
+	m.Stream = Stream{Passthrough: u.passthrough.list(), Services: globals.Stream.Services,
+		Backends: u.streamBacks.list(), Gateways: globals.Stream.Gateways}
+	m.Listeners, m.GatewayAPI, m.GatewayRoutes, m.BackendTLS = globals.Listeners, globals.GatewayAPI, globals.GatewayRoutes, globals.BackendTLS
+	m.NotServed = u.notServed.list()
+	if !u.problemsOK {
+		u.problemList = nil
+		for p := range u.problems {
+			u.problemList = append(u.problemList, p)
+		}
+		slices.SortFunc(u.problemList, func(x, y Problem) int {
+			return cmp.Or(strings.Compare(x.Kind, y.Kind), strings.Compare(x.Namespace, y.Namespace),
+				strings.Compare(x.Name, y.Name), strings.Compare(x.Reason, y.Reason), strings.Compare(x.Missing, y.Missing),
+				compareBool(x.Refused, y.Refused))
+		})
+		u.problemsOK = true
+	}
+	return m, slices.Clone(u.problemList)
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// counted holds values by key with how many islands hold each; the value
+// of a key is the same in each.
+type counted[T any] struct {
+	count map[string]int
+	list_ sortedList[T]
+}
+
+func newCounted[T any](key func(T) string) counted[T] {
+	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key}}
+}
+
+// add counts v under key and says whether it is the value key holds.
+func (c *counted[T]) add(key string, v T) bool {
+	if c.count[key] > 0 {
+		held, _ := c.list_.get(key)
+		if !reflect.DeepEqual(held, v) {
+			return false
+		}
+	} else {
+		c.list_.set(key, v)
+	}
+	c.count[key]++
+	return true
+}
+
+func (c *counted[T]) remove(key string) {
+	if c.count[key]--; c.count[key] <= 0 {
+		delete(c.count, key)
+		c.list_.delete(key)
+	}
+}
+
+func (c *counted[T]) get(key string) (T, bool) { return c.list_.get(key) }
+
+func (c *counted[T]) list() []T { return c.list_.list() }
+
+// sortedList is a list sorted by key that takes changes a few at a time:
+// they wait in pending until list merges them in, in one pass.
+type sortedList[T any] struct {
+	key     func(T) string
+	values  []T
+	pending map[string]*T // nil: deleted
+}
+
+func (l *sortedList[T]) set(key string, v T) {
+	if l.pending == nil {
+		l.pending = map[string]*T{}
+	}
+	l.pending[key] = &v
+}
+
+func (l *sortedList[T]) delete(key string) {
+	if l.pending == nil {
+		l.pending = map[string]*T{}
+	}
+	l.pending[key] = nil
+}
+
+func (l *sortedList[T]) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(l.values, key, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+}
+
+func (l *sortedList[T]) get(key string) (T, bool) {
+	if v, ok := l.pending[key]; ok {
+		if v == nil {
+			var zero T
+			return zero, false
+		}
+		return *v, true
+	}
+	if i, ok := l.find(key); ok {
+		return l.values[i], true
+	}
+	var zero T
+	return zero, false
+}
+
+// list returns the values in key order; nil for none. The slice is new
+// whenever something changed, so that one handed out stays as it was.
+func (l *sortedList[T]) list() []T {
+	if len(l.pending) > 0 {
+		changed := make([]string, 0, len(l.pending))
+		for k := range l.pending {
+			changed = append(changed, k)
+		}
+		slices.Sort(changed)
+		values := make([]T, 0, len(l.values)+len(changed))
+		i := 0
+		for _, k := range changed {
+			j, found := slices.BinarySearchFunc(l.values[i:], k, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+			values = append(values, l.values[i:i+j]...)
+			i += j
+			if found {
+				i++ // replaced or deleted
+			}
+			if v := l.pending[k]; v != nil {
+				values = append(values, *v)
+			}
+		}
+		l.values, l.pending = append(values, l.values[i:]...), nil
+	}
+	if len(l.values) == 0 {
+		return nil
+	}
+	return l.values
+}

@@ -1,0 +1,278 @@
+package render
+
+import (
+	"flag"
+	"fmt"
+	mathrand "math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// TestIncrementalEqualsBuild is the property of model.Incremental: over
+// random sequences of changes to the random snapshots of
+// TestRandomSnapshotsNginxAccepts (its generators: odd hosts that merge
+// and conflict, every annotation, TLS, canaries, default backends), the
+// model and problems it builds equal model.Build's after every step. The
+// changes: an Ingress created, replaced, deleted, its host renamed, moved
+// to another class and back; a Secret rotated, turned to junk or deleted;
+// a Service's ports changed or deleted; an EndpointSlice moved; a
+// ConfigMap Ingresses name edited; the agent's ConfigMap's TCP services
+// changed; the default certificate set; the clock past the
+// certificates' expiry. It lives beside those generators (package
+// render) and checks the model only.
+//
+// A failure names the sequence's seed; rerun it alone with
+//
+//	go test ./agent/internal/render -run TestIncrementalEqualsBuild -incremental.seed=N -incremental.sequences=1
+var (
+	incrementalSeed      = flag.Int64("incremental.seed", 1, "first seed of TestIncrementalEqualsBuild; sequence i uses seed+i")
+	incrementalSequences = flag.Int("incremental.sequences", 150, "how many random change sequences TestIncrementalEqualsBuild checks (30 with -short); thousands: -incremental.sequences=5000")
+)
+
+const incrementalSteps = 12
+
+func TestIncrementalEqualsBuild(t *testing.T) {
+	world := newRandomWorld()
+	n := *incrementalSequences
+	if testing.Short() && n > 30 {
+		n = 30
+	}
+	start := time.Now()
+	paths := map[string]int{}
+	for i := range n {
+		seed := *incrementalSeed + int64(i)
+		if err := checkIncrementalSequence(world, seed, paths); err != nil {
+			t.Fatalf("seed %d (rerun: -incremental.seed=%d -incremental.sequences=1): %v", seed, seed, err)
+		}
+	}
+	t.Logf("%d sequences of %d changes in %s: %v", n, incrementalSteps, time.Since(start).Round(time.Millisecond), paths)
+	if paths["incremental"] < n*incrementalSteps/3 {
+		t.Errorf("only %d of %d steps were incremental: the property is checked on too few", paths["incremental"], n*incrementalSteps)
+	}
+}
+
+func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]int) error {
+	rng := mathrand.New(mathrand.NewSource(seed))
+	s := world.snapshot(rng)
+	s.Now = time.Now()
+	hosts := make([]string, 4+rng.Intn(6))
+	for i := range hosts {
+		hosts[i] = randomHost(rng)
+	}
+	for _, ing := range s.Ingresses {
+		for _, r := range ing.Spec.Rules {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	// www twins, for from-to-www-redirect to meet.
+	for _, h := range hosts[:4] {
+		hosts = append(hosts, "www."+h)
+	}
+	inc := model.NewIncremental()
+	next := 100
+	var log []string
+	for step := range incrementalSteps + 1 {
+		if step > 0 {
+			log = append(log, changeSnapshot(rng, world, &s, hosts, &next))
+		}
+		got, gotProblems, path := inc.Build(s)
+		want, wantProblems := model.Build(s)
+		if strings.Contains(path.Reason, "built whole") || strings.Contains(path.Reason, "islands") {
+			return fmt.Errorf("step %d (%s): the islands failed: %s", step, strings.Join(log, "; "), path.Reason)
+		}
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("step %d (%s, path %+v): model differs:\n%s", step, strings.Join(log, "; "), path, modelDiff(want, got))
+		}
+		if !reflect.DeepEqual(gotProblems, wantProblems) {
+			return fmt.Errorf("step %d (%s, path %+v): problems differ:\n got %q\nwant %q", step, strings.Join(log, "; "), path, gotProblems, wantProblems)
+		}
+		if step > 0 {
+			if path.Incremental {
+				paths["incremental"]++
+			} else {
+				paths["full"]++
+			}
+		}
+	}
+	return nil
+}
+
+// changeSnapshot makes one random change to s, replacing objects (never
+// changing one in place, as the sources do), and says what it did.
+func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, hosts []string, next *int) string {
+	pickIngress := func() int { return rng.Intn(len(s.Ingresses)) }
+	if len(s.Ingresses) == 0 {
+		s.Ingresses = []*networkingv1.Ingress{randomIngress(rng, *next, hosts)}
+		*next++
+		return "create into an empty snapshot"
+	}
+	switch rng.Intn(16) {
+	case 14, 15:
+		// What couples hosts beyond rules: an alias, a www twin, a TLS
+		// host of a Secret another Ingress may claim.
+		i := pickIngress()
+		ing := s.Ingresses[i].DeepCopy()
+		prefix := pick(rng, annotationPrefixes)
+		switch rng.Intn(3) {
+		case 0:
+			ing.Annotations[prefix+"server-alias"] = pick(rng, hosts) + "," + pick(rng, hosts)
+		case 1:
+			ing.Annotations[prefix+"from-to-www-redirect"] = "true"
+		default:
+			ing.Spec.TLS = append(ing.Spec.TLS, networkingv1.IngressTLS{
+				SecretName: pick(rng, []string{"tls-exact", "tls-wildcard", "tls-junk", "missing"}),
+				Hosts:      []string{pick(rng, hosts), pick(rng, hosts)}})
+		}
+		s.Ingresses = replaced(s.Ingresses, i, ing)
+		return "couple " + ing.Namespace + "/" + ing.Name
+	case 0, 1:
+		ing := randomIngress(rng, *next, hosts)
+		*next++
+		if rng.Intn(6) == 0 && len(ing.Spec.Rules) > 0 {
+			s.Ingresses = append(slices.Clip(s.Ingresses), randomCanary(rng, *next, ing))
+		}
+		s.Ingresses = append(slices.Clip(s.Ingresses), ing)
+		return "create " + ing.Namespace + "/" + ing.Name
+	case 2, 3:
+		i := pickIngress()
+		old := s.Ingresses[i]
+		ing := randomIngress(rng, 0, hosts)
+		ing.Namespace, ing.Name = old.Namespace, old.Name
+		if rng.Intn(2) == 0 {
+			ing.CreationTimestamp = old.CreationTimestamp
+		}
+		s.Ingresses = replaced(s.Ingresses, i, ing)
+		return "update " + ing.Namespace + "/" + ing.Name
+	case 4:
+		i := pickIngress()
+		name := s.Ingresses[i].Namespace + "/" + s.Ingresses[i].Name
+		s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), i, i+1)
+		return "delete " + name
+	case 5, 6:
+		i := pickIngress()
+		ing := s.Ingresses[i].DeepCopy()
+		if len(ing.Spec.Rules) == 0 {
+			ing.Spec.Rules = []networkingv1.IngressRule{{Host: pick(rng, hosts)}}
+		}
+		r := rng.Intn(len(ing.Spec.Rules))
+		ing.Spec.Rules[r].Host = pick(rng, hosts)
+		if rng.Intn(4) == 0 {
+			ing.Spec.Rules[r].Host = randomHost(rng)
+		}
+		if len(ing.Spec.TLS) > 0 && rng.Intn(2) == 0 && len(ing.Spec.TLS[0].Hosts) > 0 {
+			ing.Spec.TLS[0].Hosts[0] = ing.Spec.Rules[r].Host
+		}
+		s.Ingresses = replaced(s.Ingresses, i, ing)
+		return "rename a host of " + ing.Namespace + "/" + ing.Name + " to " + ing.Spec.Rules[r].Host
+	case 7:
+		i := pickIngress()
+		ing := s.Ingresses[i].DeepCopy()
+		class := pick(rng, []string{"restysync", "nginx", "other"})
+		switch rng.Intn(3) {
+		case 0:
+			ing.Spec.IngressClassName = &class
+		case 1:
+			ing.Spec.IngressClassName = nil
+			ing.Annotations["kubernetes.io/ingress.class"] = class
+		default:
+			ing.Spec.IngressClassName = nil
+			delete(ing.Annotations, "kubernetes.io/ingress.class")
+		}
+		s.Ingresses = replaced(s.Ingresses, i, ing)
+		return "move " + ing.Namespace + "/" + ing.Name + " to class " + class
+	case 8:
+		i := rng.Intn(len(s.Secrets))
+		secret := s.Secrets[i].DeepCopy()
+		switch rng.Intn(4) {
+		case 0:
+			s.Secrets = slices.Delete(slices.Clone(s.Secrets), i, i+1)
+			return "delete Secret " + secret.Namespace + "/" + secret.Name
+		case 1:
+			pair := randomCertificate(pick(rng, []string{"app.example.com", "a.example.com", "localhost"}), "*.example.com")
+			secret.Data = map[string][]byte{corev1.TLSCertKey: pair.cert, corev1.TLSPrivateKeyKey: pair.key}
+			secret.Type = corev1.SecretTypeTLS
+		case 2:
+			secret.Data = map[string][]byte{corev1.TLSCertKey: []byte("junk"), corev1.TLSPrivateKeyKey: []byte("junk"), "auth": []byte("carol:{SHA}x\n")}
+		}
+		s.Secrets = replaced(s.Secrets, i, secret)
+		return "rotate Secret " + secret.Namespace + "/" + secret.Name
+	case 9:
+		i := rng.Intn(len(s.Services))
+		svc := s.Services[i].DeepCopy()
+		if rng.Intn(3) == 0 {
+			s.Services = slices.Delete(slices.Clone(s.Services), i, i+1)
+			return "delete Service " + svc.Namespace + "/" + svc.Name
+		}
+		svc.Spec.Ports = []corev1.ServicePort{{Name: pick(rng, []string{"http", "alt", "other"}), Port: pick(rng, []int32{80, 8080, 81})}}
+		s.Services = replaced(s.Services, i, svc)
+		return "change Service " + svc.Namespace + "/" + svc.Name
+	case 10:
+		i := rng.Intn(len(s.EndpointSlices))
+		slice := s.EndpointSlices[i].DeepCopy()
+		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("127.0.0.%d", 3+rng.Intn(200))}}}
+		if rng.Intn(4) == 0 {
+			slice.Labels = map[string]string{discoveryv1.LabelServiceName: pick(rng, randomServices)}
+		}
+		s.EndpointSlices = replaced(s.EndpointSlices, i, slice)
+		return "move EndpointSlice " + slice.Namespace + "/" + slice.Name
+	case 11:
+		i := rng.Intn(len(s.ConfigMaps))
+		cm := s.ConfigMaps[i].DeepCopy()
+		cm.Data = map[string]string{"X-Changed": pick(rng, []string{"a", "$host", "b;"})}
+		s.ConfigMaps = replaced(s.ConfigMaps, i, cm)
+		return "edit ConfigMap " + cm.Namespace + "/" + cm.Name
+	case 12:
+		switch rng.Intn(3) {
+		case 0:
+			s.TCPServices = randomServicesConfigMap(rng, "tcp-services")
+			return "change the TCP services"
+		case 1:
+			s.DefaultCertificate = pick(rng, []string{"", "default/tls-exact", "team-a/tls-junk", "x/missing"})
+			return "default certificate " + s.DefaultCertificate
+		}
+		s.Now = s.Now.Add(25 * time.Hour)
+		return "the certificates expire"
+	}
+	// A world object back, or a Secret to a new object of equal content.
+	i := rng.Intn(len(world.secrets))
+	secret := world.secrets[i].DeepCopy()
+	for j, old := range s.Secrets {
+		if old.Namespace == secret.Namespace && old.Name == secret.Name {
+			s.Secrets = replaced(s.Secrets, j, secret)
+			return "re-create Secret " + secret.Namespace + "/" + secret.Name
+		}
+	}
+	s.Secrets = append(slices.Clip(s.Secrets), secret)
+	return "restore Secret " + secret.Namespace + "/" + secret.Name
+}
+
+// replaced is list with v at i, in a new slice.
+func replaced[T any](list []T, i int, v T) []T {
+	out := slices.Clone(list)
+	out[i] = v
+	return out
+}
+
+// modelDiff names the first parts of want and got that differ.
+func modelDiff(want, got model.Model) string {
+	var b strings.Builder
+	wv, gv := reflect.ValueOf(want), reflect.ValueOf(got)
+	for i := range wv.NumField() {
+		if !reflect.DeepEqual(wv.Field(i).Interface(), gv.Field(i).Interface()) {
+			fmt.Fprintf(&b, "%s:\n got %+v\nwant %+v\n", wv.Type().Field(i).Name, gv.Field(i).Interface(), wv.Field(i).Interface())
+		}
+	}
+	out := b.String()
+	if len(out) > 6000 {
+		out = out[:6000] + "…"
+	}
+	return out
+}

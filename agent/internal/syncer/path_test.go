@@ -1,0 +1,61 @@
+package syncer
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// The sync log line says how the model was computed: path=full with the
+// reason (the first build, an IngressClass changed), path=incremental for
+// a new Ingress (only it is built), path=fast when only endpoints moved;
+// and each model is the one a full build gives.
+func TestSyncLogPath(t *testing.T) {
+	var logs strings.Builder
+	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
+	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	step := func(kinds map[source.Kind]bool, want ...string) {
+		t.Helper()
+		logs.Reset()
+		next, problems, path := s.model(kinds)
+		s.logSync(next, len(problems), path, "", syncResult{}, time.Now(), nil)
+		for _, w := range want {
+			if !strings.Contains(logs.String(), w) {
+				t.Errorf("sync log line %q lacks %q", logs.String(), w)
+			}
+		}
+		if path != "fast" {
+			if full, _ := model.Build(s.builtSnap); !slices.EqualFunc(next.Servers, full.Servers, func(a, b model.Server) bool { return a.Host == b.Host }) {
+				t.Errorf("servers %v, a full build's %v", next.Servers, full.Servers)
+			}
+		}
+	}
+	step(map[source.Kind]bool{source.KindIngress: true}, "path=full", `path_reason="first build"`)
+
+	// A second Ingress: built alone.
+	second := src.snap.Ingresses[0].DeepCopy()
+	second.Name, second.Spec.Rules[0].Host = "second", "second.test"
+	src.snap.Ingresses = append(slices.Clone(src.snap.Ingresses), second)
+	step(map[source.Kind]bool{source.KindIngress: true}, "path=incremental", "servers=2")
+	if strings.Contains(logs.String(), "path_reason") {
+		t.Errorf("an incremental sync names a reason: %q", logs.String())
+	}
+
+	// An IngressClass: everything.
+	class := src.snap.IngressClasses[0].DeepCopy()
+	src.snap.IngressClasses = []*networkingv1.IngressClass{class}
+	step(map[source.Kind]bool{source.KindIngressClass: true}, "path=full", `path_reason="an IngressClass changed"`, "servers=2")
+
+	// Endpoints only.
+	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+	step(map[source.Kind]bool{source.KindEndpointSlice: true}, "path=fast")
+	if strings.Contains(logs.String(), "path_reason") {
+		t.Errorf("a fast sync names a reason: %q", logs.String())
+	}
+}
