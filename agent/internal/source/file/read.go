@@ -89,6 +89,7 @@ func (s *Source) apply(b *batch) {
 // listing it so that no file created meanwhile is missed. If the folder
 // itself cannot be read, the files read before are kept and folderErr is set.
 func (s *Source) readAll() {
+	s.pendingAll = true // files and folders may be gone: publish builds the view whole
 	seenFiles := map[string]bool{}
 	seenDirs := map[string]bool{}
 	s.dirProblem = nil
@@ -190,6 +191,18 @@ func (s *Source) readFile(path string) {
 	s.install(path, s.decodeFile(path))
 }
 
+// notePending records that path's state changes from old (nil: the file
+// is new) before the next publish, which may then patch the view
+// (patchView).
+func (s *Source) notePending(path string, old *fileState) {
+	if s.pending == nil {
+		s.pending = map[string]*fileState{}
+	}
+	if _, ok := s.pending[path]; !ok {
+		s.pending[path] = old
+	}
+}
+
 // fileRead is what decodeFile found in one file, for install.
 type fileRead struct {
 	err       error // the file could not be read
@@ -217,8 +230,12 @@ func (s *Source) decodeFile(path string) fileRead {
 // install makes what decodeFile read of path the file's state.
 func (s *Source) install(path string, r fileRead) {
 	var served []document
-	if old := s.files[path]; old != nil {
+	old := s.files[path]
+	if old != nil {
 		served = old.docs
+	}
+	if !r.unchanged {
+		s.notePending(path, old)
 	}
 	switch {
 	case isGone(r.err):
