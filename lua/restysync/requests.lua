@@ -98,6 +98,9 @@ local series = {}  -- key -> array
 local nseries = 0
 local dirty = false
 local dropped = 0
+-- What record() reads: each is one nginx variable per request, the most
+-- of what recording costs; start() leaves out what opts.skip names.
+local read_response, read_connect, read_header, read_request_size, read_bytes_sent
 
 -- valid_bounds says whether b is a list of 1 to 64 increasing finite numbers.
 local function valid_bounds(b)
@@ -153,9 +156,28 @@ end
 
 -- start turns recording on in this worker; init_worker_by_lua calls it
 -- (nginx.conf has it only with the request metrics on). opts: time,
--- length and size, the bucket bounds of each kind of histogram, and
--- undefined_host.
+-- length and size, the bucket bounds of each kind of histogram,
+-- undefined_host, and skip: histograms (name = true) not recorded, whose
+-- fields stay 0.
 function _M.start(opts)
+    local skip = opts.skip or {}
+    if type(skip) ~= "table" then
+        error("restysync.requests.start: skip must be a table")
+    end
+    for name in pairs(skip) do
+        local known = false
+        for _, h in ipairs(HISTOGRAMS) do
+            known = known or h == name
+        end
+        if not known then
+            error("restysync.requests.start: no histogram " .. tostring(name))
+        end
+    end
+    read_response = not skip.response_duration
+    read_connect = not skip.connect_duration
+    read_header = not skip.header_duration
+    read_request_size = not skip.request_size
+    read_bytes_sent = not (skip.response_size and skip.bytes_sent)
     for _, kind in ipairs({ "time", "length", "size" }) do
         if not valid_bounds(opts[kind]) then
             error("restysync.requests.start: " .. kind .. " must be 1 to 64 increasing numbers")
@@ -256,15 +278,25 @@ function _M.record(ctx, entry)
     if entry then
         -- One value each: a retried request's lists are left out, as
         -- ingress-nginx does.
-        observe_var(a, 2, time, "upstream_response_time")
-        observe_var(a, 3, time, "upstream_connect_time")
-        observe_var(a, 4, time, "upstream_header_time")
+        if read_response then
+            observe_var(a, 2, time, "upstream_response_time")
+        end
+        if read_connect then
+            observe_var(a, 3, time, "upstream_connect_time")
+        end
+        if read_header then
+            observe_var(a, 4, time, "upstream_header_time")
+        end
     end
-    observe_var(a, 5, length, "request_length")
-    local v = tonumber(ngx_var.bytes_sent)
-    if v then
-        observe(a, offset[6], length, v)
-        observe(a, offset[7], size, v)
+    if read_request_size then
+        observe_var(a, 5, length, "request_length")
+    end
+    if read_bytes_sent then
+        local v = tonumber(ngx_var.bytes_sent)
+        if v then
+            observe(a, offset[6], length, v)
+            observe(a, offset[7], size, v)
+        end
     end
 end
 

@@ -32,6 +32,18 @@ function T.test_start_refuses_bad_bounds()
     t.contains(err, "length must be 1 to 64 increasing numbers", "reason")
 end
 
+function T.test_start_refuses_unknown_skipped_histograms()
+    local b = { time = { 1 }, length = { 1 }, size = { 1 } }
+    b.skip = { response_duration = true, upstream_secrets = true }
+    local ok, err = pcall(requests.start, b)
+    t.eq(ok, false, "start")
+    t.contains(err, "no histogram upstream_secrets", "reason")
+    b.skip = "connect_duration"
+    ok, err = pcall(requests.start, b)
+    t.eq(ok, false, "start with a string")
+    t.contains(err, "skip must be a table", "reason")
+end
+
 function T.test_report_without_start_is_empty()
     local body = require("cjson").decode(requests.report())
     t.eq(#body.series, 0, "series")

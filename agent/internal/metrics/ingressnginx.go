@@ -121,10 +121,7 @@ func newIngressNginxCollector(opts IngressNginx, timeout time.Duration, state fu
 		"controller_namespace": opts.Namespace,
 		"controller_pod":       opts.Pod,
 	}
-	excluded := map[string]bool{}
-	for _, e := range opts.Exclude {
-		excluded[strings.TrimPrefix(e, IngressNginxNamespace+"_")] = true
-	}
+	excluded := opts.excluded()
 	labels := requestLabelNames(opts.PerHost)
 	name := func(n string) string { return prometheus.BuildFQName(IngressNginxNamespace, "", n) }
 	desc := func(n, help string, labels []string) *prometheus.Desc {
@@ -169,6 +166,30 @@ func newIngressNginxCollector(opts IngressNginx, timeout time.Duration, state fu
 		c.histograms = append(c.histograms, desc(h.name, h.help, labels))
 	}
 	return c
+}
+
+// Unrecorded are the histograms (requests.lua's names) no exported series
+// reads, so that nginx need not record them (render.RequestMetrics): each
+// excluded histogram, but connect_duration while the
+// ingress_upstream_latency_seconds summary, which reads it, is exported.
+func (in IngressNginx) Unrecorded() []string {
+	excluded := in.excluded()
+	var out []string
+	for i, h := range requestHistograms {
+		if excluded[h.name] && (i != connectHistogram || excluded["ingress_upstream_latency_seconds"]) {
+			out = append(out, h.lua)
+		}
+	}
+	return out
+}
+
+// excluded are the series of Exclude, without the namespace prefix.
+func (in IngressNginx) excluded() map[string]bool {
+	excluded := map[string]bool{}
+	for _, e := range in.Exclude {
+		excluded[strings.TrimPrefix(e, IngressNginxNamespace+"_")] = true
+	}
+	return excluded
 }
 
 // requestLabelNames are the labels of the request series as exported.

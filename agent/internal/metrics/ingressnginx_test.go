@@ -3,12 +3,14 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/syncer"
 )
 
@@ -225,5 +227,36 @@ func TestIngressNginxLuaDown(t *testing.T) {
 	mustValue(t, m, "nginx_ingress_controller_config_last_reload_successful", nil, 1)
 	if _, ok := value(t, m, "nginx_ingress_controller_requests", nil); ok {
 		t.Error("request series without Lua")
+	}
+}
+
+// nginx records a histogram only while an exported series reads it; the
+// names are requests.lua's, which render checks against its own list.
+func TestIngressNginxUnrecorded(t *testing.T) {
+	for _, c := range []struct {
+		exclude []string
+		want    []string
+	}{
+		{nil, nil},
+		{[]string{"nginx_ingress_controller_bytes_sent", "response_size", "header_duration_seconds"}, []string{"header_duration", "response_size", "bytes_sent"}},
+		// the deprecated summary reads connect_duration
+		{[]string{"connect_duration_seconds"}, nil},
+		{[]string{"connect_duration_seconds", "ingress_upstream_latency_seconds"}, []string{"connect_duration"}},
+		{[]string{"requests", "request_duration_seconds"}, []string{"request_duration"}},
+	} {
+		got := IngressNginx{Exclude: c.exclude}.Unrecorded()
+		if !slices.Equal(got, c.want) {
+			t.Errorf("exclude %v: unrecorded %v, want %v", c.exclude, got, c.want)
+		}
+		for _, h := range got {
+			if !slices.Contains(render.RequestHistograms, h) {
+				t.Errorf("%q is not one of render's histograms", h)
+			}
+		}
+	}
+	for i, h := range requestHistograms {
+		if render.RequestHistograms[i] != h.lua {
+			t.Errorf("histogram %d: %q here, %q in render", i, h.lua, render.RequestHistograms[i])
+		}
 	}
 }

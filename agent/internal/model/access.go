@@ -495,7 +495,7 @@ func (b *builder) readBasicAuth(ing *networkingv1.Ingress, st *accessState) stri
 			realm = value
 		}
 	}
-	file := authFileDir + namespace + "_" + name
+	file := fileName(namespace, name, "")
 	st.settings.BasicAuth = BasicAuth{File: file, Realm: realm}
 	st.authFile = &AuthFile{Name: file, Content: string(content)}
 	return ""

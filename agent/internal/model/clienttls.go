@@ -101,7 +101,6 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		return ClientCert{}, nil, key + " is not usable"
 	}
 	namespace, name := secret.Namespace, secret.Name
-	base := authFileDir + namespace + "_" + name
 	ca, has := secret.Data["ca.crt"]
 	if !has {
 		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s has no ca.crt%s", namespace, name, closed))
@@ -111,13 +110,13 @@ func (b *builder) readClientTLS(ing *networkingv1.Ingress) (ClientCert, *ClientT
 		b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, closed))
 		return ClientCert{}, nil, key + " is not usable"
 	}
-	s.CAFile = b.secretFile(base, "ca.crt", ca)
+	s.CAFile = b.secretFile(namespace, name, "ca.crt", ca)
 	if crl, has := secret.Data["ca.crl"]; has {
 		if reason := checkCRL(crl); reason != "" {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crl %s%s", namespace, name, reason, closed))
 			return ClientCert{}, nil, key + " is not usable"
 		}
-		s.CRLFile = b.secretFile(base, "ca.crl", crl)
+		s.CRLFile = b.secretFile(namespace, name, "ca.crl", crl)
 	}
 	return c, &s, ""
 }

@@ -176,8 +176,7 @@ func (p *gatewayProcessor) resolveFrontend(g *gatewayState, port gatewayv1.PortN
 	}
 	// The file's name is the namespace's and the bundle's hash: bounded
 	// whatever the Gateway's name, and the same bundle is one file.
-	base := authFileDir + g.gw.Namespace + "_gateway-ca"
-	c.clientTLS = &ClientTLS{CAFile: p.secretFile(base, "ca.crt", bundle.Bytes()), Verify: verify, Depth: gatewayVerifyDepth}
+	c.clientTLS = &ClientTLS{CAFile: p.secretFile(g.gw.Namespace, "gateway-ca", "ca.crt", bundle.Bytes()), Verify: verify, Depth: gatewayVerifyDepth}
 	return c
 }
 

@@ -261,9 +261,21 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, set *listen
 	case c.invalid != nil:
 		return *c.invalid
 	}
+	return attachToListeners(g, allowed, c.hostnames, attached, func(l *listenerState, hosts []string) {
+		p.attachments = append(p.attachments, attachment{route: c, gateway: g, listener: l, hosts: hosts})
+	})
+}
+
+// attachToListeners attaches a route with hostnames to each listener of
+// allowed (of Gateway g) whose hostname they intersect, once per listener
+// (attached: those the route attached to through its other parentRefs),
+// and has serve serve the hostnames of each such listener that is
+// programmed on a Gateway served. It returns the route's Accepted
+// condition for this parent.
+func attachToListeners(g *gatewayState, allowed []*listenerState, hostnames []string, attached map[*listenerState]bool, serve func(l *listenerState, hosts []string)) Condition {
 	matched := false
 	for _, l := range allowed {
-		hosts := intersectHostnames(l.hostname, c.hostnames)
+		hosts := intersectHostnames(l.hostname, hostnames)
 		if len(hosts) == 0 {
 			continue
 		}
@@ -274,7 +286,7 @@ func (p *gatewayProcessor) attach(c *compiledRoute, g *gatewayState, set *listen
 		attached[l] = true
 		l.attached++
 		if l.programmed() && g.served() {
-			p.attachments = append(p.attachments, attachment{route: c, gateway: g, listener: l, hosts: hosts})
+			serve(l, hosts)
 		}
 	}
 	if !matched {

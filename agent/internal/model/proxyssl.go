@@ -140,12 +140,11 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 		return
 	}
 	namespace, name := secret.Namespace, secret.Name
-	base := authFileDir + namespace + "_" + name
 	if ca, has := secret.Data["ca.crt"]; has {
 		if reason := checkCABundle(ca); reason != "" {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s key ca.crt %s%s", namespace, name, reason, unusable))
 		} else {
-			s.CAFile = b.secretFile(base, "ca.crt", ca)
+			s.CAFile = b.secretFile(namespace, name, "ca.crt", ca)
 		}
 	}
 	cert, hasCert := secret.Data["tls.crt"]
@@ -156,8 +155,8 @@ func (b *builder) readProxySSL(ing *networkingv1.Ingress, p *ProxySettings) {
 		} else if _, err := tls.X509KeyPair(cert, keyPEM); err != nil {
 			b.annotationProblem(ing, key, ref, fmt.Sprintf("Secret %s/%s: tls.crt and tls.key are not a certificate and its key; no client certificate is sent", namespace, name))
 		} else {
-			s.CertFile = b.secretFile(base, "tls.crt", cert)
-			s.KeyFile = b.secretFile(base, "tls.key", keyPEM)
+			s.CertFile = b.secretFile(namespace, name, "tls.crt", cert)
+			s.KeyFile = b.secretFile(namespace, name, "tls.key", keyPEM)
 		}
 	}
 }
@@ -182,14 +181,39 @@ func (b *builder) namedSecret(ing *networkingv1.Ingress, key, ref, consequence s
 // CA, a client certificate, a CRL) and returns its name, which changes
 // with its content: nginx reads these when it loads its config, so new
 // content must be a new file and a reload.
-func (b *Builder) secretFile(base, key string, content []byte) string {
-	sum := sha256.Sum256(content)
-	name := base + "." + hex.EncodeToString(sum[:6]) + "." + key
+func (b *Builder) secretFile(namespace, name, key string, content []byte) string {
+	name = hashedFileName(namespace, name, key, content)
 	if b.secretFiles == nil {
 		b.secretFiles = map[string]AuthFile{}
 	}
 	b.secretFiles[name] = AuthFile{Name: name, Content: string(content)}
 	return name
+}
+
+// maxFileName bounds the name of a file under the shared dir's auth/
+// folder: filesystems take 255 bytes, and apply writes each file under a
+// temporary name a little longer first.
+const maxFileName = 200
+
+// fileName is the name under the shared dir of a file made from the object
+// namespace/name: "auth/<namespace>_<name><suffix>". A name too long for
+// the filesystem (Kubernetes takes 63 + 253 characters) is cut and ends
+// with a hash of namespace/name, so that two objects never share a file.
+func fileName(namespace, name, suffix string) string {
+	base := namespace + "_" + name
+	if len(base)+len(suffix) > maxFileName {
+		sum := sha256.Sum256([]byte(namespace + "/" + name))
+		mark := "-" + hex.EncodeToString(sum[:6])
+		base = base[:maxFileName-len(suffix)-len(mark)] + mark
+	}
+	return authFileDir + base + suffix
+}
+
+// hashedFileName is the file of key of object namespace/name holding
+// content: its name changes with the content.
+func hashedFileName(namespace, name, key string, content []byte) string {
+	sum := sha256.Sum256(content)
+	return fileName(namespace, name, "."+hex.EncodeToString(sum[:6])+"."+key)
 }
 
 // checkCABundle returns why ca is not a PEM bundle of CA certificates, or "".

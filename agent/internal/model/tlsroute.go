@@ -2,8 +2,6 @@ package model
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -251,30 +249,12 @@ func (p *gatewayProcessor) attachTLS(r *gatewayv1.TLSRoute, hostnames []string, 
 	case len(allowed) == 0:
 		return condition(condAccepted, false, string(gatewayv1.RouteReasonNotAllowedByListeners), "no listener of the Gateway takes TLSRoutes (protocol TLS) from namespace "+r.Namespace)
 	}
-	matched := false
-	for _, l := range allowed {
-		hosts := intersectHostnames(l.hostname, hostnames)
-		if len(hosts) == 0 {
-			continue
-		}
-		matched = true
-		if attached[l] {
-			continue
-		}
-		attached[l] = true
-		l.attached++
-		if !l.programmed() || !g.served() {
-			continue
-		}
+	return attachToListeners(g, allowed, hostnames, attached, func(l *listenerState, hosts []string) {
 		certFile, keyFile := p.terminateFiles(l)
 		for _, a := range g.addresses {
 			p.addTLSHosts(a, l.spec.Port, hosts, TLSHost{Backend: backend, Route: r.Namespace + "/" + r.Name, CertFile: certFile, KeyFile: keyFile})
 		}
-	}
-	if !matched {
-		return condition(condAccepted, false, string(gatewayv1.RouteReasonNoMatchingListenerHostname), "no listener's hostname matches the route's hostnames")
-	}
-	return condition(condAccepted, true, reasonAccepted, "")
+	})
 }
 
 // addTLSHosts sends hosts on address:port as to (its Host aside), those no
@@ -303,10 +283,8 @@ func (p *gatewayProcessor) terminateFiles(l *listenerState) (string, string) {
 		return "", ""
 	}
 	namespace, name, _ := strings.Cut(l.secret, "/")
-	base := "auth/" + namespace + "_" + name
 	file := func(key, content string) string {
-		sum := sha256.Sum256([]byte(content))
-		f := AuthFile{Name: base + "." + hex.EncodeToString(sum[:6]) + "." + key, Content: content}
+		f := AuthFile{Name: hashedFileName(namespace, name, key, []byte(content)), Content: content}
 		if !slices.Contains(p.files, f) {
 			p.files = append(p.files, f)
 		}

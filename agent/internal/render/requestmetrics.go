@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,17 @@ type RequestMetrics struct {
 	// UndefinedHost labels a request no route's host served with its Host
 	// header (--metrics-per-undefined-host), else with "".
 	UndefinedHost bool
+	// Unrecorded are histograms (RequestHistograms) nginx does not record,
+	// because no exported series reads them (--exclude-socket-metrics):
+	// each but request_duration costs a read of an nginx variable per
+	// request.
+	Unrecorded []string
 }
+
+// RequestHistograms are the histograms nginx records per series, in the
+// order of lua/restysync/requests.lua's HISTOGRAMS.
+var RequestHistograms = []string{"request_duration", "response_duration", "connect_duration", "header_duration",
+	"request_size", "response_size", "bytes_sent"}
 
 // DefaultRequestMetrics are ingress-nginx's default buckets: Prometheus's
 // default for times, 10 to 100 by 10 for lengths, 10 to 10⁷ by ×10 for
@@ -61,6 +72,9 @@ type requestMetricsView struct {
 	DictSize           string
 	Time, Length, Size string
 	UndefinedHost      bool
+	// Skip is a Lua table's fields: "name = true" for each histogram of
+	// Unrecorded, one of RequestHistograms.
+	Skip string
 }
 
 func newRequestMetricsView(r *RequestMetrics) (*requestMetricsView, error) {
@@ -82,6 +96,14 @@ func newRequestMetricsView(r *RequestMetrics) (*requestMetricsView, error) {
 		}
 		*b.out = strings.Join(parts, ", ")
 	}
+	var skip []string
+	for _, h := range r.Unrecorded {
+		if !slices.Contains(RequestHistograms, h) {
+			return nil, fmt.Errorf("request metrics: no histogram %q", h)
+		}
+		skip = append(skip, h+" = true")
+	}
+	view.Skip = strings.Join(skip, ", ")
 	return view, nil
 }
 

@@ -86,11 +86,22 @@ func TestRequestMetricsRender(t *testing.T) {
 		"time = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 },",
 		"size = { 10, 100, 1000, 10000, 100000, 1e+06, 1e+07 },",
 		"undefined_host = false,",
+		"skip = {  },",
 	} {
 		if !strings.Contains(string(on.Bytes), line) {
 			t.Errorf("metrics on: nginx.conf lacks %q", line)
 		}
 	}
+
+	rm.Unrecorded = []string{"connect_duration", "header_duration"}
+	if out, _, err := Build(m, s); err != nil || !strings.Contains(string(out.Bytes), "skip = { connect_duration = true, header_duration = true },") {
+		t.Errorf("unrecorded histograms: %v", err)
+	}
+	rm.Unrecorded = []string{"x = true }; os.execute('id') --"}
+	if _, _, err := Build(m, s); err == nil || !strings.Contains(err.Error(), "no histogram") {
+		t.Errorf("an unknown histogram: %v", err)
+	}
+	rm.Unrecorded = nil
 
 	rm.Time = []float64{1, 0.5}
 	if _, _, err := Build(m, s); err == nil || !strings.Contains(err.Error(), "time buckets") {
