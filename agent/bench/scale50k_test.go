@@ -100,10 +100,11 @@ func TestB6File50k(t *testing.T) {
 	b1 := summarize(latencies)
 	agentShare := summarize(fastSyncs(a.log.String())[syncsBefore:])
 
-	// One new Ingress: a full sync at this size; the peak RSS it reaches.
+	// One new Ingress (and its Service): a full sync at this size; the
+	// peak RSS it reaches.
 	a.resetPeak()
 	before := a.log.Len()
-	writeAtomic(t, filepath.Join(dir, "late.yaml"), ingressManifest("late", "late.scale.test", "probe"))
+	writeAtomic(t, filepath.Join(dir, "late.yaml"), appManifest("late", "late.scale.test", backends[current].addr))
 	late := a.waitFor("late.scale.test", "/", backends[current].name, 60*time.Second)
 	a.waitIdle(time.Second, 30*time.Second)
 	fullPeak := a.peakKiB()
@@ -169,8 +170,8 @@ func writeScaleFolder(t *testing.T, dir string, n int, addr string) {
 	}
 	for i := range n - 1 {
 		name := "s" + strconv.Itoa(i)
-		b.WriteString(serviceManifest(name, fakeAddrs(2*i, 2)...))
-		b.WriteString(ingressManifest(name, name+".scale.test", name))
+		addrs := fakeAddrs(2*i, 2)
+		b.WriteString(appManifest(name, name+".scale.test", addrs[0]+":8080", addrs[1]+":8080"))
 		if (i+1)%b6FileGroup == 0 {
 			flush()
 		}
@@ -179,67 +180,13 @@ func writeScaleFolder(t *testing.T, dir string, n int, addr string) {
 	writeAtomic(t, filepath.Join(dir, "probe.yaml"), probeManifest(addr))
 }
 
-// probeManifest is the probe's Service and Ingress, its slice on addr.
-func probeManifest(addr string) string {
-	host, port, _ := net.SplitHostPort(addr)
-	return strings.Replace(serviceManifest("probe", host), "port: 8080", "port: "+port, 1) +
-		ingressManifest("probe", "probe.scale.test", "probe")
-}
+// probeManifest is the probe's Service, its slice on addr, and Ingress.
+func probeManifest(addr string) string { return appManifest("probe", "probe.scale.test", addr) }
 
-// serviceManifest is a Service on port 80 and its slice: addrs on 8080.
-func serviceManifest(name string, addrs ...string) string {
-	var eps strings.Builder
-	for _, a := range addrs {
-		fmt.Fprintf(&eps, "  - addresses: [%q]\n", a)
-	}
-	return fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata:
-  name: %[1]s
-  namespace: default
-spec:
-  ports:
-    - name: http
-      port: 80
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %[1]s-1
-  namespace: default
-  labels:
-    kubernetes.io/service-name: %[1]s
-addressType: IPv4
-ports:
-  - name: http
-    port: 8080
-endpoints:
-%[2]s---
-`, name, eps.String())
-}
-
-// ingressManifest routes host "/" to svc's port 80.
-func ingressManifest(name, host, svc string) string {
-	return fmt.Sprintf(`apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: %s
-  namespace: default
-spec:
-  ingressClassName: restysync
-  rules:
-    - host: %s
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: %s
-                port:
-                  number: 80
----
-`, name, host, svc)
+// appManifest is Service name with its slice on addrs ("IP:port") and an
+// Ingress name routing host "/" to it.
+func appManifest(name, host string, addrs ...string) string {
+	return b9Service(name, addrs...) + "---\n" + b9Ingress(name, host, false, []string{"/"}) + "---\n"
 }
 
 // writeAtomic writes path through a hidden temp file renamed over it, as
@@ -293,21 +240,12 @@ func firstSync(log string) syncFigures {
 			continue
 		}
 		f := syncFigures{line: line}
+		durations := map[string]*time.Duration{"build": &f.build, "render": &f.render, "status": &f.status, "push": &f.push}
 		for _, m := range syncField.FindAllStringSubmatch(line, -1) {
-			if m[1] == "bytes" {
+			if d, ok := durations[m[1]]; ok {
+				*d, _ = time.ParseDuration(m[2])
+			} else {
 				f.bytes, _ = strconv.Atoi(m[2])
-				continue
-			}
-			d, _ := time.ParseDuration(m[2])
-			switch m[1] {
-			case "build":
-				f.build = d
-			case "render":
-				f.render = d
-			case "status":
-				f.status = d
-			case "push":
-				f.push = d
 			}
 		}
 		return f
