@@ -102,7 +102,7 @@ local HEADER_FIELDS = { name = true, value = true }
 local REDIRECT_FIELDS = { scheme = true, host = true, port = true, path = true,
     replace_prefix = true, matched_prefix = true, status = true }
 local REWRITE_FIELDS = { host = true, path = true, replace_prefix = true, matched_prefix = true }
-local BACKEND_FIELDS = { backend = true, weight = true, request_headers = true }
+local BACKEND_FIELDS = { backend = true, weight = true, request_headers = true, tls = true }
 local MIRROR_FIELDS = { backend = true, numerator = true, denominator = true }
 -- MAX_MIRRORS is how many mirrors a rule may have: the Gateway servers'
 -- named locations (render/gateway.go) go up to this many copies.
@@ -113,6 +113,9 @@ local MAX_DENOMINATOR = 2147483647
 -- MIRRORS_SEPARATOR joins the mirrors' backend names in
 -- $restysync_mirrors (a name holds no control character).
 local MIRRORS_SEPARATOR = "\n"
+-- BACKEND_TLS is the name of a Gateway server's backend TLS location
+-- (model.BackendTLSPrefix and 24 hex digits): the router ngx.exec()s it.
+local BACKEND_TLS = "^@restysync_btls_[0-9a-f]{24}$"
 local CORS_FIELDS = { allow_origins = true, allow_methods = true, allow_headers = true,
     expose_headers = true, allow_credentials = true, max_age = true }
 -- CORS_ORIGIN is an origin a CORS filter allows, in lower case: its host
@@ -510,7 +513,14 @@ local function check_backend(b, at)
             return nil, err
         end
     end
-    return { backend = name, weight = b.weight, request_headers = headers }
+    local tls
+    if not absent(b.tls) then
+        if type(b.tls) ~= "string" or not ngx_re_find(b.tls, BACKEND_TLS, "jo") then
+            return nil, at .. ".tls: not the name of a backend TLS location"
+        end
+        tls = b.tls
+    end
+    return { backend = name, weight = b.weight, request_headers = headers, tls = tls }
 end
 
 -- check_retry validates a rule's retry: {"attempts":3, "codes":[500,503]},
@@ -981,7 +991,8 @@ end
 -- serve runs the filters of loc's rule for this request (uri is $uri):
 -- a CORS preflight, a redirect or a status answers here (ngx.redirect and ngx.exit end the
 -- handler); else it returns the backend to balance, or nil for a share
--- without one (the caller answers 500).
+-- without one (the caller answers 500), and the backend TLS location the
+-- share is proxied through, if any.
 function _M.serve(loc, uri)
     local rule = loc.rule
     local name = loc.backend
@@ -1017,6 +1028,7 @@ function _M.serve(loc, uri)
             if name and share.request_headers then
                 edit_headers(share.request_headers, request_header, ngx_req.set_header)
             end
+            return name, name and share.tls
         end
     end
     return name

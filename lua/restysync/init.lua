@@ -125,15 +125,18 @@ function _M.metrics_dict()
     return ngx.shared[METRICS_DICT_NAME]
 end
 
--- retry_locations are the Gateway servers' named locations of retry
--- codes this nginx.conf has ("@restysync_retry_500_503" = true).
-local retry_locations = {}
+-- gateway_locations are the Gateway servers' named locations routes jump
+-- to that this nginx.conf has: those of retry codes
+-- ("@restysync_retry_500_503") and of backend TLS
+-- ("@restysync_btls_<hash>") = true.
+local gateway_locations = {}
 
--- has_retry_location says whether this nginx.conf has the Gateway retry
--- location name: a route pushed before the reload that brings it, or
--- kept after the reload that took it away, is served without it.
-function _M.has_retry_location(name)
-    return retry_locations[name] == true
+-- has_gateway_location says whether this nginx.conf has the Gateway
+-- server location name: a route pushed before the reload that brings it,
+-- kept after the reload that took it away, or met by a worker of the
+-- config before a reload, is served without it.
+function _M.has_gateway_location(name)
+    return gateway_locations[name] == true
 end
 
 -- profile_locations are the profiles (named locations) this nginx.conf
@@ -149,20 +152,20 @@ end
 
 -- init is called from init_by_lua_block with the hash of the nginx.conf,
 -- the names of its profiles (the named locations routes jump to) and of
--- its Gateway retry locations.
-function _M.init(hash, profiles, retries)
+-- its Gateway server locations (gateway_locations).
+function _M.init(hash, profiles, locations)
     if type(hash) ~= "string" then
         error("restysync.init: config hash must be a string")
     end
     if profiles ~= nil and type(profiles) ~= "table" then
         error("restysync.init: profiles must be a list of names")
     end
-    if retries ~= nil and type(retries) ~= "table" then
-        error("restysync.init: retry locations must be a list of names")
+    if locations ~= nil and type(locations) ~= "table" then
+        error("restysync.init: Gateway locations must be a list of names")
     end
-    retry_locations = {}
-    for _, name in ipairs(retries or {}) do
-        retry_locations[name] = true
+    gateway_locations = {}
+    for _, name in ipairs(locations or {}) do
+        gateway_locations[name] = true
     end
     profile_locations = {}
     for _, name in ipairs(profiles or {}) do
@@ -183,7 +186,13 @@ function _M.init(hash, profiles, retries)
         -- A cold start: the dict is empty. A failing init_by_lua would
         -- keep nginx from starting, so even an error load did not expect
         -- is only logged.
-        local lok, loaded = pcall(require("restysync.state").load, d, hash, profiles or {})
+        local named = {}
+        for _, list in ipairs({ profiles or {}, locations or {} }) do
+            for _, name in ipairs(list) do
+                named[#named + 1] = name
+            end
+        end
+        local lok, loaded = pcall(require("restysync.state").load, d, hash, named)
         if not lok then
             ngx.log(ngx.ERR, "restysync: loading the saved state: ", tostring(loaded), ": serving nothing until the agent pushes")
         end

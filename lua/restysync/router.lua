@@ -23,7 +23,7 @@ local ngx_req_http_version = ngx.req.http_version
 local ngx_ERR = ngx.ERR
 local access_backend = balancer.access_backend
 local serve_rule = gateway.serve
-local has_retry_location = restysync.has_retry_location
+local has_gateway_location = restysync.has_gateway_location
 local has_profile = restysync.has_profile
 local mirror_backends = gateway.mirror_backends
 local lookup_front = routes.lookup_front
@@ -33,6 +33,9 @@ local string_byte = string.byte
 local string_match = string.match
 local string_sub = string.sub
 local string_lower = string.lower
+local ngx_now = ngx.now
+local pairs = pairs
+local stash, to_backend_tls -- below route_front, which calls them
 
 local _M = { _VERSION = "0.1" }
 
@@ -236,6 +239,10 @@ end
 -- copies (mirror()).
 -- A rule with both mirrors and retry codes retries on errors and timeouts
 -- only: its request is served in the mirror location.
+-- A share whose Service a BackendTLSPolicy applies to names its backend
+-- TLS location (tls): the request goes there once its backend is picked
+-- (to_backend_tls), and a rule with retry codes retries on errors and
+-- timeouts only there. The model gives no such rule mirrors.
 function _M.route_front(log_backend, here, mirrored)
     local d = restysync.dict()
     local front = ngx_var.restysync_front
@@ -283,19 +290,89 @@ function _M.route_front(log_backend, here, mirrored)
     local retry = rule and rule.retry
     if retry then
         local there = retry.location
-        if there and there ~= here and not mirrored and has_retry_location(there) then
+        if there and there ~= here and not mirrored and has_gateway_location(there) then
             return ngx_exec(there)
         end
         ngx.ctx.restysync_tries = retry.tries
     end
-    local name = serve_rule(loc, uri)
+    local name, tls = serve_rule(loc, uri)
     if not name then
         return ngx_exit(HTTP_INTERNAL_SERVER_ERROR)
     end
     if mirrored then
         ngx_var.restysync_mirror_uri = ngx_var.uri
     end
+    if tls then
+        return to_backend_tls(loc, name, tls)
+    end
     return balance(loc, name, log_backend)
+end
+
+-- to_backend_tls sends the request to the Gateway server's backend TLS
+-- location tls, which proxies to backend name over TLS and checks its
+-- certificate. Its ngx.ctx (the rule's response header edits, CORS, the
+-- retry's tries, the location's timeouts and request metric) does not
+-- survive the jump, so it is kept for that location under
+-- $restysync_ctx. A worker of the config before the reload that brought
+-- the location (plan pushes such a route after that reload; apply waits
+-- for the old workers' requests first) closes the connection unanswered,
+-- as route() does for a profile it lacks: the client's retry reaches a
+-- worker that has it. Never plain HTTP to a backend that wants TLS.
+function to_backend_tls(loc, name, tls)
+    if not has_gateway_location(tls) then
+        return ngx_exit(HTTP_CLOSE)
+    end
+    local ctx = ngx.ctx
+    if loc.timeouts then
+        ctx.restysync_timeouts = loc
+    end
+    if loc.metric then
+        ctx.restysync_metric = loc.metric
+    end
+    ngx_var.restysync_backend = name
+    ngx_var.restysync_ctx = stash(ctx, tls)
+    return ngx_exec(tls)
+end
+
+-- stashed are the ngx.ctx of requests on their way to a backend TLS
+-- location, with its name, by id ($restysync_ctx); each is taken once, at
+-- once, by that location. An entry left (a request that ended before the
+-- jump) is dropped after STASH_SECONDS, which stash checks once there are
+-- STASH_CHECK of them.
+local stashed, stash_count, stash_id = {}, 0, 0
+local STASH_SECONDS, STASH_CHECK = 60, 1000
+
+function stash(ctx, location)
+    if stash_count >= STASH_CHECK then
+        local old = ngx_now() - STASH_SECONDS
+        for id, entry in pairs(stashed) do
+            if entry.at < old then
+                stashed[id] = nil
+                stash_count = stash_count - 1
+            end
+        end
+    end
+    stash_id = stash_id + 1
+    stashed[stash_id] = { ctx = ctx, location = location, at = ngx_now() }
+    stash_count = stash_count + 1
+    return stash_id
+end
+
+-- enter_backend_tls is the access handler of a Gateway server's backend
+-- TLS location name (render/gateway.go): it takes back the request's
+-- ngx.ctx and balances its backend. A request that route_front did not
+-- send to this location (a backend's X-Accel-Redirect) has none: 404.
+function _M.enter_backend_tls(name)
+    local id = tonumber(ngx_var.restysync_ctx)
+    local entry = id and stashed[id]
+    if not entry or entry.location ~= name then
+        return ngx_exit(HTTP_NOT_FOUND)
+    end
+    stashed[id] = nil
+    stash_count = stash_count - 1
+    ngx_var.restysync_ctx = ""
+    ngx.ctx = entry.ctx
+    return access_backend(ngx_var.restysync_backend)
 end
 
 -- mirror is the rewrite handler of a Gateway server's internal mirror

@@ -12,11 +12,13 @@
 -- restysync.init calls load() in the master (init_by_lua) on a cold start
 -- only: a HUP keeps the shared dict, whose state is newer than the file.
 -- Each kind goes through its module's own checks and all-or-nothing write,
--- as a POST would. A route that jumps to a profile the starting nginx.conf
--- does not have is left out (nginx would answer 500 for its missing named
--- location; left out, the host answers 404 until the agent pushes): the
--- profiles of the starting config are rendered into init_by_lua, the same
--- bytes nginx loads, so they cannot disagree with it.
+-- as a POST would. A route that jumps to a profile, or has a share that
+-- jumps to a Gateway backend TLS location, the starting nginx.conf does
+-- not have is left out (nginx would answer 500 for its missing named
+-- location, the router close the connection; left out, the host answers
+-- 404 until the agent pushes): the profiles and Gateway locations of the
+-- starting config are rendered into init_by_lua, the same bytes nginx
+-- loads, so they cannot disagree with it.
 --
 -- Nothing here may fail nginx's start: a missing file is a first start, and
 -- a file that does not read, decode or check is logged and left out; nginx
@@ -60,16 +62,36 @@ function _M.path()
     return prefix .. NAME
 end
 
+-- has_locations says whether every named location loc jumps to (its
+-- profile, its rule's backend TLS locations) is in names (a set).
+local function has_locations(loc, names)
+    if type(loc) ~= "table" then
+        return true -- the routes module's check refuses it
+    end
+    if type(loc.profile) == "string" and not names[loc.profile] then
+        return false
+    end
+    local rule = loc.rule
+    if type(rule) == "table" and type(rule.backends) == "table" then
+        for _, b in ipairs(rule.backends) do
+            if type(b) == "table" and type(b.tls) == "string" and not names[b.tls] then
+                return false
+            end
+        end
+    end
+    return true
+end
+
 -- usable_routes returns the route upserts of section whose every location
--- jumps to a profile in profiles (a set of names), or to none, and how
--- many were left out.
-local function usable_routes(upserts, profiles)
+-- jumps only to named locations in names (a set: the profiles and Gateway
+-- locations), and how many were left out.
+local function usable_routes(upserts, names)
     local kept, dropped = {}, 0
     for _, r in ipairs(upserts) do
         local ok = type(r) == "table"
         if ok and type(r.locations) == "table" then
             for _, loc in ipairs(r.locations) do
-                if type(loc) == "table" and type(loc.profile) == "string" and not profiles[loc.profile] then
+                if not has_locations(loc, names) then
                     ok = false
                     break
                 end
@@ -108,7 +130,8 @@ local function put(d, mod, section, what)
 end
 
 -- restore stores the state raw holds in d, for a config of hash whose
--- profiles are the list profile_names. It returns a summary table
+-- named locations routes jump to (profiles, Gateway locations) are the
+-- list profile_names. It returns a summary table
 -- {certificates=, backends=, routes=, dropped_routes=, config_hash=}, or
 -- nil and why nothing or not all was stored. Certificates and backends
 -- are stored before the routes that name them; a kind that does not check
@@ -193,7 +216,7 @@ function _M.load(d, hash, profile_names, path)
         end
     end
     if summary.dropped_routes > 0 then
-        ngx.log(ngx.WARN, "restysync: saved state: ", summary.dropped_routes, " route(s) jump to a profile this nginx.conf ",
+        ngx.log(ngx.WARN, "restysync: saved state: ", summary.dropped_routes, " route(s) jump to a profile or location this nginx.conf ",
             "does not have (saved for config ", tostring(summary.config_hash), "): left out until the agent pushes")
     end
     ngx.log(ngx.NOTICE, "restysync: serving the saved state: ", summary.certificates, " certificate(s), ",

@@ -53,6 +53,11 @@ function T.test_check_rule_refuses()
         { { cors = { allow_headers = { "x a" }, max_age = 5 } }, "must be an HTTP header name" },
         { { cors = { max_age = 0 } }, "rule.cors.max_age" },
         { { cors = { max_age = 5, evil = 1 } }, "rule.cors.evil: unknown field" },
+        { { backends = { { backend = "ns/a:443", weight = 1, tls = "@restysync_p_0123" } } },
+            "rule.backends[0].tls: not the name of a backend TLS location" },
+        { { backends = { { backend = "ns/a:443", weight = 1, tls = "@restysync_btls_0123456789abcdef01234567; x" } } },
+            "rule.backends[0].tls: not the name of a backend TLS location" },
+        { { backends = { { backend = "ns/a:443", weight = 1, tls = 1 } } }, "rule.backends[0].tls: not the name" },
         { { retry = { attempts = 0 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
         { { retry = { attempts = 11 } }, "rule.retry.attempts: must be a whole number from 1 to 10" },
         { { retry = { codes = { 500 } } }, "rule.retry.attempts: must be a whole number" },
@@ -77,6 +82,14 @@ function T.test_check_rule_refuses()
         t.eq(got, nil, "rule " .. cjson.encode(c[1]))
         t.ok(err and string.find(err, c[2], 1, true), "reason " .. tostring(err) .. ", want " .. c[2])
     end
+end
+
+-- A share's backend TLS location is stored as it came.
+function T.test_check_rule_backend_tls()
+    local rule = { backends = { { backend = "ns/a:443", weight = 1, tls = "@restysync_btls_0123456789abcdef01234567" } } }
+    local got, err = gateway.check_rule(rule, "rule")
+    t.eq(err, nil, "err")
+    t.eq(got, rule, "stored rule")
 end
 
 -- Timeouts, backend header edits and CORS are stored as they came.

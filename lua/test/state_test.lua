@@ -64,6 +64,26 @@ function T.test_restore_leaves_out_routes_to_missing_profiles()
     t.eq(backends.count(d), 2, "backends stored")
 end
 
+-- A Gateway route whose share goes to a backend TLS location the starting
+-- nginx.conf lacks is left out too (the router would close its
+-- connections); one whose location is listed is stored.
+function T.test_restore_leaves_out_routes_to_missing_backend_tls()
+    local btls = "@restysync_btls_0123456789abcdef01234567"
+    local function gateway_route(name, tls)
+        return { name = name, https = false, ordered = true, locations = { { path = "/", backend = "default/a:80",
+            rule = { backends = { { backend = "default/a:80", weight = 1, tls = tls } } } } } }
+    end
+    local raw = cjson.encode({ config_hash = "c1",
+        backends = { upserts = { { name = "default/a:80", endpoints = { { address = "10.0.0.1", port = 80 } } } } },
+        routes = { upserts = { gateway_route("127.0.0.1:80 kept.test", btls),
+            gateway_route("127.0.0.1:80 dropped.test", "@restysync_btls_00000000000000000000ffff") } } })
+    local d = t.fresh_dict()
+    local summary, err = state.restore(d, raw, "c1", { P1, btls })
+    t.eq(err, nil, "err")
+    t.eq(summary.dropped_routes, 1, "dropped")
+    t.eq(hosts(d), { "127.0.0.1:80 kept.test" }, "hosts")
+end
+
 -- A file cut short (the agent killed mid-write cannot leave one, the
 -- rename is atomic, but a full disk or a hand edit can) stores nothing.
 function T.test_restore_refuses_a_truncated_file()

@@ -95,7 +95,7 @@ func TestCheckObjects(t *testing.T) {
 		{Kind: "File", Name: "/m/b.yaml#1", Reason: "yaml: invalid Unicode character; document left out"},
 		{Kind: "File", Name: "/m/deploy.yaml#1", Reason: `kind "Deployment" of apiVersion "apps/v1" is not read (the file source reads ` +
 			`networking.k8s.io/v1 Ingress and IngressClass, v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice, ` +
-			`gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant and ListenerSet, v1 Namespace); document left out`},
+			`gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy, v1 Namespace); document left out`},
 	}
 	pathType := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "b"},

@@ -181,8 +181,9 @@ type Reloader func(ctx context.Context, cfg render.Config) error
 
 // drainGrace is how long routes pushed after a reload wait: nginx's old
 // workers finish the requests they hold on keep-alive connections, and a
-// route that jumps to a profile the reload brought would meet a worker of
-// the old config that lacks it. New workers serve the routes as they were
+// route that jumps to a profile or a Gateway backend TLS location the
+// reload brought (plan holds such routes back until it) would meet a
+// worker of the old config that lacks it. New workers serve the routes as they were
 // meanwhile.
 const drainGrace = 500 * time.Millisecond
 

@@ -24,7 +24,7 @@ var gatewayAPIVersion = gatewayv1.GroupVersion.String()
 
 // gatewayKinds are the Problem kinds of Gateway API objects that get
 // Events.
-var gatewayKinds = map[string]bool{"GatewayClass": true, "Gateway": true, "HTTPRoute": true, "GRPCRoute": true, "TLSRoute": true, "ListenerSet": true}
+var gatewayKinds = map[string]bool{"GatewayClass": true, "Gateway": true, "HTTPRoute": true, "GRPCRoute": true, "TLSRoute": true, "ListenerSet": true, "BackendTLSPolicy": true}
 
 // GatewayAPIProblems emits a Warning Event on the GatewayClass, Gateway
 // or HTTPRoute of each problem of those kinds that was not in the previous
@@ -75,6 +75,8 @@ func (r *Recorder) resolveGatewayAPI(ctx context.Context, ref *corev1.ObjectRefe
 		obj, err = r.client.TLSRoutes(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	case "ListenerSet":
 		obj, err = r.client.ListenerSets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	case "BackendTLSPolicy":
+		obj, err = r.client.BackendTLSPolicies(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	default:
 		return false, fmt.Errorf("no Events on kind %s", ref.Kind)
 	}

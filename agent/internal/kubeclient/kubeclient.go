@@ -99,6 +99,7 @@ type Interface interface {
 	TLSRoutes(namespace string) StatusResource[*gatewayv1.TLSRoute, *gatewayv1.TLSRouteList]
 	ListenerSets(namespace string) StatusResource[*gatewayv1.ListenerSet, *gatewayv1.ListenerSetList]
 	ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList]
+	BackendTLSPolicies(namespace string) StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList]
 	// ServedResources returns the names of the resources the API server
 	// serves in groupVersion ("group/version"), asked of discovery; when it
 	// serves none (no CRD installed), an error for which
@@ -137,7 +138,8 @@ func newScheme() *runtime.Scheme {
 	s.AddKnownTypes(gatewayv1.SchemeGroupVersion,
 		&gatewayv1.GatewayClass{}, &gatewayv1.GatewayClassList{}, &gatewayv1.Gateway{}, &gatewayv1.GatewayList{},
 		&gatewayv1.HTTPRoute{}, &gatewayv1.HTTPRouteList{}, &gatewayv1.GRPCRoute{}, &gatewayv1.GRPCRouteList{},
-		&gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ListenerSet{}, &gatewayv1.ListenerSetList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{})
+		&gatewayv1.TLSRoute{}, &gatewayv1.TLSRouteList{}, &gatewayv1.ListenerSet{}, &gatewayv1.ListenerSetList{}, &gatewayv1.ReferenceGrant{}, &gatewayv1.ReferenceGrantList{},
+		&gatewayv1.BackendTLSPolicy{}, &gatewayv1.BackendTLSPolicyList{})
 	metav1.AddToGroupVersion(s, gatewayv1.SchemeGroupVersion)
 	return s
 }
@@ -229,6 +231,10 @@ func (c *Client) ListenerSets(namespace string) StatusResource[*gatewayv1.Listen
 
 func (c *Client) ReferenceGrants(namespace string) ListWatcher[*gatewayv1.ReferenceGrantList] {
 	return resource[*gatewayv1.ReferenceGrant, *gatewayv1.ReferenceGrantList]{c.gateway, namespace, "referencegrants"}
+}
+
+func (c *Client) BackendTLSPolicies(namespace string) StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList] {
+	return resource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList]{c.gateway, namespace, "backendtlspolicies"}
 }
 
 // ServedResources asks discovery (GET /apis/GROUP/VERSION, which every

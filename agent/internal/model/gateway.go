@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -30,10 +31,12 @@ import (
 // in its GatewayClasses' status.supportedFeatures: GATEWAY-HTTP core and
 // the extended ones the router implements. The one list; sorted.
 var GatewaySupportedFeatures = []string{
+	"BackendTLSPolicy",
 	"GRPCRoute",
 	"GRPCRouteNamedRouteRule",
 	"Gateway",
 	"GatewayAddressEmpty",
+	"GatewayBackendClientCertificate",
 	"GatewayFrontendClientCertificateValidation",
 	"GatewayFrontendClientCertificateValidationInsecureFallback",
 	"GatewayHTTPListenerIsolation",
@@ -135,8 +138,15 @@ type gatewayProcessor struct {
 	grpcRoutes map[*gatewayv1.HTTPRoute]bool
 	grpcFronts map[string]bool
 	// configMaps by namespace and name: the CA certificates of client
-	// certificate validation (gatewayfrontend.go).
+	// certificate validation (gatewayfrontend.go) and of
+	// BackendTLSPolicies (backendtls.go).
 	configMaps map[namespacedName]*corev1.ConfigMap
+	// TLS to backends (backendtls.go): the policies by target, the
+	// policies each route sends through and the BackendTLS the shares
+	// use.
+	tlsTargets    map[backendTLSTarget][]*backendTLSPolicy
+	routePolicies map[*gatewayv1.HTTPRoute][]*backendTLSPolicy
+	backendTLS    map[string]BackendTLS
 
 	status    GatewayAPIStatus
 	listeners []Listener
@@ -167,6 +177,12 @@ type gatewayState struct {
 	// frontend is the client certificate validation of each HTTPS port
 	// (gatewayfrontend.go).
 	frontend map[gatewayv1.PortNumber]frontendCheck
+	// backendCertRefs is the Gateway-level ResolvedRefs condition of its
+	// client certificate to TLS backends, nil when it names none;
+	// backendCert and backendKey are that certificate's files
+	// (backendtls.go).
+	backendCertRefs         *Condition
+	backendCert, backendKey string
 }
 
 func (g *gatewayState) served() bool {
@@ -224,12 +240,14 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
 		configMaps:      make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
-	}
-	for _, cm := range s.ConfigMaps {
-		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
+		routePolicies:   make(map[*gatewayv1.HTTPRoute][]*backendTLSPolicy),
+		backendTLS:      make(map[string]BackendTLS),
 	}
 	for _, ns := range s.Namespaces {
 		p.namespaceLabels[ns.Name] = ns.Labels
+	}
+	for _, cm := range s.ConfigMaps {
+		p.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	return p
 }
@@ -242,9 +260,11 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	p.collectGateways(classes)
 	p.assignAddresses()
 	for _, g := range p.gateways {
+		p.checkBackendClientCertificate(g)
 		p.processListeners(g)
 	}
 	p.processListenerSets()
+	p.processBackendTLSPolicies()
 	p.processRoutes()
 	p.processTLSRoutes()
 	p.emitRoutes()
@@ -254,6 +274,7 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	for _, s := range p.listenerSets {
 		p.status.ListenerSets = append(p.status.ListenerSets, p.listenerSetStatus(s))
 	}
+	p.status.Routes = append(p.status.Routes, p.backendTLSStatus()...)
 }
 
 // FinishRoute is never called: the processor emits no Location.
@@ -270,6 +291,10 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	}
 	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
 	m.GatewayRoutes = p.routes
+	for _, t := range p.backendTLS {
+		m.BackendTLS = append(m.BackendTLS, t)
+	}
+	slices.SortFunc(m.BackendTLS, func(a, b BackendTLS) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(p.status.Classes, func(a, b GatewayClassStatus) int { return strings.Compare(a.Name, b.Name) })
 	for _, list := range [][]GatewayStatus{p.status.Gateways, p.status.ListenerSets} {
 		slices.SortFunc(list, func(a, b GatewayStatus) int {
@@ -528,7 +553,8 @@ func (p *gatewayProcessor) serveListeners(g *gatewayState, listeners []*listener
 		}
 		for _, a := range g.addresses {
 			front := FrontName(a, l.spec.Port)
-			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front, ClientTLS: l.clientTLS})
+			p.listeners = append(p.listeners, Listener{Address: a, Port: l.spec.Port, HTTPS: l.https, Front: front, ClientTLS: l.clientTLS,
+				BackendCertFile: g.backendCert, BackendKeyFile: g.backendKey})
 			if l.https {
 				p.certHosts[l.secret] = append(p.certHosts[l.secret], FrontKey(front, cmp.Or(l.hostname, DefaultCertificateHost)))
 			}
@@ -749,6 +775,9 @@ func (p *gatewayProcessor) markConflicts(g *gatewayState) {
 // gatewayStatus is g's status as Build found it.
 func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 	st := GatewayStatus{Namespace: g.gw.Namespace, Name: g.gw.Name, Generation: g.gw.Generation, Conditions: []Condition{g.accepted}}
+	if c := gatewayResolvedRefs(g); c != nil {
+		st.Conditions = append(st.Conditions, *c)
+	}
 	if g.addressProblem == nil || g.addressProblem.Reason != reasonAddressNotAssigned {
 		st.Addresses = slices.Clone(g.addresses)
 	}
@@ -784,6 +813,31 @@ func (p *gatewayProcessor) gatewayStatus(g *gatewayState) GatewayStatus {
 		st.Conditions = append(st.Conditions, *c)
 	}
 	return st
+}
+
+// gatewayResolvedRefs is g's Gateway-level ResolvedRefs condition, one
+// for the references of its spec.tls: the backend client certificate
+// (backendtls.go) and the frontend CA certificates (gatewayfrontend.go);
+// nil when it names neither. The first False wins: the client
+// certificate's own reason, then ListenersNotResolved with the first port
+// whose CA references did not all resolve (the spec's summary of the
+// listeners' ResolvedRefs, which say why).
+func gatewayResolvedRefs(g *gatewayState) *Condition {
+	if g.backendCertRefs != nil && !g.backendCertRefs.Status {
+		return g.backendCertRefs
+	}
+	ports := slices.Sorted(maps.Keys(g.frontend))
+	for _, port := range ports {
+		if bad := g.frontend[port].resolved; bad != nil {
+			c := condition(condResolvedRefs, false, reasonListenersNotResolved, fmt.Sprintf("the HTTPS listeners on port %d: %s", port, bad.Message))
+			return &c
+		}
+	}
+	if g.backendCertRefs == nil && (g.gw.Spec.TLS == nil || g.gw.Spec.TLS.Frontend == nil) {
+		return nil
+	}
+	c := condition(condResolvedRefs, true, reasonResolvedRefs, "")
+	return &c
 }
 
 // listenerStatus is the status of listener l of g, and whether it is

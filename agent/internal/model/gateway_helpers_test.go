@@ -28,7 +28,7 @@ func gwSnapshot(objects ...any) Snapshot {
 	for _, o := range objects {
 		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.GRPCRoutes, o) || appendIf(&s.TLSRoutes, o) || appendIf(&s.ReferenceGrants, o) || appendIf(&s.ListenerSets, o) ||
 			appendIf(&s.GatewayClasses, o) || appendIf(&s.Secrets, o) || appendIf(&s.Services, o) || appendIf(&s.Namespaces, o) ||
-			appendIf(&s.ConfigMaps, o)
+			appendIf(&s.BackendTLSPolicies, o) || appendIf(&s.ConfigMaps, o)
 		if !added {
 			panic("gwSnapshot: unknown object")
 		}

@@ -40,6 +40,11 @@ type Listener struct {
 	// (the Gateway's spec.tls.frontend for the port; CAFile, Verify "on"
 	// or "optional_no_ca" and Depth only); nil: it asks for none.
 	ClientTLS *ClientTLS `json:"client_tls,omitempty"`
+	// BackendCertFile and BackendKeyFile are the Gateway's client
+	// certificate to TLS backends (spec.tls.backend), files under the
+	// shared dir (Model.AuthFiles); "" for none.
+	BackendCertFile string `json:"backend_cert_file,omitempty"`
+	BackendKeyFile  string `json:"backend_key_file,omitempty"`
 }
 
 // FrontName is the Front of the listener on address:port.
@@ -184,6 +189,9 @@ type WeightedBackend struct {
 	// RequestHeaders are the backendRef's RequestHeaderModifier, applied
 	// after the rule's when this share is picked.
 	RequestHeaders *HeaderChanges `json:"request_headers,omitempty"`
+	// TLS is the BackendTLS (its Name) the share is proxied through, ""
+	// for plain HTTP (backendtls.go).
+	TLS string `json:"tls,omitempty"`
 }
 
 // GatewayAPIStatus is what Build found about the Gateway API objects it

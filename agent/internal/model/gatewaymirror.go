@@ -35,6 +35,15 @@ func (p *gatewayProcessor) compileMirror(r *gatewayv1.HTTPRoute, template *Route
 		p.routeProblem(r, bad.msg+"; that mirror is left out")
 		return bad, ""
 	}
+	namespace := r.Namespace
+	if f.BackendRef.Namespace != nil && *f.BackendRef.Namespace != "" {
+		namespace = string(*f.BackendRef.Namespace)
+	}
+	if f.BackendRef.Port != nil && len(p.backendTLSPolicies(namespace, string(f.BackendRef.Name), int32(*f.BackendRef.Port))) > 0 {
+		// Copies are sent over plain HTTP; never to a backend that wants TLS.
+		p.routeProblem(r, fmt.Sprintf("%s.backendRef: a BackendTLSPolicy applies to Service %s/%s, and mirrors are sent without TLS; that mirror is left out", field, namespace, clip(string(f.BackendRef.Name))))
+		return nil, ""
+	}
 	if numerator > 0 {
 		template.Mirrors = append(template.Mirrors, RouteMirror{Backend: name, Numerator: numerator, Denominator: denominator})
 	}

@@ -167,6 +167,11 @@ func (p *gatewayProcessor) processRoutes() {
 				parent.Port = *ref.Port
 			}
 			accepted := p.attach(c, g, set, ref, attached)
+			if accepted.Status {
+				for _, bp := range p.routePolicies[r] {
+					bp.ancestors[g] = true
+				}
+			}
 			parent.Conditions = []Condition{accepted, c.resolved}
 			if c.partial != nil {
 				parent.Conditions = append(parent.Conditions, *c.partial)
@@ -422,6 +427,12 @@ func (p *gatewayProcessor) compileRule(r *gatewayv1.HTTPRoute, id string, ri int
 	}
 	if template.Redirect != nil || template.Status != 0 {
 		template.Mirrors = nil // the rule answers by itself: nothing is sent on
+	}
+	if len(template.Mirrors) > 0 && slices.ContainsFunc(template.Backends, func(b WeightedBackend) bool { return b.TLS != "" }) {
+		// The request leaves for its backend TLS location before the
+		// mirror location would send the copies (backendtls.go).
+		p.routeProblem(r, fmt.Sprintf("spec.rules[%d]: mirrors are not supported with backends a BackendTLSPolicy applies to; the rule's mirrors are left out", ri))
+		template.Mirrors = nil
 	}
 	matches := rule.Matches
 	if len(matches) == 0 {
@@ -700,7 +711,15 @@ func (p *gatewayProcessor) compileBackends(r *gatewayv1.HTTPRoute, refs []gatewa
 		if bad != nil {
 			p.routeProblem(r, fmt.Sprintf("%s; its share answers 500", bad.msg))
 		}
-		out = append(out, WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers})
+		share := WeightedBackend{Backend: name, Weight: weight, RequestHeaders: headers}
+		if name != "" {
+			namespace := r.Namespace
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				namespace = string(*ref.Namespace)
+			}
+			p.routePolicies[r] = append(p.routePolicies[r], p.applyBackendTLS(&share, namespace, string(ref.Name), *ref.Port)...)
+		}
+		out = append(out, share)
 	}
 	return out, resolvedErr, nil
 }

@@ -57,6 +57,9 @@ type Snapshot struct {
 	ReferenceGrants []*gatewayv1.ReferenceGrant
 	ListenerSets    []*gatewayv1.ListenerSet
 	Namespaces      []*corev1.Namespace
+	// BackendTLSPolicies say how nginx checks the TLS backends of Gateway
+	// routes; the ConfigMaps they name are in ConfigMaps (backendtls.go).
+	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
 	// GatewayController is the controllerName of the GatewayClasses we
 	// serve (--gateway-controller-name).
 	GatewayController string
@@ -113,7 +116,8 @@ type Snapshot struct {
 	TCPServices, UDPServices *corev1.ConfigMap
 	ReservedPorts            []int32
 	// ConfigMaps are those Ingresses name by annotation
-	// (auth-proxy-set-headers; ConfigMapRefs), read by name.
+	// (auth-proxy-set-headers; ConfigMapRefs) and those BackendTLSPolicies
+	// name as CAs (BackendTLSConfigMapRefs), read by name.
 	ConfigMaps []*corev1.ConfigMap
 	// ModSecurity is whether nginx has the ModSecurity module (the
 	// agent's flags) and the ConfigMap's enable-modsecurity and
@@ -175,6 +179,10 @@ type Model struct {
 	// Ordered is set and every location has a Rule. Sorted by Host. They
 	// need nothing in nginx.conf: render hands them to Lua as they are.
 	GatewayRoutes []Route
+	// BackendTLS are the settings of TLS to Gateway backends that some
+	// route's share names, sorted by Name (backendtls.go): each is a
+	// named location in every Gateway server.
+	BackendTLS []BackendTLS
 	// NotServed are the Ingresses restysync leaves to another controller
 	// (class.go), sorted, with why: for inspect, not for nginx.
 	NotServed []NotServed

@@ -169,7 +169,7 @@ func Compute(held Held, next Next) Plan {
 	if reload {
 		// A route that jumps to a profile nginx does not run yet waits
 		// for the reload that brings it.
-		before, after = splitByProfiles(routes.Upserts, held.Config.Profiles)
+		before, after = splitByProfiles(routes.Upserts, held.Config)
 	}
 	if len(before) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: PushRoutes, Routes: before})
@@ -197,17 +197,20 @@ func Compute(held Held, next Next) Plan {
 	return p
 }
 
-// splitByProfiles returns the routes whose every profile is in running,
-// and the others, each in the order given.
-func splitByProfiles(routes []model.Route, running []render.Profile) (ready, waiting []model.Route) {
-	have := make(map[string]bool, len(running))
-	for _, p := range running {
+// splitByProfiles returns the routes whose every profile (and backend
+// TLS location) is in running, and the others, each in the order given.
+func splitByProfiles(routes []model.Route, running render.Config) (ready, waiting []model.Route) {
+	have := make(map[string]bool, len(running.Profiles)+len(running.BackendTLS))
+	for _, p := range running.Profiles {
 		have[p.Name] = true
+	}
+	for _, name := range running.BackendTLS {
+		have[name] = true
 	}
 	for _, r := range routes {
 		ok := true
 		for _, l := range r.Locations {
-			if l.Profile != "" && !have[l.Profile] {
+			if l.Profile != "" && !have[l.Profile] || !backendTLSRunning(l.Rule, have) {
 				ok = false
 				break
 			}
@@ -219,6 +222,20 @@ func splitByProfiles(routes []model.Route, running []render.Profile) (ready, wai
 		}
 	}
 	return ready, waiting
+}
+
+// backendTLSRunning says whether every backend TLS location rule's
+// shares name is in have.
+func backendTLSRunning(rule *model.RouteRule, have map[string]bool) bool {
+	if rule == nil {
+		return true
+	}
+	for _, b := range rule.Backends {
+		if b.TLS != "" && !have[b.TLS] {
+			return false
+		}
+	}
+	return true
 }
 
 // Backends returns the backends of next that Lua lacks or holds with other

@@ -38,9 +38,10 @@ const (
 var viewParts = map[string]string{
 	"APIListen": ReasonListener, "HTTPListen": ReasonListener, "HTTPSListen": ReasonListener,
 	"StatusListen": ReasonListener, "Stream": ReasonListener,
-	"GatewayServers":   ReasonGatewayServers,
-	"GatewayRetries":   ReasonGatewayRetries,
-	"ClientTLSServers": ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
+	"GatewayServers":    ReasonGatewayServers,
+	"GatewayRetries":    ReasonGatewayRetries,
+	"GatewayBackendTLS": ReasonGatewayServers,
+	"ClientTLSServers":  ReasonServerBlocks, "DefaultServerNames": ReasonServerBlocks,
 	"ServerNamesHashBucketSize": ReasonServerBlocks, "ServerNamesHashMaxSize": ReasonServerBlocks,
 	"Access":        ReasonRateLimits,
 	"AccessErrors":  ReasonErrorLocations,

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,84 @@ type gatewayServerView struct {
 	// ClientTLS: the server asks for client certificates and checks them
 	// against the CA file (model.Listener.ClientTLS); nil: it does not.
 	ClientTLS *gatewayClientTLSView
+	// BackendTLS are the named locations of TLS to backends
+	// (model.BackendTLS), each with this server's client certificate.
+	BackendTLS []backendTLSView
+}
+
+// backendTLSView is one model.BackendTLS in one Gateway server: the
+// router jumps to Name for a share proxied over TLS; nginx checks the
+// backend's certificate against CAFile and ServerName, and presents
+// CertFile (the Gateway's client certificate, "" for none). Upstream is
+// an upstream block of its own for each (settings, client certificate),
+// so that no idle connection made for one serves another.
+type backendTLSView struct {
+	Name, CAFile, ServerName, CertFile, KeyFile, Upstream string
+	// GRPC: the server speaks gRPC to its backends (grpc_pass grpcs://).
+	GRPC bool
+}
+
+// backendTLSName is the shape of a model.BackendTLS's Name, which the
+// template writes unquoted (a named location cannot be quoted).
+var backendTLSName = regexp.MustCompile(`^` + model.BackendTLSPrefix + `[0-9a-f]{24}$`)
+
+// backendTLSViews returns the named locations of m.BackendTLS for a
+// server whose Gateway presents certFile and keyFile (gRPC to the
+// backends when grpc), checked.
+func backendTLSViews(m model.Model, certFile, keyFile string, grpc bool) ([]backendTLSView, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("Gateway listener: a client certificate %q without its key %q, or the other way", certFile, keyFile)
+	}
+	out := make([]backendTLSView, 0, len(m.BackendTLS))
+	for _, t := range m.BackendTLS {
+		if !backendTLSName.MatchString(t.Name) {
+			return nil, fmt.Errorf("backend TLS %q: not a name render gives", t.Name)
+		}
+		for _, v := range []string{t.CAFile, t.ServerName, certFile, keyFile} {
+			if _, err := Quote(v); err != nil {
+				return nil, fmt.Errorf("backend TLS %s: %w", t.Name, err)
+			}
+		}
+		if t.CAFile == "" || t.ServerName == "" {
+			return nil, fmt.Errorf("backend TLS %s: no CA file or no server name", t.Name)
+		}
+		upstream := hashName(defaultUpstream+"_tls_", t.Name, certFile, keyFile)
+		out = append(out, backendTLSView{Name: t.Name, CAFile: t.CAFile, ServerName: t.ServerName, CertFile: certFile, KeyFile: keyFile, Upstream: upstream, GRPC: grpc})
+	}
+	return out, nil
+}
+
+// gatewayTLSUpstreams returns the upstream blocks of the servers' backend
+// TLS locations that upstreams lacks, with those, sorted.
+func gatewayTLSUpstreams(servers []gatewayServerView, upstreams []upstreamView) []upstreamView {
+	for _, s := range servers {
+		for _, t := range s.BackendTLS {
+			if !slices.ContainsFunc(upstreams, func(u upstreamView) bool { return u.Name == t.Upstream }) {
+				upstreams = append(upstreams, upstreamView{Name: t.Upstream})
+			}
+		}
+	}
+	slices.SortFunc(upstreams, func(a, b upstreamView) int { return strings.Compare(a.Name, b.Name) })
+	return upstreams
+}
+
+// gatewayBackendTLS returns the backend TLS locations every one of the
+// servers holds: the first one's (they differ in client certificate
+// only); nil for none.
+func gatewayBackendTLS(servers []gatewayServerView) []backendTLSView {
+	if len(servers) == 0 {
+		return nil
+	}
+	return servers[0].BackendTLS
+}
+
+// backendTLSNames returns the names of locations (Config.BackendTLS).
+func backendTLSNames(locations []backendTLSView) []string {
+	var names []string // nil for none, as ReadBack gives
+	for _, t := range locations {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // gatewayClientTLSView is how a Gateway server checks client
@@ -168,7 +247,11 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS}
+		backendTLS, err := backendTLSViews(m, l.BackendCertFile, l.BackendKeyFile, l.GRPC)
+		if err != nil {
+			return nil, fmt.Errorf("Gateway listener %s: %w", l.Front, err)
+		}
+		v := gatewayServerView{Listen: ap.String(), HTTPS: l.HTTPS, Front: l.Front, GRPC: l.GRPC, ClientTLS: clientTLS, BackendTLS: backendTLS}
 		if !l.GRPC {
 			v.Mirrors, v.MirrorLocation = gatewayMirrors, gatewayMirrorLocation
 		}

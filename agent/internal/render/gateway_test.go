@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,69 @@ func TestRenderGatewayGRPCListener(t *testing.T) {
 	}
 	if got := Changes(from, to); len(got) != 1 || got[0] != ReasonGatewayServers {
 		t.Errorf("Changes = %v, want [%s]", got, ReasonGatewayServers)
+	}
+}
+
+// A BackendTLS is a named location in every Gateway server, with the
+// server's client certificate and an upstream of its own per certificate;
+// a name, file or server name that is not what the model gives is refused.
+func TestRenderGatewayBackendTLS(t *testing.T) {
+	name := model.BackendTLSPrefix + "0123456789abcdef01234567"
+	m := gatewayGoldenModel()
+	m.BackendTLS = []model.BackendTLS{{Name: name, CAFile: "auth/infra_tls.0a1b2c3d4e5f.ca.crt", ServerName: "secure.example.com"}}
+	m.Listeners[0].BackendCertFile, m.Listeners[0].BackendKeyFile = "auth/infra_client.0a1b2c3d4e5f.tls.crt", "auth/infra_client.0a1b2c3d4e5f.tls.key"
+	cfg, err := Render(m, goldenSettings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(cfg.Bytes)
+	if n := strings.Count(conf, "location "+name+" {"); n != len(m.Listeners) {
+		t.Errorf("%d backend TLS locations, want one per Gateway server (%d)", n, len(m.Listeners))
+	}
+	for _, want := range []string{`proxy_ssl_name "secure.example.com";`, `proxy_ssl_trusted_certificate "auth/infra_tls.0a1b2c3d4e5f.ca.crt";`,
+		`proxy_ssl_certificate "auth/infra_client.0a1b2c3d4e5f.tls.crt";`, "proxy_ssl_verify on;"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nginx.conf lacks %s", want)
+		}
+	}
+	if len(cfg.BackendTLS) != 1 || cfg.BackendTLS[0] != name {
+		t.Errorf("Config.BackendTLS = %v", cfg.BackendTLS)
+	}
+	back, err := ReadBack(cfg.Bytes, cfg.Hash)
+	if err != nil || len(back.BackendTLS) != 1 || back.BackendTLS[0] != name {
+		t.Errorf("ReadBack: %v, BackendTLS %v", err, back.BackendTLS)
+	}
+	// Two client certificates: two upstreams, never one shared.
+	if n := strings.Count(conf, "upstream "+defaultUpstream+"_tls_"); n != 2 {
+		t.Errorf("%d backend TLS upstreams, want 2 (with and without the client certificate)", n)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*model.Model)
+	}{
+		{"location name", func(m *model.Model) { m.BackendTLS[0].Name = "@restysync_btls_x; return 200" }},
+		{"server name variable", func(m *model.Model) { m.BackendTLS[0].ServerName = "$host" }},
+		{"CA file", func(m *model.Model) { m.BackendTLS[0].CAFile = "auth/x\n" }},
+		{"no CA file", func(m *model.Model) { m.BackendTLS[0].CAFile = "" }},
+		{"a certificate without its key", func(m *model.Model) { m.Listeners[0].BackendKeyFile = "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := gatewayGoldenModel()
+			bad.BackendTLS = slices.Clone(m.BackendTLS)
+			bad.Listeners[0].BackendCertFile, bad.Listeners[0].BackendKeyFile = m.Listeners[0].BackendCertFile, m.Listeners[0].BackendKeyFile
+			tc.edit(&bad)
+			if _, err := Render(bad, goldenSettings); err == nil {
+				t.Error("rendered")
+			}
+		})
+	}
+
+	// A quote stays inside the quoted string.
+	m.BackendTLS[0].ServerName = `a.test"; proxy_ssl_verify off; #`
+	cfg, err = Render(m, goldenSettings)
+	if err != nil || strings.Contains(string(cfg.Bytes), `"a.test";`) || !strings.Contains(string(cfg.Bytes), `proxy_ssl_name "a.test\"; proxy_ssl_verify off; #";`) {
+		t.Errorf("a server name with a quote: %v", err)
 	}
 }
 

@@ -272,6 +272,33 @@ var joinTests = []joinTest{
 		{gateway: "same-namespace-with-https-listener", https: true, port: 443, sni: "unknown-example.org", host: "example.org", path: "/detect-misdirected-requests", backend: v1},
 		{gateway: "same-namespace-with-https-listener", https: true, port: 443, sni: "unknown-example.org", host: "unknown-example.org", path: "/detect-misdirected-requests", status: 404},
 	}},
+	// TLS to backends: the policy's hostname is the SNI and the name
+	// checked; a name or CA the certificate does not match is a 502; a
+	// policy without a usable CA answers 500 (BackendTLSPolicy*).
+	{name: "BackendTLSPolicy", files: []string{"tests/backendtlspolicy.yaml"}, cases: []joinCase{
+		{host: "abc.example.com", path: "/backendtlspolicy", backend: "backendtlspolicy-test", reqSNI: "abc.example.com"},
+		{host: "abc.example.com", path: "/backendtlspolicy-host-mismatch", status: 502},
+		{host: "abc.example.com", path: "/backendtlspolicy-cert-mismatch", status: 502},
+		{gateway: "same-namespace-with-https-listener", https: true, port: 443, host: "https-listener.org", path: "/backendtlspolicy",
+			backend: "backendtlspolicy-test", reqSNI: "abc.example.com"},
+	}},
+	{name: "BackendTLSPolicyConflictResolution", files: []string{"tests/backendtlspolicy-conflict-resolution.yaml"}, cases: []joinCase{
+		{host: "abc.example.com", path: "/backendtlspolicy-conflicted-without-section-name", reqSNI: "other.example.com",
+			backend: "backendtlspolicy-conflicted-without-section-name-test"},
+		{host: "abc.example.com", path: "/backendtlspolicy-conflicted-with-section-name", reqSNI: "other.example.com",
+			backend: "backendtlspolicy-conflicted-with-section-name-test"},
+		{host: "abc.example.com", path: "/backendtlspolicy-not-conflicted-with-section-name", reqSNI: "other.example.com",
+			backend: "backendtlspolicy-not-conflicted-test"},
+		{host: "abc.example.com", path: "/backendtlspolicy-not-conflicted-without-section-name", reqSNI: "abc.example.com",
+			backend: "backendtlspolicy-not-conflicted-test"},
+	}},
+	{name: "BackendTLSPolicyInvalidCACertificateRef", files: []string{"tests/backendtlspolicy-invalid-ca-certificate-ref.yaml"}, cases: []joinCase{
+		{host: "abc.example.com", path: "/backendtlspolicy-nonexistent-ca-certificate-ref", status: 500},
+		{host: "abc.example.com", path: "/backendtlspolicy-malformed-ca-certificate-ref", status: 500},
+	}},
+	{name: "BackendTLSPolicyInvalidKind", files: []string{"tests/backendtlspolicy-invalid-kind.yaml"}, cases: []joinCase{
+		{host: "abc.example.com", path: "/backendtlspolicy-invalid-kind", status: 500},
+	}},
 	{name: "HTTPRouteRequestHeaderModifierBackendWeights", files: []string{"tests/httproute-request-header-modifier-backend-weights.yaml"},
 		weights: map[string]int{v1: 50, v2: 50}, selfHeader: "Backend"},
 }

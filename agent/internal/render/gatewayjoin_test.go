@@ -34,6 +34,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
@@ -106,6 +107,10 @@ func manifests(t *testing.T, dir string, files ...string) []any {
 				o = &corev1.Namespace{}
 			case "Secret":
 				o = &corev1.Secret{}
+			case "ConfigMap":
+				o = &corev1.ConfigMap{}
+			case "BackendTLSPolicy":
+				o = &gatewayv1.BackendTLSPolicy{}
 			default:
 				continue
 			}
@@ -135,12 +140,18 @@ type joinEcho struct {
 	Path      string      `json:"path"`
 	Host      string      `json:"host"`
 	Headers   http.Header `json:"headers"`
+	// SNI is the TLS server name a TLS backend was asked for.
+	SNI string `json:"sni,omitempty"`
 }
 
 // joinBackends are one echo server per Service, started on demand.
 type joinBackends struct {
 	t     *testing.T
 	ports map[string]int32 // "namespace/name" → port on 127.0.0.1
+	// tls are the Services whose backend serves TLS with cert (those a
+	// BackendTLSPolicy targets), as the suite's tls-backend does.
+	tls  map[string]bool
+	cert tls.Certificate
 	// got are the requests each Service got, as it echoed them (what
 	// the suite reads from a mirror pod's log).
 	mu  sync.Mutex
@@ -187,12 +198,20 @@ func (b *joinBackends) port(namespace, name string) int32 {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		echo := joinEcho{Service: name, Namespace: namespace, Method: r.Method, Path: r.URL.RequestURI(), Host: r.Host, Headers: r.Header}
+		if r.TLS != nil {
+			echo.SNI = r.TLS.ServerName
+		}
 		b.mu.Lock()
 		b.got[key] = append(b.got[key], echo)
 		b.mu.Unlock()
 		json.NewEncoder(w).Encode(echo)
 	})}
-	go srv.Serve(l)
+	if b.tls[key] {
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{b.cert}}
+		go srv.ServeTLS(l, "", "")
+	} else {
+		go srv.Serve(l)
+	}
 	b.t.Cleanup(func() { srv.Close() })
 	p := int32(l.Addr().(*net.TCPAddr).Port)
 	b.ports[key] = p
@@ -202,11 +221,15 @@ func (b *joinBackends) port(namespace, name string) int32 {
 // joinPlane is nginx driven by the agent's apply stage.
 type joinPlane struct {
 	nginx    *apply.Nginx
+	proc     *nginxproc.Nginx
 	stage    *apply.Stage
 	settings render.Settings
 	backends *joinBackends
 	dir      string
 	cert     *corev1.Secret
+	// cas are the CA ConfigMaps the suite's setup makes for
+	// BackendTLSPolicies.
+	cas []*corev1.ConfigMap
 }
 
 type nopMetrics struct{}
@@ -219,17 +242,32 @@ func (nopMetrics) ValidationFailed(string)                  {}
 func startJoin(t *testing.T) *joinPlane {
 	t.Helper()
 	dir := conformanceDir(t)
-	n, settings, _ := agentnginx.Start(t)
+	nginxproc.Binary(t)
+	n, proc, settings, _ := agentnginx.StartEdited(t, nginxproc.TempPrefix(t), nil)
 	certPEM, keyPEM := testcert.New(t, 29, time.Now().Add(24*time.Hour), "*.example.com", "example.com", "example.org", "second-example.org", "*.wildcard.org")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-validity-checks-certificate"},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM)}}
+	// The TLS backends' certificate, self-signed: it is its own CA, as
+	// the suite's tls-checks-ca-certificate is the backends' CA; another
+	// one is the CA nothing is signed by (mismatch-ca-certificate).
+	backendPEM, backendKey := testcert.New(t, 30, time.Now().Add(24*time.Hour), "abc.example.com", "other.example.com")
+	backendCert, err := tls.X509KeyPair([]byte(backendPEM), []byte(backendKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPEM, _ := testcert.New(t, 31, time.Now().Add(24*time.Hour), "abc.example.com")
 	return &joinPlane{
 		nginx:    n,
+		proc:     proc,
 		stage:    apply.NewStage(n, settings, time.Minute, false, nopMetrics{}, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		settings: settings,
-		backends: &joinBackends{t: t, ports: map[string]int32{}, got: map[string][]joinEcho{}},
+		backends: &joinBackends{t: t, ports: map[string]int32{}, got: map[string][]joinEcho{}, tls: map[string]bool{}, cert: backendCert},
 		dir:      dir,
 		cert:     secret,
+		cas: []*corev1.ConfigMap{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "tls-checks-ca-certificate"}, Data: map[string]string{"ca.crt": backendPEM}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "mismatch-ca-certificate"}, Data: map[string]string{"ca.crt": otherPEM}},
+		},
 	}
 }
 
@@ -242,11 +280,24 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 		GatewayAddresses:  joinPool,
 		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Generation: 1},
 			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
-		Secrets: []*corev1.Secret{j.cert},
-		Targets: model.Targets{Local: true},
+		Secrets:    []*corev1.Secret{j.cert},
+		ConfigMaps: slices.Clone(j.cas),
+		Targets:    model.Targets{Local: true},
 	}
-	for _, o := range manifests(t, j.dir, append([]string{"base/manifests.yaml"}, files...)...) {
+	objects := manifests(t, j.dir, append([]string{"base/manifests.yaml"}, files...)...)
+	for _, o := range objects {
+		if p, ok := o.(*gatewayv1.BackendTLSPolicy); ok {
+			for _, ref := range p.Spec.TargetRefs {
+				j.backends.tls[p.Namespace+"/"+string(ref.Name)] = true
+			}
+		}
+	}
+	for _, o := range objects {
 		switch o := o.(type) {
+		case *gatewayv1.BackendTLSPolicy:
+			s.BackendTLSPolicies = append(s.BackendTLSPolicies, o)
+		case *corev1.ConfigMap:
+			s.ConfigMaps = append(s.ConfigMaps, o)
 		case *gatewayv1.Gateway:
 			s.Gateways = append(s.Gateways, o)
 		case *gatewayv1.HTTPRoute:
@@ -303,6 +354,7 @@ func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Res
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	old := j.proc.WorkerPIDs()
 	res, err := j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: routes})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
@@ -310,7 +362,33 @@ func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Res
 	if !res.Current {
 		t.Fatalf("apply: nginx does not run the config yet (%+v)", res)
 	}
+	if res.Reloaded {
+		j.stoppedAccepting(t, old)
+	}
 	return m, res
+}
+
+// stoppedAccepting waits until each of the workers old (those before a
+// reload) has exited or says it is shutting down: until then it may
+// still accept a connection on a listener the configs share and answer
+// it with the old config (a route that jumps to a location only the new
+// config has would get a 500 there).
+func (j *joinPlane) stoppedAccepting(t *testing.T, old []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		waiting := slices.DeleteFunc(slices.Clone(old), func(pid int) bool {
+			title, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			return err != nil || bytes.Contains(title, []byte("shutting down"))
+		})
+		if len(waiting) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx's workers %v of the earlier config still accept after 10 s", waiting)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // gatewayAddress is the first address of Gateway infra/name.
@@ -345,6 +423,7 @@ type joinCase struct {
 	reqHost    string
 	reqHeaders map[string]string
 	reqAbsent  []string
+	reqSNI     string // the TLS server name a TLS backend was asked for
 	// The answer's headers.
 	respHeaders map[string]string
 	respAbsent  []string
@@ -427,7 +506,8 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 		want = http.StatusOK
 	}
 	if resp.StatusCode != want {
-		t.Errorf("%s: status %d (%.200s), want %d", c, resp.StatusCode, body, want)
+		errorLog, _ := os.ReadFile(filepath.Join(j.nginx.SharedDir, "logs", "error.log"))
+		t.Errorf("%s: status %d (%.200s), want %d; nginx's error log ends:\n%s", c, resp.StatusCode, body, want, errorLog[max(0, len(errorLog)-1500):])
 		return
 	}
 	for k, v := range c.respHeaders {
@@ -460,6 +540,9 @@ func (j *joinPlane) check(t *testing.T, m model.Model, c joinCase) {
 	}
 	if c.reqPath != "" && echo.Path != c.reqPath {
 		t.Errorf("%s: backend got path %q, want %q", c, echo.Path, c.reqPath)
+	}
+	if c.reqSNI != "" && echo.SNI != c.reqSNI {
+		t.Errorf("%s: backend was asked for TLS server name %q, want %q", c, echo.SNI, c.reqSNI)
 	}
 	if c.reqHost != "" && echo.Host != c.reqHost {
 		t.Errorf("%s: backend got host %q, want %q", c, echo.Host, c.reqHost)

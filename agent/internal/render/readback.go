@@ -13,6 +13,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // ReadBack returns the Config render made of conf, the bytes of an
@@ -30,8 +34,17 @@ func ReadBack(conf []byte, hash string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Bytes: conf, Hash: hash, Profiles: profiles, Files: profileFiles(profiles)}, nil
+	var names []string
+	for _, m := range backendTLSLocation.FindAllSubmatch(conf, -1) {
+		names = append(names, string(m[1]))
+	}
+	slices.Sort(names)
+	return Config{Bytes: conf, Hash: hash, Profiles: profiles, Files: profileFiles(profiles), BackendTLS: slices.Compact(names)}, nil
 }
+
+// backendTLSLocation finds the backend TLS locations of the Gateway
+// servers (gateway.go).
+var backendTLSLocation = regexp.MustCompile(`\n        location (` + model.BackendTLSPrefix + `[0-9a-f]{24}) \{`)
 
 // profileHead is how the template opens a profile's named location, up to
 // its name.

@@ -163,6 +163,10 @@ type Config struct {
 	// a profile kept from an earlier config may name a file of a Secret
 	// that changed since, which must stay until that profile goes.
 	Files []string
+	// BackendTLS are the names of the Gateway servers' backend TLS
+	// locations (gateway.go), sorted: a route whose share names one nginx
+	// does not run yet waits for the reload that brings it.
+	BackendTLS []string
 	// view is what the template printed, kept so that Changes can say
 	// what differs between two configs without diffing their text.
 	view *confView
@@ -251,6 +255,10 @@ type confView struct {
 	// GatewayRetries are the named locations of the retry codes Gateway
 	// routes name, in every Gateway server (gateway.go).
 	GatewayRetries []gatewayRetryView
+	// GatewayBackendTLS are the named locations of TLS to backends every
+	// Gateway server holds (the first server's; gateway.go), for their
+	// names.
+	GatewayBackendTLS []backendTLSView
 	// DefaultServerNames are exact names the default server names, so
 	// that no client-TLS wildcard server takes them (clienttls.go).
 	DefaultServerNames []string
@@ -360,7 +368,8 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 	sum := sha256.Sum256(out)
 	hash := hex.EncodeToString(sum[:])
 	out = bytes.Replace(out, []byte(hashPlaceholder), []byte(hash), 1)
-	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles), view: &view}, nil
+	return Config{Bytes: out, Hash: hash, Profiles: view.Profiles, Files: profileFiles(view.Profiles),
+		BackendTLS: backendTLSNames(view.GatewayBackendTLS), view: &view}, nil
 }
 
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {
@@ -446,6 +455,8 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	for i := range view.GatewayServers {
 		view.GatewayServers[i].AccessLog = view.HTTP.AccessLog
 	}
+	view.GatewayBackendTLS = gatewayBackendTLS(view.GatewayServers)
+	view.TLSUpstreams = gatewayTLSUpstreams(view.GatewayServers, view.TLSUpstreams)
 	view.DefaultServerNames = defaultServerNames(m, view.ClientTLSServers)
 	var exact []string
 	for _, s := range view.ClientTLSServers {

@@ -28,14 +28,15 @@ const (
 	KindConfigMap     Kind = "ConfigMap"
 	// The Gateway API's kinds, and the Namespaces whose labels its
 	// allowedRoutes selectors match.
-	KindGatewayClass   Kind = "GatewayClass"
-	KindGateway        Kind = "Gateway"
-	KindHTTPRoute      Kind = "HTTPRoute"
-	KindGRPCRoute      Kind = "GRPCRoute"
-	KindTLSRoute       Kind = "TLSRoute"
-	KindListenerSet    Kind = "ListenerSet"
-	KindReferenceGrant Kind = "ReferenceGrant"
-	KindNamespace      Kind = "Namespace"
+	KindGatewayClass     Kind = "GatewayClass"
+	KindGateway          Kind = "Gateway"
+	KindHTTPRoute        Kind = "HTTPRoute"
+	KindGRPCRoute        Kind = "GRPCRoute"
+	KindTLSRoute         Kind = "TLSRoute"
+	KindListenerSet      Kind = "ListenerSet"
+	KindReferenceGrant   Kind = "ReferenceGrant"
+	KindBackendTLSPolicy Kind = "BackendTLSPolicy"
+	KindNamespace        Kind = "Namespace"
 	// KindUnknown is used when a change cannot be attributed (a file that failed to decode).
 	KindUnknown Kind = "Unknown"
 )

@@ -64,6 +64,7 @@ type GatewayAPILookup interface {
 	GRPCRoute(namespace, name string) *gatewayv1.GRPCRoute
 	TLSRoute(namespace, name string) *gatewayv1.TLSRoute
 	ListenerSet(namespace, name string) *gatewayv1.ListenerSet
+	BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy
 }
 
 // Programmed condition of a Gateway or listener not yet confirmed served.
@@ -498,6 +499,8 @@ func (g *gatewayWriter) syncRoute(ctx context.Context, key objectKey, want *mode
 		return syncRouteOf(ctx, g, key, want, g.client.TLSRoutes(key.Namespace),
 			func() *gatewayv1.TLSRoute { return g.lookup.TLSRoute(key.Namespace, key.Name) },
 			(*gatewayv1.TLSRoute).DeepCopy, func(r *gatewayv1.TLSRoute) *gatewayv1.RouteStatus { return &r.Status.RouteStatus })
+	case "BackendTLSPolicy":
+		return g.syncBackendTLSPolicy(ctx, key, want)
 	}
 	return syncRouteOf(ctx, g, key, want, g.client.HTTPRoutes(key.Namespace),
 		func() *gatewayv1.HTTPRoute { return g.lookup.HTTPRoute(key.Namespace, key.Name) },
@@ -530,6 +533,44 @@ func syncRouteOf[T interface {
 		},
 	})
 }
+
+// syncBackendTLSPolicy is syncRoute for a BackendTLSPolicy (the model
+// gives its ancestors as a route's parents): our entries of
+// status.ancestors, one per Gateway, on the backendtlspolicies resource.
+func (g *gatewayWriter) syncBackendTLSPolicy(ctx context.Context, key objectKey, want *model.RouteStatus) (bool, error) {
+	var wantEntry any // compared with the last written: the value, not the pointer
+	if want != nil {
+		wantEntry = *want
+	}
+	api := g.client.BackendTLSPolicies(key.Namespace)
+	return syncObject(ctx, g, key, wantEntry, statusSync[*gatewayv1.BackendTLSPolicy]{
+		get: getter(g, func() *gatewayv1.BackendTLSPolicy { return g.lookup.BackendTLSPolicy(key.Namespace, key.Name) },
+			func(ctx context.Context) (*gatewayv1.BackendTLSPolicy, error) {
+				return api.Get(ctx, key.Name, metav1.GetOptions{})
+			}),
+		build: func(obj *gatewayv1.BackendTLSPolicy) (*gatewayv1.BackendTLSPolicy, bool) {
+			next := obj.DeepCopy()
+			current := make([]gatewayv1.RouteParentStatus, len(obj.Status.Ancestors))
+			for i, a := range obj.Status.Ancestors {
+				current[i] = gatewayv1.RouteParentStatus{ParentRef: a.AncestorRef, ControllerName: a.ControllerName, Conditions: a.Conditions}
+			}
+			parents := g.routeParents(obj.Namespace, obj.Generation, current, want)
+			next.Status.Ancestors = make([]gatewayv1.PolicyAncestorStatus, 0, len(parents))
+			for _, p := range parents[:min(len(parents), maxPolicyAncestors)] {
+				next.Status.Ancestors = append(next.Status.Ancestors, gatewayv1.PolicyAncestorStatus{AncestorRef: p.ParentRef, ControllerName: p.ControllerName, Conditions: p.Conditions})
+			}
+			return next, !apiequality.Semantic.DeepEqual(obj.Status, next.Status)
+		},
+		update: func(ctx context.Context, next *gatewayv1.BackendTLSPolicy) error {
+			_, err := api.UpdateStatus(ctx, next, updateOptions)
+			return err
+		},
+	})
+}
+
+// maxPolicyAncestors is the most entries a policy's status.ancestors may
+// hold (the CRD's maxItems).
+const maxPolicyAncestors = 16
 
 // routeParents returns the status.parents route should hold: the entries
 // of other controllers as they are, then ours from want (none when nil),

@@ -44,6 +44,7 @@ func ServeGatewayAPI(gw *gatewayfake.Clientset) {
 			{Name: "tlsroutes", Namespaced: true, Kind: "TLSRoute"},
 			{Name: "listenersets", Namespaced: true, Kind: "ListenerSet"},
 			{Name: "referencegrants", Namespaced: true, Kind: "ReferenceGrant"},
+			{Name: "backendtlspolicies", Namespaced: true, Kind: "BackendTLSPolicy"},
 		},
 	})
 }
@@ -125,6 +126,10 @@ func (c clientset) ListenerSets(namespace string) kubeclient.StatusResource[*gat
 
 func (c clientset) ReferenceGrants(namespace string) kubeclient.ListWatcher[*gatewayv1.ReferenceGrantList] {
 	return c.gw.GatewayV1().ReferenceGrants(namespace)
+}
+
+func (c clientset) BackendTLSPolicies(namespace string) kubeclient.StatusResource[*gatewayv1.BackendTLSPolicy, *gatewayv1.BackendTLSPolicyList] {
+	return c.gw.GatewayV1().BackendTLSPolicies(namespace)
 }
 
 func (c clientset) ServedResources(ctx context.Context, groupVersion string) ([]string, error) {

@@ -26,7 +26,7 @@ import (
 // acceptedKinds names what the decoder reads, for the Problem of any other kind.
 const acceptedKinds = "networking.k8s.io/v1 Ingress and IngressClass, " +
 	"v1 Service, Secret (type kubernetes.io/tls) and ConfigMap, discovery.k8s.io/v1 EndpointSlice, " +
-	"gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant and ListenerSet, v1 Namespace"
+	"gateway.networking.k8s.io/v1 GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy, v1 Namespace"
 
 // readKinds are the kinds the decoder reads, each with the apiVersion it
 // reads it as: the same kind of another apiVersion is an error, not a
@@ -36,7 +36,7 @@ var readKinds = map[string]string{
 	"Secret": "v1", "ConfigMap": "v1", "EndpointSlice": "discovery.k8s.io/v1",
 	"GatewayClass": gatewayv1.GroupVersion.String(), "Gateway": gatewayv1.GroupVersion.String(),
 	"HTTPRoute": gatewayv1.GroupVersion.String(), "GRPCRoute": gatewayv1.GroupVersion.String(), "TLSRoute": gatewayv1.GroupVersion.String(), "ReferenceGrant": gatewayv1.GroupVersion.String(),
-	"ListenerSet": gatewayv1.GroupVersion.String(), "Namespace": "v1",
+	"ListenerSet": gatewayv1.GroupVersion.String(), "BackendTLSPolicy": gatewayv1.GroupVersion.String(), "Namespace": "v1",
 }
 
 // otherKindNote is in the reason of a document of a kind the decoder
@@ -104,7 +104,7 @@ func newManifestDecoders() (yamlDecoder, jsonDecoder runtime.Decoder) {
 	scheme.AddKnownTypes(discoveryv1.SchemeGroupVersion, &discoveryv1.EndpointSlice{})
 	scheme.AddKnownTypes(gatewayv1.SchemeGroupVersion,
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{}, &gatewayv1.ReferenceGrant{},
-		&gatewayv1.ListenerSet{})
+		&gatewayv1.ListenerSet{}, &gatewayv1.BackendTLSPolicy{})
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 	strict := func(mediaType string) runtime.Decoder {
 		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
@@ -292,6 +292,8 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 	case *gatewayv1.ListenerSet:
 		kind, meta = source.KindListenerSet, &o.ObjectMeta
 		defaultListenerSet(o)
+	case *gatewayv1.BackendTLSPolicy:
+		kind, meta = source.KindBackendTLSPolicy, &o.ObjectMeta
 	default:
 		// Unreachable: the scheme knows only the types above.
 		return document{}, fmt.Sprintf("%T is not read; document left out", obj), true

@@ -9,7 +9,7 @@
 // hold several documents separated by "---"; each document is decoded
 // strictly by apimachinery into one of the accepted types (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, ConfigMap, and the
-// Gateway API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant and ListenerSet with
+// Gateway API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy with
 // the Namespaces its selectors match). What the API server would add is
 // not added: the Gateway API's defaults (a listener's allowedRoutes, a
 // match's path) are the model's to assume when a field is unset. A document
@@ -216,14 +216,15 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		ConfigMaps:  slices.Clone(v.configMaps),
 		UDPServices: namedConfigMap(v, s.udpServices),
 
-		GatewayClasses:  slices.Clone(v.gatewayClasses),
-		Gateways:        slices.Clone(v.gateways),
-		HTTPRoutes:      slices.Clone(v.httpRoutes),
-		GRPCRoutes:      slices.Clone(v.grpcRoutes),
-		TLSRoutes:       slices.Clone(v.tlsRoutes),
-		ReferenceGrants: slices.Clone(v.referenceGrants),
-		ListenerSets:    slices.Clone(v.listenerSets),
-		Namespaces:      slices.Clone(v.namespaces),
+		GatewayClasses:     slices.Clone(v.gatewayClasses),
+		Gateways:           slices.Clone(v.gateways),
+		HTTPRoutes:         slices.Clone(v.httpRoutes),
+		GRPCRoutes:         slices.Clone(v.grpcRoutes),
+		TLSRoutes:          slices.Clone(v.tlsRoutes),
+		ReferenceGrants:    slices.Clone(v.referenceGrants),
+		ListenerSets:       slices.Clone(v.listenerSets),
+		BackendTLSPolicies: slices.Clone(v.backendTLSPolicies),
+		Namespaces:         slices.Clone(v.namespaces),
 	}, slices.Clone(v.problems)
 }
 

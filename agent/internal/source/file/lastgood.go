@@ -176,7 +176,7 @@ func identify(data []byte) *objectKey {
 	case source.KindIngressClass, source.KindGatewayClass, source.KindNamespace:
 		key.namespace = ""
 	case source.KindIngress, source.KindService, source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
-		source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindTLSRoute, source.KindReferenceGrant, source.KindListenerSet:
+		source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindTLSRoute, source.KindReferenceGrant, source.KindListenerSet, source.KindBackendTLSPolicy:
 		if key.namespace == "" {
 			key.namespace = "default"
 		}

@@ -30,15 +30,16 @@ type view struct {
 	secrets        []*corev1.Secret
 	configMaps     []*corev1.ConfigMap
 	// The Gateway API's kinds, and Namespaces for its selectors.
-	gatewayClasses  []*gatewayv1.GatewayClass
-	gateways        []*gatewayv1.Gateway
-	httpRoutes      []*gatewayv1.HTTPRoute
-	grpcRoutes      []*gatewayv1.GRPCRoute
-	tlsRoutes       []*gatewayv1.TLSRoute
-	referenceGrants []*gatewayv1.ReferenceGrant
-	listenerSets    []*gatewayv1.ListenerSet
-	namespaces      []*corev1.Namespace
-	problems        []model.Problem
+	gatewayClasses     []*gatewayv1.GatewayClass
+	gateways           []*gatewayv1.Gateway
+	httpRoutes         []*gatewayv1.HTTPRoute
+	grpcRoutes         []*gatewayv1.GRPCRoute
+	tlsRoutes          []*gatewayv1.TLSRoute
+	referenceGrants    []*gatewayv1.ReferenceGrant
+	listenerSets       []*gatewayv1.ListenerSet
+	backendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	namespaces         []*corev1.Namespace
+	problems           []model.Problem
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
 	slicesOf map[source.ServiceKey][]*discoveryv1.EndpointSlice
@@ -50,6 +51,7 @@ var kindOrder = []source.Kind{
 	source.KindEndpointSlice, source.KindSecret, source.KindConfigMap,
 	source.KindNamespace, source.KindGatewayClass, source.KindGateway, source.KindHTTPRoute, source.KindGRPCRoute, source.KindTLSRoute, source.KindReferenceGrant,
 	source.KindListenerSet,
+	source.KindBackendTLSPolicy,
 }
 
 // publish builds a view of the files read and serves it. It returns the
@@ -278,6 +280,7 @@ func (s *Source) buildView() *view {
 	sortObjects(v.tlsRoutes)
 	sortObjects(v.referenceGrants)
 	sortObjects(v.listenerSets)
+	sortObjects(v.backendTLSPolicies)
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
 	})
@@ -302,7 +305,7 @@ func (v *view) add(obj runtime.Object) {
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
 		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
-		appendOf(&v.listenerSets, obj)
+		appendOf(&v.listenerSets, obj) || appendOf(&v.backendTLSPolicies, obj)
 }
 
 // appendOf appends obj to list if it is a T, and says whether it was.

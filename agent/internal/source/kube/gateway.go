@@ -1,9 +1,9 @@
 package kube
 
 // The Gateway API's kinds: GatewayClass, Gateway, HTTPRoute, GRPCRoute,
-// TLSRoute, ReferenceGrant and ListenerSet of gateway.networking.k8s.io/v1,
-// and the Namespaces whose labels allowedRoutes and allowedListeners
-// selectors match.
+// TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy of
+// gateway.networking.k8s.io/v1, and the Namespaces whose labels
+// allowedRoutes and allowedListeners selectors match.
 //
 // Most clusters do not have the Gateway API's CRDs installed, and a list of
 // a resource the API server does not serve fails for ever: an informer of it
@@ -74,7 +74,7 @@ var gatewayResources = []gatewayResource{
 	{"gatewayclasses", source.KindGatewayClass}, {"gateways", source.KindGateway},
 	{"httproutes", source.KindHTTPRoute}, {"grpcroutes", source.KindGRPCRoute},
 	{"tlsroutes", source.KindTLSRoute}, {"referencegrants", source.KindReferenceGrant},
-	{"listenersets", source.KindListenerSet},
+	{"listenersets", source.KindListenerSet}, {"backendtlspolicies", source.KindBackendTLSPolicy},
 }
 
 const gatewayRequired = 2
@@ -104,6 +104,7 @@ type gatewayCaches struct {
 	grants     gatewaylisters.ReferenceGrantLister
 	sets       gatewaylisters.ListenerSetLister
 	namespaces corelisters.NamespaceLister
+	backendTLS gatewaylisters.BackendTLSPolicyLister
 }
 
 // newGatewayCaches creates the informers of the served resources (which
@@ -148,6 +149,9 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 	g.sets = gatewaylisters.NewListenerSetLister(indexer("listenersets", source.KindListenerSet, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.ListenerSets(ns), r), &gatewayv1.ListenerSet{}, resync, nil)
 	}))
+	g.backendTLS = gatewaylisters.NewBackendTLSPolicyLister(indexer("backendtlspolicies", source.KindBackendTLSPolicy, func() cache.SharedIndexInformer {
+		return kubeclient.NewInformer(c, reconnecting(c.BackendTLSPolicies(ns), r), &gatewayv1.BackendTLSPolicy{}, resync, nil)
+	}))
 	var onlyOne func(*metav1.ListOptions)
 	if ns != "" {
 		byName := fields.OneTermEqualSelector("metadata.name", ns).String()
@@ -179,6 +183,7 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.TLSRoutes, _ = g.tlsRoutes.List(everything)
 	snap.ReferenceGrants, _ = g.grants.List(everything)
 	snap.ListenerSets, _ = g.sets.List(everything)
+	snap.BackendTLSPolicies, _ = g.backendTLS.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
 }
 
@@ -235,6 +240,14 @@ func (s *Source) TLSRoute(namespace, name string) *gatewayv1.TLSRoute {
 func (s *Source) ListenerSet(namespace, name string) *gatewayv1.ListenerSet {
 	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.ListenerSet, error) {
 		return g.sets.ListenerSets(namespace).Get(name)
+	})
+}
+
+// BackendTLSPolicy returns the cached BackendTLSPolicy namespace/name,
+// or nil (also while backendtlspolicies is not served), as GatewayClass.
+func (s *Source) BackendTLSPolicy(namespace, name string) *gatewayv1.BackendTLSPolicy {
+	return cachedGatewayObject(s, func(g *gatewayCaches) (*gatewayv1.BackendTLSPolicy, error) {
+		return g.backendTLS.BackendTLSPolicies(namespace).Get(name)
 	})
 }
 
@@ -389,9 +402,9 @@ func (s *Source) runGatewayAPI(ctx context.Context, current *gatewayCaches, chan
 
 // gatewayRefs returns the Secrets and ConfigMaps the Gateways of snap
 // name, and the ListenerSets whose parent is one of them: a listener's
-// certificateRefs (Secrets) and the CA certificates of a Gateway's
+// certificateRefs (Secrets), the CA certificates of a Gateway's
 // spec.tls.frontend client certificate validation (ConfigMaps and
-// Secrets); those of Gateways of our GatewayClasses, or of every Gateway
+// Secrets) and its spec.tls.backend client certificate (a Secret); those of Gateways of our GatewayClasses, or of every Gateway
 // with everyGateway. Whether a ReferenceGrant lets a Gateway use an object
 // of another namespace is the model's to say; the object is read either
 // way, by name, as an Ingress's are.
@@ -424,6 +437,13 @@ func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (sec
 		classOf[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = string(gw.Spec.GatewayClassName)
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
+		}
+		if gw.Spec.TLS != nil && gw.Spec.TLS.Backend != nil && gw.Spec.TLS.Backend.ClientCertificateRef != nil {
+			// The client certificate to TLS backends (model/backendtls.go).
+			r := gw.Spec.TLS.Backend.ClientCertificateRef
+			if (r.Group == nil || *r.Group == "") && (r.Kind == nil || *r.Kind == "Secret") {
+				secrets = append(secrets, ref(gw.Namespace, r.Namespace, r.Name))
+			}
 		}
 		for _, l := range gw.Spec.Listeners {
 			addCertificates(gw.Namespace, l.TLS)

@@ -58,11 +58,13 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 	}
 	createGatewayObjects(t, gatewayAdmin, gatewayTestObjects()...)
 	// Each kind is read once its CRD is served; the optional ones
-	// (TLSRoute here) may come a check after GatewayClass and Gateway.
+	// (TLSRoute, BackendTLSPolicy here) may come a check after
+	// GatewayClass and Gateway.
 	eventually(t, "the Gateway API's objects in the snapshot of the running source", func() bool {
 		snap, _ = src.Snapshot()
 		return len(snap.GatewayClasses) == 2 && len(snap.Gateways) == 2 && len(snap.HTTPRoutes) == 2 &&
-			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1 && len(snap.TLSRoutes) == 1
+			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1 && len(snap.TLSRoutes) == 1 &&
+			len(snap.BackendTLSPolicies) == 1
 	})
 	wantGatewaySnapshot(t, snap)
 	if counter.get(source.KindGatewayClass) == 0 || counter.get(source.KindHTTPRoute) == 0 {

@@ -94,6 +94,14 @@ func gatewayTestObjects() []runtime.Object {
 				To:   []gatewayv1.ReferenceGrantTo{{Group: "", Kind: "Secret"}},
 			},
 		},
+		&gatewayv1.BackendTLSPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "backend-tls", Namespace: "web"},
+			Spec: gatewayv1.BackendTLSPolicySpec{
+				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: "app"}}},
+				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: "app.web.test",
+					CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "backend-ca"}}},
+			},
+		},
 	}
 }
 
@@ -121,6 +129,8 @@ func createGatewayObjects(t *testing.T, client gatewayclient.Interface, objs ...
 			_, err = gw.ReferenceGrants(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *gatewayv1.ListenerSet:
 			_, err = gw.ListenerSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *gatewayv1.BackendTLSPolicy:
+			_, err = gw.BackendTLSPolicies(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("createGatewayObjects: unexpected %T", obj)
 		}
@@ -157,6 +167,7 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		{"TLSRoutes", names(snap.TLSRoutes), []string{"web/tls"}},
 		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
 		{"ListenerSets", names(snap.ListenerSets), []string{"web/extra"}},
+		{"BackendTLSPolicies", names(snap.BackendTLSPolicies), []string{"web/backend-tls"}},
 		// An API server has its own Namespaces besides these.
 		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
 			[]string{"certs", "other", "web"}},
@@ -204,6 +215,39 @@ func TestGatewayAPIFake(t *testing.T) {
 			t.Errorf("secrets = %v, want both Gateways' listener Secrets", got)
 		}
 	})
+}
+
+// withoutResource is a client whose API server serves the Gateway API
+// without one of its resources (an optional one's CRD not installed).
+type withoutResource struct {
+	kubeclient.Interface
+	resource string
+}
+
+func (c withoutResource) ServedResources(ctx context.Context, groupVersion string) ([]string, error) {
+	served, err := c.Interface.ServedResources(ctx, groupVersion)
+	return slices.DeleteFunc(served, func(r string) bool { return r == c.resource }), err
+}
+
+// IsWatchListSemanticsUnSupported: the fakes do not stream lists.
+func (c withoutResource) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Without the BackendTLSPolicy CRD the source reads every other kind of
+// the Gateway API, and no policy.
+func TestGatewayAPIWithoutBackendTLSPolicies(t *testing.T) {
+	gw := gatewayfake.NewSimpleClientset()
+	createGatewayObjects(t, gw, gatewayTestObjects()...)
+	kubeclienttest.ServeGatewayAPI(gw)
+	client := withoutResource{kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw), "backendtlspolicies"}
+	src := New(client, Options{})
+	startSource(t, src, func(source.Change) {})
+	snap, _ := src.Snapshot()
+	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || snap.BackendTLSPolicies != nil {
+		t.Errorf("Gateways %v, HTTPRoutes %v, BackendTLSPolicies %v; want 2, 2 and none", names(snap.Gateways), names(snap.HTTPRoutes), names(snap.BackendTLSPolicies))
+	}
+	if p := src.BackendTLSPolicy("web", "backend-tls"); p != nil {
+		t.Errorf("BackendTLSPolicy lookup without the resource = %v, want nil", p.Name)
+	}
 }
 
 // lateGatewayAPI is a client whose API server serves the Gateway API

@@ -472,8 +472,8 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 }
 
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
-// snap name by annotation, and those its Gateways name (gatewayRefs),
-// each once.
+// snap name by annotation, those its Gateways name (gatewayRefs) and the
+// CA ConfigMaps of its BackendTLSPolicies, each once.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
@@ -501,6 +501,9 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
 	secrets = add(secrets, seenSecrets, gatewaySecrets)
 	configMaps = add(configMaps, seenConfigMaps, gatewayConfigMaps)
+	for _, policy := range snap.BackendTLSPolicies {
+		configMaps = add(configMaps, seenConfigMaps, model.BackendTLSConfigMapRefs(policy))
+	}
 	return secrets, configMaps
 }
 

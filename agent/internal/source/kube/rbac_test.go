@@ -130,6 +130,7 @@ func TestRBAC(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "auth-headers", Namespace: "web"}, Data: map[string]string{"X-Tenant": "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Namespace: "restysync"}, Data: map[string]string{"a": "1"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "other"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "backend-ca", Namespace: "web"}, Data: map[string]string{"ca.crt": "x"}},
 		&corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "restysync", Namespace: "restysync"},
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
@@ -156,9 +157,9 @@ func TestRBAC(t *testing.T) {
 	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
 		t.Errorf("ingresses = %v", got)
 	}
-	eventually(t, "the ConfigMap an Ingress names, read by name with the ServiceAccount", func() bool {
+	eventually(t, "the ConfigMaps an Ingress and a BackendTLSPolicy name, read by name with the ServiceAccount", func() bool {
 		snap, _ := src.Snapshot()
-		return slices.Equal(names(snap.ConfigMaps), []string{"web/auth-headers"})
+		return slices.Equal(names(snap.ConfigMaps), []string{"web/auth-headers", "web/backend-ca"})
 	})
 	if got := names(snap.Secrets); !slices.Equal(got, []string{"certs/gw-cert", "web/tls"}) {
 		t.Errorf("secrets = %v", got)
@@ -166,7 +167,8 @@ func TestRBAC(t *testing.T) {
 	for kind, got := range map[string][]string{
 		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
 		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
-		"ListenerSets": names(snap.ListenerSets),
+		"ListenerSets":       names(snap.ListenerSets),
+		"BackendTLSPolicies": names(snap.BackendTLSPolicies),
 	} {
 		if len(got) == 0 {
 			t.Errorf("%s: none read with the ServiceAccount", kind)
@@ -414,6 +416,7 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
 	calls := snap.GRPCRoutes[0]
 	extra := snap.ListenerSets[0]
+	policy := snap.BackendTLSPolicies[0]
 	return model.GatewayAPIStatus{
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
 		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,
@@ -421,6 +424,8 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: route.Name, Generation: route.Generation,
 			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
 			{Kind: "GRPCRoute", Namespace: "web", Name: calls.Name, Generation: calls.Generation,
+				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
+			{Kind: "BackendTLSPolicy", Namespace: "web", Name: policy.Name, Generation: policy.Generation,
 				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}}},
 		ListenerSets: []model.GatewayStatus{{Namespace: "web", Name: extra.Name, Generation: extra.Generation, Conditions: programmed,
 			Listeners: []model.ListenerStatus{{Name: "extra", SupportedKinds: []string{"HTTPRoute"}, Conditions: programmed}}}},
@@ -428,7 +433,7 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 }
 
 // gatewayStatusWritten reports whether the status of gatewayStatusOf's
-// five objects is on them.
+// objects is on them.
 func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -452,9 +457,15 @@ func gatewayStatusWritten(t *testing.T, admin gatewayclient.Interface) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	policy, err := admin.GatewayV1().BackendTLSPolicies("web").Get(ctx, "backend-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ours := func(p gatewayv1.RouteParentStatus) bool { return p.ControllerName == model.GatewayControllerName }
-	return meta.IsStatusConditionTrue(extra.Status.Conditions, "Programmed") && len(extra.Status.Listeners) == 1 &&
-		meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
+	ourAncestor := func(p gatewayv1.PolicyAncestorStatus) bool { return p.ControllerName == model.GatewayControllerName }
+	return meta.IsStatusConditionTrue(class.Status.Conditions, "Accepted") &&
+		meta.IsStatusConditionTrue(extra.Status.Conditions, "Programmed") && len(extra.Status.Listeners) == 1 &&
 		meta.IsStatusConditionTrue(gateway.Status.Conditions, "Programmed") && len(gateway.Status.Listeners) == 1 &&
-		slices.ContainsFunc(route.Status.Parents, ours) && slices.ContainsFunc(calls.Status.Parents, ours)
+		slices.ContainsFunc(route.Status.Parents, ours) && slices.ContainsFunc(calls.Status.Parents, ours) &&
+		slices.ContainsFunc(policy.Status.Ancestors, ourAncestor)
 }
