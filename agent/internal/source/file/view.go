@@ -129,14 +129,12 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	}
 	next := *prev
 	next.objects = maps.Clone(prev.objects) // ServiceEndpoints reads the old one
-	cloned, slicesCloned := map[source.Kind]bool{}, false
+	cloned, slicesCloned := map[string]bool{}, false
 	for i, n := range news {
 		next.objects[n.key] = n.obj
-		if !cloned[n.key.kind] {
-			cloned[n.key.kind] = true
-			next.cloneList(n.key.kind)
+		if !next.replace(n.obj, cloned) {
+			return nil, false
 		}
-		next.replace(n.obj)
 		if slice, ok := n.obj.(*discoveryv1.EndpointSlice); ok {
 			if !slicesCloned {
 				slicesCloned = true
@@ -176,68 +174,41 @@ func compareKeys(a, b objectKey) int {
 		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 
-// cloneList gives v its own copy of the list of kind, which replace may
-// then change.
-func (v *view) cloneList(kind source.Kind) {
-	switch kind {
-	case source.KindIngress:
-		v.ingresses = slices.Clone(v.ingresses)
-	case source.KindIngressClass:
-		v.ingressClasses = slices.Clone(v.ingressClasses)
-	case source.KindService:
-		v.services = slices.Clone(v.services)
-	case source.KindEndpointSlice:
-		v.endpointSlices = slices.Clone(v.endpointSlices)
-	case source.KindSecret:
-		v.secrets = slices.Clone(v.secrets)
-	case source.KindConfigMap:
-		v.configMaps = slices.Clone(v.configMaps)
-	case source.KindNamespace:
-		v.namespaces = slices.Clone(v.namespaces)
-	case source.KindGatewayClass:
-		v.gatewayClasses = slices.Clone(v.gatewayClasses)
-	case source.KindGateway:
-		v.gateways = slices.Clone(v.gateways)
-	case source.KindHTTPRoute:
-		v.httpRoutes = slices.Clone(v.httpRoutes)
-	case source.KindGRPCRoute:
-		v.grpcRoutes = slices.Clone(v.grpcRoutes)
-	case source.KindTLSRoute:
-		v.tlsRoutes = slices.Clone(v.tlsRoutes)
-	case source.KindReferenceGrant:
-		v.referenceGrants = slices.Clone(v.referenceGrants)
-	case source.KindListenerSet:
-		v.listenerSets = slices.Clone(v.listenerSets)
-	}
-}
-
 // replace puts obj in place of the object of the same namespace and name
-// in the list of its type (sorted by sortObjects).
-func (v *view) replace(obj runtime.Object) {
-	_ = replaceIn(v.ingresses, obj) || replaceIn(v.ingressClasses, obj) || replaceIn(v.services, obj) ||
-		replaceIn(v.endpointSlices, obj) || replaceIn(v.secrets, obj) || replaceIn(v.configMaps, obj) ||
-		replaceIn(v.namespaces, obj) || replaceIn(v.gatewayClasses, obj) || replaceIn(v.gateways, obj) ||
-		replaceIn(v.httpRoutes, obj) || replaceIn(v.grpcRoutes, obj) || replaceIn(v.tlsRoutes, obj) || replaceIn(v.referenceGrants, obj) ||
-		replaceIn(v.listenerSets, obj)
+// in the list of its type (sorted by sortObjects), on a copy of the list
+// the first time (cloned records it), and says whether a list took it: a
+// type not listed here (add's list, which it must follow) makes publish
+// build the view whole.
+func (v *view) replace(obj runtime.Object, cloned map[string]bool) bool {
+	return replaceIn(&v.ingresses, obj, cloned) || replaceIn(&v.ingressClasses, obj, cloned) || replaceIn(&v.services, obj, cloned) ||
+		replaceIn(&v.endpointSlices, obj, cloned) || replaceIn(&v.secrets, obj, cloned) || replaceIn(&v.configMaps, obj, cloned) ||
+		replaceIn(&v.namespaces, obj, cloned) || replaceIn(&v.gatewayClasses, obj, cloned) || replaceIn(&v.gateways, obj, cloned) ||
+		replaceIn(&v.httpRoutes, obj, cloned) || replaceIn(&v.grpcRoutes, obj, cloned) || replaceIn(&v.tlsRoutes, obj, cloned) ||
+		replaceIn(&v.referenceGrants, obj, cloned) || replaceIn(&v.listenerSets, obj, cloned) || replaceIn(&v.backendTLSPolicies, obj, cloned)
 }
 
-// replaceIn puts obj in place of the element of list with its namespace
-// and name if it is a T, and says whether it was.
+// replaceIn puts obj in place of the element of *list with its namespace
+// and name if it is a T, and says whether it was; *list is copied first
+// unless cloned says it was (by its type's name).
 func replaceIn[T interface {
 	runtime.Object
 	namedObject
-}](list []T, obj runtime.Object) bool {
+}](list *[]T, obj runtime.Object, cloned map[string]bool) bool {
 	o, ok := obj.(T)
 	if !ok {
 		return false
 	}
-	i, found := slices.BinarySearchFunc(list, o, func(a, b T) int {
+	if name := fmt.Sprintf("%T", o); !cloned[name] {
+		cloned[name] = true
+		*list = slices.Clone(*list)
+	}
+	i, found := slices.BinarySearchFunc(*list, o, func(a, b T) int {
 		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
 	if found {
-		list[i] = o
+		(*list)[i] = o
 	}
-	return true
+	return found
 }
 
 // buildView merges the files in path order. When two documents define the
@@ -292,7 +263,7 @@ func (s *Source) buildView() *view {
 }
 
 // add appends obj to the list of its type (the first of the lists that
-// takes it: the one of its type).
+// takes it: the one of its type). replace has the same lists.
 func (v *view) add(obj runtime.Object) {
 	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
 		if v.slicesOf == nil {
