@@ -584,9 +584,14 @@ spec:
 `
 
 // b9Service is a Service "name" on port 80 and its EndpointSlice with the
-// one endpoint addr ("IP:port").
-func b9Service(name, addr string) string {
-	host, port, _ := net.SplitHostPort(addr)
+// endpoints addrs ("IP:port", all on the first one's port).
+func b9Service(name string, addrs ...string) string {
+	_, port, _ := net.SplitHostPort(addrs[0])
+	var endpoints strings.Builder
+	for _, addr := range addrs {
+		host, _, _ := net.SplitHostPort(addr)
+		fmt.Fprintf(&endpoints, "  - addresses: [%q]\n", host)
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata:
@@ -609,8 +614,7 @@ ports:
   - name: http
     port: %[2]s
 endpoints:
-  - addresses: [%[3]q]
-`, name, port, host)
+%[3]s`, name, port, endpoints.String())
 }
 
 // b9Ingress is an Ingress "name" for host whose paths go to the Service of

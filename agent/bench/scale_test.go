@@ -231,19 +231,7 @@ func TestB8NginxMemory(t *testing.T) {
 }
 
 // rssOf is VmRSS of pid in KiB (0 when it cannot be read).
-func rssOf(pid int) int {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return n
-		}
-	}
-	return 0
-}
+func rssOf(pid int) int { return procStatusKiB(pid, "VmRSS:") }
 
 // TestB6Scale fills the API server with 10,000 Ingresses and Services and
 // 100,000 endpoints, then cold-starts the agent.

@@ -452,6 +452,7 @@ func run(c *cli.Context) error {
 	// client-go logs through klog; send it to the same place, in the same format.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
 	logger.Info("starting", "version", versionString(), "source", c.String("source"), "shared_dir", rc.sharedDir)
+	setMemoryLimit(logger)
 
 	// Start-up contract: Lua modules and a bootstrap nginx.conf come first, so
 	// nginx can start as soon as the file exists.

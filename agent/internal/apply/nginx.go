@@ -48,13 +48,21 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // writeFileAtomic is WriteFileAtomic; durable syncs the file to disk
 // before the rename.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
+	return writeFileAtomicFrom(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, perm, durable)
+}
+
+// writeFileAtomicFrom is writeFileAtomic with the content written by write.
+func writeFileAtomicFrom(path string, write func(io.Writer) error, perm os.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("creating temp file in %s: %w", dir, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
 	}

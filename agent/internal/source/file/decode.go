@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -93,10 +94,10 @@ const maxReasonLen = 400
 
 // manifestDecoder decodes one YAML or JSON document (YAML is a superset of
 // JSON) into one of the accepted types. It is strict: unknown fields and
-// duplicate keys are errors.
-var manifestDecoder = newManifestDecoder()
+// duplicate keys are errors. jsonDecoder is the same for JSON only.
+var manifestDecoder, jsonDecoder = newManifestDecoders()
 
-func newManifestDecoder() runtime.Decoder {
+func newManifestDecoders() (yamlDecoder, jsonDecoder runtime.Decoder) {
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypes(networkingv1.SchemeGroupVersion, &networkingv1.Ingress{}, &networkingv1.IngressClass{})
 	scheme.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.Namespace{})
@@ -105,11 +106,30 @@ func newManifestDecoder() runtime.Decoder {
 		&gatewayv1.GatewayClass{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &gatewayv1.GRPCRoute{}, &gatewayv1.TLSRoute{}, &gatewayv1.ReferenceGrant{},
 		&gatewayv1.ListenerSet{}, &gatewayv1.BackendTLSPolicy{})
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
-	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
-	if !ok || info.StrictSerializer == nil {
-		panic("file source: apimachinery has no strict YAML serializer")
+	strict := func(mediaType string) runtime.Decoder {
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+		if !ok || info.StrictSerializer == nil {
+			panic("file source: apimachinery has no strict " + mediaType + " serializer")
+		}
+		return info.StrictSerializer
 	}
-	return info.StrictSerializer
+	return strict(runtime.ContentTypeYAML), strict(runtime.ContentTypeJSON)
+}
+
+// decodeObject decodes one document with manifestDecoder, parsing its YAML
+// once. apimachinery's strict YAML decoder parses a document's YAML twice
+// (once to convert it to JSON, once more for duplicate keys), which was
+// most of the file source's start at 50,000 Ingresses. Here the YAML is
+// converted once, duplicate keys refused (YAMLToJSONStrict), and the JSON
+// decoded strictly; any failure is decoded again by manifestDecoder, so
+// that every error reads as it always did.
+func decodeObject(raw []byte) (runtime.Object, *schema.GroupVersionKind, error) {
+	if data, err := yaml.YAMLToJSONStrict(raw); err == nil {
+		if obj, gvk, err := jsonDecoder.Decode(data, nil, nil); err == nil {
+			return obj, gvk, nil
+		}
+	}
+	return manifestDecoder.Decode(raw, nil, nil)
 }
 
 // objectKey identifies an object; two documents with the same key are duplicates.
@@ -227,7 +247,7 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 	if reason := checkAliases(raw); reason != "" {
 		return document{}, reason, false
 	}
-	obj, gvk, err := manifestDecoder.Decode(raw, nil, nil)
+	obj, gvk, err := decodeObject(raw)
 	if err != nil {
 		reason := decodeErrorReason(err, gvk)
 		return document{}, reason, strings.Contains(reason, otherKindNote)

@@ -85,6 +85,11 @@ type Source struct {
 	folderErr  error                 // the folder itself cannot be read
 	started    bool
 	done       chan struct{} // closed when the watch goroutine ends
+	// pending are the files whose state changed since the last publish,
+	// with the state before (nil: new); pendingAll says publish builds
+	// the view whole (view.go).
+	pending    map[string]*fileState
+	pendingAll bool
 
 	mu   sync.RWMutex
 	view *view

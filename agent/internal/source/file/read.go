@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -84,10 +89,13 @@ func (s *Source) apply(b *batch) {
 // listing it so that no file created meanwhile is missed. If the folder
 // itself cannot be read, the files read before are kept and folderErr is set.
 func (s *Source) readAll() {
+	s.pendingAll = true // files and folders may be gone: publish builds the view whole
 	seenFiles := map[string]bool{}
 	seenDirs := map[string]bool{}
 	s.dirProblem = nil
-	if err := s.readDir(s.dir, 0, seenFiles, seenDirs); err != nil {
+	err := s.readDir(s.dir, 0, seenFiles, seenDirs)
+	s.readFiles(slices.Sorted(maps.Keys(seenFiles)))
+	if err != nil {
 		s.folderErr = fmt.Errorf("reading %s: %w", s.dir, err)
 		s.unwatchAll()
 		return
@@ -136,7 +144,6 @@ func (s *Source) readDir(dir string, depth int, seenFiles, seenDirs map[string]b
 			}
 		case manifestName(name):
 			seenFiles[path] = true
-			s.readFile(path)
 		}
 	}
 	return nil
@@ -152,33 +159,98 @@ func (s *Source) unwatchAll() {
 	}
 }
 
+// readFiles reads files again (readFile), decoding as many at once as Go
+// runs threads: decoding YAML is most of the start with thousands of
+// manifests, each file's is its own, and what the files define is then
+// installed one file after another, in the order given.
+func (s *Source) readFiles(paths []string) {
+	reads := make([]fileRead, len(paths))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(paths); i = int(next.Add(1)) - 1 {
+				reads[i] = s.decodeFile(paths[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, path := range paths {
+		s.install(path, reads[i])
+		reads[i] = fileRead{}
+	}
+}
+
 // readFile reads one file again. A file that is gone drops its objects; a
 // file whose bytes did not change is not decoded again. A document that
 // fails to decode, or a file that cannot be read, keeps the last good
 // version of what it defined (keepLastGood, lastgood.go).
 func (s *Source) readFile(path string) {
-	var served []document
-	if old := s.files[path]; old != nil {
-		served = old.docs
+	s.install(path, s.decodeFile(path))
+}
+
+// notePending records that path's state changes from old (nil: the file
+// is new) before the next publish, which may then patch the view
+// (patchView).
+func (s *Source) notePending(path string, old *fileState) {
+	if s.pending == nil {
+		s.pending = map[string]*fileState{}
 	}
+	if _, ok := s.pending[path]; !ok {
+		s.pending[path] = old
+	}
+}
+
+// fileRead is what decodeFile found in one file, for install.
+type fileRead struct {
+	err       error // the file could not be read
+	unchanged bool  // its bytes are those last decoded
+	sum       [sha256.Size]byte
+	docs      []document
+	problems  []problem
+}
+
+// decodeFile loads and decodes one file. It only reads the Source's
+// state, so several may run at once.
+func (s *Source) decodeFile(path string) fileRead {
 	data, err := s.load(path)
-	switch {
-	case isGone(err):
-		delete(s.files, path)
-		return
-	case err != nil:
-		problems := []problem{{path: path, reason: err.Error(), failed: true}}
-		s.files[path] = &fileState{docs: keepLastGood(served, nil, problems), problems: problems}
-		return
+	if err != nil {
+		return fileRead{err: err}
 	}
 	sum := sha256.Sum256(data)
 	if old := s.files[path]; old != nil && old.sum == sum {
-		return
+		return fileRead{unchanged: true}
 	}
 	docs, problems := decodeManifests(path, data, s.maxDocuments)
-	s.reuseUnchanged(docs)
-	docs = keepLastGood(served, docs, problems)
-	s.files[path] = &fileState{sum: sum, docs: docs, problems: problems}
+	return fileRead{sum: sum, docs: docs, problems: problems}
+}
+
+// install makes what decodeFile read of path the file's state.
+func (s *Source) install(path string, r fileRead) {
+	var served []document
+	old := s.files[path]
+	if old != nil {
+		served = old.docs
+	}
+	if !r.unchanged {
+		s.notePending(path, old)
+	}
+	switch {
+	case isGone(r.err):
+		delete(s.files, path)
+		return
+	case r.err != nil:
+		problems := []problem{{path: path, reason: r.err.Error(), failed: true}}
+		s.files[path] = &fileState{docs: keepLastGood(served, nil, problems), problems: problems}
+		return
+	case r.unchanged:
+		return
+	}
+	s.reuseUnchanged(r.docs)
+	docs := keepLastGood(served, r.docs, r.problems)
+	s.files[path] = &fileState{sum: r.sum, docs: docs, problems: r.problems}
 }
 
 // reuseUnchanged keeps the object already served for each document that
