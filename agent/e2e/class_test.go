@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // The lines inspect prints for the Ingresses it does not serve.
@@ -65,12 +66,18 @@ func TestKubeClassDecisions(t *testing.T) {
 	})
 
 	t.Run("an Ingress naming two classes: the field wins, with a Warning", func(t *testing.T) {
-		ing, err := e.admin.NetworkingV1().Ingresses(appsNS).Get(e.ctx(), "both", metav1.GetOptions{})
+		// The agent writes the Ingress's status meanwhile: a conflict is
+		// read again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			ing, err := e.admin.NetworkingV1().Ingresses(appsNS).Get(e.ctx(), "both", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ing.Annotations = map[string]string{"kubernetes.io/ingress.class": "nginx"}
+			_, err = e.admin.NetworkingV1().Ingresses(appsNS).Update(e.ctx(), ing, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		ing.Annotations = map[string]string{"kubernetes.io/ingress.class": "nginx"}
-		if _, err := e.admin.NetworkingV1().Ingresses(appsNS).Update(e.ctx(), ing, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		s.eventually("a Warning Event on the Ingress", func() error { return e.warningOn("both", twoClassesWarning) })

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/restysync/restysync/agent/internal/admin"
 	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
@@ -268,12 +269,18 @@ func TestKube(t *testing.T) {
 	t.Run("ingress update adds a path", func(t *testing.T) {
 		e.create(kubeService("api"))
 		e.create(kubeSlice("api", pods[10]))
-		ing, err := e.admin.NetworkingV1().Ingresses(appsNS).Get(e.ctx(), "web", metav1.GetOptions{})
+		// The agent writes the Ingress's status meanwhile: a conflict is
+		// read again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			ing, err := e.admin.NetworkingV1().Ingresses(appsNS).Get(e.ctx(), "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ing.Spec = kubeIngress(appsNS, "web", "restysync", "web.test", map[string]string{"/": "web", "/api": "api"}).Spec
+			_, err = e.admin.NetworkingV1().Ingresses(appsNS).Update(e.ctx(), ing, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		ing.Spec = kubeIngress(appsNS, "web", "restysync", "web.test", map[string]string{"/": "web", "/api": "api"}).Spec
-		if _, err := e.admin.NetworkingV1().Ingresses(appsNS).Update(e.ctx(), ing, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		s.eventually("/api goes to the api Service", func() error { return s.expect("web.test", "/api/x", pods[10].Name) })
