@@ -55,7 +55,7 @@ const (
 	// GatewayServiceSliceManager is the EndpointSlices' managed-by
 	// (discoveryv1.LabelManagedBy): not the EndpointSlice controller's, so
 	// it leaves them alone.
-	GatewayServiceSliceManager = "restysync.io/gateway-services"
+	GatewayServiceSliceManager = "gateway-services.restysync.io"
 )
 
 // gatewayServiceSuffix ends every Gateway Service's name.
