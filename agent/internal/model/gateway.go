@@ -307,6 +307,20 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	p.finishTLS(m)
 }
 
+// servedFeatures are GatewaySupportedFeatures less those of the kinds the
+// API server does not serve: a feature belongs to the kind its name begins
+// with, and a Gateway's client certificate to backends goes with
+// BackendTLSPolicy, the only way to ask for TLS to a backend.
+func servedFeatures(notServed []string) []string {
+	features := slices.Clone(GatewaySupportedFeatures)
+	for _, kind := range notServed {
+		features = slices.DeleteFunc(features, func(feature string) bool {
+			return strings.HasPrefix(feature, kind) || (kind == "BackendTLSPolicy" && feature == "GatewayBackendClientCertificate")
+		})
+	}
+	return features
+}
+
 func condition(typ string, ok bool, reason, message string) Condition {
 	return Condition{Type: typ, Status: ok, Reason: reason, Message: clipReason(message)}
 }
@@ -319,7 +333,7 @@ func (p *gatewayProcessor) processClasses() map[string]bool {
 			continue
 		}
 		ours[c.Name] = true
-		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: slices.Clone(GatewaySupportedFeatures)}
+		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: servedFeatures(p.source.GatewayKindsNotServed)}
 		if p.source.GatewayServices {
 			st.SupportedFeatures = append(st.SupportedFeatures, FeatureGatewayInfrastructure)
 			slices.Sort(st.SupportedFeatures)
