@@ -192,3 +192,23 @@ func TestGatewayServiceName(t *testing.T) {
 		t.Errorf("two long names share a Service name")
 	}
 }
+
+// The incremental build reads the clashing Service as Build does: once
+// the tenant's Service is gone, the next build wants the Gateway's.
+func TestGatewayServicesIncremental(t *testing.T) {
+	gw := withInfrastructure(newGateway("default", "gw", httpListener("http", 80, "")), "gw", nil, nil)
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw-restysync"}}
+	s := gwSnapshot(gw, foreign)
+	s.GatewayServices = true
+	inc := NewIncremental()
+	m, _, _ := inc.Build(s)
+	if len(m.GatewayAPI.Services) > 0 {
+		t.Fatalf("services %s despite the clash", dump(m.GatewayAPI.Services))
+	}
+	s.Services = slices.DeleteFunc(slices.Clone(s.Services), func(svc *corev1.Service) bool { return svc == foreign })
+	m, problems, _ := inc.Build(s)
+	want, wantProblems := Build(s)
+	if len(m.GatewayAPI.Services) != 1 || !reflect.DeepEqual(m.GatewayAPI, want.GatewayAPI) || !reflect.DeepEqual(problems, wantProblems) {
+		t.Errorf("incremental: services %s problems %s; Build: services %s", dump(m.GatewayAPI.Services), problemList(problems), dump(want.GatewayAPI.Services))
+	}
+}
