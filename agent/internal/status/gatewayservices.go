@@ -90,7 +90,7 @@ func (g *gatewayWriter) syncServices(ctx context.Context, w *Writer, wanted []mo
 	for _, o := range endpointSlices {
 		objects = append(objects, o)
 	}
-	owners := map[types.UID]bool{} // of the objects left, ours or not
+	owners := map[types.UID]bool{} // of the objects that stay
 	for _, obj := range objects {
 		key := objectKey{Kind: "Service", Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if _, slice := obj.(*discoveryv1.EndpointSlice); slice {
@@ -100,19 +100,20 @@ func (g *gatewayWriter) syncServices(ctx context.Context, w *Writer, wanted []mo
 		if want[key] || ref == nil {
 			continue
 		}
-		owners[ref.UID] = true
 		w.mu.Lock()
 		known := s.known[ref.UID]
 		w.mu.Unlock()
 		if !gatewayObjectName(key, ref.Name) || !(gateways[ref.UID] || known || g.ourGateway(key.Namespace, ref)) {
+			owners[ref.UID] = true
 			continue
 		}
 		err := g.deleteGatewayObject(ctx, key, obj.GetUID())
 		note(key, err == nil, err)
-		if err == nil {
-			delete(owners, ref.UID)
-			w.logger.Info("deleted a Gateway's object it no longer needs", "object", key.String(), "gateway", key.Namespace+"/"+ref.Name)
+		if err != nil {
+			owners[ref.UID] = true
+			continue
 		}
+		w.logger.Info("deleted a Gateway's object it no longer needs", "object", key.String(), "gateway", key.Namespace+"/"+ref.Name)
 	}
 	// Forget the Gateways no longer wanted and left with nothing of ours.
 	w.mu.Lock()

@@ -97,6 +97,11 @@ func TestGatewayServicesAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	newGateway("clash", nil)
+	newGateway("moved", nil)
+	if _, err := gwc.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "other"},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: otherController}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	kc := newClient(t, srv.Config())
 	src := kube.New(kc, kube.Options{GatewayController: testController})
@@ -158,9 +163,9 @@ func TestGatewayServicesAPIServer(t *testing.T) {
 	}
 
 	var problems []model.Problem
-	eventually(t, "the Gateway's Service and EndpointSlice", func() bool {
+	eventually(t, "the Gateways' Services and EndpointSlices", func() bool {
 		problems = sync()
-		return service("gw-restysync") != nil && slice("gw-restysync-ipv4") != nil
+		return service("gw-restysync") != nil && slice("gw-restysync-ipv4") != nil && service("moved-restysync") != nil
 	})
 	svc := service("gw-restysync")
 	wantLabels := map[string]string{"key2": "value2", model.GatewayNameLabel: "gw", model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy}
@@ -227,6 +232,13 @@ func TestGatewayServicesAPIServer(t *testing.T) {
 		sync()
 		svc, es := service("gw-restysync"), slice("gw-restysync-ipv4")
 		return svc.Labels["key3"] == "value3" && svc.Labels["key2"] == "" && es.Labels["key3"] == "value3" && es.Labels["key2"] == ""
+	})
+
+	// A Gateway moved to another controller's class loses its Service.
+	updateGateway(t, gwc, "moved", func(gw *gatewayv1.Gateway) { gw.Spec.GatewayClassName = "other" })
+	eventually(t, "the moved Gateway's Service deleted", func() bool {
+		sync()
+		return service("moved-restysync") == nil
 	})
 
 	// A Gateway of our class no longer accepted (a parametersRef) loses
