@@ -96,8 +96,8 @@ func NewCache() *Cache { return &Cache{} }
 // sameServer says whether srv is the server e was made from: the same
 // Locations array (a model never changes a server it handed out) and the
 // same other fields.
-func (e *hostEntry) sameServer(srv model.Server) bool {
-	a := e.server
+func (e *hostEntry) sameServer(srv *model.Server) bool {
+	a := &e.server
 	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLS != srv.ClientTLS ||
 		len(a.Locations) != len(srv.Locations) || !slices.Equal(a.Aliases, srv.Aliases) {
 		return false
@@ -160,12 +160,12 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	confChanged := false // a changed host adds to nginx.conf
 	setChanged := false  // the profile set changed
 	var changed []*hostEntry
-	update := func(old *hostEntry, srv model.Server, isDefault bool) (*hostEntry, error) {
+	update := func(old *hostEntry, srv *model.Server, isDefault bool) (*hostEntry, error) {
 		if old != nil && old.sameServer(srv) {
 			old.gen = c.gen
 			return old, nil
 		}
-		e, err := c.newEntry(srv, isDefault, s, global, profiles)
+		e, err := c.newEntry(*srv, isDefault, s, global, profiles)
 		if err != nil {
 			return nil, err
 		}
@@ -179,10 +179,12 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		return e, nil
 	}
 	var err error
-	if c.def, err = update(c.def, m.Default, true); err != nil {
+	if c.def, err = update(c.def, &m.Default, true); err != nil {
 		return Config{}, nil, false, fmt.Errorf("default server: %w", err)
 	}
-	for _, srv := range m.Servers {
+	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
+	for i := range m.Servers {
+		srv := &m.Servers[i]
 		old := c.hosts[srv.Host]
 		if old != nil && old.gen == c.gen {
 			return Config{}, nil, false, fmt.Errorf("server %q: host appears twice", srv.Host)
@@ -191,7 +193,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		if err != nil {
 			return Config{}, nil, false, err
 		}
-		c.hosts[srv.Host] = e
+		if e != old {
+			c.hosts[srv.Host] = e
+		}
+		entries[i] = e
 	}
 	if len(c.hosts) > len(m.Servers) {
 		for host, e := range c.hosts {
@@ -213,17 +218,14 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	made := len(changed)
 	if router != c.router {
 		c.router = router
-		changed = append(changed, c.def)
-		for _, srv := range m.Servers {
-			changed = append(changed, c.hosts[srv.Host])
-		}
+		changed = append(append(changed, c.def), entries...)
 	}
 	for _, e := range changed {
 		if err := e.routeLocations(s, profiles, global, routerBytes); err != nil {
 			return Config{}, nil, false, err
 		}
 	}
-	routes, err := c.routes(m)
+	routes, err := c.routes(m, entries)
 	if err != nil {
 		return Config{}, nil, false, err
 	}
@@ -236,8 +238,8 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	}
 	views := make([]serverView, 0, 1+len(m.Servers))
 	views = append(views, c.def.view)
-	for _, srv := range m.Servers {
-		views = append(views, c.hosts[srv.Host].view)
+	for _, e := range entries {
+		views = append(views, e.view)
 	}
 	cfg, err := renderConf(m, s, views, newProfiler(), keep)
 	if err != nil {
@@ -418,14 +420,14 @@ func (e *hostEntry) routeLocations(s Settings, profiles profiler, global string,
 }
 
 // routes are routesOf's routes from the entries.
-func (c *Cache) routes(m model.Model) ([]model.Route, error) {
+func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, error) {
 	routes := make([]model.Route, 0, 1+len(m.Servers))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		e := c.hosts[name]
 		return claimed[name] || e != nil && e.gen == c.gen
 	}
-	add := func(e *hostEntry, srv model.Server, isDefault bool) error {
+	add := func(e *hostEntry, srv *model.Server, isDefault bool) error {
 		if len(e.locations) == 0 {
 			return nil
 		}
@@ -454,11 +456,11 @@ func (c *Cache) routes(m model.Model) ([]model.Route, error) {
 		}
 		return nil
 	}
-	if err := add(c.def, m.Default, true); err != nil {
+	if err := add(c.def, &m.Default, true); err != nil {
 		return nil, err
 	}
-	for _, srv := range m.Servers {
-		if err := add(c.hosts[srv.Host], srv, false); err != nil {
+	for i := range m.Servers {
+		if err := add(entries[i], &m.Servers[i], false); err != nil {
 			return nil, err
 		}
 	}

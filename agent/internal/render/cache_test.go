@@ -1,7 +1,9 @@
 package render
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -88,5 +90,46 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 			t.Errorf("%s: %d hosts made again, want %d", step.name, stats.Hosts, step.hosts)
 		}
 		last = got
+	}
+}
+
+// BenchmarkCacheNewHost is B11's render: one new host among n (each with
+// two locations, every tenth a wildcard), by a Cache that rendered the n
+// before, and by Build for reference. The model alternates between the n
+// and the n plus one; its other servers keep their Locations arrays, as
+// model.Incremental hands them out.
+func BenchmarkCacheNewHost(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 50_000} {
+		without := manyServers(n)
+		with := without
+		with.Servers = append(slices.Clone(without.Servers), model.Server{Host: "zzz-new.example.com",
+			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
+		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
+			cache := NewCache()
+			if _, _, err := cache.Build(without, goldenSettings); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for b.Loop() {
+				m := with
+				if i%2 == 1 {
+					m = without
+				}
+				i++
+				if _, _, err := cache.Build(m, goldenSettings); err != nil {
+					b.Fatal(err)
+				}
+				if s := cache.Stats(); s.Hosts > 1 || !s.ConfReused {
+					b.Fatalf("made %d hosts again, conf reused %v", s.Hosts, s.ConfReused)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("build/hosts=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Build(with, goldenSettings); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
