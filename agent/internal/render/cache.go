@@ -3,9 +3,11 @@ package render
 // Cache is Build with a memory of the last render, for the syncer: from
 // one sync to the next its models differ by a few hosts, and
 // model.Incremental hands each server it did not build again out as it was
-// (the same Locations array). So the cache keeps, per host, the view, the
-// profiles and the route locations it made, and makes them again only for
-// a server that is not the one it made them from; and it hands back the
+// (the same Locations array). So the cache keeps, per host, the profiles,
+// body sizes and route locations it made (the route locations are the very
+// slices Lua's record holds once pushed; views, the bulk of a render, are
+// not kept), and makes them again only for a server that is not the one it
+// made them from; and it hands back the
 // last nginx.conf when nothing nginx.conf holds changed: no changed host
 // adds to it beyond its profiles and body size, the profile set and the
 // router's body size are the same, and so are the settings, the kept
@@ -80,7 +82,7 @@ type hostEntry struct {
 	server    model.Server
 	isDefault bool
 	gen       uint64
-	view      serverView
+	https     bool // the route's HTTPS (the default server's is true)
 	// profiles are the distinct profiles of its locations; sizes the
 	// body size of each of its model's locations.
 	profiles  []Profile
@@ -159,16 +161,21 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	profiles := newProfiler()
 	confChanged := false // a changed host adds to nginx.conf
 	setChanged := false  // the profile set changed
+	// made are the entries made in this render, with their views: an
+	// entry keeps no view (views are the largest part of a render, and
+	// the conf is rendered from views made again: a reload anyway).
 	var changed []*hostEntry
+	made := map[*hostEntry]serverView{}
 	update := func(old *hostEntry, srv *model.Server, isDefault bool) (*hostEntry, error) {
 		if old != nil && old.sameServer(srv) {
 			old.gen = c.gen
 			return old, nil
 		}
-		e, err := c.newEntry(*srv, isDefault, s, global, profiles)
+		e, view, err := c.newEntry(*srv, isDefault, s, global, profiles)
 		if err != nil {
 			return nil, err
 		}
+		made[e] = view
 		if old != nil {
 			setChanged = c.count(old, -1) || setChanged
 			confChanged = confChanged || old.conf
@@ -215,13 +222,29 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		router = routerBodySize(m, global)
 	}
 	routerBytes, _ := sizeBytes(router)
-	made := len(changed)
+	remade := len(changed)
+	all := append([]*hostEntry{c.def}, entries...)
+	viewOf := func(e *hostEntry) (serverView, error) {
+		if v, ok := made[e]; ok {
+			return v, nil
+		}
+		v, err := e.newView(s)
+		if err != nil {
+			return serverView{}, err
+		}
+		made[e] = v
+		return v, nil
+	}
 	if router != c.router {
 		c.router = router
-		changed = append(append(changed, c.def), entries...)
+		changed = all
 	}
 	for _, e := range changed {
-		if err := e.routeLocations(s, profiles, global, routerBytes); err != nil {
+		view, err := viewOf(e)
+		if err != nil {
+			return Config{}, nil, false, err
+		}
+		if err := e.routeLocations(view, s, profiles, global, routerBytes); err != nil {
 			return Config{}, nil, false, err
 		}
 	}
@@ -229,17 +252,20 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	if err != nil {
 		return Config{}, nil, false, err
 	}
-	c.stats = CacheStats{Hosts: made}
+	c.stats = CacheStats{Hosts: remade}
 	rest := restOf(m)
 	if c.last.Hash != "" && !confChanged && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
 		slices.Equal(keep, c.lastKeep) && reflect.DeepEqual(rest, c.lastRest) {
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
 	}
-	views := make([]serverView, 0, 1+len(m.Servers))
-	views = append(views, c.def.view)
-	for _, e := range entries {
-		views = append(views, e.view)
+	views := make([]serverView, 0, len(all))
+	for _, e := range all {
+		view, err := viewOf(e)
+		if err != nil {
+			return Config{}, nil, false, err
+		}
+		views = append(views, view)
 	}
 	cfg, err := renderConf(m, s, views, newProfiler(), keep)
 	if err != nil {
@@ -257,36 +283,50 @@ func (c *Cache) lastRouter() string {
 	return c.last.view.RouterBodySize
 }
 
-// newEntry makes the view, profiles and sizes of srv, as serverViews,
-// addModSecurity and newProfiles do.
-func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global string, profiles profiler) (*hostEntry, error) {
-	if !isDefault {
-		for _, name := range append([]string{srv.Host}, srv.Aliases...) {
-			if _, err := serverName(name); err != nil {
-				return nil, fmt.Errorf("server %q: %w", srv.Host, err)
-			}
-		}
-	}
+// newView makes srv's view, as serverViews and addModSecurity do.
+func newView(srv model.Server, isDefault bool, s Settings) (serverView, error) {
 	view, err := newServerView(srv)
 	if err != nil {
 		if isDefault {
-			return nil, err
+			return serverView{}, err
 		}
-		return nil, fmt.Errorf("server %q: %w", srv.Host, err)
+		return serverView{}, fmt.Errorf("server %q: %w", srv.Host, err)
 	}
 	if isDefault {
 		view.HTTPS = true
 	}
 	views := []serverView{view}
 	if err := addModSecurity(views, s); err != nil {
-		return nil, err
+		return serverView{}, err
 	}
-	e := &hostEntry{server: srv, isDefault: isDefault, gen: c.gen, view: views[0]}
+	return views[0], nil
+}
+
+// newView makes e's view again.
+func (e *hostEntry) newView(s Settings) (serverView, error) {
+	return newView(e.server, e.isDefault, s)
+}
+
+// newEntry makes the entry of srv and its view: its profiles and sizes,
+// as newProfiles and routerBodySize see them.
+func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global string, profiles profiler) (*hostEntry, serverView, error) {
+	if !isDefault {
+		for _, name := range append([]string{srv.Host}, srv.Aliases...) {
+			if _, err := serverName(name); err != nil {
+				return nil, serverView{}, fmt.Errorf("server %q: %w", srv.Host, err)
+			}
+		}
+	}
+	view, err := newView(srv, isDefault, s)
+	if err != nil {
+		return nil, serverView{}, err
+	}
+	e := &hostEntry{server: srv, isDefault: isDefault, gen: c.gen, https: view.HTTPS}
 	seen := map[string]bool{}
-	for _, lv := range e.view.Locations {
+	for _, lv := range view.Locations {
 		name, body, err := profiles.of(lv)
 		if err != nil {
-			return nil, err
+			return nil, serverView{}, err
 		}
 		if name != "" && !seen[name] {
 			seen[name] = true
@@ -297,8 +337,8 @@ func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global st
 		e.sizes = append(e.sizes, orDefault(loc.Proxy.BodySize, global))
 	}
 	// The default server is in restOf: a change of it renders the conf.
-	e.conf = !isDefault && c.hostConf(srv, e.view, s)
-	return e, nil
+	e.conf = !isDefault && c.hostConf(srv, view, s)
+	return e, view, nil
 }
 
 // hostConf says whether srv adds to nginx.conf more than its profiles
@@ -396,20 +436,20 @@ func (c *Cache) routerBodySize(global string) (string, bool) {
 }
 
 // routeLocations makes e's route locations, as routesOf does.
-func (e *hostEntry) routeLocations(s Settings, profiles profiler, global string, router int64) error {
-	if len(e.view.Locations) == 0 {
+func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profiler, global string, router int64) error {
+	if len(view.Locations) == 0 {
 		e.locations = nil
 		return nil
 	}
-	host := e.view.Host
+	host := view.Host
 	if e.isDefault {
 		host = DefaultRoute
 	}
-	locations := make([]model.RouteLocation, len(e.view.Locations))
-	for j, lv := range e.view.Locations {
+	locations := make([]model.RouteLocation, len(view.Locations))
+	for j, lv := range view.Locations {
 		var err error
 		if locations[j], err = routeLocation(profiles, lv, global, router); err != nil {
-			return fmt.Errorf("server %q: %w", e.view.Host, err)
+			return fmt.Errorf("server %q: %w", view.Host, err)
 		}
 		if s.RequestMetrics != nil {
 			locations[j].Metric = metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host)
@@ -435,19 +475,19 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, erro
 		if isDefault {
 			host = DefaultRoute
 		}
-		routes = append(routes, model.Route{Host: host, HTTPS: e.view.HTTPS, Locations: e.locations})
+		routes = append(routes, model.Route{Host: host, HTTPS: e.https, Locations: e.locations})
 		for _, alias := range srv.Aliases {
 			if taken(alias) {
 				continue
 			}
 			if _, err := serverName(alias); err != nil {
-				return fmt.Errorf("server %q: alias: %w", e.view.Host, err)
+				return fmt.Errorf("server %q: alias: %w", srv.Host, err)
 			}
 			claimed[alias] = true
-			routes = append(routes, model.Route{Host: alias, HTTPS: e.view.HTTPS, Locations: e.locations})
+			routes = append(routes, model.Route{Host: alias, HTTPS: e.https, Locations: e.locations})
 		}
 		if from := srv.WWWRedirect; from != "" && !isDefault && !taken(from) {
-			route, err := wwwRedirectRoute(from, e.view, e.locations[0].Backend)
+			route, err := wwwRedirectRoute(from, serverView{Host: srv.Host, HTTPS: e.https}, e.locations[0].Backend)
 			if err != nil {
 				return err
 			}
