@@ -341,7 +341,7 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
-	s.retiring = apply.Retiring(keep, routes)
+	s.retiring = len(keep) > 0 && apply.Retiring(keep, routes) // no kept profile: no look at every route
 	s.lastConfig, s.lastRoutes = cfg, routes
 	return cfg, routes, true, nil
 }
