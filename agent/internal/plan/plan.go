@@ -366,16 +366,42 @@ type RoutePlan struct {
 // Empty reports whether the plan has nothing to push.
 func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) == 0 }
 
-// Routes diffs next against the routes Lua holds, by host.
+// Routes diffs next against the routes Lua holds, by host. A route whose
+// locations are the very slice Lua's record holds (render.Cache hands an
+// unchanged host's route out again, and apply keeps what it pushed) is
+// not compared location by location; when next has every host Lua holds,
+// the set of hosts to remove is not built. So a render that changed a few
+// hosts costs a map lookup for each other one.
 func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 	var p RoutePlan
-	wanted := make(map[string]struct{}, len(next))
+	found := 0
 	for _, r := range next {
-		wanted[r.Host] = struct{}{}
-		if have, ok := held[r.Host]; !ok || have.HTTPS != r.HTTPS || have.Ordered != r.Ordered || have.Listener != r.Listener || !slices.EqualFunc(have.Locations, r.Locations, model.RouteLocation.Equal) {
+		have, ok := held[r.Host]
+		if ok {
+			found++
+		}
+		if !ok || have.HTTPS != r.HTTPS || have.Ordered != r.Ordered || have.Listener != r.Listener || !sameLocations(have.Locations, r.Locations) {
 			p.Upserts = append(p.Upserts, r)
 		}
 	}
+	// Hosts are unique in next (render refuses a host twice): when Lua
+	// holds exactly the hosts found above, it holds none to remove.
+	if found == len(held) {
+		return p
+	}
+	wanted := make(map[string]struct{}, len(next))
+	for _, r := range next {
+		wanted[r.Host] = struct{}{}
+	}
 	p.Removes = unwanted(held, wanted)
 	return p
+}
+
+// sameLocations says whether a and b hold equal locations; the same
+// slice does without a look.
+func sameLocations(a, b []model.RouteLocation) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return true
+	}
+	return slices.EqualFunc(a, b, model.RouteLocation.Equal)
 }

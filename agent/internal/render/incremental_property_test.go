@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	mathrand "math/rand"
@@ -53,7 +54,8 @@ func TestIncrementalEqualsBuild(t *testing.T) {
 			t.Fatalf("seed %d (rerun: -incremental.seed=%d -incremental.sequences=1): %v", seed, seed, err)
 		}
 	}
-	t.Logf("%d sequences of %d changes in %s: %v", n, incrementalSteps, time.Since(start).Round(time.Millisecond), paths)
+	t.Logf("%d sequences of %d changes in %s: %v; cached renders reusing nginx.conf: %d, rendering it: %d", n, incrementalSteps,
+		time.Since(start).Round(time.Millisecond), paths, cacheStats[true], cacheStats[false])
 	if paths["incremental"] < n*incrementalSteps/3 {
 		t.Errorf("only %d of %d steps were incremental: the property is checked on too few", paths["incremental"], n*incrementalSteps)
 	}
@@ -77,11 +79,18 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		hosts = append(hosts, "www."+h)
 	}
 	inc := model.NewIncremental()
+	cache := NewCache()
+	settings := randomSettings(rng, "/srv/restysync")
+	var keep []Profile
 	next := 100
 	var log []string
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			log = append(log, changeSnapshot(rng, world, &s, hosts, &next))
+			if rng.Intn(8) == 0 {
+				settings, keep = changeRenderInputs(rng, settings, keep)
+				log = append(log, "render settings or kept profiles")
+			}
 		}
 		got, gotProblems, path := inc.Build(s)
 		want, wantProblems := model.Build(s)
@@ -93,6 +102,10 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		}
 		if !reflect.DeepEqual(gotProblems, wantProblems) {
 			return fmt.Errorf("step %d (%s, path %+v): problems differ:\n got %q\nwant %q", step, strings.Join(log, "; "), path, gotProblems, wantProblems)
+		}
+		var err error
+		if keep, err = checkCacheStep(cache, got, settings, keep, rng); err != nil {
+			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
 		}
 		if step > 0 {
 			if path.Incremental {
@@ -275,4 +288,60 @@ func modelDiff(want, got model.Model) string {
 		out = out[:6000] + "…"
 	}
 	return out
+}
+
+// cacheStats counts the cached renders that reused nginx.conf (true) and
+// those that rendered it.
+var cacheStats = map[bool]int{}
+
+// checkCacheStep renders m with cache and with Build, and says how they
+// differ: config (bytes, hash, profiles, files, the view Changes reads),
+// routes or error. It returns the profiles the next step keeps: now and
+// then some of this config's, as the syncer keeps those Lua still names.
+func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng *mathrand.Rand) ([]Profile, error) {
+	gotCfg, gotRoutes, gotErr := cache.Build(m, s, keep...)
+	cacheStats[cache.Stats().ConfReused]++
+	wantCfg, wantRoutes, wantErr := Build(m, s, keep...)
+	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+		return nil, fmt.Errorf("cached render: error %v, want %v", gotErr, wantErr)
+	}
+	if wantErr != nil {
+		return nil, nil
+	}
+	if gotCfg.Hash != wantCfg.Hash || !bytes.Equal(gotCfg.Bytes, wantCfg.Bytes) {
+		return nil, fmt.Errorf("cached render: nginx.conf differs:\n%s", lineDiff(string(wantCfg.Bytes), string(gotCfg.Bytes)))
+	}
+	if !reflect.DeepEqual(gotCfg, wantCfg) {
+		return nil, fmt.Errorf("cached render: config differs (profiles, files, backend TLS or view)")
+	}
+	if !reflect.DeepEqual(gotRoutes, wantRoutes) {
+		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", gotRoutes, wantRoutes)
+	}
+	if rng.Intn(4) == 0 && len(wantCfg.Profiles) > 0 {
+		return wantCfg.Profiles[:rng.Intn(len(wantCfg.Profiles))+1], nil
+	}
+	return keep, nil
+}
+
+// changeRenderInputs changes what besides the model a render reads: the
+// request metrics, the ConfigMap's body size, or the kept profiles.
+func changeRenderInputs(rng *mathrand.Rand, s Settings, keep []Profile) (Settings, []Profile) {
+	switch rng.Intn(3) {
+	case 0:
+		if s.RequestMetrics == nil {
+			s.RequestMetrics = &RequestMetrics{}
+		} else {
+			s.RequestMetrics = nil
+		}
+	case 1:
+		h := DefaultHTTP()
+		if s.HTTP != nil {
+			h = *s.HTTP
+		}
+		h.ClientMaxBodySize = pick(rng, []string{"1m", "0", "512k", "1024k", "8m"})
+		s.HTTP = &h
+	default:
+		keep = nil
+	}
+	return s, keep
 }

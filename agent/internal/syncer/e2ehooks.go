@@ -22,13 +22,12 @@ func init() {
 	if host == "" {
 		return
 	}
-	real := renderBuild
-	renderBuild = func(m model.Model, s render.Settings, keep ...render.Profile) (render.Config, []model.Route, error) {
+	renderRefuses = func(m model.Model, _ render.Settings) error {
 		for _, srv := range m.Servers {
 			if srv.Host == host {
-				return render.Config{}, nil, fmt.Errorf("server %q: refused by the e2e hook %s", host, E2ERenderRefusesHost)
+				return fmt.Errorf("server %q: refused by the e2e hook %s", host, E2ERenderRefusesHost)
 			}
 		}
-		return real(m, s, keep...)
+		return nil
 	}
 }

@@ -171,6 +171,10 @@ type syncResult struct {
 	apply.Result
 	build  time.Duration
 	render time.Duration // 0 when the last render was reused
+	// rendered says the model was rendered (not the fast path), and
+	// renderStats what the render cache made again.
+	rendered    bool
+	renderStats render.CacheStats
 }
 
 func (r syncResult) action() string {
@@ -224,6 +228,11 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	)
+	if result.rendered {
+		// How much the render made again: the hosts whose servers
+		// changed, and nginx.conf or not (render.Cache).
+		attrs = append(attrs, "render_hosts", result.renderStats.Hosts, "conf_reused", result.renderStats.ConfReused)
+	}
 	if err != nil {
 		s.logger.Error("sync failed", append(attrs, "error", err)...)
 		return

@@ -75,6 +75,9 @@ type Syncer struct {
 	// buildPath says how it built the last, for the sync log line.
 	incremental *model.Incremental
 	buildPath   model.BuildPath
+	// renderCache renders each model reusing what the last one's
+	// unchanged servers gave (render.Cache).
+	renderCache *render.Cache
 	// builtSnap is the snapshot the model of this sync's full build was
 	// built from (the guard's filter and the globals applied), kept for the
 	// sync so that a render failure can be isolated.
@@ -131,6 +134,7 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 		state:     State{LoadModules: opts.Render.LoadModules},
 
 		incremental: model.NewIncremental(),
+		renderCache: render.NewCache(),
 	}
 }
 
@@ -275,6 +279,7 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	}
 	if rendered {
 		res.render = time.Since(renderStart)
+		res.rendered, res.renderStats = true, s.renderCache.Stats()
 	}
 	// A config nginx rejected before is rendered again for a verdict while
 	// the guard bisects or the ConfigMap's globals are on trial or changed.
@@ -332,11 +337,11 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
 	keep := s.stage.Keep()
-	cfg, routes, err = renderBuild(next, s.configMap.Settings(), keep...)
+	cfg, routes, err = renderCached(s.renderCache, next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
 	}
-	s.retiring = apply.Retiring(keep, routes)
+	s.retiring = len(keep) > 0 && apply.Retiring(keep, routes) // no kept profile: no look at every route
 	s.lastConfig, s.lastRoutes = cfg, routes
 	return cfg, routes, true, nil
 }

@@ -1,0 +1,515 @@
+package render
+
+// Cache is Build with a memory of the last render, for the syncer: from
+// one sync to the next its models differ by a few hosts, and
+// model.Incremental hands each server it did not build again out as it was
+// (the same Locations array). So the cache keeps, per host, the profiles,
+// body sizes and route locations it made (the route locations are the very
+// slices Lua's record holds once pushed; views, the bulk of a render, are
+// not kept), and makes them again only for a server that is not the one it
+// made them from; and it hands back the
+// last nginx.conf when nothing nginx.conf holds changed: no changed host
+// adds to it beyond its profiles and body size, the profile set and the
+// router's body size are the same, and so are the settings, the kept
+// profiles and the model's parts other than its servers. A new Ingress
+// whose settings have a profile then costs its own host, not every host.
+//
+// Why not make render itself incremental: Build stays the one definition
+// of the output, and the cache is checked against it (TestCacheEqualsBuild,
+// step by step over random change sequences); anything the cache cannot
+// decide cheaply (an error, two body sizes of one value, a server block of
+// client certificates, which names other hosts) renders the conf whole.
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// Cache renders like Build, reusing what the last model's unchanged
+// servers gave. The zero Cache is not ready: use NewCache. It is not safe
+// for concurrent use.
+type Cache struct {
+	settings Settings
+	ready    bool // settings, base and the maps belong to one Settings
+	// base is the conf view of a model without servers: what a host
+	// adds to it is compared against it (hostConf).
+	base confView
+	// gen numbers the renders; an entry of the current render has it.
+	gen   uint64
+	hosts map[string]*hostEntry
+	def   *hostEntry
+	// profiles and sizes count the hosts' locations by profile and body
+	// size (each location's own or the ConfigMap's).
+	profiles map[string]*profileCount
+	sizes    map[string]int
+	// router is the router's body size the entries' route locations were
+	// made with.
+	router string
+	// last is the config of the last render, lastKeep the profiles it
+	// kept and lastRest its model without servers (restOf).
+	last     Config
+	lastKeep []Profile
+	lastRest model.Model
+	// stats are the last render's, for the sync log (Stats).
+	stats CacheStats
+}
+
+// CacheStats say what the last Build of a Cache made again.
+type CacheStats struct {
+	// Hosts are the servers whose views and routes were made again (the
+	// default server counts as one); all of them when Whole.
+	Hosts int
+	// ConfReused says nginx.conf is the last render's, not rendered again.
+	ConfReused bool
+	// Whole says the cache rendered by Build (first render, an error, or
+	// an output it cannot decide).
+	Whole bool
+}
+
+// Stats returns what the last Build made again.
+func (c *Cache) Stats() CacheStats { return c.stats }
+
+type profileCount struct {
+	body string
+	n    int
+}
+
+// hostEntry is what one server gave.
+type hostEntry struct {
+	server    model.Server
+	isDefault bool
+	gen       uint64
+	https     bool // the route's HTTPS (the default server's is true)
+	// profiles are the distinct profiles of its locations; sizes the
+	// body size of each of its model's locations.
+	profiles  []Profile
+	sizes     []string
+	locations []model.RouteLocation
+	// conf says it adds to nginx.conf more than its profiles and sizes.
+	conf bool
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{} }
+
+// sameServer says whether srv is the server e was made from: the same
+// Locations array (a model never changes a server it handed out) and the
+// same other fields.
+func (e *hostEntry) sameServer(srv *model.Server) bool {
+	a := &e.server
+	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLS != srv.ClientTLS ||
+		len(a.Locations) != len(srv.Locations) || !slices.Equal(a.Aliases, srv.Aliases) {
+		return false
+	}
+	return len(a.Locations) == 0 || &a.Locations[0] == &srv.Locations[0]
+}
+
+// restOf is m without what the cache follows host by host, and without
+// what render does not read.
+func restOf(m model.Model) model.Model {
+	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = nil, nil, nil, nil, nil
+	return m
+}
+
+// Build is render.Build of m, s and keep.
+func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, []model.Route, error) {
+	cfg, routes, ok, err := c.build(m, s, keep)
+	if err != nil || !ok {
+		// What the cache does not decide, Build does (and says which
+		// error); the next render starts whole.
+		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
+		return Build(m, s, keep...)
+	}
+	return cfg, routes, nil
+}
+
+// reset forgets every host, for new settings.
+func (c *Cache) reset(s Settings) error {
+	*c = Cache{settings: s, hosts: map[string]*hostEntry{}, profiles: map[string]*profileCount{}, sizes: map[string]int{}}
+	def, err := newServerView(model.Server{})
+	if err != nil {
+		return err
+	}
+	def.HTTPS = true
+	if c.base, err = newConfView(model.Model{}, s, []serverView{def}, newProfiler(), nil); err != nil {
+		return err
+	}
+	c.ready = true
+	return nil
+}
+
+// build renders m; ok false says Build must (the cache cannot say the
+// output is Build's).
+func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []model.Route, bool, error) {
+	if err := checkSettings(s); err != nil {
+		return Config{}, nil, false, err
+	}
+	if !c.ready || !reflect.DeepEqual(c.settings, s) {
+		if err := c.reset(s); err != nil {
+			return Config{}, nil, false, err
+		}
+	}
+	c.gen++
+	h := DefaultHTTP()
+	if s.HTTP != nil {
+		h = *s.HTTP
+	}
+	global := h.ClientMaxBodySize
+	profiles := newProfiler()
+	confChanged := false // a changed host adds to nginx.conf
+	setChanged := false  // the profile set changed
+	// made are the entries made in this render, with their views: an
+	// entry keeps no view (views are the largest part of a render, and
+	// the conf is rendered from views made again: a reload anyway).
+	var changed []*hostEntry
+	made := map[*hostEntry]serverView{}
+	update := func(old *hostEntry, srv *model.Server, isDefault bool) (*hostEntry, error) {
+		if old != nil && old.sameServer(srv) {
+			old.gen = c.gen
+			return old, nil
+		}
+		e, view, err := c.newEntry(*srv, isDefault, s, global, profiles)
+		if err != nil {
+			return nil, err
+		}
+		made[e] = view
+		if old != nil {
+			setChanged = c.count(old, -1) || setChanged
+			confChanged = confChanged || old.conf
+		}
+		setChanged = c.count(e, 1) || setChanged
+		confChanged = confChanged || e.conf
+		changed = append(changed, e)
+		return e, nil
+	}
+	var err error
+	if c.def, err = update(c.def, &m.Default, true); err != nil {
+		return Config{}, nil, false, fmt.Errorf("default server: %w", err)
+	}
+	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
+	for i := range m.Servers {
+		srv := &m.Servers[i]
+		old := c.hosts[srv.Host]
+		if old != nil && old.gen == c.gen {
+			return Config{}, nil, false, fmt.Errorf("server %q: host appears twice", srv.Host)
+		}
+		e, err := update(old, srv, false)
+		if err != nil {
+			return Config{}, nil, false, err
+		}
+		if e != old {
+			c.hosts[srv.Host] = e
+		}
+		entries[i] = e
+	}
+	if len(c.hosts) > len(m.Servers) {
+		for host, e := range c.hosts {
+			if e.gen != c.gen {
+				setChanged = c.count(e, -1) || setChanged
+				confChanged = confChanged || e.conf
+				delete(c.hosts, host)
+			}
+		}
+	}
+	if setChanged && c.profileClash() {
+		return Config{}, nil, false, nil
+	}
+	router, ok := c.routerBodySize(global)
+	if !ok {
+		router = routerBodySize(m, global)
+	}
+	routerBytes, _ := sizeBytes(router)
+	remade := len(changed)
+	all := append([]*hostEntry{c.def}, entries...)
+	viewOf := func(e *hostEntry) (serverView, error) {
+		if v, ok := made[e]; ok {
+			return v, nil
+		}
+		v, err := e.newView(s)
+		if err != nil {
+			return serverView{}, err
+		}
+		made[e] = v
+		return v, nil
+	}
+	if router != c.router {
+		c.router = router
+		changed = all
+	}
+	for _, e := range changed {
+		view, err := viewOf(e)
+		if err != nil {
+			return Config{}, nil, false, err
+		}
+		if err := e.routeLocations(view, s, profiles, global, routerBytes); err != nil {
+			return Config{}, nil, false, err
+		}
+	}
+	routes, err := c.routes(m, entries)
+	if err != nil {
+		return Config{}, nil, false, err
+	}
+	c.stats = CacheStats{Hosts: remade}
+	rest := restOf(m)
+	if c.last.Hash != "" && !confChanged && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
+		slices.Equal(keep, c.lastKeep) && reflect.DeepEqual(rest, c.lastRest) {
+		c.stats.ConfReused = true
+		return c.last, routes, true, nil
+	}
+	views := make([]serverView, 0, len(all))
+	for _, e := range all {
+		view, err := viewOf(e)
+		if err != nil {
+			return Config{}, nil, false, err
+		}
+		views = append(views, view)
+	}
+	cfg, err := renderConf(m, s, views, newProfiler(), keep)
+	if err != nil {
+		return Config{}, nil, false, err
+	}
+	c.last, c.lastKeep, c.lastRest = cfg, slices.Clone(keep), rest
+	return cfg, routes, true, nil
+}
+
+// lastRouter is the router's body size of the last config.
+func (c *Cache) lastRouter() string {
+	if c.last.view == nil {
+		return ""
+	}
+	return c.last.view.RouterBodySize
+}
+
+// newView makes srv's view, as serverViews and addModSecurity do.
+func newView(srv model.Server, isDefault bool, s Settings) (serverView, error) {
+	view, err := newServerView(srv)
+	if err != nil {
+		if isDefault {
+			return serverView{}, err
+		}
+		return serverView{}, fmt.Errorf("server %q: %w", srv.Host, err)
+	}
+	if isDefault {
+		view.HTTPS = true
+	}
+	views := []serverView{view}
+	if err := addModSecurity(views, s); err != nil {
+		return serverView{}, err
+	}
+	return views[0], nil
+}
+
+// newView makes e's view again.
+func (e *hostEntry) newView(s Settings) (serverView, error) {
+	return newView(e.server, e.isDefault, s)
+}
+
+// newEntry makes the entry of srv and its view: its profiles and sizes,
+// as newProfiles and routerBodySize see them.
+func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global string, profiles profiler) (*hostEntry, serverView, error) {
+	if !isDefault {
+		for _, name := range append([]string{srv.Host}, srv.Aliases...) {
+			if _, err := serverName(name); err != nil {
+				return nil, serverView{}, fmt.Errorf("server %q: %w", srv.Host, err)
+			}
+		}
+	}
+	view, err := newView(srv, isDefault, s)
+	if err != nil {
+		return nil, serverView{}, err
+	}
+	e := &hostEntry{server: srv, isDefault: isDefault, gen: c.gen, https: view.HTTPS}
+	seen := map[string]bool{}
+	for _, lv := range view.Locations {
+		name, body, err := profiles.of(lv)
+		if err != nil {
+			return nil, serverView{}, err
+		}
+		if name != "" && !seen[name] {
+			seen[name] = true
+			e.profiles = append(e.profiles, Profile{Name: name, Body: body})
+		}
+	}
+	for _, loc := range srv.Locations {
+		e.sizes = append(e.sizes, orDefault(loc.Proxy.BodySize, global))
+	}
+	// The default server is in restOf: a change of it renders the conf.
+	e.conf = !isDefault && c.hostConf(srv, view, s)
+	return e, view, nil
+}
+
+// hostConf says whether srv adds to nginx.conf more than its profiles
+// and body sizes: whether a model of srv alone renders a conf view other
+// than one of no server, profiles and body size aside. An error says yes:
+// the whole render then reports it.
+func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
+	m := model.Model{Servers: []model.Server{srv}}
+	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
+	if err != nil {
+		return true
+	}
+	got.Profiles, got.Mirror, got.Dollar, got.RouterBodySize = c.base.Profiles, c.base.Mirror, c.base.Dollar, c.base.RouterBodySize
+	got.ErrorBackend, got.TLSUpstreams = c.base.ErrorBackend, c.base.TLSUpstreams
+	return !reflect.DeepEqual(got, c.base) || hasTLSUpstream(srv)
+}
+
+// hasTLSUpstream says whether a location of srv goes to its backend
+// over TLS (tlsUpstreams claims a name for it).
+func hasTLSUpstream(srv model.Server) bool {
+	for _, loc := range srv.Locations {
+		if loc.Protocol == model.ProtocolHTTPS || loc.Protocol == model.ProtocolGRPCS {
+			return true
+		}
+	}
+	return false
+}
+
+// count adds e's profiles and sizes to the counts (by = 1) or takes them
+// away (-1); it says whether a profile came or went.
+func (c *Cache) count(e *hostEntry, by int) bool {
+	changed := false
+	for _, p := range e.profiles {
+		pc := c.profiles[p.Name]
+		if pc == nil {
+			pc = &profileCount{body: p.Body}
+			c.profiles[p.Name] = pc
+		}
+		if pc.n == 0 || pc.n+by == 0 {
+			changed = true
+		}
+		pc.n += by
+		if pc.n == 0 {
+			delete(c.profiles, p.Name)
+		}
+	}
+	for _, size := range e.sizes {
+		c.sizes[size] += by
+		if c.sizes[size] == 0 {
+			delete(c.sizes, size)
+		}
+	}
+	return changed
+}
+
+// profileClash says whether two hosts' profiles have one name and two
+// bodies (profiler's names refuse it; Build says which).
+func (c *Cache) profileClash() bool {
+	for _, e := range c.hosts {
+		for _, p := range e.profiles {
+			if c.profiles[p.Name].body != p.Body {
+				return true
+			}
+		}
+	}
+	for _, p := range c.def.profiles {
+		if c.profiles[p.Name].body != p.Body {
+			return true
+		}
+	}
+	return false
+}
+
+// routerBodySize is routerBodySize of the counted sizes; not ok when two
+// texts of the largest size are counted (routerBodySize takes the first
+// in the model's order).
+func (c *Cache) routerBodySize(global string) (string, bool) {
+	largest, text, tie := int64(-1), global, false
+	for size := range c.sizes {
+		n, ok := sizeBytes(size)
+		if !ok {
+			continue
+		}
+		if n == 0 {
+			return "0", true
+		}
+		switch {
+		case n > largest:
+			largest, text, tie = n, size, false
+		case n == largest:
+			tie = true
+		}
+	}
+	return text, !tie
+}
+
+// routeLocations makes e's route locations, as routesOf does.
+func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profiler, global string, router int64) error {
+	if len(view.Locations) == 0 {
+		e.locations = nil
+		return nil
+	}
+	host := view.Host
+	if e.isDefault {
+		host = DefaultRoute
+	}
+	locations := make([]model.RouteLocation, len(view.Locations))
+	for j, lv := range view.Locations {
+		var err error
+		if locations[j], err = routeLocation(profiles, lv, global, router); err != nil {
+			return fmt.Errorf("server %q: %w", view.Host, err)
+		}
+		if s.RequestMetrics != nil {
+			locations[j].Metric = metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host)
+		}
+	}
+	e.locations = locations
+	return nil
+}
+
+// routes are routesOf's routes from the entries.
+func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, error) {
+	routes := make([]model.Route, 0, 1+len(m.Servers))
+	claimed := map[string]bool{} // the aliases and www names routed
+	taken := func(name string) bool {
+		e := c.hosts[name]
+		return claimed[name] || e != nil && e.gen == c.gen
+	}
+	add := func(e *hostEntry, srv *model.Server, isDefault bool) error {
+		if len(e.locations) == 0 {
+			return nil
+		}
+		host := srv.Host
+		if isDefault {
+			host = DefaultRoute
+		}
+		routes = append(routes, model.Route{Host: host, HTTPS: e.https, Locations: e.locations})
+		for _, alias := range srv.Aliases {
+			if taken(alias) {
+				continue
+			}
+			if _, err := serverName(alias); err != nil {
+				return fmt.Errorf("server %q: alias: %w", srv.Host, err)
+			}
+			claimed[alias] = true
+			routes = append(routes, model.Route{Host: alias, HTTPS: e.https, Locations: e.locations})
+		}
+		if from := srv.WWWRedirect; from != "" && !isDefault && !taken(from) {
+			route, err := wwwRedirectRoute(from, serverView{Host: srv.Host, HTTPS: e.https}, e.locations[0].Backend)
+			if err != nil {
+				return err
+			}
+			claimed[from] = true
+			routes = append(routes, route)
+		}
+		return nil
+	}
+	if err := add(c.def, &m.Default, true); err != nil {
+		return nil, err
+	}
+	for i := range m.Servers {
+		if err := add(entries[i], &m.Servers[i], false); err != nil {
+			return nil, err
+		}
+	}
+	gateway, err := gatewayRoutes(m, claimed)
+	if err != nil {
+		return nil, err
+	}
+	if c.settings.RequestMetrics != nil {
+		gateway = gatewayMetricLabels(gateway)
+	}
+	return append(routes, gateway...), nil
+}
