@@ -42,7 +42,8 @@ type Incremental struct {
 	ready   bool
 	objects *objectIndex
 	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
-	// last by namespace and name, to find what changed.
+	// last by namespace and name, to find what changed. services, secrets
+	// and configMaps are the maps of objects (the same by name), held once.
 	ingresses  map[namespacedName]*networkingv1.Ingress
 	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
@@ -131,7 +132,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		return x.full(s, "two objects of one kind share a name")
 	}
 	x.last = s
-	x.updateObjects(services, endpointSlices, secrets, configMaps)
+	x.updateObjects(endpointSlices)
 
 	// The islands to build again: those of the changed Ingresses (found
 	// by closure below), those that read a changed object, those whose
@@ -247,10 +248,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
 	x.ingresses, _ = indexNamed(s.Ingresses)
-	x.services, _ = indexNamed(s.Services)
+	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
 	x.slices, _ = indexNamed(s.EndpointSlices)
-	x.secrets, _ = indexNamed(s.Secrets)
-	x.configMaps, _ = indexNamed(s.ConfigMaps)
 	path := BuildPath{Reason: reason}
 	if len(x.ingresses) != len(s.Ingresses) {
 		// Two Ingresses of one name: Build serves both, which islands
@@ -476,19 +475,10 @@ func (x *Incremental) unlink(k string, key namespacedName) {
 	}
 }
 
-// updateObjects takes the changed Services, EndpointSlices, Secrets and
-// ConfigMaps into the index the builds read.
-func (x *Incremental) updateObjects(services []objectChange[*corev1.Service], endpointSlices []objectChange[*discoveryv1.EndpointSlice],
-	secrets []objectChange[*corev1.Secret], configMaps []objectChange[*corev1.ConfigMap]) {
-	for _, c := range services {
-		setOrDelete(x.objects.services, c.key, c.new)
-	}
-	for _, c := range secrets {
-		setOrDelete(x.objects.secrets, c.key, c.new)
-	}
-	for _, c := range configMaps {
-		setOrDelete(x.objects.configMaps, c.key, c.new)
-	}
+// updateObjects takes the changed EndpointSlices into the index the
+// builds read (its Services, Secrets and ConfigMaps are x's, which
+// diffNamed brought up to date).
+func (x *Incremental) updateObjects(endpointSlices []objectChange[*discoveryv1.EndpointSlice]) {
 	for _, c := range endpointSlices {
 		if c.old != nil {
 			if key, ok := sliceService(c.old); ok {
