@@ -191,10 +191,12 @@ local function write(d, update)
         writes[#writes + 1] = { "p:" .. name }
     end
     for _, b in ipairs(update.upserts) do
-        if d:get("b:" .. b.name) == nil then
+        local key = "b:" .. b.name
+        local old = d:get(key)
+        if old == nil then
             count = count + 1
         end
-        writes[#writes + 1] = { "b:" .. b.name, b.endpoints }
+        writes[#writes + 1] = { key, b.endpoints, read = true, old = old }
         writes[#writes + 1] = { "p:" .. b.name, b.policy }
         writes[#writes + 1] = { "v:" .. b.name, version, stamp = true }
     end
