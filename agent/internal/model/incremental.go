@@ -800,21 +800,11 @@ func (u *modelSum) remove(h held) {
 			u.servers.delete(host)
 		}
 	}
-	for _, name := range h.backends {
-		u.backends.remove(name)
-	}
-	for _, name := range h.authFiles {
-		u.authFiles.remove(name)
-	}
-	for _, host := range h.passthrough {
-		u.passthrough.remove(host)
-	}
-	for _, name := range h.streamBackends {
-		u.streamBacks.remove(name)
-	}
-	for _, ingress := range h.notServed {
-		u.notServed.remove(ingress)
-	}
+	u.backends.removeAll(h.backends)
+	u.authFiles.removeAll(h.authFiles)
+	u.passthrough.removeAll(h.passthrough)
+	u.streamBacks.removeAll(h.streamBackends)
+	u.notServed.removeAll(h.notServed)
 	for _, c := range h.certificates {
 		u.certificates.remove(c.name)
 		for _, host := range c.hosts {
@@ -928,6 +918,12 @@ func (c *counted[T]) remove(key string) {
 	if c.count[key]--; c.count[key] <= 0 {
 		delete(c.count, key)
 		c.list_.delete(key)
+	}
+}
+
+func (c *counted[T]) removeAll(keys []string) {
+	for _, key := range keys {
+		c.remove(key)
 	}
 }
 
