@@ -301,6 +301,20 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	p.finishTLS(m)
 }
 
+// servedFeatures are GatewaySupportedFeatures less those of the kinds the
+// API server does not serve: a feature belongs to the kind its name begins
+// with, and a Gateway's client certificate to backends goes with
+// BackendTLSPolicy, the only way to ask for TLS to a backend.
+func servedFeatures(notServed []string) []string {
+	features := slices.Clone(GatewaySupportedFeatures)
+	for _, kind := range notServed {
+		features = slices.DeleteFunc(features, func(feature string) bool {
+			return strings.HasPrefix(feature, kind) || (kind == "BackendTLSPolicy" && feature == "GatewayBackendClientCertificate")
+		})
+	}
+	return features
+}
+
 func condition(typ string, ok bool, reason, message string) Condition {
 	return Condition{Type: typ, Status: ok, Reason: reason, Message: clipReason(message)}
 }
@@ -313,7 +327,7 @@ func (p *gatewayProcessor) processClasses() map[string]bool {
 			continue
 		}
 		ours[c.Name] = true
-		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: slices.Clone(GatewaySupportedFeatures)}
+		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: servedFeatures(p.source.GatewayKindsNotServed)}
 		if c.Spec.ParametersRef != nil {
 			msg := "spec.parametersRef: restysync takes no parameters; the class is not accepted"
 			p.problem("GatewayClass", "", c.Name, msg)

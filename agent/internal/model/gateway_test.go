@@ -34,6 +34,24 @@ func TestGatewayClassAccepted(t *testing.T) {
 	}
 }
 
+// A kind whose CRD is not installed takes its features out of the
+// class's supportedFeatures: the conformance suite, and users, read them as
+// what the cluster's Gateways can do.
+func TestGatewayClassFeaturesOfKindsNotServed(t *testing.T) {
+	s := gwSnapshot()
+	s.GatewayKindsNotServed = []string{"TLSRoute", "BackendTLSPolicy"}
+	m, _ := Build(s)
+	got := m.GatewayAPI.Classes[0].SupportedFeatures
+	for _, gone := range []string{"TLSRoute", "TLSRouteModeMixed", "TLSRouteModeTerminate", "BackendTLSPolicy", "GatewayBackendClientCertificate"} {
+		if slices.Contains(got, gone) {
+			t.Errorf("supportedFeatures %v hold %s", got, gone)
+		}
+	}
+	if !slices.Contains(got, "HTTPRoute") || !slices.Contains(got, "GRPCRoute") || len(got) != len(GatewaySupportedFeatures)-5 {
+		t.Errorf("supportedFeatures %v, want all but the 5 of TLSRoute and BackendTLSPolicy", got)
+	}
+}
+
 func TestGatewayClassWithParametersRef(t *testing.T) {
 	s := gwSnapshot(newGateway("default", "gw", httpListener("http", 80, "")))
 	s.GatewayClasses[0].Spec.ParametersRef = &gatewayv1.ParametersReference{Kind: "ConfigMap", Name: "x"}

@@ -28,8 +28,11 @@ import (
 // model is their union. A later snapshot rebuilds only the islands whose
 // Ingresses changed, came or went, whose hosts those Ingresses name or
 // named, or that read a Service, EndpointSlice, Secret or ConfigMap that
-// changed (Builder.reads); a change of anything else (an IngressClass, the
-// agent's ConfigMap, a flag, a Gateway API object) builds every island.
+// changed (Builder.reads). A change of a Gateway API object, a Namespace or
+// a Gateway flag builds the globals part alone (islands are built without
+// them, and the Ingress processor reads none); a change of anything else
+// (an IngressClass, the agent's ConfigMap, another flag) builds every
+// island.
 //
 // Why islands rather than patching a host inside one Build: an island is
 // an ordinary Build of a smaller snapshot, so all of Build's rules hold in
@@ -122,6 +125,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if s.Now.Before(x.last.Now) {
 		return x.full(s, "the clock went back")
 	}
+	gatewayChanged := gatewayAPIChanged(x.last, s)
 	ingresses := diffNamed(x.ingresses, s.Ingresses)
 	services := diffNamed(x.services, s.Services)
 	endpointSlices := diffNamed(x.slices, s.EndpointSlices)
@@ -174,7 +178,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 			}
 		}
 	}
-	rebuildGlobals := dirty[x.globals]
+	rebuildGlobals := dirty[x.globals] || gatewayChanged
 	delete(dirty, x.globals)
 
 	seeds := make([]namespacedName, 0, len(ingresses))
@@ -402,9 +406,7 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 		s.Ingresses[i] = x.ingresses[k]
 	}
 	// The Gateway API is the globals part's.
-	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes = nil, nil, nil, nil, nil
-	s.ReferenceGrants, s.ListenerSets, s.GatewayAddresses, s.GatewayAddressesServed = nil, nil, nil, nil
-	s.BackendTLSPolicies = nil
+	s = withoutGatewayAPI(s)
 	is, m, problems := x.buildPart(s, keys, true)
 	if len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
 		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
@@ -543,19 +545,13 @@ func linkKeys(ing *networkingv1.Ingress) []string {
 }
 
 // changedSettings says what of s, other than its Ingresses, Services,
-// EndpointSlices, Secrets, ConfigMaps and clock, differs from last: any of
-// it may change every island. "" when nothing does.
+// EndpointSlices, Secrets, ConfigMaps, clock and its Gateway API part
+// (gatewayAPIChanged), differs from last: any of it may change every
+// island. "" when nothing does.
 func changedSettings(last, s Snapshot) string {
 	switch {
 	case !samePointers(last.IngressClasses, s.IngressClasses):
 		return "an IngressClass changed"
-	case !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
-		!samePointers(last.HTTPRoutes, s.HTTPRoutes) || !samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
-		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
-		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies):
-		return "a Gateway API object changed"
-	case !samePointers(last.Namespaces, s.Namespaces):
-		return "a Namespace changed"
 	case last.ConfigMap != s.ConfigMap || last.TCPServices != s.TCPServices || last.UDPServices != s.UDPServices:
 		return "the agent's ConfigMap changed"
 	}
@@ -566,12 +562,37 @@ func changedSettings(last, s Snapshot) string {
 	return ""
 }
 
-// settingsOf is s without the objects changedSettings compares itself.
-func settingsOf(s Snapshot) Snapshot {
-	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
+// gatewayAPIChanged says whether a Gateway API object, a Namespace or a
+// Gateway setting differs from last. Only the globals part reads them
+// (islands are built without), so such a change builds it alone again.
+func gatewayAPIChanged(last, s Snapshot) bool {
+	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
+		!samePointers(last.HTTPRoutes, s.HTTPRoutes) || !samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
+		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
+		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies) ||
+		!samePointers(last.Namespaces, s.Namespaces) || !reflect.DeepEqual(gatewaySettingsOf(last), gatewaySettingsOf(s))
+}
+
+// withoutGatewayAPI is s without what gatewayAPIChanged compares.
+func withoutGatewayAPI(s Snapshot) Snapshot {
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
 		nil, nil, nil, nil, nil, nil, nil, nil
 	s.BackendTLSPolicies = nil
+	s.GatewayController, s.GatewayAddresses, s.GatewayAddressesServed, s.GatewayKindsNotServed = "", nil, nil, nil
+	return s
+}
+
+// gatewaySettingsOf is the settings of s only the Gateway API reads.
+func gatewaySettingsOf(s Snapshot) Snapshot {
+	return Snapshot{GatewayController: s.GatewayController, GatewayAddresses: s.GatewayAddresses,
+		GatewayAddressesServed: s.GatewayAddressesServed, GatewayKindsNotServed: s.GatewayKindsNotServed}
+}
+
+// settingsOf is s without the objects changedSettings and
+// gatewayAPIChanged compare themselves.
+func settingsOf(s Snapshot) Snapshot {
+	s = withoutGatewayAPI(s)
+	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s

@@ -60,6 +60,11 @@ type Snapshot struct {
 	// BackendTLSPolicies say how nginx checks the TLS backends of Gateway
 	// routes; the ConfigMaps they name are in ConfigMaps (backendtls.go).
 	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	// GatewayKindsNotServed are the kinds of the Gateway API ("TLSRoute",
+	// …) the API server does not serve (their CRD is not installed):
+	// GatewayClasses do not declare the features of those kinds. Empty
+	// when every kind is read (the file source reads them all).
+	GatewayKindsNotServed []string
 	// GatewayController is the controllerName of the GatewayClasses we
 	// serve (--gateway-controller-name).
 	GatewayController string

@@ -138,8 +138,9 @@ func (p *gatewayProcessor) parentGateway(namespace string, ref *gatewayv1.Parent
 }
 
 // tlsRouteHostnames returns r's valid hostnames, or the Accepted
-// condition that keeps it from attaching when it names some and none is
-// valid.
+// condition that keeps it from attaching when none is valid. The API
+// server requires one at least; the file source does not check, and a
+// TLSRoute without would take every name of its listeners.
 func (p *gatewayProcessor) tlsRouteHostnames(r *gatewayv1.TLSRoute) ([]string, *Condition) {
 	if n := len(r.Spec.Hostnames); n > maxRouteHostnames {
 		msg := fmt.Sprintf("spec.hostnames: has %d entries, more than %d", n, maxRouteHostnames)
@@ -156,7 +157,12 @@ func (p *gatewayProcessor) tlsRouteHostnames(r *gatewayv1.TLSRoute) ([]string, *
 			out = append(out, string(h))
 		}
 	}
-	if len(r.Spec.Hostnames) > 0 && len(out) == 0 {
+	if len(r.Spec.Hostnames) == 0 {
+		msg := "spec.hostnames: none given, a TLSRoute needs one at least"
+		p.tlsRouteProblem(r, msg+"; the TLSRoute is left out")
+		return nil, ptrTo(condition(condAccepted, false, reasonUnsupportedValue, msg))
+	}
+	if len(out) == 0 {
 		return nil, ptrTo(condition(condAccepted, false, reasonUnsupportedValue, "spec.hostnames: none is a valid hostname"))
 	}
 	return out, nil

@@ -132,8 +132,10 @@ func TestTLSRouteBackendRefs(t *testing.T) {
 		wantCondition(t, c.name, conditions, condAccepted, true, reasonAccepted)
 		wantCondition(t, c.name, conditions, condResolvedRefs, false, string(c.reason))
 	}
+	// The API server requires a hostname; from the file source a TLSRoute
+	// without one is not accepted rather than take every name.
+	wantCondition(t, "any", routeStatusOf(t, m, "default", "any").Parents[0].Conditions, condAccepted, false, string(gatewayv1.RouteReasonUnsupportedValue))
 	want := []TLSHost{
-		{Host: "_", Backend: "tcp:default/web:80", Route: "default/any"},
 		{Host: "grant.example.com", Route: "other/grant"},
 		{Host: "kind.example.com", Route: "default/kind"},
 		{Host: "missing.example.com", Route: "default/missing"},

@@ -185,6 +185,12 @@ func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	snap.ListenerSets, _ = g.sets.List(everything)
 	snap.BackendTLSPolicies, _ = g.backendTLS.List(everything)
 	snap.Namespaces, _ = g.namespaces.List(everything)
+	snap.GatewayKindsNotServed = nil
+	for _, r := range gatewayResources {
+		if !slices.Contains(g.served, r.name) {
+			snap.GatewayKindsNotServed = append(snap.GatewayKindsNotServed, string(r.kind))
+		}
+	}
 }
 
 // problems are the Problems of the kinds these caches do not read: one

@@ -143,6 +143,10 @@ func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
 		t.Errorf("problems %+v, want one of CustomResourceDefinition tlsroutes.gateway.networking.k8s.io", problems)
 	}
 
+	if !slices.Equal(snap.GatewayKindsNotServed, []string{"TLSRoute"}) {
+		t.Errorf("GatewayKindsNotServed %v, want [TLSRoute]", snap.GatewayKindsNotServed)
+	}
+
 	// The HTTPRoute web/app routes on our Gateway's HTTP listener.
 	snap.GatewayController, snap.GatewayAddresses = model.GatewayControllerName, []string{"127.0.0.1"}
 	m, _ := model.Build(snap)
@@ -161,7 +165,7 @@ func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
 	createGatewayObjects(t, gatewayAdmin, tlsRoute)
 	eventually(t, "the TLSRoute in the snapshot of the running source, and no problem", func() bool {
 		snap, problems = src.Snapshot()
-		return len(snap.TLSRoutes) == 1 && len(problems) == 0
+		return len(snap.TLSRoutes) == 1 && len(problems) == 0 && len(snap.GatewayKindsNotServed) == 0
 	})
 	wantGatewaySnapshot(t, snap)
 }
