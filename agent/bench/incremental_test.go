@@ -3,18 +3,25 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	"github.com/restysync/restysync/agent/internal/testenv/podnet"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,11 +35,32 @@ func TestB11NewIngressAtScale(t *testing.T) {
 	if !wanted("B11") {
 		t.Skip("not selected")
 	}
+	b11AtScale(t, "B11", false)
+}
+
+// TestB11NewHTTPRouteAtScale is B11 for the Gateway API: a new HTTPRoute
+// → first 200 through the Gateway's listener with 1,000, 10,000 and
+// 50,000 HTTPRoutes present on one Gateway (each with its own Service and
+// slice).
+func TestB11NewHTTPRouteAtScale(t *testing.T) {
+	if !wanted("B11-route") {
+		t.Skip("not selected")
+	}
+	b11AtScale(t, "B11-route", true)
+}
+
+// b11AtScale runs B11 (routes false: Ingresses) or B11-route (HTTPRoutes)
+// and reports its rows under id.
+func b11AtScale(t *testing.T, id string, routes bool) {
 	podnet.Require(t)
 	sizes := []int{1000, 10000, 50000}
 	n := 20
 	if *quick {
 		sizes, n = []int{200, 1000, 2000}, 8
+	}
+	kind, of := "Ingress", "Ingresses"
+	if routes {
+		kind, of = "HTTPRoute", "HTTPRoutes"
 	}
 	pod := podnet.New(t, "pod-b11")
 	dir, staging := t.TempDir(), t.TempDir()
@@ -61,15 +89,23 @@ func TestB11NewIngressAtScale(t *testing.T) {
 		return obj
 	}
 	ingressKind := schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}
+	routeKind := schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "HTTPRoute"}
 	serviceKind := schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	sliceKind := schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}
-	// fill adds Ingresses from to to, 500 to a file.
+	// object is the Ingress or HTTPRoute name routing host to service.
+	object := func(name, host, service string) runtime.Object {
+		if routes {
+			return typed(httpRoute(name, host, service), routeKind)
+		}
+		return typed(ingress(name, host, service), ingressKind)
+	}
+	// fill adds objects from to to, 500 to a file.
 	fill := func(from, to int) {
 		for start := from; start < to; start += 500 {
 			var objs []runtime.Object
 			for i := start; i < min(start+500, to); i++ {
 				name := fmt.Sprintf("f%d", i)
-				objs = append(objs, typed(ingress(name, name+".b11.test", name), ingressKind),
+				objs = append(objs, object(name, name+".b11.test", name),
 					typed(service(name), serviceKind), typed(slice(name, fakeAddrs(2*i, 2)...), sliceKind))
 			}
 			write(fmt.Sprintf("fill-%06d.yaml", start), objs...)
@@ -77,12 +113,43 @@ func TestB11NewIngressAtScale(t *testing.T) {
 	}
 	class := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 		Spec: networkingv1.IngressClassSpec{Controller: controllerName}}
-	write("b11.yaml", typed(class, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}),
-		typed(service("b11"), serviceKind), typed(slice("b11", pod.IP), sliceKind))
+	setup := []runtime.Object{typed(class, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}),
+		typed(service("b11"), serviceKind), typed(slice("b11", pod.IP), sliceKind)}
+	var extra []string
+	var gatewayPort int
+	if routes {
+		gatewayPort = nginxproc.FreePort(t)
+		gatewayClass := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: gatewayv1.GatewayController(model.GatewayControllerName)}}
+		gateway := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: benchNS},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "restysync", Listeners: []gatewayv1.Listener{
+				{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: gatewayv1.PortNumber(gatewayPort)}}}}
+		setup = append(setup, typed(gatewayClass, schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "GatewayClass"}),
+			typed(gateway, schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "Gateway"}))
+		extra = []string{"--gateway-addresses", gatewayAddress}
+	}
+	write("b11.yaml", setup...)
 	fill(0, sizes[0])
-	write("ready-0.yaml", typed(ingress("ready-0", "ready-0.b11.test", "b11"), ingressKind))
-	a := startAgentOn(t, []string{"--source", "file:" + dir})
-	a.waitFor("ready-0.b11.test", "/", "", 120*time.Second)
+	write("ready-0.yaml", object("ready-0", "ready-0.b11.test", "b11"))
+	a := startAgentOn(t, []string{"--source", "file:" + dir}, extra...)
+	waitFor := a.waitFor
+	if routes {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, net.JoinHostPort(gatewayAddress, strconv.Itoa(gatewayPort)))
+			},
+		}}
+		waitFor = func(host, path, _ string, bound time.Duration) time.Duration {
+			t.Helper()
+			return timeUntil(t, a, host, bound, func() (bool, string) {
+				req, _ := http.NewRequest(http.MethodGet, "http://"+host+path, nil)
+				status, body := fetch(client, req)
+				return status == http.StatusOK, fmt.Sprintf("%d %s", status, body)
+			})
+		}
+	}
+	waitFor("ready-0.b11.test", "/", "", 120*time.Second)
 
 	results := map[int]stats{}
 	var lines []string
@@ -90,17 +157,17 @@ func TestB11NewIngressAtScale(t *testing.T) {
 		if k > 0 {
 			fill(sizes[k-1], size)
 			ready := fmt.Sprintf("ready-%d", size)
-			write(ready+".yaml", typed(ingress(ready, ready+".b11.test", "b11"), ingressKind))
-			a.waitFor(ready+".b11.test", "/", "", 300*time.Second)
+			write(ready+".yaml", object(ready, ready+".b11.test", "b11"))
+			waitFor(ready+".b11.test", "/", "", 300*time.Second)
 		}
 		a.waitIdle(time.Second, 60*time.Second)
 		from := a.log.Len()
 		var latencies []time.Duration
 		for i := range n {
 			name := fmt.Sprintf("new-%d-%d", size, i)
-			write(name+".yaml", typed(ingress(name, name+".b11.test", "b11"), ingressKind))
+			write(name+".yaml", object(name, name+".b11.test", "b11"))
 			// A minute: before issue 31 a full sync took seconds at 50,000.
-			latencies = append(latencies, a.waitFor(name+".b11.test", "/", "", time.Minute))
+			latencies = append(latencies, waitFor(name+".b11.test", "/", "", time.Minute))
 			time.Sleep(300 * time.Millisecond) // let the syncs of this one end
 		}
 		results[size] = summarize(latencies)
@@ -114,16 +181,16 @@ func TestB11NewIngressAtScale(t *testing.T) {
 	}
 	for _, size := range sizes {
 		r := results[size]
-		report(t, Row{ID: fmt.Sprintf("B11-%d", size), What: fmt.Sprintf("new Ingress → first 200, %d Ingresses present (file source)", size),
+		report(t, Row{ID: fmt.Sprintf("%s-%d", id, size), What: fmt.Sprintf("new %s → first 200, %d %s present (file source)", kind, size, of),
 			Target: "p99 ≤ 50 ms", Measured: r.String(), Pass: r.n > 0 && r.p99 <= 50*time.Millisecond,
-			Note: "each Ingress with its own Service and a 2-endpoint EndpointSlice; one agent, sizes in turn"})
+			Note: "each " + kind + " with its own Service and a 2-endpoint EndpointSlice; one agent, sizes in turn"})
 	}
 	first, last := results[sizes[0]], results[sizes[len(sizes)-1]]
 	ratio := float64(last.p50) / float64(first.p50)
 	ratio99 := float64(last.p99) / float64(first.p99)
-	report(t, Row{ID: "B11-ratio", What: fmt.Sprintf("B11 at %d over B11 at %d Ingresses", sizes[len(sizes)-1], sizes[0]), Target: "≤ 1.5×",
+	report(t, Row{ID: id + "-ratio", What: fmt.Sprintf("%s at %d over %s at %d %s", id, sizes[len(sizes)-1], id, sizes[0], of), Target: "≤ 1.5×",
 		Measured: fmt.Sprintf("p50 %.2f×, p99 %.2f×", ratio, ratio99), Pass: first.n > 0 && ratio99 <= 1.5,
-		Note: "measured side by side in one run; the first new Ingress's sync at each size: " + strings.Join(lines, "; ")})
+		Note: "measured side by side in one run; the first new " + kind + "'s sync at each size: " + strings.Join(lines, "; ")})
 }
 
 // syncFields are the path, build and render fields of a sync log line.

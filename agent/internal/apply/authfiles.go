@@ -57,10 +57,10 @@ func (n *Nginx) WriteAuthFiles(files []model.AuthFile, keep ...string) error {
 		wanted[strings.TrimPrefix(name, AuthDir+"/")] = true
 	}
 	for _, f := range files {
-		if !authFileName.MatchString(f.Name) || strings.Contains(f.Name, "..") {
-			return fmt.Errorf("htpasswd file %q: not a name under %s/", f.Name, AuthDir)
-		}
 		base := strings.TrimPrefix(f.Name, AuthDir+"/")
+		if !authFileName.MatchString(f.Name) || strings.Contains(f.Name, "..") || len(base) > model.MaxFileName {
+			return fmt.Errorf("htpasswd file %q: not a name under %s/ of at most %d characters", f.Name, AuthDir, model.MaxFileName)
+		}
 		wanted[base] = true
 		path := filepath.Join(dir, base)
 		if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, []byte(f.Content)) {

@@ -78,3 +78,13 @@ func TestLongSecretNamesMakeFilesApplyWrites(t *testing.T) {
 		}
 	}
 }
+
+// A name longer than the model makes is refused before any file is
+// written (the filesystem would refuse it halfway through).
+func TestWriteAuthFilesRefusesLongNames(t *testing.T) {
+	n := &Nginx{SharedDir: t.TempDir()}
+	long := "auth/ns_" + strings.Repeat("a", model.MaxFileName)
+	if err := n.WriteAuthFiles([]model.AuthFile{{Name: long, Content: "x"}}); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("error %v, want a refusal of the long name", err)
+	}
+}

@@ -190,10 +190,10 @@ func (b *Builder) secretFile(namespace, name, key string, content []byte) string
 	return name
 }
 
-// maxFileName bounds the name of a file under the shared dir's auth/
+// MaxFileName bounds the name of a file under the shared dir's auth/
 // folder: filesystems take 255 bytes, and apply writes each file under a
 // temporary name a little longer first.
-const maxFileName = 200
+const MaxFileName = 200
 
 // fileName is the name under the shared dir of a file made from the object
 // namespace/name: "auth/<namespace>_<name><suffix>". A name too long for
@@ -201,10 +201,10 @@ const maxFileName = 200
 // with a hash of namespace/name, so that two objects never share a file.
 func fileName(namespace, name, suffix string) string {
 	base := namespace + "_" + name
-	if len(base)+len(suffix) > maxFileName {
+	if len(base)+len(suffix) > MaxFileName {
 		sum := sha256.Sum256([]byte(namespace + "/" + name))
 		mark := "-" + hex.EncodeToString(sum[:6])
-		base = base[:maxFileName-len(suffix)-len(mark)] + mark
+		base = base[:MaxFileName-len(suffix)-len(mark)] + mark
 	}
 	return authFileDir + base + suffix
 }
