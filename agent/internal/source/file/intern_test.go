@@ -12,28 +12,12 @@ import (
 // Two decoded objects hold one copy of the strings shareStrings shares,
 // and each object is what the decoder made of it.
 func TestShareStrings(t *testing.T) {
-	manifest := func(name string) []byte {
-		return []byte(`apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: ` + name + `
-  namespace: shop
-  annotations:
-    nginx.ingress.kubernetes.io/rewrite-target: /` + name + `
-spec:
-  ingressClassName: restysync
-  rules:
-    - host: ` + name + `.example.com
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: ` + name + `
-                port:
-                  name: http
-`)
+	manifest := func(name string) []byte { // JSON, which the decoder reads as YAML
+		return []byte(`{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+ "metadata": {"name": "` + name + `", "namespace": "shop",
+  "annotations": {"nginx.ingress.kubernetes.io/rewrite-target": "/` + name + `"}},
+ "spec": {"ingressClassName": "restysync", "rules": [{"host": "` + name + `.example.com", "http": {"paths": [
+  {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "` + name + `", "port": {"name": "http"}}}}]}}]}}`)
 	}
 	var got []*networkingv1.Ingress
 	for _, name := range []string{"a", "b"} {
