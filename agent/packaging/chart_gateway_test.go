@@ -51,3 +51,31 @@ func TestChartGatewayAPI(t *testing.T) {
 		t.Errorf("default agent args %v: want the default controller name and no --gateway-addresses", agent.Args)
 	}
 }
+
+// gateway.services false turns the Gateway Services off and takes the
+// ClusterRole's writes of Services and EndpointSlices away; by default the
+// agent keeps them (no flag) and the ClusterRole allows them.
+func TestChartGatewayServices(t *testing.T) {
+	writes := func(objs []*unstructured.Unstructured) (services bool) {
+		rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole")[0].Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			if slices.Contains(resources, "services") && slices.Contains(verbs, "create") {
+				services = true
+			}
+		}
+		return services
+	}
+	objs, _ := mustRender(t, nil)
+	agent, _ := agentContainer(t, podSpec(t, objs))
+	if slices.ContainsFunc(agent.Args, func(a string) bool { return strings.HasPrefix(a, "--gateway-services") }) || !writes(objs) {
+		t.Errorf("default: agent args %v, ClusterRole writes Services %v: want no --gateway-services and the writes", agent.Args, writes(objs))
+	}
+	objs, _ = mustRender(t, map[string]any{"gateway": map[string]any{"services": false}})
+	agent, _ = agentContainer(t, podSpec(t, objs))
+	if !slices.Contains(agent.Args, "--gateway-services=false") || writes(objs) {
+		t.Errorf("gateway.services false: agent args %v, ClusterRole writes Services %v: want --gateway-services=false and no writes", agent.Args, writes(objs))
+	}
+}

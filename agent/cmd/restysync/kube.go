@@ -64,9 +64,12 @@ type kubeConfig struct {
 	// ingressClass and watchWithoutClass say which Ingresses are served,
 	// gatewayController which Gateways: the kube source reads only the
 	// Secrets those name.
-	ingressClass        string
-	watchWithoutClass   bool
-	gatewayController   string
+	ingressClass      string
+	watchWithoutClass bool
+	gatewayController string
+	// gatewayServices has the leader keep the Gateway Services
+	// (--gateway-services).
+	gatewayServices     bool
 	qps                 float32
 	burst               int
 	publishService      string
@@ -86,6 +89,7 @@ func parseKubeConfig(c *cli.Context) (kubeConfig, error) {
 		ingressClass:      c.String("ingress-class"),
 		watchWithoutClass: c.Bool("watch-ingress-without-class"),
 		gatewayController: c.String("gateway-controller-name"),
+		gatewayServices:   c.Bool("gateway-services"),
 		qps:               float32(c.Float64("kube-api-qps")),
 		burst:             c.Int("kube-api-burst"),
 		publishService:    c.String("publish-service"),
@@ -260,6 +264,7 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 			GatewayAPI: &status.GatewayAPIOptions{
 				ControllerName: cmp.Or(kc.gatewayController, model.GatewayControllerName),
 				Lookup:         src,
+				Services:       gatewayServiceLookup(kc, src),
 			},
 		})
 		if err != nil {
@@ -321,4 +326,13 @@ func startKube(ctx context.Context, kc kubeConfig, logger *slog.Logger) (kubePar
 		parts.leader = writer.IsLeader
 	}
 	return parts, nil
+}
+
+// gatewayServiceLookup is the writer's lookup of the Gateway Services:
+// the source's caches, or nil when --gateway-services is off (none kept).
+func gatewayServiceLookup(kc kubeConfig, src *kube.Source) status.GatewayServiceLookup {
+	if !kc.gatewayServices {
+		return nil
+	}
+	return src
 }

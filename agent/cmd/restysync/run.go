@@ -66,6 +66,8 @@ func runFlags() []cli.Flag {
 			Usage: "serve the Gateways of the GatewayClasses whose spec.controllerName is this (a domain-prefixed path)"},
 		&cli.StringSliceFlag{Name: "gateway-addresses", EnvVars: env("GATEWAY_ADDRESSES"),
 			Usage: "the pool of IP `ADDRESS`es (comma-separated or repeated) nginx serves Gateways without spec.addresses on, one each (default none)"},
+		&cli.BoolFlag{Name: "gateway-services", Value: true, EnvVars: env("GATEWAY_SERVICES"),
+			Usage: "keep, for each accepted Gateway, a Service in its namespace (NAME-restysync, no selector, an EndpointSlice of the Gateway's addresses) with its spec.infrastructure labels and annotations, and declare GatewayInfrastructure (--source kube; the leader writes them)"},
 		&cli.DurationFlag{Name: "reload-timeout", Value: 10 * time.Second, EnvVars: env("RELOAD_TIMEOUT"),
 			Usage: "how long one sync waits for nginx to run a new config; past it the reload is \"not confirmed yet\": the new file stays, no second signal is sent, and the agent adopts it once nginx reports its hash (only nginx's own rejection counts as failed)"},
 		&cli.StringFlag{Name: "dns-server", EnvVars: env("DNS_SERVER"),
@@ -133,6 +135,7 @@ type runConfig struct {
 	withoutClass          bool
 	gatewayController     string
 	gatewayAddresses      []string
+	gatewayServices       bool
 	snippetsOff           bool
 	defaultCertificate    string
 	reloadTimeout         time.Duration
@@ -234,6 +237,8 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	if rc.gatewayAddresses, err = parseGatewayAddresses(c.StringSlice("gateway-addresses")); err != nil {
 		return rc, err
 	}
+	// Only the kube source has a leader to write the Services.
+	rc.gatewayServices = c.Bool("gateway-services") && rc.sourceKind == "kube"
 	rc.snippetsOff = !c.Bool("allow-snippet-annotations")
 	rc.reloadTimeout = c.Duration("reload-timeout")
 	if rc.dns, err = parseDNS(c); err != nil {
@@ -502,6 +507,7 @@ func run(c *cli.Context) error {
 		DefaultCertificate:    rc.defaultCertificate,
 		GatewayController:     rc.gatewayController,
 		GatewayAddresses:      rc.gatewayAddresses,
+		GatewayServices:       rc.gatewayServices,
 		Render:                rc.render,
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,

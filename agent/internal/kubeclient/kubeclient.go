@@ -1,6 +1,7 @@
 // Package kubeclient is the Kubernetes API client of the stages that talk to
 // the API server: the kube source (list and watch), the status writer
-// (Ingress and Gateway API status, and its Lease) and the Event recorder.
+// (Ingress and Gateway API status, its Lease, and the Gateway Services)
+// and the Event recorder.
 // It knows the six API groups the agent reads or writes and nothing else:
 // of the Gateway API's, the four kinds it reads (and the three whose status
 // it writes), with the module's own types (sigs.k8s.io/gateway-api/apis/v1).
@@ -70,6 +71,16 @@ type StatusResource[O runtime.Object, L runtime.Object] interface {
 	UpdateStatus(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error)
 }
 
+// Objects is a resource the agent reads and, for the Gateway Services
+// (the status writer's), writes whole: Services and EndpointSlices.
+type Objects[O runtime.Object, L runtime.Object] interface {
+	ListWatcher[L]
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (O, error)
+	Create(ctx context.Context, obj O, opts metav1.CreateOptions) (O, error)
+	Update(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
 // Events receives the recorder's events.k8s.io/v1 Events.
 type Events interface {
 	Create(ctx context.Context, event *eventsv1.Event, opts metav1.CreateOptions) (*eventsv1.Event, error)
@@ -80,8 +91,8 @@ type Events interface {
 type Interface interface {
 	Ingresses(namespace string) Ingresses
 	IngressClasses() ListWatcher[*networkingv1.IngressClassList]
-	Services(namespace string) ListWatcher[*corev1.ServiceList]
-	EndpointSlices(namespace string) ListWatcher[*discoveryv1.EndpointSliceList]
+	Services(namespace string) Objects[*corev1.Service, *corev1.ServiceList]
+	EndpointSlices(namespace string) Objects[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
 	Secrets(namespace string) ListWatcher[*corev1.SecretList]
 	ConfigMaps(namespace string) ListWatcher[*corev1.ConfigMapList]
 	Namespaces() ListWatcher[*corev1.NamespaceList]
@@ -263,11 +274,11 @@ func (c *Client) IngressClasses() ListWatcher[*networkingv1.IngressClassList] {
 	return resource[*networkingv1.IngressClass, *networkingv1.IngressClassList]{c.networking, "", "ingressclasses"}
 }
 
-func (c *Client) Services(namespace string) ListWatcher[*corev1.ServiceList] {
+func (c *Client) Services(namespace string) Objects[*corev1.Service, *corev1.ServiceList] {
 	return resource[*corev1.Service, *corev1.ServiceList]{c.core, namespace, "services"}
 }
 
-func (c *Client) EndpointSlices(namespace string) ListWatcher[*discoveryv1.EndpointSliceList] {
+func (c *Client) EndpointSlices(namespace string) Objects[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
 	return resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]{c.discovery, namespace, "endpointslices"}
 }
 
@@ -346,6 +357,11 @@ func (r resource[O, L]) Create(ctx context.Context, obj O, opts metav1.CreateOpt
 	err := r.client.Post().NamespaceIfScoped(r.namespace, r.namespace != "").Resource(r.name).
 		VersionedParams(&opts, parameterCodec).Body(obj).Do(ctx).Into(out)
 	return out, err
+}
+
+func (r resource[O, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.client.Delete().NamespaceIfScoped(r.namespace, r.namespace != "").Resource(r.name).Name(name).
+		Body(&opts).Do(ctx).Error()
 }
 
 func (r resource[O, L]) Update(ctx context.Context, obj O, opts metav1.UpdateOptions) (O, error) {

@@ -261,9 +261,12 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	p.processRoutes()
 	p.processTLSRoutes()
 	p.emitRoutes()
+	statuses := make(map[*gatewayState]GatewayStatus, len(p.gateways))
 	for _, g := range p.gateways {
-		p.status.Gateways = append(p.status.Gateways, p.gatewayStatus(g))
+		statuses[g] = p.gatewayStatus(g)
+		p.status.Gateways = append(p.status.Gateways, statuses[g])
 	}
+	p.gatewayServices(statuses)
 	for _, s := range p.listenerSets {
 		p.status.ListenerSets = append(p.status.ListenerSets, p.listenerSetStatus(s))
 	}
@@ -294,6 +297,9 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 		})
 	}
+	slices.SortFunc(p.status.Services, func(a, b GatewayService) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
@@ -328,6 +334,10 @@ func (p *gatewayProcessor) processClasses() map[string]bool {
 		}
 		ours[c.Name] = true
 		st := GatewayClassStatus{Name: c.Name, Generation: c.Generation, SupportedFeatures: servedFeatures(p.source.GatewayKindsNotServed)}
+		if p.source.GatewayServices {
+			st.SupportedFeatures = append(st.SupportedFeatures, FeatureGatewayInfrastructure)
+			slices.Sort(st.SupportedFeatures)
+		}
 		if c.Spec.ParametersRef != nil {
 			msg := "spec.parametersRef: restysync takes no parameters; the class is not accepted"
 			p.problem("GatewayClass", "", c.Name, msg)

@@ -208,6 +208,9 @@ type GatewayAPIStatus struct {
 	// each as a Gateway's status without addresses and
 	// attachedListenerSets.
 	ListenerSets []GatewayStatus `json:"listener_sets,omitempty"`
+	// Services are the Services the leader keeps for our accepted
+	// Gateways (Snapshot.GatewayServices; gatewayservice.go).
+	Services []GatewayService `json:"services,omitempty"`
 }
 
 // Condition is one status condition as the spec names it.

@@ -77,6 +77,11 @@ type Snapshot struct {
 	// is written after the sync: two Gateways created together would
 	// otherwise swap addresses until their status caught up.
 	GatewayAddressesServed map[string][]string
+	// GatewayServices keeps a Service for each accepted Gateway
+	// (--gateway-services, gatewayservice.go): the model says what each
+	// should be (GatewayAPIStatus.Services), and the GatewayClasses
+	// declare GatewayInfrastructure.
+	GatewayServices bool
 
 	// IngressClass is the name of the class we serve (--ingress-class).
 	IngressClass string

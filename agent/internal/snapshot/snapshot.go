@@ -40,6 +40,8 @@ type Options struct {
 	// model.GatewayControllerName) and the pool of Gateway addresses.
 	GatewayController string
 	GatewayAddresses  []string
+	// GatewayServices is model.Snapshot.GatewayServices.
+	GatewayServices bool
 	// SnippetAnnotationsOff refuses every snippet annotation
 	// (--allow-snippet-annotations=false); the ConfigMap's
 	// allow-snippet-annotations "false" does too.
@@ -114,6 +116,7 @@ func Build(held model.Snapshot, opts Options, cm *ConfigMap, leaveOut LeaveOut) 
 	snap.DefaultCertificate = opts.DefaultCertificate
 	snap.GatewayController = cmp.Or(opts.GatewayController, model.GatewayControllerName)
 	snap.GatewayAddresses = opts.GatewayAddresses
+	snap.GatewayServices = opts.GatewayServices
 	snap.Now = time.Now()
 	if opts.Now != nil {
 		snap.Now = opts.Now()

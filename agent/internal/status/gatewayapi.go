@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -53,6 +54,11 @@ type GatewayAPIOptions struct {
 	// read from the API server with a GET when what is wanted of it
 	// changed). With a cache, a pass that changes nothing sends no request.
 	Lookup GatewayAPILookup
+	// Services, when set, has the Writer keep the Gateway Services of
+	// the status given (gatewayservices.go), compared with these caches
+	// (default: nil, none kept; Create, Update and Delete on services and
+	// endpointslices).
+	Services GatewayServiceLookup
 }
 
 // GatewayAPILookup returns cached Gateway API objects, nil for one that
@@ -172,6 +178,8 @@ type gatewayWriter struct {
 	lookup     GatewayAPILookup
 	timeout    time.Duration
 	now        func() time.Time
+	// services keeps the Gateway Services; nil: none kept.
+	services *gatewayServices
 
 	// Guarded by the Writer's mu.
 	wanted       model.GatewayAPIStatus // from the last update, Programmed judged
@@ -197,7 +205,7 @@ type gatewayRecord struct {
 }
 
 func newGatewayWriter(client kubeclient.Interface, opts *GatewayAPIOptions, timeout time.Duration) *gatewayWriter {
-	return &gatewayWriter{
+	g := &gatewayWriter{
 		client:      client,
 		controller:  cmp.Or(opts.ControllerName, model.GatewayControllerName),
 		lookup:      opts.Lookup,
@@ -207,6 +215,10 @@ func newGatewayWriter(client kubeclient.Interface, opts *GatewayAPIOptions, time
 		written:     map[objectKey]gatewayRecord{},
 		// wantedRoutes stays nil until the first update
 	}
+	if opts.Services != nil {
+		g.services = &gatewayServices{lookup: opts.Services, known: map[types.UID]bool{}, clashes: map[objectKey]bool{}}
+	}
+	return g
 }
 
 // UpdateGatewayAPI records the Gateway API status of the last sync
@@ -227,6 +239,9 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
 	for key := range routes {
 		w.gateway.knownRoutes[key] = true
+	}
+	if w.gateway.services != nil {
+		w.gateway.services.noteWanted(served.Services)
 	}
 	w.mu.Unlock()
 	w.notify()
@@ -286,6 +301,9 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 		key := objectKey{Kind: "ListenerSet", Namespace: s.Namespace, Name: s.Name}
 		ok, err := g.syncListenerSet(ctx, key, s)
 		note(key, ok, err)
+	}
+	if g.services != nil {
+		g.syncServices(ctx, w, wanted.Services, note)
 	}
 	for _, r := range wanted.Routes {
 		key := routeKey(r.Kind, r.Namespace, r.Name)

@@ -24,6 +24,7 @@ func (o Options) snapshotOptions() snapshot.Options {
 		DefaultCertificate:    o.DefaultCertificate,
 		GatewayController:     o.GatewayController,
 		GatewayAddresses:      o.GatewayAddresses,
+		GatewayServices:       o.GatewayServices,
 		SnippetAnnotationsOff: o.SnippetAnnotationsOff,
 		Render:                o.Render,
 		ConfigMap:             o.ConfigMap,

@@ -18,6 +18,9 @@ type Options struct {
 	// (--gateway-controller-name, --gateway-addresses).
 	GatewayController string
 	GatewayAddresses  []string
+	// GatewayServices is model.Snapshot.GatewayServices
+	// (--gateway-services).
+	GatewayServices bool
 	// SnippetAnnotationsOff refuses every snippet annotation
 	// (--allow-snippet-annotations=false; default false: they are read).
 	// The ConfigMap's allow-snippet-annotations "false" does too.

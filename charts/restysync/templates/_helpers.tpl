@@ -89,6 +89,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.gateway.addresses }}
 - --gateway-addresses={{ join "," . }}
 {{- end }}
+{{- if not .Values.gateway.services }}
+- --gateway-services=false
+{{- end }}
 {{- if .Values.agent.watchNamespace }}
 - --namespace={{ .Values.agent.watchNamespace }}
 {{- end }}

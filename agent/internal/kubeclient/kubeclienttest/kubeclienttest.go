@@ -69,11 +69,11 @@ func (c clientset) IngressClasses() kubeclient.ListWatcher[*networkingv1.Ingress
 	return c.cs.NetworkingV1().IngressClasses()
 }
 
-func (c clientset) Services(namespace string) kubeclient.ListWatcher[*corev1.ServiceList] {
+func (c clientset) Services(namespace string) kubeclient.Objects[*corev1.Service, *corev1.ServiceList] {
 	return c.cs.CoreV1().Services(namespace)
 }
 
-func (c clientset) EndpointSlices(namespace string) kubeclient.ListWatcher[*discoveryv1.EndpointSliceList] {
+func (c clientset) EndpointSlices(namespace string) kubeclient.Objects[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
 	return c.cs.DiscoveryV1().EndpointSlices(namespace)
 }
 

@@ -689,3 +689,41 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	}
 	return svc, out
 }
+
+// Service returns the cached Service namespace/name, nil if none.
+func (s *Source) Service(namespace, name string) *corev1.Service {
+	if !s.isStarted() {
+		return nil
+	}
+	svc, err := s.services.Services(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return svc
+}
+
+// EndpointSlice returns the cached EndpointSlice namespace/name, nil if
+// none.
+func (s *Source) EndpointSlice(namespace, name string) *discoveryv1.EndpointSlice {
+	if !s.isStarted() {
+		return nil
+	}
+	slice, err := s.endpointSlices.EndpointSlices(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return slice
+}
+
+// GatewayServiceObjects returns the cached Services and EndpointSlices
+// labelled as Gateway Services' (model.GatewayServiceManagedByLabel): the
+// status writer judges each by its ownerReference.
+func (s *Source) GatewayServiceObjects() ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
+	if !s.isStarted() {
+		return nil, nil
+	}
+	selector := labels.SelectorFromSet(labels.Set{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy})
+	services, _ := s.services.List(selector)
+	endpointSlices, _ := s.endpointSlices.List(selector)
+	return services, endpointSlices
+}

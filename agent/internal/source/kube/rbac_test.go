@@ -197,7 +197,7 @@ func TestRBAC(t *testing.T) {
 		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 1500 * time.Millisecond,
 		RetryPeriod:   200 * time.Millisecond,
-		GatewayAPI:    &status.GatewayAPIOptions{},
+		GatewayAPI:    &status.GatewayAPIOptions{Services: src},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +230,33 @@ func TestRBAC(t *testing.T) {
 	eventually(t, "Gateway API status written", func() bool {
 		return gatewayStatusWritten(t, gatewayAdmin)
 	})
+	// The Gateway's Service and EndpointSlice: created, updated, deleted.
+	gw := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
+	gwService := model.GatewayService{Namespace: "web", Gateway: "gw", GatewayUID: string(gw.UID), Name: "gw-restysync",
+		Labels: map[string]string{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy, "v": "1"}, Ports: []int32{80},
+		Slices: []model.GatewayServiceSlice{{Name: "gw-restysync-ipv4", AddressType: "IPv4", Addresses: []string{"192.0.2.10"}}}}
+	serviceLabel := func() string {
+		svc, err := admin.CoreV1().Services("web").Get(ctx, "gw-restysync", metav1.GetOptions{})
+		_, sliceErr := admin.DiscoveryV1().EndpointSlices("web").Get(ctx, "gw-restysync-ipv4", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && apierrors.IsNotFound(sliceErr) {
+			return "gone"
+		}
+		if err != nil || sliceErr != nil {
+			return ""
+		}
+		return svc.Labels["v"]
+	}
+	for _, v := range []string{"1", "2", "gone"} {
+		next := wanted
+		if v != "gone" {
+			gwService.Labels = map[string]string{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy, "v": v}
+			next.Services = []model.GatewayService{gwService}
+		}
+		eventually(t, "the Gateway's Service at "+v, func() bool {
+			writer.UpdateGatewayAPI(next, next)
+			return serviceLabel() == v
+		})
+	}
 
 	// The recorder creates Events (create is all it is granted): a problem
 	// that goes and comes back is an Event of its own.
