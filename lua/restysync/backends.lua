@@ -111,36 +111,42 @@ end
 local BACKEND_FIELDS = { name = true, endpoints = true, policy = true }
 local ENDPOINT_FIELDS = { address = true, port = true }
 
--- check_endpoints validates the endpoints of one backend and returns them
--- as the compact JSON array stored under b:<name>, or nil and the reason.
-local function check_endpoints(endpoints, path)
+-- endpoint_at names endpoint i (from 1) of the backend at at in a message:
+-- built only on a fault, as a push of 50,000 backends has 100,000 endpoints.
+local function endpoint_at(at, i)
+    return string_format("%s.endpoints[%d]", at, i - 1)
+end
+
+-- check_endpoints validates the endpoints of the backend at at and returns
+-- them as the compact JSON array stored under b:<name>, or nil and the
+-- reason.
+local function check_endpoints(endpoints, at)
     if endpoints == json_null then
         return "[]" -- a Go nil slice: no endpoints
     end
     local n = array_length(endpoints)
     if not n then
-        return nil, path .. ": must be an array"
+        return nil, at .. ".endpoints: must be an array"
     end
     if n > MAX_ENDPOINTS then
-        return nil, string_format("%s: has %d endpoints, more than %d", path, n, MAX_ENDPOINTS)
+        return nil, string_format("%s.endpoints: has %d endpoints, more than %d", at, n, MAX_ENDPOINTS)
     end
     local parts = {}
     for i = 1, n do
         local ep = endpoints[i]
-        local at = string_format("%s[%d]", path, i - 1)
         if not is_object(ep) then
-            return nil, at .. ": must be an object"
+            return nil, endpoint_at(at, i) .. ": must be an object"
         end
         local extra = unknown_field(ep, ENDPOINT_FIELDS)
         if extra then
-            return nil, at .. "." .. tostring(extra) .. ": unknown field"
+            return nil, endpoint_at(at, i) .. "." .. tostring(extra) .. ": unknown field"
         end
         local address, port = ep.address, ep.port
         if type(address) ~= "string" or not (is_ipv4(address) or is_ipv6(address)) then
-            return nil, at .. ".address: must be an IPv4 or IPv6 address"
+            return nil, endpoint_at(at, i) .. ".address: must be an IPv4 or IPv6 address"
         end
         if not is_port(port) then
-            return nil, at .. ".port: must be an integer 1..65535"
+            return nil, endpoint_at(at, i) .. ".port: must be an integer 1..65535"
         end
         -- address holds only hex digits, '.' and ':', so it needs no escaping.
         parts[i] = string_format('{"address":"%s","port":%d}', address, port)
@@ -156,7 +162,7 @@ local function check_update(body)
         if b.endpoints == nil then
             return nil, at .. ".endpoints: is missing"
         end
-        local endpoints, err = check_endpoints(b.endpoints, at .. ".endpoints")
+        local endpoints, err = check_endpoints(b.endpoints, at)
         if not endpoints then
             return nil, err
         end
@@ -191,10 +197,12 @@ local function write(d, update)
         writes[#writes + 1] = { "p:" .. name }
     end
     for _, b in ipairs(update.upserts) do
-        if d:get("b:" .. b.name) == nil then
+        local key = "b:" .. b.name
+        local old = d:get(key)
+        if old == nil then
             count = count + 1
         end
-        writes[#writes + 1] = { "b:" .. b.name, b.endpoints }
+        writes[#writes + 1] = { key, b.endpoints, read = true, old = old }
         writes[#writes + 1] = { "p:" .. b.name, b.policy }
         writes[#writes + 1] = { "v:" .. b.name, version, stamp = true }
     end

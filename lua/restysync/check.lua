@@ -63,6 +63,12 @@ function _M.unknown_field(obj, allowed)
     return nil
 end
 
+-- is_name says whether name is a usable name (name returns nil), without
+-- building the message: the check of a large push asks it first.
+function _M.is_name(name)
+    return type(name) == "string" and name ~= "" and #name <= _M.MAX_NAME_BYTES
+end
+
 -- name returns why name (found at path) is not a usable name, or nil.
 function _M.name(name, path)
     if type(name) ~= "string" then
@@ -128,13 +134,13 @@ function _M.update(body, item_fields, check_item)
     end
 
     local seen = {} -- name -> where it appeared first
-    local function claim(name, at, path)
-        local err = _M.name(name, path)
-        if err then
-            return err
+    -- claim names the field at fault at .. suffix, built only on a fault.
+    local function claim(name, at, suffix)
+        if not _M.is_name(name) then
+            return _M.name(name, at .. suffix)
         end
         if seen[name] then
-            return path .. ': "' .. name .. '" is also ' .. seen[name]
+            return at .. suffix .. ': "' .. name .. '" is also ' .. seen[name]
         end
         seen[name] = at
         return nil
@@ -157,7 +163,7 @@ function _M.update(body, item_fields, check_item)
             if field then
                 return nil, at .. "." .. tostring(field) .. ": unknown field"
             end
-            local err = claim(item.name, at, at .. ".name")
+            local err = claim(item.name, at, ".name")
             if err then
                 return nil, err
             end
@@ -177,7 +183,7 @@ function _M.update(body, item_fields, check_item)
         end
         for i = 1, n do
             local at = string_format("removes[%d]", i - 1)
-            local err = claim(removes[i], at, at)
+            local err = claim(removes[i], at, "")
             if err then
                 return nil, err
             end

@@ -69,20 +69,20 @@ end
 -- first, stamps (the per-item version keys workers cache by) last, so that
 -- no worker caches new content under an old stamp. It returns nil and a
 -- reason if a value did not fit back.
-local function restore(d, saved)
+local function restore(d, saved, n)
     local failed
     for pass = 1, 2 do
-        for i = #saved, 1, -1 do
+        for i = n, 1, -1 do
             local entry = saved[i]
             if (entry.stamp == true) == (pass == 2) then
                 local ok, err
                 if entry.old == nil then
-                    ok, err = d:delete(entry.key)
+                    ok, err = d:delete(entry[1])
                 else
-                    ok, err = d:safe_set(entry.key, entry.old)
+                    ok, err = d:safe_set(entry[1], entry.old)
                 end
                 if not ok then
-                    failed = failed or (entry.key .. ": " .. tostring(err))
+                    failed = failed or (entry[1] .. ": " .. tostring(err))
                 end
             end
         end
@@ -97,12 +97,18 @@ end
 -- value deletes the key), in order. It returns version, or nil, the HTTP
 -- status and the reason. what names the stored items in messages
 -- ("backends"). It must not yield: it runs under the lock.
+--
+-- Each write keeps the value it replaced (w.old) for the undo; a caller
+-- that has read it already, under the same lock, says so with
+-- read = true and old = the value (nil: there was none), which saves a
+-- second read per key on a large push.
 function _M.apply(d, writes, version, what)
-    local saved = {}
     for i = 1, #writes do
         local w = writes[i]
         local key, value = w[1], w[2]
-        saved[i] = { key = key, old = (d:get(key)), stamp = w.stamp }
+        if not w.read then
+            w.old = d:get(key)
+        end
         local ok, err
         if value == nil then
             ok, err = d:delete(key)
@@ -112,7 +118,7 @@ function _M.apply(d, writes, version, what)
         if not ok then
             local reason = string_format("storing %s: %s", key, tostring(err))
             local status = err == "no memory" and 507 or 500
-            local restored, rerr = restore(d, saved)
+            local restored, rerr = restore(d, writes, i)
             -- Burn the version number even though nothing changed: a worker
             -- may have cached content stamped with it before the undo.
             d:safe_set("version", version)

@@ -45,7 +45,8 @@ type Incremental struct {
 	ready   bool
 	objects *objectIndex
 	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
-	// last by namespace and name, to find what changed.
+	// last by namespace and name, to find what changed. services, secrets
+	// and configMaps are the maps of objects (the same by name), held once.
 	ingresses  map[namespacedName]*networkingv1.Ingress
 	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
@@ -58,6 +59,9 @@ type Incremental struct {
 	// readers are the islands that read each object.
 	readers map[readKey][]*island
 	globals *island
+	// globalsModel is the globals part's model: the Gateway API's part
+	// of the model comes from it whole.
+	globalsModel Model
 	// expires is the earliest island expiry (Builder.expires), zero for none.
 	expires time.Time
 	sum     modelSum
@@ -74,14 +78,35 @@ type BuildPath struct {
 	Islands, Ingresses int
 }
 
-// island is a set of Ingresses built together, or the globals part.
+// island is a set of Ingresses built together, or the globals part. It
+// keeps only the names of what it put into the sum (the values are the
+// sum's), so that a model at 50,000 Ingresses is held once.
 type island struct {
 	ingresses []namespacedName
-	model     Model
-	problems  []Problem
+	held      held
 	reads     []readKey
 	expires   time.Time
 }
+
+// held names what an island put into the sum, for modelSum.remove.
+type held struct {
+	hosts, backends, authFiles, passthrough, streamBackends, notServed []string
+	certificates                                                       []heldCertificate
+	problems                                                           []Problem
+}
+
+type heldCertificate struct {
+	name  string
+	hosts []string
+}
+
+// firstBatch is how many Ingresses a full build puts in one part at most:
+// islands that do not share a host are built together, a few at a time,
+// since a Build of each alone costs its fixed part (a Builder, the
+// processors, the global snippets) per island. The first change that
+// touches a part builds it again as its islands (closure takes a part
+// whole), so it stays below the limit at which a change is built whole.
+const firstBatch = 32
 
 // NewIncremental returns an Incremental whose first Build builds everything.
 func NewIncremental() *Incremental { return &Incremental{} }
@@ -111,7 +136,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		return x.full(s, "two objects of one kind share a name")
 	}
 	x.last = s
-	x.updateObjects(services, endpointSlices, secrets, configMaps)
+	x.updateObjects(endpointSlices)
 
 	// The islands to build again: those of the changed Ingresses (found
 	// by closure below), those that read a changed object, those whose
@@ -219,7 +244,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		path.Islands++
 		path.Ingresses += len(group)
 	}
-	m, problems := x.sum.model(x.globals.model)
+	m, problems := x.sum.model(x.globalsModel)
 	return m, problems, path
 }
 
@@ -227,10 +252,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
 	x.ingresses, _ = indexNamed(s.Ingresses)
-	x.services, _ = indexNamed(s.Services)
+	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
 	x.slices, _ = indexNamed(s.EndpointSlices)
-	x.secrets, _ = indexNamed(s.Secrets)
-	x.configMaps, _ = indexNamed(s.ConfigMaps)
 	path := BuildPath{Reason: reason}
 	if len(x.ingresses) != len(s.Ingresses) {
 		// Two Ingresses of one name: Build serves both, which islands
@@ -260,7 +283,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	if err := x.buildGlobals(); err != "" {
 		return fail(err)
 	}
-	for _, group := range x.islands(keys) {
+	for _, group := range batches(x.islands(keys), firstBatch) {
 		if err := x.buildIsland(group); err != "" {
 			return fail(err)
 		}
@@ -268,7 +291,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 		path.Ingresses += len(group)
 	}
 	x.ready = true
-	m, problems := x.sum.model(x.globals.model)
+	m, problems := x.sum.model(x.globalsModel)
 	return m, problems, path
 }
 
@@ -350,11 +373,30 @@ func (x *Incremental) islands(keys []namespacedName) [][]namespacedName {
 	return out
 }
 
+// batches joins consecutive islands into groups of up to size Ingresses
+// (an island larger than size is a group of its own).
+func batches(islands [][]namespacedName, size int) [][]namespacedName {
+	var out [][]namespacedName
+	for _, is := range islands {
+		if n := len(out); n > 0 && len(out[n-1])+len(is) <= size {
+			out[n-1] = append(out[n-1], is...)
+			continue
+		}
+		out = append(out, slices.Clip(is))
+	}
+	return out
+}
+
 func (x *Incremental) buildGlobals() string {
 	s := x.last
 	s.Ingresses = nil
-	x.globals = x.buildPart(s, nil, false)
-	return x.sum.add(x.globals)
+	var m Model
+	var problems []Problem
+	x.globals, m, problems = x.buildPart(s, nil, false)
+	x.globalsModel = m
+	var err string
+	x.globals.held, err = x.sum.add(&m, problems)
+	return err
 }
 
 func (x *Incremental) buildIsland(keys []namespacedName) string {
@@ -365,35 +407,39 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 	}
 	// The Gateway API is the globals part's.
 	s = withoutGatewayAPI(s)
-	is := x.buildPart(s, keys, true)
-	if m := is.model; len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
+	is, m, problems := x.buildPart(s, keys, true)
+	if len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
 		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
 		return "an island of Ingresses built a part of the globals"
 	}
 	for _, k := range keys {
 		x.islandOf[k] = is
 	}
-	return x.sum.add(is)
+	var err string
+	is.held, err = x.sum.add(&m, problems)
+	return err
 }
 
-func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bool) *island {
+// buildPart builds s and returns the part with the model and problems it
+// built, for the caller to take into the sum.
+func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bool) (*island, Model, []Problem) {
 	b := newBuilderOf(s, x.objects)
 	b.reads = &readSet{}
 	b.islandOnly = islandOnly
 	m, problems := b.build(newIngressProcessor(s), newGatewayProcessor(s))
-	is := &island{ingresses: keys, model: m, problems: problems, reads: b.reads.keys(), expires: b.expires}
+	is := &island{ingresses: keys, reads: b.reads.keys(), expires: b.expires}
 	for _, r := range is.reads {
 		x.readers[r] = append(x.readers[r], is)
 	}
 	if !is.expires.IsZero() && (x.expires.IsZero() || is.expires.Before(x.expires)) {
 		x.expires = is.expires
 	}
-	return is
+	return is, m, problems
 }
 
 // drop takes is out of the model.
 func (x *Incremental) drop(is *island) {
-	x.sum.remove(is)
+	x.sum.remove(is.held)
 	for _, r := range is.reads {
 		list := x.readers[r]
 		if i := slices.Index(list, is); i >= 0 {
@@ -431,19 +477,10 @@ func (x *Incremental) unlink(k string, key namespacedName) {
 	}
 }
 
-// updateObjects takes the changed Services, EndpointSlices, Secrets and
-// ConfigMaps into the index the builds read.
-func (x *Incremental) updateObjects(services []objectChange[*corev1.Service], endpointSlices []objectChange[*discoveryv1.EndpointSlice],
-	secrets []objectChange[*corev1.Secret], configMaps []objectChange[*corev1.ConfigMap]) {
-	for _, c := range services {
-		setOrDelete(x.objects.services, c.key, c.new)
-	}
-	for _, c := range secrets {
-		setOrDelete(x.objects.secrets, c.key, c.new)
-	}
-	for _, c := range configMaps {
-		setOrDelete(x.objects.configMaps, c.key, c.new)
-	}
+// updateObjects takes the changed EndpointSlices into the index the
+// builds read (its Services, Secrets and ConfigMaps are x's, which
+// diffNamed brought up to date).
+func (x *Incremental) updateObjects(endpointSlices []objectChange[*discoveryv1.EndpointSlice]) {
 	for _, c := range endpointSlices {
 		if c.old != nil {
 			if key, ok := sliceService(c.old); ok {
@@ -710,98 +747,95 @@ func newModelSum() modelSum {
 	}
 }
 
-// add takes the model and problems of is in; it returns why it cannot:
-// is serves what another island serves differently.
-func (u *modelSum) add(is *island) string {
-	m := &is.model
+// add takes m and problems in and names what it took; it says why it
+// cannot: m serves what another island serves differently.
+func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
+	var h held
 	for _, srv := range u.serversOf(m) {
 		u.hostCount[srv.Host]++
 		if u.hostCount[srv.Host] > 1 {
-			return fmt.Sprintf("%s is served by two islands", describeHost(srv.Host))
+			return h, fmt.Sprintf("%s is served by two islands", describeHost(srv.Host))
 		}
 		u.servers.set(srv.Host, srv)
+		h.hosts = append(h.hosts, srv.Host)
 	}
 	for _, b := range m.Backends {
 		if !u.backends.add(b.Name, b) {
-			return fmt.Sprintf("backend %s differs between islands", b.Name)
+			return h, fmt.Sprintf("backend %s differs between islands", b.Name)
 		}
+		h.backends = append(h.backends, b.Name)
 	}
 	for _, f := range m.AuthFiles {
 		if !u.authFiles.add(f.Name, f) {
-			return fmt.Sprintf("file %s differs between islands", f.Name)
+			return h, fmt.Sprintf("file %s differs between islands", f.Name)
 		}
+		h.authFiles = append(h.authFiles, f.Name)
 	}
 	for _, p := range m.Stream.Passthrough {
 		if !u.passthrough.add(p.Host, p) {
-			return fmt.Sprintf("passthrough %s differs between islands", p.Host)
+			return h, fmt.Sprintf("passthrough %s differs between islands", p.Host)
 		}
+		h.passthrough = append(h.passthrough, p.Host)
 	}
 	for _, b := range m.Stream.Backends {
 		if !u.streamBacks.add(b.Name, b) {
-			return fmt.Sprintf("stream backend %s differs between islands", b.Name)
+			return h, fmt.Sprintf("stream backend %s differs between islands", b.Name)
 		}
+		h.streamBackends = append(h.streamBackends, b.Name)
 	}
 	for _, n := range m.NotServed {
 		if !u.notServed.add(n.Ingress, n) {
-			return fmt.Sprintf("Ingress %s is not served twice", n.Ingress)
+			return h, fmt.Sprintf("Ingress %s is not served twice", n.Ingress)
 		}
+		h.notServed = append(h.notServed, n.Ingress)
 	}
 	for _, c := range m.Certificates {
 		hosts := c.Hosts
 		c.Hosts = nil
 		if !u.certificates.add(c.Name, c) {
-			return fmt.Sprintf("certificate %s differs between islands", c.Name)
+			return h, fmt.Sprintf("certificate %s differs between islands", c.Name)
 		}
 		if u.certHosts[c.Name] == nil {
 			u.certHosts[c.Name] = map[string]int{}
 		}
-		for _, h := range hosts {
-			u.certHosts[c.Name][h]++
+		for _, host := range hosts {
+			u.certHosts[c.Name][host]++
 		}
 		u.updateCertificate(c.Name)
+		h.certificates = append(h.certificates, heldCertificate{c.Name, hosts})
 	}
-	for _, p := range is.problems {
+	for _, p := range problems {
 		u.problems[p]++
 		u.problemsOK = false
 	}
-	return ""
+	h.problems = problems
+	return h, ""
 }
 
 // remove takes out what add took in.
-func (u *modelSum) remove(is *island) {
-	m := &is.model
-	for _, srv := range u.serversOf(m) {
-		u.hostCount[srv.Host]--
-		if u.hostCount[srv.Host] == 0 {
-			delete(u.hostCount, srv.Host)
-			u.servers.delete(srv.Host)
+func (u *modelSum) remove(h held) {
+	for _, host := range h.hosts {
+		u.hostCount[host]--
+		if u.hostCount[host] == 0 {
+			delete(u.hostCount, host)
+			u.servers.delete(host)
 		}
 	}
-	for _, b := range m.Backends {
-		u.backends.remove(b.Name)
-	}
-	for _, f := range m.AuthFiles {
-		u.authFiles.remove(f.Name)
-	}
-	for _, p := range m.Stream.Passthrough {
-		u.passthrough.remove(p.Host)
-	}
-	for _, b := range m.Stream.Backends {
-		u.streamBacks.remove(b.Name)
-	}
-	for _, n := range m.NotServed {
-		u.notServed.remove(n.Ingress)
-	}
-	for _, c := range m.Certificates {
-		u.certificates.remove(c.Name)
-		for _, h := range c.Hosts {
-			if u.certHosts[c.Name][h]--; u.certHosts[c.Name][h] == 0 {
-				delete(u.certHosts[c.Name], h)
+	u.backends.removeAll(h.backends)
+	u.authFiles.removeAll(h.authFiles)
+	u.passthrough.removeAll(h.passthrough)
+	u.streamBacks.removeAll(h.streamBackends)
+	u.notServed.removeAll(h.notServed)
+	for _, c := range h.certificates {
+		u.certificates.remove(c.name)
+		for _, host := range c.hosts {
+			if u.certHosts[c.name][host]--; u.certHosts[c.name][host] == 0 {
+				delete(u.certHosts[c.name], host)
 			}
 		}
-		u.updateCertificate(c.Name)
+		u.updateCertificate(c.name)
 	}
-	for _, p := range is.problems {
+	for _, p := range h.problems {
 		if u.problems[p]--; u.problems[p] == 0 {
 			delete(u.problems, p)
 		}
@@ -905,6 +939,12 @@ func (c *counted[T]) remove(key string) {
 	if c.count[key]--; c.count[key] <= 0 {
 		delete(c.count, key)
 		c.list_.delete(key)
+	}
+}
+
+func (c *counted[T]) removeAll(keys []string) {
+	for _, key := range keys {
+		c.remove(key)
 	}
 }
 

@@ -317,6 +317,7 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 				kind, meta.Name, meta.Namespace, strings.Join(errs, "; "))), false
 		}
 	}
+	shareStrings(obj)
 	key := objectKey{kind: kind, namespace: meta.Namespace, name: meta.Name}
 
 	if secret, ok := obj.(*corev1.Secret); ok {
