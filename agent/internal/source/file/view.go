@@ -19,8 +19,10 @@ import (
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
-// view is what Snapshot serves. It is built whole and never changed after
-// publish, so readers need the lock only to fetch the pointer.
+// view is what Snapshot serves. It is never changed after publish, so
+// readers need the lock only to fetch the pointer; but objects, which the
+// next view patched (patchView) shares, is changed in place under the
+// lock, so other goroutines read it only under the lock (ServiceEndpoints).
 type view struct {
 	objects        map[objectKey]runtime.Object
 	ingresses      []*networkingv1.Ingress
@@ -164,14 +166,8 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	}
 
 	next := *prev
-	next.objects = maps.Clone(prev.objects) // ServiceEndpoints reads the old one
 	cloned, slicesCloned := map[string]bool{}, false
 	for _, e := range edits {
-		if e.new == nil {
-			delete(next.objects, e.key)
-		} else {
-			next.objects[e.key] = e.new
-		}
 		if !next.patch(e.old, e.new, cloned) {
 			return nil, false
 		}
@@ -191,7 +187,16 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	if len(next.slicesOf) == 0 {
 		next.slicesOf = nil // as buildView leaves it
 	}
+	// objects is changed in place, not copied: copying 150,000 entries
+	// took most of a new file's 50 ms at 50,000 Ingresses.
 	s.mu.Lock()
+	for _, e := range edits {
+		if e.new == nil {
+			delete(next.objects, e.key)
+		} else {
+			next.objects[e.key] = e.new
+		}
+	}
 	s.view = &next
 	s.mu.Unlock()
 
