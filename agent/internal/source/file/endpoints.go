@@ -54,12 +54,11 @@ func (s *Source) TakeChangedServices() []source.ServiceKey {
 // none) and its EndpointSlices, read-only.
 func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 	s.mu.RLock()
+	defer s.mu.RUnlock() // patchView changes objects in place
 	v := s.view
-	s.mu.RUnlock()
-	key := source.ServiceKey{Namespace: namespace, Name: name}
 	var svc *corev1.Service
 	if obj, ok := v.objects[objectKey{kind: source.KindService, namespace: namespace, name: name}].(*corev1.Service); ok {
 		svc = obj
 	}
-	return svc, v.slicesOf[key]
+	return svc, v.slicesOf[source.ServiceKey{Namespace: namespace, Name: name}]
 }

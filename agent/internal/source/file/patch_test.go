@@ -1,6 +1,7 @@
 package file
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -12,8 +13,9 @@ import (
 
 // TestPatchViewIsBuildView edits a folder one file at a time and checks,
 // after each publish, that the view served is the one buildView makes of
-// the same files, and that the edits that only change objects in place
-// (patchView) report just those objects.
+// the same files, that the edits patchView may take (objects changed,
+// added or removed without duplicates, problems or slices joining others)
+// are patched and report just those objects, and that the others are not.
 func TestPatchViewIsBuildView(t *testing.T) {
 	dir := t.TempDir()
 	app := func(name, address string) string {
@@ -38,12 +40,42 @@ func TestPatchViewIsBuildView(t *testing.T) {
 		{"the same bytes", "a.yaml", app("a", "10.0.0.9"), []string{}},
 		{"the losing duplicate changes", "dup.yaml", strings.Replace(endpointSliceYAML("b-1", "b"), "10.0.0.1", "10.0.0.7", 1), nil},
 		{"a slice moves to another Service", "a.yaml", strings.Replace(app("a", "10.0.0.9"), "service-name: a", "service-name: b", 1), nil},
-		{"a document is added", "a.yaml", app("a", "10.0.0.9") + "---\n" + configMapYAML, nil},
+		{"the slice moves back", "a.yaml", app("a", "10.0.0.9"), nil},
+		{"a document is added", "a.yaml", app("a", "10.0.0.9") + "---\n" + configMapYAML,
+			[]string{"ConfigMap default/settings"}},
+		{"a document is removed", "a.yaml", app("a", "10.0.0.9"),
+			[]string{"ConfigMap default/settings"}},
+		{"the documents swap places", "a.yaml", ingressYAML("a", "a") + "---\n" + serviceYAML("a", 80) + "---\n" +
+			strings.Replace(endpointSliceYAML("a-1", "a"), "10.0.0.1", "10.0.0.9", 1), []string{}},
 		{"a document breaks", "a.yaml", app("a", "10.0.0.9") + "---\nkind: [\n", nil},
-		{"a file is new", "c.yaml", serviceYAML("c", 80), nil},
+		{"the document is mended", "a.yaml", app("a", "10.0.0.9"), nil},
+		{"a file is new", "c.yaml", app("c", "10.0.0.3"),
+			[]string{"Ingress default/c", "Service default/c", "EndpointSlice default/c-1"}},
+		{"a new file's slice joins its Service's", "d.yaml", endpointSliceYAML("c-2", "c"), nil},
+		{"a file with a slice among its Service's is deleted", "d.yaml", "",
+			[]string{"EndpointSlice default/c-2"}},
+		{"a file is deleted", "c.yaml", "",
+			[]string{"Ingress default/c", "Service default/c", "EndpointSlice default/c-1"}},
+		{"a new file defines a served object", "e.yaml", serviceYAML("a", 81), nil},
+		{"the losing duplicate's file is deleted", "e.yaml", "", nil},
+		{"a new file defines an object twice", "f.yaml", serviceYAML("f", 80) + "---\n" + serviceYAML("f", 80), nil},
+		{"the file defining it twice is deleted", "f.yaml", "", nil},
+		{"a new file has a problem", "g.yaml", "kind: [\n", nil},
+		{"the file with a problem is deleted", "g.yaml", "", nil},
+		{"a file whose objects have duplicates is deleted", "b.yaml", "", nil},
+		{"a file is new again", "c.yaml", app("c", "10.0.0.3"),
+			[]string{"Ingress default/c", "Service default/c", "EndpointSlice default/c-1"}},
+		{"a new file's objects sort between others", "z.yaml", app("aa", "10.0.0.4"),
+			[]string{"Ingress default/aa", "Service default/aa", "EndpointSlice default/aa-1"}},
 	} {
 		path := filepath.Join(dir, step.file)
-		writeFile(t, path, step.content)
+		if step.content == "" {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			writeFile(t, path, step.content)
+		}
 		s.readFile(path)
 		pending := s.pending
 		s.pending = nil
