@@ -88,8 +88,9 @@ type hostEntry struct {
 	profiles  []Profile
 	sizes     []string
 	locations []model.RouteLocation
-	// conf says it adds to nginx.conf more than its profiles and sizes.
-	conf bool
+	// conf says it adds to nginx.conf more than its profiles and sizes,
+	// once confKnown (entryConf works it out when first asked).
+	conf, confKnown bool
 }
 
 // NewCache returns an empty Cache.
@@ -159,8 +160,11 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	}
 	global := h.ClientMaxBodySize
 	profiles := newProfiler()
-	confChanged := false // a changed host adds to nginx.conf
-	setChanged := false  // the profile set changed
+	// confChanged says a changed host adds to nginx.conf. With no last
+	// config the conf is rendered anyway, so no host is asked (entryConf
+	// costs a conf view per host: most of a first render).
+	confChanged := c.last.Hash == ""
+	setChanged := false // the profile set changed
 	// made are the entries made in this render, with their views: an
 	// entry keeps no view (views are the largest part of a render, and
 	// the conf is rendered from views made again: a reload anyway).
@@ -178,10 +182,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		made[e] = view
 		if old != nil {
 			setChanged = c.count(old, -1) || setChanged
-			confChanged = confChanged || old.conf
+			confChanged = confChanged || c.entryConf(old, nil)
 		}
 		setChanged = c.count(e, 1) || setChanged
-		confChanged = confChanged || e.conf
+		confChanged = confChanged || c.entryConf(e, &view)
 		changed = append(changed, e)
 		return e, nil
 	}
@@ -209,7 +213,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		for host, e := range c.hosts {
 			if e.gen != c.gen {
 				setChanged = c.count(e, -1) || setChanged
-				confChanged = confChanged || e.conf
+				confChanged = confChanged || c.entryConf(e, nil)
 				delete(c.hosts, host)
 			}
 		}
@@ -336,9 +340,29 @@ func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global st
 	for _, loc := range srv.Locations {
 		e.sizes = append(e.sizes, orDefault(loc.Proxy.BodySize, global))
 	}
-	// The default server is in restOf: a change of it renders the conf.
-	e.conf = !isDefault && c.hostConf(srv, view, s)
 	return e, view, nil
+}
+
+// entryConf says whether e adds to nginx.conf (hostConf), working it out
+// the first time it is asked, from view when given (e's own), else from a
+// view made again. The default server is in restOf: a change of it
+// renders the conf.
+func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
+	if !e.confKnown {
+		e.confKnown = true
+		if !e.isDefault {
+			if view == nil {
+				v, err := e.newView(c.settings)
+				if err != nil {
+					e.conf = true
+					return true
+				}
+				view = &v
+			}
+			e.conf = c.hostConf(e.server, *view, c.settings)
+		}
+	}
+	return e.conf
 }
 
 // hostConf says whether srv adds to nginx.conf more than its profiles
