@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
@@ -105,19 +106,8 @@ func hasCondition(conds []metav1.Condition, typ string, status metav1.ConditionS
 // to Writers on a real API server with the v1.6.3 CRDs, and checks what
 // lands on the objects.
 func TestGatewayAPIStatusAPIServer(t *testing.T) {
-	srv := kubeapi.Start(t, kubeapi.Options{})
-	kubeapi.InstallGatewayAPI(t, srv, false)
-	admin := adminClientset(t, srv.Config())
-	gw, err := gatewayclient.NewForConfig(srv.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, gw := startGatewayAPIServer(t)
 	ctx := context.Background()
-	for _, ns := range []string{"restysync", "web"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	class, err := gw.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 		Spec:       gatewayv1.GatewayClassSpec{ControllerName: testController},
@@ -510,4 +500,23 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			t.Errorf("%d Gateway API requests, want 1 (the class's status; nothing read: the cache is compared)", n)
 		}
 	})
+}
+
+// startGatewayAPIServer starts an API server with the Gateway API's CRDs
+// and the Namespaces restysync and web, and returns it with admin clients.
+func startGatewayAPIServer(t *testing.T) (*kubeapi.Server, kubernetes.Interface, *gatewayclient.GatewayV1Client) {
+	t.Helper()
+	srv := kubeapi.Start(t, kubeapi.Options{})
+	kubeapi.InstallGatewayAPI(t, srv, false)
+	admin := adminClientset(t, srv.Config())
+	gw, err := gatewayclient.NewForConfig(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"restysync", "web"} {
+		if _, err := admin.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, admin, gw
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 	"github.com/restysync/restysync/agent/internal/source/kube"
-	"github.com/restysync/restysync/agent/internal/testenv/kubeapi"
 )
 
 // objectWrites returns a config whose client counts its writes (not
@@ -54,19 +53,8 @@ func objectWrites(cfg *rest.Config) (*rest.Config, *atomic.Int64) {
 // nothing writes nothing; a change of labels is written; a Gateway no
 // longer accepted loses them.
 func TestGatewayServicesAPIServer(t *testing.T) {
-	srv := kubeapi.Start(t, kubeapi.Options{})
-	kubeapi.InstallGatewayAPI(t, srv, false)
-	admin := adminClientset(t, srv.Config())
-	gwc, err := gatewayclient.NewForConfig(srv.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, gwc := startGatewayAPIServer(t)
 	ctx := context.Background()
-	for _, ns := range []string{"restysync", "web"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := gwc.GatewayClasses().Create(ctx, &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 		Spec: gatewayv1.GatewayClassSpec{ControllerName: testController}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
