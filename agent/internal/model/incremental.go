@@ -659,7 +659,7 @@ func changedSettings(last, s Snapshot) string {
 // (incremental_routes.go), or the globals part when they are not in
 // islands.
 func gatewayBaseChanged(last, s Snapshot) bool {
-	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
+	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !sameGateways(last.Gateways, s.Gateways) ||
 		!samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
 		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
 		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies) ||

@@ -316,6 +316,34 @@ func cmpInts(a1, b1, a2, b2 int) int {
 	return a2 - b2
 }
 
+// sameGateways says whether b holds a's Gateways, or ones that differ
+// only in what Build does not read: the resourceVersion, managedFields
+// and the status but its addresses. So the status the agent writes on a
+// Gateway (attachedRoutes, after a new route) does not build the Gateway
+// part and every route island again.
+func sameGateways(a, b []*gatewayv1.Gateway) bool {
+	if samePointers(a, b) {
+		return true
+	}
+	before, unique := indexNamed(a)
+	if _, uniqueNow := indexNamed(b); len(a) != len(b) || !unique || !uniqueNow {
+		return false
+	}
+	read := func(gw *gatewayv1.Gateway) gatewayv1.Gateway {
+		c := *gw
+		c.ResourceVersion, c.ManagedFields = "", nil
+		c.Status = gatewayv1.GatewayStatus{Addresses: gw.Status.Addresses}
+		return c
+	}
+	for _, gw := range b {
+		old := before[namespacedName{gw.Namespace, gw.Name}]
+		if old == nil || old != gw && !reflect.DeepEqual(read(old), read(gw)) {
+			return false
+		}
+	}
+	return true
+}
+
 // updateRoutes builds again the route islands the changed HTTPRoutes
 // touch and those of seeds (which read a changed object); the globals
 // part with every route when the routes no longer fit islands, or the

@@ -10,9 +10,10 @@ import (
 // HTTPRoutes in islands: a change to one builds the routes whose
 // hostnames cover or share one of its own (a new wildcard joins every
 // route under it, a second route of a hostname joins the first), a
-// Service change builds the routes that read it, and what does not fit
-// islands (a route without hostnames, a Gateway change) builds the
-// globals part; Build's model after every step.
+// Service change builds the routes that read it, the status the agent
+// writes on a Gateway builds nothing, and what does not fit islands (a
+// route without hostnames, a Gateway change) builds the globals part;
+// Build's model after every step.
 func TestIncrementalRouteIslands(t *testing.T) {
 	s := benchGatewaySnapshot(3)
 	inc := NewIncremental()
@@ -57,6 +58,15 @@ func TestIncrementalRouteIslands(t *testing.T) {
 
 	s.Gateways = []*gatewayv1.Gateway{gw80(httpListener("http", 80, "*.example.com"))}
 	check("a listener hostname", true, 6)
+	written := s.Gateways[0].DeepCopy()
+	written.ResourceVersion = "2"
+	written.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "http", AttachedRoutes: 6}}
+	s.Gateways = []*gatewayv1.Gateway{written}
+	check("the Gateway's status written", false, 0)
+	moved := written.DeepCopy()
+	moved.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "127.0.0.9"}}
+	s.Gateways = []*gatewayv1.Gateway{moved}
+	check("the addresses of the Gateway's status (Build reads them)", true, 6)
 	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("outside", "other.test"))
 	check("a route the listener does not take", false, 1)
 }

@@ -32,7 +32,8 @@ import (
 // certificates' expiry. Beside the Ingresses, the Gateway API objects of
 // TestRandomSnapshotsNginxAccepts (randomGatewayObjects) and HTTPRoutes
 // whose hostnames cover each other (route islands): an HTTPRoute created,
-// replaced, deleted, a hostname renamed, a listener's hostname changed. It
+// replaced, deleted, a hostname renamed, a listener's hostname changed, a
+// Gateway's status written. It
 // lives beside those generators (package render) and checks the model
 // only.
 //
@@ -346,6 +347,17 @@ func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
 	}
 	g := rng.Intn(len(s.Gateways))
 	gw := s.Gateways[g].DeepCopy()
+	if rng.Intn(2) == 0 {
+		// The status the agent writes; now and then addresses, which
+		// Build reads.
+		gw.ResourceVersion += "1"
+		gw.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "la", AttachedRoutes: int32(rng.Intn(5))}}
+		if rng.Intn(3) == 0 {
+			gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: pick(rng, []string{"127.29.50.1", "127.29.50.2", "::1"})}}
+		}
+		s.Gateways = replaced(s.Gateways, g, gw)
+		return "status of Gateway " + gw.Name
+	}
 	l := &gw.Spec.Listeners[rng.Intn(len(gw.Spec.Listeners))]
 	if h := pick(rng, append([]gatewayv1.Hostname{""}, routeHostnames...)); h != "" {
 		l.Hostname = &h
