@@ -267,7 +267,7 @@ func (b *Builder) model(processors []Processor) Model {
 			if loc.Backend != "" {
 				used[loc.Backend] = true
 			}
-			if errors := loc.Access.Errors.Backend; errors != "" {
+			if errors := loc.AccessSettings().Errors.Backend; errors != "" {
 				used[errors] = true
 			}
 		}
