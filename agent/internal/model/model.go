@@ -343,8 +343,10 @@ type Backend struct {
 	// one Service differently.
 	Name string
 	// Policy is how Lua balances it; it travels with the endpoints, so a
-	// change of it is a push, not a reload.
-	Policy Policy
+	// change of it is a push, not a reload. As Location.Proxy: nil when
+	// zero (PolicyValue reads it), one copy shared by the backends of like
+	// policy, never written after the build.
+	Policy *Policy
 	// Endpoints sorted by Address then Port; only ready ones. Empty means 503.
 	Endpoints []Endpoint
 }

@@ -27,6 +27,15 @@ func (l Location) SnippetSettings() SnippetSettings {
 	return *l.Snippet
 }
 
+// PolicyValue returns the backend's policy (the zero one when Policy is
+// nil).
+func (b Backend) PolicyValue() Policy {
+	if b.Policy == nil {
+		return Policy{}
+	}
+	return *b.Policy
+}
+
 // locationSettings are a location's Proxy, Access and Snippet while
 // FinishRoute works them out, by value.
 type locationSettings struct {
@@ -37,6 +46,7 @@ type locationSettings struct {
 
 // sharedSettings hold one copy of each distinct setting the build gave a
 // location, so that locations of like settings share it (Location.Proxy).
+// Backend policies are shared the same way (Builder.policies).
 type sharedSettings struct {
 	proxy   map[ProxySettings]*ProxySettings
 	access  map[AccessSettings]*AccessSettings

@@ -33,3 +33,27 @@ func TestLocationsShareSettings(t *testing.T) {
 		t.Errorf("plain location holds settings: %+v", plain)
 	}
 }
+
+// Backends of like policy share one copy; a backend with none holds nil.
+func TestBackendsSharePolicy(t *testing.T) {
+	ewma := func(name, service string) *networkingv1.Ingress {
+		return newIngress("default", name, annotation(ngx+"load-balance", "ewma"),
+			rule(name+".example.com", prefix("/", service, "http")))
+	}
+	// Only Service web exists: the others' backends answer 503 (a
+	// Problem each), with their policies all the same.
+	m, _ := Build(snapshotOf(ewma("a", "web"), ewma("b", "api"),
+		newIngress("default", "plain", rule("plain.example.com", prefix("/", "other", "http")))))
+	var shared []*Policy
+	for _, b := range m.Backends {
+		switch {
+		case b.Name == "default/other:http" && b.Policy != nil:
+			t.Errorf("%s holds a policy %+v", b.Name, *b.Policy)
+		case b.Name != "default/other:http":
+			shared = append(shared, b.Policy)
+		}
+	}
+	if len(shared) != 2 || shared[0] == nil || shared[0] != shared[1] || shared[0].Algorithm != AlgorithmEWMA {
+		t.Errorf("backends %+v: want two sharing one ewma policy", m.Backends)
+	}
+}

@@ -276,7 +276,7 @@ func changed(held map[string]model.Backend, only []model.Backend) []model.Backen
 }
 
 func sameBackend(a, b model.Backend) bool {
-	return a.Policy == b.Policy && slices.Equal(a.Endpoints, b.Endpoints)
+	return a.PolicyValue() == b.PolicyValue() && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 // HeldCertificate is what Lua reports holding for one certificate name.
