@@ -76,15 +76,7 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 func BenchmarkBuildGateway(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("httproutes=%d", n), func(b *testing.B) {
-			ingresses := benchSnapshot(n)
-			s := gwSnapshot(gw80())
-			s.Services, s.EndpointSlices = ingresses.Services, ingresses.EndpointSlices
-			for i := range n {
-				name := fmt.Sprintf("app-%d", i)
-				s.HTTPRoutes = append(s.HTTPRoutes, newRoute("default", name, toGW(), []string{name + ".example.com"},
-					routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/api")), backendTo("", name, 80)),
-					routeRule(nil, backendTo("", name, 80))))
-			}
+			s := benchGatewaySnapshot(n)
 			b.ReportAllocs()
 			for b.Loop() {
 				m, problems := Build(s)
@@ -96,6 +88,57 @@ func BenchmarkBuildGateway(b *testing.B) {
 	}
 }
 
+// benchGatewaySnapshot is one Gateway and n HTTPRoutes, each with its
+// own hostname, two rules and a Service of 10 endpoints.
+func benchGatewaySnapshot(n int) Snapshot {
+	ingresses := benchSnapshot(n)
+	s := gwSnapshot(gw80())
+	s.Services, s.EndpointSlices = ingresses.Services, ingresses.EndpointSlices
+	for i := range n {
+		s.HTTPRoutes = append(s.HTTPRoutes, benchRoute(fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d", i)))
+	}
+	return s
+}
+
+func benchRoute(name, service string) *gatewayv1.HTTPRoute {
+	return newRoute("default", name, toGW(), []string{name + ".example.com"},
+		routeRule(matchList(pathMatch(gatewayv1.PathMatchPathPrefix, "/api")), backendTo("", service, 80)),
+		routeRule(nil, backendTo("", service, 80)))
+}
+
+// benchChange builds with and s by turns with an Incremental that built
+// s first, and checks that each build is incremental and ok.
+func benchChange(b *testing.B, s, with Snapshot, ok func(m Model, next Snapshot) bool) {
+	inc := NewIncremental()
+	inc.Build(s)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		next := with
+		if i%2 == 1 {
+			next = s
+		}
+		i++
+		m, _, path := inc.Build(next)
+		if !path.Incremental || !ok(m, next) {
+			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, len(m.Servers), len(m.GatewayRoutes))
+		}
+	}
+}
+
+// BenchmarkIncrementalRoute is one new HTTPRoute among n on one Gateway
+// (B11-route's change) built by Incremental.
+func BenchmarkIncrementalRoute(b *testing.B) {
+	for _, n := range []int{1000, 10000, 50000} {
+		s := benchGatewaySnapshot(n)
+		b.Run(fmt.Sprintf("new-route/httproutes=%d", n), func(b *testing.B) {
+			with := s
+			with.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.GatewayRoutes) == len(next.HTTPRoutes) })
+		})
+	}
+}
+
 // BenchmarkIncremental is one new Ingress among n (B11's change) built by
 // Incremental, and, for reference, the first build of the n by
 // Incremental (every island) beside Build's.
@@ -103,26 +146,12 @@ func BenchmarkIncremental(b *testing.B) {
 	for _, n := range []int{1000, 10000, 50000} {
 		s := benchSnapshot(n)
 		b.Run(fmt.Sprintf("new-ingress/ingresses=%d", n), func(b *testing.B) {
-			inc := NewIncremental()
-			inc.Build(s)
 			added := benchSnapshot(1)
 			ing := added.Ingresses[0].DeepCopy()
 			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
-			with, without := s, s
+			with := s
 			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				next := with
-				if i%2 == 1 {
-					next = without
-				}
-				i++
-				m, _, path := inc.Build(next)
-				if !path.Incremental || len(m.Servers) != len(next.Ingresses) {
-					b.Fatalf("path %+v, %d servers", path, len(m.Servers))
-				}
-			}
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.Servers) == len(next.Ingresses) })
 		})
 		if n > 10000 {
 			continue

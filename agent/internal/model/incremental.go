@@ -30,7 +30,9 @@ import (
 // named, or that read a Service, EndpointSlice, Secret or ConfigMap that
 // changed (Builder.reads). A change of a Gateway API object, a Namespace or
 // a Gateway flag builds the globals part alone (islands are built without
-// them, and the Ingress processor reads none); a change of anything else
+// them, and the Ingress processor reads none), but for HTTPRoutes, which
+// are in islands of their own (routeIslands, incremental_routes.go) when
+// they can be; a change of anything else
 // (an IngressClass, the agent's ConfigMap, another flag) builds every
 // island.
 //
@@ -53,9 +55,10 @@ type Incremental struct {
 	secrets    map[namespacedName]*corev1.Secret
 	configMaps map[namespacedName]*corev1.ConfigMap
 
-	// linked are the Ingresses that name each link key (linkKeys).
-	linked   map[string][]namespacedName
-	islandOf map[namespacedName]*island
+	// links are the Ingresses' islands (linkKeys); routes the
+	// HTTPRoutes' (incremental_routes.go).
+	links
+	routes routeIslands
 	// readers are the islands that read each object.
 	readers map[readKey][]*island
 	globals *island
@@ -74,18 +77,24 @@ type BuildPath struct {
 	// else every one was, and Reason says why.
 	Incremental bool
 	Reason      string
-	// Islands and Ingresses count what was built.
-	Islands, Ingresses int
+	// Islands, Ingresses and HTTPRoutes count what was built; Globals
+	// says the globals part was (incremental_routes.go: with the
+	// HTTPRoutes not in islands, every one).
+	Islands, Ingresses, HTTPRoutes int
+	Globals                        bool
 }
 
 // island is a set of Ingresses built together, or the globals part. It
 // keeps only the names of what it put into the sum (the values are the
 // sum's), so that a model at 50,000 Ingresses is held once.
 type island struct {
-	ingresses []namespacedName
-	held      held
-	reads     []readKey
-	expires   time.Time
+	// members are the Ingresses, or the HTTPRoutes, built together.
+	members []namespacedName
+	held    held
+	reads   []readKey
+	expires time.Time
+	// routeIsland: the members are HTTPRoutes (incremental_routes.go).
+	routeIsland bool
 }
 
 // held names what an island put into the sum, for modelSum.remove.
@@ -93,6 +102,10 @@ type held struct {
 	hosts, backends, authFiles, passthrough, streamBackends, notServed []string
 	certificates                                                       []heldCertificate
 	problems                                                           []Problem
+	// gatewayRoutes, routeStatuses and attached are a route island's
+	// (routeIslands.add).
+	gatewayRoutes, routeStatuses []string
+	attached                     []heldAttached
 }
 
 type heldCertificate struct {
@@ -125,7 +138,11 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if s.Now.Before(x.last.Now) {
 		return x.full(s, "the clock went back")
 	}
-	gatewayChanged := gatewayAPIChanged(x.last, s)
+	gatewayChanged := gatewayBaseChanged(x.last, s)
+	// In islands, the HTTPRoutes' changes are found once, by diffNamed
+	// (updateRoutes).
+	routesChanged := x.routes.on && !slices.Equal(x.last.HTTPRoutes, s.HTTPRoutes) ||
+		!x.routes.on && !samePointers(x.last.HTTPRoutes, s.HTTPRoutes)
 	ingresses := diffNamed(x.ingresses, s.Ingresses)
 	services := diffNamed(x.services, s.Services)
 	endpointSlices := diffNamed(x.slices, s.EndpointSlices)
@@ -168,7 +185,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if !x.expires.IsZero() && s.Now.After(x.expires) {
 		// Scan every island once; the next expiry is of those that stay.
 		x.expires = time.Time{}
-		for _, is := range append(slices.Collect(maps.Values(x.islandOf)), x.globals) {
+		all := slices.Concat(slices.Collect(maps.Values(x.islandOf)), slices.Collect(maps.Values(x.routes.islandOf)))
+		for _, is := range append(all, x.globals) {
 			switch {
 			case is.expires.IsZero():
 			case s.Now.After(is.expires):
@@ -178,8 +196,16 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 			}
 		}
 	}
-	rebuildGlobals := dirty[x.globals] || gatewayChanged
+	rebuildGlobals := dirty[x.globals] || gatewayChanged || routesChanged && !x.routes.on
 	delete(dirty, x.globals)
+	// The route islands to build again, by their HTTPRoutes.
+	var routeSeeds []namespacedName
+	for is := range dirty {
+		if is.routeIsland {
+			routeSeeds = append(routeSeeds, is.members...)
+			delete(dirty, is)
+		}
+	}
 
 	seeds := make([]namespacedName, 0, len(ingresses))
 	for _, c := range ingresses {
@@ -191,13 +217,23 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		}
 	}
 	for is := range dirty {
-		seeds = append(seeds, is.ingresses...)
+		seeds = append(seeds, is.members...)
 	}
 	old := make(map[namespacedName]*networkingv1.Ingress, len(ingresses))
 	for _, c := range ingresses {
 		old[c.key] = c.old
 	}
-	affected := x.closure(seeds, old)
+	affected := x.closure(seeds, func(key namespacedName) []string {
+		if ing := x.ingresses[key]; ing != nil {
+			return linkKeys(ing)
+		}
+		return nil
+	}, func(key namespacedName) []string {
+		if ing := old[key]; ing != nil {
+			return linkKeys(ing)
+		}
+		return nil
+	})
 	if len(affected) > max(64, len(x.ingresses)/4) {
 		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), len(x.ingresses)))
 	}
@@ -229,7 +265,22 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		if err := x.buildGlobals(); err != "" {
 			return x.full(s, err)
 		}
-		path.Islands++
+		path.Globals = true
+	} else if x.routes.on && (routesChanged || len(routeSeeds) > 0) {
+		var err string
+		if path.Globals, err = x.updateRoutes(routeSeeds); err != "" {
+			return x.full(s, err)
+		}
+		if !path.Globals {
+			for _, is := range x.routes.built {
+				path.Islands++
+				path.HTTPRoutes += len(is.members)
+			}
+		}
+	}
+	if path.Globals {
+		path.Islands += 1 + len(x.routes.built)
+		path.HTTPRoutes = len(s.HTTPRoutes)
 	}
 	var present []namespacedName
 	for _, key := range affected {
@@ -237,7 +288,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 			present = append(present, key)
 		}
 	}
-	for _, group := range x.islands(present) {
+	for _, group := range x.islands(present, x.ingressLinks) {
 		if err := x.buildIsland(group); err != "" {
 			return x.full(s, err)
 		}
@@ -245,6 +296,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		path.Ingresses += len(group)
 	}
 	m, problems := x.sum.model(x.globalsModel)
+	x.routes.model(&m)
 	return m, problems, path
 }
 
@@ -262,8 +314,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 		path.Reason += "; two Ingresses share a name, built whole"
 		return m, problems, path
 	}
-	x.linked = make(map[string][]namespacedName, len(s.Ingresses))
-	x.islandOf = make(map[namespacedName]*island, len(s.Ingresses))
+	x.links = newLinks(len(s.Ingresses))
 	x.readers = make(map[readKey][]*island)
 	x.sum = newModelSum()
 	keys := make([]namespacedName, 0, len(s.Ingresses))
@@ -283,7 +334,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	if err := x.buildGlobals(); err != "" {
 		return fail(err)
 	}
-	for _, group := range batches(x.islands(keys), firstBatch) {
+	for _, group := range batches(x.islands(keys, x.ingressLinks), firstBatch) {
 		if err := x.buildIsland(group); err != "" {
 			return fail(err)
 		}
@@ -292,13 +343,28 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	}
 	x.ready = true
 	m, problems := x.sum.model(x.globalsModel)
+	x.routes.model(&m)
 	return m, problems, path
 }
 
-// closure returns the seeds and every Ingress linked to them, through the
-// links of now and, for the Ingresses in old (changed), of before, with
-// the whole island of each.
-func (x *Incremental) closure(seeds []namespacedName, old map[namespacedName]*networkingv1.Ingress) []namespacedName {
+// ingressLinks are the link keys of the Ingress key names now.
+func (x *Incremental) ingressLinks(key namespacedName) []string { return linkKeys(x.ingresses[key]) }
+
+// links finds islands: which objects (Ingresses, or HTTPRoutes) name each
+// link key, and the island each object is in.
+type links struct {
+	linked   map[string][]namespacedName
+	islandOf map[namespacedName]*island
+}
+
+func newLinks(n int) links {
+	return links{linked: make(map[string][]namespacedName, n), islandOf: make(map[namespacedName]*island, n)}
+}
+
+// closure returns the seeds and every object linked to them, through the
+// link keys of now and of before (old: of the changed objects), with the
+// whole island of each.
+func (x *links) closure(seeds []namespacedName, now, old func(namespacedName) []string) []namespacedName {
 	seen := make(map[namespacedName]bool, len(seeds))
 	seenKey := map[string]bool{}
 	queue := slices.Clone(seeds)
@@ -311,29 +377,22 @@ func (x *Incremental) closure(seeds []namespacedName, old map[namespacedName]*ne
 		}
 		seen[key] = true
 		out = append(out, key)
-		var links []string
-		if ing := x.ingresses[key]; ing != nil {
-			links = linkKeys(ing)
-		}
-		if ing := old[key]; ing != nil {
-			links = append(links, linkKeys(ing)...)
-		}
-		for _, k := range links {
+		for _, k := range append(now(key), old(key)...) {
 			if !seenKey[k] {
 				seenKey[k] = true
 				queue = append(queue, x.linked[k]...)
 			}
 		}
 		if is := x.islandOf[key]; is != nil {
-			queue = append(queue, is.ingresses...)
+			queue = append(queue, is.members...)
 		}
 	}
 	return out
 }
 
-// islands splits keys, all of them present, into the groups their links
-// make among them.
-func (x *Incremental) islands(keys []namespacedName) [][]namespacedName {
+// islands splits keys, all of them present (keysOf gives their link
+// keys), into the groups their links make among them.
+func (x *links) islands(keys []namespacedName, keysOf func(namespacedName) []string) [][]namespacedName {
 	parent := make(map[namespacedName]namespacedName, len(keys))
 	var find func(namespacedName) namespacedName
 	find = func(k namespacedName) namespacedName {
@@ -349,7 +408,7 @@ func (x *Incremental) islands(keys []namespacedName) [][]namespacedName {
 		parent[k] = k
 	}
 	for _, k := range keys {
-		for _, link := range linkKeys(x.ingresses[k]) {
+		for _, link := range keysOf(k) {
 			for _, other := range x.linked[link] {
 				if _, ok := parent[other]; ok {
 					parent[find(other)] = find(k)
@@ -387,16 +446,40 @@ func batches(islands [][]namespacedName, size int) [][]namespacedName {
 	return out
 }
 
+// buildGlobals builds the globals part and the route islands beside it
+// (incremental_routes.go), x.globals dropped.
 func (x *Incremental) buildGlobals() string {
+	x.routes.dropAll(x)
+	x.routes = newRouteIslands(x.last)
 	s := x.last
 	s.Ingresses = nil
+	if x.routes.on {
+		s.HTTPRoutes = nil
+	}
 	var m Model
 	var problems []Problem
 	x.globals, m, problems = x.buildPart(s, nil, false)
 	x.globalsModel = m
 	var err string
-	x.globals.held, err = x.sum.add(&m, problems)
-	return err
+	if x.globals.held, err = x.sum.add(&m, problems); err != "" {
+		return err
+	}
+	if !x.routes.on {
+		return ""
+	}
+	if err := x.routes.setBase(&m); err != "" {
+		return err
+	}
+	keys := slices.Collect(maps.Keys(x.routes.index))
+	slices.SortFunc(keys, func(a, b namespacedName) int {
+		return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
+	})
+	for _, group := range batches(x.routes.islands(keys, x.routes.linksOf), firstBatch) {
+		if err := x.buildRouteIsland(group); err != "" {
+			return err
+		}
+	}
+	return ""
 }
 
 func (x *Incremental) buildIsland(keys []namespacedName) string {
@@ -427,7 +510,7 @@ func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bo
 	b.reads = &readSet{}
 	b.islandOnly = islandOnly
 	m, problems := b.build(newIngressProcessor(s), newGatewayProcessor(s))
-	is := &island{ingresses: keys, reads: b.reads.keys(), expires: b.expires}
+	is := &island{members: keys, reads: b.reads.keys(), expires: b.expires}
 	for _, r := range is.reads {
 		x.readers[r] = append(x.readers[r], is)
 	}
@@ -440,6 +523,9 @@ func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bo
 // drop takes is out of the model.
 func (x *Incremental) drop(is *island) {
 	x.sum.remove(is.held)
+	if is.routeIsland {
+		x.routes.remove(is.held)
+	}
 	for _, r := range is.reads {
 		list := x.readers[r]
 		if i := slices.Index(list, is); i >= 0 {
@@ -452,20 +538,23 @@ func (x *Incremental) drop(is *island) {
 			x.readers[r] = list
 		}
 	}
-	for _, k := range is.ingresses {
+	for _, k := range is.members {
 		if x.islandOf[k] == is {
 			delete(x.islandOf, k)
+		}
+		if x.routes.islandOf[k] == is {
+			delete(x.routes.islandOf, k)
 		}
 	}
 }
 
-func (x *Incremental) link(k string, key namespacedName) {
+func (x *links) link(k string, key namespacedName) {
 	if !slices.Contains(x.linked[k], key) {
 		x.linked[k] = append(x.linked[k], key)
 	}
 }
 
-func (x *Incremental) unlink(k string, key namespacedName) {
+func (x *links) unlink(k string, key namespacedName) {
 	list := x.linked[k]
 	if i := slices.Index(list, key); i >= 0 {
 		list = slices.Delete(list, i, i+1)
@@ -546,7 +635,7 @@ func linkKeys(ing *networkingv1.Ingress) []string {
 
 // changedSettings says what of s, other than its Ingresses, Services,
 // EndpointSlices, Secrets, ConfigMaps, clock and its Gateway API part
-// (gatewayAPIChanged), differs from last: any of it may change every
+// (gatewayBaseChanged, and the HTTPRoutes), differs from last: any of it may change every
 // island. "" when nothing does.
 func changedSettings(last, s Snapshot) string {
 	switch {
@@ -562,18 +651,22 @@ func changedSettings(last, s Snapshot) string {
 	return ""
 }
 
-// gatewayAPIChanged says whether a Gateway API object, a Namespace or a
-// Gateway setting differs from last. Only the globals part reads them
-// (islands are built without), so such a change builds it alone again.
-func gatewayAPIChanged(last, s Snapshot) bool {
-	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !samePointers(last.Gateways, s.Gateways) ||
-		!samePointers(last.HTTPRoutes, s.HTTPRoutes) || !samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
+// gatewayBaseChanged says whether a Gateway API object other than an
+// HTTPRoute, a Namespace or a Gateway setting differs from last. Only the
+// globals part and the route islands read them (Ingress islands are built
+// without), so such a change builds those alone again; a change of
+// HTTPRoutes alone builds the route islands it touches
+// (incremental_routes.go), or the globals part when they are not in
+// islands.
+func gatewayBaseChanged(last, s Snapshot) bool {
+	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !sameGateways(last.Gateways, s.Gateways) ||
+		!samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
 		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
 		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies) ||
 		!samePointers(last.Namespaces, s.Namespaces) || !reflect.DeepEqual(gatewaySettingsOf(last), gatewaySettingsOf(s))
 }
 
-// withoutGatewayAPI is s without what gatewayAPIChanged compares.
+// withoutGatewayAPI is s without its Gateway API part.
 func withoutGatewayAPI(s Snapshot) Snapshot {
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
 		nil, nil, nil, nil, nil, nil, nil, nil
@@ -589,7 +682,7 @@ func gatewaySettingsOf(s Snapshot) Snapshot {
 }
 
 // settingsOf is s without the objects changedSettings and
-// gatewayAPIChanged compare themselves.
+// gatewayBaseChanged compare themselves.
 func settingsOf(s Snapshot) Snapshot {
 	s = withoutGatewayAPI(s)
 	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil

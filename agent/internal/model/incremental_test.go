@@ -9,14 +9,27 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
+// checkIncremental builds s with inc and fails t unless the model and
+// problems are Build's.
+func checkIncremental(t *testing.T, inc *Incremental, s Snapshot, what string) BuildPath {
+	t.Helper()
+	got, gotProblems, path := inc.Build(s)
+	want, wantProblems := Build(s)
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProblems, wantProblems) {
+		t.Fatalf("%s: the incremental model differs:\n got %s %v\nwant %s %v", what, dump(got), gotProblems, dump(want), wantProblems)
+	}
+	return path
+}
+
 // With Gateway API objects beside the Ingresses, Incremental gives Build's
-// model: the Gateway part is built whole (the globals part), a change of
-// a Service a route names builds it again, a new Ingress builds only its
-// island, and a Gateway API change (objects, Namespaces, the Gateway
-// flags) builds the globals part alone: Incremental, equal to Build after
-// every step, alone and beside Ingress changes.
-// (TestIncrementalEqualsBuild, in package render, checks Ingress change
-// sequences at random.)
+// model: the Gateway part is the globals part and the route islands
+// beside it (TestIncrementalRouteIslands), a change of a Service a route
+// names builds its island again, a new Ingress builds only its island,
+// and a Gateway API change (objects, Namespaces, the Gateway flags)
+// builds the Gateway part alone: Incremental, equal to Build after every
+// step, alone and beside Ingress changes. (TestIncrementalEqualsBuild, in
+// package render, checks Ingress and Gateway API change sequences at
+// random.)
 func TestIncrementalWithGatewayAPI(t *testing.T) {
 	s := gwSnapshot(gw80())
 	base := benchSnapshot(3)
@@ -27,11 +40,7 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	inc := NewIncremental()
 	check := func(what string, wantIncremental bool, wantReason string) {
 		t.Helper()
-		got, gotProblems, path := inc.Build(s)
-		want, wantProblems := Build(s)
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProblems, wantProblems) {
-			t.Fatalf("%s: the incremental model differs:\n got %s %v\nwant %s %v", what, dump(got), gotProblems, dump(want), wantProblems)
-		}
+		path := checkIncremental(t, inc, s, what)
 		if path.Incremental != wantIncremental || path.Reason != wantReason {
 			t.Errorf("%s: path %+v, want incremental %v reason %q", what, path, wantIncremental, wantReason)
 		}

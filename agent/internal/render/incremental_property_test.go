@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // TestIncrementalEqualsBuild is the property of model.Incremental: over
@@ -27,8 +29,13 @@ import (
 // a Service's ports changed or deleted; an EndpointSlice moved; a
 // ConfigMap Ingresses name edited; the agent's ConfigMap's TCP services
 // changed; the default certificate set; the clock past the
-// certificates' expiry. It lives beside those generators (package
-// render) and checks the model only.
+// certificates' expiry. Beside the Ingresses, the Gateway API objects of
+// TestRandomSnapshotsNginxAccepts (randomGatewayObjects) and HTTPRoutes
+// whose hostnames cover each other (route islands): an HTTPRoute created,
+// replaced, deleted, a hostname renamed, a listener's hostname changed, a
+// Gateway's status written. It
+// lives beside those generators (package render) and checks the model
+// only.
 //
 // A failure names the sequence's seed; rerun it alone with
 //
@@ -59,12 +66,20 @@ func TestIncrementalEqualsBuild(t *testing.T) {
 	if paths["incremental"] < n*incrementalSteps/3 {
 		t.Errorf("only %d of %d steps were incremental: the property is checked on too few", paths["incremental"], n*incrementalSteps)
 	}
+	if paths["some HTTPRoutes"] < n*incrementalSteps/20 {
+		t.Errorf("only %d of %d steps built some of the HTTPRoutes (route islands): the property is checked on too few", paths["some HTTPRoutes"], n*incrementalSteps)
+	}
 }
 
 func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]int) error {
 	rng := mathrand.New(mathrand.NewSource(seed))
 	s := world.snapshot(rng)
 	s.Now = time.Now()
+	gatewayRNG := mathrand.New(mathrand.NewSource(seed ^ 0x31))
+	randomGatewayObjects(gatewayRNG, &s)
+	for i := range s.HTTPRoutes {
+		s.HTTPRoutes[i] = islandRoute(gatewayRNG, s.HTTPRoutes[i])
+	}
 	hosts := make([]string, 4+rng.Intn(6))
 	for i := range hosts {
 		hosts[i] = randomHost(rng)
@@ -86,7 +101,11 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	var log []string
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
-			log = append(log, changeSnapshot(rng, world, &s, hosts, &next))
+			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
+				log = append(log, changeGatewayAPI(rng, &s, &next))
+			} else {
+				log = append(log, changeSnapshot(rng, world, &s, hosts, &next))
+			}
 			if rng.Intn(8) == 0 {
 				settings, keep = changeRenderInputs(rng, settings, keep)
 				log = append(log, "render settings or kept profiles")
@@ -110,6 +129,9 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		if step > 0 {
 			if path.Incremental {
 				paths["incremental"]++
+				if path.HTTPRoutes > 0 && !path.Globals {
+					paths["some HTTPRoutes"]++
+				}
 			} else {
 				paths["full"]++
 			}
@@ -265,6 +287,85 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 	}
 	s.Secrets = append(slices.Clip(s.Secrets), secret)
 	return "restore Secret " + secret.Namespace + "/" + secret.Name
+}
+
+// routeHostnames are the hostnames of the property's HTTPRoutes: names
+// and wildcards that cover each other, and a few the model leaves out.
+var routeHostnames = []gatewayv1.Hostname{"a.example.com", "b.example.com", "x.a.example.com", "*.example.com", "*.a.example.com",
+	"example.com", "c.test", "*.test", "A.Example.com", "bad host"}
+
+// islandRoute is r with one to three hostnames of routeHostnames (none,
+// once in a while: a route of every host of its listeners) and a
+// creation time of a few.
+func islandRoute(rng *mathrand.Rand, r *gatewayv1.HTTPRoute) *gatewayv1.HTTPRoute {
+	r = r.DeepCopy()
+	r.Spec.Hostnames = nil
+	if rng.Intn(40) > 0 {
+		for range 1 + rng.Intn(3) {
+			r.Spec.Hostnames = append(r.Spec.Hostnames, pick(rng, routeHostnames))
+		}
+	}
+	r.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, rng.Intn(3), 0, 0, time.UTC))
+	return r
+}
+
+// changeGatewayAPI makes one random change to s's HTTPRoutes or
+// Gateways, and says what it did.
+func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
+	if len(s.HTTPRoutes) == 0 || rng.Intn(5) == 0 {
+		r := islandRoute(rng, randomHTTPRoute(rng, 0, s))
+		r.Name = fmt.Sprintf("route-%d", *next)
+		*next++
+		s.HTTPRoutes = append(slices.Clip(s.HTTPRoutes), r)
+		return "create HTTPRoute " + r.Name + " for " + fmt.Sprint(r.Spec.Hostnames)
+	}
+	i := rng.Intn(len(s.HTTPRoutes))
+	old := s.HTTPRoutes[i]
+	switch rng.Intn(6) {
+	case 0:
+		r := islandRoute(rng, randomHTTPRoute(rng, 0, s))
+		r.Name = old.Name
+		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		return "update HTTPRoute " + r.Name
+	case 1:
+		s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), i, i+1)
+		return "delete HTTPRoute " + old.Name
+	case 2, 3:
+		r := old.DeepCopy()
+		if len(r.Spec.Hostnames) == 0 {
+			r.Spec.Hostnames = []gatewayv1.Hostname{""}
+		}
+		r.Spec.Hostnames[rng.Intn(len(r.Spec.Hostnames))] = pick(rng, routeHostnames)
+		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		return "rename a hostname of HTTPRoute " + r.Name + " to " + fmt.Sprint(r.Spec.Hostnames)
+	case 4:
+		r := old.DeepCopy()
+		r.Generation++
+		r.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, rng.Intn(3), 0, 0, time.UTC))
+		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		return "age HTTPRoute " + r.Name
+	}
+	g := rng.Intn(len(s.Gateways))
+	gw := s.Gateways[g].DeepCopy()
+	if rng.Intn(2) == 0 {
+		// The status the agent writes; now and then addresses, which
+		// Build reads.
+		gw.ResourceVersion += "1"
+		gw.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "la", AttachedRoutes: int32(rng.Intn(5))}}
+		if rng.Intn(3) == 0 {
+			gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: pick(rng, []string{"127.29.50.1", "127.29.50.2", "::1"})}}
+		}
+		s.Gateways = replaced(s.Gateways, g, gw)
+		return "status of Gateway " + gw.Name
+	}
+	l := &gw.Spec.Listeners[rng.Intn(len(gw.Spec.Listeners))]
+	if h := pick(rng, append([]gatewayv1.Hostname{""}, routeHostnames...)); h != "" {
+		l.Hostname = &h
+	} else {
+		l.Hostname = nil
+	}
+	s.Gateways = replaced(s.Gateways, g, gw)
+	return "listener hostname of Gateway " + gw.Name
 }
 
 // replaced is list with v at i, in a new slice.
