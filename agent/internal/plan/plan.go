@@ -275,8 +275,15 @@ func changed(held map[string]model.Backend, only []model.Backend) []model.Backen
 	return out
 }
 
+// sameBackend says whether a and b have the same Policy and endpoints;
+// the same endpoints array does without a look (a model never changes
+// the endpoints it handed out: the fast path puts in new ones, and apply
+// keeps what it pushed), as sameLocations.
 func sameBackend(a, b model.Backend) bool {
-	return a.Policy == b.Policy && slices.Equal(a.Endpoints, b.Endpoints)
+	if a.Policy != b.Policy || len(a.Endpoints) != len(b.Endpoints) {
+		return false
+	}
+	return len(a.Endpoints) == 0 || &a.Endpoints[0] == &b.Endpoints[0] || slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 // HeldCertificate is what Lua reports holding for one certificate name.
