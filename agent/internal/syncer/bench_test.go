@@ -45,9 +45,9 @@ func BenchmarkNewIngress(b *testing.B) {
 }
 
 type newIngressEnv struct {
-	s    *Syncer
-	dir  string
-	ctx  context.Context
+	s     *Syncer
+	dir   string
+	ctx   context.Context
 	stop  func()
 	write func(name, content string)
 	next  int
