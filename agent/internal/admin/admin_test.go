@@ -173,10 +173,9 @@ func TestFromModel(t *testing.T) {
 // apart from the defaults, its profile first.
 func TestFromModelPathContext(t *testing.T) {
 	slow := model.Location{Path: "/api", PathType: model.PathRegex, Backend: "default/api:80@default/api", Ingress: "default/api",
-		MatchReason: "Exact became Regex: use-regex on Ingress default/web makes every path of the host a regex"}
-	slow.Proxy.ReadTimeout = 300
-	slow.Proxy.BodySize = "8m"
-	slow.Access.BasicAuth.Realm = "staff"
+		MatchReason: "Exact became Regex: use-regex on Ingress default/web makes every path of the host a regex",
+		Proxy:       &model.ProxySettings{ReadTimeout: 300, BodySize: "8m"},
+		Access:      &model.AccessSettings{BasicAuth: model.BasicAuth{Realm: "staff"}}}
 	m := model.Model{Servers: []model.Server{{Host: "a.test", Locations: []model.Location{
 		slow, {Path: "/", PathType: model.PathPrefix, Backend: "default/web:80", Ingress: "default/web"},
 	}}}}

@@ -246,7 +246,7 @@ func FromModel(m model.Model, routes []model.Route, problems []model.Problem) Re
 	policies := make(map[string]model.Policy, len(m.Backends))
 	for _, b := range m.Backends {
 		endpoints[b.Name] = endpointStrings(b.Endpoints)
-		policies[b.Name] = b.Policy
+		policies[b.Name] = b.PolicyValue()
 	}
 	certOf := map[string]string{}
 	for _, c := range m.Certificates {
@@ -398,7 +398,7 @@ func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCe
 		switch {
 		case !ok:
 			diff.MissingBackends = append(diff.MissingBackends, b.Name)
-		case !slices.Equal(have.Endpoints, b.Endpoints) || have.Policy != b.Policy:
+		case !slices.Equal(have.Endpoints, b.Endpoints) || have.PolicyValue() != b.PolicyValue():
 			diff.ChangedBackends = append(diff.ChangedBackends, ChangedBackend{
 				Name: b.Name, Want: endpointStrings(b.Endpoints), Held: endpointStrings(have.Endpoints)})
 		}

@@ -34,7 +34,7 @@ func pathSettings(l model.Location, profile string, policy model.Policy) []strin
 	if l.SSLRedirect {
 		out = append(out, model.KeySSLRedirect)
 	}
-	for _, part := range []any{l.Proxy, l.Access, l.Snippet, policy} {
+	for _, part := range []any{l.ProxySettings(), l.AccessSettings(), l.SnippetSettings(), policy} {
 		out = appendSettings(out, "", reflect.ValueOf(part))
 	}
 	return out

@@ -94,8 +94,8 @@ func (c *LuaClient) Backends(ctx context.Context) (map[string]model.Backend, err
 	held := make(map[string]model.Backend, len(body.Backends))
 	for _, b := range body.Backends {
 		h := model.Backend{Name: b.Name, Endpoints: b.Endpoints}
-		if b.Policy != nil {
-			h.Policy = *b.Policy
+		if b.Policy != nil && *b.Policy != (model.Policy{}) {
+			h.Policy = b.Policy
 		}
 		held[b.Name] = h
 	}

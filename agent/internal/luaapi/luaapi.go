@@ -131,8 +131,7 @@ func NewBackendPayload(b model.Backend) BackendPayload {
 	if p.Endpoints == nil {
 		p.Endpoints = []model.Endpoint{}
 	}
-	if b.Policy != (model.Policy{}) {
-		policy := b.Policy
+	if policy := b.PolicyValue(); policy != (model.Policy{}) {
 		p.Policy = &policy
 	}
 	return p

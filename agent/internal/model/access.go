@@ -674,12 +674,6 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 	return ref, true
 }
 
-// finishAccess gives loc the access settings of its Ingress.
-func (b *builder) finishAccess(loc Location) Location {
-	loc.Access = b.access[loc.Ingress].settings
-	return loc
-}
-
 // authFiles returns the htpasswd files the locations name, sorted by Name.
 func (b *builder) authFiles() []AuthFile {
 	seen := map[string]bool{}

@@ -30,7 +30,7 @@ func accessOf(t *testing.T, prefix string, annotations map[string]string, extra 
 	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
 		t.Fatalf("want one server with one location, got %s", dump(m))
 	}
-	return m.Servers[0].Locations[0].Access, m, problems
+	return m.Servers[0].Locations[0].AccessSettings(), m, problems
 }
 
 // prefix2 is helpers_test's prefix, renamed here where prefix is a string.
@@ -362,8 +362,8 @@ func TestAccessKeysSupported(t *testing.T) {
 		if l.Ingress == "default/other" {
 			want = RateLimit{}
 		}
-		if l.Access.RateLimit != want {
-			t.Errorf("%s: rate limit %+v, want %+v", l.Path, l.Access.RateLimit, want)
+		if l.AccessSettings().RateLimit != want {
+			t.Errorf("%s: rate limit %+v, want %+v", l.Path, l.AccessSettings().RateLimit, want)
 		}
 	}
 }

@@ -85,7 +85,7 @@ func FuzzAnnotations(f *testing.F) {
 			}
 		}
 		for _, backend := range m.Backends {
-			raw, err := json.Marshal(backend.Policy)
+			raw, err := json.Marshal(backend.PolicyValue())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func FuzzAnnotations(f *testing.F) {
 					t.Fatalf("backend %s: policy field %s %q is one Lua refuses", backend.Name, field, v)
 				}
 			}
-			p := backend.Policy
+			p := backend.PolicyValue()
 			if p.Algorithm == AlgorithmHash && p.HashBy == "" {
 				t.Fatalf("backend %s: hash without hash_by", backend.Name)
 			}

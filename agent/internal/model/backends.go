@@ -86,6 +86,8 @@ func parseBackend(namespace string, b *networkingv1.IngressBackend, field string
 // port is missing, which field of the reference is at fault and why.
 type resolved struct {
 	backend Backend
+	// policy is the backend's Policy until the build shares it (model).
+	policy Policy
 	// problem is "" or a reason that follows the field path of the backend
 	// in the Ingress, such as `.service.name "web": Service ns/web not found`.
 	problem string
@@ -96,7 +98,7 @@ func (b *Builder) resolve(ref backendRef) resolved {
 	if r, ok := b.resolved[ref.name]; ok {
 		return r
 	}
-	r := resolved{backend: Backend{Name: ref.name, Endpoints: []Endpoint{}, Policy: ref.policy}}
+	r := resolved{backend: Backend{Name: ref.name, Endpoints: []Endpoint{}}, policy: ref.policy}
 	svc, servicePort, problem := b.servicePort(ref)
 	if problem == "" {
 		eps, ok := []Endpoint(nil), false

@@ -22,7 +22,7 @@ func policyOf(t *testing.T, annotations map[string]string) (Policy, []Problem) {
 	name := m.Servers[0].Locations[0].Backend
 	for _, b := range m.Backends {
 		if b.Name == name {
-			return b.Policy, problems
+			return b.PolicyValue(), problems
 		}
 	}
 	t.Fatalf("no backend %s in %s", name, dump(m.Backends))
@@ -154,9 +154,9 @@ func canaryBackends(t *testing.T, primary, canary map[string]string) (split, can
 		t.Fatalf("servers %s", dump(m.Servers))
 	}
 	split = byName[m.Servers[0].Locations[0].Backend]
-	canaryBackend, ok := byName[split.Policy.Canary]
+	canaryBackend, ok := byName[split.PolicyValue().Canary]
 	if !ok {
-		t.Fatalf("no canary backend %q among %s", split.Policy.Canary, dump(m.Backends))
+		t.Fatalf("no canary backend %q among %s", split.PolicyValue().Canary, dump(m.Backends))
 	}
 	return split, canaryBackend, problems
 }
@@ -175,31 +175,31 @@ func TestCanaryAffinityBehavior(t *testing.T) {
 		if len(problems) != 0 {
 			t.Fatalf("problems: %v", problems)
 		}
-		if split.Name != "default/web:80@default/main+default/main-canary" || split.Policy.CanaryAffinityLegacy {
-			t.Errorf("split %s %+v", split.Name, split.Policy)
+		if split.Name != "default/web:80@default/main+default/main-canary" || split.PolicyValue().CanaryAffinityLegacy {
+			t.Errorf("split %s %+v", split.Name, split.PolicyValue())
 		}
 		want := wantAffinity
 		want.Algorithm = AlgorithmEWMA // the canary Ingress's own load-balance stays
-		if canary.Name != "default/web:http@default/main-canary+default/main" || canary.Policy != want {
-			t.Errorf("canary backend %s %+v, want default/web:http@default/main-canary+default/main %+v", canary.Name, canary.Policy, want)
+		if canary.Name != "default/web:http@default/main-canary+default/main" || canary.PolicyValue() != want {
+			t.Errorf("canary backend %s %+v, want default/web:http@default/main-canary+default/main %+v", canary.Name, canary.PolicyValue(), want)
 		}
 	})
 	t.Run("sticky, written out", func(t *testing.T) {
 		_, canary, problems := canaryBackends(t, primaryAffinity, map[string]string{"affinity-canary-behavior": "sticky"})
-		if len(problems) != 0 || canary.Policy != wantAffinity {
-			t.Errorf("canary backend %s %+v, problems %v", canary.Name, canary.Policy, problems)
+		if len(problems) != 0 || canary.PolicyValue() != wantAffinity {
+			t.Errorf("canary backend %s %+v, problems %v", canary.Name, canary.PolicyValue(), problems)
 		}
 	})
 	t.Run("sticky replaces the canary Ingress's own affinity", func(t *testing.T) {
 		_, canary, _ := canaryBackends(t, primaryAffinity, map[string]string{"affinity": "cookie", "session-cookie-name": "mine"})
-		if canary.Policy != wantAffinity {
-			t.Errorf("canary backend %+v, want the primary's affinity %+v", canary.Policy, wantAffinity)
+		if canary.PolicyValue() != wantAffinity {
+			t.Errorf("canary backend %+v, want the primary's affinity %+v", canary.PolicyValue(), wantAffinity)
 		}
 		// A primary without affinity: none on the canary either, and the
 		// canary backend is the Service's own.
 		_, canary, _ = canaryBackends(t, nil, map[string]string{"affinity": "cookie"})
-		if canary.Name != "default/web:http" || canary.Policy != (Policy{}) {
-			t.Errorf("canary backend %s %+v, want default/web:http with no policy", canary.Name, canary.Policy)
+		if canary.Name != "default/web:http" || canary.PolicyValue() != (Policy{}) {
+			t.Errorf("canary backend %s %+v, want default/web:http with no policy", canary.Name, canary.PolicyValue())
 		}
 	})
 	t.Run("legacy: the canary's own affinity, and the split says so", func(t *testing.T) {
@@ -207,22 +207,22 @@ func TestCanaryAffinityBehavior(t *testing.T) {
 		if len(problems) != 0 {
 			t.Fatalf("problems: %v", problems)
 		}
-		if !split.Policy.CanaryAffinityLegacy {
-			t.Errorf("split %+v: want canary_affinity_legacy", split.Policy)
+		if !split.PolicyValue().CanaryAffinityLegacy {
+			t.Errorf("split %+v: want canary_affinity_legacy", split.PolicyValue())
 		}
-		if canary.Name != "default/web:http" || canary.Policy != (Policy{}) {
-			t.Errorf("canary backend %s %+v, want the plain Service backend", canary.Name, canary.Policy)
+		if canary.Name != "default/web:http" || canary.PolicyValue() != (Policy{}) {
+			t.Errorf("canary backend %s %+v, want the plain Service backend", canary.Name, canary.PolicyValue())
 		}
 		_, canary, _ = canaryBackends(t, primaryAffinity, map[string]string{"affinity-canary-behavior": "legacy", "affinity": "cookie", "session-cookie-name": "mine"})
-		if canary.Name != "default/web:http@default/main-canary" || canary.Policy.CookieName != "mine" {
-			t.Errorf("canary backend %s %+v, want its own affinity", canary.Name, canary.Policy)
+		if canary.Name != "default/web:http@default/main-canary" || canary.PolicyValue().CookieName != "mine" {
+			t.Errorf("canary backend %s %+v, want its own affinity", canary.Name, canary.PolicyValue())
 		}
 	})
 	t.Run("a bad value is a Problem and sticky is used", func(t *testing.T) {
 		for _, value := range []string{"Legacy", "none", "sticky\n", strings.Repeat("l", 70)} {
 			split, canary, problems := canaryBackends(t, primaryAffinity, map[string]string{"affinity-canary-behavior": value})
-			if split.Policy.CanaryAffinityLegacy || canary.Policy != wantAffinity {
-				t.Errorf("%q: split %+v, canary %+v: want sticky", value, split.Policy, canary.Policy)
+			if split.PolicyValue().CanaryAffinityLegacy || canary.PolicyValue() != wantAffinity {
+				t.Errorf("%q: split %+v, canary %+v: want sticky", value, split.PolicyValue(), canary.PolicyValue())
 			}
 			if len(problems) != 1 || !strings.Contains(problems[0].Reason, "annotation nginx.ingress.kubernetes.io/affinity-canary-behavior ") ||
 				!strings.Contains(problems[0].Reason, `is not "sticky" or "legacy"; sticky is used`) || problems[0].Name != "main-canary" {
@@ -248,7 +248,7 @@ func TestCanaryStickyBackendPerPrimary(t *testing.T) {
 	cookies := map[string]string{}
 	for _, b := range m.Backends {
 		if strings.HasPrefix(b.Name, "default/web:http@") {
-			cookies[b.Name] = b.Policy.CookieName
+			cookies[b.Name] = b.PolicyValue().CookieName
 		}
 	}
 	want := map[string]string{"default/web:http@default/canary+default/one": "one", "default/web:http@default/canary+default/two": "two"}

@@ -98,6 +98,8 @@ type Builder struct {
 	httpsHosts map[string]bool
 	// loadBalance is Snapshot.LoadBalance, "" for round robin (policy.go).
 	loadBalance string
+	// policies hold one copy of each backend Policy (settings.go).
+	policies map[Policy]*Policy
 	// targets is Snapshot.Targets (target.go).
 	targets Targets
 	// secretFiles are the CA, CRL and certificate files nginx reads, of
@@ -267,7 +269,7 @@ func (b *Builder) model(processors []Processor) Model {
 			if loc.Backend != "" {
 				used[loc.Backend] = true
 			}
-			if errors := loc.Access.Errors.Backend; errors != "" {
+			if errors := loc.AccessSettings().Errors.Backend; errors != "" {
 				used[errors] = true
 			}
 		}
@@ -287,7 +289,7 @@ func (b *Builder) model(processors []Processor) Model {
 	}
 	var fallbacks []string
 	for name := range used {
-		if fallback := b.resolved[name].backend.Policy.Fallback; fallback != "" {
+		if fallback := b.resolved[name].policy.Fallback; fallback != "" {
 			fallbacks = append(fallbacks, fallback)
 		}
 	}
@@ -295,11 +297,12 @@ func (b *Builder) model(processors []Processor) Model {
 		used[name] = true
 	}
 	for name := range used {
-		backend := b.resolved[name].backend
-		if backend.Policy.Algorithm == "" {
-			backend.Policy.Algorithm = b.loadBalance // the ConfigMap's load-balance
+		r := b.resolved[name]
+		if r.policy.Algorithm == "" {
+			r.policy.Algorithm = b.loadBalance // the ConfigMap's load-balance
 		}
-		m.Backends = append(m.Backends, backend)
+		r.backend.Policy = shareSetting(&b.policies, r.policy)
+		m.Backends = append(m.Backends, r.backend)
 	}
 	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	m.Certificates = b.certificates()

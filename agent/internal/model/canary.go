@@ -171,12 +171,12 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 		return
 	}
 	primary := b.resolved[loc.Backend]
-	if primary.backend.Policy.Canary != "" {
+	if primary.policy.Canary != "" {
 		b.ingressProblem(ing, fmt.Sprintf("%s.path %q: path %q (%s) on %s already has the canary %s; path left out",
-			field, p.Path, path, pathType, describeHost(host), primary.backend.Policy.Canary))
+			field, p.Path, path, pathType, describeHost(host), primary.policy.Canary))
 		return
 	}
-	ref = canaryRef(ref, policy, primary.backend.Policy, split.CanaryAffinityLegacy, id, loc.Ingress)
+	ref = canaryRef(ref, policy, primary.policy, split.CanaryAffinityLegacy, id, loc.Ingress)
 	if r := b.resolve(ref); r.problem != "" {
 		b.ingressProblem(ing, field+".backend"+r.problem+"; requests sent to the canary answer 503")
 	}
@@ -185,14 +185,14 @@ func (b *builder) addCanaryPath(ing *networkingv1.Ingress, id, host string, ri, 
 	if baseBackendName(loc.Backend) == loc.Backend {
 		variant.backend.Name = loc.Backend + variantSeparator + loc.Ingress + canarySeparator + id
 	}
-	variant.backend.Policy.Canary = ref.name
-	variant.backend.Policy.CanaryWeight = split.CanaryWeight
-	variant.backend.Policy.CanaryWeightTotal = split.CanaryWeightTotal
-	variant.backend.Policy.CanaryHeader = split.CanaryHeader
-	variant.backend.Policy.CanaryHeaderValue = split.CanaryHeaderValue
-	variant.backend.Policy.CanaryHeaderPattern = split.CanaryHeaderPattern
-	variant.backend.Policy.CanaryCookie = split.CanaryCookie
-	variant.backend.Policy.CanaryAffinityLegacy = split.CanaryAffinityLegacy
+	variant.policy.Canary = ref.name
+	variant.policy.CanaryWeight = split.CanaryWeight
+	variant.policy.CanaryWeightTotal = split.CanaryWeightTotal
+	variant.policy.CanaryHeader = split.CanaryHeader
+	variant.policy.CanaryHeaderValue = split.CanaryHeaderValue
+	variant.policy.CanaryHeaderPattern = split.CanaryHeaderPattern
+	variant.policy.CanaryCookie = split.CanaryCookie
+	variant.policy.CanaryAffinityLegacy = split.CanaryAffinityLegacy
 	b.resolved[variant.backend.Name] = variant
 	loc.Backend = variant.backend.Name
 	locations[key] = loc

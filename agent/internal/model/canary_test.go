@@ -39,7 +39,7 @@ func TestCanarySplitsTheMainLocation(t *testing.T) {
 	}
 	split, ok := byName[loc.Backend]
 	want := Policy{Canary: "default/web:http", CanaryWeight: 30, CanaryWeightTotal: 100, CanaryHeader: "X-Canary", CanaryHeaderValue: "yes please"}
-	if !ok || split.Policy != want || len(split.Endpoints) != 2 {
+	if !ok || split.PolicyValue() != want || len(split.Endpoints) != 2 {
 		t.Errorf("split backend %+v, want policy %+v and the main endpoints", split, want)
 	}
 	if c, ok := byName["default/web:http"]; !ok || len(c.Endpoints) != 2 {
@@ -85,7 +85,7 @@ func TestAnnotationKeysChecked(t *testing.T) {
 		annotation("example.com/unrelated", "x"),
 		rule("a.test", prefix("/", "web", 80)))
 	m, problems := Build(snapshotOf(ing))
-	if len(m.Servers) != 1 || m.Backends[0].Policy.Algorithm != AlgorithmEWMA {
+	if len(m.Servers) != 1 || m.Backends[0].PolicyValue().Algorithm != AlgorithmEWMA {
 		t.Fatalf("the Ingress is not served with its supported annotations: %s", dump(m))
 	}
 	for _, want := range []string{

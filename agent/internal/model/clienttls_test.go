@@ -44,10 +44,10 @@ func TestClientTLS(t *testing.T) {
 	for _, l := range srv.Locations {
 		byIngress[l.Ingress] = l
 	}
-	if c := byIngress["default/older"].Access.ClientCert; !c.Headers || !c.PassCertificate || c.MatchCN != "CN=a|CN=b" {
+	if c := byIngress["default/older"].AccessSettings().ClientCert; !c.Headers || !c.PassCertificate || c.MatchCN != "CN=a|CN=b" {
 		t.Errorf("older's location %+v", c)
 	}
-	if d := byIngress["default/missing"].Access.Denied; d == "" {
+	if d := byIngress["default/missing"].AccessSettings().Denied; d == "" {
 		t.Error("an Ingress naming a missing Secret is served without its certificate check")
 	}
 	var missing bool

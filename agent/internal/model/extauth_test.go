@@ -101,7 +101,7 @@ func TestExternalAuth(t *testing.T) {
 			if len(locs) != 1 {
 				t.Fatalf("locations %v, problems %v", locs, problems)
 			}
-			a := locs[0].Access
+			a := locs[0].AccessSettings()
 			if tc.denied != (a.Denied != "") {
 				t.Errorf("denied %q, want denied %v", a.Denied, tc.denied)
 			}
@@ -167,7 +167,7 @@ func TestAuthProxySetHeaders(t *testing.T) {
 	m, problems := Build(s)
 	want := "X-Original-Host: ${host}\nX-Tenant: a-team"
 	for _, srv := range m.Servers {
-		a := srv.Locations[0].Access
+		a := srv.Locations[0].AccessSettings()
 		switch srv.Host {
 		case "good.example.com", "qualified.example.com":
 			if a.ExternalAuth.ProxySetHeaders != want || a.Denied != "" {

@@ -131,11 +131,11 @@ func TestFastCGI(t *testing.T) {
 			if loc.Protocol != tc.protocol {
 				t.Errorf("protocol %q, want %q", loc.Protocol, tc.protocol)
 			}
-			if tc.denied != (loc.Access.Denied != "") {
-				t.Errorf("denied %q, want denied %v", loc.Access.Denied, tc.denied)
+			if tc.denied != (loc.AccessSettings().Denied != "") {
+				t.Errorf("denied %q, want denied %v", loc.AccessSettings().Denied, tc.denied)
 			}
-			if !tc.denied && loc.Proxy.FastCGI != tc.want {
-				t.Errorf("FastCGI\n got %+v\nwant %+v", loc.Proxy.FastCGI, tc.want)
+			if !tc.denied && loc.ProxySettings().FastCGI != tc.want {
+				t.Errorf("FastCGI\n got %+v\nwant %+v", loc.ProxySettings().FastCGI, tc.want)
 			}
 			if tc.protocol == ProtocolFCGI && loc.Plain() {
 				t.Error("an FCGI location is plain: the router would proxy_pass it")
@@ -205,8 +205,8 @@ func TestMirror(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			loc, problems := buildOne(t, annotated(tc.annotations))
-			if loc.Proxy.Mirror != tc.want {
-				t.Errorf("Mirror\n got %+v\nwant %+v", loc.Proxy.Mirror, tc.want)
+			if loc.ProxySettings().Mirror != tc.want {
+				t.Errorf("Mirror\n got %+v\nwant %+v", loc.ProxySettings().Mirror, tc.want)
 			}
 			if tc.want.Target != "" && loc.Plain() {
 				t.Error("a mirrored location is plain: the router would serve it without the mirror")
@@ -262,12 +262,12 @@ func TestCustomHeaders(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			loc, problems := buildOne(t, annotated(map[string]string{nginxPrefix + "custom-headers": tc.ref}), tc.configMaps...)
-			if tc.denied != (loc.Access.Denied != "") {
-				t.Errorf("denied %q, want denied %v", loc.Access.Denied, tc.denied)
+			if tc.denied != (loc.AccessSettings().Denied != "") {
+				t.Errorf("denied %q, want denied %v", loc.AccessSettings().Denied, tc.denied)
 			}
 			if !tc.denied {
-				if loc.Proxy.ResponseHeaders != tc.want {
-					t.Errorf("ResponseHeaders\n got %q\nwant %q", loc.Proxy.ResponseHeaders, tc.want)
+				if loc.ProxySettings().ResponseHeaders != tc.want {
+					t.Errorf("ResponseHeaders\n got %q\nwant %q", loc.ProxySettings().ResponseHeaders, tc.want)
 				}
 				if loc.Plain() {
 					t.Error("a location with custom headers is plain")

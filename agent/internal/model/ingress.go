@@ -57,6 +57,8 @@ type builder struct {
 	// serviceUpstreamDefault is Snapshot.ServiceUpstream.
 	serviceUpstreamDefault bool
 	wwwKeys                map[string]string
+	// shared are the locations' settings, one copy of each (settings.go).
+	shared sharedSettings
 	// limits is Snapshot.Limits; regexPaths counts the regex paths of
 	// each host (limits.go).
 	limits     Limits
@@ -133,9 +135,12 @@ func (b *builder) Process(shared *Builder) {
 // FinishRoute applies to loc the annotations of its Ingress and the
 // ConfigMap's snippets.
 func (b *builder) FinishRoute(loc Location, host string, https bool) Location {
-	loc = b.finishLocation(loc, https)
-	loc = b.finishAccess(loc)
-	return b.finishSnippet(loc, host)
+	var set locationSettings
+	b.finishLocation(&loc, &set.proxy, https)
+	set.access = b.access[loc.Ingress].settings
+	b.finishSnippet(loc, &set, host)
+	b.shared.shareSettings(&loc, &set)
+	return loc
 }
 
 // FinishModel gives the hosts their client certificate settings, server

@@ -42,8 +42,8 @@ func TestBodySizeLimits(t *testing.T) {
 			if loc == nil {
 				t.Fatalf("no location; problems %v", problems)
 			}
-			if loc.Proxy.BodySize != tc.body || loc.Proxy.ClientBodyBufferSize != tc.buf {
-				t.Errorf("body size %q, buffer %q; want %q, %q", loc.Proxy.BodySize, loc.Proxy.ClientBodyBufferSize, tc.body, tc.buf)
+			if loc.ProxySettings().BodySize != tc.body || loc.ProxySettings().ClientBodyBufferSize != tc.buf {
+				t.Errorf("body size %q, buffer %q; want %q, %q", loc.ProxySettings().BodySize, loc.ProxySettings().ClientBodyBufferSize, tc.body, tc.buf)
 			}
 			problemWith(t, problems, tc.problem)
 		})

@@ -23,7 +23,7 @@ func wafOf(t *testing.T, prefix string, g ModSecurityGlobal, annotations map[str
 	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
 		t.Fatalf("want one server with one location, got %s", dump(m))
 	}
-	return m.Servers[0].Locations[0].Access, problems
+	return m.Servers[0].Locations[0].AccessSettings(), problems
 }
 
 func TestModSecurity(t *testing.T) {
@@ -112,7 +112,7 @@ func TestModSecurity(t *testing.T) {
 
 // A location that runs ModSecurity is not plain: it needs a profile.
 func TestModSecurityNeedsProfile(t *testing.T) {
-	l := Location{Path: "/", PathType: PathPrefix, Access: AccessSettings{WAF: ModSecurity{Enabled: true}}}
+	l := Location{Path: "/", PathType: PathPrefix, Access: &AccessSettings{WAF: ModSecurity{Enabled: true}}}
 	if l.Plain() {
 		t.Error("a location with ModSecurity is plain")
 	}

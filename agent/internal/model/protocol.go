@@ -84,19 +84,19 @@ func (b *builder) readLocationOptions(ing *networkingv1.Ingress, id string) {
 }
 
 // finishLocation applies the options of the Ingress that owns loc, on a
-// server that has TLS of its own (Server.HTTPS) or not.
-func (b *builder) finishLocation(loc Location, https bool) Location {
+// server that has TLS of its own (Server.HTTPS) or not, and sets proxy to
+// the location's proxy settings.
+func (b *builder) finishLocation(loc *Location, proxy *ProxySettings, https bool) {
 	o, ok := b.locationOptions[loc.Ingress]
 	if !ok {
 		o = locationOptions{sslRedirect: true}
 	}
 	loc.SSLRedirect = o.forceSSLRedirect || (o.sslRedirect && https)
 	loc.Protocol = o.protocol
-	loc.Proxy = b.proxySettings[loc.Ingress]
-	loc.Proxy.FastCGI = o.fastCGI
-	loc.Proxy.ResponseHeaders = o.responseHeaders
-	b.finishUpstreamVhost(&loc)
-	return loc
+	*proxy = b.proxySettings[loc.Ingress]
+	proxy.FastCGI = o.fastCGI
+	proxy.ResponseHeaders = o.responseHeaders
+	b.finishUpstreamVhost(*loc, proxy)
 }
 
 // checkBackendProtocol checks backend-protocol, in any case.

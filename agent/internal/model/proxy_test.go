@@ -30,7 +30,7 @@ func proxyOf(t *testing.T, path string, ings ...*networkingv1.Ingress) (ProxySet
 	for _, s := range m.Servers {
 		for _, l := range s.Locations {
 			if s.Host == "app.test" && l.Path == path {
-				return l.Proxy, problems
+				return l.ProxySettings(), problems
 			}
 		}
 	}
@@ -234,9 +234,9 @@ func TestRewriteTargetImpliesRegex(t *testing.T) {
 		t.Fatalf("problems: %v", problems)
 	}
 	want := []Location{
-		{Path: "/plain", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"},
+		{Path: "/plain", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: &ProxySettings{RewriteTarget: "/$2"},
 			MatchReason: "Prefix became Regex: rewrite-target on Ingress default/web makes every path of the host a regex"},
-		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: ProxySettings{RewriteTarget: "/$2"},
+		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: &ProxySettings{RewriteTarget: "/$2"},
 			MatchReason: "ImplementationSpecific with rewrite-target on this Ingress is a regex"},
 	}
 	if got := m.Servers[0].Locations; !reflect.DeepEqual(got, want) {
@@ -246,7 +246,7 @@ func TestRewriteTargetImpliesRegex(t *testing.T) {
 	// and is a Problem.
 	bad := proxyIngress(map[string]string{"restysync.io/rewrite-target": "/$x"}, httpPath(implType, "/r(.*)", backend("web", 80)))
 	m, problems = Build(snapshotOf(bad))
-	if len(problems) != 1 || m.Servers[0].Locations[0].PathType != PathRegex || m.Servers[0].Locations[0].Proxy.RewriteTarget != "" {
+	if len(problems) != 1 || m.Servers[0].Locations[0].PathType != PathRegex || m.Servers[0].Locations[0].ProxySettings().RewriteTarget != "" {
 		t.Errorf("bad target: %s, %v", dump(m.Servers[0].Locations), problems)
 	}
 }

@@ -461,12 +461,12 @@ func expandVhost(canonical, service, namespace, ingress, port string) string {
 		"${ingress_name}", ingress, "${service_port}", port).Replace(canonical)
 }
 
-// finishUpstreamVhost replaces the location's variables of loc's
-// upstream-vhost with its Service, namespace, Ingress and Service port (as
-// written in the Ingress). A result that is not a host[:port] is a Problem
-// and the location sends the client's host.
-func (b *builder) finishUpstreamVhost(loc *Location) {
-	vhost := loc.Proxy.UpstreamVhost
+// finishUpstreamVhost replaces the location's variables of the
+// upstream-vhost of loc's proxy settings with its Service, namespace,
+// Ingress and Service port (as written in the Ingress). A result that is
+// not a host[:port] is a Problem and the location sends the client's host.
+func (b *builder) finishUpstreamVhost(loc Location, proxy *ProxySettings) {
+	vhost := proxy.UpstreamVhost
 	if !strings.Contains(vhost, "${") {
 		return
 	}
@@ -480,11 +480,11 @@ func (b *builder) finishUpstreamVhost(loc *Location) {
 	if !hasNginxVariable(expanded) {
 		if reason := checkHostPort(expanded); reason != "" {
 			b.problem("Ingress", namespace, name, fmt.Sprintf("annotation upstream-vhost: for Service %s port %s it is %q, which %s; the client's host is sent", service, port, clip(expanded), reason))
-			loc.Proxy.UpstreamVhost = ""
+			proxy.UpstreamVhost = ""
 			return
 		}
 	}
-	loc.Proxy.UpstreamVhost = expanded
+	proxy.UpstreamVhost = expanded
 }
 
 // serviceUpstreamOf reads service-upstream of ing once: "true" sends its
@@ -666,7 +666,7 @@ func (b *builder) addWWWRedirects(m *Model) {
 		s := &m.Servers[i]
 		owner := ""
 		for _, loc := range s.Locations {
-			if loc.Proxy.FromToWWWRedirect {
+			if loc.Proxy != nil && loc.Proxy.FromToWWWRedirect {
 				owner = loc.Ingress
 				break
 			}

@@ -269,7 +269,7 @@ func TestUpstreamVhostLocationVariables(t *testing.T) {
 	m, problems := Build(s)
 	got := map[string]string{}
 	for _, l := range m.Servers[0].Locations {
-		got[l.Path] = l.Proxy.UpstreamVhost
+		got[l.Path] = l.ProxySettings().UpstreamVhost
 	}
 	want := map[string]string{"/": "web.linkerd-viz.svc.cluster.local:8084", "/metrics": "metrics.linkerd-viz.svc.cluster.local:9090", "/named": ""}
 	if !reflect.DeepEqual(got, want) {
@@ -460,7 +460,7 @@ func FuzzProxyKeys(f *testing.F) {
 			"nginx.ingress.kubernetes.io/proxy-busy-buffers-size": value,
 		})
 		m, _ := Build(snapshotOf(ing))
-		p := m.Servers[0].Locations[0].Proxy
+		p := m.Servers[0].Locations[0].ProxySettings()
 		if bufs, ok := p.Buffers(); ok && bufs.Check() != "" {
 			t.Errorf("buffers %+v: %s", bufs, bufs.Check())
 		}

@@ -19,10 +19,11 @@ import "reflect"
 // HTTPS redirect and proxy timeouts, which Lua applies too: the router
 // serves it with no profile.
 func (loc Location) Plain() bool {
-	timeouts := ProxySettings{ConnectTimeout: loc.Proxy.ConnectTimeout, SendTimeout: loc.Proxy.SendTimeout, ReadTimeout: loc.Proxy.ReadTimeout,
-		PreserveTrailingSlash: loc.Proxy.PreserveTrailingSlash, FromToWWWRedirect: loc.Proxy.FromToWWWRedirect}
-	return loc.Protocol == ProtocolHTTP && loc.Proxy == timeouts && loc.Access == (AccessSettings{}) &&
-		loc.Snippet == (SnippetSettings{}) && !loc.Fixed.Set
+	proxy := loc.ProxySettings()
+	timeouts := ProxySettings{ConnectTimeout: proxy.ConnectTimeout, SendTimeout: proxy.SendTimeout, ReadTimeout: proxy.ReadTimeout,
+		PreserveTrailingSlash: proxy.PreserveTrailingSlash, FromToWWWRedirect: proxy.FromToWWWRedirect}
+	return loc.Protocol == ProtocolHTTP && proxy == timeouts && loc.AccessSettings() == (AccessSettings{}) &&
+		loc.SnippetSettings() == (SnippetSettings{}) && !loc.Fixed.Set
 }
 
 // Route is what Lua holds for one host: its locations in nginx's terms.

@@ -546,43 +546,44 @@ var clientCertHeaders = []string{"ssl-client-verify", "ssl-client-subject-dn", "
 // ConfigMap's snippets and of its Ingress's snippets. A header an
 // annotation sets too (upstream-vhost's Host, auth-response-headers,
 // custom-headers) is a Problem on the snippet, and the annotation's stays.
-func (b *builder) finishSnippet(loc Location, host string) Location {
+// It writes ls.snippet, reading ls's proxy and access settings.
+func (b *builder) finishSnippet(loc Location, ls *locationSettings, host string) {
 	if loc.Fixed.Set {
-		return loc
+		return
 	}
 	st := b.snippets.byIngress[loc.Ingress]
 	if len(b.snippets.global) == 0 && (st == nil || (len(st.authSets) == 0 && isEmptyResult(st.server) && isEmptyResult(st.config))) {
-		return loc
+		return
 	}
 	values := newLocationValues(loc, host)
 	taken := map[string]string{} // request header (lower case) → the annotation that sets it
-	if loc.Proxy.UpstreamVhost != "" {
+	if ls.proxy.UpstreamVhost != "" {
 		taken["host"] = keyUpstreamVhost
 	}
-	if loc.Proxy.XForwardedPrefix != "" {
+	if ls.proxy.XForwardedPrefix != "" {
 		taken[keyXForwardedPrefix] = keyXForwardedPrefix
 	}
-	if h := loc.Access.ExternalAuth.ResponseHeaders; h != "" {
+	if h := ls.access.ExternalAuth.ResponseHeaders; h != "" {
 		for _, name := range strings.Split(h, ",") {
 			taken[strings.ToLower(name)] = keyAuthResponseHeaders
 		}
 	}
-	if loc.Access.ClientCert.Headers {
+	if ls.access.ClientCert.Headers {
 		for _, name := range clientCertHeaders {
 			taken[name] = keyAuthTLSSecret
 		}
 	}
 	custom := map[string]bool{} // response headers custom-headers sets
-	if loc.Proxy.ResponseHeaders != "" {
+	if ls.proxy.ResponseHeaders != "" {
 		custom["x-request-id"], custom["strict-transport-security"] = true, true
-		for _, line := range strings.Split(loc.Proxy.ResponseHeaders, "\n") {
+		for _, line := range strings.Split(ls.proxy.ResponseHeaders, "\n") {
 			name, _, _ := strings.Cut(line, ":")
 			custom[strings.ToLower(name)] = true
 		}
 	}
 	var req, resp, always, set headerSet
 	var hide, clear, pass []string
-	s := &loc.Snippet
+	s := &ls.snippet
 	layer := func(res snippet.Result, short string) {
 		report := st != nil && short != ""
 		keepReq := func(h snippet.Header) bool {
@@ -648,7 +649,7 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 	if st != nil && len(st.authSets) > 0 {
 		// Set without an auth service too: the variables must exist for
 		// the headers that name them.
-		if loc.Access.ExternalAuth.URL == "" && loc.Access.Denied == "" {
+		if ls.access.ExternalAuth.URL == "" && ls.access.Denied == "" {
 			b.ingressProblem(st.ing, fmt.Sprintf("annotation %s: the Ingress has no auth-url (nor the ConfigMap a global-auth-url): its auth_request_set lines do nothing",
 				st.keys[authSnippetKey]))
 		}
@@ -658,7 +659,6 @@ func (b *builder) finishSnippet(loc Location, host string) Location {
 		}
 		s.AuthRequestSet = strings.Join(lines, "\n")
 	}
-	return loc
 }
 
 func isEmptyResult(r snippet.Result) bool {
@@ -779,8 +779,8 @@ func (b *builder) fixedLocation(st *ingressSnippets, id, host string, sl snippet
 		}
 		split(st.server.ResponseHeaders)
 	}
-	loc.Snippet.ResponseHeaders, loc.Snippet.AlwaysHeaders = resp.String(), always.String()
-	loc.Snippet.ServerTokensOff = st.server.ServerTokensOff
+	headers := SnippetSettings{ResponseHeaders: resp.String(), AlwaysHeaders: always.String(), ServerTokensOff: st.server.ServerTokensOff}
+	loc.Snippet = shareSetting(&b.shared.snippet, headers)
 	return loc
 }
 

@@ -46,7 +46,7 @@ func TestSnippetHeaders(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems %v", problems)
 	}
-	got := locationOf(t, m, "app.example.com", "/", PathPrefix).Snippet
+	got := locationOf(t, m, "app.example.com", "/", PathPrefix).SnippetSettings()
 	want := SnippetSettings{
 		// configuration-snippet's Host wins over server-snippet's.
 		RequestHeaders:  "Host: ${host}\nX-Server: app.example.com\nl5d-dst-override: web.default.svc.cluster.local:http",
@@ -79,7 +79,7 @@ func TestSnippetHeadersMore(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems %v", problems)
 	}
-	got := locationOf(t, m, "app.example.com", "/", PathPrefix).Snippet
+	got := locationOf(t, m, "app.example.com", "/", PathPrefix).SnippetSettings()
 	want := SnippetSettings{
 		ResponseHeaders: "X-Up: up",
 		SetHeaders:      "Server: edge\nX-Frame-Options: DENY",
@@ -105,7 +105,7 @@ func TestSnippetRefusedLeavesTheRestServed(t *testing.T) {
 		rule("app.example.com", prefix("/", "web", "http")))
 	m, problems := Build(snapshotOf(ing))
 	l := locationOf(t, m, "app.example.com", "/", PathPrefix)
-	if l.Snippet != (SnippetSettings{}) || l.Proxy.ReadTimeout != 30 {
+	if l.SnippetSettings() != (SnippetSettings{}) || l.ProxySettings().ReadTimeout != 30 {
 		t.Errorf("location %+v", l)
 	}
 	for _, want := range []string{
@@ -129,8 +129,8 @@ func TestSnippetsTurnedOff(t *testing.T) {
 	s := snapshotOf(ing)
 	s.SnippetAnnotationsOff = true
 	m, problems := Build(s)
-	if l := locationOf(t, m, "app.example.com", "/", PathPrefix); l.Snippet != (SnippetSettings{}) {
-		t.Errorf("snippet applied: %+v", l.Snippet)
+	if l := locationOf(t, m, "app.example.com", "/", PathPrefix); l.SnippetSettings() != (SnippetSettings{}) {
+		t.Errorf("snippet applied: %+v", l.SnippetSettings())
 	}
 	if p, ok := snippetProblem(problems, "snippet annotations are turned off"); !ok || !p.Refused {
 		t.Errorf("problems %v", problems)
@@ -145,7 +145,7 @@ func TestSnippetProxySettings(t *testing.T) {
 		annotation(ngx+"proxy-http-version", "1.0"),
 		rule("app.example.com", prefix("/", "web", "http")))
 	m, problems := Build(snapshotOf(ing))
-	p := locationOf(t, m, "app.example.com", "/", PathPrefix).Proxy
+	p := locationOf(t, m, "app.example.com", "/", PathPrefix).ProxySettings()
 	if p.ReadTimeout != 120 || p.ConnectTimeout != 5 || p.HTTPVersion != "1.0" || p.BodySize != "8m" || p.Buffering != "on" {
 		t.Errorf("proxy settings %+v", p)
 	}
@@ -161,7 +161,7 @@ func TestSnippetBufferSettings(t *testing.T) {
 		annotation(ngx+"configuration-snippet", "proxy_buffers 8 16k;\nclient_body_buffer_size 64k;"),
 		rule("app.example.com", prefix("/", "web", "http")))
 	m, problems := Build(snapshotOf(ing))
-	p := locationOf(t, m, "app.example.com", "/", PathPrefix).Proxy
+	p := locationOf(t, m, "app.example.com", "/", PathPrefix).ProxySettings()
 	if p.BuffersNumber != 8 || p.BufferSize != "16k" || p.ClientBodyBufferSize != "64k" || len(problems) != 0 {
 		t.Errorf("proxy settings %+v, problems %v", p, problems)
 	}
@@ -170,7 +170,7 @@ func TestSnippetBufferSettings(t *testing.T) {
 		annotation(ngx+"configuration-snippet", "proxy_buffers 2 4k;\nproxy_busy_buffers_size 64k;"),
 		rule("app.example.com", prefix("/", "web", "http")))
 	m, problems = Build(snapshotOf(ing))
-	p = locationOf(t, m, "app.example.com", "/", PathPrefix).Proxy
+	p = locationOf(t, m, "app.example.com", "/", PathPrefix).ProxySettings()
 	if p.BuffersNumber != 0 || p.BusyBuffersSize != "" || len(problems) != 1 {
 		t.Errorf("proxy settings %+v, problems %v", p, problems)
 	}
@@ -195,12 +195,12 @@ func TestSnippetLocations(t *testing.T) {
 	if ping.Fixed != (FixedResponse{Set: true, Code: 404, Rules: "deny all"}) || ping.Backend != "" || ping.Ingress != "default/app" {
 		t.Errorf("ping %+v", ping)
 	}
-	if ping.Snippet != (SnippetSettings{ResponseHeaders: "X-Top: top", ServerTokensOff: true}) {
-		t.Errorf("ping inherits %+v", ping.Snippet)
+	if ping.SnippetSettings() != (SnippetSettings{ResponseHeaders: "X-Top: top", ServerTokensOff: true}) {
+		t.Errorf("ping inherits %+v", ping.SnippetSettings())
 	}
 	robots := locationOf(t, m, "app.example.com", "/robots.txt", PathLiteralPrefix)
 	if robots.Fixed != (FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}) ||
-		robots.Snippet != (SnippetSettings{ServerTokensOff: true}) {
+		robots.SnippetSettings() != (SnippetSettings{ServerTokensOff: true}) {
 		t.Errorf("robots %+v", robots)
 	}
 	php := locationOf(t, m, "app.example.com", "/?.*?(?:\\.php$)", PathRegex)
@@ -264,14 +264,14 @@ func TestAuthSnippet(t *testing.T) {
 		t.Fatalf("problems %v", problems)
 	}
 	l := locationOf(t, m, "app.example.com", "/", PathPrefix)
-	if want := "restysync_set_1 upstream_http_x_vouch_jwt\nrestysync_set_2 upstream_http_x_vouch_failcount"; l.Snippet.AuthRequestSet != want {
-		t.Errorf("auth_request_set %q", l.Snippet.AuthRequestSet)
+	if want := "restysync_set_1 upstream_http_x_vouch_jwt\nrestysync_set_2 upstream_http_x_vouch_failcount"; l.SnippetSettings().AuthRequestSet != want {
+		t.Errorf("auth_request_set %q", l.SnippetSettings().AuthRequestSet)
 	}
-	if !strings.Contains(l.Access.ExternalAuth.Signin, "vouch-failcount=${restysync_set_2}&X-Vouch-Token=${restysync_set_1}") {
-		t.Errorf("sign-in %q", l.Access.ExternalAuth.Signin)
+	if !strings.Contains(l.AccessSettings().ExternalAuth.Signin, "vouch-failcount=${restysync_set_2}&X-Vouch-Token=${restysync_set_1}") {
+		t.Errorf("sign-in %q", l.AccessSettings().ExternalAuth.Signin)
 	}
-	if l.Snippet.RequestHeaders != "X-Vouch-Jwt: ${restysync_set_1}" {
-		t.Errorf("request headers %q", l.Snippet.RequestHeaders)
+	if l.SnippetSettings().RequestHeaders != "X-Vouch-Jwt: ${restysync_set_1}" {
+		t.Errorf("request headers %q", l.SnippetSettings().RequestHeaders)
 	}
 
 	// Without the auth-snippet, the sign-in's variables are unknown.
@@ -290,8 +290,8 @@ func TestSnippetAnnotationWins(t *testing.T) {
 		rule("app.example.com", prefix("/", "web", "http")))
 	m, problems := Build(snapshotOf(ing))
 	l := locationOf(t, m, "app.example.com", "/", PathPrefix)
-	if l.Snippet.RequestHeaders != "X-A: a" {
-		t.Errorf("request headers %q", l.Snippet.RequestHeaders)
+	if l.SnippetSettings().RequestHeaders != "X-A: a" {
+		t.Errorf("request headers %q", l.SnippetSettings().RequestHeaders)
 	}
 	if _, ok := snippetProblem(problems, "proxy_set_header Host (line 1): the annotation upstream-vhost sets this header"); !ok {
 		t.Errorf("problems %v", problems)
@@ -309,11 +309,11 @@ func TestGlobalSnippets(t *testing.T) {
 	if len(problems) != 0 {
 		t.Errorf("problems %v", problems)
 	}
-	if got := locationOf(t, m, "a.example.com", "/", PathPrefix).Snippet; got != (SnippetSettings{ResponseHeaders: "X-Frame-Options: DENY",
+	if got := locationOf(t, m, "a.example.com", "/", PathPrefix).SnippetSettings(); got != (SnippetSettings{ResponseHeaders: "X-Frame-Options: DENY",
 		HideHeaders: "X-Powered-By", ClearHeaders: "X-Powered-By"}) {
 		t.Errorf("a: %+v", got)
 	}
-	if got := locationOf(t, m, "b.example.com", "/", PathPrefix).Snippet; got.ResponseHeaders != "X-Frame-Options: SAMEORIGIN" {
+	if got := locationOf(t, m, "b.example.com", "/", PathPrefix).SnippetSettings(); got.ResponseHeaders != "X-Frame-Options: SAMEORIGIN" {
 		t.Errorf("b: %+v", got)
 	}
 }

@@ -234,11 +234,11 @@ func TestTargetFields(t *testing.T) {
 			if found == nil {
 				t.Fatalf("no location; problems %v", problems)
 			}
-			if denied := found.Access.Denied != ""; denied != tc.wantDenied {
-				t.Errorf("denied %q, want %v", found.Access.Denied, tc.wantDenied)
+			if denied := found.AccessSettings().Denied != ""; denied != tc.wantDenied {
+				t.Errorf("denied %q, want %v", found.AccessSettings().Denied, tc.wantDenied)
 			}
-			if found.Proxy.Mirror.Target != tc.wantMirror {
-				t.Errorf("mirror %q, want %q", found.Proxy.Mirror.Target, tc.wantMirror)
+			if found.ProxySettings().Mirror.Target != tc.wantMirror {
+				t.Errorf("mirror %q, want %q", found.ProxySettings().Mirror.Target, tc.wantMirror)
 			}
 			if tc.refused == "" {
 				if len(problems) > 0 {

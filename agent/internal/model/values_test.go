@@ -63,7 +63,7 @@ func TestHostileUnrenderableAnnotationValues(t *testing.T) {
 					t.Fatalf("no problem %q…%q; problems %v", want, bad.reason, problems)
 				}
 				for _, l := range serverOf(m, "hostile.example.com").Locations {
-					if l.Access.Denied == "" && key != "canary" {
+					if l.AccessSettings().Denied == "" && key != "canary" {
 						t.Errorf("location %s is served, want 503", l.Path)
 					}
 				}
@@ -93,7 +93,7 @@ func TestHostileUnrenderableConfigMapEntries(t *testing.T) {
 					t.Fatalf("no problem naming the entry; problems %v", problems)
 				}
 				for _, l := range serverOf(m, "hostile.example.com").Locations {
-					if l.Access.Denied == "" {
+					if l.AccessSettings().Denied == "" {
 						t.Errorf("location %s is served, want 503", l.Path)
 					}
 				}

@@ -287,7 +287,7 @@ func changed(held map[string]model.Backend, only []model.Backend) []model.Backen
 // the endpoints it handed out: the fast path puts in new ones, and apply
 // keeps what it pushed), as sameLocations.
 func sameBackend(a, b model.Backend) bool {
-	if a.Policy != b.Policy || len(a.Endpoints) != len(b.Endpoints) {
+	if a.PolicyValue() != b.PolicyValue() || len(a.Endpoints) != len(b.Endpoints) {
 		return false
 	}
 	return len(a.Endpoints) == 0 || &a.Endpoints[0] == &b.Endpoints[0] || slices.Equal(a.Endpoints, b.Endpoints)

@@ -14,7 +14,7 @@ func ep(addr string) model.Endpoint { return model.Endpoint{Address: addr, Port:
 func TestCompute(t *testing.T) {
 	a1 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}
 	a2 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}
-	ewma := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: model.Policy{Algorithm: model.AlgorithmEWMA}}
+	ewma := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}, Policy: &model.Policy{Algorithm: model.AlgorithmEWMA}}
 	b1 := model.Backend{Name: "ns/b:80", Endpoints: []model.Endpoint{ep("10.0.1.1")}}
 	cfg := render.Config{Hash: "cfg1"}
 	cfg2 := render.Config{Hash: "cfg2"}

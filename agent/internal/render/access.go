@@ -158,7 +158,7 @@ func connZoneName(exempt string) string {
 
 // newAccessView checks and prints the access settings of loc.
 func newAccessView(loc model.Location) (accessView, error) {
-	a := loc.Access
+	a := loc.AccessSettings()
 	if a.Denied != "" {
 		return accessView{Denied: true}, nil
 	}
@@ -210,7 +210,7 @@ func newAccessView(loc model.Location) (accessView, error) {
 		if v.Auth, err = newAuthView(a.ExternalAuth); err != nil {
 			return accessView{}, err
 		}
-		if v.Auth.Sets, err = authSetViews(loc.Snippet.AuthRequestSet); err != nil {
+		if v.Auth.Sets, err = authSetViews(loc.SnippetSettings().AuthRequestSet); err != nil {
 			return accessView{}, err
 		}
 	}
@@ -224,7 +224,7 @@ func newAccessView(loc model.Location) (accessView, error) {
 	}
 	v.ProxyHeaders = v.ClientCert != nil || (v.Auth != nil && len(v.Auth.Headers) > 0)
 	// A snippet's request headers come with the standard ones (snippet.go).
-	v.ProxyHeaders = v.ProxyHeaders && loc.Snippet.RequestHeaders == ""
+	v.ProxyHeaders = v.ProxyHeaders && loc.SnippetSettings().RequestHeaders == ""
 	return v, nil
 }
 
@@ -294,7 +294,7 @@ func newCORSView(c model.CORS) (*corsView, error) {
 }
 
 func newErrorsView(loc model.Location) (*errorsView, error) {
-	e := loc.Access.Errors
+	e := loc.AccessSettings().Errors
 	namespace, ingress, _ := strings.Cut(loc.Ingress, "/")
 	_, service, _ := model.BackendService(loc.Backend)
 	_, port, _ := strings.Cut(strings.SplitN(loc.Backend, "@", 2)[0], ":")
@@ -326,8 +326,8 @@ func accessErrorLocations(m model.Model) ([]errorLocationView, error) {
 	names := nameTable{}
 	var out []errorLocationView
 	for loc := range m.AllLocations() {
-		e := loc.Access.Errors
-		if e.Codes == "" || loc.Access.Denied != "" {
+		e := loc.AccessSettings().Errors
+		if e.Codes == "" || loc.AccessSettings().Denied != "" {
 			continue
 		}
 		for _, text := range strings.Split(e.Codes, ",") {
@@ -352,8 +352,8 @@ func newAccessHTTPView(m model.Model) (accessHTTPView, error) {
 	names := nameTable{} // keys and zones: their prefixes differ
 	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
 		for _, loc := range srv.Locations {
-			r := loc.Access.RateLimit
-			if loc.Access.Denied != "" || (r.RPS == 0 && r.RPM == 0 && r.Connections == 0) {
+			r := loc.AccessSettings().RateLimit
+			if loc.AccessSettings().Denied != "" || (r.RPS == 0 && r.RPM == 0 && r.Connections == 0) {
 				continue
 			}
 			key := limitKey(r.Exempt)

@@ -15,7 +15,7 @@ import (
 // and a location whose settings failed closed.
 func accessModel() model.Model {
 	with := func(l model.Location, ingress string, a model.AccessSettings) model.Location {
-		l.Ingress, l.Access = ingress, a
+		l.Ingress, l.Access = ingress, &a
 		return l
 	}
 	cors := model.CORS{Enabled: true, AllowOrigins: "http://*.wild.example.com:8080,https://app.example.com",
@@ -120,7 +120,7 @@ func TestRenderAccessRefuses(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := loc("/", model.PathPrefix, "default/web:80")
-			l.Access = a
+			l.Access = &a
 			m := model.Model{Servers: []model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}
 			if _, err := Render(m, goldenSettings); err == nil {
 				t.Errorf("Render accepted %+v", a)

@@ -371,7 +371,7 @@ func (c *Cache) newEntry(srv model.Server, isDefault bool, s Settings, global st
 		}
 	}
 	for _, loc := range srv.Locations {
-		e.sizes = append(e.sizes, orDefault(loc.Proxy.BodySize, global))
+		e.sizes = append(e.sizes, orDefault(loc.ProxySettings().BodySize, global))
 	}
 	return e, view, nil
 }

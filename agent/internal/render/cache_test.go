@@ -23,7 +23,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	settings.HTTP = &h
 	sized := func(host, size string) model.Server {
 		l := loc("/", model.PathPrefix, "default/"+host+":80")
-		l.Proxy.BodySize = size
+		own(&l.Proxy).BodySize = size
 		return model.Server{Host: host, Locations: []model.Location{l}}
 	}
 	plain := func(host string) model.Server {
@@ -32,7 +32,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	a, b := sized("a.test", "8m"), sized("b.test", "8m")
 	limited := func(host string) model.Server {
 		srv := sized(host, "8m")
-		srv.Locations[0].Access.RateLimit = model.RateLimit{RPS: 5}
+		own(&srv.Locations[0].Access).RateLimit = model.RateLimit{RPS: 5}
 		return srv
 	}
 	certs := a

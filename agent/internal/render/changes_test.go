@@ -16,7 +16,7 @@ func TestChangesNamesWhatDiffers(t *testing.T) {
 	}}}}
 	buffered := func(size string) model.Model {
 		upload := loc("/upload", model.PathPrefix, "default/upload:80")
-		upload.Proxy.BufferSize = size
+		own(&upload.Proxy).BufferSize = size
 		return model.Model{Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
 			loc("/", model.PathPrefix, "default/web:80"), upload,
 		}}}}

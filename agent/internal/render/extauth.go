@@ -223,8 +223,8 @@ func authLocations(m model.Model) ([]authLocationView, []signinView, error) {
 	var auths []authLocationView
 	var signins []signinView
 	for loc := range m.AllLocations() {
-		a := loc.Access.ExternalAuth
-		if a.URL == "" || loc.Access.Denied != "" {
+		a := loc.AccessSettings().ExternalAuth
+		if a.URL == "" || loc.AccessSettings().Denied != "" {
 			continue
 		}
 		v, err := newAuthLocationView(a)

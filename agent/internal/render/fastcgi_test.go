@@ -266,7 +266,7 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 	m, _ := model.Build(snap)
 	served := 0
 	for loc := range m.AllLocations() {
-		if loc.Access.Denied == "" && (loc.Proxy.FastCGI.Params != "" || loc.Proxy.ResponseHeaders != "" || loc.Proxy.Mirror.Target != "") {
+		if loc.AccessSettings().Denied == "" && (loc.ProxySettings().FastCGI.Params != "" || loc.ProxySettings().ResponseHeaders != "" || loc.ProxySettings().Mirror.Target != "") {
 			served++
 		}
 	}

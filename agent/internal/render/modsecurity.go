@@ -189,7 +189,7 @@ func addModSecurity(views []serverView, s Settings) error {
 	for i := range views {
 		for j := range views[i].Locations {
 			lv := &views[i].Locations[j]
-			waf := lv.source.Access.WAF
+			waf := lv.source.AccessSettings().WAF
 			if !waf.Enabled || lv.Access.Denied {
 				continue
 			}

@@ -13,11 +13,11 @@ import (
 func wafModel() model.Model {
 	plain := loc("/plain", model.PathPrefix, "default/web:80")
 	waf := loc("/waf", model.PathPrefix, "default/web:80")
-	waf.Access.WAF = model.ModSecurity{Enabled: true}
+	own(&waf.Access).WAF = model.ModSecurity{Enabled: true}
 	crs := loc("/crs", model.PathPrefix, "default/web:80")
-	crs.Access.WAF = model.ModSecurity{Enabled: true, CoreRules: true, TransactionID: "${request_id}-${host}"}
+	own(&crs.Access).WAF = model.ModSecurity{Enabled: true, CoreRules: true, TransactionID: "${request_id}-${host}"}
 	denied := loc("/denied", model.PathPrefix, "default/web:80")
-	denied.Access.Denied = "ModSecurity is not loaded"
+	own(&denied.Access).Denied = "ModSecurity is not loaded"
 	return model.Model{Servers: []model.Server{{Host: "app.test", Locations: []model.Location{crs, denied, plain, waf}}}}
 }
 

@@ -34,50 +34,52 @@ func TestNameCollisionIsAnError(t *testing.T) {
 		a, b func(*model.Location)
 	}{
 		{profilePrefix,
-			func(l *model.Location) { l.Proxy.BodySize = "1m" },
-			func(l *model.Location) { l.Proxy.BodySize = "2m" }},
+			func(l *model.Location) { own(&l.Proxy).BodySize = "1m" },
+			func(l *model.Location) { own(&l.Proxy).BodySize = "2m" }},
 		{"@restysync_error_",
 			func(l *model.Location) {
-				l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-a/errors:80"}
+				own(&l.Access).Errors = model.CustomErrors{Codes: "404", Backend: "tenant-a/errors:80"}
 			},
 			func(l *model.Location) {
-				l.Access.Errors = model.CustomErrors{Codes: "404", Backend: "tenant-b/errors:80"}
+				own(&l.Access).Errors = model.CustomErrors{Codes: "404", Backend: "tenant-b/errors:80"}
 			}},
 		{authPrefix,
 			func(l *model.Location) {
-				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-a.test/check"}
+				own(&l.Access).ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-a.test/check"}
 			},
 			func(l *model.Location) {
-				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-b.test/check"}
+				own(&l.Access).ExternalAuth = model.ExternalAuth{URL: "http://auth.tenant-b.test/check"}
 			}},
 		{"@restysync_signin_",
 			func(l *model.Location) {
-				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://a.test/login"}
+				own(&l.Access).ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://a.test/login"}
 			},
 			func(l *model.Location) {
-				l.Access.ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://b.test/login"}
+				own(&l.Access).ExternalAuth = model.ExternalAuth{URL: "http://auth.test/check", Signin: "https://b.test/login"}
 			}},
 		{defaultUpstream + "_tls_",
 			func(l *model.Location) {
-				l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.3"}
+				l.Protocol, own(&l.Proxy).SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.3"}
 			},
 			func(l *model.Location) {
-				l.Protocol, l.Proxy.SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.2"}
+				l.Protocol, own(&l.Proxy).SSL = model.ProtocolHTTPS, model.ProxySSL{Protocols: "TLSv1.2"}
 			}},
 		{"restysync_req_",
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1} },
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 2} }},
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 1} },
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 2} }},
 		{"restysync_conn_",
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{Connections: 1, Exempt: "10.0.0.0/8"} },
 			func(l *model.Location) {
-				l.Access.RateLimit = model.RateLimit{Connections: 1, Exempt: "192.168.0.0/16"}
+				own(&l.Access).RateLimit = model.RateLimit{Connections: 1, Exempt: "10.0.0.0/8"}
+			},
+			func(l *model.Location) {
+				own(&l.Access).RateLimit = model.RateLimit{Connections: 1, Exempt: "192.168.0.0/16"}
 			}},
 		{"restysync_limit_key_",
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "10.0.0.0/8"} },
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "192.168.0.0/16"} }},
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 1, Exempt: "10.0.0.0/8"} },
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 1, Exempt: "192.168.0.0/16"} }},
 		{"restysync_limit_exempt_",
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "10.0.0.0/8"} },
-			func(l *model.Location) { l.Access.RateLimit = model.RateLimit{RPS: 1, Exempt: "192.168.0.0/16"} }},
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 1, Exempt: "10.0.0.0/8"} },
+			func(l *model.Location) { own(&l.Access).RateLimit = model.RateLimit{RPS: 1, Exempt: "192.168.0.0/16"} }},
 	} {
 		t.Run(tc.prefix, func(t *testing.T) {
 			tenants := func(a, b func(*model.Location)) model.Model {
@@ -124,7 +126,7 @@ func TestNameCollisionIsAnError(t *testing.T) {
 func TestProfileNameCollision(t *testing.T) {
 	two := func(a, b string) model.Model {
 		la, lb := loc("/", model.PathPrefix, "tenant-a/app:80"), loc("/", model.PathPrefix, "tenant-b/app:80")
-		la.Proxy.BodySize, lb.Proxy.BodySize = a, b
+		own(&la.Proxy).BodySize, own(&lb.Proxy).BodySize = a, b
 		return model.Model{Servers: []model.Server{
 			{Host: "a.test", Locations: []model.Location{la}},
 			{Host: "b.test", Locations: []model.Location{lb}},

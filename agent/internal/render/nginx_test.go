@@ -285,7 +285,7 @@ func nginxVersionOutput(t *testing.T, binary string) string {
 func TestSnippetHeadersMoreNative(t *testing.T) {
 	nginxproc.Binary(t)
 	l := loc("/", model.PathPrefix, "ns/web:80")
-	l.Snippet = model.SnippetSettings{
+	l.Snippet = &model.SnippetSettings{
 		AlwaysHeaders: "X-Frame-Options: DENY",
 		SetHeaders:    "Server: edge\nX-Request-ID: ${restysync_request_id}-edge",
 		HideHeaders:   "Server,X-Request-ID,X-Powered-By",

@@ -93,12 +93,12 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	if loc.Plain() {
 		return "", "", nil
 	}
-	key := profileKey{proxy: loc.Proxy, access: loc.Access, protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex,
-		snippet: loc.Snippet, fixed: loc.Fixed}
+	key := profileKey{proxy: loc.ProxySettings(), access: loc.AccessSettings(), protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex,
+		snippet: loc.SnippetSettings(), fixed: loc.Fixed}
 	if key.access.BasicAuth.File != "" {
 		key.access.BasicAuth.File = "by variable" // which file is no part of the body
 	}
-	if loc.Access.Errors.Codes != "" {
+	if loc.AccessSettings().Errors.Codes != "" {
 		key.owner = loc.Ingress + " " + loc.Backend
 	}
 	if known, ok := p.byKey[key]; ok {
@@ -270,12 +270,12 @@ func routeLocation(profiles profiler, lv locationView, global string, router int
 		return model.RouteLocation{}, err
 	}
 	rl := model.RouteLocation{Path: lv.Path, Exact: lv.Exact, Regex: lv.Regex, Backend: lv.Backend,
-		SSLRedirect: lv.SSLRedirect, Profile: profile, PreserveTrailingSlash: lv.source.Proxy.PreserveTrailingSlash,
+		SSLRedirect: lv.SSLRedirect, Profile: profile, PreserveTrailingSlash: lv.source.ProxySettings().PreserveTrailingSlash,
 		NoRegex: lv.source.PathType == model.PathPriorityPrefix}
 	if profile == "" {
 		rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = lv.Proxy.ConnectTimeout, lv.Proxy.SendTimeout, lv.Proxy.ReadTimeout
 	} else {
-		a := lv.source.Access.RateLimit
+		a := lv.source.AccessSettings().RateLimit
 		if a.RPS > 0 || a.RPM > 0 || a.Connections > 0 {
 			rl.Ingress = lv.source.Ingress
 		}
@@ -284,7 +284,7 @@ func routeLocation(profiles profiler, lv locationView, global string, router int
 		// tenant's URL, which may resolve to nginx itself.
 		rl.LoopGuard = lv.Access.Auth != nil || lv.Proxy.MirrorTo != nil
 	}
-	size := orDefault(lv.source.Proxy.BodySize, global)
+	size := orDefault(lv.source.ProxySettings().BodySize, global)
 	if n, ok := sizeBytes(size); ok && n > 0 && (router == 0 || n < router) {
 		rl.MaxBody = n
 	}
@@ -304,7 +304,7 @@ func routerBodySize(m model.Model, global string) string {
 	largest, text := int64(-1), global
 	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
 		for _, loc := range srv.Locations {
-			size := orDefault(loc.Proxy.BodySize, global)
+			size := orDefault(loc.ProxySettings().BodySize, global)
 			n, ok := sizeBytes(size)
 			if !ok {
 				continue // newProxyView's checks refuse it

@@ -20,8 +20,8 @@ func profileModel(hosts ...string) model.Model {
 	for _, h := range hosts {
 		l := loc("/", model.PathPrefix, "ns/"+h+":80")
 		l.Ingress = "ns/" + h
-		l.Proxy.BodySize = "2k"
-		l.Access = model.AccessSettings{
+		own(&l.Proxy).BodySize = "2k"
+		l.Access = &model.AccessSettings{
 			BasicAuth: model.BasicAuth{File: "auth/ns_" + h, Realm: "team"},
 			RateLimit: model.RateLimit{RPM: 60, BurstMultiplier: 1},
 		}

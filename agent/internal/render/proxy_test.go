@@ -15,7 +15,7 @@ import (
 
 // withProxy gives l the proxy settings p.
 func withProxy(l model.Location, p model.ProxySettings) model.Location {
-	l.Proxy = p
+	l.Proxy = &p
 	return l
 }
 

@@ -35,8 +35,8 @@ func proxyKeysModel() model.Model {
 			withProxy(loc("/vhost", model.PathPrefix, "default/api:80"), model.ProxySettings{UpstreamVhost: "${restysync_forwarded_host}"}),
 			withProxy(loc("/linkerd", model.PathPrefix, "linkerd-viz/web:8084"), model.ProxySettings{UpstreamVhost: "web.linkerd-viz.svc.cluster.local:8084"}),
 			{Path: "/either", PathType: model.PathPrefix, Backend: "default/api:80", Ingress: "default/web",
-				Proxy:  model.ProxySettings{SatisfyAny: true},
-				Access: model.AccessSettings{AllowSources: "10.0.0.0/8", BasicAuth: model.BasicAuth{File: "auth/default_basic", Realm: "x"}}},
+				Proxy:  &model.ProxySettings{SatisfyAny: true},
+				Access: &model.AccessSettings{AllowSources: "10.0.0.0/8", BasicAuth: model.BasicAuth{File: "auth/default_basic", Realm: "x"}}},
 			withOptions(withProxy(loc("/grpc", model.PathPrefix, "default/grpc:50051"), model.ProxySettings{BufferSize: "16k", BuffersNumber: 8, LimitRate: "10k"}), true, model.ProtocolGRPC),
 		},
 	}}}

@@ -67,7 +67,7 @@ func tlsUpstreams(m model.Model, profiles []Profile) ([]upstreamView, error) {
 	names := nameTable{}
 	for loc := range m.AllLocations() {
 		if loc.Protocol == model.ProtocolHTTPS || loc.Protocol == model.ProtocolGRPCS {
-			if _, err := names.claim(tlsUpstreamName(loc.Proxy.SSL), loc.Proxy.SSL, ownerOf(loc)); err != nil {
+			if _, err := names.claim(tlsUpstreamName(loc.ProxySettings().SSL), loc.ProxySettings().SSL, ownerOf(loc)); err != nil {
 				return nil, err
 			}
 		}

@@ -548,7 +548,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			return fmt.Errorf("location %s %q (path %q of %s) is rendered twice", matchName(exact), path, loc.Path, loc.Ingress)
 		}
 		seen[k] = true
-		proxy, err := newProxyView(loc.Proxy, loc.Protocol, path, false)
+		proxy, err := newProxyView(loc.ProxySettings(), loc.Protocol, path, false)
 		if err != nil {
 			return fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 		}
@@ -589,7 +589,7 @@ func newServerView(srv model.Server) (serverView, error) {
 			}
 		case loc.PathType == model.PathRegex:
 			var proxy proxyView
-			if proxy, err = newProxyView(loc.Proxy, loc.Protocol, "^"+loc.Path, true); err != nil {
+			if proxy, err = newProxyView(loc.ProxySettings(), loc.Protocol, "^"+loc.Path, true); err != nil {
 				err = fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 				break
 			}

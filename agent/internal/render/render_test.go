@@ -52,7 +52,8 @@ func withOptions(l model.Location, sslRedirect bool, protocol string) model.Loca
 }
 
 func withTimeouts(l model.Location, connect, send, read int) model.Location {
-	l.Proxy.ConnectTimeout, l.Proxy.SendTimeout, l.Proxy.ReadTimeout = connect, send, read
+	p := own(&l.Proxy)
+	p.ConnectTimeout, p.SendTimeout, p.ReadTimeout = connect, send, read
 	return l
 }
 
@@ -208,12 +209,12 @@ func gatewayGoldenModel() model.Model {
 }
 
 func withClientCert(l model.Location, c model.ClientCert) model.Location {
-	l.Access.ClientCert = c
+	own(&l.Access).ClientCert = c
 	return l
 }
 
 func withAuth(l model.Location, a model.ExternalAuth) model.Location {
-	l.Access.ExternalAuth = a
+	own(&l.Access).ExternalAuth = a
 	return l
 }
 
@@ -563,7 +564,7 @@ func BenchmarkRender(b *testing.B) {
 		m := manyServers(n)
 		for i := range m.Servers {
 			for j := range m.Servers[i].Locations {
-				m.Servers[i].Locations[j].Proxy.BodySize = "8m"
+				own(&m.Servers[i].Locations[j].Proxy).BodySize = "8m"
 			}
 		}
 		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
@@ -589,7 +590,7 @@ func BenchmarkRoutes(b *testing.B) {
 			if annotated {
 				for i := range m.Servers {
 					for j := range m.Servers[i].Locations {
-						m.Servers[i].Locations[j].Proxy.BodySize = "8m"
+						own(&m.Servers[i].Locations[j].Proxy).BodySize = "8m"
 					}
 				}
 			}
@@ -633,4 +634,16 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// own gives a test's location its own copy of a setting (&loc.Proxy,
+// &loc.Access or &loc.Snippet) and returns it to write: a built model
+// shares them between locations.
+func own[T any](setting **T) *T {
+	var v T
+	if *setting != nil {
+		v = **setting
+	}
+	*setting = &v
+	return &v
 }

@@ -20,11 +20,12 @@ import (
 // server whose "/" is a default backend.
 func routedModel() model.Model {
 	big := loc("/", model.PathPrefix, "ns/big:80")
-	big.Proxy.BodySize = "8m"
+	own(&big.Proxy).BodySize = "8m"
 	impatient := loc("/", model.PathPrefix, "ns/slow:80")
-	impatient.Proxy.ReadTimeout = 1
+	own(&impatient.Proxy).ReadTimeout = 1
 	patient := loc("/patient", model.PathPrefix, "ns/slow:80")
-	patient.Proxy.ReadTimeout, patient.Proxy.ConnectTimeout = 5, 2
+	p := own(&patient.Proxy)
+	p.ReadTimeout, p.ConnectTimeout = 5, 2
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/fallback:80")}},
 		Servers: []model.Server{

@@ -179,12 +179,12 @@ func splitNames(list string) ([]string, error) {
 // location's proxyView, whose custom-headers may write the http block's
 // response headers already. nil when there is nothing to print.
 func newSnippetView(loc model.Location, proxy proxyView) (*snippetView, error) {
-	s := loc.Snippet
+	s := loc.SnippetSettings()
 	if s == (model.SnippetSettings{}) {
 		return nil, nil
 	}
 	v := &snippetView{ServerTokensOff: s.ServerTokensOff}
-	if loc.Access.ExternalAuth.URL == "" || loc.Access.Denied != "" {
+	if loc.AccessSettings().ExternalAuth.URL == "" || loc.AccessSettings().Denied != "" {
 		var err error
 		if v.AuthSets, err = authSetViews(s.AuthRequestSet); err != nil {
 			return nil, err

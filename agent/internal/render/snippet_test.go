@@ -64,7 +64,7 @@ func TestStandardRequestHeadersMatchTemplate(t *testing.T) {
 // auth-snippet, and the locations of a server-snippet.
 func snippetModel() model.Model {
 	headers := loc("/", model.PathPrefix, "ns/web:80")
-	headers.Snippet = model.SnippetSettings{
+	headers.Snippet = &model.SnippetSettings{
 		RequestHeaders:  "Host: ${host}\nX-Forwarded-For: ${proxy_add_x_forwarded_for}\nl5d-dst-override: web.ns.svc.cluster.local:80\nOrigin: ",
 		ResponseHeaders: "X-Up: ${upstream_http_x_a}",
 		AlwaysHeaders:   "Request-Id: ${restysync_request_id}\nX-Frame-Options: DENY",
@@ -74,19 +74,19 @@ func snippetModel() model.Model {
 		ServerTokensOff: true,
 	}
 	auth := loc("/auth", model.PathPrefix, "ns/web:80")
-	auth.Access.ExternalAuth = model.ExternalAuth{URL: "http://127.0.0.1:1/validate",
+	own(&auth.Access).ExternalAuth = model.ExternalAuth{URL: "http://127.0.0.1:1/validate",
 		Signin: "https://login.example.com/?err=${restysync_set_1}"}
 	// As many as an auth-snippet may set: nginx's variables hash holds them.
 	sets := []string{"restysync_set_1 upstream_http_x_err", "restysync_set_2 upstream_status"}
 	for i := 3; i <= 16; i++ {
 		sets = append(sets, fmt.Sprintf("restysync_set_%d upstream_http_x_%d", i, i))
 	}
-	auth.Snippet.AuthRequestSet = strings.Join(sets, "\n")
+	own(&auth.Snippet).AuthRequestSet = strings.Join(sets, "\n")
 	robots := model.Location{Path: "/robots.txt", PathType: model.PathLiteralPrefix, Ingress: "ns/app",
 		Fixed: model.FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}}
 	blocked := model.Location{Path: "/(?-i)(ping|ready)", PathType: model.PathRegex, Ingress: "ns/app",
 		Fixed:   model.FixedResponse{Set: true, Code: 404, Rules: "deny all"},
-		Snippet: model.SnippetSettings{AlwaysHeaders: "X-Top: top", ServerTokensOff: true}}
+		Snippet: &model.SnippetSettings{AlwaysHeaders: "X-Top: top", ServerTokensOff: true}}
 	static := model.Location{Path: "/static/", PathType: model.PathPriorityPrefix, Ingress: "ns/app",
 		Fixed: model.FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}}
 	redirect := model.Location{Path: "/old", PathType: model.PathExact, Ingress: "ns/app",
@@ -169,8 +169,8 @@ func TestSnippetProfiles(t *testing.T) {
 // the snippet's add only theirs.
 func TestSnippetWithCustomHeaders(t *testing.T) {
 	l := loc("/", model.PathPrefix, "ns/web:80")
-	l.Proxy.ResponseHeaders = "X-Custom: 1"
-	l.Snippet.AlwaysHeaders = "X-Snippet: 2"
+	own(&l.Proxy).ResponseHeaders = "X-Custom: 1"
+	own(&l.Snippet).AlwaysHeaders = "X-Snippet: 2"
 	cfg, err := Render(model.Model{Servers: []model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}, goldenSettings)
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestConfigMapSettings(t *testing.T) {
 	if ewma.cfg.Hash != base.cfg.Hash {
 		t.Error("load-balance changed nginx.conf: it must be a push, not a reload")
 	}
-	if got := ewma.m.Backends[0].Policy.Algorithm; got != model.AlgorithmEWMA {
+	if got := ewma.m.Backends[0].PolicyValue().Algorithm; got != model.AlgorithmEWMA {
 		t.Errorf("backend algorithm %q, want ewma", got)
 	}
 	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: map[string]model.Backend{base.m.Backends[0].Name: base.m.Backends[0]}}
