@@ -9,8 +9,8 @@ import (
 )
 
 // The first applied sync asks for a release; later ones only when they
-// are full syncs of a large heap (this test's heap is small), and a sync
-// that did not apply never does. next sees every report.
+// built the model whole with a large heap, and a sync that did not apply
+// never does. next sees every report.
 func TestReleaseMemory(t *testing.T) {
 	var seen int
 	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler))
@@ -20,6 +20,28 @@ func TestReleaseMemory(t *testing.T) {
 	release(syncer.Report{Applied: true, Path: "fast"})
 	if seen != 4 {
 		t.Errorf("next saw %d reports, want 4", seen)
+	}
+	large := func() uint64 { return releaseHeapFloor }
+	for _, c := range []struct {
+		what  string
+		rep   syncer.Report
+		first bool
+		want  bool
+	}{
+		{"the first applied sync", syncer.Report{Applied: true, Path: "fast"}, true, true},
+		{"a sync not applied", syncer.Report{Path: "full", Whole: true}, true, false},
+		{"a whole build of a large heap", syncer.Report{Applied: true, Path: "full", Whole: true}, false, true},
+		// An incremental build (path full, not whole): its garbage is
+		// small, and a forced collection of the heap would delay the next change.
+		{"an incremental build", syncer.Report{Applied: true, Path: "full"}, false, false},
+		{"the fast path", syncer.Report{Applied: true, Path: "fast"}, false, false},
+	} {
+		if got := releaseDue(c.rep, c.first, large); got != c.want {
+			t.Errorf("%s: release %v, want %v", c.what, got, c.want)
+		}
+	}
+	if releaseDue(syncer.Report{Applied: true, Path: "full", Whole: true}, false, func() uint64 { return releaseHeapFloor - 1 }) {
+		t.Error("a whole build of a small heap releases")
 	}
 }
 

@@ -623,8 +623,11 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 }
 
 // releaseMemory calls next for each sync, and hands the memory freed since
-// back to the OS after the first sync that applied, and after a later full
-// sync of a large agent (heap in use over releaseHeapFloor). A full sync
+// back to the OS after the first sync that applied, and after a later
+// sync that built the model whole (Report.Whole; not an incremental one,
+// whose garbage is small, and whose forced collection of a 500 MB heap
+// would hold up the next change) of a large agent (heap in use over
+// releaseHeapFloor). A full sync
 // lists the source's objects and builds and renders everything: at 10,000
 // Ingresses its garbage is about the live heap again, and the Go runtime
 // keeps memory mapped up to its next GC goal (twice the live heap), so
@@ -639,19 +642,31 @@ func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Re
 		if next != nil {
 			next(rep)
 		}
-		if !rep.Applied || (!first && rep.Path != "full") {
+		if !releaseDue(rep, first, heapInUse) {
 			return
-		}
-		if !first {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse < releaseHeapFloor {
-				return
-			}
 		}
 		first = false
 		r.ask()
 	}
+}
+
+// releaseDue says whether releaseMemory releases after rep: the first
+// applied sync, or an applied one that built the model whole while the
+// heap in use (read only then) is over releaseHeapFloor.
+func releaseDue(rep syncer.Report, first bool, heapInUse func() uint64) bool {
+	switch {
+	case !rep.Applied:
+		return false
+	case first:
+		return true
+	}
+	return rep.Whole && heapInUse() >= releaseHeapFloor
+}
+
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 // releaseHeapFloor and releaseInterval bound releaseMemory after the first

@@ -3,8 +3,10 @@ package apply
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,7 @@ func TestConfigRecordKeepsProfilesRoutesJumpTo(t *testing.T) {
 	good := render.Config{Hash: "good", Profiles: []render.Profile{{Name: "p1"}, {Name: "p2"}}}
 	r.Observe("good", good)
 	lua := NewLuaState(nil, nil)
-	lua.routes["a.test"] = model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: "p2"}}}
+	lua.holdRoute(model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: "p2"}}})
 
 	keep := r.Keep(lua)
 	if len(keep) != 1 || keep[0].Name != "p2" {
@@ -170,7 +172,7 @@ func TestConfigRecordReadsBackTheRunningConfig(t *testing.T) {
 	}
 	lua := NewLuaState(nil, nil)
 	p := good.Profiles[1].Name
-	lua.routes["a.test"] = model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: p}}}
+	lua.holdRoute(model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: p}}})
 	if held := r.Held(lua, running, nil); len(held.Config.Profiles) != len(good.Profiles) {
 		t.Errorf("held %d profiles, want %d", len(held.Config.Profiles), len(good.Profiles))
 	}
@@ -204,4 +206,34 @@ func TestConfigRecordRetired(t *testing.T) {
 	if got := r.Running("b"); got != "b" {
 		t.Errorf("Running(b) after a new boot = %q, want b", got)
 	}
+}
+
+// The profiles Lua's routes jump to follow each route held, replaced
+// and dropped (the counts Stage.Keep reads instead of every route).
+func TestRouteProfilesFollowRoutes(t *testing.T) {
+	l := NewLuaState(nil, nil)
+	route := func(host string, profiles ...string) model.Route {
+		r := model.Route{Host: host}
+		for _, p := range profiles {
+			r.Locations = append(r.Locations, model.RouteLocation{Path: "/" + p, Profile: p})
+		}
+		return r
+	}
+	check := func(what string, want ...string) {
+		t.Helper()
+		got := slices.Sorted(maps.Keys(l.RouteProfiles()))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: profiles %v, want %v", what, got, want)
+		}
+	}
+	l.holdRoute(route("a.test", "p1", "p2", ""))
+	l.holdRoute(route("b.test", "p1"))
+	check("two routes", "p1", "p2")
+	l.holdRoute(route("a.test", "p3"))
+	check("a.test replaced", "p1", "p3")
+	l.dropRoute("b.test")
+	check("b.test dropped", "p3")
+	l.dropRoute("a.test")
+	l.dropRoute("c.test")
+	check("none left")
 }

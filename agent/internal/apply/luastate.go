@@ -33,6 +33,9 @@ type LuaState struct {
 	backends map[string]model.Backend
 	certs    map[string]plan.HeldCertificate
 	routes   map[string]model.Route
+	// profiles counts the locations of routes that jump to each profile
+	// (RouteProfiles), kept with routes.
+	profiles map[string]int
 	lastGood map[string]model.Certificate
 	// pems are the contents of the certificates Lua holds, where the agent
 	// knows them, for the saved state (statefile.go).
@@ -61,7 +64,8 @@ func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
 	}
 	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{}, pems: map[string]heldPEM{},
 		encodedBackends: map[string][]byte{}, encodedRoutes: map[string][]byte{},
-		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{}}
+		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{},
+		profiles: map[string]int{}}
 }
 
 type noPushMetrics struct{}
@@ -94,6 +98,10 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
 	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
+	l.profiles = map[string]int{}
+	for _, r := range routes {
+		l.countProfiles(r, 1)
+	}
 	clear(l.encodedBackends)
 	clear(l.encodedRoutes)
 	return true, nil
@@ -150,15 +158,41 @@ func (l *LuaState) NearestExpiry() time.Time {
 
 // RouteProfiles returns the profiles the routes Lua holds jump to.
 func (l *LuaState) RouteProfiles() map[string]bool {
-	out := map[string]bool{}
-	for _, r := range l.routes {
-		for _, loc := range r.Locations {
-			if loc.Profile != "" {
-				out[loc.Profile] = true
-			}
-		}
+	out := make(map[string]bool, len(l.profiles))
+	for name := range l.profiles {
+		out[name] = true
 	}
 	return out
+}
+
+// holdRoute records that Lua holds r.
+func (l *LuaState) holdRoute(r model.Route) {
+	l.countProfiles(l.routes[r.Host], -1)
+	l.countProfiles(r, 1)
+	l.routes[r.Host] = r
+	delete(l.encodedRoutes, r.Host)
+}
+
+// dropRoute records that Lua holds no route for host.
+func (l *LuaState) dropRoute(host string) {
+	l.countProfiles(l.routes[host], -1)
+	delete(l.routes, host)
+	delete(l.encodedRoutes, host)
+}
+
+// countProfiles adds r's locations to the profile counts (by = 1), or
+// takes them away (-1): a sync asks which profiles Lua's routes jump to
+// (Stage.Keep), and a walk of every route at 50,000 hosts is most of a
+// sync that changed one.
+func (l *LuaState) countProfiles(r model.Route, by int) {
+	for _, loc := range r.Locations {
+		if loc.Profile == "" {
+			continue
+		}
+		if l.profiles[loc.Profile] += by; l.profiles[loc.Profile] == 0 {
+			delete(l.profiles, loc.Profile)
+		}
+	}
 }
 
 // Stale marks the record as not what the last plan left (a sync that
@@ -229,8 +263,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Upserts: luaapi.RoutePayloads(step.Routes)}, &out)
 			if err == nil {
 				for _, r := range step.Routes {
-					l.routes[r.Host] = r
-					delete(l.encodedRoutes, r.Host)
+					l.holdRoute(r)
 				}
 				out.RouteUpserts += len(step.Routes)
 			}
@@ -251,8 +284,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Removes: step.Names}, &out)
 			if err == nil {
 				for _, host := range step.Names {
-					delete(l.routes, host)
-					delete(l.encodedRoutes, host)
+					l.dropRoute(host)
 				}
 				out.RouteRemoves += len(step.Names)
 			}

@@ -58,6 +58,10 @@ type Stage struct {
 		profiles []render.Profile
 	}
 	state stateWriter
+	// planned are the backends of the last plan that ran whole after a
+	// build (not the fast path, which changes its list in place): the
+	// next plan of the very same list compares none (plan.Next.BackendsUnchanged).
+	planned []model.Backend
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -152,9 +156,11 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	built := step.ChangedBackends == nil
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
-		Routes: step.Routes, EndpointsOnly: step.ChangedBackends != nil, ChangedBackends: step.ChangedBackends,
-		FullPush: s.fullPush, HoldReload: hold})
+		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
+		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), FullPush: s.fullPush, HoldReload: hold})
+	s.planned = nil
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {
@@ -162,6 +168,9 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		}
 	}
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
+	if built && s.lua.current {
+		s.planned = step.Model.Backends
+	}
 	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {
 		s.metrics.ValidationFailed("nginx")
@@ -174,6 +183,12 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
 	res.Current = res.ConfigRunning && err == nil
 	return res, err
+}
+
+// sameList says whether a and b are the same slice, not empty: one
+// array, one length.
+func sameList[T any](a, b []T) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // saveState notes which config the saved state is for, and writes what

@@ -1,11 +1,15 @@
 package model
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -103,4 +107,66 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	s.IngressClasses = slices.Clone(s.IngressClasses)
 	s.IngressClasses[0] = s.IngressClasses[0].DeepCopy()
 	check("an IngressClass changed", false, "an IngressClass changed")
+}
+
+// diffList finds by walking two sorted lists (diffOrdered) what
+// diffNamed finds by name: random edits of a sorted list of Services
+// (replaced, added, removed, one name twice, two swapped), each compared
+// with diffNamed's changes and index; a next list out of order or with a
+// name twice is found out, and diffed by name.
+func TestDiffOrderedIsDiffNamed(t *testing.T) {
+	service := func(ns, name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 2000 {
+		var last []*corev1.Service
+		for i := range rng.IntN(8) {
+			last = append(last, service(fmt.Sprintf("ns%d", i/3), fmt.Sprintf("s%d", i)))
+		}
+		next := slices.Clone(last)
+		for range rng.IntN(4) {
+			switch i := rng.IntN(len(next) + 1); rng.IntN(5) {
+			case 0: // replaced
+				if i < len(next) {
+					next[i] = service(next[i].Namespace, next[i].Name)
+				}
+			case 1: // added, at its place or not
+				next = slices.Insert(next, i, service(fmt.Sprintf("ns%d", rng.IntN(3)), fmt.Sprintf("s%d", rng.IntN(10))))
+			case 2:
+				if i < len(next) {
+					next = slices.Delete(next, i, i+1)
+				}
+			case 3: // swapped
+				if i+1 < len(next) {
+					next[i], next[i+1] = next[i+1], next[i]
+				}
+			default: // a name twice
+				if i < len(next) {
+					next = slices.Insert(next, i, service(next[i].Namespace, next[i].Name))
+				}
+			}
+		}
+		byName, _ := indexNamed(last)
+		want := diffNamed(byName, next)
+		index, _ := indexNamed(last)
+		got, ordered := diffList(index, last, next, true)
+		if ordered != isOrdered(next) {
+			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(next))
+		}
+		key := func(c objectChange[*corev1.Service]) string { return c.key.namespace + "/" + c.key.name }
+		slices.SortFunc(got, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })
+		slices.SortFunc(want, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })
+		if ordered && !reflect.DeepEqual(got, want) || !reflect.DeepEqual(index, byName) {
+			t.Fatalf("round %d: last %v next %v: changes %v, want %v", round, serviceNames(last), serviceNames(next), got, want)
+		}
+	}
+}
+
+func serviceNames(list []*corev1.Service) []string {
+	var out []string
+	for _, s := range list {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	return out
 }

@@ -70,6 +70,14 @@ func TestCompute(t *testing.T) {
 		{"endpoints only, but the record is not current: everything", func() Held { h := withOld; h.Current = false; return h }(),
 			Next{Config: cfg, Backends: []model.Backend{a2}, EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
+		// The backends of the previous plan, which ran whole: not compared;
+		// the routes still are.
+		{"backends unchanged: no backend compared", withOld,
+			Next{Config: cfg, Backends: []model.Backend{a2}, Routes: []model.Route{route}, BackendsUnchanged: true},
+			[]Step{{Kind: PushRoutes, Routes: []model.Route{route}}}},
+		{"backends unchanged, but the record is not current: compared", func() Held { h := withOld; h.Current = false; return h }(),
+			Next{Config: cfg, Backends: []model.Backend{a2}, BackendsUnchanged: true},
+			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},

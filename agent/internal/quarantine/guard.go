@@ -34,9 +34,9 @@ import (
 type Guard struct {
 	// good holds the Ingresses of the last full build nginx confirmed,
 	// by "namespace/name".
-	good map[string]*networkingv1.Ingress
+	good *ingressSet
 	// used holds the Ingresses of the last full build.
-	used map[string]*networkingv1.Ingress
+	used *ingressSet
 	// quarantine holds the Ingresses nginx refused, as they were then.
 	quarantine map[string]quarantinedIngress
 	// groups is the bisection's queue: groups[0] is under test. Empty when
@@ -90,7 +90,7 @@ func (g *Guard) Keys() []string {
 // keep their good version too. Each quarantined Ingress gets a Problem.
 func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
 	if len(g.quarantine) == 0 && !g.Bisecting() && !g.OnlyGood {
-		g.used = byKey(ingresses)
+		g.used = &ingressSet{list: ingresses}
 		return ingresses, nil
 	}
 	var testing map[string]bool
@@ -111,14 +111,14 @@ func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 		if q, ok := g.quarantine[key]; ok {
 			present[key] = true
 			if sameIngress(q.ingress, ing) {
-				use = g.good[key]
+				use = g.good.get(key)
 				problems = append(problems, q.problem(use != nil))
 			} else {
 				delete(g.quarantine, key) // changed: it is tried again
 			}
 		}
-		if use == ing && testing != nil && !testing[key] && !sameIngress(g.good[key], ing) {
-			use = g.good[key]
+		if use == ing && testing != nil && !testing[key] && !sameIngress(g.good.get(key), ing) {
+			use = g.good.get(key)
 		}
 		if use != nil {
 			out = append(out, use)
@@ -129,7 +129,7 @@ func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 			delete(g.quarantine, key) // deleted
 		}
 	}
-	g.used = byKey(out)
+	g.used = &ingressSet{list: out}
 	return out, problems
 }
 
@@ -150,8 +150,8 @@ func (g *Guard) Rejected(reason string) (quarantined []string, blamed bool) {
 	if g.Bisecting() {
 		group, g.groups = g.groups[0], g.groups[1:]
 	} else {
-		for key, ing := range g.used {
-			if !sameIngress(g.good[key], ing) {
+		for key, ing := range g.used.byKey() {
+			if !sameIngress(g.good.get(key), ing) {
 				group = append(group, key)
 			}
 		}
@@ -165,7 +165,7 @@ func (g *Guard) Rejected(reason string) (quarantined []string, blamed bool) {
 		if _, already := g.quarantine[key]; !already {
 			quarantined = []string{key}
 		}
-		g.quarantine[key] = quarantinedIngress{ingress: g.used[key], refused: NginxRefused, reason: reason}
+		g.quarantine[key] = quarantinedIngress{ingress: g.used.get(key), refused: NginxRefused, reason: reason}
 	default:
 		half := len(group) / 2
 		g.groups = append([][]string{group[:half], group[half:]}, g.groups...)
@@ -176,12 +176,12 @@ func (g *Guard) Rejected(reason string) (quarantined []string, blamed bool) {
 // Trusted says whether ing is the version of it in the last config nginx
 // took: known to render, never blamed (RenderFailures).
 func (g *Guard) Trusted(ing *networkingv1.Ingress) bool {
-	return sameIngress(g.good[ingressKey(ing)], ing)
+	return sameIngress(g.good.get(ingressKey(ing)), ing)
 }
 
 // Problem is the Problem of the quarantined Ingress key.
 func (g *Guard) Problem(key string) model.Problem {
-	return g.quarantine[key].problem(g.good[key] != nil)
+	return g.quarantine[key].problem(g.good.get(key) != nil)
 }
 
 func (q quarantinedIngress) problem(goodServed bool) model.Problem {
@@ -213,13 +213,30 @@ func NginxReason(err error) string {
 
 func ingressKey(ing *networkingv1.Ingress) string { return ing.Namespace + "/" + ing.Name }
 
-func byKey(ingresses []*networkingv1.Ingress) map[string]*networkingv1.Ingress {
-	m := make(map[string]*networkingv1.Ingress, len(ingresses))
-	for _, ing := range ingresses {
-		m[ingressKey(ing)] = ing
-	}
-	return m
+// ingressSet is the Ingresses of one build; by "namespace/name" only once
+// asked (a quarantine, a bisection, a render failure): a sync with none
+// of those does not key 50,000 Ingresses.
+type ingressSet struct {
+	list []*networkingv1.Ingress
+	keys map[string]*networkingv1.Ingress // made by byKey
 }
+
+// byKey returns the Ingresses by "namespace/name" (nil for a nil set).
+func (s *ingressSet) byKey() map[string]*networkingv1.Ingress {
+	if s == nil {
+		return nil
+	}
+	if s.keys == nil {
+		s.keys = make(map[string]*networkingv1.Ingress, len(s.list))
+		for _, ing := range s.list {
+			s.keys[ingressKey(ing)] = ing
+		}
+	}
+	return s.keys
+}
+
+// get returns the Ingress key names, nil when there is none.
+func (s *ingressSet) get(key string) *networkingv1.Ingress { return s.byKey()[key] }
 
 // sameIngress says whether a and b would build the same: the same object,
 // or the same spec and annotations. Sources hand out a new object only

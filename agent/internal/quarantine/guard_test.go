@@ -47,7 +47,7 @@ func run(t *testing.T, g *Guard, current []*networkingv1.Ingress) (served []stri
 				t.Fatal("after the bisection the config is still refused")
 			}
 			g.Confirmed()
-			return slices.Sorted(maps.Keys(g.good)), reloads
+			return slices.Sorted(maps.Keys(g.good.byKey())), reloads
 		}
 	}
 	t.Fatal("the bisection does not end")
@@ -83,7 +83,7 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	if len(served) != 48-2 {
 		t.Errorf("served %d Ingresses, want 46 (every one but the two bad new ones)", len(served))
 	}
-	if g.good["default/ok-03"] != oldOK3 {
+	if g.good.get("default/ok-03") != oldOK3 {
 		t.Error("the Ingress that turned bad does not keep its last good version")
 	}
 	// 3 bad among 33 changed: about 2·3·log2(33) reloads at most.
@@ -106,7 +106,7 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	if want := []string{"default/new-05"}; !slices.Equal(g.Keys(), want) {
 		t.Errorf("after the fix: quarantined %v, want %v", g.Keys(), want)
 	}
-	if g.good["default/ok-03"] != fixed[3] {
+	if g.good.get("default/ok-03") != fixed[3] {
 		t.Error("the fixed Ingress is not served")
 	}
 }

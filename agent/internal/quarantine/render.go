@@ -42,7 +42,7 @@ func (g *Guard) RefuseRenders(snap model.Snapshot, settings render.Settings, bui
 	var refused []Refusal
 	for _, key := range slices.Sorted(maps.Keys(culprits)) {
 		reason := culprits[key].Error()
-		if ing := g.used[key]; ing != nil {
+		if ing := g.used.get(key); ing != nil {
 			g.quarantine[key] = quarantinedIngress{ingress: ing, refused: RenderRefused, reason: reason}
 		}
 		refused = append(refused, Refusal{Key: key, Reason: reason})

@@ -41,6 +41,11 @@ type Cache struct {
 	gen   uint64
 	hosts map[string]*hostEntry
 	def   *hostEntry
+	// order are the entries of the last render's servers, in its order:
+	// a model's servers come sorted by host, so a render finds each
+	// server's entry by walking them beside its servers (lastOrder), not
+	// by a lookup in hosts per server.
+	order []*hostEntry
 	// profiles and sizes count the hosts' locations by profile and body
 	// size (each location's own or the ConfigMap's).
 	profiles map[string]*profileCount
@@ -91,6 +96,26 @@ type hostEntry struct {
 	// conf says it adds to nginx.conf more than its profiles and sizes,
 	// once confKnown (entryConf works it out when first asked).
 	conf, confKnown bool
+}
+
+// lastOrder walks the entries of the last render, sorted by host, beside
+// the servers of this one, sorted too.
+type lastOrder struct {
+	entries []*hostEntry
+	next    int
+}
+
+// find returns the entry of host among the entries, nil when it has none
+// (host is new, or the entries are not sorted: the caller looks it up).
+// Each call must name a host after the one before.
+func (w *lastOrder) find(host string) *hostEntry {
+	for w.next < len(w.entries) && w.entries[w.next].server.Host < host {
+		w.next++
+	}
+	if w.next < len(w.entries) && w.entries[w.next].server.Host == host {
+		return w.entries[w.next]
+	}
+	return nil
 }
 
 // NewCache returns an empty Cache.
@@ -194,9 +219,16 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		return Config{}, nil, false, fmt.Errorf("default server: %w", err)
 	}
 	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
+	walk := lastOrder{entries: c.order}
 	for i := range m.Servers {
 		srv := &m.Servers[i]
-		old := c.hosts[srv.Host]
+		var old *hostEntry
+		if i > 0 && m.Servers[i-1].Host >= srv.Host {
+			walk.entries = nil // not sorted: by the map from here on
+		}
+		if old = walk.find(srv.Host); old == nil {
+			old = c.hosts[srv.Host]
+		}
 		if old != nil && old.gen == c.gen {
 			return Config{}, nil, false, fmt.Errorf("server %q: host appears twice", srv.Host)
 		}
@@ -218,6 +250,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			}
 		}
 	}
+	c.order = entries
 	if setChanged && c.profileClash() {
 		return Config{}, nil, false, nil
 	}

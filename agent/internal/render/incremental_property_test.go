@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	mathrand "math/rand"
@@ -99,6 +100,11 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	var keep []Profile
 	next := 100
 	var log []string
+	// Every other sequence hands its lists sorted by namespace and name,
+	// as the file source does (the Incremental then walks them side by
+	// side); the others in the generators' order, as the kube source's
+	// informers do.
+	ordered := seed%2 == 0
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
@@ -111,8 +117,12 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 				log = append(log, "render settings or kept profiles")
 			}
 		}
-		got, gotProblems, path := inc.Build(s)
-		want, wantProblems := model.Build(s)
+		in := s
+		if ordered {
+			in = orderedSnapshot(s)
+		}
+		got, gotProblems, path := inc.Build(in)
+		want, wantProblems := model.Build(in)
 		if strings.Contains(path.Reason, "built whole") || strings.Contains(path.Reason, "islands") {
 			return fmt.Errorf("step %d (%s): the islands failed: %s", step, strings.Join(log, "; "), path.Reason)
 		}
@@ -138,6 +148,29 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		}
 	}
 	return nil
+}
+
+// orderedSnapshot is s with its lists of Ingresses, Services,
+// EndpointSlices, Secrets and ConfigMaps sorted by namespace and name
+// (new slices; s is not changed).
+func orderedSnapshot(s model.Snapshot) model.Snapshot {
+	s.Ingresses = sortedByName(s.Ingresses)
+	s.Services = sortedByName(s.Services)
+	s.EndpointSlices = sortedByName(s.EndpointSlices)
+	s.Secrets = sortedByName(s.Secrets)
+	s.ConfigMaps = sortedByName(s.ConfigMaps)
+	return s
+}
+
+func sortedByName[T interface {
+	GetNamespace() string
+	GetName() string
+}](list []T) []T {
+	out := slices.Clone(list)
+	slices.SortStableFunc(out, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+	})
+	return out
 }
 
 // changeSnapshot makes one random change to s, replacing objects (never

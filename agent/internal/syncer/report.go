@@ -31,6 +31,10 @@ type Report struct {
 	// Path is "fast" when only endpoints were resolved again: the servers,
 	// and so the Ingresses served, are those of the previous report.
 	Path string
+	// Whole says the model was built whole (not by the Incremental's
+	// islands, nor by the fast path): a sync whose garbage is about the
+	// live heap.
+	Whole bool
 }
 
 // State is what the loop last did, for health checks and tests.
@@ -144,7 +148,7 @@ func (s *Syncer) report(ctx context.Context, next model.Model, problems []model.
 	}
 	if s.opts.OnSync != nil {
 		s.opts.OnSync(Report{Model: next, Problems: problems, Applied: applied, ConfigHash: s.stage.Applied(),
-			GatewayAPIApplied: s.gatewayAPIApplied, Path: path})
+			GatewayAPIApplied: s.gatewayAPIApplied, Path: path, Whole: path == "full" && !s.buildPath.Incremental})
 	}
 }
 

@@ -198,33 +198,35 @@ func (s *Source) Start(ctx context.Context, changed func(source.Change)) error {
 }
 
 // Snapshot returns the objects sorted by namespace and name, and the
-// problems sorted by file and document. The slices are the caller's; the
-// objects are shared and must not be modified.
+// problems sorted by file and document. The slices are the view's, shared
+// with every other caller and never changed (a publish makes new ones):
+// read-only, like the objects. Not copying them keeps a sync at 50,000
+// Ingresses from copying 150,000 pointers to change one.
 func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	s.mu.RLock()
 	v := s.view
 	s.mu.RUnlock()
 	return model.Snapshot{
-		Ingresses:      slices.Clone(v.ingresses),
-		IngressClasses: slices.Clone(v.ingressClasses),
-		Services:       slices.Clone(v.services),
-		EndpointSlices: slices.Clone(v.endpointSlices),
-		Secrets:        slices.Clone(v.secrets),
+		Ingresses:      v.ingresses,
+		IngressClasses: v.ingressClasses,
+		Services:       v.services,
+		EndpointSlices: v.endpointSlices,
+		Secrets:        v.secrets,
 		ConfigMap:      namedConfigMap(v, s.configMap),
 		TCPServices:    namedConfigMap(v, s.tcpServices),
 		// Those Ingresses name (auth-proxy-set-headers) are among them.
-		ConfigMaps:  slices.Clone(v.configMaps),
+		ConfigMaps:  v.configMaps,
 		UDPServices: namedConfigMap(v, s.udpServices),
 
-		GatewayClasses:     slices.Clone(v.gatewayClasses),
-		Gateways:           slices.Clone(v.gateways),
-		HTTPRoutes:         slices.Clone(v.httpRoutes),
-		GRPCRoutes:         slices.Clone(v.grpcRoutes),
-		TLSRoutes:          slices.Clone(v.tlsRoutes),
-		ReferenceGrants:    slices.Clone(v.referenceGrants),
-		ListenerSets:       slices.Clone(v.listenerSets),
-		BackendTLSPolicies: slices.Clone(v.backendTLSPolicies),
-		Namespaces:         slices.Clone(v.namespaces),
+		GatewayClasses:     v.gatewayClasses,
+		Gateways:           v.gateways,
+		HTTPRoutes:         v.httpRoutes,
+		GRPCRoutes:         v.grpcRoutes,
+		TLSRoutes:          v.tlsRoutes,
+		ReferenceGrants:    v.referenceGrants,
+		ListenerSets:       v.listenerSets,
+		BackendTLSPolicies: v.backendTLSPolicies,
+		Namespaces:         v.namespaces,
 	}, slices.Clone(v.problems)
 }
 

@@ -447,19 +447,53 @@ func TestReadBytes(t *testing.T) {
 	}
 }
 
-func TestSnapshotSlicesAreFresh(t *testing.T) {
+// Snapshot's lists are the view's, shared and read-only: a publish, patched
+// or whole, makes new ones, so a snapshot handed out stays as it was. Its
+// problems are the caller's.
+func TestSnapshotSlicesStayAsHandedOut(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "x.yaml"), serviceYAML("a", 80)+"---\n"+serviceYAML("b", 80)+"---\nkind: Pod\napiVersion: v1\n")
+	writeFile(t, filepath.Join(dir, "x.yaml"), serviceYAML("a", 80)+"---\n"+serviceYAML("c", 80)+"---\nkind: Pod\napiVersion: v1\n")
 	s := New(dir)
 	s.readAll()
 	s.publish()
 
 	snap, problems := s.Snapshot()
-	snap.Services[0], snap.Services[1] = snap.Services[1], snap.Services[0]
 	problems[0].Reason = "changed"
-	again, problemsAgain := s.Snapshot()
-	if again.Services[0].Name != "a" || problemsAgain[0].Reason == "changed" {
-		t.Error("Snapshot returned slices that share memory with the source")
+	if _, again := s.Snapshot(); again[0].Reason == "changed" {
+		t.Error("Snapshot returned problems that share memory with the source")
+	}
+	names := func(snap model.Snapshot) string {
+		var out []string
+		for _, svc := range snap.Services {
+			out = append(out, svc.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, step := range []struct{ what, file, content, want string }{
+		{"a new file (patched)", "y.yaml", serviceYAML("b", 80), "a,b,c"},
+		{"an edit (patched)", "y.yaml", serviceYAML("b", 81), "a,b,c"},
+		{"a deleted file (patched)", "y.yaml", "", "a,c"},
+		{"its problem gone (whole)", "x.yaml", serviceYAML("a", 80), "a"},
+	} {
+		path := filepath.Join(dir, step.file)
+		if step.content == "" {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			writeFile(t, path, step.content)
+		}
+		before := names(snap)
+		held := slices.Clone(snap.Services)
+		s.readFile(path)
+		s.publish()
+		if names(snap) != before || !slices.Equal(held, snap.Services) {
+			t.Errorf("%s: a snapshot handed out changed from %s to %s", step.what, before, names(snap))
+		}
+		snap, _ = s.Snapshot()
+		if got := names(snap); got != step.want {
+			t.Errorf("%s: Services %s, want %s", step.what, got, step.want)
+		}
 	}
 }
 
