@@ -476,13 +476,7 @@ func TestSnapshotSlicesStayAsHandedOut(t *testing.T) {
 		{"its problem gone (whole)", "x.yaml", serviceYAML("a", 80), "a"},
 	} {
 		path := filepath.Join(dir, step.file)
-		if step.content == "" {
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			writeFile(t, path, step.content)
-		}
+		writeOrRemove(t, path, step.content)
 		before := names(snap)
 		held := slices.Clone(snap.Services)
 		s.readFile(path)

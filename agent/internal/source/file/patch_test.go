@@ -69,13 +69,7 @@ func TestPatchViewIsBuildView(t *testing.T) {
 			[]string{"Ingress default/aa", "Service default/aa", "EndpointSlice default/aa-1"}},
 	} {
 		path := filepath.Join(dir, step.file)
-		if step.content == "" {
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			writeFile(t, path, step.content)
-		}
+		writeOrRemove(t, path, step.content)
 		s.readFile(path)
 		pending := s.pending
 		s.pending = nil
@@ -102,4 +96,16 @@ func TestPatchViewIsBuildView(t *testing.T) {
 	if got := s.TakeChangedServices(); !slices.Contains(got, source.ServiceKey{Namespace: "default", Name: "a"}) {
 		t.Errorf("changed services %v, want default/a among them", got)
 	}
+}
+
+// writeOrRemove writes content to path, or removes path when content is "".
+func writeOrRemove(t *testing.T, path, content string) {
+	t.Helper()
+	if content == "" {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	writeFile(t, path, content)
 }
