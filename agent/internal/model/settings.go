@@ -3,37 +3,34 @@ package model
 // ProxySettings returns the location's proxy settings (the zero ones when
 // Proxy is nil).
 func (l Location) ProxySettings() ProxySettings {
-	if l.Proxy == nil {
-		return ProxySettings{}
-	}
-	return *l.Proxy
+	return valueOf(l.Proxy)
 }
 
 // AccessSettings returns the location's access settings (the zero ones
 // when Access is nil).
 func (l Location) AccessSettings() AccessSettings {
-	if l.Access == nil {
-		return AccessSettings{}
-	}
-	return *l.Access
+	return valueOf(l.Access)
 }
 
 // SnippetSettings returns the location's snippet settings (the zero ones
 // when Snippet is nil).
 func (l Location) SnippetSettings() SnippetSettings {
-	if l.Snippet == nil {
-		return SnippetSettings{}
-	}
-	return *l.Snippet
+	return valueOf(l.Snippet)
 }
 
 // PolicyValue returns the backend's policy (the zero one when Policy is
 // nil).
 func (b Backend) PolicyValue() Policy {
-	if b.Policy == nil {
-		return Policy{}
+	return valueOf(b.Policy)
+}
+
+// valueOf returns *p, or T's zero value when p is nil.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	return *b.Policy
+	return *p
 }
 
 // locationSettings are a location's Proxy, Access and Snippet while
