@@ -20,8 +20,11 @@ import (
 )
 
 // profileDir, when set, makes B6@50k save the agent's CPU profile of its
-// start and a heap profile once it serves (go tool pprof reads them).
-var profileDir = flag.String("profile-dir", "", "B6@50k: write the agent's start CPU profile and heap profile here")
+// start and a heap profile once it serves, and B11 the agent's CPU profile
+// while it measures the largest size, with the agent's log and each
+// sample's start (go tool pprof reads the profiles; run the bench with
+// GODEBUG=gctrace=1 and the log holds the agent's GC cycles too).
+var profileDir = flag.String("profile-dir", "", "B6@50k, B11: write the agent's CPU and heap profiles (and B11 its log and samples) here")
 
 // scaleIngresses is B6@50k's size (issue 31's table has 10,000 too).
 var scaleIngresses = flag.Int("scale-ingresses", 50000, "B6@50k: how many Ingresses (5,000 with -quick)")
@@ -72,16 +75,8 @@ func TestB6File50k(t *testing.T) {
 	first := firstSync(log)
 	t.Logf("first sync: %s", first.line)
 	if *profileDir != "" {
-		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		save := func(name string, data []byte) {
-			if err := os.WriteFile(filepath.Join(*profileDir, name), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		save("heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
-		save("start-cpu.pprof", <-profiled)
+		saveProfile(t, "heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
+		saveProfile(t, "start-cpu.pprof", <-profiled)
 	}
 
 	// B1 at this size: the probe's slice moves between the two backends.
@@ -212,6 +207,17 @@ func fetchProfile(url string) []byte {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return body
+}
+
+// saveProfile writes data to name in -profile-dir.
+func saveProfile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*profileDir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // logDuration is the first duration the pattern's group matches in log.
