@@ -60,9 +60,10 @@ type Cache struct {
 	lastRest model.Model
 	// stats are the last render's, for the sync log (Stats).
 	stats CacheStats
-	// lastRoutes are the routes of the last render; changed the hosts
-	// whose route may differ from the render's before it, nil when any
-	// may (ChangedRoutes).
+	// lastRoutes are the routes the last Build returned, lastGateway
+	// their Gateway routes; changed are the hosts whose route may differ
+	// between changedFrom (the routes of the Build before) and
+	// lastRoutes, nil when any may (ChangedRoutes).
 	lastRoutes, lastGateway []model.Route
 	changedFrom             []model.Route
 	changed                 map[string]bool
