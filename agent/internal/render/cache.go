@@ -60,6 +60,23 @@ type Cache struct {
 	lastRest model.Model
 	// stats are the last render's, for the sync log (Stats).
 	stats CacheStats
+	// lastRoutes are the routes the last Build returned, lastGateway
+	// their Gateway routes; changed are the hosts whose route may differ
+	// between changedFrom (the routes of the Build before) and
+	// lastRoutes, nil when any may (ChangedRoutes).
+	lastRoutes, lastGateway []model.Route
+	changedFrom             []model.Route
+	changed                 map[string]bool
+}
+
+// ChangedRoutes says which routes of the last Build may differ from those
+// of the Build before it (from, the very slice that Build returned): a
+// host not in hosts has the same route in both, or none in both. ok is
+// false when the cache cannot say (the first render, new settings, an
+// error, the router's body size changed). Plan compares only those hosts
+// when Lua holds from (plan.Next.ChangedRoutes).
+func (c *Cache) ChangedRoutes() (from []model.Route, hosts map[string]bool, ok bool) {
+	return c.changedFrom, c.changed, c.changed != nil
 }
 
 // CacheStats say what the last Build of a Cache made again.
@@ -149,6 +166,7 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, []mod
 		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
 		return Build(m, s, keep...)
 	}
+	c.lastRoutes = routes
 	return cfg, routes, nil
 }
 
@@ -179,6 +197,30 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		}
 	}
 	c.gen++
+	// The hosts whose route may change: those of each server made again
+	// or gone, old and new, with their aliases and www names (who claims
+	// an alias changes only with a server that names it), and every
+	// Gateway route's; nil (any) after a reset.
+	hinted := map[string]bool{}
+	if c.lastRoutes == nil {
+		hinted = nil
+	}
+	hint := func(e *hostEntry) {
+		if hinted == nil {
+			return
+		}
+		if e.isDefault {
+			hinted[DefaultRoute] = true
+			return
+		}
+		hinted[e.server.Host] = true
+		for _, alias := range e.server.Aliases {
+			hinted[alias] = true
+		}
+		if e.server.WWWRedirect != "" {
+			hinted[e.server.WWWRedirect] = true
+		}
+	}
 	h := DefaultHTTP()
 	if s.HTTP != nil {
 		h = *s.HTTP
@@ -205,7 +247,9 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return nil, err
 		}
 		made[e] = view
+		hint(e)
 		if old != nil {
+			hint(old)
 			setChanged = c.count(old, -1) || setChanged
 			confChanged = confChanged || c.entryConf(old, nil)
 		}
@@ -244,6 +288,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	if len(c.hosts) > len(m.Servers) {
 		for host, e := range c.hosts {
 			if e.gen != c.gen {
+				hint(e)
 				setChanged = c.count(e, -1) || setChanged
 				confChanged = confChanged || c.entryConf(e, nil)
 				delete(c.hosts, host)
@@ -275,6 +320,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	if router != c.router {
 		c.router = router
 		changed = all
+		hinted = nil
 	}
 	for _, e := range changed {
 		view, err := viewOf(e)
@@ -285,10 +331,16 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return Config{}, nil, false, err
 		}
 	}
-	routes, err := c.routes(m, entries)
+	routes, gateway, err := c.routes(m, entries)
 	if err != nil {
 		return Config{}, nil, false, err
 	}
+	if hinted != nil {
+		for _, r := range slices.Concat(c.lastGateway, gateway) {
+			hinted[r.Host] = true
+		}
+	}
+	c.changedFrom, c.changed, c.lastGateway = c.lastRoutes, hinted, gateway
 	c.stats = CacheStats{Hosts: remade}
 	rest := restOf(m)
 	if c.last.Hash != "" && !confChanged && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
@@ -516,8 +568,9 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 	return nil
 }
 
-// routes are routesOf's routes from the entries.
-func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, error) {
+// routes are routesOf's routes from the entries, and the Gateway routes
+// among them (its tail).
+func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, []model.Route, error) {
 	routes := make([]model.Route, 0, 1+len(m.Servers))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
@@ -554,19 +607,20 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, erro
 		return nil
 	}
 	if err := add(c.def, &m.Default, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range m.Servers {
 		if err := add(entries[i], &m.Servers[i], false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	gateway, err := gatewayRoutes(m, claimed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.settings.RequestMetrics != nil {
 		gateway = gatewayMetricLabels(gateway)
 	}
-	return append(routes, gateway...), nil
+	routes = append(routes, gateway...)
+	return routes, routes[len(routes)-len(gateway):], nil
 }
