@@ -239,6 +239,12 @@ func isEmptyDocument(raw []byte) bool {
 	return true
 }
 
+// strip drops what restysync never reads from each object decoded, as
+// the kube source does from each object it caches (source.Strip), so the
+// model sees the same objects from either. A variable only for the test
+// that builds the model over objects stripped and not.
+var strip = source.Strip
+
 // decodeDocument decodes and checks one document. On failure it returns the
 // reason for a Problem, and byDesign when the document is left out because
 // it is of a kind or Secret type the source does not read, not because it
@@ -317,6 +323,7 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 				kind, meta.Name, meta.Namespace, strings.Join(errs, "; "))), false
 		}
 	}
+	strip(obj)
 	shareStrings(obj)
 	key := objectKey{kind: kind, namespace: meta.Namespace, name: meta.Name}
 
