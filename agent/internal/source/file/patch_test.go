@@ -73,6 +73,7 @@ func TestPatchViewIsBuildView(t *testing.T) {
 		s.readFile(path)
 		pending := s.pending
 		s.pending = nil
+		prev := s.view
 		changed, ok := s.patchView(pending)
 		if ok != (step.patched != nil) {
 			t.Fatalf("%s: patched %v, want %v", step.name, ok, step.patched != nil)
@@ -87,7 +88,16 @@ func TestPatchViewIsBuildView(t *testing.T) {
 			}
 		} else {
 			s.pending = pending
-			s.publish()
+			changed, _ = s.publish()
+		}
+		// The changes reported are those between the views (the lists
+		// walked side by side, as a view built whole reports them).
+		var want []source.Change
+		for _, key := range changedBetween(prev, s.view) {
+			want = append(want, source.Change{Kind: key.kind, Namespace: key.namespace, Name: key.name})
+		}
+		if !slices.Equal(changed, want) {
+			t.Errorf("%s: changes %v, want those between the views: %v", step.name, changed, want)
 		}
 		if want := s.buildView(); !reflect.DeepEqual(s.view, want) {
 			t.Errorf("%s: the view served differs from the one built whole:\n%+v\nwant\n%+v", step.name, s.view, want)
