@@ -20,7 +20,8 @@ import (
 )
 
 // profileDir, when set, makes B6@50k save the agent's CPU profile of its
-// start and a heap profile once it serves (go tool pprof reads them).
+// start and a heap profile once it serves (go tool pprof reads them; the
+// text one, heap.txt, ends with the agent's runtime.MemStats).
 var profileDir = flag.String("profile-dir", "", "B6@50k: write the agent's start CPU profile and heap profile here")
 
 // scaleIngresses is B6@50k's size (issue 31's table has 10,000 too).
@@ -81,6 +82,7 @@ func TestB6File50k(t *testing.T) {
 			}
 		}
 		save("heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
+		save("heap.txt", fetchProfile("http://"+admin+"/debug/pprof/heap?debug=1")) // ends with runtime.MemStats
 		save("start-cpu.pprof", <-profiled)
 	}
 
