@@ -119,3 +119,25 @@ func writeOrRemove(t *testing.T, path, content string) {
 	}
 	writeFile(t, path, content)
 }
+
+// Every kind reported has its list, whose type maps back to the kind
+// (keyOf), and every type the decoder reads is one of them.
+func TestKindListsCoverEveryKind(t *testing.T) {
+	if len(kindLists) != len(kindOrder) || len(kindOfType) != len(kindOrder) {
+		t.Fatalf("%d lists, %d types for %d kinds", len(kindLists), len(kindOfType), len(kindOrder))
+	}
+	for _, kind := range kindOrder {
+		if list, ok := kindLists[kind]; !ok || kindOfType[list.objectType()] != kind {
+			t.Errorf("kind %s has no list, or its type maps to %q", kind, kindOfType[list.objectType()])
+		}
+	}
+	for kind, apiVersion := range readKinds {
+		obj, _, err := decodeObject([]byte("apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: a}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if kindOfType[reflect.TypeOf(obj)] != source.Kind(kind) {
+			t.Errorf("%T reads as kind %q, want %s", obj, kindOfType[reflect.TypeOf(obj)], kind)
+		}
+	}
+}

@@ -117,35 +117,35 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 		}
 		before := make(map[objectKey]document, len(oldDocs))
 		for _, o := range oldDocs {
-			if prev.lookup(o.key) != o.obj { // a duplicate that lost
+			if prev.lookup(o.key()) != o.obj { // a duplicate that lost
 				return nil, false
 			}
-			before[o.key] = o
+			before[o.key()] = o
 		}
 		for _, n := range curDocs {
-			if defined[n.key] {
+			if defined[n.key()] {
 				return nil, false
 			}
-			defined[n.key] = true
-			o, kept := before[n.key]
+			defined[n.key()] = true
+			o, kept := before[n.key()]
 			switch {
 			case !kept:
-				if prev.lookup(n.key) != nil { // defined elsewhere
+				if prev.lookup(n.key()) != nil { // defined elsewhere
 					return nil, false
 				}
-				edits = append(edits, edit{key: n.key, new: n.obj})
-			case o.index != n.index && prev.duplicated[n.key]: // a duplicate's problem names the index
+				edits = append(edits, edit{key: n.key(), new: n.obj})
+			case o.index != n.index && prev.duplicated[n.key()]: // a duplicate's problem names the index
 				return nil, false
 			case o.obj != n.obj:
-				edits = append(edits, edit{key: n.key, old: o.obj, new: n.obj})
+				edits = append(edits, edit{key: n.key(), old: o.obj, new: n.obj})
 			}
 		}
 		for _, o := range oldDocs {
-			if !defined[o.key] {
-				if prev.duplicated[o.key] {
+			if !defined[o.key()] {
+				if prev.duplicated[o.key()] {
 					return nil, false
 				}
-				edits = append(edits, edit{key: o.key, old: o.obj})
+				edits = append(edits, edit{key: o.key(), old: o.obj})
 			}
 		}
 	}
@@ -309,16 +309,16 @@ func (s *Source) buildView() *view {
 		file := s.files[path]
 		problems = append(problems, file.problems...)
 		for _, doc := range file.docs {
-			if first, dup := definedAt[doc.key]; dup {
+			if first, dup := definedAt[doc.key()]; dup {
 				if v.duplicated == nil {
 					v.duplicated = map[objectKey]bool{}
 				}
-				v.duplicated[doc.key] = true
+				v.duplicated[doc.key()] = true
 				problems = append(problems, problem{path: path, index: doc.index,
-					reason: fmt.Sprintf("%s is also defined in %s, which is used; document left out", doc.key, first)})
+					reason: fmt.Sprintf("%s is also defined in %s, which is used; document left out", doc.key(), first)})
 				continue
 			}
-			definedAt[doc.key] = location(path, doc.index)
+			definedAt[doc.key()] = location(path, doc.index)
 			v.add(doc.obj)
 		}
 	}
@@ -416,6 +416,8 @@ func (v *view) lookup(key objectKey) runtime.Object {
 
 // kindList is one of view's lists, by kind (kindLists).
 type kindList interface {
+	// objectType is the type of the list's objects.
+	objectType() reflect.Type
 	// find returns the object namespace/name of the list, nil if none.
 	find(v *view, namespace, name string) runtime.Object
 	// changed returns the keys of the objects next's list holds and
@@ -437,6 +439,8 @@ type listOf[T interface {
 func compareNamed(namespace, name string, o namedObject) int {
 	return cmp.Or(strings.Compare(o.GetNamespace(), namespace), strings.Compare(o.GetName(), name))
 }
+
+func (l listOf[T]) objectType() reflect.Type { return reflect.TypeFor[T]() }
 
 func (l listOf[T]) find(v *view, namespace, name string) runtime.Object {
 	list := l.get(v)
@@ -497,3 +501,12 @@ var kindLists = map[source.Kind]kindList{
 	source.KindListenerSet:      listOf[*gatewayv1.ListenerSet]{source.KindListenerSet, func(v *view) []*gatewayv1.ListenerSet { return v.listenerSets }},
 	source.KindBackendTLSPolicy: listOf[*gatewayv1.BackendTLSPolicy]{source.KindBackendTLSPolicy, func(v *view) []*gatewayv1.BackendTLSPolicy { return v.backendTLSPolicies }},
 }
+
+// kindOfType is the kind of each type of kindLists.
+var kindOfType = func() map[reflect.Type]source.Kind {
+	kinds := make(map[reflect.Type]source.Kind, len(kindLists))
+	for kind, list := range kindLists {
+		kinds[list.objectType()] = kind
+	}
+	return kinds
+}()
