@@ -20,7 +20,8 @@ import (
 )
 
 // profileDir, when set, makes B6@50k save the agent's CPU profile of its
-// start and of its B1 samples, a heap profile once it serves, its log and
+// start and of its B1 samples, a heap profile once it serves (the text
+// one, heap.txt, ends with the agent's runtime.MemStats), its log and
 // when each B1 sample began, and B11 the agent's CPU profile
 // while it measures the largest size, with the agent's log and each
 // sample's start (go tool pprof reads the profiles; run the bench with
@@ -77,6 +78,7 @@ func TestB6File50k(t *testing.T) {
 	t.Logf("first sync: %s", first.line)
 	if *profileDir != "" {
 		saveProfile(t, "heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
+		saveProfile(t, "heap.txt", fetchProfile("http://"+admin+"/debug/pprof/heap?debug=1"))
 		saveProfile(t, "start-cpu.pprof", <-profiled)
 	}
 
