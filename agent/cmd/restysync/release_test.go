@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -10,16 +11,23 @@ import (
 
 // The first applied sync asks for a release; later ones only when they
 // built the model whole with a large heap, and a sync that did not apply
-// never does. next sees every report.
+// never does. next sees every report; the GC percent of the start is
+// restored once, at the first applied sync.
 func TestReleaseMemory(t *testing.T) {
-	var seen int
-	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler))
+	var seen, restored int
+	release := releaseMemory(func(syncer.Report) { seen++ }, func() { restored++ }, slog.New(slog.DiscardHandler))
 	release(syncer.Report{Applied: false, Path: "full"})
+	if restored != 0 {
+		t.Error("the GC percent was restored before a sync applied")
+	}
 	release(syncer.Report{Applied: true, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "fast"})
 	if seen != 4 {
 		t.Errorf("next saw %d reports, want 4", seen)
+	}
+	if restored != 1 {
+		t.Errorf("the GC percent was restored %d times, want once: after the first applied sync", restored)
 	}
 	large := func() uint64 { return releaseHeapFloor }
 	for _, c := range []struct {
@@ -89,5 +97,25 @@ func TestMemoryReleaserCoalesces(t *testing.T) {
 			t.Fatal("the second release did not run")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// leanStart lowers the GC percent until restore, unless GOGC is set.
+func TestLeanStart(t *testing.T) {
+	t.Setenv("GOGC", "")
+	restore := leanStart(slog.New(slog.DiscardHandler))
+	if got := debug.SetGCPercent(startGCPercent); got != startGCPercent {
+		t.Errorf("GC percent during the start %d, want %d", got, startGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent after restore %d, want 100", got)
+	}
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200)
+	defer debug.SetGCPercent(100)
+	leanStart(slog.New(slog.DiscardHandler))()
+	if got := debug.SetGCPercent(200); got != 200 {
+		t.Errorf("GOGC=200 set: GC percent %d, want 200 left alone", got)
 	}
 }
