@@ -13,6 +13,9 @@ package render
 // router's body size are the same, and so are the settings, the kept
 // profiles and the model's parts other than its servers. A new Ingress
 // whose settings have a profile then costs its own host, not every host.
+// Gateway routes are followed the same way, route by route (they add to
+// nginx.conf only a location per set of retry codes), so a new HTTPRoute
+// costs its own routes.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -53,6 +56,11 @@ type Cache struct {
 	// router is the router's body size the entries' route locations were
 	// made with.
 	router string
+	// gateway are the last model's Gateway routes, and gatewayOut the
+	// routes the last render handed out for them (metric labels and all),
+	// one for one: a route the model hands out again (the same Locations
+	// array) is handed out as it was.
+	gateway, gatewayOut []model.Route
 	// last is the config of the last render, lastKeep the profiles it
 	// kept and lastRest its model without servers (restOf).
 	last     Config
@@ -69,6 +77,9 @@ type CacheStats struct {
 	Hosts int
 	// ConfReused says nginx.conf is the last render's, not rendered again.
 	ConfReused bool
+	// GatewayRoutes are the Gateway routes checked (and labelled) again:
+	// those the model did not hand out as they were.
+	GatewayRoutes int
 	// Whole says the cache rendered by Build (first render, an error, or
 	// an output it cannot decide).
 	Whole bool
@@ -133,10 +144,11 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 	return len(a.Locations) == 0 || &a.Locations[0] == &srv.Locations[0]
 }
 
-// restOf is m without what the cache follows host by host, and without
-// what render does not read.
+// restOf is m without what the cache follows host by host and route by
+// route, and without what render does not read.
 func restOf(m model.Model) model.Model {
 	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = nil, nil, nil, nil, nil
+	m.GatewayRoutes, m.GatewayAPI = nil, model.GatewayAPIStatus{}
 	return m
 }
 
@@ -179,6 +191,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		}
 	}
 	c.gen++
+	c.stats = CacheStats{}
 	h := DefaultHTTP()
 	if s.HTTP != nil {
 		h = *s.HTTP
@@ -285,13 +298,13 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return Config{}, nil, false, err
 		}
 	}
-	routes, err := c.routes(m, entries)
-	if err != nil {
+	routes, retries, ok, err := c.routes(m, entries)
+	if err != nil || !ok {
 		return Config{}, nil, false, err
 	}
-	c.stats = CacheStats{Hosts: remade}
+	c.stats.Hosts = remade
 	rest := restOf(m)
-	if c.last.Hash != "" && !confChanged && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
+	if c.last.Hash != "" && !confChanged && !retries && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
 		slices.Equal(keep, c.lastKeep) && reflect.DeepEqual(rest, c.lastRest) {
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
@@ -516,9 +529,10 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 	return nil
 }
 
-// routes are routesOf's routes from the entries.
-func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, error) {
-	routes := make([]model.Route, 0, 1+len(m.Servers))
+// routes are routesOf's routes from the entries, and the Gateway routes
+// (gatewayRoutes says what the bools say).
+func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool, bool, error) {
+	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		e := c.hosts[name]
@@ -554,19 +568,68 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, erro
 		return nil
 	}
 	if err := add(c.def, &m.Default, true); err != nil {
-		return nil, err
+		return nil, false, false, err
 	}
 	for i := range m.Servers {
 		if err := add(entries[i], &m.Servers[i], false); err != nil {
-			return nil, err
+			return nil, false, false, err
 		}
 	}
-	gateway, err := gatewayRoutes(m, claimed)
-	if err != nil {
-		return nil, err
+	return c.gatewayRoutes(m, routes)
+}
+
+// gatewayRoutes appends m's Gateway routes to routes as gatewayRoutes
+// and gatewayMetricLabels make them: a route whose fields and Locations
+// array are those of the last render's route of its host is handed out
+// as it was then; only the others are checked and labelled. It says
+// whether a route with retry codes came, went or changed (each set of
+// codes is a location of nginx.conf), and not ok when the routes are not
+// sorted by host, each once (Build then says which appears twice). An
+// Ingress's route cannot take a Gateway route's host: those are DNS
+// names, and a Gateway route's host has a space (FrontKey).
+func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Route, bool, bool, error) {
+	start := len(routes)
+	last, lastOut := c.gateway, c.gatewayOut
+	retries, j := false, 0
+	for i, r := range m.GatewayRoutes {
+		if i > 0 && m.GatewayRoutes[i-1].Host >= r.Host {
+			return nil, false, false, nil
+		}
+		for j < len(last) && last[j].Host < r.Host {
+			retries = retries || hasRetries(last[j]) // gone
+			j++
+		}
+		if j < len(last) && last[j].Host == r.Host {
+			j++
+			if sameRoute(last[j-1], r) {
+				routes = append(routes, lastOut[j-1])
+				continue
+			}
+			retries = retries || hasRetries(last[j-1])
+		}
+		if err := checkGatewayRoute(r); err != nil {
+			return nil, false, false, err
+		}
+		retries = retries || hasRetries(r)
+		if c.settings.RequestMetrics != nil {
+			r = gatewayRouteLabels(r)
+		}
+		routes = append(routes, r)
+		c.stats.GatewayRoutes++
 	}
-	if c.settings.RequestMetrics != nil {
-		gateway = gatewayMetricLabels(gateway)
+	for ; j < len(last); j++ {
+		retries = retries || hasRetries(last[j])
 	}
-	return append(routes, gateway...), nil
+	c.gateway, c.gatewayOut = m.GatewayRoutes, slices.Clip(routes[start:])
+	return routes, retries, true, nil
+}
+
+// sameRoute says whether r is the route last was: the same fields and
+// the same Locations array (a model never changes a route it handed out).
+func sameRoute(last, r model.Route) bool {
+	if last.Host != r.Host || last.HTTPS != r.HTTPS || last.Ordered != r.Ordered || last.Listener != r.Listener ||
+		len(last.Locations) != len(r.Locations) {
+		return false
+	}
+	return len(r.Locations) == 0 || &last.Locations[0] == &r.Locations[0]
 }

@@ -105,24 +105,7 @@ func BenchmarkCacheNewHost(b *testing.B) {
 		with.Servers = append(slices.Clone(without.Servers), model.Server{Host: "zzz-new.example.com",
 			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
 		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
-			cache := NewCache()
-			if _, _, err := cache.Build(without, goldenSettings); err != nil {
-				b.Fatal(err)
-			}
-			i := 0
-			for b.Loop() {
-				m := with
-				if i%2 == 1 {
-					m = without
-				}
-				i++
-				if _, _, err := cache.Build(m, goldenSettings); err != nil {
-					b.Fatal(err)
-				}
-				if s := cache.Stats(); s.Hosts > 1 || !s.ConfReused {
-					b.Fatalf("made %d hosts again, conf reused %v", s.Hosts, s.ConfReused)
-				}
-			}
+			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.Hosts <= 1 })
 		})
 		b.Run(fmt.Sprintf("build/hosts=%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -131,5 +114,137 @@ func BenchmarkCacheNewHost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCacheNewRoute is B11-route's render: one new Gateway route
+// among n (each with two locations and a route status), by a Cache that
+// rendered the n before. The other routes keep their Locations arrays, as
+// model.Incremental hands them out.
+func BenchmarkCacheNewRoute(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 50_000} {
+		without, with := manyGatewayRoutes(n)
+		b.Run(fmt.Sprintf("cache/routes=%d", n), func(b *testing.B) {
+			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.GatewayRoutes <= 1 })
+		})
+	}
+}
+
+// benchCacheChange renders with and without by turns with a Cache that
+// rendered without first, and checks that each render reused nginx.conf
+// and made again only what ok accepts.
+func benchCacheChange(b *testing.B, without, with model.Model, ok func(CacheStats) bool) {
+	cache := NewCache()
+	if _, _, err := cache.Build(without, goldenSettings); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m := with
+		if i%2 == 1 {
+			m = without
+		}
+		i++
+		if _, _, err := cache.Build(m, goldenSettings); err != nil {
+			b.Fatal(err)
+		}
+		if s := cache.Stats(); !s.ConfReused || !ok(s) {
+			b.Fatalf("conf reused %v, stats %+v", s.ConfReused, s)
+		}
+	}
+}
+
+// manyGatewayRoutes is a model of one Gateway listener and n routes, and
+// the same with one route more in the middle (new lists, as
+// model.Incremental makes them; the other routes' arrays shared).
+func manyGatewayRoutes(n int) (without, with model.Model) {
+	front := model.FrontName("127.0.0.1", 80)
+	route := func(name string) (model.Route, model.RouteStatus) {
+		rule := &model.RouteRule{Route: "HTTPRoute default/" + name}
+		backend := "default/" + name + ":80"
+		return model.Route{Host: model.FrontKey(front, name+".example.com"), Ordered: true, Locations: []model.RouteLocation{
+				{Path: "/api", Backend: backend, Rule: rule}, {Path: "/", Backend: backend, Rule: rule}}},
+			model.RouteStatus{Kind: "HTTPRoute", Namespace: "default", Name: name, Generation: 1,
+				Parents: []model.RouteParentStatus{{Namespace: "default", Name: "gw",
+					Conditions: []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted"}}}}}
+	}
+	without.Listeners = []model.Listener{{Address: "127.0.0.1", Port: 80, Front: front}}
+	without.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
+		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n)}}}}
+	for i := range n {
+		r, st := route(fmt.Sprintf("app-%06d", 2*i))
+		without.GatewayRoutes = append(without.GatewayRoutes, r)
+		without.GatewayAPI.Routes = append(without.GatewayAPI.Routes, st)
+	}
+	with = without
+	at := n / 2
+	r, st := route(fmt.Sprintf("app-%06d", 2*at-1))
+	with.GatewayRoutes = slices.Insert(slices.Clone(without.GatewayRoutes), at, r)
+	with.GatewayAPI.Routes = slices.Insert(slices.Clone(without.GatewayAPI.Routes), at, st)
+	with.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
+		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n + 1)}}}}
+	return without, with
+}
+
+// TestCacheGatewayRoutes walks a Cache through Gateway route changes: a
+// route that comes, goes or changes is checked again alone and nginx.conf
+// is the last one, but for a route with retry codes (a location of
+// nginx.conf); routes not sorted by host are rendered by Build. Every step
+// equals Build.
+func TestCacheGatewayRoutes(t *testing.T) {
+	without, with := manyGatewayRoutes(20)
+	changed := with
+	changed.GatewayRoutes = slices.Clone(with.GatewayRoutes)
+	changed.GatewayRoutes[3].Locations = slices.Clone(changed.GatewayRoutes[3].Locations)
+	changed.GatewayRoutes[3].Locations[0].Path = "/changed"
+	retry := changed
+	retry.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
+	retry.GatewayRoutes[5].Locations = slices.Clone(retry.GatewayRoutes[5].Locations)
+	retry.GatewayRoutes[5].Locations[0].Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
+	unsorted := changed
+	unsorted.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
+	unsorted.GatewayRoutes[0], unsorted.GatewayRoutes[1] = unsorted.GatewayRoutes[1], unsorted.GatewayRoutes[0]
+	metrics := goldenSettings
+	rm := DefaultRequestMetrics()
+	metrics.RequestMetrics = &rm
+	steps := []struct {
+		name   string
+		m      model.Model
+		s      Settings
+		reused bool // nginx.conf is the last one
+		routes int  // Gateway routes checked again
+		whole  bool
+	}{
+		{"first", without, goldenSettings, false, 20, false},
+		{"a new route", with, goldenSettings, true, 1, false},
+		{"the route gone", without, goldenSettings, true, 0, false},
+		{"the route back", with, goldenSettings, true, 1, false},
+		{"a route changed", changed, goldenSettings, true, 1, false},
+		{"retry codes: a location of nginx.conf", retry, goldenSettings, false, 1, false},
+		{"retry codes gone", changed, goldenSettings, false, 1, false},
+		{"request metrics: every route labelled", changed, metrics, false, 21, false},
+		{"a route changed, labelled", with, metrics, true, 1, false},
+		{"routes out of order", unsorted, metrics, false, 0, true},
+		{"in order again", with, metrics, false, 21, false},
+	}
+	cache := NewCache()
+	for _, step := range steps {
+		got, gotRoutes, err := cache.Build(step.m, step.s)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		want, wantRoutes, err := Build(step.m, step.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes, wantRoutes) {
+			t.Fatalf("%s: the cached render differs from Build's:\n%s", step.name, lineDiff(string(want.Bytes), string(got.Bytes)))
+		}
+		stats := cache.Stats()
+		if stats.ConfReused != step.reused || stats.Whole != step.whole || !step.whole && stats.GatewayRoutes != step.routes {
+			t.Errorf("%s: conf reused %v, whole %v, %d routes checked again; want %v, %v, %d",
+				step.name, stats.ConfReused, stats.Whole, stats.GatewayRoutes, step.reused, step.whole, step.routes)
+		}
 	}
 }
