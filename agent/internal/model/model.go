@@ -164,7 +164,10 @@ type Snapshot struct {
 // Model is what nginx should serve. It holds only plain values.
 type Model struct {
 	// Servers sorted by Host. Exact hosts and wildcard hosts ("*.example.com").
-	Servers []Server
+	// Pointers, so that a model one host apart from the last (Incremental)
+	// is a new list of pointers, not a copy of every server; a server a
+	// model holds is never changed after the build, as its Locations.
+	Servers []*Server
 	// Default is the catch-all server for requests whose Host matches no Server:
 	// host-less rules, and the default backend. Host is "".
 	Default Server
@@ -410,10 +413,8 @@ func (m Model) AllLocations() iter.Seq[*Location] {
 // one location of m, sorted: the ones whose status names this agent.
 func (m Model) ServedIngresses() []string {
 	seen := map[string]bool{}
-	for _, s := range append([]Server{m.Default}, m.Servers...) {
-		for _, l := range s.Locations {
-			seen[l.Ingress] = true
-		}
+	for l := range m.AllLocations() {
+		seen[l.Ingress] = true
 	}
 	out := make([]string, 0, len(seen))
 	for id := range seen {

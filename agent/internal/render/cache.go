@@ -234,7 +234,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
 	walk := lastOrder{entries: c.order}
 	for i := range m.Servers {
-		srv := &m.Servers[i]
+		srv := m.Servers[i]
 		var old *hostEntry
 		if i > 0 && m.Servers[i-1].Host >= srv.Host {
 			walk.entries = nil // not sorted: by the map from here on
@@ -416,7 +416,7 @@ func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
 // than one of no server, profiles and body size aside. An error says yes:
 // the whole render then reports it.
 func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
-	m := model.Model{Servers: []model.Server{srv}}
+	m := model.Model{Servers: []*model.Server{&srv}}
 	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
 	if err != nil {
 		return true
@@ -571,7 +571,7 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool
 		return nil, false, false, err
 	}
 	for i := range m.Servers {
-		if err := add(entries[i], &m.Servers[i], false); err != nil {
+		if err := add(entries[i], m.Servers[i], false); err != nil {
 			return nil, false, false, err
 		}
 	}

@@ -21,48 +21,49 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	h := DefaultHTTP()
 	h.ClientMaxBodySize = "100m"
 	settings.HTTP = &h
-	sized := func(host, size string) model.Server {
+	sized := func(host, size string) *model.Server {
 		l := loc("/", model.PathPrefix, "default/"+host+":80")
 		own(&l.Proxy).BodySize = size
-		return model.Server{Host: host, Locations: []model.Location{l}}
+		return &model.Server{Host: host, Locations: []model.Location{l}}
 	}
-	plain := func(host string) model.Server {
-		return model.Server{Host: host, Locations: []model.Location{loc("/", model.PathPrefix, "default/"+host+":80")}}
+	plain := func(host string) *model.Server {
+		return &model.Server{Host: host, Locations: []model.Location{loc("/", model.PathPrefix, "default/"+host+":80")}}
 	}
 	a, b := sized("a.test", "8m"), sized("b.test", "8m")
-	limited := func(host string) model.Server {
+	limited := func(host string) *model.Server {
 		srv := sized(host, "8m")
 		own(&srv.Locations[0].Access).RateLimit = model.RateLimit{RPS: 5}
 		return srv
 	}
-	certs := a
+	certsServer := *a
+	certs := &certsServer
 	certs.Host, certs.Aliases = "certs.test", []string{"alias.test"}
 	certs.ClientTLS = model.ClientTLS{CAFile: "ca.pem", Verify: "on", Depth: 1}
 	c, d := limited("c.test"), limited("d.test")
 	p, q, alias := plain("p.test"), plain("q.test"), plain("alias.test")
 	steps := []struct {
 		name    string
-		servers []model.Server
+		servers []*model.Server
 		s       Settings
 		reused  bool // nginx.conf is the last one
 		reload  bool // nginx.conf differs from the last one
 		hosts   int  // servers made again
 	}{
-		{"first", []model.Server{a}, settings, false, true, 2},
-		{"a host of a profile nginx has", []model.Server{a, b}, settings, true, false, 1},
-		{"a plain host: the router's body size grows to the ConfigMap's", []model.Server{a, b, p}, settings, false, true, 1},
-		{"another plain host", []model.Server{a, b, p, q}, settings, true, false, 1},
-		{"a new profile", []model.Server{a, b, p, q, sized("s.test", "4m")}, settings, false, true, 1},
-		{"a rate limit: a zone and a profile", []model.Server{a, b, c}, settings, false, true, 0},
+		{"first", []*model.Server{a}, settings, false, true, 2},
+		{"a host of a profile nginx has", []*model.Server{a, b}, settings, true, false, 1},
+		{"a plain host: the router's body size grows to the ConfigMap's", []*model.Server{a, b, p}, settings, false, true, 1},
+		{"another plain host", []*model.Server{a, b, p, q}, settings, true, false, 1},
+		{"a new profile", []*model.Server{a, b, p, q, sized("s.test", "4m")}, settings, false, true, 1},
+		{"a rate limit: a zone and a profile", []*model.Server{a, b, c}, settings, false, true, 0},
 		// A host that adds to the conf view renders it again, even when
 		// what it adds is there (the cache does not count zones).
-		{"the same limit on another host", []model.Server{a, b, c, d}, settings, false, false, 1},
-		{"a client-certificate server", []model.Server{a, b, c, d, certs}, settings, false, true, 1},
-		{"a host its alias names", []model.Server{a, b, c, d, certs, alias}, settings, false, true, 1},
+		{"the same limit on another host", []*model.Server{a, b, c, d}, settings, false, false, 1},
+		{"a client-certificate server", []*model.Server{a, b, c, d, certs}, settings, false, true, 1},
+		{"a host its alias names", []*model.Server{a, b, c, d, certs, alias}, settings, false, true, 1},
 		// A client-certificate server names other hosts: the conf is
 		// rendered again for any host.
-		{"a host removed", []model.Server{a, c, d, certs, alias}, settings, false, false, 0},
-		{"new settings", []model.Server{a, c, d, certs, alias}, goldenSettings, false, true, 6},
+		{"a host removed", []*model.Server{a, c, d, certs, alias}, settings, false, false, 0},
+		{"new settings", []*model.Server{a, c, d, certs, alias}, goldenSettings, false, true, 6},
 	}
 	cache := NewCache()
 	var last Config
@@ -102,7 +103,7 @@ func BenchmarkCacheNewHost(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 50_000} {
 		without := manyServers(n)
 		with := without
-		with.Servers = append(slices.Clone(without.Servers), model.Server{Host: "zzz-new.example.com",
+		with.Servers = append(slices.Clone(without.Servers), &model.Server{Host: "zzz-new.example.com",
 			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
 		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
 			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.Hosts <= 1 })
