@@ -195,7 +195,9 @@ type Model struct {
 	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
 	// Ordered is set and every location has a Rule. Sorted by Host. They
 	// need nothing in nginx.conf: render hands them to Lua as they are.
-	GatewayRoutes []Route
+	// Pointers, as Servers: a route a model holds is never changed after
+	// the build.
+	GatewayRoutes []*Route
 	// BackendTLS are the settings of TLS to Gateway backends that some
 	// route's share names, sorted by Name (backendtls.go): each is a
 	// named location in every Gateway server.

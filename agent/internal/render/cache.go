@@ -60,7 +60,8 @@ type Cache struct {
 	// routes the last render handed out for them (metric labels and all),
 	// one for one: a route the model hands out again (the same Locations
 	// array) is handed out as it was.
-	gateway, gatewayOut []model.Route
+	gateway    []*model.Route
+	gatewayOut []model.Route
 	// last is the config of the last render, lastKeep the profiles it
 	// kept and lastRest its model without servers (restOf).
 	last     Config
@@ -579,9 +580,9 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool
 }
 
 // gatewayRoutes appends m's Gateway routes to routes as gatewayRoutes
-// and gatewayMetricLabels make them: a route whose fields and Locations
-// array are those of the last render's route of its host is handed out
-// as it was then; only the others are checked and labelled. It says
+// and gatewayMetricLabels make them: a route the last model had (the
+// same pointer: a model never changes a route it handed out) is handed
+// out as it was then; only the others are checked and labelled. It says
 // whether a route with retry codes came, went or changed (each set of
 // codes is a location of nginx.conf), and not ok when the routes are not
 // sorted by host, each once (Build then says which appears twice). An
@@ -596,40 +597,31 @@ func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Rout
 			return nil, false, false, nil
 		}
 		for j < len(last) && last[j].Host < r.Host {
-			retries = retries || hasRetries(last[j]) // gone
+			retries = retries || hasRetries(*last[j]) // gone
 			j++
 		}
 		if j < len(last) && last[j].Host == r.Host {
 			j++
-			if sameRoute(last[j-1], r) {
+			if last[j-1] == r {
 				routes = append(routes, lastOut[j-1])
 				continue
 			}
-			retries = retries || hasRetries(last[j-1])
+			retries = retries || hasRetries(*last[j-1])
 		}
-		if err := checkGatewayRoute(r); err != nil {
+		if err := checkGatewayRoute(*r); err != nil {
 			return nil, false, false, err
 		}
-		retries = retries || hasRetries(r)
+		retries = retries || hasRetries(*r)
+		out := *r
 		if c.settings.RequestMetrics != nil {
-			r = gatewayRouteLabels(r)
+			out = gatewayRouteLabels(out)
 		}
-		routes = append(routes, r)
+		routes = append(routes, out)
 		c.stats.GatewayRoutes++
 	}
 	for ; j < len(last); j++ {
-		retries = retries || hasRetries(last[j])
+		retries = retries || hasRetries(*last[j])
 	}
 	c.gateway, c.gatewayOut = m.GatewayRoutes, slices.Clip(routes[start:])
 	return routes, retries, true, nil
-}
-
-// sameRoute says whether r is the route last was: the same fields and
-// the same Locations array (a model never changes a route it handed out).
-func sameRoute(last, r model.Route) bool {
-	if last.Host != r.Host || last.HTTPS != r.HTTPS || last.Ordered != r.Ordered || last.Listener != r.Listener ||
-		len(last.Locations) != len(r.Locations) {
-		return false
-	}
-	return len(r.Locations) == 0 || &last.Locations[0] == &r.Locations[0]
 }

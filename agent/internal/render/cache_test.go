@@ -161,12 +161,12 @@ func benchCacheChange(b *testing.B, without, with model.Model, ok func(CacheStat
 // model.Incremental makes them; the other routes' arrays shared).
 func manyGatewayRoutes(n int) (without, with model.Model) {
 	front := model.FrontName("127.0.0.1", 80)
-	route := func(name string) (model.Route, model.RouteStatus) {
+	route := func(name string) (*model.Route, *model.RouteStatus) {
 		rule := &model.RouteRule{Route: "HTTPRoute default/" + name}
 		backend := "default/" + name + ":80"
-		return model.Route{Host: model.FrontKey(front, name+".example.com"), Ordered: true, Locations: []model.RouteLocation{
+		return &model.Route{Host: model.FrontKey(front, name+".example.com"), Ordered: true, Locations: []model.RouteLocation{
 				{Path: "/api", Backend: backend, Rule: rule}, {Path: "/", Backend: backend, Rule: rule}}},
-			model.RouteStatus{Kind: "HTTPRoute", Namespace: "default", Name: name, Generation: 1,
+			&model.RouteStatus{Kind: "HTTPRoute", Namespace: "default", Name: name, Generation: 1,
 				Parents: []model.RouteParentStatus{{Namespace: "default", Name: "gw",
 					Conditions: []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted"}}}}}
 	}
@@ -195,14 +195,19 @@ func manyGatewayRoutes(n int) (without, with model.Model) {
 // equals Build.
 func TestCacheGatewayRoutes(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
-	changed := with
-	changed.GatewayRoutes = slices.Clone(with.GatewayRoutes)
-	changed.GatewayRoutes[3].Locations = slices.Clone(changed.GatewayRoutes[3].Locations)
-	changed.GatewayRoutes[3].Locations[0].Path = "/changed"
-	retry := changed
-	retry.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
-	retry.GatewayRoutes[5].Locations = slices.Clone(retry.GatewayRoutes[5].Locations)
-	retry.GatewayRoutes[5].Locations[0].Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
+	// changeRoute is m with a new route i, its first location changed.
+	changeRoute := func(m model.Model, i int, change func(l *model.RouteLocation)) model.Model {
+		r := *m.GatewayRoutes[i]
+		r.Locations = slices.Clone(r.Locations)
+		change(&r.Locations[0])
+		m.GatewayRoutes = slices.Clone(m.GatewayRoutes)
+		m.GatewayRoutes[i] = &r
+		return m
+	}
+	changed := changeRoute(with, 3, func(l *model.RouteLocation) { l.Path = "/changed" })
+	retry := changeRoute(changed, 5, func(l *model.RouteLocation) {
+		l.Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
+	})
 	unsorted := changed
 	unsorted.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
 	unsorted.GatewayRoutes[0], unsorted.GatewayRoutes[1] = unsorted.GatewayRoutes[1], unsorted.GatewayRoutes[0]

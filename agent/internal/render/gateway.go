@@ -265,16 +265,18 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 // profile, which the Gateway servers do not hold. Lua checks the rest
 // of what it is pushed.
 func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) {
+	out := make([]model.Route, 0, len(m.GatewayRoutes))
 	for _, r := range m.GatewayRoutes {
-		if err := checkGatewayRoute(r); err != nil {
+		if err := checkGatewayRoute(*r); err != nil {
 			return nil, err
 		}
 		if hosts[r.Host] {
 			return nil, fmt.Errorf("Gateway route %q appears twice", r.Host)
 		}
 		hosts[r.Host] = true
+		out = append(out, *r)
 	}
-	return m.GatewayRoutes, nil
+	return out, nil
 }
 
 // checkGatewayRoute is gatewayRoutes' check of one route, the "appears

@@ -191,7 +191,7 @@ func gatewayGoldenModel() model.Model {
 			{Address: "127.29.50.1", Port: 8443, HTTPS: true, Front: model.FrontName("127.29.50.1", 8443)},
 			{Address: "::1", Port: 443, HTTPS: true, Front: secure},
 		},
-		GatewayRoutes: []model.Route{
+		GatewayRoutes: []*model.Route{
 			{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				{Path: "/exact", Exact: true, Backend: "default/exact:80", Rule: &model.RouteRule{Route: "HTTPRoute default/app"}},
 				{Path: "/api", Rule: &model.RouteRule{Method: "POST", Headers: []model.ValueMatch{{Name: "Version", Value: "2"}},
