@@ -112,11 +112,18 @@ func (c *changes) take() string {
 	return b.String()
 }
 
-// quietPeriod is Coalesce while only EndpointSlices changed since the last
-// sync, else StructureCoalesce.
+// quietPeriod is how long the loop waits for more events before it
+// syncs: StructureCoalesce when more than EndpointSlices changed and the
+// last sync of a change ended less than MaxDelay ago (changes keep coming:
+// a deploy of many objects is worth gathering), else Coalesce — a lone
+// change after a quiet spell goes at once, and a burst costs at most one
+// sync more than it would.
 func (s *Syncer) quietPeriod() time.Duration {
 	s.kindsMu.Lock()
 	defer s.kindsMu.Unlock()
+	if time.Since(s.lastSync) >= s.opts.MaxDelay {
+		return s.opts.Coalesce
+	}
 	for kind := range s.kinds {
 		if kind != source.KindEndpointSlice {
 			return s.opts.StructureCoalesce

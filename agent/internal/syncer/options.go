@@ -33,11 +33,13 @@ type Options struct {
 	// and the default balancing algorithm (package configmap).
 	ConfigMap string
 	// Coalesce is how long the loop waits for more events after the last
-	// one before it syncs when only EndpointSlices changed (default 5ms),
-	// StructureCoalesce when anything else did (default 25ms): a change of
-	// structure costs a full build and maybe a reload, so a stream of them
-	// (a deploy of many objects) is worth a longer wait. MaxDelay caps the
-	// wait under a constant stream of events (default 100ms).
+	// one before it syncs (default 5ms). StructureCoalesce replaces it when
+	// more than EndpointSlices changed while changes keep coming — the last
+	// sync ended less than MaxDelay ago (default 25ms): a change of
+	// structure may cost a reload, so a stream of them (a deploy of many
+	// objects) is worth a longer wait, while a lone change goes at once.
+	// MaxDelay caps the wait under a constant stream of events (default
+	// 100ms).
 	Coalesce          time.Duration
 	StructureCoalesce time.Duration
 	MaxDelay          time.Duration

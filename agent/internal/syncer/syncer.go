@@ -64,6 +64,7 @@ type Syncer struct {
 	lastConfig      render.Config // last rendered config
 	lastRoutes      []model.Route // the routes of lastConfig's model
 	started         time.Time     // when Run began
+	lastSync        time.Time     // when the last sync ended
 	firstApplied    bool          // a config was confirmed once: logged
 	built           *model.Model  // the last model, for the fast path
 	// builtIndex places each Service's backends in built.Backends; the
@@ -165,6 +166,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-s.dirty:
 			s.coalesce(ctx)
 			retry.after(s.sync(ctx))
+			s.lastSync = time.Now()
 		case <-retry.timer.C:
 			retry.after(s.sync(ctx))
 		case <-check.C:
@@ -178,8 +180,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 }
 
-// coalesce waits until no event arrived for Coalesce (StructureCoalesce
-// when more than EndpointSlices changed), or MaxDelay passed.
+// coalesce waits until no event arrived for quietPeriod, or MaxDelay
+// passed.
 func (s *Syncer) coalesce(ctx context.Context) {
 	deadline := time.Now().Add(s.opts.MaxDelay)
 	quiet := time.NewTimer(min(s.quietPeriod(), time.Until(deadline)))

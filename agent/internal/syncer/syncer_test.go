@@ -222,17 +222,24 @@ func oneIngressSnapshot(address string) model.Snapshot {
 }
 
 // Endpoint changes wait Coalesce for more; any other change waits the
-// longer StructureCoalesce.
+// longer StructureCoalesce while changes keep coming, Coalesce after a
+// quiet spell.
 func TestQuietPeriod(t *testing.T) {
 	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.DiscardHandler))
+	s.lastSync = time.Now()
 	s.changed(source.Change{Kind: source.KindEndpointSlice})
 	if got := s.quietPeriod(); got != 5*time.Millisecond {
 		t.Errorf("only EndpointSlices: %s, want 5ms", got)
 	}
 	s.changed(source.Change{Kind: source.KindService})
 	if got := s.quietPeriod(); got != 25*time.Millisecond {
-		t.Errorf("a Service too: %s, want 25ms", got)
+		t.Errorf("a Service too, a sync just now: %s, want 25ms", got)
 	}
+	s.lastSync = time.Now().Add(-time.Second)
+	if got := s.quietPeriod(); got != 5*time.Millisecond {
+		t.Errorf("a Service after a quiet second: %s, want 5ms", got)
+	}
+	s.lastSync = time.Now()
 	s.takeKinds()
 	if got := s.quietPeriod(); got != 5*time.Millisecond {
 		t.Errorf("after the sync took them: %s, want 5ms", got)
