@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +25,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
+
+// b11Sizes replaces B11's sizes (a run of the largest alone, say).
+var b11Sizes = flag.String("b11-sizes", "", "B11, B11-route: the sizes, comma-separated (default 1000,10000,50000; 200,1000,2000 with -quick)")
 
 // TestB11NewIngressAtScale measures a new Ingress → first 200 through
 // nginx with 1,000, then 10,000, then 50,000 Ingresses present (each with
@@ -57,6 +61,16 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 	n := 20
 	if *quick {
 		sizes, n = []int{200, 1000, 2000}, 8
+	}
+	if *b11Sizes != "" {
+		sizes = nil
+		for _, field := range strings.Split(*b11Sizes, ",") {
+			size, err := strconv.Atoi(field)
+			if err != nil || size < 1 {
+				t.Fatalf("-b11-sizes: %q is not a size", field)
+			}
+			sizes = append(sizes, size)
+		}
 	}
 	kind, of := "Ingress", "Ingresses"
 	if routes {
@@ -128,6 +142,11 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 			typed(gateway, schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: "v1", Kind: "Gateway"}))
 		extra = []string{"--gateway-addresses", gatewayAddress}
 	}
+	admin := ""
+	if *profileDir != "" {
+		admin = "127.0.0.1:" + strconv.Itoa(nginxproc.FreePort(t))
+		extra = append(extra, "--metrics-address", admin, "--profiling")
+	}
 	write("b11.yaml", setup...)
 	fill(0, sizes[0])
 	write("ready-0.yaml", object("ready-0", "ready-0.b11.test", "b11"))
@@ -162,15 +181,33 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 		}
 		a.waitIdle(time.Second, 60*time.Second)
 		from := a.log.Len()
+		// The largest size is profiled (-profile-dir): the agent's CPU
+		// over its samples, and when each sample began.
+		profiled := make(chan []byte, 1)
+		profiling := admin != "" && k == len(sizes)-1
+		if profiling {
+			go func() {
+				profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, n))
+			}()
+		}
 		var latencies []time.Duration
+		var samples strings.Builder
 		for i := range n {
 			name := fmt.Sprintf("new-%d-%d", size, i)
+			began := time.Now()
 			write(name+".yaml", object(name, name+".b11.test", "b11"))
 			// A minute: before issue 31 a full sync took seconds at 50,000.
 			latencies = append(latencies, waitFor(name+".b11.test", "/", "", time.Minute))
+			fmt.Fprintf(&samples, "%s %s %s\n", began.UTC().Format("15:04:05.000"), name, latencies[i].Round(100*time.Microsecond))
 			time.Sleep(300 * time.Millisecond) // let the syncs of this one end
 		}
 		results[size] = summarize(latencies)
+		if profiling {
+			saveProfile(t, fmt.Sprintf("%s-%d-cpu.pprof", id, size), <-profiled)
+			fmt.Fprintf(&samples, "agent RSS after the samples: %.0f MB\n", float64(a.rssKiB())/1024)
+			saveProfile(t, fmt.Sprintf("%s-%d-samples.txt", id, size), []byte(samples.String()))
+			saveProfile(t, id+"-agent.log", []byte(a.log.String()))
+		}
 		for _, line := range strings.Split(a.log.String()[from:], "\n") {
 			if strings.Contains(line, "msg=sync ") && strings.Contains(line, "new-") {
 				t.Logf("%d: %s", size, line)

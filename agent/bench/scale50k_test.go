@@ -20,8 +20,13 @@ import (
 )
 
 // profileDir, when set, makes B6@50k save the agent's CPU profile of its
-// start and a heap profile once it serves (go tool pprof reads them).
-var profileDir = flag.String("profile-dir", "", "B6@50k: write the agent's start CPU profile and heap profile here")
+// start and of its B1 samples, a heap profile once it serves (the text
+// one, heap.txt, ends with the agent's runtime.MemStats), its log and
+// when each B1 sample began, and B11 the agent's CPU profile
+// while it measures the largest size, with the agent's log and each
+// sample's start (go tool pprof reads the profiles; run the bench with
+// GODEBUG=gctrace=1 and the log holds the agent's GC cycles too).
+var profileDir = flag.String("profile-dir", "", "B6@50k, B11: write the agent's CPU and heap profiles (and B11 its log and samples) here")
 
 // scaleIngresses is B6@50k's size (issue 31's table has 10,000 too).
 var scaleIngresses = flag.Int("scale-ingresses", 50000, "B6@50k: how many Ingresses (5,000 with -quick)")
@@ -72,19 +77,14 @@ func TestB6File50k(t *testing.T) {
 	first := firstSync(log)
 	t.Logf("first sync: %s", first.line)
 	if *profileDir != "" {
-		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		save := func(name string, data []byte) {
-			if err := os.WriteFile(filepath.Join(*profileDir, name), data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		save("heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
-		save("start-cpu.pprof", <-profiled)
+		saveProfile(t, "heap.pprof", fetchProfile("http://"+admin+"/debug/pprof/heap"))
+		saveProfile(t, "heap.txt", fetchProfile("http://"+admin+"/debug/pprof/heap?debug=1"))
+		saveProfile(t, "start-cpu.pprof", <-profiled)
 	}
 
-	// B1 at this size: the probe's slice moves between the two backends.
+	// B1 at this size: the probe's slice moves between the two backends
+	// (profiled with -profile-dir: the agent's CPU, and when each sample
+	// began).
 	var latencies []time.Duration
 	current := 0
 	changes := 50
@@ -92,12 +92,22 @@ func TestB6File50k(t *testing.T) {
 		changes = 20
 	}
 	syncsBefore := len(fastSyncs(a.log.String()))
-	for range changes {
+	if *profileDir != "" {
+		go func() { profiled <- fetchProfile("http://" + admin + "/debug/pprof/profile?seconds=20") }()
+	}
+	var samples strings.Builder
+	for i := range changes {
 		current = 1 - current
+		began := time.Now()
 		writeAtomic(t, filepath.Join(dir, "probe.yaml"), probeManifest(backends[current].addr))
 		latencies = append(latencies, a.waitFor("probe.scale.test", "/", backends[current].name, waitBound))
+		fmt.Fprintf(&samples, "%s B1-%d %s\n", began.UTC().Format("15:04:05.000"), i, latencies[i].Round(100*time.Microsecond))
 	}
 	b1 := summarize(latencies)
+	if *profileDir != "" {
+		saveProfile(t, "B1-cpu.pprof", <-profiled)
+		saveProfile(t, "B1-samples.txt", []byte(samples.String()))
+	}
 	agentShare := summarize(fastSyncs(a.log.String())[syncsBefore:])
 
 	// One new Ingress (and its Service): a full sync at this size; the
@@ -110,6 +120,9 @@ func TestB6File50k(t *testing.T) {
 	fullPeak := a.peakKiB()
 	full := firstSync(a.log.String()[before:])
 	t.Logf("full sync: %s", full.line)
+	if *profileDir != "" {
+		saveProfile(t, "B6@50k-agent.log", []byte(a.log.String()))
+	}
 
 	size := fmt.Sprintf("%d Ingresses, file source", n)
 	report(t, Row{ID: "B6@50k-start", What: "cold start → fully serving, " + size, Target: "first config ≤ 10 s after the listing",
@@ -212,6 +225,17 @@ func fetchProfile(url string) []byte {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return body
+}
+
+// saveProfile writes data to name in -profile-dir.
+func saveProfile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(*profileDir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // logDuration is the first duration the pattern's group matches in log.

@@ -2,11 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/restysync/restysync/agent/internal/testenv/corpus"
 )
 
 // corpusMoves is how many Ingresses of ../shared/migration-corpus move
@@ -14,37 +13,8 @@ import (
 // that makes more of them move, never lower it.
 const corpusMoves = 90
 
-// corpusDir finds the migration corpus, which lives beside the repository
-// rather than in it (it is other projects' text): $RESTYSYNC_MIGRATION_CORPUS,
-// else shared/migration-corpus beside the module's folder or one of its
-// parents, or beside the repository a clone was made from (a clean clone
-// in /tmp of the working repository). "" when there is none.
-func corpusDir(t *testing.T) string {
-	if dir := os.Getenv("RESTYSYNC_MIGRATION_CORPUS"); dir != "" {
-		return dir
-	}
-	var roots []string
-	if gomod, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
-		roots = append(roots, filepath.Dir(strings.TrimSpace(string(gomod))))
-	}
-	if origin, err := exec.Command("git", "config", "--get", "remote.origin.url").Output(); err == nil {
-		if dir := strings.TrimSpace(string(origin)); filepath.IsAbs(dir) {
-			roots = append(roots, dir)
-		}
-	}
-	for _, root := range roots {
-		for dir := root; ; dir = filepath.Dir(dir) {
-			candidate := filepath.Join(filepath.Dir(dir), "shared", "migration-corpus")
-			if info, err := os.Stat(candidate); err == nil && info.IsDir() {
-				return candidate
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	return ""
-}
+// corpusDir finds the migration corpus (corpus.Dir).
+func corpusDir(*testing.T) string { return corpus.Dir() }
 
 // TestCheckMigrationCorpus runs restysync check on the real Ingresses users
 // bring from ingress-nginx and holds the number that move unchanged.

@@ -148,7 +148,7 @@ func (c *LuaClient) PushCertificates(ctx context.Context, update luaapi.Certific
 
 // post sends update to POST /what.
 func (c *LuaClient) post(ctx context.Context, what string, update any) (int, error) {
-	body, err := json.Marshal(update)
+	body, err := encodeUpdate(update)
 	if err != nil {
 		return 0, fmt.Errorf("encoding %s: %w", what, err)
 	}
@@ -170,6 +170,50 @@ func (c *LuaClient) post(ctx context.Context, what string, update any) (int, err
 		return len(body), fmt.Errorf("pushing %s: lua answered %s: %s", what, resp.Status, bytes.TrimSpace(reply))
 	}
 	return len(body), nil
+}
+
+// encodeUpdate returns json.Marshal(update), encoding luaapi's update
+// types ({"upserts":[…],"removes":[…]}) one item at a time. json.Marshal
+// keeps the buffer it encoded into for its next call (a sync.Pool, which
+// the agent's frequent small encodings keep alive): one whole push of
+// 50,000 routes left 16 MB there for good.
+func encodeUpdate(update any) ([]byte, error) {
+	switch u := update.(type) {
+	case luaapi.RouteUpdate:
+		return encodeItems(u.Upserts, u.Removes)
+	case luaapi.BackendUpdate:
+		return encodeItems(u.Upserts, u.Removes)
+	case luaapi.CertificateUpdate:
+		return encodeItems(u.Upserts, u.Removes)
+	}
+	return json.Marshal(update)
+}
+
+// encodeItems is encodeUpdate's {"upserts":upserts,"removes":removes}.
+func encodeItems[T any](upserts []T, removes []string) ([]byte, error) {
+	body := []byte(`{"upserts":`)
+	if upserts == nil {
+		body = append(body, "null"...)
+	} else {
+		body = append(body, '[')
+		for i, item := range upserts {
+			data, err := json.Marshal(item)
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = append(body, data...)
+		}
+		body = append(body, ']')
+	}
+	data, err := json.Marshal(removes)
+	if err != nil {
+		return nil, err
+	}
+	body = append(append(append(body, `,"removes":`...), data...), '}')
+	return body, nil
 }
 
 func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {

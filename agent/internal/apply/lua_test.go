@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -141,5 +142,35 @@ func TestCertificates(t *testing.T) {
 	_, err = c.PushCertificates(context.Background(), luaapi.CertificateUpdate{Removes: []string{"ns/a"}})
 	if err == nil || !strings.Contains(err.Error(), "pushing certificates: lua answered 409") {
 		t.Errorf("error %v, want the 409 named", err)
+	}
+}
+
+// encodeUpdate gives json.Marshal's bytes for each update type, every
+// field of which it writes (upserts and removes), empty or not.
+func TestEncodeUpdateIsMarshal(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[luaapi.RouteUpdate](), reflect.TypeFor[luaapi.BackendUpdate](), reflect.TypeFor[luaapi.CertificateUpdate]()} {
+		if typ.NumField() != 2 || typ.Field(0).Tag.Get("json") != "upserts" || typ.Field(1).Tag.Get("json") != "removes" {
+			t.Errorf("%v has other fields than upserts and removes: encodeUpdate must write them", typ)
+		}
+	}
+	routes := luaapi.RoutePayloads([]model.Route{
+		{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Backend: "web-80"}}},
+		{Host: "<b>&.test", HTTPS: true, Ordered: true, Listener: "x", Locations: []model.RouteLocation{{Path: "/\u2028", Exact: true}}},
+	})
+	for _, update := range []any{
+		luaapi.RouteUpdate{},
+		luaapi.RouteUpdate{Upserts: routes, Removes: []string{"gone.test"}},
+		luaapi.RouteUpdate{Upserts: []luaapi.RoutePayload{}, Removes: []string{}},
+		luaapi.BackendUpdate{Upserts: []luaapi.BackendPayload{{Name: "web-80"}}},
+		luaapi.CertificateUpdate{Upserts: []luaapi.CertificatePayload{{Name: "c", Hosts: []string{"a.test"}, Cert: "PEM"}}, Removes: []string{"d"}},
+	} {
+		want, err := json.Marshal(update)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeUpdate(update)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encodeUpdate(%T) = %s, %v; want %s", update, got, err, want)
+		}
 	}
 }

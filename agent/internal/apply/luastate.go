@@ -46,9 +46,9 @@ type LuaState struct {
 	// the config hash that Save wrote them for.
 	unsaved   bool
 	savedHash string
-	// encodedBackends and encodedRoutes cache the JSON of each backend
-	// and route for the saved state; a change of one drops its entry.
-	encodedBackends, encodedRoutes map[string][]byte
+	// savedBackends and savedRoutes keep the JSON of each backend and
+	// route for the saved state; the record tells them what changed.
+	savedBackends, savedRoutes savedItems
 }
 
 // heldPEM is what the agent sent for one certificate, and its hash.
@@ -63,7 +63,6 @@ func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
 		metrics = noPushMetrics{}
 	}
 	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{}, pems: map[string]heldPEM{},
-		encodedBackends: map[string][]byte{}, encodedRoutes: map[string][]byte{},
 		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{},
 		profiles: map[string]int{}}
 }
@@ -99,11 +98,15 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	}
 	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
 	l.profiles = map[string]int{}
-	for _, r := range routes {
-		l.countProfiles(r, 1)
+	l.savedBackends.reset()
+	l.savedRoutes.reset()
+	for name := range backends {
+		l.savedBackends.changed(name)
 	}
-	clear(l.encodedBackends)
-	clear(l.encodedRoutes)
+	for host, r := range routes {
+		l.countProfiles(r, 1)
+		l.savedRoutes.changed(host)
+	}
 	return true, nil
 }
 
@@ -170,14 +173,26 @@ func (l *LuaState) holdRoute(r model.Route) {
 	l.countProfiles(l.routes[r.Host], -1)
 	l.countProfiles(r, 1)
 	l.routes[r.Host] = r
-	delete(l.encodedRoutes, r.Host)
+	l.savedRoutes.changed(r.Host)
 }
 
 // dropRoute records that Lua holds no route for host.
 func (l *LuaState) dropRoute(host string) {
 	l.countProfiles(l.routes[host], -1)
 	delete(l.routes, host)
-	delete(l.encodedRoutes, host)
+	l.savedRoutes.remove(host)
+}
+
+// holdBackend records that Lua holds b.
+func (l *LuaState) holdBackend(b model.Backend) {
+	l.backends[b.Name] = b
+	l.savedBackends.changed(b.Name)
+}
+
+// dropBackend records that Lua holds no backend name.
+func (l *LuaState) dropBackend(name string) {
+	delete(l.backends, name)
+	l.savedBackends.remove(name)
 }
 
 // countProfiles adds r's locations to the profile counts (by = 1), or
@@ -254,8 +269,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			err = l.pushBackends(ctx, luaapi.BackendUpdate{Upserts: payloads(step.Backends)}, &out)
 			if err == nil {
 				for _, b := range step.Backends {
-					l.backends[b.Name] = b
-					delete(l.encodedBackends, b.Name)
+					l.holdBackend(b)
 				}
 				out.Upserts += len(step.Backends)
 			}
@@ -275,8 +289,7 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 			err = l.pushBackends(ctx, luaapi.BackendUpdate{Removes: step.Names}, &out)
 			if err == nil {
 				for _, name := range step.Names {
-					delete(l.backends, name)
-					delete(l.encodedBackends, name)
+					l.dropBackend(name)
 				}
 				out.Removes += len(step.Names)
 			}

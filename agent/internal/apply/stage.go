@@ -62,6 +62,10 @@ type Stage struct {
 	// build (not the fast path, which changes its list in place): the
 	// next plan of the very same list compares none (plan.Next.BackendsUnchanged).
 	planned []model.Backend
+	// plannedRoutes are the routes of the last plan that left Lua's
+	// record current: Lua holds exactly them, so a step whose
+	// Step.ChangedRoutes are relative to them compares only those.
+	plannedRoutes []model.Route
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -93,6 +97,11 @@ type Step struct {
 	// ChangedBackends are the backends the fast path resolved again (nil
 	// after a full build): the plan compares only those.
 	ChangedBackends []model.Backend
+	// ChangedRoutes are the hosts whose route may differ from those of
+	// RoutesFrom (render.Cache.ChangedRoutes; nil: any): when the last
+	// plan left Lua holding RoutesFrom, the plan compares only those.
+	RoutesFrom    []model.Route
+	ChangedRoutes map[string]bool
 	// Judging says a config nginx rejected before is rendered again for a
 	// verdict (a bisection step of the quarantine, or the ConfigMap's
 	// globals on trial or changed): its reload is tried again, not held.
@@ -157,10 +166,15 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		return res, err
 	}
 	built := step.ChangedBackends == nil
+	var changedRoutes map[string]bool
+	if sameList(step.RoutesFrom, s.plannedRoutes) {
+		changedRoutes = step.ChangedRoutes
+	}
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
-		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), FullPush: s.fullPush, HoldReload: hold})
-	s.planned = nil
+		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), ChangedRoutes: changedRoutes,
+		FullPush: s.fullPush, HoldReload: hold})
+	s.planned, s.plannedRoutes = nil, nil
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {
@@ -170,6 +184,9 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
 	if built && s.lua.current {
 		s.planned = step.Model.Backends
+	}
+	if s.lua.current {
+		s.plannedRoutes = step.Routes
 	}
 	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {

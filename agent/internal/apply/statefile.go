@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,9 +41,9 @@ const StateName = "restysync.state"
 
 // The file is JSON: {"config_hash", "profiles", and "certificates",
 // "backends", "routes" each as the body of the POST that would push it
-// all: {"upserts":[...]}}. It is put together from each item's cached
-// JSON (LuaState.encoded): at 10,000 routes a save after one endpoint
-// changed encodes that backend, not everything.
+// all: {"upserts":[...]}}. It is put together from each item's kept
+// JSON (savedItems): at 10,000 routes a save after one endpoint changed
+// encodes that backend, not everything.
 
 // savedState is one save's content: the head and each item's JSON, which
 // no one changes once encoded (a change of an item drops its cache entry
@@ -57,7 +58,9 @@ type savedState struct {
 // with profiles, or nil when nothing changed since the last snapshot
 // (and none failed since). A certificate whose key the agent does not
 // know (read back after a restart, and not in the model with the same
-// content) is left out: Lua has it, the next push brings it.
+// content) is left out: Lua has it, the next push brings it. It costs
+// the backends and routes that changed since the last snapshot (their
+// JSON), not a walk of every one (savedItems).
 func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*savedState, error) {
 	if !l.unsaved && configHash == l.savedHash {
 		return nil, nil
@@ -73,7 +76,7 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	if err != nil {
 		return nil, fmt.Errorf("encoding the saved state: %w", err)
 	}
-	s := &savedState{head: head[:len(head)-1], backends: make([][]byte, 0, len(l.backends)), routes: make([][]byte, 0, len(l.routes))}
+	s := &savedState{head: head[:len(head)-1]}
 	for name, held := range l.certs {
 		pem, ok := l.pems[name]
 		if !ok || pem.hash != held.Hash {
@@ -85,22 +88,97 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 		}
 		s.certs = append(s.certs, data)
 	}
-	for name, b := range l.backends {
-		data, err := cached(l.encodedBackends, name, func() any { return luaapi.NewBackendPayload(b) })
-		if err != nil {
-			return nil, err
-		}
-		s.backends = append(s.backends, data)
+	if s.backends, err = l.savedBackends.take(func(name string) any { return luaapi.NewBackendPayload(l.backends[name]) }); err != nil {
+		return nil, err
 	}
-	for host, r := range l.routes {
-		data, err := cached(l.encodedRoutes, host, func() any { return luaapi.RoutePayloads([]model.Route{r})[0] })
-		if err != nil {
-			return nil, err
-		}
-		s.routes = append(s.routes, data)
+	if s.routes, err = l.savedRoutes.take(func(host string) any { return luaapi.RoutePayloads([]model.Route{l.routes[host]})[0] }); err != nil {
+		return nil, err
 	}
 	l.unsaved, l.savedHash = false, configHash
 	return s, nil
+}
+
+// savedItems is the JSON of each backend (or route) Lua holds, for the
+// saved state, kept as the list a save hands its writer: at 50,000 hosts
+// a walk of the records and a lookup of each item's JSON took tens of
+// milliseconds of the sync loop once a second, and garbage the size of
+// the list. The record tells it which names changed (changed, remove);
+// take encodes those and hands out the list, which stays as it was
+// while the writer reads it: the next change copies it first (shared).
+// The order of the items is not the records' (a removed item's place
+// takes the last one); the file does not need one.
+type savedItems struct {
+	at    map[string]int // each name's place in names and json
+	names []string
+	json  [][]byte // nil: not encoded since it changed
+	// stale are the names whose JSON is nil, once each (some may have
+	// been removed since).
+	stale  []string
+	shared bool // json was handed out: copied before it changes
+}
+
+// changed says the item of name is new or changed.
+func (s *savedItems) changed(name string) {
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
+	i, ok := s.at[name]
+	if !ok {
+		s.at[name] = len(s.names)
+		s.names = append(s.names, name)
+		s.json = append(s.json, nil) // past what a save holds: no copy
+		s.stale = append(s.stale, name)
+		return
+	}
+	if s.json[i] != nil {
+		s.set(i, nil)
+		s.stale = append(s.stale, name)
+	}
+}
+
+// remove says the item of name is gone.
+func (s *savedItems) remove(name string) {
+	i, ok := s.at[name]
+	if !ok {
+		return
+	}
+	last := len(s.names) - 1
+	s.set(i, s.json[last])
+	s.names[i] = s.names[last]
+	s.at[s.names[i]] = i
+	s.names, s.json = s.names[:last], s.json[:last]
+	delete(s.at, name)
+}
+
+// reset forgets every item: the record was read back whole.
+func (s *savedItems) reset() { *s = savedItems{} }
+
+// set puts data at i, copying the list first when a save holds it.
+func (s *savedItems) set(i int, data []byte) {
+	if s.shared {
+		s.json, s.shared = slices.Clone(s.json), false
+	}
+	s.json[i] = data
+}
+
+// take encodes the payload of each stale item and returns the JSON of
+// every item, which no one changes after.
+func (s *savedItems) take(payload func(name string) any) ([][]byte, error) {
+	for k, name := range s.stale {
+		i, ok := s.at[name]
+		if !ok || s.json[i] != nil {
+			continue
+		}
+		data, err := json.Marshal(payload(name))
+		if err != nil {
+			s.stale = s.stale[k:]
+			return nil, fmt.Errorf("encoding %s for the saved state: %w", name, err)
+		}
+		s.set(i, data)
+	}
+	s.stale = s.stale[:0]
+	s.shared = true
+	return s.json[:len(s.json):len(s.json)], nil
 }
 
 // encode writes the file to w.
@@ -129,20 +207,6 @@ func (s *savedState) write(dir string) error {
 		return fmt.Errorf("saving the state for nginx's next start: %w", err)
 	}
 	return nil
-}
-
-// cached returns the JSON of the item under key in cache, encoding
-// payload() when it is not there.
-func cached(cache map[string][]byte, key string, payload func() any) ([]byte, error) {
-	if data, ok := cache[key]; ok {
-		return data, nil
-	}
-	data, err := json.Marshal(payload())
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s for the saved state: %w", key, err)
-	}
-	cache[key] = data
-	return data, nil
 }
 
 // Save writes what l holds to StateName in dir now, when it changed since

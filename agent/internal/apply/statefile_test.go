@@ -3,8 +3,10 @@ package apply
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,17 +22,17 @@ func bigState(routes, backends int) *LuaState {
 	l := NewLuaState(nil, nil)
 	for i := range backends {
 		name := fmt.Sprintf("ns-%d/svc-%d:80", i%50, i)
-		l.backends[name] = model.Backend{Name: name, Endpoints: []model.Endpoint{
+		l.holdBackend(model.Backend{Name: name, Endpoints: []model.Endpoint{
 			{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250), Port: 8080},
 			{Address: fmt.Sprintf("10.2.%d.%d", i/250, i%250), Port: 8080},
-			{Address: fmt.Sprintf("10.3.%d.%d", i/250, i%250), Port: 8080}}}
+			{Address: fmt.Sprintf("10.3.%d.%d", i/250, i%250), Port: 8080}}})
 	}
 	for i := range routes {
 		host := fmt.Sprintf("host-%d.apps.example.com", i)
 		backend := fmt.Sprintf("ns-%d/svc-%d:80", (i%backends)%50, i%backends)
-		l.routes[host] = model.Route{Host: host, Locations: []model.RouteLocation{
+		l.holdRoute(model.Route{Host: host, Locations: []model.RouteLocation{
 			{Path: "/", Backend: backend},
-			{Path: "/api", Backend: backend, Profile: "@restysync_p_0123456789abcdef0123456789abcdef", MaxBody: 1 << 20}}}
+			{Path: "/api", Backend: backend, Profile: "@restysync_p_0123456789abcdef0123456789abcdef", MaxBody: 1 << 20}}})
 	}
 	return l
 }
@@ -85,7 +87,7 @@ func TestSaveWritesWhatLuaHolds(t *testing.T) {
 // the rest, and the atomic write (temp file, fsync, rename).
 func BenchmarkSaveState(b *testing.B) {
 	benchmarkSave(b, func(l *LuaState, i int) {
-		delete(l.encodedBackends, fmt.Sprintf("ns-%d/svc-%d:80", i%50, i%5000))
+		l.savedBackends.changed(fmt.Sprintf("ns-%d/svc-%d:80", i%50, i%5000))
 	})
 }
 
@@ -93,8 +95,12 @@ func BenchmarkSaveState(b *testing.B) {
 // after a start, or after nginx's new boot was read back.
 func BenchmarkSaveStateWhole(b *testing.B) {
 	benchmarkSave(b, func(l *LuaState, _ int) {
-		clear(l.encodedBackends)
-		clear(l.encodedRoutes)
+		for name := range l.backends {
+			l.savedBackends.changed(name)
+		}
+		for host := range l.routes {
+			l.savedRoutes.changed(host)
+		}
 	})
 }
 
@@ -108,7 +114,7 @@ func BenchmarkSaveStateSnapshot(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		delete(l.encodedBackends, fmt.Sprintf("ns-%d/svc-%d:80", i%50, i%5000))
+		l.savedBackends.changed(fmt.Sprintf("ns-%d/svc-%d:80", i%50, i%5000))
 		l.unsaved = true
 		if s, err := l.snapshot("c1", nil); s == nil || err != nil {
 			b.Fatal(s, err)
@@ -153,7 +159,7 @@ func TestStateWriterWritesSnapshotsApart(t *testing.T) {
 		t.Fatalf("snapshot: %v, %v", first, err)
 	}
 	w.start(dir, first, now)
-	delete(l.routes, "host-0.apps.example.com") // the sync goes on
+	l.dropRoute("host-0.apps.example.com") // the sync goes on
 	l.unsaved = true
 	if err := w.wait(); err != nil {
 		t.Fatal(err)
@@ -198,4 +204,67 @@ func savedRoutes(t *testing.T, dir string) int {
 		t.Fatalf("%v: %s", err, data)
 	}
 	return len(s.Routes.Upserts)
+}
+
+// The saved state's items follow the record through random upserts and
+// removes of backends and routes, and a snapshot a writer holds stays as
+// it was taken while the record changes on (savedItems copies its list
+// before it changes one a save holds).
+func TestSavedItemsFollowTheRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 37))
+	l := NewLuaState(nil, nil)
+	type taken struct {
+		state *savedState
+		want  []string // its backends and routes as taken, sorted
+	}
+	var held []taken
+	contents := func(s *savedState) []string {
+		var out []string
+		for _, item := range append(slices.Clone(s.backends), s.routes...) {
+			out = append(out, string(item))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for step := range 3000 {
+		n := rng.IntN(40)
+		switch rng.IntN(5) {
+		case 0:
+			l.holdBackend(model.Backend{Name: fmt.Sprintf("b%d", n), Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: int32(80 + step)}}})
+		case 1:
+			l.dropBackend(fmt.Sprintf("b%d", n))
+		case 2:
+			l.holdRoute(model.Route{Host: fmt.Sprintf("h%d.test", n), Locations: []model.RouteLocation{{Path: fmt.Sprintf("/%d", step), Backend: "b1"}}})
+		case 3:
+			l.dropRoute(fmt.Sprintf("h%d.test", n))
+		case 4:
+			l.unsaved = true
+			s, err := l.snapshot("c", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, b := range l.backends {
+				data, _ := json.Marshal(luaapi.NewBackendPayload(b))
+				want = append(want, string(data))
+			}
+			for _, r := range l.routes {
+				data, _ := json.Marshal(luaapi.RoutePayloads([]model.Route{r})[0])
+				want = append(want, string(data))
+			}
+			slices.Sort(want)
+			if got := contents(s); !slices.Equal(got, want) {
+				t.Fatalf("step %d: the snapshot holds %d items, the record %d:\n%v\n%v", step, len(got), len(want), got, want)
+			}
+			held = append(held, taken{s, want})
+		}
+	}
+	for i, h := range held {
+		if got := contents(h.state); !slices.Equal(got, h.want) {
+			t.Fatalf("snapshot %d changed after it was taken", i)
+		}
+	}
+	if len(held) < 100 {
+		t.Fatalf("only %d snapshots taken", len(held))
+	}
 }

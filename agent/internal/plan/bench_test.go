@@ -57,3 +57,33 @@ func BenchmarkComputeEndpointChange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkComputeNewRoute is the route diff of a new Ingress at n
+// routes: every route compared (a lookup per host), or only the hosts
+// render says may have changed (Next.ChangedRoutes).
+func BenchmarkComputeNewRoute(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		held := make(map[string]model.Route, n)
+		var next []model.Route
+		for i := range n {
+			r := model.Route{Host: fmt.Sprintf("app-%d.example.com", i), Locations: []model.RouteLocation{{Path: "/", Backend: "b"}}}
+			held[r.Host] = r
+			next = append(next, r)
+		}
+		added := model.Route{Host: "new.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "b"}}}
+		next = append(next, added)
+		for _, hinted := range []bool{false, true} {
+			b.Run(fmt.Sprintf("routes=%d/changed-routes=%v", n, hinted), func(b *testing.B) {
+				in := Next{Routes: next}
+				if hinted {
+					in.ChangedRoutes = map[string]bool{added.Host: true}
+				}
+				for b.Loop() {
+					if p := Compute(Held{Routes: held, Current: true}, in); len(p.Steps) != 1 {
+						b.Fatal(p.Steps)
+					}
+				}
+			})
+		}
+	}
+}

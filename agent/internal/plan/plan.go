@@ -63,6 +63,11 @@ type Next struct {
 	// backend is compared, which keeps a new Ingress of a Service that has
 	// a backend O(changed) at 50,000 backends.
 	BackendsUnchanged bool
+	// ChangedRoutes, when not nil, are the hosts whose route may differ
+	// from the previous plan's Next.Routes (render.Cache.ChangedRoutes):
+	// with Held.Current only they are compared, which keeps a new Ingress
+	// at 50,000 routes from a lookup of every host Lua holds.
+	ChangedRoutes map[string]bool
 	// FullPush sends every backend whenever any differs, as the classic
 	// controller does: the benchmark's baseline, nothing else.
 	FullPush bool
@@ -168,7 +173,11 @@ func Compute(held Held, next Next) Plan {
 		p.Steps = append(p.Steps, Step{Kind: PushBackends, Backends: upserts})
 	}
 	var routes RoutePlan
-	if !narrow {
+	switch {
+	case narrow:
+	case next.ChangedRoutes != nil && held.Current:
+		routes = changedRoutes(held.Routes, next.Routes, next.ChangedRoutes)
+	default:
 		routes = Routes(held.Routes, next.Routes)
 	}
 	reload := next.Config.Hash != held.ConfigHash
@@ -394,7 +403,7 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 		if ok {
 			found++
 		}
-		if !ok || have.HTTPS != r.HTTPS || have.Ordered != r.Ordered || have.Listener != r.Listener || !sameLocations(have.Locations, r.Locations) {
+		if !ok || !sameRoute(have, r) {
 			p.Upserts = append(p.Upserts, r)
 		}
 	}
@@ -409,6 +418,39 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 	}
 	p.Removes = unwanted(held, wanted)
 	return p
+}
+
+// changedRoutes is Routes when only the routes of hosts may differ from
+// what Lua holds: the routes of next with those hosts that Lua lacks or
+// holds otherwise, and those of the hosts Lua holds that next does not
+// route.
+func changedRoutes(held map[string]model.Route, next []model.Route, hosts map[string]bool) RoutePlan {
+	var p RoutePlan
+	if len(hosts) == 0 {
+		return p
+	}
+	routed := make(map[string]bool, len(hosts))
+	for _, r := range next {
+		if !hosts[r.Host] {
+			continue
+		}
+		routed[r.Host] = true
+		if have, ok := held[r.Host]; !ok || !sameRoute(have, r) {
+			p.Upserts = append(p.Upserts, r)
+		}
+	}
+	for host := range hosts {
+		if _, ok := held[host]; ok && !routed[host] {
+			p.Removes = append(p.Removes, host)
+		}
+	}
+	slices.Sort(p.Removes)
+	return p
+}
+
+// sameRoute says whether Lua holding a serves as b does.
+func sameRoute(a, b model.Route) bool {
+	return a.HTTPS == b.HTTPS && a.Ordered == b.Ordered && a.Listener == b.Listener && sameLocations(a.Locations, b.Locations)
 }
 
 // sameLocations says whether a and b hold equal locations; the same

@@ -20,6 +20,7 @@ func TestCompute(t *testing.T) {
 	cfg2 := render.Config{Hash: "cfg2"}
 	route := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	route2 := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/a:80"}}}
+	other := model.Route{Host: "o.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
 	held := func(hash string, backends ...model.Backend) Held {
 		h := Held{ConfigHash: hash, Backends: map[string]model.Backend{}, Routes: map[string]model.Route{}, Certificates: map[string]HeldCertificate{}, Current: true}
@@ -78,6 +79,18 @@ func TestCompute(t *testing.T) {
 		{"backends unchanged, but the record is not current: compared", func() Held { h := withOld; h.Current = false; return h }(),
 			Next{Config: cfg, Backends: []model.Backend{a2}, BackendsUnchanged: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
+		// Only the hosts render says may have changed are compared: one
+		// outside them that differs is taken as held; a named host next
+		// does not route is removed.
+		{"changed routes: only those hosts compared", withRoute,
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2, other}, ChangedRoutes: map[string]bool{other.Host: true}},
+			[]Step{{Kind: PushRoutes, Routes: []model.Route{other}}}},
+		{"changed routes: a named host gone is removed", withRoute,
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{other}, ChangedRoutes: map[string]bool{route.Host: true}},
+			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
+		{"changed routes, but the record is not current: every host compared", func() Held { h := withRoute; h.Current = false; return h }(),
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2, other}, ChangedRoutes: map[string]bool{other.Host: true}},
+			[]Step{{Kind: PushRoutes, Routes: []model.Route{route2, other}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},

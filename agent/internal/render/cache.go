@@ -58,8 +58,8 @@ type Cache struct {
 	router string
 	// gateway are the last model's Gateway routes, and gatewayOut the
 	// routes the last render handed out for them (metric labels and all),
-	// one for one: a route the model hands out again (the same Locations
-	// array) is handed out as it was.
+	// one for one: a route the model hands out again (the same pointer)
+	// is handed out as it was.
 	gateway    []*model.Route
 	gatewayOut []model.Route
 	// last is the config of the last render, lastKeep the profiles it
@@ -69,6 +69,21 @@ type Cache struct {
 	lastRest model.Model
 	// stats are the last render's, for the sync log (Stats).
 	stats CacheStats
+	// lastRoutes are the routes the last Build returned; changed are the
+	// hosts whose route may differ between changedFrom (the routes of the
+	// Build before) and lastRoutes, nil when any may (ChangedRoutes).
+	lastRoutes, changedFrom []model.Route
+	changed                 map[string]bool
+}
+
+// ChangedRoutes says which routes of the last Build may differ from those
+// of the Build before it (from, the very slice that Build returned): a
+// host not in hosts has the same route in both, or none in both. ok is
+// false when the cache cannot say (the first render, new settings, an
+// error, the router's body size changed). Plan compares only those hosts
+// when Lua holds from (plan.Next.ChangedRoutes).
+func (c *Cache) ChangedRoutes() (from []model.Route, hosts map[string]bool, ok bool) {
+	return c.changedFrom, c.changed, c.changed != nil
 }
 
 // CacheStats say what the last Build of a Cache made again.
@@ -162,6 +177,7 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, []mod
 		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
 		return Build(m, s, keep...)
 	}
+	c.lastRoutes = routes
 	return cfg, routes, nil
 }
 
@@ -193,6 +209,31 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	}
 	c.gen++
 	c.stats = CacheStats{}
+	// The hosts whose route may change: those of each server made again
+	// or gone, old and new, with their aliases and www names (who claims
+	// an alias changes only with a server that names it), and those of
+	// the Gateway routes that came, went or changed; nil (any) after a
+	// reset.
+	hinted := map[string]bool{}
+	if c.lastRoutes == nil {
+		hinted = nil
+	}
+	hint := func(e *hostEntry) {
+		if hinted == nil {
+			return
+		}
+		if e.isDefault {
+			hinted[DefaultRoute] = true
+			return
+		}
+		hinted[e.server.Host] = true
+		for _, alias := range e.server.Aliases {
+			hinted[alias] = true
+		}
+		if e.server.WWWRedirect != "" {
+			hinted[e.server.WWWRedirect] = true
+		}
+	}
 	h := DefaultHTTP()
 	if s.HTTP != nil {
 		h = *s.HTTP
@@ -219,7 +260,9 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return nil, err
 		}
 		made[e] = view
+		hint(e)
 		if old != nil {
+			hint(old)
 			setChanged = c.count(old, -1) || setChanged
 			confChanged = confChanged || c.entryConf(old, nil)
 		}
@@ -258,6 +301,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	if len(c.hosts) > len(m.Servers) {
 		for host, e := range c.hosts {
 			if e.gen != c.gen {
+				hint(e)
 				setChanged = c.count(e, -1) || setChanged
 				confChanged = confChanged || c.entryConf(e, nil)
 				delete(c.hosts, host)
@@ -289,6 +333,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	if router != c.router {
 		c.router = router
 		changed = all
+		hinted = nil
 	}
 	for _, e := range changed {
 		view, err := viewOf(e)
@@ -299,10 +344,11 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return Config{}, nil, false, err
 		}
 	}
-	routes, retries, ok, err := c.routes(m, entries)
+	routes, retries, ok, err := c.routes(m, entries, hinted)
 	if err != nil || !ok {
 		return Config{}, nil, false, err
 	}
+	c.changedFrom, c.changed = c.lastRoutes, hinted
 	c.stats.Hosts = remade
 	rest := restOf(m)
 	if c.last.Hash != "" && !confChanged && !retries && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
@@ -531,8 +577,9 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 }
 
 // routes are routesOf's routes from the entries, and the Gateway routes
-// (gatewayRoutes says what the bools say).
-func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool, bool, error) {
+// (gatewayRoutes says what the bools say); hinted (when not nil) gains
+// the hosts of the Gateway routes that came, went or changed.
+func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bool) ([]model.Route, bool, bool, error) {
 	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
@@ -576,7 +623,7 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool
 			return nil, false, false, err
 		}
 	}
-	return c.gatewayRoutes(m, routes)
+	return c.gatewayRoutes(m, routes, hinted)
 }
 
 // gatewayRoutes appends m's Gateway routes to routes as gatewayRoutes
@@ -588,7 +635,7 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, bool
 // sorted by host, each once (Build then says which appears twice). An
 // Ingress's route cannot take a Gateway route's host: those are DNS
 // names, and a Gateway route's host has a space (FrontKey).
-func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Route, bool, bool, error) {
+func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route, hinted map[string]bool) ([]model.Route, bool, bool, error) {
 	start := len(routes)
 	last, lastOut := c.gateway, c.gatewayOut
 	retries, j := false, 0
@@ -598,6 +645,7 @@ func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Rout
 		}
 		for j < len(last) && last[j].Host < r.Host {
 			retries = retries || hasRetries(*last[j]) // gone
+			hintHost(hinted, last[j].Host)
 			j++
 		}
 		if j < len(last) && last[j].Host == r.Host {
@@ -611,6 +659,7 @@ func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Rout
 		if err := checkGatewayRoute(*r); err != nil {
 			return nil, false, false, err
 		}
+		hintHost(hinted, r.Host)
 		retries = retries || hasRetries(*r)
 		out := *r
 		if c.settings.RequestMetrics != nil {
@@ -621,7 +670,15 @@ func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route) ([]model.Rout
 	}
 	for ; j < len(last); j++ {
 		retries = retries || hasRetries(*last[j])
+		hintHost(hinted, last[j].Host)
 	}
 	c.gateway, c.gatewayOut = m.GatewayRoutes, slices.Clip(routes[start:])
 	return routes, retries, true, nil
+}
+
+// hintHost adds host to hinted, when not nil (nil: any host may change).
+func hintHost(hinted map[string]bool, host string) {
+	if hinted != nil {
+		hinted[host] = true
+	}
 }

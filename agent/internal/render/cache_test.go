@@ -189,10 +189,10 @@ func manyGatewayRoutes(n int) (without, with model.Model) {
 }
 
 // TestCacheGatewayRoutes walks a Cache through Gateway route changes: a
-// route that comes, goes or changes is checked again alone and nginx.conf
-// is the last one, but for a route with retry codes (a location of
-// nginx.conf); routes not sorted by host are rendered by Build. Every step
-// equals Build.
+// route that comes, goes or changes is checked again alone, is the one
+// host ChangedRoutes names, and nginx.conf is the last one, but for a
+// route with retry codes (a location of nginx.conf); routes not sorted by
+// host are rendered by Build. Every step equals Build.
 func TestCacheGatewayRoutes(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
 	// changeRoute is m with a new route i, its first location changed.
@@ -221,18 +221,19 @@ func TestCacheGatewayRoutes(t *testing.T) {
 		reused bool // nginx.conf is the last one
 		routes int  // Gateway routes checked again
 		whole  bool
+		hosts  int // hosts ChangedRoutes names; -1: it cannot say
 	}{
-		{"first", without, goldenSettings, false, 20, false},
-		{"a new route", with, goldenSettings, true, 1, false},
-		{"the route gone", without, goldenSettings, true, 0, false},
-		{"the route back", with, goldenSettings, true, 1, false},
-		{"a route changed", changed, goldenSettings, true, 1, false},
-		{"retry codes: a location of nginx.conf", retry, goldenSettings, false, 1, false},
-		{"retry codes gone", changed, goldenSettings, false, 1, false},
-		{"request metrics: every route labelled", changed, metrics, false, 21, false},
-		{"a route changed, labelled", with, metrics, true, 1, false},
-		{"routes out of order", unsorted, metrics, false, 0, true},
-		{"in order again", with, metrics, false, 21, false},
+		{"first", without, goldenSettings, false, 20, false, -1},
+		{"a new route", with, goldenSettings, true, 1, false, 1},
+		{"the route gone", without, goldenSettings, true, 0, false, 1},
+		{"the route back", with, goldenSettings, true, 1, false, 1},
+		{"a route changed", changed, goldenSettings, true, 1, false, 1},
+		{"retry codes: a location of nginx.conf", retry, goldenSettings, false, 1, false, 1},
+		{"retry codes gone", changed, goldenSettings, false, 1, false, 1},
+		{"request metrics: every route labelled", changed, metrics, false, 21, false, -1},
+		{"a route changed, labelled", with, metrics, true, 1, false, 1},
+		{"routes out of order", unsorted, metrics, false, 0, true, -1},
+		{"in order again", with, metrics, false, 21, false, -1},
 	}
 	cache := NewCache()
 	for _, step := range steps {
@@ -251,6 +252,9 @@ func TestCacheGatewayRoutes(t *testing.T) {
 		if stats.ConfReused != step.reused || stats.Whole != step.whole || !step.whole && stats.GatewayRoutes != step.routes {
 			t.Errorf("%s: conf reused %v, whole %v, %d routes checked again; want %v, %v, %d",
 				step.name, stats.ConfReused, stats.Whole, stats.GatewayRoutes, step.reused, step.whole, step.routes)
+		}
+		if _, hosts, ok := cache.ChangedRoutes(); ok != (step.hosts >= 0) || ok && len(hosts) != step.hosts {
+			t.Errorf("%s: ChangedRoutes names %v (ok %v), want %d hosts", step.name, hosts, ok, step.hosts)
 		}
 	}
 }

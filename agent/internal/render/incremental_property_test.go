@@ -62,8 +62,11 @@ func TestIncrementalEqualsBuild(t *testing.T) {
 			t.Fatalf("seed %d (rerun: -incremental.seed=%d -incremental.sequences=1): %v", seed, seed, err)
 		}
 	}
-	t.Logf("%d sequences of %d changes in %s: %v; cached renders reusing nginx.conf: %d, rendering it: %d", n, incrementalSteps,
-		time.Since(start).Round(time.Millisecond), paths, cacheStats[true], cacheStats[false])
+	t.Logf("%d sequences of %d changes in %s: %v; cached renders reusing nginx.conf: %d, rendering it: %d; saying which routes changed: %d, not: %d", n, incrementalSteps,
+		time.Since(start).Round(time.Millisecond), paths, cacheStats[true], cacheStats[false], changedRoutesStats[true], changedRoutesStats[false])
+	if changedRoutesStats[true] < n*incrementalSteps/2 {
+		t.Errorf("only %d of %d renders said which routes changed: the hint is checked on too few", changedRoutesStats[true], n*incrementalSteps)
+	}
 	if paths["incremental"] < n*incrementalSteps/3 {
 		t.Errorf("only %d of %d steps were incremental: the property is checked on too few", paths["incremental"], n*incrementalSteps)
 	}
@@ -428,6 +431,10 @@ func modelDiff(want, got model.Model) string {
 // those that rendered it.
 var cacheStats = map[bool]int{}
 
+// changedRoutesStats counts the cached renders that said which routes
+// changed (true) and those that could not.
+var changedRoutesStats = map[bool]int{}
+
 // checkCacheStep renders m with cache and with Build, and says how they
 // differ: config (bytes, hash, profiles, files, the view Changes reads),
 // routes or error. It returns the profiles the next step keeps: now and
@@ -451,10 +458,52 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	if !reflect.DeepEqual(gotRoutes, wantRoutes) {
 		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", gotRoutes, wantRoutes)
 	}
+	if err := checkChangedRoutes(cache, gotRoutes); err != nil {
+		return nil, err
+	}
 	if rng.Intn(4) == 0 && len(wantCfg.Profiles) > 0 {
 		return wantCfg.Profiles[:rng.Intn(len(wantCfg.Profiles))+1], nil
 	}
 	return keep, nil
+}
+
+// lastCacheRoutes are the routes each cache's last render returned.
+var lastCacheRoutes = map[*Cache][]model.Route{}
+
+// checkChangedRoutes checks Cache.ChangedRoutes after a render that
+// returned routes: from is the very list the render before returned, and
+// every host whose route differs between the two (or that only one
+// routes) is among hosts. Plan trusts it (plan.Next.ChangedRoutes).
+func checkChangedRoutes(cache *Cache, routes []model.Route) error {
+	last := lastCacheRoutes[cache]
+	lastCacheRoutes[cache] = routes
+	from, hosts, ok := cache.ChangedRoutes()
+	if !ok {
+		changedRoutesStats[false]++
+		return nil
+	}
+	changedRoutesStats[true]++
+	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+		return fmt.Errorf("ChangedRoutes: from is not the routes the render before returned")
+	}
+	byHost := func(list []model.Route) map[string]model.Route {
+		out := make(map[string]model.Route, len(list))
+		for _, r := range list {
+			out[r.Host] = r
+		}
+		return out
+	}
+	before, after := byHost(from), byHost(routes)
+	for _, side := range []map[string]model.Route{before, after} {
+		for host := range side {
+			a, inA := before[host]
+			b, inB := after[host]
+			if (inA != inB || !reflect.DeepEqual(a, b)) && !hosts[host] {
+				return fmt.Errorf("ChangedRoutes: the route of %q changed (%+v → %+v) and is not among the hosts %v", host, a, b, hosts)
+			}
+		}
+	}
+	return nil
 }
 
 // changeRenderInputs changes what besides the model a render reads: the

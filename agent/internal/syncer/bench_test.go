@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
@@ -46,6 +47,7 @@ func BenchmarkNewIngress(b *testing.B) {
 
 type newIngressEnv struct {
 	s     *Syncer
+	nginx *apply.Nginx
 	dir   string
 	ctx   context.Context
 	stop  func()
@@ -55,7 +57,7 @@ type newIngressEnv struct {
 
 // startNewIngressEnv writes n Ingresses (500 to a file), starts nginx, the
 // file source and a Syncer on them, and runs the first sync.
-func startNewIngressEnv(b *testing.B, n int) *newIngressEnv {
+func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 	b.Helper()
 	dir, staging := b.TempDir(), b.TempDir()
 	// Written aside and renamed in, so the source reads each file whole.
@@ -93,14 +95,27 @@ func startNewIngressEnv(b *testing.B, n int) *newIngressEnv {
 	if got := len(s.built.Servers); got != n {
 		b.Fatalf("first sync serves %d hosts, want %d", got, n)
 	}
-	return &newIngressEnv{s: s, dir: dir, ctx: ctx, stop: cancel, write: write}
+	return &newIngressEnv{s: s, nginx: nginx, dir: dir, ctx: ctx, stop: cancel, write: write}
 }
 
 // add writes one new Ingress and waits for the source to report it.
-func (e *newIngressEnv) add(b *testing.B) {
+func (e *newIngressEnv) add(b testing.TB) {
 	name := fmt.Sprintf("new-%d", e.next)
 	e.next++
-	e.write(name+".yaml", benchIngressYAML(name, "f0"))
+	e.put(b, name+".yaml", benchIngressYAML(name, "f0"))
+}
+
+// put writes the file name (or removes it, content "") and waits for
+// the source to report it.
+func (e *newIngressEnv) put(b testing.TB, name, content string) {
+	b.Helper()
+	if content == "" {
+		if err := os.Remove(filepath.Join(e.dir, name)); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		e.write(name, content)
+	}
 	select {
 	case <-e.s.dirty:
 	case <-time.After(10 * time.Second):

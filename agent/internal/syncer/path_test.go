@@ -14,7 +14,8 @@ import (
 
 // The sync log line says how the model was computed: path=full with the
 // reason (the first build, an IngressClass changed), path=incremental for
-// a new Ingress (only it is built), path=fast when only endpoints moved;
+// a new Ingress (only it is built, and the line counts what was built),
+// path=fast when only endpoints moved;
 // and each model is the one a full build gives.
 func TestSyncLogPath(t *testing.T) {
 	var logs strings.Builder
@@ -42,7 +43,8 @@ func TestSyncLogPath(t *testing.T) {
 	second := src.snap.Ingresses[0].DeepCopy()
 	second.Name, second.Spec.Rules[0].Host = "second", "second.test"
 	src.snap.Ingresses = append(slices.Clone(src.snap.Ingresses), second)
-	step(map[source.Kind]bool{source.KindIngress: true}, "path=incremental", "servers=2")
+	step(map[source.Kind]bool{source.KindIngress: true}, "path=incremental", "servers=2",
+		"built_islands=1 built_ingresses=1 built_httproutes=0 built_globals=false")
 	if strings.Contains(logs.String(), "path_reason") {
 		t.Errorf("an incremental sync names a reason: %q", logs.String())
 	}

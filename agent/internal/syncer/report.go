@@ -196,7 +196,8 @@ func (r syncResult) action() string {
 }
 
 // logSync logs what the sync that began at start did: after its action
-// and path, the objects changed since the last sync (changes.take; left
+// and path (and on path=incremental what was built again: islands,
+// Ingresses, HTTPRoutes, the globals part), the objects changed since the last sync (changes.take; left
 // out when none did) and why it reloaded nginx (left out when it did not
 // try), then the counters.
 func (s *Syncer) logSync(next model.Model, problems int, path, objects string, result syncResult, start time.Time, err error) {
@@ -206,6 +207,11 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 	}
 	if path == "full" && !s.buildPath.Incremental && s.buildPath.Reason != "" {
 		attrs = append(attrs, "path_reason", s.buildPath.Reason)
+	}
+	if path == "full" && s.buildPath.Incremental {
+		// What the Incremental built again (model.BuildPath).
+		attrs = append(attrs, "built_islands", s.buildPath.Islands, "built_ingresses", s.buildPath.Ingresses,
+			"built_httproutes", s.buildPath.HTTPRoutes, "built_globals", s.buildPath.Globals)
 	}
 	if objects != "" {
 		attrs = append(attrs, "changed", objects)

@@ -286,8 +286,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	// A config nginx rejected before is rendered again for a verdict while
 	// the guard bisects or the ConfigMap's globals are on trial or changed.
 	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
-	res.Result, err = s.stage.Apply(ctx, apply.Step{Model: next, Config: cfg, Routes: routes,
-		ChangedBackends: s.changedBackends, Judging: judging})
+	step := apply.Step{Model: next, Config: cfg, Routes: routes, ChangedBackends: s.changedBackends, Judging: judging}
+	if rendered {
+		step.RoutesFrom, step.ChangedRoutes, _ = s.renderCache.ChangedRoutes()
+	}
+	res.Result, err = s.stage.Apply(ctx, step)
 	if s.meetNginx() {
 		s.lastConfig = render.Config{}
 		s.rerender = true

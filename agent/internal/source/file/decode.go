@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -146,11 +147,20 @@ func (k objectKey) String() string {
 	return string(k.kind) + " " + k.namespace + "/" + k.name
 }
 
-// document is one object decoded from a manifest file.
+// document is one object decoded from a manifest file. Its key is read
+// from the object (key), not held beside it: 150,000 keys held 8 MB.
 type document struct {
 	index int // 1-based, counting documents that are not empty
-	key   objectKey
 	obj   runtime.Object
+}
+
+// key is the key of the document's object.
+func (d document) key() objectKey { return keyOf(d.obj) }
+
+// keyOf is the key of obj, one of the types the decoder reads.
+func keyOf(obj runtime.Object) objectKey {
+	meta := obj.(metav1.Object)
+	return objectKey{kind: kindOfType[reflect.TypeOf(obj)], namespace: meta.GetNamespace(), name: meta.GetName()}
 }
 
 // problem is a document or file left out. index 0 means the whole file.
@@ -239,6 +249,12 @@ func isEmptyDocument(raw []byte) bool {
 	return true
 }
 
+// strip drops what restysync never reads from each object decoded, as
+// the kube source does from each object it caches (source.Strip), so the
+// model sees the same objects from either. A variable only for the test
+// that builds the model over objects stripped and not.
+var strip = source.Strip
+
 // decodeDocument decodes and checks one document. On failure it returns the
 // reason for a Problem, and byDesign when the document is left out because
 // it is of a kind or Secret type the source does not read, not because it
@@ -317,6 +333,7 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 				kind, meta.Name, meta.Namespace, strings.Join(errs, "; "))), false
 		}
 	}
+	strip(obj)
 	shareStrings(obj)
 	key := objectKey{kind: kind, namespace: meta.Namespace, name: meta.Name}
 
@@ -325,7 +342,7 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 			return document{}, reason, byDesign
 		}
 	}
-	return document{key: key, obj: obj}, "", false
+	return document{obj: obj}, "", false
 }
 
 // checkSecret accepts TLS Secrets and Opaque ones (the htpasswd of basic

@@ -10,7 +10,10 @@
 // strictly by apimachinery into one of the accepted types (Ingress,
 // IngressClass, Service, EndpointSlice, TLS Secret, ConfigMap, and the
 // Gateway API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, ReferenceGrant, ListenerSet and BackendTLSPolicy with
-// the Namespaces its selectors match). What the API server would add is
+// the Namespaces its selectors match), and stripped of what restysync never
+// reads, as the kube source strips what it caches (source.Strip:
+// managedFields, kubectl's last-applied-configuration, an endpoint's pod
+// and zone). What the API server would add is
 // not added: the Gateway API's defaults (a listener's allowedRoutes, a
 // match's path) are the model's to assume when a field is unset. A document
 // that cannot be used becomes a Problem named "path#N" whose reason starts

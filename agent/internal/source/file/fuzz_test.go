@@ -39,11 +39,11 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("document index %d after %d", doc.index, last)
 			}
 			last = doc.index
-			if doc.obj == nil || doc.key.name == "" {
+			if doc.obj == nil || doc.key().name == "" {
 				t.Errorf("document %d: incomplete %+v", doc.index, doc)
 			}
-			if (doc.key.namespace == "") != (doc.key.kind == source.KindIngressClass) {
-				t.Errorf("document %d: %s has namespace %q", doc.index, doc.key.kind, doc.key.namespace)
+			if (doc.key().namespace == "") != (doc.key().kind == source.KindIngressClass) {
+				t.Errorf("document %d: %s has namespace %q", doc.index, doc.key().kind, doc.key().namespace)
 			}
 		}
 		for _, p := range problems {

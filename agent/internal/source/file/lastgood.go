@@ -193,7 +193,7 @@ func identify(data []byte) *objectKey {
 func keepLastGood(served, docs []document, problems []problem) []document {
 	defined := make(map[objectKey]bool, len(docs))
 	for _, doc := range docs {
-		defined[doc.key] = true
+		defined[doc.key()] = true
 	}
 	for i, p := range problems {
 		if !p.failed {
@@ -201,12 +201,12 @@ func keepLastGood(served, docs []document, problems []problem) []document {
 		}
 		var kept []objectKey
 		for _, old := range served {
-			if defined[old.key] || (p.defines != nil && old.key != *p.defines) {
+			if defined[old.key()] || (p.defines != nil && old.key() != *p.defines) {
 				continue
 			}
-			defined[old.key] = true
-			kept = append(kept, old.key)
-			docs = append(docs, document{index: p.index, key: old.key, obj: old.obj})
+			defined[old.key()] = true
+			kept = append(kept, old.key())
+			docs = append(docs, document{index: p.index, obj: old.obj})
 		}
 		if len(kept) > 0 {
 			problems[i].reason = keptReason(p.reason, kept)

@@ -73,6 +73,7 @@ func TestPatchViewIsBuildView(t *testing.T) {
 		s.readFile(path)
 		pending := s.pending
 		s.pending = nil
+		prev := s.view
 		changed, ok := s.patchView(pending)
 		if ok != (step.patched != nil) {
 			t.Fatalf("%s: patched %v, want %v", step.name, ok, step.patched != nil)
@@ -87,7 +88,16 @@ func TestPatchViewIsBuildView(t *testing.T) {
 			}
 		} else {
 			s.pending = pending
-			s.publish()
+			changed, _ = s.publish()
+		}
+		// The changes reported are those between the views (the lists
+		// walked side by side, as a view built whole reports them).
+		var want []source.Change
+		for _, key := range changedBetween(prev, s.view) {
+			want = append(want, source.Change{Kind: key.kind, Namespace: key.namespace, Name: key.name})
+		}
+		if !slices.Equal(changed, want) {
+			t.Errorf("%s: changes %v, want those between the views: %v", step.name, changed, want)
 		}
 		if want := s.buildView(); !reflect.DeepEqual(s.view, want) {
 			t.Errorf("%s: the view served differs from the one built whole:\n%+v\nwant\n%+v", step.name, s.view, want)
@@ -108,4 +118,26 @@ func writeOrRemove(t *testing.T, path, content string) {
 		return
 	}
 	writeFile(t, path, content)
+}
+
+// Every kind reported has its list, whose type maps back to the kind
+// (keyOf), and every type the decoder reads is one of them.
+func TestKindListsCoverEveryKind(t *testing.T) {
+	if len(kindLists) != len(kindOrder) || len(kindOfType) != len(kindOrder) {
+		t.Fatalf("%d lists, %d types for %d kinds", len(kindLists), len(kindOfType), len(kindOrder))
+	}
+	for _, kind := range kindOrder {
+		if list, ok := kindLists[kind]; !ok || kindOfType[list.objectType()] != kind {
+			t.Errorf("kind %s has no list, or its type maps to %q", kind, kindOfType[list.objectType()])
+		}
+	}
+	for kind, apiVersion := range readKinds {
+		obj, _, err := decodeObject([]byte("apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: a}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if kindOfType[reflect.TypeOf(obj)] != source.Kind(kind) {
+			t.Errorf("%T reads as kind %q, want %s", obj, kindOfType[reflect.TypeOf(obj)], kind)
+		}
+	}
 }

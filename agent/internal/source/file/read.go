@@ -257,7 +257,7 @@ func (s *Source) install(path string, r fileRead) {
 // decodes to the same content, so that publish sees no change for it.
 func (s *Source) reuseUnchanged(docs []document) {
 	for i, doc := range docs {
-		if old, ok := s.view.objects[doc.key]; ok && equality.Semantic.DeepEqual(old, doc.obj) {
+		if old := s.view.lookup(doc.key()); old != nil && equality.Semantic.DeepEqual(old, doc.obj) {
 			docs[i].obj = old
 		}
 	}

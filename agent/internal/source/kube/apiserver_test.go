@@ -152,8 +152,8 @@ func TestSourceAPIServer(t *testing.T) {
 		if len(ing.ManagedFields) != 0 {
 			t.Errorf("ingress %s has managedFields %v, want them stripped", ing.Name, ing.ManagedFields)
 		}
-		if _, ok := ing.Annotations[lastAppliedAnnotation]; ok {
-			t.Errorf("ingress %s kept %s", ing.Name, lastAppliedAnnotation)
+		if _, ok := ing.Annotations[source.LastAppliedAnnotation]; ok {
+			t.Errorf("ingress %s kept %s", ing.Name, source.LastAppliedAnnotation)
 		}
 	}
 

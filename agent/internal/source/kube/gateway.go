@@ -158,19 +158,9 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 		onlyOne = func(o *metav1.ListOptions) { o.FieldSelector = byName }
 	}
 	namespaces := kubeclient.NewInformer(c, reconnecting(c.Namespaces(), r), &corev1.Namespace{}, resync, onlyOne)
-	g.informers = append(g.informers, namedInformer{kind: source.KindNamespace, informer: namespaces, transform: stripNamespace})
+	g.informers = append(g.informers, namedInformer{kind: source.KindNamespace, informer: namespaces})
 	g.namespaces = corelisters.NewNamespaceLister(namespaces.GetIndexer())
 	return g
-}
-
-// stripNamespace is strip for Namespaces, of which only the name and the
-// labels are read.
-func stripNamespace(obj any) (any, error) {
-	obj, err := strip(obj)
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		ns.Annotations, ns.Spec, ns.Status = nil, corev1.NamespaceSpec{}, corev1.NamespaceStatus{}
-	}
-	return obj, err
 }
 
 // fill adds the cached objects to snap (none of a kind not served).

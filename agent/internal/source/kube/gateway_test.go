@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -411,19 +410,5 @@ func TestGatewayRefs(t *testing.T) {
 	secrets, _ = gatewayRefs(snap, "example.com/gw", false)
 	if want := []string{"web/same", "web/explicit", "cas/ca-secret", "tenant/set-cert"}; !slices.Equal(names(secrets), want) {
 		t.Errorf("Secrets with ListenerSets = %v, want %v", names(secrets), want)
-	}
-}
-
-// stripNamespace keeps a Namespace's name and labels only.
-func TestStripNamespace(t *testing.T) {
-	ns := &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}},
-		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
-		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
-	}
-	obj, err := stripNamespace(ns)
-	got := obj.(*corev1.Namespace)
-	if err != nil || got.Name != "web" || got.Labels["a"] != "b" || got.Annotations != nil || got.Spec.Finalizers != nil || got.Status.Phase != "" {
-		t.Errorf("stripNamespace = %+v, %v", got, err)
 	}
 }

@@ -12,10 +12,9 @@
 // auth-secret or proxy-ssl-secret is watched on its own, by name
 // (authsecrets.go), and only its keys auth, ca.crt, tls.crt and tls.key
 // are cached. Every
-// object has its managedFields and kubectl's last-applied-configuration
-// annotation dropped before it is cached, because neither is read and
-// together they often outweigh the rest of the object (a Secret applied with
-// kubectl would otherwise be held twice).
+// object is stripped of what restysync never reads before it is cached
+// (source.Strip: managedFields and kubectl's last-applied-configuration,
+// which together often outweigh the rest of the object).
 //
 // The Gateway API's kinds are read when the API server serves them, and
 // from the moment it does (gateway.go); the Secrets its listeners name
@@ -51,10 +50,6 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
-
-// lastAppliedAnnotation is written by `kubectl apply`: a full JSON copy of
-// the object as last applied.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // tlsSecretSelector is the field selector of the Secret informer.
 var tlsSecretSelector = fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS)).String()
@@ -517,27 +512,10 @@ func namedSecretType(t corev1.SecretType) bool {
 	return t == corev1.SecretTypeOpaque || t == corev1.SecretTypeTLS
 }
 
-// strip drops what restysync never reads from an object before it is
-// cached. It changes the object in place, which a transform may do, and is
-// idempotent.
+// strip is source.Strip as an informer's transform: it changes the
+// object in place, which a transform may do.
 func strip(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok {
-		o.SetManagedFields(nil)
-		if _, ok := o.GetAnnotations()[lastAppliedAnnotation]; ok {
-			annotations := maps.Clone(o.GetAnnotations())
-			delete(annotations, lastAppliedAnnotation)
-			if len(annotations) == 0 {
-				annotations = nil
-			}
-			o.SetAnnotations(annotations)
-		}
-	}
-	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
-		for i := range slice.Endpoints {
-			e := &slice.Endpoints[i]
-			e.TargetRef, e.Hints, e.DeprecatedTopology, e.NodeName, e.Zone = nil, nil, nil, nil, nil
-		}
-	}
+	source.Strip(obj)
 	return obj, nil
 }
 

@@ -109,8 +109,8 @@ func testObjects() []runtime.Object {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "app", Namespace: "web",
 				Annotations: map[string]string{
-					lastAppliedAnnotation: `{"big":"copy"}`,
-					"example.com/kept":    "yes",
+					source.LastAppliedAnnotation: `{"big":"copy"}`,
+					"example.com/kept":           "yes",
 				},
 			},
 			Spec: networkingv1.IngressSpec{
@@ -355,45 +355,9 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-func TestStrip(t *testing.T) {
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:          "tls",
-			Annotations:   map[string]string{lastAppliedAnnotation: "{}"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-		},
-		Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": []byte("c")},
-	}
-	for range 2 { // idempotent
-		obj, err := strip(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := obj.(*corev1.Secret)
-		if got.ManagedFields != nil || got.Annotations != nil || string(got.Data["tls.crt"]) != "c" {
-			t.Errorf("strip = %+v, want no managedFields or annotations, data kept", got)
-		}
-	}
-	node, zone, ready := "node-1", "zone-a", true
-	slice := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{{
-		Addresses:  []string{"10.0.0.1"},
-		Conditions: discoveryv1.EndpointConditions{Ready: &ready},
-		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "p"},
-		NodeName:   &node, Zone: &zone,
-		Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}},
-	}}}
-	obj, err := strip(slice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := obj.(*discoveryv1.EndpointSlice).Endpoints[0]
-	if e.TargetRef != nil || e.NodeName != nil || e.Zone != nil || e.Hints != nil {
-		t.Errorf("strip kept %+v, want no pod reference, node, zone or hints", e)
-	}
-	if e.Addresses[0] != "10.0.0.1" || e.Conditions.Ready == nil || !*e.Conditions.Ready {
-		t.Errorf("strip lost the address or readiness: %+v", e)
-	}
+// strip, every informer's transform, is source.Strip (tested there) and
+// leaves what is not an object alone (a tombstone).
+func TestStripTombstone(t *testing.T) {
 	tombstone := cache.DeletedFinalStateUnknown{Key: "a/b"}
 	if obj, err := strip(tombstone); err != nil || obj != any(tombstone) {
 		t.Errorf("strip(tombstone) = %v, %v; want it unchanged", obj, err)
