@@ -262,7 +262,7 @@ func FromModel(m model.Model, routes []model.Route, problems []model.Problem) Re
 	}
 	servers := m.Servers
 	if len(m.Default.Locations) > 0 {
-		servers = append([]model.Server{m.Default}, m.Servers...)
+		servers = append([]*model.Server{&m.Default}, m.Servers...)
 	}
 	profiles := profilesOf(routes)
 	for _, s := range servers {

@@ -241,9 +241,9 @@ func (p *gatewayProcessor) applyBackendTLS(share *WeightedBackend, namespace, se
 
 // backendTLSStatus returns the status of each policy some route of a
 // Gateway of ours sends through: one ancestor per such Gateway.
-func (p *gatewayProcessor) backendTLSStatus() []RouteStatus {
+func (p *gatewayProcessor) backendTLSStatus() []*RouteStatus {
 	seen := map[*backendTLSPolicy]bool{}
-	var out []RouteStatus
+	var out []*RouteStatus
 	for _, policies := range p.tlsTargets {
 		for _, bp := range policies {
 			if seen[bp] || len(bp.ancestors) == 0 {
@@ -264,7 +264,7 @@ func (p *gatewayProcessor) backendTLSStatus() []RouteStatus {
 			if len(st.Parents) > maxPolicyAncestors {
 				st.Parents = st.Parents[:maxPolicyAncestors]
 			}
-			out = append(out, st)
+			out = append(out, &st)
 		}
 	}
 	return out

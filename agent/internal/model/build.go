@@ -277,10 +277,10 @@ func (b *Builder) model(processors []Processor) Model {
 		if host == "" {
 			m.Default = server
 		} else {
-			m.Servers = append(m.Servers, server)
+			m.Servers = append(m.Servers, &server)
 		}
 	}
-	slices.SortFunc(m.Servers, func(a, b Server) int { return strings.Compare(a.Host, b.Host) })
+	slices.SortFunc(m.Servers, func(a, b *Server) int { return strings.Compare(a.Host, b.Host) })
 	for _, p := range processors {
 		p.FinishModel(&m)
 	}

@@ -147,7 +147,7 @@ type gatewayProcessor struct {
 
 	status    GatewayAPIStatus
 	listeners []Listener
-	routes    []Route
+	routes    []*Route
 	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go), and
 	// files the certificates of the Terminate listeners.
 	tlsFronts      []TLSFront
@@ -285,7 +285,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	for i := range m.Listeners {
 		m.Listeners[i].GRPC = p.grpcFronts[m.Listeners[i].Front]
 	}
-	slices.SortFunc(p.routes, func(a, b Route) int { return strings.Compare(a.Host, b.Host) })
+	slices.SortFunc(p.routes, func(a, b *Route) int { return strings.Compare(a.Host, b.Host) })
 	m.GatewayRoutes = p.routes
 	for _, t := range p.backendTLS {
 		m.BackendTLS = append(m.BackendTLS, t)
@@ -300,7 +300,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	slices.SortFunc(p.status.Services, func(a, b GatewayService) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	slices.SortFunc(p.status.Routes, func(a, b RouteStatus) int {
+	slices.SortFunc(p.status.Routes, func(a, b *RouteStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
 	m.GatewayAPI = p.status

@@ -224,7 +224,7 @@ func routeStatusOf(t *testing.T, m Model, namespace, name string) RouteStatus {
 	t.Helper()
 	for _, r := range m.GatewayAPI.Routes {
 		if r.Namespace == namespace && r.Name == name {
-			return r
+			return *r
 		}
 	}
 	t.Fatalf("no status for HTTPRoute %s/%s in %s", namespace, name, dump(m.GatewayAPI.Routes))
@@ -254,11 +254,11 @@ func wantCondition(t *testing.T, what string, conditions []Condition, typ string
 
 // gatewayRoute finds the route of host key on front.
 func gatewayRoute(m Model, front, host string) (Route, bool) {
-	i := slices.IndexFunc(m.GatewayRoutes, func(r Route) bool { return r.Host == FrontKey(front, host) })
+	i := slices.IndexFunc(m.GatewayRoutes, func(r *Route) bool { return r.Host == FrontKey(front, host) })
 	if i < 0 {
 		return Route{}, false
 	}
-	return m.GatewayRoutes[i], true
+	return *m.GatewayRoutes[i], true
 }
 
 // routeHosts lists the hosts of m's Gateway routes.

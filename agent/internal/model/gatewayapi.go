@@ -203,7 +203,9 @@ type WeightedBackend struct {
 type GatewayAPIStatus struct {
 	Classes  []GatewayClassStatus `json:"classes,omitempty"`
 	Gateways []GatewayStatus      `json:"gateways,omitempty"`
-	Routes   []RouteStatus        `json:"routes,omitempty"`
+	// Routes are pointers, as Model.Servers: a status a model holds is
+	// never changed after the build.
+	Routes []*RouteStatus `json:"routes,omitempty"`
 	// ListenerSets are those whose parentRef names one of our Gateways,
 	// each as a Gateway's status without addresses and
 	// attachedListenerSets.

@@ -197,7 +197,7 @@ func (p *gatewayProcessor) emitGroup(fg *frontGroup) {
 		front := FrontName(address, fg.port)
 		p.grpcFronts[front] = grpc
 		for _, r := range routes {
-			p.routes = append(p.routes, Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true, Listener: r.listener})
+			p.routes = append(p.routes, &Route{Host: FrontKey(front, r.key), HTTPS: fg.https, Locations: r.locations, Ordered: true, Listener: r.listener})
 		}
 	}
 }

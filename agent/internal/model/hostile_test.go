@@ -51,7 +51,7 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 	if len(aloneProblems) != 0 {
 		t.Fatalf("the neighbour alone has problems: %v", aloneProblems)
 	}
-	if got, want := serverOf(m, "good.example.com"), alone.Servers[0]; !reflect.DeepEqual(got, want) {
+	if got, want := serverOf(m, "good.example.com"), *alone.Servers[0]; !reflect.DeepEqual(got, want) {
 		t.Errorf("neighbour's server:\n got %s\nwant %s", dump(got), dump(want))
 	}
 	if got, want := certificateOf(m, "default/good-tls"), alone.Certificates[0]; !reflect.DeepEqual(got, want) {
@@ -72,7 +72,7 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 func serverOf(m Model, host string) Server {
 	for _, s := range m.Servers {
 		if s.Host == host {
-			return s
+			return *s
 		}
 	}
 	return Server{}

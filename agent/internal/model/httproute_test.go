@@ -29,7 +29,7 @@ func TestHTTPRouteSimpleSameNamespace(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	want := []Route{{Host: front1 + " _", Ordered: true, Locations: []RouteLocation{{Path: "/", Rule: &RouteRule{
+	want := []*Route{{Host: front1 + " _", Ordered: true, Locations: []RouteLocation{{Path: "/", Rule: &RouteRule{
 		Route: "HTTPRoute default/r", Backends: []WeightedBackend{{Backend: "default/web:80", Weight: 1}}}}}}}
 	if !reflect.DeepEqual(m.GatewayRoutes, want) {
 		t.Errorf("routes:\n got %s\nwant %s", dump(m.GatewayRoutes), dump(want))

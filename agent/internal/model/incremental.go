@@ -905,7 +905,7 @@ func (r *readSet) keys() []readKey {
 // modelSum is the union of the islands' models and problems, each value
 // counted by how many islands hold it.
 type modelSum struct {
-	servers      sortedList[Server]
+	servers      sortedList[*Server]
 	hostCount    map[string]int
 	backends     counted[Backend]
 	authFiles    counted[AuthFile]
@@ -922,7 +922,7 @@ type modelSum struct {
 
 func newModelSum() modelSum {
 	return modelSum{
-		servers:      sortedList[Server]{key: func(s Server) string { return s.Host }},
+		servers:      sortedList[*Server]{key: func(s *Server) string { return s.Host }},
 		hostCount:    map[string]int{},
 		backends:     newCounted(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
@@ -1033,11 +1033,11 @@ func (u *modelSum) remove(h held) {
 }
 
 // serversOf are m's servers and its default server, when it serves.
-func (u *modelSum) serversOf(m *Model) []Server {
+func (u *modelSum) serversOf(m *Model) []*Server {
 	if len(m.Default.Locations) == 0 {
 		return m.Servers
 	}
-	return append(slices.Clip(m.Servers), m.Default)
+	return append(slices.Clip(m.Servers), &m.Default)
 }
 
 func (u *modelSum) updateCertificate(name string) {
@@ -1061,7 +1061,7 @@ func (u *modelSum) model(globals Model) (Model, []Problem) {
 	var m Model
 	servers := u.servers.list()
 	if len(servers) > 0 && servers[0].Host == "" {
-		m.Default = servers[0]
+		m.Default = *servers[0]
 		servers = servers[1:]
 	}
 	if len(servers) > 0 {

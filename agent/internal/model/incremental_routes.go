@@ -48,14 +48,14 @@ type routeIslands struct {
 	built []*island
 	// base are the globals part's routes (its listeners' own hosts,
 	// without locations) by Host.
-	base map[string]Route
+	base map[string]*Route
 	// hosts are the routes by Host: the base's, but those an island
 	// serves (owned); statuses the islands' route statuses by
 	// routeStatusKey; attached their attachedRoutes by listener of the
 	// base's status.
-	hosts    sortedList[Route]
+	hosts    sortedList[*Route]
 	owned    map[string]bool
-	statuses sortedList[RouteStatus]
+	statuses sortedList[*RouteStatus]
 	attached map[listenerAt]int32
 }
 
@@ -71,8 +71,8 @@ type heldAttached struct {
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(len(s.HTTPRoutes)),
-		hosts:    sortedList[Route]{key: func(route Route) string { return route.Host }},
-		statuses: sortedList[RouteStatus]{key: routeStatusKey},
+		hosts:    sortedList[*Route]{key: func(route *Route) string { return route.Host }},
+		statuses: sortedList[*RouteStatus]{key: routeStatusKey},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
@@ -146,7 +146,7 @@ func (r *routeIslands) coveredBy(wildcards []string) []namespacedName {
 	return out
 }
 
-func routeStatusKey(st RouteStatus) string {
+func routeStatusKey(st *RouteStatus) string {
 	return st.Namespace + "\x00" + st.Name + "\x00" + st.Kind
 }
 
@@ -155,7 +155,7 @@ func (r *routeIslands) setBase(m *Model) string {
 	if len(m.GatewayAPI.Routes) > 0 {
 		return "the globals part beside route islands has route statuses"
 	}
-	r.base = make(map[string]Route, len(m.GatewayRoutes))
+	r.base = make(map[string]*Route, len(m.GatewayRoutes))
 	for _, route := range m.GatewayRoutes {
 		if _, twice := r.base[route.Host]; twice || len(route.Locations) > 0 {
 			return fmt.Sprintf("the globals part beside route islands serves %s", route.Host)

@@ -164,7 +164,10 @@ type Snapshot struct {
 // Model is what nginx should serve. It holds only plain values.
 type Model struct {
 	// Servers sorted by Host. Exact hosts and wildcard hosts ("*.example.com").
-	Servers []Server
+	// Pointers, so that a model one host apart from the last (Incremental)
+	// is a new list of pointers, not a copy of every server; a server a
+	// model holds is never changed after the build, as its Locations.
+	Servers []*Server
 	// Default is the catch-all server for requests whose Host matches no Server:
 	// host-less rules, and the default backend. Host is "".
 	Default Server
@@ -192,7 +195,9 @@ type Model struct {
 	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
 	// Ordered is set and every location has a Rule. Sorted by Host. They
 	// need nothing in nginx.conf: render hands them to Lua as they are.
-	GatewayRoutes []Route
+	// Pointers, as Servers: a route a model holds is never changed after
+	// the build.
+	GatewayRoutes []*Route
 	// BackendTLS are the settings of TLS to Gateway backends that some
 	// route's share names, sorted by Name (backendtls.go): each is a
 	// named location in every Gateway server.
@@ -410,10 +415,8 @@ func (m Model) AllLocations() iter.Seq[*Location] {
 // one location of m, sorted: the ones whose status names this agent.
 func (m Model) ServedIngresses() []string {
 	seen := map[string]bool{}
-	for _, s := range append([]Server{m.Default}, m.Servers...) {
-		for _, l := range s.Locations {
-			seen[l.Ingress] = true
-		}
+	for l := range m.AllLocations() {
+		seen[l.Ingress] = true
 	}
 	out := make([]string, 0, len(seen))
 	for id := range seen {

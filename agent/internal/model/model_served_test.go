@@ -8,7 +8,7 @@ import (
 func TestServedIngresses(t *testing.T) {
 	m := Model{
 		Default: Server{Locations: []Location{{Path: "/", Ingress: "default/fallback"}}},
-		Servers: []Server{
+		Servers: []*Server{
 			{Host: "a.test", Locations: []Location{{Path: "/b", Ingress: "ns/b"}, {Path: "/a", Ingress: "ns/a"}}},
 			{Host: "b.test", Locations: []Location{{Path: "/", Ingress: "ns/a"}}},
 		},

@@ -663,7 +663,7 @@ func (b *builder) addWWWRedirects(m *Model) {
 		}
 	}
 	for i := range m.Servers {
-		s := &m.Servers[i]
+		s := m.Servers[i]
 		owner := ""
 		for _, loc := range s.Locations {
 			if loc.Proxy != nil && loc.Proxy.FromToWWWRedirect {

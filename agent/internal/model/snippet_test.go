@@ -10,7 +10,7 @@ const ngx = "nginx.ingress.kubernetes.io/"
 // locationOf returns the location of host at path and type, or fails.
 func locationOf(t *testing.T, m Model, host, path string, pathType PathType) Location {
 	t.Helper()
-	for _, s := range append([]Server{m.Default}, m.Servers...) {
+	for _, s := range append([]*Server{&m.Default}, m.Servers...) {
 		if s.Host != host {
 			continue
 		}

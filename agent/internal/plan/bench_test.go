@@ -15,7 +15,7 @@ func benchModel(n int) model.Model {
 	var m model.Model
 	for i := range n {
 		name := fmt.Sprintf("default/app-%d:80", i)
-		m.Servers = append(m.Servers, model.Server{Host: fmt.Sprintf("app-%d.example.com", i),
+		m.Servers = append(m.Servers, &model.Server{Host: fmt.Sprintf("app-%d.example.com", i),
 			Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: name, Ingress: fmt.Sprintf("default/app-%d", i)}}})
 		b := model.Backend{Name: name}
 		for j := range 10 {

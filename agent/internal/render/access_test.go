@@ -23,7 +23,7 @@ func accessModel() model.Model {
 		AllowCredentials: true, MaxAge: 600}
 	limits := model.RateLimit{RPS: 10, RPM: 300, BurstMultiplier: 5, Connections: 4, Exempt: "10.0.0.0/8,fd00::/8"}
 	return model.Model{
-		Servers: []model.Server{
+		Servers: []*model.Server{
 			{Host: "access.example.com", Locations: []model.Location{
 				with(loc("/", model.PathPrefix, "default/web:80"), "default/open", model.AccessSettings{}),
 				with(loc("/admin", model.PathPrefix, "default/admin:80"), "default/admin", model.AccessSettings{
@@ -121,7 +121,7 @@ func TestRenderAccessRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := loc("/", model.PathPrefix, "default/web:80")
 			l.Access = &a
-			m := model.Model{Servers: []model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}
+			m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}
 			if _, err := Render(m, goldenSettings); err == nil {
 				t.Errorf("Render accepted %+v", a)
 			}

@@ -122,7 +122,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		return out
 	}
 
-	m := model.Model{Servers: []model.Server{{Host: "bal.example.com", Locations: []model.Location{
+	m := model.Model{Servers: []*model.Server{{Host: "bal.example.com", Locations: []model.Location{
 		loc("/sticky", model.PathPrefix, "ns/sticky:80"),
 		loc("/change", model.PathPrefix, "ns/change:80"),
 		loc("/keep", model.PathPrefix, "ns/keep:80"),

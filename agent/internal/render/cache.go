@@ -13,6 +13,9 @@ package render
 // router's body size are the same, and so are the settings, the kept
 // profiles and the model's parts other than its servers. A new Ingress
 // whose settings have a profile then costs its own host, not every host.
+// Gateway routes are followed the same way, route by route (they add to
+// nginx.conf only a location per set of retry codes), so a new HTTPRoute
+// costs its own routes.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -53,6 +56,12 @@ type Cache struct {
 	// router is the router's body size the entries' route locations were
 	// made with.
 	router string
+	// gateway are the last model's Gateway routes, and gatewayOut the
+	// routes the last render handed out for them (metric labels and all),
+	// one for one: a route the model hands out again (the same pointer)
+	// is handed out as it was.
+	gateway    []*model.Route
+	gatewayOut []model.Route
 	// last is the config of the last render, lastKeep the profiles it
 	// kept and lastRest its model without servers (restOf).
 	last     Config
@@ -60,12 +69,10 @@ type Cache struct {
 	lastRest model.Model
 	// stats are the last render's, for the sync log (Stats).
 	stats CacheStats
-	// lastRoutes are the routes the last Build returned, lastGateway
-	// their Gateway routes; changed are the hosts whose route may differ
-	// between changedFrom (the routes of the Build before) and
-	// lastRoutes, nil when any may (ChangedRoutes).
-	lastRoutes, lastGateway []model.Route
-	changedFrom             []model.Route
+	// lastRoutes are the routes the last Build returned; changed are the
+	// hosts whose route may differ between changedFrom (the routes of the
+	// Build before) and lastRoutes, nil when any may (ChangedRoutes).
+	lastRoutes, changedFrom []model.Route
 	changed                 map[string]bool
 }
 
@@ -86,6 +93,9 @@ type CacheStats struct {
 	Hosts int
 	// ConfReused says nginx.conf is the last render's, not rendered again.
 	ConfReused bool
+	// GatewayRoutes are the Gateway routes checked (and labelled) again:
+	// those the model did not hand out as they were.
+	GatewayRoutes int
 	// Whole says the cache rendered by Build (first render, an error, or
 	// an output it cannot decide).
 	Whole bool
@@ -150,10 +160,11 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 	return len(a.Locations) == 0 || &a.Locations[0] == &srv.Locations[0]
 }
 
-// restOf is m without what the cache follows host by host, and without
-// what render does not read.
+// restOf is m without what the cache follows host by host and route by
+// route, and without what render does not read.
 func restOf(m model.Model) model.Model {
 	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = nil, nil, nil, nil, nil
+	m.GatewayRoutes, m.GatewayAPI = nil, model.GatewayAPIStatus{}
 	return m
 }
 
@@ -197,10 +208,12 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		}
 	}
 	c.gen++
+	c.stats = CacheStats{}
 	// The hosts whose route may change: those of each server made again
 	// or gone, old and new, with their aliases and www names (who claims
-	// an alias changes only with a server that names it), and every
-	// Gateway route's; nil (any) after a reset.
+	// an alias changes only with a server that names it), and those of
+	// the Gateway routes that came, went or changed; nil (any) after a
+	// reset.
 	hinted := map[string]bool{}
 	if c.lastRoutes == nil {
 		hinted = nil
@@ -265,7 +278,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
 	walk := lastOrder{entries: c.order}
 	for i := range m.Servers {
-		srv := &m.Servers[i]
+		srv := m.Servers[i]
 		var old *hostEntry
 		if i > 0 && m.Servers[i-1].Host >= srv.Host {
 			walk.entries = nil // not sorted: by the map from here on
@@ -331,19 +344,14 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 			return Config{}, nil, false, err
 		}
 	}
-	routes, gateway, err := c.routes(m, entries)
-	if err != nil {
+	routes, retries, ok, err := c.routes(m, entries, hinted)
+	if err != nil || !ok {
 		return Config{}, nil, false, err
 	}
-	if hinted != nil {
-		for _, r := range slices.Concat(c.lastGateway, gateway) {
-			hinted[r.Host] = true
-		}
-	}
-	c.changedFrom, c.changed, c.lastGateway = c.lastRoutes, hinted, gateway
-	c.stats = CacheStats{Hosts: remade}
+	c.changedFrom, c.changed = c.lastRoutes, hinted
+	c.stats.Hosts = remade
 	rest := restOf(m)
-	if c.last.Hash != "" && !confChanged && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
+	if c.last.Hash != "" && !confChanged && !retries && !setChanged && router == c.lastRouter() && len(c.last.view.ClientTLSServers) == 0 &&
 		slices.Equal(keep, c.lastKeep) && reflect.DeepEqual(rest, c.lastRest) {
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
@@ -455,7 +463,7 @@ func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
 // than one of no server, profiles and body size aside. An error says yes:
 // the whole render then reports it.
 func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
-	m := model.Model{Servers: []model.Server{srv}}
+	m := model.Model{Servers: []*model.Server{&srv}}
 	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
 	if err != nil {
 		return true
@@ -569,9 +577,10 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 }
 
 // routes are routesOf's routes from the entries, and the Gateway routes
-// among them (its tail).
-func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, []model.Route, error) {
-	routes := make([]model.Route, 0, 1+len(m.Servers))
+// (gatewayRoutes says what the bools say); hinted (when not nil) gains
+// the hosts of the Gateway routes that came, went or changed.
+func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bool) ([]model.Route, bool, bool, error) {
+	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		e := c.hosts[name]
@@ -607,20 +616,69 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry) ([]model.Route, []mo
 		return nil
 	}
 	if err := add(c.def, &m.Default, true); err != nil {
-		return nil, nil, err
+		return nil, false, false, err
 	}
 	for i := range m.Servers {
-		if err := add(entries[i], &m.Servers[i], false); err != nil {
-			return nil, nil, err
+		if err := add(entries[i], m.Servers[i], false); err != nil {
+			return nil, false, false, err
 		}
 	}
-	gateway, err := gatewayRoutes(m, claimed)
-	if err != nil {
-		return nil, nil, err
+	return c.gatewayRoutes(m, routes, hinted)
+}
+
+// gatewayRoutes appends m's Gateway routes to routes as gatewayRoutes
+// and gatewayMetricLabels make them: a route the last model had (the
+// same pointer: a model never changes a route it handed out) is handed
+// out as it was then; only the others are checked and labelled. It says
+// whether a route with retry codes came, went or changed (each set of
+// codes is a location of nginx.conf), and not ok when the routes are not
+// sorted by host, each once (Build then says which appears twice). An
+// Ingress's route cannot take a Gateway route's host: those are DNS
+// names, and a Gateway route's host has a space (FrontKey).
+func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route, hinted map[string]bool) ([]model.Route, bool, bool, error) {
+	start := len(routes)
+	last, lastOut := c.gateway, c.gatewayOut
+	retries, j := false, 0
+	for i, r := range m.GatewayRoutes {
+		if i > 0 && m.GatewayRoutes[i-1].Host >= r.Host {
+			return nil, false, false, nil
+		}
+		for j < len(last) && last[j].Host < r.Host {
+			retries = retries || hasRetries(*last[j]) // gone
+			hintHost(hinted, last[j].Host)
+			j++
+		}
+		if j < len(last) && last[j].Host == r.Host {
+			j++
+			if last[j-1] == r {
+				routes = append(routes, lastOut[j-1])
+				continue
+			}
+			retries = retries || hasRetries(*last[j-1])
+		}
+		if err := checkGatewayRoute(*r); err != nil {
+			return nil, false, false, err
+		}
+		hintHost(hinted, r.Host)
+		retries = retries || hasRetries(*r)
+		out := *r
+		if c.settings.RequestMetrics != nil {
+			out = gatewayRouteLabels(out)
+		}
+		routes = append(routes, out)
+		c.stats.GatewayRoutes++
 	}
-	if c.settings.RequestMetrics != nil {
-		gateway = gatewayMetricLabels(gateway)
+	for ; j < len(last); j++ {
+		retries = retries || hasRetries(*last[j])
+		hintHost(hinted, last[j].Host)
 	}
-	routes = append(routes, gateway...)
-	return routes, routes[len(routes)-len(gateway):], nil
+	c.gateway, c.gatewayOut = m.GatewayRoutes, slices.Clip(routes[start:])
+	return routes, retries, true, nil
+}
+
+// hintHost adds host to hinted, when not nil (nil: any host may change).
+func hintHost(hinted map[string]bool, host string) {
+	if hinted != nil {
+		hinted[host] = true
+	}
 }

@@ -21,48 +21,49 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	h := DefaultHTTP()
 	h.ClientMaxBodySize = "100m"
 	settings.HTTP = &h
-	sized := func(host, size string) model.Server {
+	sized := func(host, size string) *model.Server {
 		l := loc("/", model.PathPrefix, "default/"+host+":80")
 		own(&l.Proxy).BodySize = size
-		return model.Server{Host: host, Locations: []model.Location{l}}
+		return &model.Server{Host: host, Locations: []model.Location{l}}
 	}
-	plain := func(host string) model.Server {
-		return model.Server{Host: host, Locations: []model.Location{loc("/", model.PathPrefix, "default/"+host+":80")}}
+	plain := func(host string) *model.Server {
+		return &model.Server{Host: host, Locations: []model.Location{loc("/", model.PathPrefix, "default/"+host+":80")}}
 	}
 	a, b := sized("a.test", "8m"), sized("b.test", "8m")
-	limited := func(host string) model.Server {
+	limited := func(host string) *model.Server {
 		srv := sized(host, "8m")
 		own(&srv.Locations[0].Access).RateLimit = model.RateLimit{RPS: 5}
 		return srv
 	}
-	certs := a
+	certsServer := *a
+	certs := &certsServer
 	certs.Host, certs.Aliases = "certs.test", []string{"alias.test"}
 	certs.ClientTLS = model.ClientTLS{CAFile: "ca.pem", Verify: "on", Depth: 1}
 	c, d := limited("c.test"), limited("d.test")
 	p, q, alias := plain("p.test"), plain("q.test"), plain("alias.test")
 	steps := []struct {
 		name    string
-		servers []model.Server
+		servers []*model.Server
 		s       Settings
 		reused  bool // nginx.conf is the last one
 		reload  bool // nginx.conf differs from the last one
 		hosts   int  // servers made again
 	}{
-		{"first", []model.Server{a}, settings, false, true, 2},
-		{"a host of a profile nginx has", []model.Server{a, b}, settings, true, false, 1},
-		{"a plain host: the router's body size grows to the ConfigMap's", []model.Server{a, b, p}, settings, false, true, 1},
-		{"another plain host", []model.Server{a, b, p, q}, settings, true, false, 1},
-		{"a new profile", []model.Server{a, b, p, q, sized("s.test", "4m")}, settings, false, true, 1},
-		{"a rate limit: a zone and a profile", []model.Server{a, b, c}, settings, false, true, 0},
+		{"first", []*model.Server{a}, settings, false, true, 2},
+		{"a host of a profile nginx has", []*model.Server{a, b}, settings, true, false, 1},
+		{"a plain host: the router's body size grows to the ConfigMap's", []*model.Server{a, b, p}, settings, false, true, 1},
+		{"another plain host", []*model.Server{a, b, p, q}, settings, true, false, 1},
+		{"a new profile", []*model.Server{a, b, p, q, sized("s.test", "4m")}, settings, false, true, 1},
+		{"a rate limit: a zone and a profile", []*model.Server{a, b, c}, settings, false, true, 0},
 		// A host that adds to the conf view renders it again, even when
 		// what it adds is there (the cache does not count zones).
-		{"the same limit on another host", []model.Server{a, b, c, d}, settings, false, false, 1},
-		{"a client-certificate server", []model.Server{a, b, c, d, certs}, settings, false, true, 1},
-		{"a host its alias names", []model.Server{a, b, c, d, certs, alias}, settings, false, true, 1},
+		{"the same limit on another host", []*model.Server{a, b, c, d}, settings, false, false, 1},
+		{"a client-certificate server", []*model.Server{a, b, c, d, certs}, settings, false, true, 1},
+		{"a host its alias names", []*model.Server{a, b, c, d, certs, alias}, settings, false, true, 1},
 		// A client-certificate server names other hosts: the conf is
 		// rendered again for any host.
-		{"a host removed", []model.Server{a, c, d, certs, alias}, settings, false, false, 0},
-		{"new settings", []model.Server{a, c, d, certs, alias}, goldenSettings, false, true, 6},
+		{"a host removed", []*model.Server{a, c, d, certs, alias}, settings, false, false, 0},
+		{"new settings", []*model.Server{a, c, d, certs, alias}, goldenSettings, false, true, 6},
 	}
 	cache := NewCache()
 	var last Config
@@ -102,27 +103,10 @@ func BenchmarkCacheNewHost(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 50_000} {
 		without := manyServers(n)
 		with := without
-		with.Servers = append(slices.Clone(without.Servers), model.Server{Host: "zzz-new.example.com",
+		with.Servers = append(slices.Clone(without.Servers), &model.Server{Host: "zzz-new.example.com",
 			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
 		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
-			cache := NewCache()
-			if _, _, err := cache.Build(without, goldenSettings); err != nil {
-				b.Fatal(err)
-			}
-			i := 0
-			for b.Loop() {
-				m := with
-				if i%2 == 1 {
-					m = without
-				}
-				i++
-				if _, _, err := cache.Build(m, goldenSettings); err != nil {
-					b.Fatal(err)
-				}
-				if s := cache.Stats(); s.Hosts > 1 || !s.ConfReused {
-					b.Fatalf("made %d hosts again, conf reused %v", s.Hosts, s.ConfReused)
-				}
-			}
+			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.Hosts <= 1 })
 		})
 		b.Run(fmt.Sprintf("build/hosts=%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -131,5 +115,146 @@ func BenchmarkCacheNewHost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCacheNewRoute is B11-route's render: one new Gateway route
+// among n (each with two locations and a route status), by a Cache that
+// rendered the n before. The other routes keep their Locations arrays, as
+// model.Incremental hands them out.
+func BenchmarkCacheNewRoute(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 50_000} {
+		without, with := manyGatewayRoutes(n)
+		b.Run(fmt.Sprintf("cache/routes=%d", n), func(b *testing.B) {
+			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.GatewayRoutes <= 1 })
+		})
+	}
+}
+
+// benchCacheChange renders with and without by turns with a Cache that
+// rendered without first, and checks that each render reused nginx.conf
+// and made again only what ok accepts.
+func benchCacheChange(b *testing.B, without, with model.Model, ok func(CacheStats) bool) {
+	cache := NewCache()
+	if _, _, err := cache.Build(without, goldenSettings); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m := with
+		if i%2 == 1 {
+			m = without
+		}
+		i++
+		if _, _, err := cache.Build(m, goldenSettings); err != nil {
+			b.Fatal(err)
+		}
+		if s := cache.Stats(); !s.ConfReused || !ok(s) {
+			b.Fatalf("conf reused %v, stats %+v", s.ConfReused, s)
+		}
+	}
+}
+
+// manyGatewayRoutes is a model of one Gateway listener and n routes, and
+// the same with one route more in the middle (new lists, as
+// model.Incremental makes them; the other routes' arrays shared).
+func manyGatewayRoutes(n int) (without, with model.Model) {
+	front := model.FrontName("127.0.0.1", 80)
+	route := func(name string) (*model.Route, *model.RouteStatus) {
+		rule := &model.RouteRule{Route: "HTTPRoute default/" + name}
+		backend := "default/" + name + ":80"
+		return &model.Route{Host: model.FrontKey(front, name+".example.com"), Ordered: true, Locations: []model.RouteLocation{
+				{Path: "/api", Backend: backend, Rule: rule}, {Path: "/", Backend: backend, Rule: rule}}},
+			&model.RouteStatus{Kind: "HTTPRoute", Namespace: "default", Name: name, Generation: 1,
+				Parents: []model.RouteParentStatus{{Namespace: "default", Name: "gw",
+					Conditions: []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted"}}}}}
+	}
+	without.Listeners = []model.Listener{{Address: "127.0.0.1", Port: 80, Front: front}}
+	without.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
+		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n)}}}}
+	for i := range n {
+		r, st := route(fmt.Sprintf("app-%06d", 2*i))
+		without.GatewayRoutes = append(without.GatewayRoutes, r)
+		without.GatewayAPI.Routes = append(without.GatewayAPI.Routes, st)
+	}
+	with = without
+	at := n / 2
+	r, st := route(fmt.Sprintf("app-%06d", 2*at-1))
+	with.GatewayRoutes = slices.Insert(slices.Clone(without.GatewayRoutes), at, r)
+	with.GatewayAPI.Routes = slices.Insert(slices.Clone(without.GatewayAPI.Routes), at, st)
+	with.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
+		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n + 1)}}}}
+	return without, with
+}
+
+// TestCacheGatewayRoutes walks a Cache through Gateway route changes: a
+// route that comes, goes or changes is checked again alone, is the one
+// host ChangedRoutes names, and nginx.conf is the last one, but for a
+// route with retry codes (a location of nginx.conf); routes not sorted by
+// host are rendered by Build. Every step equals Build.
+func TestCacheGatewayRoutes(t *testing.T) {
+	without, with := manyGatewayRoutes(20)
+	// changeRoute is m with a new route i, its first location changed.
+	changeRoute := func(m model.Model, i int, change func(l *model.RouteLocation)) model.Model {
+		r := *m.GatewayRoutes[i]
+		r.Locations = slices.Clone(r.Locations)
+		change(&r.Locations[0])
+		m.GatewayRoutes = slices.Clone(m.GatewayRoutes)
+		m.GatewayRoutes[i] = &r
+		return m
+	}
+	changed := changeRoute(with, 3, func(l *model.RouteLocation) { l.Path = "/changed" })
+	retry := changeRoute(changed, 5, func(l *model.RouteLocation) {
+		l.Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
+	})
+	unsorted := changed
+	unsorted.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
+	unsorted.GatewayRoutes[0], unsorted.GatewayRoutes[1] = unsorted.GatewayRoutes[1], unsorted.GatewayRoutes[0]
+	metrics := goldenSettings
+	rm := DefaultRequestMetrics()
+	metrics.RequestMetrics = &rm
+	steps := []struct {
+		name   string
+		m      model.Model
+		s      Settings
+		reused bool // nginx.conf is the last one
+		routes int  // Gateway routes checked again
+		whole  bool
+		hosts  int // hosts ChangedRoutes names; -1: it cannot say
+	}{
+		{"first", without, goldenSettings, false, 20, false, -1},
+		{"a new route", with, goldenSettings, true, 1, false, 1},
+		{"the route gone", without, goldenSettings, true, 0, false, 1},
+		{"the route back", with, goldenSettings, true, 1, false, 1},
+		{"a route changed", changed, goldenSettings, true, 1, false, 1},
+		{"retry codes: a location of nginx.conf", retry, goldenSettings, false, 1, false, 1},
+		{"retry codes gone", changed, goldenSettings, false, 1, false, 1},
+		{"request metrics: every route labelled", changed, metrics, false, 21, false, -1},
+		{"a route changed, labelled", with, metrics, true, 1, false, 1},
+		{"routes out of order", unsorted, metrics, false, 0, true, -1},
+		{"in order again", with, metrics, false, 21, false, -1},
+	}
+	cache := NewCache()
+	for _, step := range steps {
+		got, gotRoutes, err := cache.Build(step.m, step.s)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		want, wantRoutes, err := Build(step.m, step.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes, wantRoutes) {
+			t.Fatalf("%s: the cached render differs from Build's:\n%s", step.name, lineDiff(string(want.Bytes), string(got.Bytes)))
+		}
+		stats := cache.Stats()
+		if stats.ConfReused != step.reused || stats.Whole != step.whole || !step.whole && stats.GatewayRoutes != step.routes {
+			t.Errorf("%s: conf reused %v, whole %v, %d routes checked again; want %v, %v, %d",
+				step.name, stats.ConfReused, stats.Whole, stats.GatewayRoutes, step.reused, step.whole, step.routes)
+		}
+		if _, hosts, ok := cache.ChangedRoutes(); ok != (step.hosts >= 0) || ok && len(hosts) != step.hosts {
+			t.Errorf("%s: ChangedRoutes names %v (ok %v), want %d hosts", step.name, hosts, ok, step.hosts)
+		}
 	}
 }

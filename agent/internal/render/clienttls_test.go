@@ -19,7 +19,7 @@ func clientTLSWildcardModel() model.Model {
 	web := []model.Location{loc("/", model.PathPrefix, "tenant-a/web:80")}
 	b := model.ClientTLS{CAFile: "auth/tenant-b_ca.0123456789ab.ca.crt", Verify: "on", Depth: 1}
 	x := model.ClientTLS{CAFile: "auth/tenant-b_x.0123456789ab.ca.crt", Verify: "optional", Depth: 2}
-	return model.Model{Servers: []model.Server{
+	return model.Model{Servers: []*model.Server{
 		{Host: "*.a.test", HTTPS: true, Locations: web},
 		{Host: "*.test", HTTPS: true, ClientTLS: b, Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}},
 		{Host: "a.test", HTTPS: true, Locations: web},
@@ -89,7 +89,7 @@ func TestRenderNginxAcceptsClientTLSWildcardOverManyHosts(t *testing.T) {
 	m := manyServers(10_000)
 	m.Servers[0].Host = strings.Repeat("a", 63) + ".example.com"
 	ca := "auth/tenant-b_ca.0123456789ab.ca.crt"
-	m.Servers = append(m.Servers, model.Server{Host: "*.example.com", HTTPS: true,
+	m.Servers = append(m.Servers, &model.Server{Host: "*.example.com", HTTPS: true,
 		ClientTLS: model.ClientTLS{CAFile: ca, Verify: "on", Depth: 1},
 		Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}})
 	prefix := nginxproc.TempPrefix(t)

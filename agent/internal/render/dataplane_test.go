@@ -233,7 +233,7 @@ func dataPlaneModel() model.Model {
 		Default: model.Server{Locations: []model.Location{
 			loc("/healthz", model.PathExact, "default/health:80"),
 		}},
-		Servers: []model.Server{
+		Servers: []*model.Server{
 			{Host: "*.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/wild:80"),
 			}},
@@ -482,7 +482,7 @@ func TestDataPlane(t *testing.T) {
 
 	t.Run("reload keeps boot id and backends", func(t *testing.T) {
 		next := dataPlaneModel()
-		next.Servers = append(next.Servers, model.Server{Host: "new.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/wild:80")}})
+		next.Servers = append(next.Servers, &model.Server{Host: "new.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/wild:80")}})
 		nextCfg := writePrefix(t, dp.nginx.Prefix, next, settings)
 		dp.nginx.Reload(t)
 		st := dp.status(t)

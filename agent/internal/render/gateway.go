@@ -265,22 +265,44 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 // profile, which the Gateway servers do not hold. Lua checks the rest
 // of what it is pushed.
 func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) {
+	out := make([]model.Route, 0, len(m.GatewayRoutes))
 	for _, r := range m.GatewayRoutes {
-		front, host, ok := strings.Cut(r.Host, " ")
-		if !ok || front == "" || host == "" {
-			return nil, fmt.Errorf("Gateway route %q: want FrontKey(front, host)", r.Host)
+		if err := checkGatewayRoute(*r); err != nil {
+			return nil, err
 		}
 		if hosts[r.Host] {
 			return nil, fmt.Errorf("Gateway route %q appears twice", r.Host)
 		}
 		hosts[r.Host] = true
-		for i, l := range r.Locations {
-			if l.Profile != "" {
-				return nil, fmt.Errorf("Gateway route %q: location %d (%s) has a profile; Gateway servers hold none", r.Host, i, l.Path)
-			}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// checkGatewayRoute is gatewayRoutes' check of one route, the "appears
+// twice" aside.
+func checkGatewayRoute(r model.Route) error {
+	front, host, ok := strings.Cut(r.Host, " ")
+	if !ok || front == "" || host == "" {
+		return fmt.Errorf("Gateway route %q: want FrontKey(front, host)", r.Host)
+	}
+	for i, l := range r.Locations {
+		if l.Profile != "" {
+			return fmt.Errorf("Gateway route %q: location %d (%s) has a profile; Gateway servers hold none", r.Host, i, l.Path)
 		}
 	}
-	return m.GatewayRoutes, nil
+	return nil
+}
+
+// hasRetries says whether a location of r has retry codes, which name a
+// location of nginx.conf (gatewayRetries).
+func hasRetries(r model.Route) bool {
+	for _, l := range r.Locations {
+		if l.Rule != nil && l.Rule.Retry != nil && len(l.Rule.Retry.Codes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // gatewayRetryView is one named location of retry codes

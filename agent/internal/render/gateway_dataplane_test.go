@@ -137,13 +137,13 @@ func gatewayRoutesModel(portHTTP, portHTTPS int) model.Model {
 	}
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}},
-		Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}},
+		Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}},
 		Listeners: []model.Listener{
 			{Address: gatewayAddrA, Port: int32(portHTTP), Front: a},
 			{Address: gatewayAddrA, Port: int32(portHTTPS), HTTPS: true, Front: c},
 			{Address: gatewayAddrB, Port: int32(portHTTP), Front: b},
 		},
-		GatewayRoutes: []model.Route{
+		GatewayRoutes: []*model.Route{
 			{Host: model.FrontKey(a, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				// The spec's precedence, as the model orders it: exact,
 				// longest prefix, regex; then method, most headers, most
@@ -401,7 +401,7 @@ func TestDataPlaneGateway(t *testing.T) {
 	t.Run("a new rule is a routes push, no reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := gatewayRoutesModel(portHTTP, portHTTPS)
-		r := &next.GatewayRoutes[0]
+		r := next.GatewayRoutes[0]
 		r.Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, r.Locations...)
 		nextCfg, err := Render(next, settings)
 		if err != nil {

@@ -52,18 +52,18 @@ func TestRenderGatewayListenersRefused(t *testing.T) {
 
 func TestRoutesGatewayRefused(t *testing.T) {
 	front := model.FrontName("127.0.50.1", 80)
-	route := func(host string, locs ...model.RouteLocation) model.Route {
-		return model.Route{Host: host, Ordered: true, Locations: locs}
+	route := func(host string, locs ...model.RouteLocation) *model.Route {
+		return &model.Route{Host: host, Ordered: true, Locations: locs}
 	}
 	plain := model.RouteLocation{Path: "/", Backend: "ns/a:80"}
 	for _, tc := range []struct {
 		name   string
-		routes []model.Route
+		routes []*model.Route
 		want   string
 	}{
-		{"no front", []model.Route{route("app.example.com", plain)}, "want FrontKey(front, host)"},
-		{"twice", []model.Route{route(model.FrontKey(front, "a.example.com"), plain), route(model.FrontKey(front, "a.example.com"), plain)}, "appears twice"},
-		{"profile", []model.Route{route(model.FrontKey(front, "a.example.com"), model.RouteLocation{Path: "/", Backend: "ns/a:80", Profile: "@restysync_p_0123456789abcdef0123456789abcdef"})}, "has a profile"},
+		{"no front", []*model.Route{route("app.example.com", plain)}, "want FrontKey(front, host)"},
+		{"twice", []*model.Route{route(model.FrontKey(front, "a.example.com"), plain), route(model.FrontKey(front, "a.example.com"), plain)}, "appears twice"},
+		{"profile", []*model.Route{route(model.FrontKey(front, "a.example.com"), model.RouteLocation{Path: "/", Backend: "ns/a:80", Profile: "@restysync_p_0123456789abcdef0123456789abcdef"})}, "has a profile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Routes(model.Model{GatewayRoutes: tc.routes}, goldenSettings)
@@ -313,10 +313,10 @@ func TestRenderGatewayRetries(t *testing.T) {
 	retrying := func(codes ...int) model.RouteLocation {
 		return model.RouteLocation{Path: "/", Backend: "ns/a:80", Rule: &model.RouteRule{Retry: &model.RouteRetry{Attempts: 2, Codes: codes}}}
 	}
-	routes := func(locs ...model.RouteLocation) []model.Route {
-		var out []model.Route
+	routes := func(locs ...model.RouteLocation) []*model.Route {
+		var out []*model.Route
 		for i, l := range locs {
-			out = append(out, model.Route{Host: model.FrontKey(listeners[0].Front, "r"+string(rune('a'+i))+".example.com"), Ordered: true, Locations: []model.RouteLocation{l}})
+			out = append(out, &model.Route{Host: model.FrontKey(listeners[0].Front, "r"+string(rune('a'+i))+".example.com"), Ordered: true, Locations: []model.RouteLocation{l}})
 		}
 		return out
 	}

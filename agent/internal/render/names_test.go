@@ -87,7 +87,7 @@ func TestNameCollisionIsAnError(t *testing.T) {
 				la.Ingress, lb.Ingress = "tenant-a/app", "tenant-b/app"
 				a(&la)
 				b(&lb)
-				return model.Model{Servers: []model.Server{
+				return model.Model{Servers: []*model.Server{
 					{Host: "a.test", Locations: []model.Location{la}},
 					{Host: "b.test", Locations: []model.Location{lb}},
 				}}
@@ -127,7 +127,7 @@ func TestProfileNameCollision(t *testing.T) {
 	two := func(a, b string) model.Model {
 		la, lb := loc("/", model.PathPrefix, "tenant-a/app:80"), loc("/", model.PathPrefix, "tenant-b/app:80")
 		own(&la.Proxy).BodySize, own(&lb.Proxy).BodySize = a, b
-		return model.Model{Servers: []model.Server{
+		return model.Model{Servers: []*model.Server{
 			{Host: "a.test", Locations: []model.Location{la}},
 			{Host: "b.test", Locations: []model.Location{lb}},
 		}}

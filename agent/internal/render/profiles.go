@@ -189,7 +189,7 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 		hosts[srv.Host] = true
 	}
 	routes := make([]model.Route, 0, len(views))
-	servers := append([]model.Server{m.Default}, m.Servers...)
+	servers := append([]*model.Server{&m.Default}, m.Servers...)
 	for i, sv := range views {
 		if len(sv.Locations) == 0 {
 			continue
@@ -302,7 +302,7 @@ func orDefault(a, b string) string {
 // m, global for those without their own; "0" when one allows any size.
 func routerBodySize(m model.Model, global string) string {
 	largest, text := int64(-1), global
-	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
 		for _, loc := range srv.Locations {
 			size := orDefault(loc.ProxySettings().BodySize, global)
 			n, ok := sizeBytes(size)

@@ -124,7 +124,7 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 	if err := checkUnrenderableRefused(snap, problems); err != nil {
 		return st, err
 	}
-	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
 		st.locations += len(srv.Locations)
 	}
 	s := randomSettings(rng, prefix)
@@ -296,7 +296,7 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 			}
 		}
 	}
-	for _, srv := range append([]model.Server{m.Default}, m.Servers...) {
+	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
 		for _, l := range srv.Locations {
 			var want []string
 			switch {

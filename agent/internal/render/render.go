@@ -490,7 +490,7 @@ func serverViews(m model.Model) ([]serverView, error) {
 				return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 			}
 		}
-		sv, err := newServerView(srv)
+		sv, err := newServerView(*srv)
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", srv.Host, err)
 		}

@@ -77,7 +77,7 @@ func goldenCases() []goldenCase {
 		if i%10 == 0 {
 			host = fmt.Sprintf("*.zone-%02d.example.com", i)
 		}
-		many.Servers = append(many.Servers, model.Server{Host: host, Locations: []model.Location{
+		many.Servers = append(many.Servers, &model.Server{Host: host, Locations: []model.Location{
 			loc("/", model.PathPrefix, fmt.Sprintf("ns-%02d/web:80", i)),
 			loc("/api", model.PathPrefix, fmt.Sprintf("ns-%02d/api:8080", i)),
 		}})
@@ -86,18 +86,18 @@ func goldenCases() []goldenCase {
 	return []goldenCase{
 		{name: "bootstrap", model: model.Model{}, settings: goldenSettings},
 		{name: "one-host", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/web:80"),
 				withTimeouts(loc("/slow", model.PathPrefix, "default/slow:80"), 3, 30, 300),
 			}}},
 		}},
 		{name: "wildcard-host", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{{Host: "*.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "*.example.com", Locations: []model.Location{
 				loc("/shop", model.PathPrefix, "default/shop:http"),
 			}}},
 		}},
 		{name: "exact-and-prefix", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathExact, "default/home:80"),
 				loc("/foo", model.PathExact, "default/exact:80"),
 				loc("/foo", model.PathPrefix, "default/prefix:80"),
@@ -110,12 +110,12 @@ func goldenCases() []goldenCase {
 				loc("/", model.PathPrefix, "default/fallback:80"),
 				loc("/health", model.PathExact, "default/health:80"),
 			}},
-			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
 				loc("/app", model.PathPrefix, "default/app:80"),
 			}}},
 		}},
 		{name: "regex-paths", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/home:80"),
 				loc("/api", model.PathExact, "default/exact:80"),
 				loc("/api/v[0-9]+/(.*)$", model.PathRegex, "default/versioned:80"),
@@ -130,7 +130,7 @@ func goldenCases() []goldenCase {
 			Default: model.Server{Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "default/fallback:80"), true, ""),
 			}},
-			Servers: []model.Server{
+			Servers: []*model.Server{
 				{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 					withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
 					withOptions(loc("/api", model.PathPrefix, "default/api:443"), true, model.ProtocolHTTPS),
@@ -143,7 +143,7 @@ func goldenCases() []goldenCase {
 			},
 		}},
 		{name: "redirect-port-443", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+			Servers: []*model.Server{{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
 			}}},
 		}},
@@ -154,7 +154,7 @@ func goldenCases() []goldenCase {
 		// Client certificates (auth-tls-*): one host a server block of its
 		// own, its location sending the certificate and checking its subject.
 		{name: "client-certificates", settings: goldenSettings, model: model.Model{
-			Servers: []model.Server{
+			Servers: []*model.Server{
 				{Host: "mtls.example.com", HTTPS: true, ClientTLS: model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
 					Verify: "on", Depth: 2, ErrorPage: "https://errors.example.com/cert"},
 					Locations: []model.Location{withClientCert(loc("/", model.PathPrefix, "default/app:80"),
@@ -168,7 +168,7 @@ func goldenCases() []goldenCase {
 		// External authentication (auth-url and friends): two Ingresses
 		// share one auth location, a third caches; DNS servers for names.
 		{name: "external-auth", settings: withResolvers, model: model.Model{
-			Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
 				withAuth(loc("/", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "https://${host}/oauth2/auth",
 					Signin:          "https://${host}/oauth2/start?rd=${restysync_escaped_request_uri}",
 					ResponseHeaders: "X-Auth-Request-User,X-Auth-Request-Email"}),
@@ -185,13 +185,13 @@ func gatewayGoldenModel() model.Model {
 	front := model.FrontName("127.29.50.1", 80)
 	secure := model.FrontName("::1", 443)
 	return model.Model{
-		Servers: []model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}},
+		Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}},
 		Listeners: []model.Listener{
 			{Address: "127.29.50.1", Port: 80, Front: front},
 			{Address: "127.29.50.1", Port: 8443, HTTPS: true, Front: model.FrontName("127.29.50.1", 8443)},
 			{Address: "::1", Port: 443, HTTPS: true, Front: secure},
 		},
-		GatewayRoutes: []model.Route{
+		GatewayRoutes: []*model.Route{
 			{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				{Path: "/exact", Exact: true, Backend: "default/exact:80", Rule: &model.RouteRule{Route: "HTTPRoute default/app"}},
 				{Path: "/api", Rule: &model.RouteRule{Method: "POST", Headers: []model.ValueMatch{{Name: "Version", Value: "2"}},
@@ -368,7 +368,7 @@ func checkNoWarnings(t *testing.T, out string) {
 
 func TestRenderErrors(t *testing.T) {
 	oneServer := func(host string, locs ...model.Location) model.Model {
-		return model.Model{Servers: []model.Server{{Host: host, Locations: locs}}}
+		return model.Model{Servers: []*model.Server{{Host: host, Locations: locs}}}
 	}
 	settings := func(change func(*Settings)) Settings {
 		s := goldenSettings
@@ -391,7 +391,7 @@ func TestRenderErrors(t *testing.T) {
 		{"prefix ends in slash", oneServer("a.example.com", loc("/a/", model.PathPrefix, "ns/a:80")), goldenSettings, `must not end in "/"`},
 		{"unknown path type", oneServer("a.example.com", loc("/a", "Glob", "ns/a:80")), goldenSettings, `unknown path type "Glob"`},
 		{"duplicate location", oneServer("a.example.com", loc("/a", model.PathPrefix, "ns/a:80"), loc("/a", model.PathPrefix, "ns/b:80")), goldenSettings, `rendered twice`},
-		{"duplicate host", model.Model{Servers: []model.Server{{Host: "a.example.com"}, {Host: "a.example.com"}}}, goldenSettings, `host appears twice`},
+		{"duplicate host", model.Model{Servers: []*model.Server{{Host: "a.example.com"}, {Host: "a.example.com"}}}, goldenSettings, `host appears twice`},
 		{"relative shared dir", model.Model{}, settings(func(s *Settings) { s.SharedDir = "srv" }), `absolute`},
 		{"shared dir with semicolon", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/srv/a;b" }), `';'`},
 		{"shared dir too long", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/" + strings.Repeat("d", 100) }), `at most 107`},
@@ -454,7 +454,7 @@ func TestRenderListen(t *testing.T) {
 // argument of route(), and nginx.conf holds no redirect of its own.
 func TestRenderRedirectPort(t *testing.T) {
 	redirected := withOptions(loc("/", model.PathPrefix, "ns/a:80"), true, "")
-	m := model.Model{Servers: []model.Server{
+	m := model.Model{Servers: []*model.Server{
 		{Host: "a.example.com", HTTPS: true, Aliases: []string{"b.example.com"}, Locations: []model.Location{redirected}},
 		{Host: "r.example.com", HTTPS: true, Locations: []model.Location{redirected}},
 	}}
@@ -549,7 +549,7 @@ func manyServers(n int) model.Model {
 			host = fmt.Sprintf("*.zone-%05d.example.com", i)
 		}
 		backend := fmt.Sprintf("ns-%05d/web:80", i)
-		m.Servers = append(m.Servers, model.Server{Host: host, Locations: []model.Location{
+		m.Servers = append(m.Servers, &model.Server{Host: host, Locations: []model.Location{
 			loc("/", model.PathPrefix, backend),
 			loc("/api", model.PathPrefix, backend),
 		}})

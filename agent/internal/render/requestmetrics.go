@@ -156,20 +156,27 @@ const maxMetricBytes = 1024
 func gatewayMetricLabels(routes []model.Route) []model.Route {
 	out := make([]model.Route, len(routes))
 	for i, r := range routes {
-		out[i] = r
-		out[i].Locations = make([]model.RouteLocation, len(r.Locations))
-		_, host, _ := strings.Cut(r.Host, " ") // FrontKey(front, host)
-		for j, l := range r.Locations {
-			owner, backend := "", l.Backend
-			if l.Rule != nil {
-				owner = l.Rule.Route
-				if backend == "" && len(l.Rule.Backends) > 0 {
-					backend = l.Rule.Backends[0].Backend
-				}
-			}
-			l.Metric = metricLabels(owner, backend, l.Path, host)
-			out[i].Locations[j] = l
-		}
+		out[i] = gatewayRouteLabels(r)
 	}
 	return out
+}
+
+// gatewayRouteLabels is r with each location's Metric set, as
+// gatewayMetricLabels does.
+func gatewayRouteLabels(r model.Route) model.Route {
+	locations := make([]model.RouteLocation, len(r.Locations))
+	_, host, _ := strings.Cut(r.Host, " ") // FrontKey(front, host)
+	for j, l := range r.Locations {
+		owner, backend := "", l.Backend
+		if l.Rule != nil {
+			owner = l.Rule.Route
+			if backend == "" && len(l.Rule.Backends) > 0 {
+				backend = l.Rule.Backends[0].Backend
+			}
+		}
+		l.Metric = metricLabels(owner, backend, l.Path, host)
+		locations[j] = l
+	}
+	r.Locations = locations
+	return r
 }

@@ -28,7 +28,7 @@ func routedModel() model.Model {
 	p.ReadTimeout, p.ConnectTimeout = 5, 2
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/fallback:80")}},
-		Servers: []model.Server{
+		Servers: []*model.Server{
 			{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/web:80"),
 				loc("/foo", model.PathExact, "ns/exact:80"),
@@ -165,7 +165,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	t.Run("a new host is a push, not a reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := m
-		next.Servers = append([]model.Server{{Host: "new.example.com", Locations: []model.Location{
+		next.Servers = append([]*model.Server{{Host: "new.example.com", Locations: []model.Location{
 			loc("/api", model.PathPrefix, "ns/foo:80"),
 		}}}, m.Servers...)
 		again, err := Render(next, settings)

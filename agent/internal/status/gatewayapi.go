@@ -307,7 +307,7 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 	}
 	for _, r := range wanted.Routes {
 		key := routeKey(r.Kind, r.Namespace, r.Name)
-		ok, err := g.syncRoute(ctx, key, &r)
+		ok, err := g.syncRoute(ctx, key, r)
 		note(key, ok, err)
 	}
 	for _, key := range stale {

@@ -219,7 +219,7 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			Conditions:        []model.Condition{accepted(true, "Accepted")},
 			SupportedFeatures: []string{"HTTPRoute", "Gateway", "HTTPRouteMethodMatching", "Gateway"}}},
 		Gateways: []model.GatewayStatus{gatewayStatus(gwA, "127.0.50.1"), gatewayStatus(getGateway("b"), "127.0.50.2")},
-		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "web", Generation: route.Generation,
+		Routes: []*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "web", Generation: route.Generation,
 			Parents: []model.RouteParentStatus{parent("a", true, "Accepted"), parent("b", false, "NotAllowedByListeners")}}},
 	}
 
@@ -379,8 +379,9 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		// entry for it goes, the other controller's stays.
 		next := wanted
 		next.Gateways = wanted.Gateways[:1]
-		next.Routes = []model.RouteStatus{wanted.Routes[0]}
-		next.Routes[0].Parents = wanted.Routes[0].Parents[:1]
+		first := *wanted.Routes[0]
+		first.Parents = first.Parents[:1]
+		next.Routes = []*model.RouteStatus{&first}
 		w.UpdateGatewayAPI(next, next)
 		eventually(t, "b's entry removed", func() bool {
 			p := ours(getRoute())

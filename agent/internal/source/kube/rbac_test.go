@@ -448,7 +448,7 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
 		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,
 			Listeners: []model.ListenerStatus{{Name: "http", SupportedKinds: []string{"HTTPRoute"}, AttachedRoutes: 1, Conditions: programmed}}}},
-		Routes: []model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: route.Name, Generation: route.Generation,
+		Routes: []*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: route.Name, Generation: route.Generation,
 			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
 			{Kind: "GRPCRoute", Namespace: "web", Name: calls.Name, Generation: calls.Generation,
 				Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", Conditions: accepted}}},
