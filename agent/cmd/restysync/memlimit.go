@@ -63,20 +63,17 @@ func setMemoryLimit(logger *slog.Logger) {
 	logger.Info("memory limit from the cgroup", "cgroup_bytes", limit, "go_soft_limit_bytes", soft)
 }
 
-// startGCPercent is Go's GC percent from the agent's start until its first
-// applied sync, unless GOGC is set. Reading the source decodes every object
-// once and leaves about as much garbage as it keeps; at GOGC=100 the heap
-// peaks near twice what is live there, and the spans of that peak stay
-// mapped, partly used, for good. Collecting sooner during the start costs
-// more collections of a heap that is still growing, once: at 50,000
-// Ingresses (B6@50k, side by side) 50 settled the agent at 332 MB instead
-// of 375 MB for a listing of 20.9 s instead of 18.4 s; 25 settled it at
-// 321 MB but slowed the listing and the first sync by half.
+// startGCPercent is Go's GC percent while the source lists its objects,
+// unless GOGC is set. The listing decodes every object once and leaves
+// about as much garbage as it keeps; at GOGC=100 the heap peaks near twice
+// what is live there, and the spans of that peak stay mapped, partly used,
+// for good. Collecting sooner while it lists costs more collections of a
+// heap that is still growing, once; the first sync's build and render run
+// at Go's percent again (at 50, they took half as long again).
 const startGCPercent = 50
 
 // leanStart sets startGCPercent unless GOGC is set, and returns what puts
-// the GC percent back (releaseMemory calls it after the first applied
-// sync).
+// the GC percent back (the syncer calls it once the source has listed).
 func leanStart(logger *slog.Logger) (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
@@ -84,6 +81,6 @@ func leanStart(logger *slog.Logger) (restore func()) {
 	previous := debug.SetGCPercent(startGCPercent)
 	return func() {
 		debug.SetGCPercent(previous)
-		logger.Debug("GC percent restored after the start", "gogc", previous)
+		logger.Debug("GC percent restored after the listing", "gogc", previous)
 	}
 }

@@ -494,7 +494,7 @@ func run(c *cli.Context) error {
 		defer waitStopped(parts.stopped, logger)
 	}
 
-	onSync = releaseMemory(onSync, restoreGC, logger)
+	onSync = releaseMemory(onSync, logger)
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
@@ -512,6 +512,7 @@ func run(c *cli.Context) error {
 		Render:                rc.render,
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,
+		OnListed:              restoreGC,
 		FullPush:              rc.fullPush,
 		Metrics:               obs.syncerMetrics(nginx.Lua),
 		Targets:               rc.targets,
@@ -624,8 +625,7 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 }
 
 // releaseMemory calls next for each sync, and hands the memory freed since
-// back to the OS after the first sync that applied (then restores the GC
-// percent leanStart lowered, with restoreGC), and after a later
+// back to the OS after the first sync that applied, and after a later
 // sync that built the model whole (Report.Whole; not an incremental one,
 // whose garbage is small, and whose forced collection of a 500 MB heap
 // would hold up the next change) of a large agent (heap in use over
@@ -637,7 +637,7 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 // least releaseInterval apart (one asked for sooner waits, and the asks in
 // between are one), which bounds the extra collections a burst of full
 // syncs costs; small agents never pay for it.
-func releaseMemory(next func(syncer.Report), restoreGC func(), logger *slog.Logger) func(syncer.Report) {
+func releaseMemory(next func(syncer.Report), logger *slog.Logger) func(syncer.Report) {
 	r := &memoryReleaser{logger: logger}
 	first := true
 	return func(rep syncer.Report) {
@@ -646,9 +646,6 @@ func releaseMemory(next func(syncer.Report), restoreGC func(), logger *slog.Logg
 		}
 		if !releaseDue(rep, first, heapInUse) {
 			return
-		}
-		if first {
-			restoreGC()
 		}
 		first = false
 		r.ask()

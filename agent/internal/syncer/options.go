@@ -58,6 +58,9 @@ type Options struct {
 	// block: status writers and event recorders hand the work to their own
 	// goroutines.
 	OnSync func(Report)
+	// OnListed, if set, is called once the source has listed its objects,
+	// before the first sync.
+	OnListed func()
 	// Metrics, if set, is told what every sync, reload and push did
 	// (default: nothing is recorded).
 	Metrics Metrics

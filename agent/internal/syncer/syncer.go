@@ -148,6 +148,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	s.update(func(st *State) { st.Synced = true })
 	s.logger.Info("source synced", "duration", time.Since(start).Round(time.Millisecond))
+	if s.opts.OnListed != nil {
+		s.opts.OnListed()
+	}
 	s.kindsMu.Lock()
 	s.firstEvent = time.Time{} // the first listing is not a change to time
 	s.objects.take()           // nor one to name

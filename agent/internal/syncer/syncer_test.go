@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,12 +60,15 @@ func (f *fakeSource) Start(_ context.Context, changed func(source.Change)) error
 
 func (f *fakeSource) Snapshot() (model.Snapshot, []model.Problem) { return f.snap, nil }
 
-// A burst of 1,000 changes costs a handful of syncs, not 1,000.
+// A burst of 1,000 changes costs a handful of syncs, not 1,000 (and
+// OnListed was called once, after the source's listing).
 func TestBurstCoalesces(t *testing.T) {
 	shared := t.TempDir()
 	src := &fakeSource{}
 	nginx := &apply.Nginx{SharedDir: shared, Lua: apply.NewLuaClient(filepath.Join(shared, "none.sock"))}
-	s := New(src, nginx, Options{Render: render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"}},
+	var listed atomic.Int32
+	s := New(src, nginx, Options{Render: render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"},
+		OnListed: func() { listed.Add(1) }},
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -95,6 +99,9 @@ func TestBurstCoalesces(t *testing.T) {
 	after := waitSyncs(before + 1)
 	if n := after - before; n > 5 {
 		t.Errorf("1,000 changes cost %d syncs, want at most 5", n)
+	}
+	if n := listed.Load(); n != 1 {
+		t.Errorf("OnListed called %d times, want once", n)
 	}
 }
 
