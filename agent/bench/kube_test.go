@@ -305,16 +305,10 @@ func (a *agent) get(host, path string) (int, string) {
 // when want is "", and returns how long that took; it fails after bound.
 func (a *agent) waitFor(host, path, want string, bound time.Duration) time.Duration {
 	a.t.Helper()
-	start := time.Now()
-	for {
+	return timeUntil(a.t, a, host+path, bound, func() (bool, string) {
 		status, body := a.get(host, path)
-		if status == http.StatusOK && (want == "" || body == want) {
-			return time.Since(start)
-		}
-		if time.Since(start) > bound {
-			a.t.Fatalf("%s%s: no %q within %s: %d %s", host, path, want, bound, status, body)
-		}
-	}
+		return status == http.StatusOK && (want == "" || body == want), fmt.Sprintf("want 200 %q, got %d %s", want, status, body)
+	})
 }
 
 // waitIdle waits until the agent has logged no sync for quiet, at most
