@@ -539,6 +539,7 @@ func TestKube(t *testing.T) {
 			}
 			return nil
 		})
+		held := time.Since(start)
 		// Quiet for a second: the loop is done with the burst.
 		for last, quiet := syncLines(), time.Now(); time.Since(quiet) < time.Second; time.Sleep(50 * time.Millisecond) {
 			if n := syncLines(); n != last {
@@ -547,10 +548,16 @@ func TestKube(t *testing.T) {
 		}
 		syncs := syncLines() - before
 		t.Logf("%d Services created by %d clients in %s: %d syncs", changes, clients, created.Round(time.Millisecond), syncs)
-		// The bound holds on a slow machine too: under a steady stream the
-		// 100 ms cap alone makes a sync per 100 ms, whatever the rate.
-		if syncs > changes/4 {
-			t.Errorf("%d changes cost %d syncs, want at most %d: the loop does not coalesce", changes, syncs, changes/4)
+		// While changes keep coming the loop waits StructureCoalesce (25 ms)
+		// after the last one, so it syncs at most once per 25 ms of the
+		// burst. On this machine the burst takes about 3 s and the bound is
+		// changes/4; on a loaded one the API server spreads the same changes
+		// over half a minute, a stream sparser than one change per 25 ms
+		// leaves nothing to gather, and the bound follows the burst's length
+		// (until the agent held every Service).
+		bound := max(changes/4, int(held/(25*time.Millisecond))+2)
+		if syncs > bound {
+			t.Errorf("%d changes in %s cost %d syncs, want at most %d: the loop does not coalesce", changes, held.Round(time.Millisecond), syncs, bound)
 		}
 		for c := range clients {
 			wg.Go(func() {
