@@ -330,15 +330,17 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 	}
 }
 
-// report publishes the current files and tells the caller what changed.
+// report publishes the current files and tells the caller what changed,
+// the last change marked Last: the batch is whole in the snapshot.
 func (s *Source) report(changed func(source.Change)) {
 	objects, problemsChanged := s.publish()
-	for _, c := range objects {
-		changed(c)
-	}
 	if problemsChanged {
 		// Not an EndpointSlice change alone: the fast path would keep the
 		// problems of the last full build.
-		changed(source.Change{Kind: source.KindUnknown})
+		objects = append(objects, source.Change{Kind: source.KindUnknown})
+	}
+	for i, c := range objects {
+		c.Last = i == len(objects)-1
+		changed(c)
 	}
 }

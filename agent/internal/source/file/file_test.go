@@ -957,3 +957,32 @@ func gathered(t *testing.T, step func(dir string, i int) bool, done func(model.S
 	}
 	t.Skip("every run had a pause near the debounce (a loaded machine)")
 }
+
+// report marks the last change of a publish Last, and no other: the
+// syncer then syncs the batch without waiting for more.
+func TestReportMarksTheLastChangeOfABatch(t *testing.T) {
+	dir := t.TempDir()
+	s := New(dir)
+	s.readAll()
+	s.publish()
+	var got []source.Change
+	collect := func(c source.Change) { got = append(got, c) }
+	for _, step := range []struct{ name, content string }{
+		{"a.yaml", serviceYAML("a", 80) + "---\n" + ingressYAML("a", "a")},
+		{"b.yaml", "kind: [\n"}, // a problem alone
+	} {
+		got = nil
+		path := filepath.Join(dir, step.name)
+		writeFile(t, path, step.content)
+		s.readFile(path)
+		s.report(collect)
+		if len(got) == 0 {
+			t.Fatalf("%s: no change reported", step.name)
+		}
+		for i, c := range got {
+			if c.Last != (i == len(got)-1) {
+				t.Errorf("%s: change %d of %d (%s) has Last %v", step.name, i+1, len(got), c, c.Last)
+			}
+		}
+	}
+}
