@@ -49,6 +49,12 @@ type Change struct {
 	// Namespace and Name of the object; Name is "" when the source cannot
 	// say (only the problems of the files changed).
 	Namespace, Name string
+	// Last says no change follows at once: the source reported a batch
+	// whole, after its snapshot holds all of it (the file source after a
+	// publish), so the syncer need not wait for more (Syncer's
+	// quietPeriod). A source whose changes trickle in (informers) leaves
+	// it false.
+	Last bool
 }
 
 // String is "Kind namespace/name", "Kind name" for an object of no

@@ -45,6 +45,8 @@ func (r *retry) after(err error) {
 func (s *Syncer) changed(c source.Change) {
 	s.kindsMu.Lock()
 	s.kinds[c.Kind] = true
+	s.batchEnded = c.Last
+	c.Last = false
 	s.objects.add(c)
 	if s.firstEvent.IsZero() {
 		s.firstEvent = time.Now()
@@ -117,19 +119,27 @@ func (c *changes) take() string {
 // last sync of a change ended less than MaxDelay ago (changes keep coming:
 // a deploy of many objects is worth gathering), else Coalesce — a lone
 // change after a quiet spell goes at once, and a burst costs at most one
-// sync more than it would.
+// sync more than it would. Coalesce gathers the changes of one burst
+// that arrive one by one (an Ingress, its Service and its EndpointSlice
+// from three informers); when the last change closed a batch the source
+// reported whole (source.Change.Last: the file source, which gathered
+// the burst itself), there is nothing more to wait for, and no wait.
 func (s *Syncer) quietPeriod() time.Duration {
 	s.kindsMu.Lock()
 	defer s.kindsMu.Unlock()
+	coalesce := s.opts.Coalesce
+	if s.batchEnded {
+		coalesce = 0
+	}
 	if time.Since(s.lastSync) >= s.opts.MaxDelay {
-		return s.opts.Coalesce
+		return coalesce
 	}
 	for kind := range s.kinds {
 		if kind != source.KindEndpointSlice {
 			return s.opts.StructureCoalesce
 		}
 	}
-	return s.opts.Coalesce
+	return coalesce
 }
 
 func (s *Syncer) markDirty() {

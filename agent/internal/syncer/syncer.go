@@ -50,6 +50,7 @@ type Syncer struct {
 	kinds      map[source.Kind]bool // changed since the last sync
 	objects    changes              // the objects changed since the last sync
 	firstEvent time.Time            // first change since the last sync
+	batchEnded bool                 // the last change was a batch's last (source.Change.Last)
 
 	// The fields below are owned by the loop goroutine.
 	stage *apply.Stage      // what nginx runs and Lua holds, and the steps that change it

@@ -253,6 +253,40 @@ func TestQuietPeriod(t *testing.T) {
 	}
 }
 
+// A change that closes a batch the source reported whole
+// (source.Change.Last, the file source's) goes at once after a quiet
+// spell, with no Coalesce wait; one that does not, or a batch while
+// changes keep coming, waits as before.
+func TestQuietPeriodAfterABatch(t *testing.T) {
+	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.DiscardHandler))
+	s.lastSync = time.Now().Add(-time.Second)
+	s.changed(source.Change{Kind: source.KindIngress, Namespace: "default", Name: "web"})
+	if got := s.quietPeriod(); got != 5*time.Millisecond {
+		t.Errorf("a change, more may follow: %s, want 5ms", got)
+	}
+	s.changed(source.Change{Kind: source.KindService, Namespace: "default", Name: "web", Last: true})
+	if got := s.quietPeriod(); got != 0 {
+		t.Errorf("the batch's last change after a quiet second: %s, want 0", got)
+	}
+	if _, objects := s.takeKinds(); objects != "Ingress default/web,Service default/web" {
+		t.Errorf("changed objects %q: Last is not part of a change's name", objects)
+	}
+	s.lastSync = time.Now()
+	s.changed(source.Change{Kind: source.KindIngress, Namespace: "default", Name: "web", Last: true})
+	if got := s.quietPeriod(); got != 25*time.Millisecond {
+		t.Errorf("a batch while changes keep coming: %s, want 25ms", got)
+	}
+	s.takeKinds()
+	s.changed(source.Change{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-1", Last: true})
+	if got := s.quietPeriod(); got != 0 {
+		t.Errorf("a batch of EndpointSlices: %s, want 0", got)
+	}
+	s.changed(source.Change{Kind: source.KindEndpointSlice, Namespace: "default", Name: "web-2"})
+	if got := s.quietPeriod(); got != 5*time.Millisecond {
+		t.Errorf("a change after the batch: %s, want 5ms", got)
+	}
+}
+
 // The sync log line names the first objects that changed, each once, then
 // how many more did; and, for a reload, why.
 func TestSyncLogNamesChangesAndReloadReason(t *testing.T) {

@@ -29,7 +29,8 @@
 //
 // The folder is watched, not the files, because editors and kubelet replace
 // a file by renaming another one over it; a watch on the old file would go
-// silent. Events are gathered for a few milliseconds and only the files
+// silent. Events are gathered until the folder has been quiet for a few
+// milliseconds (WithDebounce), and only the files
 // they name are read again, so an edit costs one file's decoding. Deleting
 // a file drops its objects. If the folder itself disappears (renamed away,
 // or deleted), the objects last read from it are kept, with a Problem, and
@@ -56,11 +57,17 @@ import (
 
 // Defaults of the options.
 const (
-	DefaultDebounce      = 10 * time.Millisecond
+	DefaultDebounce      = 2 * time.Millisecond
 	DefaultMaxFileSize   = 8 << 20
 	DefaultMaxDocuments  = 10_000
 	DefaultRetryInterval = time.Second
 )
+
+// maxGather is how long a batch of events gathers at most, however
+// often they come: 100ms, or 10 debounces if that is longer.
+func (s *Source) maxGather() time.Duration {
+	return max(100*time.Millisecond, 10*s.debounce)
+}
 
 // maxDepth is how many levels of subfolders are read below the folder.
 const maxDepth = 8
@@ -114,9 +121,12 @@ func WithLogger(logger *slog.Logger) Option {
 	}
 }
 
-// WithDebounce sets how long events are gathered after the first one before
-// the files they name are read again (default DefaultDebounce, 10ms). An
-// editor's write-then-rename falls in one such window.
+// WithDebounce sets how long the folder must be quiet after an event
+// before the files the events name are read again (default
+// DefaultDebounce, 2ms): each event restarts the wait, up to maxGather
+// after the first. A file written in place in several writes is read
+// once, whole, when its writer paused for that long, and an editor's
+// write-then-rename, or a tool writing many files, is one batch.
 func WithDebounce(d time.Duration) Option {
 	return func(s *Source) {
 		if d > 0 {
@@ -253,14 +263,19 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 		retry    *time.Ticker
 		retryC   <-chan time.Time // set while the folder is missing
 	)
+	// arm (re)starts the wait for the batch: debounce after this event,
+	// and at most maxGather after the batch's first.
+	var first time.Time
 	arm := func() {
-		if fire != nil {
-			return
+		now := time.Now()
+		if fire == nil {
+			first = now
 		}
+		wait := min(s.debounce, max(0, first.Add(s.maxGather()).Sub(now)))
 		if debounce == nil {
-			debounce = time.NewTimer(s.debounce)
+			debounce = time.NewTimer(wait)
 		} else {
-			debounce.Reset(s.debounce)
+			debounce.Reset(wait)
 		}
 		fire = debounce.C
 	}
@@ -315,15 +330,17 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 	}
 }
 
-// report publishes the current files and tells the caller what changed.
+// report publishes the current files and tells the caller what changed,
+// the last change marked Last: the batch is whole in the snapshot.
 func (s *Source) report(changed func(source.Change)) {
 	objects, problemsChanged := s.publish()
-	for _, c := range objects {
-		changed(c)
-	}
 	if problemsChanged {
 		// Not an EndpointSlice change alone: the fast path would keep the
 		// problems of the last full build.
-		changed(source.Change{Kind: source.KindUnknown})
+		objects = append(objects, source.Change{Kind: source.KindUnknown})
+	}
+	for i, c := range objects {
+		c.Last = i == len(objects)-1
+		changed(c)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -823,5 +825,164 @@ func TestStartErrors(t *testing.T) {
 	s, _ := startSource(t, dir)
 	if err := s.Start(t.Context(), func(source.Change) {}); err == nil {
 		t.Error("second Start succeeded, want an error")
+	}
+}
+
+// publishes counts the publishes a watching Source makes, by the Services
+// list each change callback sees (one list per publish), and whether any
+// publish had a problem.
+type publishes struct {
+	mu       sync.Mutex
+	s        *Source
+	seen     map[**corev1.Service]bool
+	count    int
+	problems []model.Problem
+}
+
+func (p *publishes) changed(source.Change) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	snap, problems := p.s.Snapshot()
+	p.problems = append(p.problems, problems...)
+	if len(snap.Services) == 0 {
+		return
+	}
+	// Each publish makes a list of its own; it is seen at each change.
+	if list := unsafe.SliceData(snap.Services); !p.seen[list] {
+		p.seen[list] = true
+		p.count++
+	}
+}
+
+func (p *publishes) get() (int, []model.Problem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count, slices.Clone(p.problems)
+}
+
+func watchPublishes(t *testing.T, dir string, opts ...Option) *publishes {
+	t.Helper()
+	s := New(dir, opts...)
+	p := &publishes{s: s, seen: map[**corev1.Service]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx, p.changed); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-s.done })
+	return p
+}
+
+// A file written in place in several writes, each pause shorter than the
+// debounce but all of them longer, is read once and whole: each write
+// restarts the wait (a window from the first event would read it half
+// written, a problem, then again).
+func TestWatchReadsAFileWrittenInPiecesWhole(t *testing.T) {
+	content := serviceYAML("web", 80) + "---\n" + ingressYAML("web", "web")
+	const pieces = 15
+	gathered(t, func(dir string, step int) bool {
+		f := filepath.Join(dir, "web.yaml")
+		flag := os.O_WRONLY | os.O_APPEND
+		if step == 0 {
+			flag |= os.O_CREATE
+		}
+		file, err := os.OpenFile(f, flag, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		if _, err := file.WriteString(content[step*len(content)/pieces : (step+1)*len(content)/pieces]); err != nil {
+			t.Fatal(err)
+		}
+		return step+1 < pieces
+	}, func(snap model.Snapshot) bool { return len(snap.Ingresses) == 1 && len(snap.Services) == 1 })
+}
+
+// A burst of files renamed into the folder, each within the debounce of
+// the one before but all of them over more than it (a tool writing many
+// files), is read in one batch: one publish, then one sync, for all of
+// them (a window from the first event would publish part of the burst).
+func TestWatchGathersABurstInOnePublish(t *testing.T) {
+	const files = 20
+	staging := t.TempDir()
+	gathered(t, func(dir string, step int) bool {
+		name := fmt.Sprintf("app-%02d.yaml", step)
+		writeFile(t, filepath.Join(staging, name), serviceYAML(fmt.Sprintf("app-%02d", step), 80))
+		if err := os.Rename(filepath.Join(staging, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		return step+1 < files
+	}, func(snap model.Snapshot) bool { return len(snap.Services) == files })
+}
+
+// gathered runs step (0, 1, … until it returns false) in a watched folder,
+// each step a tenth of the debounce after the one before, waits for done,
+// and checks the steps made one publish and no problem. A run in which a
+// pause came near the debounce (a loaded machine) proves nothing and is
+// run again, up to 5 times.
+func gathered(t *testing.T, step func(dir string, i int) bool, done func(model.Snapshot) bool) {
+	t.Helper()
+	const debounce = 100 * time.Millisecond
+	for range 5 {
+		dir := t.TempDir()
+		p := watchPublishes(t, dir, WithDebounce(debounce))
+		start, last, longest := time.Now(), time.Now(), time.Duration(0)
+		for i := 0; ; i++ {
+			more := step(dir, i)
+			longest, last = max(longest, time.Since(last)), time.Now()
+			if !more {
+				break
+			}
+			time.Sleep(debounce / 10)
+		}
+		if took := time.Since(start); took < debounce {
+			t.Fatalf("the steps took %v, not longer than the debounce %v: the test proves nothing", took, debounce)
+		}
+		deadline := time.Now().Add(waitTimeout)
+		for snap, _ := p.s.Snapshot(); !done(snap); snap, _ = p.s.Snapshot() {
+			if time.Now().After(deadline) {
+				t.Fatal("the files were not read")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(2 * debounce) // a publish after the one awaited would show here
+		if longest > debounce/2 {
+			t.Logf("a pause of %v between steps, near the debounce %v: again", longest, debounce)
+			continue
+		}
+		if count, problems := p.get(); count != 1 || len(problems) != 0 {
+			t.Errorf("%d publishes, problems %v; want one publish of everything written", count, problems)
+		}
+		return
+	}
+	t.Skip("every run had a pause near the debounce (a loaded machine)")
+}
+
+// report marks the last change of a publish Last, and no other: the
+// syncer then syncs the batch without waiting for more.
+func TestReportMarksTheLastChangeOfABatch(t *testing.T) {
+	dir := t.TempDir()
+	s := New(dir)
+	s.readAll()
+	s.publish()
+	var got []source.Change
+	collect := func(c source.Change) { got = append(got, c) }
+	for _, step := range []struct{ name, content string }{
+		{"a.yaml", serviceYAML("a", 80) + "---\n" + ingressYAML("a", "a")},
+		{"b.yaml", "kind: [\n"}, // a problem alone
+	} {
+		got = nil
+		path := filepath.Join(dir, step.name)
+		writeFile(t, path, step.content)
+		s.readFile(path)
+		s.report(collect)
+		if len(got) == 0 {
+			t.Fatalf("%s: no change reported", step.name)
+		}
+		for i, c := range got {
+			if c.Last != (i == len(got)-1) {
+				t.Errorf("%s: change %d of %d (%s) has Last %v", step.name, i+1, len(got), c, c.Last)
+			}
+		}
 	}
 }

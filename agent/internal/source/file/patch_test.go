@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -139,5 +140,45 @@ func TestKindListsCoverEveryKind(t *testing.T) {
 		if kindOfType[reflect.TypeOf(obj)] != source.Kind(kind) {
 			t.Errorf("%T reads as kind %q, want %s", obj, kindOfType[reflect.TypeOf(obj)], kind)
 		}
+	}
+}
+
+// A patched publish copies the shard of the Services whose slices
+// changed, not the index of every Service: the view before keeps serving
+// its own slices, and shares every other shard with the view after.
+func TestPatchViewSharesSliceShards(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 600 {
+		name := fmt.Sprintf("app-%03d", i)
+		writeFile(t, filepath.Join(dir, name+".yaml"), serviceYAML(name, 80)+"---\n"+endpointSliceYAML(name+"-1", name))
+	}
+	s := New(dir)
+	s.readAll()
+	s.publish()
+	prev := s.view
+	path := filepath.Join(dir, "new.yaml")
+	writeFile(t, path, serviceYAML("new", 80)+"---\n"+endpointSliceYAML("new-1", "new"))
+	s.readFile(path)
+	if changed, _ := s.publish(); len(changed) != 2 || s.view == prev {
+		t.Fatalf("publish changed %v, want the new Service and its slice patched in", changed)
+	}
+	copied := 0
+	for i := range sliceShards {
+		if reflect.ValueOf(prev.slicesOf.shards[i]).UnsafePointer() != reflect.ValueOf(s.view.slicesOf.shards[i]).UnsafePointer() {
+			copied++
+		}
+	}
+	if copied != 1 {
+		t.Errorf("%d of %d shards copied, want 1", copied, sliceShards)
+	}
+	key := source.ServiceKey{Namespace: "default", Name: "new"}
+	if got := prev.slicesOf.get(key); got != nil {
+		t.Errorf("the view before the publish serves %v for the new Service", got)
+	}
+	if _, got := s.ServiceEndpoints("default", "new"); len(got) != 1 || got[0].Name != "new-1" {
+		t.Errorf("ServiceEndpoints(default/new) = %v, want its slice new-1", got)
+	}
+	if _, got := s.ServiceEndpoints("default", "app-007"); len(got) != 1 || got[0].Name != "app-007-1" {
+		t.Errorf("ServiceEndpoints(default/app-007) = %v, want its slice app-007-1", got)
 	}
 }

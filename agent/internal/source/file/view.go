@@ -47,7 +47,7 @@ type view struct {
 	duplicated map[objectKey]bool
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
-	slicesOf map[source.ServiceKey][]*discoveryv1.EndpointSlice
+	slicesOf sliceIndex
 }
 
 // kindOrder is the order in which changed kinds are reported.
@@ -154,7 +154,8 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	}
 
 	next := *prev
-	cloned, slicesCloned := map[string]bool{}, false
+	cloned := map[string]bool{}
+	var slicesOf *sliceIndexEdit
 	for _, e := range edits {
 		if !next.patch(e.old, e.new, cloned) {
 			return nil, false
@@ -164,16 +165,15 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 		if oldSlice == nil && newSlice == nil {
 			continue
 		}
-		if !slicesCloned {
-			slicesCloned = true
-			next.slicesOf = maps.Clone(prev.slicesOf)
+		if slicesOf == nil {
+			slicesOf = newSliceIndexEdit(prev.slicesOf)
 		}
-		if !next.patchSlicesOf(oldSlice, newSlice) {
+		if !patchSlicesOf(slicesOf, oldSlice, newSlice) {
 			return nil, false
 		}
 	}
-	if len(next.slicesOf) == 0 {
-		next.slicesOf = nil // as buildView leaves it
+	if slicesOf != nil {
+		next.slicesOf = slicesOf.done()
 	}
 	s.mu.Lock()
 	s.view = &next
@@ -203,36 +203,29 @@ type edit struct {
 }
 
 // patchSlicesOf puts newSlice in place of oldSlice in its Service's list
-// (one of them may be nil), on a copy of the list, and says whether it
-// could: a slice moving to another Service, or added beside others (where
-// buildView's path order would place it), makes publish build whole.
-func (v *view) patchSlicesOf(oldSlice, newSlice *discoveryv1.EndpointSlice) bool {
+// of index (one of them may be nil), on a copy of the list, and says
+// whether it could: a slice moving to another Service, or added beside
+// others (where buildView's path order would place it), makes publish
+// build whole.
+func patchSlicesOf(index *sliceIndexEdit, oldSlice, newSlice *discoveryv1.EndpointSlice) bool {
 	switch {
 	case newSlice == nil:
 		key := serviceOf(oldSlice)
-		list := slices.DeleteFunc(slices.Clone(v.slicesOf[key]), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice })
-		if len(list) == 0 {
-			delete(v.slicesOf, key)
-		} else {
-			v.slicesOf[key] = list
-		}
+		index.set(key, slices.DeleteFunc(slices.Clone(index.get(key)), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice }))
 	case oldSlice == nil:
 		key := serviceOf(newSlice)
-		if len(v.slicesOf[key]) > 0 {
+		if len(index.get(key)) > 0 {
 			return false
 		}
-		if v.slicesOf == nil {
-			v.slicesOf = map[source.ServiceKey][]*discoveryv1.EndpointSlice{}
-		}
-		v.slicesOf[key] = []*discoveryv1.EndpointSlice{newSlice}
+		index.set(key, []*discoveryv1.EndpointSlice{newSlice})
 	default:
 		key := serviceOf(newSlice)
 		if serviceOf(oldSlice) != key {
 			return false
 		}
-		list := slices.Clone(v.slicesOf[key])
+		list := slices.Clone(index.get(key))
 		list[slices.Index(list, oldSlice)] = newSlice
-		v.slicesOf[key] = list
+		index.set(key, list)
 	}
 	return true
 }
@@ -303,6 +296,7 @@ func patchIn[T interface {
 // same object, the first one wins and the other is a problem.
 func (s *Source) buildView() *view {
 	v := &view{}
+	slicesOf := newSliceIndexEdit(sliceIndex{})
 	definedAt := map[objectKey]string{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
@@ -320,8 +314,13 @@ func (s *Source) buildView() *view {
 			}
 			definedAt[doc.key()] = location(path, doc.index)
 			v.add(doc.obj)
+			if slice, ok := doc.obj.(*discoveryv1.EndpointSlice); ok {
+				key := serviceOf(slice)
+				slicesOf.set(key, append(slicesOf.get(key), slice))
+			}
 		}
 	}
+	v.slicesOf = slicesOf.done()
 	problems = append(problems, s.dirProblem...)
 	if s.folderErr != nil {
 		problems = append(problems, problem{path: s.dir,
@@ -356,13 +355,6 @@ func (s *Source) buildView() *view {
 // add appends obj to the list of its type (the first of the lists that
 // takes it: the one of its type). patch has the same lists.
 func (v *view) add(obj runtime.Object) {
-	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
-		if v.slicesOf == nil {
-			v.slicesOf = map[source.ServiceKey][]*discoveryv1.EndpointSlice{}
-		}
-		key := serviceOf(slice)
-		v.slicesOf[key] = append(v.slicesOf[key], slice)
-	}
 	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
 		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
 		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
