@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source/file"
@@ -47,10 +48,9 @@ func BenchmarkNewHTTPRoute(b *testing.B) {
 // benchGatewayAddress is the bench Gateway's address.
 const benchGatewayAddress = "127.0.61.38"
 
-// startNewRouteEnv writes a GatewayClass, a Gateway with one HTTP listener
-// and n HTTPRoutes on it (500 to a file), starts nginx, the file source
-// and a Syncer on them, and runs the first syncs (the second takes the
-// addresses the first served).
+// startNewRouteEnv writes a GatewayClass and a Gateway with one HTTP
+// listener, starts nginx, the file source and a Syncer on them, and adds n
+// HTTPRoutes on the Gateway (500 to a file), syncing as they come.
 func startNewRouteEnv(b testing.TB, n int) *newIngressEnv {
 	b.Helper()
 	e := &newIngressEnv{dir: b.TempDir()}
@@ -75,17 +75,6 @@ spec:
     protocol: HTTP
     port: %d
 `, model.GatewayControllerName, nginxproc.FreePort(b)))
-	for start := 0; start < n; start += 500 {
-		var buf strings.Builder
-		for i := start; i < min(start+500, n); i++ {
-			name := fmt.Sprintf("f%d", i)
-			buf.WriteString(benchRouteYAML(name, name))
-			fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n", name)
-			fmt.Fprintf(&buf, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: %s\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [\"10.%d.%d.1\"]\n  conditions: {ready: true}\n- addresses: [\"10.%d.%d.2\"]\n  conditions: {ready: true}\n",
-				name, name, i/256%256, i%256, i/256%256, i%256)
-		}
-		e.write(fmt.Sprintf("fill-%06d.yaml", start), buf.String())
-	}
 	nginx, settings, _ := agentnginx.Start(b)
 	src := file.New(e.dir)
 	e.s = New(src, nginx, Options{Render: settings, GatewayAddresses: []string{benchGatewayAddress}}, slog.New(slog.DiscardHandler))
@@ -94,17 +83,35 @@ spec:
 	if err := src.Start(ctx, e.s.changed); err != nil {
 		b.Fatal(err)
 	}
-	// The second sync takes the addresses the first served; a push of
-	// every route may time out on a busy machine: the loop would retry.
-	for i, synced := 0, 0; synced < 2; i++ {
-		if err := e.s.sync(ctx); err != nil {
-			if i > 5 {
-				b.Fatal(err)
-			}
-			b.Logf("first syncs: %v (retrying)", err)
-			continue
+	// Filled 2,500 routes at a time, each step synced until it serves
+	// them: one push of 50,000 routes may not end within the Lua
+	// client's timeout on a busy machine.
+	const step = 2500
+	for start := 0; start < n; start += step {
+		for file := start; file < min(start+step, n); file += 500 {
+			e.write(fmt.Sprintf("fill-%06d.yaml", file), benchRouteFill(file, min(file+500, n)))
 		}
-		synced++
+		want := min(start+step, n)
+		deadline := time.Now().Add(2 * time.Minute)
+		for e.s.built == nil || len(e.s.built.GatewayAPI.Routes) != want || e.s.buildPath.Globals {
+			if time.Now().After(deadline) {
+				b.Fatalf("the fill did not reach %d routes", want)
+			}
+			if err := e.s.sync(ctx); err != nil {
+				b.Logf("fill: %v (retrying)", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Syncs with nothing new until one is applied.
+	for i := 0; ; i++ {
+		err := e.s.sync(ctx)
+		if err == nil {
+			break
+		}
+		if i == 5 {
+			b.Fatal(err)
+		}
 	}
 	if got := len(e.s.built.GatewayAPI.Routes); got != n {
 		b.Fatalf("first sync has %d route statuses, want %d", got, n)
@@ -127,4 +134,18 @@ func writeRenamed(b testing.TB, staging, dir, name, content string) {
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// benchRouteFill is the HTTPRoutes f<from>..f<to-1>, each with its
+// Service and a 2-endpoint EndpointSlice.
+func benchRouteFill(from, to int) string {
+	var buf strings.Builder
+	for i := from; i < to; i++ {
+		name := fmt.Sprintf("f%d", i)
+		buf.WriteString(benchRouteYAML(name, name))
+		fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n", name)
+		fmt.Fprintf(&buf, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: %s\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [\"10.%d.%d.1\"]\n  conditions: {ready: true}\n- addresses: [\"10.%d.%d.2\"]\n  conditions: {ready: true}\n",
+			name, name, i/256%256, i%256, i/256%256, i%256)
+	}
+	return buf.String()
 }
