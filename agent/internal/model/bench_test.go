@@ -97,6 +97,11 @@ func benchGatewaySnapshot(n int) Snapshot {
 	for i := range n {
 		s.HTTPRoutes = append(s.HTTPRoutes, benchRoute(fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d", i)))
 	}
+	// Sorted by namespace and name, as the file source hands them out
+	// (B11-route's source).
+	s.Services = slices.SortedFunc(slices.Values(s.Services), compareNamed)
+	s.EndpointSlices = slices.SortedFunc(slices.Values(s.EndpointSlices), compareNamed)
+	s.HTTPRoutes = slices.SortedFunc(slices.Values(s.HTTPRoutes), compareNamed)
 	return s
 }
 
@@ -133,7 +138,7 @@ func BenchmarkIncrementalRoute(b *testing.B) {
 		s := benchGatewaySnapshot(n)
 		b.Run(fmt.Sprintf("new-route/httproutes=%d", n), func(b *testing.B) {
 			with := s
-			with.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))
+			with.HTTPRoutes = slices.SortedFunc(slices.Values(append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))), compareNamed)
 			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.GatewayRoutes) == len(next.HTTPRoutes) })
 		})
 	}

@@ -143,10 +143,14 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		return x.full(s, "the clock went back")
 	}
 	gatewayChanged := gatewayBaseChanged(x.last, s)
-	// In islands, the HTTPRoutes' changes are found once, by diffNamed
-	// (updateRoutes).
-	routesChanged := x.routes.on && !slices.Equal(x.last.HTTPRoutes, s.HTTPRoutes) ||
-		!x.routes.on && !samePointers(x.last.HTTPRoutes, s.HTTPRoutes)
+	// In islands, the HTTPRoutes' changes are found once, by diffList
+	// (updateRoutes takes them).
+	routesChanged := !x.routes.on && !samePointers(x.last.HTTPRoutes, s.HTTPRoutes)
+	if x.routes.on {
+		x.routes.changes, x.routes.ordered = diffList(x.routes.index, x.last.HTTPRoutes, s.HTTPRoutes, x.routes.ordered)
+		routesChanged = len(x.routes.changes) > 0
+	}
+	servedOnly := gatewayChanged && !gatewayBaseChanged(x.last, withServedOf(s, x.last))
 	var ingresses []objectChange[*networkingv1.Ingress]
 	var services []objectChange[*corev1.Service]
 	var endpointSlices []objectChange[*discoveryv1.EndpointSlice]
@@ -204,6 +208,11 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 				x.expires = is.expires
 			}
 		}
+	}
+	if servedOnly && x.routes.on && !dirty[x.globals] && x.sameGlobals() {
+		// The addresses the last build served are read only to keep
+		// them: a Build that keeps them all is the last one.
+		gatewayChanged = false
 	}
 	rebuildGlobals := dirty[x.globals] || gatewayChanged || routesChanged && !x.routes.on
 	delete(dirty, x.globals)
@@ -675,6 +684,23 @@ func gatewayBaseChanged(last, s Snapshot) bool {
 		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
 		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies) ||
 		!samePointers(last.Namespaces, s.Namespaces) || !reflect.DeepEqual(gatewaySettingsOf(last), gatewaySettingsOf(s))
+}
+
+// withServedOf is s with the GatewayAddressesServed of other.
+func withServedOf(s, other Snapshot) Snapshot {
+	s.GatewayAddressesServed = other.GatewayAddressesServed
+	return s
+}
+
+// sameGlobals says whether the globals part of x.last, built beside route
+// islands (without Ingresses and HTTPRoutes), is the one x holds, with
+// the same problems. It builds the globals part without taking it in:
+// a Gateway and its listeners cost little without their routes.
+func (x *Incremental) sameGlobals() bool {
+	s := x.last
+	s.Ingresses, s.HTTPRoutes = nil, nil
+	m, problems := newBuilderOf(s, x.objects).build(newIngressProcessor(s), newGatewayProcessor(s))
+	return reflect.DeepEqual(m, x.globalsModel) && slices.Equal(problems, x.globals.held.problems)
 }
 
 // withoutGatewayAPI is s without its Gateway API part.

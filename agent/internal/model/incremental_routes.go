@@ -42,8 +42,12 @@ type routeIslands struct {
 	links
 	// on: the HTTPRoutes are in islands; else the globals part has them.
 	on bool
-	// index is the HTTPRoutes by namespace and name.
-	index map[namespacedName]*gatewayv1.HTTPRoute
+	// index is the HTTPRoutes by namespace and name; ordered says the
+	// last list was sorted by them, each name once (diffList), and
+	// changes are what changed since it (Incremental.Build).
+	index   map[namespacedName]*gatewayv1.HTTPRoute
+	ordered bool
+	changes []objectChange[*gatewayv1.HTTPRoute]
 	// built are the islands the last Build built.
 	built []*island
 	// base are the globals part's routes (its listeners' own hosts,
@@ -83,7 +87,7 @@ func newRouteIslands(s Snapshot) routeIslands {
 	if !unique || slices.ContainsFunc(s.HTTPRoutes, withoutHostnames) {
 		return r
 	}
-	r.on, r.index = true, index
+	r.on, r.index, r.ordered = true, index, isOrdered(s.HTTPRoutes)
 	for key, route := range index {
 		for _, name := range routeNames(route) {
 			r.link(name, key)
@@ -351,7 +355,7 @@ func sameGateways(a, b []*gatewayv1.Gateway) bool {
 func (x *Incremental) updateRoutes(seeds []namespacedName) (globals bool, err string) {
 	r := &x.routes
 	r.built = nil
-	changes := diffNamed(r.index, x.last.HTTPRoutes)
+	changes := r.changes
 	whole := func() (bool, string) {
 		x.drop(x.globals)
 		return true, x.buildGlobals()

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -69,6 +70,24 @@ func TestIncrementalRouteIslands(t *testing.T) {
 	check("the addresses of the Gateway's status (Build reads them)", true, 6)
 	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("outside", "other.test"))
 	check("a route the listener does not take", false, 1)
+
+	// The syncer hands each build the addresses the last one served
+	// (Snapshot.GatewayAddressesServed): the same ones build nothing,
+	// others the globals part.
+	m, _ := Build(s)
+	served := map[string][]string{}
+	for _, g := range m.GatewayAPI.Gateways {
+		served[g.Namespace+"/"+g.Name] = g.Addresses
+	}
+	if len(served) != 1 || slices.Equal(slices.Collect(maps.Values(served))[0], []string{"127.0.50.3"}) {
+		t.Fatalf("served %v, want one Gateway on another address than 127.0.50.3", served)
+	}
+	s.GatewayAddressesServed = served
+	check("the addresses the last build served", false, 0)
+	for k := range served {
+		s.GatewayAddressesServed = map[string][]string{k: {"127.0.50.3"}}
+	}
+	check("the Gateway served on another address", true, 7)
 }
 
 func replaced[T any](list []T, i int, v T) []T {

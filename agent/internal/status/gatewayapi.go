@@ -17,12 +17,24 @@ package status
 // condition keeps its lastTransitionTime while its status is unchanged,
 // and an object is written only when what it holds differs from what is
 // wanted.
+//
+// A pass visits every GatewayClass, Gateway and ListenerSet (a few), but
+// only the routes whose wanted status came, changed or went since a pass
+// last visited them (pending), so that a new route among 50,000 costs one
+// route's check. Which changed is told by pointer: the model never changes
+// a RouteStatus it handed out, and builds a new one whenever it builds the
+// route again, which it does whenever the route's object changes (the
+// source reports every change of it, its status included). So a status a
+// user or another controller overwrote is visited, found to differ and
+// written again at the sync that follows the overwrite; a route a pass
+// failed to write stays pending, and a new term visits every route.
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -182,17 +194,27 @@ type gatewayWriter struct {
 	services *gatewayServices
 
 	// Guarded by the Writer's mu.
-	wanted       model.GatewayAPIStatus // from the last update, Programmed judged
-	wantedRoutes map[objectKey]bool     // the routes of wanted
+	wanted model.GatewayAPIStatus // from the last update, Programmed judged
+	// wantedRoutes are the routes of wanted by key (nil until the first
+	// update); routesSorted says wanted.Routes is sorted by key, each
+	// once (diffRoutes).
+	wantedRoutes map[objectKey]*model.RouteStatus
+	routesSorted bool
 	// knownRoutes are the routes ever given parents of ours, which may
 	// still carry them: a route that leaves wanted loses its entries.
 	knownRoutes map[objectKey]bool
+	// pending are the routes the next pass visits (see the package doc);
+	// allRoutes has it visit every known route.
+	pending   map[objectKey]bool
+	allRoutes bool
 
 	// Owned by the loop goroutine: what each object was last given or
 	// seen with in this term (term: its context), as another leader may
-	// have written since the last.
-	written map[objectKey]gatewayRecord
-	term    context.Context
+	// have written since the last: the routes' (syncedByRoute) in
+	// routesWritten, the others' in written.
+	written       map[objectKey]gatewayRecord
+	routesWritten map[objectKey]gatewayRecord
+	term          context.Context
 }
 
 // gatewayRecord is what was wanted of an object when it was last written
@@ -206,13 +228,15 @@ type gatewayRecord struct {
 
 func newGatewayWriter(client kubeclient.Interface, opts *GatewayAPIOptions, timeout time.Duration) *gatewayWriter {
 	g := &gatewayWriter{
-		client:      client,
-		controller:  cmp.Or(opts.ControllerName, model.GatewayControllerName),
-		lookup:      opts.Lookup,
-		timeout:     timeout,
-		now:         time.Now,
-		knownRoutes: map[objectKey]bool{},
-		written:     map[objectKey]gatewayRecord{},
+		client:        client,
+		controller:    cmp.Or(opts.ControllerName, model.GatewayControllerName),
+		lookup:        opts.Lookup,
+		timeout:       timeout,
+		now:           time.Now,
+		knownRoutes:   map[objectKey]bool{},
+		pending:       map[objectKey]bool{},
+		written:       map[objectKey]gatewayRecord{},
+		routesWritten: map[objectKey]gatewayRecord{},
 		// wantedRoutes stays nil until the first update
 	}
 	if opts.Services != nil {
@@ -231,20 +255,110 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 		return
 	}
 	served := ServedGatewayAPI(wanted, applied)
-	routes := make(map[objectKey]bool, len(served.Routes))
-	for _, r := range served.Routes {
-		routes[routeKey(r.Kind, r.Namespace, r.Name)] = true
-	}
 	w.mu.Lock()
-	w.gateway.wanted, w.gateway.wantedRoutes = served, routes
-	for key := range routes {
-		w.gateway.knownRoutes[key] = true
-	}
+	w.gateway.diffRoutes(served.Routes)
+	w.gateway.wanted = served
 	if w.gateway.services != nil {
 		w.gateway.services.noteWanted(served.Services)
 	}
 	w.mu.Unlock()
 	w.notify()
+}
+
+// diffRoutes brings wantedRoutes to routes, the next wanted ones, and
+// marks pending those that came, changed (another pointer) or went. When
+// both lists are sorted by key (the model's are) they are walked side by
+// side, a pointer comparison for each route that stayed; else by key.
+// The caller holds the Writer's mu.
+func (g *gatewayWriter) diffRoutes(routes []*model.RouteStatus) {
+	set := func(r *model.RouteStatus) {
+		key := routeKey(r.Kind, r.Namespace, r.Name)
+		g.wantedRoutes[key], g.knownRoutes[key], g.pending[key] = r, true, true
+	}
+	gone := func(r *model.RouteStatus) {
+		key := routeKey(r.Kind, r.Namespace, r.Name)
+		delete(g.wantedRoutes, key)
+		g.pending[key] = true
+	}
+	if g.wantedRoutes != nil && g.routesSorted {
+		if walkRoutes(g.wanted.Routes, routes, set, gone) {
+			return
+		}
+		// Not sorted: nothing was changed yet (walkRoutes checks first).
+	}
+	if g.wantedRoutes == nil {
+		g.wantedRoutes = make(map[objectKey]*model.RouteStatus, len(routes))
+	}
+	g.routesSorted = sortedRoutes(routes)
+	present := make(map[objectKey]bool, len(routes))
+	for _, r := range routes {
+		key := routeKey(r.Kind, r.Namespace, r.Name)
+		present[key] = true
+		if g.wantedRoutes[key] != r {
+			set(r)
+		}
+	}
+	for key, r := range g.wantedRoutes {
+		if !present[key] {
+			gone(r)
+		}
+	}
+}
+
+// walkRoutes calls set for each route of next not in last (by pointer)
+// and gone for each route of last whose key left, walking both lists side
+// by side; last must be sorted by compareRouteStatus, each key once. It
+// says false, having called neither, when next is not.
+func walkRoutes(last, next []*model.RouteStatus, set, gone func(*model.RouteStatus)) bool {
+	if !sortedRoutes(next) {
+		return false
+	}
+	i := 0
+	for _, r := range next {
+		for i < len(last) && last[i] != r && compareRouteStatus(last[i], r) < 0 {
+			gone(last[i])
+			i++
+		}
+		if i < len(last) && last[i] == r {
+			i++
+			continue
+		}
+		if i < len(last) && compareRouteStatus(last[i], r) == 0 {
+			i++ // changed
+		}
+		set(r)
+	}
+	for ; i < len(last); i++ {
+		gone(last[i])
+	}
+	return true
+}
+
+// sortedRoutes says whether routes are sorted by compareRouteStatus,
+// each key once.
+func sortedRoutes(routes []*model.RouteStatus) bool {
+	for j := 1; j < len(routes); j++ {
+		if compareRouteStatus(routes[j-1], routes[j]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// compareRouteStatus orders route statuses as the model sorts them.
+func compareRouteStatus(a, b *model.RouteStatus) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
+}
+
+// syncedByRoute are the kinds syncRoute writes.
+var syncedByRoute = map[string]bool{"HTTPRoute": true, "GRPCRoute": true, "TLSRoute": true, "BackendTLSPolicy": true}
+
+// records are the records of key's kind: routesWritten or written.
+func (g *gatewayWriter) records(key objectKey) map[objectKey]gatewayRecord {
+	if syncedByRoute[key.Kind] {
+		return g.routesWritten
+	}
+	return g.written
 }
 
 // routeKey is the key of a route of kind (model.RouteStatus.Kind:
@@ -256,28 +370,37 @@ func routeKey(kind, namespace, name string) objectKey {
 	return objectKey{Kind: kind, Namespace: namespace, Name: name}
 }
 
-// pass writes the status of every GatewayClass, Gateway and HTTPRoute
-// wanted, and takes our parents out of the routes that left it.
+// pass writes the status of every GatewayClass, Gateway and ListenerSet
+// wanted, and of the pending routes: ours, or our parents taken out of
+// those that left wanted (every known route in a new term).
 func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
-	if g.term != ctx {
-		g.term, g.written = ctx, map[objectKey]gatewayRecord{}
-	}
 	w.mu.Lock()
+	if g.term != ctx {
+		g.term, g.written, g.routesWritten = ctx, map[objectKey]gatewayRecord{}, map[objectKey]gatewayRecord{}
+		g.allRoutes = true
+	}
 	wanted := g.wanted
-	var stale []objectKey
-	for key := range g.knownRoutes {
-		if !g.wantedRoutes[key] {
-			stale = append(stale, key)
-		}
+	visit := g.pending
+	if g.allRoutes {
+		visit = maps.Clone(g.knownRoutes)
+	}
+	g.pending, g.allRoutes = map[objectKey]bool{}, false
+	routes := make([]objectKey, 0, len(visit))
+	for key := range visit {
+		routes = append(routes, key)
+	}
+	slices.SortFunc(routes, func(a, b objectKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
+	})
+	wants := make([]*model.RouteStatus, len(routes))
+	for i, key := range routes {
+		wants[i] = g.wantedRoutes[key]
 	}
 	w.mu.Unlock()
-	slices.SortFunc(stale, func(a, b objectKey) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
 
 	var errs []error
 	wrote := 0
-	visited := make(map[objectKey]bool, len(wanted.Classes)+len(wanted.Gateways)+len(wanted.Routes))
+	visited := make(map[objectKey]bool, len(wanted.Classes)+len(wanted.Gateways))
 	note := func(key objectKey, ok bool, err error) {
 		visited[key] = true
 		if err != nil {
@@ -305,24 +428,30 @@ func (g *gatewayWriter) pass(ctx context.Context, w *Writer) error {
 	if g.services != nil {
 		g.syncServices(ctx, w, wanted.Services, note)
 	}
-	for _, r := range wanted.Routes {
-		key := routeKey(r.Kind, r.Namespace, r.Name)
-		ok, err := g.syncRoute(ctx, key, r)
-		note(key, ok, err)
-	}
-	for _, key := range stale {
-		ok, err := g.syncRoute(ctx, key, nil)
+	var failed []objectKey
+	for i, key := range routes {
+		ok, err := g.syncRoute(ctx, key, wants[i])
 		note(key, ok, err)
 		if err != nil {
+			failed = append(failed, key)
 			continue
 		}
-		delete(g.written, key)
+		if wants[i] != nil {
+			continue
+		}
+		// Our parents are out of a route that left wanted.
+		delete(g.routesWritten, key)
 		w.mu.Lock()
-		if !g.wantedRoutes[key] { // not wanted again meanwhile
+		if g.wantedRoutes[key] == nil { // not wanted again meanwhile
 			delete(g.knownRoutes, key)
 		}
 		w.mu.Unlock()
 	}
+	w.mu.Lock()
+	for _, key := range failed {
+		g.pending[key] = true
+	}
+	w.mu.Unlock()
 	// Forget the objects that left: one that comes back is read again.
 	for key := range g.written {
 		if !visited[key] {
@@ -351,7 +480,8 @@ type statusSync[T metav1.Object] struct {
 // has not changed since it was last written or seen in place is not read
 // again.
 func syncObject[T metav1.Object](ctx context.Context, g *gatewayWriter, key objectKey, want any, s statusSync[T]) (bool, error) {
-	prev, known := g.written[key]
+	records := g.records(key)
+	prev, known := records[key]
 	known = known && reflect.DeepEqual(prev.want, want)
 	if known && g.lookup == nil {
 		return false, nil
@@ -393,7 +523,7 @@ func syncObject[T metav1.Object](ctx context.Context, g *gatewayWriter, key obje
 	if err != nil {
 		return false, err
 	}
-	g.written[key] = gatewayRecord{want: want, replaced: replaced}
+	records[key] = gatewayRecord{want: want, replaced: replaced}
 	return replaced != "", nil
 }
 

@@ -13,7 +13,8 @@
 // syncs costs one pass. Both kinds of status share the Lease and the
 // pass: one leader writes all of it. A pass compares each status
 // with the one wanted (from the informer cache when Options.Lookup is set)
-// and writes only those that differ.
+// and writes only those that differ; of the routes, it looks only at those
+// whose wanted status changed since (gatewayapi.go).
 //
 // Every replica remembers each Ingress it was told is served until, as
 // leader, it has dealt with its status, so a new leader also clears the
