@@ -180,7 +180,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		for _, slice := range []*discoveryv1.EndpointSlice{c.old, c.new} {
 			if slice != nil {
 				if key, ok := sliceService(slice); ok {
-					read(readSlices, key)
+					read(readService, key)
 				}
 			}
 		}
@@ -605,43 +605,53 @@ func setOrDelete[V any](m map[namespacedName]V, key namespacedName, v V) {
 }
 
 // linkKeys are the names that put ing in one island with the Ingresses
-// that share one: the hosts of its rules ("" for a rule without one, and
-// for a default backend: the default server), of its spec.tls, its
-// server-aliases, and the www twin of each (from-to-www-redirect).
+// that share one: for each host of its rules ("" for a rule without one,
+// and for a default backend: the default server), of its spec.tls and its
+// server-aliases, the host in lower case without its leading "www."s
+// (linkKey). Two hosts that are equal, equal but for case, or one the www
+// twin of the other (from-to-www-redirect) have one key; hosts the rules
+// keep apart may share one too ("www.www.a" and "a"), which only makes an
+// island larger.
+//
+// Why one key per host, not the host, its lower case and its twin: at
+// 50,000 Ingresses the links held a key and a list for each, some 4 MB
+// more.
 func linkKeys(ing *networkingv1.Ingress) []string {
 	var keys []string
-	host := func(h string) {
-		keys = append(keys, h)
-		if h == "" {
-			return
-		}
-		keys = append(keys, strings.ToLower(h))
-		if rest, ok := strings.CutPrefix(h, "www."); ok {
-			keys = append(keys, rest)
-		} else {
-			keys = append(keys, "www."+h)
-		}
-	}
 	if ing.Spec.DefaultBackend != nil {
-		host("")
+		keys = append(keys, "")
 	}
 	for _, r := range ing.Spec.Rules {
-		host(r.Host)
+		keys = append(keys, linkKey(r.Host))
 	}
 	for _, t := range ing.Spec.TLS {
 		for _, h := range t.Hosts {
-			host(h)
+			keys = append(keys, linkKey(h))
 		}
 	}
 	for key, value := range ing.Annotations {
 		if strings.HasSuffix(key, serverAliasKey) {
 			for _, alias := range strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-				host(alias)
+				keys = append(keys, linkKey(alias))
 			}
 		}
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// linkKey is host in lower case without its leading "www."s: every name
+// the host, its lower case and its www twin (with "www." added or taken
+// off) give the same key.
+func linkKey(host string) string {
+	key := strings.ToLower(host)
+	for {
+		rest, ok := strings.CutPrefix(key, "www.")
+		if !ok {
+			return key
+		}
+		key = rest
+	}
 }
 
 // changedSettings says what of s, other than its Ingresses, Services,
@@ -867,11 +877,17 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 }
 
 // readKind and readKey name an object a build read (Builder.reads).
+//
+// readService stands for a Service and its EndpointSlices both: a build
+// reads a Service's slices after the Service, so one key for the two
+// halves the keys held (at 50,000 Ingresses, each with its Service: some
+// 6 MB of islands' reads and readers), and an island that read only the
+// Service (service-upstream, ExternalName) is built again when its
+// slices change too, which costs that island.
 type readKind uint8
 
 const (
-	readService readKind = iota
-	readSlices           // the EndpointSlices of a Service
+	readService readKind = iota // a Service and its EndpointSlices
 	readSecret
 	readConfigMap
 )

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -169,4 +170,25 @@ func serviceNames(list []*corev1.Service) []string {
 		out = append(out, s.Namespace+"/"+s.Name)
 	}
 	return out
+}
+
+// TestLinkKeysOnePerHost: the names that link Ingresses are one per host,
+// the same for a host, its case and its www twin, so that the links hold
+// one key for each (and still join what the three names did).
+func TestLinkKeysOnePerHost(t *testing.T) {
+	ing := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{{Host: "WWW.Shop.example"}, {Host: "shop.example"}, {Host: "www.www.shop.example"}},
+		TLS:   []networkingv1.IngressTLS{{Hosts: []string{"www.shop.example"}}},
+	}}
+	if got := linkKeys(ing); !slices.Equal(got, []string{"shop.example"}) {
+		t.Errorf("linkKeys = %q, want [shop.example]", got)
+	}
+	for _, host := range []string{"a.example", "A.example", "www.a.example", "Www.A.Example"} {
+		if got := linkKey(host); got != "a.example" {
+			t.Errorf("linkKey(%q) = %q, want a.example", host, got)
+		}
+	}
+	if got := linkKey(""); got != "" {
+		t.Errorf(`linkKey("") = %q, want ""`, got)
+	}
 }
