@@ -188,7 +188,7 @@ func (b *Builder) service(namespace, name string) *corev1.Service {
 
 func (b *Builder) serviceSlices(namespace, name string) []*discoveryv1.EndpointSlice {
 	key := namespacedName{namespace, name}
-	b.reads.add(readSlices, key)
+	b.reads.add(readService, key)
 	return b.objects.slices[key]
 }
 

@@ -48,7 +48,8 @@ type Incremental struct {
 	objects *objectIndex
 	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
 	// last by namespace and name, to find what changed. services, secrets
-	// and configMaps are the maps of objects (the same by name), held once.
+	// and configMaps are the maps of objects (the same by name), held once;
+	// slices is nil while last's EndpointSlices are ordered (diffSlices).
 	ingresses  map[namespacedName]*networkingv1.Ingress
 	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
@@ -158,10 +159,10 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	var configMaps []objectChange[*corev1.ConfigMap]
 	ingresses, x.ordered.ingresses = diffList(x.ingresses, x.last.Ingresses, s.Ingresses, x.ordered.ingresses)
 	services, x.ordered.services = diffList(x.services, x.last.Services, s.Services, x.ordered.services)
-	endpointSlices, x.ordered.slices = diffList(x.slices, x.last.EndpointSlices, s.EndpointSlices, x.ordered.slices)
+	endpointSlices = x.diffSlices(s.EndpointSlices)
 	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
 	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
-	if len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || len(x.slices) != len(s.EndpointSlices) ||
+	if len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
 		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
 		return x.full(s, "two objects of one kind share a name")
 	}
@@ -184,7 +185,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		for _, slice := range []*discoveryv1.EndpointSlice{c.old, c.new} {
 			if slice != nil {
 				if key, ok := sliceService(slice); ok {
-					read(readSlices, key)
+					read(readService, key)
 				}
 			}
 		}
@@ -323,8 +324,10 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
 	x.ingresses, _ = indexNamed(s.Ingresses)
 	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
-	x.slices, _ = indexNamed(s.EndpointSlices)
 	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), isOrdered(s.Services), isOrdered(s.EndpointSlices)
+	if !x.ordered.slices {
+		x.slices, _ = indexNamed(s.EndpointSlices)
+	}
 	x.ordered.secrets, x.ordered.configMaps = isOrdered(s.Secrets), isOrdered(s.ConfigMaps)
 	path := BuildPath{Reason: reason}
 	if len(x.ingresses) != len(s.Ingresses) {
@@ -365,6 +368,24 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	m, problems := x.sum.model(x.globalsModel)
 	x.routes.model(&m)
 	return m, problems, path
+}
+
+// diffSlices is diffList for the EndpointSlices, whose index by name
+// only the diff reads: while the lists are ordered (the file source's)
+// the walk needs none and x.slices is nil (at 50,000 slices it held
+// 3.7 MB); it is made from last when a list is not.
+func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
+	if x.ordered.slices {
+		if changes, ok := diffOrdered(x.last.EndpointSlices, next); ok {
+			return changes
+		}
+		x.slices, _ = indexNamed(x.last.EndpointSlices)
+	}
+	changes := diffNamed(x.slices, next)
+	if x.ordered.slices = isOrdered(next); x.ordered.slices {
+		x.slices = nil
+	}
+	return changes
 }
 
 // ingressLinks are the link keys of the Ingress key names now.
@@ -614,43 +635,53 @@ func setOrDelete[V any](m map[namespacedName]V, key namespacedName, v V) {
 }
 
 // linkKeys are the names that put ing in one island with the Ingresses
-// that share one: the hosts of its rules ("" for a rule without one, and
-// for a default backend: the default server), of its spec.tls, its
-// server-aliases, and the www twin of each (from-to-www-redirect).
+// that share one: for each host of its rules ("" for a rule without one,
+// and for a default backend: the default server), of its spec.tls and its
+// server-aliases, the host in lower case without its leading "www."s
+// (linkKey). Two hosts that are equal, equal but for case, or one the www
+// twin of the other (from-to-www-redirect) have one key; hosts the rules
+// keep apart may share one too ("www.www.a" and "a"), which only makes an
+// island larger.
+//
+// Why one key per host, not the host, its lower case and its twin: at
+// 50,000 Ingresses the links held a key and a list for each, some 4 MB
+// more.
 func linkKeys(ing *networkingv1.Ingress) []string {
 	var keys []string
-	host := func(h string) {
-		keys = append(keys, h)
-		if h == "" {
-			return
-		}
-		keys = append(keys, strings.ToLower(h))
-		if rest, ok := strings.CutPrefix(h, "www."); ok {
-			keys = append(keys, rest)
-		} else {
-			keys = append(keys, "www."+h)
-		}
-	}
 	if ing.Spec.DefaultBackend != nil {
-		host("")
+		keys = append(keys, "")
 	}
 	for _, r := range ing.Spec.Rules {
-		host(r.Host)
+		keys = append(keys, linkKey(r.Host))
 	}
 	for _, t := range ing.Spec.TLS {
 		for _, h := range t.Hosts {
-			host(h)
+			keys = append(keys, linkKey(h))
 		}
 	}
 	for key, value := range ing.Annotations {
 		if strings.HasSuffix(key, serverAliasKey) {
 			for _, alias := range strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-				host(alias)
+				keys = append(keys, linkKey(alias))
 			}
 		}
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// linkKey is host in lower case without its leading "www."s: every name
+// the host, its lower case and its www twin (with "www." added or taken
+// off) give the same key.
+func linkKey(host string) string {
+	key := strings.ToLower(host)
+	for {
+		rest, ok := strings.CutPrefix(key, "www.")
+		if !ok {
+			return key
+		}
+		key = rest
+	}
 }
 
 // changedSettings says what of s, other than its Ingresses, Services,
@@ -893,11 +924,17 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 }
 
 // readKind and readKey name an object a build read (Builder.reads).
+//
+// readService stands for a Service and its EndpointSlices both: a build
+// reads a Service's slices after the Service, so one key for the two
+// halves the keys held (at 50,000 Ingresses, each with its Service: some
+// 6 MB of islands' reads and readers), and an island that read only the
+// Service (service-upstream, ExternalName) is built again when its
+// slices change too, which costs that island.
 type readKind uint8
 
 const (
-	readService readKind = iota
-	readSlices           // the EndpointSlices of a Service
+	readService readKind = iota // a Service and its EndpointSlices
 	readSecret
 	readConfigMap
 )

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -169,4 +171,65 @@ func serviceNames(list []*corev1.Service) []string {
 		out = append(out, s.Namespace+"/"+s.Name)
 	}
 	return out
+}
+
+// TestLinkKeysOnePerHost: the names that link Ingresses are one per host,
+// the same for a host, its case and its www twin, so that the links hold
+// one key for each (and still join what the three names did).
+func TestLinkKeysOnePerHost(t *testing.T) {
+	ing := &networkingv1.Ingress{Spec: networkingv1.IngressSpec{
+		Rules: []networkingv1.IngressRule{{Host: "WWW.Shop.example"}, {Host: "shop.example"}, {Host: "www.www.shop.example"}},
+		TLS:   []networkingv1.IngressTLS{{Hosts: []string{"www.shop.example"}}},
+	}}
+	if got := linkKeys(ing); !slices.Equal(got, []string{"shop.example"}) {
+		t.Errorf("linkKeys = %q, want [shop.example]", got)
+	}
+	for _, host := range []string{"a.example", "A.example", "www.a.example", "Www.A.Example"} {
+		if got := linkKey(host); got != "a.example" {
+			t.Errorf("linkKey(%q) = %q, want a.example", host, got)
+		}
+	}
+	if got := linkKey(""); got != "" {
+		t.Errorf(`linkKey("") = %q, want ""`, got)
+	}
+}
+
+// TestIncrementalSliceIndex: Incremental holds no index of the
+// EndpointSlices by name while their lists come ordered (the walk needs
+// none), makes one when a list comes out of order, finds a name twice
+// there, and drops it once they are ordered again; Build's model at each
+// step.
+func TestIncrementalSliceIndex(t *testing.T) {
+	s := benchSnapshot(5) // app-0 … app-4: ordered
+	inc := NewIncremental()
+	step := func(what string, wantIndex, wantIncremental bool) {
+		t.Helper()
+		path := checkIncremental(t, inc, s, what)
+		if (inc.slices != nil) != wantIndex || path.Incremental != wantIncremental {
+			t.Errorf("%s: index of %d slices (nil %v), path %+v; want an index %v, incremental %v",
+				what, len(inc.slices), inc.slices == nil, path, wantIndex, wantIncremental)
+		}
+	}
+	changed := func(slice *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+		c := slice.DeepCopy()
+		c.Endpoints = c.Endpoints[:1]
+		return c
+	}
+	step("first", false, false)
+	s.EndpointSlices = slices.Clone(s.EndpointSlices)
+	s.EndpointSlices[1] = changed(s.EndpointSlices[1])
+	step("a slice changed, in order", false, true)
+	s.EndpointSlices = slices.Clone(s.EndpointSlices)
+	slices.Reverse(s.EndpointSlices)
+	s.EndpointSlices[0] = changed(s.EndpointSlices[0])
+	step("a slice changed, out of order", true, true)
+	ordered := slices.Clone(s.EndpointSlices)
+	slices.Reverse(ordered)
+	s.EndpointSlices = append(slices.Clone(s.EndpointSlices), changed(s.EndpointSlices[2]))
+	step("a name twice, out of order", true, false)
+	s.EndpointSlices = ordered
+	step("in order again", false, true)
+	s.EndpointSlices = slices.Clone(s.EndpointSlices)
+	s.EndpointSlices[3] = changed(s.EndpointSlices[3])
+	step("a slice changed, in order again", false, true)
 }

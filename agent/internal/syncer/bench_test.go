@@ -89,6 +89,9 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 	if err := src.Start(ctx, s.changed); err != nil {
 		b.Fatal(err)
 	}
+	if heapListed != nil {
+		heapListed()
+	}
 	if err := s.sync(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -224,7 +224,24 @@ func (s *Source) decodeFile(path string) fileRead {
 		return fileRead{unchanged: true}
 	}
 	docs, problems := decodeManifests(path, data, s.maxDocuments)
+	compact(docs)
 	return fileRead{sum: sum, docs: docs, problems: problems}
+}
+
+// compact replaces each document's object by a copy made once the whole
+// file is decoded. Decoding a document leaves several times the object's
+// size in garbage (YAML nodes, the JSON it becomes, the decoder's state),
+// allocated between the object's own parts: once collected, the spans
+// the objects live in stay in use, mostly empty, for as long as the
+// objects live. The copies are made one after another, so they share
+// spans with each other instead (measured at 50,000 Ingresses, each with a
+// Service and an EndpointSlice: the heap in use after the listing 173 →
+// 143 MB for 131 MB live). The copy shares the strings (DeepCopy copies
+// no string), so what shareStrings shared stays shared.
+func compact(docs []document) {
+	for i := range docs {
+		docs[i].obj = docs[i].obj.DeepCopyObject()
+	}
 }
 
 // install makes what decodeFile read of path the file's state.

@@ -1,0 +1,67 @@
+package syncer
+
+import (
+	"flag"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"testing"
+)
+
+var (
+	heapIngresses = flag.Int("heap.n", 0, "TestHeapAtScale: how many Ingresses (0: skip the test)")
+	heapStartGC   = flag.Int("heap.startgc", 50, "TestHeapAtScale: Go's GC percent while the source lists (the agent's startGCPercent)")
+	heapProfile   = flag.String("heap.profile", "", "TestHeapAtScale: write the heap profile after the syncs here")
+)
+
+// heapListed, when set, is called by startNewIngressEnv once the source
+// has listed, before the first sync.
+var heapListed func()
+
+// TestHeapAtScale measures the syncer's live heap and the heap in use
+// (the spans the live heap keeps, which is what RSS follows) with -heap.n
+// Ingresses, as BenchmarkNewIngress holds them: once the file source has
+// listed (at the agent's GC percent of the listing), after the first sync,
+// and after 20 new Ingresses. It is a measuring tool, not a check:
+//
+//	go test -run TestHeapAtScale -heap.n 50000 -v ./agent/internal/syncer
+func TestHeapAtScale(t *testing.T) {
+	if *heapIngresses == 0 {
+		t.Skip("-heap.n not set")
+	}
+	measure := func(when string) {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		t.Logf("%s: HeapAlloc %.1f MB, HeapInuse %.1f MB, HeapObjects %d, Sys %.1f MB",
+			when, float64(m.HeapAlloc)/1e6, float64(m.HeapInuse)/1e6, m.HeapObjects, float64(m.Sys)/1e6)
+	}
+	previous := debug.SetGCPercent(*heapStartGC)
+	heapListed = func() {
+		measure("listed")
+		debug.SetGCPercent(previous)
+	}
+	defer func() { heapListed = nil }()
+	env := startNewIngressEnv(t, *heapIngresses)
+	defer env.stop()
+	measure("first sync")
+	for range 20 {
+		env.add(t)
+		if err := env.s.sync(env.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure("20 new Ingresses later")
+	if *heapProfile != "" {
+		f, err := os.Create(*heapProfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
