@@ -455,8 +455,11 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	if !reflect.DeepEqual(gotCfg, wantCfg) {
 		return nil, fmt.Errorf("cached render: config differs (profiles, files, backend TLS or view)")
 	}
-	if !reflect.DeepEqual(gotRoutes, wantRoutes) {
-		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", gotRoutes, wantRoutes)
+	if err := checkRouteList(gotRoutes); err != nil {
+		return nil, fmt.Errorf("cached render: %w", err)
+	}
+	if got, want := gotRoutes.Slice(), NewRouteList(wantRoutes).Slice(); !reflect.DeepEqual(got, want) {
+		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", got, want)
 	}
 	if err := checkChangedRoutes(cache, gotRoutes); err != nil {
 		return nil, err
@@ -468,13 +471,13 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 }
 
 // lastCacheRoutes are the routes each cache's last render returned.
-var lastCacheRoutes = map[*Cache][]model.Route{}
+var lastCacheRoutes = map[*Cache]RouteList{}
 
 // checkChangedRoutes checks Cache.ChangedRoutes after a render that
 // returned routes: from is the very list the render before returned, and
 // every host whose route differs between the two (or that only one
 // routes) is among hosts. Plan trusts it (plan.Next.ChangedRoutes).
-func checkChangedRoutes(cache *Cache, routes []model.Route) error {
+func checkChangedRoutes(cache *Cache, routes RouteList) error {
 	last := lastCacheRoutes[cache]
 	lastCacheRoutes[cache] = routes
 	from, hosts, ok := cache.ChangedRoutes()
@@ -483,12 +486,12 @@ func checkChangedRoutes(cache *Cache, routes []model.Route) error {
 		return nil
 	}
 	changedRoutesStats[true]++
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if !from.Same(last) && (from.Len() > 0 || last.Len() > 0) {
 		return fmt.Errorf("ChangedRoutes: from is not the routes the render before returned")
 	}
-	byHost := func(list []model.Route) map[string]model.Route {
-		out := make(map[string]model.Route, len(list))
-		for _, r := range list {
+	byHost := func(list RouteList) map[string]model.Route {
+		out := make(map[string]model.Route, list.Len())
+		for r := range list.All() {
 			out[r.Host] = r
 		}
 		return out

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // After each sync Lua holds exactly the routes render made, through
@@ -34,7 +33,7 @@ func TestLuaHoldsTheRoutesWithChangedRoutes(t *testing.T) {
 		if err := env.s.sync(env.ctx); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if from, _, ok := env.s.renderCache.ChangedRoutes(); ok && sameList(from, before) {
+		if from, _, ok := env.s.renderCache.ChangedRoutes(); ok && from.Same(before) {
 			hinted++
 		}
 		held, err := env.nginx.Lua.Routes(env.ctx)
@@ -42,10 +41,10 @@ func TestLuaHoldsTheRoutesWithChangedRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := env.s.lastRoutes
-		if len(held) != len(want) {
-			t.Fatalf("step %d (%s): Lua holds %d routes, render made %d", step, name, len(held), len(want))
+		if len(held) != want.Len() {
+			t.Fatalf("step %d (%s): Lua holds %d routes, render made %d", step, name, len(held), want.Len())
 		}
-		for _, r := range want {
+		for r := range want.All() {
 			h, ok := held[r.Host]
 			if !ok || h.HTTPS != r.HTTPS || len(h.Locations) != len(r.Locations) {
 				t.Fatalf("step %d (%s): Lua holds %+v for %s, render made %+v", step, name, h, r.Host, r)
@@ -82,6 +81,3 @@ func changedRoutesIngress(rng *rand.Rand, name string, hosts []string) string {
 	return fmt.Sprintf("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\n%sspec:\n  ingressClassName: restysync\n  rules:\n%s",
 		name, annotations, rules.String())
 }
-
-// sameList says whether a and b are the same slice, not empty.
-func sameList(a, b []model.Route) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
