@@ -15,7 +15,12 @@ package render
 // whose settings have a profile then costs its own host, not every host.
 // Gateway routes are followed the same way, route by route (they add to
 // nginx.conf only a location per set of retry codes), so a new HTTPRoute
-// costs its own routes.
+// costs its own routes. The routes are handed out as a RouteList made
+// from the last one: only the hosts whose route may have changed are
+// made again (ChangedRoutes names them). When the model says which of
+// its servers changed (ServersChanged, from model.Incremental), the
+// others are not even looked at: a new Ingress at 50,000 costs its host,
+// not a walk of 50,000 servers.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -61,6 +66,10 @@ type Cache struct {
 	// hands out again (the same pointer) is in the last list as it was
 	// (metric labels and all).
 	gateway []*model.Route
+	// lastServers are the servers of the last model rendered, and next
+	// the model's hint for the next render (ServersChanged).
+	lastServers []*model.Server
+	next        serverHint
 	// claims are the entries of this render that name each alias and www
 	// name, in no order: the first of them in the model's order that
 	// routes routes the name, unless a server has it as its host.
@@ -104,6 +113,9 @@ type CacheStats struct {
 	// Whole says the cache rendered by Build (first render, an error, or
 	// an output it cannot decide).
 	Whole bool
+	// Walked says every server of the model was looked at: no hint of
+	// the model's servers changed since the last render (ServersChanged).
+	Walked bool
 }
 
 // Stats returns what the last Build made again.
@@ -186,9 +198,30 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, Route
 		}
 		return cfg, NewRouteList(all), nil
 	}
-	c.lastRoutes, c.listed = routes, true
+	c.lastRoutes, c.listed, c.lastServers = routes, true, m.Servers
 	return cfg, routes, nil
 }
+
+// serverHint is what ServersChanged says.
+type serverHint struct {
+	from  []*model.Server
+	hosts map[string]bool
+	ok    bool
+}
+
+// ServersChanged tells the next Build which servers of its model may
+// differ from those of the model before (from, its very Servers slice;
+// model.Incremental.ChangedServers): a host not in hosts has the very
+// same server in both, or none in both, and the model's servers are
+// sorted by host, each once. When from is the model the cache rendered
+// last, that Build looks at the servers of hosts alone, not at every
+// one; else (or without a call) it walks them all.
+func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
+	c.next = serverHint{from: from, hosts: hosts, ok: true}
+}
+
+// sameList says whether a and b are the same slice, not empty.
+func sameList[T any](a, b []T) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
 
 // reset forgets every host, for new settings.
 func (c *Cache) reset(s Settings) error {
@@ -287,43 +320,87 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	if c.def, err = update(c.def, &m.Default, true); err != nil {
 		return Config{}, RouteList{}, false, fmt.Errorf("default server: %w", err)
 	}
-	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
-	walk := lastOrder{entries: c.order}
-	sorted := true
-	for i := range m.Servers {
-		srv := m.Servers[i]
-		var old *hostEntry
-		if i > 0 && m.Servers[i-1].Host >= srv.Host {
-			walk.entries = nil // not sorted: by the map from here on
-			sorted = false
-		}
-		if old = walk.find(srv.Host); old == nil {
-			old = c.hosts[srv.Host]
-		}
-		if old != nil && old.gen == c.gen {
-			return Config{}, RouteList{}, false, fmt.Errorf("server %q: host appears twice", srv.Host)
-		}
-		e, err := update(old, srv, false)
-		if err != nil {
-			return Config{}, RouteList{}, false, err
-		}
-		if e != old {
-			c.hosts[srv.Host] = e
-		}
-		entries[i] = e
+	drop := func(e *hostEntry) {
+		hint(e)
+		c.claim(e, -1)
+		setChanged = c.count(e, -1) || setChanged
+		confChanged = confChanged || c.entryConf(e, nil)
+		delete(c.hosts, e.server.Host)
 	}
-	if len(c.hosts) > len(m.Servers) {
-		for host, e := range c.hosts {
-			if e.gen != c.gen {
-				hint(e)
-				c.claim(e, -1)
-				setChanged = c.count(e, -1) || setChanged
-				confChanged = confChanged || c.entryConf(e, nil)
-				delete(c.hosts, host)
+	next := c.next
+	c.next = serverHint{}
+	// entries are m.Servers' entries, in order: made by the walk below,
+	// or when asked for (entriesOf) after a render that followed the
+	// model's hint.
+	var entries []*hostEntry
+	entriesOf := func() []*hostEntry {
+		if entries == nil && len(m.Servers) > 0 {
+			entries = make([]*hostEntry, len(m.Servers))
+			for i, srv := range m.Servers {
+				entries[i] = c.hosts[srv.Host]
 			}
 		}
+		return entries
 	}
-	c.order = entries
+	sorted := true
+	if next.ok && c.listed && sameList(next.from, c.lastServers) {
+		// Only the hinted hosts' servers may differ from the last
+		// model's: each is found by its host (the model's servers are
+		// sorted by host, each once), the others are not looked at.
+		for host := range next.hosts {
+			if host == "" {
+				continue // the default server, compared above
+			}
+			old := c.hosts[host]
+			i, found := slices.BinarySearchFunc(m.Servers, host, func(srv *model.Server, host string) int { return strings.Compare(srv.Host, host) })
+			if !found {
+				if old != nil {
+					drop(old)
+				}
+				continue
+			}
+			e, err := update(old, m.Servers[i], false)
+			if err != nil {
+				return Config{}, RouteList{}, false, err
+			}
+			c.hosts[host] = e
+		}
+		c.order = nil // the next walk finds each entry in hosts
+	} else {
+		c.stats.Walked = true
+		entries = make([]*hostEntry, len(m.Servers))
+		walk := lastOrder{entries: c.order}
+		for i := range m.Servers {
+			srv := m.Servers[i]
+			var old *hostEntry
+			if i > 0 && m.Servers[i-1].Host >= srv.Host {
+				walk.entries = nil // not sorted: by the map from here on
+				sorted = false
+			}
+			if old = walk.find(srv.Host); old == nil {
+				old = c.hosts[srv.Host]
+			}
+			if old != nil && old.gen == c.gen {
+				return Config{}, RouteList{}, false, fmt.Errorf("server %q: host appears twice", srv.Host)
+			}
+			e, err := update(old, srv, false)
+			if err != nil {
+				return Config{}, RouteList{}, false, err
+			}
+			if e != old {
+				c.hosts[srv.Host] = e
+			}
+			entries[i] = e
+		}
+		if len(c.hosts) > len(m.Servers) {
+			for _, e := range c.hosts {
+				if e.gen != c.gen {
+					drop(e)
+				}
+			}
+		}
+		c.order = entries
+	}
 	if setChanged && c.profileClash() {
 		return Config{}, RouteList{}, false, nil
 	}
@@ -335,7 +412,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	remade := len(changed)
 	// all are the entries of the default server and m.Servers, made
 	// only for a render that needs every one.
-	all := func() []*hostEntry { return append([]*hostEntry{c.def}, entries...) }
+	all := func() []*hostEntry { return append([]*hostEntry{c.def}, entriesOf()...) }
 	viewOf := func(e *hostEntry) (serverView, error) {
 		if v, ok := made[e]; ok {
 			return v, nil
@@ -361,7 +438,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 			return Config{}, RouteList{}, false, err
 		}
 	}
-	routes, retries, ok, err := c.routes(m, entries, hinted, sorted)
+	routes, retries, ok, err := c.routes(m, entriesOf, hinted, sorted)
 	if err != nil || !ok {
 		return Config{}, RouteList{}, false, err
 	}
@@ -373,7 +450,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
 	}
-	views := make([]serverView, 0, 1+len(entries))
+	views := make([]serverView, 0, 1+len(m.Servers))
 	for _, e := range all() {
 		view, err := viewOf(e)
 		if err != nil {
@@ -599,9 +676,9 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 // route made again when any may have changed (hinted nil), or when the
 // servers are not sorted by host (the order decides which server routes
 // an alias two name). hinted gains the hosts of those Gateway routes.
-func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bool, sorted bool) (RouteList, bool, bool, error) {
+func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[string]bool, sorted bool) (RouteList, bool, bool, error) {
 	if hinted == nil || !sorted {
-		return c.allRoutes(m, entries, hinted)
+		return c.allRoutes(m, entries(), hinted)
 	}
 	changes := make([]routeChange, 0, len(hinted))
 	for host := range hinted {
@@ -626,8 +703,7 @@ func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string
 	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
-		e := c.hosts[name]
-		return claimed[name] || e != nil && e.gen == c.gen
+		return claimed[name] || c.hosts[name] != nil
 	}
 	add := func(e *hostEntry, srv *model.Server, isDefault bool) error {
 		if len(e.locations) == 0 {

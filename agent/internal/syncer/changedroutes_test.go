@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
 )
 
 // After each sync Lua holds exactly the routes render made, through
@@ -13,14 +12,15 @@ import (
 // Ingresses, aliases that other hosts claim and www twins, with the plan
 // comparing only the hosts render.Cache says may have changed (apply
 // trusts plan.Next.ChangedRoutes when Lua holds the routes they are
-// relative to).
+// relative to), and render looking only at the servers model.Incremental
+// says changed.
 func TestLuaHoldsTheRoutesWithChangedRoutes(t *testing.T) {
 	env := startNewIngressEnv(t, 20)
 	defer env.stop()
 	rng := rand.New(rand.NewPCG(31, 1))
 	hosts := []string{"a", "b", "c", "www.a", "f1", "f2", "f3", "www.f4"}
 	present := map[string]bool{}
-	hinted := 0
+	hinted, followed := 0, 0
 	for step := range 60 {
 		name := fmt.Sprintf("x%d.yaml", rng.IntN(8))
 		content := ""
@@ -35,6 +35,9 @@ func TestLuaHoldsTheRoutesWithChangedRoutes(t *testing.T) {
 		}
 		if from, _, ok := env.s.renderCache.ChangedRoutes(); ok && from.Same(before) {
 			hinted++
+		}
+		if stats := env.s.renderCache.Stats(); !stats.Walked && !stats.Whole {
+			followed++
 		}
 		held, err := env.nginx.Lua.Routes(env.ctx)
 		if err != nil {
@@ -58,6 +61,9 @@ func TestLuaHoldsTheRoutesWithChangedRoutes(t *testing.T) {
 	}
 	if hinted < 40 {
 		t.Errorf("only %d of 60 syncs had render say which routes changed: the hint is tried on too few", hinted)
+	}
+	if followed < 40 {
+		t.Errorf("only %d of 60 syncs rendered the servers the model said changed alone (render.Cache.ServersChanged): the hint is tried on too few", followed)
 	}
 }
 
