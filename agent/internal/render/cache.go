@@ -213,11 +213,12 @@ type serverHint struct {
 // differ from those of the model before (from, its very Servers slice;
 // model.Incremental.ChangedServers): a host not in hosts has the very
 // same server in both, or none in both, and the model's servers are
-// sorted by host, each once. When from is the model the cache rendered
-// last, that Build looks at the servers of hosts alone, not at every
-// one; else (or without a call) it walks them all.
+// sorted by host, each once; nil hosts say nothing (the model cannot
+// say). When from is the model the cache rendered last, that Build
+// looks at the servers of hosts alone, not at every one; else (or
+// without a call) it walks them all.
 func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
-	c.next = serverHint{from: from, hosts: hosts, ok: true}
+	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
 // sameList says whether a and b are the same slice, not empty.

@@ -345,9 +345,10 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes render.R
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
 	keep := s.stage.Keep()
-	if from, hosts, ok := s.incremental.ChangedServers(); ok {
-		s.renderCache.ServersChanged(from, hosts)
-	}
+	// Which servers the model changed, or nil: a hint not taken by the
+	// render it was for must not outlive it.
+	from, hosts, _ := s.incremental.ChangedServers()
+	s.renderCache.ServersChanged(from, hosts)
 	cfg, routes, err = renderCached(s.renderCache, next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, render.RouteList{}, false, fmt.Errorf("%w: %w", errRender, err)
