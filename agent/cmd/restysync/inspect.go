@@ -263,7 +263,7 @@ func inspectSource(ctx context.Context, c *cli.Context, src string) (admin.Repor
 	// The routes give each path its profile; a model render refuses
 	// shows its paths without one (the agent would quarantine it).
 	routes, _ := render.Routes(m, built.Settings)
-	report := admin.FromModel(m, routes, append(append(problems, built.Problems...), buildProblems...))
+	report := admin.FromModel(m, render.NewRouteList(routes), append(append(problems, built.Problems...), buildProblems...))
 	report.DryRun = true
 	if len(otherKinds) > 0 {
 		report.NotIngressRelated = otherKinds

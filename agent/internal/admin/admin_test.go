@@ -143,7 +143,7 @@ func testModel() model.Model {
 
 func TestFromModel(t *testing.T) {
 	problems := []model.Problem{{Kind: "Ingress", Namespace: "default", Name: "b", Reason: "path \"x\" must start with /"}}
-	r := FromModel(testModel(), nil, problems)
+	r := FromModel(testModel(), render.RouteList{}, problems)
 	if len(r.Hosts) != 2 || r.Hosts[0].Host != "" || r.Hosts[1].Host != "a.test" {
 		t.Fatalf("hosts %+v, want the default server then a.test", r.Hosts)
 	}
@@ -183,7 +183,7 @@ func TestFromModelPathContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths := FromModel(m, routes, nil).Hosts[0].Paths
+	paths := FromModel(m, render.NewRouteList(routes), nil).Hosts[0].Paths
 	api, root := paths[0], paths[1]
 	if api.Service != "Service default/api port 80" || api.Backend != "default/api:80@default/api" {
 		t.Errorf("/api: service %q, backend %q; want Service default/api port 80 and the Lua key", api.Service, api.Backend)

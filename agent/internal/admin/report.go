@@ -230,7 +230,7 @@ type Sync struct {
 // FromModel reports what m serves and the problems left out of it;
 // routes are the routes of m's hosts (render.Routes), for the profiles of
 // its paths.
-func FromModel(m model.Model, routes []model.Route, problems []model.Problem) Report {
+func FromModel(m model.Model, routes render.RouteList, problems []model.Problem) Report {
 	r := Report{
 		Hosts:                []Host{},
 		Certificates:         []Certificate{},
@@ -318,9 +318,9 @@ func routePathOf(host string, l model.Location) routePath {
 }
 
 // profilesOf returns the profile of each location of routes that has one.
-func profilesOf(routes []model.Route) map[routePath]string {
+func profilesOf(routes render.RouteList) map[routePath]string {
 	out := map[routePath]string{}
-	for _, r := range routes {
+	for r := range routes.All() {
 		for _, l := range r.Locations {
 			if l.Profile != "" {
 				out[routePath{r.Host, l.Path, l.Exact, l.Regex}] = l.Profile

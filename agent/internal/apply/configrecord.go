@@ -199,9 +199,9 @@ func (r *ConfigRecord) Keep(lua *LuaState) []render.Profile {
 
 // Retiring says whether a profile of kept is one routes no longer jump
 // to: once the routes left it, the next config renders it away.
-func Retiring(kept []render.Profile, routes []model.Route) bool {
+func Retiring(kept []render.Profile, routes render.RouteList) bool {
 	used := map[string]bool{}
-	for _, r := range routes {
+	for r := range routes.All() {
 		for _, l := range r.Locations {
 			used[l.Profile] = true
 		}

@@ -62,11 +62,11 @@ func TestConfigRecordKeepsProfilesRoutesJumpTo(t *testing.T) {
 		t.Fatalf("kept %+v, want p2 alone", keep)
 	}
 	routes := []model.Route{{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: "p2"}}}}
-	if Retiring(keep, routes) {
+	if Retiring(keep, render.NewRouteList(routes)) {
 		t.Error("a kept profile routes still jump to is retiring")
 	}
 	routes[0].Locations[0].Profile = "p3"
-	if !Retiring(keep, routes) {
+	if !Retiring(keep, render.NewRouteList(routes)) {
 		t.Error("a kept profile no route jumps to is not retiring")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/plan"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 )
 
@@ -42,7 +43,7 @@ func TestGatewayRoutesReadBackAsPushed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := plan.Routes(held, routes); !p.Empty() {
+	if p := plan.Routes(held, render.NewRouteList(routes)); !p.Empty() {
 		for _, r := range p.Upserts {
 			t.Errorf("pushed again: %+v, held %+v", r, held[r.Host])
 		}

@@ -65,7 +65,7 @@ type Stage struct {
 	// plannedRoutes are the routes of the last plan that left Lua's
 	// record current: Lua holds exactly them, so a step whose
 	// Step.ChangedRoutes are relative to them compares only those.
-	plannedRoutes []model.Route
+	plannedRoutes render.RouteList
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -91,16 +91,16 @@ func NewStage(nginx *Nginx, bootstrap render.Settings, startBound time.Duration,
 
 // Step is what one sync hands the apply stage.
 type Step struct {
-	Model  model.Model   // what nginx should serve
-	Config render.Config // its nginx.conf
-	Routes []model.Route // the routes of its hosts
+	Model  model.Model      // what nginx should serve
+	Config render.Config    // its nginx.conf
+	Routes render.RouteList // the routes of its hosts
 	// ChangedBackends are the backends the fast path resolved again (nil
 	// after a full build): the plan compares only those.
 	ChangedBackends []model.Backend
 	// ChangedRoutes are the hosts whose route may differ from those of
 	// RoutesFrom (render.Cache.ChangedRoutes; nil: any): when the last
 	// plan left Lua holding RoutesFrom, the plan compares only those.
-	RoutesFrom    []model.Route
+	RoutesFrom    render.RouteList
 	ChangedRoutes map[string]bool
 	// Judging says a config nginx rejected before is rendered again for a
 	// verdict (a bisection step of the quarantine, or the ConfigMap's
@@ -167,14 +167,14 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	}
 	built := step.ChangedBackends == nil
 	var changedRoutes map[string]bool
-	if sameList(step.RoutesFrom, s.plannedRoutes) {
+	if step.RoutesFrom.Same(s.plannedRoutes) {
 		changedRoutes = step.ChangedRoutes
 	}
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
 		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), ChangedRoutes: changedRoutes,
 		FullPush: s.fullPush, HoldReload: hold})
-	s.planned, s.plannedRoutes = nil, nil
+	s.planned, s.plannedRoutes = nil, render.RouteList{}
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {

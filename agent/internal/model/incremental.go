@@ -73,6 +73,22 @@ type Incremental struct {
 	// expires is the earliest island expiry (Builder.expires), zero for none.
 	expires time.Time
 	sum     modelSum
+	// servers are the Servers of the model the last Build returned;
+	// changedFrom those of the one before, and changed the hosts whose
+	// server may differ between the two, nil after a full build
+	// (ChangedServers).
+	servers, changedFrom []*Server
+	changed              map[string]bool
+}
+
+// ChangedServers says which servers of the model the last Build returned
+// may differ from those of the model the Build before returned (from,
+// its very Servers slice): a host not in hosts has the very same
+// *Server in both, or none in both ("" is the default server). ok is
+// false after a full build. render.Cache then looks at those servers
+// alone (render.Cache.ServersChanged).
+func (x *Incremental) ChangedServers() (from []*Server, hosts map[string]bool, ok bool) {
+	return x.changedFrom, x.changed, x.changed != nil
 }
 
 // BuildPath says how Incremental.Build computed a model: the zero value
@@ -314,8 +330,10 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		path.Islands++
 		path.Ingresses += len(group)
 	}
+	changed := x.sum.changedServers()
 	m, problems := x.sum.model(x.globalsModel)
 	x.routes.model(&m)
+	x.changedFrom, x.changed, x.servers = x.servers, changed, m.Servers
 	return m, problems, path
 }
 
@@ -367,6 +385,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	x.ready = true
 	m, problems := x.sum.model(x.globalsModel)
 	x.routes.model(&m)
+	x.servers = m.Servers
 	return m, problems, path
 }
 
@@ -1117,6 +1136,16 @@ func (u *modelSum) updateCertificate(name string) {
 	}
 	slices.Sort(c.Hosts)
 	u.certList.set(name, c)
+}
+
+// changedServers are the hosts whose server changed since the last
+// model (call it before model).
+func (u *modelSum) changedServers() map[string]bool {
+	hosts := make(map[string]bool, len(u.servers.pending))
+	for host := range u.servers.pending {
+		hosts[host] = true
+	}
+	return hosts
 }
 
 // model is the union, with the Gateway API's part from globals.

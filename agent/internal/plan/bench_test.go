@@ -74,7 +74,7 @@ func BenchmarkComputeNewRoute(b *testing.B) {
 		next = append(next, added)
 		for _, hinted := range []bool{false, true} {
 			b.Run(fmt.Sprintf("routes=%d/changed-routes=%v", n, hinted), func(b *testing.B) {
-				in := Next{Routes: next}
+				in := Next{Routes: render.NewRouteList(next)}
 				if hinted {
 					in.ChangedRoutes = map[string]bool{added.Host: true}
 				}

@@ -47,10 +47,10 @@ type Next struct {
 	// Config is the rendered nginx.conf.
 	Config render.Config
 	// Backends, sorted by name; Certificates; Routes of the hosts Lua
-	// routes (render.Routes).
+	// routes (render.Cache.Build).
 	Backends     []model.Backend
 	Certificates []model.Certificate
-	Routes       []model.Route
+	Routes       render.RouteList
 	// EndpointsOnly says that nothing but the endpoints of ChangedBackends
 	// differs from the Next of the previous plan: the syncer's fast path,
 	// after an EndpointSlice change. With Held.Current only those backends
@@ -65,8 +65,8 @@ type Next struct {
 	BackendsUnchanged bool
 	// ChangedRoutes, when not nil, are the hosts whose route may differ
 	// from the previous plan's Next.Routes (render.Cache.ChangedRoutes):
-	// with Held.Current only they are compared, which keeps a new Ingress
-	// at 50,000 routes from a lookup of every host Lua holds.
+	// with Held.Current only they are looked up and compared, which keeps
+	// a new Ingress at 50,000 routes from a walk of every route.
 	ChangedRoutes map[string]bool
 	// FullPush sends every backend whenever any differs, as the classic
 	// controller does: the benchmark's baseline, nothing else.
@@ -393,12 +393,12 @@ func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) =
 // locations are the very slice Lua's record holds (render.Cache hands an
 // unchanged host's route out again, and apply keeps what it pushed) is
 // not compared location by location; when next has every host Lua holds,
-// the set of hosts to remove is not built. So a render that changed a few
-// hosts costs a map lookup for each other one.
-func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
+// the set of hosts to remove is not built. So without ChangedRoutes a
+// render that changed a few hosts costs a map lookup for each other one.
+func Routes(held map[string]model.Route, next render.RouteList) RoutePlan {
 	var p RoutePlan
 	found := 0
-	for _, r := range next {
+	for r := range next.All() {
 		have, ok := held[r.Host]
 		if ok {
 			found++
@@ -412,8 +412,8 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 	if found == len(held) {
 		return p
 	}
-	wanted := make(map[string]struct{}, len(next))
-	for _, r := range next {
+	wanted := make(map[string]struct{}, next.Len())
+	for r := range next.All() {
 		wanted[r.Host] = struct{}{}
 	}
 	p.Removes = unwanted(held, wanted)
@@ -423,28 +423,24 @@ func Routes(held map[string]model.Route, next []model.Route) RoutePlan {
 // changedRoutes is Routes when only the routes of hosts may differ from
 // what Lua holds: the routes of next with those hosts that Lua lacks or
 // holds otherwise, and those of the hosts Lua holds that next does not
-// route.
-func changedRoutes(held map[string]model.Route, next []model.Route, hosts map[string]bool) RoutePlan {
+// route. It costs a lookup in next and in held per host.
+func changedRoutes(held map[string]model.Route, next render.RouteList, hosts map[string]bool) RoutePlan {
 	var p RoutePlan
-	if len(hosts) == 0 {
-		return p
-	}
-	routed := make(map[string]bool, len(hosts))
-	for _, r := range next {
-		if !hosts[r.Host] {
-			continue
-		}
-		routed[r.Host] = true
-		if have, ok := held[r.Host]; !ok || !sameRoute(have, r) {
-			p.Upserts = append(p.Upserts, r)
-		}
-	}
+	sorted := make([]string, 0, len(hosts))
 	for host := range hosts {
-		if _, ok := held[host]; ok && !routed[host] {
+		sorted = append(sorted, host)
+	}
+	slices.Sort(sorted)
+	for _, host := range sorted {
+		have, isHeld := held[host]
+		r, ok := next.Get(host)
+		switch {
+		case ok && (!isHeld || !sameRoute(have, r)):
+			p.Upserts = append(p.Upserts, r)
+		case !ok && isHeld:
 			p.Removes = append(p.Removes, host)
 		}
 	}
-	slices.Sort(p.Removes)
 	return p
 }
 

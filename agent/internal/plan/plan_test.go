@@ -51,7 +51,7 @@ func TestCompute(t *testing.T) {
 		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: []model.Backend{a1}},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}},
 		{"the whole order: certificates, backends, routes, reload, removes", withOld,
-			Next{Config: cfg2, Backends: []model.Backend{a2}, Routes: []model.Route{route}, Certificates: []model.Certificate{cert}},
+			Next{Config: cfg2, Backends: []model.Backend{a2}, Routes: render.NewRouteList([]model.Route{route}), Certificates: []model.Certificate{cert}},
 			[]Step{
 				{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}},
 				{Kind: PushBackends, Backends: []model.Backend{a2}},
@@ -59,7 +59,7 @@ func TestCompute(t *testing.T) {
 				{Kind: Reload, Config: cfg2},
 				{Kind: RemoveBackends, Names: []string{"ns/b:80"}},
 			}},
-		{"route changed: push only", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2}},
+		{"route changed: push only", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2})},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{route2}}}},
 		{"route gone: removed", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}},
 			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
@@ -74,7 +74,7 @@ func TestCompute(t *testing.T) {
 		// The backends of the previous plan, which ran whole: not compared;
 		// the routes still are.
 		{"backends unchanged: no backend compared", withOld,
-			Next{Config: cfg, Backends: []model.Backend{a2}, Routes: []model.Route{route}, BackendsUnchanged: true},
+			Next{Config: cfg, Backends: []model.Backend{a2}, Routes: render.NewRouteList([]model.Route{route}), BackendsUnchanged: true},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{route}}}},
 		{"backends unchanged, but the record is not current: compared", func() Held { h := withOld; h.Current = false; return h }(),
 			Next{Config: cfg, Backends: []model.Backend{a2}, BackendsUnchanged: true},
@@ -83,14 +83,14 @@ func TestCompute(t *testing.T) {
 		// outside them that differs is taken as held; a named host next
 		// does not route is removed.
 		{"changed routes: only those hosts compared", withRoute,
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2, other}, ChangedRoutes: map[string]bool{other.Host: true}},
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{other}}}},
 		{"changed routes: a named host gone is removed", withRoute,
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{other}, ChangedRoutes: map[string]bool{route.Host: true}},
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{other}), ChangedRoutes: map[string]bool{route.Host: true}},
 			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
 		{"changed routes, but the record is not current: every host compared", func() Held { h := withRoute; h.Current = false; return h }(),
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: []model.Route{route2, other}, ChangedRoutes: map[string]bool{other.Host: true}},
-			[]Step{{Kind: PushRoutes, Routes: []model.Route{route2, other}}}},
+			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
+			[]Step{{Kind: PushRoutes, Routes: []model.Route{other, route2}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},
@@ -182,19 +182,19 @@ func TestRoutes(t *testing.T) {
 	b2 := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/b:80"}}}
 	gone := model.Route{Host: "gone.example.com", Locations: a.Locations}
 	held := map[string]model.Route{a.Host: a, b.Host: b, gone.Host: gone}
-	p := Routes(held, []model.Route{a, b2})
+	p := Routes(held, render.NewRouteList([]model.Route{a, b2}))
 	if len(p.Upserts) != 1 || p.Upserts[0].Host != b.Host || !slices.Equal(p.Upserts[0].Locations, b2.Locations) {
 		t.Errorf("upserts %+v, want only b.example.com with its new location", p.Upserts)
 	}
 	if !slices.Equal(p.Removes, []string{"gone.example.com"}) {
 		t.Errorf("removes %v, want gone.example.com", p.Removes)
 	}
-	if p := Routes(map[string]model.Route{a.Host: a}, []model.Route{a}); !p.Empty() {
+	if p := Routes(map[string]model.Route{a.Host: a}, render.NewRouteList([]model.Route{a})); !p.Empty() {
 		t.Errorf("plan %+v for what Lua holds, want empty", p)
 	}
 	secure := a
 	secure.HTTPS = true
-	if p := Routes(map[string]model.Route{a.Host: a}, []model.Route{secure}); len(p.Upserts) != 1 {
+	if p := Routes(map[string]model.Route{a.Host: a}, render.NewRouteList([]model.Route{secure})); len(p.Upserts) != 1 {
 		t.Errorf("plan %+v when the host starts to serve HTTPS, want it upserted", p)
 	}
 }

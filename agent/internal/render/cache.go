@@ -15,7 +15,12 @@ package render
 // whose settings have a profile then costs its own host, not every host.
 // Gateway routes are followed the same way, route by route (they add to
 // nginx.conf only a location per set of retry codes), so a new HTTPRoute
-// costs its own routes.
+// costs its own routes. The routes are handed out as a RouteList made
+// from the last one: only the hosts whose route may have changed are
+// made again (ChangedRoutes names them). When the model says which of
+// its servers changed (ServersChanged, from model.Incremental), the
+// others are not even looked at: a new Ingress at 50,000 costs its host,
+// not a walk of 50,000 servers.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -27,6 +32,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/restysync/restysync/agent/internal/model"
 )
@@ -56,12 +62,18 @@ type Cache struct {
 	// router is the router's body size the entries' route locations were
 	// made with.
 	router string
-	// gateway are the last model's Gateway routes, and gatewayOut the
-	// routes the last render handed out for them (metric labels and all),
-	// one for one: a route the model hands out again (the same pointer)
-	// is handed out as it was.
-	gateway    []*model.Route
-	gatewayOut []model.Route
+	// gateway are the last model's Gateway routes: a route the model
+	// hands out again (the same pointer) is in the last list as it was
+	// (metric labels and all).
+	gateway []*model.Route
+	// lastServers are the servers of the last model rendered, and next
+	// the model's hint for the next render (ServersChanged).
+	lastServers []*model.Server
+	next        serverHint
+	// claims are the entries of this render that name each alias and www
+	// name, in no order: the first of them in the model's order that
+	// routes routes the name, unless a server has it as its host.
+	claims map[string][]*hostEntry
 	// last is the config of the last render, lastKeep the profiles it
 	// kept and lastRest its model without servers (restOf).
 	last     Config
@@ -69,20 +81,22 @@ type Cache struct {
 	lastRest model.Model
 	// stats are the last render's, for the sync log (Stats).
 	stats CacheStats
-	// lastRoutes are the routes the last Build returned; changed are the
-	// hosts whose route may differ between changedFrom (the routes of the
-	// Build before) and lastRoutes, nil when any may (ChangedRoutes).
-	lastRoutes, changedFrom []model.Route
+	// lastRoutes are the routes the last Build returned (listed: one did,
+	// since the last reset); changed are the hosts whose route may differ
+	// between changedFrom (the routes of the Build before) and lastRoutes,
+	// nil when any may (ChangedRoutes).
+	lastRoutes, changedFrom RouteList
+	listed                  bool
 	changed                 map[string]bool
 }
 
 // ChangedRoutes says which routes of the last Build may differ from those
-// of the Build before it (from, the very slice that Build returned): a
+// of the Build before it (from, the very list that Build returned): a
 // host not in hosts has the same route in both, or none in both. ok is
 // false when the cache cannot say (the first render, new settings, an
 // error, the router's body size changed). Plan compares only those hosts
 // when Lua holds from (plan.Next.ChangedRoutes).
-func (c *Cache) ChangedRoutes() (from []model.Route, hosts map[string]bool, ok bool) {
+func (c *Cache) ChangedRoutes() (from RouteList, hosts map[string]bool, ok bool) {
 	return c.changedFrom, c.changed, c.changed != nil
 }
 
@@ -99,6 +113,9 @@ type CacheStats struct {
 	// Whole says the cache rendered by Build (first render, an error, or
 	// an output it cannot decide).
 	Whole bool
+	// Walked says every server of the model was looked at: no hint of
+	// the model's servers changed since the last render (ServersChanged).
+	Walked bool
 }
 
 // Stats returns what the last Build made again.
@@ -170,22 +187,49 @@ func restOf(m model.Model) model.Model {
 	return m
 }
 
-// Build is render.Build of m, s and keep.
-func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, []model.Route, error) {
+// Build is render.Build of m, s and keep, with the routes as a list.
+func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, RouteList, error) {
 	cfg, routes, ok, err := c.build(m, s, keep)
 	if err != nil || !ok {
 		// What the cache does not decide, Build does (and says which
 		// error); the next render starts whole.
 		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
-		return Build(m, s, keep...)
+		cfg, all, err := Build(m, s, keep...)
+		if err != nil {
+			return Config{}, RouteList{}, err
+		}
+		return cfg, NewRouteList(all), nil
 	}
-	c.lastRoutes = routes
+	c.lastRoutes, c.listed, c.lastServers = routes, true, m.Servers
 	return cfg, routes, nil
 }
 
+// serverHint is what ServersChanged says.
+type serverHint struct {
+	from  []*model.Server
+	hosts map[string]bool
+	ok    bool
+}
+
+// ServersChanged tells the next Build which servers of its model may
+// differ from those of the model before (from, its very Servers slice;
+// model.Incremental.ChangedServers): a host not in hosts has the very
+// same server in both, or none in both, and the model's servers are
+// sorted by host, each once; nil hosts say nothing (the model cannot
+// say). When from is the model the cache rendered last, that Build
+// looks at the servers of hosts alone, not at every one; else (or
+// without a call) it walks them all.
+func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
+	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
+}
+
+// sameList says whether a and b are the same slice, not empty.
+func sameList[T any](a, b []T) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
+
 // reset forgets every host, for new settings.
 func (c *Cache) reset(s Settings) error {
-	*c = Cache{settings: s, hosts: map[string]*hostEntry{}, profiles: map[string]*profileCount{}, sizes: map[string]int{}}
+	*c = Cache{settings: s, hosts: map[string]*hostEntry{}, profiles: map[string]*profileCount{}, sizes: map[string]int{},
+		claims: map[string][]*hostEntry{}}
 	def, err := newServerView(model.Server{})
 	if err != nil {
 		return err
@@ -200,13 +244,13 @@ func (c *Cache) reset(s Settings) error {
 
 // build renders m; ok false says Build must (the cache cannot say the
 // output is Build's).
-func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []model.Route, bool, error) {
+func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteList, bool, error) {
 	if err := checkSettings(s); err != nil {
-		return Config{}, nil, false, err
+		return Config{}, RouteList{}, false, err
 	}
 	if !c.ready || !reflect.DeepEqual(c.settings, s) {
 		if err := c.reset(s); err != nil {
-			return Config{}, nil, false, err
+			return Config{}, RouteList{}, false, err
 		}
 	}
 	c.gen++
@@ -217,7 +261,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	// the Gateway routes that came, went or changed; nil (any) after a
 	// reset.
 	hinted := map[string]bool{}
-	if c.lastRoutes == nil {
+	if !c.listed {
 		hinted = nil
 	}
 	hint := func(e *hostEntry) {
@@ -263,8 +307,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		}
 		made[e] = view
 		hint(e)
+		c.claim(e, 1)
 		if old != nil {
 			hint(old)
+			c.claim(old, -1)
 			setChanged = c.count(old, -1) || setChanged
 			confChanged = confChanged || c.entryConf(old, nil)
 		}
@@ -276,44 +322,91 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	var err error
 	def := m.Default // the entry keeps it: a copy, not m
 	if c.def, err = update(c.def, &def, true); err != nil {
-		return Config{}, nil, false, fmt.Errorf("default server: %w", err)
+		return Config{}, RouteList{}, false, fmt.Errorf("default server: %w", err)
 	}
-	entries := make([]*hostEntry, len(m.Servers)) // m.Servers' entries, in order
-	walk := lastOrder{entries: c.order}
-	for i := range m.Servers {
-		srv := m.Servers[i]
-		var old *hostEntry
-		if i > 0 && m.Servers[i-1].Host >= srv.Host {
-			walk.entries = nil // not sorted: by the map from here on
-		}
-		if old = walk.find(srv.Host); old == nil {
-			old = c.hosts[srv.Host]
-		}
-		if old != nil && old.gen == c.gen {
-			return Config{}, nil, false, fmt.Errorf("server %q: host appears twice", srv.Host)
-		}
-		e, err := update(old, srv, false)
-		if err != nil {
-			return Config{}, nil, false, err
-		}
-		if e != old {
-			c.hosts[srv.Host] = e
-		}
-		entries[i] = e
+	drop := func(e *hostEntry) {
+		hint(e)
+		c.claim(e, -1)
+		setChanged = c.count(e, -1) || setChanged
+		confChanged = confChanged || c.entryConf(e, nil)
+		delete(c.hosts, e.server.Host)
 	}
-	if len(c.hosts) > len(m.Servers) {
-		for host, e := range c.hosts {
-			if e.gen != c.gen {
-				hint(e)
-				setChanged = c.count(e, -1) || setChanged
-				confChanged = confChanged || c.entryConf(e, nil)
-				delete(c.hosts, host)
+	next := c.next
+	c.next = serverHint{}
+	// entries are m.Servers' entries, in order: made by the walk below,
+	// or when asked for (entriesOf) after a render that followed the
+	// model's hint.
+	var entries []*hostEntry
+	entriesOf := func() []*hostEntry {
+		if entries == nil && len(m.Servers) > 0 {
+			entries = make([]*hostEntry, len(m.Servers))
+			for i, srv := range m.Servers {
+				entries[i] = c.hosts[srv.Host]
 			}
 		}
+		return entries
 	}
-	c.order = entries
+	sorted := true
+	if next.ok && c.listed && sameList(next.from, c.lastServers) {
+		// Only the hinted hosts' servers may differ from the last
+		// model's: each is found by its host (the model's servers are
+		// sorted by host, each once), the others are not looked at.
+		for host := range next.hosts {
+			if host == "" {
+				continue // the default server, compared above
+			}
+			old := c.hosts[host]
+			i, found := slices.BinarySearchFunc(m.Servers, host, func(srv *model.Server, host string) int { return strings.Compare(srv.Host, host) })
+			if !found {
+				if old != nil {
+					drop(old)
+				}
+				continue
+			}
+			e, err := update(old, m.Servers[i], false)
+			if err != nil {
+				return Config{}, RouteList{}, false, err
+			}
+			c.hosts[host] = e
+		}
+		c.order = nil // the next walk finds each entry in hosts
+	} else {
+		c.stats.Walked = true
+		entries = make([]*hostEntry, len(m.Servers))
+		walk := lastOrder{entries: c.order}
+		for i := range m.Servers {
+			srv := m.Servers[i]
+			var old *hostEntry
+			if i > 0 && m.Servers[i-1].Host >= srv.Host {
+				walk.entries = nil // not sorted: by the map from here on
+				sorted = false
+			}
+			if old = walk.find(srv.Host); old == nil {
+				old = c.hosts[srv.Host]
+			}
+			if old != nil && old.gen == c.gen {
+				return Config{}, RouteList{}, false, fmt.Errorf("server %q: host appears twice", srv.Host)
+			}
+			e, err := update(old, srv, false)
+			if err != nil {
+				return Config{}, RouteList{}, false, err
+			}
+			if e != old {
+				c.hosts[srv.Host] = e
+			}
+			entries[i] = e
+		}
+		if len(c.hosts) > len(m.Servers) {
+			for _, e := range c.hosts {
+				if e.gen != c.gen {
+					drop(e)
+				}
+			}
+		}
+		c.order = entries
+	}
 	if setChanged && c.profileClash() {
-		return Config{}, nil, false, nil
+		return Config{}, RouteList{}, false, nil
 	}
 	router, ok := c.routerBodySize(global)
 	if !ok {
@@ -321,7 +414,9 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	}
 	routerBytes, _ := sizeBytes(router)
 	remade := len(changed)
-	all := append([]*hostEntry{c.def}, entries...)
+	// all are the entries of the default server and m.Servers, made
+	// only for a render that needs every one.
+	all := func() []*hostEntry { return append([]*hostEntry{c.def}, entriesOf()...) }
 	viewOf := func(e *hostEntry) (serverView, error) {
 		if v, ok := made[e]; ok {
 			return v, nil
@@ -335,21 +430,21 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 	}
 	if router != c.router {
 		c.router = router
-		changed = all
+		changed = all()
 		hinted = nil
 	}
 	for _, e := range changed {
 		view, err := viewOf(e)
 		if err != nil {
-			return Config{}, nil, false, err
+			return Config{}, RouteList{}, false, err
 		}
 		if err := e.routeLocations(view, s, profiles, global, routerBytes); err != nil {
-			return Config{}, nil, false, err
+			return Config{}, RouteList{}, false, err
 		}
 	}
-	routes, retries, ok, err := c.routes(m, entries, hinted)
+	routes, retries, ok, err := c.routes(m, entriesOf, hinted, sorted)
 	if err != nil || !ok {
-		return Config{}, nil, false, err
+		return Config{}, RouteList{}, false, err
 	}
 	c.changedFrom, c.changed = c.lastRoutes, hinted
 	c.stats.Hosts = remade
@@ -359,17 +454,17 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, []mode
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
 	}
-	views := make([]serverView, 0, len(all))
-	for _, e := range all {
+	views := make([]serverView, 0, 1+len(m.Servers))
+	for _, e := range all() {
 		view, err := viewOf(e)
 		if err != nil {
-			return Config{}, nil, false, err
+			return Config{}, RouteList{}, false, err
 		}
 		views = append(views, view)
 	}
 	cfg, err := renderConf(m, s, views, newProfiler(), keep)
 	if err != nil {
-		return Config{}, nil, false, err
+		return Config{}, RouteList{}, false, err
 	}
 	c.last, c.lastKeep, c.lastRest = cfg, slices.Clone(keep), rest
 	return cfg, routes, true, nil
@@ -579,15 +674,40 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 	return nil
 }
 
-// routes are routesOf's routes from the entries, and the Gateway routes
-// (gatewayRoutes says what the bools say); hinted (when not nil) gains
-// the hosts of the Gateway routes that came, went or changed.
-func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bool) ([]model.Route, bool, bool, error) {
+// routes are routesOf's routes, as a list: the last list with the
+// routes of the hinted hosts made again, and of the Gateway routes that
+// came, went or changed (gatewayRoutes says what the bools say); every
+// route made again when any may have changed (hinted nil), or when the
+// servers are not sorted by host (the order decides which server routes
+// an alias two name). hinted gains the hosts of those Gateway routes.
+func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[string]bool, sorted bool) (RouteList, bool, bool, error) {
+	if hinted == nil || !sorted {
+		return c.allRoutes(m, entries(), hinted)
+	}
+	changes := make([]routeChange, 0, len(hinted))
+	for host := range hinted {
+		route, ok, err := c.ingressRoute(host)
+		if err != nil {
+			return RouteList{}, false, false, err
+		}
+		changes = append(changes, routeChange{host: host, route: route, ok: ok})
+	}
+	gateway, retries, ok, err := c.gatewayRoutes(m, hinted, false)
+	if err != nil || !ok {
+		return RouteList{}, false, false, err
+	}
+	changes = append(changes, gateway...)
+	slices.SortFunc(changes, func(a, b routeChange) int { return strings.Compare(a.host, b.host) })
+	return c.lastRoutes.with(changes), retries, true, nil
+}
+
+// allRoutes are routes' routes, every one made again as routesOf makes
+// them.
+func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string]bool) (RouteList, bool, bool, error) {
 	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
-		e := c.hosts[name]
-		return claimed[name] || e != nil && e.gen == c.gen
+		return claimed[name] || c.hosts[name] != nil
 	}
 	add := func(e *hostEntry, srv *model.Server, isDefault bool) error {
 		if len(e.locations) == 0 {
@@ -602,14 +722,15 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bo
 			if taken(alias) {
 				continue
 			}
-			if _, err := serverName(alias); err != nil {
-				return fmt.Errorf("server %q: alias: %w", srv.Host, err)
+			route, err := e.aliasRoute(alias)
+			if err != nil {
+				return err
 			}
 			claimed[alias] = true
-			routes = append(routes, model.Route{Host: alias, HTTPS: e.https, Locations: e.locations})
+			routes = append(routes, route)
 		}
 		if from := srv.WWWRedirect; from != "" && !isDefault && !taken(from) {
-			route, err := wwwRedirectRoute(from, serverView{Host: srv.Host, HTTPS: e.https}, e.locations[0].Backend)
+			route, err := e.wwwRoute(from)
 			if err != nil {
 				return err
 			}
@@ -619,42 +740,156 @@ func (c *Cache) routes(m model.Model, entries []*hostEntry, hinted map[string]bo
 		return nil
 	}
 	if err := add(c.def, &m.Default, true); err != nil {
-		return nil, false, false, err
+		return RouteList{}, false, false, err
 	}
 	for i := range m.Servers {
 		if err := add(entries[i], m.Servers[i], false); err != nil {
-			return nil, false, false, err
+			return RouteList{}, false, false, err
 		}
 	}
-	return c.gatewayRoutes(m, routes, hinted)
+	gateway, retries, ok, err := c.gatewayRoutes(m, hinted, true)
+	if err != nil || !ok {
+		return RouteList{}, false, false, err
+	}
+	for _, g := range gateway {
+		routes = append(routes, g.route)
+	}
+	return NewRouteList(routes), retries, true, nil
 }
 
-// gatewayRoutes appends m's Gateway routes to routes as gatewayRoutes
-// and gatewayMetricLabels make them: a route the last model had (the
-// same pointer: a model never changes a route it handed out) is handed
-// out as it was then; only the others are checked and labelled. It says
-// whether a route with retry codes came, went or changed (each set of
-// codes is a location of nginx.conf), and not ok when the routes are not
-// sorted by host, each once (Build then says which appears twice). An
-// Ingress's route cannot take a Gateway route's host: those are DNS
-// names, and a Gateway route's host has a space (FrontKey).
-func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route, hinted map[string]bool) ([]model.Route, bool, bool, error) {
-	start := len(routes)
-	last, lastOut := c.gateway, c.gatewayOut
+// aliasRoute is the route of alias, a name of e's server.
+func (e *hostEntry) aliasRoute(alias string) (model.Route, error) {
+	if _, err := serverName(alias); err != nil {
+		return model.Route{}, fmt.Errorf("server %q: alias: %w", e.server.Host, err)
+	}
+	return model.Route{Host: alias, HTTPS: e.https, Locations: e.locations}, nil
+}
+
+// wwwRoute is the route of from, the www twin of e's server's host.
+func (e *hostEntry) wwwRoute(from string) (model.Route, error) {
+	return wwwRedirectRoute(from, serverView{Host: e.server.Host, HTTPS: e.https}, e.locations[0].Backend)
+}
+
+// ingressRoute is the route allRoutes makes of host, or none: the
+// default server's, a server's own, or that of the first entry in the
+// model's order (the default server, then the servers by host) that has
+// locations and names host as an alias or, the default aside, as its www
+// twin (an alias before the www twin in one server).
+func (c *Cache) ingressRoute(host string) (model.Route, bool, error) {
+	if host == DefaultRoute {
+		return c.def.ownRoute(DefaultRoute)
+	}
+	if e := c.hosts[host]; e != nil {
+		return e.ownRoute(host)
+	}
+	var by *hostEntry
+	alias := false
+	for _, e := range c.claims[host] {
+		if len(e.locations) == 0 {
+			continue
+		}
+		isAlias := slices.Contains(e.server.Aliases, host)
+		if !isAlias && (e.isDefault || e.server.WWWRedirect != host) {
+			continue
+		}
+		if by == nil || e.before(by) {
+			by, alias = e, isAlias
+		}
+	}
+	if by == nil {
+		return model.Route{}, false, nil
+	}
+	route, err := by.wwwRoute(host)
+	if alias {
+		route, err = by.aliasRoute(host)
+	}
+	return route, err == nil, err
+}
+
+// ownRoute is the route of e's server under host, none when it has no
+// location.
+func (e *hostEntry) ownRoute(host string) (model.Route, bool, error) {
+	if len(e.locations) == 0 {
+		return model.Route{}, false, nil
+	}
+	return model.Route{Host: host, HTTPS: e.https, Locations: e.locations}, true, nil
+}
+
+// before says whether e comes before o in the model's order.
+func (e *hostEntry) before(o *hostEntry) bool {
+	if e.isDefault != o.isDefault {
+		return e.isDefault
+	}
+	return e.server.Host < o.server.Host
+}
+
+// claim adds e to the claims of its aliases and www twin (by = 1), or
+// takes it away (-1).
+func (c *Cache) claim(e *hostEntry, by int) {
+	names := e.server.Aliases
+	if e.server.WWWRedirect != "" {
+		names = append(slices.Clip(names), e.server.WWWRedirect)
+	}
+	for _, name := range names {
+		list := c.claims[name]
+		if by > 0 {
+			if !slices.Contains(list, e) {
+				c.claims[name] = append(list, e)
+			}
+			continue
+		}
+		if i := slices.Index(list, e); i >= 0 {
+			list = slices.Delete(slices.Clone(list), i, i+1)
+			if len(list) == 0 {
+				delete(c.claims, name)
+				continue
+			}
+			c.claims[name] = list
+		}
+	}
+}
+
+// gatewayRoutes are the changes of m's Gateway routes to the last list,
+// as gatewayRoutes and gatewayMetricLabels make them: a route the last
+// model had (the same pointer: a model never changes a route it handed
+// out) is in the last list as it was then, and a change only when all
+// (then taken from that list); only the others are checked and
+// labelled, and a route the last model had and m has not is a change to
+// none. It says whether a route with retry codes came, went or changed
+// (each set of codes is a location of nginx.conf), and not ok when the
+// routes are not sorted by host, each once (Build then says which
+// appears twice). An Ingress's route cannot take a Gateway route's host:
+// those are DNS names, and a Gateway route's host has a space
+// (FrontKey).
+func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) ([]routeChange, bool, bool, error) {
+	var changes []routeChange
+	last := c.gateway
 	retries, j := false, 0
+	gone := func(r *model.Route) {
+		retries = retries || hasRetries(*r)
+		hintHost(hinted, r.Host)
+		if !all {
+			changes = append(changes, routeChange{host: r.Host})
+		}
+	}
 	for i, r := range m.GatewayRoutes {
 		if i > 0 && m.GatewayRoutes[i-1].Host >= r.Host {
 			return nil, false, false, nil
 		}
 		for j < len(last) && last[j].Host < r.Host {
-			retries = retries || hasRetries(*last[j]) // gone
-			hintHost(hinted, last[j].Host)
+			gone(last[j])
 			j++
 		}
 		if j < len(last) && last[j].Host == r.Host {
 			j++
 			if last[j-1] == r {
-				routes = append(routes, lastOut[j-1])
+				if all {
+					out, ok := c.lastRoutes.Get(r.Host)
+					if !ok {
+						return nil, false, false, nil
+					}
+					changes = append(changes, routeChange{host: r.Host, route: out, ok: true})
+				}
 				continue
 			}
 			retries = retries || hasRetries(*last[j-1])
@@ -668,15 +903,14 @@ func (c *Cache) gatewayRoutes(m model.Model, routes []model.Route, hinted map[st
 		if c.settings.RequestMetrics != nil {
 			out = gatewayRouteLabels(out)
 		}
-		routes = append(routes, out)
+		changes = append(changes, routeChange{host: r.Host, route: out, ok: true})
 		c.stats.GatewayRoutes++
 	}
 	for ; j < len(last); j++ {
-		retries = retries || hasRetries(*last[j])
-		hintHost(hinted, last[j].Host)
+		gone(last[j])
 	}
-	c.gateway, c.gatewayOut = m.GatewayRoutes, slices.Clip(routes[start:])
-	return routes, retries, true, nil
+	c.gateway = m.GatewayRoutes
+	return changes, retries, true, nil
 }
 
 // hintHost adds host to hinted, when not nil (nil: any host may change).

@@ -77,7 +77,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes, wantRoutes) {
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes.Slice(), NewRouteList(wantRoutes).Slice()) {
 			t.Fatalf("%s: the cached render differs from Build's:\n%s", step.name, lineDiff(string(want.Bytes), string(got.Bytes)))
 		}
 		stats := cache.Stats()
@@ -245,7 +245,7 @@ func TestCacheGatewayRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes, wantRoutes) {
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotRoutes.Slice(), NewRouteList(wantRoutes).Slice()) {
 			t.Fatalf("%s: the cached render differs from Build's:\n%s", step.name, lineDiff(string(want.Bytes), string(got.Bytes)))
 		}
 		stats := cache.Stats()
@@ -269,5 +269,47 @@ func TestCacheHoldsTheModelsServers(t *testing.T) {
 	}
 	if e := c.hosts["a.test"]; e == nil || e.server != srv {
 		t.Errorf("the entry of a.test holds %p, want the model's server %p", e.server, srv)
+	}
+}
+
+// A render follows the model's server hint only when it is the hint of
+// its model: a hint serves one render, and nil hosts (the model cannot
+// say) leave the render walking every server.
+func TestCacheServersChangedHintNotTaken(t *testing.T) {
+	server := func(host, path string) *model.Server {
+		return &model.Server{Host: host, Locations: []model.Location{loc(path, model.PathPrefix, "default/"+host+":80")}}
+	}
+	first := model.Model{Servers: []*model.Server{server("a.test", "/"), server("b.test", "/")}}
+	second := model.Model{Servers: []*model.Server{first.Servers[0], server("b.test", "/b")}}
+	third := model.Model{Servers: []*model.Server{server("a.test", "/a"), second.Servers[1]}}
+	fourth := model.Model{Servers: []*model.Server{third.Servers[0], server("b.test", "/4")}}
+	cache := NewCache()
+	steps := []struct {
+		name   string
+		m      model.Model
+		hint   func()
+		walked bool
+	}{
+		{"first", first, func() {}, true},
+		{"the hint of its model", second, func() { cache.ServersChanged(first.Servers, map[string]bool{"b.test": true}) }, false},
+		{"no hint: the last one is spent", third, func() {}, true},
+		{"nil hosts", fourth, func() { cache.ServersChanged(third.Servers, nil) }, true},
+	}
+	for _, step := range steps {
+		step.hint()
+		_, got, err := cache.Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, err := Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Slice(), NewRouteList(want).Slice()) {
+			t.Errorf("%s: routes %+v, want %+v", step.name, got.Slice(), want)
+		}
+		if stats := cache.Stats(); stats.Walked != step.walked && !stats.Whole {
+			t.Errorf("%s: walked every server %v, want %v", step.name, stats.Walked, step.walked)
+		}
 	}
 }

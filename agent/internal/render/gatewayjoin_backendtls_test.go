@@ -103,7 +103,7 @@ func TestGatewayJoinBackendTLSLocations(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err = j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: routes})
+	res, err = j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: render.NewRouteList(routes)})
 	if err != nil || res.Reloaded || res.RouteUpserts == 0 {
 		t.Fatalf("pushing the edited route: %+v, %v", res, err)
 	}

@@ -355,7 +355,7 @@ func (j *joinPlane) sync(t *testing.T, s model.Snapshot) (model.Model, apply.Res
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	old := j.proc.WorkerPIDs()
-	res, err := j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: routes})
+	res, err := j.stage.Apply(ctx, apply.Step{Model: m, Config: cfg, Routes: render.NewRouteList(routes)})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}

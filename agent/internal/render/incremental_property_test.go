@@ -62,6 +62,11 @@ func TestIncrementalEqualsBuild(t *testing.T) {
 			t.Fatalf("seed %d (rerun: -incremental.seed=%d -incremental.sequences=1): %v", seed, seed, err)
 		}
 	}
+	t.Logf("builds saying which servers changed: %d, not: %d; cached renders looking at those alone: %d",
+		changedServersStats[true], changedServersStats[false], cacheWalked[false])
+	if cacheWalked[false] < n*incrementalSteps/3 {
+		t.Errorf("only %d of %d cached renders looked at the changed servers alone: the hint is tried on too few", cacheWalked[false], n*incrementalSteps)
+	}
 	t.Logf("%d sequences of %d changes in %s: %v; cached renders reusing nginx.conf: %d, rendering it: %d; saying which routes changed: %d, not: %d", n, incrementalSteps,
 		time.Since(start).Round(time.Millisecond), paths, cacheStats[true], cacheStats[false], changedRoutesStats[true], changedRoutesStats[false])
 	if changedRoutesStats[true] < n*incrementalSteps/2 {
@@ -108,6 +113,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	// side); the others in the generators' order, as the kube source's
 	// informers do.
 	ordered := seed%2 == 0
+	var lastServers []*model.Server
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
@@ -135,6 +141,14 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		if !reflect.DeepEqual(gotProblems, wantProblems) {
 			return fmt.Errorf("step %d (%s, path %+v): problems differ:\n got %q\nwant %q", step, strings.Join(log, "; "), path, gotProblems, wantProblems)
 		}
+		if err := checkChangedServers(inc, lastServers, got.Servers); err != nil {
+			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
+		}
+		lastServers = got.Servers
+		// As the syncer does: the cache looks at the changed servers
+		// alone when the hint is relative to the model it rendered last.
+		from, hosts, _ := inc.ChangedServers()
+		cache.ServersChanged(from, hosts)
 		var err error
 		if keep, err = checkCacheStep(cache, got, settings, keep, rng); err != nil {
 			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
@@ -431,6 +445,10 @@ func modelDiff(want, got model.Model) string {
 // those that rendered it.
 var cacheStats = map[bool]int{}
 
+// cacheWalked counts the cached renders that looked at every server
+// (true) and those that looked at the changed ones alone.
+var cacheWalked = map[bool]int{}
+
 // changedRoutesStats counts the cached renders that said which routes
 // changed (true) and those that could not.
 var changedRoutesStats = map[bool]int{}
@@ -442,6 +460,7 @@ var changedRoutesStats = map[bool]int{}
 func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng *mathrand.Rand) ([]Profile, error) {
 	gotCfg, gotRoutes, gotErr := cache.Build(m, s, keep...)
 	cacheStats[cache.Stats().ConfReused]++
+	cacheWalked[cache.Stats().Walked || cache.Stats().Whole]++
 	wantCfg, wantRoutes, wantErr := Build(m, s, keep...)
 	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 		return nil, fmt.Errorf("cached render: error %v, want %v", gotErr, wantErr)
@@ -455,8 +474,11 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	if !reflect.DeepEqual(gotCfg, wantCfg) {
 		return nil, fmt.Errorf("cached render: config differs (profiles, files, backend TLS or view)")
 	}
-	if !reflect.DeepEqual(gotRoutes, wantRoutes) {
-		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", gotRoutes, wantRoutes)
+	if err := checkRouteList(gotRoutes); err != nil {
+		return nil, fmt.Errorf("cached render: %w", err)
+	}
+	if got, want := gotRoutes.Slice(), NewRouteList(wantRoutes).Slice(); !reflect.DeepEqual(got, want) {
+		return nil, fmt.Errorf("cached render: routes differ:\n got %+v\nwant %+v", got, want)
 	}
 	if err := checkChangedRoutes(cache, gotRoutes); err != nil {
 		return nil, err
@@ -468,13 +490,13 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 }
 
 // lastCacheRoutes are the routes each cache's last render returned.
-var lastCacheRoutes = map[*Cache][]model.Route{}
+var lastCacheRoutes = map[*Cache]RouteList{}
 
 // checkChangedRoutes checks Cache.ChangedRoutes after a render that
 // returned routes: from is the very list the render before returned, and
 // every host whose route differs between the two (or that only one
 // routes) is among hosts. Plan trusts it (plan.Next.ChangedRoutes).
-func checkChangedRoutes(cache *Cache, routes []model.Route) error {
+func checkChangedRoutes(cache *Cache, routes RouteList) error {
 	last := lastCacheRoutes[cache]
 	lastCacheRoutes[cache] = routes
 	from, hosts, ok := cache.ChangedRoutes()
@@ -483,12 +505,12 @@ func checkChangedRoutes(cache *Cache, routes []model.Route) error {
 		return nil
 	}
 	changedRoutesStats[true]++
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if !from.Same(last) && (from.Len() > 0 || last.Len() > 0) {
 		return fmt.Errorf("ChangedRoutes: from is not the routes the render before returned")
 	}
-	byHost := func(list []model.Route) map[string]model.Route {
-		out := make(map[string]model.Route, len(list))
-		for _, r := range list {
+	byHost := func(list RouteList) map[string]model.Route {
+		out := make(map[string]model.Route, list.Len())
+		for r := range list.All() {
 			out[r.Host] = r
 		}
 		return out
@@ -500,6 +522,42 @@ func checkChangedRoutes(cache *Cache, routes []model.Route) error {
 			b, inB := after[host]
 			if (inA != inB || !reflect.DeepEqual(a, b)) && !hosts[host] {
 				return fmt.Errorf("ChangedRoutes: the route of %q changed (%+v → %+v) and is not among the hosts %v", host, a, b, hosts)
+			}
+		}
+	}
+	return nil
+}
+
+// changedServersStats counts the incremental builds that said which
+// servers changed (true) and those that could not.
+var changedServersStats = map[bool]int{}
+
+// checkChangedServers checks model.Incremental.ChangedServers after a
+// build that returned servers: from is the very list the build before
+// returned (last), and every host whose server is not the very same
+// pointer in both (or that only one has) is among hosts. render.Cache
+// trusts it (ServersChanged).
+func checkChangedServers(inc *model.Incremental, last, servers []*model.Server) error {
+	from, hosts, ok := inc.ChangedServers()
+	changedServersStats[ok]++
+	if !ok {
+		return nil
+	}
+	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+		return fmt.Errorf("ChangedServers: from is not the servers the build before returned")
+	}
+	before := map[string]*model.Server{}
+	for _, srv := range from {
+		before[srv.Host] = srv
+	}
+	after := map[string]*model.Server{}
+	for _, srv := range servers {
+		after[srv.Host] = srv
+	}
+	for _, side := range []map[string]*model.Server{before, after} {
+		for host := range side {
+			if before[host] != after[host] && !hosts[host] {
+				return fmt.Errorf("ChangedServers: the server of %q changed and is not among the hosts %v", host, hosts)
 			}
 		}
 	}

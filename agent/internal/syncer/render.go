@@ -29,10 +29,10 @@ func renderBuild(m model.Model, s render.Settings, keep ...render.Profile) (rend
 
 // renderCached is renderBuild by the syncer's render.Cache: what the
 // last model's unchanged servers gave is reused.
-func renderCached(c *render.Cache, m model.Model, s render.Settings, keep ...render.Profile) (render.Config, []model.Route, error) {
+func renderCached(c *render.Cache, m model.Model, s render.Settings, keep ...render.Profile) (render.Config, render.RouteList, error) {
 	if renderRefuses != nil {
 		if err := renderRefuses(m, s); err != nil {
-			return render.Config{}, nil, err
+			return render.Config{}, render.RouteList{}, err
 		}
 	}
 	return c.Build(m, s, keep...)

@@ -50,8 +50,8 @@ type State struct {
 	WantedHash string      // hash of the config last rendered: what nginx should run
 	Model      model.Model // what the last sync computed; read-only
 	// Routes are the routes Lua should hold for Model's hosts, with each
-	// location's profile (render.Routes); read-only.
-	Routes   []model.Route
+	// location's profile (render.Cache.Build); never changed.
+	Routes   render.RouteList
 	Syncs    int
 	Reloads  int
 	Pushes   int

@@ -62,12 +62,12 @@ type Syncer struct {
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
 	changedBackends []model.Backend
-	lastConfig      render.Config // last rendered config
-	lastRoutes      []model.Route // the routes of lastConfig's model
-	started         time.Time     // when Run began
-	lastSync        time.Time     // when the last sync ended
-	firstApplied    bool          // a config was confirmed once: logged
-	built           *model.Model  // the last model, for the fast path
+	lastConfig      render.Config    // last rendered config
+	lastRoutes      render.RouteList // the routes of lastConfig's model
+	started         time.Time        // when Run began
+	lastSync        time.Time        // when the last sync ended
+	firstApplied    bool             // a config was confirmed once: logged
+	built           *model.Model     // the last model, for the fast path
 	// builtIndex places each Service's backends in built.Backends; the
 	// fast path keeps names and order, so it lasts until the next full
 	// build (nil: not made yet).
@@ -338,7 +338,7 @@ func (s *Syncer) meetNginx() bool {
 
 // configFor renders next and the routes of its hosts, or reuses the last
 // ones on the fast path, which changed endpoints only; rendered says which.
-func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.Route, rendered bool, err error) {
+func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes render.RouteList, rendered bool, err error) {
 	if s.lastConfig.Hash != "" && s.changedBackends != nil {
 		return s.lastConfig, s.lastRoutes, false, nil
 	}
@@ -346,9 +346,13 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes []model.
 	// the routes leave them first (after this config's reload), and the
 	// next full sync renders them away.
 	keep := s.stage.Keep()
+	// Which servers the model changed, or nil: a hint not taken by the
+	// render it was for must not outlive it.
+	from, hosts, _ := s.incremental.ChangedServers()
+	s.renderCache.ServersChanged(from, hosts)
 	cfg, routes, err = renderCached(s.renderCache, next, s.configMap.Settings(), keep...)
 	if err != nil {
-		return render.Config{}, nil, false, fmt.Errorf("%w: %w", errRender, err)
+		return render.Config{}, render.RouteList{}, false, fmt.Errorf("%w: %w", errRender, err)
 	}
 	s.retiring = len(keep) > 0 && apply.Retiring(keep, routes) // no kept profile: no look at every route
 	s.lastConfig, s.lastRoutes = cfg, routes
