@@ -955,6 +955,9 @@ func gathered(t *testing.T, step func(dir string, i int) bool, done func(model.S
 		}
 		return
 	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("every run had a pause near the debounce (a loaded machine): nothing proven")
+	}
 	t.Skip("every run had a pause near the debounce (a loaded machine)")
 }
 
