@@ -68,11 +68,7 @@ type Syncer struct {
 	lastSync        time.Time        // when the last sync ended
 	firstApplied    bool             // a config was confirmed once: logged
 	built           *model.Model     // the last model, for the fast path
-	// builtIndex places each Service's backends in built.Backends; the
-	// fast path keeps names and order, so it lasts until the next full
-	// build (nil: not made yet).
-	builtIndex model.BackendIndex
-	builtFrom  int // Ingresses it was built from
+	builtFrom       int              // Ingresses it was built from
 	// incremental builds each model from the last one (model.Incremental);
 	// buildPath says how it built the last, for the sync log line.
 	incremental *model.Incremental
@@ -393,10 +389,7 @@ func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.Ser
 	next := *s.built
 	s.changedBackends = []model.Backend{}
 	if len(changed) > 0 {
-		if s.builtIndex == nil {
-			s.builtIndex = model.IndexBackends(next.Backends)
-		}
-		patch := source.PatchEndpoints(index, changed, next.Backends, s.builtIndex, s.opts.Targets)
+		patch := source.PatchEndpoints(index, changed, next.Backends, s.opts.Targets)
 		s.mu.Lock()
 		if s.stateRead {
 			next.Backends = slices.Clone(next.Backends)
@@ -429,7 +422,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.GatewayAddressesServed = servedAddresses(s.built)
 	next, buildProblems, buildPath := s.incremental.Build(snap)
 	problems = append(problems, buildProblems...)
-	s.built, s.builtFrom, s.problems, s.builtIndex, s.buildPath = &next, len(snap.Ingresses), problems, nil, buildPath
+	s.built, s.builtFrom, s.problems, s.buildPath = &next, len(snap.Ingresses), problems, buildPath
 	// Its backends are the Incremental's too: the fast path copies them
 	// before it patches them (patchEndpoints).
 	s.mu.Lock()
