@@ -2,9 +2,16 @@ package syncer
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"os"
 	"runtime/metrics"
 	"runtime/trace"
@@ -22,6 +29,7 @@ var (
 	tailChanges   = flag.Int("tail.changes", 200, "TestEndpointTailAtScale: how many endpoint changes")
 	tailEvery     = flag.Int("tail.every", 0, "TestEndpointTailAtScale: a new Ingress (an incremental sync) before every that many endpoint changes (0: none)")
 	tailTrace     = flag.String("tail.trace", "", "TestEndpointTailAtScale: write a runtime/trace of the changes' syncs here")
+	tailTLS       = flag.Int("tail.tls", 0, "TestEndpointTailAtScale: that many more Ingresses, each with TLS from a Secret of its own")
 )
 
 // TestEndpointTailAtScale is B6@50k-B1's sync in-process: the endpoints of
@@ -45,6 +53,9 @@ func TestEndpointTailAtScale(t *testing.T) {
 		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"+
 			"---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: probe-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: probe\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [%q]\n  conditions: {ready: true}\n%s",
 			addr, benchIngressYAML("probe", "probe"))
+	}
+	if *tailTLS > 0 {
+		addTLSIngresses(t, env, *tailTLS)
 	}
 	env.write("probe.yaml", probe("10.255.0.1"))
 	waitForKind(t, env.s, source.KindIngress)
@@ -71,14 +82,20 @@ func TestEndpointTailAtScale(t *testing.T) {
 		runtime runtimeDelta
 	}
 	var samples []sample
+	var newIngress []time.Duration
+	var newLines []string
 	for i := range *tailChanges {
 		after := false
 		if *tailEvery > 0 && i%*tailEvery == 0 {
 			env.write(fmt.Sprintf("new-%d.yaml", i), benchIngressYAML(fmt.Sprintf("new-%d", i), "f0"))
 			waitForKind(t, env.s, source.KindIngress)
+			logs.reset()
+			start := time.Now()
 			if err := env.s.sync(env.ctx); err != nil {
 				t.Fatal(err)
 			}
+			newIngress = append(newIngress, time.Since(start))
+			newLines = append(newLines, logs.last())
 			after = true
 		}
 		env.write("probe.yaml", probe(fmt.Sprintf("10.255.0.%d", 1+(i+1)%2)))
@@ -116,6 +133,7 @@ func TestEndpointTailAtScale(t *testing.T) {
 	if *tailEvery > 0 {
 		t.Logf("first after a new Ingress: %s", distribution(durations(func(s sample) bool { return s.after })))
 		t.Logf("the others: %s", distribution(durations(func(s sample) bool { return !s.after })))
+		t.Logf("the new Ingresses' syncs: %s; the last: %s", distribution(slices.Sorted(slices.Values(newIngress))), newLines[len(newLines)-1])
 	}
 	var total runtimeDelta
 	for _, s := range samples {
@@ -126,6 +144,45 @@ func TestEndpointTailAtScale(t *testing.T) {
 	slices.SortFunc(slowest, func(a, b sample) int { return int(b.d - a.d) })
 	for _, s := range slowest[:min(8, len(slowest))] {
 		t.Logf("slow #%d %s after_new_ingress=%v %s | %s", s.i, s.d.Round(10*time.Microsecond), s.after, s.runtime, s.line)
+	}
+}
+
+// addTLSIngresses adds n Ingresses tls0… (host tlsN.bench.test, Service
+// fN), each with TLS from its own Secret (one RSA key and certificate for
+// *.bench.test, the size of a real one), 2,000 to a file, each file
+// synced as it comes.
+func addTLSIngresses(t *testing.T, env *newIngressEnv, n int) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "*.bench.test"}, DNSNames: []string{"*.bench.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	crt, k := base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM)
+	for start := 0; start < n; start += 2000 {
+		var b strings.Builder
+		for i := start; i < min(start+2000, n); i++ {
+			name := fmt.Sprintf("tls%d", i)
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: default\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n", name, crt, k)
+			fmt.Fprintf(&b, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: f%d\n            port:\n              number: 80\n",
+				name, name, name, name, i)
+		}
+		env.write(fmt.Sprintf("tls-%06d.yaml", start), b.String())
+		waitForKind(t, env.s, source.KindSecret)
+		if err := env.s.sync(env.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(env.s.built.Certificates); got != n {
+		t.Fatalf("%d certificates, want %d", got, n)
 	}
 }
 
