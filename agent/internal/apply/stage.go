@@ -59,8 +59,10 @@ type Stage struct {
 	}
 	state stateWriter
 	// planned are the backends of the last plan that ran whole after a
-	// build (not the fast path, which changes its list in place): the
-	// next plan of the very same list compares none (plan.Next.BackendsUnchanged).
+	// build: the next plan of the very same list compares none
+	// (plan.Next.BackendsUnchanged). The syncer's fast path writes into
+	// that list in place, and its plans push what it wrote (a plan that
+	// does not run whole leaves the record stale, which compares all).
 	planned []model.Backend
 	// plannedRoutes are the routes of the last plan that left Lua's
 	// record current: Lua holds exactly them, so a step whose

@@ -58,10 +58,12 @@ type Next struct {
 	// O(changed).
 	EndpointsOnly   bool
 	ChangedBackends []model.Backend
-	// BackendsUnchanged says Backends is the very list (same array, never
-	// changed since) of the previous plan's Next: with Held.Current no
-	// backend is compared, which keeps a new Ingress of a Service that has
-	// a backend O(changed) at 50,000 backends.
+	// BackendsUnchanged says Backends is the very list (same array) of the
+	// previous plan's Next, changed since only by EndpointsOnly plans that
+	// pushed what they changed (the syncer's fast path writes into the
+	// list in place): with Held.Current no backend is compared, which
+	// keeps a new Ingress of a Service that has a backend O(changed) at
+	// 50,000 backends.
 	BackendsUnchanged bool
 	// ChangedRoutes, when not nil, are the hosts whose route may differ
 	// from the previous plan's Next.Routes (render.Cache.ChangedRoutes):

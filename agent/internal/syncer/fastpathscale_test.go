@@ -3,6 +3,7 @@ package syncer
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"slices"
@@ -16,12 +17,15 @@ import (
 // The first endpoint change after a model build costs what it changes: the
 // fast path finds the changed Service's backends by a binary search of the
 // model's sorted backends (model.ServiceBackends), not by an index of
-// every backend made anew after each build, which at 50,000 Ingresses made
-// that sync 7 MB and 10–50 ms (TestEndpointTailAtScale), B6@50k-B1's p99.
-// The allocations of that sync do not grow with the backends, and its
-// model is the one a full build of the new snapshot gives.
+// every backend made anew after each build, and writes its patch into the
+// build's list rather than a copy of it, even after State handed the
+// model out (a health probe). Both made that sync at 50,000 Ingresses
+// 7 MB and 10–50 ms (TestEndpointTailAtScale), B6@50k-B1's p99. The
+// allocations of that sync, count and bytes, do not grow with the
+// backends, and its model is the one a full build of the new snapshot
+// gives.
 func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
-	mallocs := map[int]uint64{}
+	mallocs, bytes := map[int]uint64{}, map[int]uint64{}
 	for _, n := range []int{500, 5000} {
 		src := &indexSource{fakeSource: fakeSource{snap: manyIngressSnapshot(n)}}
 		s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
@@ -35,6 +39,8 @@ func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
 		slices[7] = moved
 		src.snap.EndpointSlices = slices
 		src.changed = []source.ServiceKey{{Namespace: "default", Name: "s7"}}
+		s.update(func(st *State) { st.Model = *s.built })
+		s.State() // a health probe
 
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -44,17 +50,21 @@ func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
 		if path != "fast" {
 			t.Fatalf("endpoint change: path %s", path)
 		}
-		mallocs[n] = after.Mallocs - before.Mallocs
+		mallocs[n], bytes[n] = after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
 		fresh := New(&indexSource{fakeSource: fakeSource{snap: src.snap}}, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
 		full, _, _ := fresh.model(map[source.Kind]bool{source.KindIngress: true})
 		if !reflect.DeepEqual(next.Backends, full.Backends) {
 			t.Errorf("%d Ingresses: the fast path's backends differ from a full build's", n)
 		}
 	}
-	t.Logf("allocations of the first fast sync after a build: %v", mallocs)
+	t.Logf("allocations of the first fast sync after a build: %v, bytes %v", mallocs, bytes)
 	if mallocs[5000] > mallocs[500]+50 {
 		t.Errorf("the first fast sync after a build allocates %d times at 5,000 Ingresses, %d at 500: it grows with the backends",
 			mallocs[5000], mallocs[500])
+	}
+	if bytes[5000] > bytes[500]+32<<10 {
+		t.Errorf("the first fast sync after a build allocates %d bytes at 5,000 Ingresses, %d at 500: it grows with the backends",
+			bytes[5000], bytes[500])
 	}
 }
 
@@ -78,4 +88,88 @@ func manyIngressSnapshot(n int) model.Snapshot {
 		snap.EndpointSlices = append(snap.EndpointSlices, slice)
 	}
 	return snap
+}
+
+// The fast path writes its patch into the backends list of the last build,
+// which the model.Incremental built it from and builds the next model
+// from: through any sequence of endpoint changes (the fast path), Ingress
+// changes (the Incremental's islands, some sharing a Service's backend),
+// and both at once, every model is the one a full build of the snapshot
+// gives, and a model State handed out never changes.
+func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
+	const ingresses, services = 24, 8
+	snap := manyIngressSnapshot(services)
+	base := snap.Ingresses[0]
+	snap.Ingresses = nil
+	for i := range ingresses {
+		ing := base.DeepCopy()
+		ing.Name, ing.Spec.Rules[0].Host = fmt.Sprintf("i%d", i), fmt.Sprintf("i%d.test", i)
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", i%services)
+		snap.Ingresses = append(snap.Ingresses, ing)
+	}
+	src := &indexSource{fakeSource: fakeSource{snap: snap}}
+	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+	next, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})
+	s.update(func(st *State) { st.Model = next })
+
+	rng := rand.New(rand.NewPCG(41, 41))
+	moveEndpoints := func() source.ServiceKey {
+		i := rng.IntN(services)
+		slices := slices.Clone(src.snap.EndpointSlices)
+		moved := slices[i].DeepCopy()
+		moved.Endpoints[0].Addresses = []string{fmt.Sprintf("10.100.%d.%d", rng.IntN(4), rng.IntN(4))}
+		slices[i] = moved
+		src.snap.EndpointSlices = slices
+		return source.ServiceKey{Namespace: "default", Name: moved.Labels[discoveryv1.LabelServiceName]}
+	}
+	changeIngress := func() {
+		ingresses := slices.Clone(src.snap.Ingresses)
+		i := rng.IntN(len(ingresses))
+		ing := ingresses[i].DeepCopy()
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", rng.IntN(services))
+		ingresses[i] = ing
+		src.snap.Ingresses = ingresses
+	}
+	type handedOut struct{ read, kept model.Model }
+	var handed []handedOut
+	fast, incremental := 0, 0
+	for step := range 300 {
+		var kinds map[source.Kind]bool
+		switch rng.IntN(3) {
+		case 0, 1:
+			src.changed = append(src.changed, moveEndpoints())
+			kinds = map[source.Kind]bool{source.KindEndpointSlice: true}
+		default:
+			if rng.IntN(2) == 0 {
+				src.changed = append(src.changed, moveEndpoints())
+			}
+			changeIngress()
+			kinds = map[source.Kind]bool{source.KindIngress: true, source.KindEndpointSlice: true}
+		}
+		next, _, path := s.model(kinds)
+		s.update(func(st *State) { st.Model = next })
+		switch {
+		case path == "fast":
+			fast++
+		case s.buildPath.Incremental:
+			incremental++
+		}
+		fresh := New(&fakeSource{snap: src.snap}, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+		want, _, _ := fresh.model(map[source.Kind]bool{source.KindIngress: true})
+		if !reflect.DeepEqual(next.Backends, want.Backends) || !reflect.DeepEqual(next.Servers, want.Servers) {
+			t.Fatalf("step %d (%s): the model differs from a full build's:\n%+v\nwant\n%+v", step, path, next.Backends, want.Backends)
+		}
+		if rng.IntN(4) == 0 {
+			handed = append(handed, handedOut{read: s.State().Model, kept: want})
+		}
+	}
+	for i, h := range handed {
+		if !reflect.DeepEqual(h.read.Backends, h.kept.Backends) {
+			t.Errorf("the model State handed out %d-th changed under its reader", i)
+		}
+	}
+	t.Logf("%d fast syncs, %d incremental builds, %d models handed out", fast, incremental, len(handed))
+	if fast < 100 || incremental < 50 {
+		t.Errorf("%d fast syncs, %d incremental builds: the sequence did not mix them", fast, incremental)
+	}
 }

@@ -83,13 +83,19 @@ type State struct {
 	GatewayAPIApplied model.GatewayAPIStatus
 }
 
-// State returns a copy of the loop's state.
+// State returns a copy of the loop's state. Model's backends are a copy
+// too, which no sync changes (the fast path writes the loop's own in
+// place); it is made again only when they changed since the last call.
 func (s *Syncer) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
-	// The fast path copies the backends before it next changes them.
-	s.stateRead = true
+	if backends := st.Model.Backends; len(backends) > 0 {
+		if len(s.handedFrom) != len(backends) || &s.handedFrom[0] != &backends[0] || s.handedAt != s.patches {
+			s.handed, s.handedFrom, s.handedAt = slices.Clone(backends), backends, s.patches
+		}
+		st.Model.Backends = s.handed
+	}
 	st.Problems = append([]model.Problem(nil), s.state.Problems...)
 	st.Quarantined = slices.Clone(s.state.Quarantined)
 	return st
