@@ -13,11 +13,13 @@ import (
 	"log/slog"
 	"math/big"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,9 +75,14 @@ func TestEndpointTailAtScale(t *testing.T) {
 		}
 		defer trace.Stop()
 	}
+	// The syncs run on this goroutine, locked to its thread: the thread's
+	// CPU time is the sync's own work (and its GC assists), without the
+	// time it waited for a CPU on a busy machine.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	type sample struct {
 		i       int
-		d       time.Duration
+		d, cpu  time.Duration
 		path    string
 		after   bool // the first change after a new Ingress
 		line    string
@@ -103,9 +110,11 @@ func TestEndpointTailAtScale(t *testing.T) {
 		logs.reset()
 		before := readRuntime()
 		region := trace.StartRegion(context.Background(), "endpoint sync")
+		cpuStart := threadCPU(t)
 		start := time.Now()
 		err := env.s.sync(env.ctx)
 		d := time.Since(start)
+		cpu := threadCPU(t) - cpuStart
 		region.End()
 		delta := readRuntime().minus(before)
 		if err != nil {
@@ -116,7 +125,7 @@ func TestEndpointTailAtScale(t *testing.T) {
 		if strings.Contains(line, "path=fast") {
 			path = "fast"
 		}
-		samples = append(samples, sample{i: i, d: d, path: path, after: after, line: line, runtime: delta})
+		samples = append(samples, sample{i: i, d: d, cpu: cpu, path: path, after: after, line: line, runtime: delta})
 	}
 	durations := func(keep func(sample) bool) []time.Duration {
 		var out []time.Duration
@@ -128,11 +137,24 @@ func TestEndpointTailAtScale(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	cpus := func(keep func(sample) bool) []time.Duration {
+		var out []time.Duration
+		for _, s := range samples {
+			if keep(s) {
+				out = append(out, s.cpu)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	t.Logf("all %d syncs: %s", len(samples), distribution(durations(func(sample) bool { return true })))
 	t.Logf("fast: %s", distribution(durations(func(s sample) bool { return s.path == "fast" })))
+	t.Logf("CPU of the sync's thread, all: %s", distribution(cpus(func(sample) bool { return true })))
 	if *tailEvery > 0 {
 		t.Logf("first after a new Ingress: %s", distribution(durations(func(s sample) bool { return s.after })))
 		t.Logf("the others: %s", distribution(durations(func(s sample) bool { return !s.after })))
+		t.Logf("CPU, first after a new Ingress: %s", distribution(cpus(func(s sample) bool { return s.after })))
+		t.Logf("CPU, the others: %s", distribution(cpus(func(s sample) bool { return !s.after })))
 		t.Logf("the new Ingresses' syncs: %s; the last: %s", distribution(slices.Sorted(slices.Values(newIngress))), newLines[len(newLines)-1])
 	}
 	var total runtimeDelta
@@ -143,7 +165,7 @@ func TestEndpointTailAtScale(t *testing.T) {
 	slowest := slices.Clone(samples)
 	slices.SortFunc(slowest, func(a, b sample) int { return int(b.d - a.d) })
 	for _, s := range slowest[:min(8, len(slowest))] {
-		t.Logf("slow #%d %s after_new_ingress=%v %s | %s", s.i, s.d.Round(10*time.Microsecond), s.after, s.runtime, s.line)
+		t.Logf("slow #%d %s cpu %s after_new_ingress=%v %s | %s", s.i, s.d.Round(10*time.Microsecond), s.cpu.Round(10*time.Microsecond), s.after, s.runtime, s.line)
 	}
 }
 
@@ -185,6 +207,18 @@ func addTLSIngresses(t *testing.T, env *newIngressEnv, n int) {
 		t.Fatalf("%d certificates, want %d", got, n)
 	}
 }
+
+// threadCPU is the CPU time of the calling thread (RUSAGE_THREAD).
+func threadCPU(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rusageThread is Linux's RUSAGE_THREAD.
+const rusageThread = 1
 
 // waitForKind waits until s has a change of kind to sync (the dirty
 // signal may have been taken by a put before, or be one a sync left).
