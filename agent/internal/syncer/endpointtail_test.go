@@ -57,7 +57,7 @@ func TestEndpointTailAtScale(t *testing.T) {
 			addr, benchIngressYAML("probe", "probe"))
 	}
 	if *tailTLS > 0 {
-		addTLSIngresses(t, env, *tailTLS)
+		addTLSIngresses(t, env, *tailTLS, *tailIngresses)
 	}
 	env.write("probe.yaml", probe("10.255.0.1"))
 	waitForKind(t, env.s, source.KindIngress)
@@ -170,10 +170,10 @@ func TestEndpointTailAtScale(t *testing.T) {
 }
 
 // addTLSIngresses adds n Ingresses tls0… (host tlsN.bench.test, Service
-// fN), each with TLS from its own Secret (one RSA key and certificate for
+// f(N mod services)), each with TLS from its own Secret (one RSA key and certificate for
 // *.bench.test, the size of a real one), 2,000 to a file, each file
 // synced as it comes.
-func addTLSIngresses(t *testing.T, env *newIngressEnv, n int) {
+func addTLSIngresses(t *testing.T, env *newIngressEnv, n, services int) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -195,7 +195,7 @@ func addTLSIngresses(t *testing.T, env *newIngressEnv, n int) {
 			name := fmt.Sprintf("tls%d", i)
 			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: default\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n", name, crt, k)
 			fmt.Fprintf(&b, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: f%d\n            port:\n              number: 80\n",
-				name, name, name, name, i)
+				name, name, name, name, i%services)
 		}
 		env.write(fmt.Sprintf("tls-%06d.yaml", start), b.String())
 		waitForKind(t, env.s, source.KindSecret)
