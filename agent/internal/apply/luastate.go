@@ -46,9 +46,10 @@ type LuaState struct {
 	// the config hash that Save wrote them for.
 	unsaved   bool
 	savedHash string
-	// savedBackends and savedRoutes keep the JSON of each backend and
-	// route for the saved state; the record tells them what changed.
-	savedBackends, savedRoutes savedItems
+	// savedBackends, savedRoutes and savedCerts keep the JSON of each
+	// backend, route and certificate whose content the agent knows, for
+	// the saved state; the record tells them what changed.
+	savedBackends, savedRoutes, savedCerts savedItems
 	// certsChanged counts the changes of certs (a push, a read back, an
 	// expiry learnt); heldFor and heldAt are the certificate list and the
 	// count Held last went through: Held of the very same list with no
@@ -107,6 +108,14 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	}
 	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
 	l.certsChanged++
+	// The content the agent knows of what was read back: the certificates
+	// of the same hash (Held learns the others' when the model names them).
+	l.savedCerts.reset()
+	for name, pem := range l.pems {
+		if h, ok := held[name]; ok && h.Hash == pem.hash {
+			l.savedCerts.changed(name)
+		}
+	}
 	l.profiles = map[string]int{}
 	l.savedBackends.reset()
 	l.savedRoutes.reset()
@@ -144,7 +153,7 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 			}
 			// Likewise its content, for the saved state.
 			if h, ok := l.certs[c.Name]; ok && l.pems[c.Name].hash != h.Hash && h.Hash == c.Hash() {
-				l.pems[c.Name] = heldPEM{hash: h.Hash, payload: certificatePayload(c)}
+				l.holdPEM(c.Name, heldPEM{hash: h.Hash, payload: certificatePayload(c)})
 				l.unsaved = true
 			}
 		}
@@ -157,6 +166,7 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 	for name := range l.pems {
 		if _, ok := l.certs[name]; !ok {
 			delete(l.pems, name)
+			l.savedCerts.remove(name)
 		}
 	}
 	l.heldFor, l.heldAt = certs, l.certsChanged
@@ -214,6 +224,13 @@ func (l *LuaState) dropRoute(host string) {
 func (l *LuaState) holdBackend(b model.Backend) {
 	l.backends[b.Name] = b
 	l.savedBackends.changed(b.Name)
+}
+
+// holdPEM records the content of the certificate name Lua holds, whose
+// hash is the held one's.
+func (l *LuaState) holdPEM(name string, pem heldPEM) {
+	l.pems[name] = pem
+	l.savedCerts.changed(name)
 }
 
 // dropBackend records that Lua holds no backend name.
@@ -348,12 +365,14 @@ func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan
 		return err
 	}
 	for i, c := range cp.Upserts {
-		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash(), NotAfter: c.NotAfter}
-		l.pems[c.Name] = heldPEM{hash: c.Hash(), payload: update.Upserts[i]}
+		hash := c.Hash()
+		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: hash, NotAfter: c.NotAfter}
+		l.holdPEM(c.Name, heldPEM{hash: hash, payload: update.Upserts[i]})
 	}
 	for _, name := range cp.Removes {
 		delete(l.certs, name)
 		delete(l.pems, name)
+		l.savedCerts.remove(name)
 	}
 	l.certsChanged++
 	out.CertUpserts, out.CertRemoves = len(cp.Upserts), len(cp.Removes)

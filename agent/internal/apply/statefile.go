@@ -59,8 +59,8 @@ type savedState struct {
 // (and none failed since). A certificate whose key the agent does not
 // know (read back after a restart, and not in the model with the same
 // content) is left out: Lua has it, the next push brings it. It costs
-// the backends and routes that changed since the last snapshot (their
-// JSON), not a walk of every one (savedItems).
+// the certificates, backends and routes that changed since the last
+// snapshot (their JSON), not a walk of every one (savedItems).
 func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*savedState, error) {
 	if !l.unsaved && configHash == l.savedHash {
 		return nil, nil
@@ -77,16 +77,8 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 		return nil, fmt.Errorf("encoding the saved state: %w", err)
 	}
 	s := &savedState{head: head[:len(head)-1]}
-	for name, held := range l.certs {
-		pem, ok := l.pems[name]
-		if !ok || pem.hash != held.Hash {
-			continue
-		}
-		data, err := json.Marshal(pem.payload)
-		if err != nil {
-			return nil, fmt.Errorf("encoding certificate %s for the saved state: %w", name, err)
-		}
-		s.certs = append(s.certs, data)
+	if s.certs, err = l.savedCerts.take(func(name string) any { return l.pems[name].payload }); err != nil {
+		return nil, err
 	}
 	if s.backends, err = l.savedBackends.take(func(name string) any { return luaapi.NewBackendPayload(l.backends[name]) }); err != nil {
 		return nil, err
@@ -98,7 +90,7 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	return s, nil
 }
 
-// savedItems is the JSON of each backend (or route) Lua holds, for the
+// savedItems is the JSON of each backend (route, certificate) Lua holds, for the
 // saved state, kept as the list a save hands its writer: at 50,000 hosts
 // a walk of the records and a lookup of each item's JSON took tens of
 // milliseconds of the sync loop once a second, and garbage the size of

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestSaveWritesWhatLuaHolds(t *testing.T) {
 	dir := t.TempDir()
 	l := bigState(3, 2)
 	l.certs["default/tls"] = plan.HeldCertificate{Hosts: []string{"a.test"}, Hash: "h1"}
-	l.pems["default/tls"] = heldPEM{hash: "h1"}
+	l.holdPEM("default/tls", heldPEM{hash: "h1"})
 	l.certs["default/unknown"] = plan.HeldCertificate{Hosts: []string{"b.test"}, Hash: "h2"}
 	l.unsaved = true
 	profiles := []render.Profile{{Name: "@restysync_p_0123456789abcdef0123456789abcdef"}}
@@ -266,5 +267,38 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 	}
 	if len(held) < 100 {
 		t.Fatalf("only %d snapshots taken", len(held))
+	}
+}
+
+// A save after an endpoint change encodes that backend, not every
+// certificate: the certificates' JSON is kept like the backends' and the
+// routes' (savedItems). At 10,000 TLS hosts a save (once a second, on
+// the sync loop) encoded every certificate's PEM again.
+func TestSaveEncodesOnlyChangedCertificates(t *testing.T) {
+	l := bigState(10, 10)
+	pemText := strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n", 40)
+	for i := range 2000 {
+		name := fmt.Sprintf("ns/tls-%d", i)
+		l.certs[name] = plan.HeldCertificate{Hosts: []string{fmt.Sprintf("h%d.test", i)}, Hash: "h"}
+		l.holdPEM(name, heldPEM{hash: "h", payload: luaapi.CertificatePayload{Name: name, Hosts: []string{fmt.Sprintf("h%d.test", i)},
+			Cert: pemText, Key: pemText}})
+	}
+	l.unsaved = true
+	first, err := l.snapshot("c1", nil)
+	if err != nil || len(first.certs) != 2000 {
+		t.Fatalf("first snapshot: %d certificates, %v", len(first.certs), err)
+	}
+	round := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		round++
+		l.holdBackend(model.Backend{Name: "ns-0/svc-0:80", Endpoints: []model.Endpoint{{Address: fmt.Sprintf("10.9.0.%d", round%200), Port: 80}}})
+		l.unsaved = true
+		s, err := l.snapshot("c1", nil)
+		if err != nil || len(s.certs) != 2000 {
+			t.Fatalf("snapshot: %d certificates, %v", len(s.certs), err)
+		}
+	})
+	if allocs > 100 {
+		t.Errorf("a save after one backend changed: %.0f allocations beside 2,000 certificates, want what that backend costs", allocs)
 	}
 }
