@@ -171,8 +171,8 @@ func TestEndpointTailAtScale(t *testing.T) {
 
 // addTLSIngresses adds n Ingresses tls0… (host tlsN.bench.test, Service
 // f(N mod services)), each with TLS from its own Secret (one RSA key and certificate for
-// *.bench.test, the size of a real one), 1,000 to a file (under the file
-// source's 8 MiB), each file
+// *.bench.test, the size of a real one), 250 to a file (a file is one sync: one push of
+// 1,000 outlasted the Lua client's timeout on a busy machine), each file
 // synced as it comes.
 func addTLSIngresses(t *testing.T, env *newIngressEnv, n, services int) {
 	t.Helper()
@@ -190,9 +190,9 @@ func addTLSIngresses(t *testing.T, env *newIngressEnv, n, services int) {
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	crt, k := base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM)
-	for start := 0; start < n; start += 1000 {
+	for start := 0; start < n; start += 250 {
 		var b strings.Builder
-		for i := start; i < min(start+1000, n); i++ {
+		for i := start; i < min(start+250, n); i++ {
 			name := fmt.Sprintf("tls%d", i)
 			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: default\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n", name, crt, k)
 			fmt.Fprintf(&b, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: f%d\n            port:\n              number: 80\n",
