@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -208,5 +209,30 @@ func TestSyncWithoutCertificateChangeSkipsCertificates(t *testing.T) {
 	t.Logf("bytes allocated by a new Ingress's sync (least of 3), by TLS Ingresses beside it: %v", bytes)
 	if bytes[400] > bytes[40]+256<<10 {
 		t.Errorf("a new Ingress without TLS allocates %d bytes beside 400 TLS Ingresses, %d beside 40: it walks the certificates", bytes[400], bytes[40])
+	}
+}
+
+// A fast sync keeps the problems of the last build, and reports them
+// without a walk: beside 1,000 problems (a tenant's invalid Ingresses) an
+// endpoint change makes none of their keys again. A new problem still
+// gets logged once.
+func TestFastSyncDoesNotWalkTheProblems(t *testing.T) {
+	var logs strings.Builder
+	s := New(&fakeSource{}, nil, Options{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	var problems []model.Problem
+	for i := range 1000 {
+		problems = append(problems, model.Problem{Kind: "Ingress", Namespace: "tenant", Name: fmt.Sprintf("bad-%d", i), Reason: "bad path"})
+	}
+	s.reportProblems(problems)
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1000 {
+		t.Fatalf("%d problems logged, want 1000", got)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { s.reportProblems(problems) }); allocs > 0 {
+		t.Errorf("the same problems again: %.0f allocations, want none", allocs)
+	}
+	logs.Reset()
+	s.reportProblems(append(slices.Clone(problems), model.Problem{Kind: "EndpointSlice", Namespace: "tenant", Name: "s", Reason: "address refused"}))
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
+		t.Errorf("one new problem: %d logged, want 1:\n%s", got, logs.String())
 	}
 }

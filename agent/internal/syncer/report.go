@@ -267,7 +267,15 @@ func (s *Syncer) logPath(path string) string {
 	return path
 }
 
+// reportProblems logs and counts the problems not reported by the last
+// call. The very list of the last call (the fast path keeps the problems
+// of the last build) is not walked again: an endpoint change beside
+// thousands of invalid Ingresses costs none of their keys.
 func (s *Syncer) reportProblems(problems []model.Problem) {
+	if len(problems) == len(s.reportedList) && (len(problems) == 0 || &problems[0] == &s.reportedList[0]) {
+		return
+	}
+	s.reportedList = problems
 	seen := make(map[string]bool, len(problems))
 	for _, p := range problems {
 		key := p.String()

@@ -81,6 +81,8 @@ type Syncer struct {
 	builtSnap model.Snapshot
 	problems  []model.Problem // the problems of the last full build
 	reported  map[string]bool // problems already logged
+	// reportedList is the list reportProblems last went through.
+	reportedList []model.Problem
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
