@@ -46,9 +46,19 @@ type LuaState struct {
 	// the config hash that Save wrote them for.
 	unsaved   bool
 	savedHash string
-	// savedBackends and savedRoutes keep the JSON of each backend and
-	// route for the saved state; the record tells them what changed.
-	savedBackends, savedRoutes savedItems
+	// savedBackends, savedRoutes and savedCerts keep the JSON of each
+	// backend, route and certificate whose content the agent knows, for
+	// the saved state; the record tells them what changed.
+	savedBackends, savedRoutes, savedCerts savedItems
+	// certsChanged counts the changes of certs (a push, a read back, an
+	// expiry learnt); heldFor and heldAt are the certificate list and the
+	// count Held last went through: Held of the very same list with no
+	// change since has nothing to do (a sync that changed no certificate,
+	// at the cost of the change, not of every certificate). nearest is
+	// NearestExpiry as of nearestAt changes.
+	certsChanged, heldAt, nearestAt uint64
+	heldFor                         []model.Certificate
+	nearest                         time.Time
 }
 
 // heldPEM is what the agent sent for one certificate, and its hash.
@@ -97,6 +107,15 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
 	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
+	l.certsChanged++
+	// The content the agent knows of what was read back: the certificates
+	// of the same hash (Held learns the others' when the model names them).
+	l.savedCerts.reset()
+	for name, pem := range l.pems {
+		if h, ok := held[name]; ok && h.Hash == pem.hash {
+			l.savedCerts.changed(name)
+		}
+	}
 	l.profiles = map[string]int{}
 	l.savedBackends.reset()
 	l.savedRoutes.reset()
@@ -115,6 +134,11 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 // the last good content of its name, and names no longer there are
 // forgotten.
 func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held {
+	held := plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
+		LastGood: l.lastGood, Current: l.current}
+	if sameCertificates(certs, l.heldFor) && l.heldAt == l.certsChanged {
+		return held
+	}
 	named := make(map[string]bool, len(certs))
 	for _, c := range certs {
 		named[c.Name] = true
@@ -125,10 +149,11 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 			if h, ok := l.certs[c.Name]; ok && h.NotAfter.IsZero() && h.Hash == c.Hash() {
 				h.NotAfter = c.NotAfter
 				l.certs[c.Name] = h
+				l.certsChanged++
 			}
 			// Likewise its content, for the saved state.
 			if h, ok := l.certs[c.Name]; ok && l.pems[c.Name].hash != h.Hash && h.Hash == c.Hash() {
-				l.pems[c.Name] = heldPEM{hash: h.Hash, payload: certificatePayload(c)}
+				l.holdPEM(c.Name, heldPEM{hash: h.Hash, payload: certificatePayload(c)})
 				l.unsaved = true
 			}
 		}
@@ -141,21 +166,33 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 	for name := range l.pems {
 		if _, ok := l.certs[name]; !ok {
 			delete(l.pems, name)
+			l.savedCerts.remove(name)
 		}
 	}
-	return plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
-		LastGood: l.lastGood, Current: l.current}
+	l.heldFor, l.heldAt = certs, l.certsChanged
+	return held
+}
+
+// sameCertificates says whether a and b are the same list: one array, one
+// length (a model never changes a list it handed out).
+func sameCertificates(a, b []model.Certificate) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // NearestExpiry is when the first leaf of the certificates Lua holds
-// expires, of those whose content the agent knows (zero: none).
+// expires, of those whose content the agent knows (zero: none). It walks
+// the certificates only when they changed since it last did.
 func (l *LuaState) NearestExpiry() time.Time {
+	if l.nearestAt == l.certsChanged && l.nearestAt != 0 {
+		return l.nearest
+	}
 	var nearest time.Time
 	for _, c := range l.certs {
 		if !c.NotAfter.IsZero() && (nearest.IsZero() || c.NotAfter.Before(nearest)) {
 			nearest = c.NotAfter
 		}
 	}
+	l.nearest, l.nearestAt = nearest, l.certsChanged
 	return nearest
 }
 
@@ -187,6 +224,13 @@ func (l *LuaState) dropRoute(host string) {
 func (l *LuaState) holdBackend(b model.Backend) {
 	l.backends[b.Name] = b
 	l.savedBackends.changed(b.Name)
+}
+
+// holdPEM records the content of the certificate name Lua holds, whose
+// hash is the held one's.
+func (l *LuaState) holdPEM(name string, pem heldPEM) {
+	l.pems[name] = pem
+	l.savedCerts.changed(name)
 }
 
 // dropBackend records that Lua holds no backend name.
@@ -321,13 +365,16 @@ func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan
 		return err
 	}
 	for i, c := range cp.Upserts {
-		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash(), NotAfter: c.NotAfter}
-		l.pems[c.Name] = heldPEM{hash: c.Hash(), payload: update.Upserts[i]}
+		hash := c.Hash()
+		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: hash, NotAfter: c.NotAfter}
+		l.holdPEM(c.Name, heldPEM{hash: hash, payload: update.Upserts[i]})
 	}
 	for _, name := range cp.Removes {
 		delete(l.certs, name)
 		delete(l.pems, name)
+		l.savedCerts.remove(name)
 	}
+	l.certsChanged++
 	out.CertUpserts, out.CertRemoves = len(cp.Upserts), len(cp.Removes)
 	return nil
 }

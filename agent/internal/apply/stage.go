@@ -59,13 +59,19 @@ type Stage struct {
 	}
 	state stateWriter
 	// planned are the backends of the last plan that ran whole after a
-	// build (not the fast path, which changes its list in place): the
-	// next plan of the very same list compares none (plan.Next.BackendsUnchanged).
+	// build: the next plan of the very same list compares none
+	// (plan.Next.BackendsUnchanged). The syncer's fast path writes into
+	// that list in place, and its plans push what it wrote (a plan that
+	// does not run whole leaves the record stale, which compares all).
 	planned []model.Backend
 	// plannedRoutes are the routes of the last plan that left Lua's
 	// record current: Lua holds exactly them, so a step whose
 	// Step.ChangedRoutes are relative to them compares only those.
 	plannedRoutes render.RouteList
+	// plannedCerts are the certificates of the last plan that left Lua's
+	// record current: the next plan of the very same list compares none
+	// (plan.Next.CertificatesUnchanged).
+	plannedCerts []model.Certificate
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -173,8 +179,9 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
 		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), ChangedRoutes: changedRoutes,
-		FullPush: s.fullPush, HoldReload: hold})
-	s.planned, s.plannedRoutes = nil, render.RouteList{}
+		CertificatesUnchanged: sameList(step.Model.Certificates, s.plannedCerts),
+		FullPush:              s.fullPush, HoldReload: hold})
+	s.planned, s.plannedRoutes, s.plannedCerts = nil, render.RouteList{}, nil
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {
@@ -186,7 +193,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		s.planned = step.Model.Backends
 	}
 	if s.lua.current {
-		s.plannedRoutes = step.Routes
+		s.plannedRoutes, s.plannedCerts = step.Routes, step.Model.Certificates
 	}
 	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {

@@ -51,7 +51,7 @@ const StateName = "restysync.state"
 // goes on.
 type savedState struct {
 	head                    []byte
-	certs, backends, routes [][]byte
+	certs, backends, routes savedList
 }
 
 // snapshot returns what l holds, pushed for the config of configHash
@@ -59,8 +59,8 @@ type savedState struct {
 // (and none failed since). A certificate whose key the agent does not
 // know (read back after a restart, and not in the model with the same
 // content) is left out: Lua has it, the next push brings it. It costs
-// the backends and routes that changed since the last snapshot (their
-// JSON), not a walk of every one (savedItems).
+// the certificates, backends and routes that changed since the last
+// snapshot (their JSON), not a walk of every one (savedItems).
 func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*savedState, error) {
 	if !l.unsaved && configHash == l.savedHash {
 		return nil, nil
@@ -77,16 +77,8 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 		return nil, fmt.Errorf("encoding the saved state: %w", err)
 	}
 	s := &savedState{head: head[:len(head)-1]}
-	for name, held := range l.certs {
-		pem, ok := l.pems[name]
-		if !ok || pem.hash != held.Hash {
-			continue
-		}
-		data, err := json.Marshal(pem.payload)
-		if err != nil {
-			return nil, fmt.Errorf("encoding certificate %s for the saved state: %w", name, err)
-		}
-		s.certs = append(s.certs, data)
+	if s.certs, err = l.savedCerts.take(func(name string) any { return l.pems[name].payload }); err != nil {
+		return nil, err
 	}
 	if s.backends, err = l.savedBackends.take(func(name string) any { return luaapi.NewBackendPayload(l.backends[name]) }); err != nil {
 		return nil, err
@@ -98,23 +90,57 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	return s, nil
 }
 
-// savedItems is the JSON of each backend (or route) Lua holds, for the
-// saved state, kept as the list a save hands its writer: at 50,000 hosts
-// a walk of the records and a lookup of each item's JSON took tens of
-// milliseconds of the sync loop once a second, and garbage the size of
+// savedItems is the JSON of each backend (route, certificate) Lua holds,
+// for the saved state, kept as the list a save hands its writer: at 50,000
+// hosts a walk of the records and a lookup of each item's JSON took tens
+// of milliseconds of the sync loop once a second, and garbage the size of
 // the list. The record tells it which names changed (changed, remove);
-// take encodes those and hands out the list, which stays as it was
-// while the writer reads it: the next change copies it first (shared).
-// The order of the items is not the records' (a removed item's place
-// takes the last one); the file does not need one.
+// take encodes those and hands out the list, which stays as it was while
+// the writer reads it. The list is in chunks of savedChunk items, and the
+// first change of a chunk after a take copies that chunk (and the list of
+// chunks), not the list: a change after a save at 50,000 backends copied
+// 1.2 MB of it, now about 10 KB. The order of the items is not the
+// records' (a removed item's place takes the last one); the file does not
+// need one.
 type savedItems struct {
 	at    map[string]int // each name's place in names and json
 	names []string
-	json  [][]byte // nil: not encoded since it changed
+	json  savedList // nil item: not encoded since it changed
 	// stale are the names whose JSON is nil, once each (some may have
 	// been removed since).
-	stale  []string
-	shared bool // json was handed out: copied before it changes
+	stale []string
+	// epoch counts the takes; owned is the epoch since which json's list
+	// of chunks was this one's own, chunkOwned each chunk's: anything
+	// owned before the last take is shared with its writer, and is copied
+	// before it changes.
+	epoch, owned uint64
+	chunkOwned   []uint64
+}
+
+// savedChunk is how many items a chunk of a savedList holds.
+const savedChunk = 256
+
+// savedList is a list of JSON items in chunks of savedChunk (the last one
+// may be shorter).
+type savedList struct{ chunks [][][]byte }
+
+// len is how many items l holds.
+func (l savedList) len() int {
+	if len(l.chunks) == 0 {
+		return 0
+	}
+	return (len(l.chunks)-1)*savedChunk + len(l.chunks[len(l.chunks)-1])
+}
+
+func (l savedList) at(i int) []byte { return l.chunks[i/savedChunk][i%savedChunk] }
+
+// all returns the items in order, in one slice.
+func (l savedList) all() [][]byte {
+	var out [][]byte
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // changed says the item of name is new or changed.
@@ -126,11 +152,11 @@ func (s *savedItems) changed(name string) {
 	if !ok {
 		s.at[name] = len(s.names)
 		s.names = append(s.names, name)
-		s.json = append(s.json, nil) // past what a save holds: no copy
+		s.push(nil)
 		s.stale = append(s.stale, name)
 		return
 	}
-	if s.json[i] != nil {
+	if s.json.at(i) != nil {
 		s.set(i, nil)
 		s.stale = append(s.stale, name)
 	}
@@ -143,55 +169,96 @@ func (s *savedItems) remove(name string) {
 		return
 	}
 	last := len(s.names) - 1
-	s.set(i, s.json[last])
+	s.set(i, s.json.at(last))
 	s.names[i] = s.names[last]
 	s.at[s.names[i]] = i
-	s.names, s.json = s.names[:last], s.json[:last]
+	s.names = s.names[:last]
+	s.pop()
 	delete(s.at, name)
 }
 
 // reset forgets every item: the record was read back whole.
 func (s *savedItems) reset() { *s = savedItems{} }
 
-// set puts data at i, copying the list first when a save holds it.
-func (s *savedItems) set(i int, data []byte) {
-	if s.shared {
-		s.json, s.shared = slices.Clone(s.json), false
+// ownChunks makes the list of chunks this one's own, copying it when a
+// save holds it.
+func (s *savedItems) ownChunks() {
+	if s.owned != s.epoch {
+		s.json.chunks, s.owned = slices.Clone(s.json.chunks), s.epoch
 	}
-	s.json[i] = data
+}
+
+// ownChunk makes chunk c this one's own, copying it when a save holds it.
+func (s *savedItems) ownChunk(c int) {
+	if s.chunkOwned[c] != s.epoch {
+		s.ownChunks()
+		s.json.chunks[c], s.chunkOwned[c] = append(make([][]byte, 0, savedChunk), s.json.chunks[c]...), s.epoch
+	}
+}
+
+// set puts data at i.
+func (s *savedItems) set(i int, data []byte) {
+	c := i / savedChunk
+	s.ownChunk(c)
+	s.json.chunks[c][i%savedChunk] = data
+}
+
+// push adds data after the last item.
+func (s *savedItems) push(data []byte) {
+	s.ownChunks()
+	if n := len(s.json.chunks); n == 0 || len(s.json.chunks[n-1]) == savedChunk {
+		s.json.chunks = append(s.json.chunks, make([][]byte, 0, savedChunk))
+		s.chunkOwned = append(s.chunkOwned, s.epoch)
+	}
+	c := len(s.json.chunks) - 1
+	s.ownChunk(c)
+	s.json.chunks[c] = append(s.json.chunks[c], data)
+}
+
+// pop drops the last item.
+func (s *savedItems) pop() {
+	s.ownChunks()
+	c := len(s.json.chunks) - 1
+	if s.json.chunks[c] = s.json.chunks[c][:len(s.json.chunks[c])-1]; len(s.json.chunks[c]) == 0 {
+		s.json.chunks, s.chunkOwned = s.json.chunks[:c], s.chunkOwned[:c]
+	}
 }
 
 // take encodes the payload of each stale item and returns the JSON of
 // every item, which no one changes after.
-func (s *savedItems) take(payload func(name string) any) ([][]byte, error) {
+func (s *savedItems) take(payload func(name string) any) (savedList, error) {
 	for k, name := range s.stale {
 		i, ok := s.at[name]
-		if !ok || s.json[i] != nil {
+		if !ok || s.json.at(i) != nil {
 			continue
 		}
 		data, err := json.Marshal(payload(name))
 		if err != nil {
 			s.stale = s.stale[k:]
-			return nil, fmt.Errorf("encoding %s for the saved state: %w", name, err)
+			return savedList{}, fmt.Errorf("encoding %s for the saved state: %w", name, err)
 		}
 		s.set(i, data)
 	}
 	s.stale = s.stale[:0]
-	s.shared = true
-	return s.json[:len(s.json):len(s.json)], nil
+	s.epoch++
+	return savedList{chunks: s.json.chunks[:len(s.json.chunks):len(s.json.chunks)]}, nil
 }
 
 // encode writes the file to w.
 func (s *savedState) encode(w io.Writer) error {
 	b := bufio.NewWriterSize(w, 64<<10)
 	b.Write(s.head)
-	for i, section := range [][][]byte{s.certs, s.backends, s.routes} {
+	for i, section := range []savedList{s.certs, s.backends, s.routes} {
 		b.WriteString([]string{`,"certificates":{"upserts":[`, `]},"backends":{"upserts":[`, `]},"routes":{"upserts":[`}[i])
-		for j, item := range section {
-			if j > 0 {
-				b.WriteByte(',')
+		first := true
+		for _, chunk := range section.chunks {
+			for _, item := range chunk {
+				if !first {
+					b.WriteByte(',')
+				}
+				first = false
+				b.Write(item)
 			}
-			b.Write(item)
 		}
 	}
 	b.WriteString(`]}}`)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestSaveWritesWhatLuaHolds(t *testing.T) {
 	dir := t.TempDir()
 	l := bigState(3, 2)
 	l.certs["default/tls"] = plan.HeldCertificate{Hosts: []string{"a.test"}, Hash: "h1"}
-	l.pems["default/tls"] = heldPEM{hash: "h1"}
+	l.holdPEM("default/tls", heldPEM{hash: "h1"})
 	l.certs["default/unknown"] = plan.HeldCertificate{Hosts: []string{"b.test"}, Hash: "h2"}
 	l.unsaved = true
 	profiles := []render.Profile{{Name: "@restysync_p_0123456789abcdef0123456789abcdef"}}
@@ -208,8 +209,8 @@ func savedRoutes(t *testing.T, dir string) int {
 
 // The saved state's items follow the record through random upserts and
 // removes of backends and routes, and a snapshot a writer holds stays as
-// it was taken while the record changes on (savedItems copies its list
-// before it changes one a save holds).
+// it was taken while the record changes on (savedItems copies a chunk of
+// its list before it changes one a save holds).
 func TestSavedItemsFollowTheRecord(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 37))
 	l := NewLuaState(nil, nil)
@@ -220,14 +221,14 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 	var held []taken
 	contents := func(s *savedState) []string {
 		var out []string
-		for _, item := range append(slices.Clone(s.backends), s.routes...) {
+		for _, item := range append(s.backends.all(), s.routes.all()...) {
 			out = append(out, string(item))
 		}
 		slices.Sort(out)
 		return out
 	}
 	for step := range 3000 {
-		n := rng.IntN(40)
+		n := rng.IntN(600) // a few of savedItems' chunks
 		switch rng.IntN(5) {
 		case 0:
 			l.holdBackend(model.Backend{Name: fmt.Sprintf("b%d", n), Endpoints: []model.Endpoint{{Address: "10.0.0.1", Port: int32(80 + step)}}})
@@ -266,5 +267,66 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 	}
 	if len(held) < 100 {
 		t.Fatalf("only %d snapshots taken", len(held))
+	}
+}
+
+// A save after an endpoint change encodes that backend, not every
+// certificate: the certificates' JSON is kept like the backends' and the
+// routes' (savedItems). At 10,000 TLS hosts a save (once a second, on
+// the sync loop) encoded every certificate's PEM again.
+func TestSaveEncodesOnlyChangedCertificates(t *testing.T) {
+	l := bigState(10, 10)
+	pemText := strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n", 40)
+	for i := range 2000 {
+		name := fmt.Sprintf("ns/tls-%d", i)
+		l.certs[name] = plan.HeldCertificate{Hosts: []string{fmt.Sprintf("h%d.test", i)}, Hash: "h"}
+		l.holdPEM(name, heldPEM{hash: "h", payload: luaapi.CertificatePayload{Name: name, Hosts: []string{fmt.Sprintf("h%d.test", i)},
+			Cert: pemText, Key: pemText}})
+	}
+	l.unsaved = true
+	first, err := l.snapshot("c1", nil)
+	if err != nil || first.certs.len() != 2000 {
+		t.Fatalf("first snapshot: %d certificates, %v", first.certs.len(), err)
+	}
+	round := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		round++
+		l.holdBackend(model.Backend{Name: "ns-0/svc-0:80", Endpoints: []model.Endpoint{{Address: fmt.Sprintf("10.9.0.%d", round%200), Port: 80}}})
+		l.unsaved = true
+		s, err := l.snapshot("c1", nil)
+		if err != nil || s.certs.len() != 2000 {
+			t.Fatalf("snapshot: %d certificates, %v", s.certs.len(), err)
+		}
+	})
+	if allocs > 100 {
+		t.Errorf("a save after one backend changed: %.0f allocations beside 2,000 certificates, want what that backend costs", allocs)
+	}
+}
+
+// A change after a save copies the chunk it falls in, not the list the
+// save holds: at 50,000 backends an endpoint change after each save
+// (once a second) copied 1.2 MB.
+func TestSavedItemsChangeAfterATakeCopiesAChunk(t *testing.T) {
+	var s savedItems
+	for i := range 50000 {
+		s.changed(fmt.Sprintf("ns/svc-%d:80", i))
+	}
+	payload := func(name string) any { return name }
+	if _, err := s.take(payload); err != nil {
+		t.Fatal(err)
+	}
+	round := 0
+	allocated := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			round++
+			s.changed(fmt.Sprintf("ns/svc-%d:80", round*7919%50000))
+			if _, err := s.take(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}).AllocedBytesPerOp()
+	if allocated > 32<<10 {
+		t.Errorf("a change and a take at 50,000 items: %d bytes, want a chunk's copy (about 10 KB)", allocated)
 	}
 }

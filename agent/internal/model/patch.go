@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -10,31 +11,28 @@ import (
 // The fast path of an endpoint change: when nothing but EndpointSlices
 // changed since a model was built, only the backends of the Services whose
 // slices changed are resolved again (ResolveBackend), and written into the
-// built model's backends at their positions; names and order stay, so the
-// BackendIndex of the model lasts until the next full build. The result is
-// the model a full build of the new snapshot would give.
+// built model's backends at their positions; names and order stay. A
+// Service's backends are found by a binary search of the backends, which
+// are sorted by name (ServiceBackends): no index of every backend made
+// anew after each build, which at 50,000 backends cost the first endpoint
+// change after it 4.6 MB and about 10 ms (up to 50 under a GC). The result
+// is the model a full build of the new snapshot would give.
 
-// BackendIndex maps each Service to the positions of its backends in
-// Model.Backends.
-type BackendIndex map[serviceName][]int
-
-type serviceName struct{ namespace, name string }
-
-// IndexBackends returns the positions of the backends of each Service.
-func IndexBackends(backends []Backend) BackendIndex {
-	out := make(BackendIndex, len(backends))
-	for i, b := range backends {
-		namespace, service, _ := BackendService(b.Name)
-		k := serviceName{namespace, service}
-		out[k] = append(out[k], i)
+// ServiceBackends returns the positions in backends (sorted by Name, as
+// Model.Backends is) of the backends of the Service namespace/name: those
+// named "namespace/name:port", and their variants ("…@…"), all of which
+// begin with "namespace/name:" and so sort together. It costs a binary
+// search and the Service's own backends.
+func ServiceBackends(backends []Backend, namespace, name string) []int {
+	prefix := namespace + "/" + name + ":"
+	first, _ := slices.BinarySearchFunc(backends, prefix, func(b Backend, prefix string) int { return strings.Compare(b.Name, prefix) })
+	var out []int
+	for i := first; i < len(backends) && strings.HasPrefix(backends[i].Name, prefix); i++ {
+		if ns, svc, _ := BackendService(backends[i].Name); ns == namespace && svc == name {
+			out = append(out, i)
+		}
 	}
 	return out
-}
-
-// Positions returns the positions of the backends of the Service
-// namespace/name (none: the model has none).
-func (ix BackendIndex) Positions(namespace, name string) []int {
-	return ix[serviceName{namespace, name}]
 }
 
 // EndpointPatch is the backends of Services whose endpoints changed,

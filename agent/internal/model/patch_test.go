@@ -3,6 +3,7 @@ package model
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,10 +30,9 @@ func TestEndpointPatchMatchesBuild(t *testing.T) {
 		t.Fatal("the new endpoints build the same backends: the test proves nothing")
 	}
 
-	index := IndexBackends(old.Backends)
 	var patch EndpointPatch
-	for _, svc := range []serviceName{{"default", "web"}, {"default", "api"}, {"other", "absent"}} {
-		patch.AddService(old.Backends, index.Positions(svc.namespace, svc.name),
+	for _, svc := range []struct{ namespace, name string }{{"default", "web"}, {"default", "api"}, {"other", "absent"}} {
+		patch.AddService(old.Backends, ServiceBackends(old.Backends, svc.namespace, svc.name),
 			findService(after, svc.namespace, svc.name), findSlices(after, svc.namespace, svc.name), after.Targets)
 	}
 	next := old
@@ -67,5 +67,37 @@ func TestMergeProblems(t *testing.T) {
 	}
 	if spare := held[:2][1]; spare != (Problem{}) {
 		t.Errorf("MergeProblems wrote %v into held's array", spare)
+	}
+}
+
+// ServiceBackends finds exactly the backends whose names BackendService
+// gives the Service, by a binary search of the sorted backends: those of a
+// Service whose name another's begins with, of the same name in another
+// namespace, and variants, are told apart.
+func TestServiceBackends(t *testing.T) {
+	names := []string{
+		"a/web:80", "a/web:80@a/canary", "a/web:http", "a/web-2:80", "a/web.x:80", "a/we:80", "a/weba:80",
+		"a/web2:80@a/other", "ab/web:80", "a/b/web:80", "b/web:80", "a/web:8080", "a/web:80@b/x",
+	}
+	var backends []Backend
+	for _, n := range names {
+		backends = append(backends, Backend{Name: n})
+	}
+	slices.SortFunc(backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	services := [][2]string{{"a", "web"}, {"a", "we"}, {"a", "web-2"}, {"a", "weba"}, {"ab", "web"}, {"a", "b"}, {"a/b", "web"},
+		{"b", "web"}, {"a", "web2"}, {"c", "web"}, {"a", ""}, {"", "web"}}
+	for _, svc := range services {
+		var want []int
+		for i, b := range backends {
+			if ns, name, _ := BackendService(b.Name); ns == svc[0] && name == svc[1] {
+				want = append(want, i)
+			}
+		}
+		if got := ServiceBackends(backends, svc[0], svc[1]); !slices.Equal(got, want) {
+			t.Errorf("ServiceBackends(%s/%s) = %v, want %v", svc[0], svc[1], got, want)
+		}
+	}
+	if got := ServiceBackends(nil, "a", "web"); got != nil {
+		t.Errorf("no backends: %v", got)
 	}
 }

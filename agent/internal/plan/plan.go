@@ -58,11 +58,18 @@ type Next struct {
 	// O(changed).
 	EndpointsOnly   bool
 	ChangedBackends []model.Backend
-	// BackendsUnchanged says Backends is the very list (same array, never
-	// changed since) of the previous plan's Next: with Held.Current no
-	// backend is compared, which keeps a new Ingress of a Service that has
-	// a backend O(changed) at 50,000 backends.
+	// BackendsUnchanged says Backends is the very list (same array) of the
+	// previous plan's Next, changed since only by EndpointsOnly plans that
+	// pushed what they changed (the syncer's fast path writes into the
+	// list in place): with Held.Current no backend is compared, which
+	// keeps a new Ingress of a Service that has a backend O(changed) at
+	// 50,000 backends.
 	BackendsUnchanged bool
+	// CertificatesUnchanged says Certificates is the very list (same
+	// array) of the previous plan's Next: with Held.Current no certificate
+	// is compared (hashed), which keeps a sync that changes no certificate
+	// from a walk of every one at 50,000 TLS hosts.
+	CertificatesUnchanged bool
 	// ChangedRoutes, when not nil, are the hosts whose route may differ
 	// from the previous plan's Next.Routes (render.Cache.ChangedRoutes):
 	// with Held.Current only they are looked up and compared, which keeps
@@ -152,7 +159,7 @@ func (p Plan) Step(k StepKind) (Step, bool) {
 func Compute(held Held, next Next) Plan {
 	narrow := next.EndpointsOnly && held.Current
 	var p Plan
-	if !narrow {
+	if !narrow && !(next.CertificatesUnchanged && held.Current) {
 		if cp := Certificates(held.Certificates, held.LastGood, next.Certificates); !cp.Empty() {
 			p.Steps = append(p.Steps, Step{Kind: PushCertificates, Certificates: cp})
 		}

@@ -91,6 +91,13 @@ func TestCompute(t *testing.T) {
 		{"changed routes, but the record is not current: every host compared", func() Held { h := withRoute; h.Current = false; return h }(),
 			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{other, route2}}}},
+		// The certificates of the previous plan, which left the record
+		// current: not compared (hashed); a record not current compares them.
+		{"certificates unchanged: none compared", held("cfg1", a1),
+			Next{Config: cfg, Backends: []model.Backend{a1}, Certificates: []model.Certificate{cert}, CertificatesUnchanged: true}, nil},
+		{"certificates unchanged, but the record is not current: compared", func() Held { h := held("cfg1", a1); h.Current = false; return h }(),
+			Next{Config: cfg, Backends: []model.Backend{a1}, Certificates: []model.Certificate{cert}, CertificatesUnchanged: true},
+			[]Step{{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},

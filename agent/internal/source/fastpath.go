@@ -19,12 +19,12 @@ func StreamUsesAny(st model.Stream, changed []ServiceKey) bool {
 }
 
 // PatchEndpoints resolves again, from index, the backends of the Services
-// of changed: those ix places in backends. A Service with no backends
-// there adds nothing.
-func PatchEndpoints(index EndpointIndex, changed []ServiceKey, backends []model.Backend, ix model.BackendIndex, targets model.Targets) model.EndpointPatch {
+// of changed in backends (sorted by name: model.ServiceBackends finds
+// them). A Service with no backends there adds nothing.
+func PatchEndpoints(index EndpointIndex, changed []ServiceKey, backends []model.Backend, targets model.Targets) model.EndpointPatch {
 	var patch model.EndpointPatch
 	for _, k := range changed {
-		positions := ix.Positions(k.Namespace, k.Name)
+		positions := model.ServiceBackends(backends, k.Namespace, k.Name)
 		if len(positions) == 0 {
 			continue
 		}

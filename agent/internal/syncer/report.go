@@ -83,13 +83,19 @@ type State struct {
 	GatewayAPIApplied model.GatewayAPIStatus
 }
 
-// State returns a copy of the loop's state.
+// State returns a copy of the loop's state. Model's backends are a copy
+// too, which no sync changes (the fast path writes the loop's own in
+// place); it is made again only when they changed since the last call.
 func (s *Syncer) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
-	// The fast path copies the backends before it next changes them.
-	s.stateRead = true
+	if backends := st.Model.Backends; len(backends) > 0 {
+		if len(s.handedFrom) != len(backends) || &s.handedFrom[0] != &backends[0] || s.handedAt != s.patches {
+			s.handed, s.handedFrom, s.handedAt = slices.Clone(backends), backends, s.patches
+		}
+		st.Model.Backends = s.handed
+	}
 	st.Problems = append([]model.Problem(nil), s.state.Problems...)
 	st.Quarantined = slices.Clone(s.state.Quarantined)
 	return st
@@ -261,7 +267,15 @@ func (s *Syncer) logPath(path string) string {
 	return path
 }
 
+// reportProblems logs and counts the problems not reported by the last
+// call. The very list of the last call (the fast path keeps the problems
+// of the last build) is not walked again: an endpoint change beside
+// thousands of invalid Ingresses costs none of their keys.
 func (s *Syncer) reportProblems(problems []model.Problem) {
+	if len(problems) == len(s.reportedList) && (len(problems) == 0 || &problems[0] == &s.reportedList[0]) {
+		return
+	}
+	s.reportedList = problems
 	seen := make(map[string]bool, len(problems))
 	for _, p := range problems {
 		key := p.String()

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,11 +67,7 @@ type Syncer struct {
 	lastSync        time.Time        // when the last sync ended
 	firstApplied    bool             // a config was confirmed once: logged
 	built           *model.Model     // the last model, for the fast path
-	// builtIndex places each Service's backends in built.Backends; the
-	// fast path keeps names and order, so it lasts until the next full
-	// build (nil: not made yet).
-	builtIndex model.BackendIndex
-	builtFrom  int // Ingresses it was built from
+	builtFrom       int              // Ingresses it was built from
 	// incremental builds each model from the last one (model.Incremental);
 	// buildPath says how it built the last, for the sync log line.
 	incremental *model.Incremental
@@ -86,6 +81,8 @@ type Syncer struct {
 	builtSnap model.Snapshot
 	problems  []model.Problem // the problems of the last full build
 	reported  map[string]bool // problems already logged
+	// reportedList is the list reportProblems last went through.
+	reportedList []model.Problem
 	// pendingEvent is the first source event not yet applied, for
 	// Metrics.Propagated; zero when there is none.
 	pendingEvent time.Time
@@ -98,9 +95,13 @@ type Syncer struct {
 
 	mu    sync.Mutex
 	state State
-	// stateRead says State handed out state.Model since the fast path
-	// last changed its backends: they are copied before the next change.
-	stateRead bool
+	// The fast path writes the backends of the last model in place
+	// (patchEndpoints), so State hands out a copy of state.Model's:
+	// handed, a copy of handedFrom made at patch count handedAt; patches
+	// counts the fast path's writes. A copy is made again only when the
+	// backends changed since, by the reader that asks: not on the sync.
+	handed, handedFrom []model.Backend
+	handedAt, patches  uint64
 }
 
 // New returns a Syncer; Run starts it.
@@ -386,23 +387,24 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 }
 
 // patchEndpoints is the fast path: the last model with the backends of
-// the changed Services resolved again (source.PatchEndpoints), in place.
-// The only other reader of the backends is State; once it has handed
-// them out they are copied before the next change (copy on write).
+// the changed Services resolved again (source.PatchEndpoints), written in
+// place, into the list the last build made: a copy of every backend per
+// change (or per change after a build, or after each health probe read
+// State) would make the change cost the model's size (2.4 MB at 50,000
+// backends). The list's other holders are on the loop's goroutine and
+// want the patched backends: the model.Incremental the list came from
+// (its next build resolves the changed Services' backends again from the
+// snapshot, which is at least as new), the stage's record of the plan
+// that pushed it (apply.Stage; the fast path's plan pushes what it
+// writes). State's readers get a copy, made under the lock (State).
 func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
 	next := *s.built
 	s.changedBackends = []model.Backend{}
 	if len(changed) > 0 {
-		if s.builtIndex == nil {
-			s.builtIndex = model.IndexBackends(next.Backends)
-		}
-		patch := source.PatchEndpoints(index, changed, next.Backends, s.builtIndex, s.opts.Targets)
+		patch := source.PatchEndpoints(index, changed, next.Backends, s.opts.Targets)
 		s.mu.Lock()
-		if s.stateRead {
-			next.Backends = slices.Clone(next.Backends)
-			s.stateRead = false
-		}
 		patch.ApplyTo(next.Backends)
+		s.patches++
 		s.mu.Unlock()
 		s.changedBackends = append(s.changedBackends, patch.Backends()...)
 		s.problems = patch.MergeProblems(s.problems)
@@ -429,12 +431,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.GatewayAddressesServed = servedAddresses(s.built)
 	next, buildProblems, buildPath := s.incremental.Build(snap)
 	problems = append(problems, buildProblems...)
-	s.built, s.builtFrom, s.problems, s.builtIndex, s.buildPath = &next, len(snap.Ingresses), problems, nil, buildPath
-	// Its backends are the Incremental's too: the fast path copies them
-	// before it patches them (patchEndpoints).
-	s.mu.Lock()
-	s.stateRead = true
-	s.mu.Unlock()
+	s.built, s.builtFrom, s.problems, s.buildPath = &next, len(snap.Ingresses), problems, buildPath
 	s.builtSnap = snap
 	return next, problems, "full"
 }
