@@ -889,7 +889,13 @@ func isOrdered[T namedObject](list []T) bool {
 // place in both costs a pointer comparison; next's order is checked at
 // the objects last does not hold (an object of both follows the one
 // before it in next: that one is of last too, or came before last[i]).
+// next the very slice last is (a source hands a list it did not change
+// again: the file source's) is no change without a walk, which is what
+// the walk would find.
 func diffOrdered[T namedObject](last, next []T) ([]objectChange[T], bool) {
+	if len(last) == len(next) && (len(last) == 0 || &last[0] == &next[0]) {
+		return nil, true
+	}
 	var changes []objectChange[T]
 	var zero T
 	key := func(obj T) namespacedName { return namespacedName{obj.GetNamespace(), obj.GetName()} }
