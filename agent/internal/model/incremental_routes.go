@@ -61,6 +61,10 @@ type routeIslands struct {
 	owned    map[string]bool
 	statuses sortedList[*RouteStatus]
 	attached map[listenerAt]int32
+	// listed says model handed hosts out before: the hosts' pending
+	// keys are then what changed since (changedHosts). A buildGlobals
+	// starts new routeIslands, so it is false after one.
+	listed bool
 }
 
 // listenerAt is a listener by its index in GatewayAPIStatus.Gateways and
@@ -288,12 +292,28 @@ func sameGatewayBase(base, part *Model) bool {
 	return true
 }
 
+// changedHosts are the hosts whose route may have changed since the
+// routes model handed out last (call it before model); nil when it
+// cannot say: the routes are not in islands, or they were built anew
+// since (buildGlobals).
+func (r *routeIslands) changedHosts() map[string]bool {
+	if !r.on || !r.listed {
+		return nil
+	}
+	hosts := make(map[string]bool, len(r.hosts.pending))
+	for host := range r.hosts.pending {
+		hosts[host] = true
+	}
+	return hosts
+}
+
 // model gives m, the globals part's with the Ingress islands', the
 // islands' routes, statuses and attachedRoutes.
 func (r *routeIslands) model(m *Model) {
 	if !r.on {
 		return
 	}
+	r.listed = true
 	m.GatewayRoutes = r.hosts.list()
 	m.GatewayAPI.Routes = r.statuses.list()
 	if len(r.attached) == 0 {

@@ -95,3 +95,77 @@ func replaced[T any](list []T, i int, v T) []T {
 	out[i] = v
 	return out
 }
+
+// ChangedGatewayRoutes names the hosts whose route changed since the
+// model before (the very GatewayRoutes slice it returned) while the
+// HTTPRoutes stay in islands, and cannot say after a full build or one
+// that built the globals part (every route) again.
+func TestIncrementalChangedGatewayRoutes(t *testing.T) {
+	s := benchGatewaySnapshot(3)
+	inc := NewIncremental()
+	var last []*Route
+	check := func(what string, wantOK bool, wantHosts int) {
+		t.Helper()
+		m, _, _ := inc.Build(s)
+		from, hosts, ok := inc.ChangedGatewayRoutes()
+		if ok != wantOK {
+			t.Fatalf("%s: ok %v, want %v", what, ok, wantOK)
+		}
+		if ok {
+			if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+				t.Errorf("%s: from is not the routes of the build before", what)
+			}
+			before, after := map[string]*Route{}, map[string]*Route{}
+			for _, r := range from {
+				before[r.Host] = r
+			}
+			for _, r := range m.GatewayRoutes {
+				after[r.Host] = r
+			}
+			changed := 0
+			for host := range maps.Keys(before) {
+				if before[host] != after[host] {
+					changed++
+				}
+			}
+			for host := range maps.Keys(after) {
+				if before[host] == nil {
+					changed++
+				}
+			}
+			for host := range maps.Keys(before) {
+				if before[host] != after[host] && !hosts[host] {
+					t.Errorf("%s: %q changed, not among %v", what, host, hosts)
+				}
+			}
+			for host := range maps.Keys(after) {
+				if before[host] != after[host] && !hosts[host] {
+					t.Errorf("%s: %q changed, not among %v", what, host, hosts)
+				}
+			}
+			if len(hosts) != wantHosts || changed != wantHosts {
+				t.Errorf("%s: %d hosts named (%v), %d changed; want %d", what, len(hosts), hosts, changed, wantHosts)
+			}
+		}
+		last = m.GatewayRoutes
+	}
+	route := func(name string, hostnames ...string) *gatewayv1.HTTPRoute {
+		return newRoute("default", name, toGW(), hostnames, routeRule(nil, backendTo("", "app-0", 80)))
+	}
+	check("first build", false, 0)
+	check("nothing changed", true, 0)
+	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("new", "new.example.com"))
+	check("a new route", true, 1)
+	changed := s.HTTPRoutes[1].DeepCopy()
+	changed.Spec.Rules = append(changed.Spec.Rules, routeRule(nil, backendTo("", "app-2", 80)))
+	s.HTTPRoutes = replaced(s.HTTPRoutes, 1, changed)
+	check("a route changed (its first batch built again: 3 new routes)", true, 3)
+	s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), 3, 4)
+	check("the new route gone", true, 1)
+	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("every", []string{}...))
+	check("a route without hostnames: the globals part", false, 0)
+	s.HTTPRoutes = s.HTTPRoutes[:3]
+	check("that route gone: islands built again", false, 0)
+	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("new", "new.example.com"))
+	check("a new route in islands again", true, 1)
+}

@@ -15,7 +15,8 @@ package render
 // whose settings have a profile then costs its own host, not every host.
 // Gateway routes are followed the same way, route by route (they add to
 // nginx.conf only a location per set of retry codes), so a new HTTPRoute
-// costs its own routes. The routes are handed out as a RouteList made
+// costs its own routes; when the model says which of them changed
+// (GatewayRoutesChanged), the others are not looked at either. The routes are handed out as a RouteList made
 // from the last one: only the hosts whose route may have changed are
 // made again (ChangedRoutes names them). When the model says which of
 // its servers changed (ServersChanged, from model.Incremental), the
@@ -70,6 +71,9 @@ type Cache struct {
 	// the model's hint for the next render (ServersChanged).
 	lastServers []*model.Server
 	next        serverHint
+	// nextGateway is the model's hint of its changed Gateway routes for
+	// the next render (GatewayRoutesChanged).
+	nextGateway gatewayHint
 	// claims are the entries of this render that name each alias and www
 	// name, in no order: the first of them in the model's order that
 	// routes routes the name, unless a server has it as its host.
@@ -116,6 +120,10 @@ type CacheStats struct {
 	// Walked says every server of the model was looked at: no hint of
 	// the model's servers changed since the last render (ServersChanged).
 	Walked bool
+	// GatewayWalked says every Gateway route of the model was looked at:
+	// no hint of the model's routes changed since the last render
+	// (GatewayRoutesChanged), or the render made every route.
+	GatewayWalked bool
 }
 
 // Stats returns what the last Build made again.
@@ -221,6 +229,25 @@ type serverHint struct {
 // without a call) it walks them all.
 func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
 	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
+}
+
+// gatewayHint is what GatewayRoutesChanged says.
+type gatewayHint struct {
+	from  []*model.Route
+	hosts map[string]bool
+	ok    bool
+}
+
+// GatewayRoutesChanged tells the next Build which Gateway routes of its
+// model may differ from those of the model before (from, its very
+// GatewayRoutes slice; model.Incremental.ChangedGatewayRoutes): a host
+// not in hosts has the very same *Route in both, or none in both, and
+// the model's Gateway routes are sorted by host, each once; nil hosts
+// say nothing. When from is the Gateway routes the cache rendered last,
+// that Build looks at the routes of hosts alone (found by binary search),
+// not at every one; else (or without a call) it walks them all.
+func (c *Cache) GatewayRoutesChanged(from []*model.Route, hosts map[string]bool) {
+	c.nextGateway = gatewayHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
 // sameList says whether a and b are the same slice, not empty.
@@ -333,6 +360,8 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	}
 	next := c.next
 	c.next = serverHint{}
+	nextGateway := c.nextGateway
+	c.nextGateway = gatewayHint{}
 	// entries are m.Servers' entries, in order: made by the walk below,
 	// or when asked for (entriesOf) after a render that followed the
 	// model's hint.
@@ -442,7 +471,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 			return Config{}, RouteList{}, false, err
 		}
 	}
-	routes, retries, ok, err := c.routes(m, entriesOf, hinted, sorted)
+	routes, retries, ok, err := c.routes(m, entriesOf, hinted, sorted, nextGateway)
 	if err != nil || !ok {
 		return Config{}, RouteList{}, false, err
 	}
@@ -680,7 +709,7 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 // route made again when any may have changed (hinted nil), or when the
 // servers are not sorted by host (the order decides which server routes
 // an alias two name). hinted gains the hosts of those Gateway routes.
-func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[string]bool, sorted bool) (RouteList, bool, bool, error) {
+func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[string]bool, sorted bool, gatewayHint gatewayHint) (RouteList, bool, bool, error) {
 	if hinted == nil || !sorted {
 		return c.allRoutes(m, entries(), hinted)
 	}
@@ -692,7 +721,15 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 		}
 		changes = append(changes, routeChange{host: host, route: route, ok: ok})
 	}
-	gateway, retries, ok, err := c.gatewayRoutes(m, hinted, false)
+	var gateway []routeChange
+	var retries bool
+	var err error
+	ok := true
+	if gatewayHint.ok && sameList(gatewayHint.from, c.gateway) {
+		gateway, retries, err = c.hintedGatewayRoutes(m, gatewayHint.hosts, hinted)
+	} else {
+		gateway, retries, ok, err = c.gatewayRoutes(m, hinted, false)
+	}
 	if err != nil || !ok {
 		return RouteList{}, false, false, err
 	}
@@ -862,6 +899,7 @@ func (c *Cache) claim(e *hostEntry, by int) {
 // those are DNS names, and a Gateway route's host has a space
 // (FrontKey).
 func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) ([]routeChange, bool, bool, error) {
+	c.stats.GatewayWalked = true
 	var changes []routeChange
 	last := c.gateway
 	retries, j := false, 0
@@ -911,6 +949,51 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 	}
 	c.gateway = m.GatewayRoutes
 	return changes, retries, true, nil
+}
+
+// hintedGatewayRoutes are gatewayRoutes' changes (all false) when the
+// model said which of its Gateway routes may differ from the last
+// model's (c.gateway): only those hosts are looked up, in both lists
+// (each sorted by host, each host once), and a route the same in both is
+// no change.
+func (c *Cache) hintedGatewayRoutes(m model.Model, hosts, hinted map[string]bool) ([]routeChange, bool, error) {
+	var changes []routeChange
+	retries := false
+	for host := range hosts {
+		last, next := findRoute(c.gateway, host), findRoute(m.GatewayRoutes, host)
+		if last == next {
+			continue
+		}
+		hintHost(hinted, host)
+		if last != nil {
+			retries = retries || hasRetries(*last)
+		}
+		if next == nil {
+			changes = append(changes, routeChange{host: host})
+			continue
+		}
+		if err := checkGatewayRoute(*next); err != nil {
+			return nil, false, err
+		}
+		retries = retries || hasRetries(*next)
+		out := *next
+		if c.settings.RequestMetrics != nil {
+			out = gatewayRouteLabels(out)
+		}
+		changes = append(changes, routeChange{host: host, route: out, ok: true})
+		c.stats.GatewayRoutes++
+	}
+	c.gateway = m.GatewayRoutes
+	return changes, retries, nil
+}
+
+// findRoute is the route of host in routes, sorted by host; nil for none.
+func findRoute(routes []*model.Route, host string) *model.Route {
+	i, ok := slices.BinarySearchFunc(routes, host, func(r *model.Route, host string) int { return strings.Compare(r.Host, host) })
+	if !ok {
+		return nil
+	}
+	return routes[i]
 }
 
 // hintHost adds host to hinted, when not nil (nil: any host may change).

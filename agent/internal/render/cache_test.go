@@ -313,3 +313,58 @@ func TestCacheServersChangedHintNotTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheGatewayRoutesChangedHint: with the model's hint of its changed
+// Gateway routes (GatewayRoutesChanged) relative to the routes the cache
+// rendered last, a render looks at those routes alone; a hint serves one
+// render, and one relative to other routes, or nil hosts, walk them all.
+// Every step equals Build.
+func TestCacheGatewayRoutesChangedHint(t *testing.T) {
+	without, with := manyGatewayRoutes(20)
+	added := ""
+	for _, r := range with.GatewayRoutes {
+		if !slices.Contains(without.GatewayRoutes, r) {
+			added = r.Host
+		}
+	}
+	hint := map[string]bool{added: true}
+	cache := NewCache()
+	steps := []struct {
+		name   string
+		m      model.Model
+		hint   func()
+		walked bool
+		looked int // the routes checked again (CacheStats.GatewayRoutes)
+	}{
+		{"first", without, func() {}, true, 20},
+		{"a new route, hinted", with, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, hint) }, false, 1},
+		{"the route gone, hinted", without, func() { cache.GatewayRoutesChanged(with.GatewayRoutes, hint) }, false, 0},
+		{"no hint: the last one is spent", with, func() {}, true, 1},
+		{"a hint relative to other routes", without, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, hint) }, true, 0},
+		{"nil hosts", with, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, nil) }, true, 1},
+		{"a hint naming a route the same in both", without, func() {
+			cache.GatewayRoutesChanged(with.GatewayRoutes, map[string]bool{added: true, without.GatewayRoutes[3].Host: true})
+		}, false, 0},
+	}
+	for _, step := range steps {
+		step.hint()
+		_, got, err := cache.Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, err := Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Slice(), NewRouteList(want).Slice()) {
+			t.Errorf("%s: routes %+v, want %+v", step.name, got.Slice(), want)
+		}
+		stats := cache.Stats()
+		if stats.GatewayWalked != step.walked || stats.GatewayRoutes != step.looked {
+			t.Errorf("%s: walked every Gateway route %v, checked %d again; want %v, %d", step.name, stats.GatewayWalked, stats.GatewayRoutes, step.walked, step.looked)
+		}
+		if _, hosts, ok := cache.ChangedRoutes(); step.name != "first" && (!ok || len(hosts) > 1 || len(hosts) == 1 && !hosts[added]) {
+			t.Errorf("%s: ChangedRoutes %v %v, want at most %q", step.name, hosts, ok, added)
+		}
+	}
+}

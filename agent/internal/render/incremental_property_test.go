@@ -67,6 +67,11 @@ func TestIncrementalEqualsBuild(t *testing.T) {
 	if cacheWalked[false] < n*incrementalSteps/3 {
 		t.Errorf("only %d of %d cached renders looked at the changed servers alone: the hint is tried on too few", cacheWalked[false], n*incrementalSteps)
 	}
+	t.Logf("builds saying which Gateway routes changed: %d, not: %d; cached renders of Gateway routes looking at those alone: %d, at every one: %d",
+		changedGatewayRoutesStats[true], changedGatewayRoutesStats[false], gatewayWalked[false], gatewayWalked[true])
+	if gatewayWalked[false] < n*incrementalSteps/10 {
+		t.Errorf("only %d of %d cached renders looked at the changed Gateway routes alone: the hint is tried on too few", gatewayWalked[false], n*incrementalSteps)
+	}
 	t.Logf("%d sequences of %d changes in %s: %v; cached renders reusing nginx.conf: %d, rendering it: %d; saying which routes changed: %d, not: %d", n, incrementalSteps,
 		time.Since(start).Round(time.Millisecond), paths, cacheStats[true], cacheStats[false], changedRoutesStats[true], changedRoutesStats[false])
 	if changedRoutesStats[true] < n*incrementalSteps/2 {
@@ -114,6 +119,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	// informers do.
 	ordered := seed%2 == 0
 	var lastServers []*model.Server
+	var lastGatewayRoutes []*model.Route
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
@@ -145,10 +151,17 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
 		}
 		lastServers = got.Servers
+		if err := checkChangedGatewayRoutes(inc, lastGatewayRoutes, got.GatewayRoutes); err != nil {
+			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
+		}
+		lastGatewayRoutes = got.GatewayRoutes
 		// As the syncer does: the cache looks at the changed servers
-		// alone when the hint is relative to the model it rendered last.
+		// and Gateway routes alone when the hint is relative to the
+		// model it rendered last.
 		from, hosts, _ := inc.ChangedServers()
 		cache.ServersChanged(from, hosts)
+		gatewayFrom, gatewayHosts, _ := inc.ChangedGatewayRoutes()
+		cache.GatewayRoutesChanged(gatewayFrom, gatewayHosts)
 		var err error
 		if keep, err = checkCacheStep(cache, got, settings, keep, rng); err != nil {
 			return fmt.Errorf("step %d (%s, path %+v): %w", step, strings.Join(log, "; "), path, err)
@@ -449,6 +462,11 @@ var cacheStats = map[bool]int{}
 // (true) and those that looked at the changed ones alone.
 var cacheWalked = map[bool]int{}
 
+// gatewayWalked counts the cached renders of a model with Gateway routes
+// that looked at every one (true) and those that looked at the changed
+// ones alone.
+var gatewayWalked = map[bool]int{}
+
 // changedRoutesStats counts the cached renders that said which routes
 // changed (true) and those that could not.
 var changedRoutesStats = map[bool]int{}
@@ -461,6 +479,9 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	gotCfg, gotRoutes, gotErr := cache.Build(m, s, keep...)
 	cacheStats[cache.Stats().ConfReused]++
 	cacheWalked[cache.Stats().Walked || cache.Stats().Whole]++
+	if len(m.GatewayRoutes) > 0 {
+		gatewayWalked[cache.Stats().GatewayWalked || cache.Stats().Whole]++
+	}
 	wantCfg, wantRoutes, wantErr := Build(m, s, keep...)
 	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 		return nil, fmt.Errorf("cached render: error %v, want %v", gotErr, wantErr)
@@ -558,6 +579,47 @@ func checkChangedServers(inc *model.Incremental, last, servers []*model.Server) 
 		for host := range side {
 			if before[host] != after[host] && !hosts[host] {
 				return fmt.Errorf("ChangedServers: the server of %q changed and is not among the hosts %v", host, hosts)
+			}
+		}
+	}
+	return nil
+}
+
+// changedGatewayRoutesStats counts the incremental builds that said
+// which Gateway routes changed (true) and those that could not.
+var changedGatewayRoutesStats = map[bool]int{}
+
+// checkChangedGatewayRoutes checks model.Incremental.ChangedGatewayRoutes
+// after a build that returned routes: from is the very list the build
+// before returned (last), routes are sorted by host, each once, and every
+// host whose route is not the very same pointer in both (or that only one
+// has) is among hosts. render.Cache trusts it (GatewayRoutesChanged).
+func checkChangedGatewayRoutes(inc *model.Incremental, last, routes []*model.Route) error {
+	from, hosts, ok := inc.ChangedGatewayRoutes()
+	changedGatewayRoutesStats[ok]++
+	if !ok {
+		return nil
+	}
+	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+		return fmt.Errorf("ChangedGatewayRoutes: from is not the routes the build before returned")
+	}
+	for i := 1; i < len(routes); i++ {
+		if routes[i-1].Host >= routes[i].Host {
+			return fmt.Errorf("ChangedGatewayRoutes: the routes are not sorted by host, each once: %q before %q", routes[i-1].Host, routes[i].Host)
+		}
+	}
+	before := map[string]*model.Route{}
+	for _, r := range from {
+		before[r.Host] = r
+	}
+	after := map[string]*model.Route{}
+	for _, r := range routes {
+		after[r.Host] = r
+	}
+	for _, side := range []map[string]*model.Route{before, after} {
+		for host := range side {
+			if before[host] != after[host] && !hosts[host] {
+				return fmt.Errorf("ChangedGatewayRoutes: the route of %q changed and is not among the hosts %v", host, hosts)
 			}
 		}
 	}

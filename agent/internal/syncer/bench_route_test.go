@@ -149,3 +149,39 @@ func benchRouteFill(from, to int) string {
 	}
 	return buf.String()
 }
+
+// TestNewHTTPRouteRendersItsRouteAlone: a new HTTPRoute beside others in
+// route islands is rendered from the model's hint of its changed Gateway
+// routes (render.Cache.GatewayRoutesChanged): the render looks at the new
+// route alone, not at every Gateway route. Fails without the syncer
+// handing the render that hint.
+func TestNewHTTPRouteRendersItsRouteAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nginx")
+	}
+	env := startNewRouteEnv(t, 200)
+	defer env.stop()
+	followed := 0
+	for i := range 5 {
+		name := fmt.Sprintf("new-%d", i)
+		env.put(t, name+".yaml", benchRouteYAML(name, "f0"))
+		// The source may have reported an earlier change: sync until
+		// the new route is built.
+		for tries := 0; len(env.s.built.GatewayAPI.Routes) != 201+i; tries++ {
+			if tries == 100 {
+				t.Fatalf("%s: %d route statuses, want %d", name, len(env.s.built.GatewayAPI.Routes), 201+i)
+			}
+			time.Sleep(10 * time.Millisecond)
+			if err := env.s.sync(env.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stats := env.s.renderCache.Stats()
+		if !stats.GatewayWalked && !stats.Whole && stats.GatewayRoutes == 1 {
+			followed++
+		}
+	}
+	if followed < 4 {
+		t.Errorf("only %d of 5 new HTTPRoutes were rendered from the model's hint alone (render.Cache.GatewayRoutesChanged)", followed)
+	}
+}

@@ -351,6 +351,8 @@ func (s *Syncer) configFor(next model.Model) (cfg render.Config, routes render.R
 	// render it was for must not outlive it.
 	from, hosts, _ := s.incremental.ChangedServers()
 	s.renderCache.ServersChanged(from, hosts)
+	gatewayFrom, gatewayHosts, _ := s.incremental.ChangedGatewayRoutes()
+	s.renderCache.GatewayRoutesChanged(gatewayFrom, gatewayHosts)
 	cfg, routes, err = renderCached(s.renderCache, next, s.configMap.Settings(), keep...)
 	if err != nil {
 		return render.Config{}, render.RouteList{}, false, fmt.Errorf("%w: %w", errRender, err)
