@@ -1,0 +1,237 @@
+package kube
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// After one new Ingress, a Snapshot's lists of the kinds that did not
+// change are the very lists the Snapshot before handed out (nothing is
+// listed again), the Ingresses are a new sorted list, and the list handed
+// out before is unchanged.
+func TestSnapshotAfterOneChangeCopiesOnlyItsKind(t *testing.T) {
+	objs := authTestObjects()
+	for _, name := range []string{"m", "c", "x", "a"} {
+		objs = append(objs, benchApp(name)...)
+	}
+	client := fake.NewClientset(objs...)
+	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
+	changes := make(chan source.Change, 100)
+	startSource(t, src, func(c source.Change) { changes <- c })
+	before, _ := src.Snapshot()
+	ingressesBefore := slices.Clone(before.Ingresses)
+	wantSorted(t, "ingresses", before.Ingresses)
+	wantSorted(t, "services", before.Services)
+	wantSorted(t, "endpoint slices", before.EndpointSlices)
+	wantSorted(t, "secrets", before.Secrets)
+	again, _ := src.Snapshot()
+	if !sameList(again.Ingresses, before.Ingresses) || !sameList(again.Secrets, before.Secrets) {
+		t.Errorf("a Snapshot after no change made new lists")
+	}
+
+	if _, err := client.NetworkingV1().Ingresses("default").Create(context.Background(),
+		benchApp("g")[0].(*networkingv1.Ingress), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new Ingress reported", func() bool {
+		for {
+			select {
+			case c := <-changes:
+				if c.Kind == source.KindIngress && c.Name == "g" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	after, _ := src.Snapshot()
+	if got, want := names(after.Ingresses), append(names(before.Ingresses), "default/g"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("ingresses after = %v, want %v", got, want)
+	}
+	wantSorted(t, "ingresses after", after.Ingresses)
+	if !slices.Equal(before.Ingresses, ingressesBefore) {
+		t.Errorf("the list handed out before was changed")
+	}
+	for _, c := range []struct {
+		kind          string
+		before, after any
+	}{
+		{"ingress classes", before.IngressClasses, after.IngressClasses},
+		{"services", before.Services, after.Services},
+		{"endpoint slices", before.EndpointSlices, after.EndpointSlices},
+		// The TLS Secret and web/users, watched by name (an Ingress of
+		// ours names it): their merged list is made again.
+	} {
+		if reflect.ValueOf(c.before).UnsafePointer() != reflect.ValueOf(c.after).UnsafePointer() {
+			t.Errorf("%s: a new list after a new Ingress", c.kind)
+		}
+	}
+	if got := names(after.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+		t.Errorf("secrets = %v, want web/tls and web/users", got)
+	}
+	wantSorted(t, "secrets after", after.Secrets)
+}
+
+func sameList[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func wantSorted[T source.Named](t *testing.T, what string, list []T) {
+	t.Helper()
+	for i := 1; i < len(list); i++ {
+		if source.CompareNamed(list[i-1], list[i].GetNamespace(), list[i].GetName()) >= 0 {
+			t.Errorf("%s not sorted by namespace and name at %d: %s/%s after %s/%s", what, i,
+				list[i].GetNamespace(), list[i].GetName(), list[i-1].GetNamespace(), list[i-1].GetName())
+		}
+	}
+}
+
+// A relist that replaces the informers' caches (the watch expired while
+// Ingresses were added, changed, deleted and left alone) leaves the
+// Snapshot a fresh start makes of the same objects: the same Ingresses
+// and, through them, the same Secrets watched by name.
+func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
+	ing := func(name, secret, rv string) *networkingv1.Ingress {
+		i := authIngress(name, "web", "restysync", secret)
+		if secret == "" {
+			i.Annotations = nil
+		}
+		i.ResourceVersion = rv
+		return i
+	}
+	objs := append(testObjects(),
+		ing("kept", "users", "1"), ing("deleted", "", "1"), ing("changed", "", "1"), ing("unnamed", "users", "1"),
+		opaqueSecret("users", "web", map[string]string{"auth": "alice:{PLAIN}x\n"}),
+		opaqueSecret("other", "web", map[string]string{"auth": "bob:{PLAIN}y\n"}))
+	client := fake.NewClientset(objs...)
+	// The Ingresses' watches are the test's: no event reaches the informer
+	// but through the relist.
+	var mu sync.Mutex
+	var watches []*watch.RaceFreeFakeWatcher
+	client.PrependWatchReactor("ingresses", func(k8stesting.Action) (bool, watch.Interface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		w := watch.NewRaceFreeFake()
+		watches = append(watches, w)
+		return true, w, nil
+	})
+	relisted := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
+	startSource(t, relisted, func(source.Change) {})
+	snap, _ := relisted.Snapshot()
+	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+		t.Fatalf("secrets before = %v, want web/tls and web/users", got)
+	}
+
+	ctx := context.Background()
+	ingresses := client.NetworkingV1().Ingresses("web")
+	if err := ingresses.Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ingresses.Delete(ctx, "unnamed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingresses.Update(ctx, ing("changed", "other", "2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingresses.Create(ctx, ing("added", "", "3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	last := watches[len(watches)-1]
+	mu.Unlock()
+	last.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	eventually(t, "the relisted Ingresses in the snapshot", func() bool {
+		snap, _ := relisted.Snapshot()
+		return slices.Equal(names(snap.Ingresses), []string{"web/added", "web/app", "web/changed", "web/kept"})
+	})
+
+	fresh := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
+	startSource(t, fresh, func(source.Change) {})
+	want, _ := fresh.Snapshot()
+	got, _ := relisted.Snapshot()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after the relist:\n%+v\nfresh start:\n%+v", got, want)
+	}
+	if got := names(got.Secrets); !slices.Equal(got, []string{"web/other", "web/tls", "web/users"}) {
+		t.Errorf("secrets after the relist = %v, want web/other, web/tls and web/users", got)
+	}
+}
+
+// A view holds what it was told: a tombstone removes by its key, an
+// object the view does not keep is removed, and a Snapshot's list is
+// sorted.
+func TestSortedView(t *testing.T) {
+	var v sortedView[*corev1.Secret]
+	v.keep = func(s *corev1.Secret) bool { return s.Type == corev1.SecretTypeTLS }
+	secret := func(name string, typ corev1.SecretType) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name}, Type: typ}
+	}
+	v.put(secret("b", corev1.SecretTypeTLS))
+	v.put(secret("a", corev1.SecretTypeTLS))
+	v.put(secret("c", corev1.SecretTypeTLS))
+	v.put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "d"}}) // not the view's type
+	if got := names(v.objects()); !slices.Equal(got, []string{"web/a", "web/b", "web/c"}) {
+		t.Errorf("objects = %v", got)
+	}
+	first := v.objects()
+	v.remove(cache.DeletedFinalStateUnknown{Key: "web/b"})
+	v.put(secret("c", corev1.SecretTypeOpaque)) // no longer kept
+	got := v.objects()
+	if names(got) == nil || !slices.Equal(names(got), []string{"web/a"}) {
+		t.Errorf("objects after a tombstone and a type change = %v, want web/a", names(got))
+	}
+	if !slices.Equal(names(first), []string{"web/a", "web/b", "web/c"}) {
+		t.Errorf("the list handed out before changed: %v", names(first))
+	}
+	v.remove(secret("a", corev1.SecretTypeTLS))
+	if got := v.objects(); got != nil {
+		t.Errorf("objects after every removal = %v, want nil", got)
+	}
+}
+
+// The class decision is still made for each Ingress that names a Secret:
+// one of another class reaches nothing, and an Ingress that stops naming
+// a Secret stops its watch.
+func TestNamedRefsFollowTheIngresses(t *testing.T) {
+	client := fake.NewClientset(authTestObjects()...)
+	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
+	startSource(t, src, func(source.Change) {})
+	wantServedAuthSecrets(t, src)
+	ctx := context.Background()
+	ingresses := client.NetworkingV1().Ingresses("web")
+	for _, name := range []string{"secured", "secured-too"} {
+		ing, err := ingresses.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ing = ing.DeepCopy()
+		delete(ing.Annotations, "nginx.ingress.kubernetes.io/auth-secret")
+		ing.ResourceVersion = "7"
+		if _, err := ingresses.Update(ctx, ing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "web/users no longer served", func() bool {
+		snap, _ := src.Snapshot()
+		return slices.Equal(names(snap.Secrets), []string{"web/tls"})
+	})
+	if got := src.authSecrets.watched(); len(got) != 1 { // web/basic, named by "typed"
+		t.Errorf("watching %v, want web/basic alone", got)
+	}
+}
