@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -233,5 +234,46 @@ func TestNamedRefsFollowTheIngresses(t *testing.T) {
 	})
 	if got := src.authSecrets.watched(); len(got) != 1 { // web/basic, named by "typed"
 		t.Errorf("watching %v, want web/basic alone", got)
+	}
+}
+
+// The Gateway API's kinds are views too: a new HTTPRoute makes a new
+// sorted list of HTTPRoutes, and the Gateways' and Namespaces' lists are
+// the very ones handed out before.
+func TestGatewaySnapshotAfterOneRouteCopiesOnlyRoutes(t *testing.T) {
+	gw := gatewayfake.NewSimpleClientset()
+	createGatewayObjects(t, gw, gatewayTestObjects()...)
+	kubeclienttest.ServeGatewayAPI(gw)
+	src := New(kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw), Options{})
+	changes := make(chan source.Change, 100)
+	startSource(t, src, func(c source.Change) { changes <- c })
+	before, _ := src.Snapshot()
+	wantGatewaySnapshot(t, before)
+	if len(before.HTTPRoutes) == 0 {
+		t.Fatal("no HTTPRoute to start with")
+	}
+	route := before.HTTPRoutes[0].DeepCopy()
+	route.Name, route.ResourceVersion = "aaa-new", ""
+	createGatewayObjects(t, gw, route)
+	eventually(t, "the new HTTPRoute reported", func() bool {
+		for {
+			select {
+			case c := <-changes:
+				if c.Kind == source.KindHTTPRoute && c.Name == "aaa-new" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	after, _ := src.Snapshot()
+	if len(after.HTTPRoutes) != len(before.HTTPRoutes)+1 {
+		t.Errorf("%d HTTPRoutes after, want %d", len(after.HTTPRoutes), len(before.HTTPRoutes)+1)
+	}
+	wantSorted(t, "HTTPRoutes", after.HTTPRoutes)
+	if !sameList(after.Gateways, before.Gateways) || !sameList(after.Namespaces, before.Namespaces) ||
+		!sameList(after.GatewayClasses, before.GatewayClasses) {
+		t.Errorf("a new list of Gateways, Namespaces or GatewayClasses after a new HTTPRoute")
 	}
 }
