@@ -2,13 +2,16 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,4 +299,26 @@ func TestInformersHoldNoNamespaceIndex(t *testing.T) {
 			t.Errorf("%s informer indexers %v", ni.kind, slices.Collect(maps.Keys(indexers)))
 		}
 	}
+}
+
+// TakeChangedServices lets go of the room its set took: the first
+// listing notes every Service with slices, and a cleared map would keep
+// room for them all for good (3 MB at 50,000).
+func TestTakeChangedServicesFreesTheListingsRoom(t *testing.T) {
+	src := New(nil, Options{})
+	for i := range 50000 {
+		src.noteSlice(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("s-%d", i),
+			Labels: map[string]string{discoveryv1.LabelServiceName: fmt.Sprintf("svc-%d", i)}}})
+	}
+	before := heapAlloc()
+	if got := len(src.TakeChangedServices()); got != 50000 {
+		t.Fatalf("took %d Services, want 50000", got)
+	}
+	after := heapAlloc()
+	freed := int64(before) - int64(after)
+	t.Logf("freed %d bytes", freed)
+	if freed < 2<<20 {
+		t.Errorf("taking 50,000 changed Services freed %d bytes, want the set's room (over 2 MB)", freed)
+	}
+	runtime.KeepAlive(src)
 }
