@@ -1,12 +1,14 @@
 package kube
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"testing"
+	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,8 +45,15 @@ func TestSourceHeap(t *testing.T) {
 	objs = nil
 	before := heapAlloc()
 	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
-	startSource(t, src, func(source.Change) {})
+	// Not startSource: its 10 s bound is short for 150,000 objects on a
+	// loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer func() { cancel(); <-src.Done() }()
+	if err := src.Start(ctx, func(source.Change) {}); err != nil {
+		t.Fatal(err)
+	}
 	snap, _ := src.Snapshot()
+	src.TakeChangedServices() // as the syncer does after its first build
 	after := heapAlloc()
 	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, len(snap.Ingresses))
 	if *heapProfile != "" {
