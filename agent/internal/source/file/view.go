@@ -49,7 +49,7 @@ type view struct {
 	duplicated map[objectKey]bool
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
-	slicesOf sliceIndex
+	slicesOf source.SliceIndex
 }
 
 // kindOrder is the order in which changed kinds are reported.
@@ -159,7 +159,7 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	if !next.patch(edits) {
 		return nil, false
 	}
-	var slicesOf *sliceIndexEdit
+	var slicesOf *source.SliceIndexEdit
 	for _, e := range edits {
 		oldSlice, _ := e.old.(*discoveryv1.EndpointSlice)
 		newSlice, _ := e.new.(*discoveryv1.EndpointSlice)
@@ -167,14 +167,14 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 			continue
 		}
 		if slicesOf == nil {
-			slicesOf = newSliceIndexEdit(prev.slicesOf)
+			slicesOf = source.NewSliceIndexEdit(prev.slicesOf)
 		}
 		if !patchSlicesOf(slicesOf, oldSlice, newSlice) {
 			return nil, false
 		}
 	}
 	if slicesOf != nil {
-		next.slicesOf = slicesOf.done()
+		next.slicesOf = slicesOf.Done()
 	}
 	s.mu.Lock()
 	s.view = &next
@@ -207,25 +207,25 @@ type edit struct {
 // whether it could: a slice moving to another Service, or added beside
 // others (where buildView's path order would place it), makes publish
 // build whole.
-func patchSlicesOf(index *sliceIndexEdit, oldSlice, newSlice *discoveryv1.EndpointSlice) bool {
+func patchSlicesOf(index *source.SliceIndexEdit, oldSlice, newSlice *discoveryv1.EndpointSlice) bool {
 	switch {
 	case newSlice == nil:
 		key := serviceOf(oldSlice)
-		index.set(key, slices.DeleteFunc(slices.Clone(index.get(key)), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice }))
+		index.Set(key, slices.DeleteFunc(slices.Clone(index.Get(key)), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice }))
 	case oldSlice == nil:
 		key := serviceOf(newSlice)
-		if len(index.get(key)) > 0 {
+		if len(index.Get(key)) > 0 {
 			return false
 		}
-		index.set(key, []*discoveryv1.EndpointSlice{newSlice})
+		index.Set(key, []*discoveryv1.EndpointSlice{newSlice})
 	default:
 		key := serviceOf(newSlice)
 		if serviceOf(oldSlice) != key {
 			return false
 		}
-		list := slices.Clone(index.get(key))
+		list := slices.Clone(index.Get(key))
 		list[slices.Index(list, oldSlice)] = newSlice
-		index.set(key, list)
+		index.Set(key, list)
 	}
 	return true
 }
@@ -259,7 +259,7 @@ func (v *view) patch(edits []edit) bool {
 // same object, the first one wins and the other is a problem.
 func (s *Source) buildView() *view {
 	v := &view{}
-	slicesOf := newSliceIndexEdit(sliceIndex{})
+	slicesOf := source.NewSliceIndexEdit(source.SliceIndex{})
 	definedAt := map[objectKey]string{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
@@ -279,11 +279,11 @@ func (s *Source) buildView() *view {
 			v.add(doc.obj)
 			if slice, ok := doc.obj.(*discoveryv1.EndpointSlice); ok {
 				key := serviceOf(slice)
-				slicesOf.set(key, append(slicesOf.get(key), slice))
+				slicesOf.Set(key, append(slicesOf.Get(key), slice))
 			}
 		}
 	}
-	v.slicesOf = slicesOf.done()
+	v.slicesOf = slicesOf.Done()
 	problems = append(problems, s.dirProblem...)
 	if s.folderErr != nil {
 		problems = append(problems, problem{path: s.dir,

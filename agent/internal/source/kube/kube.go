@@ -123,7 +123,6 @@ type Source struct {
 	authSecrets    *authWatches
 	// authConfigMaps are the ConfigMaps served Ingresses name (auth-proxy-set-headers).
 	authConfigMaps *authWatches
-	sliceIndexer   cache.Indexer // EndpointSlices by serviceIndex
 	// configMap, tcpServices and udpServices are nil when their option is "".
 	configMap, tcpServices, udpServices *namedConfigMap
 
@@ -208,6 +207,11 @@ func (n *namedConfigMap) get() *corev1.ConfigMap {
 type changedServices struct {
 	mu   sync.Mutex
 	keys map[source.ServiceKey]struct{}
+	// slicesOf are the EndpointSlices of each Service, kept by noteSlice
+	// (ServiceEndpoints): the file source's index, edited in place under
+	// mu (each of its shards is copied at its first change only). An
+	// informer's index by Service held a set per Service: 14 MB at 50,000.
+	slicesOf *source.SliceIndexEdit
 }
 
 type namedInformer struct {
@@ -353,9 +357,6 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		h := handler{kind: kind, changed: changed, view: ni.view}
 		if kind == source.KindEndpointSlice {
 			h.noteSlice = s.noteSlice
-			if err := ni.informer.AddIndexers(cache.Indexers{serviceIndex: sliceService}); err != nil {
-				return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
-			}
 		}
 		reg, err := ni.informer.AddEventHandler(h)
 		if err != nil {
@@ -384,7 +385,6 @@ func (s *Source) createInformers() {
 	s.ingressClasses = networkinglisters.NewIngressClassLister(classes.GetIndexer())
 	s.services = corelisters.NewServiceLister(services.GetIndexer())
 	s.endpointSlices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer())
-	s.sliceIndexer = slices.GetIndexer()
 	s.ingressView.observe = s.observeIngress
 	// The field selector already keeps other types out; this only guards
 	// against a server (or fake) that ignores it.
@@ -632,8 +632,9 @@ func stripAuthSecret(obj any) (any, error) {
 type handler struct {
 	kind    source.Kind
 	changed func(source.Change)
-	// noteSlice, for EndpointSlices only, records the slice's Service.
-	noteSlice func(any)
+	// noteSlice, for EndpointSlices only, records the slice's Service,
+	// given the slice before (nil: added) and after (nil: deleted).
+	noteSlice func(oldObj, newObj any)
 	// view is kept up to date before each change is reported (nil: none).
 	view viewUpdater
 }
@@ -641,7 +642,7 @@ type handler struct {
 var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj any, _ bool) {
-	h.note(obj)
+	h.note(nil, obj)
 	if h.view != nil {
 		h.view.put(obj)
 	}
@@ -656,7 +657,7 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
 		return
 	}
-	h.note(newObj)
+	h.note(oldObj, newObj)
 	if h.view != nil {
 		h.view.put(newObj)
 	}
@@ -672,7 +673,7 @@ func (h handler) OnDelete(obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	h.note(obj)
+	h.note(obj, nil)
 	h.report(obj)
 }
 
@@ -686,40 +687,50 @@ func (h handler) report(obj any) {
 	h.changed(c)
 }
 
-func (h handler) note(obj any) {
+func (h handler) note(oldObj, newObj any) {
 	if h.noteSlice != nil {
-		h.noteSlice(obj)
+		h.noteSlice(oldObj, newObj)
 	}
 }
 
-// serviceIndex indexes EndpointSlices by "namespace/service".
-const serviceIndex = "service"
-
-func sliceService(obj any) ([]string, error) {
-	slice, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, nil
-	}
-	name := slice.Labels[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{slice.Namespace + "/" + name}, nil
+// serviceOf is the Service an EndpointSlice belongs to, by its label
+// (Name "" when it names none).
+func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
+	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
 }
 
-// noteSlice records the Service of a changed EndpointSlice.
-func (s *Source) noteSlice(obj any) {
-	slice, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || slice.Labels[discoveryv1.LabelServiceName] == "" {
-		return
+// noteSlice records the Services of a changed EndpointSlice, the one it
+// belonged to (oldObj, nil when added) and the one it belongs to (newObj,
+// nil when deleted), and puts it in place in slicesOf.
+func (s *Source) noteSlice(oldObj, newObj any) {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf == nil {
+		c.slicesOf = source.NewSliceIndexEdit(source.SliceIndex{})
 	}
-	key := source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
-	s.changedServices.mu.Lock()
-	defer s.changedServices.mu.Unlock()
-	if s.changedServices.keys == nil {
-		s.changedServices.keys = map[source.ServiceKey]struct{}{}
+	note := func(key source.ServiceKey) {
+		if c.keys == nil {
+			c.keys = map[source.ServiceKey]struct{}{}
+		}
+		c.keys[key] = struct{}{}
 	}
-	s.changedServices.keys[key] = struct{}{}
+	// A list Get returned is never changed: each change makes a new one.
+	if old, ok := oldObj.(*discoveryv1.EndpointSlice); ok {
+		if key := serviceOf(old); key.Name != "" {
+			note(key)
+			c.slicesOf.Set(key, slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
+				func(o *discoveryv1.EndpointSlice) bool { return o.Name == old.Name }))
+		}
+	}
+	if slice, ok := newObj.(*discoveryv1.EndpointSlice); ok {
+		if key := serviceOf(slice); key.Name != "" {
+			note(key)
+			list := slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
+				func(o *discoveryv1.EndpointSlice) bool { return o.Name == slice.Name })
+			c.slicesOf.Set(key, append(list, slice))
+		}
+	}
 }
 
 // TakeChangedServices returns the Services whose EndpointSlices changed
@@ -738,7 +749,8 @@ func (s *Source) TakeChangedServices() []source.ServiceKey {
 }
 
 // ServiceEndpoints returns the cached Service namespace/name (nil if none)
-// and its EndpointSlices, found through an index rather than a scan.
+// and its EndpointSlices (read-only), found through an index rather than
+// a scan.
 func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 	if !s.isStarted() {
 		return nil, nil
@@ -747,17 +759,13 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	if err != nil {
 		svc = nil
 	}
-	objs, err := s.sliceIndexer.ByIndex(serviceIndex, namespace+"/"+name)
-	if err != nil {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf == nil {
 		return svc, nil
 	}
-	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		if slice, ok := o.(*discoveryv1.EndpointSlice); ok {
-			out = append(out, slice)
-		}
-	}
-	return svc, out
+	return svc, c.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
 }
 
 // Service returns the cached Service namespace/name, nil if none.
