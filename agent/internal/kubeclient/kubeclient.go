@@ -390,6 +390,12 @@ func (r resource[O, L]) put(ctx context.Context, obj O, subresource string, opts
 // of them, e.g. &corev1.Service{}), the list options changed by tweak
 // (nil: unchanged). client is asked whether it supports watch-list
 // semantics (a fake clientset does not).
+//
+// The informer has no index: the agent finds objects by key (a lister's
+// Get) or lists them all, and never by namespace, so client-go's usual
+// namespace index would only hold a second set of every key (at 50,000
+// objects of a kind, 1.7 MB). A lister's List of one namespace still
+// works without it, by a scan.
 func NewInformer[L runtime.Object](client any, lw ListWatcher[L], example runtime.Object, resync time.Duration, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
@@ -404,6 +410,5 @@ func NewInformer[L runtime.Object](client any, lw ListWatcher[L], example runtim
 			return lw.Watch(ctx, opts)
 		},
 	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(listWatch, client), example, resync,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(listWatch, client), example, resync, cache.Indexers{})
 }

@@ -57,5 +57,5 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	v := s.view
 	s.mu.RUnlock()
 	svc, _ := v.lookup(objectKey{kind: source.KindService, namespace: namespace, name: name}).(*corev1.Service)
-	return svc, v.slicesOf.get(source.ServiceKey{Namespace: namespace, Name: name})
+	return svc, v.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
 }

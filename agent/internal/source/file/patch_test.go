@@ -163,16 +163,16 @@ func TestPatchViewSharesSliceShards(t *testing.T) {
 		t.Fatalf("publish changed %v, want the new Service and its slice patched in", changed)
 	}
 	copied := 0
-	for i := range sliceShards {
-		if reflect.ValueOf(prev.slicesOf.shards[i]).UnsafePointer() != reflect.ValueOf(s.view.slicesOf.shards[i]).UnsafePointer() {
+	for i := range source.SliceShards {
+		if reflect.ValueOf(prev.slicesOf.Shard(i)).UnsafePointer() != reflect.ValueOf(s.view.slicesOf.Shard(i)).UnsafePointer() {
 			copied++
 		}
 	}
 	if copied != 1 {
-		t.Errorf("%d of %d shards copied, want 1", copied, sliceShards)
+		t.Errorf("%d of %d shards copied, want 1", copied, source.SliceShards)
 	}
 	key := source.ServiceKey{Namespace: "default", Name: "new"}
-	if got := prev.slicesOf.get(key); got != nil {
+	if got := prev.slicesOf.Get(key); got != nil {
 		t.Errorf("the view before the publish serves %v for the new Service", got)
 	}
 	if _, got := s.ServiceEndpoints("default", "new"); len(got) != 1 || got[0].Name != "new-1" {

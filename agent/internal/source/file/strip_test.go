@@ -151,8 +151,8 @@ func addBackends(snap *model.Snapshot) {
 			}
 		}
 	}
-	sortObjects(snap.Services)
-	sortObjects(snap.EndpointSlices)
+	source.SortNamed(snap.Services)
+	source.SortNamed(snap.EndpointSlices)
 }
 
 // addUnread gives obj what restysync never reads: managedFields, kubectl's

@@ -47,7 +47,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -105,6 +104,22 @@ type gatewayCaches struct {
 	sets       gatewaylisters.ListenerSetLister
 	namespaces corelisters.NamespaceLister
 	backendTLS gatewaylisters.BackendTLSPolicyLister
+	// views are what Snapshot serves, kept by the informers' handlers
+	// (view.go); the view of a kind not served stays empty.
+	views gatewayViews
+}
+
+// gatewayViews are the sorted views of the Gateway API's kinds.
+type gatewayViews struct {
+	classes            sortedView[*gatewayv1.GatewayClass]
+	gateways           sortedView[*gatewayv1.Gateway]
+	httpRoutes         sortedView[*gatewayv1.HTTPRoute]
+	grpcRoutes         sortedView[*gatewayv1.GRPCRoute]
+	tlsRoutes          sortedView[*gatewayv1.TLSRoute]
+	referenceGrants    sortedView[*gatewayv1.ReferenceGrant]
+	listenerSets       sortedView[*gatewayv1.ListenerSet]
+	backendTLSPolicies sortedView[*gatewayv1.BackendTLSPolicy]
+	namespaces         sortedView[*corev1.Namespace]
 }
 
 // newGatewayCaches creates the informers of the served resources (which
@@ -120,36 +135,37 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 	g := &gatewayCaches{served: served}
 	// indexer is the index of a new informer of resource when it is
 	// served, else an empty one: its lister then finds nothing.
-	indexer := func(resource string, kind source.Kind, newInformer func() cache.SharedIndexInformer) cache.Indexer {
+	indexer := func(resource string, kind source.Kind, view viewUpdater, newInformer func() cache.SharedIndexInformer) cache.Indexer {
 		if !slices.Contains(served, resource) {
 			return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		}
 		informer := newInformer()
-		g.informers = append(g.informers, namedInformer{kind: kind, informer: informer})
+		g.informers = append(g.informers, namedInformer{kind: kind, informer: informer, view: view})
 		return informer.GetIndexer()
 	}
-	g.classes = gatewaylisters.NewGatewayClassLister(indexer("gatewayclasses", source.KindGatewayClass, func() cache.SharedIndexInformer {
+	v := &g.views
+	g.classes = gatewaylisters.NewGatewayClassLister(indexer("gatewayclasses", source.KindGatewayClass, &v.classes, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.GatewayClasses(), r), &gatewayv1.GatewayClass{}, resync, nil)
 	}))
-	g.gateways = gatewaylisters.NewGatewayLister(indexer("gateways", source.KindGateway, func() cache.SharedIndexInformer {
+	g.gateways = gatewaylisters.NewGatewayLister(indexer("gateways", source.KindGateway, &v.gateways, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.Gateways(ns), r), &gatewayv1.Gateway{}, resync, nil)
 	}))
-	g.routes = gatewaylisters.NewHTTPRouteLister(indexer("httproutes", source.KindHTTPRoute, func() cache.SharedIndexInformer {
+	g.routes = gatewaylisters.NewHTTPRouteLister(indexer("httproutes", source.KindHTTPRoute, &v.httpRoutes, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.HTTPRoutes(ns), r), &gatewayv1.HTTPRoute{}, resync, nil)
 	}))
-	g.grpcRoutes = gatewaylisters.NewGRPCRouteLister(indexer("grpcroutes", source.KindGRPCRoute, func() cache.SharedIndexInformer {
+	g.grpcRoutes = gatewaylisters.NewGRPCRouteLister(indexer("grpcroutes", source.KindGRPCRoute, &v.grpcRoutes, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.GRPCRoutes(ns), r), &gatewayv1.GRPCRoute{}, resync, nil)
 	}))
-	g.tlsRoutes = gatewaylisters.NewTLSRouteLister(indexer("tlsroutes", source.KindTLSRoute, func() cache.SharedIndexInformer {
+	g.tlsRoutes = gatewaylisters.NewTLSRouteLister(indexer("tlsroutes", source.KindTLSRoute, &v.tlsRoutes, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.TLSRoutes(ns), r), &gatewayv1.TLSRoute{}, resync, nil)
 	}))
-	g.grants = gatewaylisters.NewReferenceGrantLister(indexer("referencegrants", source.KindReferenceGrant, func() cache.SharedIndexInformer {
+	g.grants = gatewaylisters.NewReferenceGrantLister(indexer("referencegrants", source.KindReferenceGrant, &v.referenceGrants, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.ReferenceGrants(ns), r), &gatewayv1.ReferenceGrant{}, resync, nil)
 	}))
-	g.sets = gatewaylisters.NewListenerSetLister(indexer("listenersets", source.KindListenerSet, func() cache.SharedIndexInformer {
+	g.sets = gatewaylisters.NewListenerSetLister(indexer("listenersets", source.KindListenerSet, &v.listenerSets, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.ListenerSets(ns), r), &gatewayv1.ListenerSet{}, resync, nil)
 	}))
-	g.backendTLS = gatewaylisters.NewBackendTLSPolicyLister(indexer("backendtlspolicies", source.KindBackendTLSPolicy, func() cache.SharedIndexInformer {
+	g.backendTLS = gatewaylisters.NewBackendTLSPolicyLister(indexer("backendtlspolicies", source.KindBackendTLSPolicy, &v.backendTLSPolicies, func() cache.SharedIndexInformer {
 		return kubeclient.NewInformer(c, reconnecting(c.BackendTLSPolicies(ns), r), &gatewayv1.BackendTLSPolicy{}, resync, nil)
 	}))
 	var onlyOne func(*metav1.ListOptions)
@@ -158,23 +174,24 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 		onlyOne = func(o *metav1.ListOptions) { o.FieldSelector = byName }
 	}
 	namespaces := kubeclient.NewInformer(c, reconnecting(c.Namespaces(), r), &corev1.Namespace{}, resync, onlyOne)
-	g.informers = append(g.informers, namedInformer{kind: source.KindNamespace, informer: namespaces})
+	g.informers = append(g.informers, namedInformer{kind: source.KindNamespace, informer: namespaces, view: &v.namespaces})
 	g.namespaces = corelisters.NewNamespaceLister(namespaces.GetIndexer())
 	return g
 }
 
-// fill adds the cached objects to snap (none of a kind not served).
+// fill adds the cached objects to snap (none of a kind not served), each
+// kind sorted by namespace and name.
 func (g *gatewayCaches) fill(snap *model.Snapshot) {
-	everything := labels.Everything()
-	snap.GatewayClasses, _ = g.classes.List(everything)
-	snap.Gateways, _ = g.gateways.List(everything)
-	snap.HTTPRoutes, _ = g.routes.List(everything)
-	snap.GRPCRoutes, _ = g.grpcRoutes.List(everything)
-	snap.TLSRoutes, _ = g.tlsRoutes.List(everything)
-	snap.ReferenceGrants, _ = g.grants.List(everything)
-	snap.ListenerSets, _ = g.sets.List(everything)
-	snap.BackendTLSPolicies, _ = g.backendTLS.List(everything)
-	snap.Namespaces, _ = g.namespaces.List(everything)
+	v := &g.views
+	snap.GatewayClasses = v.classes.objects()
+	snap.Gateways = v.gateways.objects()
+	snap.HTTPRoutes = v.httpRoutes.objects()
+	snap.GRPCRoutes = v.grpcRoutes.objects()
+	snap.TLSRoutes = v.tlsRoutes.objects()
+	snap.ReferenceGrants = v.referenceGrants.objects()
+	snap.ListenerSets = v.listenerSets.objects()
+	snap.BackendTLSPolicies = v.backendTLSPolicies.objects()
+	snap.Namespaces = v.namespaces.objects()
 	snap.GatewayKindsNotServed = nil
 	for _, r := range gatewayResources {
 		if !slices.Contains(g.served, r.name) {

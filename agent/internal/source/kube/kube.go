@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,13 +120,56 @@ type Source struct {
 	ingressClasses networkinglisters.IngressClassLister
 	services       corelisters.ServiceLister
 	endpointSlices discoverylisters.EndpointSliceLister
-	secrets        corelisters.SecretLister
 	authSecrets    *authWatches
 	// authConfigMaps are the ConfigMaps served Ingresses name (auth-proxy-set-headers).
 	authConfigMaps *authWatches
-	sliceIndexer   cache.Indexer // EndpointSlices by serviceIndex
 	// configMap, tcpServices and udpServices are nil when their option is "".
 	configMap, tcpServices, udpServices *namedConfigMap
+
+	// The objects Snapshot serves, each kind kept sorted by its
+	// informer's handler (view.go); secretView holds the TLS Secrets.
+	ingressView sortedView[*networkingv1.Ingress]
+	classView   sortedView[*networkingv1.IngressClass]
+	serviceView sortedView[*corev1.Service]
+	sliceView   sortedView[*discoveryv1.EndpointSlice]
+	secretView  sortedView[*corev1.Secret]
+	// viewMu makes a Snapshot's lists and refs one state.
+	viewMu sync.Mutex
+	// refs are the Secrets and ConfigMaps the Ingresses of ingressView's
+	// last list name, of those that name any (namedRefs).
+	refs map[types.NamespacedName]ingressRefs
+	// secretsWithNamed is the last list of Secrets with those watched by
+	// name.
+	secretsWithNamed mergedSecrets
+}
+
+// mergedSecrets remembers the last list withNamedSecrets made, so that a
+// Snapshot after no change of Secrets hands out the very list the one
+// before did.
+type mergedSecrets struct {
+	mu                  sync.Mutex
+	tls, named, secrets []*corev1.Secret
+}
+
+// with returns withNamedSecrets(tls, named), the same list as the last
+// call when tls is the same list and named the same Secrets. It sorts
+// named.
+func (m *mergedSecrets) with(tls, named []*corev1.Secret) []*corev1.Secret {
+	source.SortNamed(named)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(tls) == len(m.tls) && (len(tls) == 0 || &tls[0] == &m.tls[0]) && slices.Equal(named, m.named) {
+		return m.secrets
+	}
+	m.tls, m.named, m.secrets = tls, named, withNamedSecrets(tls, named)
+	return m.secrets
+}
+
+// ingressRefs are what an Ingress names by annotation (model.SecretRefs,
+// model.ConfigMapRefs).
+type ingressRefs struct {
+	ingress             *networkingv1.Ingress
+	secrets, configMaps []types.NamespacedName
 }
 
 // namedConfigMap is one ConfigMap watched by name.
@@ -163,11 +207,18 @@ func (n *namedConfigMap) get() *corev1.ConfigMap {
 type changedServices struct {
 	mu   sync.Mutex
 	keys map[source.ServiceKey]struct{}
+	// slicesOf are the EndpointSlices of each Service, kept by noteSlice
+	// (ServiceEndpoints): the file source's index, edited in place under
+	// mu (each of its shards is copied at its first change only). An
+	// informer's index by Service held a set per Service: 14 MB at 50,000.
+	slicesOf *source.SliceIndexEdit
 }
 
 type namedInformer struct {
 	kind     source.Kind
 	informer cache.SharedIndexInformer
+	// view is kept up to date by the informer's handler (nil: none).
+	view viewUpdater
 	// transform replaces strip when set.
 	transform cache.TransformFunc
 }
@@ -303,12 +354,9 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		}); err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
-		h := handler{kind: kind, changed: changed}
+		h := handler{kind: kind, changed: changed, view: ni.view}
 		if kind == source.KindEndpointSlice {
 			h.noteSlice = s.noteSlice
-			if err := ni.informer.AddIndexers(cache.Indexers{serviceIndex: sliceService}); err != nil {
-				return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
-			}
 		}
 		reg, err := ni.informer.AddEventHandler(h)
 		if err != nil {
@@ -337,14 +385,16 @@ func (s *Source) createInformers() {
 	s.ingressClasses = networkinglisters.NewIngressClassLister(classes.GetIndexer())
 	s.services = corelisters.NewServiceLister(services.GetIndexer())
 	s.endpointSlices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer())
-	s.secrets = corelisters.NewSecretLister(secrets.GetIndexer())
-	s.sliceIndexer = slices.GetIndexer()
+	s.ingressView.observe = s.observeIngress
+	// The field selector already keeps other types out; this only guards
+	// against a server (or fake) that ignores it.
+	s.secretView.keep = func(secret *corev1.Secret) bool { return secret.Type == corev1.SecretTypeTLS }
 	s.informers = []namedInformer{
-		{kind: source.KindIngress, informer: ingresses},
-		{kind: source.KindIngressClass, informer: classes},
-		{kind: source.KindService, informer: services},
-		{kind: source.KindEndpointSlice, informer: slices},
-		{kind: source.KindSecret, informer: secrets},
+		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView},
+		{kind: source.KindIngressClass, informer: classes, view: &s.classView},
+		{kind: source.KindService, informer: services, view: &s.serviceView},
+		{kind: source.KindEndpointSlice, informer: slices, view: &s.sliceView},
+		{kind: source.KindSecret, informer: secrets, view: &s.secretView},
 	}
 
 	for _, n := range []*namedConfigMap{s.configMap, s.tcpServices, s.udpServices} {
@@ -363,49 +413,33 @@ func (s *Source) createInformers() {
 // Start ended (at once if Start failed on its options).
 func (s *Source) Done() <-chan struct{} { return s.done }
 
-// Snapshot returns the cached objects in no particular order (model.Build
-// sorts), and no problems of objects (the API server has validated every
-// one); its problems name the kinds of the Gateway API that are not read
-// while the others are (gateway.go). The slices are the caller's; the objects are the cache's and must not be
-// modified. Before Start it returns an empty Snapshot.
+// Snapshot returns the cached objects and no problems of objects (the API
+// server has validated every one); its problems name the kinds of the
+// Gateway API that are not read while the others are (gateway.go).
+// Ingresses, IngressClasses, Services, EndpointSlices and Secrets are
+// sorted by namespace and name (view.go). The lists and the objects are
+// shared and must not be modified. Before Start it returns an empty
+// Snapshot.
 func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	if !s.isStarted() {
 		return model.Snapshot{}, nil
 	}
 	var snap model.Snapshot
-	everything := labels.Everything()
-	// The listers' errors are for bad selectors only.
-	snap.Ingresses, _ = s.ingresses.List(everything)
-	snap.IngressClasses, _ = s.ingressClasses.List(everything)
-	snap.Services, _ = s.services.List(everything)
-	snap.EndpointSlices, _ = s.endpointSlices.List(everything)
-	secrets, _ := s.secrets.List(everything)
-	// The field selector already keeps other types out; this only guards
-	// against a server (or fake) that ignores it.
-	snap.Secrets = secrets[:0]
-	for _, secret := range secrets {
-		if secret.Type == corev1.SecretTypeTLS {
-			snap.Secrets = append(snap.Secrets, secret)
-		}
-	}
+	s.viewMu.Lock()
+	snap.Ingresses = s.ingressView.objects()
+	snap.IngressClasses = s.classView.objects()
+	snap.Services = s.serviceView.objects()
+	snap.EndpointSlices = s.sliceView.objects()
+	snap.Secrets = s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
 		g.fill(&snap)
 		problems = g.problems()
 	}
 	secretRefs, configMapRefs := s.namedRefs(snap)
+	s.viewMu.Unlock()
 	s.authSecrets.reconcile(secretRefs)
-	// A Secret of type kubernetes.io/tls a Gateway names may be in the
-	// TLS informer too.
-	listed := make(map[types.NamespacedName]bool, len(snap.Secrets))
-	for _, secret := range snap.Secrets {
-		listed[types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}] = true
-	}
-	for _, secret := range s.authSecrets.secrets() {
-		if !listed[types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}] {
-			snap.Secrets = append(snap.Secrets, secret)
-		}
-	}
+	snap.Secrets = s.secretsWithNamed.with(snap.Secrets, s.authSecrets.secrets())
 	s.authConfigMaps.reconcile(configMapRefs)
 	snap.ConfigMaps = s.authConfigMaps.configMaps()
 	snap.ConfigMap = s.configMap.get()
@@ -466,9 +500,48 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 	return class
 }
 
+// withNamedSecrets returns the sorted list tls with the Secrets of named
+// (those Ingresses and Gateways name, watched by name) it does not hold:
+// a Secret of type kubernetes.io/tls a Gateway names may be in both.
+// tls itself when it holds them all.
+func withNamedSecrets(tls, named []*corev1.Secret) []*corev1.Secret {
+	var edits []source.Edit[*corev1.Secret]
+	seen := make(map[types.NamespacedName]bool, len(named))
+	for _, secret := range named {
+		key := types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}
+		if _, found := source.FindNamed(tls, key.Namespace, key.Name); found || seen[key] {
+			continue
+		}
+		seen[key] = true
+		edits = append(edits, source.Edit[*corev1.Secret]{Namespace: key.Namespace, Name: key.Name, Obj: secret})
+	}
+	// One edit per name: Patched cannot refuse them.
+	secrets, _ := source.Patched(tls, edits)
+	return secrets
+}
+
+// observeIngress keeps refs: it is told of each Ingress ingressView puts
+// in its list (nil: removed).
+func (s *Source) observeIngress(key types.NamespacedName, ing *networkingv1.Ingress) {
+	var secrets, configMaps []types.NamespacedName
+	if ing != nil {
+		secrets, configMaps = model.SecretRefs(ing), model.ConfigMapRefs(ing)
+	}
+	if len(secrets)+len(configMaps) == 0 {
+		delete(s.refs, key)
+		return
+	}
+	if s.refs == nil {
+		s.refs = map[types.NamespacedName]ingressRefs{}
+	}
+	s.refs[key] = ingressRefs{ingress: ing, secrets: secrets, configMaps: configMaps}
+}
+
 // namedRefs returns the Secrets and ConfigMaps the served Ingresses of
 // snap name by annotation, those its Gateways name (gatewayRefs) and the
-// CA ConfigMaps of its BackendTLSPolicies, each once.
+// CA ConfigMaps of its BackendTLSPolicies, each once. The caller holds
+// viewMu, and snap's Ingresses are ingressView's last list, whose refs
+// are s.refs.
 func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.NamespacedName) {
 	ours := func(*networkingv1.Ingress) bool { return true }
 	if !s.opts.EveryIngress {
@@ -485,17 +558,18 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 		return refs
 	}
 	seenSecrets, seenConfigMaps := map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
-	for _, ing := range snap.Ingresses {
-		// Whether it is ours is asked only of an Ingress that names
-		// something: most name nothing, and deciding its class costs more
-		// than reading its annotations (at 50,000 Ingresses, 23 of the
-		// 26ms this loop took per Snapshot).
-		secretRefs, configMapRefs := model.SecretRefs(ing), model.ConfigMapRefs(ing)
-		if len(secretRefs)+len(configMapRefs) == 0 || !ours(ing) {
+	// Only the Ingresses that name something are looked at: most name
+	// nothing, and a walk of every Ingress per Snapshot is what a change
+	// must not cost. Sorted, so that the watches start in one order.
+	for _, key := range slices.SortedFunc(maps.Keys(s.refs), func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	}) {
+		r := s.refs[key]
+		if !ours(r.ingress) {
 			continue
 		}
-		secrets = add(secrets, seenSecrets, secretRefs)
-		configMaps = add(configMaps, seenConfigMaps, configMapRefs)
+		secrets = add(secrets, seenSecrets, r.secrets)
+		configMaps = add(configMaps, seenConfigMaps, r.configMaps)
 	}
 	controller := cmp.Or(s.opts.GatewayController, model.GatewayControllerName)
 	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
@@ -558,14 +632,20 @@ func stripAuthSecret(obj any) (any, error) {
 type handler struct {
 	kind    source.Kind
 	changed func(source.Change)
-	// noteSlice, for EndpointSlices only, records the slice's Service.
-	noteSlice func(any)
+	// noteSlice, for EndpointSlices only, records the slice's Service,
+	// given the slice before (nil: added) and after (nil: deleted).
+	noteSlice func(oldObj, newObj any)
+	// view is kept up to date before each change is reported (nil: none).
+	view viewUpdater
 }
 
 var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj any, _ bool) {
-	h.note(obj)
+	h.note(nil, obj)
+	if h.view != nil {
+		h.view.put(obj)
+	}
 	h.report(obj)
 }
 
@@ -577,17 +657,23 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
 		return
 	}
-	h.note(newObj)
+	h.note(oldObj, newObj)
+	if h.view != nil {
+		h.view.put(newObj)
+	}
 	h.report(newObj)
 }
 
 // OnDelete is also called with a cache.DeletedFinalStateUnknown when the
 // watch missed the deletion; the object is gone from the cache either way.
 func (h handler) OnDelete(obj any) {
+	if h.view != nil {
+		h.view.remove(obj)
+	}
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	h.note(obj)
+	h.note(obj, nil)
 	h.report(obj)
 }
 
@@ -601,40 +687,50 @@ func (h handler) report(obj any) {
 	h.changed(c)
 }
 
-func (h handler) note(obj any) {
+func (h handler) note(oldObj, newObj any) {
 	if h.noteSlice != nil {
-		h.noteSlice(obj)
+		h.noteSlice(oldObj, newObj)
 	}
 }
 
-// serviceIndex indexes EndpointSlices by "namespace/service".
-const serviceIndex = "service"
-
-func sliceService(obj any) ([]string, error) {
-	slice, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, nil
-	}
-	name := slice.Labels[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil, nil
-	}
-	return []string{slice.Namespace + "/" + name}, nil
+// serviceOf is the Service an EndpointSlice belongs to, by its label
+// (Name "" when it names none).
+func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
+	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
 }
 
-// noteSlice records the Service of a changed EndpointSlice.
-func (s *Source) noteSlice(obj any) {
-	slice, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || slice.Labels[discoveryv1.LabelServiceName] == "" {
-		return
+// noteSlice records the Services of a changed EndpointSlice, the one it
+// belonged to (oldObj, nil when added) and the one it belongs to (newObj,
+// nil when deleted), and puts it in place in slicesOf.
+func (s *Source) noteSlice(oldObj, newObj any) {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf == nil {
+		c.slicesOf = source.NewSliceIndexEdit(source.SliceIndex{})
 	}
-	key := source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
-	s.changedServices.mu.Lock()
-	defer s.changedServices.mu.Unlock()
-	if s.changedServices.keys == nil {
-		s.changedServices.keys = map[source.ServiceKey]struct{}{}
+	note := func(key source.ServiceKey) {
+		if c.keys == nil {
+			c.keys = map[source.ServiceKey]struct{}{}
+		}
+		c.keys[key] = struct{}{}
 	}
-	s.changedServices.keys[key] = struct{}{}
+	// A list Get returned is never changed: each change makes a new one.
+	if old, ok := oldObj.(*discoveryv1.EndpointSlice); ok {
+		if key := serviceOf(old); key.Name != "" {
+			note(key)
+			c.slicesOf.Set(key, slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
+				func(o *discoveryv1.EndpointSlice) bool { return o.Name == old.Name }))
+		}
+	}
+	if slice, ok := newObj.(*discoveryv1.EndpointSlice); ok {
+		if key := serviceOf(slice); key.Name != "" {
+			note(key)
+			list := slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
+				func(o *discoveryv1.EndpointSlice) bool { return o.Name == slice.Name })
+			c.slicesOf.Set(key, append(list, slice))
+		}
+	}
 }
 
 // TakeChangedServices returns the Services whose EndpointSlices changed
@@ -646,12 +742,15 @@ func (s *Source) TakeChangedServices() []source.ServiceKey {
 	for k := range s.changedServices.keys {
 		out = append(out, k)
 	}
-	clear(s.changedServices.keys)
+	// Not clear: that keeps the room of the first listing's every
+	// Service (3 MB at 50,000) for good.
+	s.changedServices.keys = nil
 	return out
 }
 
 // ServiceEndpoints returns the cached Service namespace/name (nil if none)
-// and its EndpointSlices, found through an index rather than a scan.
+// and its EndpointSlices (read-only), found through an index rather than
+// a scan.
 func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 	if !s.isStarted() {
 		return nil, nil
@@ -660,17 +759,13 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	if err != nil {
 		svc = nil
 	}
-	objs, err := s.sliceIndexer.ByIndex(serviceIndex, namespace+"/"+name)
-	if err != nil {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf == nil {
 		return svc, nil
 	}
-	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		if slice, ok := o.(*discoveryv1.EndpointSlice); ok {
-			out = append(out, slice)
-		}
-	}
-	return svc, out
+	return svc, c.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
 }
 
 // Service returns the cached Service namespace/name, nil if none.

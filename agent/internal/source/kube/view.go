@@ -1,0 +1,120 @@
+package kube
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// A change costs what it changes: each kind a Snapshot serves is a
+// sortedView, a list sorted by namespace and name that the informer's
+// handler keeps up to date (put, remove) rather than a listing of the
+// informer's cache per Snapshot, which at 50,000 Ingresses cost 9 MB and
+// a class decision per Ingress for each new one. The view holds what the
+// handler was told, in the order it was told, so a Snapshot holds every
+// object whose change was reported before it (a change is recorded before
+// it is reported), and a relist that replaces the cache (the informer
+// tells of each object that came, changed or went) leaves the view a
+// fresh start would build. Lists are made as the file source makes its
+// own (source.Patched): the list a Snapshot handed out is never changed;
+// the next one is a copy with the changes since, made by the first
+// Snapshot that asks for it; a kind that did not change hands out the
+// very list it handed out before.
+
+// sortedView is one kind's objects, for Snapshot.
+type sortedView[T interface {
+	comparable
+	source.Named
+}] struct {
+	// keep says whether an object is served; one it does not keep is
+	// removed (nil: every object).
+	keep func(T) bool
+	// observe is told of each object a new list puts in (or, zero,
+	// takes out), by the objects call that makes the list, with the
+	// view's lock held (nil: no one).
+	observe func(key types.NamespacedName, obj T)
+
+	mu sync.Mutex
+	// list is the list handed out last, or to be: never changed.
+	list []T
+	// pending are the changes since list was made, by name: an object
+	// put, or zero when removed.
+	pending map[types.NamespacedName]T
+}
+
+// viewUpdater is the handler's side of a sortedView of any type.
+type viewUpdater interface {
+	// put records obj, added or changed.
+	put(obj any)
+	// remove records that obj (or a tombstone of it) went.
+	remove(obj any)
+}
+
+var _ viewUpdater = (*sortedView[*corev1.Service])(nil)
+
+func (v *sortedView[T]) put(obj any) {
+	o, ok := obj.(T)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	if v.keep != nil && !v.keep(o) {
+		var zero T
+		v.set(key, zero)
+		return
+	}
+	v.set(key, o)
+}
+
+func (v *sortedView[T]) remove(obj any) {
+	var key types.NamespacedName
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		// The key is the cache's; Obj is the last state it knew, or nil.
+		ns, name, err := cache.SplitMetaNamespaceKey(tombstone.Key)
+		if err != nil {
+			return
+		}
+		key = types.NamespacedName{Namespace: ns, Name: name}
+	} else if m, err := meta.Accessor(obj); err == nil {
+		key = types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
+	} else {
+		return
+	}
+	var zero T
+	v.set(key, zero)
+}
+
+func (v *sortedView[T]) set(key types.NamespacedName, obj T) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pending == nil {
+		v.pending = map[types.NamespacedName]T{}
+	}
+	v.pending[key] = obj
+}
+
+// objects returns the kind's objects, sorted by namespace and name; the
+// list is shared and must not be changed.
+func (v *sortedView[T]) objects() []T {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.pending) == 0 {
+		return v.list
+	}
+	edits := make([]source.Edit[T], 0, len(v.pending))
+	for key, obj := range v.pending {
+		edits = append(edits, source.Edit[T]{Namespace: key.Namespace, Name: key.Name, Obj: obj})
+		if v.observe != nil {
+			v.observe(key, obj)
+		}
+	}
+	// One edit per name: Patched cannot refuse them.
+	v.list, _ = source.Patched(v.list, edits)
+	v.pending = nil
+	return v.list
+}
