@@ -330,3 +330,19 @@ func TestSavedItemsChangeAfterATakeCopiesAChunk(t *testing.T) {
 		t.Errorf("a change and a take at 50,000 items: %d bytes, want a chunk's copy (about 10 KB)", allocated)
 	}
 }
+
+// A save lets go of its list of changed items: after the first save of
+// many items the next changes (a few) do not keep room for all of them.
+func TestSavedItemsTakeLetsGoOfTheStaleList(t *testing.T) {
+	var s savedItems
+	for i := range 10000 {
+		s.changed(fmt.Sprintf("b%d", i))
+	}
+	if _, err := s.take(func(name string) any { return name }); err != nil {
+		t.Fatal(err)
+	}
+	s.changed("b1")
+	if c := cap(s.stale); c > 16 {
+		t.Fatalf("after a save of 10,000 items and one change, the stale list holds room for %d", c)
+	}
+}
