@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	heapN       = flag.Int("kube.heap.n", 0, "TestSourceHeap: Ingresses (each with a Service and an EndpointSlice); 0 skips it")
+	heapN       = flag.Int("kube.heap.n", 1000, "TestSourceHeap: Ingresses (each with a Service and an EndpointSlice); 50000 for the scale")
 	heapProfile = flag.String("kube.heap.profile", "", "TestSourceHeap: write a heap profile there once the source has started")
 )
 
@@ -32,8 +32,8 @@ var (
 // TestSourceHeap -kube.heap.n 50000 ./agent/internal/source/kube -v
 func TestSourceHeap(t *testing.T) {
 	n := *heapN
-	if n == 0 {
-		t.Skip("-kube.heap.n not set")
+	if n < 1 {
+		t.Fatalf("-kube.heap.n %d: want at least one Ingress", n)
 	}
 	objs := make([]kruntime.Object, 0, 3*n+1)
 	objs = append(objs, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
@@ -55,6 +55,9 @@ func TestSourceHeap(t *testing.T) {
 	snap, _ := src.Snapshot()
 	src.TakeChangedServices() // as the syncer does after its first build
 	after := heapAlloc()
+	if len(snap.Ingresses) != n {
+		t.Fatalf("the snapshot holds %d Ingresses, want %d", len(snap.Ingresses), n)
+	}
 	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, len(snap.Ingresses))
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
