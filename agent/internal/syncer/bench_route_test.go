@@ -156,9 +156,6 @@ func benchRouteFill(from, to int) string {
 // route alone, not at every Gateway route. Fails without the syncer
 // handing the render that hint.
 func TestNewHTTPRouteRendersItsRouteAlone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts nginx")
-	}
 	env := startNewRouteEnv(t, 200)
 	defer env.stop()
 	followed := 0
