@@ -16,9 +16,10 @@ package render
 // Gateway routes are followed the same way, route by route (they add to
 // nginx.conf only a location per set of retry codes), so a new HTTPRoute
 // costs its own routes; when the model says which of them changed
-// (GatewayRoutesChanged), the others are not looked at either. The routes are handed out as a RouteList made
-// from the last one: only the hosts whose route may have changed are
-// made again (ChangedRoutes names them). When the model says which of
+// (GatewayRoutesChanged), the others are not looked at either. The
+// routes are handed out as a RouteList made from the last one: only the
+// hosts whose route may have changed are made again (ChangedRoutes names
+// them). When the model says which of
 // its servers changed (ServersChanged, from model.Incremental), the
 // others are not even looked at: a new Ingress at 50,000 costs its host,
 // not a walk of 50,000 servers.
@@ -932,17 +933,13 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 			}
 			retries = retries || hasRetries(*last[j-1])
 		}
-		if err := checkGatewayRoute(*r); err != nil {
+		change, err := c.gatewayRouteMade(r)
+		if err != nil {
 			return nil, false, false, err
 		}
 		hintHost(hinted, r.Host)
 		retries = retries || hasRetries(*r)
-		out := *r
-		if c.settings.RequestMetrics != nil {
-			out = gatewayRouteLabels(out)
-		}
-		changes = append(changes, routeChange{host: r.Host, route: out, ok: true})
-		c.stats.GatewayRoutes++
+		changes = append(changes, change)
 	}
 	for ; j < len(last); j++ {
 		gone(last[j])
@@ -972,19 +969,29 @@ func (c *Cache) hintedGatewayRoutes(m model.Model, hosts, hinted map[string]bool
 			changes = append(changes, routeChange{host: host})
 			continue
 		}
-		if err := checkGatewayRoute(*next); err != nil {
+		change, err := c.gatewayRouteMade(next)
+		if err != nil {
 			return nil, false, err
 		}
 		retries = retries || hasRetries(*next)
-		out := *next
-		if c.settings.RequestMetrics != nil {
-			out = gatewayRouteLabels(out)
-		}
-		changes = append(changes, routeChange{host: host, route: out, ok: true})
-		c.stats.GatewayRoutes++
+		changes = append(changes, change)
 	}
 	c.gateway = m.GatewayRoutes
 	return changes, retries, nil
+}
+
+// gatewayRouteMade is the change to r, a Gateway route new or changed
+// since the last render: checked, and labelled when requests are counted.
+func (c *Cache) gatewayRouteMade(r *model.Route) (routeChange, error) {
+	if err := checkGatewayRoute(*r); err != nil {
+		return routeChange{}, err
+	}
+	out := *r
+	if c.settings.RequestMetrics != nil {
+		out = gatewayRouteLabels(out)
+	}
+	c.stats.GatewayRoutes++
+	return routeChange{host: r.Host, route: out, ok: true}, nil
 }
 
 // findRoute is the route of host in routes, sorted by host; nil for none.
