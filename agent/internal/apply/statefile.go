@@ -85,11 +85,17 @@ type savedState struct {
 
 // stateChunk is one chunk file of a savedState.
 type stateChunk struct {
-	name string // the file, when written already
-	// encode returns the chunk's content, for one not written yet; the
-	// writer then sets *file to the file it wrote it to.
-	encode func() ([]byte, error)
-	file   *string
+	name    string        // the file, when written already
+	content *chunkContent // else what to write
+}
+
+// chunkContent is a chunk to write: its items as the snapshot took them,
+// until the writer has written them to file. A snapshot taken before the
+// writer wrote it (a write failed) hands out the same one, not a new copy
+// of the items.
+type chunkContent struct {
+	encode func() ([]byte, error) // nil once written: the items are let go
+	file   string
 }
 
 // snapshot returns what l holds, pushed for the config of configHash
@@ -150,9 +156,9 @@ type savedItems struct {
 // savedChunk is one chunk of savedItems.
 type savedChunk struct {
 	names []string
-	// file is where the chunk was written as it is now; nil, or "" until
-	// the writer has written it: to be encoded and written.
-	file *string
+	// content is the chunk as the last snapshot took it, written to its
+	// file or not yet; nil: it changed since.
+	content *chunkContent
 }
 
 // chunkOf returns the chunk name belongs to.
@@ -166,7 +172,7 @@ func (s *savedItems) changed(name string, added bool) {
 		s.seed, s.chunks = maphash.MakeSeed(), make([]savedChunk, 1)
 	}
 	c := s.chunkOf(name)
-	c.file = nil
+	c.content = nil
 	if !added {
 		return
 	}
@@ -202,7 +208,7 @@ func (s *savedItems) remove(name string) {
 	}
 	last := len(c.names) - 1
 	c.names[i], c.names[last] = c.names[last], ""
-	c.names, c.file = c.names[:last], nil
+	c.names, c.content = c.names[:last], nil
 	s.count--
 }
 
@@ -210,19 +216,22 @@ func (s *savedItems) remove(name string) {
 func (s *savedItems) reset() { *s = savedItems{} }
 
 // take returns the chunks of the saved state: the file of each written
-// since its last change, and for the others the function encode makes of
-// their names (it copies what it needs: the names change after).
+// since its last change, the content of one taken but not written yet,
+// and for the others the function encode makes of their names (it copies
+// what it needs: the names change after).
 func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []stateChunk {
 	var out []stateChunk
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		switch {
 		case len(c.names) == 0:
-		case c.file != nil && *c.file != "":
-			out = append(out, stateChunk{name: *c.file})
+		case c.content != nil && c.content.file != "":
+			out = append(out, stateChunk{name: c.content.file})
+		case c.content != nil:
+			out = append(out, stateChunk{content: c.content})
 		default:
-			c.file = new(string)
-			out = append(out, stateChunk{encode: encode(c.names), file: c.file})
+			c.content = &chunkContent{encode: encode(c.names)}
+			out = append(out, stateChunk{content: c.content})
 		}
 	}
 	return out
@@ -291,14 +300,14 @@ func (s *savedState) writeChunks(dir string) error {
 	for _, kind := range [][]stateChunk{s.certs, s.backends, s.routes} {
 		for i := range kind {
 			c := &kind[i]
-			if c.encode == nil {
+			if c.content == nil {
 				continue
 			}
-			if *c.file != "" { // written by an earlier write of s
-				c.name = *c.file
+			if c.content.file != "" { // written by an earlier write
+				c.name = c.content.file
 				continue
 			}
-			data, err := c.encode()
+			data, err := c.content.encode()
 			if err != nil {
 				return fmt.Errorf("encoding a chunk: %w", err)
 			}
@@ -307,7 +316,7 @@ func (s *savedState) writeChunks(dir string) error {
 			if err := writeFileAtomicFrom(filepath.Join(folder, name), func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
 				return err
 			}
-			c.name, *c.file = name, name
+			c.name, c.content.file, c.content.encode = name, name, nil
 		}
 	}
 	return nil
