@@ -220,7 +220,7 @@ func (s *savedItems) reset() { *s = savedItems{} }
 // and for the others the function encode makes of their names (it copies
 // what it needs: the names change after).
 func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []stateChunk {
-	var out []stateChunk
+	out := make([]stateChunk, 0, len(s.chunks))
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		switch {
