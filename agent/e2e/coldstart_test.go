@@ -299,7 +299,8 @@ func TestNginxColdRestartWithCorruptChunk(t *testing.T) {
 	if err := s.expect(coldPlainHost, "/", ipColdPlain); err == nil {
 		t.Error("nginx serves a host of a state it should have refused")
 	}
-	if !strings.Contains(s.nginx.Logs(), "is not valid JSON") || !strings.Contains(s.nginx.Logs(), "chunk ") {
+	if logs := s.nginx.Logs(); !strings.Contains(logs, "is not valid JSON") || !strings.Contains(logs, "chunk ") ||
+		!strings.Contains(logs, "ignored, serving nothing") {
 		t.Errorf("nginx's log does not name the corrupt chunk:\n%s", s.nginx.Logs())
 	}
 	s.agent = startAgent(t, s.agentArgs...)

@@ -312,6 +312,10 @@ function _M.load(d, hash, profile_names, path)
         return false
     end
     if not summary then
+        if not partial then
+            ngx.log(ngx.ERR, "restysync: ", path, " ", err, ": ignored, serving nothing until the agent pushes")
+            return false
+        end
         ngx.log(ngx.ERR, "restysync: ", path, " ", err, ": that part is left out until the agent pushes")
         summary = partial
         if not summary or summary.certificates + summary.backends + summary.routes == 0 then
