@@ -401,14 +401,20 @@ func (w *stateWriter) start(dir string, s *savedState, now time.Time) {
 	}()
 }
 
-// wait waits for the running write, if one runs, and returns its error.
-func (w *stateWriter) wait() error {
+// idle waits for the running write, if one runs; its error stays to be
+// taken.
+func (w *stateWriter) idle() {
 	w.mu.Lock()
 	done := w.done
 	w.mu.Unlock()
 	if done != nil {
 		<-done
 	}
+}
+
+// wait waits for the running write, if one runs, and returns its error.
+func (w *stateWriter) wait() error {
+	w.idle()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err

@@ -590,3 +590,31 @@ func TestSnapshotAfterAFailedWriteCopiesOnlyChanges(t *testing.T) {
 		t.Errorf("after the failed write: %d routes, %d backends; want all, with the last change", len(s.Routes), len(s.Backends))
 	}
 }
+
+// WaitStateWritten (idle) waits for the running write and leaves its
+// error for the sync loop to take: the agent's release of memory after its
+// first sync waits for the first save, which encodes every item.
+func TestStateWriterIdleWaitsAndKeepsTheError(t *testing.T) {
+	gate := make(chan struct{})
+	s := &savedState{configHash: "c", routes: []stateChunk{{content: &chunkContent{encode: func() ([]byte, error) {
+		<-gate
+		return nil, fmt.Errorf("refused")
+	}}}}}
+	var w stateWriter
+	w.start(t.TempDir(), s, time.Now())
+	idle := make(chan struct{})
+	go func() {
+		w.idle()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+		t.Fatal("idle returned while the write runs")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	<-idle
+	if err := w.wait(); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("the write's error after idle: %v, want it kept", err)
+	}
+}
