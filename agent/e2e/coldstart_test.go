@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -193,6 +194,19 @@ func TestNginxColdRestartUnderLoad(t *testing.T) {
 	if info.Mode().Perm() != 0o600 {
 		t.Errorf("state file mode %v, want 0600", info.Mode().Perm())
 	}
+	chunks := filepath.Join(s.shared, apply.StateChunks)
+	if info, err := os.Stat(chunks); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("the state's chunk folder: %v, %v; want mode 0700", info, err)
+	}
+	entries, _ := os.ReadDir(chunks)
+	for _, e := range entries {
+		if info, err := e.Info(); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("chunk %s: %v, %v; want mode 0600 (the certificates' keys)", e.Name(), info, err)
+		}
+	}
+	if len(entries) == 0 {
+		t.Error("the saved state has no chunk")
+	}
 	s.agent.stop(t)
 	s.nginx.Stop(t)
 
@@ -251,6 +265,46 @@ func TestNginxColdRestartWithCorruptState(t *testing.T) {
 	if !strings.Contains(s.nginx.Logs(), "is not valid JSON") {
 		t.Errorf("nginx's log does not name the corrupt state:\n%s", s.nginx.Logs())
 	}
+}
+
+// A saved state one of whose chunks nginx cannot read (cut short) is
+// refused whole: nginx starts empty, not with the other kinds and part of
+// a kind, and the agent pushes everything.
+func TestNginxColdRestartWithCorruptChunk(t *testing.T) {
+	s := coldStack(t)
+	chunks := filepath.Join(s.shared, apply.StateChunks)
+	s.agent.stop(t) // no save replaces the state meanwhile
+	s.nginx.Stop(t)
+	// Cut the certificates' chunk short: a state refused in part would
+	// still serve the plain host from the backends' and routes' chunks.
+	var m struct {
+		Certificates struct{ Chunks []string } `json:"certificates"`
+	}
+	data, err := os.ReadFile(filepath.Join(s.shared, apply.StateName))
+	if err != nil || json.Unmarshal(data, &m) != nil || len(m.Certificates.Chunks) == 0 {
+		t.Fatalf("the saved state's manifest names no certificate chunk: %v: %s", err, data)
+	}
+	path := filepath.Join(chunks, m.Certificates.Chunks[0])
+	if data, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.nginx = nginxproc.Start(t, s.shared)
+	restored, _, err := luaStatus(s)
+	if err != nil || restored {
+		t.Errorf("nginx's status: restored %v, %v; want a start without the corrupt state", restored, err)
+	}
+	if err := s.expect(coldPlainHost, "/", ipColdPlain); err == nil {
+		t.Error("nginx serves a host of a state it should have refused")
+	}
+	if logs := s.nginx.Logs(); !strings.Contains(logs, "is not valid JSON") || !strings.Contains(logs, "chunk ") ||
+		!strings.Contains(logs, "ignored, serving nothing") {
+		t.Errorf("nginx's log does not name the corrupt chunk:\n%s", s.nginx.Logs())
+	}
+	s.agent = startAgent(t, s.agentArgs...)
+	s.eventually("the agent pushes again", func() error { return s.expect(coldProfiledHost, "/", ipColdProfiled) })
 }
 
 // An agent killed and started again while the profiled host's settings

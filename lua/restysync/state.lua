@@ -2,12 +2,21 @@
 -- start so that nginx serves it on its first request.
 --
 -- The agent writes what Lua holds (certificates, backends, routes) to
--- restysync.state in nginx's prefix, the shared dir, after each push that
--- changed it (the agent's apply.StateName; temp file + rename, mode 0600,
--- like the config API's secret: the certificates carry their keys). It is
--- JSON: {"config_hash": the config it was pushed for, "profiles": that
--- config's profiles, "certificates"|"backends"|"routes": the bodies of the
--- POSTs that would push it all, {"upserts":[...]}}.
+-- nginx's prefix, the shared dir, after each push that changed it (the
+-- agent's apply/statefile.go; temp files + rename, mode 0600, like the
+-- config API's secret: the certificates carry their keys). The manifest,
+-- restysync.state (apply.StateName), is JSON: {"config_hash": the config
+-- it was pushed for, "profiles": that config's profiles,
+-- "certificates"|"backends"|"routes": {"chunks": [file, ...]}}, where each
+-- file is in the folder restysync.state.d (apply.StateChunks), named by a
+-- hash of its content, and holds a JSON list of upserts; a kind's upserts
+-- are those of its chunks, together the body of the POST that would push
+-- it all. The agent writes the changed chunks first and the manifest last,
+-- so a manifest names chunks that exist. A section may also hold its
+-- upserts itself, {"upserts":[...]}, as the agent's single file did before
+-- the chunks. A manifest, or any chunk it names, that does not read or
+-- decode (missing, cut short, not a list, a name that is not a chunk's)
+-- refuses the whole state: nothing is stored.
 --
 -- restysync.init calls load() in the master (init_by_lua) on a cold start
 -- only: a HUP keeps the shared dict, whose state is newer than the file.
@@ -38,28 +47,114 @@ local type = type
 local tostring = tostring
 local string_sub = string.sub
 local string_find = string.find
+local string_match = string.match
 
 local _M = { _VERSION = "0.1" }
 
--- NAME is the file in nginx's prefix; apply.StateName in Go.
+-- NAME is the manifest in nginx's prefix; apply.StateName in Go.
 local NAME = "restysync.state"
 _M.NAME = NAME
 
--- MAX_BYTES bounds what is read: the config API takes bodies up to 64 MB,
--- and the three kinds together stay below this.
+-- CHUNKS is the folder of the chunk files, beside NAME; apply.StateChunks.
+local CHUNKS = "restysync.state.d"
+
+-- MAX_BYTES bounds what is read, the manifest and its chunks together:
+-- the config API takes bodies up to 64 MB, and the three kinds together
+-- stay below this.
 local MAX_BYTES = 256 * 1024 * 1024
 
 local json = cjson.new()
 json.decode_invalid_numbers(false)
 json.decode_max_depth(16)
 
--- path returns where the file is: nginx's prefix and NAME.
+-- path returns where the manifest is: nginx's prefix and NAME.
 function _M.path()
     local prefix = ngx.config.prefix()
     if string_sub(prefix, -1) ~= "/" then
         prefix = prefix .. "/"
     end
     return prefix .. NAME
+end
+
+-- chunk_dir returns the folder of the chunks of the manifest at path:
+-- CHUNKS beside it.
+local function chunk_dir(path)
+    return (string_match(path, "^(.*/)") or "") .. CHUNKS .. "/"
+end
+
+-- read_file returns the content of path, of at most budget.left bytes
+-- (taken from it), or nil and why not.
+local function read_file(path, budget)
+    local f, err = io_open(path, "rb")
+    if not f then
+        return nil, err
+    end
+    local raw = f:read(budget.left + 1) or ""
+    f:close()
+    if #raw > budget.left then
+        return nil, "the state is larger than " .. MAX_BYTES .. " bytes"
+    end
+    budget.left = budget.left - #raw
+    return raw
+end
+
+-- read_chunks returns the upserts of the chunk files names (a list of
+-- their names) in dir, in one list, or nil and why not.
+local function read_chunks(names, dir, budget)
+    local n = check.array_length(names)
+    if not n then
+        return nil, "chunks is not a list"
+    end
+    local upserts = {}
+    for i = 1, n do
+        local name = names[i]
+        if type(name) ~= "string" or not string_find(name, "^[0-9a-f]+$") or #name ~= 32 then
+            return nil, "chunks[" .. (i - 1) .. "] is not a chunk's name"
+        end
+        if not dir then
+            return nil, "chunk " .. name .. ": no folder of chunks to read it from"
+        end
+        local raw, err = read_file(dir .. name, budget)
+        if not raw then
+            return nil, "chunk " .. name .. ": " .. tostring(err)
+        end
+        if not string_find(raw, "^%s*%[") then
+            return nil, "chunk " .. name .. " is not a JSON list"
+        end
+        local ok, items = pcall(json.decode, raw)
+        if not ok then
+            return nil, "chunk " .. name .. " is not valid JSON (a write cut short?): " .. tostring(items)
+        end
+        local m = check.array_length(items)
+        if not m then
+            return nil, "chunk " .. name .. " is not a JSON list"
+        end
+        for j = 1, m do
+            upserts[#upserts + 1] = items[j]
+        end
+    end
+    return upserts
+end
+
+-- read_sections replaces each section of state that names chunks with the
+-- upserts they hold, read from dir; a section that holds its upserts
+-- itself is left as it is. It returns nil and why when any chunk does not
+-- read: the state is refused whole.
+local function read_sections(state, dir, budget)
+    for _, kind in ipairs({ "certificates", "backends", "routes" }) do
+        local section = state[kind]
+        if check.is_object(section) and section.chunks ~= nil then
+            if section.upserts ~= nil or section.removes ~= nil then
+                return nil, kind .. ": both chunks and upserts"
+            end
+            local upserts, err = read_chunks(section.chunks, dir, budget)
+            if not upserts then
+                return nil, kind .. ": " .. err
+            end
+            state[kind] = { upserts = upserts }
+        end
+    end
+    return true
 end
 
 -- has_locations says whether every named location loc jumps to (its
@@ -129,14 +224,17 @@ local function put(d, mod, section, what)
     return #update.upserts
 end
 
--- restore stores the state raw holds in d, for a config of hash whose
--- named locations routes jump to (profiles, Gateway locations) are the
--- list profile_names. It returns a summary table
+-- restore stores the state the manifest raw holds in d, its chunks read
+-- from the folder dir (nil: a manifest that names chunks is refused), for
+-- a config of hash whose named locations routes jump to (profiles, Gateway
+-- locations) are the list profile_names. budget bounds the bytes of the
+-- chunks read ({left = n}; nil: MAX_BYTES). It returns a summary table
 -- {certificates=, backends=, routes=, dropped_routes=, config_hash=}, or
--- nil and why nothing or not all was stored. Certificates and backends
--- are stored before the routes that name them; a kind that does not check
--- is left out, the others stored.
-function _M.restore(d, raw, hash, profile_names)
+-- nil and why nothing or not all was stored. A chunk that does not read
+-- refuses the whole state. Certificates and backends are stored before
+-- the routes that name them; a kind that does not check is left out, the
+-- others stored.
+function _M.restore(d, raw, hash, profile_names, dir, budget)
     if type(raw) ~= "string" or raw == "" then
         return nil, "is empty"
     end
@@ -150,6 +248,10 @@ function _M.restore(d, raw, hash, profile_names)
     end
     if not check.is_object(state) then
         return nil, "is not a JSON object"
+    end
+    local rok, rerr = read_sections(state, dir, budget or { left = MAX_BYTES })
+    if not rok then
+        return nil, rerr
     end
     local profiles = {}
     for _, name in ipairs(profile_names or {}) do
@@ -203,12 +305,17 @@ function _M.load(d, hash, profile_names, path)
         ngx.log(ngx.ERR, "restysync: ", path, " is larger than ", MAX_BYTES, " bytes: ignored, serving nothing until the agent pushes")
         return false
     end
-    local ok, summary, err, partial = pcall(_M.restore, d, raw, hash, profile_names)
+    local budget = { left = MAX_BYTES - #(raw or "") }
+    local ok, summary, err, partial = pcall(_M.restore, d, raw, hash, profile_names, chunk_dir(path), budget)
     if not ok then
         ngx.log(ngx.ERR, "restysync: loading ", path, ": ", tostring(summary), ": ignored, serving nothing until the agent pushes")
         return false
     end
     if not summary then
+        if not partial then
+            ngx.log(ngx.ERR, "restysync: ", path, " ", err, ": ignored, serving nothing until the agent pushes")
+            return false
+        end
         ngx.log(ngx.ERR, "restysync: ", path, " ", err, ": that part is left out until the agent pushes")
         summary = partial
         if not summary or summary.certificates + summary.backends + summary.routes == 0 then

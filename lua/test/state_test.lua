@@ -136,4 +136,118 @@ function T.test_load_never_raises()
     os.remove(path)
 end
 
+-- chunked writes a state as the agent writes it: a manifest (returned)
+-- naming, for each kind, chunk files in dir holding its upserts, two
+-- backends in one chunk, the routes spread over two. Each chunk's name is
+-- 32 hex digits (the agent's hash of its content; any such name reads).
+local function chunked(dir)
+    local s = cjson.decode(saved())
+    local n = 0
+    local function chunk(items)
+        n = n + 1
+        local name = string.format("%032x", n)
+        local f = assert(io.open(dir .. name, "wb"))
+        f:write(cjson.encode(items))
+        f:close()
+        return name
+    end
+    local r = s.routes.upserts
+    return cjson.encode({
+        config_hash = s.config_hash,
+        profiles = s.profiles,
+        certificates = { chunks = {} },
+        backends = { chunks = { chunk(s.backends.upserts) } },
+        routes = { chunks = { chunk({ r[1] }), chunk({ r[2], r[3] }) } },
+    })
+end
+
+-- temp_dir makes an empty folder for chunk files and returns its path,
+-- ending in "/".
+local function temp_dir()
+    local path = os.tmpname()
+    os.remove(path)
+    assert(os.execute("mkdir -m 0700 " .. path))
+    return path .. "/"
+end
+
+local function remove_dir(dir)
+    os.execute("rm -rf " .. dir)
+end
+
+-- A manifest's sections name chunk files: their upserts are stored as if
+-- the sections held them.
+function T.test_restore_reads_the_chunks_a_manifest_names()
+    local dir = temp_dir()
+    local d = t.fresh_dict()
+    local summary, err = state.restore(d, chunked(dir), "c1", { P1, P2 }, dir)
+    remove_dir(dir)
+    t.eq(err, nil, "err")
+    t.eq(summary.backends, 2, "backends")
+    t.eq(summary.routes, 3, "routes")
+    t.eq(hosts(d), { "one.test", "plain.test", "two.test" }, "hosts")
+end
+
+-- A chunk that is missing, cut short, not a list, or a name that is not a
+-- chunk's (a path out of the folder) refuses the whole state: nothing is
+-- stored, not even the kinds whose chunks read.
+function T.test_restore_refuses_the_state_for_a_bad_chunk()
+    local function write(path, raw)
+        local f = assert(io.open(path, "wb"))
+        f:write(raw)
+        f:close()
+    end
+    local cases = {
+        { "missing", function(dir, m) os.remove(dir .. m.routes.chunks[2]) end, "chunk" },
+        { "cut short", function(dir, m)
+            local f = assert(io.open(dir .. m.routes.chunks[2], "rb"))
+            local raw = f:read("*a")
+            f:close()
+            write(dir .. m.routes.chunks[2], string.sub(raw, 1, #raw - 5))
+        end, "is not valid JSON" },
+        { "an object", function(dir, m) write(dir .. m.routes.chunks[1], '{"name":"x"}') end, "is not a JSON list" },
+        { "empty", function(dir, m) write(dir .. m.backends.chunks[1], "") end, "is not a JSON list" },
+        { "a path", function(_, m) m.routes.chunks[1] = "../" .. m.routes.chunks[1] end, "is not a chunk's name" },
+        { "not a list", function(_, m) m.routes.chunks = "00000000000000000000000000000001" end, "chunks is not a list" },
+        { "upserts too", function(_, m) m.routes.upserts = {} end, "both chunks and upserts" },
+    }
+    for _, case in ipairs(cases) do
+        local dir = temp_dir()
+        local m = cjson.decode(chunked(dir))
+        case[2](dir, m)
+        local d = t.fresh_dict()
+        local summary, err, partial = state.restore(d, cjson.encode(m), "c1", { P1, P2 }, dir)
+        remove_dir(dir)
+        t.eq(summary, nil, case[1] .. ": summary")
+        t.eq(partial, nil, case[1] .. ": partial")
+        t.contains(err, case[3], case[1] .. ": reason")
+        t.eq(backends.count(d), 0, case[1] .. ": backends stored")
+        t.eq(routes.count(d), 0, case[1] .. ": routes stored")
+    end
+end
+
+-- The chunks together are bounded like a single file was.
+function T.test_restore_bounds_the_chunks_read()
+    local dir = temp_dir()
+    local d = t.fresh_dict()
+    local summary, err = state.restore(d, chunked(dir), "c1", { P1, P2 }, dir, { left = 300 })
+    remove_dir(dir)
+    t.eq(summary, nil, "summary")
+    t.contains(err, "larger than", "reason")
+    t.eq(backends.count(d), 0, "backends stored")
+end
+
+-- load reads the chunks from restysync.state.d beside the manifest.
+function T.test_load_reads_chunks_beside_the_manifest()
+    local top = temp_dir()
+    local dir = top .. "restysync.state.d/"
+    assert(os.execute("mkdir -m 0700 " .. dir))
+    write_file(top .. "restysync.state", chunked(dir))
+    local d = t.fresh_dict()
+    local loaded = state.load(d, "c1", { P1, P2 }, top .. "restysync.state")
+    remove_dir(top)
+    t.eq(loaded, true, "loaded")
+    t.eq(routes.count(d), 3, "routes")
+    t.eq(backends.count(d), 2, "backends")
+end
+
 return T

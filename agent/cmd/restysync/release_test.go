@@ -14,7 +14,7 @@ import (
 // never does. next sees every report.
 func TestReleaseMemory(t *testing.T) {
 	var seen int
-	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler))
+	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler), nil)
 	release(syncer.Report{Applied: false, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "full"})
@@ -88,6 +88,37 @@ func TestMemoryReleaserCoalesces(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the second release did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A release waits for settle (the saved state's running write) before it
+// collects: the garbage of the first save after a start, made after the
+// release, stayed in the agent's RSS (B6@50k settled 305 → 327 MB when the
+// saved state was first encoded off the sync path).
+func TestMemoryReleaserWaitsToSettle(t *testing.T) {
+	settled := make(chan struct{})
+	m := &memoryReleaser{logger: slog.New(slog.DiscardHandler), settle: func() { <-settled }}
+	m.ask()
+	time.Sleep(100 * time.Millisecond)
+	m.mu.Lock()
+	released := !m.last.IsZero()
+	m.mu.Unlock()
+	if released {
+		t.Fatal("released before the state was written")
+	}
+	close(settled)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m.mu.Lock()
+		released := !m.last.IsZero()
+		m.mu.Unlock()
+		if released {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no release once the state was written")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

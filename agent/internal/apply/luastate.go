@@ -46,9 +46,11 @@ type LuaState struct {
 	// the config hash that Save wrote them for.
 	unsaved   bool
 	savedHash string
-	// savedBackends, savedRoutes and savedCerts keep the JSON of each
-	// backend, route and certificate whose content the agent knows, for
-	// the saved state; the record tells them what changed.
+	// savedBackends, savedRoutes and savedCerts spread the names of the
+	// backends, routes and certificates whose content the agent knows
+	// over the saved state's chunks: each holds the keys of backends,
+	// routes and pems, and the record tells them what came, changed and
+	// went.
 	savedBackends, savedRoutes, savedCerts savedItems
 	// certsChanged counts the changes of certs (a push, a read back, an
 	// expiry learnt); heldFor and heldAt are the certificate list and the
@@ -113,18 +115,20 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	l.savedCerts.reset()
 	for name, pem := range l.pems {
 		if h, ok := held[name]; ok && h.Hash == pem.hash {
-			l.savedCerts.changed(name)
+			l.savedCerts.changed(name, true)
+		} else {
+			delete(l.pems, name)
 		}
 	}
 	l.profiles = map[string]int{}
 	l.savedBackends.reset()
 	l.savedRoutes.reset()
 	for name := range backends {
-		l.savedBackends.changed(name)
+		l.savedBackends.changed(name, true)
 	}
 	for host, r := range routes {
 		l.countProfiles(r, 1)
-		l.savedRoutes.changed(host)
+		l.savedRoutes.changed(host, true)
 	}
 	return true, nil
 }
@@ -207,10 +211,11 @@ func (l *LuaState) RouteProfiles() map[string]bool {
 
 // holdRoute records that Lua holds r.
 func (l *LuaState) holdRoute(r model.Route) {
-	l.countProfiles(l.routes[r.Host], -1)
+	old, held := l.routes[r.Host]
+	l.countProfiles(old, -1)
 	l.countProfiles(r, 1)
 	l.routes[r.Host] = r
-	l.savedRoutes.changed(r.Host)
+	l.savedRoutes.changed(r.Host, !held)
 }
 
 // dropRoute records that Lua holds no route for host.
@@ -222,15 +227,17 @@ func (l *LuaState) dropRoute(host string) {
 
 // holdBackend records that Lua holds b.
 func (l *LuaState) holdBackend(b model.Backend) {
+	_, held := l.backends[b.Name]
 	l.backends[b.Name] = b
-	l.savedBackends.changed(b.Name)
+	l.savedBackends.changed(b.Name, !held)
 }
 
 // holdPEM records the content of the certificate name Lua holds, whose
 // hash is the held one's.
 func (l *LuaState) holdPEM(name string, pem heldPEM) {
+	_, held := l.pems[name]
 	l.pems[name] = pem
-	l.savedCerts.changed(name)
+	l.savedCerts.changed(name, !held)
 }
 
 // dropBackend records that Lua holds no backend name.

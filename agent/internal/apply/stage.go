@@ -265,6 +265,13 @@ func (s *Stage) FlushState() {
 	}
 }
 
+// WaitStateWritten waits for the running write of the saved state, if
+// one runs (it may be called from any goroutine): the first save after a
+// start encodes every item off the sync path, and a release of memory to
+// the OS made before it ends leaves that garbage in the agent's RSS until
+// the next collection.
+func (s *Stage) WaitStateWritten() { s.state.idle() }
+
 // noteSaveError logs a failed write of the saved state, and marks the
 // state unsaved so that the next SaveState writes it again.
 func (s *Stage) noteSaveError(err error) {

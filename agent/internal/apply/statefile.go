@@ -3,28 +3,51 @@ package apply
 // The saved state. A cold-started nginx has lost what Lua held, and would
 // answer 404 for every host until the agent pushed again (or forever, with
 // the agent down). So after each plan that changed what Lua holds, the
-// agent writes all of it to StateName in the shared dir, and the master
-// loads it at a cold start (lua/restysync/state.lua), before the first
-// request; the agent then reads it back (LuaState.Observe) and pushes only
-// what changed since. The file is written after the push, never before:
-// Lua serves a change first, the file follows.
+// agent saves all of it in the shared dir, and the master loads it at a
+// cold start (lua/restysync/state.lua), before the first request; the
+// agent then reads it back (LuaState.Observe) and pushes only what changed
+// since. The state is written after the push, never before: Lua serves a
+// change first, the file follows.
+//
+// The state is a folder of chunk files and a small manifest. StateName,
+// the manifest, holds the config hash, the profiles, and for each kind
+// (certificates, backends, routes) the names of the chunk files in
+// StateChunks that hold its items, each a JSON list of the upserts a POST
+// would push. The items of a kind are spread over a power of two of chunks
+// by a hash of their names (savedItems), about chunkItems each, and a
+// chunk file is named by its content (a hash of it), so a name never
+// stands for two contents. A save writes the chunks that changed since the
+// last one, then the manifest (temp file and rename: a reader sees the old
+// manifest or the new, each naming files that exist), then removes the
+// chunk files neither the new manifest nor the one it replaced names (a
+// cold start that read the old one a moment ago still finds its chunks).
+// At 50,000 hosts a single file meant 10 MB written for each save once a
+// second under endpoint churn, and the agent kept every item's JSON
+// (12–16 MB) and an index of them (11 MB) to put it together cheaply;
+// now it keeps each chunk's names and file name, encodes the few chunks
+// that changed (off the sync path, in the writer), and writes those.
 //
 // Which profiles a loaded route may jump to is decided by the nginx.conf
 // nginx starts with, not by the file: render puts that config's profile
 // names into its init_by_lua, so they are the same bytes nginx loads, and
 // the loader leaves out a route whose profile is not among them (a 500
 // for a missing named location); the file's own config hash and profiles
-// only say what it was pushed for. The file holds private keys: mode 0600,
-// like the config API's secret, in the shared dir's top folder, where no
-// path a tenant or the ConfigMap names can reach (those are under auth/
-// and logs/). The file is written off the sync path, at most once a
-// second (stateWriter).
+// only say what it was pushed for. The chunks hold private keys: mode
+// 0600 (the folder 0700), like the config API's secret, in the shared
+// dir's top folder, where no path a tenant or the ConfigMap names can
+// reach (those are under auth/ and logs/). The state is written off the
+// sync path, at most once a second (stateWriter).
 
 import (
-	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,32 +58,53 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
-// StateName is the saved state's file in the shared dir;
+// StateName is the saved state's manifest in the shared dir;
 // lua/restysync/state.lua reads the same name.
 const StateName = "restysync.state"
 
-// The file is JSON: {"config_hash", "profiles", and "certificates",
-// "backends", "routes" each as the body of the POST that would push it
-// all: {"upserts":[...]}}. It is put together from each item's kept
-// JSON (savedItems): at 10,000 routes a save after one endpoint changed
-// encodes that backend, not everything.
+// StateChunks is the folder of the saved state's chunk files, beside
+// StateName; lua/restysync/state.lua reads the same name.
+const StateChunks = "restysync.state.d"
 
-// savedState is one save's content: the head and each item's JSON, which
-// no one changes once encoded (a change of an item drops its cache entry
-// for a new slice), so a writer can put the file together while the sync
+// chunkItems is how many items a chunk of the saved state holds on
+// average at most: a save after one change encodes and writes one chunk
+// (about 25 KB of routes), and the manifest names n/chunkItems to
+// 2n/chunkItems chunks of each kind.
+const chunkItems = 256
+
+// savedState is one save's content: the head (config hash, profiles), and
+// each kind's chunks: the file of those written already, and for the
+// others the items as they were when the snapshot was taken, which the
+// writer encodes, so that it can put the state together while the sync
 // goes on.
 type savedState struct {
-	head                    []byte
-	certs, backends, routes savedList
+	configHash              string
+	profiles                []string
+	certs, backends, routes []stateChunk
+}
+
+// stateChunk is one chunk file of a savedState.
+type stateChunk struct {
+	name    string        // the file, when written already
+	content *chunkContent // else what to write
+}
+
+// chunkContent is a chunk to write: its items as the snapshot took them,
+// until the writer has written them to file. A snapshot taken before the
+// writer wrote it (a write failed) hands out the same one, not a new copy
+// of the items.
+type chunkContent struct {
+	encode func() ([]byte, error) // nil once written: the items are let go
+	file   string
 }
 
 // snapshot returns what l holds, pushed for the config of configHash
 // with profiles, or nil when nothing changed since the last snapshot
 // (and none failed since). A certificate whose key the agent does not
 // know (read back after a restart, and not in the model with the same
-// content) is left out: Lua has it, the next push brings it. It costs
-// the certificates, backends and routes that changed since the last
-// snapshot (their JSON), not a walk of every one (savedItems).
+// content) is left out: Lua has it, the next push brings it. It costs a
+// look at each chunk and a copy of the items of those that changed since
+// they were last written (savedItems), not a walk of every item.
 func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*savedState, error) {
 	if !l.unsaved && configHash == l.savedHash {
 		return nil, nil
@@ -69,212 +113,232 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	for i, p := range profiles {
 		names[i] = p.Name
 	}
-	head, err := json.Marshal(struct {
-		ConfigHash string   `json:"config_hash"`
-		Profiles   []string `json:"profiles"`
-	}{configHash, names})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the saved state: %w", err)
-	}
-	s := &savedState{head: head[:len(head)-1]}
-	if s.certs, err = l.savedCerts.take(func(name string) any { return l.pems[name].payload }); err != nil {
-		return nil, err
-	}
-	if s.backends, err = l.savedBackends.take(func(name string) any { return luaapi.NewBackendPayload(l.backends[name]) }); err != nil {
-		return nil, err
-	}
-	if s.routes, err = l.savedRoutes.take(func(host string) any { return luaapi.RoutePayloads([]model.Route{l.routes[host]})[0] }); err != nil {
-		return nil, err
-	}
+	s := &savedState{configHash: configHash, profiles: names}
+	s.certs = l.savedCerts.take(func(names []string) func() ([]byte, error) {
+		items := make([]luaapi.CertificatePayload, len(names))
+		for i, name := range names {
+			items[i] = l.pems[name].payload
+		}
+		return func() ([]byte, error) { return json.Marshal(items) }
+	})
+	s.backends = l.savedBackends.take(func(names []string) func() ([]byte, error) {
+		items := make([]model.Backend, len(names))
+		for i, name := range names {
+			items[i] = l.backends[name]
+		}
+		return func() ([]byte, error) { return json.Marshal(payloads(items)) }
+	})
+	s.routes = l.savedRoutes.take(func(names []string) func() ([]byte, error) {
+		items := make([]model.Route, len(names))
+		for i, host := range names {
+			items[i] = l.routes[host]
+		}
+		return func() ([]byte, error) { return json.Marshal(luaapi.RoutePayloads(items)) }
+	})
 	l.unsaved, l.savedHash = false, configHash
 	return s, nil
 }
 
-// savedItems is the JSON of each backend (route, certificate) Lua holds,
-// for the saved state, kept as the list a save hands its writer: at 50,000
-// hosts a walk of the records and a lookup of each item's JSON took tens
-// of milliseconds of the sync loop once a second, and garbage the size of
-// the list. The record tells it which names changed (changed, remove);
-// take encodes those and hands out the list, which stays as it was while
-// the writer reads it. The list is in chunks of savedChunk items, and the
-// first change of a chunk after a take copies that chunk (and the list of
-// chunks), not the list: a change after a save at 50,000 backends copied
-// 1.2 MB of it, now about 10 KB. The order of the items is not the
-// records' (a removed item's place takes the last one); the file does not
-// need one.
+// savedItems are the names of the backends (routes, certificates) Lua
+// holds whose content the agent knows, spread over chunks of the saved
+// state by a hash of the name, with the file each chunk was last written
+// to. The record tells it which names come, change and go (changed,
+// remove): a change marks its chunk for the next save to encode again. It
+// holds no JSON and no index of the names: a chunk is found by the hash
+// of the name, and a name in its chunk (remove) by a look through that
+// chunk's names, about chunkItems of them.
 type savedItems struct {
-	at    map[string]int // each name's place in names and json
+	seed   maphash.Seed
+	chunks []savedChunk // a power of two of them, once there is an item
+	count  int
+}
+
+// savedChunk is one chunk of savedItems.
+type savedChunk struct {
 	names []string
-	json  savedList // nil item: not encoded since it changed
-	// stale are the names whose JSON is nil, once each (some may have
-	// been removed since).
-	stale []string
-	// epoch counts the takes; owned is the epoch since which json's list
-	// of chunks was this one's own, chunkOwned each chunk's: anything
-	// owned before the last take is shared with its writer, and is copied
-	// before it changes.
-	epoch, owned uint64
-	chunkOwned   []uint64
+	// content is the chunk as the last snapshot took it, written to its
+	// file or not yet; nil: it changed since.
+	content *chunkContent
 }
 
-// savedChunk is how many items a chunk of a savedList holds.
-const savedChunk = 256
-
-// savedList is a list of JSON items in chunks of savedChunk (the last one
-// may be shorter).
-type savedList struct{ chunks [][][]byte }
-
-// len is how many items l holds.
-func (l savedList) len() int {
-	if len(l.chunks) == 0 {
-		return 0
-	}
-	return (len(l.chunks)-1)*savedChunk + len(l.chunks[len(l.chunks)-1])
+// chunkOf returns the chunk name belongs to.
+func (s *savedItems) chunkOf(name string) *savedChunk {
+	return &s.chunks[maphash.String(s.seed, name)&uint64(len(s.chunks)-1)]
 }
 
-func (l savedList) at(i int) []byte { return l.chunks[i/savedChunk][i%savedChunk] }
-
-// all returns the items in order, in one slice.
-func (l savedList) all() [][]byte {
-	var out [][]byte
-	for _, c := range l.chunks {
-		out = append(out, c...)
+// changed says the item of name changed, or, when added, that it is new.
+func (s *savedItems) changed(name string, added bool) {
+	if s.chunks == nil {
+		s.seed, s.chunks = maphash.MakeSeed(), make([]savedChunk, 1)
 	}
-	return out
-}
-
-// changed says the item of name is new or changed.
-func (s *savedItems) changed(name string) {
-	if s.at == nil {
-		s.at = map[string]int{}
-	}
-	i, ok := s.at[name]
-	if !ok {
-		s.at[name] = len(s.names)
-		s.names = append(s.names, name)
-		s.push(nil)
-		s.stale = append(s.stale, name)
+	c := s.chunkOf(name)
+	c.content = nil
+	if !added {
 		return
 	}
-	if s.json.at(i) != nil {
-		s.set(i, nil)
-		s.stale = append(s.stale, name)
+	c.names = append(c.names, name)
+	if s.count++; s.count > chunkItems*len(s.chunks) {
+		s.grow()
+	}
+}
+
+// grow doubles the chunks, spreading the names again: every chunk is
+// written again at the next save (once for each doubling, so about twice
+// the items in all).
+func (s *savedItems) grow() {
+	old := s.chunks
+	s.chunks = make([]savedChunk, 2*len(old))
+	for _, c := range old {
+		for _, name := range c.names {
+			to := s.chunkOf(name)
+			to.names = append(to.names, name)
+		}
 	}
 }
 
 // remove says the item of name is gone.
 func (s *savedItems) remove(name string) {
-	i, ok := s.at[name]
-	if !ok {
+	if s.chunks == nil {
 		return
 	}
-	last := len(s.names) - 1
-	s.set(i, s.json.at(last))
-	s.names[i] = s.names[last]
-	s.at[s.names[i]] = i
-	s.names = s.names[:last]
-	s.pop()
-	delete(s.at, name)
+	c := s.chunkOf(name)
+	i := slices.Index(c.names, name)
+	if i < 0 {
+		return
+	}
+	last := len(c.names) - 1
+	c.names[i], c.names[last] = c.names[last], ""
+	c.names, c.content = c.names[:last], nil
+	s.count--
 }
 
 // reset forgets every item: the record was read back whole.
 func (s *savedItems) reset() { *s = savedItems{} }
 
-// ownChunks makes the list of chunks this one's own, copying it when a
-// save holds it.
-func (s *savedItems) ownChunks() {
-	if s.owned != s.epoch {
-		s.json.chunks, s.owned = slices.Clone(s.json.chunks), s.epoch
-	}
-}
-
-// ownChunk makes chunk c this one's own, copying it when a save holds it.
-func (s *savedItems) ownChunk(c int) {
-	if s.chunkOwned[c] != s.epoch {
-		s.ownChunks()
-		s.json.chunks[c], s.chunkOwned[c] = append(make([][]byte, 0, savedChunk), s.json.chunks[c]...), s.epoch
-	}
-}
-
-// set puts data at i.
-func (s *savedItems) set(i int, data []byte) {
-	c := i / savedChunk
-	s.ownChunk(c)
-	s.json.chunks[c][i%savedChunk] = data
-}
-
-// push adds data after the last item.
-func (s *savedItems) push(data []byte) {
-	s.ownChunks()
-	if n := len(s.json.chunks); n == 0 || len(s.json.chunks[n-1]) == savedChunk {
-		s.json.chunks = append(s.json.chunks, make([][]byte, 0, savedChunk))
-		s.chunkOwned = append(s.chunkOwned, s.epoch)
-	}
-	c := len(s.json.chunks) - 1
-	s.ownChunk(c)
-	s.json.chunks[c] = append(s.json.chunks[c], data)
-}
-
-// pop drops the last item.
-func (s *savedItems) pop() {
-	s.ownChunks()
-	c := len(s.json.chunks) - 1
-	if s.json.chunks[c] = s.json.chunks[c][:len(s.json.chunks[c])-1]; len(s.json.chunks[c]) == 0 {
-		s.json.chunks, s.chunkOwned = s.json.chunks[:c], s.chunkOwned[:c]
-	}
-}
-
-// take encodes the payload of each stale item and returns the JSON of
-// every item, which no one changes after.
-func (s *savedItems) take(payload func(name string) any) (savedList, error) {
-	for k, name := range s.stale {
-		i, ok := s.at[name]
-		if !ok || s.json.at(i) != nil {
-			continue
+// take returns the chunks of the saved state: the file of each written
+// since its last change, the content of one taken but not written yet,
+// and for the others the function encode makes of their names (it copies
+// what it needs: the names change after).
+func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []stateChunk {
+	out := make([]stateChunk, 0, len(s.chunks))
+	for i := range s.chunks {
+		c := &s.chunks[i]
+		switch {
+		case len(c.names) == 0:
+		case c.content != nil && c.content.file != "":
+			out = append(out, stateChunk{name: c.content.file})
+		case c.content != nil:
+			out = append(out, stateChunk{content: c.content})
+		default:
+			c.content = &chunkContent{encode: encode(c.names)}
+			out = append(out, stateChunk{content: c.content})
 		}
-		data, err := json.Marshal(payload(name))
-		if err != nil {
-			s.stale = s.stale[k:]
-			return savedList{}, fmt.Errorf("encoding %s for the saved state: %w", name, err)
-		}
-		s.set(i, data)
 	}
-	// Let go of the list, not only empty it: after a first save of every
-	// item it would keep room for all of them (0.8 MB at 50,000 hosts,
-	// for backends and for routes) when later saves name a few.
-	s.stale = nil
-	s.epoch++
-	return savedList{chunks: s.json.chunks[:len(s.json.chunks):len(s.json.chunks)]}, nil
+	return out
 }
 
-// encode writes the file to w.
-func (s *savedState) encode(w io.Writer) error {
-	b := bufio.NewWriterSize(w, 64<<10)
-	b.Write(s.head)
-	for i, section := range []savedList{s.certs, s.backends, s.routes} {
-		b.WriteString([]string{`,"certificates":{"upserts":[`, `]},"backends":{"upserts":[`, `]},"routes":{"upserts":[`}[i])
-		first := true
-		for _, chunk := range section.chunks {
-			for _, item := range chunk {
-				if !first {
-					b.WriteByte(',')
-				}
-				first = false
-				b.Write(item)
+// manifest is the saved state's StateName.
+type manifest struct {
+	ConfigHash   string         `json:"config_hash"`
+	Profiles     []string       `json:"profiles"`
+	Certificates manifestChunks `json:"certificates"`
+	Backends     manifestChunks `json:"backends"`
+	Routes       manifestChunks `json:"routes"`
+}
+
+// manifestChunks are one kind's chunk files, in StateChunks.
+type manifestChunks struct {
+	Chunks []string `json:"chunks"`
+}
+
+// files returns the names of every chunk m names.
+func (m manifest) files() []string {
+	return slices.Concat(m.Certificates.Chunks, m.Backends.Chunks, m.Routes.Chunks)
+}
+
+// write writes s to dir: the chunks not written yet into StateChunks, then
+// the manifest StateName, then it removes the chunk files neither that
+// manifest nor the one it replaced names. Not synced to disk: other
+// processes see the renamed files at once, and a file a power cut tore is
+// read as bad (nginx starts empty, as it would without one).
+func (s *savedState) write(dir string) error {
+	if err := s.writeChunks(dir); err != nil {
+		return fmt.Errorf("saving the state for nginx's next start: %w", err)
+	}
+	m := manifest{ConfigHash: s.configHash, Profiles: s.profiles}
+	for _, kind := range []struct {
+		chunks []stateChunk
+		to     *[]string
+	}{{s.certs, &m.Certificates.Chunks}, {s.backends, &m.Backends.Chunks}, {s.routes, &m.Routes.Chunks}} {
+		*kind.to = make([]string, len(kind.chunks))
+		for i, c := range kind.chunks {
+			(*kind.to)[i] = c.name
+		}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding the saved state: %w", err)
+	}
+	path := filepath.Join(dir, StateName)
+	var previous manifest
+	if old, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(old, &previous) // a bad one names nothing to keep
+	}
+	if err := writeFileAtomicFrom(path, func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
+		return fmt.Errorf("saving the state for nginx's next start: %w", err)
+	}
+	return removeChunksBut(filepath.Join(dir, StateChunks), m.files(), previous.files())
+}
+
+// writeChunks writes each chunk of s not written yet to a file named by
+// its content in StateChunks (made, mode 0700, when missing), and names it.
+func (s *savedState) writeChunks(dir string) error {
+	folder := filepath.Join(dir, StateChunks)
+	if err := os.Mkdir(folder, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for _, kind := range [][]stateChunk{s.certs, s.backends, s.routes} {
+		for i := range kind {
+			c := &kind[i]
+			if c.content == nil {
+				continue
+			}
+			if c.content.file != "" { // written by an earlier write
+				c.name = c.content.file
+				continue
+			}
+			data, err := c.content.encode()
+			if err != nil {
+				return fmt.Errorf("encoding a chunk: %w", err)
+			}
+			sum := sha256.Sum256(data)
+			name := hex.EncodeToString(sum[:16])
+			if err := writeFileAtomicFrom(filepath.Join(folder, name), func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
+				return err
+			}
+			c.name, c.content.file, c.content.encode = name, name, nil
+		}
+	}
+	return nil
+}
+
+// removeChunksBut removes every file in folder but those named in keep
+// and previous (and leftovers of a write cut short go too).
+func removeChunksBut(folder string, keep, previous []string) error {
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		return fmt.Errorf("removing old chunks of the saved state: %w", err)
+	}
+	kept := make(map[string]bool, len(keep)+len(previous))
+	for _, name := range slices.Concat(keep, previous) {
+		kept[name] = true
+	}
+	for _, e := range entries {
+		if !kept[e.Name()] {
+			if err := os.Remove(filepath.Join(folder, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("removing an old chunk of the saved state: %w", err)
 			}
 		}
-	}
-	b.WriteString(`]}}`)
-	return b.Flush() // the first error of any write
-}
-
-// write writes s to StateName in dir, streamed: at 50,000 hosts the file
-// is over 10 MB, which a buffer would hold between saves. Not synced to
-// disk: other processes see the renamed file at once, and a file a power
-// cut tore is read as bad (nginx starts empty, as it would without one).
-func (s *savedState) write(dir string) error {
-	if err := writeFileAtomicFrom(filepath.Join(dir, StateName), s.encode, 0o600, false); err != nil {
-		return fmt.Errorf("saving the state for nginx's next start: %w", err)
 	}
 	return nil
 }
@@ -337,14 +401,20 @@ func (w *stateWriter) start(dir string, s *savedState, now time.Time) {
 	}()
 }
 
-// wait waits for the running write, if one runs, and returns its error.
-func (w *stateWriter) wait() error {
+// idle waits for the running write, if one runs; its error stays to be
+// taken.
+func (w *stateWriter) idle() {
 	w.mu.Lock()
 	done := w.done
 	w.mu.Unlock()
 	if done != nil {
 		<-done
 	}
+}
+
+// wait waits for the running write, if one runs, and returns its error.
+func (w *stateWriter) wait() error {
+	w.idle()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	err := w.err
