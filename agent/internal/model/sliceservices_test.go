@@ -102,7 +102,9 @@ func TestSliceServicesWithoutLabels(t *testing.T) {
 	step("a slice again", []*discoveryv1.EndpointSlice{webSlice}, webEndpoints, nil)
 }
 
-func sameEndpoints(a, b []Endpoint) bool { return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b) }
+func sameEndpoints(a, b []Endpoint) bool {
+	return len(a) == 0 && len(b) == 0 || reflect.DeepEqual(a, b)
+}
 
 // A slice is filed under a Service of its own namespace only, whatever
 // SliceServices names: a tenant's slice that says "web" gives no
