@@ -48,8 +48,11 @@ type Snapshot struct {
 	// kubernetes.io/service-name label names; a source may keep that name
 	// beside the slice instead of in a map of one label (some 300 bytes a
 	// slice, 15 MB at 50,000), and answer here for every slice of this
-	// Snapshot, for as long as the Snapshot is held. A slice that has
-	// labels is read by its label. ServiceOfSlice reads both.
+	// Snapshot, for as long as the Snapshot is held, and never change its
+	// answer for a slice (a slice moved to another Service is a new
+	// object, as any change: Incremental compares slices by identity). A
+	// slice that has labels is read by its label. ServiceOfSlice reads
+	// both.
 	SliceServices func(*discoveryv1.EndpointSlice) string
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller

@@ -80,7 +80,9 @@ func TestSliceServicesWithoutLabels(t *testing.T) {
 				t.Fatalf("%s: slice %s keeps labels %v", what, slice.Name, slice.Labels)
 			}
 		}
-		checkIncremental(t, inc, s, what)
+		if path := checkIncremental(t, inc, s, what); what != "first" && !path.Incremental {
+			t.Errorf("%s: built whole (%s), want incremental", what, path.Reason)
+		}
 		m, _ := Build(s)
 		if got := endpointsOf(m, "default/web:80"); !sameEndpoints(got, wantWeb) {
 			t.Errorf("%s: web's endpoints %v, want %v", what, got, wantWeb)
