@@ -141,8 +141,8 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 }
 
 // objectIndex holds the Services, EndpointSlices (by the Service named in
-// their kubernetes.io/service-name label), Secrets and ConfigMaps of a
-// snapshot by namespace and name.
+// their kubernetes.io/service-name label: Snapshot.ServiceOfSlice),
+// Secrets and ConfigMaps of a snapshot by namespace and name.
 type objectIndex struct {
 	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName][]*discoveryv1.EndpointSlice
@@ -164,7 +164,7 @@ func newObjectIndex(s Snapshot) *objectIndex {
 		x.services[namespacedName{svc.Namespace, svc.Name}] = svc
 	}
 	for _, slice := range s.EndpointSlices {
-		if key, ok := sliceService(slice); ok {
+		if key, ok := sliceService(s, slice); ok {
 			x.slices[key] = append(x.slices[key], slice)
 		}
 	}
@@ -174,10 +174,22 @@ func newObjectIndex(s Snapshot) *objectIndex {
 	return x
 }
 
-// sliceService is the Service an EndpointSlice belongs to.
-func sliceService(slice *discoveryv1.EndpointSlice) (namespacedName, bool) {
-	service := slice.Labels[discoveryv1.LabelServiceName]
+// sliceService is the Service an EndpointSlice of s belongs to: always
+// one of the slice's own namespace.
+func sliceService(s Snapshot, slice *discoveryv1.EndpointSlice) (namespacedName, bool) {
+	service := s.ServiceOfSlice(slice)
 	return namespacedName{slice.Namespace, service}, service != ""
+}
+
+// ServiceOfSlice is the name of the Service (of the slice's namespace)
+// that slice, one of s's EndpointSlices, belongs to: its
+// kubernetes.io/service-name label, or, when its source dropped its
+// labels, what SliceServices says; "" for none.
+func (s Snapshot) ServiceOfSlice(slice *discoveryv1.EndpointSlice) string {
+	if slice.Labels != nil || s.SliceServices == nil {
+		return slice.Labels[discoveryv1.LabelServiceName]
+	}
+	return s.SliceServices(slice)
 }
 
 func (b *Builder) service(namespace, name string) *corev1.Service {

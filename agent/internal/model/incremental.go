@@ -207,8 +207,12 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
 		return x.full(s, "two objects of one kind share a name")
 	}
+	// The Services of the changed slices: an old slice's is what the
+	// snapshot it came from says (its source may have dropped its label),
+	// a new one's what s says.
+	sliceServices := x.sliceServices(s, endpointSlices)
 	x.last = s
-	x.updateObjects(endpointSlices)
+	x.updateObjects(endpointSlices, sliceServices)
 
 	// The islands to build again: those of the changed Ingresses (found
 	// by closure below), those that read a changed object, those whose
@@ -222,12 +226,10 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	for _, c := range services {
 		read(readService, c.key)
 	}
-	for _, c := range endpointSlices {
-		for _, slice := range []*discoveryv1.EndpointSlice{c.old, c.new} {
-			if slice != nil {
-				if key, ok := sliceService(slice); ok {
-					read(readService, key)
-				}
+	for _, c := range sliceServices {
+		for _, key := range []namespacedName{c.old, c.new} {
+			if key.name != "" {
+				read(readService, key)
 			}
 		}
 	}
@@ -653,21 +655,38 @@ func (x *links) unlink(k string, key namespacedName) {
 	}
 }
 
-// updateObjects takes the changed EndpointSlices into the index the
-// builds read (its Services, Secrets and ConfigMaps are x's, which
-// diffNamed brought up to date).
-func (x *Incremental) updateObjects(endpointSlices []objectChange[*discoveryv1.EndpointSlice]) {
-	for _, c := range endpointSlices {
+// sliceServiceChange is the Service an EndpointSlice that changed
+// belonged to (old) and belongs to (new); a zero name for none.
+type sliceServiceChange struct{ old, new namespacedName }
+
+// sliceServices returns the Services of the changed EndpointSlices, by
+// change: the old slice's as x.last, the snapshot it is of, says, the new
+// one's as s says. Called before s becomes x.last.
+func (x *Incremental) sliceServices(s Snapshot, endpointSlices []objectChange[*discoveryv1.EndpointSlice]) []sliceServiceChange {
+	out := make([]sliceServiceChange, len(endpointSlices))
+	for i, c := range endpointSlices {
 		if c.old != nil {
-			if key, ok := sliceService(c.old); ok {
-				list := slices.DeleteFunc(slices.Clone(x.objects.slices[key]), func(s *discoveryv1.EndpointSlice) bool { return s == c.old })
-				setOrDelete(x.objects.slices, key, list)
-			}
+			out[i].old, _ = sliceService(x.last, c.old)
 		}
 		if c.new != nil {
-			if key, ok := sliceService(c.new); ok {
-				x.objects.slices[key] = append(slices.Clip(x.objects.slices[key]), c.new)
-			}
+			out[i].new, _ = sliceService(s, c.new)
+		}
+	}
+	return out
+}
+
+// updateObjects takes the changed EndpointSlices into the index the
+// builds read (its Services, Secrets and ConfigMaps are x's, which
+// diffNamed brought up to date); services are their Services, by change
+// (sliceServices).
+func (x *Incremental) updateObjects(endpointSlices []objectChange[*discoveryv1.EndpointSlice], services []sliceServiceChange) {
+	for i, c := range endpointSlices {
+		if key := services[i].old; c.old != nil && key.name != "" {
+			list := slices.DeleteFunc(slices.Clone(x.objects.slices[key]), func(s *discoveryv1.EndpointSlice) bool { return s == c.old })
+			setOrDelete(x.objects.slices, key, list)
+		}
+		if key := services[i].new; c.new != nil && key.name != "" {
+			x.objects.slices[key] = append(slices.Clip(x.objects.slices[key]), c.new)
 		}
 	}
 }
@@ -800,6 +819,7 @@ func gatewaySettingsOf(s Snapshot) Snapshot {
 func settingsOf(s Snapshot) Snapshot {
 	s = withoutGatewayAPI(s)
 	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
+	s.SliceServices = nil // answers for the slices, compared by themselves
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s

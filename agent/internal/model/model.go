@@ -42,6 +42,18 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Secrets        []*corev1.Secret
+	// SliceServices names the Service of each EndpointSlice of
+	// EndpointSlices whose source dropped its labels (nil: none did). A
+	// slice belongs to the Service of its namespace that its
+	// kubernetes.io/service-name label names; a source may keep that name
+	// beside the slice instead of in a map of one label (some 300 bytes a
+	// slice, 15 MB at 50,000), and answer here for every slice of this
+	// Snapshot, for as long as the Snapshot is held, and never change its
+	// answer for a slice (a slice moved to another Service is a new
+	// object, as any change: Incremental compares slices by identity). A
+	// slice that has labels is read by its label. ServiceOfSlice reads
+	// both.
+	SliceServices func(*discoveryv1.EndpointSlice) string
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),

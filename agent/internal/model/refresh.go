@@ -32,7 +32,9 @@ func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.Endp
 	if n, err := strconv.Atoi(written); err == nil {
 		port = networkingv1.ServiceBackendPort{Number: int32(n)}
 	}
-	s := Snapshot{EndpointSlices: slices, Targets: targets}
+	// The slices are the Service's, whether they keep their label or not.
+	s := Snapshot{EndpointSlices: slices, Targets: targets,
+		SliceServices: func(*discoveryv1.EndpointSlice) string { return service }}
 	if svc != nil {
 		s.Services = []*corev1.Service{svc}
 	}

@@ -30,6 +30,33 @@ func TestResolveBackendMatchesBuild(t *testing.T) {
 	}
 }
 
+// The same of slices held without their label (the file source's): the
+// slices of the Service ResolveBackend is given are that Service's.
+func TestResolveBackendMatchesBuildWithoutLabels(t *testing.T) {
+	snap := newUnlabelled().snapshot(richSnapshot())
+	m, _ := Build(snap)
+	withEndpoints := 0
+	for _, want := range m.Backends {
+		namespace, service, _ := BackendService(want.Name)
+		var slices []*discoveryv1.EndpointSlice
+		for _, slice := range snap.EndpointSlices {
+			if slice.Namespace == namespace && snap.ServiceOfSlice(slice) == service {
+				slices = append(slices, slice)
+			}
+		}
+		got, _ := ResolveBackend(want.Name, findService(snap, namespace, service), slices, Targets{Local: true})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %+v, want %+v", want.Name, got, want)
+		}
+		if len(want.Endpoints) > 0 {
+			withEndpoints++
+		}
+	}
+	if withEndpoints == 0 {
+		t.Error("no backend with endpoints: the slices are not read")
+	}
+}
+
 func findService(s Snapshot, namespace, name string) *corev1.Service {
 	for _, svc := range s.Services {
 		if svc.Namespace == namespace && svc.Name == name {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -27,7 +28,9 @@ import (
 // model and problems it builds equal model.Build's after every step. The
 // changes: an Ingress created, replaced, deleted, its host renamed, moved
 // to another class and back; a Secret rotated, turned to junk or deleted;
-// a Service's ports changed or deleted; an EndpointSlice moved; a
+// a Service's ports changed or deleted; an EndpointSlice created, moved
+// or deleted (in half the sequences without its label, as the file
+// source hands it out: unlabelledSlices); a
 // ConfigMap Ingresses name edited; the agent's ConfigMap's TCP services
 // changed; the default certificate set; the clock past the
 // certificates' expiry. Beside the Ingresses, the Gateway API objects of
@@ -118,6 +121,13 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	// side); the others in the generators' order, as the kube source's
 	// informers do.
 	ordered := seed%2 == 0
+	// Half the sequences (of both orders) hand out their EndpointSlices
+	// as the file source does: without the one label, the Service named
+	// by the snapshot's SliceServices (unlabelledSlices).
+	var unlabelled *unlabelledSlices
+	if seed%4 < 2 {
+		unlabelled = newUnlabelledSlices()
+	}
 	var lastServers []*model.Server
 	var lastGatewayRoutes []*model.Route
 	for step := range incrementalSteps + 1 {
@@ -135,6 +145,9 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		in := s
 		if ordered {
 			in = orderedSnapshot(s)
+		}
+		if unlabelled != nil {
+			in = unlabelled.snapshot(in)
 		}
 		got, gotProblems, path := inc.Build(in)
 		want, wantProblems := model.Build(in)
@@ -178,6 +191,45 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		}
 	}
 	return nil
+}
+
+// unlabelledSlices hands out EndpointSlices as a source that drops a
+// slice's one label does (source.DropServiceLabel): a copy without
+// labels, the same copy each time the same slice comes, its Service kept
+// beside it. Each snapshot's SliceServices answers for the slices of that
+// snapshot alone, as the file source's view does: a model that asked the
+// next snapshot about a slice of the last one (one deleted, or moved to
+// another Service) would find no Service and differ from Build.
+type unlabelledSlices struct {
+	copies   map[*discoveryv1.EndpointSlice]*discoveryv1.EndpointSlice
+	services map[*discoveryv1.EndpointSlice]string
+}
+
+func newUnlabelledSlices() *unlabelledSlices {
+	return &unlabelledSlices{copies: map[*discoveryv1.EndpointSlice]*discoveryv1.EndpointSlice{},
+		services: map[*discoveryv1.EndpointSlice]string{}}
+}
+
+func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
+	held := map[*discoveryv1.EndpointSlice]string{}
+	out := make([]*discoveryv1.EndpointSlice, len(s.EndpointSlices))
+	for i, slice := range s.EndpointSlices {
+		c, ok := u.copies[slice]
+		if !ok {
+			c = slice.DeepCopy()
+			if service, dropped := source.DropServiceLabel(c); dropped {
+				u.services[c] = service
+			}
+			u.copies[slice] = c
+		}
+		out[i] = c
+		if service, ok := u.services[c]; ok {
+			held[c] = service
+		}
+	}
+	s.EndpointSlices = out
+	s.SliceServices = func(slice *discoveryv1.EndpointSlice) string { return held[slice] }
+	return s
 }
 
 // orderedSnapshot is s with its lists of Ingresses, Services,
@@ -313,8 +365,23 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		s.Services = replaced(s.Services, i, svc)
 		return "change Service " + svc.Namespace + "/" + svc.Name
 	case 10:
+		if len(s.EndpointSlices) == 0 || rng.Intn(6) == 0 {
+			slice := &discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{Namespace: pick(rng, randomNamespaces), Name: fmt.Sprintf("slice-%d", *next),
+					Labels: map[string]string{discoveryv1.LabelServiceName: pick(rng, randomServices)}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("127.0.0.%d", 3+rng.Intn(200))}}},
+			}
+			*next++
+			s.EndpointSlices = append(slices.Clip(s.EndpointSlices), slice)
+			return "create EndpointSlice " + slice.Namespace + "/" + slice.Name
+		}
 		i := rng.Intn(len(s.EndpointSlices))
 		slice := s.EndpointSlices[i].DeepCopy()
+		if rng.Intn(5) == 0 {
+			s.EndpointSlices = slices.Delete(slices.Clone(s.EndpointSlices), i, i+1)
+			return "delete EndpointSlice " + slice.Namespace + "/" + slice.Name
+		}
 		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("127.0.0.%d", 3+rng.Intn(200))}}}
 		if rng.Intn(4) == 0 {
 			slice.Labels = map[string]string{discoveryv1.LabelServiceName: pick(rng, randomServices)}

@@ -152,6 +152,23 @@ func (k objectKey) String() string {
 type document struct {
 	index int // 1-based, counting documents that are not empty
 	obj   runtime.Object
+	// service is the Service of an EndpointSlice whose labels compact
+	// dropped (source.DropServiceLabel), "" for any other object.
+	service string
+}
+
+// sliceService is the Service of the document's EndpointSlice (its
+// namespace's, named by its label or by service), zero for another
+// object.
+func (d document) sliceService() source.ServiceKey {
+	slice, ok := d.obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return source.ServiceKey{}
+	}
+	if d.service != "" {
+		return source.ServiceKey{Namespace: slice.Namespace, Name: d.service}
+	}
+	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
 }
 
 // key is the key of the document's object.

@@ -13,19 +13,14 @@ import (
 
 var _ source.EndpointIndex = (*Source)(nil)
 
-// serviceOf is the Service an EndpointSlice belongs to, by its label.
-func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
-	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
-}
-
-// noteSlice records the Service of obj when it is an EndpointSlice that
-// names one; the caller holds no lock.
-func (s *Source) noteSlice(obj any) {
+// noteSlice records the Service of obj when it is an EndpointSlice (of
+// the view v) that names one; the caller holds no lock.
+func (s *Source) noteSlice(v *view, obj any) {
 	slice, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return
 	}
-	key := serviceOf(slice)
+	key := v.serviceOf(slice)
 	if key.Name == "" {
 		return
 	}

@@ -224,6 +224,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		IngressClasses: v.ingressClasses,
 		Services:       v.services,
 		EndpointSlices: v.endpointSlices,
+		SliceServices:  v.sliceServices.Of,
 		Secrets:        v.secrets,
 		ConfigMap:      namedConfigMap(v, s.configMap),
 		TCPServices:    namedConfigMap(v, s.tcpServices),

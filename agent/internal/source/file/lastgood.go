@@ -206,7 +206,9 @@ func keepLastGood(served, docs []document, problems []problem) []document {
 			}
 			defined[old.key()] = true
 			kept = append(kept, old.key())
-			docs = append(docs, document{index: p.index, obj: old.obj})
+			kept := old
+			kept.index = p.index
+			docs = append(docs, kept)
 		}
 		if len(kept) > 0 {
 			problems[i].reason = keptReason(p.reason, kept)

@@ -70,6 +70,10 @@ func TestLastGoodVersionIsKept(t *testing.T) {
 		if got := sliceAddresses(snap, "a-1"); len(got) == 0 {
 			t.Errorf("EndpointSlice a-1 went offline, want its last good version kept")
 		}
+		// Held without its label (compact): the kept version keeps its Service.
+		if _, found := s.ServiceEndpoints("default", "a"); len(found) != 1 || found[0].Labels != nil || snap.ServiceOfSlice(found[0]) != "a" {
+			t.Errorf("the kept a-1 is not Service a's: ServiceEndpoints(a) = %v", found)
+		}
 		p, ok := problemOf(problems, path+"#2")
 		if !ok {
 			t.Fatalf("no problem for %s#2: %v", path, problems)

@@ -50,6 +50,20 @@ type view struct {
 	// slicesOf are the EndpointSlices of each Service (label
 	// kubernetes.io/service-name), for the fast path (endpoints.go).
 	slicesOf source.SliceIndex
+	// sliceServices name the Service of each EndpointSlice of
+	// endpointSlices whose label compact dropped (document.service):
+	// Snapshot's SliceServices.
+	sliceServices source.SliceServices
+}
+
+// serviceOf is the Service an EndpointSlice v serves belongs to: by its
+// label, or, without labels, by sliceServices; always of the slice's
+// namespace.
+func (v *view) serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
+	if slice.Labels != nil {
+		return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
+	}
+	return source.ServiceKey{Namespace: slice.Namespace, Name: v.sliceServices.Of(slice)}
 }
 
 // kindOrder is the order in which changed kinds are reported.
@@ -81,8 +95,8 @@ func (s *Source) publish() (changed []source.Change, problemsChanged bool) {
 
 	for _, key := range changedBetween(prev, next) {
 		if key.kind == source.KindEndpointSlice {
-			s.noteSlice(prev.lookup(key))
-			s.noteSlice(next.lookup(key))
+			s.noteSlice(prev, prev.lookup(key))
+			s.noteSlice(next, next.lookup(key))
 		}
 		changed = append(changed, source.Change{Kind: key.kind, Namespace: key.namespace, Name: key.name})
 	}
@@ -135,11 +149,11 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 				if prev.lookup(n.key()) != nil { // defined elsewhere
 					return nil, false
 				}
-				edits = append(edits, edit{key: n.key(), new: n.obj})
+				edits = append(edits, edit{key: n.key(), new: n.obj, newService: n.service})
 			case o.index != n.index && prev.duplicated[n.key()]: // a duplicate's problem names the index
 				return nil, false
 			case o.obj != n.obj:
-				edits = append(edits, edit{key: n.key(), old: o.obj, new: n.obj})
+				edits = append(edits, edit{key: n.key(), old: o.obj, new: n.obj, newService: n.service})
 			}
 		}
 		for _, o := range oldDocs {
@@ -160,6 +174,7 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 		return nil, false
 	}
 	var slicesOf *source.SliceIndexEdit
+	var sliceServices *source.SliceServicesEdit
 	for _, e := range edits {
 		oldSlice, _ := e.old.(*discoveryv1.EndpointSlice)
 		newSlice, _ := e.new.(*discoveryv1.EndpointSlice)
@@ -168,13 +183,23 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 		}
 		if slicesOf == nil {
 			slicesOf = source.NewSliceIndexEdit(prev.slicesOf)
+			sliceServices = source.NewSliceServicesEdit(prev.sliceServices)
 		}
-		if !patchSlicesOf(slicesOf, oldSlice, newSlice) {
+		var oldKey, newKey source.ServiceKey
+		if oldSlice != nil {
+			oldKey = prev.serviceOf(oldSlice)
+			sliceServices.Set(oldSlice, "")
+		}
+		if newSlice != nil {
+			newKey = document{obj: newSlice, service: e.newService}.sliceService()
+			sliceServices.Set(newSlice, e.newService)
+		}
+		if !patchSlicesOf(slicesOf, oldSlice, newSlice, oldKey, newKey) {
 			return nil, false
 		}
 	}
 	if slicesOf != nil {
-		next.slicesOf = slicesOf.Done()
+		next.slicesOf, next.sliceServices = slicesOf.Done(), sliceServices.Done()
 	}
 	s.mu.Lock()
 	s.view = &next
@@ -184,8 +209,8 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	changed := make([]source.Change, 0, len(edits))
 	for _, e := range edits {
 		if e.key.kind == source.KindEndpointSlice {
-			s.noteSlice(e.old)
-			s.noteSlice(e.new)
+			s.noteSlice(prev, e.old)
+			s.noteSlice(&next, e.new)
 		}
 		changed = append(changed, source.Change{Kind: e.key.kind, Namespace: e.key.namespace, Name: e.key.name})
 	}
@@ -200,32 +225,32 @@ const maxPatchEdits = 1000
 type edit struct {
 	key      objectKey
 	old, new runtime.Object
+	// newService is new's document's service (an EndpointSlice's whose
+	// label compact dropped).
+	newService string
 }
 
-// patchSlicesOf puts newSlice in place of oldSlice in its Service's list
-// of index (one of them may be nil), on a copy of the list, and says
-// whether it could: a slice moving to another Service, or added beside
-// others (where buildView's path order would place it), makes publish
-// build whole.
-func patchSlicesOf(index *source.SliceIndexEdit, oldSlice, newSlice *discoveryv1.EndpointSlice) bool {
+// patchSlicesOf puts newSlice, of the Service newKey, in place of
+// oldSlice, of oldKey, in its Service's list of index (one of them may be
+// nil), on a copy of the list, and says whether it could: a slice moving
+// to another Service, or added beside others (where buildView's path
+// order would place it), makes publish build whole.
+func patchSlicesOf(index *source.SliceIndexEdit, oldSlice, newSlice *discoveryv1.EndpointSlice, oldKey, newKey source.ServiceKey) bool {
 	switch {
 	case newSlice == nil:
-		key := serviceOf(oldSlice)
-		index.Set(key, slices.DeleteFunc(slices.Clone(index.Get(key)), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice }))
+		index.Set(oldKey, slices.DeleteFunc(slices.Clone(index.Get(oldKey)), func(s *discoveryv1.EndpointSlice) bool { return s == oldSlice }))
 	case oldSlice == nil:
-		key := serviceOf(newSlice)
-		if len(index.Get(key)) > 0 {
+		if len(index.Get(newKey)) > 0 {
 			return false
 		}
-		index.Set(key, []*discoveryv1.EndpointSlice{newSlice})
+		index.Set(newKey, []*discoveryv1.EndpointSlice{newSlice})
 	default:
-		key := serviceOf(newSlice)
-		if serviceOf(oldSlice) != key {
+		if oldKey != newKey {
 			return false
 		}
-		list := slices.Clone(index.Get(key))
+		list := slices.Clone(index.Get(newKey))
 		list[slices.Index(list, oldSlice)] = newSlice
-		index.Set(key, list)
+		index.Set(newKey, list)
 	}
 	return true
 }
@@ -260,6 +285,7 @@ func (v *view) patch(edits []edit) bool {
 func (s *Source) buildView() *view {
 	v := &view{}
 	slicesOf := source.NewSliceIndexEdit(source.SliceIndex{})
+	sliceServices := source.NewSliceServicesEdit(source.SliceServices{})
 	definedAt := map[objectKey]string{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
@@ -278,12 +304,13 @@ func (s *Source) buildView() *view {
 			definedAt[doc.key()] = location(path, doc.index)
 			v.add(doc.obj)
 			if slice, ok := doc.obj.(*discoveryv1.EndpointSlice); ok {
-				key := serviceOf(slice)
+				key := doc.sliceService()
 				slicesOf.Set(key, append(slicesOf.Get(key), slice))
+				sliceServices.Set(slice, doc.service)
 			}
 		}
 	}
-	v.slicesOf = slicesOf.Done()
+	v.slicesOf, v.sliceServices = slicesOf.Done(), sliceServices.Done()
 	problems = append(problems, s.dirProblem...)
 	if s.folderErr != nil {
 		problems = append(problems, problem{path: s.dir,

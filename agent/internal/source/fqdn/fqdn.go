@@ -117,7 +117,7 @@ func (s *Source) refresh(ctx context.Context) []*discoveryv1.EndpointSlice {
 			prev, known := s.answers[name]
 			if !known || !sameAnswer(prev, next) {
 				s.answers[name] = next
-				s.changedServices[serviceOf(slice)] = true
+				s.changedServices[source.ServiceKey{Namespace: slice.Namespace, Name: snap.ServiceOfSlice(slice)}] = true
 				if !slices.Contains(moved, slice) {
 					moved = append(moved, slice)
 				}
@@ -144,7 +144,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		if out == nil {
 			out = slices.Clone(snap.EndpointSlices[:i])
 		}
-		resolved, p := s.resolveSlice(slice)
+		resolved, p := s.resolveSlice(slice, snap.ServiceOfSlice(slice))
 		out = append(out, resolved...)
 		problems = append(problems, p...)
 	}
@@ -155,9 +155,16 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 }
 
 // resolveSlice returns one IPv4 and one IPv6 slice holding the addresses of
-// slice's names (each endpoint keeps its conditions), named after slice.
-func (s *Source) resolveSlice(slice *discoveryv1.EndpointSlice) ([]*discoveryv1.EndpointSlice, []model.Problem) {
+// slice's names (each endpoint keeps its conditions), named after slice,
+// of the Service service (its label, which the copies carry even when
+// slice's source dropped it: the snapshot's SliceServices does not know
+// them).
+func (s *Source) resolveSlice(slice *discoveryv1.EndpointSlice, service string) ([]*discoveryv1.EndpointSlice, []model.Problem) {
 	v4, v6 := slice.DeepCopy(), slice.DeepCopy()
+	if slice.Labels == nil && service != "" {
+		v4.Labels = map[string]string{discoveryv1.LabelServiceName: service}
+		v6.Labels = map[string]string{discoveryv1.LabelServiceName: service}
+	}
 	v4.AddressType, v6.AddressType = discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6
 	v4.Endpoints, v6.Endpoints = nil, nil
 	var problems []model.Problem
@@ -225,10 +232,6 @@ func names(slice *discoveryv1.EndpointSlice) []string {
 	return out
 }
 
-func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
-	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
-}
-
 // Indexed is a Source over an inner Source that keeps the fast path: it
 // reports the Services whose names resolved differently too.
 type Indexed struct {
@@ -268,7 +271,7 @@ func (x Indexed) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 			out = append(out, slice)
 			continue
 		}
-		resolved, _ := x.resolveSlice(slice)
+		resolved, _ := x.resolveSlice(slice, name) // the slices of the Service name
 		out = append(out, resolved...)
 	}
 	return svc, out

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -148,5 +149,44 @@ func TestResolvedAddressesAreChecked(t *testing.T) {
 		if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, want) }) {
 			t.Errorf("no problem mentioning %q in %q", want, reasons)
 		}
+	}
+}
+
+// An FQDN slice whose source dropped its label (the file source's, its
+// Service in the snapshot's SliceServices) resolves into slices of the
+// same Service: the copies are new objects SliceServices does not know,
+// so they carry the label; the model gives the Service their addresses.
+func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{}}
+	r.set("backend-1", "10.1.0.1")
+	slice := fqdnSlice("backend-1")
+	slice.Labels = nil
+	port, name := int32(8080), "http"
+	slice.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port}}
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{slice},
+		SliceServices: func(s *discoveryv1.EndpointSlice) string {
+			if s == slice {
+				return "demo"
+			}
+			return ""
+		}}}
+	snap, _ := Wrap(inner, Options{Resolver: r}).Snapshot()
+	for _, s := range snap.EndpointSlices {
+		if got := snap.ServiceOfSlice(s); got != "demo" {
+			t.Errorf("resolved %s slice of Service %q, want demo", s.AddressType, got)
+		}
+	}
+	if slice.Labels != nil {
+		t.Error("the inner source's slice was modified")
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	m, problems := model.Build(model.Snapshot{Services: []*corev1.Service{svc}, EndpointSlices: snap.EndpointSlices, SliceServices: snap.SliceServices,
+		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
+		WatchWithoutClass: true})
+	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 1 || m.Backends[0].Endpoints[0].Address != "10.1.0.1" {
+		t.Errorf("backends %+v (problems %v), want demo's with 10.1.0.1", m.Backends, problems)
 	}
 }
