@@ -416,6 +416,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	}
 	x.ready = true
 	m, problems := x.sum.model(x.globalsModel)
+	x.compact(&m)
 	x.routes.model(&m)
 	x.servers, x.gatewayRoutes = m.Servers, m.GatewayRoutes
 	return m, problems, path

@@ -81,3 +81,45 @@ func TestModelSumServesAHostOnce(t *testing.T) {
 		t.Errorf("the model serves %v, want a.test's /b", m.Servers)
 	}
 }
+
+// After a full build Incremental holds copies of its islands
+// (compact): every Ingress's island and every reader of an object is
+// one of them, and later changes (a Service, an Ingress that went) build
+// their part alone, equal to Build.
+func TestIncrementalAfterCompact(t *testing.T) {
+	s := benchSnapshot(100) // 4 parts of up to 32 Ingresses
+	inc := NewIncremental()
+	checkIncremental(t, inc, s, "first")
+	islands := map[*island]bool{}
+	for _, is := range inc.islandOf {
+		islands[is] = true
+	}
+	if len(islands) != 4 {
+		t.Fatalf("%d islands, want 4", len(islands))
+	}
+	for key, list := range inc.readers {
+		for _, is := range list {
+			if is != inc.globals && !islands[is] && !is.routeIsland {
+				t.Fatalf("the reader of %v is an island no Ingress is in", key)
+			}
+		}
+	}
+	for _, is := range inc.islandOf {
+		if is.held.hosts == nil || len(is.reads) == 0 {
+			t.Fatalf("an island holds no hosts or reads: %+v", is)
+		}
+	}
+	s.Services = slices.Clone(s.Services)
+	svc := s.Services[50].DeepCopy()
+	svc.Spec.Ports[0].Port = 81
+	s.Services[50] = svc
+	path := checkIncremental(t, inc, s, "a Service changed")
+	if !path.Incremental || path.Ingresses > firstBatch {
+		t.Errorf("a Service changed: path %+v, want its Ingress's part alone", path)
+	}
+	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 10, 11)
+	path = checkIncremental(t, inc, s, "an Ingress went")
+	if !path.Incremental || path.Ingresses > firstBatch {
+		t.Errorf("an Ingress went: path %+v, want its part alone", path)
+	}
+}
