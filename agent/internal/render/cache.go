@@ -184,7 +184,7 @@ func NewCache() *Cache { return &Cache{} }
 // same other fields.
 func (e *hostEntry) sameServer(srv *model.Server) bool {
 	a := e.server
-	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLS != srv.ClientTLS ||
+	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLSSettings() != srv.ClientTLSSettings() ||
 		len(a.Locations) != len(srv.Locations) || !slices.Equal(a.Aliases, srv.Aliases) {
 		return false
 	}
