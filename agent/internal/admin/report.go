@@ -282,10 +282,10 @@ func FromModel(m model.Model, routes render.RouteList, problems []model.Problem)
 			if l.Backend != "" {
 				p.Service = model.DescribeBackend(l.Backend)
 			}
-			if l.Fixed.Set {
+			if l.FixedSettings().Set {
 				p.Answer = "server-snippet: 404 once allow/deny let the request in"
-				if l.Fixed.Code != 0 {
-					p.Answer = fmt.Sprintf("server-snippet: return %d", l.Fixed.Code)
+				if l.FixedSettings().Code != 0 {
+					p.Answer = fmt.Sprintf("server-snippet: return %d", l.FixedSettings().Code)
 				}
 			}
 			h.Paths = append(h.Paths, p)

@@ -274,7 +274,7 @@ func (b *Builder) model(processors []Processor) Model {
 		server := Server{Host: host, Locations: make([]Location, 0, len(locations)), HTTPS: b.servesHTTPS(host)}
 		for _, loc := range locations {
 			// A server-snippet's location is finished as it is added.
-			if owner := b.owners[loc.Ingress]; owner != nil && !loc.Fixed.Set {
+			if owner := b.owners[loc.Ingress]; owner != nil && !loc.FixedSettings().Set {
 				loc = owner.FinishRoute(loc, host, server.HTTPS)
 			}
 			server.Locations = append(server.Locations, loc)

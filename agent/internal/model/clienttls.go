@@ -129,18 +129,18 @@ func checkCRL(crl []byte) string {
 	})
 }
 
-// claimClientTLS gives the hosts of ing the server settings s, unless an
-// older Ingress gave them some already.
+// claimClientTLS gives the hosts of ing the server settings s, one copy
+// for them all, unless an older Ingress gave them some already.
 func (b *builder) claimClientTLS(ing *networkingv1.Ingress, s ClientTLS) {
 	if b.clientTLS == nil {
-		b.clientTLS = map[string]ClientTLS{}
+		b.clientTLS = map[string]*ClientTLS{}
 	}
 	for _, rule := range ing.Spec.Rules {
 		if rule.Host == "" || validHost(rule.Host) != "" {
 			continue
 		}
 		if _, taken := b.clientTLS[rule.Host]; !taken {
-			b.clientTLS[rule.Host] = s
+			b.clientTLS[rule.Host] = &s
 		}
 	}
 }

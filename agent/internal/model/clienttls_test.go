@@ -37,7 +37,7 @@ func TestClientTLS(t *testing.T) {
 	snap.Secrets = []*corev1.Secret{ca}
 	m, problems := Build(snap)
 	srv := m.Servers[0]
-	if c := srv.ClientTLS; c.Verify != "on" || c.Depth != 3 || !strings.HasSuffix(c.CAFile, ".ca.crt") {
+	if c := srv.ClientTLSSettings(); c.Verify != "on" || c.Depth != 3 || !strings.HasSuffix(c.CAFile, ".ca.crt") {
 		t.Errorf("the host's settings %+v, want the older Ingress's", c)
 	}
 	byIngress := map[string]Location{}

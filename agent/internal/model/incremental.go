@@ -49,7 +49,9 @@ type Incremental struct {
 	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
 	// last by namespace and name, to find what changed. services, secrets
 	// and configMaps are the maps of objects (the same by name), held once;
-	// slices is nil while last's EndpointSlices are ordered (diffSlices).
+	// ingresses and slices are nil while last's lists of them are ordered
+	// (diffIngresses, diffSlices): an Ingress is then found by a binary
+	// search of last's (ingress).
 	ingresses  map[namespacedName]*networkingv1.Ingress
 	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
@@ -198,12 +200,12 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	var endpointSlices []objectChange[*discoveryv1.EndpointSlice]
 	var secrets []objectChange[*corev1.Secret]
 	var configMaps []objectChange[*corev1.ConfigMap]
-	ingresses, x.ordered.ingresses = diffList(x.ingresses, x.last.Ingresses, s.Ingresses, x.ordered.ingresses)
+	ingresses = x.diffIngresses(s.Ingresses)
 	services, x.ordered.services = diffList(x.services, x.last.Services, s.Services, x.ordered.services)
 	endpointSlices = x.diffSlices(s.EndpointSlices)
 	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
 	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
-	if len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
+	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
 		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
 		return x.full(s, "two objects of one kind share a name")
 	}
@@ -286,7 +288,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		old[c.key] = c.old
 	}
 	affected := x.closure(seeds, func(key namespacedName) []string {
-		if ing := x.ingresses[key]; ing != nil {
+		if ing := x.ingress(key); ing != nil {
 			return linkKeys(ing)
 		}
 		return nil
@@ -296,8 +298,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		}
 		return nil
 	})
-	if len(affected) > max(64, len(x.ingresses)/4) {
-		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), len(x.ingresses)))
+	if len(affected) > max(64, len(s.Ingresses)/4) {
+		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), len(s.Ingresses)))
 	}
 	// Every island an affected Ingress was in goes; its Ingresses are
 	// all affected (closure), and so are its old links.
@@ -346,7 +348,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	}
 	var present []namespacedName
 	for _, key := range affected {
-		if x.ingresses[key] != nil {
+		if x.ingress(key) != nil {
 			present = append(present, key)
 		}
 	}
@@ -369,15 +371,18 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 // full builds every island of s.
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
-	x.ingresses, _ = indexNamed(s.Ingresses)
 	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
 	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), isOrdered(s.Services), isOrdered(s.EndpointSlices)
+	unique := true // each Ingress's name once (ordered lists are)
+	if !x.ordered.ingresses {
+		x.ingresses, unique = indexNamed(s.Ingresses)
+	}
 	if !x.ordered.slices {
 		x.slices, _ = indexNamed(s.EndpointSlices)
 	}
 	x.ordered.secrets, x.ordered.configMaps = isOrdered(s.Secrets), isOrdered(s.ConfigMaps)
 	path := BuildPath{Reason: reason}
-	if len(x.ingresses) != len(s.Ingresses) {
+	if !unique {
 		// Two Ingresses of one name: Build serves both, which islands
 		// keyed by name cannot.
 		m, problems := Build(s)
@@ -413,6 +418,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 	}
 	x.ready = true
 	m, problems := x.sum.model(x.globalsModel)
+	x.compact(&m)
 	x.routes.model(&m)
 	x.servers, x.gatewayRoutes = m.Servers, m.GatewayRoutes
 	return m, problems, path
@@ -436,8 +442,42 @@ func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChan
 	return changes
 }
 
+// diffIngresses is diffList for the Ingresses, whose index by name
+// (x.ingresses) is nil while the lists are ordered, as diffSlices.
+func (x *Incremental) diffIngresses(next []*networkingv1.Ingress) []objectChange[*networkingv1.Ingress] {
+	if x.ordered.ingresses {
+		if changes, ok := diffOrdered(x.last.Ingresses, next); ok {
+			return changes
+		}
+		x.ingresses, _ = indexNamed(x.last.Ingresses)
+	}
+	changes := diffNamed(x.ingresses, next)
+	if x.ordered.ingresses = isOrdered(next); x.ordered.ingresses {
+		x.ingresses = nil
+	}
+	return changes
+}
+
+// ingress is the Ingress of last named key, nil for none: by x.ingresses,
+// or while that is nil (last's Ingresses are ordered) by a binary search
+// of last's. At 50,000 Ingresses the index was 3 MB, for a lookup per
+// Ingress a change builds.
+func (x *Incremental) ingress(key namespacedName) *networkingv1.Ingress {
+	if x.ingresses != nil || !x.ordered.ingresses {
+		return x.ingresses[key]
+	}
+	list := x.last.Ingresses
+	i, found := slices.BinarySearchFunc(list, key, func(ing *networkingv1.Ingress, key namespacedName) int {
+		return cmp.Or(strings.Compare(ing.Namespace, key.namespace), strings.Compare(ing.Name, key.name))
+	})
+	if !found {
+		return nil
+	}
+	return list[i]
+}
+
 // ingressLinks are the link keys of the Ingress key names now.
-func (x *Incremental) ingressLinks(key namespacedName) []string { return linkKeys(x.ingresses[key]) }
+func (x *Incremental) ingressLinks(key namespacedName) []string { return linkKeys(x.ingress(key)) }
 
 // links finds islands: which objects (Ingresses, or HTTPRoutes) name each
 // link key, and the island each object is in.
@@ -575,7 +615,7 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 	s := x.last
 	s.Ingresses = make([]*networkingv1.Ingress, len(keys))
 	for i, k := range keys {
-		s.Ingresses[i] = x.ingresses[k]
+		s.Ingresses[i] = x.ingress(k)
 	}
 	// The Gateway API is the globals part's.
 	s = withoutGatewayAPI(s)
@@ -1039,9 +1079,12 @@ func (r *readSet) keys() []readKey {
 
 // modelSum is the union of the islands' models and problems, each value
 // counted by how many islands hold it.
+//
+// A host is served by one island at most (add refuses a second), so the
+// servers list says which hosts are held: no count per host (at 50,000
+// hosts a map of counts was 1.7 MB).
 type modelSum struct {
 	servers      sortedList[*Server]
-	hostCount    map[string]int
 	backends     counted[Backend]
 	authFiles    counted[AuthFile]
 	passthrough  counted[PassthroughHost]
@@ -1058,7 +1101,6 @@ type modelSum struct {
 func newModelSum() modelSum {
 	return modelSum{
 		servers:      sortedList[*Server]{key: func(s *Server) string { return s.Host }},
-		hostCount:    map[string]int{},
 		backends:     newCounted(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
 		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
@@ -1076,8 +1118,7 @@ func newModelSum() modelSum {
 func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 	var h held
 	for _, srv := range u.serversOf(m) {
-		u.hostCount[srv.Host]++
-		if u.hostCount[srv.Host] > 1 {
+		if _, held := u.servers.get(srv.Host); held {
 			return h, fmt.Sprintf("%s is served by two islands", describeHost(srv.Host))
 		}
 		u.servers.set(srv.Host, srv)
@@ -1139,11 +1180,7 @@ func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 // remove takes out what add took in.
 func (u *modelSum) remove(h held) {
 	for _, host := range h.hosts {
-		u.hostCount[host]--
-		if u.hostCount[host] == 0 {
-			delete(u.hostCount, host)
-			u.servers.delete(host)
-		}
+		u.servers.delete(host)
 	}
 	u.backends.removeAll(h.backends)
 	u.authFiles.removeAll(h.authFiles)

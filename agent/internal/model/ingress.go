@@ -29,7 +29,7 @@ type builder struct {
 	// locationOptions by Ingress ("namespace/name"), when not the defaults (protocol.go).
 	locationOptions map[string]locationOptions
 	// clientTLS are the client certificate settings by host (clienttls.go).
-	clientTLS map[string]ClientTLS
+	clientTLS map[string]*ClientTLS
 	// globalAuth and globalAuthDenied are Snapshot's (extauth.go).
 	globalAuth       ExternalAuth
 	globalAuthDenied string
@@ -150,7 +150,7 @@ func (b *builder) FinishRoute(loc Location, host string, https bool) Location {
 // own locations.
 func (b *builder) FinishModel(m *Model) {
 	for i := range m.Servers {
-		m.Servers[i].ClientTLS = b.clientTLS[m.Servers[i].Host]
+		m.Servers[i].ClientTLS = b.clientTLS[m.Servers[i].Host] // nil for none
 	}
 	b.addServerAliases(m)
 	b.addWWWRedirects(m)

@@ -281,8 +281,20 @@ type Server struct {
 	// another tenant's host-less rule may own).
 	HTTPS bool
 	// ClientTLS, when set (CAFile not ""), makes the host a server block of
-	// its own that checks client certificates (clienttls.go).
-	ClientTLS ClientTLS
+	// its own that checks client certificates (clienttls.go). A pointer,
+	// nil for none (read it through ClientTLSSettings), shared by the
+	// hosts of the Ingress that set it and never written after the build:
+	// inline, it was 72 of a Server's 160 bytes, on every host.
+	ClientTLS *ClientTLS
+}
+
+// ClientTLSSettings are s's client certificate settings, the zero value
+// for none.
+func (s *Server) ClientTLSSettings() ClientTLS {
+	if s.ClientTLS == nil {
+		return ClientTLS{}
+	}
+	return *s.ClientTLS
 }
 
 // PathType is how a Location matches the request path.
@@ -346,9 +358,21 @@ type Location struct {
 	// Snippet are the headers and settings the snippet annotations of the
 	// owning Ingress, and the ConfigMap's snippets, give it (snippet.go).
 	Snippet *SnippetSettings
-	// Fixed, when Fixed.Set, makes this a location of a server-snippet:
-	// no Backend, an answer of its own (snippet.go).
-	Fixed FixedResponse
+	// Fixed, when set, makes this a location of a server-snippet: no
+	// Backend, an answer of its own (snippet.go). A pointer, nil for
+	// none (read it through FixedSettings), never written after the
+	// build: inline, it was 64 of a Location's 192 bytes, on every
+	// location.
+	Fixed *FixedResponse
+}
+
+// FixedSettings is l's answer of its own, the zero value (Set false) for
+// a location that has none.
+func (l *Location) FixedSettings() FixedResponse {
+	if l.Fixed == nil {
+		return FixedResponse{}
+	}
+	return *l.Fixed
 }
 
 // Backend is a set of endpoints behind one service port.

@@ -23,7 +23,7 @@ func (loc Location) Plain() bool {
 	timeouts := ProxySettings{ConnectTimeout: proxy.ConnectTimeout, SendTimeout: proxy.SendTimeout, ReadTimeout: proxy.ReadTimeout,
 		PreserveTrailingSlash: proxy.PreserveTrailingSlash, FromToWWWRedirect: proxy.FromToWWWRedirect}
 	return loc.Protocol == ProtocolHTTP && proxy == timeouts && loc.AccessSettings() == (AccessSettings{}) &&
-		loc.SnippetSettings() == (SnippetSettings{}) && !loc.Fixed.Set
+		loc.SnippetSettings() == (SnippetSettings{}) && !loc.FixedSettings().Set
 }
 
 // Route is what Lua holds for one host: its locations in nginx's terms.

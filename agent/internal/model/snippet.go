@@ -548,7 +548,7 @@ var clientCertHeaders = []string{"ssl-client-verify", "ssl-client-subject-dn", "
 // custom-headers) is a Problem on the snippet, and the annotation's stays.
 // It writes ls.snippet, reading ls's proxy and access settings.
 func (b *builder) finishSnippet(loc Location, ls *locationSettings, host string) {
-	if loc.Fixed.Set {
+	if loc.FixedSettings().Set {
 		return
 	}
 	st := b.snippets.byIngress[loc.Ingress]
@@ -682,7 +682,7 @@ func (b *builder) addSnippetLocations() {
 			for _, sl := range st.locations {
 				if owner, taken := snippetLocationTaken(locations, sl); taken {
 					what := "Ingress " + owner.Ingress + " serves that path"
-					if owner.Fixed.Set {
+					if owner.FixedSettings().Set {
 						what = "an older server-snippet (Ingress " + owner.Ingress + ") has that location"
 					}
 					b.ingressProblem(ing, fmt.Sprintf("annotation %s: %s: %s on %s; the snippet location is left out", key, sl.describe, what, describeHost(host)))
@@ -744,7 +744,8 @@ func snippetLocationTaken(locations map[locationKey]Location, sl snippetLocation
 func (b *builder) fixedLocation(st *ingressSnippets, id, host string, sl snippetLocation) Location {
 	loc := Location{Path: sl.path, PathType: sl.pathType, Ingress: id}
 	values := newLocationValues(loc, host)
-	f := &loc.Fixed
+	f := &FixedResponse{}
+	loc.Fixed = f
 	f.Set, f.Code, f.DefaultType = true, sl.spec.Code, sl.spec.DefaultType
 	f.Text = values.resolve(sl.spec.Text)
 	f.Rules = strings.Join(sl.spec.Rules, ",")

@@ -192,31 +192,31 @@ func TestSnippetLocations(t *testing.T) {
 	m, problems := Build(snapshotOf(older, ing))
 
 	ping := locationOf(t, m, "app.example.com", "/(?-i)(ping|ready|prometheus)", PathRegex) // "~" is case-sensitive
-	if ping.Fixed != (FixedResponse{Set: true, Code: 404, Rules: "deny all"}) || ping.Backend != "" || ping.Ingress != "default/app" {
+	if ping.FixedSettings() != (FixedResponse{Set: true, Code: 404, Rules: "deny all"}) || ping.Backend != "" || ping.Ingress != "default/app" {
 		t.Errorf("ping %+v", ping)
 	}
 	if ping.SnippetSettings() != (SnippetSettings{ResponseHeaders: "X-Top: top", ServerTokensOff: true}) {
 		t.Errorf("ping inherits %+v", ping.SnippetSettings())
 	}
 	robots := locationOf(t, m, "app.example.com", "/robots.txt", PathLiteralPrefix)
-	if robots.Fixed != (FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}) ||
+	if robots.FixedSettings() != (FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}) ||
 		robots.SnippetSettings() != (SnippetSettings{ServerTokensOff: true}) {
 		t.Errorf("robots %+v", robots)
 	}
 	php := locationOf(t, m, "app.example.com", "/?.*?(?:\\.php$)", PathRegex)
-	if php.Fixed != (FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}) {
+	if php.FixedSettings() != (FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}) {
 		t.Errorf("php %+v", php)
 	}
 	static := locationOf(t, m, "app.example.com", "/static/", PathPriorityPrefix)
-	if static.Fixed.Text != "https://${host}/s${request_uri}" || static.Fixed.Code != 301 {
+	if static.FixedSettings().Text != "https://${host}/s${request_uri}" || static.FixedSettings().Code != 301 {
 		t.Errorf("static %+v", static)
 	}
 	// The Ingress paths win: "/api" of the older Ingress, and "= /robots.txt"
 	// of the older Ingress's snippet.
-	if l := locationOf(t, m, "app.example.com", "/api", PathPrefix); l.Fixed.Set || l.Ingress != "default/older" {
+	if l := locationOf(t, m, "app.example.com", "/api", PathPrefix); l.FixedSettings().Set || l.Ingress != "default/older" {
 		t.Errorf("/api %+v", l)
 	}
-	if l := locationOf(t, m, "app.example.com", "/robots.txt", PathExact); l.Fixed.Text != "older" {
+	if l := locationOf(t, m, "app.example.com", "/robots.txt", PathExact); l.FixedSettings().Text != "older" {
 		t.Errorf("= /robots.txt %+v", l)
 	}
 	for _, want := range []string{

@@ -138,16 +138,19 @@ type profileCount struct {
 // hostEntry is what one server gave. It holds the model's server itself,
 // not a copy (a model never changes a server it handed out): at 50,000
 // hosts a copy in each entry was 8 MB.
+//
+// The body sizes of its locations, which the cache counts, are read from
+// the server when counted (bodySizes), not kept: at 50,000 hosts a list
+// per entry was 0.8 MB, and the bools side by side keep an entry in the
+// 80-byte size class (it was 112).
 type hostEntry struct {
-	server    *model.Server
-	isDefault bool
-	gen       uint64
-	https     bool // the route's HTTPS (the default server's is true)
-	// profiles are the distinct profiles of its locations; sizes the
-	// body size of each of its model's locations.
+	server *model.Server
+	gen    uint64
+	// profiles are the distinct profiles of its locations.
 	profiles  []Profile
-	sizes     []string
 	locations []model.RouteLocation
+	isDefault bool
+	https     bool // the route's HTTPS (the default server's is true)
 	// conf says it adds to nginx.conf more than its profiles and sizes,
 	// once confKnown (entryConf works it out when first asked).
 	conf, confKnown bool
@@ -181,7 +184,7 @@ func NewCache() *Cache { return &Cache{} }
 // same other fields.
 func (e *hostEntry) sameServer(srv *model.Server) bool {
 	a := e.server
-	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLS != srv.ClientTLS ||
+	if a.Host != srv.Host || a.HTTPS != srv.HTTPS || a.WWWRedirect != srv.WWWRedirect || a.ClientTLSSettings() != srv.ClientTLSSettings() ||
 		len(a.Locations) != len(srv.Locations) || !slices.Equal(a.Aliases, srv.Aliases) {
 		return false
 	}
@@ -329,7 +332,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 			old.gen = c.gen
 			return old, nil
 		}
-		e, view, err := c.newEntry(srv, isDefault, s, global, profiles)
+		e, view, err := c.newEntry(srv, isDefault, s, profiles)
 		if err != nil {
 			return nil, err
 		}
@@ -339,10 +342,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		if old != nil {
 			hint(old)
 			c.claim(old, -1)
-			setChanged = c.count(old, -1) || setChanged
+			setChanged = c.count(old, -1, global) || setChanged
 			confChanged = confChanged || c.entryConf(old, nil)
 		}
-		setChanged = c.count(e, 1) || setChanged
+		setChanged = c.count(e, 1, global) || setChanged
 		confChanged = confChanged || c.entryConf(e, &view)
 		changed = append(changed, e)
 		return e, nil
@@ -355,7 +358,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	drop := func(e *hostEntry) {
 		hint(e)
 		c.claim(e, -1)
-		setChanged = c.count(e, -1) || setChanged
+		setChanged = c.count(e, -1, global) || setChanged
 		confChanged = confChanged || c.entryConf(e, nil)
 		delete(c.hosts, e.server.Host)
 	}
@@ -532,9 +535,9 @@ func (e *hostEntry) newView(s Settings) (serverView, error) {
 	return newView(*e.server, e.isDefault, s)
 }
 
-// newEntry makes the entry of srv and its view: its profiles and sizes,
+// newEntry makes the entry of srv and its view: its profiles,
 // as newProfiles and routerBodySize see them.
-func (c *Cache) newEntry(srv *model.Server, isDefault bool, s Settings, global string, profiles profiler) (*hostEntry, serverView, error) {
+func (c *Cache) newEntry(srv *model.Server, isDefault bool, s Settings, profiles profiler) (*hostEntry, serverView, error) {
 	if !isDefault {
 		for _, name := range append([]string{srv.Host}, srv.Aliases...) {
 			if _, err := serverName(name); err != nil {
@@ -557,9 +560,6 @@ func (c *Cache) newEntry(srv *model.Server, isDefault bool, s Settings, global s
 			seen[name] = true
 			e.profiles = append(e.profiles, Profile{Name: name, Body: body})
 		}
-	}
-	for _, loc := range srv.Locations {
-		e.sizes = append(e.sizes, orDefault(loc.ProxySettings().BodySize, global))
 	}
 	return e, view, nil
 }
@@ -613,8 +613,10 @@ func hasTLSUpstream(srv model.Server) bool {
 }
 
 // count adds e's profiles and sizes to the counts (by = 1) or takes them
-// away (-1); it says whether a profile came or went.
-func (c *Cache) count(e *hostEntry, by int) bool {
+// away (-1); it says whether a profile came or went. global is the body
+// size of a location without one of its own (the settings', the same
+// for every call between two resets).
+func (c *Cache) count(e *hostEntry, by int, global string) bool {
 	changed := false
 	for _, p := range e.profiles {
 		pc := c.profiles[p.Name]
@@ -630,7 +632,10 @@ func (c *Cache) count(e *hostEntry, by int) bool {
 			delete(c.profiles, p.Name)
 		}
 	}
-	for _, size := range e.sizes {
+	for _, loc := range e.server.Locations {
+		// The body size of each location of its server: its own, or
+		// global (the ConfigMap's; a new one resets the cache).
+		size := orDefault(loc.ProxySettings().BodySize, global)
 		c.sizes[size] += by
 		if c.sizes[size] == 0 {
 			delete(c.sizes, size)

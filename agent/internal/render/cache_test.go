@@ -38,7 +38,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	certsServer := *a
 	certs := &certsServer
 	certs.Host, certs.Aliases = "certs.test", []string{"alias.test"}
-	certs.ClientTLS = model.ClientTLS{CAFile: "ca.pem", Verify: "on", Depth: 1}
+	certs.ClientTLS = &model.ClientTLS{CAFile: "ca.pem", Verify: "on", Depth: 1}
 	c, d := limited("c.test"), limited("d.test")
 	p, q, alias := plain("p.test"), plain("q.test"), plain("alias.test")
 	steps := []struct {

@@ -38,7 +38,7 @@ func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 		hosts[srv.Host] = true
 	}
 	for _, srv := range m.Servers {
-		c := srv.ClientTLS
+		c := srv.ClientTLSSettings()
 		if c.CAFile == "" {
 			continue
 		}

@@ -21,18 +21,18 @@ func clientTLSWildcardModel() model.Model {
 	x := model.ClientTLS{CAFile: "auth/tenant-b_x.0123456789ab.ca.crt", Verify: "optional", Depth: 2}
 	return model.Model{Servers: []*model.Server{
 		{Host: "*.a.test", HTTPS: true, Locations: web},
-		{Host: "*.test", HTTPS: true, ClientTLS: b, Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}},
+		{Host: "*.test", HTTPS: true, ClientTLS: &b, Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}},
 		{Host: "a.test", HTTPS: true, Locations: web},
 		{Host: "c.test", Locations: web},
 		{Host: "d.a.test", HTTPS: true, Locations: web},
 		{Host: "other.example", HTTPS: true, Aliases: []string{"alias.example", "alias.test"}, Locations: web},
 		{Host: strings.Repeat("l", 63) + ".test", HTTPS: true, Locations: web},
 		{Host: "test", WWWRedirect: "www.test", Locations: web},
-		{Host: "x.test", HTTPS: true, ClientTLS: x, Aliases: []string{"x2.test"}, Locations: web},
+		{Host: "x.test", HTTPS: true, ClientTLS: &x, Aliases: []string{"x2.test"}, Locations: web},
 		// Client certificates but no spec.tls: a server of its own all
 		// the same (the default certificate), so that its HTTPS requests,
 		// routed by its own locations, are checked.
-		{Host: "y.test", ClientTLS: x, Locations: web},
+		{Host: "y.test", ClientTLS: &x, Locations: web},
 	}}
 }
 
@@ -71,7 +71,7 @@ func TestRenderClientTLSWildcardLeavesExactHosts(t *testing.T) {
 
 	// Without a client-TLS wildcard the default server names no host.
 	noWildcard := clientTLSWildcardModel()
-	noWildcard.Servers[1].ClientTLS = model.ClientTLS{}
+	noWildcard.Servers[1].ClientTLS = nil
 	cfg, err = Render(noWildcard, goldenSettings)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestRenderNginxAcceptsClientTLSWildcardOverManyHosts(t *testing.T) {
 	m.Servers[0].Host = strings.Repeat("a", 63) + ".example.com"
 	ca := "auth/tenant-b_ca.0123456789ab.ca.crt"
 	m.Servers = append(m.Servers, &model.Server{Host: "*.example.com", HTTPS: true,
-		ClientTLS: model.ClientTLS{CAFile: ca, Verify: "on", Depth: 1},
+		ClientTLS: &model.ClientTLS{CAFile: ca, Verify: "on", Depth: 1},
 		Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}})
 	prefix := nginxproc.TempPrefix(t)
 	s := goldenSettings

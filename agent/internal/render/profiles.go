@@ -94,7 +94,7 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 		return "", "", nil
 	}
 	key := profileKey{proxy: loc.ProxySettings(), access: loc.AccessSettings(), protocol: loc.Protocol, rewrite: lv.Proxy.RewriteRegex,
-		snippet: loc.SnippetSettings(), fixed: loc.Fixed}
+		snippet: loc.SnippetSettings(), fixed: loc.FixedSettings()}
 	if key.access.BasicAuth.File != "" {
 		key.access.BasicAuth.File = "by variable" // which file is no part of the body
 	}
@@ -107,7 +107,7 @@ func (p profiler) of(lv locationView) (name, body string, err error) {
 	if lv.Snippet, err = newSnippetView(loc, lv.Proxy); err != nil {
 		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 	}
-	if lv.Fixed, err = newFixedView(loc.Fixed); err != nil {
+	if lv.Fixed, err = newFixedView(loc.FixedSettings()); err != nil {
 		return "", "", fmt.Errorf("path %q of %s: %w", loc.Path, loc.Ingress, err)
 	}
 	tmpl := "location-body"

@@ -155,7 +155,7 @@ func goldenCases() []goldenCase {
 		// own, its location sending the certificate and checking its subject.
 		{name: "client-certificates", settings: goldenSettings, model: model.Model{
 			Servers: []*model.Server{
-				{Host: "mtls.example.com", HTTPS: true, ClientTLS: model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
+				{Host: "mtls.example.com", HTTPS: true, ClientTLS: &model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
 					Verify: "on", Depth: 2, ErrorPage: "https://errors.example.com/cert"},
 					Locations: []model.Location{withClientCert(loc("/", model.PathPrefix, "default/app:80"),
 						model.ClientCert{Headers: true, PassCertificate: true, MatchCN: "CN=client1|CN=client2"})}},
@@ -301,7 +301,7 @@ func TestRenderNginxAccepts(t *testing.T) {
 			writePrefix(t, prefix, tc.model, s)
 			// The CAs of client certificates: nginx -t reads them.
 			for _, srv := range tc.model.Servers {
-				if f := srv.ClientTLS.CAFile; f != "" {
+				if f := srv.ClientTLSSettings().CAFile; f != "" {
 					ca, _ := testcert.New(t, 1, time.Now().Add(time.Hour), "ca.test")
 					os.MkdirAll(filepath.Join(prefix, filepath.Dir(f)), 0o755)
 					if err := os.WriteFile(filepath.Join(prefix, f), []byte(ca), 0o644); err != nil {

@@ -83,14 +83,14 @@ func snippetModel() model.Model {
 	}
 	own(&auth.Snippet).AuthRequestSet = strings.Join(sets, "\n")
 	robots := model.Location{Path: "/robots.txt", PathType: model.PathLiteralPrefix, Ingress: "ns/app",
-		Fixed: model.FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}}
+		Fixed: &model.FixedResponse{Set: true, Code: 200, Text: "User-agent: *\nDisallow: /", DefaultType: "text/plain"}}
 	blocked := model.Location{Path: "/(?-i)(ping|ready)", PathType: model.PathRegex, Ingress: "ns/app",
-		Fixed:   model.FixedResponse{Set: true, Code: 404, Rules: "deny all"},
+		Fixed:   &model.FixedResponse{Set: true, Code: 404, Rules: "deny all"},
 		Snippet: &model.SnippetSettings{AlwaysHeaders: "X-Top: top", ServerTokensOff: true}}
 	static := model.Location{Path: "/static/", PathType: model.PathPriorityPrefix, Ingress: "ns/app",
-		Fixed: model.FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}}
+		Fixed: &model.FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}}
 	redirect := model.Location{Path: "/old", PathType: model.PathExact, Ingress: "ns/app",
-		Fixed: model.FixedResponse{Set: true, Code: 301, Text: "https://${host}/new${request_uri}"}}
+		Fixed: &model.FixedResponse{Set: true, Code: 301, Text: "https://${host}/new${request_uri}"}}
 	return model.Model{Servers: []*model.Server{{Host: "app.example.com",
 		Locations: []model.Location{headers, auth, redirect, robots, static, blocked}}}}
 }

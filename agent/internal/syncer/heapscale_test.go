@@ -13,6 +13,7 @@ var (
 	heapIngresses = flag.Int("heap.n", 1000, "TestHeapAtScale: how many Ingresses (50000 for issue 31's scale)")
 	heapStartGC   = flag.Int("heap.startgc", 50, "TestHeapAtScale: Go's GC percent while the source lists (the agent's startGCPercent)")
 	heapProfile   = flag.String("heap.profile", "", "TestHeapAtScale: write the heap profile after the syncs here")
+	heapDump      = flag.String("heap.dump", "", "TestHeapAtScale: write a heap dump (debug.WriteHeapDump) after the first sync here")
 )
 
 // heapListed, when set, is called by startNewIngressEnv once the source
@@ -39,12 +40,18 @@ func TestHeapAtScale(t *testing.T) {
 	previous := debug.SetGCPercent(*heapStartGC)
 	heapListed = func() {
 		measure("listed")
+		if *heapDump != "" {
+			writeHeapDump(t, *heapDump+".listed")
+		}
 		debug.SetGCPercent(previous)
 	}
 	defer func() { heapListed = nil }()
 	env := startNewIngressEnv(t, *heapIngresses)
 	defer env.stop()
 	measure("first sync")
+	if *heapDump != "" {
+		writeHeapDump(t, *heapDump)
+	}
 	for range 20 {
 		env.add(t)
 		if err := env.s.sync(env.ctx); err != nil {
@@ -62,4 +69,16 @@ func TestHeapAtScale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// writeHeapDump writes the runtime's heap dump (debug.WriteHeapDump) to
+// path: every live object with its address and size, from which the free
+// room in the spans in use can be found size class by size class.
+func writeHeapDump(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	debug.WriteHeapDump(f.Fd())
 }

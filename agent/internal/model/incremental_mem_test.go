@@ -1,0 +1,125 @@
+package model
+
+import (
+	"slices"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// TestIncrementalIngressIndex: Incremental holds no index of the
+// Ingresses by name while their lists come ordered (an Ingress is found
+// by a binary search of the last snapshot's), makes one when a list comes
+// out of order, finds a name twice there, and drops it once they are
+// ordered again; Build's model at each step, incremental where it was.
+func TestIncrementalIngressIndex(t *testing.T) {
+	s := benchSnapshot(5) // app-0 … app-4: ordered
+	inc := NewIncremental()
+	step := func(what string, wantIndex, wantIncremental bool) {
+		t.Helper()
+		path := checkIncremental(t, inc, s, what)
+		if (inc.ingresses != nil) != wantIndex || path.Incremental != wantIncremental {
+			t.Errorf("%s: index of %d Ingresses (nil %v), path %+v; want an index %v, incremental %v",
+				what, len(inc.ingresses), inc.ingresses == nil, path, wantIndex, wantIncremental)
+		}
+	}
+	changed := func(ing *networkingv1.Ingress) *networkingv1.Ingress {
+		c := ing.DeepCopy()
+		c.Spec.Rules[0].HTTP.Paths[0].Path = "/changed"
+		return c
+	}
+	step("first", false, false)
+	s.Ingresses = slices.Clone(s.Ingresses)
+	s.Ingresses[1] = changed(s.Ingresses[1])
+	step("an Ingress changed, in order", false, true)
+	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 2, 3)
+	step("an Ingress went, in order", false, true)
+	s.Ingresses = slices.Clone(s.Ingresses)
+	slices.Reverse(s.Ingresses)
+	s.Ingresses[0] = changed(s.Ingresses[0])
+	step("an Ingress changed, out of order", true, true)
+	ordered := slices.Clone(s.Ingresses)
+	slices.Reverse(ordered)
+	s.Ingresses = append(slices.Clone(s.Ingresses), changed(s.Ingresses[2]))
+	step("a name twice, out of order", true, false)
+	s.Ingresses = ordered
+	step("in order again", false, false) // after a build whole
+	s.Ingresses = append(slices.Clone(s.Ingresses), benchSnapshot(7).Ingresses[6])
+	step("an Ingress came, in order", false, true)
+}
+
+// The sum holds a host for one island at most: a second island that
+// serves it is refused (Incremental then builds whole), also after the
+// first island's host went and came back, and once the island that held
+// it is removed another may take it. (The sum keeps no count per host:
+// its servers list says which are held.)
+func TestModelSumServesAHostOnce(t *testing.T) {
+	u := newModelSum()
+	a := &Model{Servers: []*Server{{Host: "a.test", Locations: []Location{{Path: "/"}}}}}
+	b := &Model{Servers: []*Server{{Host: "a.test", Locations: []Location{{Path: "/b"}}}}}
+	held, err := u.add(a, nil)
+	if err != "" {
+		t.Fatalf("first island: %s", err)
+	}
+	if _, err := u.add(b, nil); err != `host "a.test" is served by two islands` {
+		t.Errorf("second island of a.test: error %q", err)
+	}
+	u = newModelSum()
+	held, _ = u.add(a, nil)
+	u.model(Model{}) // the host merged into the list
+	if _, err := u.add(b, nil); err == "" {
+		t.Errorf("second island of a.test, the first one's in the list: no error")
+	}
+	u = newModelSum()
+	held, _ = u.add(a, nil)
+	u.model(Model{})
+	u.remove(held)
+	if _, err := u.add(b, nil); err != "" {
+		t.Errorf("a.test after its island went: %s", err)
+	}
+	if m, _ := u.model(Model{}); len(m.Servers) != 1 || m.Servers[0].Locations[0].Path != "/b" {
+		t.Errorf("the model serves %v, want a.test's /b", m.Servers)
+	}
+}
+
+// After a full build Incremental holds copies of its islands
+// (compact): every Ingress's island and every reader of an object is
+// one of them, and later changes (a Service, an Ingress that went) build
+// their part alone, equal to Build.
+func TestIncrementalAfterCompact(t *testing.T) {
+	s := benchSnapshot(100) // 4 parts of up to 32 Ingresses
+	inc := NewIncremental()
+	checkIncremental(t, inc, s, "first")
+	islands := map[*island]bool{}
+	for _, is := range inc.islandOf {
+		islands[is] = true
+	}
+	if len(islands) != 4 {
+		t.Fatalf("%d islands, want 4", len(islands))
+	}
+	for key, list := range inc.readers {
+		for _, is := range list {
+			if is != inc.globals && !islands[is] && !is.routeIsland {
+				t.Fatalf("the reader of %v is an island no Ingress is in", key)
+			}
+		}
+	}
+	for _, is := range inc.islandOf {
+		if is.held.hosts == nil || len(is.reads) == 0 {
+			t.Fatalf("an island holds no hosts or reads: %+v", is)
+		}
+	}
+	s.Services = slices.Clone(s.Services)
+	svc := s.Services[50].DeepCopy()
+	svc.Spec.Ports[0].Port = 81
+	s.Services[50] = svc
+	path := checkIncremental(t, inc, s, "a Service changed")
+	if !path.Incremental || path.Ingresses > firstBatch {
+		t.Errorf("a Service changed: path %+v, want its Ingress's part alone", path)
+	}
+	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 10, 11)
+	path = checkIncremental(t, inc, s, "an Ingress went")
+	if !path.Incremental || path.Ingresses > firstBatch {
+		t.Errorf("an Ingress went: path %+v, want its part alone", path)
+	}
+}
