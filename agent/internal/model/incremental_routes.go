@@ -79,8 +79,8 @@ type heldAttached struct {
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(len(s.HTTPRoutes)),
-		hosts:    sortedList[*Route]{key: func(route *Route) string { return route.Host }},
-		statuses: sortedList[*RouteStatus]{key: routeStatusKey},
+		hosts:    sortedList[*Route]{key: func(route *Route) string { return route.Host }, keepSpare: true},
+		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}

@@ -57,6 +57,17 @@ func Patched[T interface {
 	comparable
 	Named
 }](list []T, edits []Edit[T]) ([]T, bool) {
+	return PatchedIn(nil, list, edits)
+}
+
+// PatchedIn is Patched making the new list in room, an empty slice, when
+// its capacity holds list and the objects edits add (a spare whose memory
+// is in place already; the file source keeps one per kind that changes),
+// else in a new array. room must not be in use: the list returned is.
+func PatchedIn[T interface {
+	comparable
+	Named
+}](room, list []T, edits []Edit[T]) ([]T, bool) {
 	if len(edits) == 0 {
 		return list, true
 	}
@@ -69,7 +80,10 @@ func Patched[T interface {
 		}
 	}
 	var zero T
-	out := make([]T, 0, len(list)+len(edits))
+	out := room[:0]
+	if cap(room) < len(list)+len(edits) {
+		out = make([]T, 0, len(list)+len(edits))
+	}
 	rest := list
 	for _, e := range edits {
 		at, found := FindNamed(rest, e.Namespace, e.Name)

@@ -30,6 +30,7 @@ func BenchmarkNewHTTPRoute(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
+				env.s.prepare() // as the loop does between syncs
 				name := fmt.Sprintf("new-%d", env.next)
 				env.next++
 				env.put(b, name+".yaml", benchRouteYAML(name, "f0"))

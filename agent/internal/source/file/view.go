@@ -170,7 +170,7 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	}
 
 	next := *prev
-	if !next.patch(edits) {
+	if !next.patch(edits, s.takeSpares(edits)) {
 		return nil, false
 	}
 	var slicesOf *source.SliceIndexEdit
@@ -263,17 +263,18 @@ func compareKeys(a, b objectKey) int {
 }
 
 // patch makes the edits in copies of the lists of their kinds (the
-// lists of other kinds are shared with the view before), and says whether
-// it could: an object of a type view has no list of, or one named by two
-// edits, makes publish build the view whole.
-func (v *view) patch(edits []edit) bool {
+// lists of other kinds are shared with the view before), each in the
+// spare of its kind when spares has one large enough (Source.prepare), and
+// says whether it could: an object of a type view has no list of, or one
+// named by two edits, makes publish build the view whole.
+func (v *view) patch(edits []edit, spares map[source.Kind]any) bool {
 	byKind := map[source.Kind][]edit{}
 	for _, e := range edits {
 		byKind[e.key.kind] = append(byKind[e.key.kind], e)
 	}
 	for kind, kindEdits := range byKind {
 		list, ok := kindLists[kind]
-		if !ok || !list.patch(v, kindEdits) {
+		if !ok || !list.patch(v, kindEdits, spares[kind]) {
 			return false
 		}
 	}
@@ -396,8 +397,13 @@ type kindList interface {
 	// round, sorted by namespace and name.
 	changed(prev, next *view) []objectKey
 	// patch makes edits, all of the list's kind, in a copy of v's list
-	// (source.Patched), and says whether it could.
-	patch(v *view, edits []edit) bool
+	// (source.PatchedIn), made in room when it is a spare of the list's
+	// type (spare) large enough, and says whether it could.
+	patch(v *view, edits []edit, room any) bool
+	// spare returns room for a copy of v's list with spareRoom more
+	// objects, its memory written (Source.prepare), or nil when v's list
+	// is shorter than spareFrom.
+	spare(v *view) any
 }
 
 // listOf is the kindList of the objects of type T, the list of returns.
@@ -423,7 +429,17 @@ func (l listOf[T]) find(v *view, namespace, name string) runtime.Object {
 	return list[i]
 }
 
-func (l listOf[T]) patch(v *view, edits []edit) bool {
+func (l listOf[T]) spare(v *view) any {
+	n := len(l.get(v))
+	if n < spareFrom {
+		return nil
+	}
+	room := make([]T, n+spareRoom)
+	clear(room) // writes every page: make need not, on memory the OS zeroed
+	return room[:0]
+}
+
+func (l listOf[T]) patch(v *view, edits []edit, room any) bool {
 	typed := make([]source.Edit[T], 0, len(edits))
 	for _, e := range edits {
 		var obj T
@@ -436,7 +452,8 @@ func (l listOf[T]) patch(v *view, edits []edit) bool {
 		}
 		typed = append(typed, source.Edit[T]{Namespace: e.key.namespace, Name: e.key.name, Obj: obj})
 	}
-	list, ok := source.Patched(l.get(v), typed)
+	spare, _ := room.([]T)
+	list, ok := source.PatchedIn(spare, l.get(v), typed)
 	if ok {
 		*l.of(v) = list
 	}

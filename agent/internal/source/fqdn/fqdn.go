@@ -53,6 +53,12 @@ type Source struct {
 	answers map[string]answer
 	// changedServices are Services whose answers moved, for the fast path.
 	changedServices map[source.ServiceKey]bool
+	// plain is the last EndpointSlices list Snapshot found no FQDN slice
+	// in: the same list again (same array and length: a source hands a
+	// list it did not change again, and never changes one handed out) has
+	// none either and is not walked. The walk reads every slice of the
+	// cluster: ~1–3 ms at 50,000 slices on every sync of a new Ingress.
+	plain []*discoveryv1.EndpointSlice
 }
 
 type answer struct {
@@ -133,6 +139,13 @@ func (s *Source) refresh(ctx context.Context) []*discoveryv1.EndpointSlice {
 // slices, and a Problem for each name that does not resolve.
 func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap, problems := s.inner.Snapshot()
+	list := snap.EndpointSlices
+	s.mu.Lock()
+	plain := len(list) > 0 && len(list) == len(s.plain) && &list[0] == &s.plain[0]
+	s.mu.Unlock()
+	if plain {
+		return snap, problems
+	}
 	var out []*discoveryv1.EndpointSlice
 	for i, slice := range snap.EndpointSlices {
 		if slice.AddressType != discoveryv1.AddressTypeFQDN {
@@ -151,6 +164,12 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	if out != nil {
 		snap.EndpointSlices = out
 	}
+	s.mu.Lock()
+	s.plain = nil
+	if out == nil {
+		s.plain = list
+	}
+	s.mu.Unlock()
 	return snap, problems
 }
 

@@ -190,3 +190,37 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 		t.Errorf("backends %+v (problems %v), want demo's with 10.1.0.1", m.Backends, problems)
 	}
 }
+
+// A list of EndpointSlices Snapshot found no FQDN slice in is not walked
+// again when the inner source hands the very same list (it never changes
+// one it handed out): a new Ingress's sync beside 50,000 slices read every
+// slice. A new list is walked, and its FQDN slices resolved.
+func TestSameListWithoutFQDNIsNotWalked(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{}}
+	r.set("backend-1", "10.1.0.1")
+	ip := fqdnSlice()
+	ip.AddressType, ip.Name = discoveryv1.AddressTypeIPv4, "ip-1"
+	ip.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}
+	plain := []*discoveryv1.EndpointSlice{ip}
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: plain}}
+	s := Wrap(inner, Options{Resolver: r})
+	if snap, _ := s.Snapshot(); &snap.EndpointSlices[0] != &plain[0] {
+		t.Fatal("a list without FQDN slices was copied")
+	}
+	// The same list again: white-box, its slice is made FQDN in place
+	// (what a source never does) to see that it is not looked at.
+	ip.AddressType = discoveryv1.AddressTypeFQDN
+	if snap, _ := s.Snapshot(); len(snap.EndpointSlices) != 1 || snap.EndpointSlices[0] != ip {
+		t.Fatalf("the same list was walked again: %v", addresses(snap))
+	}
+	ip.AddressType = discoveryv1.AddressTypeIPv4
+	// Another list, with an FQDN slice: walked and resolved, and the
+	// same list again still is (its names may resolve anew).
+	inner.snap.EndpointSlices = []*discoveryv1.EndpointSlice{ip, fqdnSlice("backend-1")}
+	for range 2 {
+		snap, _ := s.Snapshot()
+		if got, want := addresses(snap), []string{"IPv4 10.0.0.1", "IPv4 10.1.0.1"}; !slices.Equal(got, want) {
+			t.Errorf("addresses %v, want %v", got, want)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// With spares (Prepare between some builds, every list long enough to
+// keep one), Incremental still gives Build's model at each step of a
+// random sequence of new, changed and removed Ingresses and HTTPRoutes,
+// and every list a Build handed out stays as it was: the spare a list is
+// made in is never one handed out.
+func TestIncrementalPreparedEqualsBuild(t *testing.T) {
+	defer func(from int) { spareFrom = from }(spareFrom)
+	spareFrom = 1
+	s := gwSnapshot(gw80())
+	base := benchSnapshot(30)
+	s.Ingresses, s.IngressClasses, s.IngressClass = base.Ingresses, base.IngressClasses, base.IngressClass
+	s.Services, s.EndpointSlices = base.Services, base.EndpointSlices
+	route := func(i int, host string) *gatewayv1.HTTPRoute {
+		return newRoute("default", fmt.Sprintf("r%d", i), toGW(), []string{host}, routeRule(nil, backendTo("", fmt.Sprintf("app-%d", i%30), 80)))
+	}
+	for i := range 20 {
+		s.HTTPRoutes = append(s.HTTPRoutes, route(i, fmt.Sprintf("r%d.example.com", i)))
+	}
+	inc := NewIncremental()
+	checkIncremental(t, inc, s, "first")
+	type handed struct {
+		servers, copyServers []*Server
+		routes, copyRoutes   []*Route
+		status, copyStatus   []*RouteStatus
+	}
+	var kept []handed
+	keep := func(m Model) {
+		kept = append(kept, handed{m.Servers, slices.Clone(m.Servers), m.GatewayRoutes, slices.Clone(m.GatewayRoutes),
+			m.GatewayAPI.Routes, slices.Clone(m.GatewayAPI.Routes)})
+	}
+	rng := rand.New(rand.NewPCG(42, 1))
+	prepared := 0
+	for step := range 120 {
+		if rng.IntN(2) == 0 {
+			inc.Prepare()
+			prepared++
+		}
+		i := rng.IntN(40)
+		switch rng.IntN(4) {
+		case 0: // an Ingress comes, or changes host
+			ing := newIngress("default", fmt.Sprintf("new-%d", i), createdAt(i), rule(fmt.Sprintf("h%d-%d.example.com", i, rng.IntN(3)), prefix("/", "app-1", 80)))
+			s.Ingresses = slices.Clone(s.Ingresses)
+			if at := slices.IndexFunc(s.Ingresses, func(o *networkingv1.Ingress) bool { return o.Name == ing.Name }); at >= 0 {
+				s.Ingresses[at] = ing
+			} else {
+				s.Ingresses = append(s.Ingresses, ing)
+			}
+		case 1: // an Ingress goes
+			if len(s.Ingresses) > 1 {
+				at := rng.IntN(len(s.Ingresses))
+				s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), at, at+1)
+			}
+		case 2: // a route comes, or changes host
+			r := route(100+i, fmt.Sprintf("g%d-%d.example.com", i, rng.IntN(3)))
+			s.HTTPRoutes = slices.Clone(s.HTTPRoutes)
+			if at := slices.IndexFunc(s.HTTPRoutes, func(o *gatewayv1.HTTPRoute) bool { return o.Name == r.Name }); at >= 0 {
+				s.HTTPRoutes[at] = r
+			} else {
+				s.HTTPRoutes = append(s.HTTPRoutes, r)
+			}
+		case 3: // a route goes
+			if len(s.HTTPRoutes) > 1 {
+				at := rng.IntN(len(s.HTTPRoutes))
+				s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), at, at+1)
+			}
+		}
+		got, gotProblems, _ := inc.Build(s)
+		want, wantProblems := Build(s)
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProblems, wantProblems) {
+			t.Fatalf("step %d: the incremental model differs:\n got %s %v\nwant %s %v", step, dump(got), gotProblems, dump(want), wantProblems)
+		}
+		keep(got)
+	}
+	for i, h := range kept {
+		if !slices.Equal(h.servers, h.copyServers) || !slices.Equal(h.routes, h.copyRoutes) || !slices.Equal(h.status, h.copyStatus) {
+			t.Fatalf("the lists handed out by build %d changed since", i)
+		}
+	}
+	if prepared == 0 {
+		t.Fatal("no Prepare")
+	}
+}
+
+// A new host's Build, after Prepare, makes the servers list in the spare
+// Prepare wrote: it allocates less than the list's size, where without
+// Prepare it allocates a new list (8 bytes a host). At 50,000 hosts that
+// copy wrote 400 KB of memory the OS had to fault in, on the sync.
+func TestPrepareTakesTheListCopyOffTheBuild(t *testing.T) {
+	const n = 20000
+	s := benchSnapshot(n)
+	inc := NewIncremental()
+	if m, _, _ := inc.Build(s); len(m.Servers) != n {
+		t.Fatalf("%d servers, want %d", len(m.Servers), n)
+	}
+	added := 0
+	build := func() uint64 {
+		t.Helper()
+		added++
+		s.Ingresses = append(slices.Clone(s.Ingresses), newIngress("default", fmt.Sprintf("new-%d", added), createdAt(0),
+			rule(fmt.Sprintf("new-%d.example.com", added), prefix("/", "app-0", 80))))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, _, path := inc.Build(s)
+		runtime.ReadMemStats(&after)
+		if !path.Incremental || len(m.Servers) != n+added {
+			t.Fatalf("new host %d: path %+v, %d servers", added, path, len(m.Servers))
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	list := uint64(8 * n)
+	if got := build(); got < list {
+		t.Fatalf("without Prepare a new host's Build allocated %d bytes, less than its list (%d): the test measures nothing", got, list)
+	}
+	for range 3 {
+		inc.Prepare()
+		if got := build(); got >= list/2 {
+			t.Errorf("after Prepare a new host's Build allocated %d bytes, want less than %d: the list was not made in the spare", got, list/2)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
+	"github.com/restysync/restysync/agent/internal/source"
+)
+
+// The loop readies the next model's long lists between syncs (on its
+// check tick: model.Incremental.Prepare): after it ran, a new host's build
+// beside 20,000 makes the servers list in memory already in place and
+// allocates less than that list (8 bytes a host), which without the
+// loop's prepare it allocates anew, on the sync.
+func TestLoopPreparesTheNextModelsLists(t *testing.T) {
+	const n = 20000
+	ingress := func(name string) *networkingv1.Ingress {
+		class := "restysync"
+		prefix := networkingv1.PathTypePrefix
+		paths := []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: name + ".example.com",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: paths}}}}}}
+	}
+	snap := model.Snapshot{
+		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+	}
+	for i := range n {
+		snap.Ingresses = append(snap.Ingresses, ingress(fmt.Sprintf("h%05d", i)))
+	}
+	src := &fakeSource{snap: snap}
+	shared := t.TempDir()
+	nginx := &apply.Nginx{SharedDir: shared, Lua: apply.NewLuaClient(filepath.Join(shared, "none.sock"))}
+	s := New(src, nginx, Options{
+		Render:        render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"},
+		IngressClass:  "restysync",
+		CheckInterval: 10 * time.Millisecond,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for st := s.State(); st.Syncs == 0 || !st.LastLoop.After(st.LastSync.Add(50*time.Millisecond)); st = s.State() {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %+v: want a sync and loop rounds after it", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := len(s.built.Servers); got != n {
+		t.Fatalf("the loop's build serves %d hosts, want %d", got, n)
+	}
+
+	src.snap.Ingresses = append(src.snap.Ingresses, ingress("new"))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	next, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})
+	runtime.ReadMemStats(&after)
+	if len(next.Servers) != n+1 || !s.buildPath.Incremental {
+		t.Fatalf("%d hosts, build %+v: want %d, incremental", len(next.Servers), s.buildPath, n+1)
+	}
+	if got, list := after.TotalAlloc-before.TotalAlloc, uint64(8*n); got >= list/2 {
+		t.Errorf("the new host's build allocated %d bytes, want less than %d: the loop did not prepare the servers list", got, list/2)
+	}
+}
