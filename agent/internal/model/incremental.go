@@ -440,31 +440,28 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 // the walk needs none and x.slices is nil (at 50,000 slices it held
 // 3.7 MB); it is made from last when a list is not.
 func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
-	if x.ordered.slices {
-		if changes, ok := diffOrdered(x.last.EndpointSlices, next); ok {
-			return changes
-		}
-		x.slices, _ = indexNamed(x.last.EndpointSlices)
-	}
-	changes := diffNamed(x.slices, next)
-	if x.ordered.slices = isOrdered(next); x.ordered.slices {
-		x.slices = nil
-	}
-	return changes
+	return diffKeptIndex(x.last.EndpointSlices, next, &x.slices, &x.ordered.slices)
 }
 
 // diffIngresses is diffList for the Ingresses, whose index by name
 // (x.ingresses) is nil while the lists are ordered, as diffSlices.
 func (x *Incremental) diffIngresses(next []*networkingv1.Ingress) []objectChange[*networkingv1.Ingress] {
-	if x.ordered.ingresses {
-		if changes, ok := diffOrdered(x.last.Ingresses, next); ok {
+	return diffKeptIndex(x.last.Ingresses, next, &x.ingresses, &x.ordered.ingresses)
+}
+
+// diffKeptIndex diffs next against last by walking both while they are
+// ordered (*ordered), else through *index, which it makes from last when
+// the walk cannot go on and drops again once next is ordered.
+func diffKeptIndex[T namedObject](last, next []T, index *map[namespacedName]T, ordered *bool) []objectChange[T] {
+	if *ordered {
+		if changes, ok := diffOrdered(last, next); ok {
 			return changes
 		}
-		x.ingresses, _ = indexNamed(x.last.Ingresses)
+		*index, _ = indexNamed(last)
 	}
-	changes := diffNamed(x.ingresses, next)
-	if x.ordered.ingresses = isOrdered(next); x.ordered.ingresses {
-		x.ingresses = nil
+	changes := diffNamed(*index, next)
+	if *ordered = isOrdered(next); *ordered {
+		*index = nil
 	}
 	return changes
 }
