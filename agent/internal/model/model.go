@@ -52,8 +52,9 @@ type Snapshot struct {
 	// answer for a slice (a slice moved to another Service is a new
 	// object, as any change: Incremental compares slices by identity). A
 	// slice that has labels is read by its label. ServiceOfSlice reads
-	// both.
-	SliceServices func(*discoveryv1.EndpointSlice) string
+	// both. Not encoded: a Snapshot written as JSON (the e2e hooks) gives
+	// such slices their label back instead.
+	SliceServices func(*discoveryv1.EndpointSlice) string `json:"-"`
 
 	// The Gateway API (gatewayapi.go): GatewayClasses of every controller
 	// (Build takes those whose controllerName is GatewayController),

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
@@ -23,7 +25,7 @@ func init() {
 		return
 	}
 	e2eBuilt = func(snap model.Snapshot) {
-		data, err := json.Marshal(snap)
+		data, err := json.Marshal(withServiceLabels(snap))
 		if err == nil {
 			err = os.WriteFile(path+".tmp", data, 0o644)
 		}
@@ -34,4 +36,22 @@ func init() {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", E2ESnapshotFile, err)
 		}
 	}
+}
+
+// withServiceLabels returns snap with each EndpointSlice its source held
+// without its label (SliceServices answers for it) copied with the label
+// back, so the JSON says which Service every slice belongs to whichever
+// way its source held it.
+func withServiceLabels(snap model.Snapshot) model.Snapshot {
+	slices := make([]*discoveryv1.EndpointSlice, len(snap.EndpointSlices))
+	for i, slice := range snap.EndpointSlices {
+		slices[i] = slice
+		if service := snap.ServiceOfSlice(slice); slice.Labels == nil && service != "" {
+			labelled := *slice
+			labelled.Labels = map[string]string{discoveryv1.LabelServiceName: service}
+			slices[i] = &labelled
+		}
+	}
+	snap.EndpointSlices = slices
+	return snap
 }
