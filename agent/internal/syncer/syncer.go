@@ -141,11 +141,11 @@ func New(src source.Source, nginx *apply.Nginx, opts Options, logger *slog.Logge
 	}
 }
 
-// Run starts the source and syncs until ctx is done.
 // WaitStateWritten waits for the running write of the saved state
 // (apply.Stage.WaitStateWritten); any goroutine may call it.
 func (s *Syncer) WaitStateWritten() { s.stage.WaitStateWritten() }
 
+// Run starts the source and syncs until ctx is done.
 func (s *Syncer) Run(ctx context.Context) error {
 	start := time.Now()
 	s.started = start
