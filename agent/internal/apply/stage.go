@@ -61,8 +61,9 @@ type Stage struct {
 	// planned are the backends of the last plan that ran whole after a
 	// build: the next plan of the very same list compares none
 	// (plan.Next.BackendsUnchanged). The syncer's fast path writes into
-	// that list in place, and its plans push what it wrote (a plan that
-	// does not run whole leaves the record stale, which compares all).
+	// that list in place, and its plans push what it wrote, so planned
+	// stays through them (a plan that does not run whole leaves the
+	// record stale, which compares all).
 	planned []model.Backend
 	// plannedRoutes are the routes of the last plan that left Lua's
 	// record current: Lua holds exactly them, so a step whose
@@ -129,6 +130,11 @@ type Result struct {
 	// ReloadReasons say why the plan reloads nginx (render.Changes, or
 	// the first config, or nginx restarted); nil when it does not.
 	ReloadReasons []string
+	// Plan is the time spent on what Lua holds and the plan's diff
+	// against it; ComparedBackends how many backends that diff compared
+	// (plan.Plan.ComparedBackends).
+	Plan             time.Duration
+	ComparedBackends int
 }
 
 // errUnconfirmed is what reload returns when nginx was signalled and has
@@ -166,6 +172,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	if err := s.observe(ctx, status, step.Config); err != nil {
 		return res, err
 	}
+	planStart := time.Now()
 	held := s.configs.Held(s.lua, status.ConfigHash, step.Model.Certificates)
 	hold, err := s.holdReload(step, held, &res)
 	if err != nil {
@@ -181,6 +188,8 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), ChangedRoutes: changedRoutes,
 		CertificatesUnchanged: sameList(step.Model.Certificates, s.plannedCerts),
 		FullPush:              s.fullPush, HoldReload: hold})
+	res.Plan, res.ComparedBackends = time.Since(planStart), p.ComparedBackends
+	planned := s.planned
 	s.planned, s.plannedRoutes, s.plannedCerts = nil, render.RouteList{}, nil
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
@@ -189,8 +198,13 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		}
 	}
 	res.Outcome, err = s.lua.Execute(ctx, p, s.reload)
-	if built && s.lua.current {
+	switch {
+	case built && s.lua.current:
 		s.planned = step.Model.Backends
+	case s.lua.current && sameList(step.Model.Backends, planned):
+		// The fast path wrote its changes into this very list, and
+		// the plan pushed them: Lua holds the list still.
+		s.planned = planned
 	}
 	if s.lua.current {
 		s.plannedRoutes, s.plannedCerts = step.Routes, step.Model.Certificates

@@ -1297,7 +1297,7 @@ type counted[T any] struct {
 }
 
 func newCounted[T any](key func(T) string) counted[T] {
-	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key}}
+	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key, dropSame: true}}
 }
 
 // add counts v under key and says whether it is the value key holds.
@@ -1342,6 +1342,13 @@ type sortedList[T any] struct {
 	// prepare).
 	spare     []T
 	keepSpare bool
+	// dropSame says a change that puts back a value equal to the one
+	// held (reflect.DeepEqual, as counted.add compares) changes nothing:
+	// an island built again for a Service whose endpoints the fast path
+	// already patched into the list removes and adds its backend, and a
+	// new list of 50,000 backends for it would cost a copy here and a
+	// compare of each with what Lua holds in the plan.
+	dropSame bool
 }
 
 // spareRoom is how many more values than its list a spare holds
@@ -1397,6 +1404,18 @@ func (l *sortedList[T]) delete(key string) {
 	l.pending[key] = nil
 }
 
+// pendingChangesNothing says each pending change puts back the value
+// held, or deletes a key not held.
+func (l *sortedList[T]) pendingChangesNothing() bool {
+	for k, v := range l.pending {
+		i, found := l.find(k)
+		if found != (v != nil) || found && !reflect.DeepEqual(l.values[i], *v) {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *sortedList[T]) find(key string) (int, bool) {
 	return slices.BinarySearchFunc(l.values, key, func(v T, key string) int { return strings.Compare(l.key(v), key) })
 }
@@ -1419,6 +1438,9 @@ func (l *sortedList[T]) get(key string) (T, bool) {
 // list returns the values in key order; nil for none. The slice is new
 // whenever something changed, so that one handed out stays as it was.
 func (l *sortedList[T]) list() []T {
+	if l.dropSame && len(l.pending) > 0 && l.pendingChangesNothing() {
+		l.pending = nil
+	}
 	if len(l.pending) > 0 {
 		changed := make([]string, 0, len(l.pending))
 		for k := range l.pending {

@@ -132,3 +132,31 @@ func TestPrepareTakesTheListCopyOffTheBuild(t *testing.T) {
 		}
 	}
 }
+
+// A counted list whose changes put back what it holds hands out the very
+// list it did before: an island built again for a Service whose endpoints
+// the fast path already wrote into the list (remove, then add the equal
+// backend) changes nothing, and costs no copy here nor a compare of every
+// backend in the plan. A real change still makes a new list.
+func TestCountedListKeepsItsListForTheSameValues(t *testing.T) {
+	c := newCounted(func(b Backend) string { return b.Name })
+	for i := range 10 {
+		c.add(fmt.Sprintf("b%d", i), Backend{Name: fmt.Sprintf("b%d", i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+	}
+	first := c.list()
+	c.remove("b3")
+	c.add("b3", Backend{Name: "b3", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+	if again := c.list(); &again[0] != &first[0] || len(again) != len(first) {
+		t.Error("the same backend put back: a new list")
+	}
+	c.remove("b3")
+	c.add("b3", Backend{Name: "b3", Endpoints: []Endpoint{{Address: "10.0.0.2", Port: 80}}})
+	changed := c.list()
+	if &changed[0] == &first[0] || changed[3].Endpoints[0].Address != "10.0.0.2" || first[3].Endpoints[0].Address != "10.0.0.1" {
+		t.Error("a changed backend: the list handed out changed, or the new one lacks the change")
+	}
+	c.remove("b4")
+	if gone := c.list(); len(gone) != 9 || len(changed) != 10 {
+		t.Errorf("a backend removed: %d in the new list, %d in the one before", len(gone), len(changed))
+	}
+}

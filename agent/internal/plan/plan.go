@@ -140,6 +140,10 @@ type Plan struct {
 	// Partial says the steps after some point were left out
 	// (Next.HoldReload): the records will not be whole after it runs.
 	Partial bool
+	// ComparedBackends is how many backends the plan compared with what
+	// Lua holds: the changed ones on the fast path, none for the very list
+	// of the last plan (Next.BackendsUnchanged), else every one.
+	ComparedBackends int
 }
 
 // Empty reports whether the plan has nothing to do.
@@ -169,9 +173,11 @@ func Compute(held Held, next Next) Plan {
 	switch {
 	case narrow:
 		upserts = changed(held.Backends, next.ChangedBackends)
+		p.ComparedBackends = len(next.ChangedBackends)
 	case next.BackendsUnchanged && held.Current:
 	default:
 		upserts, removes = Backends(held.Backends, next.Backends)
+		p.ComparedBackends = len(next.Backends)
 	}
 	if next.FullPush && (len(upserts) > 0 || len(removes) > 0) {
 		upserts = next.Backends

@@ -204,6 +204,15 @@ func addTLSIngresses(t *testing.T, env *newIngressEnv, n, services int) {
 			t.Fatal(err)
 		}
 	}
+	// A publish may still be gathering the last file when the flag of an
+	// earlier one is seen: sync again until every certificate is in.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(env.s.built.Certificates) != n && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		if err := env.s.sync(env.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if got := len(env.s.built.Certificates); got != n {
 		t.Fatalf("%d certificates, want %d", got, n)
 	}
@@ -298,7 +307,7 @@ func (h *syncLines) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case "action", "path", "build", "render", "status", "push", "duration", "upserts":
+		case "action", "path", "build", "render", "status", "plan", "compared_backends", "push", "duration", "upserts":
 			fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
 		}
 		return true

@@ -241,6 +241,8 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 		"build", result.build.Round(time.Microsecond),
 		"render", result.render.Round(time.Microsecond),
 		"status", result.Status.Round(time.Microsecond),
+		"plan", result.Plan.Round(time.Microsecond),
+		"compared_backends", result.ComparedBackends,
 		"push", result.Push.Round(time.Microsecond),
 		"duration", time.Since(start).Round(time.Microsecond),
 	)
