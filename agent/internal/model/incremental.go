@@ -63,7 +63,7 @@ type Incremental struct {
 	links
 	routes routeIslands
 	// readers are the islands that read each object.
-	readers map[readKey][]*island
+	readers readers
 	globals *island
 	// globalsModel is the globals part's model: the Gateway API's part
 	// of the model comes from it whole.
@@ -144,7 +144,8 @@ type island struct {
 	// members are the Ingresses, or the HTTPRoutes, built together.
 	members []namespacedName
 	held    held
-	reads   []readKey
+	// reads are the read hashes of what it read (readers).
+	reads   []uint64
 	expires time.Time
 	// routeIsland: the members are HTTPRoutes (incremental_routes.go).
 	routeIsland bool
@@ -232,9 +233,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	// certificates expired since.
 	dirty := map[*island]bool{}
 	read := func(kind readKind, key namespacedName) {
-		for _, is := range x.readers[readKey{kind, key}] {
-			dirty[is] = true
-		}
+		x.readers.of(readHash(x.readers.seed, kind, key), func(is *island) { dirty[is] = true })
 	}
 	for _, c := range services {
 		read(readService, c.key)
@@ -401,7 +400,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 		return m, problems, path
 	}
 	x.links = newLinks(len(s.Ingresses))
-	x.readers = make(map[readKey][]*island)
+	x.readers = newReaders()
 	x.sum = newModelSum()
 	keys := make([]namespacedName, 0, len(s.Ingresses))
 	for _, ing := range s.Ingresses {
@@ -644,12 +643,12 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 // built, for the caller to take into the sum.
 func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bool) (*island, Model, []Problem) {
 	b := newBuilderOf(s, x.objects)
-	b.reads = &readSet{}
+	b.reads = &readSet{seed: x.readers.seed}
 	b.islandOnly = islandOnly
 	m, problems := b.build(newIngressProcessor(s), newGatewayProcessor(s))
-	is := &island{members: keys, reads: b.reads.keys(), expires: b.expires}
-	for _, r := range is.reads {
-		x.readers[r] = append(x.readers[r], is)
+	is := &island{members: keys, reads: b.reads.hashes(), expires: b.expires}
+	for _, h := range is.reads {
+		x.readers.add(h, is)
 	}
 	if !is.expires.IsZero() && (x.expires.IsZero() || is.expires.Before(x.expires)) {
 		x.expires = is.expires
@@ -663,17 +662,8 @@ func (x *Incremental) drop(is *island) {
 	if is.routeIsland {
 		x.routes.remove(is.held)
 	}
-	for _, r := range is.reads {
-		list := x.readers[r]
-		if i := slices.Index(list, is); i >= 0 {
-			list[i] = list[len(list)-1]
-			list = list[:len(list)-1]
-		}
-		if len(list) == 0 {
-			delete(x.readers, r)
-		} else {
-			x.readers[r] = list
-		}
+	for _, h := range is.reads {
+		x.readers.remove(h, is)
 	}
 	for _, k := range is.members {
 		if x.islandOf[k] == is {
@@ -1041,48 +1031,6 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 		}
 	}
 	return changes
-}
-
-// readKind and readKey name an object a build read (Builder.reads).
-//
-// readService stands for a Service and its EndpointSlices both: a build
-// reads a Service's slices after the Service, so one key for the two
-// halves the keys held (at 50,000 Ingresses, each with its Service: some
-// 6 MB of islands' reads and readers), and an island that read only the
-// Service (service-upstream, ExternalName) is built again when its
-// slices change too, which costs that island.
-type readKind uint8
-
-const (
-	readService readKind = iota // a Service and its EndpointSlices
-	readSecret
-	readConfigMap
-)
-
-type readKey struct {
-	kind readKind
-	key  namespacedName
-}
-
-// readSet is what one build read; nil reads nothing down (Build).
-type readSet struct{ m map[readKey]struct{} }
-
-func (r *readSet) add(kind readKind, key namespacedName) {
-	if r == nil {
-		return
-	}
-	if r.m == nil {
-		r.m = map[readKey]struct{}{}
-	}
-	r.m[readKey{kind, key}] = struct{}{}
-}
-
-func (r *readSet) keys() []readKey {
-	out := make([]readKey, 0, len(r.m))
-	for k := range r.m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // modelSum is the union of the islands' models and problems, each value
