@@ -46,14 +46,15 @@ type Incremental struct {
 	last    Snapshot
 	ready   bool
 	objects *objectIndex
-	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
-	// last by namespace and name, to find what changed. services, secrets
-	// and configMaps are the maps of objects (the same by name), held once;
-	// ingresses and slices are nil while last's lists of them are ordered
-	// (diffIngresses, diffSlices): an Ingress is then found by a binary
-	// search of last's (ingress).
+	// ingresses, the EndpointSlices, Secrets and ConfigMaps of last by
+	// namespace and name, to find what changed (the Services' is
+	// objects.services). secrets and configMaps are the maps of objects
+	// (the same by name), held once; ingresses, slices and
+	// objects.services are nil while last's lists of them are ordered
+	// (diffIngresses, diffSlices, diffServices): an Ingress is then found
+	// by a binary search of last's (ingress), a Service by one of
+	// objects.serviceList, last's (objectIndex.service).
 	ingresses  map[namespacedName]*networkingv1.Ingress
-	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
 	secrets    map[namespacedName]*corev1.Secret
 	configMaps map[namespacedName]*corev1.ConfigMap
@@ -213,11 +214,11 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	var secrets []objectChange[*corev1.Secret]
 	var configMaps []objectChange[*corev1.ConfigMap]
 	ingresses = x.diffIngresses(s.Ingresses)
-	services, x.ordered.services = diffList(x.services, x.last.Services, s.Services, x.ordered.services)
+	services = x.diffServices(s.Services)
 	endpointSlices = x.diffSlices(s.EndpointSlices)
 	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
 	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
-	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
+	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || x.objects.services != nil && len(x.objects.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
 		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
 		return x.full(s, "two objects of one kind share a name")
 	}
@@ -226,6 +227,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	// a new one's what s says.
 	sliceServices := x.sliceServices(s, endpointSlices)
 	x.last = s
+	x.objects.serviceList = s.Services
 	x.updateObjects(endpointSlices, sliceServices)
 
 	// The islands to build again: those of the changed Ingresses (found
@@ -381,8 +383,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 // full builds every island of s.
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
-	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
-	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), isOrdered(s.Services), isOrdered(s.EndpointSlices)
+	x.secrets, x.configMaps = x.objects.secrets, x.objects.configMaps
+	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), x.objects.services == nil, isOrdered(s.EndpointSlices)
 	unique := true // each Ingress's name once (ordered lists are)
 	if !x.ordered.ingresses {
 		x.ingresses, unique = indexNamed(s.Ingresses)
@@ -440,6 +442,14 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 // 3.7 MB); it is made from last when a list is not.
 func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
 	return diffKeptIndex(x.last.EndpointSlices, next, &x.slices, &x.ordered.slices)
+}
+
+// diffServices is diffList for the Services, whose index by name
+// (objects.services, which the builds read) is nil while the lists are
+// ordered, as diffSlices; objects.serviceList is set to next's with
+// last.
+func (x *Incremental) diffServices(next []*corev1.Service) []objectChange[*corev1.Service] {
+	return diffKeptIndex(x.last.Services, next, &x.objects.services, &x.ordered.services)
 }
 
 // diffIngresses is diffList for the Ingresses, whose index by name
