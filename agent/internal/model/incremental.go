@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
@@ -498,14 +499,25 @@ func (x *Incremental) ingressLinks(key namespacedName) []string { return linkKey
 
 // links finds islands: which objects (Ingresses, or HTTPRoutes) name each
 // link key, and the island each object is in.
+//
+// linked holds the objects by the hash of the link key (linkHash), the
+// first inline (hashIndex): at 50,000 Ingresses, each with a host of its
+// own, a map[string][]namespacedName held 50,000 lists of one name
+// (1.5 MB) beside its keys. Two keys whose hashes collide (with a random
+// seed, about one chance in 10^10 at 50,000 keys) link their objects,
+// which only makes an island larger, as two hosts of one link key do.
 type links struct {
-	linked   map[string][]namespacedName
+	seed     maphash.Seed
+	linked   hashIndex[namespacedName]
 	islandOf map[namespacedName]*island
 }
 
 func newLinks(n int) links {
-	return links{linked: make(map[string][]namespacedName, n), islandOf: make(map[namespacedName]*island, n)}
+	return links{seed: maphash.MakeSeed(), linked: newHashIndex[namespacedName](n), islandOf: make(map[namespacedName]*island, n)}
 }
+
+// linkHash is the hash under which objects are linked by k.
+func (x *links) linkHash(k string) uint64 { return maphash.String(x.seed, k) }
 
 // closure returns the seeds and every object linked to them, through the
 // link keys of now and of before (old: of the changed objects), with the
@@ -526,7 +538,7 @@ func (x *links) closure(seeds []namespacedName, now, old func(namespacedName) []
 		for _, k := range append(now(key), old(key)...) {
 			if !seenKey[k] {
 				seenKey[k] = true
-				queue = append(queue, x.linked[k]...)
+				x.linked.of(x.linkHash(k), func(other namespacedName) { queue = append(queue, other) })
 			}
 		}
 		if is := x.islandOf[key]; is != nil {
@@ -555,11 +567,11 @@ func (x *links) islands(keys []namespacedName, keysOf func(namespacedName) []str
 	}
 	for _, k := range keys {
 		for _, link := range keysOf(k) {
-			for _, other := range x.linked[link] {
+			x.linked.of(x.linkHash(link), func(other namespacedName) {
 				if _, ok := parent[other]; ok {
 					parent[find(other)] = find(k)
 				}
-			}
+			})
 		}
 	}
 	groups := map[namespacedName][]namespacedName{}
@@ -685,23 +697,9 @@ func (x *Incremental) drop(is *island) {
 	}
 }
 
-func (x *links) link(k string, key namespacedName) {
-	if !slices.Contains(x.linked[k], key) {
-		x.linked[k] = append(x.linked[k], key)
-	}
-}
+func (x *links) link(k string, key namespacedName) { x.linked.add(x.linkHash(k), key) }
 
-func (x *links) unlink(k string, key namespacedName) {
-	list := x.linked[k]
-	if i := slices.Index(list, key); i >= 0 {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(x.linked, k)
-	} else {
-		x.linked[k] = list
-	}
-}
+func (x *links) unlink(k string, key namespacedName) { x.linked.remove(x.linkHash(k), key) }
 
 // sliceServiceChange is the Service an EndpointSlice that changed
 // belonged to (old) and belongs to (new); a zero name for none.

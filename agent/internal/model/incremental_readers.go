@@ -9,71 +9,27 @@ import (
 // object's read hash (readHash): an Incremental builds again the islands
 // that read an object that changed.
 //
-// Why a hash, and one island inline: at 50,000 Ingresses, each with its
-// Service, a map[readKey][]*island held 50,000 keys of 40 bytes, each
-// with a list of one island (some 5 MB), and each island's reads listed
-// the keys again (40 bytes each, 2 MB). A 64-bit hash is 8 bytes, and an
-// object most often has one reader, held in one; the others, when an
-// object has more, are in more. Two objects whose hashes collide (with a
-// random seed, about one chance in 10^10 at 50,000 objects) share their
-// readers: a change of either builds the islands of both again, which is
-// more work, never a different model (an island built again is an
-// ordinary Build of its Ingresses).
+// Why a hash, and one island inline (hashIndex): at 50,000 Ingresses,
+// each with its Service, a map[readKey][]*island held 50,000 keys of 40
+// bytes, each with a list of one island (some 5 MB), and each island's
+// reads listed the keys again (40 bytes each, 2 MB). A 64-bit hash is 8
+// bytes, and an object most often has one reader. Two objects whose
+// hashes collide (with a random seed, about one chance in 10^10 at
+// 50,000 objects) share their readers: a change of either builds the
+// islands of both again, which is more work, never a different model (an
+// island built again is an ordinary Build of its Ingresses).
 type readers struct {
 	seed maphash.Seed
-	one  map[uint64]*island
-	more map[uint64][]*island
+	hashIndex[*island]
 }
 
 func newReaders() readers {
-	return readers{seed: maphash.MakeSeed(), one: map[uint64]*island{}, more: map[uint64][]*island{}}
+	return readers{seed: maphash.MakeSeed(), hashIndex: newHashIndex[*island](0)}
 }
 
 // readHash is the hash under which an object read is noted.
 func readHash(seed maphash.Seed, kind readKind, key namespacedName) uint64 {
 	return maphash.Comparable(seed, readKey{kind, key})
-}
-
-// add notes that is read h.
-func (r *readers) add(h uint64, is *island) {
-	first, ok := r.one[h]
-	switch {
-	case !ok:
-		r.one[h] = is
-	case first != is && !slices.Contains(r.more[h], is):
-		r.more[h] = append(r.more[h], is)
-	}
-}
-
-// remove takes is out of the readers of h.
-func (r *readers) remove(h uint64, is *island) {
-	more := r.more[h]
-	if r.one[h] == is {
-		if len(more) == 0 {
-			delete(r.one, h)
-			return
-		}
-		r.one[h] = more[len(more)-1]
-		more = more[:len(more)-1]
-	} else if i := slices.Index(more, is); i >= 0 {
-		more[i] = more[len(more)-1]
-		more = more[:len(more)-1]
-	}
-	if len(more) == 0 {
-		delete(r.more, h)
-	} else {
-		r.more[h] = more
-	}
-}
-
-// of calls f with each island that read h.
-func (r *readers) of(h uint64, f func(*island)) {
-	if is, ok := r.one[h]; ok {
-		f(is)
-		for _, is := range r.more[h] {
-			f(is)
-		}
-	}
 }
 
 // replace puts the islands of moved in the place of their keys
@@ -89,6 +45,65 @@ func (r *readers) replace(moved map[*island]*island) {
 			if c := moved[is]; c != nil {
 				list[i] = c
 			}
+		}
+	}
+}
+
+// hashIndex holds values by a 64-bit hash, each once: the first value of
+// a hash inline (one), the others in a list beside it (more), since most
+// hashes have one value and a list of one costs its header and an
+// allocation.
+type hashIndex[V comparable] struct {
+	one  map[uint64]V
+	more map[uint64][]V
+}
+
+func newHashIndex[V comparable](n int) hashIndex[V] {
+	return hashIndex[V]{one: make(map[uint64]V, n), more: map[uint64][]V{}}
+}
+
+// add puts v under h, once.
+func (x *hashIndex[V]) add(h uint64, v V) {
+	first, ok := x.one[h]
+	switch {
+	case !ok:
+		x.one[h] = v
+	case first != v && !slices.Contains(x.more[h], v):
+		x.more[h] = append(x.more[h], v)
+	}
+}
+
+// remove takes v out from under h.
+func (x *hashIndex[V]) remove(h uint64, v V) {
+	first, ok := x.one[h]
+	if !ok {
+		return
+	}
+	more := x.more[h]
+	if first == v {
+		if len(more) == 0 {
+			delete(x.one, h)
+			return
+		}
+		x.one[h] = more[len(more)-1]
+		more = more[:len(more)-1]
+	} else if i := slices.Index(more, v); i >= 0 {
+		more[i] = more[len(more)-1]
+		more = more[:len(more)-1]
+	}
+	if len(more) == 0 {
+		delete(x.more, h)
+	} else {
+		x.more[h] = more
+	}
+}
+
+// of calls f with each value under h.
+func (x *hashIndex[V]) of(h uint64, f func(V)) {
+	if v, ok := x.one[h]; ok {
+		f(v)
+		for _, v := range x.more[h] {
+			f(v)
 		}
 	}
 }

@@ -75,3 +75,34 @@ func TestIncrementalReadersShareAHash(t *testing.T) {
 		t.Errorf("after the two parts were built again: %d lists beside", len(inc.readers.more))
 	}
 }
+
+// After a full build at 100 Ingresses, each with a host of its own, each
+// link key has its Ingress inline and none beside it; an Ingress linked
+// under another's key hash too (as two colliding hashes would link it)
+// joins that one's island when either changes, and the model is Build's.
+func TestIncrementalLinksShareAHash(t *testing.T) {
+	s := benchSnapshot(100)
+	inc := NewIncremental()
+	checkIncremental(t, inc, s, "first")
+	if len(inc.linked.more) != 0 || len(inc.linked.one) != 100 {
+		t.Fatalf("links: %d inline, %d lists beside; want 100 inline, no lists", len(inc.linked.one), len(inc.linked.more))
+	}
+	a, b := namespacedName{"default", "app-20"}, namespacedName{"default", "app-70"}
+	own, other := inc.islandOf[a], inc.islandOf[b]
+	if other == own {
+		t.Fatal("app-20 and app-70 are in one part")
+	}
+	want := len(other.members) + len(own.members)
+	inc.link("app-20.example.com", b)
+	s.Ingresses = slices.Clone(s.Ingresses)
+	ing := s.Ingresses[20].DeepCopy()
+	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/changed"
+	s.Ingresses[20] = ing
+	path := checkIncremental(t, inc, s, "app-20 changed")
+	if !path.Incremental || path.Ingresses != want {
+		t.Errorf("app-20 changed: path %+v, want the %d Ingresses of the two parts linked", path, want)
+	}
+	if inc.islandOf[a] != inc.islandOf[b] {
+		t.Errorf("app-20 and app-70, linked, are in two islands")
+	}
+}
