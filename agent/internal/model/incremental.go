@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
@@ -46,14 +47,15 @@ type Incremental struct {
 	last    Snapshot
 	ready   bool
 	objects *objectIndex
-	// ingresses, the Services, EndpointSlices, Secrets and ConfigMaps of
-	// last by namespace and name, to find what changed. services, secrets
-	// and configMaps are the maps of objects (the same by name), held once;
-	// ingresses and slices are nil while last's lists of them are ordered
-	// (diffIngresses, diffSlices): an Ingress is then found by a binary
-	// search of last's (ingress).
+	// ingresses, the EndpointSlices, Secrets and ConfigMaps of last by
+	// namespace and name, to find what changed (the Services' is
+	// objects.services). secrets and configMaps are the maps of objects
+	// (the same by name), held once; ingresses, slices and
+	// objects.services are nil while last's lists of them are ordered
+	// (diffIngresses, diffSlices, diffServices): an Ingress is then found
+	// by a binary search of last's (ingress), a Service by one of
+	// objects.serviceList, last's (objectIndex.service).
 	ingresses  map[namespacedName]*networkingv1.Ingress
-	services   map[namespacedName]*corev1.Service
 	slices     map[namespacedName]*discoveryv1.EndpointSlice
 	secrets    map[namespacedName]*corev1.Secret
 	configMaps map[namespacedName]*corev1.ConfigMap
@@ -63,7 +65,7 @@ type Incremental struct {
 	links
 	routes routeIslands
 	// readers are the islands that read each object.
-	readers map[readKey][]*island
+	readers readers
 	globals *island
 	// globalsModel is the globals part's model: the Gateway API's part
 	// of the model comes from it whole.
@@ -144,7 +146,8 @@ type island struct {
 	// members are the Ingresses, or the HTTPRoutes, built together.
 	members []namespacedName
 	held    held
-	reads   []readKey
+	// reads are the read hashes of what it read (readers).
+	reads   []uint64
 	expires time.Time
 	// routeIsland: the members are HTTPRoutes (incremental_routes.go).
 	routeIsland bool
@@ -212,11 +215,11 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	var secrets []objectChange[*corev1.Secret]
 	var configMaps []objectChange[*corev1.ConfigMap]
 	ingresses = x.diffIngresses(s.Ingresses)
-	services, x.ordered.services = diffList(x.services, x.last.Services, s.Services, x.ordered.services)
+	services = x.diffServices(s.Services)
 	endpointSlices = x.diffSlices(s.EndpointSlices)
 	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
 	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
-	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || len(x.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
+	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || x.objects.services != nil && len(x.objects.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
 		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
 		return x.full(s, "two objects of one kind share a name")
 	}
@@ -225,6 +228,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	// a new one's what s says.
 	sliceServices := x.sliceServices(s, endpointSlices)
 	x.last = s
+	x.objects.serviceList = s.Services
 	x.updateObjects(endpointSlices, sliceServices)
 
 	// The islands to build again: those of the changed Ingresses (found
@@ -232,9 +236,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	// certificates expired since.
 	dirty := map[*island]bool{}
 	read := func(kind readKind, key namespacedName) {
-		for _, is := range x.readers[readKey{kind, key}] {
-			dirty[is] = true
-		}
+		x.readers.of(readHash(x.readers.seed, kind, key), func(is *island) { dirty[is] = true })
 	}
 	for _, c := range services {
 		read(readService, c.key)
@@ -382,8 +384,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 // full builds every island of s.
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
-	x.services, x.secrets, x.configMaps = x.objects.services, x.objects.secrets, x.objects.configMaps
-	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), isOrdered(s.Services), isOrdered(s.EndpointSlices)
+	x.secrets, x.configMaps = x.objects.secrets, x.objects.configMaps
+	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), x.objects.services == nil, isOrdered(s.EndpointSlices)
 	unique := true // each Ingress's name once (ordered lists are)
 	if !x.ordered.ingresses {
 		x.ingresses, unique = indexNamed(s.Ingresses)
@@ -401,7 +403,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 		return m, problems, path
 	}
 	x.links = newLinks(len(s.Ingresses))
-	x.readers = make(map[readKey][]*island)
+	x.readers = newReaders()
 	x.sum = newModelSum()
 	keys := make([]namespacedName, 0, len(s.Ingresses))
 	for _, ing := range s.Ingresses {
@@ -441,6 +443,14 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 // 3.7 MB); it is made from last when a list is not.
 func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
 	return diffKeptIndex(x.last.EndpointSlices, next, &x.slices, &x.ordered.slices)
+}
+
+// diffServices is diffList for the Services, whose index by name
+// (objects.services, which the builds read) is nil while the lists are
+// ordered, as diffSlices; objects.serviceList is set to next's with
+// last.
+func (x *Incremental) diffServices(next []*corev1.Service) []objectChange[*corev1.Service] {
+	return diffKeptIndex(x.last.Services, next, &x.objects.services, &x.ordered.services)
 }
 
 // diffIngresses is diffList for the Ingresses, whose index by name
@@ -489,14 +499,25 @@ func (x *Incremental) ingressLinks(key namespacedName) []string { return linkKey
 
 // links finds islands: which objects (Ingresses, or HTTPRoutes) name each
 // link key, and the island each object is in.
+//
+// linked holds the objects by the hash of the link key (linkHash), the
+// first inline (hashIndex): at 50,000 Ingresses, each with a host of its
+// own, a map[string][]namespacedName held 50,000 lists of one name
+// (1.5 MB) beside its keys. Two keys whose hashes collide (with a random
+// seed, about one chance in 10^10 at 50,000 keys) link their objects,
+// which only makes an island larger, as two hosts of one link key do.
 type links struct {
-	linked   map[string][]namespacedName
+	seed     maphash.Seed
+	linked   hashIndex[namespacedName]
 	islandOf map[namespacedName]*island
 }
 
 func newLinks(n int) links {
-	return links{linked: make(map[string][]namespacedName, n), islandOf: make(map[namespacedName]*island, n)}
+	return links{seed: maphash.MakeSeed(), linked: newHashIndex[namespacedName](n), islandOf: make(map[namespacedName]*island, n)}
 }
+
+// linkHash is the hash under which objects are linked by k.
+func (x *links) linkHash(k string) uint64 { return maphash.String(x.seed, k) }
 
 // closure returns the seeds and every object linked to them, through the
 // link keys of now and of before (old: of the changed objects), with the
@@ -517,7 +538,7 @@ func (x *links) closure(seeds []namespacedName, now, old func(namespacedName) []
 		for _, k := range append(now(key), old(key)...) {
 			if !seenKey[k] {
 				seenKey[k] = true
-				queue = append(queue, x.linked[k]...)
+				x.linked.of(x.linkHash(k), func(other namespacedName) { queue = append(queue, other) })
 			}
 		}
 		if is := x.islandOf[key]; is != nil {
@@ -546,11 +567,11 @@ func (x *links) islands(keys []namespacedName, keysOf func(namespacedName) []str
 	}
 	for _, k := range keys {
 		for _, link := range keysOf(k) {
-			for _, other := range x.linked[link] {
+			x.linked.of(x.linkHash(link), func(other namespacedName) {
 				if _, ok := parent[other]; ok {
 					parent[find(other)] = find(k)
 				}
-			}
+			})
 		}
 	}
 	groups := map[namespacedName][]namespacedName{}
@@ -644,12 +665,12 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 // built, for the caller to take into the sum.
 func (x *Incremental) buildPart(s Snapshot, keys []namespacedName, islandOnly bool) (*island, Model, []Problem) {
 	b := newBuilderOf(s, x.objects)
-	b.reads = &readSet{}
+	b.reads = &readSet{seed: x.readers.seed}
 	b.islandOnly = islandOnly
 	m, problems := b.build(newIngressProcessor(s), newGatewayProcessor(s))
-	is := &island{members: keys, reads: b.reads.keys(), expires: b.expires}
-	for _, r := range is.reads {
-		x.readers[r] = append(x.readers[r], is)
+	is := &island{members: keys, reads: b.reads.hashes(), expires: b.expires}
+	for _, h := range is.reads {
+		x.readers.add(h, is)
 	}
 	if !is.expires.IsZero() && (x.expires.IsZero() || is.expires.Before(x.expires)) {
 		x.expires = is.expires
@@ -663,17 +684,8 @@ func (x *Incremental) drop(is *island) {
 	if is.routeIsland {
 		x.routes.remove(is.held)
 	}
-	for _, r := range is.reads {
-		list := x.readers[r]
-		if i := slices.Index(list, is); i >= 0 {
-			list[i] = list[len(list)-1]
-			list = list[:len(list)-1]
-		}
-		if len(list) == 0 {
-			delete(x.readers, r)
-		} else {
-			x.readers[r] = list
-		}
+	for _, h := range is.reads {
+		x.readers.remove(h, is)
 	}
 	for _, k := range is.members {
 		if x.islandOf[k] == is {
@@ -685,23 +697,9 @@ func (x *Incremental) drop(is *island) {
 	}
 }
 
-func (x *links) link(k string, key namespacedName) {
-	if !slices.Contains(x.linked[k], key) {
-		x.linked[k] = append(x.linked[k], key)
-	}
-}
+func (x *links) link(k string, key namespacedName) { x.linked.add(x.linkHash(k), key) }
 
-func (x *links) unlink(k string, key namespacedName) {
-	list := x.linked[k]
-	if i := slices.Index(list, key); i >= 0 {
-		list = slices.Delete(list, i, i+1)
-	}
-	if len(list) == 0 {
-		delete(x.linked, k)
-	} else {
-		x.linked[k] = list
-	}
-}
+func (x *links) unlink(k string, key namespacedName) { x.linked.remove(x.linkHash(k), key) }
 
 // sliceServiceChange is the Service an EndpointSlice that changed
 // belonged to (old) and belongs to (new); a zero name for none.
@@ -1041,48 +1039,6 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 		}
 	}
 	return changes
-}
-
-// readKind and readKey name an object a build read (Builder.reads).
-//
-// readService stands for a Service and its EndpointSlices both: a build
-// reads a Service's slices after the Service, so one key for the two
-// halves the keys held (at 50,000 Ingresses, each with its Service: some
-// 6 MB of islands' reads and readers), and an island that read only the
-// Service (service-upstream, ExternalName) is built again when its
-// slices change too, which costs that island.
-type readKind uint8
-
-const (
-	readService readKind = iota // a Service and its EndpointSlices
-	readSecret
-	readConfigMap
-)
-
-type readKey struct {
-	kind readKind
-	key  namespacedName
-}
-
-// readSet is what one build read; nil reads nothing down (Build).
-type readSet struct{ m map[readKey]struct{} }
-
-func (r *readSet) add(kind readKind, key namespacedName) {
-	if r == nil {
-		return
-	}
-	if r.m == nil {
-		r.m = map[readKey]struct{}{}
-	}
-	r.m[readKey{kind, key}] = struct{}{}
-}
-
-func (r *readSet) keys() []readKey {
-	out := make([]readKey, 0, len(r.m))
-	for k := range r.m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // modelSum is the union of the islands' models and problems, each value

@@ -36,13 +36,7 @@ func (x *Incremental) compact(m *Model) {
 		}
 		x.islandOf[key] = c
 	}
-	for _, list := range x.readers {
-		for i, is := range list {
-			if c := moved[is]; c != nil {
-				list[i] = c
-			}
-		}
-	}
+	x.readers.replace(moved)
 	// m.Backends is the sum's list (modelSum.model): the clones are the
 	// sum's too, equal to what it held.
 	for i := range m.Backends {

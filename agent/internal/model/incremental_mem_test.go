@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
@@ -97,10 +98,10 @@ func TestIncrementalAfterCompact(t *testing.T) {
 	if len(islands) != 4 {
 		t.Fatalf("%d islands, want 4", len(islands))
 	}
-	for key, list := range inc.readers {
-		for _, is := range list {
+	for h, first := range inc.readers.one {
+		for _, is := range append([]*island{first}, inc.readers.more[h]...) {
 			if is != inc.globals && !islands[is] && !is.routeIsland {
-				t.Fatalf("the reader of %v is an island no Ingress is in", key)
+				t.Fatalf("the reader of %x is an island no Ingress is in", h)
 			}
 		}
 	}
@@ -122,4 +123,51 @@ func TestIncrementalAfterCompact(t *testing.T) {
 	if !path.Incremental || path.Ingresses > firstBatch {
 		t.Errorf("an Ingress went: path %+v, want its part alone", path)
 	}
+}
+
+// TestIncrementalServiceIndex: the builds find a Service by a binary
+// search of the snapshot's Services while their list comes ordered (no
+// index by name), by an index made when a list comes out of order, and
+// again by the search once ordered; Build's model at each step,
+// incremental where it was, with a changed, a new and a deleted Service
+// each building again the Ingress that reads it.
+func TestIncrementalServiceIndex(t *testing.T) {
+	s := benchSnapshot(5) // app-0 … app-4: ordered
+	inc := NewIncremental()
+	step := func(what string, wantIndex bool) {
+		t.Helper()
+		path := checkIncremental(t, inc, s, what)
+		if (inc.objects.services != nil) != wantIndex || !path.Incremental || path.Ingresses != 1 {
+			t.Errorf("%s: index of %d Services (nil %v), path %+v; want an index %v, one Ingress built",
+				what, len(inc.objects.services), inc.objects.services == nil, path, wantIndex)
+		}
+	}
+	changed := func(svc *corev1.Service) *corev1.Service {
+		c := svc.DeepCopy()
+		c.Spec.Ports[0].Port = 81
+		return c
+	}
+	checkIncremental(t, inc, s, "first")
+	if inc.objects.services != nil {
+		t.Fatalf("first: an index of %d Services, want none", len(inc.objects.services))
+	}
+	s.Services = slices.Clone(s.Services)
+	s.Services[0] = changed(s.Services[0])
+	checkIncremental(t, inc, s, "a Service changed (the first part built again as its islands)")
+	s.Services = slices.Clone(s.Services)
+	s.Services[1] = changed(s.Services[1])
+	step("a Service changed, in order", false)
+	gone := s.Services[2]
+	s.Services = slices.Delete(slices.Clone(s.Services), 2, 3)
+	step("a Service went, in order", false)
+	s.Services = slices.Insert(slices.Clone(s.Services), 2, gone)
+	step("a Service came, in order", false)
+	s.Services = slices.Clone(s.Services)
+	slices.Reverse(s.Services)
+	s.Services[0] = changed(s.Services[0])
+	step("a Service changed, out of order", true)
+	s.Services = slices.Clone(s.Services)
+	slices.Reverse(s.Services)
+	s.Services[3] = changed(s.Services[3])
+	step("a Service changed, in order again", false)
 }
