@@ -36,7 +36,7 @@ func bigState(routes, backends int) *LuaState {
 		backend := fmt.Sprintf("ns-%d/svc-%d:80", (i%backends)%50, i%backends)
 		l.holdRoute(model.Route{Host: host, Locations: []model.RouteLocation{
 			{Path: "/", Backend: backend},
-			{Path: "/api", Backend: backend, Profile: "@restysync_p_0123456789abcdef0123456789abcdef", MaxBody: 1 << 20}}})
+			{Path: "/api", Backend: backend, Profile: "@restysync_p_0123456789abcdef0123456789abcdef", RouteOptions: &model.RouteOptions{MaxBody: 1 << 20}}}})
 	}
 	return l
 }

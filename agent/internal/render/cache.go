@@ -702,7 +702,7 @@ func (e *hostEntry) routeLocations(view serverView, s Settings, profiles profile
 			return fmt.Errorf("server %q: %w", view.Host, err)
 		}
 		if s.RequestMetrics != nil {
-			locations[j].Metric = metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host)
+			locations[j] = withMetric(locations[j], metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host))
 		}
 	}
 	e.locations = locations

@@ -204,7 +204,7 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 				return nil, fmt.Errorf("server %q: %w", sv.Host, err)
 			}
 			if s.RequestMetrics != nil {
-				locations[j].Metric = metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host)
+				locations[j] = withMetric(locations[j], metricLabels(lv.source.Ingress, lv.source.Backend, lv.source.Path, host))
 			}
 		}
 		routes = append(routes, model.Route{Host: host, HTTPS: sv.HTTPS, Locations: locations})
@@ -249,7 +249,7 @@ func wwwRedirectRoute(from string, sv serverView, backend string) (model.Route, 
 			return model.Route{}, fmt.Errorf("server %q: www redirect: %w", sv.Host, err)
 		}
 	}
-	return model.Route{Host: from, HTTPS: sv.HTTPS, Locations: []model.RouteLocation{{Path: "/", Backend: backend, RedirectHost: sv.Host}}}, nil
+	return model.Route{Host: from, HTTPS: sv.HTTPS, Locations: []model.RouteLocation{{Path: "/", Backend: backend, RouteOptions: &model.RouteOptions{RedirectHost: sv.Host}}}}, nil
 }
 
 // routeLocation is lv as Lua holds it. global is the ConfigMap's body
@@ -272,23 +272,24 @@ func routeLocation(profiles profiler, lv locationView, global string, router int
 	rl := model.RouteLocation{Path: lv.Path, Exact: lv.Exact, Regex: lv.Regex, Backend: lv.Backend,
 		SSLRedirect: lv.SSLRedirect, Profile: profile, PreserveTrailingSlash: lv.source.ProxySettings().PreserveTrailingSlash,
 		NoRegex: lv.source.PathType == model.PathPriorityPrefix}
+	var o model.RouteOptions
 	if profile == "" {
-		rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = lv.Proxy.ConnectTimeout, lv.Proxy.SendTimeout, lv.Proxy.ReadTimeout
+		o.ConnectTimeout, o.SendTimeout, o.ReadTimeout = lv.Proxy.ConnectTimeout, lv.Proxy.SendTimeout, lv.Proxy.ReadTimeout
 	} else {
 		a := lv.source.AccessSettings().RateLimit
 		if a.RPS > 0 || a.RPM > 0 || a.Connections > 0 {
-			rl.Ingress = lv.source.Ingress
+			o.Ingress = lv.source.Ingress
 		}
-		rl.AuthFile = lv.Access.AuthFile
+		o.AuthFile = lv.Access.AuthFile
 		// auth-url, global-auth-url and mirror-target send requests to a
 		// tenant's URL, which may resolve to nginx itself.
 		rl.LoopGuard = lv.Access.Auth != nil || lv.Proxy.MirrorTo != nil
 	}
 	size := orDefault(lv.source.ProxySettings().BodySize, global)
 	if n, ok := sizeBytes(size); ok && n > 0 && (router == 0 || n < router) {
-		rl.MaxBody = n
+		o.MaxBody = n
 	}
-	return rl, nil
+	return rl.WithOptions(o), nil
 }
 
 func orDefault(a, b string) string {

@@ -116,7 +116,7 @@ func TestRenderProxyKeysGolden(t *testing.T) {
 			root = &routes[i].Locations[0]
 		}
 	}
-	if www == nil || www.RedirectHost != "app.example.com" || root == nil || !root.PreserveTrailingSlash || root.Profile != "" {
+	if www == nil || www.Options().RedirectHost != "app.example.com" || root == nil || !root.PreserveTrailingSlash || root.Profile != "" {
 		t.Errorf("routes: www %+v, root %+v", www, root)
 	}
 

@@ -161,6 +161,14 @@ func gatewayMetricLabels(routes []model.Route) []model.Route {
 	return out
 }
 
+// withMetric is l with metric as its Metric; the options l had, which
+// copies of l may share, stay as they were.
+func withMetric(l model.RouteLocation, metric string) model.RouteLocation {
+	o := l.Options()
+	o.Metric = metric
+	return l.WithOptions(o)
+}
+
 // gatewayRouteLabels is r with each location's Metric set, as
 // gatewayMetricLabels does.
 func gatewayRouteLabels(r model.Route) model.Route {
@@ -174,8 +182,7 @@ func gatewayRouteLabels(r model.Route) model.Route {
 				backend = l.Rule.Backends[0].Backend
 			}
 		}
-		l.Metric = metricLabels(owner, backend, l.Path, host)
-		locations[j] = l
+		locations[j] = withMetric(l, metricLabels(owner, backend, l.Path, host))
 	}
 	r.Locations = locations
 	return r

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +214,7 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 		}
 		for i, r := range want {
 			g := got.Routes[i]
-			if g.Name != r.Host || g.HTTPS != r.HTTPS || fmt.Sprint(g.Locations) != fmt.Sprint(r.Locations) {
+			if g.Name != r.Host || g.HTTPS != r.HTTPS || !slices.EqualFunc(g.Locations, r.Locations, model.RouteLocation.Equal) {
 				t.Errorf("GET /routes [%d]: %+v, want %+v", i, g, r)
 			}
 		}
