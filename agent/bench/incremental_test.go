@@ -26,6 +26,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// b11Samples replaces B11's sample count (a longer run, to see how often a
+// slow sample comes, say).
+var b11Samples = flag.Int("b11-samples", 0, "B11, B11-route: samples a size (default 100; 8 with -quick)")
+
 // b11Sizes replaces B11's sizes (a run of the largest alone, say).
 var b11Sizes = flag.String("b11-sizes", "", "B11, B11-route: the sizes, comma-separated (default 1000,10000,50000; 200,1000,2000 with -quick)")
 
@@ -63,6 +67,9 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 	n := 100
 	if *quick {
 		sizes, n = []int{200, 1000, 2000}, 8
+	}
+	if *b11Samples > 0 {
+		n = *b11Samples
 	}
 	if *b11Sizes != "" {
 		sizes = nil
@@ -183,13 +190,21 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 		}
 		a.waitIdle(time.Second, 60*time.Second)
 		from := a.log.Len()
-		// The largest size is profiled (-profile-dir): the agent's CPU
-		// over its samples, and when each sample began.
-		profiled := make(chan []byte, 1)
+		// With -profile-dir, every size's samples are written (when each
+		// began, how long it took), and the largest size is profiled over
+		// its samples: the agent's CPU, and a runtime trace (what ran when:
+		// goroutines, GC, the scheduler), to line up slow samples with.
+		profiled, traced := make(chan []byte, 1), make(chan []byte, 1)
 		profiling := admin != "" && k == len(sizes)-1
 		if profiling {
+			saveProfile(t, fmt.Sprintf("%s-%d-allocs0.pprof", id, size), fetchProfile(fmt.Sprintf("http://%s/debug/pprof/allocs", admin)))
+			// The samples take a little over 300 ms each.
+			seconds := n*35/100 + 1
 			go func() {
-				profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, n))
+				profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
+			}()
+			go func() {
+				traced <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", admin, seconds))
 			}()
 		}
 		var latencies []time.Duration
@@ -200,15 +215,19 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 			write(name+".yaml", object(name, name+".b11.test", "b11"))
 			// A minute: before issue 31 a full sync took seconds at 50,000.
 			latencies = append(latencies, waitFor(name+".b11.test", "/", "", time.Minute))
-			fmt.Fprintf(&samples, "%s %s %s\n", began.UTC().Format("15:04:05.000"), name, latencies[i].Round(100*time.Microsecond))
+			fmt.Fprintf(&samples, "%s %s %s\n", began.UTC().Format("15:04:05.000000"), name, latencies[i].Round(10*time.Microsecond))
 			time.Sleep(300 * time.Millisecond) // let the syncs of this one end
 		}
 		results[size] = summarize(latencies)
-		if profiling {
-			saveProfile(t, fmt.Sprintf("%s-%d-cpu.pprof", id, size), <-profiled)
+		if admin != "" {
+			if profiling {
+				saveProfile(t, fmt.Sprintf("%s-%d-allocs1.pprof", id, size), fetchProfile(fmt.Sprintf("http://%s/debug/pprof/allocs", admin)))
+				saveProfile(t, fmt.Sprintf("%s-%d-cpu.pprof", id, size), <-profiled)
+				saveProfile(t, fmt.Sprintf("%s-%d-trace.out", id, size), <-traced)
+				saveProfile(t, id+"-agent.log", []byte(a.log.String()))
+			}
 			fmt.Fprintf(&samples, "agent RSS after the samples: %.0f MB\n", float64(a.rssKiB())/1024)
 			saveProfile(t, fmt.Sprintf("%s-%d-samples.txt", id, size), []byte(samples.String()))
-			saveProfile(t, id+"-agent.log", []byte(a.log.String()))
 		}
 		for _, line := range strings.Split(a.log.String()[from:], "\n") {
 			if strings.Contains(line, "msg=sync ") && strings.Contains(line, "new-") {
