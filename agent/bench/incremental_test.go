@@ -26,6 +26,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// b11Samples replaces B11's sample count (a longer run, to see how often a
+// slow sample comes, say).
+var b11Samples = flag.Int("b11-samples", 0, "B11, B11-route: samples a size (default 200; 8 with -quick)")
+
 // b11Sizes replaces B11's sizes (a run of the largest alone, say).
 var b11Sizes = flag.String("b11-sizes", "", "B11, B11-route: the sizes, comma-separated (default 1000,10000,50000; 200,1000,2000 with -quick)")
 
@@ -58,11 +62,26 @@ func TestB11NewHTTPRouteAtScale(t *testing.T) {
 func b11AtScale(t *testing.T, id string, routes bool) {
 	podnet.Require(t)
 	sizes := []int{1000, 10000, 50000}
-	// A hundred samples a size: with twenty, the p99 was the slowest one
-	// alone, and one late sample on this shared machine decided the ratio.
-	n := 100
+	// Two hundred samples a size. The p99 (summarize: the sample at
+	// 0.99·n) of a hundred was the slowest sample, and at 50,000 that was
+	// whether a GC cycle of the agent's heap fell among the samples: a
+	// change there allocates about 1 MB (the copies of the 50,000-pointer
+	// lists), so the GC ran every ~150 changes (2 cycles in 300 samples),
+	// and its mark of the ~215 MB live heap took 0.6–0.8 s on both cores
+	// (idle mark workers), during which the one or two samples it met took
+	// 15–53 ms (p50 8.6; machine at load 12). At 1,000 a GC comes every
+	// ~30 changes with 5–40 ms of mark and slowed no sample. A hundred samples
+	// met one about every other run (the ratio met in 3 of 4 runs); two
+	// hundred meet one in most runs and the p99 is the second slowest, so
+	// the figure says what a change costs with the agent's GC in it, not
+	// whether a cycle happened to come (with twenty, one late sample on
+	// this shared machine decided the ratio). About 200 s of samples.
+	n := 200
 	if *quick {
 		sizes, n = []int{200, 1000, 2000}, 8
+	}
+	if *b11Samples > 0 {
+		n = *b11Samples
 	}
 	if *b11Sizes != "" {
 		sizes = nil
@@ -183,13 +202,21 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 		}
 		a.waitIdle(time.Second, 60*time.Second)
 		from := a.log.Len()
-		// The largest size is profiled (-profile-dir): the agent's CPU
-		// over its samples, and when each sample began.
-		profiled := make(chan []byte, 1)
+		// With -profile-dir, every size's samples are written (when each
+		// began, how long it took), and the largest size is profiled over
+		// its samples: the agent's CPU, and a runtime trace (what ran when:
+		// goroutines, GC, the scheduler), to line up slow samples with.
+		profiled, traced := make(chan []byte, 1), make(chan []byte, 1)
 		profiling := admin != "" && k == len(sizes)-1
 		if profiling {
+			saveProfile(t, fmt.Sprintf("%s-%d-allocs0.pprof", id, size), fetchProfile(fmt.Sprintf("http://%s/debug/pprof/allocs", admin)))
+			// The samples take a little over 300 ms each.
+			seconds := n*35/100 + 1
 			go func() {
-				profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, n))
+				profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
+			}()
+			go func() {
+				traced <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", admin, seconds))
 			}()
 		}
 		var latencies []time.Duration
@@ -200,15 +227,19 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 			write(name+".yaml", object(name, name+".b11.test", "b11"))
 			// A minute: before issue 31 a full sync took seconds at 50,000.
 			latencies = append(latencies, waitFor(name+".b11.test", "/", "", time.Minute))
-			fmt.Fprintf(&samples, "%s %s %s\n", began.UTC().Format("15:04:05.000"), name, latencies[i].Round(100*time.Microsecond))
+			fmt.Fprintf(&samples, "%s %s %s\n", began.UTC().Format("15:04:05.000000"), name, latencies[i].Round(10*time.Microsecond))
 			time.Sleep(300 * time.Millisecond) // let the syncs of this one end
 		}
 		results[size] = summarize(latencies)
-		if profiling {
-			saveProfile(t, fmt.Sprintf("%s-%d-cpu.pprof", id, size), <-profiled)
+		if admin != "" {
+			if profiling {
+				saveProfile(t, fmt.Sprintf("%s-%d-allocs1.pprof", id, size), fetchProfile(fmt.Sprintf("http://%s/debug/pprof/allocs", admin)))
+				saveProfile(t, fmt.Sprintf("%s-%d-cpu.pprof", id, size), <-profiled)
+				saveProfile(t, fmt.Sprintf("%s-%d-trace.out", id, size), <-traced)
+				saveProfile(t, id+"-agent.log", []byte(a.log.String()))
+			}
 			fmt.Fprintf(&samples, "agent RSS after the samples: %.0f MB\n", float64(a.rssKiB())/1024)
 			saveProfile(t, fmt.Sprintf("%s-%d-samples.txt", id, size), []byte(samples.String()))
-			saveProfile(t, id+"-agent.log", []byte(a.log.String()))
 		}
 		for _, line := range strings.Split(a.log.String()[from:], "\n") {
 			if strings.Contains(line, "msg=sync ") && strings.Contains(line, "new-") {

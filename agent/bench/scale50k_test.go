@@ -22,11 +22,13 @@ import (
 // profileDir, when set, makes B6@50k save the agent's CPU profile of its
 // start and of its B1 samples, a heap profile once it serves (the text
 // one, heap.txt, ends with the agent's runtime.MemStats), its log and
-// when each B1 sample began, and B11 the agent's CPU profile
-// while it measures the largest size, with the agent's log and each
-// sample's start (go tool pprof reads the profiles; run the bench with
-// GODEBUG=gctrace=1 and the log holds the agent's GC cycles too).
-var profileDir = flag.String("profile-dir", "", "B6@50k, B11: write the agent's CPU and heap profiles (and B11 its log and samples) here")
+// when each B1 sample began, and B11 each size's samples (when each
+// began, how long it took) and, while it measures the largest size, the
+// agent's CPU profile, a runtime trace (go tool trace; what ran when,
+// GC cycles included) and its allocations before and after
+// (go tool pprof -diff_base), with the agent's log. Run the bench with
+// GODEBUG=gctrace=1 and the log holds the agent's GC cycles too.
+var profileDir = flag.String("profile-dir", "", "B6@50k, B11: write the agent's profiles (and B11 a runtime trace, its log and samples) here")
 
 // scaleIngresses is B6@50k's size (issue 31's table has 10,000 too).
 var scaleIngresses = flag.Int("scale-ingresses", 50000, "B6@50k: how many Ingresses (5,000 with -quick)")
@@ -217,7 +219,7 @@ func writeAtomic(t *testing.T, path, content string) {
 
 // fetchProfile returns the body of GET url (a profile), or nil.
 func fetchProfile(url string) []byte {
-	client := &http.Client{Timeout: 60 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Minute}
 	resp, err := client.Get(url)
 	if err != nil {
 		return nil
