@@ -17,3 +17,6 @@ func (l *LuaState) holdRoute(r model.Route)     { l.holdRoutes([]model.Route{r})
 func (l *LuaState) dropRoute(host string)       { l.dropRoutes([]string{host}) }
 func (l *LuaState) holdBackend(b model.Backend) { l.holdBackends([]model.Backend{b}) }
 func (l *LuaState) dropBackend(name string)     { l.dropBackends([]string{name}) }
+
+// HeldRoutes is the record of the routes Lua holds.
+func (s *Stage) HeldRoutes() render.RouteList { return s.lua.routes }
