@@ -185,6 +185,9 @@ func (l RouteList) Upsert(routes []model.Route) RouteList {
 		routes = slices.Clone(routes)
 		slices.SortFunc(routes, byHost)
 	}
+	if l.n == 0 { // the first push after a start: no list of changes
+		return RouteList{chunks: appendChunk(nil, slices.Clone(routes)), n: len(routes)}
+	}
 	changes := make([]routeChange, len(routes))
 	for i, r := range routes {
 		changes[i] = routeChange{host: r.Host, route: r, ok: true}
