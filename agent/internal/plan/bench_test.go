@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -23,6 +24,7 @@ func benchModel(n int) model.Model {
 		}
 		m.Backends = append(m.Backends, b)
 	}
+	slices.SortFunc(m.Backends, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }) // as a model holds them
 	return m
 }
 
