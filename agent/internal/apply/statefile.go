@@ -238,11 +238,12 @@ func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []
 		case c.content != nil:
 			out = append(out, stateChunk{content: c.content})
 		default:
-			if cap(c.names)-len(c.names) > len(c.names)/8 {
+			if cap(c.names)-len(c.names) > len(c.names)/4 {
 				// Grown by append, the list has up to twice the room
 				// its names need (a third more at 50,000, over every
-				// chunk); sized again when it changed, once a save.
-				c.names = slices.Clone(c.names)
+				// chunk): sized again, with an eighth to spare so that
+				// the next few names come without a new list each.
+				c.names = append(make([]string, 0, len(c.names)+len(c.names)/8), c.names...)
 			}
 			c.content = &chunkContent{encode: encode(c.names)}
 			out = append(out, stateChunk{content: c.content})
