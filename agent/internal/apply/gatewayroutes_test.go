@@ -2,6 +2,8 @@ package apply_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
@@ -43,7 +45,7 @@ func TestGatewayRoutesReadBackAsPushed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := plan.Routes(held, render.NewRouteList(routes)); !p.Empty() {
+	if p := plan.Routes(render.NewRouteList(slices.Collect(maps.Values(held))), render.NewRouteList(routes)); !p.Empty() {
 		for _, r := range p.Upserts {
 			t.Errorf("pushed again: %+v, held %+v", r, held[r.Host])
 		}

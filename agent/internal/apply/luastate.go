@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
@@ -29,10 +32,18 @@ type LuaState struct {
 	client  *LuaClient
 	metrics PushMetrics
 
-	boot     string
-	backends map[string]model.Backend
+	boot string
+	// backends are sorted by name, one per name: the record's own list
+	// (the model's is written in place by the syncer's fast path), half
+	// the size of a map of them at 50,000 (plan.Held.Backends).
+	backends []model.Backend
 	certs    map[string]plan.HeldCertificate
-	routes   map[string]model.Route
+	// routes is what Lua routes: after a plan that left the record
+	// current, the very list of its Next (Adopt), which render made and
+	// never changes, rather than a copy of every route; pushes made
+	// since change it as render's lists change (RouteList.Upsert,
+	// Remove), sharing the rest.
+	routes render.RouteList
 	// profiles counts the locations of routes that jump to each profile
 	// (RouteProfiles), kept with routes.
 	profiles map[string]int
@@ -75,8 +86,7 @@ func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
 		metrics = noPushMetrics{}
 	}
 	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{}, pems: map[string]heldPEM{},
-		backends: map[string]model.Backend{}, certs: map[string]plan.HeldCertificate{}, routes: map[string]model.Route{},
-		profiles: map[string]int{}}
+		certs: map[string]plan.HeldCertificate{}, profiles: map[string]int{}}
 }
 
 type noPushMetrics struct{}
@@ -108,7 +118,8 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	for _, c := range certs {
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
-	l.boot, l.backends, l.certs, l.routes, l.current, l.unsaved = status.BootID, backends, held, routes, false, true
+	l.boot, l.backends, l.certs, l.current, l.unsaved = status.BootID, sortedBackends(backends), held, false, true
+	l.routes = render.NewRouteList(slices.Collect(maps.Values(routes)))
 	l.certsChanged++
 	// The content the agent knows of what was read back: the certificates
 	// of the same hash (Held learns the others' when the model names them).
@@ -209,27 +220,75 @@ func (l *LuaState) RouteProfiles() map[string]bool {
 	return out
 }
 
-// holdRoute records that Lua holds r.
-func (l *LuaState) holdRoute(r model.Route) {
-	old, held := l.routes[r.Host]
-	l.countProfiles(old, -1)
-	l.countProfiles(r, 1)
-	l.routes[r.Host] = r
-	l.savedRoutes.changed(r.Host, !held)
+// holdRoutes records that Lua holds routes (distinct hosts).
+func (l *LuaState) holdRoutes(routes []model.Route) {
+	for _, r := range routes {
+		old, held := l.routes.Get(r.Host)
+		l.countProfiles(old, -1)
+		l.countProfiles(r, 1)
+		l.savedRoutes.changed(r.Host, !held)
+	}
+	l.routes = l.routes.Upsert(routes)
 }
 
-// dropRoute records that Lua holds no route for host.
-func (l *LuaState) dropRoute(host string) {
-	l.countProfiles(l.routes[host], -1)
-	delete(l.routes, host)
-	l.savedRoutes.remove(host)
+// dropRoutes records that Lua holds no route for hosts (distinct).
+func (l *LuaState) dropRoutes(hosts []string) {
+	for _, host := range hosts {
+		old, _ := l.routes.Get(host)
+		l.countProfiles(old, -1)
+		l.savedRoutes.remove(host)
+	}
+	l.routes = l.routes.Remove(hosts)
 }
 
-// holdBackend records that Lua holds b.
-func (l *LuaState) holdBackend(b model.Backend) {
-	_, held := l.backends[b.Name]
-	l.backends[b.Name] = b
-	l.savedBackends.changed(b.Name, !held)
+// Adopt records routes, the Next.Routes of the plan Execute just ran,
+// as what Lua routes, when that plan left the record current: the record
+// then holds routes equal to them host by host (the plan pushed every
+// route that differed and removed the rest), so it may hold render's list
+// itself and let its own copies go. The next plan's diff then skips every
+// chunk render's next list shares with it. Render never changes a list it
+// handed out (RouteList), so nothing changes the record behind its back.
+func (l *LuaState) Adopt(routes render.RouteList) {
+	if l.current {
+		l.routes = routes
+	}
+}
+
+// holdBackends records that Lua holds backends (distinct names): each
+// replaces the one of its name in place, and the new ones are merged in,
+// in one pass from the end.
+func (l *LuaState) holdBackends(backends []model.Backend) {
+	var added []model.Backend
+	for _, b := range backends {
+		if i, ok := l.backendIndex(b.Name); ok {
+			l.backends[i] = b
+			l.savedBackends.changed(b.Name, false)
+			continue
+		}
+		added = append(added, b)
+		l.savedBackends.changed(b.Name, true)
+	}
+	if len(added) == 0 {
+		return
+	}
+	slices.SortFunc(added, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) })
+	n := len(l.backends)
+	l.backends = slices.Grow(l.backends, len(added))[:n+len(added)]
+	i, j := n-1, len(added)-1
+	for k := len(l.backends) - 1; j >= 0; k-- {
+		if i >= 0 && l.backends[i].Name > added[j].Name {
+			l.backends[k] = l.backends[i]
+			i--
+		} else {
+			l.backends[k] = added[j]
+			j--
+		}
+	}
+}
+
+// backendIndex finds the backend of name in l.backends.
+func (l *LuaState) backendIndex(name string) (int, bool) {
+	return slices.BinarySearchFunc(l.backends, name, func(b model.Backend, name string) int { return strings.Compare(b.Name, name) })
 }
 
 // holdPEM records the content of the certificate name Lua holds, whose
@@ -240,10 +299,27 @@ func (l *LuaState) holdPEM(name string, pem heldPEM) {
 	l.savedCerts.changed(name, !held)
 }
 
-// dropBackend records that Lua holds no backend name.
-func (l *LuaState) dropBackend(name string) {
-	delete(l.backends, name)
-	l.savedBackends.remove(name)
+// dropBackends records that Lua holds no backends of names.
+func (l *LuaState) dropBackends(names []string) {
+	gone := make(map[string]bool, len(names))
+	for _, name := range names {
+		if _, ok := l.backendIndex(name); ok {
+			gone[name] = true
+			l.savedBackends.remove(name)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	l.backends = slices.DeleteFunc(l.backends, func(b model.Backend) bool { return gone[b.Name] })
+}
+
+// sortedBackends returns the backends of held (read back from Lua) sorted
+// by name.
+func sortedBackends(held map[string]model.Backend) []model.Backend {
+	out := slices.Collect(maps.Values(held))
+	slices.SortFunc(out, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // countProfiles adds r's locations to the profile counts (by = 1), or
@@ -319,17 +395,13 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 		case plan.PushBackends:
 			err = l.pushBackends(ctx, luaapi.BackendUpdate{Upserts: payloads(step.Backends)}, &out)
 			if err == nil {
-				for _, b := range step.Backends {
-					l.holdBackend(b)
-				}
+				l.holdBackends(step.Backends)
 				out.Upserts += len(step.Backends)
 			}
 		case plan.PushRoutes:
 			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Upserts: luaapi.RoutePayloads(step.Routes)}, &out)
 			if err == nil {
-				for _, r := range step.Routes {
-					l.holdRoute(r)
-				}
+				l.holdRoutes(step.Routes)
 				out.RouteUpserts += len(step.Routes)
 			}
 		case plan.Reload:
@@ -339,17 +411,13 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 		case plan.RemoveBackends:
 			err = l.pushBackends(ctx, luaapi.BackendUpdate{Removes: step.Names}, &out)
 			if err == nil {
-				for _, name := range step.Names {
-					l.dropBackend(name)
-				}
+				l.dropBackends(step.Names)
 				out.Removes += len(step.Names)
 			}
 		case plan.RemoveRoutes:
 			err = l.pushRoutes(ctx, luaapi.RouteUpdate{Removes: step.Names}, &out)
 			if err == nil {
-				for _, host := range step.Names {
-					l.dropRoute(host)
-				}
+				l.dropRoutes(step.Names)
 				out.RouteRemoves += len(step.Names)
 			}
 		default:

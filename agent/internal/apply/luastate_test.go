@@ -74,7 +74,7 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 		t.Errorf("Lua holds %d backends, want b still there", len(held))
 	}
 	h := l.Held(status.ConfigHash, nil)
-	if _, ok := h.Backends[b.Name]; !ok || h.Current {
+	if _, ok := plan.HeldBackend(h.Backends, b.Name); !ok || h.Current {
 		t.Errorf("record %+v: want b kept and the record not current", h)
 	}
 

@@ -208,6 +208,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	}
 	if s.lua.current {
 		s.plannedRoutes, s.plannedCerts = step.Routes, step.Model.Certificates
+		s.lua.Adopt(step.Routes)
 	}
 	s.saveState(held, step.Config)
 	if errors.Is(err, ErrRefused) {

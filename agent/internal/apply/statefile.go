@@ -55,6 +55,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/plan"
 	"github.com/restysync/restysync/agent/internal/render"
 )
 
@@ -124,16 +125,23 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	s.backends = l.savedBackends.take(func(names []string) func() ([]byte, error) {
 		items := make([]model.Backend, len(names))
 		for i, name := range names {
-			items[i] = l.backends[name]
+			items[i], _ = plan.HeldBackend(l.backends, name)
 		}
 		return func() ([]byte, error) { return json.Marshal(payloads(items)) }
 	})
+	// The routes are looked up by the writer: the record's list is never
+	// changed (a push makes a new one), so the snapshot keeps it and a
+	// copy of the names.
+	routes := l.routes
 	s.routes = l.savedRoutes.take(func(names []string) func() ([]byte, error) {
-		items := make([]model.Route, len(names))
-		for i, host := range names {
-			items[i] = l.routes[host]
+		names = slices.Clone(names)
+		return func() ([]byte, error) {
+			items := make([]model.Route, len(names))
+			for i, host := range names {
+				items[i], _ = routes.Get(host)
+			}
+			return json.Marshal(luaapi.RoutePayloads(items))
 		}
-		return func() ([]byte, error) { return json.Marshal(luaapi.RoutePayloads(items)) }
 	})
 	l.unsaved, l.savedHash = false, configHash
 	return s, nil
@@ -230,6 +238,13 @@ func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []
 		case c.content != nil:
 			out = append(out, stateChunk{content: c.content})
 		default:
+			if cap(c.names)-len(c.names) > len(c.names)/4 {
+				// Grown by append, the list has up to twice the room
+				// its names need (a third more at 50,000, over every
+				// chunk): sized again, with an eighth to spare so that
+				// the next few names come without a new list each.
+				c.names = append(make([]string, 0, len(c.names)+len(c.names)/8), c.names...)
+			}
 			c.content = &chunkContent{encode: encode(c.names)}
 			out = append(out, stateChunk{content: c.content})
 		}

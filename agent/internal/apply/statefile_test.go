@@ -24,20 +24,24 @@ import (
 // profile) and backends backends (three endpoints each).
 func bigState(routes, backends int) *LuaState {
 	l := NewLuaState(nil, nil)
+	var bs []model.Backend
 	for i := range backends {
 		name := fmt.Sprintf("ns-%d/svc-%d:80", i%50, i)
-		l.holdBackend(model.Backend{Name: name, Endpoints: []model.Endpoint{
+		bs = append(bs, model.Backend{Name: name, Endpoints: []model.Endpoint{
 			{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250), Port: 8080},
 			{Address: fmt.Sprintf("10.2.%d.%d", i/250, i%250), Port: 8080},
 			{Address: fmt.Sprintf("10.3.%d.%d", i/250, i%250), Port: 8080}}})
 	}
+	l.holdBackends(bs)
+	var rs []model.Route
 	for i := range routes {
 		host := fmt.Sprintf("host-%d.apps.example.com", i)
 		backend := fmt.Sprintf("ns-%d/svc-%d:80", (i%backends)%50, i%backends)
-		l.holdRoute(model.Route{Host: host, Locations: []model.RouteLocation{
+		rs = append(rs, model.Route{Host: host, Locations: []model.RouteLocation{
 			{Path: "/", Backend: backend},
 			{Path: "/api", Backend: backend, Profile: "@restysync_p_0123456789abcdef0123456789abcdef", RouteOptions: &model.RouteOptions{MaxBody: 1 << 20}}}})
 	}
+	l.holdRoutes(rs)
 	return l
 }
 
@@ -263,11 +267,11 @@ func BenchmarkSaveState(b *testing.B) {
 // save after a start, or after nginx's new boot was read back.
 func BenchmarkSaveStateWhole(b *testing.B) {
 	benchmarkSave(b, func(l *LuaState, _ int) {
-		for name := range l.backends {
-			l.savedBackends.changed(name, false)
+		for _, b := range l.backends {
+			l.savedBackends.changed(b.Name, false)
 		}
-		for host := range l.routes {
-			l.savedRoutes.changed(host, false)
+		for r := range l.routes.All() {
+			l.savedRoutes.changed(r.Host, false)
 		}
 	})
 }
@@ -387,7 +391,7 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 			data, _ := json.Marshal(luaapi.NewBackendPayload(b))
 			out = append(out, string(data))
 		}
-		for _, r := range l.routes {
+		for r := range l.routes.All() {
 			data, _ := json.Marshal(luaapi.RoutePayloads([]model.Route{r})[0])
 			out = append(out, string(data))
 		}

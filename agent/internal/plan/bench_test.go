@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -23,6 +24,7 @@ func benchModel(n int) model.Model {
 		}
 		m.Backends = append(m.Backends, b)
 	}
+	slices.SortFunc(m.Backends, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }) // as a model holds them
 	return m
 }
 
@@ -36,10 +38,7 @@ func BenchmarkComputeEndpointChange(b *testing.B) {
 			b.Run(fmt.Sprintf("backends=%d/endpoints-only=%v", n, narrow), func(b *testing.B) {
 				applied := benchModel(n)
 				cfg := render.Config{Hash: "same"}
-				held := Held{ConfigHash: cfg.Hash, Backends: make(map[string]model.Backend, n), Current: true}
-				for _, be := range applied.Backends {
-					held.Backends[be.Name] = be
-				}
+				held := Held{ConfigHash: cfg.Hash, Backends: slices.SortedFunc(slices.Values(applied.Backends), byName), Current: true}
 				backends := slices.Clone(applied.Backends)
 				backends[n/2].Endpoints = []model.Endpoint{{Address: "10.255.0.1", Port: 8080}}
 				next := Next{Config: cfg, Backends: backends, EndpointsOnly: narrow}
@@ -59,17 +58,17 @@ func BenchmarkComputeEndpointChange(b *testing.B) {
 }
 
 // BenchmarkComputeNewRoute is the route diff of a new Ingress at n
-// routes: every route compared (a lookup per host), or only the hosts
-// render says may have changed (Next.ChangedRoutes).
+// routes: every route compared (a walk of both lists, which share no
+// chunk here), or only the hosts render says may have changed
+// (Next.ChangedRoutes).
 func BenchmarkComputeNewRoute(b *testing.B) {
 	for _, n := range []int{10000, 50000} {
-		held := make(map[string]model.Route, n)
 		var next []model.Route
 		for i := range n {
 			r := model.Route{Host: fmt.Sprintf("app-%d.example.com", i), Locations: []model.RouteLocation{{Path: "/", Backend: "b"}}}
-			held[r.Host] = r
 			next = append(next, r)
 		}
+		held := render.NewRouteList(next)
 		added := model.Route{Host: "new.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "b"}}}
 		next = append(next, added)
 		for _, hinted := range []bool{false, true} {

@@ -15,6 +15,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -29,10 +30,14 @@ type Held struct {
 	ConfigHash string
 	Config     render.Config
 	// Backends, Certificates and Routes are what Lua holds, by name (a
-	// route's name is its host).
-	Backends     map[string]model.Backend
+	// route's name is its host). Backends are sorted by name, one per
+	// name (apply's record, which no model shares: the syncer's fast path
+	// writes into the model's list in place); Routes may share chunks with
+	// render's lists (RouteList: never changed once made), so that a diff
+	// against the next routes skips those (render.CompareRoutes).
+	Backends     []model.Backend
 	Certificates map[string]HeldCertificate
-	Routes       map[string]model.Route
+	Routes       render.RouteList
 	// LastGood is the last valid content of each certificate Next names:
 	// what keeps serving when its Secret turns bad.
 	LastGood map[string]model.Certificate
@@ -269,11 +274,38 @@ func backendTLSRunning(rule *model.RouteRule, have map[string]bool) bool {
 
 // Backends returns the backends of next that Lua lacks or holds with other
 // endpoints or another Policy, in next's order, and the names Lua holds
-// that next no longer has, sorted.
-func Backends(held map[string]model.Backend, next []model.Backend) (upserts []model.Backend, removes []string) {
+// that next no longer has, sorted. held is sorted by name; when next is
+// too (the model's list), both are walked once side by side.
+func Backends(held, next []model.Backend) (upserts []model.Backend, removes []string) {
+	if !slices.IsSortedFunc(next, byName) {
+		return backendsBySearch(held, next)
+	}
+	i := 0
+	for _, b := range next {
+		for i < len(held) && held[i].Name < b.Name {
+			removes = append(removes, held[i].Name)
+			i++
+		}
+		if i < len(held) && held[i].Name == b.Name {
+			if !sameBackend(held[i], b) {
+				upserts = append(upserts, b)
+			}
+			i++
+			continue
+		}
+		upserts = append(upserts, b)
+	}
+	for ; i < len(held); i++ {
+		removes = append(removes, held[i].Name)
+	}
+	return upserts, removes
+}
+
+// backendsBySearch is Backends for a next not sorted by name.
+func backendsBySearch(held, next []model.Backend) (upserts []model.Backend, removes []string) {
 	found := 0
 	for _, b := range next {
-		have, ok := held[b.Name]
+		have, ok := HeldBackend(held, b.Name)
 		if ok {
 			found++
 		}
@@ -290,14 +322,32 @@ func Backends(held map[string]model.Backend, next []model.Backend) (upserts []mo
 	for _, b := range next {
 		wanted[b.Name] = struct{}{}
 	}
-	return upserts, unwanted(held, wanted)
+	for _, b := range held {
+		if _, ok := wanted[b.Name]; !ok {
+			removes = append(removes, b.Name)
+		}
+	}
+	return upserts, removes
+}
+
+// byName orders backends by name.
+func byName(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }
+
+// HeldBackend returns the backend of name in held, which is sorted by
+// name (Held.Backends).
+func HeldBackend(held []model.Backend, name string) (model.Backend, bool) {
+	i, ok := slices.BinarySearchFunc(held, name, func(b model.Backend, name string) int { return strings.Compare(b.Name, name) })
+	if !ok {
+		return model.Backend{}, false
+	}
+	return held[i], true
 }
 
 // changed returns the backends of only that Lua lacks or holds otherwise.
-func changed(held map[string]model.Backend, only []model.Backend) []model.Backend {
+func changed(held, only []model.Backend) []model.Backend {
 	var out []model.Backend
 	for _, b := range only {
-		if have, ok := held[b.Name]; !ok || !sameBackend(have, b) {
+		if have, ok := HeldBackend(held, b.Name); !ok || !sameBackend(have, b) {
 			out = append(out, b)
 		}
 	}
@@ -402,34 +452,22 @@ type RoutePlan struct {
 // Empty reports whether the plan has nothing to push.
 func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) == 0 }
 
-// Routes diffs next against the routes Lua holds, by host. A route whose
-// locations are the very slice Lua's record holds (render.Cache hands an
-// unchanged host's route out again, and apply keeps what it pushed) is
-// not compared location by location; when next has every host Lua holds,
-// the set of hosts to remove is not built. So without ChangedRoutes a
-// render that changed a few hosts costs a map lookup for each other one.
-func Routes(held map[string]model.Route, next render.RouteList) RoutePlan {
+// Routes diffs next against the routes Lua holds, by host, in one walk of
+// both lists in host order. The chunks next shares with held (render.Cache
+// hands out the next list made from the last, and apply keeps the list it
+// pushed) are not looked at, and a route whose locations are the very
+// slice Lua's record holds is not compared location by location: a render
+// that changed a few hosts costs their chunks.
+func Routes(held, next render.RouteList) RoutePlan {
 	var p RoutePlan
-	found := 0
-	for r := range next.All() {
-		have, ok := held[r.Host]
-		if ok {
-			found++
+	render.CompareRoutes(held, next, func(have, r *model.Route) {
+		switch {
+		case r == nil:
+			p.Removes = append(p.Removes, have.Host)
+		case have == nil || !sameRoute(*have, *r):
+			p.Upserts = append(p.Upserts, *r)
 		}
-		if !ok || !sameRoute(have, r) {
-			p.Upserts = append(p.Upserts, r)
-		}
-	}
-	// Hosts are unique in next (render refuses a host twice): when Lua
-	// holds exactly the hosts found above, it holds none to remove.
-	if found == len(held) {
-		return p
-	}
-	wanted := make(map[string]struct{}, next.Len())
-	for r := range next.All() {
-		wanted[r.Host] = struct{}{}
-	}
-	p.Removes = unwanted(held, wanted)
+	})
 	return p
 }
 
@@ -437,7 +475,7 @@ func Routes(held map[string]model.Route, next render.RouteList) RoutePlan {
 // what Lua holds: the routes of next with those hosts that Lua lacks or
 // holds otherwise, and those of the hosts Lua holds that next does not
 // route. It costs a lookup in next and in held per host.
-func changedRoutes(held map[string]model.Route, next render.RouteList, hosts map[string]bool) RoutePlan {
+func changedRoutes(held, next render.RouteList, hosts map[string]bool) RoutePlan {
 	var p RoutePlan
 	sorted := make([]string, 0, len(hosts))
 	for host := range hosts {
@@ -445,7 +483,7 @@ func changedRoutes(held map[string]model.Route, next render.RouteList, hosts map
 	}
 	slices.Sort(sorted)
 	for _, host := range sorted {
-		have, isHeld := held[host]
+		have, isHeld := held.Get(host)
 		r, ok := next.Get(host)
 		switch {
 		case ok && (!isHeld || !sameRoute(have, r)):

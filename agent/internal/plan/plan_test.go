@@ -23,14 +23,10 @@ func TestCompute(t *testing.T) {
 	other := model.Route{Host: "o.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
 	held := func(hash string, backends ...model.Backend) Held {
-		h := Held{ConfigHash: hash, Backends: map[string]model.Backend{}, Routes: map[string]model.Route{}, Certificates: map[string]HeldCertificate{}, Current: true}
-		for _, b := range backends {
-			h.Backends[b.Name] = b
-		}
-		return h
+		return Held{ConfigHash: hash, Backends: slices.SortedFunc(slices.Values(backends), byName), Certificates: map[string]HeldCertificate{}, Current: true}
 	}
 	withRoute := held("cfg1", a1)
-	withRoute.Routes[route.Host] = route
+	withRoute.Routes = render.NewRouteList([]model.Route{route})
 	withOld := held("cfg1", a1, b1)
 
 	tests := []struct {
@@ -117,7 +113,7 @@ func TestCompute(t *testing.T) {
 func TestComputeHoldReload(t *testing.T) {
 	a1 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}
 	b1 := model.Backend{Name: "ns/b:80", Endpoints: []model.Endpoint{ep("10.0.1.1")}}
-	held := Held{ConfigHash: "cfg1", Backends: map[string]model.Backend{b1.Name: b1}}
+	held := Held{ConfigHash: "cfg1", Backends: []model.Backend{b1}}
 	got := Compute(held, Next{Config: render.Config{Hash: "cfg2"}, Backends: []model.Backend{a1}, HoldReload: true})
 	want := []Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}
 	if !reflect.DeepEqual(got.Steps, want) || !got.Partial {
@@ -188,7 +184,7 @@ func TestRoutes(t *testing.T) {
 	b := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Exact: true, Backend: "ns/b:80"}}}
 	b2 := model.Route{Host: "b.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/b:80"}}}
 	gone := model.Route{Host: "gone.example.com", Locations: a.Locations}
-	held := map[string]model.Route{a.Host: a, b.Host: b, gone.Host: gone}
+	held := render.NewRouteList([]model.Route{a, b, gone})
 	p := Routes(held, render.NewRouteList([]model.Route{a, b2}))
 	if len(p.Upserts) != 1 || p.Upserts[0].Host != b.Host || !slices.Equal(p.Upserts[0].Locations, b2.Locations) {
 		t.Errorf("upserts %+v, want only b.example.com with its new location", p.Upserts)
@@ -196,12 +192,12 @@ func TestRoutes(t *testing.T) {
 	if !slices.Equal(p.Removes, []string{"gone.example.com"}) {
 		t.Errorf("removes %v, want gone.example.com", p.Removes)
 	}
-	if p := Routes(map[string]model.Route{a.Host: a}, render.NewRouteList([]model.Route{a})); !p.Empty() {
+	if p := Routes(render.NewRouteList([]model.Route{a}), render.NewRouteList([]model.Route{a})); !p.Empty() {
 		t.Errorf("plan %+v for what Lua holds, want empty", p)
 	}
 	secure := a
 	secure.HTTPS = true
-	if p := Routes(map[string]model.Route{a.Host: a}, render.NewRouteList([]model.Route{secure})); len(p.Upserts) != 1 {
+	if p := Routes(render.NewRouteList([]model.Route{a}), render.NewRouteList([]model.Route{secure})); len(p.Upserts) != 1 {
 		t.Errorf("plan %+v when the host starts to serve HTTPS, want it upserted", p)
 	}
 }

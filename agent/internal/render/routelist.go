@@ -173,3 +173,87 @@ func appendChunk(chunks [][]model.Route, chunk []model.Route) [][]model.Route {
 	}
 	return append(chunks, slices.Clip(chunk))
 }
+
+// Upsert returns l with routes in place of the routes of their hosts (or
+// added, for a host l has none for); l is not changed, and the result
+// shares the chunks no route falls in. routes have distinct hosts; apply
+// records what Lua holds this way after a push of a plan's upserts, which
+// come in host order (any other order is sorted first, in a copy).
+func (l RouteList) Upsert(routes []model.Route) RouteList {
+	byHost := func(a, b model.Route) int { return strings.Compare(a.Host, b.Host) }
+	if !slices.IsSortedFunc(routes, byHost) {
+		routes = slices.Clone(routes)
+		slices.SortFunc(routes, byHost)
+	}
+	if l.n == 0 { // the first push after a start: no list of changes
+		return RouteList{chunks: appendChunk(nil, slices.Clone(routes)), n: len(routes)}
+	}
+	changes := make([]routeChange, len(routes))
+	for i, r := range routes {
+		changes[i] = routeChange{host: r.Host, route: r, ok: true}
+	}
+	return l.with(changes)
+}
+
+// Remove returns l without the routes of hosts, which are distinct; l is
+// not changed, as Upsert.
+func (l RouteList) Remove(hosts []string) RouteList {
+	if !slices.IsSorted(hosts) {
+		hosts = slices.Sorted(slices.Values(hosts))
+	}
+	changes := make([]routeChange, len(hosts))
+	for i, host := range hosts {
+		changes[i] = routeChange{host: host}
+	}
+	return l.with(changes)
+}
+
+// CompareRoutes calls f for each host of a or b, in host order, with its
+// route in each (nil where it has none), but for the hosts of chunks a and
+// b share: lists are never changed, so a chunk of both holds the same
+// routes in both. Two lists of which one was made from the other (with,
+// Upsert, Remove) share every chunk no change fell in, so plan's diff of
+// what Lua holds against the next routes costs the chunks that differ, not
+// a walk of every host.
+func CompareRoutes(a, b RouteList, f func(a, b *model.Route)) {
+	ci, cj := 0, 0 // the chunks of a and b
+	i, j := 0, 0   // the next route in each
+	for ci < len(a.chunks) || cj < len(b.chunks) {
+		if ci < len(a.chunks) && cj < len(b.chunks) && i == 0 && j == 0 && sameChunk(a.chunks[ci], b.chunks[cj]) {
+			ci, cj = ci+1, cj+1
+			continue
+		}
+		var ra, rb *model.Route
+		if ci < len(a.chunks) {
+			ra = &a.chunks[ci][i]
+		}
+		if cj < len(b.chunks) {
+			rb = &b.chunks[cj][j]
+		}
+		switch {
+		case rb == nil || ra != nil && ra.Host < rb.Host:
+			f(ra, nil)
+			ci, i = after(a.chunks, ci, i)
+		case ra == nil || rb.Host < ra.Host:
+			f(nil, rb)
+			cj, j = after(b.chunks, cj, j)
+		default:
+			f(ra, rb)
+			ci, i = after(a.chunks, ci, i)
+			cj, j = after(b.chunks, cj, j)
+		}
+	}
+}
+
+// sameChunk says whether a and b are the very same chunk.
+func sameChunk(a, b []model.Route) bool {
+	return len(a) == len(b) && &a[0] == &b[0]
+}
+
+// after returns the position after route i of chunk c.
+func after(chunks [][]model.Route, c, i int) (int, int) {
+	if i+1 < len(chunks[c]) {
+		return c, i + 1
+	}
+	return c + 1, 0
+}

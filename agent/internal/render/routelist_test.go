@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -121,5 +122,98 @@ func TestRouteListSharesUnchangedChunks(t *testing.T) {
 	})
 	if allocs > 2 {
 		t.Errorf("a change allocates %v times, want 2 (the chunk list and one chunk)", allocs)
+	}
+}
+
+// Upsert and Remove, in any order of their input, hold what a map of the
+// same changes holds; CompareRoutes of two lists yields each host of
+// either once, in host order, with its route in each, as a diff of two
+// maps would, and leaves out the hosts of the chunks both share.
+func TestRouteListUpsertRemoveCompare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 7))
+	want := map[string]model.Route{}
+	var l RouteList
+	for step := range 200 {
+		before, beforeWant := l, maps.Clone(want)
+		hosts := map[string]bool{}
+		for range 1 + rng.IntN([]int{3, 40, 700}[rng.IntN(3)]) {
+			hosts[fmt.Sprintf("h%04d", rng.IntN(2000))] = true
+		}
+		var upserts []model.Route
+		var removes []string
+		for host := range hosts { // map order: not sorted
+			if rng.IntN(3) > 0 {
+				r := model.Route{Host: host, HTTPS: rng.IntN(2) == 0, Locations: []model.RouteLocation{{Path: fmt.Sprint("/", step)}}}
+				upserts = append(upserts, r)
+				want[host] = r
+			} else {
+				removes = append(removes, host)
+				delete(want, host)
+			}
+		}
+		l = l.Upsert(upserts).Remove(removes)
+		if err := checkRouteList(l); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if got := maps.Collect(func(yield func(string, model.Route) bool) {
+			for r := range l.All() {
+				yield(r.Host, r)
+			}
+		}); !reflect.DeepEqual(got, want) && len(want) > 0 {
+			t.Fatalf("step %d: list holds %d routes, want %d", step, len(got), len(want))
+		}
+		// Compare before with l: every host of either once, in order.
+		var last string
+		calls := 0
+		CompareRoutes(before, l, func(a, b *model.Route) {
+			calls++
+			host := ""
+			switch {
+			case a != nil && b != nil:
+				if a.Host != b.Host {
+					t.Fatalf("step %d: pair %q, %q", step, a.Host, b.Host)
+				}
+				host = a.Host
+			case a != nil:
+				host = a.Host
+			case b != nil:
+				host = b.Host
+			default:
+				t.Fatalf("step %d: a call with neither route", step)
+			}
+			if calls > 1 && host <= last {
+				t.Fatalf("step %d: %q after %q", step, host, last)
+			}
+			last = host
+			wa, inA := beforeWant[host]
+			wb, inB := want[host]
+			if inA != (a != nil) || inB != (b != nil) || inA && !reflect.DeepEqual(*a, wa) || inB && !reflect.DeepEqual(*b, wb) {
+				t.Fatalf("step %d: %q: got %v, %v; want %v (%v), %v (%v)", step, host, a, b, wa, inA, wb, inB)
+			}
+		})
+		// Each host that changed is met; the unchanged ones of shared chunks are not.
+		for host := range hosts {
+			_, inA := beforeWant[host]
+			_, inB := want[host]
+			if (inA || inB) && calls == 0 {
+				t.Fatalf("step %d: %q changed and Compare met no host", step, host)
+			}
+		}
+		if len(hosts) <= 3 && before.Len() > 1000 && calls > 3*2*routeChunk {
+			t.Errorf("step %d: %d hosts changed, Compare met %d hosts of %d", step, len(hosts), calls, l.Len())
+		}
+	}
+	calls := 0
+	CompareRoutes(l, l, func(a, b *model.Route) { calls++ })
+	if calls != 0 {
+		t.Errorf("Compare of a list with itself met %d hosts, want none", calls)
+	}
+	CompareRoutes(l, NewRouteList(l.Slice()), func(a, b *model.Route) {
+		if calls++; a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
+			t.Fatalf("Compare of a copy: %v, %v", a, b)
+		}
+	})
+	if calls != l.Len() {
+		t.Errorf("Compare of a list with a copy that shares no chunk met %d hosts, want %d", calls, l.Len())
 	}
 }

@@ -68,7 +68,7 @@ func TestConfigMapSettings(t *testing.T) {
 	if got := ewma.m.Backends[0].PolicyValue().Algorithm; got != model.AlgorithmEWMA {
 		t.Errorf("backend algorithm %q, want ewma", got)
 	}
-	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: map[string]model.Backend{base.m.Backends[0].Name: base.m.Backends[0]}}
+	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: []model.Backend{base.m.Backends[0]}}
 	p := plan.Compute(held, plan.Next{Config: ewma.cfg, Backends: ewma.m.Backends})
 	if push, ok := p.Step(plan.PushBackends); len(p.Steps) != 1 || !ok || len(push.Backends) != 1 {
 		t.Errorf("plan %+v, want one upsert and no reload", p)
