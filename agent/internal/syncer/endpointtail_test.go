@@ -51,15 +51,10 @@ func TestEndpointTailAtScale(t *testing.T) {
 	defer env.stop()
 	logs := &syncLines{}
 	env.s.logger = slog.New(logs)
-	probe := func(addr string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"+
-			"---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: probe-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: probe\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [%q]\n  conditions: {ready: true}\n%s",
-			addr, benchIngressYAML("probe", "probe"))
-	}
 	if *tailTLS > 0 {
 		addTLSIngresses(t, env, *tailTLS, *tailIngresses)
 	}
-	env.write("probe.yaml", probe("10.255.0.1"))
+	env.write("probe.yaml", probeYAML("10.255.0.1"))
 	waitForKind(t, env.s, source.KindIngress)
 	if err := env.s.sync(env.ctx); err != nil {
 		t.Fatal(err)
@@ -105,7 +100,7 @@ func TestEndpointTailAtScale(t *testing.T) {
 			newLines = append(newLines, logs.last())
 			after = true
 		}
-		env.write("probe.yaml", probe(fmt.Sprintf("10.255.0.%d", 1+(i+1)%2)))
+		env.write("probe.yaml", probeYAML(fmt.Sprintf("10.255.0.%d", 1+(i+1)%2)))
 		waitForKind(t, env.s, source.KindEndpointSlice)
 		logs.reset()
 		before := readRuntime()
@@ -323,4 +318,13 @@ func (h *syncLines) last() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.line
+}
+
+// probeYAML is the Service probe, its one EndpointSlice with the endpoint
+// addr, and an Ingress routing to it: rewritten with another addr, an
+// endpoint change of the fast path.
+func probeYAML(addr string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"+
+		"---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: probe-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: probe\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [%q]\n  conditions: {ready: true}\n%s",
+		addr, benchIngressYAML("probe", "probe"))
 }

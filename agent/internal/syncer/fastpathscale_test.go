@@ -247,11 +247,6 @@ func TestNewIngressAfterAnEndpointChangeComparesNoBackend(t *testing.T) {
 	defer env.stop()
 	logs := &syncLines{}
 	env.s.logger = slog.New(logs)
-	probe := func(addr string) string {
-		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: probe\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"+
-			"---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: probe-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: probe\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [%q]\n  conditions: {ready: true}\n%s",
-			addr, benchIngressYAML("probe", "probe"))
-	}
 	syncLine := func(kind source.Kind) string {
 		t.Helper()
 		waitForKind(t, env.s, kind)
@@ -261,14 +256,14 @@ func TestNewIngressAfterAnEndpointChangeComparesNoBackend(t *testing.T) {
 		}
 		return logs.last()
 	}
-	env.write("probe.yaml", probe("10.255.0.1"))
+	env.write("probe.yaml", probeYAML("10.255.0.1"))
 	syncLine(source.KindIngress)
 	env.write("new-0.yaml", benchIngressYAML("new-0", "f0"))
 	if line := syncLine(source.KindIngress); !strings.Contains(line, "compared_backends=0 ") {
 		t.Errorf("a new Ingress after a build: %s; want compared_backends=0", line)
 	}
 	for i := range 2 {
-		env.write("probe.yaml", probe(fmt.Sprintf("10.255.0.%d", i+2)))
+		env.write("probe.yaml", probeYAML(fmt.Sprintf("10.255.0.%d", i+2)))
 		if line := syncLine(source.KindEndpointSlice); !strings.Contains(line, "path=fast") || !strings.Contains(line, "compared_backends=1 ") {
 			t.Errorf("an endpoint change: %s; want path=fast, compared_backends=1", line)
 		}
