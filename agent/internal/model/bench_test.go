@@ -39,8 +39,8 @@ func BenchmarkBuild(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, problems := Build(s)
-				if len(m.Servers) != n || len(problems) != 0 {
-					b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+				if m.Servers.Len() != n || len(problems) != 0 {
+					b.Fatalf("got %d servers, problems %v", m.Servers.Len(), problems)
 				}
 			}
 		})
@@ -64,8 +64,8 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m, problems := Build(s)
-		if len(m.Servers) != len(s.Ingresses) || len(problems) != 0 {
-			b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+		if m.Servers.Len() != len(s.Ingresses) || len(problems) != 0 {
+			b.Fatalf("got %d servers, problems %v", m.Servers.Len(), problems)
 		}
 	}
 }
@@ -126,7 +126,7 @@ func benchChange(b *testing.B, s, with Snapshot, ok func(m Model, next Snapshot)
 		i++
 		m, _, path := inc.Build(next)
 		if !path.Incremental || !ok(m, next) {
-			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, len(m.Servers), len(m.GatewayRoutes))
+			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, m.Servers.Len(), len(m.GatewayRoutes))
 		}
 	}
 }
@@ -156,7 +156,7 @@ func BenchmarkIncremental(b *testing.B) {
 			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
 			with := s
 			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.Servers) == len(next.Ingresses) })
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.Servers.Len() == len(next.Ingresses) })
 		})
 		if n > 10000 {
 			continue

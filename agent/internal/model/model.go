@@ -176,11 +176,13 @@ type Snapshot struct {
 
 // Model is what nginx should serve. It holds only plain values.
 type Model struct {
-	// Servers sorted by Host. Exact hosts and wildcard hosts ("*.example.com").
-	// Pointers, so that a model one host apart from the last (Incremental)
-	// is a new list of pointers, not a copy of every server; a server a
-	// model holds is never changed after the build, as its Locations.
-	Servers []*Server
+	// Servers sorted by Host, each once. Exact hosts and wildcard hosts
+	// ("*.example.com"). A List of pointers, so that a model one host
+	// apart from the last (Incremental) shares all but a chunk of the
+	// last one's list (List, Edited), not a copy of every server nor of
+	// every pointer; a server a model holds is never changed after the
+	// build, as its Locations.
+	Servers List[*Server]
 	// Default is the catch-all server for requests whose Host matches no Server:
 	// host-less rules, and the default backend. Host is "".
 	Default Server
@@ -434,13 +436,14 @@ func (p Problem) String() string { return p.Object() + ": " + p.Reason }
 // server, in the model's order.
 func (m Model) AllLocations() iter.Seq[*Location] {
 	return func(yield func(*Location) bool) {
-		for i := -1; i < len(m.Servers); i++ {
-			locs := m.Default.Locations
-			if i >= 0 {
-				locs = m.Servers[i].Locations
+		for j := range m.Default.Locations {
+			if !yield(&m.Default.Locations[j]) {
+				return
 			}
-			for j := range locs {
-				if !yield(&locs[j]) {
+		}
+		for srv := range m.Servers.All() {
+			for j := range srv.Locations {
+				if !yield(&srv.Locations[j]) {
 					return
 				}
 			}

@@ -70,8 +70,11 @@ type Cache struct {
 	gateway []*model.Route
 	// lastServers are the servers of the last model rendered, and next
 	// the model's hint for the next render (ServersChanged).
-	lastServers []*model.Server
+	lastServers model.List[*model.Server]
 	next        serverHint
+	// lastSorted says the last model's servers were sorted by host,
+	// each once (a walk saw them so, or they were made from such).
+	lastSorted bool
 	// nextGateway is the model's hint of its changed Gateway routes for
 	// the next render (GatewayRoutesChanged).
 	nextGateway gatewayHint
@@ -194,7 +197,7 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 // restOf is m without what the cache follows host by host and route by
 // route, and without what render does not read.
 func restOf(m model.Model) model.Model {
-	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = nil, nil, nil, nil, nil
+	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = model.List[*model.Server]{}, nil, nil, nil, nil
 	m.GatewayRoutes, m.GatewayAPI = nil, model.GatewayAPIStatus{}
 	return m
 }
@@ -205,7 +208,7 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, Route
 	if err != nil || !ok {
 		// What the cache does not decide, Build does (and says which
 		// error); the next render starts whole.
-		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
+		*c = Cache{stats: CacheStats{Hosts: 1 + m.Servers.Len(), Whole: true}}
 		cfg, all, err := Build(m, s, keep...)
 		if err != nil {
 			return Config{}, RouteList{}, err
@@ -218,20 +221,20 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, Route
 
 // serverHint is what ServersChanged says.
 type serverHint struct {
-	from  []*model.Server
+	from  model.List[*model.Server]
 	hosts map[string]bool
 	ok    bool
 }
 
 // ServersChanged tells the next Build which servers of its model may
-// differ from those of the model before (from, its very Servers slice;
+// differ from those of the model before (from, its very Servers list;
 // model.Incremental.ChangedServers): a host not in hosts has the very
 // same server in both, or none in both, and the model's servers are
 // sorted by host, each once; nil hosts say nothing (the model cannot
 // say). When from is the model the cache rendered last, that Build
 // looks at the servers of hosts alone, not at every one; else (or
 // without a call) it walks them all.
-func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
+func (c *Cache) ServersChanged(from model.List[*model.Server], hosts map[string]bool) {
 	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
@@ -253,6 +256,9 @@ type gatewayHint struct {
 func (c *Cache) GatewayRoutesChanged(from []*model.Route, hosts map[string]bool) {
 	c.nextGateway = gatewayHint{from: from, hosts: hosts, ok: hosts != nil}
 }
+
+// compareHosts orders servers by host.
+func compareHosts(a, b *model.Server) int { return strings.Compare(a.Host, b.Host) }
 
 // sameList says whether a and b are the same slice, not empty.
 func sameList[T any](a, b []T) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
@@ -371,16 +377,17 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	// model's hint.
 	var entries []*hostEntry
 	entriesOf := func() []*hostEntry {
-		if entries == nil && len(m.Servers) > 0 {
-			entries = make([]*hostEntry, len(m.Servers))
-			for i, srv := range m.Servers {
-				entries[i] = c.hosts[srv.Host]
+		if entries == nil && m.Servers.Len() > 0 {
+			entries = make([]*hostEntry, 0, m.Servers.Len())
+			for srv := range m.Servers.All() {
+				entries = append(entries, c.hosts[srv.Host])
 			}
 		}
 		return entries
 	}
 	sorted := true
-	if next.ok && c.listed && sameList(next.from, c.lastServers) {
+	switch {
+	case next.ok && c.listed && next.from.Same(c.lastServers):
 		// Only the hinted hosts' servers may differ from the last
 		// model's: each is found by its host (the model's servers are
 		// sorted by host, each once), the others are not looked at.
@@ -389,28 +396,71 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 				continue // the default server, compared above
 			}
 			old := c.hosts[host]
-			i, found := slices.BinarySearchFunc(m.Servers, host, func(srv *model.Server, host string) int { return strings.Compare(srv.Host, host) })
+			srv, found := m.Servers.Find(func(srv *model.Server) int { return strings.Compare(srv.Host, host) })
 			if !found {
 				if old != nil {
 					drop(old)
 				}
 				continue
 			}
-			e, err := update(old, m.Servers[i], false)
+			e, err := update(old, srv, false)
 			if err != nil {
 				return Config{}, RouteList{}, false, err
 			}
 			c.hosts[host] = e
 		}
 		c.order = nil // the next walk finds each entry in hosts
-	} else {
+	case c.listed && c.lastSorted && c.lastServers.Shares(m.Servers):
+		// m's servers were made from the last model's (model.Edited,
+		// which keeps them sorted, each host once): only the chunks
+		// the two do not share may differ, and CompareLists looks at
+		// those alone. Each host it meets is after the one before, or
+		// the lists were not made so: Build then says what is wrong.
+		var err error
+		ordered, prev := true, ""
+		model.CompareLists(c.lastServers, m.Servers, compareHosts, func(x, y *model.Server, inA, inB bool) {
+			host := ""
+			if inB {
+				host = y.Host
+			} else {
+				host = x.Host
+			}
+			if err != nil || !ordered {
+				return
+			}
+			if prev != "" && host <= prev {
+				ordered = false
+				return
+			}
+			prev = host
+			old := c.hosts[host]
+			if !inB {
+				if old != nil {
+					drop(old)
+				}
+				return
+			}
+			var e *hostEntry
+			if e, err = update(old, y, false); err == nil {
+				c.hosts[host] = e
+			}
+		})
+		if err != nil {
+			return Config{}, RouteList{}, false, err
+		}
+		if !ordered {
+			return Config{}, RouteList{}, false, nil
+		}
+		c.order = nil // the next walk finds each entry in hosts
+	default:
 		c.stats.Walked = true
-		entries = make([]*hostEntry, len(m.Servers))
+		entries = make([]*hostEntry, 0, m.Servers.Len())
 		walk := lastOrder{entries: c.order}
-		for i := range m.Servers {
-			srv := m.Servers[i]
+		var before *model.Server
+		for srv := range m.Servers.All() {
+			i := len(entries)
 			var old *hostEntry
-			if i > 0 && m.Servers[i-1].Host >= srv.Host {
+			if i > 0 && before.Host >= srv.Host {
 				walk.entries = nil // not sorted: by the map from here on
 				sorted = false
 			}
@@ -427,9 +477,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 			if e != old {
 				c.hosts[srv.Host] = e
 			}
-			entries[i] = e
+			entries = append(entries, e)
+			before = srv
 		}
-		if len(c.hosts) > len(m.Servers) {
+		if len(c.hosts) > m.Servers.Len() {
 			for _, e := range c.hosts {
 				if e.gen != c.gen {
 					drop(e)
@@ -438,6 +489,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		}
 		c.order = entries
 	}
+	c.lastSorted = sorted
 	if setChanged && c.profileClash() {
 		return Config{}, RouteList{}, false, nil
 	}
@@ -487,7 +539,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
 	}
-	views := make([]serverView, 0, 1+len(m.Servers))
+	views := make([]serverView, 0, 1+m.Servers.Len())
 	for _, e := range all() {
 		view, err := viewOf(e)
 		if err != nil {
@@ -591,7 +643,7 @@ func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
 // than one of no server, profiles and body size aside. An error says yes:
 // the whole render then reports it.
 func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
-	m := model.Model{Servers: []*model.Server{&srv}}
+	m := model.Model{Servers: model.ListOf(&srv)}
 	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
 	if err != nil {
 		return true
@@ -747,7 +799,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 // allRoutes are routes' routes, every one made again as routesOf makes
 // them.
 func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string]bool) (RouteList, bool, bool, error) {
-	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
+	routes := make([]model.Route, 0, 1+m.Servers.Len()+len(m.GatewayRoutes))
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		return claimed[name] || c.hosts[name] != nil
@@ -785,10 +837,12 @@ func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string
 	if err := add(c.def, &m.Default, true); err != nil {
 		return RouteList{}, false, false, err
 	}
-	for i := range m.Servers {
-		if err := add(entries[i], m.Servers[i], false); err != nil {
+	i := 0
+	for srv := range m.Servers.All() {
+		if err := add(entries[i], srv, false); err != nil {
 			return RouteList{}, false, false, err
 		}
+		i++
 	}
 	gateway, retries, ok, err := c.gatewayRoutes(m, hinted, true)
 	if err != nil || !ok {

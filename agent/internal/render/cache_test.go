@@ -68,7 +68,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	cache := NewCache()
 	var last Config
 	for i, step := range steps {
-		m := model.Model{Servers: step.servers}
+		m := model.Model{Servers: model.ListOf(step.servers...)}
 		got, gotRoutes, err := cache.Build(m, step.s)
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
@@ -103,8 +103,8 @@ func BenchmarkCacheNewHost(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 50_000} {
 		without := manyServers(n)
 		with := without
-		with.Servers = append(slices.Clone(without.Servers), &model.Server{Host: "zzz-new.example.com",
-			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
+		with.Servers = model.ListOf(append(without.Servers.Slice(), &model.Server{Host: "zzz-new.example.com",
+			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})...)
 		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
 			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.Hosts <= 1 })
 		})
@@ -264,7 +264,7 @@ func TestCacheGatewayRoutes(t *testing.T) {
 func TestCacheHoldsTheModelsServers(t *testing.T) {
 	srv := &model.Server{Host: "a.test", Locations: []model.Location{loc("/", model.PathPrefix, "default/a:80")}}
 	c := NewCache()
-	if _, _, err := c.Build(model.Model{Servers: []*model.Server{srv}}, goldenSettings); err != nil {
+	if _, _, err := c.Build(model.Model{Servers: model.ListOf(srv)}, goldenSettings); err != nil {
 		t.Fatal(err)
 	}
 	if e := c.hosts["a.test"]; e == nil || e.server != srv {
@@ -279,10 +279,10 @@ func TestCacheServersChangedHintNotTaken(t *testing.T) {
 	server := func(host, path string) *model.Server {
 		return &model.Server{Host: host, Locations: []model.Location{loc(path, model.PathPrefix, "default/"+host+":80")}}
 	}
-	first := model.Model{Servers: []*model.Server{server("a.test", "/"), server("b.test", "/")}}
-	second := model.Model{Servers: []*model.Server{first.Servers[0], server("b.test", "/b")}}
-	third := model.Model{Servers: []*model.Server{server("a.test", "/a"), second.Servers[1]}}
-	fourth := model.Model{Servers: []*model.Server{third.Servers[0], server("b.test", "/4")}}
+	first := model.Model{Servers: model.ListOf(server("a.test", "/"), server("b.test", "/"))}
+	second := model.Model{Servers: model.ListOf(first.Servers.At(0), server("b.test", "/b"))}
+	third := model.Model{Servers: model.ListOf(server("a.test", "/a"), second.Servers.At(1))}
+	fourth := model.Model{Servers: model.ListOf(third.Servers.At(0), server("b.test", "/4"))}
 	cache := NewCache()
 	steps := []struct {
 		name   string

@@ -137,7 +137,7 @@ func gatewayRoutesModel(portHTTP, portHTTPS int) model.Model {
 	}
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}},
-		Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}},
+		Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}),
 		Listeners: []model.Listener{
 			{Address: gatewayAddrA, Port: int32(portHTTP), Front: a},
 			{Address: gatewayAddrA, Port: int32(portHTTPS), HTTPS: true, Front: c},

@@ -128,7 +128,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	if seed%4 < 2 {
 		unlabelled = newUnlabelledSlices()
 	}
-	var lastServers []*model.Server
+	var lastServers model.List[*model.Server]
 	var lastGatewayRoutes []*model.Route
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
@@ -625,21 +625,21 @@ var changedServersStats = map[bool]int{}
 // returned (last), and every host whose server is not the very same
 // pointer in both (or that only one has) is among hosts. render.Cache
 // trusts it (ServersChanged).
-func checkChangedServers(inc *model.Incremental, last, servers []*model.Server) error {
+func checkChangedServers(inc *model.Incremental, last, servers model.List[*model.Server]) error {
 	from, hosts, ok := inc.ChangedServers()
 	changedServersStats[ok]++
 	if !ok {
 		return nil
 	}
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if from.Len() != last.Len() || from.Len() > 0 && !from.Same(last) {
 		return fmt.Errorf("ChangedServers: from is not the servers the build before returned")
 	}
 	before := map[string]*model.Server{}
-	for _, srv := range from {
+	for srv := range from.All() {
 		before[srv.Host] = srv
 	}
 	after := map[string]*model.Server{}
-	for _, srv := range servers {
+	for srv := range servers.All() {
 		after[srv.Host] = srv
 	}
 	for _, side := range []map[string]*model.Server{before, after} {
