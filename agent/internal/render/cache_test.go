@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -365,6 +366,61 @@ func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 		}
 		if _, hosts, ok := cache.ChangedRoutes(); step.name != "first" && (!ok || len(hosts) > 1 || len(hosts) == 1 && !hosts[added]) {
 			t.Errorf("%s: ChangedRoutes %v %v, want at most %q", step.name, hosts, ok, added)
+		}
+	}
+}
+
+// A model whose servers were made from the last model's (model.Edited,
+// as model.Incremental makes them), given with no hint, is diffed by
+// CompareLists: only the chunks the two lists do not share are looked
+// at, not every server, and each render equals Build's. Lists made
+// apart are walked.
+func TestCacheComparesServersMadeFromTheLast(t *testing.T) {
+	server := func(host, path string) *model.Server {
+		return &model.Server{Host: host, Locations: []model.Location{loc(path, model.PathPrefix, "default/"+host+":80")}}
+	}
+	var servers []*model.Server
+	for i := range 1000 {
+		servers = append(servers, server(fmt.Sprintf("h%04d.test", i), "/"))
+	}
+	edit := func(m model.Model, host string, srv *model.Server) model.Model {
+		m.Servers = model.Edited(m.Servers, []model.ListEdit[string, *model.Server]{{Key: host, Value: srv, Remove: srv == nil}},
+			func(s *model.Server, host string) int { return strings.Compare(s.Host, host) })
+		return m
+	}
+	first := model.Model{Servers: model.ListOf(servers...)}
+	added := edit(first, "h0500a.test", server("h0500a.test", "/"))
+	changed := edit(added, "h0100.test", server("h0100.test", "/other"))
+	removed := edit(changed, "h0900.test", nil)
+	apart := model.Model{Servers: model.ListOf(removed.Servers.Slice()...)}
+	steps := []struct {
+		name   string
+		m      model.Model
+		walked bool
+		hosts  int
+	}{
+		{"first", first, true, 1001},
+		{"a host added", added, false, 1},
+		{"a host changed", changed, false, 1},
+		{"a host removed", removed, false, 0},
+		{"a list made apart", apart, true, 0},
+	}
+	cache := NewCache()
+	for _, step := range steps {
+		gotCfg, got, err := cache.Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCfg, want, err := Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotCfg.Hash != wantCfg.Hash || !reflect.DeepEqual(got.Slice(), NewRouteList(want).Slice()) {
+			t.Errorf("%s: the cached render differs from Build's", step.name)
+		}
+		stats := cache.Stats()
+		if stats.Whole || stats.Walked != step.walked || stats.Hosts != step.hosts {
+			t.Errorf("%s: stats %+v; want walked %v, %d hosts made again", step.name, stats, step.walked, step.hosts)
 		}
 	}
 }
