@@ -80,8 +80,8 @@ func BenchmarkBuildGateway(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, problems := Build(s)
-				if len(m.GatewayRoutes) != n || len(problems) != 0 {
-					b.Fatalf("got %d routes, problems %v", len(m.GatewayRoutes), problems)
+				if m.GatewayRoutes.Len() != n || len(problems) != 0 {
+					b.Fatalf("got %d routes, problems %v", m.GatewayRoutes.Len(), problems)
 				}
 			}
 		})
@@ -126,7 +126,7 @@ func benchChange(b *testing.B, s, with Snapshot, ok func(m Model, next Snapshot)
 		i++
 		m, _, path := inc.Build(next)
 		if !path.Incremental || !ok(m, next) {
-			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, m.Servers.Len(), len(m.GatewayRoutes))
+			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, m.Servers.Len(), m.GatewayRoutes.Len())
 		}
 	}
 }
@@ -139,7 +139,7 @@ func BenchmarkIncrementalRoute(b *testing.B) {
 		b.Run(fmt.Sprintf("new-route/httproutes=%d", n), func(b *testing.B) {
 			with := s
 			with.HTTPRoutes = slices.SortedFunc(slices.Values(append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))), compareNamed)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.GatewayRoutes) == len(next.HTTPRoutes) })
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.GatewayRoutes.Len() == len(next.HTTPRoutes) })
 		})
 	}
 }

@@ -88,7 +88,7 @@ type Incremental struct {
 	// returned; gatewayFrom those of the one before, and gatewayChanged
 	// the hosts whose route may differ between the two, nil when the
 	// Build cannot say (ChangedGatewayRoutes).
-	gatewayRoutes, gatewayFrom []*Route
+	gatewayRoutes, gatewayFrom List[*Route]
 	gatewayChanged             map[string]bool
 }
 
@@ -104,25 +104,24 @@ func (x *Incremental) ChangedServers() (from List[*Server], hosts map[string]boo
 
 // ChangedGatewayRoutes says which Gateway routes (Model.GatewayRoutes) of
 // the model the last Build returned may differ from those of the model
-// the Build before returned (from, its very GatewayRoutes slice): a host
+// the Build before returned (from, its very GatewayRoutes list): a host
 // not in hosts has the very same *Route in both, or none in both. ok is
 // false when the Build cannot say: a full build, or one that built the
 // globals part (and with it every HTTPRoute) again, or HTTPRoutes not in
 // route islands. render.Cache then looks at those routes alone
 // (render.Cache.GatewayRoutesChanged) instead of walking every one: at
 // 50,000 HTTPRoutes the walk was most of a new route's render.
-func (x *Incremental) ChangedGatewayRoutes() (from []*Route, hosts map[string]bool, ok bool) {
+func (x *Incremental) ChangedGatewayRoutes() (from List[*Route], hosts map[string]bool, ok bool) {
 	return x.gatewayFrom, x.gatewayChanged, x.gatewayChanged != nil
 }
 
 // Prepare readies, between builds, the memory the next Build copies its
-// long lists into (GatewayRoutes, GatewayAPI.Routes: see
-// sortedList.prepare), so that a change does not pay, on the sync, for
-// faulting in memory of the lists' size. Call it off the sync path, when
-// no change waits: it writes each long list's size in memory.
-// (Model.Servers needs none: a change makes a chunk of it, editedList.)
+// long lists into (GatewayAPI.Routes: see sortedList.prepare), so that a
+// change does not pay, on the sync, for faulting in memory of the lists'
+// size. Call it off the sync path, when no change waits: it writes each
+// long list's size in memory. (Model.Servers and GatewayRoutes need
+// none: a change makes a chunk of each, editedList.)
 func (x *Incremental) Prepare() {
-	x.routes.hosts.prepare()
 	x.routes.statuses.prepare()
 }
 
@@ -650,7 +649,7 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 	// The Gateway API is the globals part's.
 	s = withoutGatewayAPI(s)
 	is, m, problems := x.buildPart(s, keys, true)
-	if len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
+	if len(m.Listeners) > 0 || m.GatewayRoutes.Len() > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
 		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
 		return "an island of Ingresses built a part of the globals"
 	}

@@ -36,12 +36,13 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 	type handed struct {
 		servers            List[*Server]
 		copyServers        []*Server
-		routes, copyRoutes []*Route
+		routes             List[*Route]
+		copyRoutes         []*Route
 		status, copyStatus []*RouteStatus
 	}
 	var kept []handed
 	keep := func(m Model) {
-		kept = append(kept, handed{m.Servers, m.Servers.Slice(), m.GatewayRoutes, slices.Clone(m.GatewayRoutes),
+		kept = append(kept, handed{m.Servers, m.Servers.Slice(), m.GatewayRoutes, m.GatewayRoutes.Slice(),
 			m.GatewayAPI.Routes, slices.Clone(m.GatewayAPI.Routes)})
 	}
 	rng := rand.New(rand.NewPCG(42, 1))
@@ -88,7 +89,7 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 		keep(got)
 	}
 	for i, h := range kept {
-		if !slices.Equal(h.servers.Slice(), h.copyServers) || !slices.Equal(h.routes, h.copyRoutes) || !slices.Equal(h.status, h.copyStatus) {
+		if !slices.Equal(h.servers.Slice(), h.copyServers) || !slices.Equal(h.routes.Slice(), h.copyRoutes) || !slices.Equal(h.status, h.copyStatus) {
 			t.Fatalf("the lists handed out by build %d changed since", i)
 		}
 	}

@@ -210,9 +210,10 @@ type Model struct {
 	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
 	// Ordered is set and every location has a Rule. Sorted by Host. They
 	// need nothing in nginx.conf: render hands them to Lua as they are.
-	// Pointers, as Servers: a route a model holds is never changed after
-	// the build.
-	GatewayRoutes []*Route
+	// A List of pointers, as Servers: a model one route apart from the
+	// last shares all but a chunk of its list, and a route a model holds
+	// is never changed after the build.
+	GatewayRoutes List[*Route]
 	// BackendTLS are the settings of TLS to Gateway backends that some
 	// route's share names, sorted by Name (backendtls.go): each is a
 	// named location in every Gateway server.

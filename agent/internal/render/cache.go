@@ -67,7 +67,7 @@ type Cache struct {
 	// gateway are the last model's Gateway routes: a route the model
 	// hands out again (the same pointer) is in the last list as it was
 	// (metric labels and all).
-	gateway []*model.Route
+	gateway model.List[*model.Route]
 	// lastServers are the servers of the last model rendered, and next
 	// the model's hint for the next render (ServersChanged).
 	lastServers model.List[*model.Server]
@@ -198,7 +198,7 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 // route, and without what render does not read.
 func restOf(m model.Model) model.Model {
 	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = model.List[*model.Server]{}, nil, nil, nil, nil
-	m.GatewayRoutes, m.GatewayAPI = nil, model.GatewayAPIStatus{}
+	m.GatewayRoutes, m.GatewayAPI = model.List[*model.Route]{}, model.GatewayAPIStatus{}
 	return m
 }
 
@@ -240,28 +240,25 @@ func (c *Cache) ServersChanged(from model.List[*model.Server], hosts map[string]
 
 // gatewayHint is what GatewayRoutesChanged says.
 type gatewayHint struct {
-	from  []*model.Route
+	from  model.List[*model.Route]
 	hosts map[string]bool
 	ok    bool
 }
 
 // GatewayRoutesChanged tells the next Build which Gateway routes of its
 // model may differ from those of the model before (from, its very
-// GatewayRoutes slice; model.Incremental.ChangedGatewayRoutes): a host
+// GatewayRoutes list; model.Incremental.ChangedGatewayRoutes): a host
 // not in hosts has the very same *Route in both, or none in both, and
 // the model's Gateway routes are sorted by host, each once; nil hosts
 // say nothing. When from is the Gateway routes the cache rendered last,
 // that Build looks at the routes of hosts alone (found by binary search),
 // not at every one; else (or without a call) it walks them all.
-func (c *Cache) GatewayRoutesChanged(from []*model.Route, hosts map[string]bool) {
+func (c *Cache) GatewayRoutesChanged(from model.List[*model.Route], hosts map[string]bool) {
 	c.nextGateway = gatewayHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
 // compareHosts orders servers by host.
 func compareHosts(a, b *model.Server) int { return strings.Compare(a.Host, b.Host) }
-
-// sameList says whether a and b are the same slice, not empty.
-func sameList[T any](a, b []T) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
 
 // reset forgets every host, for new settings.
 func (c *Cache) reset(s Settings) error {
@@ -783,7 +780,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 	var retries bool
 	var err error
 	ok := true
-	if gatewayHint.ok && sameList(gatewayHint.from, c.gateway) {
+	if gatewayHint.ok && gatewayHint.from.Same(c.gateway) {
 		gateway, retries, err = c.hintedGatewayRoutes(m, gatewayHint.hosts, hinted)
 	} else {
 		gateway, retries, ok, err = c.gatewayRoutes(m, hinted, false)
@@ -799,7 +796,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 // allRoutes are routes' routes, every one made again as routesOf makes
 // them.
 func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string]bool) (RouteList, bool, bool, error) {
-	routes := make([]model.Route, 0, 1+m.Servers.Len()+len(m.GatewayRoutes))
+	routes := make([]model.Route, 0, 1+m.Servers.Len()+m.GatewayRoutes.Len())
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		return claimed[name] || c.hosts[name] != nil
@@ -970,17 +967,19 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 			changes = append(changes, routeChange{host: r.Host})
 		}
 	}
-	for i, r := range m.GatewayRoutes {
-		if i > 0 && m.GatewayRoutes[i-1].Host >= r.Host {
+	var before *model.Route
+	for r := range m.GatewayRoutes.All() {
+		if before != nil && before.Host >= r.Host {
 			return nil, false, false, nil
 		}
-		for j < len(last) && last[j].Host < r.Host {
-			gone(last[j])
+		before = r
+		for j < last.Len() && last.At(j).Host < r.Host {
+			gone(last.At(j))
 			j++
 		}
-		if j < len(last) && last[j].Host == r.Host {
+		if j < last.Len() && last.At(j).Host == r.Host {
 			j++
-			if last[j-1] == r {
+			if last.At(j-1) == r {
 				if all {
 					out, ok := c.lastRoutes.Get(r.Host)
 					if !ok {
@@ -990,7 +989,7 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 				}
 				continue
 			}
-			retries = retries || hasRetries(*last[j-1])
+			retries = retries || hasRetries(*last.At(j - 1))
 		}
 		change, err := c.gatewayRouteMade(r)
 		if err != nil {
@@ -1000,8 +999,8 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 		retries = retries || hasRetries(*r)
 		changes = append(changes, change)
 	}
-	for ; j < len(last); j++ {
-		gone(last[j])
+	for ; j < last.Len(); j++ {
+		gone(last.At(j))
 	}
 	c.gateway = m.GatewayRoutes
 	return changes, retries, true, nil
@@ -1054,12 +1053,9 @@ func (c *Cache) gatewayRouteMade(r *model.Route) (routeChange, error) {
 }
 
 // findRoute is the route of host in routes, sorted by host; nil for none.
-func findRoute(routes []*model.Route, host string) *model.Route {
-	i, ok := slices.BinarySearchFunc(routes, host, func(r *model.Route, host string) int { return strings.Compare(r.Host, host) })
-	if !ok {
-		return nil
-	}
-	return routes[i]
+func findRoute(routes model.List[*model.Route], host string) *model.Route {
+	r, _ := routes.Find(func(r *model.Route) int { return strings.Compare(r.Host, host) })
+	return r
 }
 
 // hintHost adds host to hinted, when not nil (nil: any host may change).

@@ -174,19 +174,28 @@ func manyGatewayRoutes(n int) (without, with model.Model) {
 	without.Listeners = []model.Listener{{Address: "127.0.0.1", Port: 80, Front: front}}
 	without.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n)}}}}
+	var routes []*model.Route
 	for i := range n {
 		r, st := route(fmt.Sprintf("app-%06d", 2*i))
-		without.GatewayRoutes = append(without.GatewayRoutes, r)
+		routes = append(routes, r)
 		without.GatewayAPI.Routes = append(without.GatewayAPI.Routes, st)
 	}
+	without.GatewayRoutes = model.ListOf(routes...)
 	with = without
 	at := n / 2
 	r, st := route(fmt.Sprintf("app-%06d", 2*at-1))
-	with.GatewayRoutes = slices.Insert(slices.Clone(without.GatewayRoutes), at, r)
+	with.GatewayRoutes = withRoute(without.GatewayRoutes, r)
 	with.GatewayAPI.Routes = slices.Insert(slices.Clone(without.GatewayAPI.Routes), at, st)
 	with.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n + 1)}}}}
 	return without, with
+}
+
+// withRoute is routes with r, in the place of the route of its host or
+// added, made as model.Incremental makes its lists (model.Edited).
+func withRoute(routes model.List[*model.Route], r *model.Route) model.List[*model.Route] {
+	return model.Edited(routes, []model.ListEdit[string, *model.Route]{{Key: r.Host, Value: r}},
+		func(r *model.Route, host string) int { return strings.Compare(r.Host, host) })
 }
 
 // TestCacheGatewayRoutes walks a Cache through Gateway route changes: a
@@ -198,11 +207,10 @@ func TestCacheGatewayRoutes(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
 	// changeRoute is m with a new route i, its first location changed.
 	changeRoute := func(m model.Model, i int, change func(l *model.RouteLocation)) model.Model {
-		r := *m.GatewayRoutes[i]
+		r := *m.GatewayRoutes.At(i)
 		r.Locations = slices.Clone(r.Locations)
 		change(&r.Locations[0])
-		m.GatewayRoutes = slices.Clone(m.GatewayRoutes)
-		m.GatewayRoutes[i] = &r
+		m.GatewayRoutes = withRoute(m.GatewayRoutes, &r)
 		return m
 	}
 	changed := changeRoute(with, 3, func(l *model.RouteLocation) { l.Path = "/changed" })
@@ -210,8 +218,9 @@ func TestCacheGatewayRoutes(t *testing.T) {
 		l.Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
 	})
 	unsorted := changed
-	unsorted.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
-	unsorted.GatewayRoutes[0], unsorted.GatewayRoutes[1] = unsorted.GatewayRoutes[1], unsorted.GatewayRoutes[0]
+	swapped := changed.GatewayRoutes.Slice()
+	swapped[0], swapped[1] = swapped[1], swapped[0]
+	unsorted.GatewayRoutes = model.ListOf(swapped...)
 	metrics := goldenSettings
 	rm := DefaultRequestMetrics()
 	metrics.RequestMetrics = &rm
@@ -323,8 +332,8 @@ func TestCacheServersChangedHintNotTaken(t *testing.T) {
 func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
 	added := ""
-	for _, r := range with.GatewayRoutes {
-		if !slices.Contains(without.GatewayRoutes, r) {
+	for r := range with.GatewayRoutes.All() {
+		if !slices.Contains(without.GatewayRoutes.Slice(), r) {
 			added = r.Host
 		}
 	}
@@ -344,7 +353,7 @@ func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 		{"a hint relative to other routes", without, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, hint) }, true, 0},
 		{"nil hosts", with, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, nil) }, true, 1},
 		{"a hint naming a route the same in both", without, func() {
-			cache.GatewayRoutesChanged(with.GatewayRoutes, map[string]bool{added: true, without.GatewayRoutes[3].Host: true})
+			cache.GatewayRoutesChanged(with.GatewayRoutes, map[string]bool{added: true, without.GatewayRoutes.At(3).Host: true})
 		}, false, 0},
 	}
 	for _, step := range steps {

@@ -129,7 +129,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		unlabelled = newUnlabelledSlices()
 	}
 	var lastServers model.List[*model.Server]
-	var lastGatewayRoutes []*model.Route
+	var lastGatewayRoutes model.List[*model.Route]
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
@@ -546,7 +546,7 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	gotCfg, gotRoutes, gotErr := cache.Build(m, s, keep...)
 	cacheStats[cache.Stats().ConfReused]++
 	cacheWalked[cache.Stats().Walked || cache.Stats().Whole]++
-	if len(m.GatewayRoutes) > 0 {
+	if m.GatewayRoutes.Len() > 0 {
 		gatewayWalked[cache.Stats().GatewayWalked || cache.Stats().Whole]++
 	}
 	wantCfg, wantRoutes, wantErr := Build(m, s, keep...)
@@ -661,22 +661,23 @@ var changedGatewayRoutesStats = map[bool]int{}
 // before returned (last), routes are sorted by host, each once, and every
 // host whose route is not the very same pointer in both (or that only one
 // has) is among hosts. render.Cache trusts it (GatewayRoutesChanged).
-func checkChangedGatewayRoutes(inc *model.Incremental, last, routes []*model.Route) error {
+func checkChangedGatewayRoutes(inc *model.Incremental, last, list model.List[*model.Route]) error {
 	from, hosts, ok := inc.ChangedGatewayRoutes()
 	changedGatewayRoutesStats[ok]++
 	if !ok {
 		return nil
 	}
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if from.Len() != last.Len() || from.Len() > 0 && !from.Same(last) {
 		return fmt.Errorf("ChangedGatewayRoutes: from is not the routes the build before returned")
 	}
+	routes := list.Slice()
 	for i := 1; i < len(routes); i++ {
 		if routes[i-1].Host >= routes[i].Host {
 			return fmt.Errorf("ChangedGatewayRoutes: the routes are not sorted by host, each once: %q before %q", routes[i-1].Host, routes[i].Host)
 		}
 	}
 	before := map[string]*model.Route{}
-	for _, r := range from {
+	for r := range from.All() {
 		before[r.Host] = r
 	}
 	after := map[string]*model.Route{}

@@ -120,7 +120,7 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 	// Ingress part of a seed stays what it was.
 	randomGatewayObjects(mathrand.New(mathrand.NewSource(seed^0x29)), &snap)
 	m, problems := model.Build(snap)
-	st := snapshotStats{ingresses: len(snap.Ingresses), servers: m.Servers.Len() + 1, gatewayRoutes: len(m.GatewayRoutes)}
+	st := snapshotStats{ingresses: len(snap.Ingresses), servers: m.Servers.Len() + 1, gatewayRoutes: m.GatewayRoutes.Len()}
 	if err := checkUnrenderableRefused(snap, problems); err != nil {
 		return st, err
 	}

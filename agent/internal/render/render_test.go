@@ -193,8 +193,8 @@ func gatewayGoldenModel() model.Model {
 			{Address: "127.29.50.1", Port: 8443, HTTPS: true, Front: model.FrontName("127.29.50.1", 8443)},
 			{Address: "::1", Port: 443, HTTPS: true, Front: secure},
 		},
-		GatewayRoutes: []*model.Route{
-			{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
+		GatewayRoutes: model.ListOf(
+			&model.Route{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				{Path: "/exact", Exact: true, Backend: "default/exact:80", Rule: &model.RouteRule{Route: "HTTPRoute default/app"}},
 				{Path: "/api", Rule: &model.RouteRule{Method: "POST", Headers: []model.ValueMatch{{Name: "Version", Value: "2"}},
 					Query:          []model.ValueMatch{{Name: "q", Value: "^a+$", Regex: true}},
@@ -204,9 +204,9 @@ func gatewayGoldenModel() model.Model {
 					Redirect: &model.Redirect{Scheme: "https", Path: "/new", ReplacePrefix: true, MatchedPrefix: "/old", Status: 301}}},
 				{Path: "/", Backend: "default/web:80", Rule: &model.RouteRule{Rewrite: &model.Rewrite{Host: "internal.example.com"}}},
 			}},
-			{Host: model.FrontKey(front, "_"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Rule: &model.RouteRule{Status: 500}}}},
-			{Host: model.FrontKey(secure, "*.example.com"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Backend: "default/web:80"}}},
-		},
+			&model.Route{Host: model.FrontKey(front, "_"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Rule: &model.RouteRule{Status: 500}}}},
+			&model.Route{Host: model.FrontKey(secure, "*.example.com"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Backend: "default/web:80"}}},
+		),
 	}
 }
 
