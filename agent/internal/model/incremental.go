@@ -1349,8 +1349,10 @@ var spareFrom = 4096
 
 // prepare makes a spare ready for the next list that changes, when l
 // keeps one and is long: an array of its length and spareRoom more, every
-// page of it written once. A change to one of 50,000 hosts makes the list
-// again (list: the one handed out stays as it was), and the copy wrote
+// page of it written once (the route statuses' list keeps one, the
+// lists handed out as a List need none: editedList). A change to one of
+// 50,000 makes the list again (list: the one handed out stays as it
+// was), and the copy wrote
 // 400 KB of memory the Go runtime had given back to the OS (it keeps
 // about 10% more than the live heap): on the 2-core VM of the benchmarks
 // a page fault costs ~10 µs, so the copy cost ~1 ms of faults at 50,000
