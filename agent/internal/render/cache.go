@@ -22,7 +22,9 @@ package render
 // them). When the model says which of
 // its servers changed (ServersChanged, from model.Incremental), the
 // others are not even looked at: a new Ingress at 50,000 costs its host,
-// not a walk of 50,000 servers.
+// not a walk of 50,000 servers. Without that hint, servers made from the
+// last model's (model.Edited: they share its chunks) are compared chunk
+// by chunk (model.CompareLists), skipping the chunks both hold.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -233,7 +235,9 @@ type serverHint struct {
 // sorted by host, each once; nil hosts say nothing (the model cannot
 // say). When from is the model the cache rendered last, that Build
 // looks at the servers of hosts alone, not at every one; else (or
-// without a call) it walks them all.
+// without a call) it compares the servers with the last model's by
+// model.CompareLists when the one list was made from the other (they
+// share chunks), and walks them all when not.
 func (c *Cache) ServersChanged(from model.List[*model.Server], hosts map[string]bool) {
 	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
 }
