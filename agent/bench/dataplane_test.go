@@ -445,10 +445,10 @@ func b3Model(backends []string) model.Model {
 		b.Endpoints = append(b.Endpoints, model.Endpoint{Address: host, Port: int32(p)})
 	}
 	return model.Model{
-		Servers: []*model.Server{{
+		Servers: model.ListOf(&model.Server{
 			Host:      b3Host,
 			Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: b3Backend, Ingress: "bench/web"}},
-		}},
+		}),
 		Backends: []model.Backend{b},
 	}
 }

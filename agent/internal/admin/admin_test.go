@@ -123,12 +123,12 @@ func testModel() model.Model {
 		Default: model.Server{Locations: []model.Location{
 			{Path: "/", PathType: model.PathPrefix, Backend: "default/fallback:80", Ingress: "default/fb"},
 		}},
-		Servers: []*model.Server{
-			{Host: "a.test", HTTPS: true, Locations: []model.Location{
+		Servers: model.ListOf(
+			&model.Server{Host: "a.test", HTTPS: true, Locations: []model.Location{
 				{Path: "/", PathType: model.PathPrefix, Backend: "default/web:80", Ingress: "default/a"},
 				{Path: "/api", PathType: model.PathExact, Backend: "default/api:http", Ingress: "default/a"},
 			}},
-		},
+		),
 		Backends: []model.Backend{
 			{Name: "default/api:http"},
 			{Name: "default/fallback:80", Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
@@ -176,9 +176,9 @@ func TestFromModelPathContext(t *testing.T) {
 		MatchReason: "Exact became Regex: use-regex on Ingress default/web makes every path of the host a regex",
 		Proxy:       &model.ProxySettings{ReadTimeout: 300, BodySize: "8m"},
 		Access:      &model.AccessSettings{BasicAuth: model.BasicAuth{Realm: "staff"}}}
-	m := model.Model{Servers: []*model.Server{{Host: "a.test", Locations: []model.Location{
+	m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.test", Locations: []model.Location{
 		slow, {Path: "/", PathType: model.PathPrefix, Backend: "default/web:80", Ingress: "default/web"},
-	}}}}
+	}})}
 	routes, err := render.Routes(m, render.Settings{HTTPPort: 80, HTTPSPort: 443})
 	if err != nil {
 		t.Fatal(err)

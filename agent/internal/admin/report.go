@@ -260,9 +260,9 @@ func FromModel(m model.Model, routes render.RouteList, problems []model.Problem)
 			certOf[h] = c.Name
 		}
 	}
-	servers := m.Servers
+	servers := m.Servers.Slice()
 	if len(m.Default.Locations) > 0 {
-		servers = append([]*model.Server{&m.Default}, m.Servers...)
+		servers = append([]*model.Server{&m.Default}, servers...)
 	}
 	profiles := profilesOf(routes)
 	for _, s := range servers {

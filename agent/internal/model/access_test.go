@@ -27,10 +27,10 @@ func accessOf(t *testing.T, prefix string, annotations map[string]string, extra 
 		}
 	}
 	m, problems := Build(s)
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Fatalf("want one server with one location, got %s", dump(m))
 	}
-	return m.Servers[0].Locations[0].AccessSettings(), m, problems
+	return m.Servers.At(0).Locations[0].AccessSettings(), m, problems
 }
 
 // prefix2 is helpers_test's prefix, renamed here where prefix is a string.
@@ -357,7 +357,7 @@ func TestAccessKeysSupported(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	for _, l := range m.Servers[0].Locations {
+	for _, l := range m.Servers.At(0).Locations {
 		want := RateLimit{RPS: 3, BurstMultiplier: 5}
 		if l.Ingress == "default/other" {
 			want = RateLimit{}

@@ -331,7 +331,7 @@ func TestBackendTLSMirrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, problems := Build(gwSnapshot(newGateway("infra", "gw", httpListener("http", 80, "")), tt.route, policy, caConfigMap("infra", "ca", ca),
 				service("infra", "secure", servicePort("https", 443)), service("infra", "plain", servicePort("http", 80))))
-			for _, r := range m.GatewayRoutes {
+			for r := range m.GatewayRoutes.All() {
 				for _, l := range r.Locations {
 					if l.Rule != nil && len(l.Rule.Mirrors) > 0 {
 						t.Errorf("route %s keeps mirrors %s", r.Host, dump(l.Rule.Mirrors))

@@ -16,10 +16,10 @@ func policyOf(t *testing.T, annotations map[string]string) (Policy, []Problem) {
 		opts = append(opts, annotation("nginx.ingress.kubernetes.io/"+k, v))
 	}
 	m, problems := Build(snapshotOf(newIngress("default", "web", opts...)))
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Fatalf("the Ingress is not served: %s", dump(m.Servers))
 	}
-	name := m.Servers[0].Locations[0].Backend
+	name := m.Servers.At(0).Locations[0].Backend
 	for _, b := range m.Backends {
 		if b.Name == name {
 			return b.PolicyValue(), problems
@@ -150,10 +150,10 @@ func canaryBackends(t *testing.T, primary, canary map[string]string) (split, can
 	for _, b := range m.Backends {
 		byName[b.Name] = b
 	}
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Fatalf("servers %s", dump(m.Servers))
 	}
-	split = byName[m.Servers[0].Locations[0].Backend]
+	split = byName[m.Servers.At(0).Locations[0].Backend]
 	canaryBackend, ok := byName[split.PolicyValue().Canary]
 	if !ok {
 		t.Fatalf("no canary backend %q among %s", split.PolicyValue().Canary, dump(m.Backends))

@@ -39,8 +39,8 @@ func BenchmarkBuild(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, problems := Build(s)
-				if len(m.Servers) != n || len(problems) != 0 {
-					b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+				if m.Servers.Len() != n || len(problems) != 0 {
+					b.Fatalf("got %d servers, problems %v", m.Servers.Len(), problems)
 				}
 			}
 		})
@@ -64,8 +64,8 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m, problems := Build(s)
-		if len(m.Servers) != len(s.Ingresses) || len(problems) != 0 {
-			b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
+		if m.Servers.Len() != len(s.Ingresses) || len(problems) != 0 {
+			b.Fatalf("got %d servers, problems %v", m.Servers.Len(), problems)
 		}
 	}
 }
@@ -80,8 +80,8 @@ func BenchmarkBuildGateway(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, problems := Build(s)
-				if len(m.GatewayRoutes) != n || len(problems) != 0 {
-					b.Fatalf("got %d routes, problems %v", len(m.GatewayRoutes), problems)
+				if m.GatewayRoutes.Len() != n || len(problems) != 0 {
+					b.Fatalf("got %d routes, problems %v", m.GatewayRoutes.Len(), problems)
 				}
 			}
 		})
@@ -126,7 +126,7 @@ func benchChange(b *testing.B, s, with Snapshot, ok func(m Model, next Snapshot)
 		i++
 		m, _, path := inc.Build(next)
 		if !path.Incremental || !ok(m, next) {
-			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, len(m.Servers), len(m.GatewayRoutes))
+			b.Fatalf("path %+v, %d servers, %d Gateway routes", path, m.Servers.Len(), m.GatewayRoutes.Len())
 		}
 	}
 }
@@ -139,7 +139,7 @@ func BenchmarkIncrementalRoute(b *testing.B) {
 		b.Run(fmt.Sprintf("new-route/httproutes=%d", n), func(b *testing.B) {
 			with := s
 			with.HTTPRoutes = slices.SortedFunc(slices.Values(append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))), compareNamed)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.GatewayRoutes) == len(next.HTTPRoutes) })
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.GatewayRoutes.Len() == len(next.HTTPRoutes) })
 		})
 	}
 }
@@ -156,7 +156,7 @@ func BenchmarkIncremental(b *testing.B) {
 			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
 			with := s
 			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.Servers) == len(next.Ingresses) })
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.Servers.Len() == len(next.Ingresses) })
 		})
 		if n > 10000 {
 			continue

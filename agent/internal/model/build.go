@@ -289,6 +289,7 @@ func (b *Builder) addRoute(host string, loc Location) (owner Location, added boo
 // locations use.
 func (b *Builder) model(processors []Processor) Model {
 	var m Model
+	var servers []*Server
 	used := make(map[string]bool)
 	for host, locations := range b.servers {
 		if len(locations) == 0 {
@@ -312,10 +313,11 @@ func (b *Builder) model(processors []Processor) Model {
 		if host == "" {
 			m.Default = server
 		} else {
-			m.Servers = append(m.Servers, &server)
+			servers = append(servers, &server)
 		}
 	}
-	slices.SortFunc(m.Servers, func(a, b *Server) int { return strings.Compare(a.Host, b.Host) })
+	slices.SortFunc(servers, func(a, b *Server) int { return strings.Compare(a.Host, b.Host) })
+	m.Servers = ListOf(servers...)
 	for _, p := range processors {
 		p.FinishModel(&m)
 	}

@@ -68,7 +68,7 @@ func TestBuildClassSelection(t *testing.T) {
 			s.IngressClasses = tt.classes
 			s.WatchWithoutClass = tt.watchWithoutClass
 			m, problems := Build(s)
-			gotOurs := len(m.Servers) == 1
+			gotOurs := m.Servers.Len() == 1
 			if gotOurs != tt.wantOurs {
 				t.Fatalf("ours = %v, want %v (model %s)", gotOurs, tt.wantOurs, dump(m))
 			}
@@ -125,12 +125,12 @@ func TestBuildHosts(t *testing.T) {
 			m, problems := Build(snapshotOf(newIngress("default", "ing", rule(tt.host, prefix("/", "web", 80)))))
 			if tt.wantReason == "" {
 				want := []*Server{{Host: tt.host, Locations: []Location{loc("/", PathPrefix, "default/web:80", "default/ing")}}}
-				if !reflect.DeepEqual(m.Servers, want) || len(problems) != 0 {
+				if !reflect.DeepEqual(m.Servers.Slice(), want) || len(problems) != 0 {
 					t.Fatalf("got servers %s, problems %v", dump(m.Servers), problems)
 				}
 				return
 			}
-			if len(m.Servers) != 0 || len(m.Backends) != 0 {
+			if m.Servers.Len() != 0 || len(m.Backends) != 0 {
 				t.Errorf("invalid host served: %s", dump(m))
 			}
 			prefix := fmt.Sprintf("spec.rules[0].host %q: %s", tt.host, tt.wantReason)
@@ -196,7 +196,7 @@ func TestBuildPaths(t *testing.T) {
 			var wantProblems []Problem
 			if tt.wantReason == "" {
 				want = Model{
-					Servers:  []*Server{{Host: "a.example.com", Locations: []Location{matchedAs(loc(tt.wantPath, tt.wantType, "default/web:80", "default/ing"), tt.pathType)}}},
+					Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{matchedAs(loc(tt.wantPath, tt.wantType, "default/web:80", "default/ing"), tt.pathType)}}),
 					Backends: []Backend{{Name: "default/web:80", Endpoints: webEndpoints}},
 				}
 			} else {
@@ -231,11 +231,11 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "a", rule("a.example.com", prefix("/a", "web", 80), exact("/c", "web", 80))),
 			},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/a", PathPrefix, web, "default/a"),
 					loc("/b", PathPrefix, web, "default/b"),
 					loc("/c", PathExact, web, "default/a"),
-				}}},
+				}}),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 		},
@@ -245,11 +245,11 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "a", rule("z.example.com", prefix("/", "web", 80)), rule("*.example.com", prefix("/", "web", 80)), rule("b.example.com", prefix("/", "web", 80))),
 			},
 			want: Model{
-				Servers: []*Server{
-					{Host: "*.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
-					{Host: "b.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
-					{Host: "z.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
-				},
+				Servers: ListOf(
+					&Server{Host: "*.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
+					&Server{Host: "b.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
+					&Server{Host: "z.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
+				),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 		},
@@ -260,7 +260,7 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("zzz", "old", createdAt(1), rule("a.example.com", prefix("/api", "web", 80))),
 			},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/api", PathPrefix, "zzz/web:80", "zzz/old")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/api", PathPrefix, "zzz/web:80", "zzz/old")}}),
 				Backends: []Backend{{Name: "zzz/web:80", Endpoints: []Endpoint{}}},
 			},
 			wantProblems: []Problem{
@@ -290,7 +290,7 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "a", rule("a.example.com", exact("/x", "web", "http"))),
 			},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/x", PathExact, "default/web:http", "default/a")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/x", PathExact, "default/web:http", "default/a")}}),
 				Backends: []Backend{{Name: "default/web:http", Endpoints: webEndpoints}},
 			},
 			wantProblems: []Problem{
@@ -304,7 +304,7 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "b", rule("a.example.com", httpPath(implType, "/foo/", backend("web", 80)))),
 			},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/foo", PathPrefix, web, "default/a")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/foo", PathPrefix, web, "default/a")}}),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 			wantProblems: []Problem{
@@ -318,11 +318,11 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "b", createdAt(1), rule("a.example.com", exact("/foo", "web", 80), exact("/fo", "web", 80))),
 			},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/fo", PathExact, web, "default/b"),
 					loc("/foo", PathExact, web, "default/b"),
 					loc("/foo", PathPrefix, web, "default/a"),
-				}}},
+				}}),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 		},
@@ -332,7 +332,7 @@ func TestBuildMerge(t *testing.T) {
 				newIngress("default", "a", rule("a.example.com", prefix("/", "web", 80)), rule("a.example.com", prefix("/", "web", "http"))),
 			},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}}),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 			wantProblems: []Problem{
@@ -423,10 +423,10 @@ func TestBuildBackends(t *testing.T) {
 			name:  "port by number and by name",
 			paths: []networkingv1.HTTPIngressPath{prefix("/n", "multi", 80), prefix("/s", "multi", "http")},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/n", PathPrefix, "shop/multi:80", "shop/ing"),
 					loc("/s", PathPrefix, "shop/multi:http", "shop/ing"),
-				}}},
+				}}),
 				Backends: []Backend{{Name: "shop/multi:80", Endpoints: httpEndpoints}, {Name: "shop/multi:http", Endpoints: httpEndpoints}},
 			},
 		},
@@ -434,10 +434,10 @@ func TestBuildBackends(t *testing.T) {
 			name:  "slice port names map service ports to target ports",
 			paths: []networkingv1.HTTPIngressPath{prefix("/m", "multi", 9090), prefix("/u", "multi", 81)},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/m", PathPrefix, "shop/multi:9090", "shop/ing"),
 					loc("/u", PathPrefix, "shop/multi:81", "shop/ing"),
-				}}},
+				}}),
 				Backends: []Backend{{Name: "shop/multi:81", Endpoints: at(httpEndpoints, 8081)}, {Name: "shop/multi:9090", Endpoints: at(httpEndpoints, 9091)}},
 			},
 		},
@@ -445,13 +445,13 @@ func TestBuildBackends(t *testing.T) {
 			name:  "missing Service, port number, port name, ExternalName and UDP answer 503",
 			paths: []networkingv1.HTTPIngressPath{prefix("/a", "nope", 80), prefix("/b", "multi", 8080), prefix("/c", "multi", "grpc"), prefix("/d", "external", 80), prefix("/e", "dns", 53)},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/a", PathPrefix, "shop/nope:80", "shop/ing"),
 					loc("/b", PathPrefix, "shop/multi:8080", "shop/ing"),
 					loc("/c", PathPrefix, "shop/multi:grpc", "shop/ing"),
 					loc("/d", PathPrefix, "shop/external:80", "shop/ing"),
 					loc("/e", PathPrefix, "shop/dns:53", "shop/ing"),
-				}}},
+				}}),
 				Backends: []Backend{
 					{Name: "shop/dns:53", Endpoints: []Endpoint{}},
 					{Name: "shop/external:80", Endpoints: []Endpoint{}},
@@ -493,7 +493,7 @@ func TestBuildBackends(t *testing.T) {
 			name:  "address families, invalid addresses, FQDN skipped, deduplicated",
 			paths: []networkingv1.HTTPIngressPath{prefix("/", "six", "http")},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, "shop/six:http", "shop/ing")}}},
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, "shop/six:http", "shop/ing")}}),
 				Backends: []Backend{{Name: "shop/six:http", Endpoints: []Endpoint{
 					{"10.0.0.1", 8080}, {"2001:db8::1", 8080},
 				}}},
@@ -563,7 +563,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			name:      "no default backend leaves the default server empty",
 			ingresses: []*networkingv1.Ingress{newIngress("default", "a", rule("a.example.com", prefix("/x", "web", 80)))},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/x", PathPrefix, web, "default/a")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/x", PathPrefix, web, "default/a")}}),
 				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
 			},
 		},
@@ -621,16 +621,16 @@ func TestBuildDefaultBackend(t *testing.T) {
 				newIngress("default", "b", createdAt(2), rule("a.example.com", prefix("/b", "web", 80)), rule("d.example.com", prefix("/d", "web", 80))),
 			},
 			want: Model{
-				Servers: []*Server{
-					{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(
+					&Server{Host: "a.example.com", Locations: []Location{
 						loc("/", PathPrefix, "default/other:80", "default/a"),
 						loc("/api", PathPrefix, web, "default/a"),
 						loc("/b", PathPrefix, web, "default/b"),
 					}},
-					{Host: "b.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
-					{Host: "c.example.com", Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/a")}},
-					{Host: "d.example.com", Locations: []Location{loc("/d", PathPrefix, web, "default/b")}},
-				},
+					&Server{Host: "b.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
+					&Server{Host: "c.example.com", Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/a")}},
+					&Server{Host: "d.example.com", Locations: []Location{loc("/d", PathPrefix, web, "default/b")}},
+				),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/a")}},
 				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
 			},
@@ -645,7 +645,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 				newIngress("default", "new", createdAt(2), rule("a.example.com", prefix("/", "web", 80))),
 			},
 			want: Model{
-				Servers:  []*Server{{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/new")}}},
+				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/new")}}),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/old")}},
 				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
 			},
@@ -657,11 +657,11 @@ func TestBuildDefaultBackend(t *testing.T) {
 				newIngress("default", "old", createdAt(1), defaultBackendTo(backend("other", 80)), rule("a.example.com", exact("/o", "web", 80))),
 			},
 			want: Model{
-				Servers: []*Server{{Host: "a.example.com", Locations: []Location{
+				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{
 					loc("/", PathPrefix, "default/other:80", "default/old"),
 					loc("/n", PathExact, web, "default/new"),
 					loc("/o", PathExact, web, "default/old"),
-				}}},
+				}}),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/old")}},
 				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
 			},
@@ -739,7 +739,7 @@ func richSnapshot() Snapshot {
 func TestBuildDeterministic(t *testing.T) {
 	s := richSnapshot()
 	want, wantProblems := Build(s)
-	if len(want.Servers) == 0 || len(wantProblems) == 0 {
+	if want.Servers.Len() == 0 || len(wantProblems) == 0 {
 		t.Fatalf("rich snapshot builds too little: %s %v", dump(want), wantProblems)
 	}
 	rng := rand.New(rand.NewSource(1))

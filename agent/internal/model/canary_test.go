@@ -26,10 +26,10 @@ func TestCanarySplitsTheMainLocation(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Fatalf("servers %s", dump(m.Servers))
 	}
-	loc := m.Servers[0].Locations[0]
+	loc := m.Servers.At(0).Locations[0]
 	if loc.Ingress != "default/main" || loc.Backend != "default/web:80@default/main+default/main-canary" {
 		t.Errorf("location %+v: want the main Ingress's location on the split variant", loc)
 	}
@@ -85,7 +85,7 @@ func TestAnnotationKeysChecked(t *testing.T) {
 		annotation("example.com/unrelated", "x"),
 		rule("a.test", prefix("/", "web", 80)))
 	m, problems := Build(snapshotOf(ing))
-	if len(m.Servers) != 1 || m.Backends[0].PolicyValue().Algorithm != AlgorithmEWMA {
+	if m.Servers.Len() != 1 || m.Backends[0].PolicyValue().Algorithm != AlgorithmEWMA {
 		t.Fatalf("the Ingress is not served with its supported annotations: %s", dump(m))
 	}
 	for _, want := range []string{

@@ -36,7 +36,7 @@ func TestClientTLS(t *testing.T) {
 	)
 	snap.Secrets = []*corev1.Secret{ca}
 	m, problems := Build(snap)
-	srv := m.Servers[0]
+	srv := m.Servers.At(0)
 	if c := srv.ClientTLSSettings(); c.Verify != "on" || c.Depth != 3 || !strings.HasSuffix(c.CAFile, ".ca.crt") {
 		t.Errorf("the host's settings %+v, want the older Ingress's", c)
 	}

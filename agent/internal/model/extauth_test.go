@@ -95,7 +95,7 @@ func TestExternalAuth(t *testing.T) {
 			}
 			m, problems := Build(snapshotOf(newIngress("default", "app", opts...)))
 			var locs []Location
-			for _, srv := range m.Servers {
+			for srv := range m.Servers.All() {
 				locs = append(locs, srv.Locations...)
 			}
 			if len(locs) != 1 {
@@ -166,7 +166,7 @@ func TestAuthProxySetHeaders(t *testing.T) {
 	s.ConfigMaps = []*corev1.ConfigMap{headers, bad, other}
 	m, problems := Build(s)
 	want := "X-Original-Host: ${host}\nX-Tenant: a-team"
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		a := srv.Locations[0].AccessSettings()
 		switch srv.Host {
 		case "good.example.com", "qualified.example.com":

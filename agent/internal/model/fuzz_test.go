@@ -52,7 +52,7 @@ func FuzzBuild(f *testing.F) {
 				t.Fatalf("backend %s has nil endpoints", b.Name)
 			}
 		}
-		for _, server := range append([]*Server{&m.Default}, m.Servers...) {
+		for _, server := range append([]*Server{&m.Default}, m.Servers.Slice()...) {
 			if server.Host != "" && validHost(server.Host) != "" {
 				t.Fatalf("emitted invalid host %q", server.Host)
 			}

@@ -286,7 +286,7 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 		m.Listeners[i].GRPC = p.grpcFronts[m.Listeners[i].Front]
 	}
 	slices.SortFunc(p.routes, func(a, b *Route) int { return strings.Compare(a.Host, b.Host) })
-	m.GatewayRoutes = p.routes
+	m.GatewayRoutes = ListOf(p.routes...)
 	for _, t := range p.backendTLS {
 		m.BackendTLS = append(m.BackendTLS, t)
 	}

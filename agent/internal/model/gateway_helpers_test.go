@@ -254,17 +254,17 @@ func wantCondition(t *testing.T, what string, conditions []Condition, typ string
 
 // gatewayRoute finds the route of host key on front.
 func gatewayRoute(m Model, front, host string) (Route, bool) {
-	i := slices.IndexFunc(m.GatewayRoutes, func(r *Route) bool { return r.Host == FrontKey(front, host) })
+	i := slices.IndexFunc(m.GatewayRoutes.Slice(), func(r *Route) bool { return r.Host == FrontKey(front, host) })
 	if i < 0 {
 		return Route{}, false
 	}
-	return *m.GatewayRoutes[i], true
+	return *m.GatewayRoutes.At(i), true
 }
 
 // routeHosts lists the hosts of m's Gateway routes.
 func routeHosts(m Model) []string {
 	var hosts []string
-	for _, r := range m.GatewayRoutes {
+	for r := range m.GatewayRoutes.All() {
 		hosts = append(hosts, r.Host)
 	}
 	return hosts

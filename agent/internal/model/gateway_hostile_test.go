@@ -231,7 +231,7 @@ func TestHostileHTTPRouteHostnames(t *testing.T) {
 			checkGatewayNeighbour(t, m, problems)
 			checkGatewayProblems(t, problems, kindHTTPRoute, "hostile", "spec.hostnames[0]")
 			wantCondition(t, "hostile", routeStatusOf(t, m, "default", "hostile").Parents[0].Conditions, condAccepted, false, reasonUnsupportedValue)
-			if len(m.GatewayRoutes) != 1 {
+			if m.GatewayRoutes.Len() != 1 {
 				t.Errorf("routes: %q", routeHosts(m))
 			}
 		})
@@ -346,7 +346,7 @@ func FuzzGatewayBuild(f *testing.F) {
 		for _, b := range m.Backends {
 			backends[b.Name] = true
 		}
-		for _, r := range m.GatewayRoutes {
+		for r := range m.GatewayRoutes.All() {
 			front, host, ok := strings.Cut(r.Host, " ")
 			if !ok || front != front1 || host != anyHost && validHost(host) != "" {
 				t.Fatalf("emitted route key %q", r.Host)

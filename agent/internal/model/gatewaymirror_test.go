@@ -185,7 +185,7 @@ func TestGRPCRouteRequestMirror(t *testing.T) {
 	for _, p := range problems {
 		found = found || p.Kind == kindGRPCRoute && p.Name == "g" && strings.Contains(p.Reason, "(RequestMirror): is not supported on a GRPCRoute")
 	}
-	if !found || len(m.GatewayRoutes) != 0 {
+	if !found || m.GatewayRoutes.Len() != 0 {
 		t.Errorf("problems %v, routes %q", problems, routeHosts(m))
 	}
 }

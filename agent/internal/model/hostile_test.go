@@ -51,7 +51,7 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 	if len(aloneProblems) != 0 {
 		t.Fatalf("the neighbour alone has problems: %v", aloneProblems)
 	}
-	if got, want := serverOf(m, "good.example.com"), *alone.Servers[0]; !reflect.DeepEqual(got, want) {
+	if got, want := serverOf(m, "good.example.com"), *alone.Servers.At(0); !reflect.DeepEqual(got, want) {
 		t.Errorf("neighbour's server:\n got %s\nwant %s", dump(got), dump(want))
 	}
 	if got, want := certificateOf(m, "default/good-tls"), alone.Certificates[0]; !reflect.DeepEqual(got, want) {
@@ -70,7 +70,7 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 }
 
 func serverOf(m Model, host string) Server {
-	for _, s := range m.Servers {
+	for s := range m.Servers.All() {
 		if s.Host == host {
 			return *s
 		}
@@ -429,7 +429,7 @@ func TestHostileInvalidUTF8(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, problems := Build(hostileSnapshot([]*networkingv1.Ingress{newIngress("default", "hostile", tt.opts...)}))
 			checkProblems(t, problems, "hostile", tt.want)
-			for _, srv := range m.Servers {
+			for srv := range m.Servers.All() {
 				if !utf8.ValidString(srv.Host) {
 					t.Errorf("served host %q", srv.Host)
 				}
@@ -472,7 +472,7 @@ func TestHostileIDNHosts(t *testing.T) {
 					t.Errorf("served %t, problems %v; want served", served, problems)
 				}
 			} else {
-				if served || len(m.Servers) != 1 {
+				if served || m.Servers.Len() != 1 {
 					t.Errorf("an IDN host was served: %s", dump(m.Servers))
 				}
 				checkProblems(t, problems, "hostile", fmt.Sprintf("spec.rules[0].host %q: ", tt.host), "; rule left out")

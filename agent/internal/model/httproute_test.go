@@ -31,7 +31,7 @@ func TestHTTPRouteSimpleSameNamespace(t *testing.T) {
 	}
 	want := []*Route{{Host: front1 + " _", Ordered: true, Locations: []RouteLocation{{Path: "/", Rule: &RouteRule{
 		Route: "HTTPRoute default/r", Backends: []WeightedBackend{{Backend: "default/web:80", Weight: 1}}}}}}}
-	if !reflect.DeepEqual(m.GatewayRoutes, want) {
+	if !reflect.DeepEqual(m.GatewayRoutes.Slice(), want) {
 		t.Errorf("routes:\n got %s\nwant %s", dump(m.GatewayRoutes), dump(want))
 	}
 	if len(m.Backends) != 1 || m.Backends[0].Name != "default/web:80" || !reflect.DeepEqual(m.Backends[0].Endpoints, webEndpoints) {
@@ -56,7 +56,7 @@ func TestHTTPRouteNeedsNoListenerChange(t *testing.T) {
 	if !reflect.DeepEqual(before.Listeners, after.Listeners) || !reflect.DeepEqual(before.Servers, after.Servers) || !reflect.DeepEqual(before.Default, after.Default) {
 		t.Errorf("a route changed the listeners or servers:\n%s\n%s", dump(before.Listeners), dump(after.Listeners))
 	}
-	if len(after.GatewayRoutes) != 1 {
+	if after.GatewayRoutes.Len() != 1 {
 		t.Errorf("routes: %s", dump(after.GatewayRoutes))
 	}
 }
@@ -81,7 +81,7 @@ func TestHTTPRouteInvalidCrossNamespaceParentRef(t *testing.T) {
 	r := newRoute("web", "r", parentList(parentOf("default", "gw", "")), nil, routeRule(nil, backendTo("", "web", 80)))
 	m, problems := Build(gwSnapshot(gw80(), r))
 	wantCondition(t, "route", routeStatusOf(t, m, "web", "r").Parents[0].Conditions, condAccepted, false, "NotAllowedByListeners")
-	if len(m.GatewayRoutes) != 0 || !strings.Contains(problemList(problems), "NotAllowedByListeners") {
+	if m.GatewayRoutes.Len() != 0 || !strings.Contains(problemList(problems), "NotAllowedByListeners") {
 		t.Errorf("routes %s, problems %v", dump(m.GatewayRoutes), problems)
 	}
 }
@@ -431,7 +431,7 @@ func TestHTTPRoutePartiallyInvalid(t *testing.T) {
 
 	m, _ = Build(gwSnapshot(gw80(), newRoute("default", "r", toGW(), nil, bad)))
 	wantCondition(t, "all bad", routeStatusOf(t, m, "default", "r").Parents[0].Conditions, condAccepted, false, reasonUnsupportedValue)
-	if len(m.GatewayRoutes) != 0 {
+	if m.GatewayRoutes.Len() != 0 {
 		t.Errorf("routes: %s", dump(m.GatewayRoutes))
 	}
 	if l := listenerStatusOf(t, gatewayStatusOf(t, m, "default", "gw"), "http"); l.AttachedRoutes != 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/maphash"
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -81,47 +82,46 @@ type Incremental struct {
 	// changedFrom those of the one before, and changed the hosts whose
 	// server may differ between the two, nil after a full build
 	// (ChangedServers).
-	servers, changedFrom []*Server
+	servers, changedFrom List[*Server]
 	changed              map[string]bool
 	// gatewayRoutes are the GatewayRoutes of the model the last Build
 	// returned; gatewayFrom those of the one before, and gatewayChanged
 	// the hosts whose route may differ between the two, nil when the
 	// Build cannot say (ChangedGatewayRoutes).
-	gatewayRoutes, gatewayFrom []*Route
+	gatewayRoutes, gatewayFrom List[*Route]
 	gatewayChanged             map[string]bool
 }
 
 // ChangedServers says which servers of the model the last Build returned
 // may differ from those of the model the Build before returned (from,
-// its very Servers slice): a host not in hosts has the very same
+// its very Servers list): a host not in hosts has the very same
 // *Server in both, or none in both ("" is the default server). ok is
 // false after a full build. render.Cache then looks at those servers
 // alone (render.Cache.ServersChanged).
-func (x *Incremental) ChangedServers() (from []*Server, hosts map[string]bool, ok bool) {
+func (x *Incremental) ChangedServers() (from List[*Server], hosts map[string]bool, ok bool) {
 	return x.changedFrom, x.changed, x.changed != nil
 }
 
 // ChangedGatewayRoutes says which Gateway routes (Model.GatewayRoutes) of
 // the model the last Build returned may differ from those of the model
-// the Build before returned (from, its very GatewayRoutes slice): a host
+// the Build before returned (from, its very GatewayRoutes list): a host
 // not in hosts has the very same *Route in both, or none in both. ok is
 // false when the Build cannot say: a full build, or one that built the
 // globals part (and with it every HTTPRoute) again, or HTTPRoutes not in
 // route islands. render.Cache then looks at those routes alone
 // (render.Cache.GatewayRoutesChanged) instead of walking every one: at
 // 50,000 HTTPRoutes the walk was most of a new route's render.
-func (x *Incremental) ChangedGatewayRoutes() (from []*Route, hosts map[string]bool, ok bool) {
+func (x *Incremental) ChangedGatewayRoutes() (from List[*Route], hosts map[string]bool, ok bool) {
 	return x.gatewayFrom, x.gatewayChanged, x.gatewayChanged != nil
 }
 
 // Prepare readies, between builds, the memory the next Build copies its
-// long lists into (Model.Servers, GatewayRoutes, GatewayAPI.Routes: see
-// sortedList.prepare), so that a change does not pay, on the sync, for
-// faulting in memory of the lists' size. Call it off the sync path, when
-// no change waits: it writes each long list's size in memory.
+// long lists into (GatewayAPI.Routes: see sortedList.prepare), so that a
+// change does not pay, on the sync, for faulting in memory of the lists'
+// size. Call it off the sync path, when no change waits: it writes each
+// long list's size in memory. (Model.Servers and GatewayRoutes need
+// none: a change makes a chunk of each, editedList.)
 func (x *Incremental) Prepare() {
-	x.sum.servers.prepare()
-	x.routes.hosts.prepare()
 	x.routes.statuses.prepare()
 }
 
@@ -649,7 +649,7 @@ func (x *Incremental) buildIsland(keys []namespacedName) string {
 	// The Gateway API is the globals part's.
 	s = withoutGatewayAPI(s)
 	is, m, problems := x.buildPart(s, keys, true)
-	if len(m.Listeners) > 0 || len(m.GatewayRoutes) > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
+	if len(m.Listeners) > 0 || m.GatewayRoutes.Len() > 0 || len(m.BackendTLS) > 0 || !reflect.DeepEqual(m.GatewayAPI, GatewayAPIStatus{}) ||
 		len(m.Stream.Services) > 0 || len(m.Stream.Gateways) > 0 {
 		return "an island of Ingresses built a part of the globals"
 	}
@@ -1046,9 +1046,14 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 //
 // A host is served by one island at most (add refuses a second), so the
 // servers list says which hosts are held: no count per host (at 50,000
-// hosts a map of counts was 1.7 MB).
+// hosts a map of counts was 1.7 MB). The default server (host "") is
+// apart, def: Model.Servers is the list without it, handed out as it is.
 type modelSum struct {
-	servers      sortedList[*Server]
+	servers editedList[*Server]
+	// def is the default server an island serves, nil for none;
+	// defChanged says it changed since the last model.
+	def          *Server
+	defChanged   bool
 	backends     counted[Backend]
 	authFiles    counted[AuthFile]
 	passthrough  counted[PassthroughHost]
@@ -1064,7 +1069,7 @@ type modelSum struct {
 
 func newModelSum() modelSum {
 	return modelSum{
-		servers:      sortedList[*Server]{key: func(s *Server) string { return s.Host }, keepSpare: true},
+		servers:      editedList[*Server]{key: func(s *Server) string { return s.Host }},
 		backends:     newCounted(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
 		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
@@ -1081,11 +1086,11 @@ func newModelSum() modelSum {
 // cannot: m serves what another island serves differently.
 func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 	var h held
-	for _, srv := range u.serversOf(m) {
-		if _, held := u.servers.get(srv.Host); held {
+	for srv := range u.serversOf(m) {
+		if _, held := u.server(srv.Host); held {
 			return h, fmt.Sprintf("%s is served by two islands", describeHost(srv.Host))
 		}
-		u.servers.set(srv.Host, srv)
+		u.setServer(srv.Host, srv)
 		h.hosts = append(h.hosts, srv.Host)
 	}
 	for _, b := range m.Backends {
@@ -1144,7 +1149,7 @@ func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 // remove takes out what add took in.
 func (u *modelSum) remove(h held) {
 	for _, host := range h.hosts {
-		u.servers.delete(host)
+		u.setServer(host, nil)
 	}
 	u.backends.removeAll(h.backends)
 	u.authFiles.removeAll(h.authFiles)
@@ -1168,12 +1173,39 @@ func (u *modelSum) remove(h held) {
 	}
 }
 
-// serversOf are m's servers and its default server, when it serves.
-func (u *modelSum) serversOf(m *Model) []*Server {
-	if len(m.Default.Locations) == 0 {
-		return m.Servers
+// serversOf yields m's servers and its default server, when it serves.
+func (u *modelSum) serversOf(m *Model) iter.Seq[*Server] {
+	return func(yield func(*Server) bool) {
+		for srv := range m.Servers.All() {
+			if !yield(srv) {
+				return
+			}
+		}
+		if len(m.Default.Locations) > 0 {
+			yield(&m.Default)
+		}
 	}
-	return append(slices.Clip(m.Servers), &m.Default)
+}
+
+// server returns the server of host ("": the default server) the sum
+// holds.
+func (u *modelSum) server(host string) (*Server, bool) {
+	if host == "" {
+		return u.def, u.def != nil
+	}
+	return u.servers.get(host)
+}
+
+// setServer makes srv the server of host; nil removes it.
+func (u *modelSum) setServer(host string, srv *Server) {
+	switch {
+	case host == "":
+		u.def, u.defChanged = srv, true
+	case srv == nil:
+		u.servers.delete(host)
+	default:
+		u.servers.set(host, srv)
+	}
 }
 
 func (u *modelSum) updateCertificate(name string) {
@@ -1195,9 +1227,12 @@ func (u *modelSum) updateCertificate(name string) {
 // changedServers are the hosts whose server changed since the last
 // model (call it before model).
 func (u *modelSum) changedServers() map[string]bool {
-	hosts := make(map[string]bool, len(u.servers.pending))
+	hosts := make(map[string]bool, len(u.servers.pending)+1)
 	for host := range u.servers.pending {
 		hosts[host] = true
+	}
+	if u.defChanged {
+		hosts[""] = true
 	}
 	return hosts
 }
@@ -1205,14 +1240,11 @@ func (u *modelSum) changedServers() map[string]bool {
 // model is the union, with the Gateway API's part from globals.
 func (u *modelSum) model(globals Model) (Model, []Problem) {
 	var m Model
-	servers := u.servers.list()
-	if len(servers) > 0 && servers[0].Host == "" {
-		m.Default = *servers[0]
-		servers = servers[1:]
+	if u.def != nil {
+		m.Default = *u.def
 	}
-	if len(servers) > 0 {
-		m.Servers = servers
-	}
+	u.defChanged = false
+	m.Servers = u.servers.list()
 	m.Backends = u.backends.list()
 	m.Certificates = u.certList.list()
 	m.AuthFiles = u.authFiles.list()
@@ -1317,8 +1349,10 @@ var spareFrom = 4096
 
 // prepare makes a spare ready for the next list that changes, when l
 // keeps one and is long: an array of its length and spareRoom more, every
-// page of it written once. A change to one of 50,000 hosts makes the list
-// again (list: the one handed out stays as it was), and the copy wrote
+// page of it written once (the route statuses' list keeps one, the
+// lists handed out as a List need none: editedList). A change to one of
+// 50,000 makes the list again (list: the one handed out stays as it
+// was), and the copy wrote
 // 400 KB of memory the Go runtime had given back to the OS (it keeps
 // about 10% more than the live heap): on the 2-core VM of the benchmarks
 // a page fault costs ~10 µs, so the copy cost ~1 ms of faults at 50,000

@@ -46,7 +46,7 @@ func (x *Incremental) compact(m *Model) {
 	// (144 bytes each, the size class of much of the build's scratch)
 	// move the same way. The default server's stay: m.Default is a copy
 	// that shares them.
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		srv.Locations = slices.Clone(srv.Locations)
 	}
 }

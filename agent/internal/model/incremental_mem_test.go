@@ -56,8 +56,8 @@ func TestIncrementalIngressIndex(t *testing.T) {
 // its servers list says which are held.)
 func TestModelSumServesAHostOnce(t *testing.T) {
 	u := newModelSum()
-	a := &Model{Servers: []*Server{{Host: "a.test", Locations: []Location{{Path: "/"}}}}}
-	b := &Model{Servers: []*Server{{Host: "a.test", Locations: []Location{{Path: "/b"}}}}}
+	a := &Model{Servers: ListOf(&Server{Host: "a.test", Locations: []Location{{Path: "/"}}})}
+	b := &Model{Servers: ListOf(&Server{Host: "a.test", Locations: []Location{{Path: "/b"}}})}
 	held, err := u.add(a, nil)
 	if err != "" {
 		t.Fatalf("first island: %s", err)
@@ -78,7 +78,7 @@ func TestModelSumServesAHostOnce(t *testing.T) {
 	if _, err := u.add(b, nil); err != "" {
 		t.Errorf("a.test after its island went: %s", err)
 	}
-	if m, _ := u.model(Model{}); len(m.Servers) != 1 || m.Servers[0].Locations[0].Path != "/b" {
+	if m, _ := u.model(Model{}); m.Servers.Len() != 1 || m.Servers.At(0).Locations[0].Path != "/b" {
 		t.Errorf("the model serves %v, want a.test's /b", m.Servers)
 	}
 }

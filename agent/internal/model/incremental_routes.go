@@ -57,7 +57,7 @@ type routeIslands struct {
 	// serves (owned); statuses the islands' route statuses by
 	// routeStatusKey; attached their attachedRoutes by listener of the
 	// base's status.
-	hosts    sortedList[*Route]
+	hosts    editedList[*Route]
 	owned    map[string]bool
 	statuses sortedList[*RouteStatus]
 	attached map[listenerAt]int32
@@ -79,7 +79,7 @@ type heldAttached struct {
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(len(s.HTTPRoutes)),
-		hosts:    sortedList[*Route]{key: func(route *Route) string { return route.Host }, keepSpare: true},
+		hosts:    editedList[*Route]{key: func(route *Route) string { return route.Host }},
 		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
@@ -163,8 +163,8 @@ func (r *routeIslands) setBase(m *Model) string {
 	if len(m.GatewayAPI.Routes) > 0 {
 		return "the globals part beside route islands has route statuses"
 	}
-	r.base = make(map[string]*Route, len(m.GatewayRoutes))
-	for _, route := range m.GatewayRoutes {
+	r.base = make(map[string]*Route, m.GatewayRoutes.Len())
+	for route := range m.GatewayRoutes.All() {
 		if _, twice := r.base[route.Host]; twice || len(route.Locations) > 0 {
 			return fmt.Sprintf("the globals part beside route islands serves %s", route.Host)
 		}
@@ -201,7 +201,7 @@ func (r *routeIslands) add(is *island, m, base *Model) string {
 	if !sameGatewayBase(base, m) {
 		return "a route island sees other Gateways than the globals part"
 	}
-	for _, route := range m.GatewayRoutes {
+	for route := range m.GatewayRoutes.All() {
 		if b, ok := r.base[route.Host]; ok && len(route.Locations) == 0 {
 			if !reflect.DeepEqual(b, route) {
 				return fmt.Sprintf("a route island serves %s otherwise than the globals part", route.Host)

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -103,7 +105,7 @@ func replaced[T any](list []T, i int, v T) []T {
 func TestIncrementalChangedGatewayRoutes(t *testing.T) {
 	s := benchGatewaySnapshot(3)
 	inc := NewIncremental()
-	var last []*Route
+	var last List[*Route]
 	check := func(what string, wantOK bool, wantHosts int) {
 		t.Helper()
 		m, _, _ := inc.Build(s)
@@ -112,14 +114,14 @@ func TestIncrementalChangedGatewayRoutes(t *testing.T) {
 			t.Fatalf("%s: ok %v, want %v", what, ok, wantOK)
 		}
 		if ok {
-			if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+			if from.Len() != last.Len() || from.Len() > 0 && !from.Same(last) {
 				t.Errorf("%s: from is not the routes of the build before", what)
 			}
 			before, after := map[string]*Route{}, map[string]*Route{}
-			for _, r := range from {
+			for r := range from.All() {
 				before[r.Host] = r
 			}
-			for _, r := range m.GatewayRoutes {
+			for r := range m.GatewayRoutes.All() {
 				after[r.Host] = r
 			}
 			changed := 0
@@ -168,4 +170,34 @@ func TestIncrementalChangedGatewayRoutes(t *testing.T) {
 	check("that route gone: islands built again", false, 0)
 	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("new", "new.example.com"))
 	check("a new route in islands again", true, 1)
+}
+
+// A new HTTPRoute's build beside 2,000 makes the next Gateway routes list
+// from the last (editedList): the two share every chunk but the one the
+// new route's host falls in, where a flat list was copied whole (400 KB
+// at 50,000 routes), and the new route is in it.
+func TestNewRouteSharesTheGatewayRoutesList(t *testing.T) {
+	const n = 2000
+	s := benchGatewaySnapshot(n)
+	inc := NewIncremental()
+	last, _, _ := inc.Build(s)
+	if last.GatewayRoutes.Len() < n {
+		t.Fatalf("%d Gateway routes, want %d or more", last.GatewayRoutes.Len(), n)
+	}
+	for added := 1; added <= 3; added++ {
+		host := fmt.Sprintf("new-%d.example.com", added)
+		s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), newRoute("default", fmt.Sprintf("new-%d", added), toGW(), []string{host},
+			routeRule(nil, backendTo("", "app-0", 80))))
+		m, _, path := inc.Build(s)
+		if !path.Incremental || m.GatewayRoutes.Len() != last.GatewayRoutes.Len()+1 {
+			t.Fatalf("new route %d: path %+v, %d routes after %d", added, path, m.GatewayRoutes.Len(), last.GatewayRoutes.Len())
+		}
+		if !m.GatewayRoutes.Shares(last.GatewayRoutes) {
+			t.Errorf("new route %d: the Gateway routes list shares no chunk with the last", added)
+		}
+		if !slices.ContainsFunc(m.GatewayRoutes.Slice(), func(r *Route) bool { return strings.HasSuffix(r.Host, " "+host) }) {
+			t.Errorf("new route %d: %s not among the routes", added, host)
+		}
+		last = m
+	}
 }

@@ -52,8 +52,8 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 		}
 	}
 	check("first", false, "first build")
-	if m, _ := Build(s); len(m.GatewayRoutes) == 0 || len(m.Servers) != 3 {
-		t.Fatalf("the snapshot serves %d Gateway routes and %d hosts", len(m.GatewayRoutes), len(m.Servers))
+	if m, _ := Build(s); m.GatewayRoutes.Len() == 0 || m.Servers.Len() != 3 {
+		t.Fatalf("the snapshot serves %d Gateway routes and %d hosts", m.GatewayRoutes.Len(), m.Servers.Len())
 	}
 
 	added := benchSnapshot(5)
@@ -102,8 +102,8 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 
 	s.GatewayClasses = nil
 	check("the GatewayClass gone", true, "")
-	if m, _ := Build(s); len(m.GatewayRoutes) != 0 || len(m.Servers) != 5 {
-		t.Fatalf("without the class: %d Gateway routes, %d hosts", len(m.GatewayRoutes), len(m.Servers))
+	if m, _ := Build(s); m.GatewayRoutes.Len() != 0 || m.Servers.Len() != 5 {
+		t.Fatalf("without the class: %d Gateway routes, %d hosts", m.GatewayRoutes.Len(), m.Servers.Len())
 	}
 
 	s.IngressClasses = slices.Clone(s.IngressClasses)

@@ -149,8 +149,8 @@ func (b *builder) FinishRoute(loc Location, host string, https bool) Location {
 // certificate), as in ingress-nginx: its HTTPS requests are routed by its
 // own locations.
 func (b *builder) FinishModel(m *Model) {
-	for i := range m.Servers {
-		m.Servers[i].ClientTLS = b.clientTLS[m.Servers[i].Host] // nil for none
+	for srv := range m.Servers.All() {
+		srv.ClientTLS = b.clientTLS[srv.Host] // nil for none
 	}
 	b.addServerAliases(m)
 	b.addWWWRedirects(m)

@@ -67,7 +67,7 @@ func TestRegexPathsPerHost(t *testing.T) {
 	s.Limits = Limits{MaxRegexPathsPerHost: 4}
 	m, problems := Build(s)
 	counts := map[string]int{}
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		for _, loc := range srv.Locations {
 			if loc.PathType == PathRegex {
 				counts[srv.Host]++

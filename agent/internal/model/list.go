@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"iter"
 	"slices"
 	"sort"
@@ -113,6 +114,34 @@ func (l List[T]) Find(cmp func(T) int) (T, bool) {
 // the other with no edit, or both the one handed out.
 func (l List[T]) Same(o List[T]) bool {
 	return len(l.chunks) == len(o.chunks) && len(l.chunks) > 0 && &l.chunks[0] == &o.chunks[0]
+}
+
+// MarshalJSON writes the items as a JSON array, as a slice of them; the
+// chunks are how the list is kept, not what it holds.
+func (l List[T]) MarshalJSON() ([]byte, error) {
+	if l.Len() == 0 {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(l.Slice())
+}
+
+// Shares says whether l and o hold a chunk in common: one was made from
+// the other (Edited), or both from one list, and some chunk no edit fell
+// in is in both. A diff of the two (CompareLists) then skips it.
+func (l List[T]) Shares(o List[T]) bool {
+	if len(l.chunks) == 0 || len(o.chunks) == 0 {
+		return false
+	}
+	firsts := make(map[*T]bool, len(l.chunks))
+	for _, chunk := range l.chunks {
+		firsts[&chunk[0]] = true
+	}
+	for _, chunk := range o.chunks {
+		if firsts[&chunk[0]] {
+			return true
+		}
+	}
+	return false
 }
 
 // ListEdit is one edit Edited makes: Value takes the place of the item of

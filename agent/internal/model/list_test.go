@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -153,5 +154,31 @@ func TestListEditedSharesUntouchedChunks(t *testing.T) {
 		Edited(l, []ListEdit[int, int]{{Key: 5001, Value: 5001}}, func(v, k int) int { return cmp.Compare(v, k) })
 	}); allocs > 4 {
 		t.Fatalf("an edit allocated %.0f times", allocs)
+	}
+}
+
+// Shares says whether two lists hold a chunk in common (one made from the
+// other by an edit in one chunk does, two lists made apart do not), and a
+// list is written to JSON as the array of its items.
+func TestListSharesAndJSON(t *testing.T) {
+	items := make([]int, 3000)
+	for i := range items {
+		items[i] = 2 * i
+	}
+	l := ListOf(items...)
+	next := Edited(l, []ListEdit[int, int]{{Key: 1, Value: 1}}, func(v, k int) int { return cmp.Compare(v, k) })
+	if !l.Shares(next) || !next.Shares(l) {
+		t.Error("an edited list shares no chunk with its source")
+	}
+	if l.Shares(ListOf(slices.Clone(items)...)) || l.Shares(List[int]{}) || (List[int]{}).Shares(List[int]{}) {
+		t.Error("lists made apart share a chunk")
+	}
+	for _, c := range []struct {
+		l    List[int]
+		want string
+	}{{List[int]{}, "[]"}, {ListOf(1, 2), "[1,2]"}} {
+		if got, err := json.Marshal(c.l); err != nil || string(got) != c.want {
+			t.Errorf("JSON of %v: %s, %v; want %s", c.l.Slice(), got, err, c.want)
+		}
 	}
 }

@@ -419,7 +419,7 @@ func FuzzListenerSetBuild(f *testing.F) {
 		if !reflect.DeepEqual(m, again) || !reflect.DeepEqual(problems, againProblems) {
 			t.Fatal("two builds of one snapshot differ")
 		}
-		for _, r := range m.GatewayRoutes {
+		for r := range m.GatewayRoutes.All() {
 			front, host, ok := strings.Cut(r.Host, " ")
 			if !ok || !strings.HasPrefix(front, "127.0.50.1:") || host != anyHost && validHost(host) != "" {
 				t.Fatalf("emitted route key %q", r.Host)

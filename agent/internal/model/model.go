@@ -176,11 +176,13 @@ type Snapshot struct {
 
 // Model is what nginx should serve. It holds only plain values.
 type Model struct {
-	// Servers sorted by Host. Exact hosts and wildcard hosts ("*.example.com").
-	// Pointers, so that a model one host apart from the last (Incremental)
-	// is a new list of pointers, not a copy of every server; a server a
-	// model holds is never changed after the build, as its Locations.
-	Servers []*Server
+	// Servers sorted by Host, each once. Exact hosts and wildcard hosts
+	// ("*.example.com"). A List of pointers, so that a model one host
+	// apart from the last (Incremental) shares all but a chunk of the
+	// last one's list (List, Edited), not a copy of every server nor of
+	// every pointer; a server a model holds is never changed after the
+	// build, as its Locations.
+	Servers List[*Server]
 	// Default is the catch-all server for requests whose Host matches no Server:
 	// host-less rules, and the default backend. Host is "".
 	Default Server
@@ -208,9 +210,10 @@ type Model struct {
 	// whole by the model (gateway.go): Host is FrontKey(front, hostname),
 	// Ordered is set and every location has a Rule. Sorted by Host. They
 	// need nothing in nginx.conf: render hands them to Lua as they are.
-	// Pointers, as Servers: a route a model holds is never changed after
-	// the build.
-	GatewayRoutes []*Route
+	// A List of pointers, as Servers: a model one route apart from the
+	// last shares all but a chunk of its list, and a route a model holds
+	// is never changed after the build.
+	GatewayRoutes List[*Route]
 	// BackendTLS are the settings of TLS to Gateway backends that some
 	// route's share names, sorted by Name (backendtls.go): each is a
 	// named location in every Gateway server.
@@ -434,13 +437,14 @@ func (p Problem) String() string { return p.Object() + ": " + p.Reason }
 // server, in the model's order.
 func (m Model) AllLocations() iter.Seq[*Location] {
 	return func(yield func(*Location) bool) {
-		for i := -1; i < len(m.Servers); i++ {
-			locs := m.Default.Locations
-			if i >= 0 {
-				locs = m.Servers[i].Locations
+		for j := range m.Default.Locations {
+			if !yield(&m.Default.Locations[j]) {
+				return
 			}
-			for j := range locs {
-				if !yield(&locs[j]) {
+		}
+		for srv := range m.Servers.All() {
+			for j := range srv.Locations {
+				if !yield(&srv.Locations[j]) {
 					return
 				}
 			}

@@ -8,10 +8,10 @@ import (
 func TestServedIngresses(t *testing.T) {
 	m := Model{
 		Default: Server{Locations: []Location{{Path: "/", Ingress: "default/fallback"}}},
-		Servers: []*Server{
-			{Host: "a.test", Locations: []Location{{Path: "/b", Ingress: "ns/b"}, {Path: "/a", Ingress: "ns/a"}}},
-			{Host: "b.test", Locations: []Location{{Path: "/", Ingress: "ns/a"}}},
-		},
+		Servers: ListOf(
+			&Server{Host: "a.test", Locations: []Location{{Path: "/b", Ingress: "ns/b"}, {Path: "/a", Ingress: "ns/a"}}},
+			&Server{Host: "b.test", Locations: []Location{{Path: "/", Ingress: "ns/a"}}},
+		),
 	}
 	want := []string{"default/fallback", "ns/a", "ns/b"}
 	if got := m.ServedIngresses(); !slices.Equal(got, want) {

@@ -20,10 +20,10 @@ func wafOf(t *testing.T, prefix string, g ModSecurityGlobal, annotations map[str
 	s := snapshotOf(newIngress("default", "app", opts...))
 	s.ModSecurity = g
 	m, problems := Build(s)
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Fatalf("want one server with one location, got %s", dump(m))
 	}
-	return m.Servers[0].Locations[0].AccessSettings(), problems
+	return m.Servers.At(0).Locations[0].AccessSettings(), problems
 }
 
 func TestModSecurity(t *testing.T) {

@@ -46,7 +46,7 @@ func (routeProcessor) FinishModel(*Model) {}
 func TestSecondProcessor(t *testing.T) {
 	ing := newIngress("default", "app", rule("a.example.com", prefix("/", "web", 80)))
 	fromIngress, problems := Build(snapshotOf(ing))
-	if len(fromIngress.Servers) != 1 || len(problems) != 0 {
+	if fromIngress.Servers.Len() != 1 || len(problems) != 0 {
 		t.Fatalf("the Ingress gave %s, problems %v", dump(fromIngress), problems)
 	}
 
@@ -70,7 +70,7 @@ func TestProcessorsShareHosts(t *testing.T) {
 	m, problems := newBuilder(s).build(newIngressProcessor(s), route)
 
 	want := []Location{loc("/", PathPrefix, "default/web:80", "default/app"), loc("/api", PathPrefix, "default/web:80", "default/late")}
-	if len(m.Servers) != 1 || !reflect.DeepEqual(m.Servers[0].Locations, want) {
+	if m.Servers.Len() != 1 || !reflect.DeepEqual(m.Servers.At(0).Locations, want) {
 		t.Errorf("servers:\n got %s\nwant one host with %s", dump(m.Servers), dump(want))
 	}
 	if len(m.Backends) != 1 || !reflect.DeepEqual(m.Backends[0].Endpoints, webEndpoints) {

@@ -8,7 +8,7 @@ import (
 // ("" for the default server).
 func locationsByHost(m Model) map[string]Location {
 	out := map[string]Location{}
-	for _, s := range append([]*Server{&m.Default}, m.Servers...) {
+	for _, s := range append([]*Server{&m.Default}, m.Servers.Slice()...) {
 		if len(s.Locations) > 0 {
 			out[s.Host] = s.Locations[0]
 		}
@@ -41,7 +41,7 @@ func TestSSLRedirect(t *testing.T) {
 
 	m, problems := Build(snapshotOf(tlsOwn, plain, shared, sharedTLS, off, forced, both, bad))
 	got := map[string]bool{}
-	for _, s := range append([]*Server{&m.Default}, m.Servers...) {
+	for _, s := range append([]*Server{&m.Default}, m.Servers.Slice()...) {
 		for _, l := range s.Locations {
 			got[s.Host+l.Path] = l.SSLRedirect
 		}

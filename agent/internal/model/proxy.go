@@ -507,15 +507,15 @@ func (b *builder) addServerAliases(m *Model) {
 	if len(b.aliasClaims) == 0 {
 		return
 	}
-	index := make(map[string]int, len(m.Servers))
-	for i, s := range m.Servers {
-		index[s.Host] = i
+	index := make(map[string]*Server, m.Servers.Len())
+	for s := range m.Servers.All() {
+		index[s.Host] = s
 	}
 	owner := make(map[string]string) // alias → host it was given to
 	for _, c := range b.aliasClaims {
 		_, key, _ := lookupAnnotation(c.ing, serverAliasKey)
 		for _, host := range c.hosts {
-			i, ok := index[host]
+			srv, ok := index[host]
 			if !ok {
 				continue // the host serves nothing
 			}
@@ -531,12 +531,12 @@ func (b *builder) addServerAliases(m *Model) {
 					continue
 				}
 				owner[alias] = host
-				m.Servers[i].Aliases = append(m.Servers[i].Aliases, alias)
+				srv.Aliases = append(srv.Aliases, alias)
 			}
 		}
 	}
-	for i := range m.Servers {
-		slices.Sort(m.Servers[i].Aliases)
+	for srv := range m.Servers.All() {
+		slices.Sort(srv.Aliases)
 	}
 }
 

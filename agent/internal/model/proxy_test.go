@@ -27,7 +27,7 @@ func proxyIngress(annotations map[string]string, paths ...networkingv1.HTTPIngre
 func proxyOf(t *testing.T, path string, ings ...*networkingv1.Ingress) (ProxySettings, []Problem) {
 	t.Helper()
 	m, problems := Build(snapshotOf(ings...))
-	for _, s := range m.Servers {
+	for s := range m.Servers.All() {
 		for _, l := range s.Locations {
 			if s.Host == "app.test" && l.Path == path {
 				return l.ProxySettings(), problems
@@ -239,15 +239,15 @@ func TestRewriteTargetImpliesRegex(t *testing.T) {
 		{Path: "/something(/|$)(.*)", PathType: PathRegex, Backend: "default/web:80", Ingress: "default/web", Proxy: &ProxySettings{RewriteTarget: "/$2"},
 			MatchReason: "ImplementationSpecific with rewrite-target on this Ingress is a regex"},
 	}
-	if got := m.Servers[0].Locations; !reflect.DeepEqual(got, want) {
+	if got := m.Servers.At(0).Locations; !reflect.DeepEqual(got, want) {
 		t.Errorf("locations:\n got %s\nwant %s", dump(got), dump(want))
 	}
 	// A bad target still makes the paths regexes (as the key is there),
 	// and is a Problem.
 	bad := proxyIngress(map[string]string{"restysync.io/rewrite-target": "/$x"}, httpPath(implType, "/r(.*)", backend("web", 80)))
 	m, problems = Build(snapshotOf(bad))
-	if len(problems) != 1 || m.Servers[0].Locations[0].PathType != PathRegex || m.Servers[0].Locations[0].ProxySettings().RewriteTarget != "" {
-		t.Errorf("bad target: %s, %v", dump(m.Servers[0].Locations), problems)
+	if len(problems) != 1 || m.Servers.At(0).Locations[0].PathType != PathRegex || m.Servers.At(0).Locations[0].ProxySettings().RewriteTarget != "" {
+		t.Errorf("bad target: %s, %v", dump(m.Servers.At(0).Locations), problems)
 	}
 }
 
@@ -295,7 +295,7 @@ func TestServerAlias(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, problems := Build(snapshotOf(tc.ings...))
 			got := map[string][]string{}
-			for _, s := range m.Servers {
+			for s := range m.Servers.All() {
 				got[s.Host] = s.Aliases
 			}
 			if !reflect.DeepEqual(got, tc.want) {

@@ -655,15 +655,14 @@ func (b *builder) addWWWRedirects(m *Model) {
 	if len(b.wwwKeys) == 0 {
 		return
 	}
-	taken := make(map[string]bool, len(m.Servers))
-	for _, s := range m.Servers {
+	taken := make(map[string]bool, m.Servers.Len())
+	for s := range m.Servers.All() {
 		taken[s.Host] = true
 		for _, a := range s.Aliases {
 			taken[a] = true
 		}
 	}
-	for i := range m.Servers {
-		s := m.Servers[i]
+	for s := range m.Servers.All() {
 		owner := ""
 		for _, loc := range s.Locations {
 			if loc.Proxy != nil && loc.Proxy.FromToWWWRedirect {

@@ -268,7 +268,7 @@ func TestUpstreamVhostLocationVariables(t *testing.T) {
 	s.Services = []*corev1.Service{api, other}
 	m, problems := Build(s)
 	got := map[string]string{}
-	for _, l := range m.Servers[0].Locations {
+	for _, l := range m.Servers.At(0).Locations {
 		got[l.Path] = l.ProxySettings().UpstreamVhost
 	}
 	want := map[string]string{"/": "web.linkerd-viz.svc.cluster.local:8084", "/metrics": "metrics.linkerd-viz.svc.cluster.local:9090", "/named": ""}
@@ -360,7 +360,7 @@ func TestUseRegexHostWide(t *testing.T) {
 		rule("elsewhere.test", httpPath(pathTypeOf(networkingv1.PathTypeImplementationSpecific), "/x.*", backend("web", 80))))
 	m, problems := Build(snapshotOf(regex, other))
 	types := map[string]PathType{}
-	for _, s := range m.Servers {
+	for s := range m.Servers.All() {
 		for _, l := range s.Locations {
 			types[s.Host+l.Path] = l.PathType
 		}
@@ -394,7 +394,7 @@ func TestFromToWWWRedirect(t *testing.T) {
 	wild := newIngress("default", "wild", annotation(key, "true"), rule("*.wild.test", prefix("/", "web", 80)))
 	m, problems := Build(snapshotOf(apex, www, taken, takenBy, wild))
 	got := map[string]string{}
-	for _, s := range m.Servers {
+	for s := range m.Servers.All() {
 		got[s.Host] = s.WWWRedirect
 	}
 	want := map[string]string{"example.com": "www.example.com", "www.shop.test": "shop.test", "taken.test": "", "www.taken.test": "", "*.wild.test": ""}
@@ -410,8 +410,8 @@ func TestFromToWWWRedirect(t *testing.T) {
 		t.Errorf("problems %v", problems)
 	}
 	// The locations stay plain: the redirect is a route of its own.
-	if !m.Servers[0].Locations[0].Plain() {
-		t.Errorf("location %+v is not plain", m.Servers[0].Locations[0])
+	if !m.Servers.At(0).Locations[0].Plain() {
+		t.Errorf("location %+v is not plain", m.Servers.At(0).Locations[0])
 	}
 }
 
@@ -421,7 +421,7 @@ func TestSatisfyAndTrailingSlashPlain(t *testing.T) {
 	for key, plain := range map[string]bool{"satisfy": false, "preserve-trailing-slash": true} {
 		value := map[string]string{"satisfy": "any", "preserve-trailing-slash": "true"}[key]
 		m, _ := Build(snapshotOf(proxyIngress(map[string]string{"nginx.ingress.kubernetes.io/" + key: value})))
-		if got := m.Servers[0].Locations[0].Plain(); got != plain {
+		if got := m.Servers.At(0).Locations[0].Plain(); got != plain {
 			t.Errorf("%s: Plain() = %v, want %v", key, got, plain)
 		}
 	}
@@ -460,7 +460,7 @@ func FuzzProxyKeys(f *testing.F) {
 			"nginx.ingress.kubernetes.io/proxy-busy-buffers-size": value,
 		})
 		m, _ := Build(snapshotOf(ing))
-		p := m.Servers[0].Locations[0].ProxySettings()
+		p := m.Servers.At(0).Locations[0].ProxySettings()
 		if bufs, ok := p.Buffers(); ok && bufs.Check() != "" {
 			t.Errorf("buffers %+v: %s", bufs, bufs.Check())
 		}

@@ -27,7 +27,7 @@ func TestProxySSL(t *testing.T) {
 		snap := snapshotOf(newIngress("default", "app", opts...))
 		snap.Secrets = []*corev1.Secret{secret, bad}
 		m, problems := Build(snap)
-		return m.Servers[0].Locations[0].ProxySettings().SSL, problems, m.AuthFiles
+		return m.Servers.At(0).Locations[0].ProxySettings().SSL, problems, m.AuthFiles
 	}
 
 	s, problems, files := build(map[string]string{p + "proxy-ssl-secret": "backend-ca", p + "proxy-ssl-verify": "on",

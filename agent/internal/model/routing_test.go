@@ -36,10 +36,10 @@ func TestLocationPlain(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := Build(snapshotOf(tc.ingress))
-			if len(m.Servers) != 1 || len(m.Servers[0].Locations) == 0 {
+			if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) == 0 {
 				t.Fatalf("model %+v: want one server", m)
 			}
-			for _, loc := range m.Servers[0].Locations {
+			for _, loc := range m.Servers.At(0).Locations {
 				if loc.Plain() != tc.plain {
 					t.Errorf("%s: Plain() = %v, want %v", loc.Path, loc.Plain(), tc.plain)
 				}

@@ -10,7 +10,7 @@ const ngx = "nginx.ingress.kubernetes.io/"
 // locationOf returns the location of host at path and type, or fails.
 func locationOf(t *testing.T, m Model, host, path string, pathType PathType) Location {
 	t.Helper()
-	for _, s := range append([]*Server{&m.Default}, m.Servers...) {
+	for _, s := range append([]*Server{&m.Default}, m.Servers.Slice()...) {
 		if s.Host != host {
 			continue
 		}
@@ -117,7 +117,7 @@ func TestSnippetRefusedLeavesTheRestServed(t *testing.T) {
 			t.Errorf("no refused problem %q in %v", want, problems)
 		}
 	}
-	if len(m.Servers) != 1 || len(m.Servers[0].Locations) != 1 {
+	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
 		t.Errorf("servers %s", dump(m.Servers))
 	}
 }

@@ -69,7 +69,7 @@ func TestPassthrough(t *testing.T) {
 		}
 	}
 	// Plain HTTP is still served as the Ingress says.
-	if len(m.Servers) == 0 || m.Servers[slices.IndexFunc(m.Servers, func(s *Server) bool { return s.Host == "argo.example.com" })].Locations[0].Backend != "default/web:http" {
+	if m.Servers.Len() == 0 || m.Servers.At(slices.IndexFunc(m.Servers.Slice(), func(s *Server) bool { return s.Host == "argo.example.com" })).Locations[0].Backend != "default/web:http" {
 		t.Errorf("argo.example.com lost its HTTP locations: %+v", m.Servers)
 	}
 

@@ -288,17 +288,17 @@ func TestBuildTLSLeavesServersAlone(t *testing.T) {
 	withCert.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
 	a, _ := Build(plain)
 	b, _ := Build(withCert)
-	if a.Servers[0].HTTPS || !b.Servers[0].HTTPS {
-		t.Errorf("HTTPS without TLS %v, with TLS %v; want false, true", a.Servers[0].HTTPS, b.Servers[0].HTTPS)
+	if a.Servers.At(0).HTTPS || !b.Servers.At(0).HTTPS {
+		t.Errorf("HTTPS without TLS %v, with TLS %v; want false, true", a.Servers.At(0).HTTPS, b.Servers.At(0).HTTPS)
 	}
 	// A TLS host redirects plain HTTP to HTTPS (ssl-redirect defaults to true).
-	if a.Servers[0].Locations[0].SSLRedirect || !b.Servers[0].Locations[0].SSLRedirect {
+	if a.Servers.At(0).Locations[0].SSLRedirect || !b.Servers.At(0).Locations[0].SSLRedirect {
 		t.Errorf("SSLRedirect without TLS %v, with TLS %v; want false, true",
-			a.Servers[0].Locations[0].SSLRedirect, b.Servers[0].Locations[0].SSLRedirect)
+			a.Servers.At(0).Locations[0].SSLRedirect, b.Servers.At(0).Locations[0].SSLRedirect)
 	}
 	b.Certificates = nil
-	b.Servers[0].HTTPS = false
-	b.Servers[0].Locations[0].SSLRedirect = false
+	b.Servers.At(0).HTTPS = false
+	b.Servers.At(0).Locations[0].SSLRedirect = false
 	if dump(a) != dump(b) {
 		t.Errorf("TLS changed the model beyond HTTPS and the redirect:\n%s\n%s", dump(a), dump(b))
 	}
@@ -311,7 +311,7 @@ func TestBuildHTTPSHosts(t *testing.T) {
 		rule("a.example.com", prefix("/", "web", 80)), rule("b.other.com", prefix("/", "web", 80))))
 	m, _ := Build(s)
 	got := map[string]bool{}
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		got[srv.Host] = srv.HTTPS
 	}
 	if !got["a.example.com"] || got["b.other.com"] {

@@ -14,9 +14,10 @@ import (
 // endpoints.
 func benchModel(n int) model.Model {
 	var m model.Model
+	var servers []*model.Server
 	for i := range n {
 		name := fmt.Sprintf("default/app-%d:80", i)
-		m.Servers = append(m.Servers, &model.Server{Host: fmt.Sprintf("app-%d.example.com", i),
+		servers = append(servers, &model.Server{Host: fmt.Sprintf("app-%d.example.com", i),
 			Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: name, Ingress: fmt.Sprintf("default/app-%d", i)}}})
 		b := model.Backend{Name: name}
 		for j := range 10 {
@@ -25,6 +26,7 @@ func benchModel(n int) model.Model {
 		m.Backends = append(m.Backends, b)
 	}
 	slices.SortFunc(m.Backends, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }) // as a model holds them
+	m.Servers = model.ListOf(servers...)
 	return m
 }
 

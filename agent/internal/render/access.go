@@ -350,7 +350,7 @@ func accessErrorLocations(m model.Model) ([]errorLocationView, error) {
 func newAccessHTTPView(m model.Model) (accessHTTPView, error) {
 	var v accessHTTPView
 	names := nameTable{} // keys and zones: their prefixes differ
-	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
+	for srv := range serversOf(&m) {
 		for _, loc := range srv.Locations {
 			r := loc.AccessSettings().RateLimit
 			if loc.AccessSettings().Denied != "" || (r.RPS == 0 && r.RPM == 0 && r.Connections == 0) {

@@ -23,8 +23,8 @@ func accessModel() model.Model {
 		AllowCredentials: true, MaxAge: 600}
 	limits := model.RateLimit{RPS: 10, RPM: 300, BurstMultiplier: 5, Connections: 4, Exempt: "10.0.0.0/8,fd00::/8"}
 	return model.Model{
-		Servers: []*model.Server{
-			{Host: "access.example.com", Locations: []model.Location{
+		Servers: model.ListOf(
+			&model.Server{Host: "access.example.com", Locations: []model.Location{
 				with(loc("/", model.PathPrefix, "default/web:80"), "default/open", model.AccessSettings{}),
 				with(loc("/admin", model.PathPrefix, "default/admin:80"), "default/admin", model.AccessSettings{
 					AllowSources: "10.0.0.0/8,192.168.1.7/32", DenySources: "10.9.0.0/16",
@@ -36,14 +36,14 @@ func accessModel() model.Model {
 				}),
 				with(loc("/broken", model.PathExact, "default/web:80"), "default/broken", model.AccessSettings{Denied: "auth-secret is not usable"}),
 			}},
-			{Host: "any.example.com", Locations: []model.Location{
+			&model.Server{Host: "any.example.com", Locations: []model.Location{
 				with(loc("/", model.PathPrefix, "other/web:80"), "other/any", model.AccessSettings{
 					CORS:      model.CORS{Enabled: true, AllowOrigins: "*", AllowMethods: model.DefaultCORSAllowMethods, AllowHeaders: "X-A", MaxAge: 0},
 					RateLimit: model.RateLimit{RPS: 1, BurstMultiplier: 2},
 					Errors:    model.CustomErrors{Codes: "404", Backend: "default/errors:http"},
 				}),
 			}},
-		},
+		),
 		AuthFiles: []model.AuthFile{{Name: "auth/default_users", Content: "alice:{PLAIN}secret\n"}},
 	}
 }
@@ -121,7 +121,7 @@ func TestRenderAccessRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := loc("/", model.PathPrefix, "default/web:80")
 			l.Access = &a
-			m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}
+			m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{l}})}
 			if _, err := Render(m, goldenSettings); err == nil {
 				t.Errorf("Render accepted %+v", a)
 			}

@@ -84,12 +84,12 @@ func TestDataPlaneBalancingKeys(t *testing.T) {
 		return out
 	}
 	const primary, canaryName = "ns/prim:80@ns/main+ns/can", "ns/can:80@ns/can+ns/main"
-	m := model.Model{Servers: []*model.Server{{Host: "bal.example.com", Locations: []model.Location{
+	m := model.Model{Servers: model.ListOf(&model.Server{Host: "bal.example.com", Locations: []model.Location{
 		loc("/subset", model.PathPrefix, "ns/subset:80"),
 		loc("/sticky", model.PathPrefix, "ns/sticky:80"),
 		loc("/samesite", model.PathPrefix, "ns/samesite:80"),
 		loc("/split", model.PathPrefix, primary),
-	}}}}
+	}})}
 	dp, _, _ := startDataPlane(t, m, nil)
 
 	t.Run("bad policies are refused naming the field", func(t *testing.T) {
@@ -387,9 +387,9 @@ func TestDataPlaneBalancingKeys(t *testing.T) {
 	t.Run("a pin made before the canary came holds after", func(t *testing.T) {
 		// The location's backend before the canary Ingress: the primary
 		// variant without "+ns/can"; its clients keep their pins after.
-		before := model.Model{Servers: []*model.Server{{Host: "bal.example.com", Locations: []model.Location{
+		before := model.Model{Servers: model.ListOf(&model.Server{Host: "bal.example.com", Locations: []model.Location{
 			loc("/split", model.PathPrefix, "ns/prim:80@ns/main"),
-		}}}}
+		}})}
 		dp.pushPolicies(t, policyBackend{Name: "ns/prim:80@ns/main", Endpoints: eps(web[0], web[1]), Policy: map[string]any{"affinity": "cookie", "cookie_name": "route"}})
 		dp.pushRoutes(t, before)
 		body, setCookie := dp.send(t, "/split")

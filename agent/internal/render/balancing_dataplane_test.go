@@ -122,7 +122,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		return out
 	}
 
-	m := model.Model{Servers: []*model.Server{{Host: "bal.example.com", Locations: []model.Location{
+	m := model.Model{Servers: model.ListOf(&model.Server{Host: "bal.example.com", Locations: []model.Location{
 		loc("/sticky", model.PathPrefix, "ns/sticky:80"),
 		loc("/change", model.PathPrefix, "ns/change:80"),
 		loc("/keep", model.PathPrefix, "ns/keep:80"),
@@ -130,7 +130,7 @@ func TestDataPlaneBalancing(t *testing.T) {
 		loc("/ewma", model.PathPrefix, "ns/ewma:80"),
 		loc("/health", model.PathPrefix, "ns/health:80"),
 		loc("/fallback", model.PathPrefix, "ns/nofb:80"),
-	}}}}
+	}})}
 	dp, _, _ := startDataPlane(t, m, nil)
 
 	t.Run("bad policies are rejected naming the field", func(t *testing.T) {

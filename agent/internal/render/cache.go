@@ -22,7 +22,9 @@ package render
 // them). When the model says which of
 // its servers changed (ServersChanged, from model.Incremental), the
 // others are not even looked at: a new Ingress at 50,000 costs its host,
-// not a walk of 50,000 servers.
+// not a walk of 50,000 servers. Without that hint, servers made from the
+// last model's (model.Edited: they share its chunks) are compared chunk
+// by chunk (model.CompareLists), skipping the chunks both hold.
 //
 // Why not make render itself incremental: Build stays the one definition
 // of the output, and the cache is checked against it (TestCacheEqualsBuild,
@@ -67,11 +69,14 @@ type Cache struct {
 	// gateway are the last model's Gateway routes: a route the model
 	// hands out again (the same pointer) is in the last list as it was
 	// (metric labels and all).
-	gateway []*model.Route
+	gateway model.List[*model.Route]
 	// lastServers are the servers of the last model rendered, and next
 	// the model's hint for the next render (ServersChanged).
-	lastServers []*model.Server
+	lastServers model.List[*model.Server]
 	next        serverHint
+	// lastSorted says the last model's servers were sorted by host,
+	// each once (a walk saw them so, or they were made from such).
+	lastSorted bool
 	// nextGateway is the model's hint of its changed Gateway routes for
 	// the next render (GatewayRoutesChanged).
 	nextGateway gatewayHint
@@ -194,8 +199,8 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 // restOf is m without what the cache follows host by host and route by
 // route, and without what render does not read.
 func restOf(m model.Model) model.Model {
-	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = nil, nil, nil, nil, nil
-	m.GatewayRoutes, m.GatewayAPI = nil, model.GatewayAPIStatus{}
+	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = model.List[*model.Server]{}, nil, nil, nil, nil
+	m.GatewayRoutes, m.GatewayAPI = model.List[*model.Route]{}, model.GatewayAPIStatus{}
 	return m
 }
 
@@ -205,7 +210,7 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, Route
 	if err != nil || !ok {
 		// What the cache does not decide, Build does (and says which
 		// error); the next render starts whole.
-		*c = Cache{stats: CacheStats{Hosts: 1 + len(m.Servers), Whole: true}}
+		*c = Cache{stats: CacheStats{Hosts: 1 + m.Servers.Len(), Whole: true}}
 		cfg, all, err := Build(m, s, keep...)
 		if err != nil {
 			return Config{}, RouteList{}, err
@@ -218,44 +223,46 @@ func (c *Cache) Build(m model.Model, s Settings, keep ...Profile) (Config, Route
 
 // serverHint is what ServersChanged says.
 type serverHint struct {
-	from  []*model.Server
+	from  model.List[*model.Server]
 	hosts map[string]bool
 	ok    bool
 }
 
 // ServersChanged tells the next Build which servers of its model may
-// differ from those of the model before (from, its very Servers slice;
+// differ from those of the model before (from, its very Servers list;
 // model.Incremental.ChangedServers): a host not in hosts has the very
 // same server in both, or none in both, and the model's servers are
 // sorted by host, each once; nil hosts say nothing (the model cannot
 // say). When from is the model the cache rendered last, that Build
 // looks at the servers of hosts alone, not at every one; else (or
-// without a call) it walks them all.
-func (c *Cache) ServersChanged(from []*model.Server, hosts map[string]bool) {
+// without a call) it compares the servers with the last model's by
+// model.CompareLists when the one list was made from the other (they
+// share chunks), and walks them all when not.
+func (c *Cache) ServersChanged(from model.List[*model.Server], hosts map[string]bool) {
 	c.next = serverHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
 // gatewayHint is what GatewayRoutesChanged says.
 type gatewayHint struct {
-	from  []*model.Route
+	from  model.List[*model.Route]
 	hosts map[string]bool
 	ok    bool
 }
 
 // GatewayRoutesChanged tells the next Build which Gateway routes of its
 // model may differ from those of the model before (from, its very
-// GatewayRoutes slice; model.Incremental.ChangedGatewayRoutes): a host
+// GatewayRoutes list; model.Incremental.ChangedGatewayRoutes): a host
 // not in hosts has the very same *Route in both, or none in both, and
 // the model's Gateway routes are sorted by host, each once; nil hosts
 // say nothing. When from is the Gateway routes the cache rendered last,
 // that Build looks at the routes of hosts alone (found by binary search),
 // not at every one; else (or without a call) it walks them all.
-func (c *Cache) GatewayRoutesChanged(from []*model.Route, hosts map[string]bool) {
+func (c *Cache) GatewayRoutesChanged(from model.List[*model.Route], hosts map[string]bool) {
 	c.nextGateway = gatewayHint{from: from, hosts: hosts, ok: hosts != nil}
 }
 
-// sameList says whether a and b are the same slice, not empty.
-func sameList[T any](a, b []T) bool { return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0] }
+// compareHosts orders servers by host.
+func compareHosts(a, b *model.Server) int { return strings.Compare(a.Host, b.Host) }
 
 // reset forgets every host, for new settings.
 func (c *Cache) reset(s Settings) error {
@@ -371,16 +378,17 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 	// model's hint.
 	var entries []*hostEntry
 	entriesOf := func() []*hostEntry {
-		if entries == nil && len(m.Servers) > 0 {
-			entries = make([]*hostEntry, len(m.Servers))
-			for i, srv := range m.Servers {
-				entries[i] = c.hosts[srv.Host]
+		if entries == nil && m.Servers.Len() > 0 {
+			entries = make([]*hostEntry, 0, m.Servers.Len())
+			for srv := range m.Servers.All() {
+				entries = append(entries, c.hosts[srv.Host])
 			}
 		}
 		return entries
 	}
 	sorted := true
-	if next.ok && c.listed && sameList(next.from, c.lastServers) {
+	switch {
+	case next.ok && c.listed && next.from.Same(c.lastServers):
 		// Only the hinted hosts' servers may differ from the last
 		// model's: each is found by its host (the model's servers are
 		// sorted by host, each once), the others are not looked at.
@@ -389,28 +397,71 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 				continue // the default server, compared above
 			}
 			old := c.hosts[host]
-			i, found := slices.BinarySearchFunc(m.Servers, host, func(srv *model.Server, host string) int { return strings.Compare(srv.Host, host) })
+			srv, found := m.Servers.Find(func(srv *model.Server) int { return strings.Compare(srv.Host, host) })
 			if !found {
 				if old != nil {
 					drop(old)
 				}
 				continue
 			}
-			e, err := update(old, m.Servers[i], false)
+			e, err := update(old, srv, false)
 			if err != nil {
 				return Config{}, RouteList{}, false, err
 			}
 			c.hosts[host] = e
 		}
 		c.order = nil // the next walk finds each entry in hosts
-	} else {
+	case c.listed && c.lastSorted && c.lastServers.Shares(m.Servers):
+		// m's servers were made from the last model's (model.Edited,
+		// which keeps them sorted, each host once): only the chunks
+		// the two do not share may differ, and CompareLists looks at
+		// those alone. Each host it meets is after the one before, or
+		// the lists were not made so: Build then says what is wrong.
+		var err error
+		ordered, prev := true, ""
+		model.CompareLists(c.lastServers, m.Servers, compareHosts, func(x, y *model.Server, inA, inB bool) {
+			host := ""
+			if inB {
+				host = y.Host
+			} else {
+				host = x.Host
+			}
+			if err != nil || !ordered {
+				return
+			}
+			if prev != "" && host <= prev {
+				ordered = false
+				return
+			}
+			prev = host
+			old := c.hosts[host]
+			if !inB {
+				if old != nil {
+					drop(old)
+				}
+				return
+			}
+			var e *hostEntry
+			if e, err = update(old, y, false); err == nil {
+				c.hosts[host] = e
+			}
+		})
+		if err != nil {
+			return Config{}, RouteList{}, false, err
+		}
+		if !ordered {
+			return Config{}, RouteList{}, false, nil
+		}
+		c.order = nil // the next walk finds each entry in hosts
+	default:
 		c.stats.Walked = true
-		entries = make([]*hostEntry, len(m.Servers))
+		entries = make([]*hostEntry, 0, m.Servers.Len())
 		walk := lastOrder{entries: c.order}
-		for i := range m.Servers {
-			srv := m.Servers[i]
+		var before *model.Server
+		for srv := range m.Servers.All() {
+			i := len(entries)
 			var old *hostEntry
-			if i > 0 && m.Servers[i-1].Host >= srv.Host {
+			if i > 0 && before.Host >= srv.Host {
 				walk.entries = nil // not sorted: by the map from here on
 				sorted = false
 			}
@@ -427,9 +478,10 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 			if e != old {
 				c.hosts[srv.Host] = e
 			}
-			entries[i] = e
+			entries = append(entries, e)
+			before = srv
 		}
-		if len(c.hosts) > len(m.Servers) {
+		if len(c.hosts) > m.Servers.Len() {
 			for _, e := range c.hosts {
 				if e.gen != c.gen {
 					drop(e)
@@ -438,6 +490,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		}
 		c.order = entries
 	}
+	c.lastSorted = sorted
 	if setChanged && c.profileClash() {
 		return Config{}, RouteList{}, false, nil
 	}
@@ -487,7 +540,7 @@ func (c *Cache) build(m model.Model, s Settings, keep []Profile) (Config, RouteL
 		c.stats.ConfReused = true
 		return c.last, routes, true, nil
 	}
-	views := make([]serverView, 0, 1+len(m.Servers))
+	views := make([]serverView, 0, 1+m.Servers.Len())
 	for _, e := range all() {
 		view, err := viewOf(e)
 		if err != nil {
@@ -591,7 +644,7 @@ func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
 // than one of no server, profiles and body size aside. An error says yes:
 // the whole render then reports it.
 func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
-	m := model.Model{Servers: []*model.Server{&srv}}
+	m := model.Model{Servers: model.ListOf(&srv)}
 	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
 	if err != nil {
 		return true
@@ -731,7 +784,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 	var retries bool
 	var err error
 	ok := true
-	if gatewayHint.ok && sameList(gatewayHint.from, c.gateway) {
+	if gatewayHint.ok && gatewayHint.from.Same(c.gateway) {
 		gateway, retries, err = c.hintedGatewayRoutes(m, gatewayHint.hosts, hinted)
 	} else {
 		gateway, retries, ok, err = c.gatewayRoutes(m, hinted, false)
@@ -747,7 +800,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 // allRoutes are routes' routes, every one made again as routesOf makes
 // them.
 func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string]bool) (RouteList, bool, bool, error) {
-	routes := make([]model.Route, 0, 1+len(m.Servers)+len(m.GatewayRoutes))
+	routes := make([]model.Route, 0, 1+m.Servers.Len()+m.GatewayRoutes.Len())
 	claimed := map[string]bool{} // the aliases and www names routed
 	taken := func(name string) bool {
 		return claimed[name] || c.hosts[name] != nil
@@ -785,10 +838,12 @@ func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string
 	if err := add(c.def, &m.Default, true); err != nil {
 		return RouteList{}, false, false, err
 	}
-	for i := range m.Servers {
-		if err := add(entries[i], m.Servers[i], false); err != nil {
+	i := 0
+	for srv := range m.Servers.All() {
+		if err := add(entries[i], srv, false); err != nil {
 			return RouteList{}, false, false, err
 		}
+		i++
 	}
 	gateway, retries, ok, err := c.gatewayRoutes(m, hinted, true)
 	if err != nil || !ok {
@@ -916,17 +971,19 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 			changes = append(changes, routeChange{host: r.Host})
 		}
 	}
-	for i, r := range m.GatewayRoutes {
-		if i > 0 && m.GatewayRoutes[i-1].Host >= r.Host {
+	var before *model.Route
+	for r := range m.GatewayRoutes.All() {
+		if before != nil && before.Host >= r.Host {
 			return nil, false, false, nil
 		}
-		for j < len(last) && last[j].Host < r.Host {
-			gone(last[j])
+		before = r
+		for j < last.Len() && last.At(j).Host < r.Host {
+			gone(last.At(j))
 			j++
 		}
-		if j < len(last) && last[j].Host == r.Host {
+		if j < last.Len() && last.At(j).Host == r.Host {
 			j++
-			if last[j-1] == r {
+			if last.At(j-1) == r {
 				if all {
 					out, ok := c.lastRoutes.Get(r.Host)
 					if !ok {
@@ -936,7 +993,7 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 				}
 				continue
 			}
-			retries = retries || hasRetries(*last[j-1])
+			retries = retries || hasRetries(*last.At(j - 1))
 		}
 		change, err := c.gatewayRouteMade(r)
 		if err != nil {
@@ -946,8 +1003,8 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 		retries = retries || hasRetries(*r)
 		changes = append(changes, change)
 	}
-	for ; j < len(last); j++ {
-		gone(last[j])
+	for ; j < last.Len(); j++ {
+		gone(last.At(j))
 	}
 	c.gateway = m.GatewayRoutes
 	return changes, retries, true, nil
@@ -1000,12 +1057,9 @@ func (c *Cache) gatewayRouteMade(r *model.Route) (routeChange, error) {
 }
 
 // findRoute is the route of host in routes, sorted by host; nil for none.
-func findRoute(routes []*model.Route, host string) *model.Route {
-	i, ok := slices.BinarySearchFunc(routes, host, func(r *model.Route, host string) int { return strings.Compare(r.Host, host) })
-	if !ok {
-		return nil
-	}
-	return routes[i]
+func findRoute(routes model.List[*model.Route], host string) *model.Route {
+	r, _ := routes.Find(func(r *model.Route) int { return strings.Compare(r.Host, host) })
+	return r
 }
 
 // hintHost adds host to hinted, when not nil (nil: any host may change).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -68,7 +69,7 @@ func TestCacheRendersWhatChanged(t *testing.T) {
 	cache := NewCache()
 	var last Config
 	for i, step := range steps {
-		m := model.Model{Servers: step.servers}
+		m := model.Model{Servers: model.ListOf(step.servers...)}
 		got, gotRoutes, err := cache.Build(m, step.s)
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
@@ -103,8 +104,8 @@ func BenchmarkCacheNewHost(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 50_000} {
 		without := manyServers(n)
 		with := without
-		with.Servers = append(slices.Clone(without.Servers), &model.Server{Host: "zzz-new.example.com",
-			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})
+		with.Servers = model.ListOf(append(without.Servers.Slice(), &model.Server{Host: "zzz-new.example.com",
+			Locations: []model.Location{loc("/", model.PathPrefix, "default/new:80")}})...)
 		b.Run(fmt.Sprintf("cache/hosts=%d", n), func(b *testing.B) {
 			benchCacheChange(b, without, with, func(s CacheStats) bool { return s.Hosts <= 1 })
 		})
@@ -173,19 +174,28 @@ func manyGatewayRoutes(n int) (without, with model.Model) {
 	without.Listeners = []model.Listener{{Address: "127.0.0.1", Port: 80, Front: front}}
 	without.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n)}}}}
+	var routes []*model.Route
 	for i := range n {
 		r, st := route(fmt.Sprintf("app-%06d", 2*i))
-		without.GatewayRoutes = append(without.GatewayRoutes, r)
+		routes = append(routes, r)
 		without.GatewayAPI.Routes = append(without.GatewayAPI.Routes, st)
 	}
+	without.GatewayRoutes = model.ListOf(routes...)
 	with = without
 	at := n / 2
 	r, st := route(fmt.Sprintf("app-%06d", 2*at-1))
-	with.GatewayRoutes = slices.Insert(slices.Clone(without.GatewayRoutes), at, r)
+	with.GatewayRoutes = withRoute(without.GatewayRoutes, r)
 	with.GatewayAPI.Routes = slices.Insert(slices.Clone(without.GatewayAPI.Routes), at, st)
 	with.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n + 1)}}}}
 	return without, with
+}
+
+// withRoute is routes with r, in the place of the route of its host or
+// added, made as model.Incremental makes its lists (model.Edited).
+func withRoute(routes model.List[*model.Route], r *model.Route) model.List[*model.Route] {
+	return model.Edited(routes, []model.ListEdit[string, *model.Route]{{Key: r.Host, Value: r}},
+		func(r *model.Route, host string) int { return strings.Compare(r.Host, host) })
 }
 
 // TestCacheGatewayRoutes walks a Cache through Gateway route changes: a
@@ -197,11 +207,10 @@ func TestCacheGatewayRoutes(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
 	// changeRoute is m with a new route i, its first location changed.
 	changeRoute := func(m model.Model, i int, change func(l *model.RouteLocation)) model.Model {
-		r := *m.GatewayRoutes[i]
+		r := *m.GatewayRoutes.At(i)
 		r.Locations = slices.Clone(r.Locations)
 		change(&r.Locations[0])
-		m.GatewayRoutes = slices.Clone(m.GatewayRoutes)
-		m.GatewayRoutes[i] = &r
+		m.GatewayRoutes = withRoute(m.GatewayRoutes, &r)
 		return m
 	}
 	changed := changeRoute(with, 3, func(l *model.RouteLocation) { l.Path = "/changed" })
@@ -209,8 +218,9 @@ func TestCacheGatewayRoutes(t *testing.T) {
 		l.Rule = &model.RouteRule{Route: "HTTPRoute default/retry", Retry: &model.RouteRetry{Attempts: 2, Codes: []int{502, 503}}}
 	})
 	unsorted := changed
-	unsorted.GatewayRoutes = slices.Clone(changed.GatewayRoutes)
-	unsorted.GatewayRoutes[0], unsorted.GatewayRoutes[1] = unsorted.GatewayRoutes[1], unsorted.GatewayRoutes[0]
+	swapped := changed.GatewayRoutes.Slice()
+	swapped[0], swapped[1] = swapped[1], swapped[0]
+	unsorted.GatewayRoutes = model.ListOf(swapped...)
 	metrics := goldenSettings
 	rm := DefaultRequestMetrics()
 	metrics.RequestMetrics = &rm
@@ -264,7 +274,7 @@ func TestCacheGatewayRoutes(t *testing.T) {
 func TestCacheHoldsTheModelsServers(t *testing.T) {
 	srv := &model.Server{Host: "a.test", Locations: []model.Location{loc("/", model.PathPrefix, "default/a:80")}}
 	c := NewCache()
-	if _, _, err := c.Build(model.Model{Servers: []*model.Server{srv}}, goldenSettings); err != nil {
+	if _, _, err := c.Build(model.Model{Servers: model.ListOf(srv)}, goldenSettings); err != nil {
 		t.Fatal(err)
 	}
 	if e := c.hosts["a.test"]; e == nil || e.server != srv {
@@ -279,10 +289,10 @@ func TestCacheServersChangedHintNotTaken(t *testing.T) {
 	server := func(host, path string) *model.Server {
 		return &model.Server{Host: host, Locations: []model.Location{loc(path, model.PathPrefix, "default/"+host+":80")}}
 	}
-	first := model.Model{Servers: []*model.Server{server("a.test", "/"), server("b.test", "/")}}
-	second := model.Model{Servers: []*model.Server{first.Servers[0], server("b.test", "/b")}}
-	third := model.Model{Servers: []*model.Server{server("a.test", "/a"), second.Servers[1]}}
-	fourth := model.Model{Servers: []*model.Server{third.Servers[0], server("b.test", "/4")}}
+	first := model.Model{Servers: model.ListOf(server("a.test", "/"), server("b.test", "/"))}
+	second := model.Model{Servers: model.ListOf(first.Servers.At(0), server("b.test", "/b"))}
+	third := model.Model{Servers: model.ListOf(server("a.test", "/a"), second.Servers.At(1))}
+	fourth := model.Model{Servers: model.ListOf(third.Servers.At(0), server("b.test", "/4"))}
 	cache := NewCache()
 	steps := []struct {
 		name   string
@@ -322,8 +332,8 @@ func TestCacheServersChangedHintNotTaken(t *testing.T) {
 func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 	without, with := manyGatewayRoutes(20)
 	added := ""
-	for _, r := range with.GatewayRoutes {
-		if !slices.Contains(without.GatewayRoutes, r) {
+	for r := range with.GatewayRoutes.All() {
+		if !slices.Contains(without.GatewayRoutes.Slice(), r) {
 			added = r.Host
 		}
 	}
@@ -343,7 +353,7 @@ func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 		{"a hint relative to other routes", without, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, hint) }, true, 0},
 		{"nil hosts", with, func() { cache.GatewayRoutesChanged(without.GatewayRoutes, nil) }, true, 1},
 		{"a hint naming a route the same in both", without, func() {
-			cache.GatewayRoutesChanged(with.GatewayRoutes, map[string]bool{added: true, without.GatewayRoutes[3].Host: true})
+			cache.GatewayRoutesChanged(with.GatewayRoutes, map[string]bool{added: true, without.GatewayRoutes.At(3).Host: true})
 		}, false, 0},
 	}
 	for _, step := range steps {
@@ -365,6 +375,61 @@ func TestCacheGatewayRoutesChangedHint(t *testing.T) {
 		}
 		if _, hosts, ok := cache.ChangedRoutes(); step.name != "first" && (!ok || len(hosts) > 1 || len(hosts) == 1 && !hosts[added]) {
 			t.Errorf("%s: ChangedRoutes %v %v, want at most %q", step.name, hosts, ok, added)
+		}
+	}
+}
+
+// A model whose servers were made from the last model's (model.Edited,
+// as model.Incremental makes them), given with no hint, is diffed by
+// CompareLists: only the chunks the two lists do not share are looked
+// at, not every server, and each render equals Build's. Lists made
+// apart are walked.
+func TestCacheComparesServersMadeFromTheLast(t *testing.T) {
+	server := func(host, path string) *model.Server {
+		return &model.Server{Host: host, Locations: []model.Location{loc(path, model.PathPrefix, "default/"+host+":80")}}
+	}
+	var servers []*model.Server
+	for i := range 1000 {
+		servers = append(servers, server(fmt.Sprintf("h%04d.test", i), "/"))
+	}
+	edit := func(m model.Model, host string, srv *model.Server) model.Model {
+		m.Servers = model.Edited(m.Servers, []model.ListEdit[string, *model.Server]{{Key: host, Value: srv, Remove: srv == nil}},
+			func(s *model.Server, host string) int { return strings.Compare(s.Host, host) })
+		return m
+	}
+	first := model.Model{Servers: model.ListOf(servers...)}
+	added := edit(first, "h0500a.test", server("h0500a.test", "/"))
+	changed := edit(added, "h0100.test", server("h0100.test", "/other"))
+	removed := edit(changed, "h0900.test", nil)
+	apart := model.Model{Servers: model.ListOf(removed.Servers.Slice()...)}
+	steps := []struct {
+		name   string
+		m      model.Model
+		walked bool
+		hosts  int
+	}{
+		{"first", first, true, 1001},
+		{"a host added", added, false, 1},
+		{"a host changed", changed, false, 1},
+		{"a host removed", removed, false, 0},
+		{"a list made apart", apart, true, 0},
+	}
+	cache := NewCache()
+	for _, step := range steps {
+		gotCfg, got, err := cache.Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCfg, want, err := Build(step.m, goldenSettings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotCfg.Hash != wantCfg.Hash || !reflect.DeepEqual(got.Slice(), NewRouteList(want).Slice()) {
+			t.Errorf("%s: the cached render differs from Build's", step.name)
+		}
+		stats := cache.Stats()
+		if stats.Whole || stats.Walked != step.walked || stats.Hosts != step.hosts {
+			t.Errorf("%s: stats %+v; want walked %v, %d hosts made again", step.name, stats, step.walked, step.hosts)
 		}
 	}
 }

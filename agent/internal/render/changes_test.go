@@ -11,15 +11,15 @@ import (
 // retired, a listener, a ConfigMap setting; and says so when the config
 // nginx runs is not known.
 func TestChangesNamesWhatDiffers(t *testing.T) {
-	plain := model.Model{Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+	plain := model.Model{Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 		loc("/", model.PathPrefix, "default/web:80"),
-	}}}}
+	}})}
 	buffered := func(size string) model.Model {
 		upload := loc("/upload", model.PathPrefix, "default/upload:80")
 		own(&upload.Proxy).BufferSize = size
-		return model.Model{Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+		return model.Model{Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 			loc("/", model.PathPrefix, "default/web:80"), upload,
-		}}}}
+		}})}
 	}
 	slow, slower := buffered("16k"), buffered("32k")
 	otherPort := goldenSettings

@@ -33,11 +33,11 @@ var clientVerifyModes = map[string]bool{"on": true, "optional": true, "optional_
 // routed by its own locations, which must not skip the check.
 func clientTLSServers(m model.Model) ([]clientTLSServerView, error) {
 	var out []clientTLSServerView
-	hosts := make(map[string]bool, len(m.Servers))
-	for _, srv := range m.Servers {
+	hosts := make(map[string]bool, m.Servers.Len())
+	for srv := range m.Servers.All() {
 		hosts[srv.Host] = true
 	}
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		c := srv.ClientTLSSettings()
 		if c.CAFile == "" {
 			continue
@@ -109,7 +109,7 @@ func defaultServerNames(m model.Model, servers []clientTLSServerView) []string {
 			names = append(names, name)
 		}
 	}
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		add(srv.Host)
 		for _, alias := range srv.Aliases {
 			add(alias)

@@ -19,21 +19,21 @@ func clientTLSWildcardModel() model.Model {
 	web := []model.Location{loc("/", model.PathPrefix, "tenant-a/web:80")}
 	b := model.ClientTLS{CAFile: "auth/tenant-b_ca.0123456789ab.ca.crt", Verify: "on", Depth: 1}
 	x := model.ClientTLS{CAFile: "auth/tenant-b_x.0123456789ab.ca.crt", Verify: "optional", Depth: 2}
-	return model.Model{Servers: []*model.Server{
-		{Host: "*.a.test", HTTPS: true, Locations: web},
-		{Host: "*.test", HTTPS: true, ClientTLS: &b, Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}},
-		{Host: "a.test", HTTPS: true, Locations: web},
-		{Host: "c.test", Locations: web},
-		{Host: "d.a.test", HTTPS: true, Locations: web},
-		{Host: "other.example", HTTPS: true, Aliases: []string{"alias.example", "alias.test"}, Locations: web},
-		{Host: strings.Repeat("l", 63) + ".test", HTTPS: true, Locations: web},
-		{Host: "test", WWWRedirect: "www.test", Locations: web},
-		{Host: "x.test", HTTPS: true, ClientTLS: &x, Aliases: []string{"x2.test"}, Locations: web},
+	return model.Model{Servers: model.ListOf(
+		&model.Server{Host: "*.a.test", HTTPS: true, Locations: web},
+		&model.Server{Host: "*.test", HTTPS: true, ClientTLS: &b, Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}},
+		&model.Server{Host: "a.test", HTTPS: true, Locations: web},
+		&model.Server{Host: "c.test", Locations: web},
+		&model.Server{Host: "d.a.test", HTTPS: true, Locations: web},
+		&model.Server{Host: "other.example", HTTPS: true, Aliases: []string{"alias.example", "alias.test"}, Locations: web},
+		&model.Server{Host: strings.Repeat("l", 63) + ".test", HTTPS: true, Locations: web},
+		&model.Server{Host: "test", WWWRedirect: "www.test", Locations: web},
+		&model.Server{Host: "x.test", HTTPS: true, ClientTLS: &x, Aliases: []string{"x2.test"}, Locations: web},
 		// Client certificates but no spec.tls: a server of its own all
 		// the same (the default certificate), so that its HTTPS requests,
 		// routed by its own locations, are checked.
-		{Host: "y.test", ClientTLS: &x, Locations: web},
-	}}
+		&model.Server{Host: "y.test", ClientTLS: &x, Locations: web},
+	)}
 }
 
 var defaultServerName = regexp.MustCompile(`\n        server_name _([^;]*);`)
@@ -71,7 +71,7 @@ func TestRenderClientTLSWildcardLeavesExactHosts(t *testing.T) {
 
 	// Without a client-TLS wildcard the default server names no host.
 	noWildcard := clientTLSWildcardModel()
-	noWildcard.Servers[1].ClientTLS = nil
+	noWildcard.Servers.At(1).ClientTLS = nil
 	cfg, err = Render(noWildcard, goldenSettings)
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +87,11 @@ func TestRenderClientTLSWildcardLeavesExactHosts(t *testing.T) {
 func TestRenderNginxAcceptsClientTLSWildcardOverManyHosts(t *testing.T) {
 	nginxproc.Binary(t)
 	m := manyServers(10_000)
-	m.Servers[0].Host = strings.Repeat("a", 63) + ".example.com"
+	m.Servers.At(0).Host = strings.Repeat("a", 63) + ".example.com"
 	ca := "auth/tenant-b_ca.0123456789ab.ca.crt"
-	m.Servers = append(m.Servers, &model.Server{Host: "*.example.com", HTTPS: true,
+	m.Servers = model.ListOf(append(m.Servers.Slice(), &model.Server{Host: "*.example.com", HTTPS: true,
 		ClientTLS: &model.ClientTLS{CAFile: ca, Verify: "on", Depth: 1},
-		Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}})
+		Locations: []model.Location{loc("/", model.PathPrefix, "tenant-b/app:80")}})...)
 	prefix := nginxproc.TempPrefix(t)
 	s := goldenSettings
 	s.SharedDir = prefix

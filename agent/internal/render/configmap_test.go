@@ -51,10 +51,10 @@ func configMapCases() []goldenCase {
 	return []goldenCase{
 		{name: "configmap-every-key", settings: everySettings, model: model.Model{
 			Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "default/errors:80")}},
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}},
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}),
 		}},
 		{name: "configmap-errors-without-default-backend", settings: noDefaultSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/api", model.PathPrefix, "default/api:80")}}},
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{loc("/api", model.PathPrefix, "default/api:80")}}),
 		}},
 	}
 }

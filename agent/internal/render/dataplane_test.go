@@ -233,11 +233,11 @@ func dataPlaneModel() model.Model {
 		Default: model.Server{Locations: []model.Location{
 			loc("/healthz", model.PathExact, "default/health:80"),
 		}},
-		Servers: []*model.Server{
-			{Host: "*.example.com", Locations: []model.Location{
+		Servers: model.ListOf(
+			&model.Server{Host: "*.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/wild:80"),
 			}},
-			{Host: "app.example.com", HTTPS: true, Locations: []model.Location{
+			&model.Server{Host: "app.example.com", HTTPS: true, Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/web:80"),
 				loc("/empty", model.PathPrefix, "ns/empty:80"),
 				loc("/foo", model.PathExact, "ns/exact:80"),
@@ -246,7 +246,7 @@ func dataPlaneModel() model.Model {
 				loc("/retry", model.PathPrefix, "ns/retry:80"),
 				loc("/v6", model.PathPrefix, "ns/v6:80"),
 			}},
-		},
+		),
 	}
 }
 
@@ -482,7 +482,7 @@ func TestDataPlane(t *testing.T) {
 
 	t.Run("reload keeps boot id and backends", func(t *testing.T) {
 		next := dataPlaneModel()
-		next.Servers = append(next.Servers, &model.Server{Host: "new.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/wild:80")}})
+		next.Servers = model.ListOf(append(next.Servers.Slice(), &model.Server{Host: "new.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/wild:80")}})...)
 		nextCfg := writePrefix(t, dp.nginx.Prefix, next, settings)
 		dp.nginx.Reload(t)
 		st := dp.status(t)

@@ -29,7 +29,7 @@ func fcgiMirrorModel() model.Model {
 		ReadTimeout: 30, NextUpstream: "error timeout http_502 http_503", BufferSize: "16k", Buffering: "on",
 		ResponseHeaders: "X-Frame-Options: DENY",
 	}), false, model.ProtocolFCGI)
-	return model.Model{Servers: []*model.Server{{
+	return model.Model{Servers: model.ListOf(&model.Server{
 		Host:  "app.example.com",
 		HTTPS: true,
 		Locations: []model.Location{
@@ -45,7 +45,7 @@ func fcgiMirrorModel() model.Model {
 			withOptions(withProxy(loc("/grpc.v1.", model.PathRegex, "default/grpc:50051"), model.ProxySettings{
 				ResponseHeaders: "X-A: b"}), false, model.ProtocolGRPC),
 		},
-	}}}
+	})}
 }
 
 // TestRenderFastCGIMirrorHeaders compares with testdata/fcgimirror.conf
@@ -196,9 +196,9 @@ func TestRenderFastCGIMirrorHeadersErrors(t *testing.T) {
 		"header control char": {model.ProxySettings{ResponseHeaders: "X-A: a\rb"}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{
+			m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{
 				withOptions(withProxy(loc("/", model.PathPrefix, "ns/a:80"), tc.p), false, tc.protocol),
-			}}}}
+			}})}
 			if _, err := Render(m, goldenSettings); err == nil {
 				t.Errorf("Render took %+v", tc.p)
 			}

@@ -265,8 +265,8 @@ func gatewayServers(m model.Model, s Settings) ([]gatewayServerView, error) {
 // profile, which the Gateway servers do not hold. Lua checks the rest
 // of what it is pushed.
 func gatewayRoutes(m model.Model, hosts map[string]bool) ([]model.Route, error) {
-	out := make([]model.Route, 0, len(m.GatewayRoutes))
-	for _, r := range m.GatewayRoutes {
+	out := make([]model.Route, 0, m.GatewayRoutes.Len())
+	for r := range m.GatewayRoutes.All() {
 		if err := checkGatewayRoute(*r); err != nil {
 			return nil, err
 		}
@@ -323,7 +323,7 @@ type gatewayRetryView struct {
 func gatewayRetries(m model.Model) ([]gatewayRetryView, error) {
 	seen := map[string]bool{}
 	var out []gatewayRetryView
-	for _, r := range m.GatewayRoutes {
+	for r := range m.GatewayRoutes.All() {
 		for _, l := range r.Locations {
 			if l.Rule == nil || l.Rule.Retry == nil || len(l.Rule.Retry.Codes) == 0 {
 				continue

@@ -137,14 +137,14 @@ func gatewayRoutesModel(portHTTP, portHTTPS int) model.Model {
 	}
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}},
-		Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}},
+		Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/ingress:80")}}),
 		Listeners: []model.Listener{
 			{Address: gatewayAddrA, Port: int32(portHTTP), Front: a},
 			{Address: gatewayAddrA, Port: int32(portHTTPS), HTTPS: true, Front: c},
 			{Address: gatewayAddrB, Port: int32(portHTTP), Front: b},
 		},
-		GatewayRoutes: []*model.Route{
-			{Host: model.FrontKey(a, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
+		GatewayRoutes: model.ListOf(
+			&model.Route{Host: model.FrontKey(a, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				// The spec's precedence, as the model orders it: exact,
 				// longest prefix, regex; then method, most headers, most
 				// query parameters.
@@ -180,15 +180,15 @@ func gatewayRoutesModel(portHTTP, portHTTPS int) model.Model {
 					{Backend: "ns/heavy:80", Weight: 3}, {Weight: 1}, {Backend: "ns/never:80", Weight: 0}}})),
 				to("/no-backend", "", rule(model.RouteRule{Status: 500})),
 			}},
-			{Host: model.FrontKey(a, "*.wild.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/wild:80", nil)}},
-			{Host: model.FrontKey(a, "*.b.wild.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/wild-b:80", nil)}},
-			{Host: model.FrontKey(a, "_"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/front-a-default:80", nil)}},
-			{Host: model.FrontKey(b, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/front-b:80", nil)}},
-			{Host: model.FrontKey(c, "secure.example.com"), Ordered: true, Locations: []model.RouteLocation{
+			&model.Route{Host: model.FrontKey(a, "*.wild.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/wild:80", nil)}},
+			&model.Route{Host: model.FrontKey(a, "*.b.wild.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/wild-b:80", nil)}},
+			&model.Route{Host: model.FrontKey(a, "_"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/front-a-default:80", nil)}},
+			&model.Route{Host: model.FrontKey(b, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{to("/", "ns/front-b:80", nil)}},
+			&model.Route{Host: model.FrontKey(c, "secure.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				redirect("/redirect", model.Redirect{Host: "example.org", Status: 302}),
 				to("/", "ns/secure:80", nil),
 			}},
-		},
+		),
 	}
 }
 
@@ -401,7 +401,7 @@ func TestDataPlaneGateway(t *testing.T) {
 	t.Run("a new rule is a routes push, no reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := gatewayRoutesModel(portHTTP, portHTTPS)
-		r := next.GatewayRoutes[0]
+		r := next.GatewayRoutes.At(0)
 		r.Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, r.Locations...)
 		nextCfg, err := Render(next, settings)
 		if err != nil {
@@ -435,8 +435,8 @@ func TestDataPlaneGateway(t *testing.T) {
 			held[r.Name] = model.Route{Host: r.Name, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered}
 		}
 		next := gatewayRoutesModel(portHTTP, portHTTPS)
-		next.GatewayRoutes[0].Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, next.GatewayRoutes[0].Locations...)
-		for _, r := range next.GatewayRoutes {
+		next.GatewayRoutes.At(0).Locations = append([]model.RouteLocation{{Path: "/added", Backend: "ns/added:80"}}, next.GatewayRoutes.At(0).Locations...)
+		for r := range next.GatewayRoutes.All() {
 			h, ok := held[r.Host]
 			if !ok || !h.Ordered || len(h.Locations) != len(r.Locations) {
 				t.Errorf("route %q: held %+v", r.Host, h)

@@ -66,7 +66,7 @@ func TestRoutesGatewayRefused(t *testing.T) {
 		{"profile", []*model.Route{route(model.FrontKey(front, "a.example.com"), model.RouteLocation{Path: "/", Backend: "ns/a:80", Profile: "@restysync_p_0123456789abcdef0123456789abcdef"})}, "has a profile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Routes(model.Model{GatewayRoutes: tc.routes}, goldenSettings)
+			_, err := Routes(model.Model{GatewayRoutes: model.ListOf(tc.routes...)}, goldenSettings)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error holding %q", err, tc.want)
 			}
@@ -82,8 +82,8 @@ func TestChangesGatewayListeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.GatewayRoutes = m.GatewayRoutes[:1]
-	m.GatewayRoutes[0].Locations = m.GatewayRoutes[0].Locations[:1]
+	m.GatewayRoutes = model.ListOf(m.GatewayRoutes.At(0))
+	m.GatewayRoutes.At(0).Locations = m.GatewayRoutes.At(0).Locations[:1]
 	same, err := Render(m, goldenSettings)
 	if err != nil {
 		t.Fatal(err)
@@ -313,12 +313,12 @@ func TestRenderGatewayRetries(t *testing.T) {
 	retrying := func(codes ...int) model.RouteLocation {
 		return model.RouteLocation{Path: "/", Backend: "ns/a:80", Rule: &model.RouteRule{Retry: &model.RouteRetry{Attempts: 2, Codes: codes}}}
 	}
-	routes := func(locs ...model.RouteLocation) []*model.Route {
+	routes := func(locs ...model.RouteLocation) model.List[*model.Route] {
 		var out []*model.Route
 		for i, l := range locs {
 			out = append(out, &model.Route{Host: model.FrontKey(listeners[0].Front, "r"+string(rune('a'+i))+".example.com"), Ordered: true, Locations: []model.RouteLocation{l}})
 		}
-		return out
+		return model.ListOf(out...)
 	}
 	m := model.Model{Listeners: listeners, GatewayRoutes: routes(retrying(500, 503), retrying(500, 503), retrying(429), retrying())}
 	cfg, err := Render(m, goldenSettings)

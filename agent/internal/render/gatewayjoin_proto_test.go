@@ -268,7 +268,7 @@ func retryStatus(t *testing.T, client *http.Client, addr string, c retryCase, i 
 // retryOf is the retry of the Gateway location of path.
 func retryOf(t *testing.T, m model.Model, path string) *model.RouteRetry {
 	t.Helper()
-	for _, r := range m.GatewayRoutes {
+	for r := range m.GatewayRoutes.All() {
 		for _, l := range r.Locations {
 			if l.Path == path && l.Rule != nil {
 				return l.Rule.Retry

@@ -128,8 +128,8 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	if seed%4 < 2 {
 		unlabelled = newUnlabelledSlices()
 	}
-	var lastServers []*model.Server
-	var lastGatewayRoutes []*model.Route
+	var lastServers model.List[*model.Server]
+	var lastGatewayRoutes model.List[*model.Route]
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
 			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
@@ -546,7 +546,7 @@ func checkCacheStep(cache *Cache, m model.Model, s Settings, keep []Profile, rng
 	gotCfg, gotRoutes, gotErr := cache.Build(m, s, keep...)
 	cacheStats[cache.Stats().ConfReused]++
 	cacheWalked[cache.Stats().Walked || cache.Stats().Whole]++
-	if len(m.GatewayRoutes) > 0 {
+	if m.GatewayRoutes.Len() > 0 {
 		gatewayWalked[cache.Stats().GatewayWalked || cache.Stats().Whole]++
 	}
 	wantCfg, wantRoutes, wantErr := Build(m, s, keep...)
@@ -625,21 +625,21 @@ var changedServersStats = map[bool]int{}
 // returned (last), and every host whose server is not the very same
 // pointer in both (or that only one has) is among hosts. render.Cache
 // trusts it (ServersChanged).
-func checkChangedServers(inc *model.Incremental, last, servers []*model.Server) error {
+func checkChangedServers(inc *model.Incremental, last, servers model.List[*model.Server]) error {
 	from, hosts, ok := inc.ChangedServers()
 	changedServersStats[ok]++
 	if !ok {
 		return nil
 	}
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if from.Len() != last.Len() || from.Len() > 0 && !from.Same(last) {
 		return fmt.Errorf("ChangedServers: from is not the servers the build before returned")
 	}
 	before := map[string]*model.Server{}
-	for _, srv := range from {
+	for srv := range from.All() {
 		before[srv.Host] = srv
 	}
 	after := map[string]*model.Server{}
-	for _, srv := range servers {
+	for srv := range servers.All() {
 		after[srv.Host] = srv
 	}
 	for _, side := range []map[string]*model.Server{before, after} {
@@ -661,22 +661,23 @@ var changedGatewayRoutesStats = map[bool]int{}
 // before returned (last), routes are sorted by host, each once, and every
 // host whose route is not the very same pointer in both (or that only one
 // has) is among hosts. render.Cache trusts it (GatewayRoutesChanged).
-func checkChangedGatewayRoutes(inc *model.Incremental, last, routes []*model.Route) error {
+func checkChangedGatewayRoutes(inc *model.Incremental, last, list model.List[*model.Route]) error {
 	from, hosts, ok := inc.ChangedGatewayRoutes()
 	changedGatewayRoutesStats[ok]++
 	if !ok {
 		return nil
 	}
-	if len(from) != len(last) || len(from) > 0 && &from[0] != &last[0] {
+	if from.Len() != last.Len() || from.Len() > 0 && !from.Same(last) {
 		return fmt.Errorf("ChangedGatewayRoutes: from is not the routes the build before returned")
 	}
+	routes := list.Slice()
 	for i := 1; i < len(routes); i++ {
 		if routes[i-1].Host >= routes[i].Host {
 			return fmt.Errorf("ChangedGatewayRoutes: the routes are not sorted by host, each once: %q before %q", routes[i-1].Host, routes[i].Host)
 		}
 	}
 	before := map[string]*model.Route{}
-	for _, r := range from {
+	for r := range from.All() {
 		before[r.Host] = r
 	}
 	after := map[string]*model.Route{}

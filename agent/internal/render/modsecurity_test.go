@@ -18,7 +18,7 @@ func wafModel() model.Model {
 	own(&crs.Access).WAF = model.ModSecurity{Enabled: true, CoreRules: true, TransactionID: "${request_id}-${host}"}
 	denied := loc("/denied", model.PathPrefix, "default/web:80")
 	own(&denied.Access).Denied = "ModSecurity is not loaded"
-	return model.Model{Servers: []*model.Server{{Host: "app.test", Locations: []model.Location{crs, denied, plain, waf}}}}
+	return model.Model{Servers: model.ListOf(&model.Server{Host: "app.test", Locations: []model.Location{crs, denied, plain, waf}})}
 }
 
 func wafSettings() Settings {

@@ -87,10 +87,10 @@ func TestNameCollisionIsAnError(t *testing.T) {
 				la.Ingress, lb.Ingress = "tenant-a/app", "tenant-b/app"
 				a(&la)
 				b(&lb)
-				return model.Model{Servers: []*model.Server{
-					{Host: "a.test", Locations: []model.Location{la}},
-					{Host: "b.test", Locations: []model.Location{lb}},
-				}}
+				return model.Model{Servers: model.ListOf(
+					&model.Server{Host: "a.test", Locations: []model.Location{la}},
+					&model.Server{Host: "b.test", Locations: []model.Location{lb}},
+				)}
 			}
 			cfg, _, err := Build(tenants(tc.a, tc.b), goldenSettings)
 			if err != nil {
@@ -127,10 +127,10 @@ func TestProfileNameCollision(t *testing.T) {
 	two := func(a, b string) model.Model {
 		la, lb := loc("/", model.PathPrefix, "tenant-a/app:80"), loc("/", model.PathPrefix, "tenant-b/app:80")
 		own(&la.Proxy).BodySize, own(&lb.Proxy).BodySize = a, b
-		return model.Model{Servers: []*model.Server{
-			{Host: "a.test", Locations: []model.Location{la}},
-			{Host: "b.test", Locations: []model.Location{lb}},
-		}}
+		return model.Model{Servers: model.ListOf(
+			&model.Server{Host: "a.test", Locations: []model.Location{la}},
+			&model.Server{Host: "b.test", Locations: []model.Location{lb}},
+		)}
 	}
 	cfg, err := Render(two("1m", "2m"), goldenSettings)
 	if err != nil {

@@ -292,7 +292,7 @@ func TestSnippetHeadersMoreNative(t *testing.T) {
 		ClearHeaders:  "X-Powered-By",
 		HeadersMore:   true,
 	}
-	m := model.Model{Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{l}}}}
+	m := model.Model{Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{l}})}
 	prefix := nginxproc.TempPrefix(t)
 	s := Settings{SharedDir: prefix, HTTPPort: 18080, HTTPSPort: 18443, ListenAddress: "127.0.0.1", WorkerProcesses: "1",
 		LoadModules: append(nginxproc.DebianLoadModules(), nginxproc.HeadersMoreLoadModules(t)...)}

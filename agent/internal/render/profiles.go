@@ -184,12 +184,12 @@ func routesOf(m model.Model, s Settings, views []serverView, profiles profiler) 
 	}
 	router, _ := sizeBytes(routerBodySize(m, h.ClientMaxBodySize))
 	global := h.ClientMaxBodySize
-	hosts := make(map[string]bool, len(m.Servers)+1)
-	for _, srv := range m.Servers {
+	hosts := make(map[string]bool, m.Servers.Len()+1)
+	for srv := range m.Servers.All() {
 		hosts[srv.Host] = true
 	}
 	routes := make([]model.Route, 0, len(views))
-	servers := append([]*model.Server{&m.Default}, m.Servers...)
+	servers := append([]*model.Server{&m.Default}, m.Servers.Slice()...)
 	for i, sv := range views {
 		if len(sv.Locations) == 0 {
 			continue
@@ -303,7 +303,7 @@ func orDefault(a, b string) string {
 // m, global for those without their own; "0" when one allows any size.
 func routerBodySize(m model.Model, global string) string {
 	largest, text := int64(-1), global
-	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
+	for srv := range serversOf(&m) {
 		for _, loc := range srv.Locations {
 			size := orDefault(loc.ProxySettings().BodySize, global)
 			n, ok := sizeBytes(size)

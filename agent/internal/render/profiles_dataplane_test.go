@@ -17,6 +17,7 @@ import (
 // htpasswd file, and a wildcard host, an alias and a regex path.
 func profileModel(hosts ...string) model.Model {
 	var m model.Model
+	var servers []*model.Server
 	for _, h := range hosts {
 		l := loc("/", model.PathPrefix, "ns/"+h+":80")
 		l.Ingress = "ns/" + h
@@ -25,14 +26,14 @@ func profileModel(hosts ...string) model.Model {
 			BasicAuth: model.BasicAuth{File: "auth/ns_" + h, Realm: "team"},
 			RateLimit: model.RateLimit{RPM: 60, BurstMultiplier: 1},
 		}
-		m.Servers = append(m.Servers, &model.Server{Host: h + ".example.com", Locations: []model.Location{l}})
+		servers = append(servers, &model.Server{Host: h + ".example.com", Locations: []model.Location{l}})
 		m.AuthFiles = append(m.AuthFiles, model.AuthFile{Name: "auth/ns_" + h, Content: h + ":{PLAIN}pw-" + h + "\n"})
 	}
 	re := loc("/v[0-9]+/items", model.PathRegex, "ns/a:80")
-	m.Servers = append(m.Servers,
+	m.Servers = model.ListOf(append(servers,
 		&model.Server{Host: "*.wild.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/b:80")}},
 		&model.Server{Host: "re.example.com", Aliases: []string{"alias.example.com"},
-			Locations: []model.Location{loc("/", model.PathPrefix, "ns/b:80"), re}})
+			Locations: []model.Location{loc("/", model.PathPrefix, "ns/b:80"), re}})...)
 	return m
 }
 

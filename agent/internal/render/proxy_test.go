@@ -28,7 +28,7 @@ func proxyModel() model.Model {
 		NextUpstream: "error timeout http_502 non_idempotent", NextUpstreamTimeout: 10,
 	}
 	grpc := timeouts
-	return model.Model{Servers: []*model.Server{{
+	return model.Model{Servers: model.ListOf(&model.Server{
 		Host:    "app.example.com",
 		Aliases: []string{"www.example.com", "app.example.org"},
 		HTTPS:   true,
@@ -42,7 +42,7 @@ func proxyModel() model.Model {
 			withProxy(loc("/something(/|$)(.*)", model.PathRegex, "default/rw:80"), model.ProxySettings{RewriteTarget: "/$2?from=$1", UpstreamVhost: "internal.svc:8080"}),
 			withProxy(loc("/quiet", model.PathPrefix, "default/quiet:80"), model.ProxySettings{AccessLogOff: true}),
 		},
-	}}}
+	})}
 }
 
 // TestRenderProxyGolden renders every proxy and routing setting, compares
@@ -95,7 +95,7 @@ func TestRenderProxyGolden(t *testing.T) {
 
 // Without proxy settings no location gets a directive of its own.
 func TestRenderProxyDefaultsEmitNothing(t *testing.T) {
-	m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/a:80")}}}}
+	m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "ns/a:80")}})}
 	cfg, err := Render(m, goldenSettings)
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +120,9 @@ func TestRenderProxyErrors(t *testing.T) {
 		"vhost variable":    {UpstreamVhost: "$http_x"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{
+			m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{
 				withProxy(loc("/", model.PathPrefix, "ns/a:80"), p),
-			}}}}
+			}})}
 			_, err := Render(m, goldenSettings)
 			if err == nil {
 				_, err = Routes(m, Settings{})
@@ -132,7 +132,7 @@ func TestRenderProxyErrors(t *testing.T) {
 			}
 		})
 	}
-	bad := model.Model{Servers: []*model.Server{{Host: "a.example.com", Aliases: []string{"x y"}, Locations: []model.Location{loc("/", model.PathPrefix, "ns/a:80")}}}}
+	bad := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Aliases: []string{"x y"}, Locations: []model.Location{loc("/", model.PathPrefix, "ns/a:80")}})}
 	if _, err := Render(bad, goldenSettings); err == nil {
 		t.Error("Render took an alias with a space")
 	}

@@ -16,7 +16,7 @@ import (
 // with a www redirect, and ConfigMap keys in proxyKeysSettings
 // (testdata/proxykeys.conf, proxykeys.routes.json).
 func proxyKeysModel() model.Model {
-	return model.Model{Servers: []*model.Server{{
+	return model.Model{Servers: model.ListOf(&model.Server{
 		Host:        "app.example.com",
 		WWWRedirect: "www.app.example.com",
 		HTTPS:       true,
@@ -39,7 +39,7 @@ func proxyKeysModel() model.Model {
 				Access: &model.AccessSettings{AllowSources: "10.0.0.0/8", BasicAuth: model.BasicAuth{File: "auth/default_basic", Realm: "x"}}},
 			withOptions(withProxy(loc("/grpc", model.PathPrefix, "default/grpc:50051"), model.ProxySettings{BufferSize: "16k", BuffersNumber: 8, LimitRate: "10k"}), true, model.ProtocolGRPC),
 		},
-	}}}
+	})}
 }
 
 // proxyKeysSettings are the golden settings with the ConfigMap's keys.
@@ -148,7 +148,7 @@ func TestRenderProxyKeysErrors(t *testing.T) {
 		"redirect dollar": {RedirectFrom: "http://a/", RedirectTo: "$x"},
 		"vhost":           {UpstreamVhost: "a$b"},
 	} {
-		m := model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{withProxy(loc("/", model.PathPrefix, "ns/a:80"), p)}}}}
+		m := model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{withProxy(loc("/", model.PathPrefix, "ns/a:80"), p)}})}
 		if _, err := Render(m, goldenSettings); err == nil {
 			t.Errorf("%s: rendered", name)
 		} else if strings.Contains(err.Error(), "template:") && !strings.Contains(err.Error(), "quote") {

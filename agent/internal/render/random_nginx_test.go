@@ -120,11 +120,11 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 	// Ingress part of a seed stays what it was.
 	randomGatewayObjects(mathrand.New(mathrand.NewSource(seed^0x29)), &snap)
 	m, problems := model.Build(snap)
-	st := snapshotStats{ingresses: len(snap.Ingresses), servers: len(m.Servers) + 1, gatewayRoutes: len(m.GatewayRoutes)}
+	st := snapshotStats{ingresses: len(snap.Ingresses), servers: m.Servers.Len() + 1, gatewayRoutes: m.GatewayRoutes.Len()}
 	if err := checkUnrenderableRefused(snap, problems); err != nil {
 		return st, err
 	}
-	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
+	for _, srv := range append([]*model.Server{&m.Default}, m.Servers.Slice()...) {
 		st.locations += len(srv.Locations)
 	}
 	s := randomSettings(rng, prefix)
@@ -296,7 +296,7 @@ func checkLocationTokens(m model.Model, conf []byte) error {
 			}
 		}
 	}
-	for _, srv := range append([]*model.Server{&m.Default}, m.Servers...) {
+	for _, srv := range append([]*model.Server{&m.Default}, m.Servers.Slice()...) {
 		for _, l := range srv.Locations {
 			var want []string
 			switch {

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -357,7 +358,7 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 		return Config{}, err
 	}
 	var buf bytes.Buffer
-	buf.Grow(4096 + 512*len(m.Servers))
+	buf.Grow(4096 + 512*m.Servers.Len())
 	if err := confTemplate.Execute(&buf, view); err != nil {
 		return Config{}, fmt.Errorf("rendering nginx.conf: %w", err)
 	}
@@ -469,18 +470,32 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	return view, nil
 }
 
+// serversOf yields m's default server, then its servers in order.
+func serversOf(m *model.Model) iter.Seq[*model.Server] {
+	return func(yield func(*model.Server) bool) {
+		if !yield(&m.Default) {
+			return
+		}
+		for srv := range m.Servers.All() {
+			if !yield(srv) {
+				return
+			}
+		}
+	}
+}
+
 // serverViews returns the views of the default server and of every
 // server, in the model's order, each host checked and present once.
 func serverViews(m model.Model) ([]serverView, error) {
-	views := make([]serverView, 0, 1+len(m.Servers))
+	views := make([]serverView, 0, 1+m.Servers.Len())
 	def, err := newServerView(m.Default)
 	if err != nil {
 		return nil, fmt.Errorf("default server: %w", err)
 	}
 	def.HTTPS = true
 	views = append(views, def)
-	hosts := make(map[string]bool, len(m.Servers))
-	for _, srv := range m.Servers {
+	hosts := make(map[string]bool, m.Servers.Len())
+	for srv := range m.Servers.All() {
 		if hosts[srv.Host] {
 			return nil, fmt.Errorf("server %q: host appears twice", srv.Host)
 		}

@@ -72,56 +72,58 @@ func goldenCases() []goldenCase {
 	withResolvers.Resolvers = []string{"10.96.0.10", "[2001:db8::53]:53"}
 
 	var many model.Model
+	var manyList []*model.Server
 	for i := range 50 {
 		host := fmt.Sprintf("host-%02d.example.com", i)
 		if i%10 == 0 {
 			host = fmt.Sprintf("*.zone-%02d.example.com", i)
 		}
-		many.Servers = append(many.Servers, &model.Server{Host: host, Locations: []model.Location{
+		manyList = append(manyList, &model.Server{Host: host, Locations: []model.Location{
 			loc("/", model.PathPrefix, fmt.Sprintf("ns-%02d/web:80", i)),
 			loc("/api", model.PathPrefix, fmt.Sprintf("ns-%02d/api:8080", i)),
 		}})
 	}
+	many.Servers = model.ListOf(manyList...)
 
 	return []goldenCase{
 		{name: "bootstrap", model: model.Model{}, settings: goldenSettings},
 		{name: "one-host", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/web:80"),
 				withTimeouts(loc("/slow", model.PathPrefix, "default/slow:80"), 3, 30, 300),
-			}}},
+			}}),
 		}},
 		{name: "wildcard-host", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "*.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "*.example.com", Locations: []model.Location{
 				loc("/shop", model.PathPrefix, "default/shop:http"),
-			}}},
+			}}),
 		}},
 		{name: "exact-and-prefix", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathExact, "default/home:80"),
 				loc("/foo", model.PathExact, "default/exact:80"),
 				loc("/foo", model.PathPrefix, "default/prefix:80"),
 				loc("/foo/", model.PathExact, "default/slash:80"),
 				loc("/foo/bar", model.PathPrefix, "default/bar:80"),
-			}}},
+			}}),
 		}},
 		{name: "default-backend", settings: goldenSettings, model: model.Model{
 			Default: model.Server{Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/fallback:80"),
 				loc("/health", model.PathExact, "default/health:80"),
 			}},
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 				loc("/app", model.PathPrefix, "default/app:80"),
-			}}},
+			}}),
 		}},
 		{name: "regex-paths", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "default/home:80"),
 				loc("/api", model.PathExact, "default/exact:80"),
 				loc("/api/v[0-9]+/(.*)$", model.PathRegex, "default/versioned:80"),
 				loc(`/files/.+\.(png|jpe?g)$`, model.PathRegex, "default/images:80"),
 				loc(`/q/"{2,3};`, model.PathRegex, "default/quoted:80"),
-			}}},
+			}}),
 		}},
 		{name: "many-hosts", model: many, settings: goldenSettings},
 		// Redirects, HSTS and backend protocols (backend-protocol,
@@ -130,22 +132,22 @@ func goldenCases() []goldenCase {
 			Default: model.Server{Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "default/fallback:80"), true, ""),
 			}},
-			Servers: []*model.Server{
-				{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+			Servers: model.ListOf(
+				&model.Server{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 					withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
 					withOptions(loc("/api", model.PathPrefix, "default/api:443"), true, model.ProtocolHTTPS),
 					withOptions(loc("/grpc.health.v1.Health/Check", model.PathExact, "default/grpc:50051"), false, model.ProtocolGRPC),
 					withOptions(loc("/secure.v1.", model.PathRegex, "default/grpcs:50052"), true, model.ProtocolGRPCS),
 				}},
-				{Host: "plain.example.com", Locations: []model.Location{
+				&model.Server{Host: "plain.example.com", Locations: []model.Location{
 					withOptions(loc("/", model.PathPrefix, "default/plain:80"), false, model.ProtocolHTTP),
 				}},
-			},
+			),
 		}},
 		{name: "redirect-port-443", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "default/web:80"), true, model.ProtocolHTTP),
-			}}},
+			}}),
 		}},
 		{name: "load-modules", model: model.Model{}, settings: withModules},
 		// Gateway listeners (gateway.go): plain HTTP and HTTPS, IPv4 and
@@ -154,13 +156,13 @@ func goldenCases() []goldenCase {
 		// Client certificates (auth-tls-*): one host a server block of its
 		// own, its location sending the certificate and checking its subject.
 		{name: "client-certificates", settings: goldenSettings, model: model.Model{
-			Servers: []*model.Server{
-				{Host: "mtls.example.com", HTTPS: true, ClientTLS: &model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
+			Servers: model.ListOf(
+				&model.Server{Host: "mtls.example.com", HTTPS: true, ClientTLS: &model.ClientTLS{CAFile: "auth/default_client-ca.0123456789ab.ca.crt",
 					Verify: "on", Depth: 2, ErrorPage: "https://errors.example.com/cert"},
 					Locations: []model.Location{withClientCert(loc("/", model.PathPrefix, "default/app:80"),
 						model.ClientCert{Headers: true, PassCertificate: true, MatchCN: "CN=client1|CN=client2"})}},
-				{Host: "plain.example.com", HTTPS: true, Locations: []model.Location{loc("/", model.PathPrefix, "default/app:80")}},
-			},
+				&model.Server{Host: "plain.example.com", HTTPS: true, Locations: []model.Location{loc("/", model.PathPrefix, "default/app:80")}},
+			),
 		}},
 		// Tenant B's client-TLS wildcard "*.test" leaves the exact hosts
 		// under it to the default server, which names them.
@@ -168,7 +170,7 @@ func goldenCases() []goldenCase {
 		// External authentication (auth-url and friends): two Ingresses
 		// share one auth location, a third caches; DNS servers for names.
 		{name: "external-auth", settings: withResolvers, model: model.Model{
-			Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{
+			Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{
 				withAuth(loc("/", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "https://${host}/oauth2/auth",
 					Signin:          "https://${host}/oauth2/start?rd=${restysync_escaped_request_uri}",
 					ResponseHeaders: "X-Auth-Request-User,X-Auth-Request-Email"}),
@@ -176,7 +178,7 @@ func goldenCases() []goldenCase {
 					Method: "POST", AlwaysSetCookie: true, ProxySetHeaders: "X-Auth-Tenant: admins\nX-Original-Host: ${host}"}),
 				withAuth(loc("/cached", model.PathPrefix, "default/app:80"), model.ExternalAuth{URL: "http://auth.auth.svc:4180/check",
 					CacheKey: "${cookie__oauth2_proxy}", CacheDuration: "200 202 401 5m", RequestRedirect: "https://${restysync_forwarded_host}${request_uri}"}),
-			}}},
+			}}),
 		}},
 	}
 }
@@ -185,14 +187,14 @@ func gatewayGoldenModel() model.Model {
 	front := model.FrontName("127.29.50.1", 80)
 	secure := model.FrontName("::1", 443)
 	return model.Model{
-		Servers: []*model.Server{{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}},
+		Servers: model.ListOf(&model.Server{Host: "app.example.com", Locations: []model.Location{loc("/", model.PathPrefix, "default/web:80")}}),
 		Listeners: []model.Listener{
 			{Address: "127.29.50.1", Port: 80, Front: front},
 			{Address: "127.29.50.1", Port: 8443, HTTPS: true, Front: model.FrontName("127.29.50.1", 8443)},
 			{Address: "::1", Port: 443, HTTPS: true, Front: secure},
 		},
-		GatewayRoutes: []*model.Route{
-			{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
+		GatewayRoutes: model.ListOf(
+			&model.Route{Host: model.FrontKey(front, "app.example.com"), Ordered: true, Locations: []model.RouteLocation{
 				{Path: "/exact", Exact: true, Backend: "default/exact:80", Rule: &model.RouteRule{Route: "HTTPRoute default/app"}},
 				{Path: "/api", Rule: &model.RouteRule{Method: "POST", Headers: []model.ValueMatch{{Name: "Version", Value: "2"}},
 					Query:          []model.ValueMatch{{Name: "q", Value: "^a+$", Regex: true}},
@@ -202,9 +204,9 @@ func gatewayGoldenModel() model.Model {
 					Redirect: &model.Redirect{Scheme: "https", Path: "/new", ReplacePrefix: true, MatchedPrefix: "/old", Status: 301}}},
 				{Path: "/", Backend: "default/web:80", Rule: &model.RouteRule{Rewrite: &model.Rewrite{Host: "internal.example.com"}}},
 			}},
-			{Host: model.FrontKey(front, "_"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Rule: &model.RouteRule{Status: 500}}}},
-			{Host: model.FrontKey(secure, "*.example.com"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Backend: "default/web:80"}}},
-		},
+			&model.Route{Host: model.FrontKey(front, "_"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Rule: &model.RouteRule{Status: 500}}}},
+			&model.Route{Host: model.FrontKey(secure, "*.example.com"), Ordered: true, Locations: []model.RouteLocation{{Path: "/", Backend: "default/web:80"}}},
+		),
 	}
 }
 
@@ -300,7 +302,7 @@ func TestRenderNginxAccepts(t *testing.T) {
 			s.LoadModules = nginxproc.DebianLoadModules()
 			writePrefix(t, prefix, tc.model, s)
 			// The CAs of client certificates: nginx -t reads them.
-			for _, srv := range tc.model.Servers {
+			for srv := range tc.model.Servers.All() {
 				if f := srv.ClientTLSSettings().CAFile; f != "" {
 					ca, _ := testcert.New(t, 1, time.Now().Add(time.Hour), "ca.test")
 					os.MkdirAll(filepath.Join(prefix, filepath.Dir(f)), 0o755)
@@ -324,7 +326,7 @@ func TestRenderNginxAcceptsManyHosts(t *testing.T) {
 	nginxproc.Binary(t)
 	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + ".example.com"
 	m := manyServers(10_000)
-	m.Servers[0].Host = long // sorted order does not matter to Render
+	m.Servers.At(0).Host = long // sorted order does not matter to Render
 	prefix := nginxproc.TempPrefix(t)
 	s := goldenSettings
 	s.SharedDir = prefix
@@ -368,7 +370,7 @@ func checkNoWarnings(t *testing.T, out string) {
 
 func TestRenderErrors(t *testing.T) {
 	oneServer := func(host string, locs ...model.Location) model.Model {
-		return model.Model{Servers: []*model.Server{{Host: host, Locations: locs}}}
+		return model.Model{Servers: model.ListOf(&model.Server{Host: host, Locations: locs})}
 	}
 	settings := func(change func(*Settings)) Settings {
 		s := goldenSettings
@@ -391,7 +393,7 @@ func TestRenderErrors(t *testing.T) {
 		{"prefix ends in slash", oneServer("a.example.com", loc("/a/", model.PathPrefix, "ns/a:80")), goldenSettings, `must not end in "/"`},
 		{"unknown path type", oneServer("a.example.com", loc("/a", "Glob", "ns/a:80")), goldenSettings, `unknown path type "Glob"`},
 		{"duplicate location", oneServer("a.example.com", loc("/a", model.PathPrefix, "ns/a:80"), loc("/a", model.PathPrefix, "ns/b:80")), goldenSettings, `rendered twice`},
-		{"duplicate host", model.Model{Servers: []*model.Server{{Host: "a.example.com"}, {Host: "a.example.com"}}}, goldenSettings, `host appears twice`},
+		{"duplicate host", model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com"}, &model.Server{Host: "a.example.com"})}, goldenSettings, `host appears twice`},
 		{"relative shared dir", model.Model{}, settings(func(s *Settings) { s.SharedDir = "srv" }), `absolute`},
 		{"shared dir with semicolon", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/srv/a;b" }), `';'`},
 		{"shared dir too long", model.Model{}, settings(func(s *Settings) { s.SharedDir = "/" + strings.Repeat("d", 100) }), `at most 107`},
@@ -454,10 +456,10 @@ func TestRenderListen(t *testing.T) {
 // argument of route(), and nginx.conf holds no redirect of its own.
 func TestRenderRedirectPort(t *testing.T) {
 	redirected := withOptions(loc("/", model.PathPrefix, "ns/a:80"), true, "")
-	m := model.Model{Servers: []*model.Server{
-		{Host: "a.example.com", HTTPS: true, Aliases: []string{"b.example.com"}, Locations: []model.Location{redirected}},
-		{Host: "r.example.com", HTTPS: true, Locations: []model.Location{redirected}},
-	}}
+	m := model.Model{Servers: model.ListOf(
+		&model.Server{Host: "a.example.com", HTTPS: true, Aliases: []string{"b.example.com"}, Locations: []model.Location{redirected}},
+		&model.Server{Host: "r.example.com", HTTPS: true, Locations: []model.Location{redirected}},
+	)}
 	for _, tc := range []struct {
 		https, redirect int
 		want, wantLua   string
@@ -543,17 +545,19 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 
 func manyServers(n int) model.Model {
 	var m model.Model
+	servers := make([]*model.Server, 0, n)
 	for i := range n {
 		host := fmt.Sprintf("host-%05d.example.com", i)
 		if i%10 == 9 {
 			host = fmt.Sprintf("*.zone-%05d.example.com", i)
 		}
 		backend := fmt.Sprintf("ns-%05d/web:80", i)
-		m.Servers = append(m.Servers, &model.Server{Host: host, Locations: []model.Location{
+		servers = append(servers, &model.Server{Host: host, Locations: []model.Location{
 			loc("/", model.PathPrefix, backend),
 			loc("/api", model.PathPrefix, backend),
 		}})
 	}
+	m.Servers = model.ListOf(servers...)
 	return m
 }
 
@@ -562,9 +566,9 @@ func manyServers(n int) model.Model {
 func BenchmarkRender(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		m := manyServers(n)
-		for i := range m.Servers {
-			for j := range m.Servers[i].Locations {
-				own(&m.Servers[i].Locations[j].Proxy).BodySize = "8m"
+		for srv := range m.Servers.All() {
+			for j := range srv.Locations {
+				own(&srv.Locations[j].Proxy).BodySize = "8m"
 			}
 		}
 		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
@@ -588,9 +592,9 @@ func BenchmarkRoutes(b *testing.B) {
 		for _, annotated := range []bool{false, true} {
 			m := manyServers(n)
 			if annotated {
-				for i := range m.Servers {
-					for j := range m.Servers[i].Locations {
-						own(&m.Servers[i].Locations[j].Proxy).BodySize = "8m"
+				for srv := range m.Servers.All() {
+					for j := range srv.Locations {
+						own(&srv.Locations[j].Proxy).BodySize = "8m"
 					}
 				}
 			}

@@ -36,10 +36,10 @@ func TestMetricLabels(t *testing.T) {
 // the dict and the recorder with the bounds; off, neither.
 func TestRequestMetricsRender(t *testing.T) {
 	m := model.Model{
-		Servers:  []*model.Server{{Host: "shop.test", Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: "shop/web:80", Ingress: "shop/web"}}}},
+		Servers:  model.ListOf(&model.Server{Host: "shop.test", Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: "shop/web:80", Ingress: "shop/web"}}}),
 		Backends: []model.Backend{{Name: "shop/web:80"}},
-		GatewayRoutes: []*model.Route{{Host: model.FrontKey("127.0.0.1:80", "gw.test"), Ordered: true,
-			Locations: []model.RouteLocation{{Path: "/", Backend: "shop/gw:80", Rule: &model.RouteRule{Route: "HTTPRoute shop/gw"}}}}},
+		GatewayRoutes: model.ListOf(&model.Route{Host: model.FrontKey("127.0.0.1:80", "gw.test"), Ordered: true,
+			Locations: []model.RouteLocation{{Path: "/", Backend: "shop/gw:80", Rule: &model.RouteRule{Route: "HTTPRoute shop/gw"}}}}),
 	}
 	s := Settings{SharedDir: "/srv", HTTPPort: 80, HTTPSPort: 443}
 	off, routes, err := Build(m, s)
@@ -78,7 +78,7 @@ func TestRequestMetricsRender(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no routes for %v", want)
 	}
-	if m.GatewayRoutes[0].Locations[0].Options().Metric != "" {
+	if m.GatewayRoutes.At(0).Locations[0].Options().Metric != "" {
 		t.Error("the model's Gateway route was changed")
 	}
 	for _, line := range []string{

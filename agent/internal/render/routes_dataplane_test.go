@@ -29,20 +29,20 @@ func routedModel() model.Model {
 	p.ReadTimeout, p.ConnectTimeout = 5, 2
 	return model.Model{
 		Default: model.Server{Locations: []model.Location{loc("/", model.PathPrefix, "ns/fallback:80")}},
-		Servers: []*model.Server{
-			{Host: "app.example.com", Locations: []model.Location{
+		Servers: model.ListOf(
+			&model.Server{Host: "app.example.com", Locations: []model.Location{
 				loc("/", model.PathPrefix, "ns/web:80"),
 				loc("/foo", model.PathExact, "ns/exact:80"),
 				loc("/foo", model.PathPrefix, "ns/foo:80"),
 				loc("/foo/bar", model.PathPrefix, "ns/bar:80"),
 			}},
-			{Host: "big.example.com", Locations: []model.Location{big}},
-			{Host: "only-exact.example.com", Locations: []model.Location{loc("/x", model.PathExact, "ns/exact:80")}},
-			{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
+			&model.Server{Host: "big.example.com", Locations: []model.Location{big}},
+			&model.Server{Host: "only-exact.example.com", Locations: []model.Location{loc("/x", model.PathExact, "ns/exact:80")}},
+			&model.Server{Host: "secure.example.com", HTTPS: true, Locations: []model.Location{
 				withOptions(loc("/", model.PathPrefix, "ns/web:80"), true, model.ProtocolHTTP),
 			}},
-			{Host: "slow.example.com", Locations: []model.Location{impatient, patient}},
-		},
+			&model.Server{Host: "slow.example.com", Locations: []model.Location{impatient, patient}},
+		),
 	}
 }
 
@@ -166,9 +166,9 @@ func TestDataPlaneRoutedHosts(t *testing.T) {
 	t.Run("a new host is a push, not a reload", func(t *testing.T) {
 		before := dp.status(t)
 		next := m
-		next.Servers = append([]*model.Server{{Host: "new.example.com", Locations: []model.Location{
+		next.Servers = model.ListOf(append([]*model.Server{{Host: "new.example.com", Locations: []model.Location{
 			loc("/api", model.PathPrefix, "ns/foo:80"),
-		}}}, m.Servers...)
+		}}}, m.Servers.Slice()...)...)
 		again, err := Render(next, settings)
 		if err != nil {
 			t.Fatal(err)

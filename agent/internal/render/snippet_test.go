@@ -91,8 +91,8 @@ func snippetModel() model.Model {
 		Fixed: &model.FixedResponse{Set: true, Rules: "allow 10.0.0.0/8,deny all"}}
 	redirect := model.Location{Path: "/old", PathType: model.PathExact, Ingress: "ns/app",
 		Fixed: &model.FixedResponse{Set: true, Code: 301, Text: "https://${host}/new${request_uri}"}}
-	return model.Model{Servers: []*model.Server{{Host: "app.example.com",
-		Locations: []model.Location{headers, auth, redirect, robots, static, blocked}}}}
+	return model.Model{Servers: model.ListOf(&model.Server{Host: "app.example.com",
+		Locations: []model.Location{headers, auth, redirect, robots, static, blocked}})}
 }
 
 func TestSnippetProfiles(t *testing.T) {
@@ -171,7 +171,7 @@ func TestSnippetWithCustomHeaders(t *testing.T) {
 	l := loc("/", model.PathPrefix, "ns/web:80")
 	own(&l.Proxy).ResponseHeaders = "X-Custom: 1"
 	own(&l.Snippet).AlwaysHeaders = "X-Snippet: 2"
-	cfg, err := Render(model.Model{Servers: []*model.Server{{Host: "a.example.com", Locations: []model.Location{l}}}}, goldenSettings)
+	cfg, err := Render(model.Model{Servers: model.ListOf(&model.Server{Host: "a.example.com", Locations: []model.Location{l}})}, goldenSettings)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 	if err := s.sync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if got := len(s.built.Servers); got != n {
+	if got := s.built.Servers.Len(); got != n {
 		b.Fatalf("first sync serves %d hosts, want %d", got, n)
 	}
 	return &newIngressEnv{s: s, nginx: nginx, dir: dir, ctx: ctx, stop: cancel, write: write}

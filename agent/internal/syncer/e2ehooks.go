@@ -23,7 +23,7 @@ func init() {
 		return
 	}
 	renderRefuses = func(m model.Model, _ render.Settings) error {
-		for _, srv := range m.Servers {
+		for srv := range m.Servers.All() {
 			if srv.Host == host {
 				return fmt.Errorf("server %q: refused by the e2e hook %s", host, E2ERenderRefusesHost)
 			}

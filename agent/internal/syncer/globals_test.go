@@ -51,7 +51,7 @@ func (l *globalsLoop) takes(m model.Model, cfg render.Config) bool {
 	if bytes.Contains(cfg.Bytes, []byte("logs/blocked")) {
 		return false
 	}
-	return !slices.ContainsFunc(m.Servers, func(srv *model.Server) bool { return srv.Host == "bad.test" })
+	return !slices.ContainsFunc(m.Servers.Slice(), func(srv *model.Server) bool { return srv.Host == "bad.test" })
 }
 
 // settle runs full builds and reloads until one is taken and nothing more
@@ -98,7 +98,7 @@ func (l *globalsLoop) settle() (model.Model, []model.Problem, render.Config) {
 
 func hostsOf(m model.Model) []string {
 	var out []string
-	for _, srv := range m.Servers {
+	for srv := range m.Servers.All() {
 		out = append(out, srv.Host)
 	}
 	return out

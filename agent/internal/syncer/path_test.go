@@ -32,7 +32,7 @@ func TestSyncLogPath(t *testing.T) {
 			}
 		}
 		if path != "fast" {
-			if full, _ := model.Build(s.builtSnap); !slices.EqualFunc(next.Servers, full.Servers, func(a, b *model.Server) bool { return a.Host == b.Host }) {
+			if full, _ := model.Build(s.builtSnap); !slices.EqualFunc(next.Servers.Slice(), full.Servers.Slice(), func(a, b *model.Server) bool { return a.Host == b.Host }) {
 				t.Errorf("servers %v, a full build's %v", next.Servers, full.Servers)
 			}
 		}

@@ -31,7 +31,7 @@ func refuseHost(t *testing.T) *int {
 	renders := 0
 	renderRefuses = func(m model.Model, _ render.Settings) error {
 		renders++
-		for _, srv := range m.Servers {
+		for srv := range m.Servers.All() {
 			if srv.Host == refusedHost {
 				return fmt.Errorf("server %q: path \"/\" of %s: contains control character U+0085", srv.Host, srv.Locations[0].Ingress)
 			}
@@ -106,7 +106,7 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	ctx := context.Background()
 	hosts := func() []string {
 		var out []string
-		for _, srv := range s.State().Model.Servers {
+		for srv := range s.State().Model.Servers.All() {
 			out = append(out, srv.Host)
 		}
 		return out

@@ -227,7 +227,7 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 	}
 	attrs = append(attrs,
 		"ingresses", s.builtFrom,
-		"servers", len(next.Servers),
+		"servers", next.Servers.Len(),
 		"backends", len(next.Backends),
 		"certificates", len(next.Certificates),
 		"upserts", result.Upserts,

@@ -92,7 +92,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 		t.Errorf("quarantined %v, problems %v; want none", st.Quarantined, st.Problems)
 	}
 	var served bool
-	for _, srv := range st.Model.Servers {
+	for srv := range st.Model.Servers.All() {
 		served = served || srv.Host == "web.test"
 	}
 	if !served {

@@ -159,7 +159,7 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	if got := m.Backends[0].Endpoints; len(got) != 1 || got[0].Address != "10.0.0.2" {
 		t.Errorf("fast path endpoints %+v, want 10.0.0.2", got)
 	}
-	if len(m.Servers) != 1 {
+	if m.Servers.Len() != 1 {
 		t.Errorf("fast path lost the servers: %+v", m.Servers)
 	}
 

@@ -33,14 +33,14 @@ func TestExamplesLocal(t *testing.T) {
 	if len(buildProblems) != 0 {
 		t.Fatalf("model.Build problems: %v", buildProblems)
 	}
-	if len(m.Servers) != 1 || m.Servers[0].Host != "demo.localhost" {
+	if m.Servers.Len() != 1 || m.Servers.At(0).Host != "demo.localhost" {
 		t.Fatalf("servers: %+v", m.Servers)
 	}
 	wantLocations := []model.Location{
 		{Path: "/", PathType: model.PathPrefix, Backend: "default/demo:80", Ingress: "default/demo"},
 		{Path: "/healthz", PathType: model.PathExact, Backend: "default/demo:80", Ingress: "default/demo"},
 	}
-	if got := m.Servers[0].Locations; !slices.Equal(got, wantLocations) {
+	if got := m.Servers.At(0).Locations; !slices.Equal(got, wantLocations) {
 		t.Errorf("locations:\n got %+v\nwant %+v", got, wantLocations)
 	}
 	wantEndpoints := []model.Endpoint{{Address: "127.0.0.11", Port: 9000}, {Address: "127.0.0.12", Port: 9000}, {Address: "127.0.0.13", Port: 9000}}

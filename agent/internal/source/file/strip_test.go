@@ -70,11 +70,11 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 	for _, b := range wantModel.Backends {
 		endpoints += len(b.Endpoints)
 	}
-	if len(wantModel.Servers) < 50 || endpoints == 0 {
-		t.Fatalf("the corpus built %d servers and %d endpoints, want the Ingresses served with their backends", len(wantModel.Servers), endpoints)
+	if wantModel.Servers.Len() < 50 || endpoints == 0 {
+		t.Fatalf("the corpus built %d servers and %d endpoints, want the Ingresses served with their backends", wantModel.Servers.Len(), endpoints)
 	}
 	t.Logf("the corpus: %d Ingresses, %d servers, %d backends, %d endpoints, %d problems",
-		len(full.Ingresses), len(wantModel.Servers), len(wantModel.Backends), endpoints, len(wantProblems))
+		len(full.Ingresses), wantModel.Servers.Len(), len(wantModel.Backends), endpoints, len(wantProblems))
 	gotModel, gotProblems := model.Build(stripped)
 	if !reflect.DeepEqual(gotModel, wantModel) {
 		t.Errorf("the model built over stripped objects differs from the one over the objects as read")

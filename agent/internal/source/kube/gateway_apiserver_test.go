@@ -150,7 +150,7 @@ func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
 	// The HTTPRoute web/app routes on our Gateway's HTTP listener.
 	snap.GatewayController, snap.GatewayAddresses = model.GatewayControllerName, []string{"127.0.0.1"}
 	m, _ := model.Build(snap)
-	routed := slices.ContainsFunc(m.GatewayRoutes, func(r *model.Route) bool {
+	routed := slices.ContainsFunc(m.GatewayRoutes.Slice(), func(r *model.Route) bool {
 		return slices.ContainsFunc(r.Locations, func(l model.RouteLocation) bool { return l.Rule != nil && l.Rule.Route == "HTTPRoute web/app" })
 	})
 	if !routed {
