@@ -23,7 +23,7 @@ func TestCheckEmptyAnnotationValue(t *testing.T) {
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "deck", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
 		}}}},
 	}
-	report, _ := checkSnapshot(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}}, "")
+	report, _ := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing)}, "")
 	got := map[string]CheckedAnnotation{}
 	for _, a := range report.Ingresses[0].Annotations {
 		got[a.Key] = a

@@ -54,7 +54,7 @@ func TestLongSecretNamesMakeFilesApplyWrites(t *testing.T) {
 	class := "restysync"
 	ing.Spec.IngressClassName = &class
 	m, problems := model.Build(model.Snapshot{
-		Ingresses: []*networkingv1.Ingress{ing},
+		Ingresses: model.ListOf(ing),
 		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
 			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
 		IngressClass: class,

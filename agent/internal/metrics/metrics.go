@@ -250,7 +250,7 @@ var ObjectKinds = []string{"Ingress", "IngressClass", "Service", "EndpointSlice"
 // CountObjects counts the objects of a source's snapshot by kind.
 func CountObjects(snap model.Snapshot) map[string]int {
 	return map[string]int{
-		"Ingress":       len(snap.Ingresses),
+		"Ingress":       snap.Ingresses.Len(),
 		"IngressClass":  len(snap.IngressClasses),
 		"Service":       len(snap.Services),
 		"EndpointSlice": len(snap.EndpointSlices),

@@ -19,8 +19,8 @@ func benchSnapshot(n int) Snapshot {
 	}
 	for i := range n {
 		name := fmt.Sprintf("app-%d", i)
-		s.Ingresses = append(s.Ingresses, newIngress("default", name, createdAt(i%60),
-			rule(name+".example.com", prefix("/", name, 80))))
+		s.Ingresses = ListOf(append(s.Ingresses.Slice(), newIngress("default", name, createdAt(i%60),
+			rule(name+".example.com", prefix("/", name, 80))))...)
 		s.Services = append(s.Services, service("default", name, servicePort("http", 80)))
 		endpoints := make([]discoveryv1.Endpoint, 10)
 		for j := range endpoints {
@@ -52,7 +52,7 @@ func BenchmarkBuild(b *testing.B) {
 // rewrite, CORS), so that the cost of reading annotations shows.
 func BenchmarkBuildAnnotated(b *testing.B) {
 	s := benchSnapshot(1000)
-	for _, ing := range s.Ingresses {
+	for ing := range s.Ingresses.All() {
 		ing.Annotations = map[string]string{
 			"nginx.ingress.kubernetes.io/proxy-body-size":    "8m",
 			"nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
@@ -64,7 +64,7 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m, problems := Build(s)
-		if len(m.Servers) != len(s.Ingresses) || len(problems) != 0 {
+		if len(m.Servers) != s.Ingresses.Len() || len(problems) != 0 {
 			b.Fatalf("got %d servers, problems %v", len(m.Servers), problems)
 		}
 	}
@@ -152,11 +152,11 @@ func BenchmarkIncremental(b *testing.B) {
 		s := benchSnapshot(n)
 		b.Run(fmt.Sprintf("new-ingress/ingresses=%d", n), func(b *testing.B) {
 			added := benchSnapshot(1)
-			ing := added.Ingresses[0].DeepCopy()
+			ing := added.Ingresses.At(0).DeepCopy()
 			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
 			with := s
-			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.Servers) == len(next.Ingresses) })
+			with.Ingresses = ListOf(append(slices.Clone(s.Ingresses.Slice()), ing)...)
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return len(m.Servers) == next.Ingresses.Len() })
 		})
 		if n > 10000 {
 			continue

@@ -119,7 +119,7 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
 		// A size hint: each Ingress owns its routes.
-		owners: make(map[string]Processor, len(s.Ingresses)),
+		owners: make(map[string]Processor, s.Ingresses.Len()),
 
 		extraBackends: make(map[string]bool),
 
@@ -167,8 +167,8 @@ func newObjectIndex(s Snapshot) *objectIndex {
 	for _, secret := range s.Secrets {
 		x.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
 	}
-	if !isOrdered(s.Services) {
-		x.services, _ = indexNamed(s.Services)
+	if !isOrdered(ListOf(s.Services...)) {
+		x.services, _ = indexNamed(ListOf(s.Services...))
 	}
 	for _, slice := range s.EndpointSlices {
 		if key, ok := sliceService(s, slice); ok {

@@ -745,7 +745,7 @@ func TestBuildDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for i := range 100 {
 		shuffled := s
-		shuffled.Ingresses = shuffledCopy(rng, s.Ingresses)
+		shuffled.Ingresses = ListOf(shuffledCopy(rng, s.Ingresses.Slice())...)
 		shuffled.IngressClasses = shuffledCopy(rng, s.IngressClasses)
 		shuffled.Services = shuffledCopy(rng, s.Services)
 		shuffled.EndpointSlices = shuffledCopy(rng, s.EndpointSlices)
@@ -769,21 +769,21 @@ func shuffledCopy[T any](rng *rand.Rand, in []T) []T {
 func TestBuildDoesNotMutateInput(t *testing.T) {
 	s := richSnapshot()
 	before := deepCopySnapshot(s)
-	order := append([]*networkingv1.Ingress(nil), s.Ingresses...)
+	order := append([]*networkingv1.Ingress(nil), s.Ingresses.Slice()...)
 	Build(s)
 	if !reflect.DeepEqual(deepCopySnapshot(s), before) {
 		t.Fatal("Build changed its input objects")
 	}
-	if !reflect.DeepEqual(order, s.Ingresses) {
+	if !reflect.DeepEqual(order, s.Ingresses.Slice()) {
 		t.Fatal("Build reordered the input slice")
 	}
 }
 
 func deepCopySnapshot(s Snapshot) Snapshot {
 	c := s
-	c.Ingresses = nil
-	for _, o := range s.Ingresses {
-		c.Ingresses = append(c.Ingresses, o.DeepCopy())
+	c.Ingresses = List[*networkingv1.Ingress]{}
+	for o := range s.Ingresses.All() {
+		c.Ingresses = ListOf(append(c.Ingresses.Slice(), o.DeepCopy())...)
 	}
 	c.IngressClasses = nil
 	for _, o := range s.IngressClasses {

@@ -157,8 +157,8 @@ func (b *builder) checkClasses(s Snapshot) {
 // Problem for each that names two classes.
 func (b *builder) ourIngresses(s Snapshot) []*networkingv1.Ingress {
 	decide := DecideClass(s)
-	ours := make([]*networkingv1.Ingress, 0, len(s.Ingresses))
-	for _, ing := range s.Ingresses {
+	ours := make([]*networkingv1.Ingress, 0, s.Ingresses.Len())
+	for ing := range s.Ingresses.All() {
 		d := decide(ing)
 		if d.TwoClasses != "" {
 			b.ingressProblem(ing, d.TwoClasses)

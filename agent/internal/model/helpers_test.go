@@ -193,7 +193,7 @@ var (
 
 func snapshotOf(ingresses ...*networkingv1.Ingress) Snapshot {
 	return Snapshot{
-		Ingresses:      ingresses,
+		Ingresses:      ListOf(ingresses...),
 		IngressClasses: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)},
 		Services:       []*corev1.Service{webService},
 		EndpointSlices: []*discoveryv1.EndpointSlice{webSlice},
@@ -237,4 +237,11 @@ func dump(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// withAt returns a copy of l with item i replaced by v.
+func withAt[T any](l List[T], i int, v T) List[T] {
+	items := l.Slice()
+	items[i] = v
+	return ListOf(items...)
 }

@@ -30,22 +30,22 @@ func TestIncrementalIngressIndex(t *testing.T) {
 		return c
 	}
 	step("first", false, false)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	s.Ingresses[1] = changed(s.Ingresses[1])
+	s.Ingresses = withAt(s.Ingresses, 1, changed(s.Ingresses.At(1)))
 	step("an Ingress changed, in order", false, true)
-	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 2, 3)
+	s.Ingresses = ListOf(slices.Delete(slices.Clone(s.Ingresses.Slice()), 2, 3)...)
 	step("an Ingress went, in order", false, true)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	slices.Reverse(s.Ingresses)
-	s.Ingresses[0] = changed(s.Ingresses[0])
+	reversed := s.Ingresses.Slice()
+	slices.Reverse(reversed)
+	reversed[0] = changed(reversed[0])
+	s.Ingresses = ListOf(reversed...)
 	step("an Ingress changed, out of order", true, true)
-	ordered := slices.Clone(s.Ingresses)
+	ordered := slices.Clone(s.Ingresses.Slice())
 	slices.Reverse(ordered)
-	s.Ingresses = append(slices.Clone(s.Ingresses), changed(s.Ingresses[2]))
+	s.Ingresses = ListOf(append(slices.Clone(s.Ingresses.Slice()), changed(s.Ingresses.At(2)))...)
 	step("a name twice, out of order", true, false)
-	s.Ingresses = ordered
+	s.Ingresses = ListOf(ordered...)
 	step("in order again", false, false) // after a build whole
-	s.Ingresses = append(slices.Clone(s.Ingresses), benchSnapshot(7).Ingresses[6])
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), benchSnapshot(7).Ingresses.At(6))...)
 	step("an Ingress came, in order", false, true)
 }
 
@@ -118,7 +118,7 @@ func TestIncrementalAfterCompact(t *testing.T) {
 	if !path.Incremental || path.Ingresses > firstBatch {
 		t.Errorf("a Service changed: path %+v, want its Ingress's part alone", path)
 	}
-	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 10, 11)
+	s.Ingresses = ListOf(slices.Delete(slices.Clone(s.Ingresses.Slice()), 10, 11)...)
 	path = checkIncremental(t, inc, s, "an Ingress went")
 	if !path.Incremental || path.Ingresses > firstBatch {
 		t.Errorf("an Ingress went: path %+v, want its part alone", path)

@@ -94,10 +94,9 @@ func TestIncrementalLinksShareAHash(t *testing.T) {
 	}
 	want := len(other.members) + len(own.members)
 	inc.link("app-20.example.com", b)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	ing := s.Ingresses[20].DeepCopy()
+	ing := s.Ingresses.At(20).DeepCopy()
 	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/changed"
-	s.Ingresses[20] = ing
+	s.Ingresses = withAt(s.Ingresses, 20, ing)
 	path := checkIncremental(t, inc, s, "app-20 changed")
 	if !path.Incremental || path.Ingresses != want {
 		t.Errorf("app-20 changed: path %+v, want the %d Ingresses of the two parts linked", path, want)

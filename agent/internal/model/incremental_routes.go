@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -87,11 +88,11 @@ func newRouteIslands(s Snapshot) routeIslands {
 	if len(s.GRPCRoutes) > 0 || len(s.TLSRoutes) > 0 || len(s.ListenerSets) > 0 || len(s.BackendTLSPolicies) > 0 {
 		return r
 	}
-	index, unique := indexNamed(s.HTTPRoutes)
+	index, unique := indexNamed(ListOf(s.HTTPRoutes...))
 	if !unique || slices.ContainsFunc(s.HTTPRoutes, withoutHostnames) {
 		return r
 	}
-	r.on, r.index, r.ordered = true, index, isOrdered(s.HTTPRoutes)
+	r.on, r.index, r.ordered = true, index, isOrdered(ListOf(s.HTTPRoutes...))
 	for key, route := range index {
 		for _, name := range routeNames(route) {
 			r.link(name, key)
@@ -177,7 +178,7 @@ func (r *routeIslands) setBase(m *Model) string {
 // buildRouteIsland builds the HTTPRoutes keys beside the globals part.
 func (x *Incremental) buildRouteIsland(keys []namespacedName) string {
 	s := x.last
-	s.Ingresses = nil
+	s.Ingresses = List[*networkingv1.Ingress]{}
 	s.HTTPRoutes = make([]*gatewayv1.HTTPRoute, len(keys))
 	for i, k := range keys {
 		s.HTTPRoutes[i] = x.routes.index[k]
@@ -349,8 +350,8 @@ func sameGateways(a, b []*gatewayv1.Gateway) bool {
 	if samePointers(a, b) {
 		return true
 	}
-	before, unique := indexNamed(a)
-	if _, uniqueNow := indexNamed(b); len(a) != len(b) || !unique || !uniqueNow {
+	before, unique := indexNamed(ListOf(a...))
+	if _, uniqueNow := indexNamed(ListOf(b...)); len(a) != len(b) || !unique || !uniqueNow {
 		return false
 	}
 	read := func(gw *gatewayv1.Gateway) gatewayv1.Gateway {

@@ -53,16 +53,15 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 		switch rng.IntN(4) {
 		case 0: // an Ingress comes, or changes host
 			ing := newIngress("default", fmt.Sprintf("new-%d", i), createdAt(i), rule(fmt.Sprintf("h%d-%d.example.com", i, rng.IntN(3)), prefix("/", "app-1", 80)))
-			s.Ingresses = slices.Clone(s.Ingresses)
-			if at := slices.IndexFunc(s.Ingresses, func(o *networkingv1.Ingress) bool { return o.Name == ing.Name }); at >= 0 {
-				s.Ingresses[at] = ing
+			if at := slices.IndexFunc(s.Ingresses.Slice(), func(o *networkingv1.Ingress) bool { return o.Name == ing.Name }); at >= 0 {
+				s.Ingresses = withAt(s.Ingresses, at, ing)
 			} else {
-				s.Ingresses = append(s.Ingresses, ing)
+				s.Ingresses = ListOf(append(s.Ingresses.Slice(), ing)...)
 			}
 		case 1: // an Ingress goes
-			if len(s.Ingresses) > 1 {
-				at := rng.IntN(len(s.Ingresses))
-				s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), at, at+1)
+			if s.Ingresses.Len() > 1 {
+				at := rng.IntN(s.Ingresses.Len())
+				s.Ingresses = ListOf(slices.Delete(s.Ingresses.Slice(), at, at+1)...)
 			}
 		case 2: // a route comes, or changes host
 			r := route(100+i, fmt.Sprintf("g%d-%d.example.com", i, rng.IntN(3)))
@@ -110,8 +109,8 @@ func TestPrepareTakesTheListCopyOffTheBuild(t *testing.T) {
 	build := func() uint64 {
 		t.Helper()
 		added++
-		s.Ingresses = append(slices.Clone(s.Ingresses), newIngress("default", fmt.Sprintf("new-%d", added), createdAt(0),
-			rule(fmt.Sprintf("new-%d.example.com", added), prefix("/", "app-0", 80))))
+		s.Ingresses = ListOf(append(s.Ingresses.Slice(), newIngress("default", fmt.Sprintf("new-%d", added), createdAt(0),
+			rule(fmt.Sprintf("new-%d.example.com", added), prefix("/", "app-0", 80))))...)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		m, _, path := inc.Build(s)

@@ -57,7 +57,7 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	}
 
 	added := benchSnapshot(5)
-	s.Ingresses = append(slices.Clone(s.Ingresses), added.Ingresses[4])
+	s.Ingresses = ListOf(append(slices.Clone(s.Ingresses.Slice()), added.Ingresses.At(4))...)
 	s.Services = append(slices.Clone(s.Services), added.Services[4])
 	check("a new Ingress", true, "")
 
@@ -95,7 +95,7 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 
 	// An Ingress and a route change in one snapshot.
 	more := benchSnapshot(6)
-	s.Ingresses = append(slices.Clone(s.Ingresses), more.Ingresses[5])
+	s.Ingresses = ListOf(append(slices.Clone(s.Ingresses.Slice()), more.Ingresses.At(5))...)
 	s.Services = append(slices.Clone(s.Services), more.Services[5])
 	s.HTTPRoutes = s.HTTPRoutes[:1]
 	check("an Ingress and a route at once", true, "")
@@ -149,12 +149,12 @@ func TestDiffOrderedIsDiffNamed(t *testing.T) {
 				}
 			}
 		}
-		byName, _ := indexNamed(last)
-		want := diffNamed(byName, next)
-		index, _ := indexNamed(last)
-		got, ordered := diffList(index, last, next, true)
-		if ordered != isOrdered(next) {
-			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(next))
+		byName, _ := indexNamed(ListOf(last...))
+		want := diffNamed(byName, ListOf(next...))
+		index, _ := indexNamed(ListOf(last...))
+		got, ordered := diffList(index, ListOf(last...), ListOf(next...), true)
+		if ordered != isOrdered(ListOf(next...)) {
+			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(ListOf(next...)))
 		}
 		key := func(c objectChange[*corev1.Service]) string { return c.key.namespace + "/" + c.key.name }
 		slices.SortFunc(got, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })

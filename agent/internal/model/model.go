@@ -37,7 +37,7 @@ const ControllerName = "restysync.io/ingress-controller"
 // Snapshot is everything Build reads: the objects a source holds, plus the
 // settings that decide which Ingresses are ours. Objects are read-only.
 type Snapshot struct {
-	Ingresses      []*networkingv1.Ingress
+	Ingresses      List[*networkingv1.Ingress]
 	IngressClasses []*networkingv1.IngressClass
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice

@@ -320,9 +320,9 @@ func TestServiceUpstream(t *testing.T) {
 	}
 	// The ConfigMap's service-upstream is the default; an annotation
 	// "false" opts out.
-	s.Ingresses = []*networkingv1.Ingress{plain,
+	s.Ingresses = ListOf(plain,
 		newIngress("emojivoto", "optout", annotation("nginx.ingress.kubernetes.io/service-upstream", "false"),
-			rule("optout.example.com", prefix("/", "web-svc", 80)))}
+			rule("optout.example.com", prefix("/", "web-svc", 80))))
 	s.ServiceUpstream = true
 	m, _ = Build(s)
 	for _, b := range m.Backends {

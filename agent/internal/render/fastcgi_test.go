@@ -233,7 +233,7 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 	n := 0
 	add := func(annotations map[string]string) {
 		n++
-		snap.Ingresses = append(snap.Ingresses, &networkingv1.Ingress{
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("ing-%d", n), Annotations: annotations},
 			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
 				Host: fmt.Sprintf("h%d.example.com", n),
@@ -243,7 +243,7 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 						Port: networkingv1.ServiceBackendPort{Name: "http"}}},
 				}}}},
 			}}},
-		})
+		})...)
 	}
 	addConfigMap := func(data map[string]string) string {
 		name := fmt.Sprintf("cm-%d", len(snap.ConfigMaps))

@@ -101,7 +101,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	for i := range hosts {
 		hosts[i] = randomHost(rng)
 	}
-	for _, ing := range s.Ingresses {
+	for ing := range s.Ingresses.All() {
 		for _, r := range ing.Spec.Rules {
 			hosts = append(hosts, r.Host)
 		}
@@ -236,7 +236,7 @@ func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
 // EndpointSlices, Secrets and ConfigMaps sorted by namespace and name
 // (new slices; s is not changed).
 func orderedSnapshot(s model.Snapshot) model.Snapshot {
-	s.Ingresses = sortedByName(s.Ingresses)
+	s.Ingresses = model.ListOf(sortedByName(s.Ingresses.Slice())...)
 	s.Services = sortedByName(s.Services)
 	s.EndpointSlices = sortedByName(s.EndpointSlices)
 	s.Secrets = sortedByName(s.Secrets)
@@ -258,9 +258,9 @@ func sortedByName[T interface {
 // changeSnapshot makes one random change to s, replacing objects (never
 // changing one in place, as the sources do), and says what it did.
 func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, hosts []string, next *int) string {
-	pickIngress := func() int { return rng.Intn(len(s.Ingresses)) }
-	if len(s.Ingresses) == 0 {
-		s.Ingresses = []*networkingv1.Ingress{randomIngress(rng, *next, hosts)}
+	pickIngress := func() int { return rng.Intn(s.Ingresses.Len()) }
+	if s.Ingresses.Len() == 0 {
+		s.Ingresses = model.ListOf(randomIngress(rng, *next, hosts))
 		*next++
 		return "create into an empty snapshot"
 	}
@@ -269,7 +269,7 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		// What couples hosts beyond rules: an alias, a www twin, a TLS
 		// host of a Secret another Ingress may claim.
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		prefix := pick(rng, annotationPrefixes)
 		switch rng.Intn(3) {
 		case 0:
@@ -281,34 +281,34 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 				SecretName: pick(rng, []string{"tls-exact", "tls-wildcard", "tls-junk", "missing"}),
 				Hosts:      []string{pick(rng, hosts), pick(rng, hosts)}})
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "couple " + ing.Namespace + "/" + ing.Name
 	case 0, 1:
 		ing := randomIngress(rng, *next, hosts)
 		*next++
 		if rng.Intn(6) == 0 && len(ing.Spec.Rules) > 0 {
-			s.Ingresses = append(slices.Clip(s.Ingresses), randomCanary(rng, *next, ing))
+			s.Ingresses = model.ListOf(append(slices.Clip(s.Ingresses.Slice()), randomCanary(rng, *next, ing))...)
 		}
-		s.Ingresses = append(slices.Clip(s.Ingresses), ing)
+		s.Ingresses = model.ListOf(append(slices.Clip(s.Ingresses.Slice()), ing)...)
 		return "create " + ing.Namespace + "/" + ing.Name
 	case 2, 3:
 		i := pickIngress()
-		old := s.Ingresses[i]
+		old := s.Ingresses.At(i)
 		ing := randomIngress(rng, 0, hosts)
 		ing.Namespace, ing.Name = old.Namespace, old.Name
 		if rng.Intn(2) == 0 {
 			ing.CreationTimestamp = old.CreationTimestamp
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "update " + ing.Namespace + "/" + ing.Name
 	case 4:
 		i := pickIngress()
-		name := s.Ingresses[i].Namespace + "/" + s.Ingresses[i].Name
-		s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), i, i+1)
+		name := s.Ingresses.At(i).Namespace + "/" + s.Ingresses.At(i).Name
+		s.Ingresses = model.ListOf(slices.Delete(s.Ingresses.Slice(), i, i+1)...)
 		return "delete " + name
 	case 5, 6:
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		if len(ing.Spec.Rules) == 0 {
 			ing.Spec.Rules = []networkingv1.IngressRule{{Host: pick(rng, hosts)}}
 		}
@@ -320,11 +320,11 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		if len(ing.Spec.TLS) > 0 && rng.Intn(2) == 0 && len(ing.Spec.TLS[0].Hosts) > 0 {
 			ing.Spec.TLS[0].Hosts[0] = ing.Spec.Rules[r].Host
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "rename a host of " + ing.Namespace + "/" + ing.Name + " to " + ing.Spec.Rules[r].Host
 	case 7:
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		class := pick(rng, []string{"restysync", "nginx", "other"})
 		switch rng.Intn(3) {
 		case 0:
@@ -336,7 +336,7 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 			ing.Spec.IngressClassName = nil
 			delete(ing.Annotations, "kubernetes.io/ingress.class")
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "move " + ing.Namespace + "/" + ing.Name + " to class " + class
 	case 8:
 		i := rng.Intn(len(s.Secrets))

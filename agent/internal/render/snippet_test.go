@@ -219,7 +219,7 @@ func FuzzSnippetAnnotations(f *testing.F) {
 			}}},
 		}
 		m, _ := model.Build(model.Snapshot{
-			Ingresses: []*networkingv1.Ingress{ing},
+			Ingresses: model.ListOf(ing),
 			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
 				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
 			IngressClass:   class,

@@ -27,7 +27,7 @@ func TestHostileObjectNamesNeverReachRender(t *testing.T) {
 						Service: &networkingv1.IngressServiceBackend{Name: bad.svc, Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 		}
 		snap := model.Snapshot{IngressClasses: world.classes, IngressClass: "restysync", Services: world.services,
-			EndpointSlices: world.slices, Ingresses: []*networkingv1.Ingress{ing}}
+			EndpointSlices: world.slices, Ingresses: model.ListOf(ing)}
 		m, problems := model.Build(snap)
 		if len(problems) == 0 {
 			t.Errorf("%q: no problem", bad)

@@ -45,7 +45,7 @@ func TestUnrenderableValuesNeverReachRender(t *testing.T) {
 							Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
 								Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 				}
-				snap.Ingresses = append(snap.Ingresses, ing)
+				snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
 				n++
 			}
 		}

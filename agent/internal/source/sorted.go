@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // Sorted lists: both sources hand out each kind's objects as one list
@@ -46,18 +48,48 @@ type Edit[T Named] struct {
 	Obj             T
 }
 
-// Patched returns a new list: list, which is sorted, with edits made; list
-// itself is not changed (it may have been handed out). It sorts edits. It
-// costs one copy of list, and a binary search for each edit: at 50,000
-// objects 400 KB, whatever the number of edits. Removing an object list
-// does not hold changes nothing. It returns false, and no list, when edits
-// name one object twice. An empty result is nil, as a list built of no
-// object is.
+// Patched returns list, which is sorted, with edits made (model.Edited):
+// list itself is not changed (it may have been handed out), and the
+// result shares every chunk of list no edit falls in, so a change to one
+// of 50,000 objects costs one chunk and the list of chunks (some 10 KB),
+// not a copy of the list (400 KB). It sorts edits. Removing an object
+// list does not hold changes nothing. It returns false, and no list, when
+// edits name one object twice.
 func Patched[T interface {
 	comparable
 	Named
-}](list []T, edits []Edit[T]) ([]T, bool) {
-	return PatchedIn(nil, list, edits)
+}](list model.List[T], edits []Edit[T]) (model.List[T], bool) {
+	if len(edits) == 0 {
+		return list, true
+	}
+	slices.SortFunc(edits, compareEdits[T])
+	var zero T
+	listEdits := make([]model.ListEdit[Edit[T], T], len(edits))
+	for i, e := range edits {
+		if i > 0 && compareEdits(edits[i-1], e) == 0 {
+			return model.List[T]{}, false
+		}
+		listEdits[i] = model.ListEdit[Edit[T], T]{Key: e, Value: e.Obj, Remove: e.Obj == zero}
+	}
+	return model.Edited(list, listEdits, func(o T, e Edit[T]) int { return CompareNamed(o, e.Namespace, e.Name) }), true
+}
+
+// compareEdits orders edits by namespace and name.
+func compareEdits[T Named](a, b Edit[T]) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// FindNamedIn returns the object namespace/name of the sorted list, and
+// whether it holds one.
+func FindNamedIn[T Named](list model.List[T], namespace, name string) (T, bool) {
+	return list.Find(func(o T) int { return CompareNamed(o, namespace, name) })
+}
+
+// SortedList returns the objects, sorted by namespace and name (in place),
+// as a list.
+func SortedList[T Named](objects []T) model.List[T] {
+	SortNamed(objects)
+	return model.ListOf(objects...)
 }
 
 // PatchedIn is Patched making the new list in room, an empty slice, when

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"fmt"
+	networkingv1 "k8s.io/api/networking/v1"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -76,7 +77,7 @@ func manyIngressSnapshot(n int) model.Snapshot {
 	snap := model.Snapshot{IngressClasses: one.IngressClasses}
 	for i := range n {
 		name := fmt.Sprintf("s%d", i)
-		ing := one.Ingresses[0].DeepCopy()
+		ing := one.Ingresses.At(0).DeepCopy()
 		ing.Name, ing.Spec.Rules[0].Host = name, name+".test"
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = name
 		svc := one.Services[0].DeepCopy()
@@ -84,7 +85,7 @@ func manyIngressSnapshot(n int) model.Snapshot {
 		slice := one.EndpointSlices[0].DeepCopy()
 		slice.Name, slice.Labels = name+"-1", map[string]string{discoveryv1.LabelServiceName: name}
 		slice.Endpoints[0].Addresses = []string{fmt.Sprintf("10.%d.%d.1", i/256%256, i%256)}
-		snap.Ingresses = append(snap.Ingresses, ing)
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
 		snap.Services = append(snap.Services, svc)
 		snap.EndpointSlices = append(snap.EndpointSlices, slice)
 	}
@@ -100,13 +101,13 @@ func manyIngressSnapshot(n int) model.Snapshot {
 func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 	const ingresses, services = 24, 8
 	snap := manyIngressSnapshot(services)
-	base := snap.Ingresses[0]
-	snap.Ingresses = nil
+	base := snap.Ingresses.At(0)
+	snap.Ingresses = model.List[*networkingv1.Ingress]{}
 	for i := range ingresses {
 		ing := base.DeepCopy()
 		ing.Name, ing.Spec.Rules[0].Host = fmt.Sprintf("i%d", i), fmt.Sprintf("i%d.test", i)
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", i%services)
-		snap.Ingresses = append(snap.Ingresses, ing)
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
 	}
 	src := &indexSource{fakeSource: fakeSource{snap: snap}}
 	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
@@ -124,12 +125,12 @@ func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 		return source.ServiceKey{Namespace: "default", Name: moved.Labels[discoveryv1.LabelServiceName]}
 	}
 	changeIngress := func() {
-		ingresses := slices.Clone(src.snap.Ingresses)
+		ingresses := slices.Clone(src.snap.Ingresses.Slice())
 		i := rng.IntN(len(ingresses))
 		ing := ingresses[i].DeepCopy()
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", rng.IntN(services))
 		ingresses[i] = ing
-		src.snap.Ingresses = ingresses
+		src.snap.Ingresses = model.ListOf(ingresses...)
 	}
 	type handedOut struct{ read, kept model.Model }
 	var handed []handedOut

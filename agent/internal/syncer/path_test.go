@@ -40,9 +40,9 @@ func TestSyncLogPath(t *testing.T) {
 	step(map[source.Kind]bool{source.KindIngress: true}, "path=full", `path_reason="first build"`)
 
 	// A second Ingress: built alone.
-	second := src.snap.Ingresses[0].DeepCopy()
+	second := src.snap.Ingresses.At(0).DeepCopy()
 	second.Name, second.Spec.Rules[0].Host = "second", "second.test"
-	src.snap.Ingresses = append(slices.Clone(src.snap.Ingresses), second)
+	src.snap.Ingresses = model.ListOf(append(slices.Clone(src.snap.Ingresses.Slice()), second)...)
 	step(map[source.Kind]bool{source.KindIngress: true}, "path=incremental", "servers=2",
 		"built_islands=1 built_ingresses=1 built_httproutes=0 built_globals=false")
 	if strings.Contains(logs.String(), "path_reason") {

@@ -43,7 +43,7 @@ func TestLoopPreparesTheNextModelsLists(t *testing.T) {
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
 	}
 	for i := range n {
-		snap.Ingresses = append(snap.Ingresses, ingress(fmt.Sprintf("h%05d", i)))
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ingress(fmt.Sprintf("h%05d", i)))...)
 	}
 	src := &fakeSource{snap: snap}
 	shared := t.TempDir()
@@ -69,7 +69,7 @@ func TestLoopPreparesTheNextModelsLists(t *testing.T) {
 		t.Fatalf("the loop's build serves %d hosts, want %d", got, n)
 	}
 
-	src.snap.Ingresses = append(src.snap.Ingresses, ingress("new"))
+	src.snap.Ingresses = model.ListOf(append(src.snap.Ingresses.Slice(), ingress("new"))...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	next, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})

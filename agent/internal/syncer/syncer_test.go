@@ -212,11 +212,11 @@ func oneIngressSnapshot(address string) model.Snapshot {
 	return model.Snapshot{
 		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
-		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Ingresses: model.ListOf(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: "web.test",
 				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
 					Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}},
+						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}),
 		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
 		EndpointSlices: []*discoveryv1.EndpointSlice{{

@@ -145,7 +145,7 @@ func objectNames(s *Source) []string {
 	for _, o := range snap.IngressClasses {
 		add("IngressClass", o.Namespace, o.Name)
 	}
-	for _, o := range snap.Ingresses {
+	for o := range snap.Ingresses.All() {
 		add("Ingress", o.Namespace, o.Name)
 	}
 	for _, o := range snap.Services {
@@ -437,8 +437,8 @@ func TestOtherKinds(t *testing.T) {
 // ReadBytes reads one file's bytes as a folder's file is read.
 func TestReadBytes(t *testing.T) {
 	snap, problems := ReadBytes("stdin", []byte(ingressYAML("a", "web")+"---\n"+serviceYAML("web", 80)+"---\nkind: x\n"))
-	if len(snap.Ingresses) != 1 || len(snap.Services) != 1 {
-		t.Errorf("read %d Ingresses and %d Services, want 1 and 1", len(snap.Ingresses), len(snap.Services))
+	if snap.Ingresses.Len() != 1 || len(snap.Services) != 1 {
+		t.Errorf("read %d Ingresses and %d Services, want 1 and 1", snap.Ingresses.Len(), len(snap.Services))
 	}
 	if len(problems) != 1 || problems[0].Name != "stdin#3" {
 		t.Errorf("problems %v, want one of stdin#3", problems)
@@ -709,7 +709,7 @@ func TestWatchIdenticalContentIsQuiet(t *testing.T) {
 	// A later change to another file shows that a.yaml was read by then.
 	writeFile(t, b, ingressYAML("b", "c"))
 	waitChange(t, s, rec, source.KindIngress, "Ingress b to c", func(snap model.Snapshot, _ []model.Problem) bool {
-		return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name == "c"
+		return snap.Ingresses.Len() == 1 && snap.Ingresses.At(0).Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name == "c"
 	})
 	for {
 		select {
@@ -895,7 +895,7 @@ func TestWatchReadsAFileWrittenInPiecesWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		return step+1 < pieces
-	}, func(snap model.Snapshot) bool { return len(snap.Ingresses) == 1 && len(snap.Services) == 1 })
+	}, func(snap model.Snapshot) bool { return snap.Ingresses.Len() == 1 && len(snap.Services) == 1 })
 }
 
 // A burst of files renamed into the folder, each within the debounce of

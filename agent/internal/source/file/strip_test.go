@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +42,11 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 	s.readAll()
 	s.publish()
 	asRead, _ := s.Snapshot()
-	if len(asRead.Ingresses) == 0 {
+	if asRead.Ingresses.Len() == 0 {
 		t.Fatal("the corpus gave no Ingress")
 	}
 	// Every Ingress is served (the corpus names ingress-nginx's classes).
-	for _, ing := range asRead.Ingresses {
+	for ing := range asRead.Ingresses.All() {
 		ing.Spec.IngressClassName = nil
 		delete(ing.Annotations, "kubernetes.io/ingress.class")
 	}
@@ -62,8 +63,8 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 		source.Strip(obj)
 		return obj
 	})
-	if stripped.Ingresses[0].ManagedFields != nil || stripped.Ingresses[0].Annotations[source.LastAppliedAnnotation] != "" {
-		t.Fatalf("Strip kept managedFields or last-applied: %+v", stripped.Ingresses[0].ObjectMeta)
+	if stripped.Ingresses.At(0).ManagedFields != nil || stripped.Ingresses.At(0).Annotations[source.LastAppliedAnnotation] != "" {
+		t.Fatalf("Strip kept managedFields or last-applied: %+v", stripped.Ingresses.At(0).ObjectMeta)
 	}
 	wantModel, wantProblems := model.Build(full)
 	endpoints := 0
@@ -74,7 +75,7 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 		t.Fatalf("the corpus built %d servers and %d endpoints, want the Ingresses served with their backends", len(wantModel.Servers), endpoints)
 	}
 	t.Logf("the corpus: %d Ingresses, %d servers, %d backends, %d endpoints, %d problems",
-		len(full.Ingresses), len(wantModel.Servers), len(wantModel.Backends), endpoints, len(wantProblems))
+		full.Ingresses.Len(), len(wantModel.Servers), len(wantModel.Backends), endpoints, len(wantProblems))
 	gotModel, gotProblems := model.Build(stripped)
 	if !reflect.DeepEqual(gotModel, wantModel) {
 		t.Errorf("the model built over stripped objects differs from the one over the objects as read")
@@ -104,10 +105,10 @@ spec:
 	s.readAll()
 	s.publish()
 	snap, problems := s.Snapshot()
-	if len(snap.Ingresses) != 1 || len(problems) != 0 {
-		t.Fatalf("read %d Ingresses, problems %v", len(snap.Ingresses), problems)
+	if snap.Ingresses.Len() != 1 || len(problems) != 0 {
+		t.Fatalf("read %d Ingresses, problems %v", snap.Ingresses.Len(), problems)
 	}
-	if ing := snap.Ingresses[0]; ing.ManagedFields != nil || len(ing.Annotations) != 1 {
+	if ing := snap.Ingresses.At(0); ing.ManagedFields != nil || len(ing.Annotations) != 1 {
 		t.Errorf("the file source kept %+v, want no managedFields and only the ssl-redirect annotation", ing.ObjectMeta)
 	}
 }
@@ -136,7 +137,7 @@ func addBackends(snap *model.Snapshot) {
 				{Addresses: []string{"10.1.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
 			}})
 	}
-	for _, ing := range snap.Ingresses {
+	for ing := range snap.Ingresses.All() {
 		if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
 			add(ing.Namespace, b.Service.Name, b.Service.Port.Name, b.Service.Port.Number)
 		}
@@ -182,28 +183,38 @@ func addUnread(t *testing.T, obj runtime.Object) {
 
 // mapObjects returns snap with f applied to each of its objects.
 func mapObjects(snap model.Snapshot, f func(runtime.Object) runtime.Object) model.Snapshot {
-	each := func(list any) {
-		v := reflect.ValueOf(list).Elem()
-		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		for i := range v.Len() {
-			out.Index(i).Set(reflect.ValueOf(f(v.Index(i).Interface().(runtime.Object))))
-		}
-		v.Set(out)
-	}
-	each(&snap.Ingresses)
-	each(&snap.IngressClasses)
-	each(&snap.Services)
-	each(&snap.EndpointSlices)
-	each(&snap.Secrets)
-	each(&snap.ConfigMaps)
-	each(&snap.GatewayClasses)
-	each(&snap.Gateways)
-	each(&snap.HTTPRoutes)
-	each(&snap.GRPCRoutes)
-	each(&snap.TLSRoutes)
-	each(&snap.ReferenceGrants)
-	each(&snap.ListenerSets)
-	each(&snap.BackendTLSPolicies)
-	each(&snap.Namespaces)
+	mapList(&snap.Ingresses, f)
+	mapSlice(&snap.IngressClasses, f)
+	mapSlice(&snap.Services, f)
+	mapSlice(&snap.EndpointSlices, f)
+	mapSlice(&snap.Secrets, f)
+	mapSlice(&snap.ConfigMaps, f)
+	mapSlice(&snap.GatewayClasses, f)
+	mapSlice(&snap.Gateways, f)
+	mapSlice(&snap.HTTPRoutes, f)
+	mapSlice(&snap.GRPCRoutes, f)
+	mapSlice(&snap.TLSRoutes, f)
+	mapSlice(&snap.ReferenceGrants, f)
+	mapSlice(&snap.ListenerSets, f)
+	mapSlice(&snap.BackendTLSPolicies, f)
+	mapSlice(&snap.Namespaces, f)
 	return snap
+}
+
+// mapList sets *list to a new list of f of each of its objects.
+func mapList[T runtime.Object](list *model.List[T], f func(runtime.Object) runtime.Object) {
+	items := list.Slice()
+	for i, o := range items {
+		items[i] = f(o).(T)
+	}
+	*list = model.ListOf(items...)
+}
+
+// mapSlice sets *list to a new slice of f of each of its objects.
+func mapSlice[T runtime.Object](list *[]T, f func(runtime.Object) runtime.Object) {
+	items := slices.Clone(*list)
+	for i, o := range items {
+		items[i] = f(o).(T)
+	}
+	*list = items
 }

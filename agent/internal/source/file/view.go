@@ -27,7 +27,7 @@ import (
 // by binary search in its kind's list (lookup), not in a map beside them:
 // a map of 150,000 keys held 19 MB at 50,000 Ingresses.
 type view struct {
-	ingresses      []*networkingv1.Ingress
+	ingresses      model.List[*networkingv1.Ingress]
 	ingressClasses []*networkingv1.IngressClass
 	services       []*corev1.Service
 	endpointSlices []*discoveryv1.EndpointSlice
@@ -288,6 +288,7 @@ func (s *Source) buildView() *view {
 	slicesOf := source.NewSliceIndexEdit(source.SliceIndex{})
 	sliceServices := source.NewSliceServicesEdit(source.SliceServices{})
 	definedAt := map[objectKey]string{}
+	objects := map[source.Kind][]runtime.Object{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
 		file := s.files[path]
@@ -303,7 +304,9 @@ func (s *Source) buildView() *view {
 				continue
 			}
 			definedAt[doc.key()] = location(path, doc.index)
-			v.add(doc.obj)
+			if kind, ok := kindOfType[reflect.TypeOf(doc.obj)]; ok {
+				objects[kind] = append(objects[kind], doc.obj)
+			}
 			if slice, ok := doc.obj.(*discoveryv1.EndpointSlice); ok {
 				key := doc.sliceService()
 				slicesOf.Set(key, append(slicesOf.Get(key), slice))
@@ -318,21 +321,9 @@ func (s *Source) buildView() *view {
 			reason: fmt.Sprintf("%v; the objects last read from it are kept until it can be read again", s.folderErr)})
 	}
 
-	source.SortNamed(v.ingresses)
-	source.SortNamed(v.ingressClasses)
-	source.SortNamed(v.services)
-	source.SortNamed(v.endpointSlices)
-	source.SortNamed(v.secrets)
-	source.SortNamed(v.configMaps)
-	source.SortNamed(v.namespaces)
-	source.SortNamed(v.gatewayClasses)
-	source.SortNamed(v.gateways)
-	source.SortNamed(v.httpRoutes)
-	source.SortNamed(v.grpcRoutes)
-	source.SortNamed(v.tlsRoutes)
-	source.SortNamed(v.referenceGrants)
-	source.SortNamed(v.listenerSets)
-	source.SortNamed(v.backendTLSPolicies)
+	for kind, objs := range objects {
+		kindLists[kind].set(v, objs)
+	}
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
 	})
@@ -341,25 +332,6 @@ func (s *Source) buildView() *view {
 		v.problems = append(v.problems, model.Problem{Kind: "File", Name: location(p.path, p.index), Reason: p.reason})
 	}
 	return v
-}
-
-// add appends obj to the list of its type (the first of the lists that
-// takes it: the one of its type); kindLists has the same lists.
-func (v *view) add(obj runtime.Object) {
-	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
-		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
-		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
-		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
-		appendOf(&v.listenerSets, obj) || appendOf(&v.backendTLSPolicies, obj)
-}
-
-// appendOf appends obj to list if it is a T, and says whether it was.
-func appendOf[T runtime.Object](list *[]T, obj runtime.Object) bool {
-	o, ok := obj.(T)
-	if ok {
-		*list = append(*list, o)
-	}
-	return ok
 }
 
 // location names a document as "path#N", or the whole file as "path".
@@ -404,6 +376,9 @@ type kindList interface {
 	// objects, its memory written (Source.prepare), or nil when v's list
 	// is shorter than spareFrom.
 	spare(v *view) any
+	// set makes objs, all of the list's kind, v's list, sorted by
+	// namespace and name (buildView).
+	set(v *view, objs []runtime.Object)
 }
 
 // listOf is the kindList of the objects of type T, the list of returns.
@@ -460,6 +435,15 @@ func (l listOf[T]) patch(v *view, edits []edit, room any) bool {
 	return ok
 }
 
+func (l listOf[T]) set(v *view, objs []runtime.Object) {
+	list := make([]T, len(objs))
+	for i, o := range objs {
+		list[i] = o.(T)
+	}
+	source.SortNamed(list)
+	*l.of(v) = list
+}
+
 func (l listOf[T]) changed(prev, next *view) []objectKey {
 	var keys []objectKey
 	a, b := l.get(prev), l.get(next)
@@ -492,10 +476,78 @@ func (l listOf[T]) changed(prev, next *view) []objectKey {
 	return keys
 }
 
+// chunkedOf is the kindList of the objects of type T, the list of
+// returns, kept as a model.List: a patch makes the next list from the one
+// before (source.Patched), sharing every chunk no edit falls in, and
+// changed skips the chunks the two views share.
+type chunkedOf[T interface {
+	comparable
+	runtime.Object
+	source.Named
+}] struct {
+	kind source.Kind
+	of   func(*view) *model.List[T]
+}
+
+func (l chunkedOf[T]) objectType() reflect.Type { return reflect.TypeFor[T]() }
+
+func (l chunkedOf[T]) find(v *view, namespace, name string) runtime.Object {
+	o, found := source.FindNamedIn(*l.of(v), namespace, name)
+	if !found {
+		return nil
+	}
+	return o
+}
+
+func (l chunkedOf[T]) spare(*view) any { return nil }
+
+func (l chunkedOf[T]) set(v *view, objs []runtime.Object) {
+	list := make([]T, len(objs))
+	for i, o := range objs {
+		list[i] = o.(T)
+	}
+	*l.of(v) = source.SortedList(list)
+}
+
+func (l chunkedOf[T]) patch(v *view, edits []edit, _ any) bool {
+	typed := make([]source.Edit[T], 0, len(edits))
+	for _, e := range edits {
+		var obj T
+		if e.new != nil {
+			o, ok := e.new.(T)
+			if !ok {
+				return false
+			}
+			obj = o
+		}
+		typed = append(typed, source.Edit[T]{Namespace: e.key.namespace, Name: e.key.name, Obj: obj})
+	}
+	list, ok := source.Patched(*l.of(v), typed)
+	if ok {
+		*l.of(v) = list
+	}
+	return ok
+}
+
+func (l chunkedOf[T]) changed(prev, next *view) []objectKey {
+	var keys []objectKey
+	model.CompareLists(*l.of(prev), *l.of(next), func(a, b T) int { return source.CompareNamed(a, b.GetNamespace(), b.GetName()) },
+		func(a, b T, inPrev, inNext bool) {
+			o := b
+			if !inNext {
+				o = a
+			} else if inPrev && a == b {
+				return
+			}
+			keys = append(keys, objectKey{kind: l.kind, namespace: o.GetNamespace(), name: o.GetName()})
+		})
+	return keys
+}
+
 // kindLists are view's lists by kind; patch and add name the same lists.
 var kindLists = map[source.Kind]kindList{
 	source.KindIngressClass:     listOf[*networkingv1.IngressClass]{source.KindIngressClass, func(v *view) *[]*networkingv1.IngressClass { return &v.ingressClasses }},
-	source.KindIngress:          listOf[*networkingv1.Ingress]{source.KindIngress, func(v *view) *[]*networkingv1.Ingress { return &v.ingresses }},
+	source.KindIngress:          chunkedOf[*networkingv1.Ingress]{source.KindIngress, func(v *view) *model.List[*networkingv1.Ingress] { return &v.ingresses }},
 	source.KindService:          listOf[*corev1.Service]{source.KindService, func(v *view) *[]*corev1.Service { return &v.services }},
 	source.KindEndpointSlice:    listOf[*discoveryv1.EndpointSlice]{source.KindEndpointSlice, func(v *view) *[]*discoveryv1.EndpointSlice { return &v.endpointSlices }},
 	source.KindSecret:           listOf[*corev1.Secret]{source.KindSecret, func(v *view) *[]*corev1.Secret { return &v.secrets }},

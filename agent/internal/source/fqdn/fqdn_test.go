@@ -182,9 +182,9 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 	m, problems := model.Build(model.Snapshot{Services: []*corev1.Service{svc}, EndpointSlices: snap.EndpointSlices, SliceServices: snap.SliceServices,
-		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Ingresses: model.ListOf(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
+				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}),
 		WatchWithoutClass: true})
 	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 1 || m.Backends[0].Endpoints[0].Address != "10.1.0.1" {
 		t.Errorf("backends %+v (problems %v), want demo's with 10.1.0.1", m.Backends, problems)

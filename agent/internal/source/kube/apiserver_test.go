@@ -128,7 +128,7 @@ func TestSourceAPIServer(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"ingresses", names(snap.Ingresses), []string{"web/app"}},
+		{"ingresses", names(snap.Ingresses.Slice()), []string{"web/app"}},
 		{"ingress classes", names(snap.IngressClasses), []string{"restysync"}},
 		{"services", names(snap.Services), []string{"web/app"}},
 		{"endpoint slices", names(snap.EndpointSlices), []string{"web/app-1"}},
@@ -148,7 +148,7 @@ func TestSourceAPIServer(t *testing.T) {
 	if got, want := src.ConfigMapData(), map[string]string{"a": "1"}; !maps.Equal(got, want) {
 		t.Errorf("ConfigMapData = %v, want %v", got, want)
 	}
-	for _, ing := range snap.Ingresses {
+	for ing := range snap.Ingresses.All() {
 		if len(ing.ManagedFields) != 0 {
 			t.Errorf("ingress %s has managedFields %v, want them stripped", ing.Name, ing.ManagedFields)
 		}
@@ -225,7 +225,7 @@ func TestSourceAPIServer(t *testing.T) {
 		}
 		eventually(t, "deleted objects gone from snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.Ingresses) == 0 && len(snap.IngressClasses) == 0 &&
+			return snap.Ingresses.Len() == 0 && len(snap.IngressClasses) == 0 &&
 				slices.Equal(names(snap.Secrets), []string{"web/tls-2"})
 		})
 		if src.Ingress("web", "app") != nil {

@@ -183,15 +183,15 @@ func (s *Source) newGatewayCaches(served []string) *gatewayCaches {
 // kind sorted by namespace and name.
 func (g *gatewayCaches) fill(snap *model.Snapshot) {
 	v := &g.views
-	snap.GatewayClasses = v.classes.objects()
-	snap.Gateways = v.gateways.objects()
-	snap.HTTPRoutes = v.httpRoutes.objects()
-	snap.GRPCRoutes = v.grpcRoutes.objects()
-	snap.TLSRoutes = v.tlsRoutes.objects()
-	snap.ReferenceGrants = v.referenceGrants.objects()
-	snap.ListenerSets = v.listenerSets.objects()
-	snap.BackendTLSPolicies = v.backendTLSPolicies.objects()
-	snap.Namespaces = v.namespaces.objects()
+	snap.GatewayClasses = v.classes.objectSlice()
+	snap.Gateways = v.gateways.objectSlice()
+	snap.HTTPRoutes = v.httpRoutes.objectSlice()
+	snap.GRPCRoutes = v.grpcRoutes.objectSlice()
+	snap.TLSRoutes = v.tlsRoutes.objectSlice()
+	snap.ReferenceGrants = v.referenceGrants.objectSlice()
+	snap.ListenerSets = v.listenerSets.objectSlice()
+	snap.BackendTLSPolicies = v.backendTLSPolicies.objectSlice()
+	snap.Namespaces = v.namespaces.objectSlice()
 	snap.GatewayKindsNotServed = nil
 	for _, r := range gatewayResources {
 		if !slices.Contains(g.served, r.name) {

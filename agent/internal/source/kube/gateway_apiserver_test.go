@@ -42,7 +42,7 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 	snap, _ := src.Snapshot()
-	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app"}) || snap.GatewayClasses != nil || snap.Namespaces != nil {
+	if got := names(snap.Ingresses.Slice()); !slices.Equal(got, []string{"web/app"}) || snap.GatewayClasses != nil || snap.Namespaces != nil {
 		t.Errorf("without the CRDs: Ingresses %v (want web/app), GatewayClasses %v, Namespaces %v",
 			got, names(snap.GatewayClasses), names(snap.Namespaces))
 	}

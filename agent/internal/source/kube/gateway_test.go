@@ -284,9 +284,9 @@ func TestGatewayAPILateFake(t *testing.T) {
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 	snap, _ := src.Snapshot()
-	if len(snap.Ingresses) != 1 || snap.GatewayClasses != nil || snap.Gateways != nil || snap.Namespaces != nil {
+	if snap.Ingresses.Len() != 1 || snap.GatewayClasses != nil || snap.Gateways != nil || snap.Namespaces != nil {
 		t.Errorf("without the Gateway API: %d Ingresses (want 1), GatewayClasses %v, Gateways %v, Namespaces %v",
-			len(snap.Ingresses), names(snap.GatewayClasses), names(snap.Gateways), names(snap.Namespaces))
+			snap.Ingresses.Len(), names(snap.GatewayClasses), names(snap.Gateways), names(snap.Namespaces))
 	}
 	time.Sleep(5 * gatewayAPICheckInterval) // several checks
 	if n := strings.Count(logs.String(), "the Gateway API is not installed"); n != 1 {

@@ -180,7 +180,7 @@ func TestSourceFake(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"ingresses", names(snap.Ingresses), []string{"web/app"}},
+		{"ingresses", names(snap.Ingresses.Slice()), []string{"web/app"}},
 		{"ingress classes", names(snap.IngressClasses), []string{"restysync"}},
 		{"services", names(snap.Services), []string{"web/app"}},
 		{"endpoint slices", names(snap.EndpointSlices), []string{"web/app-1"}},
@@ -194,7 +194,7 @@ func TestSourceFake(t *testing.T) {
 	if got := string(snap.Secrets[0].Data["tls.key"]); got != "key" {
 		t.Errorf("TLS secret data tls.key = %q, want it kept", got)
 	}
-	ing := snap.Ingresses[0]
+	ing := snap.Ingresses.At(0)
 	if len(ing.ManagedFields) != 0 {
 		t.Errorf("ingress managedFields = %v, want stripped", ing.ManagedFields)
 	}
@@ -249,7 +249,7 @@ func TestSourceFake(t *testing.T) {
 		}
 		eventually(t, "updated host in snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].Host == "new.example.com"
+			return snap.Ingresses.Len() == 1 && snap.Ingresses.At(0).Spec.Rules[0].Host == "new.example.com"
 		})
 		// The cache is updated before the handlers hear of it.
 		eventually(t, "changed(Ingress) called", func() bool { return counter.get(source.KindIngress) > before })
@@ -284,7 +284,7 @@ func TestSourceNamespace(t *testing.T) {
 	src := New(kubeclienttest.Wrap(fake.NewClientset(objs...)), Options{Namespace: "other"})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if got, want := names(snap.Ingresses), []string{"other/app"}; !slices.Equal(got, want) {
+	if got, want := names(snap.Ingresses.Slice()), []string{"other/app"}; !slices.Equal(got, want) {
 		t.Errorf("ingresses = %v, want %v", got, want)
 	}
 	if got, want := names(snap.Services), []string{"other/app"}; !slices.Equal(got, want) {

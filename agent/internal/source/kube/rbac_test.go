@@ -154,7 +154,7 @@ func TestRBAC(t *testing.T) {
 	src := New(agentSA, Options{ConfigMap: "restysync/restysync", IngressClass: "restysync"})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
+	if got := names(snap.Ingresses.Slice()); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
 		t.Errorf("ingresses = %v", got)
 	}
 	eventually(t, "the ConfigMaps an Ingress and a BackendTLSPolicy name, read by name with the ServiceAccount", func() bool {

@@ -40,13 +40,13 @@ func TestSnapshotAfterOneChangeCopiesOnlyItsKind(t *testing.T) {
 	changes := make(chan source.Change, 100)
 	startSource(t, src, func(c source.Change) { changes <- c })
 	before, _ := src.Snapshot()
-	ingressesBefore := slices.Clone(before.Ingresses)
-	wantSorted(t, "ingresses", before.Ingresses)
+	ingressesBefore := before.Ingresses.Slice()
+	wantSorted(t, "ingresses", before.Ingresses.Slice())
 	wantSorted(t, "services", before.Services)
 	wantSorted(t, "endpoint slices", before.EndpointSlices)
 	wantSorted(t, "secrets", before.Secrets)
 	again, _ := src.Snapshot()
-	if !sameList(again.Ingresses, before.Ingresses) || !sameList(again.Secrets, before.Secrets) {
+	if !again.Ingresses.Same(before.Ingresses) || !sameList(again.Secrets, before.Secrets) {
 		t.Errorf("a Snapshot after no change made new lists")
 	}
 
@@ -67,11 +67,11 @@ func TestSnapshotAfterOneChangeCopiesOnlyItsKind(t *testing.T) {
 		}
 	})
 	after, _ := src.Snapshot()
-	if got, want := names(after.Ingresses), append(names(before.Ingresses), "default/g"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+	if got, want := names(after.Ingresses.Slice()), append(names(before.Ingresses.Slice()), "default/g"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("ingresses after = %v, want %v", got, want)
 	}
-	wantSorted(t, "ingresses after", after.Ingresses)
-	if !slices.Equal(before.Ingresses, ingressesBefore) {
+	wantSorted(t, "ingresses after", after.Ingresses.Slice())
+	if !slices.Equal(before.Ingresses.Slice(), ingressesBefore) {
 		t.Errorf("the list handed out before was changed")
 	}
 	for _, c := range []struct {
@@ -164,7 +164,7 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 	last.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
 	eventually(t, "the relisted Ingresses in the snapshot", func() bool {
 		snap, _ := relisted.Snapshot()
-		return slices.Equal(names(snap.Ingresses), []string{"web/added", "web/app", "web/changed", "web/kept"})
+		return slices.Equal(names(snap.Ingresses.Slice()), []string{"web/added", "web/app", "web/changed", "web/kept"})
 	})
 
 	fresh := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
@@ -192,22 +192,22 @@ func TestSortedView(t *testing.T) {
 	v.put(secret("a", corev1.SecretTypeTLS))
 	v.put(secret("c", corev1.SecretTypeTLS))
 	v.put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "d"}}) // not the view's type
-	if got := names(v.objects()); !slices.Equal(got, []string{"web/a", "web/b", "web/c"}) {
+	if got := names(v.objects().Slice()); !slices.Equal(got, []string{"web/a", "web/b", "web/c"}) {
 		t.Errorf("objects = %v", got)
 	}
 	first := v.objects()
 	v.remove(cache.DeletedFinalStateUnknown{Key: "web/b"})
 	v.put(secret("c", corev1.SecretTypeOpaque)) // no longer kept
 	got := v.objects()
-	if names(got) == nil || !slices.Equal(names(got), []string{"web/a"}) {
-		t.Errorf("objects after a tombstone and a type change = %v, want web/a", names(got))
+	if names(got.Slice()) == nil || !slices.Equal(names(got.Slice()), []string{"web/a"}) {
+		t.Errorf("objects after a tombstone and a type change = %v, want web/a", names(got.Slice()))
 	}
-	if !slices.Equal(names(first), []string{"web/a", "web/b", "web/c"}) {
-		t.Errorf("the list handed out before changed: %v", names(first))
+	if !slices.Equal(names(first.Slice()), []string{"web/a", "web/b", "web/c"}) {
+		t.Errorf("the list handed out before changed: %v", names(first.Slice()))
 	}
 	v.remove(secret("a", corev1.SecretTypeTLS))
-	if got := v.objects(); got != nil {
-		t.Errorf("objects after every removal = %v, want nil", got)
+	if got := v.objects(); got.Len() != 0 {
+		t.Errorf("objects after every removal = %v, want none", got.Slice())
 	}
 }
 
