@@ -131,8 +131,8 @@ func TestSnapshotSameForAgentCheckAndInspect(t *testing.T) {
 			// check: every Ingress as ours, in the one class it names.
 			want := agent
 			want.IngressClass, want.WatchWithoutClass = "restysync-check", false
-			want.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: want.IngressClass},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
+			want.IngressClasses = model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: want.IngressClass},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
 			want.Ingresses = model.List[*networkingv1.Ingress]{}
 			for ing := range agent.Ingresses.All() {
 				ours := ing.DeepCopy()

@@ -275,7 +275,7 @@ func checkSnapshot(held model.Snapshot, configMap string) (CheckReport, []model.
 	snap := built.Snapshot
 	_, problems := model.Build(snap)
 	refused := renderRefused(snap)
-	ours := slices.Clone(snap.Ingresses.Slice())
+	ours := snap.Ingresses.Slice()
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
 		if p.Kind == "Ingress" {

@@ -55,10 +55,10 @@ func TestLongSecretNamesMakeFilesApplyWrites(t *testing.T) {
 	ing.Spec.IngressClassName = &class
 	m, problems := model.Build(model.Snapshot{
 		Ingresses: model.ListOf(ing),
-		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 		IngressClass: class,
-		Secrets:      secrets,
+		Secrets:      model.ListOf(secrets...),
 	})
 	for _, pr := range problems {
 		if strings.Contains(pr.Reason, long[:20]) {

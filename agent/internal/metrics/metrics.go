@@ -251,10 +251,10 @@ var ObjectKinds = []string{"Ingress", "IngressClass", "Service", "EndpointSlice"
 func CountObjects(snap model.Snapshot) map[string]int {
 	return map[string]int{
 		"Ingress":       snap.Ingresses.Len(),
-		"IngressClass":  len(snap.IngressClasses),
-		"Service":       len(snap.Services),
-		"EndpointSlice": len(snap.EndpointSlices),
-		"Secret":        len(snap.Secrets),
+		"IngressClass":  snap.IngressClasses.Len(),
+		"Service":       snap.Services.Len(),
+		"EndpointSlice": snap.EndpointSlices.Len(),
+		"Secret":        snap.Secrets.Len(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"reflect"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"slices"
 	"strings"
 	"time"
@@ -205,7 +206,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	// (updateRoutes takes them).
 	routesChanged := !x.routes.on && !samePointers(x.last.HTTPRoutes, s.HTTPRoutes)
 	if x.routes.on {
-		x.routes.changes, x.routes.ordered = diffList(x.routes.index, ListOf(x.last.HTTPRoutes...), ListOf(s.HTTPRoutes...), x.routes.ordered)
+		x.routes.changes, x.routes.ordered = diffList(x.routes.index, x.last.HTTPRoutes, s.HTTPRoutes, x.routes.ordered)
 		routesChanged = len(x.routes.changes) > 0
 	}
 	servedOnly := gatewayChanged && !gatewayBaseChanged(x.last, withServedOf(s, x.last))
@@ -217,10 +218,10 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	ingresses = x.diffIngresses(s.Ingresses)
 	services = x.diffServices(s.Services)
 	endpointSlices = x.diffSlices(s.EndpointSlices)
-	secrets, x.ordered.secrets = diffList(x.secrets, ListOf(x.last.Secrets...), ListOf(s.Secrets...), x.ordered.secrets)
-	configMaps, x.ordered.configMaps = diffList(x.configMaps, ListOf(x.last.ConfigMaps...), ListOf(s.ConfigMaps...), x.ordered.configMaps)
-	if x.ingresses != nil && len(x.ingresses) != s.Ingresses.Len() || x.objects.services != nil && len(x.objects.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
-		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
+	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
+	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
+	if x.ingresses != nil && len(x.ingresses) != s.Ingresses.Len() || x.objects.services != nil && len(x.objects.services) != s.Services.Len() || x.slices != nil && len(x.slices) != s.EndpointSlices.Len() ||
+		len(x.secrets) != s.Secrets.Len() || len(x.configMaps) != s.ConfigMaps.Len() {
 		return x.full(s, "two objects of one kind share a name")
 	}
 	// The Services of the changed slices: an old slice's is what the
@@ -357,7 +358,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	}
 	if path.Globals {
 		path.Islands += 1 + len(x.routes.built)
-		path.HTTPRoutes = len(s.HTTPRoutes)
+		path.HTTPRoutes = s.HTTPRoutes.Len()
 	}
 	var present []namespacedName
 	for _, key := range affected {
@@ -385,15 +386,15 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPath) {
 	*x = Incremental{last: s, objects: newObjectIndex(s)}
 	x.secrets, x.configMaps = x.objects.secrets, x.objects.configMaps
-	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), x.objects.services == nil, isOrdered(ListOf(s.EndpointSlices...))
+	x.ordered.ingresses, x.ordered.services, x.ordered.slices = isOrdered(s.Ingresses), x.objects.services == nil, isOrdered(s.EndpointSlices)
 	unique := true // each Ingress's name once (ordered lists are)
 	if !x.ordered.ingresses {
 		x.ingresses, unique = indexNamed(s.Ingresses)
 	}
 	if !x.ordered.slices {
-		x.slices, _ = indexNamed(ListOf(s.EndpointSlices...))
+		x.slices, _ = indexNamed(s.EndpointSlices)
 	}
-	x.ordered.secrets, x.ordered.configMaps = isOrdered(ListOf(s.Secrets...)), isOrdered(ListOf(s.ConfigMaps...))
+	x.ordered.secrets, x.ordered.configMaps = isOrdered(s.Secrets), isOrdered(s.ConfigMaps)
 	path := BuildPath{Reason: reason}
 	if !unique {
 		// Two Ingresses of one name: Build serves both, which islands
@@ -441,16 +442,16 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 // only the diff reads: while the lists are ordered (the file source's)
 // the walk needs none and x.slices is nil (at 50,000 slices it held
 // 3.7 MB); it is made from last when a list is not.
-func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
-	return diffKeptIndex(ListOf(x.last.EndpointSlices...), ListOf(next...), &x.slices, &x.ordered.slices)
+func (x *Incremental) diffSlices(next List[*discoveryv1.EndpointSlice]) []objectChange[*discoveryv1.EndpointSlice] {
+	return diffKeptIndex(x.last.EndpointSlices, next, &x.slices, &x.ordered.slices)
 }
 
 // diffServices is diffList for the Services, whose index by name
 // (objects.services, which the builds read) is nil while the lists are
 // ordered, as diffSlices; objects.serviceList is set to next's with
 // last.
-func (x *Incremental) diffServices(next []*corev1.Service) []objectChange[*corev1.Service] {
-	return diffKeptIndex(ListOf(x.last.Services...), ListOf(next...), &x.objects.services, &x.ordered.services)
+func (x *Incremental) diffServices(next List[*corev1.Service]) []objectChange[*corev1.Service] {
+	return diffKeptIndex(x.last.Services, next, &x.objects.services, &x.ordered.services)
 }
 
 // diffIngresses is diffList for the Ingresses, whose index by name
@@ -606,7 +607,7 @@ func (x *Incremental) buildGlobals() string {
 	s := x.last
 	s.Ingresses = List[*networkingv1.Ingress]{}
 	if x.routes.on {
-		s.HTTPRoutes = nil
+		s.HTTPRoutes = List[*gatewayv1.HTTPRoute]{}
 	}
 	var m Model
 	var problems []Problem
@@ -835,7 +836,7 @@ func withServedOf(s, other Snapshot) Snapshot {
 // a Gateway and its listeners cost little without their routes.
 func (x *Incremental) sameGlobals() bool {
 	s := x.last
-	s.Ingresses, s.HTTPRoutes = List[*networkingv1.Ingress]{}, nil
+	s.Ingresses, s.HTTPRoutes = List[*networkingv1.Ingress]{}, List[*gatewayv1.HTTPRoute]{}
 	m, problems := newBuilderOf(s, x.objects).build(newIngressProcessor(s), newGatewayProcessor(s))
 	return reflect.DeepEqual(m, x.globalsModel) && slices.Equal(problems, x.globals.held.problems)
 }
@@ -843,8 +844,8 @@ func (x *Incremental) sameGlobals() bool {
 // withoutGatewayAPI is s without its Gateway API part.
 func withoutGatewayAPI(s Snapshot) Snapshot {
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
-		nil, nil, nil, nil, nil, nil, nil, nil
-	s.BackendTLSPolicies = nil
+		List[*gatewayv1.GatewayClass]{}, List[*gatewayv1.Gateway]{}, List[*gatewayv1.HTTPRoute]{}, List[*gatewayv1.GRPCRoute]{}, List[*gatewayv1.TLSRoute]{}, List[*gatewayv1.ReferenceGrant]{}, List[*gatewayv1.ListenerSet]{}, List[*corev1.Namespace]{}
+	s.BackendTLSPolicies = List[*gatewayv1.BackendTLSPolicy]{}
 	s.GatewayController, s.GatewayAddresses, s.GatewayAddressesServed, s.GatewayKindsNotServed = "", nil, nil, nil
 	return s
 }
@@ -860,26 +861,28 @@ func gatewaySettingsOf(s Snapshot) Snapshot {
 func settingsOf(s Snapshot) Snapshot {
 	s = withoutGatewayAPI(s)
 	s.Ingresses = List[*networkingv1.Ingress]{}
-	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil
+	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = List[*networkingv1.IngressClass]{}, List[*corev1.Service]{}, List[*discoveryv1.EndpointSlice]{}, List[*corev1.Secret]{}, List[*corev1.ConfigMap]{}
 	s.SliceServices = nil // answers for the slices, compared by themselves
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s
 }
 
-// samePointers says whether a and b hold the same objects, in any order.
-func samePointers[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
+// samePointers says whether a and b hold the same objects, in any order:
+// at once when they are the same list (a source hands a list it did not
+// change again).
+func samePointers[T comparable](a, b List[T]) bool {
+	if a.Len() != b.Len() {
 		return false
 	}
-	if slices.Equal(a, b) {
+	if a.Len() == 0 || a.Same(b) {
 		return true
 	}
-	count := make(map[T]int, len(a))
-	for _, v := range a {
+	count := make(map[T]int, a.Len())
+	for v := range a.All() {
 		count[v]++
 	}
-	for _, v := range b {
+	for v := range b.All() {
 		if count[v] == 0 {
 			return false
 		}

@@ -79,20 +79,25 @@ type heldAttached struct {
 
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
-		links:    newLinks(len(s.HTTPRoutes)),
+		links:    newLinks(s.HTTPRoutes.Len()),
 		hosts:    sortedList[*Route]{key: func(route *Route) string { return route.Host }, keepSpare: true},
 		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
-	if len(s.GRPCRoutes) > 0 || len(s.TLSRoutes) > 0 || len(s.ListenerSets) > 0 || len(s.BackendTLSPolicies) > 0 {
+	if s.GRPCRoutes.Len() > 0 || s.TLSRoutes.Len() > 0 || s.ListenerSets.Len() > 0 || s.BackendTLSPolicies.Len() > 0 {
 		return r
 	}
-	index, unique := indexNamed(ListOf(s.HTTPRoutes...))
-	if !unique || slices.ContainsFunc(s.HTTPRoutes, withoutHostnames) {
+	index, unique := indexNamed(s.HTTPRoutes)
+	if !unique {
 		return r
 	}
-	r.on, r.index, r.ordered = true, index, isOrdered(ListOf(s.HTTPRoutes...))
+	for route := range s.HTTPRoutes.All() {
+		if withoutHostnames(route) {
+			return r
+		}
+	}
+	r.on, r.index, r.ordered = true, index, isOrdered(s.HTTPRoutes)
 	for key, route := range index {
 		for _, name := range routeNames(route) {
 			r.link(name, key)
@@ -179,10 +184,11 @@ func (r *routeIslands) setBase(m *Model) string {
 func (x *Incremental) buildRouteIsland(keys []namespacedName) string {
 	s := x.last
 	s.Ingresses = List[*networkingv1.Ingress]{}
-	s.HTTPRoutes = make([]*gatewayv1.HTTPRoute, len(keys))
+	routes := make([]*gatewayv1.HTTPRoute, len(keys))
 	for i, k := range keys {
-		s.HTTPRoutes[i] = x.routes.index[k]
+		routes[i] = x.routes.index[k]
 	}
+	s.HTTPRoutes = ListOf(routes...)
 	is, m, problems := x.buildPart(s, keys, true)
 	is.routeIsland = true
 	for _, k := range keys {
@@ -346,12 +352,12 @@ func cmpInts(a1, b1, a2, b2 int) int {
 // and the status but its addresses. So the status the agent writes on a
 // Gateway (attachedRoutes, after a new route) does not build the Gateway
 // part and every route island again.
-func sameGateways(a, b []*gatewayv1.Gateway) bool {
+func sameGateways(a, b List[*gatewayv1.Gateway]) bool {
 	if samePointers(a, b) {
 		return true
 	}
-	before, unique := indexNamed(ListOf(a...))
-	if _, uniqueNow := indexNamed(ListOf(b...)); len(a) != len(b) || !unique || !uniqueNow {
+	before, unique := indexNamed(a)
+	if _, uniqueNow := indexNamed(b); a.Len() != b.Len() || !unique || !uniqueNow {
 		return false
 	}
 	read := func(gw *gatewayv1.Gateway) gatewayv1.Gateway {
@@ -360,7 +366,7 @@ func sameGateways(a, b []*gatewayv1.Gateway) bool {
 		c.Status = gatewayv1.GatewayStatus{Addresses: gw.Status.Addresses}
 		return c
 	}
-	for _, gw := range b {
+	for gw := range b.All() {
 		old := before[namespacedName{gw.Namespace, gw.Name}]
 		if old == nil || old != gw && !reflect.DeepEqual(read(old), read(gw)) {
 			return false
@@ -381,7 +387,7 @@ func (x *Incremental) updateRoutes(seeds []namespacedName) (globals bool, err st
 		x.drop(x.globals)
 		return true, x.buildGlobals()
 	}
-	if len(r.index) != len(x.last.HTTPRoutes) {
+	if len(r.index) != x.last.HTTPRoutes.Len() {
 		return whole()
 	}
 	old := make(map[namespacedName]*gatewayv1.HTTPRoute, len(changes))

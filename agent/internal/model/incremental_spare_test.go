@@ -28,7 +28,7 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 		return newRoute("default", fmt.Sprintf("r%d", i), toGW(), []string{host}, routeRule(nil, backendTo("", fmt.Sprintf("app-%d", i%30), 80)))
 	}
 	for i := range 20 {
-		s.HTTPRoutes = append(s.HTTPRoutes, route(i, fmt.Sprintf("r%d.example.com", i)))
+		s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route(i, fmt.Sprintf("r%d.example.com", i)))...)
 	}
 	inc := NewIncremental()
 	checkIncremental(t, inc, s, "first")
@@ -65,16 +65,16 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 			}
 		case 2: // a route comes, or changes host
 			r := route(100+i, fmt.Sprintf("g%d-%d.example.com", i, rng.IntN(3)))
-			s.HTTPRoutes = slices.Clone(s.HTTPRoutes)
-			if at := slices.IndexFunc(s.HTTPRoutes, func(o *gatewayv1.HTTPRoute) bool { return o.Name == r.Name }); at >= 0 {
-				s.HTTPRoutes[at] = r
+			s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()...)
+			if at := slices.IndexFunc(s.HTTPRoutes.Slice(), func(o *gatewayv1.HTTPRoute) bool { return o.Name == r.Name }); at >= 0 {
+				s.HTTPRoutes = withAt(s.HTTPRoutes, at, r)
 			} else {
-				s.HTTPRoutes = append(s.HTTPRoutes, r)
+				s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), r)...)
 			}
 		case 3: // a route goes
-			if len(s.HTTPRoutes) > 1 {
-				at := rng.IntN(len(s.HTTPRoutes))
-				s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), at, at+1)
+			if s.HTTPRoutes.Len() > 1 {
+				at := rng.IntN(s.HTTPRoutes.Len())
+				s.HTTPRoutes = ListOf(slices.Delete(s.HTTPRoutes.Slice(), at, at+1)...)
 			}
 		}
 		got, gotProblems, _ := inc.Build(s)

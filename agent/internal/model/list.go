@@ -126,7 +126,8 @@ type ListEdit[K, T any] struct {
 // Edited returns l with edits made; l is not changed, and the result
 // shares every chunk of l no edit falls in. l is sorted as cmp orders an
 // item against a key, and edits are sorted by key, one per key (the
-// caller sorts them). Removing a key l does not hold changes nothing.
+// caller sorts them). Removing a key l does not hold changes nothing. An
+// empty result is the zero List, as ListOf() is.
 func Edited[K, T any](l List[T], edits []ListEdit[K, T], cmp func(T, K) int) List[T] {
 	if len(edits) == 0 {
 		return l
@@ -149,6 +150,9 @@ func Edited[K, T any](l List[T], edits []ListEdit[K, T], cmp func(T, K) int) Lis
 	}
 	if len(l.chunks) == 0 {
 		out.chunks = appendListChunk(out.chunks, mergeEdits(nil, edits, cmp))
+	}
+	if len(out.chunks) == 0 {
+		return List[T]{}
 	}
 	out.ends = ends(out.chunks)
 	return out

@@ -32,3 +32,13 @@ func TestListJSON(t *testing.T) {
 		}
 	}
 }
+
+// A list whose every item an edit removes is the zero List, as ListOf()
+// is: views and snapshots built whole and patched compare equal.
+func TestListEditedToEmptyIsZero(t *testing.T) {
+	byKey := func(v, key int) int { return v - key }
+	got := Edited(ListOf(1, 2), []ListEdit[int, int]{{Key: 1, Remove: true}, {Key: 2, Remove: true}}, byKey)
+	if !reflect.DeepEqual(got, List[int]{}) || !reflect.DeepEqual(got, ListOf[int]()) {
+		t.Fatalf("a list edited to empty is %#v, want the zero List", got)
+	}
+}

@@ -197,8 +197,8 @@ func FuzzProxyAnnotations(f *testing.F) {
 		}
 		m, _ := model.Build(model.Snapshot{
 			Ingresses: model.ListOf(ing),
-			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+			IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 			IngressClass: class,
 		})
 		if _, err := Render(m, goldenSettings); err != nil {

@@ -516,14 +516,14 @@ func randomCertificate(names ...string) pemPair {
 // they merge and conflict, with a few canaries among them.
 func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 	s := model.Snapshot{
-		IngressClasses: w.classes,
-		Services:       w.services,
-		EndpointSlices: w.slices,
-		Secrets:        w.secrets,
+		IngressClasses: model.ListOf(w.classes...),
+		Services:       model.ListOf(w.services...),
+		EndpointSlices: model.ListOf(w.slices...),
+		Secrets:        model.ListOf(w.secrets...),
 		IngressClass:   "restysync",
 		SSLPassthrough: true,
 		ReservedPorts:  []int32{18080, 18443},
-		ConfigMaps:     w.configMaps,
+		ConfigMaps:     model.ListOf(w.configMaps...),
 		TCPServices:    randomServicesConfigMap(rng, "tcp-services"),
 		UDPServices:    randomServicesConfigMap(rng, "udp-services"),
 	}

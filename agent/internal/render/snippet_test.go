@@ -220,8 +220,8 @@ func FuzzSnippetAnnotations(f *testing.F) {
 		}
 		m, _ := model.Build(model.Snapshot{
 			Ingresses: model.ListOf(ing),
-			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+			IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 			IngressClass:   class,
 			GlobalSnippets: model.GlobalSnippets{Location: config},
 		})

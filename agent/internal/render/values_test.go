@@ -21,8 +21,8 @@ import (
 // nginx -t takes the config.
 func TestUnrenderableValuesNeverReachRender(t *testing.T) {
 	world := newRandomWorld()
-	snap := model.Snapshot{IngressClasses: world.classes, IngressClass: "restysync", Services: world.services,
-		EndpointSlices: world.slices, Secrets: world.secrets, ConfigMaps: world.configMaps}
+	snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(world.services...),
+		EndpointSlices: model.ListOf(world.slices...), Secrets: model.ListOf(world.secrets...), ConfigMaps: model.ListOf(world.configMaps...)}
 	class := "restysync"
 	pathType := networkingv1.PathTypePrefix
 	keys := slices.Sorted(func(yield func(string) bool) {

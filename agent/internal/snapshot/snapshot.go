@@ -133,7 +133,7 @@ var e2eBuilt func(model.Snapshot)
 // everyIngressOurs returns copies of ingresses that name class, and class
 // as the only IngressClass, of our controller. The copies lose the legacy
 // class annotation, which would otherwise name a second class.
-func everyIngressOurs(ingresses model.List[*networkingv1.Ingress], class string) (model.List[*networkingv1.Ingress], []*networkingv1.IngressClass) {
+func everyIngressOurs(ingresses model.List[*networkingv1.Ingress], class string) (model.List[*networkingv1.Ingress], model.List[*networkingv1.IngressClass]) {
 	ours := make([]*networkingv1.Ingress, 0, ingresses.Len())
 	for ing := range ingresses.All() {
 		copied := ing.DeepCopy()
@@ -141,8 +141,8 @@ func everyIngressOurs(ingresses model.List[*networkingv1.Ingress], class string)
 		delete(copied.Annotations, "kubernetes.io/ingress.class")
 		ours = append(ours, copied)
 	}
-	classes := []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
+	classes := model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
 	return model.ListOf(ours...), classes
 }
 

@@ -8,15 +8,16 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// Sorted lists: both sources hand out each kind's objects as one list
-// sorted by namespace and name, each name once, and never change a list
-// once a Snapshot handed it out. A change makes the next list from the
-// one before (Patched), so a Snapshot after one change costs a copy of
-// that kind's list (8 bytes an object) and not a listing of every cache;
-// the lists of the kinds that did not change are the very ones handed out
-// before. model.Incremental diffs two sorted lists by walking them side
-// by side (a pointer comparison per object) instead of a map lookup per
-// object.
+// Sorted lists: both sources hand out each kind's objects as one
+// model.List sorted by namespace and name, each name once, and never
+// change a list once a Snapshot handed it out. A change makes the next
+// list from the one before (Patched), sharing every chunk of it no edit
+// falls in, so a Snapshot after one change costs a chunk and the list of
+// chunks of that kind (some 10 KB at 50,000 objects, where a copy of the
+// list was 400 KB) and not a listing of every cache; the lists of the
+// kinds that did not change are the very ones handed out before.
+// model.Incremental diffs two such lists by walking them side by side,
+// skipping the chunks both share (model.CompareLists).
 
 // Named is an object of a sorted list.
 type Named interface {
@@ -90,47 +91,4 @@ func FindNamedIn[T Named](list model.List[T], namespace, name string) (T, bool) 
 func SortedList[T Named](objects []T) model.List[T] {
 	SortNamed(objects)
 	return model.ListOf(objects...)
-}
-
-// PatchedIn is Patched making the new list in room, an empty slice, when
-// its capacity holds list and the objects edits add (a spare whose memory
-// is in place already; the file source keeps one per kind that changes),
-// else in a new array. room must not be in use: the list returned is.
-func PatchedIn[T interface {
-	comparable
-	Named
-}](room, list []T, edits []Edit[T]) ([]T, bool) {
-	if len(edits) == 0 {
-		return list, true
-	}
-	slices.SortFunc(edits, func(a, b Edit[T]) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
-	for i := 1; i < len(edits); i++ {
-		if edits[i].Namespace == edits[i-1].Namespace && edits[i].Name == edits[i-1].Name {
-			return nil, false
-		}
-	}
-	var zero T
-	out := room[:0]
-	if cap(room) < len(list)+len(edits) {
-		out = make([]T, 0, len(list)+len(edits))
-	}
-	rest := list
-	for _, e := range edits {
-		at, found := FindNamed(rest, e.Namespace, e.Name)
-		out = append(out, rest[:at]...)
-		if found {
-			at++
-		}
-		rest = rest[at:]
-		if e.Obj != zero {
-			out = append(out, e.Obj)
-		}
-	}
-	out = append(out, rest...)
-	if len(out) == 0 {
-		return nil, true
-	}
-	return slices.Clip(out), true
 }

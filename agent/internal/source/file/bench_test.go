@@ -25,9 +25,9 @@ func BenchmarkReadFolder(b *testing.B) {
 		s.readAll()
 		s.publish()
 		snap, problems := s.Snapshot()
-		if snap.Ingresses.Len() != apps || len(snap.Services) != apps || len(snap.EndpointSlices) != apps || len(problems) != 0 {
+		if snap.Ingresses.Len() != apps || snap.Services.Len() != apps || snap.EndpointSlices.Len() != apps || len(problems) != 0 {
 			b.Fatalf("read %d Ingresses, %d Services, %d EndpointSlices, problems %v",
-				snap.Ingresses.Len(), len(snap.Services), len(snap.EndpointSlices), problems)
+				snap.Ingresses.Len(), snap.Services.Len(), snap.EndpointSlices.Len(), problems)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,17 +124,17 @@ func addBackends(snap *model.Snapshot) {
 		seen[namespace+"/"+name] = true
 		port := corev1.ServicePort{Name: cmp.Or(portName, "http"), Port: cmp.Or(portNumber, 80),
 			TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}
-		snap.Services = append(snap.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}})
+		snap.Services = model.ListOf(append(snap.Services.Slice(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}})...)
 		ready, notReady := true, false
-		snap.EndpointSlices = append(snap.EndpointSlices, &discoveryv1.EndpointSlice{
+		snap.EndpointSlices = model.ListOf(append(snap.EndpointSlices.Slice(), &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: namespace, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: &port.Name, Port: ptr.To[int32](8080), Protocol: &port.Protocol}},
 			Endpoints: []discoveryv1.Endpoint{
 				{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
 				{Addresses: []string{"10.1.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
-			}})
+			}})...)
 	}
 	for ing := range snap.Ingresses.All() {
 		if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
@@ -152,8 +151,8 @@ func addBackends(snap *model.Snapshot) {
 			}
 		}
 	}
-	source.SortNamed(snap.Services)
-	source.SortNamed(snap.EndpointSlices)
+	source.SortNamed(snap.Services.Slice())
+	source.SortNamed(snap.EndpointSlices.Slice())
 }
 
 // addUnread gives obj what restysync never reads: managedFields, kubectl's
@@ -184,20 +183,20 @@ func addUnread(t *testing.T, obj runtime.Object) {
 // mapObjects returns snap with f applied to each of its objects.
 func mapObjects(snap model.Snapshot, f func(runtime.Object) runtime.Object) model.Snapshot {
 	mapList(&snap.Ingresses, f)
-	mapSlice(&snap.IngressClasses, f)
-	mapSlice(&snap.Services, f)
-	mapSlice(&snap.EndpointSlices, f)
-	mapSlice(&snap.Secrets, f)
-	mapSlice(&snap.ConfigMaps, f)
-	mapSlice(&snap.GatewayClasses, f)
-	mapSlice(&snap.Gateways, f)
-	mapSlice(&snap.HTTPRoutes, f)
-	mapSlice(&snap.GRPCRoutes, f)
-	mapSlice(&snap.TLSRoutes, f)
-	mapSlice(&snap.ReferenceGrants, f)
-	mapSlice(&snap.ListenerSets, f)
-	mapSlice(&snap.BackendTLSPolicies, f)
-	mapSlice(&snap.Namespaces, f)
+	mapList(&snap.IngressClasses, f)
+	mapList(&snap.Services, f)
+	mapList(&snap.EndpointSlices, f)
+	mapList(&snap.Secrets, f)
+	mapList(&snap.ConfigMaps, f)
+	mapList(&snap.GatewayClasses, f)
+	mapList(&snap.Gateways, f)
+	mapList(&snap.HTTPRoutes, f)
+	mapList(&snap.GRPCRoutes, f)
+	mapList(&snap.TLSRoutes, f)
+	mapList(&snap.ReferenceGrants, f)
+	mapList(&snap.ListenerSets, f)
+	mapList(&snap.BackendTLSPolicies, f)
+	mapList(&snap.Namespaces, f)
 	return snap
 }
 
@@ -208,13 +207,4 @@ func mapList[T runtime.Object](list *model.List[T], f func(runtime.Object) runti
 		items[i] = f(o).(T)
 	}
 	*list = model.ListOf(items...)
-}
-
-// mapSlice sets *list to a new slice of f of each of its objects.
-func mapSlice[T runtime.Object](list *[]T, f func(runtime.Object) runtime.Object) {
-	items := slices.Clone(*list)
-	for i, o := range items {
-		items[i] = f(o).(T)
-	}
-	*list = items
 }

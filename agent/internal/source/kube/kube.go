@@ -149,22 +149,21 @@ type Source struct {
 type mergedSecrets struct {
 	mu           sync.Mutex
 	tls, secrets model.List[*corev1.Secret]
-	named, flat  []*corev1.Secret
+	named        []*corev1.Secret
 }
 
 // with returns withNamedSecrets(tls, named), the same list as the last
 // call when tls is the same list and named the same Secrets. It sorts
 // named.
-func (m *mergedSecrets) with(tls model.List[*corev1.Secret], named []*corev1.Secret) []*corev1.Secret {
+func (m *mergedSecrets) with(tls model.List[*corev1.Secret], named []*corev1.Secret) model.List[*corev1.Secret] {
 	source.SortNamed(named)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if (tls.Same(m.tls) || tls.Len()+m.tls.Len() == 0) && slices.Equal(named, m.named) {
-		return m.flat
+		return m.secrets
 	}
 	m.tls, m.named, m.secrets = tls, named, withNamedSecrets(tls, named)
-	m.flat = m.secrets.Slice()
-	return m.flat
+	return m.secrets
 }
 
 // ingressRefs are what an Ingress names by annotation (model.SecretRefs,
@@ -429,9 +428,9 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	var snap model.Snapshot
 	s.viewMu.Lock()
 	snap.Ingresses = s.ingressView.objects()
-	snap.IngressClasses = s.classView.objectSlice()
-	snap.Services = s.serviceView.objectSlice()
-	snap.EndpointSlices = s.sliceView.objectSlice()
+	snap.IngressClasses = s.classView.objects()
+	snap.Services = s.serviceView.objects()
+	snap.EndpointSlices = s.sliceView.objects()
 	tls := s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
@@ -443,7 +442,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	s.authSecrets.reconcile(secretRefs)
 	snap.Secrets = s.secretsWithNamed.with(tls, s.authSecrets.secrets())
 	s.authConfigMaps.reconcile(configMapRefs)
-	snap.ConfigMaps = s.authConfigMaps.configMaps()
+	snap.ConfigMaps = source.SortedList(s.authConfigMaps.configMaps())
 	snap.ConfigMap = s.configMap.get()
 	snap.TCPServices, snap.UDPServices = s.tcpServices.get(), s.udpServices.get()
 	return snap, problems
@@ -577,7 +576,7 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
 	secrets = add(secrets, seenSecrets, gatewaySecrets)
 	configMaps = add(configMaps, seenConfigMaps, gatewayConfigMaps)
-	for _, policy := range snap.BackendTLSPolicies {
+	for policy := range snap.BackendTLSPolicies.All() {
 		configMaps = add(configMaps, seenConfigMaps, model.BackendTLSConfigMapRefs(policy))
 	}
 	return secrets, configMaps

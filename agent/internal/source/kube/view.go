@@ -47,22 +47,6 @@ type sortedView[T interface {
 	// pending are the changes since list was made, by name: an object
 	// put, or zero when removed.
 	pending map[types.NamespacedName]T
-	// flat is flatOf as a slice, for the kinds model.Snapshot does not
-	// hold as a model.List yet (objectSlice).
-	flat   []T
-	flatOf model.List[T]
-}
-
-// objectSlice is objects as a slice: the same slice while the list is
-// the same.
-func (v *sortedView[T]) objectSlice() []T {
-	list := v.objects()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !list.Same(v.flatOf) {
-		v.flat, v.flatOf = list.Slice(), list
-	}
-	return v.flat
 }
 
 // viewUpdater is the handler's side of a sortedView of any type.
