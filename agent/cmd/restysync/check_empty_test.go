@@ -3,9 +3,10 @@ package main
 import (
 	"testing"
 
-	"github.com/restysync/restysync/agent/internal/model"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // An empty value of a supported annotation is ignored, by Build and by

@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 	"maps"
 	"reflect"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Incremental builds the model of each snapshot from the one before, at

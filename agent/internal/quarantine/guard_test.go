@@ -2,13 +2,14 @@ package quarantine
 
 import (
 	"fmt"
-	"github.com/restysync/restysync/agent/internal/model"
 	"maps"
 	"slices"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 func testIngress(name, path string) *networkingv1.Ingress {

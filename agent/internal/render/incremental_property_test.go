@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/source"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // TestIncrementalEqualsBuild is the property of model.Incremental: over

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // withProxy gives l the proxy settings p.

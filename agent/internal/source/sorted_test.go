@@ -2,13 +2,14 @@ package source
 
 import (
 	"fmt"
-	"github.com/restysync/restysync/agent/internal/model"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // Patched against a map of the same objects, over random batches of

@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"fmt"
-	networkingv1 "k8s.io/api/networking/v1"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -11,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
-	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // The first endpoint change after a model build costs what it changes: the
