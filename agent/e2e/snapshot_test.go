@@ -119,7 +119,7 @@ func TestSnapshotSameForAgentCheckAndInspect(t *testing.T) {
 				"--load-module", render.DebianModSecurityModule)...)
 			inspect := cliSnapshot(t, append(append([]string{"inspect", "-o", "json", "--enable-ssl-passthrough"}, source...), classArgs...)...)
 			check := cliSnapshot(t, append([]string{"check", "-o", "json"}, source...)...)
-			if len(agent.Ingresses) == 0 {
+			if agent.Ingresses.Len() == 0 {
 				t.Fatal("the world holds no Ingress")
 			}
 
@@ -131,14 +131,14 @@ func TestSnapshotSameForAgentCheckAndInspect(t *testing.T) {
 			// check: every Ingress as ours, in the one class it names.
 			want := agent
 			want.IngressClass, want.WatchWithoutClass = "restysync-check", false
-			want.IngressClasses = []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: want.IngressClass},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
-			want.Ingresses = nil
-			for _, ing := range agent.Ingresses {
+			want.IngressClasses = model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: want.IngressClass},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
+			want.Ingresses = model.List[*networkingv1.Ingress]{}
+			for ing := range agent.Ingresses.All() {
 				ours := ing.DeepCopy()
 				ours.Spec.IngressClassName = &want.IngressClass
 				delete(ours.Annotations, "kubernetes.io/ingress.class") // else a second class
-				want.Ingresses = append(want.Ingresses, ours)
+				want.Ingresses = model.ListOf(append(want.Ingresses.Slice(), ours)...)
 			}
 			sameSnapshot(t, "check", want, check)
 		})

@@ -275,7 +275,7 @@ func checkSnapshot(held model.Snapshot, configMap string) (CheckReport, []model.
 	snap := built.Snapshot
 	_, problems := model.Build(snap)
 	refused := renderRefused(snap)
-	ours := slices.Clone(snap.Ingresses)
+	ours := snap.Ingresses.Slice()
 	byIngress := map[string][]model.Problem{} // by "namespace/name"
 	for _, p := range problems {
 		if p.Kind == "Ingress" {
@@ -351,7 +351,7 @@ func renderRefused(snap model.Snapshot) map[string]error {
 	refused, err := syncer.RenderFailures(snap, checkRender, nil)
 	if err != nil {
 		refused = map[string]error{}
-		for _, ing := range snap.Ingresses {
+		for ing := range snap.Ingresses.All() {
 			refused[ing.Namespace+"/"+ing.Name] = err
 		}
 	}

@@ -3,9 +3,10 @@ package main
 import (
 	"testing"
 
-	"github.com/restysync/restysync/agent/internal/model"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // An empty value of a supported annotation is ignored, by Build and by
@@ -23,7 +24,7 @@ func TestCheckEmptyAnnotationValue(t *testing.T) {
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "deck", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
 		}}}},
 	}
-	report, _ := checkSnapshot(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}}, "")
+	report, _ := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing)}, "")
 	got := map[string]CheckedAnnotation{}
 	for _, a := range report.Ingresses[0].Annotations {
 		got[a.Key] = a

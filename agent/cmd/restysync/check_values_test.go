@@ -42,7 +42,7 @@ func TestCheckRefusesUnrenderableAndNginxRefusedValues(t *testing.T) {
 						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
 				}}}},
 			}
-			report, _ := checkSnapshot(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}}, "")
+			report, _ := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing)}, "")
 			var got CheckedAnnotation
 			for _, a := range report.Ingresses[0].Annotations {
 				if a.Key == key {
@@ -111,8 +111,8 @@ func TestCheckObjects(t *testing.T) {
 		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1", "169.254.169.254", "not-an-ip"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 	}
-	_, built := checkSnapshot(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}, Services: []*corev1.Service{svc},
-		EndpointSlices: []*discoveryv1.EndpointSlice{slice}}, "")
+	_, built := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing), Services: model.ListOf(svc),
+		EndpointSlices: model.ListOf(slice)}, "")
 	got := checkObjects(read, built)
 	want := []CheckedObject{
 		{Object: "File /m/b.yaml#1", Status: "invalid", Reason: "yaml: invalid Unicode character; document left out"},

@@ -54,11 +54,11 @@ func TestLongSecretNamesMakeFilesApplyWrites(t *testing.T) {
 	class := "restysync"
 	ing.Spec.IngressClassName = &class
 	m, problems := model.Build(model.Snapshot{
-		Ingresses: []*networkingv1.Ingress{ing},
-		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+		Ingresses: model.ListOf(ing),
+		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 		IngressClass: class,
-		Secrets:      secrets,
+		Secrets:      model.ListOf(secrets...),
 	})
 	for _, pr := range problems {
 		if strings.Contains(pr.Reason, long[:20]) {

@@ -107,7 +107,7 @@ func TestValuesNginxAccepts(t *testing.T) {
 				if k.Status != StatusSupported {
 					t.Fatalf("status %q: %s", k.Status, k.Reason)
 				}
-				m, _ := model.Build(model.Snapshot{Ingresses: []*networkingv1.Ingress{ing}, WatchWithoutClass: true,
+				m, _ := model.Build(model.Snapshot{Ingresses: model.ListOf(ing), WatchWithoutClass: true,
 					GlobalSnippets: r.GlobalSnippets, GlobalAuth: r.GlobalAuth, GlobalAuthDenied: r.GlobalAuthDenied})
 				cfg, err := render.Render(m, r.Render)
 				if err != nil {

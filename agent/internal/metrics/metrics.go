@@ -250,11 +250,11 @@ var ObjectKinds = []string{"Ingress", "IngressClass", "Service", "EndpointSlice"
 // CountObjects counts the objects of a source's snapshot by kind.
 func CountObjects(snap model.Snapshot) map[string]int {
 	return map[string]int{
-		"Ingress":       len(snap.Ingresses),
-		"IngressClass":  len(snap.IngressClasses),
-		"Service":       len(snap.Services),
-		"EndpointSlice": len(snap.EndpointSlices),
-		"Secret":        len(snap.Secrets),
+		"Ingress":       snap.Ingresses.Len(),
+		"IngressClass":  snap.IngressClasses.Len(),
+		"Service":       snap.Services.Len(),
+		"EndpointSlice": snap.EndpointSlices.Len(),
+		"Secret":        snap.Secrets.Len(),
 	}
 }
 

@@ -154,8 +154,8 @@ func TestStateSeries(t *testing.T) {
 
 func TestCountObjects(t *testing.T) {
 	got := CountObjects(model.Snapshot{
-		Ingresses: make([]*networkingv1.Ingress, 2),
-		Services:  make([]*corev1.Service, 3),
+		Ingresses: model.ListOf(make([]*networkingv1.Ingress, 2)...),
+		Services:  model.ListOf(make([]*corev1.Service, 3)...),
 	})
 	if got["Ingress"] != 2 || got["Service"] != 3 || got["Secret"] != 0 || len(got) != len(ObjectKinds) {
 		t.Errorf("CountObjects = %v", got)

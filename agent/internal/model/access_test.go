@@ -21,9 +21,9 @@ func accessOf(t *testing.T, prefix string, annotations map[string]string, extra 
 	for _, e := range extra {
 		switch o := e.(type) {
 		case *corev1.Secret:
-			s.Secrets = append(s.Secrets, o)
+			s.Secrets = ListOf(append(s.Secrets.Slice(), o)...)
 		case *corev1.Service:
-			s.Services = append(s.Services, o)
+			s.Services = ListOf(append(s.Services.Slice(), o)...)
 		}
 	}
 	m, problems := Build(s)

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/restysync/restysync/agent/internal/snippet"
 )
 
@@ -379,7 +377,7 @@ func buildWith(key, value string, with map[string]string) []Problem {
 		opts = append(opts, annotation(annotationPrefixes[1]+k, v))
 	}
 	s := snapshotOf(newIngress("default", "checked", opts...))
-	s.Secrets = []*corev1.Secret{authSecret("users", map[string]string{"auth": "alice:{PLAIN}secret\n"})}
+	s.Secrets = ListOf(authSecret("users", map[string]string{"auth": "alice:{PLAIN}secret\n"}))
 	_, problems := Build(s)
 	return problems
 }

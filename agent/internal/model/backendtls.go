@@ -91,7 +91,7 @@ type backendTLSTarget struct {
 // its targets (the older policy of two on one target wins), its CAs and
 // its hostname.
 func (p *gatewayProcessor) processBackendTLSPolicies() {
-	policies := slices.Clone(p.source.BackendTLSPolicies)
+	policies := p.source.BackendTLSPolicies.Slice()
 	slices.SortFunc(policies, compareObjects[*gatewayv1.BackendTLSPolicy])
 	p.tlsTargets = make(map[backendTLSTarget][]*backendTLSPolicy)
 	for _, policy := range policies {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -14,21 +15,25 @@ import (
 // Service and one EndpointSlice of 10 endpoints.
 func benchSnapshot(n int) Snapshot {
 	s := Snapshot{
-		IngressClasses: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)},
+		IngressClasses: ListOf(ingressClass(testClass, ControllerName, false)),
 		IngressClass:   testClass,
 	}
+	var ingresses []*networkingv1.Ingress
+	var services []*corev1.Service
+	var endpointSlices []*discoveryv1.EndpointSlice
 	for i := range n {
 		name := fmt.Sprintf("app-%d", i)
-		s.Ingresses = append(s.Ingresses, newIngress("default", name, createdAt(i%60),
+		ingresses = append(ingresses, newIngress("default", name, createdAt(i%60),
 			rule(name+".example.com", prefix("/", name, 80))))
-		s.Services = append(s.Services, service("default", name, servicePort("http", 80)))
+		services = append(services, service("default", name, servicePort("http", 80)))
 		endpoints := make([]discoveryv1.Endpoint, 10)
 		for j := range endpoints {
 			endpoints[j] = ready(fmt.Sprintf("10.%d.%d.%d", i/256%256, i%256, j+1))
 		}
-		s.EndpointSlices = append(s.EndpointSlices, endpointSlice("default", name+"-abc", name,
+		endpointSlices = append(endpointSlices, endpointSlice("default", name+"-abc", name,
 			discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), endpoints...))
 	}
+	s.Ingresses, s.Services, s.EndpointSlices = ListOf(ingresses...), ListOf(services...), ListOf(endpointSlices...)
 	return s
 }
 
@@ -52,7 +57,7 @@ func BenchmarkBuild(b *testing.B) {
 // rewrite, CORS), so that the cost of reading annotations shows.
 func BenchmarkBuildAnnotated(b *testing.B) {
 	s := benchSnapshot(1000)
-	for _, ing := range s.Ingresses {
+	for ing := range s.Ingresses.All() {
 		ing.Annotations = map[string]string{
 			"nginx.ingress.kubernetes.io/proxy-body-size":    "8m",
 			"nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
@@ -64,7 +69,7 @@ func BenchmarkBuildAnnotated(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m, problems := Build(s)
-		if m.Servers.Len() != len(s.Ingresses) || len(problems) != 0 {
+		if m.Servers.Len() != s.Ingresses.Len() || len(problems) != 0 {
 			b.Fatalf("got %d servers, problems %v", m.Servers.Len(), problems)
 		}
 	}
@@ -94,14 +99,15 @@ func benchGatewaySnapshot(n int) Snapshot {
 	ingresses := benchSnapshot(n)
 	s := gwSnapshot(gw80())
 	s.Services, s.EndpointSlices = ingresses.Services, ingresses.EndpointSlices
+	routes := make([]*gatewayv1.HTTPRoute, 0, n)
 	for i := range n {
-		s.HTTPRoutes = append(s.HTTPRoutes, benchRoute(fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d", i)))
+		routes = append(routes, benchRoute(fmt.Sprintf("app-%d", i), fmt.Sprintf("app-%d", i)))
 	}
 	// Sorted by namespace and name, as the file source hands them out
 	// (B11-route's source).
-	s.Services = slices.SortedFunc(slices.Values(s.Services), compareNamed)
-	s.EndpointSlices = slices.SortedFunc(slices.Values(s.EndpointSlices), compareNamed)
-	s.HTTPRoutes = slices.SortedFunc(slices.Values(s.HTTPRoutes), compareNamed)
+	s.Services = ListOf(slices.SortedFunc(s.Services.All(), compareNamed)...)
+	s.EndpointSlices = ListOf(slices.SortedFunc(s.EndpointSlices.All(), compareNamed)...)
+	s.HTTPRoutes = ListOf(slices.SortedFunc(slices.Values(routes), compareNamed)...)
 	return s
 }
 
@@ -138,8 +144,8 @@ func BenchmarkIncrementalRoute(b *testing.B) {
 		s := benchGatewaySnapshot(n)
 		b.Run(fmt.Sprintf("new-route/httproutes=%d", n), func(b *testing.B) {
 			with := s
-			with.HTTPRoutes = slices.SortedFunc(slices.Values(append(slices.Clone(s.HTTPRoutes), benchRoute("new", "app-1"))), compareNamed)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.GatewayRoutes.Len() == len(next.HTTPRoutes) })
+			with.HTTPRoutes = ListOf(slices.SortedFunc(slices.Values(append(s.HTTPRoutes.Slice(), benchRoute("new", "app-1"))), compareNamed)...)
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.GatewayRoutes.Len() == next.HTTPRoutes.Len() })
 		})
 	}
 }
@@ -152,11 +158,11 @@ func BenchmarkIncremental(b *testing.B) {
 		s := benchSnapshot(n)
 		b.Run(fmt.Sprintf("new-ingress/ingresses=%d", n), func(b *testing.B) {
 			added := benchSnapshot(1)
-			ing := added.Ingresses[0].DeepCopy()
+			ing := added.Ingresses.At(0).DeepCopy()
 			ing.Name, ing.Spec.Rules[0].Host = "new", "new.example.com"
 			with := s
-			with.Ingresses = append(slices.Clone(s.Ingresses), ing)
-			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.Servers.Len() == len(next.Ingresses) })
+			with.Ingresses = ListOf(append(s.Ingresses.Slice(), ing)...)
+			benchChange(b, s, with, func(m Model, next Snapshot) bool { return m.Servers.Len() == next.Ingresses.Len() })
 		})
 		if n > 10000 {
 			continue

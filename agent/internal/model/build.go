@@ -119,7 +119,7 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 		resolved: make(map[string]resolved),
 		servers:  make(map[string]map[locationKey]Location),
 		// A size hint: each Ingress owns its routes.
-		owners: make(map[string]Processor, len(s.Ingresses)),
+		owners: make(map[string]Processor, s.Ingresses.Len()),
 
 		extraBackends: make(map[string]bool),
 
@@ -151,7 +151,7 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 // per backend a build resolves.
 type objectIndex struct {
 	services    map[namespacedName]*corev1.Service
-	serviceList []*corev1.Service
+	serviceList List[*corev1.Service]
 	slices      map[namespacedName][]*discoveryv1.EndpointSlice
 	secrets     map[namespacedName]*corev1.Secret
 	configMaps  map[namespacedName]*corev1.ConfigMap
@@ -160,22 +160,22 @@ type objectIndex struct {
 func newObjectIndex(s Snapshot) *objectIndex {
 	x := &objectIndex{
 		serviceList: s.Services,
-		slices:      make(map[namespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
-		secrets:     make(map[namespacedName]*corev1.Secret, len(s.Secrets)),
-		configMaps:  make(map[namespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
+		slices:      make(map[namespacedName][]*discoveryv1.EndpointSlice, s.EndpointSlices.Len()),
+		secrets:     make(map[namespacedName]*corev1.Secret, s.Secrets.Len()),
+		configMaps:  make(map[namespacedName]*corev1.ConfigMap, s.ConfigMaps.Len()),
 	}
-	for _, secret := range s.Secrets {
+	for secret := range s.Secrets.All() {
 		x.secrets[namespacedName{secret.Namespace, secret.Name}] = secret
 	}
 	if !isOrdered(s.Services) {
 		x.services, _ = indexNamed(s.Services)
 	}
-	for _, slice := range s.EndpointSlices {
+	for slice := range s.EndpointSlices.All() {
 		if key, ok := sliceService(s, slice); ok {
 			x.slices[key] = append(x.slices[key], slice)
 		}
 	}
-	for _, cm := range s.ConfigMaps {
+	for cm := range s.ConfigMaps.All() {
 		x.configMaps[namespacedName{cm.Namespace, cm.Name}] = cm
 	}
 	return x
@@ -187,14 +187,8 @@ func (x *objectIndex) service(key namespacedName) *corev1.Service {
 	if x.services != nil {
 		return x.services[key]
 	}
-	list := x.serviceList
-	i, found := slices.BinarySearchFunc(list, key, func(svc *corev1.Service, key namespacedName) int {
-		return cmp.Or(strings.Compare(svc.Namespace, key.namespace), strings.Compare(svc.Name, key.name))
-	})
-	if !found {
-		return nil
-	}
-	return list[i]
+	svc, _ := findNamed(x.serviceList, key)
+	return svc
 }
 
 // sliceService is the Service an EndpointSlice of s belongs to: always

@@ -65,7 +65,7 @@ func TestBuildClassSelection(t *testing.T) {
 			// ignored without problems.
 			opts := append([]ingressOption{rule("a.example.com", prefix("/", "web", 80)), rule("BAD", prefix("/", "web", 80))}, tt.opts...)
 			s := snapshotOf(newIngress("default", "ing", opts...))
-			s.IngressClasses = tt.classes
+			s.IngressClasses = ListOf(tt.classes...)
 			s.WatchWithoutClass = tt.watchWithoutClass
 			m, problems := Build(s)
 			gotOurs := m.Servers.Len() == 1
@@ -515,8 +515,8 @@ func TestBuildBackends(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshotOf(newIngress("shop", "ing", rule("a.example.com", tt.paths...)))
-			s.Services = []*corev1.Service{multi, udp, external, six}
-			s.EndpointSlices = append(append([]*discoveryv1.EndpointSlice{}, multiSlices...), sixSlices...)
+			s.Services = ListOf(multi, udp, external, six)
+			s.EndpointSlices = ListOf(append(append([]*discoveryv1.EndpointSlice{}, multiSlices...), sixSlices...)...)
 			checkBuild(t, s, tt.want, tt.wantProblems)
 		})
 	}
@@ -536,9 +536,9 @@ func TestBuildReadiness(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshotOf(newIngress("default", "ing", rule("a.example.com", prefix("/", "web", 80))))
-			s.EndpointSlices = []*discoveryv1.EndpointSlice{
+			s.EndpointSlices = ListOf(
 				endpointSlice("default", "web-1", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), tt.endpoint),
-			}
+			)
 			m, problems := Build(s)
 			if len(problems) != 0 || len(m.Backends) != 1 {
 				t.Fatalf("got %s, problems %v", dump(m), problems)
@@ -703,7 +703,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshotOf(tt.ingresses...)
-			s.Services = append(s.Services, other)
+			s.Services = ListOf(append(s.Services.Slice(), other)...)
 			checkBuild(t, s, tt.want, tt.wantProblems)
 		})
 	}
@@ -724,15 +724,15 @@ func richSnapshot() Snapshot {
 		newIngress("other", "ignored", classField("nginx"), rule("BAD", prefix("/", "web", 80))),
 		newIngress("default", "empty"),
 	)
-	s.Services = append(s.Services,
+	s.Services = ListOf(append(s.Services.Slice(),
 		service("default", "api", servicePort("grpc", 9000), servicePort("", 8080)),
-		service("other", "web", servicePort("", 80)))
-	s.EndpointSlices = append(s.EndpointSlices,
+		service("other", "web", servicePort("", 80)))...)
+	s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(),
 		endpointSlice("default", "web-def", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.0.0.3", "10.0.0.1", "bogus")),
 		endpointSlice("default", "api-1", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), unnamedSlicePort(8081)), ready("2001:db8::2"), readyUnset("2001:db8::1"), notReady("2001:db8::3")),
 		endpointSlice("default", "api-2", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), slicePort("", 8081)), ready("2001:db8::2", "10.0.0.1")),
-		endpointSlice("other", "web-1", "web", discoveryv1.AddressTypeIPv4, ports(unnamedSlicePort(80)), ready("10.2.0.1")))
-	s.Secrets = []*corev1.Secret{tlsSecret("default", "tls", richPair), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "opaque"}}}
+		endpointSlice("other", "web-1", "web", discoveryv1.AddressTypeIPv4, ports(unnamedSlicePort(80)), ready("10.2.0.1")))...)
+	s.Secrets = ListOf(tlsSecret("default", "tls", richPair), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "opaque"}})
 	return s
 }
 
@@ -745,11 +745,11 @@ func TestBuildDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for i := range 100 {
 		shuffled := s
-		shuffled.Ingresses = shuffledCopy(rng, s.Ingresses)
-		shuffled.IngressClasses = shuffledCopy(rng, s.IngressClasses)
-		shuffled.Services = shuffledCopy(rng, s.Services)
-		shuffled.EndpointSlices = shuffledCopy(rng, s.EndpointSlices)
-		shuffled.Secrets = shuffledCopy(rng, s.Secrets)
+		shuffled.Ingresses = ListOf(shuffledCopy(rng, s.Ingresses.Slice())...)
+		shuffled.IngressClasses = ListOf(shuffledCopy(rng, s.IngressClasses.Slice())...)
+		shuffled.Services = ListOf(shuffledCopy(rng, s.Services.Slice())...)
+		shuffled.EndpointSlices = ListOf(shuffledCopy(rng, s.EndpointSlices.Slice())...)
+		shuffled.Secrets = ListOf(shuffledCopy(rng, s.Secrets.Slice())...)
 		got, problems := Build(shuffled)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("shuffle %d: model differs:\n got %s\nwant %s", i, dump(got), dump(want))
@@ -769,37 +769,31 @@ func shuffledCopy[T any](rng *rand.Rand, in []T) []T {
 func TestBuildDoesNotMutateInput(t *testing.T) {
 	s := richSnapshot()
 	before := deepCopySnapshot(s)
-	order := append([]*networkingv1.Ingress(nil), s.Ingresses...)
+	order := append([]*networkingv1.Ingress(nil), s.Ingresses.Slice()...)
 	Build(s)
 	if !reflect.DeepEqual(deepCopySnapshot(s), before) {
 		t.Fatal("Build changed its input objects")
 	}
-	if !reflect.DeepEqual(order, s.Ingresses) {
+	if !reflect.DeepEqual(order, s.Ingresses.Slice()) {
 		t.Fatal("Build reordered the input slice")
 	}
 }
 
+// deepCopyList is a list of deep copies of l's objects.
+func deepCopyList[T interface{ DeepCopy() T }](l List[T]) List[T] {
+	var out []T
+	for o := range l.All() {
+		out = append(out, o.DeepCopy())
+	}
+	return ListOf(out...)
+}
+
 func deepCopySnapshot(s Snapshot) Snapshot {
 	c := s
-	c.Ingresses = nil
-	for _, o := range s.Ingresses {
-		c.Ingresses = append(c.Ingresses, o.DeepCopy())
-	}
-	c.IngressClasses = nil
-	for _, o := range s.IngressClasses {
-		c.IngressClasses = append(c.IngressClasses, o.DeepCopy())
-	}
-	c.Services = nil
-	for _, o := range s.Services {
-		c.Services = append(c.Services, o.DeepCopy())
-	}
-	c.EndpointSlices = nil
-	for _, o := range s.EndpointSlices {
-		c.EndpointSlices = append(c.EndpointSlices, o.DeepCopy())
-	}
-	c.Secrets = nil
-	for _, o := range s.Secrets {
-		c.Secrets = append(c.Secrets, o.DeepCopy())
-	}
+	c.Ingresses = deepCopyList(s.Ingresses)
+	c.IngressClasses = deepCopyList(s.IngressClasses)
+	c.Services = deepCopyList(s.Services)
+	c.EndpointSlices = deepCopyList(s.EndpointSlices)
+	c.Secrets = deepCopyList(s.Secrets)
 	return c
 }

@@ -54,9 +54,9 @@ type classes struct {
 }
 
 func newClasses(s Snapshot) classes {
-	c := classes{ours: s.IngressClass, byName: make(map[string]*networkingv1.IngressClass, len(s.IngressClasses)),
+	c := classes{ours: s.IngressClass, byName: make(map[string]*networkingv1.IngressClass, s.IngressClasses.Len()),
 		watchWithoutClass: s.WatchWithoutClass}
-	for _, class := range s.IngressClasses {
+	for class := range s.IngressClasses.All() {
 		c.byName[class.Name] = class
 		if class.Annotations[networkingv1.AnnotationIsDefaultIngressClass] != "true" {
 			continue
@@ -142,7 +142,7 @@ func (c classes) twoClasses(field, annotation string, served bool) string {
 // (s.IngressClass) whose controller is not ours: every Ingress of that
 // class is left unserved.
 func (b *builder) checkClasses(s Snapshot) {
-	for _, class := range s.IngressClasses {
+	for class := range s.IngressClasses.All() {
 		if class.Name == s.IngressClass && class.Spec.Controller != ControllerName {
 			b.problem("IngressClass", "", class.Name, fmt.Sprintf("spec.controller is %q, not restysync's %q: "+
 				"the Ingresses of class %s are not served; set the controller to %s, or run restysync with another --ingress-class",
@@ -157,8 +157,8 @@ func (b *builder) checkClasses(s Snapshot) {
 // Problem for each that names two classes.
 func (b *builder) ourIngresses(s Snapshot) []*networkingv1.Ingress {
 	decide := DecideClass(s)
-	ours := make([]*networkingv1.Ingress, 0, len(s.Ingresses))
-	for _, ing := range s.Ingresses {
+	ours := make([]*networkingv1.Ingress, 0, s.Ingresses.Len())
+	for ing := range s.Ingresses.All() {
 		d := decide(ing)
 		if d.TwoClasses != "" {
 			b.ingressProblem(ing, d.TwoClasses)

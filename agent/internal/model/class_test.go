@@ -83,7 +83,7 @@ func TestDecideClass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Snapshot{IngressClass: testClass, IngressClasses: tt.classes, WatchWithoutClass: tt.withoutCls}
+			s := Snapshot{IngressClass: testClass, IngressClasses: ListOf(tt.classes...), WatchWithoutClass: tt.withoutCls}
 			d := DecideClass(s)(newIngress("default", "ing", tt.opts...))
 			if d.Served != tt.wantServed || d.NotServed != tt.wantWhy {
 				t.Errorf("served %v, why %q; want %v, %q", d.Served, d.NotServed, tt.wantServed, tt.wantWhy)
@@ -104,7 +104,7 @@ func TestBuildNotServedAndClassProblems(t *testing.T) {
 		newIngress("default", "both", rule("both.test", prefix("/", "web", 80)), classField(testClass),
 			annotation(legacyClassAnnotation, "nginx")),
 	)
-	s.IngressClasses = []*networkingv1.IngressClass{ingressClass(testClass, "k8s.io/ingress-nginx", false)}
+	s.IngressClasses = ListOf(ingressClass(testClass, "k8s.io/ingress-nginx", false))
 	m, problems := Build(s)
 	want := []NotServed{
 		{Ingress: "default/a", Reason: "names no class: restysync serves those only with --watch-ingress-without-class, or when IngressClass restysync is the default one"},

@@ -34,7 +34,7 @@ func TestClientTLS(t *testing.T) {
 			p + "auth-tls-pass-certificate-to-upstream": "true", p + "auth-tls-match-cn": "CN=a|CN=b"}),
 		withTLS("missing", now, map[string]string{p + "auth-tls-secret": "absent"}),
 	)
-	snap.Secrets = []*corev1.Secret{ca}
+	snap.Secrets = ListOf(ca)
 	m, problems := Build(snap)
 	srv := m.Servers.At(0)
 	if c := srv.ClientTLSSettings(); c.Verify != "on" || c.Depth != 3 || !strings.HasSuffix(c.CAFile, ".ca.crt") {

@@ -163,7 +163,7 @@ func TestAuthProxySetHeaders(t *testing.T) {
 	}
 	s := snapshotOf(withHeaders("good", "auth-headers"), withHeaders("qualified", "default/auth-headers"),
 		withHeaders("bad", "bad"), withHeaders("missing", "nope"), withHeaders("elsewhere", "other/auth-headers"))
-	s.ConfigMaps = []*corev1.ConfigMap{headers, bad, other}
+	s.ConfigMaps = ListOf(headers, bad, other)
 	m, problems := Build(s)
 	want := "X-Original-Host: ${host}\nX-Tenant: a-team"
 	for srv := range m.Servers.All() {

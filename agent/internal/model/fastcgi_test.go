@@ -17,7 +17,7 @@ const nginxPrefix = "nginx.ingress.kubernetes.io/"
 func buildOne(t *testing.T, ing *networkingv1.Ingress, configMaps ...*corev1.ConfigMap) (Location, []Problem) {
 	t.Helper()
 	s := snapshotOf(ing)
-	s.ConfigMaps = configMaps
+	s.ConfigMaps = ListOf(configMaps...)
 	m, problems := Build(s)
 	var locs []Location
 	for loc := range m.AllLocations() {

@@ -233,13 +233,13 @@ func newGatewayProcessor(s Snapshot) *gatewayProcessor {
 		source:          s,
 		byName:          make(map[namespacedName]*gatewayState),
 		setByName:       make(map[namespacedName]*listenerSetState),
-		namespaceLabels: make(map[string]map[string]string, len(s.Namespaces)),
+		namespaceLabels: make(map[string]map[string]string, s.Namespaces.Len()),
 		grpcRoutes:      make(map[*gatewayv1.HTTPRoute]bool),
 		grpcFronts:      make(map[string]bool),
 		routePolicies:   make(map[*gatewayv1.HTTPRoute][]*backendTLSPolicy),
 		backendTLS:      make(map[string]BackendTLS),
 	}
-	for _, ns := range s.Namespaces {
+	for ns := range s.Namespaces.All() {
 		p.namespaceLabels[ns.Name] = ns.Labels
 	}
 	return p
@@ -328,7 +328,7 @@ func condition(typ string, ok bool, reason, message string) Condition {
 // processClasses accepts our GatewayClasses and returns their names.
 func (p *gatewayProcessor) processClasses() map[string]bool {
 	ours := make(map[string]bool)
-	for _, c := range p.source.GatewayClasses {
+	for c := range p.source.GatewayClasses.All() {
 		if p.source.GatewayController == "" || string(c.Spec.ControllerName) != p.source.GatewayController {
 			continue
 		}
@@ -355,7 +355,7 @@ func (p *gatewayProcessor) processClasses() map[string]bool {
 // first, then by namespace/name.
 func (p *gatewayProcessor) collectGateways(classes map[string]bool) {
 	var ours []*gatewayv1.Gateway
-	for _, gw := range p.source.Gateways {
+	for gw := range p.source.Gateways.All() {
 		if !classes[string(gw.Spec.GatewayClassName)] {
 			continue
 		}
@@ -748,7 +748,7 @@ func (p *gatewayProcessor) checkCertificate(g *gatewayState, l *listenerState, f
 // granted says whether a ReferenceGrant in toNamespace lets objects of
 // fromGroup/fromKind in fromNamespace refer to toGroup/toKind name there.
 func (p *gatewayProcessor) granted(fromGroup, fromKind, fromNamespace, toGroup, toKind, toNamespace, name string) bool {
-	for _, grant := range p.source.ReferenceGrants {
+	for grant := range p.source.ReferenceGrants.All() {
 		if grant.Namespace != toNamespace {
 			continue
 		}

@@ -24,7 +24,7 @@ func gwSnapshot(objects ...any) Snapshot {
 	s := snapshotOf()
 	s.GatewayController = GatewayControllerName
 	s.GatewayAddresses = gwPool
-	s.GatewayClasses = []*gatewayv1.GatewayClass{gatewayClass(gwClass, GatewayControllerName)}
+	s.GatewayClasses = ListOf(gatewayClass(gwClass, GatewayControllerName))
 	for _, o := range objects {
 		added := appendIf(&s.Gateways, o) || appendIf(&s.HTTPRoutes, o) || appendIf(&s.GRPCRoutes, o) || appendIf(&s.TLSRoutes, o) || appendIf(&s.ReferenceGrants, o) || appendIf(&s.ListenerSets, o) ||
 			appendIf(&s.GatewayClasses, o) || appendIf(&s.Secrets, o) || appendIf(&s.Services, o) || appendIf(&s.Namespaces, o) ||
@@ -37,10 +37,10 @@ func gwSnapshot(objects ...any) Snapshot {
 }
 
 // appendIf appends o to list when it is a T.
-func appendIf[T any](list *[]T, o any) bool {
+func appendIf[T any](list *List[T], o any) bool {
 	v, ok := o.(T)
 	if ok {
-		*list = append(*list, v)
+		*list = ListOf(append(list.Slice(), v)...)
 	}
 	return ok
 }

@@ -179,7 +179,7 @@ func TestGatewayBackendsIntoThePod(t *testing.T) {
 	gw := newGateway("infra", "gw", allowFrom(httpListener("http", 80, ""), gatewayv1.NamespacesFromAll, nil),
 		allowFrom(tlsListener("tls", 443, "", gatewayv1.TLSModePassthrough), gatewayv1.NamespacesFromAll, nil))
 	s := gwSnapshot(gw, webIn("tenant-b"), route, tlsRoute)
-	s.EndpointSlices = append(s.EndpointSlices, evil)
+	s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(), evil)...)
 	s.Targets = podTargets
 	m, problems := Build(s)
 	for _, b := range m.Backends {

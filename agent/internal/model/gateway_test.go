@@ -54,7 +54,7 @@ func TestGatewayClassFeaturesOfKindsNotServed(t *testing.T) {
 
 func TestGatewayClassWithParametersRef(t *testing.T) {
 	s := gwSnapshot(newGateway("default", "gw", httpListener("http", 80, "")))
-	s.GatewayClasses[0].Spec.ParametersRef = &gatewayv1.ParametersReference{Kind: "ConfigMap", Name: "x"}
+	s.GatewayClasses.At(0).Spec.ParametersRef = &gatewayv1.ParametersReference{Kind: "ConfigMap", Name: "x"}
 	m, problems := Build(s)
 	wantCondition(t, "class", m.GatewayAPI.Classes[0].Conditions, condAccepted, false, reasonInvalidParameters)
 	if len(m.GatewayAPI.Gateways) != 0 || len(m.Listeners) != 0 || len(problems) != 1 {

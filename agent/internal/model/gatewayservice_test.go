@@ -205,7 +205,7 @@ func TestGatewayServicesIncremental(t *testing.T) {
 	if len(m.GatewayAPI.Services) > 0 {
 		t.Fatalf("services %s despite the clash", dump(m.GatewayAPI.Services))
 	}
-	s.Services = slices.DeleteFunc(slices.Clone(s.Services), func(svc *corev1.Service) bool { return svc == foreign })
+	s.Services = ListOf(slices.DeleteFunc(s.Services.Slice(), func(svc *corev1.Service) bool { return svc == foreign })...)
 	m, problems, _ := inc.Build(s)
 	want, wantProblems := Build(s)
 	if len(m.GatewayAPI.Services) != 1 || !reflect.DeepEqual(m.GatewayAPI, want.GatewayAPI) || !reflect.DeepEqual(problems, wantProblems) {

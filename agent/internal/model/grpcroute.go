@@ -36,8 +36,8 @@ var (
 // remembered in p.grpcRoutes. A match that cannot be converted leaves
 // its rule with a match httproute.go refuses, with the reason.
 func (p *gatewayProcessor) convertGRPCRoutes() []*gatewayv1.HTTPRoute {
-	out := make([]*gatewayv1.HTTPRoute, 0, len(p.source.GRPCRoutes))
-	for _, g := range p.source.GRPCRoutes {
+	out := make([]*gatewayv1.HTTPRoute, 0, p.source.GRPCRoutes.Len())
+	for g := range p.source.GRPCRoutes.All() {
 		r := httpRouteOf(g)
 		p.grpcRoutes[r] = true
 		out = append(out, r)

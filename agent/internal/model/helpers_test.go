@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -193,10 +194,10 @@ var (
 
 func snapshotOf(ingresses ...*networkingv1.Ingress) Snapshot {
 	return Snapshot{
-		Ingresses:      ingresses,
-		IngressClasses: []*networkingv1.IngressClass{ingressClass(testClass, ControllerName, false)},
-		Services:       []*corev1.Service{webService},
-		EndpointSlices: []*discoveryv1.EndpointSlice{webSlice},
+		Ingresses:      ListOf(ingresses...),
+		IngressClasses: ListOf(ingressClass(testClass, ControllerName, false)),
+		Services:       ListOf(webService),
+		EndpointSlices: ListOf(webSlice),
 		IngressClass:   testClass,
 	}
 }
@@ -237,4 +238,18 @@ func dump(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// withAt returns a copy of l with item i replaced by v.
+func withAt[T any](l List[T], i int, v T) List[T] {
+	items := l.Slice()
+	items[i] = v
+	return ListOf(items...)
+}
+
+// reversed returns a copy of l in the reverse order.
+func reversed[T any](l List[T]) List[T] {
+	items := l.Slice()
+	slices.Reverse(items)
+	return ListOf(items...)
 }

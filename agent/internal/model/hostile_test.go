@@ -39,7 +39,7 @@ func neighbour() *networkingv1.Ingress {
 // neighbour's Secret and any extra Secrets.
 func hostileSnapshot(ingresses []*networkingv1.Ingress, secrets ...*corev1.Secret) Snapshot {
 	s := snapshotOf(append([]*networkingv1.Ingress{neighbour()}, ingresses...)...)
-	s.Secrets = append([]*corev1.Secret{tlsSecret("default", "good-tls", pairGood)}, secrets...)
+	s.Secrets = ListOf(append([]*corev1.Secret{tlsSecret("default", "good-tls", pairGood)}, secrets...)...)
 	return s
 }
 

@@ -131,7 +131,7 @@ func (p *gatewayProcessor) processRoutes() {
 	if len(p.gateways) == 0 {
 		return
 	}
-	routes := slices.Concat(p.source.HTTPRoutes, p.convertGRPCRoutes())
+	routes := append(p.source.HTTPRoutes.Slice(), p.convertGRPCRoutes()...)
 	slices.SortFunc(routes, compareObjects[*gatewayv1.HTTPRoute])
 	for _, r := range routes {
 		if !p.namesOurGateway(r) {

@@ -66,7 +66,7 @@ func TestHTTPRouteNeedsNoListenerChange(t *testing.T) {
 func TestIngressAndHTTPRouteApart(t *testing.T) {
 	ing := newIngress("default", "app", rule("a.example.com", prefix("/", "web", 80)))
 	s := gwSnapshot(gw80(), newRoute("default", "r", toGW(), []string{"a.example.com"}, routeRule(nil, backendTo("", "web", 80))))
-	s.Ingresses = append(s.Ingresses, ing)
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), ing)...)
 	m, problems := Build(s)
 	alone, _ := Build(snapshotOf(ing))
 	if len(problems) != 0 || !reflect.DeepEqual(m.Servers, alone.Servers) {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Incremental builds the model of each snapshot from the one before, at
@@ -219,8 +220,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	endpointSlices = x.diffSlices(s.EndpointSlices)
 	secrets, x.ordered.secrets = diffList(x.secrets, x.last.Secrets, s.Secrets, x.ordered.secrets)
 	configMaps, x.ordered.configMaps = diffList(x.configMaps, x.last.ConfigMaps, s.ConfigMaps, x.ordered.configMaps)
-	if x.ingresses != nil && len(x.ingresses) != len(s.Ingresses) || x.objects.services != nil && len(x.objects.services) != len(s.Services) || x.slices != nil && len(x.slices) != len(s.EndpointSlices) ||
-		len(x.secrets) != len(s.Secrets) || len(x.configMaps) != len(s.ConfigMaps) {
+	if x.ingresses != nil && len(x.ingresses) != s.Ingresses.Len() || x.objects.services != nil && len(x.objects.services) != s.Services.Len() || x.slices != nil && len(x.slices) != s.EndpointSlices.Len() ||
+		len(x.secrets) != s.Secrets.Len() || len(x.configMaps) != s.ConfigMaps.Len() {
 		return x.full(s, "two objects of one kind share a name")
 	}
 	// The Services of the changed slices: an old slice's is what the
@@ -311,8 +312,8 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		}
 		return nil
 	})
-	if len(affected) > max(64, len(s.Ingresses)/4) {
-		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), len(s.Ingresses)))
+	if len(affected) > max(64, s.Ingresses.Len()/4) {
+		return x.full(s, fmt.Sprintf("the change touches %d of %d Ingresses", len(affected), s.Ingresses.Len()))
 	}
 	// Every island an affected Ingress was in goes; its Ingresses are
 	// all affected (closure), and so are its old links.
@@ -357,7 +358,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	}
 	if path.Globals {
 		path.Islands += 1 + len(x.routes.built)
-		path.HTTPRoutes = len(s.HTTPRoutes)
+		path.HTTPRoutes = s.HTTPRoutes.Len()
 	}
 	var present []namespacedName
 	for _, key := range affected {
@@ -402,11 +403,11 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 		path.Reason += "; two Ingresses share a name, built whole"
 		return m, problems, path
 	}
-	x.links = newLinks(len(s.Ingresses))
+	x.links = newLinks(s.Ingresses.Len())
 	x.readers = newReaders()
 	x.sum = newModelSum()
-	keys := make([]namespacedName, 0, len(s.Ingresses))
-	for _, ing := range s.Ingresses {
+	keys := make([]namespacedName, 0, s.Ingresses.Len())
+	for ing := range s.Ingresses.All() {
 		key := namespacedName{ing.Namespace, ing.Name}
 		keys = append(keys, key)
 		for _, k := range linkKeys(ing) {
@@ -441,7 +442,7 @@ func (x *Incremental) full(s Snapshot, reason string) (Model, []Problem, BuildPa
 // only the diff reads: while the lists are ordered (the file source's)
 // the walk needs none and x.slices is nil (at 50,000 slices it held
 // 3.7 MB); it is made from last when a list is not.
-func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChange[*discoveryv1.EndpointSlice] {
+func (x *Incremental) diffSlices(next List[*discoveryv1.EndpointSlice]) []objectChange[*discoveryv1.EndpointSlice] {
 	return diffKeptIndex(x.last.EndpointSlices, next, &x.slices, &x.ordered.slices)
 }
 
@@ -449,20 +450,20 @@ func (x *Incremental) diffSlices(next []*discoveryv1.EndpointSlice) []objectChan
 // (objects.services, which the builds read) is nil while the lists are
 // ordered, as diffSlices; objects.serviceList is set to next's with
 // last.
-func (x *Incremental) diffServices(next []*corev1.Service) []objectChange[*corev1.Service] {
+func (x *Incremental) diffServices(next List[*corev1.Service]) []objectChange[*corev1.Service] {
 	return diffKeptIndex(x.last.Services, next, &x.objects.services, &x.ordered.services)
 }
 
 // diffIngresses is diffList for the Ingresses, whose index by name
 // (x.ingresses) is nil while the lists are ordered, as diffSlices.
-func (x *Incremental) diffIngresses(next []*networkingv1.Ingress) []objectChange[*networkingv1.Ingress] {
+func (x *Incremental) diffIngresses(next List[*networkingv1.Ingress]) []objectChange[*networkingv1.Ingress] {
 	return diffKeptIndex(x.last.Ingresses, next, &x.ingresses, &x.ordered.ingresses)
 }
 
 // diffKeptIndex diffs next against last by walking both while they are
 // ordered (*ordered), else through *index, which it makes from last when
 // the walk cannot go on and drops again once next is ordered.
-func diffKeptIndex[T namedObject](last, next []T, index *map[namespacedName]T, ordered *bool) []objectChange[T] {
+func diffKeptIndex[T namedObject](last, next List[T], index *map[namespacedName]T, ordered *bool) []objectChange[T] {
 	if *ordered {
 		if changes, ok := diffOrdered(last, next); ok {
 			return changes
@@ -478,20 +479,14 @@ func diffKeptIndex[T namedObject](last, next []T, index *map[namespacedName]T, o
 
 // ingress is the Ingress of last named key, nil for none: by x.ingresses,
 // or while that is nil (last's Ingresses are ordered) by a binary search
-// of last's. At 50,000 Ingresses the index was 3 MB, for a lookup per
-// Ingress a change builds.
+// of last's (List.Find). At 50,000 Ingresses the index was 3 MB, for a
+// lookup per Ingress a change builds.
 func (x *Incremental) ingress(key namespacedName) *networkingv1.Ingress {
 	if x.ingresses != nil || !x.ordered.ingresses {
 		return x.ingresses[key]
 	}
-	list := x.last.Ingresses
-	i, found := slices.BinarySearchFunc(list, key, func(ing *networkingv1.Ingress, key namespacedName) int {
-		return cmp.Or(strings.Compare(ing.Namespace, key.namespace), strings.Compare(ing.Name, key.name))
-	})
-	if !found {
-		return nil
-	}
-	return list[i]
+	ing, _ := findNamed(x.last.Ingresses, key)
+	return ing
 }
 
 // ingressLinks are the link keys of the Ingress key names now.
@@ -610,9 +605,9 @@ func (x *Incremental) buildGlobals() string {
 	x.routes.dropAll(x)
 	x.routes = newRouteIslands(x.last)
 	s := x.last
-	s.Ingresses = nil
+	s.Ingresses = List[*networkingv1.Ingress]{}
 	if x.routes.on {
-		s.HTTPRoutes = nil
+		s.HTTPRoutes = List[*gatewayv1.HTTPRoute]{}
 	}
 	var m Model
 	var problems []Problem
@@ -642,10 +637,11 @@ func (x *Incremental) buildGlobals() string {
 
 func (x *Incremental) buildIsland(keys []namespacedName) string {
 	s := x.last
-	s.Ingresses = make([]*networkingv1.Ingress, len(keys))
+	ingresses := make([]*networkingv1.Ingress, len(keys))
 	for i, k := range keys {
-		s.Ingresses[i] = x.ingress(k)
+		ingresses[i] = x.ingress(k)
 	}
+	s.Ingresses = ListOf(ingresses...)
 	// The Gateway API is the globals part's.
 	s = withoutGatewayAPI(s)
 	is, m, problems := x.buildPart(s, keys, true)
@@ -840,7 +836,7 @@ func withServedOf(s, other Snapshot) Snapshot {
 // a Gateway and its listeners cost little without their routes.
 func (x *Incremental) sameGlobals() bool {
 	s := x.last
-	s.Ingresses, s.HTTPRoutes = nil, nil
+	s.Ingresses, s.HTTPRoutes = List[*networkingv1.Ingress]{}, List[*gatewayv1.HTTPRoute]{}
 	m, problems := newBuilderOf(s, x.objects).build(newIngressProcessor(s), newGatewayProcessor(s))
 	return reflect.DeepEqual(m, x.globalsModel) && slices.Equal(problems, x.globals.held.problems)
 }
@@ -848,8 +844,8 @@ func (x *Incremental) sameGlobals() bool {
 // withoutGatewayAPI is s without its Gateway API part.
 func withoutGatewayAPI(s Snapshot) Snapshot {
 	s.GatewayClasses, s.Gateways, s.HTTPRoutes, s.GRPCRoutes, s.TLSRoutes, s.ReferenceGrants, s.ListenerSets, s.Namespaces =
-		nil, nil, nil, nil, nil, nil, nil, nil
-	s.BackendTLSPolicies = nil
+		List[*gatewayv1.GatewayClass]{}, List[*gatewayv1.Gateway]{}, List[*gatewayv1.HTTPRoute]{}, List[*gatewayv1.GRPCRoute]{}, List[*gatewayv1.TLSRoute]{}, List[*gatewayv1.ReferenceGrant]{}, List[*gatewayv1.ListenerSet]{}, List[*corev1.Namespace]{}
+	s.BackendTLSPolicies = List[*gatewayv1.BackendTLSPolicy]{}
 	s.GatewayController, s.GatewayAddresses, s.GatewayAddressesServed, s.GatewayKindsNotServed = "", nil, nil, nil
 	return s
 }
@@ -864,26 +860,29 @@ func gatewaySettingsOf(s Snapshot) Snapshot {
 // gatewayBaseChanged compare themselves.
 func settingsOf(s Snapshot) Snapshot {
 	s = withoutGatewayAPI(s)
-	s.Ingresses, s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = nil, nil, nil, nil, nil, nil
+	s.Ingresses = List[*networkingv1.Ingress]{}
+	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = List[*networkingv1.IngressClass]{}, List[*corev1.Service]{}, List[*discoveryv1.EndpointSlice]{}, List[*corev1.Secret]{}, List[*corev1.ConfigMap]{}
 	s.SliceServices = nil // answers for the slices, compared by themselves
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s
 }
 
-// samePointers says whether a and b hold the same objects, in any order.
-func samePointers[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
+// samePointers says whether a and b hold the same objects, in any order:
+// at once when they are the same list (a source hands a list it did not
+// change again).
+func samePointers[T comparable](a, b List[T]) bool {
+	if a.Len() != b.Len() {
 		return false
 	}
-	if slices.Equal(a, b) {
+	if a.Len() == 0 || a.Same(b) {
 		return true
 	}
-	count := make(map[T]int, len(a))
-	for _, v := range a {
+	count := make(map[T]int, a.Len())
+	for v := range a.All() {
 		count[v]++
 	}
-	for _, v := range b {
+	for v := range b.All() {
 		if count[v] == 0 {
 			return false
 		}
@@ -904,12 +903,20 @@ type objectChange[T any] struct {
 	old, new T
 }
 
-func indexNamed[T namedObject](list []T) (map[namespacedName]T, bool) {
-	index := make(map[namespacedName]T, len(list))
-	for _, obj := range list {
+func indexNamed[T namedObject](list List[T]) (map[namespacedName]T, bool) {
+	index := make(map[namespacedName]T, list.Len())
+	for obj := range list.All() {
 		index[namespacedName{obj.GetNamespace(), obj.GetName()}] = obj
 	}
-	return index, len(index) == len(list)
+	return index, len(index) == list.Len()
+}
+
+// findNamed returns the object key names in list, sorted by namespace and
+// name, and whether it holds one.
+func findNamed[T namedObject](list List[T], key namespacedName) (T, bool) {
+	return list.Find(func(obj T) int {
+		return cmp.Or(strings.Compare(obj.GetNamespace(), key.namespace), strings.Compare(obj.GetName(), key.name))
+	})
 }
 
 // diffList brings index, the objects of last by name, to next and returns
@@ -920,9 +927,10 @@ func indexNamed[T namedObject](list []T) (map[namespacedName]T, bool) {
 // one name).
 //
 // Why a walk: at 50,000 Ingresses a map lookup per object of each kind
-// is most of a sync that changed one, while the walk compares pointers,
-// and the file source hands its lists out sorted.
-func diffList[T namedObject](index map[namespacedName]T, last, next []T, lastOrdered bool) ([]objectChange[T], bool) {
+// is most of a sync that changed one, while the walk skips the chunks
+// both lists share (CompareLists): the sources make each list from the
+// last (Edited), so the walk costs the chunks a change fell in.
+func diffList[T namedObject](index map[namespacedName]T, last, next List[T], lastOrdered bool) ([]objectChange[T], bool) {
 	if lastOrdered {
 		if changes, ok := diffOrdered(last, next); ok {
 			var zero T
@@ -946,59 +954,59 @@ func compareNamed[T namedObject](a, b T) int {
 
 // isOrdered says whether list is sorted by namespace and name, each name
 // once.
-func isOrdered[T namedObject](list []T) bool {
-	for i := 1; i < len(list); i++ {
-		if compareNamed(list[i-1], list[i]) >= 0 {
+func isOrdered[T namedObject](list List[T]) bool {
+	var prev T
+	first := true
+	for obj := range list.All() {
+		if !first && compareNamed(prev, obj) >= 0 {
 			return false
 		}
+		prev, first = obj, false
 	}
 	return true
 }
 
 // diffOrdered returns what changed from last to next, both sorted by
 // namespace and name with each name once (last must be; next is checked:
-// false when it is not), by identity as diffNamed. An object at its
-// place in both costs a pointer comparison; next's order is checked at
-// the objects last does not hold (an object of both follows the one
-// before it in next: that one is of last too, or came before last[i]).
-// next the very slice last is (a source hands a list it did not change
-// again: the file source's) is no change without a walk, which is what
-// the walk would find.
-func diffOrdered[T namedObject](last, next []T) ([]objectChange[T], bool) {
-	if len(last) == len(next) && (len(last) == 0 || &last[0] == &next[0]) {
-		return nil, true
-	}
+// false when it is not), by identity as diffNamed. The walk skips the
+// chunks both lists share (CompareLists), and checks the order of the
+// objects it reads: those of the chunks a list made from last (Edited)
+// does not share with it, which hold the objects that changed, and every
+// object of a list made whole (ListOf), which shares no chunk. A shared
+// chunk is as ordered as it was in last. next the very list last is (a
+// source hands a list it did not change again) is no change without a
+// walk, which is what the walk would find.
+func diffOrdered[T namedObject](last, next List[T]) ([]objectChange[T], bool) {
 	var changes []objectChange[T]
-	var zero T
+	var prev T
+	first, ordered := true, true
 	key := func(obj T) namespacedName { return namespacedName{obj.GetNamespace(), obj.GetName()} }
-	i := 0
-	for j := 0; j < len(next); {
-		if i < len(last) && last[i] == next[j] {
-			i, j = i+1, j+1
-			continue
+	CompareLists(last, next, compareNamed[T], func(old, obj T, inLast, inNext bool) {
+		if !ordered {
+			return
 		}
-		if j > 0 && compareNamed(next[j-1], next[j]) >= 0 {
-			return nil, false
+		// Two sorted lists merge into one sorted walk: a key not after
+		// the one before is a list out of order.
+		at := obj
+		if !inNext {
+			at = old
 		}
-		c := 1 // last is done: next[j] came
-		if i < len(last) {
-			c = compareNamed(last[i], next[j])
+		if !first && compareNamed(prev, at) >= 0 {
+			ordered = false
+			return
 		}
+		prev, first = at, false
 		switch {
-		case c < 0: // last[i] went
-			changes = append(changes, objectChange[T]{key: key(last[i]), old: last[i], new: zero})
-			i++
-			continue
-		case c == 0:
-			changes = append(changes, objectChange[T]{key: key(next[j]), old: last[i], new: next[j]})
-			i++
-		default:
-			changes = append(changes, objectChange[T]{key: key(next[j]), old: zero, new: next[j]})
+		case !inNext: // went
+			changes = append(changes, objectChange[T]{key: key(old), old: old})
+		case !inLast: // came
+			changes = append(changes, objectChange[T]{key: key(obj), new: obj})
+		case old != obj:
+			changes = append(changes, objectChange[T]{key: key(obj), old: old, new: obj})
 		}
-		j++
-	}
-	for ; i < len(last); i++ {
-		changes = append(changes, objectChange[T]{key: key(last[i]), old: last[i], new: zero})
+	})
+	if !ordered {
+		return nil, false
 	}
 	return changes, true
 }
@@ -1006,11 +1014,11 @@ func diffOrdered[T namedObject](last, next []T) ([]objectChange[T], bool) {
 // diffNamed brings index to next and returns what changed, by identity:
 // the sources hand out an object once and never change it. The caller
 // checks that index ends as long as next (no two objects of one name).
-func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChange[T] {
+func diffNamed[T namedObject](index map[namespacedName]T, next List[T]) []objectChange[T] {
 	var changes []objectChange[T]
 	var zero T
 	found := 0
-	for _, obj := range next {
+	for obj := range next.All() {
 		key := namespacedName{obj.GetNamespace(), obj.GetName()}
 		old, ok := index[key]
 		if ok {
@@ -1021,8 +1029,8 @@ func diffNamed[T namedObject](index map[namespacedName]T, next []T) []objectChan
 		}
 	}
 	if found < len(index) {
-		present := make(map[namespacedName]bool, len(next))
-		for _, obj := range next {
+		present := make(map[namespacedName]bool, next.Len())
+		for obj := range next.All() {
 			present[namespacedName{obj.GetNamespace(), obj.GetName()}] = true
 		}
 		for key, old := range index {

@@ -30,22 +30,22 @@ func TestIncrementalIngressIndex(t *testing.T) {
 		return c
 	}
 	step("first", false, false)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	s.Ingresses[1] = changed(s.Ingresses[1])
+	s.Ingresses = withAt(s.Ingresses, 1, changed(s.Ingresses.At(1)))
 	step("an Ingress changed, in order", false, true)
-	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 2, 3)
+	s.Ingresses = ListOf(slices.Delete(s.Ingresses.Slice(), 2, 3)...)
 	step("an Ingress went, in order", false, true)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	slices.Reverse(s.Ingresses)
-	s.Ingresses[0] = changed(s.Ingresses[0])
+	reversed := s.Ingresses.Slice()
+	slices.Reverse(reversed)
+	reversed[0] = changed(reversed[0])
+	s.Ingresses = ListOf(reversed...)
 	step("an Ingress changed, out of order", true, true)
-	ordered := slices.Clone(s.Ingresses)
+	ordered := s.Ingresses.Slice()
 	slices.Reverse(ordered)
-	s.Ingresses = append(slices.Clone(s.Ingresses), changed(s.Ingresses[2]))
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), changed(s.Ingresses.At(2)))...)
 	step("a name twice, out of order", true, false)
-	s.Ingresses = ordered
+	s.Ingresses = ListOf(ordered...)
 	step("in order again", false, false) // after a build whole
-	s.Ingresses = append(slices.Clone(s.Ingresses), benchSnapshot(7).Ingresses[6])
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), benchSnapshot(7).Ingresses.At(6))...)
 	step("an Ingress came, in order", false, true)
 }
 
@@ -110,15 +110,15 @@ func TestIncrementalAfterCompact(t *testing.T) {
 			t.Fatalf("an island holds no hosts or reads: %+v", is)
 		}
 	}
-	s.Services = slices.Clone(s.Services)
-	svc := s.Services[50].DeepCopy()
+	s.Services = ListOf(s.Services.Slice()...)
+	svc := s.Services.At(50).DeepCopy()
 	svc.Spec.Ports[0].Port = 81
-	s.Services[50] = svc
+	s.Services = withAt(s.Services, 50, svc)
 	path := checkIncremental(t, inc, s, "a Service changed")
 	if !path.Incremental || path.Ingresses > firstBatch {
 		t.Errorf("a Service changed: path %+v, want its Ingress's part alone", path)
 	}
-	s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), 10, 11)
+	s.Ingresses = ListOf(slices.Delete(s.Ingresses.Slice(), 10, 11)...)
 	path = checkIncremental(t, inc, s, "an Ingress went")
 	if !path.Incremental || path.Ingresses > firstBatch {
 		t.Errorf("an Ingress went: path %+v, want its part alone", path)
@@ -151,23 +151,19 @@ func TestIncrementalServiceIndex(t *testing.T) {
 	if inc.objects.services != nil {
 		t.Fatalf("first: an index of %d Services, want none", len(inc.objects.services))
 	}
-	s.Services = slices.Clone(s.Services)
-	s.Services[0] = changed(s.Services[0])
+	s.Services = withAt(s.Services, 0, changed(s.Services.At(0)))
 	checkIncremental(t, inc, s, "a Service changed (the first part built again as its islands)")
-	s.Services = slices.Clone(s.Services)
-	s.Services[1] = changed(s.Services[1])
+	s.Services = withAt(s.Services, 1, changed(s.Services.At(1)))
 	step("a Service changed, in order", false)
-	gone := s.Services[2]
-	s.Services = slices.Delete(slices.Clone(s.Services), 2, 3)
+	gone := s.Services.At(2)
+	s.Services = ListOf(slices.Delete(s.Services.Slice(), 2, 3)...)
 	step("a Service went, in order", false)
-	s.Services = slices.Insert(slices.Clone(s.Services), 2, gone)
+	s.Services = ListOf(slices.Insert(s.Services.Slice(), 2, gone)...)
 	step("a Service came, in order", false)
-	s.Services = slices.Clone(s.Services)
-	slices.Reverse(s.Services)
-	s.Services[0] = changed(s.Services[0])
+	s.Services = reversed(s.Services)
+	s.Services = withAt(s.Services, 0, changed(s.Services.At(0)))
 	step("a Service changed, out of order", true)
-	s.Services = slices.Clone(s.Services)
-	slices.Reverse(s.Services)
-	s.Services[3] = changed(s.Services[3])
+	s.Services = reversed(s.Services)
+	s.Services = withAt(s.Services, 3, changed(s.Services.At(3)))
 	step("a Service changed, in order again", false)
 }

@@ -63,10 +63,10 @@ func TestIncrementalReadersShareAHash(t *testing.T) {
 	want := len(other.members) + len(own.members)
 	other.reads = append(other.reads, h)
 	inc.readers.add(h, other)
-	s.Services = slices.Clone(s.Services)
-	svc := s.Services[20].DeepCopy()
+	s.Services = ListOf(s.Services.Slice()...)
+	svc := s.Services.At(20).DeepCopy()
 	svc.Spec.Ports[0].Port = 81
-	s.Services[20] = svc
+	s.Services = withAt(s.Services, 20, svc)
 	path := checkIncremental(t, inc, s, "app-20's Service changed")
 	if !path.Incremental || path.Ingresses != want {
 		t.Errorf("app-20's Service changed: path %+v, want the %d Ingresses of the two parts that read its hash", path, want)
@@ -94,10 +94,9 @@ func TestIncrementalLinksShareAHash(t *testing.T) {
 	}
 	want := len(other.members) + len(own.members)
 	inc.link("app-20.example.com", b)
-	s.Ingresses = slices.Clone(s.Ingresses)
-	ing := s.Ingresses[20].DeepCopy()
+	ing := s.Ingresses.At(20).DeepCopy()
 	ing.Spec.Rules[0].HTTP.Paths[0].Path = "/changed"
-	s.Ingresses[20] = ing
+	s.Ingresses = withAt(s.Ingresses, 20, ing)
 	path := checkIncremental(t, inc, s, "app-20 changed")
 	if !path.Incremental || path.Ingresses != want {
 		t.Errorf("app-20 changed: path %+v, want the %d Ingresses of the two parts linked", path, want)

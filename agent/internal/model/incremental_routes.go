@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -78,18 +79,23 @@ type heldAttached struct {
 
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
-		links:    newLinks(len(s.HTTPRoutes)),
+		links:    newLinks(s.HTTPRoutes.Len()),
 		hosts:    editedList[*Route]{key: func(route *Route) string { return route.Host }},
 		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
-	if len(s.GRPCRoutes) > 0 || len(s.TLSRoutes) > 0 || len(s.ListenerSets) > 0 || len(s.BackendTLSPolicies) > 0 {
+	if s.GRPCRoutes.Len() > 0 || s.TLSRoutes.Len() > 0 || s.ListenerSets.Len() > 0 || s.BackendTLSPolicies.Len() > 0 {
 		return r
 	}
 	index, unique := indexNamed(s.HTTPRoutes)
-	if !unique || slices.ContainsFunc(s.HTTPRoutes, withoutHostnames) {
+	if !unique {
 		return r
+	}
+	for route := range s.HTTPRoutes.All() {
+		if withoutHostnames(route) {
+			return r
+		}
 	}
 	r.on, r.index, r.ordered = true, index, isOrdered(s.HTTPRoutes)
 	for key, route := range index {
@@ -177,11 +183,12 @@ func (r *routeIslands) setBase(m *Model) string {
 // buildRouteIsland builds the HTTPRoutes keys beside the globals part.
 func (x *Incremental) buildRouteIsland(keys []namespacedName) string {
 	s := x.last
-	s.Ingresses = nil
-	s.HTTPRoutes = make([]*gatewayv1.HTTPRoute, len(keys))
+	s.Ingresses = List[*networkingv1.Ingress]{}
+	routes := make([]*gatewayv1.HTTPRoute, len(keys))
 	for i, k := range keys {
-		s.HTTPRoutes[i] = x.routes.index[k]
+		routes[i] = x.routes.index[k]
 	}
+	s.HTTPRoutes = ListOf(routes...)
 	is, m, problems := x.buildPart(s, keys, true)
 	is.routeIsland = true
 	for _, k := range keys {
@@ -345,12 +352,12 @@ func cmpInts(a1, b1, a2, b2 int) int {
 // and the status but its addresses. So the status the agent writes on a
 // Gateway (attachedRoutes, after a new route) does not build the Gateway
 // part and every route island again.
-func sameGateways(a, b []*gatewayv1.Gateway) bool {
+func sameGateways(a, b List[*gatewayv1.Gateway]) bool {
 	if samePointers(a, b) {
 		return true
 	}
 	before, unique := indexNamed(a)
-	if _, uniqueNow := indexNamed(b); len(a) != len(b) || !unique || !uniqueNow {
+	if _, uniqueNow := indexNamed(b); a.Len() != b.Len() || !unique || !uniqueNow {
 		return false
 	}
 	read := func(gw *gatewayv1.Gateway) gatewayv1.Gateway {
@@ -359,7 +366,7 @@ func sameGateways(a, b []*gatewayv1.Gateway) bool {
 		c.Status = gatewayv1.GatewayStatus{Addresses: gw.Status.Addresses}
 		return c
 	}
-	for _, gw := range b {
+	for gw := range b.All() {
 		old := before[namespacedName{gw.Namespace, gw.Name}]
 		if old == nil || old != gw && !reflect.DeepEqual(read(old), read(gw)) {
 			return false
@@ -380,7 +387,7 @@ func (x *Incremental) updateRoutes(seeds []namespacedName) (globals bool, err st
 		x.drop(x.globals)
 		return true, x.buildGlobals()
 	}
-	if len(r.index) != len(x.last.HTTPRoutes) {
+	if len(r.index) != x.last.HTTPRoutes.Len() {
 		return whole()
 	}
 	old := make(map[namespacedName]*gatewayv1.HTTPRoute, len(changes))

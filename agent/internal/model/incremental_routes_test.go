@@ -33,44 +33,44 @@ func TestIncrementalRouteIslands(t *testing.T) {
 	if _, _, path := inc.Build(s); path.Incremental {
 		t.Fatalf("first build: %+v", path)
 	}
-	changed := s.HTTPRoutes[1].DeepCopy()
+	changed := s.HTTPRoutes.At(1).DeepCopy()
 	changed.Generation = 2
-	s.HTTPRoutes = replaced(s.HTTPRoutes, 1, changed)
+	s.HTTPRoutes = ListOf(replaced(s.HTTPRoutes.Slice(), 1, changed)...)
 	check("a route changed (its first batch built again, in islands)", false, 3)
-	s.HTTPRoutes = replaced(s.HTTPRoutes, 1, s.HTTPRoutes[1].DeepCopy())
+	s.HTTPRoutes = ListOf(replaced(s.HTTPRoutes.Slice(), 1, s.HTTPRoutes.At(1).DeepCopy())...)
 	check("the route changed again (its island alone)", false, 1)
 
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("wild", "*.example.com"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("wild", "*.example.com"))...)
 	check("a wildcard route that covers every route", false, 4)
-	s.HTTPRoutes = s.HTTPRoutes[:3]
+	s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()[:3]...)
 	check("the wildcard route gone", false, 3)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("twin", "app-0.example.com"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("twin", "app-0.example.com"))...)
 	check("a second route of a hostname", false, 2)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("narrow", "*.x.example.com"), route("under", "a.x.example.com"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("narrow", "*.x.example.com"), route("under", "a.x.example.com"))...)
 	check("a wildcard and a name under it", false, 2)
 
-	svc := s.Services[2].DeepCopy()
+	svc := s.Services.At(2).DeepCopy()
 	svc.Spec.Ports[0].Port = 8080
-	s.Services = replaced(s.Services, 2, svc)
+	s.Services = ListOf(replaced(s.Services.Slice(), 2, svc)...)
 	check("the Service of one route", false, 1)
 
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("every", []string{}...))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("every", []string{}...))...)
 	check("a route without hostnames: not in islands", true, 7)
-	s.HTTPRoutes = s.HTTPRoutes[:6]
+	s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()[:6]...)
 	check("that route gone: islands again", true, 6)
 
-	s.Gateways = []*gatewayv1.Gateway{gw80(httpListener("http", 80, "*.example.com"))}
+	s.Gateways = ListOf(gw80(httpListener("http", 80, "*.example.com")))
 	check("a listener hostname", true, 6)
-	written := s.Gateways[0].DeepCopy()
+	written := s.Gateways.At(0).DeepCopy()
 	written.ResourceVersion = "2"
 	written.Status.Listeners = []gatewayv1.ListenerStatus{{Name: "http", AttachedRoutes: 6}}
-	s.Gateways = []*gatewayv1.Gateway{written}
+	s.Gateways = ListOf(written)
 	check("the Gateway's status written", false, 0)
 	moved := written.DeepCopy()
 	moved.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "127.0.0.9"}}
-	s.Gateways = []*gatewayv1.Gateway{moved}
+	s.Gateways = ListOf(moved)
 	check("the addresses of the Gateway's status (Build reads them)", true, 6)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("outside", "other.test"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("outside", "other.test"))...)
 	check("a route the listener does not take", false, 1)
 
 	// The syncer hands each build the addresses the last one served
@@ -156,19 +156,19 @@ func TestIncrementalChangedGatewayRoutes(t *testing.T) {
 	}
 	check("first build", false, 0)
 	check("nothing changed", true, 0)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("new", "new.example.com"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("new", "new.example.com"))...)
 	check("a new route", true, 1)
-	changed := s.HTTPRoutes[1].DeepCopy()
+	changed := s.HTTPRoutes.At(1).DeepCopy()
 	changed.Spec.Rules = append(changed.Spec.Rules, routeRule(nil, backendTo("", "app-2", 80)))
-	s.HTTPRoutes = replaced(s.HTTPRoutes, 1, changed)
+	s.HTTPRoutes = ListOf(replaced(s.HTTPRoutes.Slice(), 1, changed)...)
 	check("a route changed (its first batch built again: 3 new routes)", true, 3)
-	s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), 3, 4)
+	s.HTTPRoutes = ListOf(slices.Delete(s.HTTPRoutes.Slice(), 3, 4)...)
 	check("the new route gone", true, 1)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("every", []string{}...))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("every", []string{}...))...)
 	check("a route without hostnames: the globals part", false, 0)
-	s.HTTPRoutes = s.HTTPRoutes[:3]
+	s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()[:3]...)
 	check("that route gone: islands built again", false, 0)
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), route("new", "new.example.com"))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route("new", "new.example.com"))...)
 	check("a new route in islands again", true, 1)
 }
 
@@ -186,8 +186,8 @@ func TestNewRouteSharesTheGatewayRoutesList(t *testing.T) {
 	}
 	for added := 1; added <= 3; added++ {
 		host := fmt.Sprintf("new-%d.example.com", added)
-		s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), newRoute("default", fmt.Sprintf("new-%d", added), toGW(), []string{host},
-			routeRule(nil, backendTo("", "app-0", 80))))
+		s.HTTPRoutes = ListOf(slices.SortedFunc(slices.Values(append(s.HTTPRoutes.Slice(), newRoute("default", fmt.Sprintf("new-%d", added), toGW(), []string{host},
+			routeRule(nil, backendTo("", "app-0", 80))))), compareNamed)...)
 		m, _, path := inc.Build(s)
 		if !path.Incremental || m.GatewayRoutes.Len() != last.GatewayRoutes.Len()+1 {
 			t.Fatalf("new route %d: path %+v, %d routes after %d", added, path, m.GatewayRoutes.Len(), last.GatewayRoutes.Len())

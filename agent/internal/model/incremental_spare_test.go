@@ -29,7 +29,7 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 		return newRoute("default", fmt.Sprintf("r%d", i), toGW(), []string{host}, routeRule(nil, backendTo("", fmt.Sprintf("app-%d", i%30), 80)))
 	}
 	for i := range 20 {
-		s.HTTPRoutes = append(s.HTTPRoutes, route(i, fmt.Sprintf("r%d.example.com", i)))
+		s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), route(i, fmt.Sprintf("r%d.example.com", i)))...)
 	}
 	inc := NewIncremental()
 	checkIncremental(t, inc, s, "first")
@@ -56,29 +56,28 @@ func TestIncrementalPreparedEqualsBuild(t *testing.T) {
 		switch rng.IntN(4) {
 		case 0: // an Ingress comes, or changes host
 			ing := newIngress("default", fmt.Sprintf("new-%d", i), createdAt(i), rule(fmt.Sprintf("h%d-%d.example.com", i, rng.IntN(3)), prefix("/", "app-1", 80)))
-			s.Ingresses = slices.Clone(s.Ingresses)
-			if at := slices.IndexFunc(s.Ingresses, func(o *networkingv1.Ingress) bool { return o.Name == ing.Name }); at >= 0 {
-				s.Ingresses[at] = ing
+			if at := slices.IndexFunc(s.Ingresses.Slice(), func(o *networkingv1.Ingress) bool { return o.Name == ing.Name }); at >= 0 {
+				s.Ingresses = withAt(s.Ingresses, at, ing)
 			} else {
-				s.Ingresses = append(s.Ingresses, ing)
+				s.Ingresses = ListOf(append(s.Ingresses.Slice(), ing)...)
 			}
 		case 1: // an Ingress goes
-			if len(s.Ingresses) > 1 {
-				at := rng.IntN(len(s.Ingresses))
-				s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), at, at+1)
+			if s.Ingresses.Len() > 1 {
+				at := rng.IntN(s.Ingresses.Len())
+				s.Ingresses = ListOf(slices.Delete(s.Ingresses.Slice(), at, at+1)...)
 			}
 		case 2: // a route comes, or changes host
 			r := route(100+i, fmt.Sprintf("g%d-%d.example.com", i, rng.IntN(3)))
-			s.HTTPRoutes = slices.Clone(s.HTTPRoutes)
-			if at := slices.IndexFunc(s.HTTPRoutes, func(o *gatewayv1.HTTPRoute) bool { return o.Name == r.Name }); at >= 0 {
-				s.HTTPRoutes[at] = r
+			s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()...)
+			if at := slices.IndexFunc(s.HTTPRoutes.Slice(), func(o *gatewayv1.HTTPRoute) bool { return o.Name == r.Name }); at >= 0 {
+				s.HTTPRoutes = withAt(s.HTTPRoutes, at, r)
 			} else {
-				s.HTTPRoutes = append(s.HTTPRoutes, r)
+				s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), r)...)
 			}
 		case 3: // a route goes
-			if len(s.HTTPRoutes) > 1 {
-				at := rng.IntN(len(s.HTTPRoutes))
-				s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), at, at+1)
+			if s.HTTPRoutes.Len() > 1 {
+				at := rng.IntN(s.HTTPRoutes.Len())
+				s.HTTPRoutes = ListOf(slices.Delete(s.HTTPRoutes.Slice(), at, at+1)...)
 			}
 		}
 		got, gotProblems, _ := inc.Build(s)
@@ -113,8 +112,8 @@ func TestNewHostSharesTheServersList(t *testing.T) {
 	}
 	list := uint64(8 * n)
 	for added := 1; added <= 3; added++ {
-		s.Ingresses = append(slices.Clone(s.Ingresses), newIngress("default", fmt.Sprintf("new-%d", added), createdAt(0),
-			rule(fmt.Sprintf("new-%d.example.com", added), prefix("/", "app-0", 80))))
+		s.Ingresses = ListOf(append(s.Ingresses.Slice(), newIngress("default", fmt.Sprintf("new-%d", added), createdAt(0),
+			rule(fmt.Sprintf("new-%d.example.com", added), prefix("/", "app-0", 80))))...)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		m, _, path := inc.Build(s)

@@ -41,8 +41,8 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	base := benchSnapshot(3)
 	s.Ingresses, s.IngressClasses, s.IngressClass = base.Ingresses, base.IngressClasses, base.IngressClass
 	s.Services, s.EndpointSlices = base.Services, base.EndpointSlices
-	s.HTTPRoutes = []*gatewayv1.HTTPRoute{newRoute("default", "r", toGW(), []string{"r.example.com"},
-		routeRule(nil, backendTo("", "app-1", 80)))}
+	s.HTTPRoutes = ListOf(newRoute("default", "r", toGW(), []string{"r.example.com"},
+		routeRule(nil, backendTo("", "app-1", 80))))
 	inc := NewIncremental()
 	check := func(what string, wantIncremental bool, wantReason string) {
 		t.Helper()
@@ -57,37 +57,36 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	}
 
 	added := benchSnapshot(5)
-	s.Ingresses = append(slices.Clone(s.Ingresses), added.Ingresses[4])
-	s.Services = append(slices.Clone(s.Services), added.Services[4])
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), added.Ingresses.At(4))...)
+	s.Services = ListOf(append(s.Services.Slice(), added.Services.At(4))...)
 	check("a new Ingress", true, "")
 
-	svc := s.Services[1].DeepCopy()
+	svc := s.Services.At(1).DeepCopy()
 	svc.Spec.Ports[0].Port = 8080
-	s.Services = slices.Clone(s.Services)
-	s.Services[1] = svc
+	s.Services = withAt(s.Services, 1, svc)
 	check("the route's Service changed", true, "")
 
-	route := s.HTTPRoutes[0].DeepCopy()
+	route := s.HTTPRoutes.At(0).DeepCopy()
 	route.Spec.Hostnames = []gatewayv1.Hostname{"other.example.com"}
-	s.HTTPRoutes = []*gatewayv1.HTTPRoute{route}
+	s.HTTPRoutes = ListOf(route)
 	check("an HTTPRoute changed", true, "")
 
 	// A second Gateway in another namespace whose listener takes routes
 	// from Namespaces labelled team=b, and a route there.
 	other := newGateway("other", "gw2", allowFrom(httpListener("http", 8081, ""), gatewayv1.NamespacesFromSelector, map[string]string{"team": "b"}))
-	s.Gateways = append(slices.Clone(s.Gateways), other)
-	s.Namespaces = []*corev1.Namespace{nsObject("default", nil), nsObject("other", nil)}
-	s.HTTPRoutes = append(slices.Clone(s.HTTPRoutes), newRoute("other", "r2", parentList(parentOf("other", "gw2", "")), []string{"b.example.com"},
-		routeRule(nil, backendTo("default", "app-2", 80))))
+	s.Gateways = ListOf(append(s.Gateways.Slice(), other)...)
+	s.Namespaces = ListOf(nsObject("default", nil), nsObject("other", nil))
+	s.HTTPRoutes = ListOf(append(s.HTTPRoutes.Slice(), newRoute("other", "r2", parentList(parentOf("other", "gw2", "")), []string{"b.example.com"},
+		routeRule(nil, backendTo("default", "app-2", 80))))...)
 	check("a new Gateway and route", true, "")
 
-	s.Namespaces = []*corev1.Namespace{nsObject("default", nil), nsObject("other", map[string]string{"team": "b"})}
+	s.Namespaces = ListOf(nsObject("default", nil), nsObject("other", map[string]string{"team": "b"}))
 	check("a Namespace's label", true, "")
 	if m, _ := Build(s); !slices.ContainsFunc(m.GatewayAPI.Routes, func(r *RouteStatus) bool { return r.Name == "r2" && r.Parents[0].Conditions[0].Status }) {
 		t.Fatalf("route other/r2 is not accepted: %s", dump(m.GatewayAPI.Routes))
 	}
 
-	s.ReferenceGrants = []*gatewayv1.ReferenceGrant{referenceGrant("default", "HTTPRoute", "other", "Service", "")}
+	s.ReferenceGrants = ListOf(referenceGrant("default", "HTTPRoute", "other", "Service", ""))
 	check("a ReferenceGrant", true, "")
 
 	s.GatewayAddressesServed = map[string][]string{"default/gw": {gwPool[1]}}
@@ -95,19 +94,18 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 
 	// An Ingress and a route change in one snapshot.
 	more := benchSnapshot(6)
-	s.Ingresses = append(slices.Clone(s.Ingresses), more.Ingresses[5])
-	s.Services = append(slices.Clone(s.Services), more.Services[5])
-	s.HTTPRoutes = s.HTTPRoutes[:1]
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), more.Ingresses.At(5))...)
+	s.Services = ListOf(append(s.Services.Slice(), more.Services.At(5))...)
+	s.HTTPRoutes = ListOf(s.HTTPRoutes.Slice()[:1]...)
 	check("an Ingress and a route at once", true, "")
 
-	s.GatewayClasses = nil
+	s.GatewayClasses = List[*gatewayv1.GatewayClass]{}
 	check("the GatewayClass gone", true, "")
 	if m, _ := Build(s); m.GatewayRoutes.Len() != 0 || m.Servers.Len() != 5 {
 		t.Fatalf("without the class: %d Gateway routes, %d hosts", m.GatewayRoutes.Len(), m.Servers.Len())
 	}
 
-	s.IngressClasses = slices.Clone(s.IngressClasses)
-	s.IngressClasses[0] = s.IngressClasses[0].DeepCopy()
+	s.IngressClasses = withAt(s.IngressClasses, 0, s.IngressClasses.At(0).DeepCopy())
 	check("an IngressClass changed", false, "an IngressClass changed")
 }
 
@@ -149,12 +147,12 @@ func TestDiffOrderedIsDiffNamed(t *testing.T) {
 				}
 			}
 		}
-		byName, _ := indexNamed(last)
-		want := diffNamed(byName, next)
-		index, _ := indexNamed(last)
-		got, ordered := diffList(index, last, next, true)
-		if ordered != isOrdered(next) {
-			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(next))
+		byName, _ := indexNamed(ListOf(last...))
+		want := diffNamed(byName, ListOf(next...))
+		index, _ := indexNamed(ListOf(last...))
+		got, ordered := diffList(index, ListOf(last...), ListOf(next...), true)
+		if ordered != isOrdered(ListOf(next...)) {
+			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(ListOf(next...)))
 		}
 		key := func(c objectChange[*corev1.Service]) string { return c.key.namespace + "/" + c.key.name }
 		slices.SortFunc(got, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })
@@ -216,20 +214,17 @@ func TestIncrementalSliceIndex(t *testing.T) {
 		return c
 	}
 	step("first", false, false)
-	s.EndpointSlices = slices.Clone(s.EndpointSlices)
-	s.EndpointSlices[1] = changed(s.EndpointSlices[1])
+	s.EndpointSlices = withAt(s.EndpointSlices, 1, changed(s.EndpointSlices.At(1)))
 	step("a slice changed, in order", false, true)
-	s.EndpointSlices = slices.Clone(s.EndpointSlices)
-	slices.Reverse(s.EndpointSlices)
-	s.EndpointSlices[0] = changed(s.EndpointSlices[0])
+	s.EndpointSlices = reversed(s.EndpointSlices)
+	s.EndpointSlices = withAt(s.EndpointSlices, 0, changed(s.EndpointSlices.At(0)))
 	step("a slice changed, out of order", true, true)
-	ordered := slices.Clone(s.EndpointSlices)
+	ordered := s.EndpointSlices.Slice()
 	slices.Reverse(ordered)
-	s.EndpointSlices = append(slices.Clone(s.EndpointSlices), changed(s.EndpointSlices[2]))
+	s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(), changed(s.EndpointSlices.At(2)))...)
 	step("a name twice, out of order", true, false)
-	s.EndpointSlices = ordered
+	s.EndpointSlices = ListOf(ordered...)
 	step("in order again", false, true)
-	s.EndpointSlices = slices.Clone(s.EndpointSlices)
-	s.EndpointSlices[3] = changed(s.EndpointSlices[3])
+	s.EndpointSlices = withAt(s.EndpointSlices, 3, changed(s.EndpointSlices.At(3)))
 	step("a slice changed, in order again", false, true)
 }

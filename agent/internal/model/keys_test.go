@@ -68,7 +68,7 @@ func TestIngressNginxKeysWired(t *testing.T) {
 				}
 				ing := newIngress("default", "web", opts...)
 				s := snapshotOf(ing)
-				s.Secrets = append(s.Secrets, secret)
+				s.Secrets = ListOf(append(s.Secrets.Slice(), secret)...)
 				_, problems := Build(s)
 				for _, p := range problems {
 					if strings.Contains(p.Reason, pfx+key+" ") || strings.Contains(p.Reason, pfx+key+":") {

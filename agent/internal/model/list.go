@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"iter"
 	"slices"
 	"sort"
@@ -116,15 +115,6 @@ func (l List[T]) Same(o List[T]) bool {
 	return len(l.chunks) == len(o.chunks) && len(l.chunks) > 0 && &l.chunks[0] == &o.chunks[0]
 }
 
-// MarshalJSON writes the items as a JSON array, as a slice of them; the
-// chunks are how the list is kept, not what it holds.
-func (l List[T]) MarshalJSON() ([]byte, error) {
-	if l.Len() == 0 {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(l.Slice())
-}
-
 // Shares says whether l and o hold a chunk in common: one was made from
 // the other (Edited), or both from one list, and some chunk no edit fell
 // in is in both. A diff of the two (CompareLists) then skips it.
@@ -155,7 +145,8 @@ type ListEdit[K, T any] struct {
 // Edited returns l with edits made; l is not changed, and the result
 // shares every chunk of l no edit falls in. l is sorted as cmp orders an
 // item against a key, and edits are sorted by key, one per key (the
-// caller sorts them). Removing a key l does not hold changes nothing.
+// caller sorts them). Removing a key l does not hold changes nothing. An
+// empty result is the zero List, as ListOf() is.
 func Edited[K, T any](l List[T], edits []ListEdit[K, T], cmp func(T, K) int) List[T] {
 	if len(edits) == 0 {
 		return l
@@ -178,6 +169,9 @@ func Edited[K, T any](l List[T], edits []ListEdit[K, T], cmp func(T, K) int) Lis
 	}
 	if len(l.chunks) == 0 {
 		out.chunks = appendListChunk(out.chunks, mergeEdits(nil, edits, cmp))
+	}
+	if len(out.chunks) == 0 {
+		return List[T]{}
 	}
 	out.ends = ends(out.chunks)
 	return out

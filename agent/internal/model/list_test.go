@@ -176,7 +176,7 @@ func TestListSharesAndJSON(t *testing.T) {
 	for _, c := range []struct {
 		l    List[int]
 		want string
-	}{{List[int]{}, "[]"}, {ListOf(1, 2), "[1,2]"}} {
+	}{{List[int]{}, "null"}, {ListOf(1, 2), "[1,2]"}} {
 		if got, err := json.Marshal(c.l); err != nil || string(got) != c.want {
 			t.Errorf("JSON of %v: %s, %v; want %s", c.l.Slice(), got, err, c.want)
 		}

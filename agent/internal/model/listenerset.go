@@ -55,7 +55,7 @@ type listenerSetState struct {
 // spec's precedence and checks their listeners.
 func (p *gatewayProcessor) processListenerSets() {
 	var sets []*gatewayv1.ListenerSet
-	for _, ls := range p.source.ListenerSets {
+	for ls := range p.source.ListenerSets.All() {
 		if p.parentOfListenerSet(ls) == nil {
 			continue // not ours to read or write
 		}

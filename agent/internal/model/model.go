@@ -36,12 +36,22 @@ const ControllerName = "restysync.io/ingress-controller"
 
 // Snapshot is everything Build reads: the objects a source holds, plus the
 // settings that decide which Ingresses are ours. Objects are read-only.
+//
+// Each kind's objects are a List, sorted by namespace and name, each name
+// once (the sources hand them out so; Build takes any order, and
+// Incremental falls back to an index by name for a list that is not).
+// Why a List and not a slice: a source makes the next list from the last
+// (Edited), sharing every chunk no change falls in, so a change to one of
+// 50,000 objects costs a chunk and not a copy of the whole list (400 KB,
+// the largest allocation of a change), and Incremental diffs two
+// snapshots' lists skipping the chunks both share (CompareLists). Tests
+// build them with ListOf.
 type Snapshot struct {
-	Ingresses      []*networkingv1.Ingress
-	IngressClasses []*networkingv1.IngressClass
-	Services       []*corev1.Service
-	EndpointSlices []*discoveryv1.EndpointSlice
-	Secrets        []*corev1.Secret
+	Ingresses      List[*networkingv1.Ingress]
+	IngressClasses List[*networkingv1.IngressClass]
+	Services       List[*corev1.Service]
+	EndpointSlices List[*discoveryv1.EndpointSlice]
+	Secrets        List[*corev1.Secret]
 	// SliceServices names the Service of each EndpointSlice of
 	// EndpointSlices whose source dropped its labels (nil: none did). A
 	// slice belongs to the Service of its namespace that its
@@ -62,17 +72,17 @@ type Snapshot struct {
 	// listeners for a Gateway, listenerset.go), and Namespaces for
 	// allowedRoutes' and allowedListeners' selectors. The Secrets listeners
 	// name are in Secrets.
-	GatewayClasses  []*gatewayv1.GatewayClass
-	Gateways        []*gatewayv1.Gateway
-	HTTPRoutes      []*gatewayv1.HTTPRoute
-	GRPCRoutes      []*gatewayv1.GRPCRoute
-	TLSRoutes       []*gatewayv1.TLSRoute
-	ReferenceGrants []*gatewayv1.ReferenceGrant
-	ListenerSets    []*gatewayv1.ListenerSet
-	Namespaces      []*corev1.Namespace
+	GatewayClasses  List[*gatewayv1.GatewayClass]
+	Gateways        List[*gatewayv1.Gateway]
+	HTTPRoutes      List[*gatewayv1.HTTPRoute]
+	GRPCRoutes      List[*gatewayv1.GRPCRoute]
+	TLSRoutes       List[*gatewayv1.TLSRoute]
+	ReferenceGrants List[*gatewayv1.ReferenceGrant]
+	ListenerSets    List[*gatewayv1.ListenerSet]
+	Namespaces      List[*corev1.Namespace]
 	// BackendTLSPolicies say how nginx checks the TLS backends of Gateway
 	// routes; the ConfigMaps they name are in ConfigMaps (backendtls.go).
-	BackendTLSPolicies []*gatewayv1.BackendTLSPolicy
+	BackendTLSPolicies List[*gatewayv1.BackendTLSPolicy]
 	// GatewayKindsNotServed are the kinds of the Gateway API ("TLSRoute",
 	// …) the API server does not serve (their CRD is not installed):
 	// GatewayClasses do not declare the features of those kinds. Empty
@@ -145,7 +155,7 @@ type Snapshot struct {
 	// ConfigMaps are those Ingresses name by annotation
 	// (auth-proxy-set-headers; ConfigMapRefs) and those BackendTLSPolicies
 	// name as CAs (BackendTLSConfigMapRefs), read by name.
-	ConfigMaps []*corev1.ConfigMap
+	ConfigMaps List[*corev1.ConfigMap]
 	// ModSecurity is whether nginx has the ModSecurity module (the
 	// agent's flags) and the ConfigMap's enable-modsecurity and
 	// enable-owasp-modsecurity-crs (modsecurity.go). The zero value has no

@@ -17,12 +17,12 @@ func TestEndpointPatchMatchesBuild(t *testing.T) {
 	kept, _ := Build(before)
 
 	after := richSnapshot()
-	for i, s := range after.EndpointSlices {
+	for i, s := range after.EndpointSlices.Slice() {
 		switch s.Namespace + "/" + s.Name {
 		case "default/web-def":
-			after.EndpointSlices[i] = endpointSlice("default", "web-def", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.0.0.7"))
+			after.EndpointSlices = withAt(after.EndpointSlices, i, endpointSlice("default", "web-def", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.0.0.7")))
 		case "default/api-2":
-			after.EndpointSlices[i] = endpointSlice("default", "api-2", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), slicePort("", 8081)), ready("2001:db8::9"))
+			after.EndpointSlices = withAt(after.EndpointSlices, i, endpointSlice("default", "api-2", "api", discoveryv1.AddressTypeIPv6, ports(slicePort("grpc", 9001), slicePort("", 8081)), ready("2001:db8::9")))
 		}
 	}
 	want, _ := Build(after)

@@ -265,7 +265,7 @@ func TestUpstreamVhostLocationVariables(t *testing.T) {
 		annotation("nginx.ingress.kubernetes.io/upstream-vhost", "$service_name.$namespace.svc.cluster.local:$service_port"),
 		rule("dashboard.example.com", prefix("/", "web", 8084), prefix("/metrics", "metrics", 9090), prefix("/named", "web", "http")))
 	s := snapshotOf(ing)
-	s.Services = []*corev1.Service{api, other}
+	s.Services = ListOf(api, other)
 	m, problems := Build(s)
 	got := map[string]string{}
 	for _, l := range m.Servers.At(0).Locations {
@@ -294,8 +294,8 @@ func TestServiceUpstream(t *testing.T) {
 		defaultBackendTo(backend("web-svc", 80)), rule("emoji.example.com", prefix("/h", "headless", 80)))
 	plain := newIngress("emojivoto", "plain", rule("plain.example.com", prefix("/", "web-svc", 80)))
 	s := snapshotOf(ing, plain)
-	s.Services = []*corev1.Service{svc, headless}
-	s.EndpointSlices = []*discoveryv1.EndpointSlice{slice, hslice}
+	s.Services = ListOf(svc, headless)
+	s.EndpointSlices = ListOf(slice, hslice)
 	m, problems := Build(s)
 	backends := map[string][]Endpoint{}
 	for _, b := range m.Backends {
@@ -320,9 +320,9 @@ func TestServiceUpstream(t *testing.T) {
 	}
 	// The ConfigMap's service-upstream is the default; an annotation
 	// "false" opts out.
-	s.Ingresses = []*networkingv1.Ingress{plain,
+	s.Ingresses = ListOf(plain,
 		newIngress("emojivoto", "optout", annotation("nginx.ingress.kubernetes.io/service-upstream", "false"),
-			rule("optout.example.com", prefix("/", "web-svc", 80)))}
+			rule("optout.example.com", prefix("/", "web-svc", 80))))
 	s.ServiceUpstream = true
 	m, _ = Build(s)
 	for _, b := range m.Backends {

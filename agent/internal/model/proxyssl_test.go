@@ -25,7 +25,7 @@ func TestProxySSL(t *testing.T) {
 			opts = append(opts, annotation(k, v))
 		}
 		snap := snapshotOf(newIngress("default", "app", opts...))
-		snap.Secrets = []*corev1.Secret{secret, bad}
+		snap.Secrets = ListOf(secret, bad)
 		m, problems := Build(snap)
 		return m.Servers.At(0).Locations[0].ProxySettings().SSL, problems, m.AuthFiles
 	}

@@ -33,10 +33,10 @@ func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.Endp
 		port = networkingv1.ServiceBackendPort{Number: int32(n)}
 	}
 	// The slices are the Service's, whether they keep their label or not.
-	s := Snapshot{EndpointSlices: slices, Targets: targets,
+	s := Snapshot{EndpointSlices: ListOf(slices...), Targets: targets,
 		SliceServices: func(*discoveryv1.EndpointSlice) string { return service }}
 	if svc != nil {
-		s.Services = []*corev1.Service{svc}
+		s.Services = ListOf(svc)
 	}
 	b := newBuilder(s)
 	r := b.resolve(backendRef{namespace: namespace, service: service, port: port, name: name,

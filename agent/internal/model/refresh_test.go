@@ -39,7 +39,7 @@ func TestResolveBackendMatchesBuildWithoutLabels(t *testing.T) {
 	for _, want := range m.Backends {
 		namespace, service, _ := BackendService(want.Name)
 		var slices []*discoveryv1.EndpointSlice
-		for _, slice := range snap.EndpointSlices {
+		for slice := range snap.EndpointSlices.All() {
 			if slice.Namespace == namespace && snap.ServiceOfSlice(slice) == service {
 				slices = append(slices, slice)
 			}
@@ -58,7 +58,7 @@ func TestResolveBackendMatchesBuildWithoutLabels(t *testing.T) {
 }
 
 func findService(s Snapshot, namespace, name string) *corev1.Service {
-	for _, svc := range s.Services {
+	for svc := range s.Services.All() {
 		if svc.Namespace == namespace && svc.Name == name {
 			return svc
 		}
@@ -68,7 +68,7 @@ func findService(s Snapshot, namespace, name string) *corev1.Service {
 
 func findSlices(s Snapshot, namespace, service string) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
-	for _, slice := range s.EndpointSlices {
+	for slice := range s.EndpointSlices.All() {
 		if slice.Namespace == namespace && slice.Labels[discoveryv1.LabelServiceName] == service {
 			out = append(out, slice)
 		}

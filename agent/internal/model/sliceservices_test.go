@@ -2,10 +2,8 @@ package model
 
 import (
 	"reflect"
-	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -28,8 +26,8 @@ func newUnlabelled() *unlabelled {
 // without (the same copy each time the same slice comes).
 func (u *unlabelled) snapshot(s Snapshot) Snapshot {
 	held := map[*discoveryv1.EndpointSlice]string{}
-	out := make([]*discoveryv1.EndpointSlice, len(s.EndpointSlices))
-	for i, slice := range s.EndpointSlices {
+	out := make([]*discoveryv1.EndpointSlice, s.EndpointSlices.Len())
+	for i, slice := range s.EndpointSlices.Slice() {
 		c, ok := u.copies[slice]
 		if !ok {
 			c = slice.DeepCopy()
@@ -44,7 +42,7 @@ func (u *unlabelled) snapshot(s Snapshot) Snapshot {
 			held[c] = service
 		}
 	}
-	s.EndpointSlices = out
+	s.EndpointSlices = ListOf(out...)
 	s.SliceServices = func(slice *discoveryv1.EndpointSlice) string { return held[slice] }
 	return s
 }
@@ -59,7 +57,7 @@ func TestSliceServicesWithoutLabels(t *testing.T) {
 	base := snapshotOf(
 		newIngress("default", "web", rule("web.example.com", prefix("/", "web", 80))),
 		newIngress("default", "api", rule("api.example.com", prefix("/", "api", 80))))
-	base.Services = []*corev1.Service{api, webService}
+	base.Services = ListOf(api, webService)
 	u := newUnlabelled()
 	inc := NewIncremental()
 	endpointsOf := func(m Model, name string) []Endpoint {
@@ -73,9 +71,9 @@ func TestSliceServicesWithoutLabels(t *testing.T) {
 	step := func(what string, list []*discoveryv1.EndpointSlice, wantWeb, wantAPI []Endpoint) {
 		t.Helper()
 		s := base
-		s.EndpointSlices = list
+		s.EndpointSlices = ListOf(list...)
 		s = u.snapshot(s)
-		for _, slice := range s.EndpointSlices {
+		for slice := range s.EndpointSlices.All() {
 			if slice.Labels != nil {
 				t.Fatalf("%s: slice %s keeps labels %v", what, slice.Name, slice.Labels)
 			}
@@ -114,8 +112,8 @@ func sameEndpoints(a, b []Endpoint) bool {
 func TestSliceServicesStayInTheSlicesNamespace(t *testing.T) {
 	s := snapshotOf(newIngress("default", "web", rule("web.example.com", prefix("/", "web", 80))))
 	tenant := endpointSlice("tenant", "web-1", "", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.9.9.9"))
-	s.Services = append(slices.Clone(s.Services), service("tenant", "web", servicePort("http", 80)))
-	s.EndpointSlices = []*discoveryv1.EndpointSlice{tenant}
+	s.Services = ListOf(append(s.Services.Slice(), service("tenant", "web", servicePort("http", 80)))...)
+	s.EndpointSlices = ListOf(tenant)
 	s.SliceServices = func(*discoveryv1.EndpointSlice) string { return "web" }
 	inc := NewIncremental()
 	checkIncremental(t, inc, s, "a tenant's slice")

@@ -95,9 +95,9 @@ func TestStreamServices(t *testing.T) {
 	udp := corev1.ProtocolUDP
 	udpPort := slicePort("dns", 5353)
 	udpPort.Protocol = &udp
-	s.Services = append(s.Services, dns)
-	s.EndpointSlices = append(s.EndpointSlices, endpointSlice("kube-system", "dns-1", "dns", discoveryv1.AddressTypeIPv4,
-		ports(udpPort, slicePort("dns-tcp", 5353)), ready("10.0.0.53")))
+	s.Services = ListOf(append(s.Services.Slice(), dns)...)
+	s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(), endpointSlice("kube-system", "dns-1", "dns", discoveryv1.AddressTypeIPv4,
+		ports(udpPort, slicePort("dns-tcp", 5353)), ready("10.0.0.53")))...)
 	s.ReservedPorts = []int32{80, 443}
 	s.TCPServices = servicesConfigMap("tcp", map[string]string{
 		"9000":  "default/web:80",

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -260,7 +259,7 @@ func TestTargetEndpoints(t *testing.T) {
 		ready("10.0.0.1", "127.0.0.1", "169.254.169.254", "10.244.1.7"))
 	admin := endpointSlice("default", "web-admin", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 10254)), ready("10.244.1.7"))
 	s := snapshotOf(newIngress("default", "app", rule("app.example.com", prefix("/", "web", 80))))
-	s.EndpointSlices = []*discoveryv1.EndpointSlice{slice, admin}
+	s.EndpointSlices = ListOf(slice, admin)
 	s.Targets = podTargets
 	m, problems := Build(s)
 	if got := m.Backends[0].Endpoints; len(got) != 1 || got[0] != (Endpoint{"10.0.0.1", 8080}) {
@@ -283,7 +282,7 @@ func TestTargetEndpoints(t *testing.T) {
 	}
 
 	// The fast path checks the same way.
-	b, fast := ResolveBackend(m.Backends[0].Name, webService, s.EndpointSlices, podTargets)
+	b, fast := ResolveBackend(m.Backends[0].Name, webService, s.EndpointSlices.Slice(), podTargets)
 	if len(b.Endpoints) != 1 || len(fast) != len(want) {
 		t.Errorf("ResolveBackend: endpoints %v, problems %v", b.Endpoints, fast)
 	}
@@ -305,7 +304,7 @@ func TestTargetClusterIP(t *testing.T) {
 	svc.Spec.ClusterIP = "127.0.0.1"
 	s := snapshotOf(newIngress("default", "app", rule("app.example.com", prefix("/", "web", 80)),
 		annotation(nginxPrefix+"service-upstream", "true")))
-	s.Services = []*corev1.Service{svc}
+	s.Services = ListOf(svc)
 	s.Targets = podTargets
 	m, problems := Build(s)
 	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 0 {

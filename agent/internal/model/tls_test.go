@@ -254,7 +254,7 @@ func TestBuildTLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshotOf(tt.ingresses...)
-			s.Secrets = tt.secrets
+			s.Secrets = ListOf(tt.secrets...)
 			s.Now = tt.now
 			m, problems := Build(s)
 			if len(m.Certificates) != len(tt.want) {
@@ -285,7 +285,7 @@ func TestBuildTLS(t *testing.T) {
 func TestBuildTLSLeavesServersAlone(t *testing.T) {
 	plain := snapshotOf(newIngress("default", "a", rule("a.example.com", prefix("/", "web", 80))))
 	withCert := snapshotOf(newIngress("default", "a", withTLS("cert", "a.example.com", "tls-only.example.com"), rule("a.example.com", prefix("/", "web", 80))))
-	withCert.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
+	withCert.Secrets = ListOf(tlsSecret("default", "cert", pairA))
 	a, _ := Build(plain)
 	b, _ := Build(withCert)
 	if a.Servers.At(0).HTTPS || !b.Servers.At(0).HTTPS {
@@ -354,7 +354,7 @@ func TestBuildDefaultCertificate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snapshotOf(tc.ingresses...)
-			s.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA), tlsSecret("ingress", "fallback", pairA)}
+			s.Secrets = ListOf(tlsSecret("default", "cert", pairA), tlsSecret("ingress", "fallback", pairA))
 			s.DefaultCertificate = "ingress/fallback"
 			m, problems := Build(s)
 			if dump(m.Certificates) != dump(tc.want) || len(problems) != 0 {
@@ -364,7 +364,7 @@ func TestBuildDefaultCertificate(t *testing.T) {
 	}
 	t.Run("the Ingress's Secret is the default too", func(t *testing.T) {
 		s := snapshotOf(a)
-		s.Secrets = []*corev1.Secret{tlsSecret("default", "cert", pairA)}
+		s.Secrets = ListOf(tlsSecret("default", "cert", pairA))
 		s.DefaultCertificate = "default/cert"
 		m, _ := Build(s)
 		if want := []Certificate{servedCert("default/cert", pairA, DefaultCertificateHost, "a.example.com")}; dump(m.Certificates) != dump(want) {
@@ -401,7 +401,7 @@ func TestBuildTLSOfAnotherTenantsHost(t *testing.T) {
 	} {
 		t.Run(hostile.Name, func(t *testing.T) {
 			s := snapshotOf(a, hostile)
-			s.Secrets = []*corev1.Secret{tlsSecret("tenant-b", "cert", pairB)}
+			s.Secrets = ListOf(tlsSecret("tenant-b", "cert", pairB))
 			m, problems := Build(s)
 			if got, want := serverOf(m, "a.example.com"), serverOf(alone, "a.example.com"); !reflect.DeepEqual(got, want) {
 				t.Errorf("a.example.com:\n got %s\nwant %s", dump(got), dump(want))

@@ -80,7 +80,7 @@ func (p *gatewayProcessor) processTLSRoutes() {
 	if len(p.gateways) == 0 {
 		return
 	}
-	routes := slices.Clone(p.source.TLSRoutes)
+	routes := p.source.TLSRoutes.Slice()
 	slices.SortFunc(routes, compareObjects[*gatewayv1.TLSRoute])
 	for _, r := range routes {
 		var ours []*gatewayState

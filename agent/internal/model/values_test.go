@@ -85,7 +85,7 @@ func TestHostileUnrenderableConfigMapEntries(t *testing.T) {
 					opts = append(opts, annotation("nginx.ingress.kubernetes.io/auth-url", "http://auth.default.svc/"))
 				}
 				s := hostileSnapshot([]*networkingv1.Ingress{newIngress("default", "hostile", opts...)})
-				s.ConfigMaps = append(s.ConfigMaps, configMapOf("default", "headers", map[string]string{"X-A": "a" + bad.char + "b"}))
+				s.ConfigMaps = ListOf(append(s.ConfigMaps.Slice(), configMapOf("default", "headers", map[string]string{"X-A": "a" + bad.char + "b"}))...)
 				m, problems := Build(s)
 				if !slices.ContainsFunc(problems, func(p Problem) bool {
 					return p.Name == "hostile" && strings.Contains(p.Reason, `ConfigMap default/headers: entry "X-A" `) && strings.Contains(p.Reason, bad.reason)

@@ -88,7 +88,7 @@ func (g *Guard) Keys() []string {
 // replaced by its last good version (or left out when it has none) until it
 // changes; while bisecting, changed Ingresses outside the group under test
 // keep their good version too. Each quarantined Ingress gets a Problem.
-func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem) {
+func (g *Guard) Filter(ingresses model.List[*networkingv1.Ingress]) (model.List[*networkingv1.Ingress], []model.Problem) {
 	if len(g.quarantine) == 0 && !g.Bisecting() && !g.OnlyGood {
 		g.used = &ingressSet{list: ingresses}
 		return ingresses, nil
@@ -104,8 +104,8 @@ func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 	}
 	present := make(map[string]bool, len(g.quarantine))
 	var problems []model.Problem
-	out := make([]*networkingv1.Ingress, 0, len(ingresses))
-	for _, ing := range ingresses {
+	out := make([]*networkingv1.Ingress, 0, ingresses.Len())
+	for ing := range ingresses.All() {
 		key := ingressKey(ing)
 		use := ing
 		if q, ok := g.quarantine[key]; ok {
@@ -129,8 +129,8 @@ func (g *Guard) Filter(ingresses []*networkingv1.Ingress) ([]*networkingv1.Ingre
 			delete(g.quarantine, key) // deleted
 		}
 	}
-	g.used = &ingressSet{list: out}
-	return out, problems
+	g.used = &ingressSet{list: model.ListOf(out...)}
+	return g.used.list, problems
 }
 
 // Confirmed records that nginx runs the config of the last full build.
@@ -217,7 +217,7 @@ func ingressKey(ing *networkingv1.Ingress) string { return ing.Namespace + "/" +
 // asked (a quarantine, a bisection, a render failure): a sync with none
 // of those does not key 50,000 Ingresses.
 type ingressSet struct {
-	list []*networkingv1.Ingress
+	list model.List[*networkingv1.Ingress]
 	keys map[string]*networkingv1.Ingress // made by byKey
 }
 
@@ -227,8 +227,8 @@ func (s *ingressSet) byKey() map[string]*networkingv1.Ingress {
 		return nil
 	}
 	if s.keys == nil {
-		s.keys = make(map[string]*networkingv1.Ingress, len(s.list))
-		for _, ing := range s.list {
+		s.keys = make(map[string]*networkingv1.Ingress, s.list.Len())
+		for ing := range s.list.All() {
 			s.keys[ingressKey(ing)] = ing
 		}
 	}

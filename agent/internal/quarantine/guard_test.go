@@ -8,6 +8,8 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 func testIngress(name, path string) *networkingv1.Ingress {
@@ -34,16 +36,16 @@ func nginxTakes(ingresses []*networkingv1.Ingress) bool {
 func run(t *testing.T, g *Guard, current []*networkingv1.Ingress) (served []string, reloads int) {
 	t.Helper()
 	for range 1000 {
-		used, _ := g.Filter(current)
+		used, _ := g.Filter(model.ListOf(current...))
 		reloads++
-		if nginxTakes(used) {
+		if nginxTakes(used.Slice()) {
 			g.Confirmed()
 		} else if _, blamed := g.Rejected("nginx said no"); !blamed {
 			t.Fatal("rejected with nothing to blame")
 		}
 		if !g.Bisecting() {
-			used, _ = g.Filter(current)
-			if !nginxTakes(used) {
+			used, _ = g.Filter(model.ListOf(current...))
+			if !nginxTakes(used.Slice()) {
 				t.Fatal("after the bisection the config is still refused")
 			}
 			g.Confirmed()
@@ -92,7 +94,7 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 	}
 	t.Logf("3 bad among 33 changed Ingresses found in %d reloads", reloads)
 
-	_, problems := g.Filter(next)
+	_, problems := g.Filter(model.ListOf(next...))
 	if len(problems) != 3 {
 		t.Errorf("%d problems for 3 quarantined Ingresses", len(problems))
 	}
@@ -116,9 +118,9 @@ func TestGuardBisectsToTheBadIngresses(t *testing.T) {
 func TestGuardBlamesNobodyWithoutChanges(t *testing.T) {
 	g := New()
 	current := []*networkingv1.Ingress{testIngress("a", "/")}
-	g.Filter(current)
+	g.Filter(model.ListOf(current...))
 	g.Confirmed()
-	g.Filter(current)
+	g.Filter(model.ListOf(current...))
 	if _, blamed := g.Rejected("nginx said no"); blamed || g.Bisecting() || len(g.quarantine) != 0 {
 		t.Fatal("a rejection without changed Ingresses blamed one")
 	}

@@ -68,19 +68,20 @@ func RenderFailures(snap model.Snapshot, settings render.Settings, trusted func(
 	all := snap.Ingresses
 	renders := func(keep map[string]bool) error {
 		sub := snap
-		sub.Ingresses = make([]*networkingv1.Ingress, 0, len(keep))
-		for _, ing := range all {
+		kept := make([]*networkingv1.Ingress, 0, len(keep))
+		for ing := range all.All() {
 			if keep[ingressKey(ing)] {
-				sub.Ingresses = append(sub.Ingresses, ing)
+				kept = append(kept, ing)
 			}
 		}
+		sub.Ingresses = model.ListOf(kept...)
 		m, _ := model.Build(sub)
 		_, _, err := build(m, settings)
 		return err
 	}
 	accepted := map[string]bool{}
 	var suspects []string
-	for _, ing := range all {
+	for ing := range all.All() {
 		if trusted != nil && trusted(ing) {
 			accepted[ingressKey(ing)] = true
 		} else {

@@ -217,23 +217,23 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 	port, portName := int32(9000), "http"
 	snap := model.Snapshot{
 		IngressClass: "restysync",
-		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
-		EndpointSlices: []*discoveryv1.EndpointSlice{{
+		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
+		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		EndpointSlices: model.ListOf(&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}}},
-		}},
+		}),
 	}
 	class := "restysync"
 	pathType := networkingv1.PathTypePrefix
 	n := 0
 	add := func(annotations map[string]string) {
 		n++
-		snap.Ingresses = append(snap.Ingresses, &networkingv1.Ingress{
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("ing-%d", n), Annotations: annotations},
 			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
 				Host: fmt.Sprintf("h%d.example.com", n),
@@ -243,11 +243,11 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 						Port: networkingv1.ServiceBackendPort{Name: "http"}}},
 				}}}},
 			}}},
-		})
+		})...)
 	}
 	addConfigMap := func(data map[string]string) string {
-		name := fmt.Sprintf("cm-%d", len(snap.ConfigMaps))
-		snap.ConfigMaps = append(snap.ConfigMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data})
+		name := fmt.Sprintf("cm-%d", snap.ConfigMaps.Len())
+		snap.ConfigMaps = model.ListOf(append(snap.ConfigMaps.Slice(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data})...)
 		return name
 	}
 	values := append([]string{"$document_root$fastcgi_script_name", "index.php", "https://m.test$request_uri", "http://$host/x",

@@ -65,11 +65,11 @@ func FuzzGatewayModelRenders(f *testing.F) {
 		s.SSLPassthrough = settings.SSLPassthrough
 		s.IngressPorts = model.IngressPorts{Address: settings.ListenAddress, HTTP: int32(settings.HTTPPort),
 			HTTPS: int32(settings.HTTPSPort), Status: int32(settings.StatusPort)}
-		s.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "backend-ca"}, Data: map[string]string{"ca.crt": caPEM}}}
-		s.Secrets = []*corev1.Secret{
-			{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: secretName}, Type: corev1.SecretTypeTLS,
+		s.ConfigMaps = model.ListOf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "backend-ca"}, Data: map[string]string{"ca.crt": caPEM}})
+		s.Secrets = model.ListOf(
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: secretName}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: []byte(certPEM), corev1.TLSPrivateKeyKey: []byte(keyPEM), "ca.crt": []byte(caPEM)}},
-		}
+		)
 		m, problems := model.Build(s)
 		again, againProblems := model.Build(s)
 		if !reflect.DeepEqual(m, again) || !reflect.DeepEqual(problems, againProblems) {
@@ -182,13 +182,13 @@ func fuzzGatewaySnapshot(protocol uint8, port int32, listenerHost, routeHost, se
 		tlsRoute.Spec.Hostnames = []gatewayv1.Hostname{gatewayv1.Hostname(routeHost)}
 	}
 	s := tenantSnapshot(gw)
-	s.HTTPRoutes, s.TLSRoutes = []*gatewayv1.HTTPRoute{route}, []*gatewayv1.TLSRoute{tlsRoute}
+	s.HTTPRoutes, s.TLSRoutes = model.ListOf(route), model.ListOf(tlsRoute)
 	if protocol&8 != 0 { // TLS to the backend, checked for the rewrite's hostname
-		s.BackendTLSPolicies = []*gatewayv1.BackendTLSPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "tls"},
+		s.BackendTLSPolicies = model.ListOf(&gatewayv1.BackendTLSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "tls"},
 			Spec: gatewayv1.BackendTLSPolicySpec{
 				TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Kind: "Service", Name: "web"}}},
 				Validation: gatewayv1.BackendTLSPolicyValidation{Hostname: gatewayv1.PreciseHostname(rewriteHost),
-					CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "backend-ca"}}}}}}
+					CACertificateRefs: []gatewayv1.LocalObjectReference{{Kind: "ConfigMap", Name: "backend-ca"}}}}})
 	}
 	return s
 }

@@ -60,13 +60,13 @@ func TestGatewayJoinBackendTLSLocations(t *testing.T) {
 	}
 
 	// A second route to the same Service: a push.
-	again := s.HTTPRoutes[0].DeepCopy()
+	again := s.HTTPRoutes.At(0).DeepCopy()
 	if again.Name != "backendtlspolicy" {
 		t.Fatalf("the first HTTPRoute of the manifest is %s", again.Name)
 	}
 	again.Name = "backendtlspolicy-again"
 	again.Spec.Hostnames = []gatewayv1.Hostname{"again.example.com"}
-	s.HTTPRoutes = append(s.HTTPRoutes, again)
+	s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), again)...)
 	m, res := j.sync(t, s)
 	if res.Reloaded || res.RouteUpserts != 1 {
 		t.Errorf("a route to a Service whose policy has its location: %+v (reasons %q), want 1 route pushed and no reload", res.Outcome, res.ReloadReasons)

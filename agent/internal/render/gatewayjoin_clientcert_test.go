@@ -45,7 +45,7 @@ func TestGatewayJoinClientCertificates(t *testing.T) {
 	snapshot := func(t *testing.T, file string) model.Snapshot {
 		s := j.snapshot(t, file)
 		s.GatewayAddresses = clientCertPool
-		s.ConfigMaps = configMaps
+		s.ConfigMaps = model.ListOf(configMaps...)
 		return s
 	}
 	type try struct {

@@ -144,7 +144,7 @@ func TestGatewayJoinRetry(t *testing.T) {
 
 	// A second route of the same codes: a push. Its own path, so that it
 	// does not shadow the first.
-	again := *s.HTTPRoutes[len(s.HTTPRoutes)-1]
+	again := *s.HTTPRoutes.At(s.HTTPRoutes.Len() - 1)
 	if again.Name != "retries" {
 		t.Fatalf("the last HTTPRoute of the manifest is %s, want retries", again.Name)
 	}
@@ -154,7 +154,7 @@ func TestGatewayJoinRetry(t *testing.T) {
 		p := strings.Replace(*again.Spec.Rules[i].Matches[0].Path.Value, "/retry/", "/retry/again/", 1)
 		again.Spec.Rules[i].Matches[0].Path.Value = &p
 	}
-	s.HTTPRoutes = append(s.HTTPRoutes, &again)
+	s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), &again)...)
 	_, res := j.sync(t, s)
 	if res.Reloaded || res.RouteUpserts != 1 {
 		t.Errorf("a route of known retry codes: %+v (reasons %q), want 1 route pushed and no reload", res.Outcome, res.ReloadReasons)
@@ -169,7 +169,7 @@ func TestGatewayJoinRetry(t *testing.T) {
 	p := "/retry/new"
 	newCodes.Spec.Rules[0].Matches[0].Path.Value = &p
 	newCodes.Spec.Rules[0].Retry.Codes = []gatewayv1.HTTPRouteRetryStatusCode{503, 429}
-	s.HTTPRoutes = append(s.HTTPRoutes, &newCodes)
+	s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), &newCodes)...)
 	m, res = j.sync(t, s)
 	if !res.Reloaded || !slices.Contains(res.ReloadReasons, render.ReasonGatewayRetries) {
 		t.Errorf("a route of new retry codes: %+v (reasons %q), want a reload for %q", res.Outcome, res.ReloadReasons, render.ReasonGatewayRetries)
@@ -203,7 +203,7 @@ func TestGatewayJoinRetry(t *testing.T) {
 func TestGatewayJoinRetryErrors(t *testing.T) {
 	j := startJoin(t)
 	s := j.snapshot(t, "tests/httproute-retry.yaml")
-	route := s.HTTPRoutes[len(s.HTTPRoutes)-1]
+	route := s.HTTPRoutes.At(s.HTTPRoutes.Len() - 1)
 	backend := gatewayv1.Duration("500ms")
 	attempts := 2
 	prefix := func(p string) []gatewayv1.HTTPRouteMatch {

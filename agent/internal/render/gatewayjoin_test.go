@@ -278,10 +278,10 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 	s := model.Snapshot{
 		GatewayController: model.GatewayControllerName,
 		GatewayAddresses:  joinPool,
-		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Generation: 1},
-			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
-		Secrets:    []*corev1.Secret{j.cert},
-		ConfigMaps: slices.Clone(j.cas),
+		GatewayClasses: model.ListOf(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync", Generation: 1},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}),
+		Secrets:    model.ListOf(j.cert),
+		ConfigMaps: model.ListOf(slices.Clone(j.cas)...),
 		Targets:    model.Targets{Local: true},
 	}
 	objects := manifests(t, j.dir, append([]string{"base/manifests.yaml"}, files...)...)
@@ -295,26 +295,26 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 	for _, o := range objects {
 		switch o := o.(type) {
 		case *gatewayv1.BackendTLSPolicy:
-			s.BackendTLSPolicies = append(s.BackendTLSPolicies, o)
+			s.BackendTLSPolicies = model.ListOf(append(s.BackendTLSPolicies.Slice(), o)...)
 		case *corev1.ConfigMap:
-			s.ConfigMaps = append(s.ConfigMaps, o)
+			s.ConfigMaps = model.ListOf(append(s.ConfigMaps.Slice(), o)...)
 		case *gatewayv1.Gateway:
-			s.Gateways = append(s.Gateways, o)
+			s.Gateways = model.ListOf(append(s.Gateways.Slice(), o)...)
 		case *gatewayv1.HTTPRoute:
-			s.HTTPRoutes = append(s.HTTPRoutes, o)
+			s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), o)...)
 		case *gatewayv1.ReferenceGrant:
-			s.ReferenceGrants = append(s.ReferenceGrants, o)
+			s.ReferenceGrants = model.ListOf(append(s.ReferenceGrants.Slice(), o)...)
 		case *gatewayv1.ListenerSet:
-			s.ListenerSets = append(s.ListenerSets, o)
+			s.ListenerSets = model.ListOf(append(s.ListenerSets.Slice(), o)...)
 		case *gatewayv1.GatewayClass:
-			s.GatewayClasses = append(s.GatewayClasses, o)
+			s.GatewayClasses = model.ListOf(append(s.GatewayClasses.Slice(), o)...)
 		case *corev1.Namespace:
-			s.Namespaces = append(s.Namespaces, o)
+			s.Namespaces = model.ListOf(append(s.Namespaces.Slice(), o)...)
 		case *corev1.Secret:
-			s.Secrets = append(s.Secrets, o)
+			s.Secrets = model.ListOf(append(s.Secrets.Slice(), o)...)
 		case *corev1.Service:
-			s.Services = append(s.Services, o)
-			s.EndpointSlices = append(s.EndpointSlices, j.endpointsOf(o))
+			s.Services = model.ListOf(append(s.Services.Slice(), o)...)
+			s.EndpointSlices = model.ListOf(append(s.EndpointSlices.Slice(), j.endpointsOf(o))...)
 		}
 	}
 	return s
@@ -806,17 +806,17 @@ spec:
 		t.Fatal(err)
 	}
 	s := j.snapshot(t)
-	s.HTTPRoutes = append(s.HTTPRoutes, route)
+	s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), route)...)
 	m, _ := j.sync(t, s)
 	addr := gatewayAddress(t, m, "same-namespace")
-	s.Services = append(s.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}})
-	s.EndpointSlices = append(s.EndpointSlices, &discoveryv1.EndpointSlice{
+	s.Services = model.ListOf(append(s.Services.Slice(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}})...)
+	s.EndpointSlices = model.ListOf(append(s.EndpointSlices.Slice(), &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: infraNS, Name: "loop", Labels: map[string]string{discoveryv1.LabelServiceName: "loop"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(80)), Protocol: ptr(corev1.ProtocolTCP)}},
-	})
+	})...)
 	m, res := j.sync(t, s)
 	if res.Reloaded {
 		t.Errorf("a mirror's new backend reloaded nginx: %+v", res.ReloadReasons)

@@ -70,14 +70,14 @@ func hostilePortsSnapshot(bad gatewayv1.Listener) model.Snapshot {
 	port := gatewayv1.PortNumber(80)
 	s := tenantSnapshot(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "hostile"},
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: "restysync", Listeners: []gatewayv1.Listener{bad, good}}})
-	s.HTTPRoutes = []*gatewayv1.HTTPRoute{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "r"},
+	s.HTTPRoutes = model.ListOf(&gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "r"},
 		Spec: gatewayv1.HTTPRouteSpec{CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{Name: "hostile"}}},
 			Rules: []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: gatewayv1.BackendRef{
-				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}}}}}}}}}
-	s.EndpointSlices = []*discoveryv1.EndpointSlice{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web-1",
+				BackendObjectReference: gatewayv1.BackendObjectReference{Name: "web", Port: &port}}}}}}}})
+	s.EndpointSlices = model.ListOf(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web-1",
 		Labels: map[string]string{discoveryv1.LabelServiceName: "web"}}, AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}}},
-		Ports:     []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(8080))}}}}
+		Ports:     []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(8080))}}})
 	return s
 }
 
@@ -88,10 +88,10 @@ func tenantSnapshot(gw *gatewayv1.Gateway) model.Snapshot {
 		GatewayController: model.GatewayControllerName,
 		GatewayAddresses:  []string{"127.29.70.1"},
 		Targets:           model.Targets{Local: true},
-		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}},
-		Gateways: []*gatewayv1.Gateway{gw},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		GatewayClasses: model.ListOf(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}),
+		Gateways: model.ListOf(gw),
+		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/source"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // TestIncrementalEqualsBuild is the property of model.Incremental: over
@@ -94,14 +95,14 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	s.Now = time.Now()
 	gatewayRNG := mathrand.New(mathrand.NewSource(seed ^ 0x31))
 	randomGatewayObjects(gatewayRNG, &s)
-	for i := range s.HTTPRoutes {
-		s.HTTPRoutes[i] = islandRoute(gatewayRNG, s.HTTPRoutes[i])
+	for i := range s.HTTPRoutes.Len() {
+		s.HTTPRoutes = listWithAt(s.HTTPRoutes, i, islandRoute(gatewayRNG, s.HTTPRoutes.At(i)))
 	}
 	hosts := make([]string, 4+rng.Intn(6))
 	for i := range hosts {
 		hosts[i] = randomHost(rng)
 	}
-	for _, ing := range s.Ingresses {
+	for ing := range s.Ingresses.All() {
 		for _, r := range ing.Spec.Rules {
 			hosts = append(hosts, r.Host)
 		}
@@ -132,7 +133,7 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	var lastGatewayRoutes model.List[*model.Route]
 	for step := range incrementalSteps + 1 {
 		if step > 0 {
-			if len(s.Gateways) > 0 && rng.Intn(2) == 0 {
+			if s.Gateways.Len() > 0 && rng.Intn(2) == 0 {
 				log = append(log, changeGatewayAPI(rng, &s, &next))
 			} else {
 				log = append(log, changeSnapshot(rng, world, &s, hosts, &next))
@@ -212,8 +213,8 @@ func newUnlabelledSlices() *unlabelledSlices {
 
 func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
 	held := map[*discoveryv1.EndpointSlice]string{}
-	out := make([]*discoveryv1.EndpointSlice, len(s.EndpointSlices))
-	for i, slice := range s.EndpointSlices {
+	out := make([]*discoveryv1.EndpointSlice, s.EndpointSlices.Len())
+	for i, slice := range s.EndpointSlices.Slice() {
 		c, ok := u.copies[slice]
 		if !ok {
 			c = slice.DeepCopy()
@@ -227,7 +228,7 @@ func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
 			held[c] = service
 		}
 	}
-	s.EndpointSlices = out
+	s.EndpointSlices = model.ListOf(out...)
 	s.SliceServices = func(slice *discoveryv1.EndpointSlice) string { return held[slice] }
 	return s
 }
@@ -236,11 +237,11 @@ func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
 // EndpointSlices, Secrets and ConfigMaps sorted by namespace and name
 // (new slices; s is not changed).
 func orderedSnapshot(s model.Snapshot) model.Snapshot {
-	s.Ingresses = sortedByName(s.Ingresses)
-	s.Services = sortedByName(s.Services)
-	s.EndpointSlices = sortedByName(s.EndpointSlices)
-	s.Secrets = sortedByName(s.Secrets)
-	s.ConfigMaps = sortedByName(s.ConfigMaps)
+	s.Ingresses = model.ListOf(sortedByName(s.Ingresses.Slice())...)
+	s.Services = model.ListOf(sortedByName(s.Services.Slice())...)
+	s.EndpointSlices = model.ListOf(sortedByName(s.EndpointSlices.Slice())...)
+	s.Secrets = model.ListOf(sortedByName(s.Secrets.Slice())...)
+	s.ConfigMaps = model.ListOf(sortedByName(s.ConfigMaps.Slice())...)
 	return s
 }
 
@@ -258,9 +259,9 @@ func sortedByName[T interface {
 // changeSnapshot makes one random change to s, replacing objects (never
 // changing one in place, as the sources do), and says what it did.
 func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, hosts []string, next *int) string {
-	pickIngress := func() int { return rng.Intn(len(s.Ingresses)) }
-	if len(s.Ingresses) == 0 {
-		s.Ingresses = []*networkingv1.Ingress{randomIngress(rng, *next, hosts)}
+	pickIngress := func() int { return rng.Intn(s.Ingresses.Len()) }
+	if s.Ingresses.Len() == 0 {
+		s.Ingresses = model.ListOf(randomIngress(rng, *next, hosts))
 		*next++
 		return "create into an empty snapshot"
 	}
@@ -269,7 +270,7 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		// What couples hosts beyond rules: an alias, a www twin, a TLS
 		// host of a Secret another Ingress may claim.
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		prefix := pick(rng, annotationPrefixes)
 		switch rng.Intn(3) {
 		case 0:
@@ -281,34 +282,34 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 				SecretName: pick(rng, []string{"tls-exact", "tls-wildcard", "tls-junk", "missing"}),
 				Hosts:      []string{pick(rng, hosts), pick(rng, hosts)}})
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "couple " + ing.Namespace + "/" + ing.Name
 	case 0, 1:
 		ing := randomIngress(rng, *next, hosts)
 		*next++
 		if rng.Intn(6) == 0 && len(ing.Spec.Rules) > 0 {
-			s.Ingresses = append(slices.Clip(s.Ingresses), randomCanary(rng, *next, ing))
+			s.Ingresses = model.ListOf(append(slices.Clip(s.Ingresses.Slice()), randomCanary(rng, *next, ing))...)
 		}
-		s.Ingresses = append(slices.Clip(s.Ingresses), ing)
+		s.Ingresses = model.ListOf(append(slices.Clip(s.Ingresses.Slice()), ing)...)
 		return "create " + ing.Namespace + "/" + ing.Name
 	case 2, 3:
 		i := pickIngress()
-		old := s.Ingresses[i]
+		old := s.Ingresses.At(i)
 		ing := randomIngress(rng, 0, hosts)
 		ing.Namespace, ing.Name = old.Namespace, old.Name
 		if rng.Intn(2) == 0 {
 			ing.CreationTimestamp = old.CreationTimestamp
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "update " + ing.Namespace + "/" + ing.Name
 	case 4:
 		i := pickIngress()
-		name := s.Ingresses[i].Namespace + "/" + s.Ingresses[i].Name
-		s.Ingresses = slices.Delete(slices.Clone(s.Ingresses), i, i+1)
+		name := s.Ingresses.At(i).Namespace + "/" + s.Ingresses.At(i).Name
+		s.Ingresses = model.ListOf(slices.Delete(s.Ingresses.Slice(), i, i+1)...)
 		return "delete " + name
 	case 5, 6:
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		if len(ing.Spec.Rules) == 0 {
 			ing.Spec.Rules = []networkingv1.IngressRule{{Host: pick(rng, hosts)}}
 		}
@@ -320,11 +321,11 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		if len(ing.Spec.TLS) > 0 && rng.Intn(2) == 0 && len(ing.Spec.TLS[0].Hosts) > 0 {
 			ing.Spec.TLS[0].Hosts[0] = ing.Spec.Rules[r].Host
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "rename a host of " + ing.Namespace + "/" + ing.Name + " to " + ing.Spec.Rules[r].Host
 	case 7:
 		i := pickIngress()
-		ing := s.Ingresses[i].DeepCopy()
+		ing := s.Ingresses.At(i).DeepCopy()
 		class := pick(rng, []string{"restysync", "nginx", "other"})
 		switch rng.Intn(3) {
 		case 0:
@@ -336,14 +337,14 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 			ing.Spec.IngressClassName = nil
 			delete(ing.Annotations, "kubernetes.io/ingress.class")
 		}
-		s.Ingresses = replaced(s.Ingresses, i, ing)
+		s.Ingresses = model.ListOf(replaced(s.Ingresses.Slice(), i, ing)...)
 		return "move " + ing.Namespace + "/" + ing.Name + " to class " + class
 	case 8:
-		i := rng.Intn(len(s.Secrets))
-		secret := s.Secrets[i].DeepCopy()
+		i := rng.Intn(s.Secrets.Len())
+		secret := s.Secrets.At(i).DeepCopy()
 		switch rng.Intn(4) {
 		case 0:
-			s.Secrets = slices.Delete(slices.Clone(s.Secrets), i, i+1)
+			s.Secrets = model.ListOf(slices.Delete(s.Secrets.Slice(), i, i+1)...)
 			return "delete Secret " + secret.Namespace + "/" + secret.Name
 		case 1:
 			pair := randomCertificate(pick(rng, []string{"app.example.com", "a.example.com", "localhost"}), "*.example.com")
@@ -352,20 +353,20 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 		case 2:
 			secret.Data = map[string][]byte{corev1.TLSCertKey: []byte("junk"), corev1.TLSPrivateKeyKey: []byte("junk"), "auth": []byte("carol:{SHA}x\n")}
 		}
-		s.Secrets = replaced(s.Secrets, i, secret)
+		s.Secrets = model.ListOf(replaced(s.Secrets.Slice(), i, secret)...)
 		return "rotate Secret " + secret.Namespace + "/" + secret.Name
 	case 9:
-		i := rng.Intn(len(s.Services))
-		svc := s.Services[i].DeepCopy()
+		i := rng.Intn(s.Services.Len())
+		svc := s.Services.At(i).DeepCopy()
 		if rng.Intn(3) == 0 {
-			s.Services = slices.Delete(slices.Clone(s.Services), i, i+1)
+			s.Services = model.ListOf(slices.Delete(s.Services.Slice(), i, i+1)...)
 			return "delete Service " + svc.Namespace + "/" + svc.Name
 		}
 		svc.Spec.Ports = []corev1.ServicePort{{Name: pick(rng, []string{"http", "alt", "other"}), Port: pick(rng, []int32{80, 8080, 81})}}
-		s.Services = replaced(s.Services, i, svc)
+		s.Services = model.ListOf(replaced(s.Services.Slice(), i, svc)...)
 		return "change Service " + svc.Namespace + "/" + svc.Name
 	case 10:
-		if len(s.EndpointSlices) == 0 || rng.Intn(6) == 0 {
+		if s.EndpointSlices.Len() == 0 || rng.Intn(6) == 0 {
 			slice := &discoveryv1.EndpointSlice{
 				ObjectMeta: metav1.ObjectMeta{Namespace: pick(rng, randomNamespaces), Name: fmt.Sprintf("slice-%d", *next),
 					Labels: map[string]string{discoveryv1.LabelServiceName: pick(rng, randomServices)}},
@@ -373,26 +374,26 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("127.0.0.%d", 3+rng.Intn(200))}}},
 			}
 			*next++
-			s.EndpointSlices = append(slices.Clip(s.EndpointSlices), slice)
+			s.EndpointSlices = model.ListOf(append(slices.Clip(s.EndpointSlices.Slice()), slice)...)
 			return "create EndpointSlice " + slice.Namespace + "/" + slice.Name
 		}
-		i := rng.Intn(len(s.EndpointSlices))
-		slice := s.EndpointSlices[i].DeepCopy()
+		i := rng.Intn(s.EndpointSlices.Len())
+		slice := s.EndpointSlices.At(i).DeepCopy()
 		if rng.Intn(5) == 0 {
-			s.EndpointSlices = slices.Delete(slices.Clone(s.EndpointSlices), i, i+1)
+			s.EndpointSlices = model.ListOf(slices.Delete(s.EndpointSlices.Slice(), i, i+1)...)
 			return "delete EndpointSlice " + slice.Namespace + "/" + slice.Name
 		}
 		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("127.0.0.%d", 3+rng.Intn(200))}}}
 		if rng.Intn(4) == 0 {
 			slice.Labels = map[string]string{discoveryv1.LabelServiceName: pick(rng, randomServices)}
 		}
-		s.EndpointSlices = replaced(s.EndpointSlices, i, slice)
+		s.EndpointSlices = model.ListOf(replaced(s.EndpointSlices.Slice(), i, slice)...)
 		return "move EndpointSlice " + slice.Namespace + "/" + slice.Name
 	case 11:
-		i := rng.Intn(len(s.ConfigMaps))
-		cm := s.ConfigMaps[i].DeepCopy()
+		i := rng.Intn(s.ConfigMaps.Len())
+		cm := s.ConfigMaps.At(i).DeepCopy()
 		cm.Data = map[string]string{"X-Changed": pick(rng, []string{"a", "$host", "b;"})}
-		s.ConfigMaps = replaced(s.ConfigMaps, i, cm)
+		s.ConfigMaps = model.ListOf(replaced(s.ConfigMaps.Slice(), i, cm)...)
 		return "edit ConfigMap " + cm.Namespace + "/" + cm.Name
 	case 12:
 		switch rng.Intn(3) {
@@ -409,13 +410,13 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 	// A world object back, or a Secret to a new object of equal content.
 	i := rng.Intn(len(world.secrets))
 	secret := world.secrets[i].DeepCopy()
-	for j, old := range s.Secrets {
+	for j, old := range s.Secrets.Slice() {
 		if old.Namespace == secret.Namespace && old.Name == secret.Name {
-			s.Secrets = replaced(s.Secrets, j, secret)
+			s.Secrets = model.ListOf(replaced(s.Secrets.Slice(), j, secret)...)
 			return "re-create Secret " + secret.Namespace + "/" + secret.Name
 		}
 	}
-	s.Secrets = append(slices.Clip(s.Secrets), secret)
+	s.Secrets = model.ListOf(append(slices.Clip(s.Secrets.Slice()), secret)...)
 	return "restore Secret " + secret.Namespace + "/" + secret.Name
 }
 
@@ -442,23 +443,23 @@ func islandRoute(rng *mathrand.Rand, r *gatewayv1.HTTPRoute) *gatewayv1.HTTPRout
 // changeGatewayAPI makes one random change to s's HTTPRoutes or
 // Gateways, and says what it did.
 func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
-	if len(s.HTTPRoutes) == 0 || rng.Intn(5) == 0 {
+	if s.HTTPRoutes.Len() == 0 || rng.Intn(5) == 0 {
 		r := islandRoute(rng, randomHTTPRoute(rng, 0, s))
 		r.Name = fmt.Sprintf("route-%d", *next)
 		*next++
-		s.HTTPRoutes = append(slices.Clip(s.HTTPRoutes), r)
+		s.HTTPRoutes = model.ListOf(append(slices.Clip(s.HTTPRoutes.Slice()), r)...)
 		return "create HTTPRoute " + r.Name + " for " + fmt.Sprint(r.Spec.Hostnames)
 	}
-	i := rng.Intn(len(s.HTTPRoutes))
-	old := s.HTTPRoutes[i]
+	i := rng.Intn(s.HTTPRoutes.Len())
+	old := s.HTTPRoutes.At(i)
 	switch rng.Intn(6) {
 	case 0:
 		r := islandRoute(rng, randomHTTPRoute(rng, 0, s))
 		r.Name = old.Name
-		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		s.HTTPRoutes = model.ListOf(replaced(s.HTTPRoutes.Slice(), i, r)...)
 		return "update HTTPRoute " + r.Name
 	case 1:
-		s.HTTPRoutes = slices.Delete(slices.Clone(s.HTTPRoutes), i, i+1)
+		s.HTTPRoutes = model.ListOf(slices.Delete(s.HTTPRoutes.Slice(), i, i+1)...)
 		return "delete HTTPRoute " + old.Name
 	case 2, 3:
 		r := old.DeepCopy()
@@ -466,17 +467,17 @@ func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
 			r.Spec.Hostnames = []gatewayv1.Hostname{""}
 		}
 		r.Spec.Hostnames[rng.Intn(len(r.Spec.Hostnames))] = pick(rng, routeHostnames)
-		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		s.HTTPRoutes = model.ListOf(replaced(s.HTTPRoutes.Slice(), i, r)...)
 		return "rename a hostname of HTTPRoute " + r.Name + " to " + fmt.Sprint(r.Spec.Hostnames)
 	case 4:
 		r := old.DeepCopy()
 		r.Generation++
 		r.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, rng.Intn(3), 0, 0, time.UTC))
-		s.HTTPRoutes = replaced(s.HTTPRoutes, i, r)
+		s.HTTPRoutes = model.ListOf(replaced(s.HTTPRoutes.Slice(), i, r)...)
 		return "age HTTPRoute " + r.Name
 	}
-	g := rng.Intn(len(s.Gateways))
-	gw := s.Gateways[g].DeepCopy()
+	g := rng.Intn(s.Gateways.Len())
+	gw := s.Gateways.At(g).DeepCopy()
 	if rng.Intn(2) == 0 {
 		// The status the agent writes; now and then addresses, which
 		// Build reads.
@@ -485,7 +486,7 @@ func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
 		if rng.Intn(3) == 0 {
 			gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: pick(rng, []string{"127.29.50.1", "127.29.50.2", "::1"})}}
 		}
-		s.Gateways = replaced(s.Gateways, g, gw)
+		s.Gateways = model.ListOf(replaced(s.Gateways.Slice(), g, gw)...)
 		return "status of Gateway " + gw.Name
 	}
 	l := &gw.Spec.Listeners[rng.Intn(len(gw.Spec.Listeners))]
@@ -494,11 +495,16 @@ func changeGatewayAPI(rng *mathrand.Rand, s *model.Snapshot, next *int) string {
 	} else {
 		l.Hostname = nil
 	}
-	s.Gateways = replaced(s.Gateways, g, gw)
+	s.Gateways = model.ListOf(replaced(s.Gateways.Slice(), g, gw)...)
 	return "listener hostname of Gateway " + gw.Name
 }
 
 // replaced is list with v at i, in a new slice.
+// listWithAt returns a copy of list with item i replaced by v.
+func listWithAt[T any](list model.List[T], i int, v T) model.List[T] {
+	return model.ListOf(replaced(list.Slice(), i, v)...)
+}
+
 func replaced[T any](list []T, i int, v T) []T {
 	out := slices.Clone(list)
 	out[i] = v

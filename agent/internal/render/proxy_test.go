@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/restysync/restysync/agent/internal/model"
-	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // withProxy gives l the proxy settings p.
@@ -196,9 +197,9 @@ func FuzzProxyAnnotations(f *testing.F) {
 			}}},
 		}
 		m, _ := model.Build(model.Snapshot{
-			Ingresses: []*networkingv1.Ingress{ing},
-			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+			Ingresses: model.ListOf(ing),
+			IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 			IngressClass: class,
 		})
 		if _, err := Render(m, goldenSettings); err != nil {

@@ -29,11 +29,11 @@ var (
 func randomGatewayObjects(rng *mathrand.Rand, s *model.Snapshot) {
 	s.GatewayController = model.GatewayControllerName
 	s.GatewayAddresses = randomGatewayPool
-	s.GatewayClasses = []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-		Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}}
+	s.GatewayClasses = model.ListOf(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+		Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}})
 	protocols := []gatewayv1.ProtocolType{gatewayv1.HTTPProtocolType, gatewayv1.HTTPProtocolType, gatewayv1.HTTPSProtocolType, gatewayv1.TLSProtocolType, "bogus"}
 	var secrets []string
-	for _, sec := range s.Secrets {
+	for sec := range s.Secrets.All() {
 		if sec.Type == corev1.SecretTypeTLS {
 			secrets = append(secrets, sec.Namespace+"/"+sec.Name)
 		}
@@ -60,10 +60,10 @@ func randomGatewayObjects(rng *mathrand.Rand, s *model.Snapshot) {
 			ln.AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}
 			gw.Spec.Listeners = append(gw.Spec.Listeners, ln)
 		}
-		s.Gateways = append(s.Gateways, gw)
+		s.Gateways = model.ListOf(append(s.Gateways.Slice(), gw)...)
 	}
 	for r := range rng.Intn(10) {
-		s.HTTPRoutes = append(s.HTTPRoutes, randomHTTPRoute(rng, r, s))
+		s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), randomHTTPRoute(rng, r, s))...)
 	}
 }
 
@@ -105,8 +105,8 @@ func randomHTTPRoute(rng *mathrand.Rand, i int, s *model.Snapshot) *gatewayv1.HT
 		for range rng.Intn(3) {
 			port := gatewayv1.PortNumber(pick(rng, []int{80, 8080, 0, 443}))
 			ref := gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Port: &port}}}
-			if len(s.Services) > 0 && rng.Intn(4) > 0 {
-				svc := pick(rng, s.Services)
+			if s.Services.Len() > 0 && rng.Intn(4) > 0 {
+				svc := pick(rng, s.Services.Slice())
 				ns := gatewayv1.Namespace(svc.Namespace)
 				ref.Name, ref.Namespace = gatewayv1.ObjectName(svc.Name), &ns
 				if len(svc.Spec.Ports) > 0 {

@@ -120,7 +120,7 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 	// Ingress part of a seed stays what it was.
 	randomGatewayObjects(mathrand.New(mathrand.NewSource(seed^0x29)), &snap)
 	m, problems := model.Build(snap)
-	st := snapshotStats{ingresses: len(snap.Ingresses), servers: m.Servers.Len() + 1, gatewayRoutes: m.GatewayRoutes.Len()}
+	st := snapshotStats{ingresses: snap.Ingresses.Len(), servers: m.Servers.Len() + 1, gatewayRoutes: m.GatewayRoutes.Len()}
 	if err := checkUnrenderableRefused(snap, problems); err != nil {
 		return st, err
 	}
@@ -174,7 +174,7 @@ func checkRandomSnapshot(world *randomWorld, binary string, seed int64, prefix s
 // when the Ingress is ours.
 func checkUnrenderableRefused(snap model.Snapshot, problems []model.Problem) error {
 	ours := model.Serves(snap)
-	for _, ing := range snap.Ingresses {
+	for ing := range snap.Ingresses.All() {
 		if !ours(ing) {
 			continue
 		}
@@ -516,14 +516,14 @@ func randomCertificate(names ...string) pemPair {
 // they merge and conflict, with a few canaries among them.
 func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 	s := model.Snapshot{
-		IngressClasses: w.classes,
-		Services:       w.services,
-		EndpointSlices: w.slices,
-		Secrets:        w.secrets,
+		IngressClasses: model.ListOf(w.classes...),
+		Services:       model.ListOf(w.services...),
+		EndpointSlices: model.ListOf(w.slices...),
+		Secrets:        model.ListOf(w.secrets...),
 		IngressClass:   "restysync",
 		SSLPassthrough: true,
 		ReservedPorts:  []int32{18080, 18443},
-		ConfigMaps:     w.configMaps,
+		ConfigMaps:     model.ListOf(w.configMaps...),
 		TCPServices:    randomServicesConfigMap(rng, "tcp-services"),
 		UDPServices:    randomServicesConfigMap(rng, "udp-services"),
 	}
@@ -534,9 +534,9 @@ func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 	n := 8 + rng.Intn(23)
 	for i := range n {
 		ing := randomIngress(rng, i, hosts)
-		s.Ingresses = append(s.Ingresses, ing)
+		s.Ingresses = model.ListOf(append(s.Ingresses.Slice(), ing)...)
 		if rng.Intn(8) == 0 && len(ing.Spec.Rules) > 0 {
-			s.Ingresses = append(s.Ingresses, randomCanary(rng, i, ing))
+			s.Ingresses = model.ListOf(append(s.Ingresses.Slice(), randomCanary(rng, i, ing))...)
 		}
 	}
 	// The ConfigMap's enable-modsecurity and enable-owasp-modsecurity-crs;

@@ -219,9 +219,9 @@ func FuzzSnippetAnnotations(f *testing.F) {
 			}}},
 		}
 		m, _ := model.Build(model.Snapshot{
-			Ingresses: []*networkingv1.Ingress{ing},
-			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
+			Ingresses: model.ListOf(ing),
+			IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+				Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
 			IngressClass:   class,
 			GlobalSnippets: model.GlobalSnippets{Location: config},
 		})

@@ -21,8 +21,8 @@ import (
 // nginx -t takes the config.
 func TestUnrenderableValuesNeverReachRender(t *testing.T) {
 	world := newRandomWorld()
-	snap := model.Snapshot{IngressClasses: world.classes, IngressClass: "restysync", Services: world.services,
-		EndpointSlices: world.slices, Secrets: world.secrets, ConfigMaps: world.configMaps}
+	snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(world.services...),
+		EndpointSlices: model.ListOf(world.slices...), Secrets: model.ListOf(world.secrets...), ConfigMaps: model.ListOf(world.configMaps...)}
 	class := "restysync"
 	pathType := networkingv1.PathTypePrefix
 	keys := slices.Sorted(func(yield func(string) bool) {
@@ -45,7 +45,7 @@ func TestUnrenderableValuesNeverReachRender(t *testing.T) {
 							Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
 								Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 				}
-				snap.Ingresses = append(snap.Ingresses, ing)
+				snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
 				n++
 			}
 		}

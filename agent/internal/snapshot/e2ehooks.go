@@ -43,8 +43,8 @@ func init() {
 // back, so the JSON says which Service every slice belongs to whichever
 // way its source held it.
 func withServiceLabels(snap model.Snapshot) model.Snapshot {
-	slices := make([]*discoveryv1.EndpointSlice, len(snap.EndpointSlices))
-	for i, slice := range snap.EndpointSlices {
+	slices := make([]*discoveryv1.EndpointSlice, snap.EndpointSlices.Len())
+	for i, slice := range snap.EndpointSlices.Slice() {
 		slices[i] = slice
 		if service := snap.ServiceOfSlice(slice); slice.Labels == nil && service != "" {
 			labelled := *slice
@@ -52,6 +52,6 @@ func withServiceLabels(snap model.Snapshot) model.Snapshot {
 			slices[i] = &labelled
 		}
 	}
-	snap.EndpointSlices = slices
+	snap.EndpointSlices = model.ListOf(slices...)
 	return snap
 }

@@ -76,7 +76,7 @@ type Built struct {
 
 // LeaveOut returns the Ingresses to build of those given, and a Problem for
 // each it left out (the syncer's quarantine).
-type LeaveOut func([]*networkingv1.Ingress) ([]*networkingv1.Ingress, []model.Problem)
+type LeaveOut func(model.List[*networkingv1.Ingress]) (model.List[*networkingv1.Ingress], []model.Problem)
 
 // Build assembles the snapshot of held, what the source holds, with opts
 // and the globals of cm, which reads held.ConfigMap when it changed (nil:
@@ -133,17 +133,17 @@ var e2eBuilt func(model.Snapshot)
 // everyIngressOurs returns copies of ingresses that name class, and class
 // as the only IngressClass, of our controller. The copies lose the legacy
 // class annotation, which would otherwise name a second class.
-func everyIngressOurs(ingresses []*networkingv1.Ingress, class string) ([]*networkingv1.Ingress, []*networkingv1.IngressClass) {
-	ours := make([]*networkingv1.Ingress, len(ingresses))
-	for i, ing := range ingresses {
+func everyIngressOurs(ingresses model.List[*networkingv1.Ingress], class string) (model.List[*networkingv1.Ingress], model.List[*networkingv1.IngressClass]) {
+	ours := make([]*networkingv1.Ingress, 0, ingresses.Len())
+	for ing := range ingresses.All() {
 		copied := ing.DeepCopy()
 		copied.Spec.IngressClassName = &class
 		delete(copied.Annotations, "kubernetes.io/ingress.class")
-		ours[i] = copied
+		ours = append(ours, copied)
 	}
-	classes := []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}}
-	return ours, classes
+	classes := model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
+	return model.ListOf(ours...), classes
 }
 
 // reservedPorts are the ports nginx listens on for HTTP: a TCP service

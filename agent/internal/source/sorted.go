@@ -4,17 +4,20 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// Sorted lists: both sources hand out each kind's objects as one list
-// sorted by namespace and name, each name once, and never change a list
-// once a Snapshot handed it out. A change makes the next list from the
-// one before (Patched), so a Snapshot after one change costs a copy of
-// that kind's list (8 bytes an object) and not a listing of every cache;
-// the lists of the kinds that did not change are the very ones handed out
-// before. model.Incremental diffs two sorted lists by walking them side
-// by side (a pointer comparison per object) instead of a map lookup per
-// object.
+// Sorted lists: both sources hand out each kind's objects as one
+// model.List sorted by namespace and name, each name once, and never
+// change a list once a Snapshot handed it out. A change makes the next
+// list from the one before (Patched), sharing every chunk of it no edit
+// falls in, so a Snapshot after one change costs a chunk and the list of
+// chunks of that kind (some 10 KB at 50,000 objects, where a copy of the
+// list was 400 KB) and not a listing of every cache; the lists of the
+// kinds that did not change are the very ones handed out before.
+// model.Incremental diffs two such lists by walking them side by side,
+// skipping the chunks both share (model.CompareLists).
 
 // Named is an object of a sorted list.
 type Named interface {
@@ -46,59 +49,46 @@ type Edit[T Named] struct {
 	Obj             T
 }
 
-// Patched returns a new list: list, which is sorted, with edits made; list
-// itself is not changed (it may have been handed out). It sorts edits. It
-// costs one copy of list, and a binary search for each edit: at 50,000
-// objects 400 KB, whatever the number of edits. Removing an object list
-// does not hold changes nothing. It returns false, and no list, when edits
-// name one object twice. An empty result is nil, as a list built of no
-// object is.
+// Patched returns list, which is sorted, with edits made (model.Edited):
+// list itself is not changed (it may have been handed out), and the
+// result shares every chunk of list no edit falls in, so a change to one
+// of 50,000 objects costs one chunk and the list of chunks (some 10 KB),
+// not a copy of the list (400 KB). It sorts edits. Removing an object
+// list does not hold changes nothing. It returns false, and no list, when
+// edits name one object twice.
 func Patched[T interface {
 	comparable
 	Named
-}](list []T, edits []Edit[T]) ([]T, bool) {
-	return PatchedIn(nil, list, edits)
-}
-
-// PatchedIn is Patched making the new list in room, an empty slice, when
-// its capacity holds list and the objects edits add (a spare whose memory
-// is in place already; the file source keeps one per kind that changes),
-// else in a new array. room must not be in use: the list returned is.
-func PatchedIn[T interface {
-	comparable
-	Named
-}](room, list []T, edits []Edit[T]) ([]T, bool) {
+}](list model.List[T], edits []Edit[T]) (model.List[T], bool) {
 	if len(edits) == 0 {
 		return list, true
 	}
-	slices.SortFunc(edits, func(a, b Edit[T]) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
-	for i := 1; i < len(edits); i++ {
-		if edits[i].Namespace == edits[i-1].Namespace && edits[i].Name == edits[i-1].Name {
-			return nil, false
-		}
-	}
+	slices.SortFunc(edits, compareEdits[T])
 	var zero T
-	out := room[:0]
-	if cap(room) < len(list)+len(edits) {
-		out = make([]T, 0, len(list)+len(edits))
-	}
-	rest := list
-	for _, e := range edits {
-		at, found := FindNamed(rest, e.Namespace, e.Name)
-		out = append(out, rest[:at]...)
-		if found {
-			at++
+	listEdits := make([]model.ListEdit[Edit[T], T], len(edits))
+	for i, e := range edits {
+		if i > 0 && compareEdits(edits[i-1], e) == 0 {
+			return model.List[T]{}, false
 		}
-		rest = rest[at:]
-		if e.Obj != zero {
-			out = append(out, e.Obj)
-		}
+		listEdits[i] = model.ListEdit[Edit[T], T]{Key: e, Value: e.Obj, Remove: e.Obj == zero}
 	}
-	out = append(out, rest...)
-	if len(out) == 0 {
-		return nil, true
-	}
-	return slices.Clip(out), true
+	return model.Edited(list, listEdits, func(o T, e Edit[T]) int { return CompareNamed(o, e.Namespace, e.Name) }), true
+}
+
+// compareEdits orders edits by namespace and name.
+func compareEdits[T Named](a, b Edit[T]) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// FindNamedIn returns the object namespace/name of the sorted list, and
+// whether it holds one.
+func FindNamedIn[T Named](list model.List[T], namespace, name string) (T, bool) {
+	return list.Find(func(o T) int { return CompareNamed(o, namespace, name) })
+}
+
+// SortedList returns the objects, sorted by namespace and name (in place),
+// as a list.
+func SortedList[T Named](objects []T) model.List[T] {
+	SortNamed(objects)
+	return model.ListOf(objects...)
 }

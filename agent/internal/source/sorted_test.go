@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
 )
 
 // Patched against a map of the same objects, over random batches of
@@ -20,7 +22,7 @@ func TestPatched(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
 	want := map[[2]string]*corev1.Service{}
-	var list []*corev1.Service
+	var list model.List[*corev1.Service]
 	for step := range 300 {
 		n := 1 + rng.IntN(40)
 		if step%50 == 0 {
@@ -44,27 +46,24 @@ func TestPatched(t *testing.T) {
 				want[key] = obj
 			}
 		}
-		before := slices.Clone(list)
+		before := list.Slice()
 		next, ok := Patched(list, edits)
 		if !ok {
 			t.Fatalf("step %d: Patched refused edits of distinct objects", step)
 		}
-		if !slices.Equal(list, before) {
+		if !slices.Equal(list.Slice(), before) {
 			t.Fatalf("step %d: Patched changed the list it was given", step)
 		}
-		if len(next) != len(want) {
-			t.Fatalf("step %d: %d objects, want %d", step, len(next), len(want))
+		if next.Len() != len(want) {
+			t.Fatalf("step %d: %d objects, want %d", step, next.Len(), len(want))
 		}
-		for i, o := range next {
+		for i, o := range next.Slice() {
 			if want[[2]string{o.Namespace, o.Name}] != o {
 				t.Fatalf("step %d: %s/%s is not the object last put", step, o.Namespace, o.Name)
 			}
-			if i > 0 && CompareNamed(next[i-1], o.Namespace, o.Name) >= 0 {
+			if i > 0 && CompareNamed(next.At(i-1), o.Namespace, o.Name) >= 0 {
 				t.Fatalf("step %d: not sorted at %d", step, i)
 			}
-		}
-		if len(next) == 0 && next != nil {
-			t.Fatalf("step %d: an empty list is not nil", step)
 		}
 		list = next
 	}
@@ -72,11 +71,11 @@ func TestPatched(t *testing.T) {
 
 func TestPatchedRefusesAnObjectTwice(t *testing.T) {
 	a := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "a"}}
-	if got, ok := Patched(nil, []Edit[*corev1.Service]{{Namespace: "web", Name: "a", Obj: a}, {Namespace: "web", Name: "a"}}); ok || got != nil {
+	if got, ok := Patched(model.List[*corev1.Service]{}, []Edit[*corev1.Service]{{Namespace: "web", Name: "a", Obj: a}, {Namespace: "web", Name: "a"}}); ok || got.Len() != 0 {
 		t.Errorf("Patched with web/a twice = %v, %v; want nil, false", got, ok)
 	}
-	list := []*corev1.Service{a}
-	if got, ok := Patched(list, nil); !ok || &got[0] != &list[0] {
+	list := model.ListOf(a)
+	if got, ok := Patched(list, nil); !ok || !got.Same(list) {
 		t.Errorf("Patched with no edit made a new list")
 	}
 }

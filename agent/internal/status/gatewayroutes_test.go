@@ -59,13 +59,13 @@ func keep[T any](held map[string]*T, items []T) map[string]*T {
 func (c *routeCache) snapshot() model.Snapshot {
 	s := model.Snapshot{GatewayController: model.GatewayControllerName, GatewayAddresses: []string{"127.0.50.1"}}
 	for _, o := range c.classes {
-		s.GatewayClasses = append(s.GatewayClasses, o)
+		s.GatewayClasses = model.ListOf(append(s.GatewayClasses.Slice(), o)...)
 	}
 	for _, o := range c.gws {
-		s.Gateways = append(s.Gateways, o)
+		s.Gateways = model.ListOf(append(s.Gateways.Slice(), o)...)
 	}
 	for _, o := range c.routes {
-		s.HTTPRoutes = append(s.HTTPRoutes, o)
+		s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), o)...)
 	}
 	return s
 }

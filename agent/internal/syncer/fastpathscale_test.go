@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
-	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // The first endpoint change after a model build costs what it changes: the
@@ -34,11 +36,11 @@ func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
 			t.Fatalf("first build: path %s", path)
 		}
 		// Service s7's slice moves to another address.
-		slices := slices.Clone(src.snap.EndpointSlices)
+		slices := src.snap.EndpointSlices.Slice()
 		moved := slices[7].DeepCopy()
 		moved.Endpoints[0].Addresses = []string{"10.200.0.1"}
 		slices[7] = moved
-		src.snap.EndpointSlices = slices
+		src.snap.EndpointSlices = model.ListOf(slices...)
 		src.changed = []source.ServiceKey{{Namespace: "default", Name: "s7"}}
 		s.update(func(st *State) { st.Model = *s.built })
 		s.State() // a health probe
@@ -76,17 +78,17 @@ func manyIngressSnapshot(n int) model.Snapshot {
 	snap := model.Snapshot{IngressClasses: one.IngressClasses}
 	for i := range n {
 		name := fmt.Sprintf("s%d", i)
-		ing := one.Ingresses[0].DeepCopy()
+		ing := one.Ingresses.At(0).DeepCopy()
 		ing.Name, ing.Spec.Rules[0].Host = name, name+".test"
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = name
-		svc := one.Services[0].DeepCopy()
+		svc := one.Services.At(0).DeepCopy()
 		svc.Name = name
-		slice := one.EndpointSlices[0].DeepCopy()
+		slice := one.EndpointSlices.At(0).DeepCopy()
 		slice.Name, slice.Labels = name+"-1", map[string]string{discoveryv1.LabelServiceName: name}
 		slice.Endpoints[0].Addresses = []string{fmt.Sprintf("10.%d.%d.1", i/256%256, i%256)}
-		snap.Ingresses = append(snap.Ingresses, ing)
-		snap.Services = append(snap.Services, svc)
-		snap.EndpointSlices = append(snap.EndpointSlices, slice)
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
+		snap.Services = model.ListOf(append(snap.Services.Slice(), svc)...)
+		snap.EndpointSlices = model.ListOf(append(snap.EndpointSlices.Slice(), slice)...)
 	}
 	return snap
 }
@@ -100,13 +102,13 @@ func manyIngressSnapshot(n int) model.Snapshot {
 func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 	const ingresses, services = 24, 8
 	snap := manyIngressSnapshot(services)
-	base := snap.Ingresses[0]
-	snap.Ingresses = nil
+	base := snap.Ingresses.At(0)
+	snap.Ingresses = model.List[*networkingv1.Ingress]{}
 	for i := range ingresses {
 		ing := base.DeepCopy()
 		ing.Name, ing.Spec.Rules[0].Host = fmt.Sprintf("i%d", i), fmt.Sprintf("i%d.test", i)
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", i%services)
-		snap.Ingresses = append(snap.Ingresses, ing)
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ing)...)
 	}
 	src := &indexSource{fakeSource: fakeSource{snap: snap}}
 	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
@@ -116,20 +118,20 @@ func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 41))
 	moveEndpoints := func() source.ServiceKey {
 		i := rng.IntN(services)
-		slices := slices.Clone(src.snap.EndpointSlices)
+		slices := src.snap.EndpointSlices.Slice()
 		moved := slices[i].DeepCopy()
 		moved.Endpoints[0].Addresses = []string{fmt.Sprintf("10.100.%d.%d", rng.IntN(4), rng.IntN(4))}
 		slices[i] = moved
-		src.snap.EndpointSlices = slices
+		src.snap.EndpointSlices = model.ListOf(slices...)
 		return source.ServiceKey{Namespace: "default", Name: moved.Labels[discoveryv1.LabelServiceName]}
 	}
 	changeIngress := func() {
-		ingresses := slices.Clone(src.snap.Ingresses)
+		ingresses := src.snap.Ingresses.Slice()
 		i := rng.IntN(len(ingresses))
 		ing := ingresses[i].DeepCopy()
 		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name = fmt.Sprintf("s%d", rng.IntN(services))
 		ingresses[i] = ing
-		src.snap.Ingresses = ingresses
+		src.snap.Ingresses = model.ListOf(ingresses...)
 	}
 	type handedOut struct{ read, kept model.Model }
 	var handed []handedOut

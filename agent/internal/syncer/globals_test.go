@@ -41,7 +41,7 @@ func newGlobalsLoop(t *testing.T) *globalsLoop {
 func (l *globalsLoop) set(data map[string]string, hosts ...string) {
 	snap := oneIngressSnapshot("10.0.0.1")
 	for _, host := range hosts {
-		snap.Ingresses = append(snap.Ingresses, hostIngress(strings.TrimSuffix(host, ".test"), host))
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), hostIngress(strings.TrimSuffix(host, ".test"), host))...)
 	}
 	snap.ConfigMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ingress", Name: "restysync"}, Data: data}
 	l.src.snap = snap
@@ -194,7 +194,7 @@ func TestIngressBlamedWhenTheConfigMapIsGood(t *testing.T) {
 	// The ConfigMap unchanged, a new bad Ingress is blamed at once.
 	l.reloads = 0
 	l.set(map[string]string{"server-tokens": "true"}, "bad.test")
-	l.src.snap.Ingresses = append(l.src.snap.Ingresses, hostIngress("bad2", "bad.test"))
+	l.src.snap.Ingresses = model.ListOf(append(l.src.snap.Ingresses.Slice(), hostIngress("bad2", "bad.test"))...)
 	l.settle()
 	if q := l.s.guard.Keys(); !slices.Equal(q, []string{"default/bad", "default/bad2"}) {
 		t.Errorf("quarantined %v, want default/bad and default/bad2", q)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
-	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // The sync log line says how the model was computed: path=full with the
@@ -40,9 +39,9 @@ func TestSyncLogPath(t *testing.T) {
 	step(map[source.Kind]bool{source.KindIngress: true}, "path=full", `path_reason="first build"`)
 
 	// A second Ingress: built alone.
-	second := src.snap.Ingresses[0].DeepCopy()
+	second := src.snap.Ingresses.At(0).DeepCopy()
 	second.Name, second.Spec.Rules[0].Host = "second", "second.test"
-	src.snap.Ingresses = append(slices.Clone(src.snap.Ingresses), second)
+	src.snap.Ingresses = model.ListOf(append(src.snap.Ingresses.Slice(), second)...)
 	step(map[source.Kind]bool{source.KindIngress: true}, "path=incremental", "servers=2",
 		"built_islands=1 built_ingresses=1 built_httproutes=0 built_globals=false")
 	if strings.Contains(logs.String(), "path_reason") {
@@ -50,8 +49,8 @@ func TestSyncLogPath(t *testing.T) {
 	}
 
 	// An IngressClass: everything.
-	class := src.snap.IngressClasses[0].DeepCopy()
-	src.snap.IngressClasses = []*networkingv1.IngressClass{class}
+	class := src.snap.IngressClasses.At(0).DeepCopy()
+	src.snap.IngressClasses = model.ListOf(class)
 	step(map[source.Kind]bool{source.KindIngressClass: true}, "path=full", `path_reason="an IngressClass changed"`, "servers=2")
 
 	// Endpoints only.

@@ -38,13 +38,13 @@ func TestNewHostBuildCopiesNoServersList(t *testing.T) {
 				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: paths}}}}}}
 	}
 	snap := model.Snapshot{
-		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
+		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
 	}
 	for i := range n {
-		snap.Ingresses = append(snap.Ingresses, ingress(fmt.Sprintf("h%05d", i)))
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ingress(fmt.Sprintf("h%05d", i)))...)
 	}
 	src := &fakeSource{snap: snap}
 	shared := t.TempDir()
@@ -70,7 +70,7 @@ func TestNewHostBuildCopiesNoServersList(t *testing.T) {
 		t.Fatalf("the loop's build serves %d hosts, want %d", got, n)
 	}
 
-	src.snap.Ingresses = append(src.snap.Ingresses, ingress("new"))
+	src.snap.Ingresses = model.ListOf(append(src.snap.Ingresses.Slice(), ingress("new"))...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	next, _, _ := s.model(map[source.Kind]bool{source.KindIngress: true})

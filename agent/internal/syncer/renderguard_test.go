@@ -44,7 +44,7 @@ func refuseHost(t *testing.T) *int {
 
 // hostIngress is the web Ingress of oneIngressSnapshot as name, for host.
 func hostIngress(name, host string) *networkingv1.Ingress {
-	ing := oneIngressSnapshot("10.0.0.1").Ingresses[0].DeepCopy()
+	ing := oneIngressSnapshot("10.0.0.1").Ingresses.At(0).DeepCopy()
 	ing.Name = name
 	ing.Spec.Rules[0].Host = host
 	return ing
@@ -58,13 +58,13 @@ func TestRenderFailuresBisects(t *testing.T) {
 	settings := render.Settings{SharedDir: t.TempDir(), HTTPPort: 8080, HTTPSPort: 8443}
 	snap := oneIngressSnapshot("10.0.0.1")
 	snap.IngressClass = "restysync"
-	snap.Ingresses = nil
+	snap.Ingresses = model.List[*networkingv1.Ingress]{}
 	for i := range 32 {
 		host := fmt.Sprintf("ok-%02d.test", i)
 		if i == 7 || i == 20 {
 			host = refusedHost
 		}
-		snap.Ingresses = append(snap.Ingresses, hostIngress(fmt.Sprintf("ing-%02d", i), host))
+		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), hostIngress(fmt.Sprintf("ing-%02d", i), host))...)
 	}
 	culprits, err := RenderFailures(snap, settings, nil)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	shared := t.TempDir()
 	settings := render.Settings{SharedDir: shared, HTTPPort: 8080, HTTPSPort: 8443, WorkerProcesses: "1"}
 	snap := oneIngressSnapshot("10.0.0.1")
-	snap.Ingresses = append(snap.Ingresses, hostIngress("b", refusedHost))
+	snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), hostIngress("b", refusedHost))...)
 	src := &fakeSource{snap: snap}
 	// nginx does not answer: the sync renders, and leaves the config for
 	// its start.
@@ -138,7 +138,7 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	}
 
 	// Another tenant's new Ingress is served while b stays out.
-	snap.Ingresses = append(snap.Ingresses, hostIngress("a2", "a2.test"))
+	snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), hostIngress("a2", "a2.test"))...)
 	src.snap = snap
 	s.changed(source.Change{Kind: source.KindIngress})
 	if err := s.sync(ctx); err != nil {
@@ -152,7 +152,9 @@ func TestRenderFailureQuarantines(t *testing.T) {
 	}
 
 	// Fixed, b is tried again and served.
-	snap.Ingresses[1] = hostIngress("b", "b.test")
+	fixed := snap.Ingresses.Slice()
+	fixed[1] = hostIngress("b", "b.test")
+	snap.Ingresses = model.ListOf(fixed...)
 	src.snap = snap
 	s.changed(source.Change{Kind: source.KindIngress})
 	if err := s.sync(ctx); err != nil {

@@ -42,7 +42,7 @@ func TestSlowReloadIsNotRejected(t *testing.T) {
 
 	// An annotation that needs nginx directives: a reload.
 	snap := oneIngressSnapshot("127.0.0.1")
-	snap.Ingresses[0].Annotations = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
+	snap.Ingresses.At(0).Annotations = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
 	src.snap = snap
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -448,7 +448,7 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	snap.GatewayAddressesServed = servedAddresses(s.built)
 	next, buildProblems, buildPath := s.incremental.Build(snap)
 	problems = append(problems, buildProblems...)
-	s.built, s.builtFrom, s.problems, s.buildPath = &next, len(snap.Ingresses), problems, buildPath
+	s.built, s.builtFrom, s.problems, s.buildPath = &next, snap.Ingresses.Len(), problems, buildPath
 	s.builtSnap = snap
 	return next, problems, "full"
 }

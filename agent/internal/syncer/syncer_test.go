@@ -125,13 +125,13 @@ func (f *indexSource) TakeChangedServices() []source.ServiceKey {
 
 func (f *indexSource) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
 	var svc *corev1.Service
-	for _, s := range f.snap.Services {
+	for s := range f.snap.Services.All() {
 		if s.Namespace == namespace && s.Name == name {
 			svc = s
 		}
 	}
 	var out []*discoveryv1.EndpointSlice
-	for _, sl := range f.snap.EndpointSlices {
+	for sl := range f.snap.EndpointSlices.All() {
 		if sl.Namespace == namespace && sl.Labels[discoveryv1.LabelServiceName] == name {
 			out = append(out, sl)
 		}
@@ -210,21 +210,21 @@ func oneIngressSnapshot(address string) model.Snapshot {
 	prefix, class, ready := networkingv1.PathTypePrefix, "restysync", true
 	port, portName := int32(8080), "http"
 	return model.Snapshot{
-		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
-			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}},
-		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
+			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
+		Ingresses: model.ListOf(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: "web.test",
 				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
 					Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
-		EndpointSlices: []*discoveryv1.EndpointSlice{{
+						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}),
+		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		EndpointSlices: model.ListOf(&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{address}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		}},
+		}),
 	}
 }
 

@@ -25,9 +25,9 @@ func BenchmarkReadFolder(b *testing.B) {
 		s.readAll()
 		s.publish()
 		snap, problems := s.Snapshot()
-		if len(snap.Ingresses) != apps || len(snap.Services) != apps || len(snap.EndpointSlices) != apps || len(problems) != 0 {
+		if snap.Ingresses.Len() != apps || snap.Services.Len() != apps || snap.EndpointSlices.Len() != apps || len(problems) != 0 {
 			b.Fatalf("read %d Ingresses, %d Services, %d EndpointSlices, problems %v",
-				len(snap.Ingresses), len(snap.Services), len(snap.EndpointSlices), problems)
+				snap.Ingresses.Len(), snap.Services.Len(), snap.EndpointSlices.Len(), problems)
 		}
 	}
 }
@@ -70,8 +70,8 @@ func BenchmarkPublishNewFile(b *testing.B) {
 					held, _ := s.Snapshot()
 					built := snapshot.Build(held, snapshot.Options{}, cm, nil)
 					b.StopTimer()
-					if len(changed) != 3 || len(built.Snapshot.Ingresses) != apps+1 {
-						b.Fatalf("changed %v and %d Ingresses, want the new file's 3 objects and %d", changed, len(built.Snapshot.Ingresses), apps+1)
+					if len(changed) != 3 || built.Snapshot.Ingresses.Len() != apps+1 {
+						b.Fatalf("changed %v and %d Ingresses, want the new file's 3 objects and %d", changed, built.Snapshot.Ingresses.Len(), apps+1)
 					}
 					if err := os.Remove(path); err != nil {
 						b.Fatal(err)

@@ -1,7 +1,11 @@
 package file
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // WithConfigMap names the agent's ConfigMap, "namespace/name": Snapshot
@@ -23,10 +27,7 @@ func namedConfigMap(v *view, namespacedName string) *corev1.ConfigMap {
 	if namespacedName == "" {
 		return nil
 	}
-	for _, cm := range v.configMaps {
-		if cm.Namespace+"/"+cm.Name == namespacedName {
-			return cm
-		}
-	}
-	return nil
+	namespace, name, _ := strings.Cut(namespacedName, "/")
+	cm, _ := source.FindNamedIn(v.configMaps, namespace, name)
+	return cm
 }

@@ -28,7 +28,7 @@ func TestEndpointSliceChangeTakesTheFastPath(t *testing.T) {
 
 	writeAtomic(t, sliceFile, strings.Replace(endpointSliceYAML("web-1", "web"), "10.0.0.1", "10.0.0.2", 1))
 	waitChange(t, s, rec, source.KindEndpointSlice, "the new address", func(snap model.Snapshot, _ []model.Problem) bool {
-		return len(snap.EndpointSlices) == 1 && snap.EndpointSlices[0].Endpoints[0].Addresses[0] == "10.0.0.2"
+		return snap.EndpointSlices.Len() == 1 && snap.EndpointSlices.At(0).Endpoints[0].Addresses[0] == "10.0.0.2"
 	})
 	if got := s.TakeChangedServices(); !slices.Equal(got, []source.ServiceKey{{Namespace: "default", Name: "web"}}) {
 		t.Errorf("changed Services %v, want default/web", got)
@@ -79,7 +79,7 @@ func TestEndpointSliceHeldWithoutItsLabel(t *testing.T) {
 	s.publish()
 	s.TakeChangedServices()
 	sliceOf := func(snap model.Snapshot, name string) *discoveryv1.EndpointSlice {
-		for _, slice := range snap.EndpointSlices {
+		for slice := range snap.EndpointSlices.All() {
 			if slice.Name == name {
 				return slice
 			}

@@ -101,13 +101,6 @@ type Source struct {
 	pending    map[string]*fileState
 	pendingAll bool
 
-	// spares are room for the next copy of the view's list of each kind
-	// that changed, its memory written between publishes (prepare);
-	// wantSpares the kinds patched since the last prepare. Owned like
-	// pending.
-	spares     map[source.Kind]any
-	wantSpares map[source.Kind]bool
-
 	mu   sync.RWMutex
 	view *view
 	// changedServices are the Services whose EndpointSlices changed since
@@ -256,7 +249,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 func (s *Source) ConfigMaps() []*corev1.ConfigMap {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.view.configMaps)
+	return s.view.configMaps.Slice()
 }
 
 // watch turns file system events into reads until ctx is done.
@@ -270,10 +263,7 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 		fire     <-chan time.Time // set while a batch is waiting
 		retry    *time.Ticker
 		retryC   <-chan time.Time // set while the folder is missing
-		prepare  = time.NewTimer(time.Hour)
-		prepareC <-chan time.Time // set while spares are wanted
 	)
-	prepare.Stop()
 	// arm (re)starts the wait for the batch: debounce after this event,
 	// and at most maxGather after the batch's first.
 	var first time.Time
@@ -297,7 +287,6 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 		if retry != nil {
 			retry.Stop()
 		}
-		prepare.Stop()
 	}()
 
 	for {
@@ -325,17 +314,6 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 			s.apply(batch)
 			batch = newBatch()
 			s.report(changed)
-			if len(s.wantSpares) > 0 {
-				prepare.Reset(spareDelay)
-				prepareC = prepare.C
-			}
-		case <-prepareC:
-			if fire != nil { // a batch gathers: after it
-				prepare.Reset(spareDelay)
-				continue
-			}
-			prepareC = nil
-			s.prepare()
 		case <-retryC:
 			s.readAll()
 			s.report(changed)
@@ -351,64 +329,6 @@ func (s *Source) watch(ctx context.Context, changed func(source.Change)) {
 			retryC = nil
 		}
 	}
-}
-
-// Spares (prepare).
-const (
-	// spareFrom is the length from which a list of the view gets a spare.
-	spareFrom = 4096
-	// spareRoom is how many objects more than the list a spare holds: a
-	// publish that adds up to that many objects of a kind uses it.
-	spareRoom = 256
-	// spareDelay is how long after a publish the spares are made: after
-	// the sync of the change, which the spares would slow down.
-	spareDelay = 100 * time.Millisecond
-)
-
-// takeSpares returns the spares of the kinds edits change, and forgets
-// them (a spare is used once), and notes those kinds for the next prepare.
-func (s *Source) takeSpares(edits []edit) map[source.Kind]any {
-	taken := map[source.Kind]any{}
-	for _, e := range edits {
-		kind := e.key.kind
-		if s.wantSpares[kind] {
-			continue
-		}
-		if s.wantSpares == nil {
-			s.wantSpares = map[source.Kind]bool{}
-		}
-		s.wantSpares[kind] = true
-		if room, ok := s.spares[kind]; ok {
-			taken[kind] = room
-			delete(s.spares, kind)
-		}
-	}
-	return taken
-}
-
-// prepare makes a spare for each kind patched since it last ran, whose
-// list is long (spareFrom): room for the next copy of that list, every
-// page of it written once. A new object's publish copies its kind's list
-// (the one handed out stays as it was: source.PatchedIn), 400 KB at
-// 50,000 Ingresses, and that copy wrote memory the Go runtime had given
-// back to the OS (it keeps about 10% more than the live heap): on the
-// 2-core VM of the benchmarks a page fault costs ~10 µs, so the publish
-// cost ~1 ms of faults at 50,000 where at 1,000 it costs nothing. Made
-// here, spareDelay after the publish, the next publish copies into memory
-// in place. A spare is in use memory its list's size.
-func (s *Source) prepare() {
-	for kind := range s.wantSpares {
-		if _, ok := s.spares[kind]; ok {
-			continue
-		}
-		if room := kindLists[kind].spare(s.view); room != nil {
-			if s.spares == nil {
-				s.spares = map[source.Kind]any{}
-			}
-			s.spares[kind] = room
-		}
-	}
-	s.wantSpares = nil
 }
 
 // report publishes the current files and tells the caller what changed,

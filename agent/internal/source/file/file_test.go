@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -142,19 +141,19 @@ func objectNames(s *Source) []string {
 			names = append(names, kind+" "+namespace+"/"+name)
 		}
 	}
-	for _, o := range snap.IngressClasses {
+	for o := range snap.IngressClasses.All() {
 		add("IngressClass", o.Namespace, o.Name)
 	}
-	for _, o := range snap.Ingresses {
+	for o := range snap.Ingresses.All() {
 		add("Ingress", o.Namespace, o.Name)
 	}
-	for _, o := range snap.Services {
+	for o := range snap.Services.All() {
 		add("Service", o.Namespace, o.Name)
 	}
-	for _, o := range snap.EndpointSlices {
+	for o := range snap.EndpointSlices.All() {
 		add("EndpointSlice", o.Namespace, o.Name)
 	}
-	for _, o := range snap.Secrets {
+	for o := range snap.Secrets.All() {
 		add("Secret", o.Namespace, o.Name)
 	}
 	for _, o := range s.ConfigMaps() {
@@ -277,7 +276,7 @@ func TestDecodeFolder(t *testing.T) {
 				"stringData:\n  tls.crt: CERT\n  tls.key: KEY\n"},
 			wantObjects: []string{"Secret default/s"},
 			check: func(t *testing.T, snap model.Snapshot) {
-				s := snap.Secrets[0]
+				s := snap.Secrets.At(0)
 				if string(s.Data[corev1.TLSCertKey]) != "CERT" || string(s.Data[corev1.TLSPrivateKeyKey]) != "KEY" || s.StringData != nil {
 					t.Errorf("stringData not folded into data: %+v", s)
 				}
@@ -339,7 +338,7 @@ func TestDecodeFolder(t *testing.T) {
 				{"sub/c.yaml#1", "Service default/web is also defined in"},
 			},
 			check: func(t *testing.T, snap model.Snapshot) {
-				if port := snap.Services[1].Spec.Ports[0].Port; port != 80 {
+				if port := snap.Services.At(1).Spec.Ports[0].Port; port != 80 {
 					t.Errorf("Service web has port %d, want 80 from a.yaml", port)
 				}
 			},
@@ -437,8 +436,8 @@ func TestOtherKinds(t *testing.T) {
 // ReadBytes reads one file's bytes as a folder's file is read.
 func TestReadBytes(t *testing.T) {
 	snap, problems := ReadBytes("stdin", []byte(ingressYAML("a", "web")+"---\n"+serviceYAML("web", 80)+"---\nkind: x\n"))
-	if len(snap.Ingresses) != 1 || len(snap.Services) != 1 {
-		t.Errorf("read %d Ingresses and %d Services, want 1 and 1", len(snap.Ingresses), len(snap.Services))
+	if snap.Ingresses.Len() != 1 || snap.Services.Len() != 1 {
+		t.Errorf("read %d Ingresses and %d Services, want 1 and 1", snap.Ingresses.Len(), snap.Services.Len())
 	}
 	if len(problems) != 1 || problems[0].Name != "stdin#3" {
 		t.Errorf("problems %v, want one of stdin#3", problems)
@@ -466,7 +465,7 @@ func TestSnapshotSlicesStayAsHandedOut(t *testing.T) {
 	}
 	names := func(snap model.Snapshot) string {
 		var out []string
-		for _, svc := range snap.Services {
+		for svc := range snap.Services.All() {
 			out = append(out, svc.Name)
 		}
 		return strings.Join(out, ",")
@@ -480,10 +479,10 @@ func TestSnapshotSlicesStayAsHandedOut(t *testing.T) {
 		path := filepath.Join(dir, step.file)
 		writeOrRemove(t, path, step.content)
 		before := names(snap)
-		held := slices.Clone(snap.Services)
+		held := snap.Services.Slice()
 		s.readFile(path)
 		s.publish()
-		if names(snap) != before || !slices.Equal(held, snap.Services) {
+		if names(snap) != before || !slices.Equal(held, snap.Services.Slice()) {
 			t.Errorf("%s: a snapshot handed out changed from %s to %s", step.what, before, names(snap))
 		}
 		snap, _ = s.Snapshot()
@@ -562,7 +561,7 @@ func waitChange(t *testing.T, s *Source, rec *recorder, kind source.Kind, what s
 
 func serviceSummary(snap model.Snapshot) []string {
 	var out []string
-	for _, s := range snap.Services {
+	for s := range snap.Services.All() {
 		port := int32(0)
 		if len(s.Spec.Ports) > 0 {
 			port = s.Spec.Ports[0].Port
@@ -574,7 +573,7 @@ func serviceSummary(snap model.Snapshot) []string {
 
 // servicePort returns the first port of Service default/name, or 0.
 func servicePort(snap model.Snapshot, name string) int32 {
-	for _, s := range snap.Services {
+	for s := range snap.Services.All() {
 		if s.Namespace == "default" && s.Name == name && len(s.Spec.Ports) > 0 {
 			return s.Spec.Ports[0].Port
 		}
@@ -709,7 +708,7 @@ func TestWatchIdenticalContentIsQuiet(t *testing.T) {
 	// A later change to another file shows that a.yaml was read by then.
 	writeFile(t, b, ingressYAML("b", "c"))
 	waitChange(t, s, rec, source.KindIngress, "Ingress b to c", func(snap model.Snapshot, _ []model.Problem) bool {
-		return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name == "c"
+		return snap.Ingresses.Len() == 1 && snap.Ingresses.At(0).Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name == "c"
 	})
 	for {
 		select {
@@ -807,7 +806,7 @@ func TestWatchFolderRecreated(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "z.yaml"), serviceYAML("newer", 80))
 	waitChange(t, s, rec, source.KindService, "only newer, no problems", func(snap model.Snapshot, problems []model.Problem) bool {
-		return len(snap.Services) == 1 && servicePort(snap, "newer") == 80 && len(problems) == 0
+		return snap.Services.Len() == 1 && servicePort(snap, "newer") == 80 && len(problems) == 0
 	})
 }
 
@@ -834,7 +833,7 @@ func TestStartErrors(t *testing.T) {
 type publishes struct {
 	mu       sync.Mutex
 	s        *Source
-	seen     map[**corev1.Service]bool
+	seen     []model.List[*corev1.Service]
 	count    int
 	problems []model.Problem
 }
@@ -844,12 +843,12 @@ func (p *publishes) changed(source.Change) {
 	defer p.mu.Unlock()
 	snap, problems := p.s.Snapshot()
 	p.problems = append(p.problems, problems...)
-	if len(snap.Services) == 0 {
+	if snap.Services.Len() == 0 {
 		return
 	}
 	// Each publish makes a list of its own; it is seen at each change.
-	if list := unsafe.SliceData(snap.Services); !p.seen[list] {
-		p.seen[list] = true
+	if !slices.ContainsFunc(p.seen, snap.Services.Same) {
+		p.seen = append(p.seen, snap.Services)
 		p.count++
 	}
 }
@@ -863,7 +862,7 @@ func (p *publishes) get() (int, []model.Problem) {
 func watchPublishes(t *testing.T, dir string, opts ...Option) *publishes {
 	t.Helper()
 	s := New(dir, opts...)
-	p := &publishes{s: s, seen: map[**corev1.Service]bool{}}
+	p := &publishes{s: s}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := s.Start(ctx, p.changed); err != nil {
 		cancel()
@@ -895,7 +894,7 @@ func TestWatchReadsAFileWrittenInPiecesWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		return step+1 < pieces
-	}, func(snap model.Snapshot) bool { return len(snap.Ingresses) == 1 && len(snap.Services) == 1 })
+	}, func(snap model.Snapshot) bool { return snap.Ingresses.Len() == 1 && snap.Services.Len() == 1 })
 }
 
 // A burst of files renamed into the folder, each within the debounce of
@@ -912,7 +911,7 @@ func TestWatchGathersABurstInOnePublish(t *testing.T) {
 			t.Fatal(err)
 		}
 		return step+1 < files
-	}, func(snap model.Snapshot) bool { return len(snap.Services) == files })
+	}, func(snap model.Snapshot) bool { return snap.Services.Len() == files })
 }
 
 // gathered runs step (0, 1, … until it returns false) in a watched folder,

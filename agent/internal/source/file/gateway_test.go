@@ -86,19 +86,19 @@ metadata:
 // namespace/name", in the order of the view's kinds.
 func gatewayNames(snap model.Snapshot) []string {
 	var names []string
-	for _, o := range snap.Namespaces {
+	for o := range snap.Namespaces.All() {
 		names = append(names, "Namespace "+o.Name)
 	}
-	for _, o := range snap.GatewayClasses {
+	for o := range snap.GatewayClasses.All() {
 		names = append(names, "GatewayClass "+o.Name)
 	}
-	for _, o := range snap.Gateways {
+	for o := range snap.Gateways.All() {
 		names = append(names, "Gateway "+o.Namespace+"/"+o.Name)
 	}
-	for _, o := range snap.HTTPRoutes {
+	for o := range snap.HTTPRoutes.All() {
 		names = append(names, "HTTPRoute "+o.Namespace+"/"+o.Name)
 	}
-	for _, o := range snap.ReferenceGrants {
+	for o := range snap.ReferenceGrants.All() {
 		names = append(names, "ReferenceGrant "+o.Namespace+"/"+o.Name)
 	}
 	return names
@@ -121,20 +121,20 @@ func TestDecodeGatewayAPI(t *testing.T) {
 			if got := gatewayNames(snap); !slices.Equal(got, want) {
 				t.Fatalf("objects:\n got %q\nwant %q", got, want)
 			}
-			if c := snap.GatewayClasses[0]; c.Namespace != "" || c.Spec.ControllerName != model.GatewayControllerName {
+			if c := snap.GatewayClasses.At(0); c.Namespace != "" || c.Spec.ControllerName != model.GatewayControllerName {
 				t.Errorf("GatewayClass: namespace %q (want none: cluster-scoped), controllerName %q", c.Namespace, c.Spec.ControllerName)
 			}
-			gw := snap.Gateways[0]
+			gw := snap.Gateways.At(0)
 			if l := gw.Spec.Listeners; len(l) != 2 || l[0].AllowedRoutes.Namespaces.Selector.MatchLabels["team"] != "a" ||
 				l[1].TLS == nil || string(l[1].TLS.CertificateRefs[0].Name) != "cert" || string(*l[1].Hostname) != "*.example.com" {
 				t.Errorf("Gateway listeners: %+v", l)
 			}
-			route := snap.HTTPRoutes[0]
+			route := snap.HTTPRoutes.At(0)
 			if r := route.Spec.Rules; len(r) != 1 || *r[0].Matches[0].Path.Value != "/api" || *r[0].BackendRefs[0].Weight != 3 ||
 				string(*route.Spec.ParentRefs[0].SectionName) != "http" {
 				t.Errorf("HTTPRoute: %+v", route.Spec)
 			}
-			if ns := snap.Namespaces[0]; ns.Labels["team"] != "a" {
+			if ns := snap.Namespaces.At(0); ns.Labels["team"] != "a" {
 				t.Errorf("Namespace labels %v", ns.Labels)
 			}
 		})
@@ -208,17 +208,17 @@ func TestIdentifyGatewayAPI(t *testing.T) {
 func TestGatewayAPIDefaults(t *testing.T) {
 	bare := "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: bare}\nspec:\n  parentRefs: [{name: gw}]\n"
 	snap, problems := ReadBytes("x.yaml", []byte(strings.Join([]string{gatewayYAML, httpRouteYAML, bare}, "---\n")))
-	if len(problems) != 0 || len(snap.Gateways) != 1 || len(snap.HTTPRoutes) != 2 {
+	if len(problems) != 0 || snap.Gateways.Len() != 1 || snap.HTTPRoutes.Len() != 2 {
 		t.Fatalf("read %v, problems %v", gatewayNames(snap), problems)
 	}
-	https := snap.Gateways[0].Spec.Listeners[1]
+	https := snap.Gateways.At(0).Spec.Listeners[1]
 	if from := https.AllowedRoutes.Namespaces.From; from == nil || *from != "Same" {
 		t.Errorf("a listener without allowedRoutes: from %v, want Same", from)
 	}
 	if ref := https.TLS.CertificateRefs[0]; *ref.Group != "" || *ref.Kind != "Secret" || *https.TLS.Mode != "Terminate" {
 		t.Errorf("certificateRef %+v, mode %v", ref, *https.TLS.Mode)
 	}
-	for _, route := range snap.HTTPRoutes {
+	for route := range snap.HTTPRoutes.All() {
 		parent := route.Spec.ParentRefs[0]
 		if *parent.Group != "gateway.networking.k8s.io" || *parent.Kind != "Gateway" {
 			t.Errorf("%s parentRef %+v", route.Name, parent)
@@ -257,10 +257,10 @@ spec:
 // parentRef's group and kind, its listeners' as a Gateway's.
 func TestDecodeListenerSet(t *testing.T) {
 	snap, problems := ReadBytes("x.yaml", []byte(listenerSetYAML))
-	if len(problems) != 0 || len(snap.ListenerSets) != 1 {
-		t.Fatalf("ListenerSets %d, problems %v", len(snap.ListenerSets), problems)
+	if len(problems) != 0 || snap.ListenerSets.Len() != 1 {
+		t.Fatalf("ListenerSets %d, problems %v", snap.ListenerSets.Len(), problems)
 	}
-	ls := snap.ListenerSets[0]
+	ls := snap.ListenerSets.At(0)
 	if ls.Namespace != "tenant" || *ls.Spec.ParentRef.Group != "gateway.networking.k8s.io" || *ls.Spec.ParentRef.Kind != "Gateway" ||
 		string(*ls.Spec.ParentRef.Namespace) != "infra" || ls.Spec.ParentRef.Name != "gw" {
 		t.Errorf("ListenerSet %s/%s parentRef %+v", ls.Namespace, ls.Name, ls.Spec.ParentRef)

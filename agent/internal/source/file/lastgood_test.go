@@ -37,7 +37,7 @@ func problemOf(problems []model.Problem, name string) (model.Problem, bool) {
 }
 
 func sliceAddresses(snap model.Snapshot, name string) []string {
-	for _, es := range snap.EndpointSlices {
+	for es := range snap.EndpointSlices.All() {
 		if es.Name == name {
 			var out []string
 			for _, e := range es.Endpoints {
@@ -136,8 +136,8 @@ func TestLastGoodVersionIsKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap, problems := reread(s, path)
-		if len(snap.Services)+len(snap.EndpointSlices) > 0 || len(problems) > 0 {
-			t.Errorf("after delete: services %v, %d slices, problems %v", serviceSummary(snap), len(snap.EndpointSlices), problems)
+		if snap.Services.Len()+snap.EndpointSlices.Len() > 0 || len(problems) > 0 {
+			t.Errorf("after delete: services %v, %d slices, problems %v", serviceSummary(snap), snap.EndpointSlices.Len(), problems)
 		}
 	})
 }
@@ -148,7 +148,7 @@ func TestNeverGoodFileContributesNothing(t *testing.T) {
 	writeFile(t, path, strings.Replace(serviceYAML("a", 80), "ports:", "prots:", 1))
 	s := readOnce(t, dir)
 	snap, problems := s.Snapshot()
-	if len(snap.Services) > 0 {
+	if snap.Services.Len() > 0 {
 		t.Errorf("services %v from a file never good", serviceSummary(snap))
 	}
 	p, ok := problemOf(problems, path+"#1")
@@ -165,7 +165,7 @@ func TestOtherKindKeepsNothing(t *testing.T) {
 	writeFile(t, path, serviceYAML("a", 80))
 	s := readOnce(t, dir)
 	writeFile(t, path, "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n")
-	if snap, _ := reread(s, path); len(snap.Services) > 0 {
+	if snap, _ := reread(s, path); snap.Services.Len() > 0 {
 		t.Errorf("services %v, want none", serviceSummary(snap))
 	}
 }

@@ -22,7 +22,7 @@ func TestOpaqueSecrets(t *testing.T) {
 		t.Fatalf("problems: %v", problems)
 	}
 	got := map[string]*corev1.Secret{}
-	for _, secret := range snap.Secrets {
+	for secret := range snap.Secrets.All() {
 		got[secret.Namespace+"/"+secret.Name] = secret
 	}
 	if s := got["web/users"]; s == nil || string(s.Data["auth"]) != "alice:{PLAIN}secret\n" || s.StringData != nil {

@@ -41,11 +41,11 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 	s.readAll()
 	s.publish()
 	asRead, _ := s.Snapshot()
-	if len(asRead.Ingresses) == 0 {
+	if asRead.Ingresses.Len() == 0 {
 		t.Fatal("the corpus gave no Ingress")
 	}
 	// Every Ingress is served (the corpus names ingress-nginx's classes).
-	for _, ing := range asRead.Ingresses {
+	for ing := range asRead.Ingresses.All() {
 		ing.Spec.IngressClassName = nil
 		delete(ing.Annotations, "kubernetes.io/ingress.class")
 	}
@@ -62,8 +62,8 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 		source.Strip(obj)
 		return obj
 	})
-	if stripped.Ingresses[0].ManagedFields != nil || stripped.Ingresses[0].Annotations[source.LastAppliedAnnotation] != "" {
-		t.Fatalf("Strip kept managedFields or last-applied: %+v", stripped.Ingresses[0].ObjectMeta)
+	if stripped.Ingresses.At(0).ManagedFields != nil || stripped.Ingresses.At(0).Annotations[source.LastAppliedAnnotation] != "" {
+		t.Fatalf("Strip kept managedFields or last-applied: %+v", stripped.Ingresses.At(0).ObjectMeta)
 	}
 	wantModel, wantProblems := model.Build(full)
 	endpoints := 0
@@ -74,7 +74,7 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 		t.Fatalf("the corpus built %d servers and %d endpoints, want the Ingresses served with their backends", wantModel.Servers.Len(), endpoints)
 	}
 	t.Logf("the corpus: %d Ingresses, %d servers, %d backends, %d endpoints, %d problems",
-		len(full.Ingresses), wantModel.Servers.Len(), len(wantModel.Backends), endpoints, len(wantProblems))
+		full.Ingresses.Len(), wantModel.Servers.Len(), len(wantModel.Backends), endpoints, len(wantProblems))
 	gotModel, gotProblems := model.Build(stripped)
 	if !reflect.DeepEqual(gotModel, wantModel) {
 		t.Errorf("the model built over stripped objects differs from the one over the objects as read")
@@ -104,10 +104,10 @@ spec:
 	s.readAll()
 	s.publish()
 	snap, problems := s.Snapshot()
-	if len(snap.Ingresses) != 1 || len(problems) != 0 {
-		t.Fatalf("read %d Ingresses, problems %v", len(snap.Ingresses), problems)
+	if snap.Ingresses.Len() != 1 || len(problems) != 0 {
+		t.Fatalf("read %d Ingresses, problems %v", snap.Ingresses.Len(), problems)
 	}
-	if ing := snap.Ingresses[0]; ing.ManagedFields != nil || len(ing.Annotations) != 1 {
+	if ing := snap.Ingresses.At(0); ing.ManagedFields != nil || len(ing.Annotations) != 1 {
 		t.Errorf("the file source kept %+v, want no managedFields and only the ssl-redirect annotation", ing.ObjectMeta)
 	}
 }
@@ -124,19 +124,19 @@ func addBackends(snap *model.Snapshot) {
 		seen[namespace+"/"+name] = true
 		port := corev1.ServicePort{Name: cmp.Or(portName, "http"), Port: cmp.Or(portNumber, 80),
 			TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}
-		snap.Services = append(snap.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}})
+		snap.Services = model.ListOf(append(snap.Services.Slice(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}})...)
 		ready, notReady := true, false
-		snap.EndpointSlices = append(snap.EndpointSlices, &discoveryv1.EndpointSlice{
+		snap.EndpointSlices = model.ListOf(append(snap.EndpointSlices.Slice(), &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: namespace, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: &port.Name, Port: ptr.To[int32](8080), Protocol: &port.Protocol}},
 			Endpoints: []discoveryv1.Endpoint{
 				{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
 				{Addresses: []string{"10.1.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
-			}})
+			}})...)
 	}
-	for _, ing := range snap.Ingresses {
+	for ing := range snap.Ingresses.All() {
 		if b := ing.Spec.DefaultBackend; b != nil && b.Service != nil {
 			add(ing.Namespace, b.Service.Name, b.Service.Port.Name, b.Service.Port.Number)
 		}
@@ -151,8 +151,8 @@ func addBackends(snap *model.Snapshot) {
 			}
 		}
 	}
-	source.SortNamed(snap.Services)
-	source.SortNamed(snap.EndpointSlices)
+	source.SortNamed(snap.Services.Slice())
+	source.SortNamed(snap.EndpointSlices.Slice())
 }
 
 // addUnread gives obj what restysync never reads: managedFields, kubectl's
@@ -182,28 +182,29 @@ func addUnread(t *testing.T, obj runtime.Object) {
 
 // mapObjects returns snap with f applied to each of its objects.
 func mapObjects(snap model.Snapshot, f func(runtime.Object) runtime.Object) model.Snapshot {
-	each := func(list any) {
-		v := reflect.ValueOf(list).Elem()
-		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		for i := range v.Len() {
-			out.Index(i).Set(reflect.ValueOf(f(v.Index(i).Interface().(runtime.Object))))
-		}
-		v.Set(out)
-	}
-	each(&snap.Ingresses)
-	each(&snap.IngressClasses)
-	each(&snap.Services)
-	each(&snap.EndpointSlices)
-	each(&snap.Secrets)
-	each(&snap.ConfigMaps)
-	each(&snap.GatewayClasses)
-	each(&snap.Gateways)
-	each(&snap.HTTPRoutes)
-	each(&snap.GRPCRoutes)
-	each(&snap.TLSRoutes)
-	each(&snap.ReferenceGrants)
-	each(&snap.ListenerSets)
-	each(&snap.BackendTLSPolicies)
-	each(&snap.Namespaces)
+	mapList(&snap.Ingresses, f)
+	mapList(&snap.IngressClasses, f)
+	mapList(&snap.Services, f)
+	mapList(&snap.EndpointSlices, f)
+	mapList(&snap.Secrets, f)
+	mapList(&snap.ConfigMaps, f)
+	mapList(&snap.GatewayClasses, f)
+	mapList(&snap.Gateways, f)
+	mapList(&snap.HTTPRoutes, f)
+	mapList(&snap.GRPCRoutes, f)
+	mapList(&snap.TLSRoutes, f)
+	mapList(&snap.ReferenceGrants, f)
+	mapList(&snap.ListenerSets, f)
+	mapList(&snap.BackendTLSPolicies, f)
+	mapList(&snap.Namespaces, f)
 	return snap
+}
+
+// mapList sets *list to a new list of f of each of its objects.
+func mapList[T runtime.Object](list *model.List[T], f func(runtime.Object) runtime.Object) {
+	items := list.Slice()
+	for i, o := range items {
+		items[i] = f(o).(T)
+	}
+	*list = model.ListOf(items...)
 }

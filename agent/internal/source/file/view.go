@@ -21,28 +21,31 @@ import (
 
 // view is what Snapshot serves. It is never changed after publish, so
 // readers need the lock only to fetch the pointer. Its lists are sorted
-// by namespace and name (source.SortNamed), one per kind, and a publish
-// that patches the view copies only the lists it changes
-// (source.Patched, as the kube source does); an object is found
-// by binary search in its kind's list (lookup), not in a map beside them:
-// a map of 150,000 keys held 19 MB at 50,000 Ingresses.
+// by namespace and name (source.SortedList), one per kind, and a publish
+// that patches the view makes new lists of the kinds it changes only,
+// each from the last (source.Patched, as the kube source does): a
+// model.List that shares every chunk of the last no edit falls in, so a
+// new Ingress beside 50,000 costs a chunk, not a copy of the list (400
+// KB). An object is found by binary search in its kind's list (lookup),
+// not in a map beside them: a map of 150,000 keys held 19 MB at 50,000
+// Ingresses.
 type view struct {
-	ingresses      []*networkingv1.Ingress
-	ingressClasses []*networkingv1.IngressClass
-	services       []*corev1.Service
-	endpointSlices []*discoveryv1.EndpointSlice
-	secrets        []*corev1.Secret
-	configMaps     []*corev1.ConfigMap
+	ingresses      model.List[*networkingv1.Ingress]
+	ingressClasses model.List[*networkingv1.IngressClass]
+	services       model.List[*corev1.Service]
+	endpointSlices model.List[*discoveryv1.EndpointSlice]
+	secrets        model.List[*corev1.Secret]
+	configMaps     model.List[*corev1.ConfigMap]
 	// The Gateway API's kinds, and Namespaces for its selectors.
-	gatewayClasses     []*gatewayv1.GatewayClass
-	gateways           []*gatewayv1.Gateway
-	httpRoutes         []*gatewayv1.HTTPRoute
-	grpcRoutes         []*gatewayv1.GRPCRoute
-	tlsRoutes          []*gatewayv1.TLSRoute
-	referenceGrants    []*gatewayv1.ReferenceGrant
-	listenerSets       []*gatewayv1.ListenerSet
-	backendTLSPolicies []*gatewayv1.BackendTLSPolicy
-	namespaces         []*corev1.Namespace
+	gatewayClasses     model.List[*gatewayv1.GatewayClass]
+	gateways           model.List[*gatewayv1.Gateway]
+	httpRoutes         model.List[*gatewayv1.HTTPRoute]
+	grpcRoutes         model.List[*gatewayv1.GRPCRoute]
+	tlsRoutes          model.List[*gatewayv1.TLSRoute]
+	referenceGrants    model.List[*gatewayv1.ReferenceGrant]
+	listenerSets       model.List[*gatewayv1.ListenerSet]
+	backendTLSPolicies model.List[*gatewayv1.BackendTLSPolicy]
+	namespaces         model.List[*corev1.Namespace]
 	problems           []model.Problem
 	// duplicated are the keys more than one document defines (nil when
 	// none), which patchView leaves to buildView.
@@ -170,7 +173,7 @@ func (s *Source) patchView(pending map[string]*fileState) ([]source.Change, bool
 	}
 
 	next := *prev
-	if !next.patch(edits, s.takeSpares(edits)) {
+	if !next.patch(edits) {
 		return nil, false
 	}
 	var slicesOf *source.SliceIndexEdit
@@ -262,19 +265,19 @@ func compareKeys(a, b objectKey) int {
 		strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
 }
 
-// patch makes the edits in copies of the lists of their kinds (the
-// lists of other kinds are shared with the view before), each in the
-// spare of its kind when spares has one large enough (Source.prepare), and
-// says whether it could: an object of a type view has no list of, or one
-// named by two edits, makes publish build the view whole.
-func (v *view) patch(edits []edit, spares map[source.Kind]any) bool {
+// patch makes the edits in new lists of their kinds, made from the last
+// (source.Patched: they share every chunk no edit falls in; the lists of
+// other kinds are the view before's), and says whether it could: an
+// object of a type view has no list of, or one named by two edits, makes
+// publish build the view whole.
+func (v *view) patch(edits []edit) bool {
 	byKind := map[source.Kind][]edit{}
 	for _, e := range edits {
 		byKind[e.key.kind] = append(byKind[e.key.kind], e)
 	}
 	for kind, kindEdits := range byKind {
 		list, ok := kindLists[kind]
-		if !ok || !list.patch(v, kindEdits, spares[kind]) {
+		if !ok || !list.patch(v, kindEdits) {
 			return false
 		}
 	}
@@ -288,6 +291,7 @@ func (s *Source) buildView() *view {
 	slicesOf := source.NewSliceIndexEdit(source.SliceIndex{})
 	sliceServices := source.NewSliceServicesEdit(source.SliceServices{})
 	definedAt := map[objectKey]string{}
+	objects := map[source.Kind][]runtime.Object{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
 		file := s.files[path]
@@ -303,7 +307,9 @@ func (s *Source) buildView() *view {
 				continue
 			}
 			definedAt[doc.key()] = location(path, doc.index)
-			v.add(doc.obj)
+			if kind, ok := kindOfType[reflect.TypeOf(doc.obj)]; ok {
+				objects[kind] = append(objects[kind], doc.obj)
+			}
 			if slice, ok := doc.obj.(*discoveryv1.EndpointSlice); ok {
 				key := doc.sliceService()
 				slicesOf.Set(key, append(slicesOf.Get(key), slice))
@@ -318,21 +324,9 @@ func (s *Source) buildView() *view {
 			reason: fmt.Sprintf("%v; the objects last read from it are kept until it can be read again", s.folderErr)})
 	}
 
-	source.SortNamed(v.ingresses)
-	source.SortNamed(v.ingressClasses)
-	source.SortNamed(v.services)
-	source.SortNamed(v.endpointSlices)
-	source.SortNamed(v.secrets)
-	source.SortNamed(v.configMaps)
-	source.SortNamed(v.namespaces)
-	source.SortNamed(v.gatewayClasses)
-	source.SortNamed(v.gateways)
-	source.SortNamed(v.httpRoutes)
-	source.SortNamed(v.grpcRoutes)
-	source.SortNamed(v.tlsRoutes)
-	source.SortNamed(v.referenceGrants)
-	source.SortNamed(v.listenerSets)
-	source.SortNamed(v.backendTLSPolicies)
+	for kind, objs := range objects {
+		kindLists[kind].set(v, objs)
+	}
 	slices.SortFunc(problems, func(a, b problem) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.index, b.index), strings.Compare(a.reason, b.reason))
 	})
@@ -341,25 +335,6 @@ func (s *Source) buildView() *view {
 		v.problems = append(v.problems, model.Problem{Kind: "File", Name: location(p.path, p.index), Reason: p.reason})
 	}
 	return v
-}
-
-// add appends obj to the list of its type (the first of the lists that
-// takes it: the one of its type); kindLists has the same lists.
-func (v *view) add(obj runtime.Object) {
-	_ = appendOf(&v.ingresses, obj) || appendOf(&v.ingressClasses, obj) || appendOf(&v.services, obj) ||
-		appendOf(&v.endpointSlices, obj) || appendOf(&v.secrets, obj) || appendOf(&v.configMaps, obj) ||
-		appendOf(&v.namespaces, obj) || appendOf(&v.gatewayClasses, obj) || appendOf(&v.gateways, obj) ||
-		appendOf(&v.httpRoutes, obj) || appendOf(&v.grpcRoutes, obj) || appendOf(&v.tlsRoutes, obj) || appendOf(&v.referenceGrants, obj) ||
-		appendOf(&v.listenerSets, obj) || appendOf(&v.backendTLSPolicies, obj)
-}
-
-// appendOf appends obj to list if it is a T, and says whether it was.
-func appendOf[T runtime.Object](list *[]T, obj runtime.Object) bool {
-	o, ok := obj.(T)
-	if ok {
-		*list = append(*list, o)
-	}
-	return ok
 }
 
 // location names a document as "path#N", or the whole file as "path".
@@ -396,50 +371,46 @@ type kindList interface {
 	// prev's does not, or holds another object of, or the other way
 	// round, sorted by namespace and name.
 	changed(prev, next *view) []objectKey
-	// patch makes edits, all of the list's kind, in a copy of v's list
-	// (source.PatchedIn), made in room when it is a spare of the list's
-	// type (spare) large enough, and says whether it could.
-	patch(v *view, edits []edit, room any) bool
-	// spare returns room for a copy of v's list with spareRoom more
-	// objects, its memory written (Source.prepare), or nil when v's list
-	// is shorter than spareFrom.
-	spare(v *view) any
+	// patch makes edits, all of the list's kind, in a new list made
+	// from v's (source.Patched), and says whether it could.
+	patch(v *view, edits []edit) bool
+	// set makes objs, all of the list's kind, v's list, sorted by
+	// namespace and name (buildView).
+	set(v *view, objs []runtime.Object)
 }
 
-// listOf is the kindList of the objects of type T, the list of returns.
+// listOf is the kindList of the objects of type T, the list of
+// returns: a patch makes the next list from the one before
+// (source.Patched), sharing every chunk no edit falls in, and changed
+// skips the chunks the two views share (model.CompareLists).
 type listOf[T interface {
 	comparable
 	runtime.Object
 	source.Named
 }] struct {
 	kind source.Kind
-	of   func(*view) *[]T
+	of   func(*view) *model.List[T]
 }
-
-func (l listOf[T]) get(v *view) []T { return *l.of(v) }
 
 func (l listOf[T]) objectType() reflect.Type { return reflect.TypeFor[T]() }
 
 func (l listOf[T]) find(v *view, namespace, name string) runtime.Object {
-	list := l.get(v)
-	i, found := source.FindNamed(list, namespace, name)
+	o, found := source.FindNamedIn(*l.of(v), namespace, name)
 	if !found {
 		return nil
 	}
-	return list[i]
+	return o
 }
 
-func (l listOf[T]) spare(v *view) any {
-	n := len(l.get(v))
-	if n < spareFrom {
-		return nil
+func (l listOf[T]) set(v *view, objs []runtime.Object) {
+	list := make([]T, len(objs))
+	for i, o := range objs {
+		list[i] = o.(T)
 	}
-	room := make([]T, n+spareRoom)
-	clear(room) // writes every page: make need not, on memory the OS zeroed
-	return room[:0]
+	*l.of(v) = source.SortedList(list)
 }
 
-func (l listOf[T]) patch(v *view, edits []edit, room any) bool {
+func (l listOf[T]) patch(v *view, edits []edit) bool {
 	typed := make([]source.Edit[T], 0, len(edits))
 	for _, e := range edits {
 		var obj T
@@ -452,8 +423,7 @@ func (l listOf[T]) patch(v *view, edits []edit, room any) bool {
 		}
 		typed = append(typed, source.Edit[T]{Namespace: e.key.namespace, Name: e.key.name, Obj: obj})
 	}
-	spare, _ := room.([]T)
-	list, ok := source.PatchedIn(spare, l.get(v), typed)
+	list, ok := source.Patched(*l.of(v), typed)
 	if ok {
 		*l.of(v) = list
 	}
@@ -462,53 +432,36 @@ func (l listOf[T]) patch(v *view, edits []edit, room any) bool {
 
 func (l listOf[T]) changed(prev, next *view) []objectKey {
 	var keys []objectKey
-	a, b := l.get(prev), l.get(next)
-	for len(a) > 0 || len(b) > 0 {
-		var order int
-		switch {
-		case len(a) == 0:
-			order = 1
-		case len(b) == 0:
-			order = -1
-		default:
-			order = source.CompareNamed(a[0], b[0].GetNamespace(), b[0].GetName())
-		}
-		var o T
-		switch {
-		case order < 0: // only in prev
-			o, a = a[0], a[1:]
-		case order > 0: // only in next
-			o, b = b[0], b[1:]
-		default:
-			o = b[0]
-			same := runtime.Object(a[0]) == runtime.Object(b[0])
-			a, b = a[1:], b[1:]
-			if same {
-				continue
+	model.CompareLists(*l.of(prev), *l.of(next), func(a, b T) int { return source.CompareNamed(a, b.GetNamespace(), b.GetName()) },
+		func(a, b T, inPrev, inNext bool) {
+			o := b
+			if !inNext {
+				o = a
+			} else if inPrev && a == b {
+				return
 			}
-		}
-		keys = append(keys, objectKey{kind: l.kind, namespace: o.GetNamespace(), name: o.GetName()})
-	}
+			keys = append(keys, objectKey{kind: l.kind, namespace: o.GetNamespace(), name: o.GetName()})
+		})
 	return keys
 }
 
 // kindLists are view's lists by kind; patch and add name the same lists.
 var kindLists = map[source.Kind]kindList{
-	source.KindIngressClass:     listOf[*networkingv1.IngressClass]{source.KindIngressClass, func(v *view) *[]*networkingv1.IngressClass { return &v.ingressClasses }},
-	source.KindIngress:          listOf[*networkingv1.Ingress]{source.KindIngress, func(v *view) *[]*networkingv1.Ingress { return &v.ingresses }},
-	source.KindService:          listOf[*corev1.Service]{source.KindService, func(v *view) *[]*corev1.Service { return &v.services }},
-	source.KindEndpointSlice:    listOf[*discoveryv1.EndpointSlice]{source.KindEndpointSlice, func(v *view) *[]*discoveryv1.EndpointSlice { return &v.endpointSlices }},
-	source.KindSecret:           listOf[*corev1.Secret]{source.KindSecret, func(v *view) *[]*corev1.Secret { return &v.secrets }},
-	source.KindConfigMap:        listOf[*corev1.ConfigMap]{source.KindConfigMap, func(v *view) *[]*corev1.ConfigMap { return &v.configMaps }},
-	source.KindNamespace:        listOf[*corev1.Namespace]{source.KindNamespace, func(v *view) *[]*corev1.Namespace { return &v.namespaces }},
-	source.KindGatewayClass:     listOf[*gatewayv1.GatewayClass]{source.KindGatewayClass, func(v *view) *[]*gatewayv1.GatewayClass { return &v.gatewayClasses }},
-	source.KindGateway:          listOf[*gatewayv1.Gateway]{source.KindGateway, func(v *view) *[]*gatewayv1.Gateway { return &v.gateways }},
-	source.KindHTTPRoute:        listOf[*gatewayv1.HTTPRoute]{source.KindHTTPRoute, func(v *view) *[]*gatewayv1.HTTPRoute { return &v.httpRoutes }},
-	source.KindGRPCRoute:        listOf[*gatewayv1.GRPCRoute]{source.KindGRPCRoute, func(v *view) *[]*gatewayv1.GRPCRoute { return &v.grpcRoutes }},
-	source.KindTLSRoute:         listOf[*gatewayv1.TLSRoute]{source.KindTLSRoute, func(v *view) *[]*gatewayv1.TLSRoute { return &v.tlsRoutes }},
-	source.KindReferenceGrant:   listOf[*gatewayv1.ReferenceGrant]{source.KindReferenceGrant, func(v *view) *[]*gatewayv1.ReferenceGrant { return &v.referenceGrants }},
-	source.KindListenerSet:      listOf[*gatewayv1.ListenerSet]{source.KindListenerSet, func(v *view) *[]*gatewayv1.ListenerSet { return &v.listenerSets }},
-	source.KindBackendTLSPolicy: listOf[*gatewayv1.BackendTLSPolicy]{source.KindBackendTLSPolicy, func(v *view) *[]*gatewayv1.BackendTLSPolicy { return &v.backendTLSPolicies }},
+	source.KindIngressClass:     listOf[*networkingv1.IngressClass]{source.KindIngressClass, func(v *view) *model.List[*networkingv1.IngressClass] { return &v.ingressClasses }},
+	source.KindIngress:          listOf[*networkingv1.Ingress]{source.KindIngress, func(v *view) *model.List[*networkingv1.Ingress] { return &v.ingresses }},
+	source.KindService:          listOf[*corev1.Service]{source.KindService, func(v *view) *model.List[*corev1.Service] { return &v.services }},
+	source.KindEndpointSlice:    listOf[*discoveryv1.EndpointSlice]{source.KindEndpointSlice, func(v *view) *model.List[*discoveryv1.EndpointSlice] { return &v.endpointSlices }},
+	source.KindSecret:           listOf[*corev1.Secret]{source.KindSecret, func(v *view) *model.List[*corev1.Secret] { return &v.secrets }},
+	source.KindConfigMap:        listOf[*corev1.ConfigMap]{source.KindConfigMap, func(v *view) *model.List[*corev1.ConfigMap] { return &v.configMaps }},
+	source.KindNamespace:        listOf[*corev1.Namespace]{source.KindNamespace, func(v *view) *model.List[*corev1.Namespace] { return &v.namespaces }},
+	source.KindGatewayClass:     listOf[*gatewayv1.GatewayClass]{source.KindGatewayClass, func(v *view) *model.List[*gatewayv1.GatewayClass] { return &v.gatewayClasses }},
+	source.KindGateway:          listOf[*gatewayv1.Gateway]{source.KindGateway, func(v *view) *model.List[*gatewayv1.Gateway] { return &v.gateways }},
+	source.KindHTTPRoute:        listOf[*gatewayv1.HTTPRoute]{source.KindHTTPRoute, func(v *view) *model.List[*gatewayv1.HTTPRoute] { return &v.httpRoutes }},
+	source.KindGRPCRoute:        listOf[*gatewayv1.GRPCRoute]{source.KindGRPCRoute, func(v *view) *model.List[*gatewayv1.GRPCRoute] { return &v.grpcRoutes }},
+	source.KindTLSRoute:         listOf[*gatewayv1.TLSRoute]{source.KindTLSRoute, func(v *view) *model.List[*gatewayv1.TLSRoute] { return &v.tlsRoutes }},
+	source.KindReferenceGrant:   listOf[*gatewayv1.ReferenceGrant]{source.KindReferenceGrant, func(v *view) *model.List[*gatewayv1.ReferenceGrant] { return &v.referenceGrants }},
+	source.KindListenerSet:      listOf[*gatewayv1.ListenerSet]{source.KindListenerSet, func(v *view) *model.List[*gatewayv1.ListenerSet] { return &v.listenerSets }},
+	source.KindBackendTLSPolicy: listOf[*gatewayv1.BackendTLSPolicy]{source.KindBackendTLSPolicy, func(v *view) *model.List[*gatewayv1.BackendTLSPolicy] { return &v.backendTLSPolicies }},
 }
 
 // kindOfType is the kind of each type of kindLists.

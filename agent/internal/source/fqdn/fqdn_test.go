@@ -63,7 +63,7 @@ func fqdnSlice(names ...string) *discoveryv1.EndpointSlice {
 
 func addresses(snap model.Snapshot) []string {
 	var out []string
-	for _, s := range snap.EndpointSlices {
+	for s := range snap.EndpointSlices.All() {
 		for _, ep := range s.Endpoints {
 			out = append(out, string(s.AddressType)+" "+ep.Addresses[0])
 		}
@@ -76,7 +76,7 @@ func TestResolvesAndFollowsDNS(t *testing.T) {
 	r := &fakeResolver{answers: map[string][]string{}}
 	r.set("backend-1", "10.1.0.1")
 	r.set("backend-2", "10.1.0.2", "fd00::2")
-	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{fqdnSlice("backend-1", "backend-2", "missing")}}}
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: model.ListOf(fqdnSlice("backend-1", "backend-2", "missing"))}}
 	s := Wrap(inner, Options{Resolver: r, Interval: 20 * time.Millisecond})
 
 	snap, problems := s.Snapshot()
@@ -87,7 +87,7 @@ func TestResolvesAndFollowsDNS(t *testing.T) {
 	if len(problems) != 1 || problems[0].Object() != "EndpointSlice default/demo-1" {
 		t.Errorf("problems %v, want one for the missing name", problems)
 	}
-	if inner.snap.EndpointSlices[0].AddressType != discoveryv1.AddressTypeFQDN {
+	if inner.snap.EndpointSlices.At(0).AddressType != discoveryv1.AddressTypeFQDN {
 		t.Error("the inner source's slice was modified")
 	}
 
@@ -127,13 +127,13 @@ func TestResolvedAddressesAreChecked(t *testing.T) {
 	slice := fqdnSlice("good.test", "127.0.0.1", "0.0.0.0", "metadata.test", "pod.test")
 	port, name := int32(8080), "http"
 	slice.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port}}
-	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{slice}}}
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: model.ListOf(slice)}}
 	snap, _ := Wrap(inner, Options{Resolver: r}).Snapshot()
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 	targets := model.Targets{PodAddresses: []netip.Addr{netip.MustParseAddr("10.244.1.7")}, PodPorts: []int32{80, 443, 10254}}
-	b, problems := model.ResolveBackend("default/demo:80", svc, snap.EndpointSlices, targets)
+	b, problems := model.ResolveBackend("default/demo:80", svc, snap.EndpointSlices.Slice(), targets)
 	if len(b.Endpoints) != 1 || b.Endpoints[0].Address != "10.1.0.1" {
 		t.Errorf("endpoints %v, want 10.1.0.1 alone", b.Endpoints)
 	}
@@ -163,7 +163,7 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 	slice.Labels = nil
 	port, name := int32(8080), "http"
 	slice.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port}}
-	inner := &staticSource{snap: model.Snapshot{EndpointSlices: []*discoveryv1.EndpointSlice{slice},
+	inner := &staticSource{snap: model.Snapshot{EndpointSlices: model.ListOf(slice),
 		SliceServices: func(s *discoveryv1.EndpointSlice) string {
 			if s == slice {
 				return "demo"
@@ -171,7 +171,7 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 			return ""
 		}}}
 	snap, _ := Wrap(inner, Options{Resolver: r}).Snapshot()
-	for _, s := range snap.EndpointSlices {
+	for s := range snap.EndpointSlices.All() {
 		if got := snap.ServiceOfSlice(s); got != "demo" {
 			t.Errorf("resolved %s slice of Service %q, want demo", s.AddressType, got)
 		}
@@ -181,10 +181,10 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
-	m, problems := model.Build(model.Snapshot{Services: []*corev1.Service{svc}, EndpointSlices: snap.EndpointSlices, SliceServices: snap.SliceServices,
-		Ingresses: []*networkingv1.Ingress{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+	m, problems := model.Build(model.Snapshot{Services: model.ListOf(svc), EndpointSlices: snap.EndpointSlices, SliceServices: snap.SliceServices,
+		Ingresses: model.ListOf(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
+				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}),
 		WatchWithoutClass: true})
 	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 1 || m.Backends[0].Endpoints[0].Address != "10.1.0.1" {
 		t.Errorf("backends %+v (problems %v), want demo's with 10.1.0.1", m.Backends, problems)
@@ -201,22 +201,22 @@ func TestSameListWithoutFQDNIsNotWalked(t *testing.T) {
 	ip := fqdnSlice()
 	ip.AddressType, ip.Name = discoveryv1.AddressTypeIPv4, "ip-1"
 	ip.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}
-	plain := []*discoveryv1.EndpointSlice{ip}
+	plain := model.ListOf(ip)
 	inner := &staticSource{snap: model.Snapshot{EndpointSlices: plain}}
 	s := Wrap(inner, Options{Resolver: r})
-	if snap, _ := s.Snapshot(); &snap.EndpointSlices[0] != &plain[0] {
+	if snap, _ := s.Snapshot(); !snap.EndpointSlices.Same(plain) {
 		t.Fatal("a list without FQDN slices was copied")
 	}
 	// The same list again: white-box, its slice is made FQDN in place
 	// (what a source never does) to see that it is not looked at.
 	ip.AddressType = discoveryv1.AddressTypeFQDN
-	if snap, _ := s.Snapshot(); len(snap.EndpointSlices) != 1 || snap.EndpointSlices[0] != ip {
+	if snap, _ := s.Snapshot(); snap.EndpointSlices.Len() != 1 || snap.EndpointSlices.At(0) != ip {
 		t.Fatalf("the same list was walked again: %v", addresses(snap))
 	}
 	ip.AddressType = discoveryv1.AddressTypeIPv4
 	// Another list, with an FQDN slice: walked and resolved, and the
 	// same list again still is (its names may resolve anew).
-	inner.snap.EndpointSlices = []*discoveryv1.EndpointSlice{ip, fqdnSlice("backend-1")}
+	inner.snap.EndpointSlices = model.ListOf(ip, fqdnSlice("backend-1"))
 	for range 2 {
 		snap, _ := s.Snapshot()
 		if got, want := addresses(snap), []string{"IPv4 10.0.0.1", "IPv4 10.1.0.1"}; !slices.Equal(got, want) {

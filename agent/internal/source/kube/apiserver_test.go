@@ -128,11 +128,11 @@ func TestSourceAPIServer(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"ingresses", names(snap.Ingresses), []string{"web/app"}},
-		{"ingress classes", names(snap.IngressClasses), []string{"restysync"}},
-		{"services", names(snap.Services), []string{"web/app"}},
-		{"endpoint slices", names(snap.EndpointSlices), []string{"web/app-1"}},
-		{"secrets", names(snap.Secrets), []string{"web/tls"}},
+		{"ingresses", names(snap.Ingresses.Slice()), []string{"web/app"}},
+		{"ingress classes", names(snap.IngressClasses.Slice()), []string{"restysync"}},
+		{"services", names(snap.Services.Slice()), []string{"web/app"}},
+		{"endpoint slices", names(snap.EndpointSlices.Slice()), []string{"web/app-1"}},
+		{"secrets", names(snap.Secrets.Slice()), []string{"web/tls"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.kind, c.got, c.want)
@@ -148,7 +148,7 @@ func TestSourceAPIServer(t *testing.T) {
 	if got, want := src.ConfigMapData(), map[string]string{"a": "1"}; !maps.Equal(got, want) {
 		t.Errorf("ConfigMapData = %v, want %v", got, want)
 	}
-	for _, ing := range snap.Ingresses {
+	for ing := range snap.Ingresses.All() {
 		if len(ing.ManagedFields) != 0 {
 			t.Errorf("ingress %s has managedFields %v, want them stripped", ing.Name, ing.ManagedFields)
 		}
@@ -173,7 +173,7 @@ func TestSourceAPIServer(t *testing.T) {
 		)
 		eventually(t, "web/tls-2 in snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return slices.Equal(names(snap.Secrets), []string{"web/tls", "web/tls-2"})
+			return slices.Equal(names(snap.Secrets.Slice()), []string{"web/tls", "web/tls-2"})
 		})
 		if got, want := storeKeys(src, source.KindSecret), []string{"web/tls", "web/tls-2"}; !slices.Equal(got, want) {
 			t.Errorf("cached secrets = %v, want %v", got, want)
@@ -196,7 +196,7 @@ func TestSourceAPIServer(t *testing.T) {
 		}
 		eventually(t, "last port in snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.EndpointSlices) == 1 && *snap.EndpointSlices[0].Ports[0].Port == 8000+updates-1
+			return snap.EndpointSlices.Len() == 1 && *snap.EndpointSlices.At(0).Ports[0].Port == 8000+updates-1
 		})
 		t.Logf("%d updates: changed(EndpointSlice) called %d times so far", updates, counter.get(source.KindEndpointSlice)-before)
 	})
@@ -225,8 +225,8 @@ func TestSourceAPIServer(t *testing.T) {
 		}
 		eventually(t, "deleted objects gone from snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.Ingresses) == 0 && len(snap.IngressClasses) == 0 &&
-				slices.Equal(names(snap.Secrets), []string{"web/tls-2"})
+			return snap.Ingresses.Len() == 0 && snap.IngressClasses.Len() == 0 &&
+				slices.Equal(names(snap.Secrets.Slice()), []string{"web/tls-2"})
 		})
 		if src.Ingress("web", "app") != nil {
 			t.Error("Ingress(web, app) still cached after delete")

@@ -61,7 +61,7 @@ func TestAuthSecretsAPIServer(t *testing.T) {
 		}
 		eventually(t, "the new auth in the snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			for _, s := range snap.Secrets {
+			for s := range snap.Secrets.All() {
 				if s.Name == "users" {
 					return string(s.Data["auth"]) == "alice:{PLAIN}new\n"
 				}
@@ -82,7 +82,7 @@ func TestAuthSecretsAPIServer(t *testing.T) {
 		}
 		eventually(t, "web/users out of the snapshot and unwatched", func() bool {
 			snap, _ := src.Snapshot()
-			return slices.Equal(names(snap.Secrets), []string{"web/tls"}) && len(src.authSecrets.watched()) == 1
+			return slices.Equal(names(snap.Secrets.Slice()), []string{"web/tls"}) && len(src.authSecrets.watched()) == 1
 		})
 	})
 

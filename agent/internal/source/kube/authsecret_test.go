@@ -83,7 +83,7 @@ func TestAuthSecrets(t *testing.T) {
 		src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync", EveryIngress: true})
 		startSource(t, src, func(source.Change) {})
 		snap, _ := src.Snapshot()
-		if got := names(snap.Secrets); !slices.Equal(got, []string{"web/foreign", "web/tls", "web/users"}) {
+		if got := names(snap.Secrets.Slice()); !slices.Equal(got, []string{"web/foreign", "web/tls", "web/users"}) {
 			t.Errorf("secrets = %v, want web/foreign, web/tls and web/users", got)
 		}
 	})
@@ -94,10 +94,10 @@ func TestAuthSecrets(t *testing.T) {
 func wantServedAuthSecrets(t *testing.T, src *Source) {
 	t.Helper()
 	snap, _ := src.Snapshot()
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+	if got := names(snap.Secrets.Slice()); !slices.Equal(got, []string{"web/tls", "web/users"}) {
 		t.Errorf("secrets = %v, want web/tls and web/users", got)
 	}
-	for _, s := range snap.Secrets {
+	for s := range snap.Secrets.All() {
 		if s.Name == "users" && !maps.Equal(stringData(s), map[string]string{"auth": "alice:{PLAIN}x\n"}) {
 			t.Errorf("web/users data = %v, want only auth", stringData(s))
 		}

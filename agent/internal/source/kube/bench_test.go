@@ -81,8 +81,8 @@ func BenchmarkNewIngressSnapshot(b *testing.B) {
 				held, _ := src.Snapshot()
 				built := snapshot.Build(held, snapshot.Options{IngressClass: "restysync"}, cm, nil)
 				b.StopTimer()
-				if len(built.Snapshot.Ingresses) != n+1 {
-					b.Fatalf("%d Ingresses, want %d", len(built.Snapshot.Ingresses), n+1)
+				if built.Snapshot.Ingresses.Len() != n+1 {
+					b.Fatalf("%d Ingresses, want %d", built.Snapshot.Ingresses.Len(), n+1)
 				}
 				if err := ingresses.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 					b.Fatal(err)

@@ -69,7 +69,7 @@ func TestConfigMapsAPIServer(t *testing.T) {
 
 	eventually(t, "the named ConfigMaps in the snapshot", func() bool {
 		snap, _ := src.Snapshot()
-		return len(snap.ConfigMaps) == 1 && snap.ConfigMaps[0].Data["X-Tenant"] == "a-team" &&
+		return snap.ConfigMaps.Len() == 1 && snap.ConfigMaps.At(0).Data["X-Tenant"] == "a-team" &&
 			snap.TCPServices != nil && snap.TCPServices.Data["9000"] == "web/app:80" &&
 			snap.UDPServices != nil && snap.UDPServices.Data["53"] == "web/dns:53"
 	})
@@ -85,14 +85,14 @@ func TestConfigMapsAPIServer(t *testing.T) {
 	}
 	eventually(t, "the changed ConfigMap in the snapshot", func() bool {
 		snap, _ := src.Snapshot()
-		return len(snap.ConfigMaps) == 1 && snap.ConfigMaps[0].Data["X-Tenant"] == "b-team"
+		return snap.ConfigMaps.Len() == 1 && snap.ConfigMaps.At(0).Data["X-Tenant"] == "b-team"
 	})
 	if err := admin.NetworkingV1().Ingresses("web").Delete(ctx, "tenant", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "web/auth-headers out of the snapshot and unwatched", func() bool {
 		snap, _ := src.Snapshot()
-		return len(snap.ConfigMaps) == 0 && len(src.authConfigMaps.watched()) == 0
+		return snap.ConfigMaps.Len() == 0 && len(src.authConfigMaps.watched()) == 0
 	})
 
 	mu.Lock()

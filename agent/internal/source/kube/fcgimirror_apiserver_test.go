@@ -57,7 +57,7 @@ func TestFastCGIAndCustomHeadersConfigMapsAPIServer(t *testing.T) {
 	eventually(t, "both named ConfigMaps in the snapshot", func() bool {
 		snap, _ := src.Snapshot()
 		var names []string
-		for _, cm := range snap.ConfigMaps {
+		for cm := range snap.ConfigMaps.All() {
 			names = append(names, cm.Namespace+"/"+cm.Name)
 		}
 		slices.Sort(names)

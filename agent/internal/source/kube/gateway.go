@@ -423,7 +423,7 @@ func (s *Source) runGatewayAPI(ctx context.Context, current *gatewayCaches, chan
 // way, by name, as an Ingress's are.
 func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (secrets, configMaps []types.NamespacedName) {
 	ours := map[string]bool{}
-	for _, class := range snap.GatewayClasses {
+	for class := range snap.GatewayClasses.All() {
 		if string(class.Spec.ControllerName) == controller {
 			ours[class.Name] = true
 		}
@@ -446,7 +446,7 @@ func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (sec
 		}
 	}
 	classOf := map[types.NamespacedName]string{}
-	for _, gw := range snap.Gateways {
+	for gw := range snap.Gateways.All() {
 		classOf[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = string(gw.Spec.GatewayClassName)
 		if !everyGateway && !ours[string(gw.Spec.GatewayClassName)] {
 			continue
@@ -474,7 +474,7 @@ func gatewayRefs(snap model.Snapshot, controller string, everyGateway bool) (sec
 		}
 	}
 	// A ListenerSet's listeners, when its parent is one of those Gateways.
-	for _, set := range snap.ListenerSets {
+	for set := range snap.ListenerSets.All() {
 		parent := types.NamespacedName{Namespace: set.Namespace, Name: string(set.Spec.ParentRef.Name)}
 		if set.Spec.ParentRef.Namespace != nil && *set.Spec.ParentRef.Namespace != "" {
 			parent.Namespace = string(*set.Spec.ParentRef.Namespace)

@@ -42,9 +42,9 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 	snap, _ := src.Snapshot()
-	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app"}) || snap.GatewayClasses != nil || snap.Namespaces != nil {
+	if got := names(snap.Ingresses.Slice()); !slices.Equal(got, []string{"web/app"}) || snap.GatewayClasses.Len() != 0 || snap.Namespaces.Len() != 0 {
 		t.Errorf("without the CRDs: Ingresses %v (want web/app), GatewayClasses %v, Namespaces %v",
-			got, names(snap.GatewayClasses), names(snap.Namespaces))
+			got, names(snap.GatewayClasses.Slice()), names(snap.Namespaces.Slice()))
 	}
 	time.Sleep(3 * gatewayAPICheckInterval)
 	if n := strings.Count(logs.String(), "the Gateway API is not installed"); n != 1 {
@@ -62,9 +62,9 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 	// GatewayClass and Gateway.
 	eventually(t, "the Gateway API's objects in the snapshot of the running source", func() bool {
 		snap, _ = src.Snapshot()
-		return len(snap.GatewayClasses) == 2 && len(snap.Gateways) == 2 && len(snap.HTTPRoutes) == 2 &&
-			len(snap.ReferenceGrants) == 1 && len(snap.Secrets) == 1 && len(snap.TLSRoutes) == 1 &&
-			len(snap.BackendTLSPolicies) == 1
+		return snap.GatewayClasses.Len() == 2 && snap.Gateways.Len() == 2 && snap.HTTPRoutes.Len() == 2 &&
+			snap.ReferenceGrants.Len() == 1 && snap.Secrets.Len() == 1 && snap.TLSRoutes.Len() == 1 &&
+			snap.BackendTLSPolicies.Len() == 1
 	})
 	wantGatewaySnapshot(t, snap)
 	if counter.get(source.KindGatewayClass) == 0 || counter.get(source.KindHTTPRoute) == 0 {
@@ -79,13 +79,13 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 		kind      string
 		got, want []string
 	}{
-		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
-		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
-		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"web/app"}},
-		{"ReferenceGrants", names(snap.ReferenceGrants), nil},
-		{"Namespaces", names(snap.Namespaces), []string{"web"}},
+		{"GatewayClasses", names(snap.GatewayClasses.Slice()), []string{"restysync", "theirs"}},
+		{"Gateways", names(snap.Gateways.Slice()), []string{"web/gw", "web/their-gw"}},
+		{"HTTPRoutes", names(snap.HTTPRoutes.Slice()), []string{"web/app"}},
+		{"ReferenceGrants", names(snap.ReferenceGrants.Slice()), nil},
+		{"Namespaces", names(snap.Namespaces.Slice()), []string{"web"}},
 		// Read by name outside the namespace, as the listener names it.
-		{"Secrets", names(snap.Secrets), []string{"certs/gw-cert"}},
+		{"Secrets", names(snap.Secrets.Slice()), []string{"certs/gw-cert"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("with --namespace web: %s = %v, want %v", c.kind, c.got, c.want)
@@ -103,7 +103,7 @@ func TestGatewayAPIAPIServer(t *testing.T) {
 	}
 	eventually(t, "the Namespace's new label in the snapshot", func() bool {
 		snap, _ := scoped.Snapshot()
-		return slices.ContainsFunc(snap.Namespaces, func(ns *corev1.Namespace) bool { return ns.Labels["routes"] == "allowed" })
+		return slices.ContainsFunc(snap.Namespaces.Slice(), func(ns *corev1.Namespace) bool { return ns.Labels["routes"] == "allowed" })
 	})
 }
 
@@ -133,10 +133,10 @@ func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
 	src := New(agentClient(t, srv.Config()), Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	startSource(t, src, func(source.Change) {})
 	snap, problems := src.Snapshot()
-	if got := names(snap.HTTPRoutes); !slices.Equal(got, []string{"other/app", "web/app"}) || len(snap.GRPCRoutes) != 1 ||
-		len(snap.Gateways) != 2 || len(snap.ReferenceGrants) != 1 || len(snap.TLSRoutes) != 0 {
+	if got := names(snap.HTTPRoutes.Slice()); !slices.Equal(got, []string{"other/app", "web/app"}) || snap.GRPCRoutes.Len() != 1 ||
+		snap.Gateways.Len() != 2 || snap.ReferenceGrants.Len() != 1 || snap.TLSRoutes.Len() != 0 {
 		t.Errorf("without the TLSRoute CRD: HTTPRoutes %v (want other/app, web/app), GRPCRoutes %v, Gateways %v, ReferenceGrants %v, TLSRoutes %v",
-			got, names(snap.GRPCRoutes), names(snap.Gateways), names(snap.ReferenceGrants), names(snap.TLSRoutes))
+			got, names(snap.GRPCRoutes.Slice()), names(snap.Gateways.Slice()), names(snap.ReferenceGrants.Slice()), names(snap.TLSRoutes.Slice()))
 	}
 	if len(problems) != 1 || problems[0].Object() != "CustomResourceDefinition tlsroutes.gateway.networking.k8s.io" ||
 		!strings.Contains(problems[0].Reason, "TLSRoutes are not read") {
@@ -165,7 +165,7 @@ func TestGatewayAPIWithoutTLSRouteAPIServer(t *testing.T) {
 	createGatewayObjects(t, gatewayAdmin, tlsRoute)
 	eventually(t, "the TLSRoute in the snapshot of the running source, and no problem", func() bool {
 		snap, problems = src.Snapshot()
-		return len(snap.TLSRoutes) == 1 && len(problems) == 0 && len(snap.GatewayKindsNotServed) == 0
+		return snap.TLSRoutes.Len() == 1 && len(problems) == 0 && len(snap.GatewayKindsNotServed) == 0
 	})
 	wantGatewaySnapshot(t, snap)
 }

@@ -159,30 +159,30 @@ func wantGatewaySnapshot(t *testing.T, snap model.Snapshot) {
 		kind      string
 		got, want []string
 	}{
-		{"GatewayClasses", names(snap.GatewayClasses), []string{"restysync", "theirs"}},
-		{"Gateways", names(snap.Gateways), []string{"web/gw", "web/their-gw"}},
-		{"HTTPRoutes", names(snap.HTTPRoutes), []string{"other/app", "web/app"}},
-		{"GRPCRoutes", names(snap.GRPCRoutes), []string{"web/calls"}},
-		{"TLSRoutes", names(snap.TLSRoutes), []string{"web/tls"}},
-		{"ReferenceGrants", names(snap.ReferenceGrants), []string{"certs/gateways"}},
-		{"ListenerSets", names(snap.ListenerSets), []string{"web/extra"}},
-		{"BackendTLSPolicies", names(snap.BackendTLSPolicies), []string{"web/backend-tls"}},
+		{"GatewayClasses", names(snap.GatewayClasses.Slice()), []string{"restysync", "theirs"}},
+		{"Gateways", names(snap.Gateways.Slice()), []string{"web/gw", "web/their-gw"}},
+		{"HTTPRoutes", names(snap.HTTPRoutes.Slice()), []string{"other/app", "web/app"}},
+		{"GRPCRoutes", names(snap.GRPCRoutes.Slice()), []string{"web/calls"}},
+		{"TLSRoutes", names(snap.TLSRoutes.Slice()), []string{"web/tls"}},
+		{"ReferenceGrants", names(snap.ReferenceGrants.Slice()), []string{"certs/gateways"}},
+		{"ListenerSets", names(snap.ListenerSets.Slice()), []string{"web/extra"}},
+		{"BackendTLSPolicies", names(snap.BackendTLSPolicies.Slice()), []string{"web/backend-tls"}},
 		// An API server has its own Namespaces besides these.
-		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
+		{"Namespaces", slices.DeleteFunc(names(snap.Namespaces.Slice()), func(n string) bool { return n == "default" || strings.HasPrefix(n, "kube-") }),
 			[]string{"certs", "other", "web"}},
 		// Only our Gateway's listener Secret, by name in another namespace.
-		{"Secrets", names(snap.Secrets), []string{"certs/gw-cert"}},
+		{"Secrets", names(snap.Secrets.Slice()), []string{"certs/gw-cert"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.kind, c.got, c.want)
 		}
 	}
-	for _, s := range snap.Secrets {
+	for s := range snap.Secrets.All() {
 		if want := map[string]string{"tls.crt": "cert", "tls.key": "key"}; s.Name == "gw-cert" && !maps.Equal(stringData(s), want) {
 			t.Errorf("certs/gw-cert data = %v, want %v", stringData(s), want)
 		}
 	}
-	for _, ns := range snap.Namespaces {
+	for ns := range snap.Namespaces.All() {
 		if ns.Name == "certs" && (ns.Labels["team"] != "a" || ns.Annotations != nil) {
 			t.Errorf("namespace certs: labels %v, annotations %v; want its labels only", ns.Labels, ns.Annotations)
 		}
@@ -210,7 +210,7 @@ func TestGatewayAPIFake(t *testing.T) {
 		src := New(kubeclienttest.WrapGateway(fake.NewClientset(gatewayCoreObjects()...), gw), Options{EveryIngress: true})
 		startSource(t, src, func(source.Change) {})
 		snap, _ := src.Snapshot()
-		if got := names(snap.Secrets); !slices.Equal(got, []string{"certs/gw-cert", "certs/their-cert"}) {
+		if got := names(snap.Secrets.Slice()); !slices.Equal(got, []string{"certs/gw-cert", "certs/their-cert"}) {
 			t.Errorf("secrets = %v, want both Gateways' listener Secrets", got)
 		}
 	})
@@ -241,8 +241,8 @@ func TestGatewayAPIWithoutBackendTLSPolicies(t *testing.T) {
 	src := New(client, Options{})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || snap.BackendTLSPolicies != nil {
-		t.Errorf("Gateways %v, HTTPRoutes %v, BackendTLSPolicies %v; want 2, 2 and none", names(snap.Gateways), names(snap.HTTPRoutes), names(snap.BackendTLSPolicies))
+	if snap.Gateways.Len() != 2 || snap.HTTPRoutes.Len() != 2 || snap.BackendTLSPolicies.Len() != 0 {
+		t.Errorf("Gateways %v, HTTPRoutes %v, BackendTLSPolicies %v; want 2, 2 and none", names(snap.Gateways.Slice()), names(snap.HTTPRoutes.Slice()), names(snap.BackendTLSPolicies.Slice()))
 	}
 	if p := src.BackendTLSPolicy("web", "backend-tls"); p != nil {
 		t.Errorf("BackendTLSPolicy lookup without the resource = %v, want nil", p.Name)
@@ -284,9 +284,9 @@ func TestGatewayAPILateFake(t *testing.T) {
 	counter := newKindCounter()
 	startSource(t, src, counter.changed)
 	snap, _ := src.Snapshot()
-	if len(snap.Ingresses) != 1 || snap.GatewayClasses != nil || snap.Gateways != nil || snap.Namespaces != nil {
+	if snap.Ingresses.Len() != 1 || snap.GatewayClasses.Len() != 0 || snap.Gateways.Len() != 0 || snap.Namespaces.Len() != 0 {
 		t.Errorf("without the Gateway API: %d Ingresses (want 1), GatewayClasses %v, Gateways %v, Namespaces %v",
-			len(snap.Ingresses), names(snap.GatewayClasses), names(snap.Gateways), names(snap.Namespaces))
+			snap.Ingresses.Len(), names(snap.GatewayClasses.Slice()), names(snap.Gateways.Slice()), names(snap.Namespaces.Slice()))
 	}
 	time.Sleep(5 * gatewayAPICheckInterval) // several checks
 	if n := strings.Count(logs.String(), "the Gateway API is not installed"); n != 1 {
@@ -296,7 +296,7 @@ func TestGatewayAPILateFake(t *testing.T) {
 	close(client.installed)
 	eventually(t, "the Gateway API's objects in the snapshot", func() bool {
 		snap, _ = src.Snapshot()
-		return len(snap.GatewayClasses) > 0
+		return snap.GatewayClasses.Len() > 0
 	})
 	wantGatewaySnapshot(t, snap)
 	if counter.get(source.KindGatewayClass) == 0 {
@@ -330,9 +330,9 @@ func TestGatewayAPIWithoutListenerSets(t *testing.T) {
 		Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	startSource(t, src, func(source.Change) {})
 	snap, problems := src.Snapshot()
-	if len(snap.Gateways) != 2 || len(snap.HTTPRoutes) != 2 || len(snap.ListenerSets) != 0 {
+	if snap.Gateways.Len() != 2 || snap.HTTPRoutes.Len() != 2 || snap.ListenerSets.Len() != 0 {
 		t.Errorf("Gateways %v, HTTPRoutes %v, ListenerSets %v; want the Gateways and routes, no ListenerSet",
-			names(snap.Gateways), names(snap.HTTPRoutes), names(snap.ListenerSets))
+			names(snap.Gateways.Slice()), names(snap.HTTPRoutes.Slice()), names(snap.ListenerSets.Slice()))
 	}
 	if src.ListenerSet("web", "extra") != nil {
 		t.Error("a ListenerSet from a cache that is not there")
@@ -353,9 +353,9 @@ func TestGatewayRefs(t *testing.T) {
 	core, secret := gatewayv1.Group(""), gatewayv1.Kind("Secret")
 	other := gatewayv1.Namespace("cas")
 	snap := model.Snapshot{
-		GatewayClasses: []*gatewayv1.GatewayClass{{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
-			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/gw"}}},
-		Gateways: []*gatewayv1.Gateway{{
+		GatewayClasses: model.ListOf(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "ours"},
+			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.com/gw"}}),
+		Gateways: model.ListOf(&gatewayv1.Gateway{
 			ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "web"},
 			Spec: gatewayv1.GatewaySpec{GatewayClassName: "ours", Listeners: []gatewayv1.Listener{
 				{Name: "plain", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
@@ -374,7 +374,7 @@ func TestGatewayRefs(t *testing.T) {
 						CACertificateRefs: []gatewayv1.ObjectReference{{Kind: "ConfigMap", Name: "per-port", Namespace: &other}}}}}},
 				}},
 			},
-		}},
+		}),
 	}
 	names := func(refs []types.NamespacedName) []string {
 		var out []string
@@ -401,12 +401,12 @@ func TestGatewayRefs(t *testing.T) {
 		return []gatewayv1.ListenerEntry{{Name: "tls", Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
 			TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: gatewayv1.ObjectName(name)}}}}}
 	}
-	snap.ListenerSets = []*gatewayv1.ListenerSet{
-		{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: "tenant"},
+	snap.ListenerSets = model.ListOf(
+		&gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: "tenant"},
 			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "gw", Namespace: &gwNS}, Listeners: tlsEntry("set-cert")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "tenant"},
+		&gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "tenant"},
 			Spec: gatewayv1.ListenerSetSpec{ParentRef: gatewayv1.ParentGatewayReference{Name: "missing"}, Listeners: tlsEntry("orphan-cert")}},
-	}
+	)
 	secrets, _ = gatewayRefs(snap, "example.com/gw", false)
 	if want := []string{"web/same", "web/explicit", "cas/ca-secret", "tenant/set-cert"}; !slices.Equal(names(secrets), want) {
 		t.Errorf("Secrets with ListenerSets = %v, want %v", names(secrets), want)

@@ -55,10 +55,10 @@ func TestSourceHeap(t *testing.T) {
 	snap, _ := src.Snapshot()
 	src.TakeChangedServices() // as the syncer does after its first build
 	after := heapAlloc()
-	if len(snap.Ingresses) != n {
-		t.Fatalf("the snapshot holds %d Ingresses, want %d", len(snap.Ingresses), n)
+	if snap.Ingresses.Len() != n {
+		t.Fatalf("the snapshot holds %d Ingresses, want %d", snap.Ingresses.Len(), n)
 	}
-	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, len(snap.Ingresses))
+	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, snap.Ingresses.Len())
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {

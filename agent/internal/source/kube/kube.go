@@ -147,18 +147,19 @@ type Source struct {
 // Snapshot after no change of Secrets hands out the very list the one
 // before did.
 type mergedSecrets struct {
-	mu                  sync.Mutex
-	tls, named, secrets []*corev1.Secret
+	mu           sync.Mutex
+	tls, secrets model.List[*corev1.Secret]
+	named        []*corev1.Secret
 }
 
 // with returns withNamedSecrets(tls, named), the same list as the last
 // call when tls is the same list and named the same Secrets. It sorts
 // named.
-func (m *mergedSecrets) with(tls, named []*corev1.Secret) []*corev1.Secret {
+func (m *mergedSecrets) with(tls model.List[*corev1.Secret], named []*corev1.Secret) model.List[*corev1.Secret] {
 	source.SortNamed(named)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(tls) == len(m.tls) && (len(tls) == 0 || &tls[0] == &m.tls[0]) && slices.Equal(named, m.named) {
+	if (tls.Same(m.tls) || tls.Len()+m.tls.Len() == 0) && slices.Equal(named, m.named) {
 		return m.secrets
 	}
 	m.tls, m.named, m.secrets = tls, named, withNamedSecrets(tls, named)
@@ -430,7 +431,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap.IngressClasses = s.classView.objects()
 	snap.Services = s.serviceView.objects()
 	snap.EndpointSlices = s.sliceView.objects()
-	snap.Secrets = s.secretView.objects()
+	tls := s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
 		g.fill(&snap)
@@ -439,9 +440,9 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	secretRefs, configMapRefs := s.namedRefs(snap)
 	s.viewMu.Unlock()
 	s.authSecrets.reconcile(secretRefs)
-	snap.Secrets = s.secretsWithNamed.with(snap.Secrets, s.authSecrets.secrets())
+	snap.Secrets = s.secretsWithNamed.with(tls, s.authSecrets.secrets())
 	s.authConfigMaps.reconcile(configMapRefs)
-	snap.ConfigMaps = s.authConfigMaps.configMaps()
+	snap.ConfigMaps = source.SortedList(s.authConfigMaps.configMaps())
 	snap.ConfigMap = s.configMap.get()
 	snap.TCPServices, snap.UDPServices = s.tcpServices.get(), s.udpServices.get()
 	return snap, problems
@@ -504,12 +505,12 @@ func (s *Source) IngressClass(name string) *networkingv1.IngressClass {
 // (those Ingresses and Gateways name, watched by name) it does not hold:
 // a Secret of type kubernetes.io/tls a Gateway names may be in both.
 // tls itself when it holds them all.
-func withNamedSecrets(tls, named []*corev1.Secret) []*corev1.Secret {
+func withNamedSecrets(tls model.List[*corev1.Secret], named []*corev1.Secret) model.List[*corev1.Secret] {
 	var edits []source.Edit[*corev1.Secret]
 	seen := make(map[types.NamespacedName]bool, len(named))
 	for _, secret := range named {
 		key := types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}
-		if _, found := source.FindNamed(tls, key.Namespace, key.Name); found || seen[key] {
+		if _, found := source.FindNamedIn(tls, key.Namespace, key.Name); found || seen[key] {
 			continue
 		}
 		seen[key] = true
@@ -575,7 +576,7 @@ func (s *Source) namedRefs(snap model.Snapshot) (secrets, configMaps []types.Nam
 	gatewaySecrets, gatewayConfigMaps := gatewayRefs(snap, controller, s.opts.EveryIngress)
 	secrets = add(secrets, seenSecrets, gatewaySecrets)
 	configMaps = add(configMaps, seenConfigMaps, gatewayConfigMaps)
-	for _, policy := range snap.BackendTLSPolicies {
+	for policy := range snap.BackendTLSPolicies.All() {
 		configMaps = add(configMaps, seenConfigMaps, model.BackendTLSConfigMapRefs(policy))
 	}
 	return secrets, configMaps

@@ -180,21 +180,21 @@ func TestSourceFake(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"ingresses", names(snap.Ingresses), []string{"web/app"}},
-		{"ingress classes", names(snap.IngressClasses), []string{"restysync"}},
-		{"services", names(snap.Services), []string{"web/app"}},
-		{"endpoint slices", names(snap.EndpointSlices), []string{"web/app-1"}},
+		{"ingresses", names(snap.Ingresses.Slice()), []string{"web/app"}},
+		{"ingress classes", names(snap.IngressClasses.Slice()), []string{"restysync"}},
+		{"services", names(snap.Services.Slice()), []string{"web/app"}},
+		{"endpoint slices", names(snap.EndpointSlices.Slice()), []string{"web/app-1"}},
 		// The fake ignores field selectors; Snapshot still drops the Opaque Secret.
-		{"secrets", names(snap.Secrets), []string{"web/tls"}},
+		{"secrets", names(snap.Secrets.Slice()), []string{"web/tls"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.kind, c.got, c.want)
 		}
 	}
-	if got := string(snap.Secrets[0].Data["tls.key"]); got != "key" {
+	if got := string(snap.Secrets.At(0).Data["tls.key"]); got != "key" {
 		t.Errorf("TLS secret data tls.key = %q, want it kept", got)
 	}
-	ing := snap.Ingresses[0]
+	ing := snap.Ingresses.At(0)
 	if len(ing.ManagedFields) != 0 {
 		t.Errorf("ingress managedFields = %v, want stripped", ing.ManagedFields)
 	}
@@ -249,7 +249,7 @@ func TestSourceFake(t *testing.T) {
 		}
 		eventually(t, "updated host in snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.Ingresses) == 1 && snap.Ingresses[0].Spec.Rules[0].Host == "new.example.com"
+			return snap.Ingresses.Len() == 1 && snap.Ingresses.At(0).Spec.Rules[0].Host == "new.example.com"
 		})
 		// The cache is updated before the handlers hear of it.
 		eventually(t, "changed(Ingress) called", func() bool { return counter.get(source.KindIngress) > before })
@@ -262,7 +262,7 @@ func TestSourceFake(t *testing.T) {
 		}
 		eventually(t, "service gone from snapshot", func() bool {
 			snap, _ := src.Snapshot()
-			return len(snap.Services) == 0
+			return snap.Services.Len() == 0
 		})
 		eventually(t, "changed(Service) called", func() bool { return counter.get(source.KindService) > before })
 	})
@@ -284,17 +284,17 @@ func TestSourceNamespace(t *testing.T) {
 	src := New(kubeclienttest.Wrap(fake.NewClientset(objs...)), Options{Namespace: "other"})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if got, want := names(snap.Ingresses), []string{"other/app"}; !slices.Equal(got, want) {
+	if got, want := names(snap.Ingresses.Slice()), []string{"other/app"}; !slices.Equal(got, want) {
 		t.Errorf("ingresses = %v, want %v", got, want)
 	}
-	if got, want := names(snap.Services), []string{"other/app"}; !slices.Equal(got, want) {
+	if got, want := names(snap.Services.Slice()), []string{"other/app"}; !slices.Equal(got, want) {
 		t.Errorf("services = %v, want %v", got, want)
 	}
-	if got, want := names(snap.IngressClasses), []string{"restysync"}; !slices.Equal(got, want) {
+	if got, want := names(snap.IngressClasses.Slice()), []string{"restysync"}; !slices.Equal(got, want) {
 		t.Errorf("ingress classes = %v, want %v (cluster-scoped, always read)", got, want)
 	}
-	if len(snap.Secrets) != 0 || len(snap.EndpointSlices) != 0 {
-		t.Errorf("secrets %v, endpoint slices %v: want none outside the namespace", names(snap.Secrets), names(snap.EndpointSlices))
+	if snap.Secrets.Len() != 0 || snap.EndpointSlices.Len() != 0 {
+		t.Errorf("secrets %v, endpoint slices %v: want none outside the namespace", names(snap.Secrets.Slice()), names(snap.EndpointSlices.Slice()))
 	}
 	if src.ConfigMapData() != nil {
 		t.Errorf("ConfigMapData = %v, want nil with no ConfigMap configured", src.ConfigMapData())

@@ -154,28 +154,28 @@ func TestRBAC(t *testing.T) {
 	src := New(agentSA, Options{ConfigMap: "restysync/restysync", IngressClass: "restysync"})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
+	if got := names(snap.Ingresses.Slice()); !slices.Equal(got, []string{"web/app", "web/tenant"}) {
 		t.Errorf("ingresses = %v", got)
 	}
 	eventually(t, "the ConfigMaps an Ingress and a BackendTLSPolicy name, read by name with the ServiceAccount", func() bool {
 		snap, _ := src.Snapshot()
-		return slices.Equal(names(snap.ConfigMaps), []string{"web/auth-headers", "web/backend-ca"})
+		return slices.Equal(names(snap.ConfigMaps.Slice()), []string{"web/auth-headers", "web/backend-ca"})
 	})
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"certs/gw-cert", "web/tls"}) {
+	if got := names(snap.Secrets.Slice()); !slices.Equal(got, []string{"certs/gw-cert", "web/tls"}) {
 		t.Errorf("secrets = %v", got)
 	}
 	for kind, got := range map[string][]string{
-		"GatewayClasses": names(snap.GatewayClasses), "Gateways": names(snap.Gateways),
-		"HTTPRoutes": names(snap.HTTPRoutes), "GRPCRoutes": names(snap.GRPCRoutes), "TLSRoutes": names(snap.TLSRoutes), "ReferenceGrants": names(snap.ReferenceGrants),
-		"ListenerSets":       names(snap.ListenerSets),
-		"BackendTLSPolicies": names(snap.BackendTLSPolicies),
+		"GatewayClasses": names(snap.GatewayClasses.Slice()), "Gateways": names(snap.Gateways.Slice()),
+		"HTTPRoutes": names(snap.HTTPRoutes.Slice()), "GRPCRoutes": names(snap.GRPCRoutes.Slice()), "TLSRoutes": names(snap.TLSRoutes.Slice()), "ReferenceGrants": names(snap.ReferenceGrants.Slice()),
+		"ListenerSets":       names(snap.ListenerSets.Slice()),
+		"BackendTLSPolicies": names(snap.BackendTLSPolicies.Slice()),
 	} {
 		if len(got) == 0 {
 			t.Errorf("%s: none read with the ServiceAccount", kind)
 		}
 	}
-	if !slices.Contains(names(snap.Namespaces), "certs") {
-		t.Errorf("namespaces = %v, want certs among them", names(snap.Namespaces))
+	if !slices.Contains(names(snap.Namespaces.Slice()), "certs") {
+		t.Errorf("namespaces = %v, want certs among them", names(snap.Namespaces.Slice()))
 	}
 	if got := storeKeys(src, source.KindSecret); !slices.Equal(got, []string{"web/tls"}) {
 		t.Errorf("cached secrets = %v, want only web/tls", got)
@@ -231,7 +231,7 @@ func TestRBAC(t *testing.T) {
 		return gatewayStatusWritten(t, gatewayAdmin)
 	})
 	// The Gateway's Service and EndpointSlice: created, updated, deleted.
-	gw := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
+	gw := snap.Gateways.At(slices.IndexFunc(snap.Gateways.Slice(), func(g *gatewayv1.Gateway) bool { return g.Name == "gw" }))
 	gwService := model.GatewayService{Namespace: "web", Gateway: "gw", GatewayUID: string(gw.UID), Name: "gw-restysync",
 		Labels: map[string]string{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy, "v": "1"}, Ports: []int32{80},
 		Slices: []model.GatewayServiceSlice{{Name: "gw-restysync-ipv4", AddressType: "IPv4", Addresses: []string{"192.0.2.10"}}}}
@@ -388,7 +388,7 @@ func TestRBAC(t *testing.T) {
 			return err
 		}},
 		{"update a Gateway", func() error {
-			_, err := saGateway.GatewayV1().Gateways("web").Update(ctx, snap.Gateways[0].DeepCopy(), metav1.UpdateOptions{})
+			_, err := saGateway.GatewayV1().Gateways("web").Update(ctx, snap.Gateways.At(0).DeepCopy(), metav1.UpdateOptions{})
 			return err
 		}},
 		{"create an HTTPRoute", func() error {
@@ -438,12 +438,12 @@ func gatewayStatusOf(t *testing.T, snap model.Snapshot) model.GatewayAPIStatus {
 	t.Helper()
 	accepted := []model.Condition{{Type: "Accepted", Status: true, Reason: "Accepted", Message: "RBAC test"}}
 	programmed := append(slices.Clone(accepted), model.Condition{Type: "Programmed", Status: true, Reason: "Programmed"})
-	class := snap.GatewayClasses[slices.IndexFunc(snap.GatewayClasses, func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" })]
-	gateway := snap.Gateways[slices.IndexFunc(snap.Gateways, func(g *gatewayv1.Gateway) bool { return g.Name == "gw" })]
-	route := snap.HTTPRoutes[slices.IndexFunc(snap.HTTPRoutes, func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" })]
-	calls := snap.GRPCRoutes[0]
-	extra := snap.ListenerSets[0]
-	policy := snap.BackendTLSPolicies[0]
+	class := snap.GatewayClasses.At(slices.IndexFunc(snap.GatewayClasses.Slice(), func(c *gatewayv1.GatewayClass) bool { return c.Name == "restysync" }))
+	gateway := snap.Gateways.At(slices.IndexFunc(snap.Gateways.Slice(), func(g *gatewayv1.Gateway) bool { return g.Name == "gw" }))
+	route := snap.HTTPRoutes.At(slices.IndexFunc(snap.HTTPRoutes.Slice(), func(r *gatewayv1.HTTPRoute) bool { return r.Namespace == "web" }))
+	calls := snap.GRPCRoutes.At(0)
+	extra := snap.ListenerSets.At(0)
+	policy := snap.BackendTLSPolicies.At(0)
 	return model.GatewayAPIStatus{
 		Classes: []model.GatewayClassStatus{{Name: class.Name, Generation: class.Generation, Conditions: accepted}},
 		Gateways: []model.GatewayStatus{{Namespace: "web", Name: gateway.Name, Generation: gateway.Generation, Conditions: programmed,

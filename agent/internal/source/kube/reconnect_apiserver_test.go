@@ -43,7 +43,7 @@ func TestSourceAPIServerOutage(t *testing.T) {
 	srv.StopAPIServer(t)
 	for end := time.Now().Add(outage); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		snap, _ := src.Snapshot()
-		if got := names(snap.Ingresses); !slices.Equal(got, []string{"web/app"}) {
+		if got := names(snap.Ingresses.Slice()); !slices.Equal(got, []string{"web/app"}) {
 			t.Fatalf("during the outage the source has Ingresses %v, want what it had: [web/app]", got)
 		}
 	}
@@ -66,7 +66,7 @@ func TestSourceAPIServerOutage(t *testing.T) {
 	}
 	eventually(t, "web/after in the snapshot", func() bool {
 		snap, _ := src.Snapshot()
-		return slices.Contains(names(snap.Ingresses), "web/after")
+		return slices.Contains(names(snap.Ingresses.Slice()), "web/after")
 	})
 	took := time.Since(back)
 	t.Logf("the new Ingress reached the source %.1f s after the API server was back (goal %s)", took.Seconds(), goal)

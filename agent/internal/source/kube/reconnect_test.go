@@ -193,9 +193,9 @@ func TestSourceWaitsOutOutage(t *testing.T) {
 	})
 	startSource(t, src, func(source.Change) {})
 	snap, _ := src.Snapshot()
-	if len(snap.Ingresses) != 1 || len(snap.Services) != 1 || len(snap.EndpointSlices) != 1 {
+	if snap.Ingresses.Len() != 1 || snap.Services.Len() != 1 || snap.EndpointSlices.Len() != 1 {
 		t.Errorf("snapshot after the outage: %d ingresses, %d services, %d slices; want 1 each",
-			len(snap.Ingresses), len(snap.Services), len(snap.EndpointSlices))
+			snap.Ingresses.Len(), snap.Services.Len(), snap.EndpointSlices.Len())
 	}
 	eventually(t, "every kind watched", func() bool {
 		mu.Lock()

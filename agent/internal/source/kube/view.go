@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -22,9 +23,10 @@ import (
 // tells of each object that came, changed or went) leaves the view a
 // fresh start would build. Lists are made as the file source makes its
 // own (source.Patched): the list a Snapshot handed out is never changed;
-// the next one is a copy with the changes since, made by the first
-// Snapshot that asks for it; a kind that did not change hands out the
-// very list it handed out before.
+// the next one is made from it with the changes since (sharing every
+// chunk of it no change falls in: model.List), by the first Snapshot that
+// asks for it; a kind that did not change hands out the very list it
+// handed out before.
 
 // sortedView is one kind's objects, for Snapshot.
 type sortedView[T interface {
@@ -41,7 +43,7 @@ type sortedView[T interface {
 
 	mu sync.Mutex
 	// list is the list handed out last, or to be: never changed.
-	list []T
+	list model.List[T]
 	// pending are the changes since list was made, by name: an object
 	// put, or zero when removed.
 	pending map[types.NamespacedName]T
@@ -100,7 +102,7 @@ func (v *sortedView[T]) set(key types.NamespacedName, obj T) {
 
 // objects returns the kind's objects, sorted by namespace and name; the
 // list is shared and must not be changed.
-func (v *sortedView[T]) objects() []T {
+func (v *sortedView[T]) objects() model.List[T] {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if len(v.pending) == 0 {

@@ -23,6 +23,7 @@ import (
 	gatewayfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -40,13 +41,13 @@ func TestSnapshotAfterOneChangeCopiesOnlyItsKind(t *testing.T) {
 	changes := make(chan source.Change, 100)
 	startSource(t, src, func(c source.Change) { changes <- c })
 	before, _ := src.Snapshot()
-	ingressesBefore := slices.Clone(before.Ingresses)
-	wantSorted(t, "ingresses", before.Ingresses)
-	wantSorted(t, "services", before.Services)
-	wantSorted(t, "endpoint slices", before.EndpointSlices)
-	wantSorted(t, "secrets", before.Secrets)
+	ingressesBefore := before.Ingresses.Slice()
+	wantSorted(t, "ingresses", before.Ingresses.Slice())
+	wantSorted(t, "services", before.Services.Slice())
+	wantSorted(t, "endpoint slices", before.EndpointSlices.Slice())
+	wantSorted(t, "secrets", before.Secrets.Slice())
 	again, _ := src.Snapshot()
-	if !sameList(again.Ingresses, before.Ingresses) || !sameList(again.Secrets, before.Secrets) {
+	if !again.Ingresses.Same(before.Ingresses) || !sameList(again.Secrets, before.Secrets) {
 		t.Errorf("a Snapshot after no change made new lists")
 	}
 
@@ -67,35 +68,37 @@ func TestSnapshotAfterOneChangeCopiesOnlyItsKind(t *testing.T) {
 		}
 	})
 	after, _ := src.Snapshot()
-	if got, want := names(after.Ingresses), append(names(before.Ingresses), "default/g"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+	if got, want := names(after.Ingresses.Slice()), append(names(before.Ingresses.Slice()), "default/g"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("ingresses after = %v, want %v", got, want)
 	}
-	wantSorted(t, "ingresses after", after.Ingresses)
-	if !slices.Equal(before.Ingresses, ingressesBefore) {
+	wantSorted(t, "ingresses after", after.Ingresses.Slice())
+	if !slices.Equal(before.Ingresses.Slice(), ingressesBefore) {
 		t.Errorf("the list handed out before was changed")
 	}
 	for _, c := range []struct {
-		kind          string
-		before, after any
+		kind string
+		same bool
 	}{
-		{"ingress classes", before.IngressClasses, after.IngressClasses},
-		{"services", before.Services, after.Services},
-		{"endpoint slices", before.EndpointSlices, after.EndpointSlices},
+		{"ingress classes", sameList(before.IngressClasses, after.IngressClasses)},
+		{"services", sameList(before.Services, after.Services)},
+		{"endpoint slices", sameList(before.EndpointSlices, after.EndpointSlices)},
 		// The TLS Secret and web/users, watched by name (an Ingress of
 		// ours names it): their merged list is made again.
 	} {
-		if reflect.ValueOf(c.before).UnsafePointer() != reflect.ValueOf(c.after).UnsafePointer() {
+		if !c.same {
 			t.Errorf("%s: a new list after a new Ingress", c.kind)
 		}
 	}
-	if got := names(after.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+	if got := names(after.Secrets.Slice()); !slices.Equal(got, []string{"web/tls", "web/users"}) {
 		t.Errorf("secrets = %v, want web/tls and web/users", got)
 	}
-	wantSorted(t, "secrets after", after.Secrets)
+	wantSorted(t, "secrets after", after.Secrets.Slice())
 }
 
-func sameList[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+// sameList says whether a and b are the very list handed out, or both
+// empty.
+func sameList[T any](a, b model.List[T]) bool {
+	return a.Same(b) || a.Len()+b.Len() == 0
 }
 
 func wantSorted[T source.Named](t *testing.T, what string, list []T) {
@@ -140,7 +143,7 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 	relisted := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
 	startSource(t, relisted, func(source.Change) {})
 	snap, _ := relisted.Snapshot()
-	if got := names(snap.Secrets); !slices.Equal(got, []string{"web/tls", "web/users"}) {
+	if got := names(snap.Secrets.Slice()); !slices.Equal(got, []string{"web/tls", "web/users"}) {
 		t.Fatalf("secrets before = %v, want web/tls and web/users", got)
 	}
 
@@ -164,7 +167,7 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 	last.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
 	eventually(t, "the relisted Ingresses in the snapshot", func() bool {
 		snap, _ := relisted.Snapshot()
-		return slices.Equal(names(snap.Ingresses), []string{"web/added", "web/app", "web/changed", "web/kept"})
+		return slices.Equal(names(snap.Ingresses.Slice()), []string{"web/added", "web/app", "web/changed", "web/kept"})
 	})
 
 	fresh := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
@@ -174,7 +177,7 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after the relist:\n%+v\nfresh start:\n%+v", got, want)
 	}
-	if got := names(got.Secrets); !slices.Equal(got, []string{"web/other", "web/tls", "web/users"}) {
+	if got := names(got.Secrets.Slice()); !slices.Equal(got, []string{"web/other", "web/tls", "web/users"}) {
 		t.Errorf("secrets after the relist = %v, want web/other, web/tls and web/users", got)
 	}
 }
@@ -192,22 +195,22 @@ func TestSortedView(t *testing.T) {
 	v.put(secret("a", corev1.SecretTypeTLS))
 	v.put(secret("c", corev1.SecretTypeTLS))
 	v.put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "d"}}) // not the view's type
-	if got := names(v.objects()); !slices.Equal(got, []string{"web/a", "web/b", "web/c"}) {
+	if got := names(v.objects().Slice()); !slices.Equal(got, []string{"web/a", "web/b", "web/c"}) {
 		t.Errorf("objects = %v", got)
 	}
 	first := v.objects()
 	v.remove(cache.DeletedFinalStateUnknown{Key: "web/b"})
 	v.put(secret("c", corev1.SecretTypeOpaque)) // no longer kept
 	got := v.objects()
-	if names(got) == nil || !slices.Equal(names(got), []string{"web/a"}) {
-		t.Errorf("objects after a tombstone and a type change = %v, want web/a", names(got))
+	if names(got.Slice()) == nil || !slices.Equal(names(got.Slice()), []string{"web/a"}) {
+		t.Errorf("objects after a tombstone and a type change = %v, want web/a", names(got.Slice()))
 	}
-	if !slices.Equal(names(first), []string{"web/a", "web/b", "web/c"}) {
-		t.Errorf("the list handed out before changed: %v", names(first))
+	if !slices.Equal(names(first.Slice()), []string{"web/a", "web/b", "web/c"}) {
+		t.Errorf("the list handed out before changed: %v", names(first.Slice()))
 	}
 	v.remove(secret("a", corev1.SecretTypeTLS))
-	if got := v.objects(); got != nil {
-		t.Errorf("objects after every removal = %v, want nil", got)
+	if got := v.objects(); got.Len() != 0 {
+		t.Errorf("objects after every removal = %v, want none", got.Slice())
 	}
 }
 
@@ -235,7 +238,7 @@ func TestNamedRefsFollowTheIngresses(t *testing.T) {
 	}
 	eventually(t, "web/users no longer served", func() bool {
 		snap, _ := src.Snapshot()
-		return slices.Equal(names(snap.Secrets), []string{"web/tls"})
+		return slices.Equal(names(snap.Secrets.Slice()), []string{"web/tls"})
 	})
 	if got := src.authSecrets.watched(); len(got) != 1 { // web/basic, named by "typed"
 		t.Errorf("watching %v, want web/basic alone", got)
@@ -254,10 +257,10 @@ func TestGatewaySnapshotAfterOneRouteCopiesOnlyRoutes(t *testing.T) {
 	startSource(t, src, func(c source.Change) { changes <- c })
 	before, _ := src.Snapshot()
 	wantGatewaySnapshot(t, before)
-	if len(before.HTTPRoutes) == 0 {
+	if before.HTTPRoutes.Len() == 0 {
 		t.Fatal("no HTTPRoute to start with")
 	}
-	route := before.HTTPRoutes[0].DeepCopy()
+	route := before.HTTPRoutes.At(0).DeepCopy()
 	route.Name, route.ResourceVersion = "aaa-new", ""
 	createGatewayObjects(t, gw, route)
 	eventually(t, "the new HTTPRoute reported", func() bool {
@@ -273,10 +276,10 @@ func TestGatewaySnapshotAfterOneRouteCopiesOnlyRoutes(t *testing.T) {
 		}
 	})
 	after, _ := src.Snapshot()
-	if len(after.HTTPRoutes) != len(before.HTTPRoutes)+1 {
-		t.Errorf("%d HTTPRoutes after, want %d", len(after.HTTPRoutes), len(before.HTTPRoutes)+1)
+	if after.HTTPRoutes.Len() != before.HTTPRoutes.Len()+1 {
+		t.Errorf("%d HTTPRoutes after, want %d", after.HTTPRoutes.Len(), before.HTTPRoutes.Len()+1)
 	}
-	wantSorted(t, "HTTPRoutes", after.HTTPRoutes)
+	wantSorted(t, "HTTPRoutes", after.HTTPRoutes.Slice())
 	if !sameList(after.Gateways, before.Gateways) || !sameList(after.Namespaces, before.Namespaces) ||
 		!sameList(after.GatewayClasses, before.GatewayClasses) {
 		t.Errorf("a new list of Gateways, Namespaces or GatewayClasses after a new HTTPRoute")
