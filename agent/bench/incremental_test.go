@@ -65,8 +65,9 @@ func b11AtScale(t *testing.T, id string, routes bool) {
 	// Two hundred samples a size. The p99 (summarize: the sample at
 	// 0.99·n) of a hundred was the slowest sample, and at 50,000 that was
 	// whether a GC cycle of the agent's heap fell among the samples: a
-	// change there allocates about 1 MB (the copies of the 50,000-pointer
-	// lists), so the GC ran every ~150 changes (2 cycles in 300 samples),
+	// change there allocated about 1 MB (the copies of the 50,000-pointer
+	// lists; 153 KB since they are model.Lists), so the GC ran every ~150
+	// changes (2 cycles in 300 samples),
 	// and its mark of the ~215 MB live heap took 0.6–0.8 s on both cores
 	// (idle mark workers), during which the one or two samples it met took
 	// 15–53 ms (p50 8.6; machine at load 12). At 1,000 a GC comes every
