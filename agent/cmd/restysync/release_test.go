@@ -124,6 +124,27 @@ func TestMemoryReleaserWaitsToSettle(t *testing.T) {
 	}
 }
 
+// leanFullSync lowers the GC percent until restore, unless GOGC is set.
+func TestLeanFullSync(t *testing.T) {
+	t.Setenv("GOGC", "")
+	lean := leanFullSync(slog.New(slog.DiscardHandler))
+	restore := lean()
+	if got := debug.SetGCPercent(fullSyncGCPercent); got != fullSyncGCPercent {
+		t.Errorf("GC percent during a full sync %d, want %d", got, fullSyncGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent after restore %d, want 100", got)
+	}
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200)
+	defer debug.SetGCPercent(100)
+	lean()()
+	if got := debug.SetGCPercent(200); got != 200 {
+		t.Errorf("GOGC=200 set: GC percent %d, want 200 left alone", got)
+	}
+}
+
 // leanStart lowers the GC percent until restore, unless GOGC is set.
 func TestLeanStart(t *testing.T) {
 	t.Setenv("GOGC", "")

@@ -514,6 +514,7 @@ func run(c *cli.Context) error {
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,
 		OnListed:              restoreGC,
+		LeanFullSync:          leanFullSync(logger),
 		FullPush:              rc.fullPush,
 		Metrics:               obs.syncerMetrics(nginx.Lua),
 		Targets:               rc.targets,

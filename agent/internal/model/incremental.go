@@ -178,6 +178,24 @@ type heldCertificate struct {
 // whole), so it stays below the limit at which a change is built whole.
 const firstBatch = 32
 
+// FullReason says why Build(s) will build everything ("" when it will
+// build what changed, as far as can be told before the objects are
+// compared): its first build, settings that may change every island, the
+// clock going back. The syncer asks before a build, to make the garbage
+// of a whole build cost less memory (Options.LeanFullSync).
+func (x *Incremental) FullReason(s Snapshot) string {
+	if !x.ready {
+		return "first build"
+	}
+	if reason := changedSettings(x.last, s); reason != "" {
+		return reason
+	}
+	if s.Now.Before(x.last.Now) {
+		return "the clock went back"
+	}
+	return ""
+}
+
 // NewIncremental returns an Incremental whose first Build builds everything.
 func NewIncremental() *Incremental { return &Incremental{} }
 
@@ -192,14 +210,8 @@ func NewIncremental() *Incremental { return &Incremental{} }
 // Service or EndpointSlices it finds changed, and those of the others are
 // what the patch computed from the same objects.
 func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
-	if !x.ready {
-		return x.full(s, "first build")
-	}
-	if reason := changedSettings(x.last, s); reason != "" {
+	if reason := x.FullReason(s); reason != "" {
 		return x.full(s, reason)
-	}
-	if s.Now.Before(x.last.Now) {
-		return x.full(s, "the clock went back")
 	}
 	gatewayChanged := gatewayBaseChanged(x.last, s)
 	// In islands, the HTTPRoutes' changes are found once, by diffList

@@ -60,3 +60,42 @@ func TestSyncLogPath(t *testing.T) {
 		t.Errorf("a fast sync names a reason: %q", logs.String())
 	}
 }
+
+// A sync that builds the whole model (the first, an IngressClass change)
+// is lean (Options.LeanFullSync: the agent lowers its GC percent), from
+// before its build to its end; an incremental or fast sync is not.
+func TestLeanFullSyncOnlyForWholeBuilds(t *testing.T) {
+	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
+	lean, ended := 0, 0
+	s := New(src, nil, Options{IngressClass: "restysync", LeanFullSync: func() func() {
+		lean++
+		return func() { ended++ }
+	}}, slog.New(slog.DiscardHandler))
+	step := func(kinds map[source.Kind]bool, wantPath string, wantLean int) {
+		t.Helper()
+		before := lean
+		s.model(kinds)
+		if lean > before && s.buildPath.Incremental {
+			t.Errorf("after a %s sync: lean, but the build was incremental", wantPath)
+		}
+		if lean != wantLean {
+			t.Errorf("after a %s sync: LeanFullSync called %d times, want %d", wantPath, lean, wantLean)
+		}
+		s.endLean() // as sync does when it ends
+		if ended != lean {
+			t.Errorf("after a %s sync: %d lean syncs ended of %d", wantPath, ended, lean)
+		}
+	}
+	step(map[source.Kind]bool{source.KindIngress: true}, "first", 1)
+
+	second := src.snap.Ingresses.At(0).DeepCopy()
+	second.Name, second.Spec.Rules[0].Host = "second", "second.test"
+	src.snap.Ingresses = model.ListOf(append(src.snap.Ingresses.Slice(), second)...)
+	step(map[source.Kind]bool{source.KindIngress: true}, "incremental", 1)
+
+	src.snap.IngressClasses = model.ListOf(src.snap.IngressClasses.At(0).DeepCopy())
+	step(map[source.Kind]bool{source.KindIngressClass: true}, "whole", 2)
+
+	src.changed = []source.ServiceKey{{Namespace: "default", Name: "web"}}
+	step(map[source.Kind]bool{source.KindEndpointSlice: true}, "fast", 2)
+}

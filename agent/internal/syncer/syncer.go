@@ -67,6 +67,7 @@ type Syncer struct {
 	lastSync        time.Time        // when the last sync ended
 	firstApplied    bool             // a config was confirmed once: logged
 	built           *model.Model     // the last model, for the fast path
+	leanEnds        func()           // ends Options.LeanFullSync for the sync under way
 	builtFrom       int              // Ingresses it was built from
 	// incremental builds each model from the last one (model.Incremental);
 	// buildPath says how it built the last, for the sync log line.
@@ -225,6 +226,7 @@ func (s *Syncer) coalesce(ctx context.Context) {
 // loop to retry: nothing is recorded as applied until nginx confirmed it.
 func (s *Syncer) sync(ctx context.Context) error {
 	start := time.Now()
+	defer s.endLean()
 	// Before the first build and render: what an earlier agent left
 	// running, and which nginx answers, so that this sync builds and
 	// renders for it (snippets' headers-more, the HTTP/2 form).
@@ -255,6 +257,15 @@ func (s *Syncer) sync(ctx context.Context) error {
 	s.recordSync(path, result, err, start)
 	s.logSync(next, len(problems), path, objects, result, start, err)
 	return err
+}
+
+// endLean ends what Options.LeanFullSync began for this sync, if it was
+// called.
+func (s *Syncer) endLean() {
+	if s.leanEnds != nil {
+		s.leanEnds()
+		s.leanEnds = nil
+	}
 }
 
 // judge tells the quarantine whether nginx took the config of a full
@@ -446,6 +457,9 @@ func (s *Syncer) fullModel(index source.EndpointIndex, tracks bool) (model.Model
 	problems = append(problems, built.Problems...)
 	snap := built.Snapshot
 	snap.GatewayAddressesServed = servedAddresses(s.built)
+	if s.opts.LeanFullSync != nil && s.leanEnds == nil && s.incremental.FullReason(snap) != "" {
+		s.leanEnds = s.opts.LeanFullSync() // sync calls it when it ends
+	}
 	next, buildProblems, buildPath := s.incremental.Build(snap)
 	problems = append(problems, buildProblems...)
 	s.built, s.builtFrom, s.problems, s.buildPath = &next, snap.Ingresses.Len(), problems, buildPath
