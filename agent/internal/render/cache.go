@@ -50,6 +50,9 @@ type Cache struct {
 	// base is the conf view of a model without servers: what a host
 	// adds to it is compared against it (hostConf).
 	base confView
+	// settingsView is the conf view the settings alone decide
+	// (settingsConfView), which hostConf adds a host's model to.
+	settingsView confView
 	// gen numbers the renders; an entry of the current render has it.
 	gen   uint64
 	hosts map[string]*hostEntry
@@ -273,7 +276,11 @@ func (c *Cache) reset(s Settings) error {
 		return err
 	}
 	def.HTTPS = true
-	if c.base, err = newConfView(model.Model{}, s, []serverView{def}, newProfiler(), nil); err != nil {
+	if c.settingsView, err = settingsConfView(s); err != nil {
+		return err
+	}
+	c.base = c.settingsView
+	if err := c.base.addModel(model.Model{}, s, []serverView{def}, newProfiler(), nil); err != nil {
 		return err
 	}
 	c.ready = true
@@ -644,14 +651,13 @@ func (c *Cache) entryConf(e *hostEntry, view *serverView) bool {
 // than one of no server, profiles and body size aside. An error says yes:
 // the whole render then reports it.
 func (c *Cache) hostConf(srv model.Server, view serverView, s Settings) bool {
-	m := model.Model{Servers: model.ListOf(&srv)}
-	got, err := newConfView(m, s, []serverView{view}, newProfiler(), nil)
-	if err != nil {
+	got := c.settingsView
+	if err := got.addModel(model.Model{Servers: model.ListOf(&srv)}, s, []serverView{view}, newProfiler(), nil); err != nil {
 		return true
 	}
 	got.Profiles, got.Mirror, got.Dollar, got.RouterBodySize = c.base.Profiles, c.base.Mirror, c.base.Dollar, c.base.RouterBodySize
 	got.ErrorBackend, got.TLSUpstreams = c.base.ErrorBackend, c.base.TLSUpstreams
-	return !reflect.DeepEqual(got, c.base) || hasTLSUpstream(srv)
+	return !reflect.DeepEqual(&got, &c.base) || hasTLSUpstream(srv) // pointers: no copy of either view
 }
 
 // hasTLSUpstream says whether a location of srv goes to its backend

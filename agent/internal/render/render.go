@@ -373,7 +373,24 @@ func renderConf(m model.Model, s Settings, views []serverView, profiles profiler
 		BackendTLS: backendTLSNames(view.GatewayBackendTLS), view: &view}, nil
 }
 
+// newConfView is the view nginx.conf is rendered from: what the settings
+// decide (settingsConfView), then what the model does (addModel).
 func newConfView(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) (confView, error) {
+	view, err := settingsConfView(s)
+	if err != nil {
+		return confView{}, err
+	}
+	if err := view.addModel(m, s, views, profiles, keep); err != nil {
+		return confView{}, err
+	}
+	return view, nil
+}
+
+// settingsConfView is the part of the conf view the settings alone
+// decide. render.Cache makes it once per Settings and adds one host's
+// model to a copy of it (Cache.hostConf), where a whole view for each
+// host made ~40% of a full sync's garbage at 50,000 hosts.
+func settingsConfView(s Settings) (confView, error) {
 	workers := s.WorkerProcesses
 	if workers == "" {
 		workers = "auto"
@@ -401,57 +418,70 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	if s.SSLPassthrough {
 		view.HTTPSListen = "unix:" + filepath.Join(s.SharedDir, HTTPSSocketName)
 	}
-	var err error
-	if view.Stream, err = newStreamView(m.Stream, s); err != nil {
-		return confView{}, err
-	}
 	view.TrustedProxies, view.TrustAll = trustedNetworks(s.TrustedProxies)
-	h := DefaultHTTP()
-	if s.HTTP != nil {
-		h = *s.HTTP
-	}
-	view.HTTP = newHTTPView(h)
+	view.HTTP = newHTTPView(httpSettings(s))
+	var err error
 	if view.RequestMetrics, err = newRequestMetricsView(s.RequestMetrics); err != nil {
 		return confView{}, err
 	}
-	if view.Access, err = newAccessHTTPView(m); err != nil {
-		return confView{}, err
-	}
-	if len(h.CustomHTTPErrors) > 0 {
+	if h := httpSettings(s); len(h.CustomHTTPErrors) > 0 {
 		view.ErrorPages = newErrorPages(h.CustomHTTPErrors)
-		view.ErrorBackend = errorBackend(m.Default)
 	}
 	redirectPort := cmp.Or(s.HTTPSRedirectPort, s.HTTPSPort)
 	if redirectPort == 443 {
 		redirectPort = 0
 	}
 	view.RedirectPort = redirectPort
+	view.Resolvers = resolvers(s.Resolvers)
+	return view, nil
+}
+
+// httpSettings are the http block's settings of s.
+func httpSettings(s Settings) HTTP {
+	if s.HTTP != nil {
+		return *s.HTTP
+	}
+	return DefaultHTTP()
+}
+
+// addModel adds to view, made by settingsConfView of s, what m decides.
+func (view *confView) addModel(m model.Model, s Settings, views []serverView, profiles profiler, keep []Profile) error {
+	h := httpSettings(s)
+	var err error
+	if view.Stream, err = newStreamView(m.Stream, s); err != nil {
+		return err
+	}
+	if view.Access, err = newAccessHTTPView(m); err != nil {
+		return err
+	}
+	if len(h.CustomHTTPErrors) > 0 {
+		view.ErrorBackend = errorBackend(m.Default)
+	}
 	if view.Profiles, err = newProfiles(views, profiles, keep); err != nil {
-		return confView{}, err
+		return err
 	}
 	view.RouterBodySize = routerBodySize(m, h.ClientMaxBodySize)
 	if view.AccessErrors, err = accessErrorLocations(m); err != nil {
-		return confView{}, err
+		return err
 	}
 	if view.AuthLocations, view.SigninLocations, err = authLocations(m); err != nil {
-		return confView{}, err
+		return err
 	}
 	for _, a := range view.AuthLocations {
 		view.AuthCache = view.AuthCache || a.CacheKey != ""
 	}
-	view.Resolvers = resolvers(s.Resolvers)
 	if view.TLSUpstreams, err = tlsUpstreams(m, view.Profiles); err != nil {
-		return confView{}, err
+		return err
 	}
 	view.Mirror, view.Dollar = profileNeeds(view.Profiles)
 	if view.ClientTLSServers, err = clientTLSServers(m); err != nil {
-		return confView{}, err
+		return err
 	}
 	if view.GatewayRetries, err = gatewayRetries(m); err != nil {
-		return confView{}, err
+		return err
 	}
 	if view.GatewayServers, err = gatewayServers(m, s); err != nil {
-		return confView{}, err
+		return err
 	}
 	for i := range view.GatewayServers {
 		view.GatewayServers[i].AccessLog = view.HTTP.AccessLog
@@ -467,7 +497,7 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 		exact = append(exact, s.Aliases...)
 	}
 	view.ServerNamesHashBucketSize, view.ServerNamesHashMaxSize = serverNamesHash(exact, view.DefaultServerNames)
-	return view, nil
+	return nil
 }
 
 // serversOf yields m's default server, then its servers in order.
