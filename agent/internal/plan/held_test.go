@@ -73,7 +73,7 @@ func TestRoutesSkipsSharedChunks(t *testing.T) {
 	added := model.Route{Host: "new-0.bench.test", Locations: []model.RouteLocation{{Path: "/"}}}
 	next := held.Upsert([]model.Route{added})
 	compared := 0
-	render.CompareRoutes(held, next, func(a, b model.Route, inA, inB bool) { compared++ })
+	render.CompareRoutes(held, next, func(a, b *model.Route) { compared++ })
 	if compared > 2*256+1 {
 		t.Errorf("the diff met %d hosts, want a chunk's worth", compared)
 	}

@@ -460,12 +460,12 @@ func (p RoutePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Removes) =
 // that changed a few hosts costs their chunks.
 func Routes(held, next render.RouteList) RoutePlan {
 	var p RoutePlan
-	render.CompareRoutes(held, next, func(have, r model.Route, isHeld, ok bool) {
+	render.CompareRoutes(held, next, func(have, r *model.Route) {
 		switch {
-		case !ok:
+		case r == nil:
 			p.Removes = append(p.Removes, have.Host)
-		case !isHeld || !sameRoute(have, r):
-			p.Upserts = append(p.Upserts, r)
+		case have == nil || !sameRoute(*have, *r):
+			p.Upserts = append(p.Upserts, *r)
 		}
 	})
 	return p

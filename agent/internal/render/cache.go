@@ -778,7 +778,12 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 		if err != nil {
 			return RouteList{}, false, false, err
 		}
-		changes = append(changes, routeChange{Key: host, Value: route, Remove: !ok})
+		change := routeChange{Key: host, Remove: !ok}
+		if ok {
+			made := route
+			change.Value = &made
+		}
+		changes = append(changes, change)
 	}
 	var gateway []routeChange
 	var retries bool
@@ -850,7 +855,7 @@ func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string
 		return RouteList{}, false, false, err
 	}
 	for _, g := range gateway {
-		routes = append(routes, g.Value)
+		routes = append(routes, *g.Value)
 	}
 	return NewRouteList(routes), retries, true, nil
 }
@@ -985,8 +990,8 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 			j++
 			if last.At(j-1) == r {
 				if all {
-					out, ok := c.lastRoutes.Get(r.Host)
-					if !ok {
+					out := c.lastRoutes.get(r.Host)
+					if out == nil {
 						return nil, false, false, nil
 					}
 					changes = append(changes, routeChange{Key: r.Host, Value: out})
@@ -1053,7 +1058,7 @@ func (c *Cache) gatewayRouteMade(r *model.Route) (routeChange, error) {
 		out = gatewayRouteLabels(out)
 	}
 	c.stats.GatewayRoutes++
-	return routeChange{Key: r.Host, Value: out}, nil
+	return routeChange{Key: r.Host, Value: &out}, nil
 }
 
 // findRoute is the route of host in routes, sorted by host; nil for none.

@@ -10,7 +10,7 @@ import (
 
 // RouteList is the routes Lua should hold, one per host, sorted by host.
 //
-// It is a model.List of routes, kept in host order: the next list is made
+// It is a model.List of routes kept in host order: the next list is made
 // from the last (model.Edited), sharing every chunk its changes do not
 // touch, and two lists are diffed chunk by chunk (model.CompareLists). A
 // render that changed a few hosts at 50,000 then hands plan and apply a
@@ -18,48 +18,94 @@ import (
 // of every route (3.6 MB a sync), and plan finds a changed host's route
 // without a walk.
 //
-// It is a type of its own over the model.List, not a model.List[model.Route]
-// passed around bare, because the order is what makes it work: every
-// edit, lookup and diff orders routes by host (byHost), and Lua holds
-// routes by host, as does every reader. Here is the one place that order
-// is said; a reader (plan, apply, the admin report) cannot hand it a list
-// in another order, nor look a host up in the wrong one.
+// It is a type of its own over the model.List, not a model.List passed
+// around bare, because the order is what makes it work: every edit,
+// lookup and diff orders routes by host, and Lua holds routes by host, as
+// does every reader. Here is the one place that order is said; a reader
+// (plan, apply, the admin report) cannot hand it a list in another order,
+// nor look a host up in another.
+//
+// The list holds pointers to routes, which no one changes once listed,
+// not the routes themselves: a route is 64 bytes, and a change copies the
+// chunk it falls in (256 to 512 items) twice a sync (render's next list,
+// and apply's record of what it pushed). As values that was 51 KB of the
+// 184 KB a new Ingress allocated at 50,000; as pointers it is 8 KB and
+// the one route made. Routes listed together (NewRouteList, Upsert) share
+// one array, which lives while any of them is listed: at most one array
+// of every route beside the live ones, until a render makes them all
+// again.
 //
 // The zero RouteList is empty.
 type RouteList struct {
-	list model.List[model.Route]
+	list model.List[*model.Route]
 }
 
 // routeChange is one host's route in the next list (Key the host, Value
 // its route), or none (Remove).
-type routeChange = model.ListEdit[string, model.Route]
+type routeChange = model.ListEdit[string, *model.Route]
 
 // byHost orders a route against a host: the order of a RouteList.
-func byHost(r model.Route, host string) int { return strings.Compare(r.Host, host) }
+func byHost(r *model.Route, host string) int { return strings.Compare(r.Host, host) }
 
 // routesByHost orders two routes by host.
 func routesByHost(a, b model.Route) int { return strings.Compare(a.Host, b.Host) }
+
+// pointers returns a pointer to each of routes, in order.
+func pointers(routes []model.Route) []*model.Route {
+	out := make([]*model.Route, len(routes))
+	for i := range routes {
+		out[i] = &routes[i]
+	}
+	return out
+}
 
 // NewRouteList returns the list of routes, whose hosts are distinct (render
 // refuses a host twice).
 func NewRouteList(routes []model.Route) RouteList {
 	sorted := slices.Clone(routes)
 	slices.SortFunc(sorted, routesByHost)
-	return RouteList{model.ListOf(sorted...)}
+	return RouteList{model.ListOf(pointers(sorted)...)}
 }
 
 // Len is the number of routes.
 func (l RouteList) Len() int { return l.list.Len() }
 
 // All yields the routes in host order.
-func (l RouteList) All() iter.Seq[model.Route] { return l.list.All() }
+func (l RouteList) All() iter.Seq[model.Route] {
+	return func(yield func(model.Route) bool) {
+		for r := range l.list.All() {
+			if !yield(*r) {
+				return
+			}
+		}
+	}
+}
 
 // Slice returns the routes in host order, in a new slice; nil for none.
-func (l RouteList) Slice() []model.Route { return l.list.Slice() }
+func (l RouteList) Slice() []model.Route {
+	if l.Len() == 0 {
+		return nil
+	}
+	out := make([]model.Route, 0, l.Len())
+	for r := range l.list.All() {
+		out = append(out, *r)
+	}
+	return out
+}
 
 // Get returns the route of host.
 func (l RouteList) Get(host string) (model.Route, bool) {
-	return l.list.Find(func(r model.Route) int { return byHost(r, host) })
+	r := l.get(host)
+	if r == nil {
+		return model.Route{}, false
+	}
+	return *r, true
+}
+
+// get returns the route of host as the list holds it; nil for none.
+func (l RouteList) get(host string) *model.Route {
+	r, _ := l.list.Find(func(r *model.Route) int { return byHost(r, host) })
+	return r
 }
 
 // Same says whether l and o are the same list, not empty: one made from
@@ -77,18 +123,16 @@ func (l RouteList) with(changes []routeChange) RouteList {
 // added, for a host l has none for); l is not changed, and the result
 // shares the chunks no route falls in. routes have distinct hosts; apply
 // records what Lua holds this way after a push of a plan's upserts, which
-// come in host order (any other order is sorted first, in a copy).
+// come in host order. The list holds a copy of routes.
 func (l RouteList) Upsert(routes []model.Route) RouteList {
-	if !slices.IsSortedFunc(routes, routesByHost) {
-		routes = slices.Clone(routes)
-		slices.SortFunc(routes, routesByHost)
-	}
+	routes = slices.Clone(routes)
+	slices.SortFunc(routes, routesByHost)
 	if l.Len() == 0 { // the first push after a start: no list of changes
-		return RouteList{model.ListOf(slices.Clone(routes)...)}
+		return RouteList{model.ListOf(pointers(routes)...)}
 	}
 	changes := make([]routeChange, len(routes))
-	for i, r := range routes {
-		changes[i] = routeChange{Key: r.Host, Value: r}
+	for i := range routes {
+		changes[i] = routeChange{Key: routes[i].Host, Value: &routes[i]}
 	}
 	return l.with(changes)
 }
@@ -107,11 +151,11 @@ func (l RouteList) Remove(hosts []string) RouteList {
 }
 
 // CompareRoutes calls f for each host of a or b, in host order, with its
-// route in each and whether each has one, but for the hosts of chunks a
-// and b share (model.CompareLists). Two lists of which one was made from
-// the other (with, Upsert, Remove) share every chunk no change fell in, so
+// route in each (nil where it has none), but for the hosts of chunks a and
+// b share (model.CompareLists). Two lists of which one was made from the
+// other (with, Upsert, Remove) share every chunk no change fell in, so
 // plan's diff of what Lua holds against the next routes costs the chunks
-// that differ, not a walk of every host.
-func CompareRoutes(a, b RouteList, f func(a, b model.Route, inA, inB bool)) {
-	model.CompareLists(a.list, b.list, routesByHost, f)
+// that differ, not a walk of every host. f must not change the routes.
+func CompareRoutes(a, b RouteList, f func(a, b *model.Route)) {
+	model.CompareLists(a.list, b.list, func(x, y *model.Route) int { return strings.Compare(x.Host, y.Host) }, func(x, y *model.Route, _, _ bool) { f(x, y) })
 }
