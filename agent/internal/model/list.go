@@ -254,12 +254,20 @@ func CompareLists[T any](a, b List[T], cmp func(x, y T) int, f func(x, y T, inA,
 			ci, cj = ci+1, cj+1
 			continue
 		}
-		inA, inB := ci < len(a.chunks), cj < len(b.chunks)
+		var c int // a's next item against b's: cmp once an item met
 		switch {
-		case inA && (!inB || cmp(a.chunks[ci][i], b.chunks[cj][j]) < 0):
+		case cj == len(b.chunks):
+			c = -1
+		case ci == len(a.chunks):
+			c = 1
+		default:
+			c = cmp(a.chunks[ci][i], b.chunks[cj][j])
+		}
+		switch {
+		case c < 0:
 			f(a.chunks[ci][i], zero, true, false)
 			ci, i = nextInChunks(a.chunks, ci, i)
-		case inB && (!inA || cmp(a.chunks[ci][i], b.chunks[cj][j]) > 0):
+		case c > 0:
 			f(zero, b.chunks[cj][j], false, true)
 			cj, j = nextInChunks(b.chunks, cj, j)
 		default:

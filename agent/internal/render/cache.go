@@ -784,7 +784,12 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 		if err != nil {
 			return RouteList{}, false, false, err
 		}
-		changes = append(changes, routeChange{host: host, route: route, ok: ok})
+		change := routeChange{Key: host, Remove: !ok}
+		if ok {
+			made := route
+			change.Value = &made
+		}
+		changes = append(changes, change)
 	}
 	var gateway []routeChange
 	var retries bool
@@ -799,7 +804,7 @@ func (c *Cache) routes(m model.Model, entries func() []*hostEntry, hinted map[st
 		return RouteList{}, false, false, err
 	}
 	changes = append(changes, gateway...)
-	slices.SortFunc(changes, func(a, b routeChange) int { return strings.Compare(a.host, b.host) })
+	slices.SortFunc(changes, func(a, b routeChange) int { return strings.Compare(a.Key, b.Key) })
 	return c.lastRoutes.with(changes), retries, true, nil
 }
 
@@ -856,7 +861,7 @@ func (c *Cache) allRoutes(m model.Model, entries []*hostEntry, hinted map[string
 		return RouteList{}, false, false, err
 	}
 	for _, g := range gateway {
-		routes = append(routes, g.route)
+		routes = append(routes, *g.Value)
 	}
 	return NewRouteList(routes), retries, true, nil
 }
@@ -974,7 +979,7 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 		retries = retries || hasRetries(*r)
 		hintHost(hinted, r.Host)
 		if !all {
-			changes = append(changes, routeChange{host: r.Host})
+			changes = append(changes, routeChange{Key: r.Host, Remove: true})
 		}
 	}
 	var before *model.Route
@@ -991,11 +996,11 @@ func (c *Cache) gatewayRoutes(m model.Model, hinted map[string]bool, all bool) (
 			j++
 			if last.At(j-1) == r {
 				if all {
-					out, ok := c.lastRoutes.Get(r.Host)
-					if !ok {
+					out := c.lastRoutes.get(r.Host)
+					if out == nil {
 						return nil, false, false, nil
 					}
-					changes = append(changes, routeChange{host: r.Host, route: out, ok: true})
+					changes = append(changes, routeChange{Key: r.Host, Value: out})
 				}
 				continue
 			}
@@ -1034,7 +1039,7 @@ func (c *Cache) hintedGatewayRoutes(m model.Model, hosts, hinted map[string]bool
 			retries = retries || hasRetries(*last)
 		}
 		if next == nil {
-			changes = append(changes, routeChange{host: host})
+			changes = append(changes, routeChange{Key: host, Remove: true})
 			continue
 		}
 		change, err := c.gatewayRouteMade(next)
@@ -1059,7 +1064,7 @@ func (c *Cache) gatewayRouteMade(r *model.Route) (routeChange, error) {
 		out = gatewayRouteLabels(out)
 	}
 	c.stats.GatewayRoutes++
-	return routeChange{host: r.Host, route: out, ok: true}, nil
+	return routeChange{Key: r.Host, Value: &out}, nil
 }
 
 // findRoute is the route of host in routes, sorted by host; nil for none.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -12,27 +13,20 @@ import (
 	"github.com/restysync/restysync/agent/internal/model"
 )
 
-// checkRouteList says how l breaks what RouteList keeps: chunks not
-// empty and sorted by host, each after the one before, and its length.
+// checkRouteList says how l breaks what RouteList keeps: routes sorted
+// by host, each host once, and as many as Len says. (How a model.List
+// keeps its chunks is model's test.)
 func checkRouteList(l RouteList) error {
 	n, last := 0, ""
-	for i, chunk := range l.chunks {
-		if len(chunk) == 0 {
-			return fmt.Errorf("route list: chunk %d is empty", i)
+	for r := range l.All() {
+		if n > 0 && r.Host <= last {
+			return fmt.Errorf("route list: %q after %q", r.Host, last)
 		}
-		if len(chunk) > 2*routeChunk {
-			return fmt.Errorf("route list: chunk %d holds %d routes, more than %d", i, len(chunk), 2*routeChunk)
-		}
-		for _, r := range chunk {
-			if n > 0 && r.Host <= last {
-				return fmt.Errorf("route list: %q after %q", r.Host, last)
-			}
-			last = r.Host
-			n++
-		}
+		last = r.Host
+		n++
 	}
-	if n != l.n {
-		return fmt.Errorf("route list: holds %d routes, says %d", n, l.n)
+	if n != l.Len() {
+		return fmt.Errorf("route list: holds %d routes, says %d", n, l.Len())
 	}
 	return nil
 }
@@ -49,22 +43,22 @@ func TestRouteListWith(t *testing.T) {
 		changed := map[string]routeChange{}
 		for range 1 + rng.IntN([]int{3, 40, 700}[rng.IntN(3)]) {
 			host := fmt.Sprintf("h%04d", rng.IntN(2000))
-			c := routeChange{host: host, ok: rng.IntN(3) > 0}
-			if c.ok {
-				c.route = model.Route{Host: host, HTTPS: rng.IntN(2) == 0, Locations: []model.RouteLocation{{Path: fmt.Sprint("/", step)}}}
+			c := routeChange{Key: host, Remove: rng.IntN(3) == 0}
+			if !c.Remove {
+				c.Value = &model.Route{Host: host, HTTPS: rng.IntN(2) == 0, Locations: []model.RouteLocation{{Path: fmt.Sprint("/", step)}}}
 			}
 			changed[host] = c
 		}
 		var changes []routeChange
 		for _, c := range changed {
 			changes = append(changes, c)
-			if c.ok {
-				want[c.host] = c.route
+			if !c.Remove {
+				want[c.Key] = *c.Value
 			} else {
-				delete(want, c.host)
+				delete(want, c.Key)
 			}
 		}
-		slices.SortFunc(changes, func(a, b routeChange) int { return strings.Compare(a.host, b.host) })
+		slices.SortFunc(changes, func(a, b routeChange) int { return strings.Compare(a.Key, b.Key) })
 		l = l.with(changes)
 		if err := checkRouteList(l); err != nil {
 			t.Fatalf("step %d: %v", step, err)
@@ -93,40 +87,56 @@ func TestRouteListWith(t *testing.T) {
 }
 
 // A change at 50,000 routes makes new only the chunk it falls in and the
-// list of chunks: every other chunk is the last list's.
+// list of chunks: every other chunk is the last list's, so a diff of the
+// two (CompareRoutes, plan's) meets at most one chunk's routes (a chunk
+// of a model.List holds at most 512), and the change allocates the list
+// of chunks, its counts and one chunk of pointers: some 12 KB, not the
+// 400 KB of a copy of every pointer (or 3.2 MB of every route).
 func TestRouteListSharesUnchangedChunks(t *testing.T) {
 	routes := make([]model.Route, 50000)
 	for i := range routes {
 		routes[i] = model.Route{Host: fmt.Sprintf("f%d.bench.test", i), Locations: []model.RouteLocation{{Path: "/"}}}
 	}
 	l := NewRouteList(routes)
-	next := l.with([]routeChange{{host: "new-0.bench.test", route: model.Route{Host: "new-0.bench.test"}, ok: true}})
+	before := l.Slice()
+	added := model.Route{Host: "new-0.bench.test"}
+	change := []routeChange{{Key: added.Host, Value: &added}}
+	next := l.with(change)
 	if next.Len() != l.Len()+1 {
 		t.Fatalf("%d routes, want %d", next.Len(), l.Len()+1)
 	}
-	shared := map[*model.Route]bool{}
-	for _, chunk := range l.chunks {
-		shared[&chunk[0]] = true
+	if !reflect.DeepEqual(l.Slice(), before) {
+		t.Fatal("with changed the list it was made from")
 	}
-	fresh := 0
-	for _, chunk := range next.chunks {
-		if !shared[&chunk[0]] {
-			fresh++
+	if got, ok := next.Get(added.Host); !ok || !reflect.DeepEqual(got, added) {
+		t.Fatalf("Get(%q) = %+v, %v", added.Host, got, ok)
+	}
+	compared := 0
+	CompareRoutes(l, next, func(a, b *model.Route) {
+		if compared++; a == nil && b.Host != added.Host || b == nil {
+			t.Errorf("the diff found %v, %v: only %q changed", a, b, added.Host)
 		}
-	}
-	if fresh != 1 {
-		t.Errorf("%d of %d chunks are new, want 1", fresh, len(next.chunks))
-	}
-	allocs := testing.AllocsPerRun(10, func() {
-		l.with([]routeChange{{host: "new-0.bench.test", route: model.Route{Host: "new-0.bench.test"}, ok: true}})
 	})
-	if allocs > 2 {
-		t.Errorf("a change allocates %v times, want 2 (the chunk list and one chunk)", allocs)
+	if compared == 0 || compared > 2*256+1 {
+		t.Errorf("the diff of one change met %d of %d hosts, want at most a chunk's worth", compared, next.Len())
+	}
+	allocs := testing.AllocsPerRun(10, func() { l.with(change) })
+	if allocs > 4 { // and a second chunk when the changed one is joined to the one before
+		t.Errorf("a change allocates %v times, want 3 (the chunk list, its counts and one chunk)", allocs)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range 10 {
+		l.with(change)
+	}
+	runtime.ReadMemStats(&m1)
+	if bytes := (m1.TotalAlloc - m0.TotalAlloc) / 10; bytes > 32<<10 {
+		t.Errorf("a change allocates %d bytes, want a chunk's worth (under 32 KB)", bytes)
 	}
 }
 
 // Upsert and Remove, in any order of their input, hold what a map of the
-// same changes holds; CompareRoutes of two lists yields each host of
+// same changes holds (Upsert a copy of its routes); CompareRoutes of two lists yields each host of
 // either once, in host order, with its route in each, as a diff of two
 // maps would, and leaves out the hosts of the chunks both share.
 func TestRouteListUpsertRemoveCompare(t *testing.T) {
@@ -137,7 +147,7 @@ func TestRouteListUpsertRemoveCompare(t *testing.T) {
 		before, beforeWant := l, maps.Clone(want)
 		hosts := map[string]bool{}
 		for range 1 + rng.IntN([]int{3, 40, 700}[rng.IntN(3)]) {
-			hosts[fmt.Sprintf("h%04d", rng.IntN(2000))] = true
+			hosts[fmt.Sprintf("h%05d", rng.IntN(20000))] = true
 		}
 		var upserts []model.Route
 		var removes []string
@@ -152,6 +162,9 @@ func TestRouteListUpsertRemoveCompare(t *testing.T) {
 			}
 		}
 		l = l.Upsert(upserts).Remove(removes)
+		for i := range upserts { // the list holds a copy: apply's slice is its own
+			upserts[i] = model.Route{Host: "scribbled"}
+		}
 		if err := checkRouteList(l); err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
@@ -199,7 +212,7 @@ func TestRouteListUpsertRemoveCompare(t *testing.T) {
 				t.Fatalf("step %d: %q changed and Compare met no host", step, host)
 			}
 		}
-		if len(hosts) <= 3 && before.Len() > 1000 && calls > 3*2*routeChunk {
+		if len(hosts) <= 3 && before.Len() > 1000 && calls > 3*2*256 {
 			t.Errorf("step %d: %d hosts changed, Compare met %d hosts of %d", step, len(hosts), calls, l.Len())
 		}
 	}
