@@ -78,8 +78,10 @@ func leanStart(logger *slog.Logger) (restore func()) {
 	return lowerGCPercent(startGCPercent, "after the listing", logger)
 }
 
-// fullSyncGCPercent is Go's GC percent during a sync that builds the whole
-// model (syncer.Options.LeanFullSync), unless GOGC is set. The new model,
+// fullSyncGCPercent is Go's GC percent while a sync that builds the whole
+// model builds and renders it (syncer.Options.LeanFullSync), unless GOGC
+// is set; its push runs at Go's percent (the collector's idle workers
+// would take the CPU nginx needs to read it). The new model,
 // its views and routes live beside the last ones until the sync ends
 // (at 50,000 Ingresses the live heap goes from 172 to about 290 MB), and
 // the sync makes about a gigabyte of garbage there: at GOGC=100 the heap

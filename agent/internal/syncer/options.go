@@ -63,12 +63,12 @@ type Options struct {
 	OnListed func()
 	// LeanFullSync, if set, is called before a sync builds the whole
 	// model (its first, or settings that may change every Ingress:
-	// model.Incremental.FullReason), and what it returns once that sync
-	// ended. The agent lowers Go's GC percent between the two: the new
-	// model and views live beside the old ones until the sync ends, and
-	// the garbage a whole build makes would otherwise let the heap grow
-	// to twice that (issue 31: a full sync must not double the agent's
-	// memory).
+	// model.Incremental.FullReason), and what it returns once that
+	// sync's render ended (before its push). The agent lowers Go's GC
+	// percent between the two: the new model and views live beside the
+	// old ones, and the garbage a whole build and render make would
+	// otherwise let the heap grow to twice that (issue 31: a full sync
+	// must not double the agent's memory).
 	LeanFullSync func() (restore func())
 	// Metrics, if set, is told what every sync, reload and push did
 	// (default: nothing is recorded).

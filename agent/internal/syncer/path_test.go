@@ -63,7 +63,8 @@ func TestSyncLogPath(t *testing.T) {
 
 // A sync that builds the whole model (the first, an IngressClass change)
 // is lean (Options.LeanFullSync: the agent lowers its GC percent), from
-// before its build to its end; an incremental or fast sync is not.
+// before its build to the end of its render; an incremental or fast sync
+// is not.
 func TestLeanFullSyncOnlyForWholeBuilds(t *testing.T) {
 	src := &indexSource{fakeSource: fakeSource{snap: oneIngressSnapshot("10.0.0.1")}}
 	lean, ended := 0, 0

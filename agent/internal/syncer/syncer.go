@@ -306,6 +306,11 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	var res syncResult
 	renderStart := time.Now()
 	cfg, routes, rendered, err := s.configFor(next)
+	// The lean GC of a whole build ends with its render: the push runs
+	// at Go's percent, or the collector's idle workers take the CPU
+	// nginx needs to read it (a 14 MB first push at 50,000 Ingresses
+	// timed out once).
+	s.endLean()
 	if err != nil {
 		s.stage.Stale()
 		return res, err
