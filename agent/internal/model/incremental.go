@@ -116,16 +116,6 @@ func (x *Incremental) ChangedGatewayRoutes() (from List[*Route], hosts map[strin
 	return x.gatewayFrom, x.gatewayChanged, x.gatewayChanged != nil
 }
 
-// Prepare readies, between builds, the memory the next Build copies its
-// long lists into (GatewayAPI.Routes: see sortedList.prepare), so that a
-// change does not pay, on the sync, for faulting in memory of the lists'
-// size. Call it off the sync path, when no change waits: it writes each
-// long list's size in memory. (Model.Servers and GatewayRoutes need
-// none: a change makes a chunk of each, editedList.)
-func (x *Incremental) Prepare() {
-	x.routes.statuses.prepare()
-}
-
 // BuildPath says how Incremental.Build computed a model: the zero value
 // is a full build.
 type BuildPath struct {
@@ -1333,11 +1323,6 @@ type sortedList[T any] struct {
 	key     func(T) string
 	values  []T
 	pending map[string]*T // nil: deleted
-	// spare, when keepSpare, is the array the next list that changes is
-	// made in, its memory touched by prepare between builds (see
-	// prepare).
-	spare     []T
-	keepSpare bool
 	// dropSame says a change that puts back a value equal to the one
 	// held (reflect.DeepEqual, as counted.add compares) changes nothing:
 	// an island built again for a Service whose endpoints the fast path
@@ -1345,47 +1330,6 @@ type sortedList[T any] struct {
 	// new list of 50,000 backends for it would cost a copy here and a
 	// compare of each with what Lua holds in the plan.
 	dropSame bool
-}
-
-// spareRoom is how many more values than its list a spare holds
-// (sortedList.prepare): changes of up to that many values are made in it.
-const spareRoom = 256
-
-// spareFrom is the length from which a list keeps a spare; a variable for
-// the tests, which lower it.
-var spareFrom = 4096
-
-// prepare makes a spare ready for the next list that changes, when l
-// keeps one and is long: an array of its length and spareRoom more, every
-// page of it written once (the route statuses' list keeps one, the
-// lists handed out as a List need none: editedList). A change to one of
-// 50,000 makes the list again (list: the one handed out stays as it
-// was), and the copy wrote
-// 400 KB of memory the Go runtime had given back to the OS (it keeps
-// about 10% more than the live heap): on the 2-core VM of the benchmarks
-// a page fault costs ~10 µs, so the copy cost ~1 ms of faults at 50,000
-// hosts where at 1,000 it costs nothing. Prepared between changes (the
-// syncer calls it on its check tick, off the sync), the copy is a memmove
-// into memory already in place. The spare is in use memory the list's
-// size: 400 KB per list of pointers at 50,000.
-func (l *sortedList[T]) prepare() {
-	if !l.keepSpare || len(l.values) < spareFrom || cap(l.spare) >= len(l.values)+spareRoom/2 {
-		return
-	}
-	spare := make([]T, len(l.values)+spareRoom)
-	clear(spare) // writes every page: make need not, on memory the OS zeroed
-	l.spare = spare[:0]
-}
-
-// room returns an empty slice of capacity n or more for list: the spare
-// when it is large enough, used once.
-func (l *sortedList[T]) room(n int) []T {
-	spare := l.spare
-	l.spare = nil
-	if cap(spare) >= n {
-		return spare
-	}
-	return make([]T, 0, n)
 }
 
 func (l *sortedList[T]) set(key string, v T) {
@@ -1445,7 +1389,7 @@ func (l *sortedList[T]) list() []T {
 			changed = append(changed, k)
 		}
 		slices.Sort(changed)
-		values := l.room(len(l.values) + len(changed))
+		values := make([]T, 0, len(l.values)+len(changed))
 		i := 0
 		for _, k := range changed {
 			j, found := slices.BinarySearchFunc(l.values[i:], k, func(v T, key string) int { return strings.Compare(l.key(v), key) })

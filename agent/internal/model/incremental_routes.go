@@ -60,7 +60,7 @@ type routeIslands struct {
 	// base's status.
 	hosts    editedList[*Route]
 	owned    map[string]bool
-	statuses sortedList[*RouteStatus]
+	statuses editedList[*RouteStatus]
 	attached map[listenerAt]int32
 	// listed says model handed hosts out before: the hosts' pending
 	// keys are then what changed since (changedHosts). A buildGlobals
@@ -81,7 +81,7 @@ func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(s.HTTPRoutes.Len()),
 		hosts:    editedList[*Route]{key: func(route *Route) string { return route.Host }},
-		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
+		statuses: editedList[*RouteStatus]{key: routeStatusKey},
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
@@ -166,7 +166,7 @@ func routeStatusKey(st *RouteStatus) string {
 
 // setBase takes the globals part's model, built without HTTPRoutes.
 func (r *routeIslands) setBase(m *Model) string {
-	if len(m.GatewayAPI.Routes) > 0 {
+	if m.GatewayAPI.Routes.Len() > 0 {
 		return "the globals part beside route islands has route statuses"
 	}
 	r.base = make(map[string]*Route, m.GatewayRoutes.Len())
@@ -222,7 +222,7 @@ func (r *routeIslands) add(is *island, m, base *Model) string {
 		r.hosts.set(route.Host, route)
 		is.held.gatewayRoutes = append(is.held.gatewayRoutes, route.Host)
 	}
-	for _, st := range m.GatewayAPI.Routes {
+	for st := range m.GatewayAPI.Routes.All() {
 		key := routeStatusKey(st)
 		if _, taken := r.statuses.get(key); taken {
 			return fmt.Sprintf("%s %s/%s has its status from two route islands", st.Kind, st.Namespace, st.Name)

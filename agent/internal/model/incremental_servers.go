@@ -6,14 +6,15 @@ import (
 )
 
 // editedList is sortedList's kind for a list handed out as a List
-// (Model.Servers, Model.GatewayRoutes): the changes wait in pending, and
-// list makes the next List from the last with them (Edited), sharing
-// every chunk no change falls in. A change to one of 50,000 hosts (or
-// routes) then costs a chunk and the list of chunks (~10 KB),
-// where a new flat list cost 400 KB of pointers, copied into a spare made
-// ready between syncs so that the copy did not fault memory in on the
-// sync: the spare was the second-largest allocation of a change, and the
-// copies set how often the GC marked the whole heap.
+// (Model.Servers, Model.GatewayRoutes, GatewayAPI.Routes): the changes
+// wait in pending, and list makes the next List from the last with them
+// (Edited), sharing every chunk no change falls in. A change to one of
+// 50,000 hosts (or routes) then costs a chunk and the list of chunks
+// (~10 KB), where a new flat list cost 400 KB of pointers (copied, until
+// session 45, into a spare made ready between syncs so that the copy did
+// not fault memory in on the sync): the copies were the largest
+// allocations of a change, and set how often the GC marked the whole
+// heap.
 type editedList[T any] struct {
 	key     func(T) string
 	values  List[T]
