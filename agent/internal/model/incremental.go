@@ -1067,14 +1067,14 @@ type modelSum struct {
 
 func newModelSum() modelSum {
 	return modelSum{
-		servers:      editedList[*Server]{key: func(s *Server) string { return s.Host }},
+		servers:      newEditedList(func(s *Server) string { return s.Host }),
 		backends:     newCounted(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
 		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
 		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
 		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
 		certificates: newCounted(func(c Certificate) string { return c.Name }),
-		certList:     sortedList[Certificate]{key: func(c Certificate) string { return c.Name }},
+		certList:     newSortedList(func(c Certificate) string { return c.Name }),
 		certHosts:    map[string]map[string]int{},
 		problems:     map[Problem]int{},
 	}
@@ -1283,7 +1283,9 @@ type counted[T any] struct {
 }
 
 func newCounted[T any](key func(T) string) counted[T] {
-	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key, dropSame: true}}
+	list := newSortedList(key)
+	list.dropSame = true
+	return counted[T]{count: map[string]int{}, list_: list}
 }
 
 // add counts v under key and says whether it is the value key holds.
@@ -1317,12 +1319,12 @@ func (c *counted[T]) get(key string) (T, bool) { return c.list_.get(key) }
 
 func (c *counted[T]) list() []T { return c.list_.list() }
 
-// sortedList is a list sorted by key that takes changes a few at a time:
-// they wait in pending until list merges them in, in one pass.
+// sortedList is editedList's kind for a list handed out flat (the
+// counted lists: Model.Backends, Certificates, …): the changes wait in
+// pending until list merges them in, in one pass, into a new slice.
 type sortedList[T any] struct {
-	key     func(T) string
-	values  []T
-	pending map[string]*T // nil: deleted
+	pendingEdits[T]
+	values []T
 	// dropSame says a change that puts back a value equal to the one
 	// held (reflect.DeepEqual, as counted.add compares) changes nothing:
 	// an island built again for a Service whose endpoints the fast path
@@ -1332,18 +1334,8 @@ type sortedList[T any] struct {
 	dropSame bool
 }
 
-func (l *sortedList[T]) set(key string, v T) {
-	if l.pending == nil {
-		l.pending = map[string]*T{}
-	}
-	l.pending[key] = &v
-}
-
-func (l *sortedList[T]) delete(key string) {
-	if l.pending == nil {
-		l.pending = map[string]*T{}
-	}
-	l.pending[key] = nil
+func newSortedList[T any](key func(T) string) sortedList[T] {
+	return sortedList[T]{pendingEdits: pendingEdits[T]{key: key}}
 }
 
 // pendingChangesNothing says each pending change puts back the value
@@ -1359,16 +1351,12 @@ func (l *sortedList[T]) pendingChangesNothing() bool {
 }
 
 func (l *sortedList[T]) find(key string) (int, bool) {
-	return slices.BinarySearchFunc(l.values, key, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+	return slices.BinarySearchFunc(l.values, key, l.cmp)
 }
 
 func (l *sortedList[T]) get(key string) (T, bool) {
-	if v, ok := l.pending[key]; ok {
-		if v == nil {
-			var zero T
-			return zero, false
-		}
-		return *v, true
+	if v, held, changed := l.pendingGet(key); changed {
+		return v, held
 	}
 	if i, ok := l.find(key); ok {
 		return l.values[i], true
@@ -1384,25 +1372,21 @@ func (l *sortedList[T]) list() []T {
 		l.pending = nil
 	}
 	if len(l.pending) > 0 {
-		changed := make([]string, 0, len(l.pending))
-		for k := range l.pending {
-			changed = append(changed, k)
-		}
-		slices.Sort(changed)
-		values := make([]T, 0, len(l.values)+len(changed))
+		edits := l.take()
+		values := make([]T, 0, len(l.values)+len(edits))
 		i := 0
-		for _, k := range changed {
-			j, found := slices.BinarySearchFunc(l.values[i:], k, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+		for _, e := range edits {
+			j, found := slices.BinarySearchFunc(l.values[i:], e.Key, l.cmp)
 			values = append(values, l.values[i:i+j]...)
 			i += j
 			if found {
 				i++ // replaced or deleted
 			}
-			if v := l.pending[k]; v != nil {
-				values = append(values, *v)
+			if !e.Remove {
+				values = append(values, e.Value)
 			}
 		}
-		l.values, l.pending = append(values, l.values[i:]...), nil
+		l.values = append(values, l.values[i:]...)
 	}
 	if len(l.values) == 0 {
 		return nil

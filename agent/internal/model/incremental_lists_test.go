@@ -184,3 +184,45 @@ func TestCountedListKeepsItsListForTheSameValues(t *testing.T) {
 		t.Errorf("a backend removed: %d in the new list, %d in the one before", len(gone), len(changed))
 	}
 }
+
+// sortedList and editedList take the same changes (pendingEdits) and
+// hold the same values after each: get agrees before and after list, and
+// the lists are equal, over random sets and deletes of a few keys at a
+// time; a sortedList with dropSame hands out the very slice it did when
+// the changes put back what it holds.
+func TestSortedAndEditedListsAgree(t *testing.T) {
+	type kv struct{ k, v string }
+	key := func(x kv) string { return x.k }
+	rng := rand.New(rand.NewPCG(7, 45))
+	for _, dropSame := range []bool{false, true} {
+		sorted, edited := newSortedList(key), newEditedList(key)
+		sorted.dropSame = dropSame
+		for round := range 300 {
+			for range 1 + rng.IntN(40) {
+				k := fmt.Sprintf("k%03d", rng.IntN(1200))
+				if rng.IntN(3) == 0 {
+					sorted.delete(k)
+					edited.delete(k)
+				} else {
+					v := kv{k, fmt.Sprint(rng.IntN(2))}
+					sorted.set(k, v)
+					edited.set(k, v)
+				}
+				probe := fmt.Sprintf("k%03d", rng.IntN(1200))
+				a, aok := sorted.get(probe)
+				b, bok := edited.get(probe)
+				if a != b || aok != bok {
+					t.Fatalf("dropSame %v round %d: get(%s) = %v %v and %v %v", dropSame, round, probe, a, aok, b, bok)
+				}
+			}
+			before := sorted.values
+			got, want := sorted.list(), edited.list().Slice()
+			if !slices.Equal(got, want) {
+				t.Fatalf("dropSame %v round %d: the lists differ:\n%v\n%v", dropSame, round, got, want)
+			}
+			if dropSame && len(before) > 0 && slices.Equal(before, got) && &before[0] != &got[0] {
+				t.Fatalf("round %d: the same values, a new slice", round)
+			}
+		}
+	}
+}

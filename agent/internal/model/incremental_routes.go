@@ -80,8 +80,8 @@ type heldAttached struct {
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(s.HTTPRoutes.Len()),
-		hosts:    editedList[*Route]{key: func(route *Route) string { return route.Host }},
-		statuses: editedList[*RouteStatus]{key: routeStatusKey},
+		hosts:    newEditedList(func(route *Route) string { return route.Host }),
+		statuses: newEditedList(routeStatusKey),
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
