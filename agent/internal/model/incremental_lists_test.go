@@ -226,3 +226,27 @@ func TestSortedAndEditedListsAgree(t *testing.T) {
 		}
 	}
 }
+
+// compareRouteStatusKey orders a status against a key as comparing its
+// routeStatusKey does, for keys of every shape near it.
+func TestCompareRouteStatusKey(t *testing.T) {
+	parts := []string{"", "a", "ab", "b", "a\x00", "HTTPRoute", "GRPCRoute"}
+	var keys []string
+	for _, ns := range parts {
+		for _, name := range parts {
+			keys = append(keys, ns, ns+"\x00"+name, ns+"\x00"+name+"\x00", ns+"\x00"+name+"\x00HTTPRoute", ns+"\x00"+name+"\x00HTTPRoutex", ns+"\x00"+name+"\x00A")
+		}
+	}
+	for _, ns := range parts[:4] {
+		for _, name := range parts[:4] {
+			for _, kind := range parts[4:] {
+				st := &RouteStatus{Namespace: ns, Name: name, Kind: kind}
+				for _, key := range keys {
+					if got, want := compareRouteStatusKey(st, key), strings.Compare(routeStatusKey(st), key); got != want {
+						t.Errorf("%q against %q: %d, want %d", routeStatusKey(st), key, got, want)
+					}
+				}
+			}
+		}
+	}
+}

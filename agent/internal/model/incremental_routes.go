@@ -85,6 +85,7 @@ func newRouteIslands(s Snapshot) routeIslands {
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
+	r.statuses.compare = compareRouteStatusKey
 	if s.GRPCRoutes.Len() > 0 || s.TLSRoutes.Len() > 0 || s.ListenerSets.Len() > 0 || s.BackendTLSPolicies.Len() > 0 {
 		return r
 	}
@@ -162,6 +163,34 @@ func (r *routeIslands) coveredBy(wildcards []string) []namespacedName {
 
 func routeStatusKey(st *RouteStatus) string {
 	return st.Namespace + "\x00" + st.Name + "\x00" + st.Kind
+}
+
+// compareRouteStatusKey orders st against key as
+// strings.Compare(routeStatusKey(st), key), without making the key.
+func compareRouteStatusKey(st *RouteStatus, key string) int {
+	for i, part := range [3]string{st.Namespace, st.Name, st.Kind} {
+		if i > 0 { // the "\x00" before part
+			switch {
+			case key == "":
+				return 1
+			case key[0] != 0:
+				return -1
+			}
+			key = key[1:]
+		}
+		n := min(len(part), len(key))
+		if c := strings.Compare(part[:n], key[:n]); c != 0 {
+			return c
+		}
+		if len(part) > len(key) {
+			return 1
+		}
+		key = key[len(part):]
+	}
+	if key != "" {
+		return -1
+	}
+	return 0
 }
 
 // setBase takes the globals part's model, built without HTTPRoutes.
