@@ -417,7 +417,7 @@ func writeGatewayAPI(w io.Writer, st *model.GatewayAPIStatus, dryRun bool) {
 		writeConditionMessages(w, "    ", s.Conditions)
 		writeListeners(w, s.Listeners)
 	}
-	for _, r := range st.Routes {
+	for r := range st.Routes.All() {
 		fmt.Fprintf(w, "  %s %s/%s (generation %d)\n", cmp.Or(r.Kind, "HTTPRoute"), r.Namespace, r.Name, r.Generation)
 		if len(r.Parents) == 0 {
 			fmt.Fprintln(w, "    no parent of ours")

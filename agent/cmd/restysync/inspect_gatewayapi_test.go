@@ -17,9 +17,9 @@ func TestWriteGatewayAPI(t *testing.T) {
 				{Type: "Programmed", Status: false, Reason: "Pending", Message: "waiting for nginx"}},
 			Listeners: []model.ListenerStatus{{Name: "ftp", AttachedRoutes: 0,
 				Conditions: []model.Condition{{Type: "Accepted", Status: false, Reason: "UnsupportedProtocol", Message: "protocol example.com/ftp"}}}}}},
-		Routes: []*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "app", Generation: 2,
+		Routes: model.ListOf([]*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "app", Generation: 2,
 			Parents: []model.RouteParentStatus{{Namespace: "web", Name: "gw", SectionName: "http",
-				Conditions: []model.Condition{{Type: "Accepted", Status: false, Reason: "NoMatchingParent", Message: "no listener http"}}}}}},
+				Conditions: []model.Condition{{Type: "Accepted", Status: false, Reason: "NoMatchingParent", Message: "no listener http"}}}}}}...),
 	}
 	var b strings.Builder
 	writeGatewayAPI(&b, st, false)
@@ -55,8 +55,8 @@ func TestWriteGatewayAPIListenerSet(t *testing.T) {
 		ListenerSets: []model.GatewayStatus{{Namespace: "tenant", Name: "extra", Generation: 2, Conditions: accepted,
 			Listeners: []model.ListenerStatus{{Name: "shop", AttachedRoutes: 1, SupportedKinds: []string{"HTTPRoute"},
 				Conditions: []model.Condition{{Type: "Conflicted", Status: true, Reason: "HostnameConflict"}}}}}},
-		Routes: []*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "tenant", Name: "app", Generation: 1,
-			Parents: []model.RouteParentStatus{{Kind: "ListenerSet", Namespace: "tenant", Name: "extra", Conditions: accepted}}}},
+		Routes: model.ListOf([]*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "tenant", Name: "app", Generation: 1,
+			Parents: []model.RouteParentStatus{{Kind: "ListenerSet", Namespace: "tenant", Name: "extra", Conditions: accepted}}}}...),
 	}
 	var b strings.Builder
 	writeGatewayAPI(&b, st, false)

@@ -295,7 +295,7 @@ func FromModel(m model.Model, routes render.RouteList, problems []model.Problem)
 	for _, p := range problems {
 		r.Problems = append(r.Problems, Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Object: p.Object(), Reason: p.Reason})
 	}
-	if gw := m.GatewayAPI; len(gw.Classes)+len(gw.Gateways)+len(gw.Routes) > 0 {
+	if gw := m.GatewayAPI; len(gw.Classes)+len(gw.Gateways)+gw.Routes.Len() > 0 {
 		r.GatewayAPI = &gw
 	}
 	return r

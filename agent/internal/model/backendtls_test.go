@@ -65,7 +65,7 @@ func shareOf(t *testing.T, m Model, path string) WeightedBackend {
 // policyAncestor returns the conditions of policy name for Gateway infra/gw.
 func policyAncestor(t *testing.T, m Model, name string) []Condition {
 	t.Helper()
-	for _, r := range m.GatewayAPI.Routes {
+	for r := range m.GatewayAPI.Routes.All() {
 		if r.Kind == kindBackendTLSPolicy && r.Name == name {
 			for _, p := range r.Parents {
 				if p.Namespace == "infra" && p.Name == "gw" {
@@ -191,7 +191,7 @@ func TestBackendTLSPolicyRefused(t *testing.T) {
 func TestBackendTLSPolicyWithoutRoutes(t *testing.T) {
 	ca, _ := testcert.New(t, 1, time.Now().Add(time.Hour), "ca.test")
 	m, _ := Build(tlsRouteSnapshot(newBackendTLSPolicy("idle", "unused", "", "x.test", "ca"), caConfigMap("infra", "ca", ca)))
-	for _, r := range m.GatewayAPI.Routes {
+	for r := range m.GatewayAPI.Routes.All() {
 		if r.Kind == kindBackendTLSPolicy {
 			t.Errorf("status of %s without a route to its Service: %s", r.Name, dump(r))
 		}

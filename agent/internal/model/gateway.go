@@ -145,9 +145,12 @@ type gatewayProcessor struct {
 	routePolicies map[*gatewayv1.HTTPRoute][]*backendTLSPolicy
 	backendTLS    map[string]BackendTLS
 
-	status    GatewayAPIStatus
-	listeners []Listener
-	routes    []*Route
+	status GatewayAPIStatus
+	// routeStatuses are the routes' statuses as they are made, the
+	// status's Routes once sorted (FinishModel).
+	routeStatuses []*RouteStatus
+	listeners     []Listener
+	routes        []*Route
 	// tlsFronts and streamBackends are the TLSRoutes' (tlsroute.go), and
 	// files the certificates of the Terminate listeners.
 	tlsFronts      []TLSFront
@@ -270,7 +273,7 @@ func (p *gatewayProcessor) Process(shared *Builder) {
 	for _, s := range p.listenerSets {
 		p.status.ListenerSets = append(p.status.ListenerSets, p.listenerSetStatus(s))
 	}
-	p.status.Routes = append(p.status.Routes, p.backendTLSStatus()...)
+	p.routeStatuses = append(p.routeStatuses, p.backendTLSStatus()...)
 }
 
 // FinishRoute is never called: the processor emits no Location.
@@ -300,9 +303,10 @@ func (p *gatewayProcessor) FinishModel(m *Model) {
 	slices.SortFunc(p.status.Services, func(a, b GatewayService) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	slices.SortFunc(p.status.Routes, func(a, b *RouteStatus) int {
+	slices.SortFunc(p.routeStatuses, func(a, b *RouteStatus) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
+	p.status.Routes = ListOf(p.routeStatuses...)
 	m.GatewayAPI = p.status
 	p.finishTLS(m)
 }

@@ -222,7 +222,7 @@ func listenerStatusOf(t *testing.T, g GatewayStatus, name string) ListenerStatus
 
 func routeStatusOf(t *testing.T, m Model, namespace, name string) RouteStatus {
 	t.Helper()
-	for _, r := range m.GatewayAPI.Routes {
+	for r := range m.GatewayAPI.Routes.All() {
 		if r.Namespace == namespace && r.Name == name {
 			return *r
 		}

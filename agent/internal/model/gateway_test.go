@@ -376,7 +376,7 @@ func TestGatewayOfAnotherClassIgnored(t *testing.T) {
 	gw.Spec.GatewayClassName = "other"
 	r := newRoute("default", "r", parentList(parentOf("", "gw", "")), nil, routeRule(nil, backendTo("", "web", 80)))
 	m, problems := Build(gwSnapshot(gw, r))
-	if len(m.GatewayAPI.Gateways) != 0 || len(m.GatewayAPI.Routes) != 0 || m.GatewayRoutes.Len() != 0 || len(problems) != 0 {
+	if len(m.GatewayAPI.Gateways) != 0 || m.GatewayAPI.Routes.Len() != 0 || m.GatewayRoutes.Len() != 0 || len(problems) != 0 {
 		t.Errorf("another class's Gateway and its routes are ours: %s, problems %v", dump(m.GatewayAPI), problems)
 	}
 }

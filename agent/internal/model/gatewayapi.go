@@ -203,9 +203,12 @@ type WeightedBackend struct {
 type GatewayAPIStatus struct {
 	Classes  []GatewayClassStatus `json:"classes,omitempty"`
 	Gateways []GatewayStatus      `json:"gateways,omitempty"`
-	// Routes are pointers, as Model.Servers: a status a model holds is
-	// never changed after the build.
-	Routes []*RouteStatus `json:"routes,omitempty"`
+	// Routes are sorted by namespace, name and kind. A List of pointers,
+	// as Model.Servers: a model one route apart from the last shares all
+	// but a chunk of the last one's list (Incremental: editedList), and a
+	// status a model holds is never changed after the build. Written as
+	// JSON as the slice of them, none left out.
+	Routes List[*RouteStatus] `json:"routes,omitzero"`
 	// ListenerSets are those whose parentRef names one of our Gateways,
 	// each as a Gateway's status without addresses and
 	// attachedListenerSets.

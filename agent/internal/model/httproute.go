@@ -181,7 +181,7 @@ func (p *gatewayProcessor) processRoutes() {
 			}
 			st.Parents = append(st.Parents, parent)
 		}
-		p.status.Routes = append(p.status.Routes, &st)
+		p.routeStatuses = append(p.routeStatuses, &st)
 	}
 }
 

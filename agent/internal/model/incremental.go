@@ -116,16 +116,6 @@ func (x *Incremental) ChangedGatewayRoutes() (from List[*Route], hosts map[strin
 	return x.gatewayFrom, x.gatewayChanged, x.gatewayChanged != nil
 }
 
-// Prepare readies, between builds, the memory the next Build copies its
-// long lists into (GatewayAPI.Routes: see sortedList.prepare), so that a
-// change does not pay, on the sync, for faulting in memory of the lists'
-// size. Call it off the sync path, when no change waits: it writes each
-// long list's size in memory. (Model.Servers and GatewayRoutes need
-// none: a change makes a chunk of each, editedList.)
-func (x *Incremental) Prepare() {
-	x.routes.statuses.prepare()
-}
-
 // BuildPath says how Incremental.Build computed a model: the zero value
 // is a full build.
 type BuildPath struct {
@@ -1089,14 +1079,14 @@ type modelSum struct {
 
 func newModelSum() modelSum {
 	return modelSum{
-		servers:      editedList[*Server]{key: func(s *Server) string { return s.Host }},
+		servers:      newEditedList(func(s *Server) string { return s.Host }),
 		backends:     newCounted(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
 		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
 		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
 		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
 		certificates: newCounted(func(c Certificate) string { return c.Name }),
-		certList:     sortedList[Certificate]{key: func(c Certificate) string { return c.Name }},
+		certList:     newSortedList(func(c Certificate) string { return c.Name }),
 		certHosts:    map[string]map[string]int{},
 		problems:     map[Problem]int{},
 	}
@@ -1305,7 +1295,9 @@ type counted[T any] struct {
 }
 
 func newCounted[T any](key func(T) string) counted[T] {
-	return counted[T]{count: map[string]int{}, list_: sortedList[T]{key: key, dropSame: true}}
+	list := newSortedList(key)
+	list.dropSame = true
+	return counted[T]{count: map[string]int{}, list_: list}
 }
 
 // add counts v under key and says whether it is the value key holds.
@@ -1339,17 +1331,12 @@ func (c *counted[T]) get(key string) (T, bool) { return c.list_.get(key) }
 
 func (c *counted[T]) list() []T { return c.list_.list() }
 
-// sortedList is a list sorted by key that takes changes a few at a time:
-// they wait in pending until list merges them in, in one pass.
+// sortedList is editedList's kind for a list handed out flat (the
+// counted lists: Model.Backends, Certificates, …): the changes wait in
+// pending until list merges them in, in one pass, into a new slice.
 type sortedList[T any] struct {
-	key     func(T) string
-	values  []T
-	pending map[string]*T // nil: deleted
-	// spare, when keepSpare, is the array the next list that changes is
-	// made in, its memory touched by prepare between builds (see
-	// prepare).
-	spare     []T
-	keepSpare bool
+	pendingEdits[T]
+	values []T
 	// dropSame says a change that puts back a value equal to the one
 	// held (reflect.DeepEqual, as counted.add compares) changes nothing:
 	// an island built again for a Service whose endpoints the fast path
@@ -1359,59 +1346,8 @@ type sortedList[T any] struct {
 	dropSame bool
 }
 
-// spareRoom is how many more values than its list a spare holds
-// (sortedList.prepare): changes of up to that many values are made in it.
-const spareRoom = 256
-
-// spareFrom is the length from which a list keeps a spare; a variable for
-// the tests, which lower it.
-var spareFrom = 4096
-
-// prepare makes a spare ready for the next list that changes, when l
-// keeps one and is long: an array of its length and spareRoom more, every
-// page of it written once (the route statuses' list keeps one, the
-// lists handed out as a List need none: editedList). A change to one of
-// 50,000 makes the list again (list: the one handed out stays as it
-// was), and the copy wrote
-// 400 KB of memory the Go runtime had given back to the OS (it keeps
-// about 10% more than the live heap): on the 2-core VM of the benchmarks
-// a page fault costs ~10 µs, so the copy cost ~1 ms of faults at 50,000
-// hosts where at 1,000 it costs nothing. Prepared between changes (the
-// syncer calls it on its check tick, off the sync), the copy is a memmove
-// into memory already in place. The spare is in use memory the list's
-// size: 400 KB per list of pointers at 50,000.
-func (l *sortedList[T]) prepare() {
-	if !l.keepSpare || len(l.values) < spareFrom || cap(l.spare) >= len(l.values)+spareRoom/2 {
-		return
-	}
-	spare := make([]T, len(l.values)+spareRoom)
-	clear(spare) // writes every page: make need not, on memory the OS zeroed
-	l.spare = spare[:0]
-}
-
-// room returns an empty slice of capacity n or more for list: the spare
-// when it is large enough, used once.
-func (l *sortedList[T]) room(n int) []T {
-	spare := l.spare
-	l.spare = nil
-	if cap(spare) >= n {
-		return spare
-	}
-	return make([]T, 0, n)
-}
-
-func (l *sortedList[T]) set(key string, v T) {
-	if l.pending == nil {
-		l.pending = map[string]*T{}
-	}
-	l.pending[key] = &v
-}
-
-func (l *sortedList[T]) delete(key string) {
-	if l.pending == nil {
-		l.pending = map[string]*T{}
-	}
-	l.pending[key] = nil
+func newSortedList[T any](key func(T) string) sortedList[T] {
+	return sortedList[T]{pendingEdits: pendingEdits[T]{key: key}}
 }
 
 // pendingChangesNothing says each pending change puts back the value
@@ -1427,16 +1363,12 @@ func (l *sortedList[T]) pendingChangesNothing() bool {
 }
 
 func (l *sortedList[T]) find(key string) (int, bool) {
-	return slices.BinarySearchFunc(l.values, key, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+	return slices.BinarySearchFunc(l.values, key, l.cmp)
 }
 
 func (l *sortedList[T]) get(key string) (T, bool) {
-	if v, ok := l.pending[key]; ok {
-		if v == nil {
-			var zero T
-			return zero, false
-		}
-		return *v, true
+	if v, held, changed := l.pendingGet(key); changed {
+		return v, held
 	}
 	if i, ok := l.find(key); ok {
 		return l.values[i], true
@@ -1452,25 +1384,21 @@ func (l *sortedList[T]) list() []T {
 		l.pending = nil
 	}
 	if len(l.pending) > 0 {
-		changed := make([]string, 0, len(l.pending))
-		for k := range l.pending {
-			changed = append(changed, k)
-		}
-		slices.Sort(changed)
-		values := l.room(len(l.values) + len(changed))
+		edits := l.take()
+		values := make([]T, 0, len(l.values)+len(edits))
 		i := 0
-		for _, k := range changed {
-			j, found := slices.BinarySearchFunc(l.values[i:], k, func(v T, key string) int { return strings.Compare(l.key(v), key) })
+		for _, e := range edits {
+			j, found := slices.BinarySearchFunc(l.values[i:], e.Key, l.cmp)
 			values = append(values, l.values[i:i+j]...)
 			i += j
 			if found {
 				i++ // replaced or deleted
 			}
-			if v := l.pending[k]; v != nil {
-				values = append(values, *v)
+			if !e.Remove {
+				values = append(values, e.Value)
 			}
 		}
-		l.values, l.pending = append(values, l.values[i:]...), nil
+		l.values = append(values, l.values[i:]...)
 	}
 	if len(l.values) == 0 {
 		return nil

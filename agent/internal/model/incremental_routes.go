@@ -60,7 +60,7 @@ type routeIslands struct {
 	// base's status.
 	hosts    editedList[*Route]
 	owned    map[string]bool
-	statuses sortedList[*RouteStatus]
+	statuses editedList[*RouteStatus]
 	attached map[listenerAt]int32
 	// listed says model handed hosts out before: the hosts' pending
 	// keys are then what changed since (changedHosts). A buildGlobals
@@ -80,11 +80,12 @@ type heldAttached struct {
 func newRouteIslands(s Snapshot) routeIslands {
 	r := routeIslands{
 		links:    newLinks(s.HTTPRoutes.Len()),
-		hosts:    editedList[*Route]{key: func(route *Route) string { return route.Host }},
-		statuses: sortedList[*RouteStatus]{key: routeStatusKey, keepSpare: true},
+		hosts:    newEditedList(func(route *Route) string { return route.Host }),
+		statuses: newEditedList(routeStatusKey),
 		attached: map[listenerAt]int32{},
 		owned:    map[string]bool{},
 	}
+	r.statuses.compare = compareRouteStatusKey
 	if s.GRPCRoutes.Len() > 0 || s.TLSRoutes.Len() > 0 || s.ListenerSets.Len() > 0 || s.BackendTLSPolicies.Len() > 0 {
 		return r
 	}
@@ -164,9 +165,37 @@ func routeStatusKey(st *RouteStatus) string {
 	return st.Namespace + "\x00" + st.Name + "\x00" + st.Kind
 }
 
+// compareRouteStatusKey orders st against key as
+// strings.Compare(routeStatusKey(st), key), without making the key.
+func compareRouteStatusKey(st *RouteStatus, key string) int {
+	for i, part := range [3]string{st.Namespace, st.Name, st.Kind} {
+		if i > 0 { // the "\x00" before part
+			switch {
+			case key == "":
+				return 1
+			case key[0] != 0:
+				return -1
+			}
+			key = key[1:]
+		}
+		n := min(len(part), len(key))
+		if c := strings.Compare(part[:n], key[:n]); c != 0 {
+			return c
+		}
+		if len(part) > len(key) {
+			return 1
+		}
+		key = key[len(part):]
+	}
+	if key != "" {
+		return -1
+	}
+	return 0
+}
+
 // setBase takes the globals part's model, built without HTTPRoutes.
 func (r *routeIslands) setBase(m *Model) string {
-	if len(m.GatewayAPI.Routes) > 0 {
+	if m.GatewayAPI.Routes.Len() > 0 {
 		return "the globals part beside route islands has route statuses"
 	}
 	r.base = make(map[string]*Route, m.GatewayRoutes.Len())
@@ -222,7 +251,7 @@ func (r *routeIslands) add(is *island, m, base *Model) string {
 		r.hosts.set(route.Host, route)
 		is.held.gatewayRoutes = append(is.held.gatewayRoutes, route.Host)
 	}
-	for _, st := range m.GatewayAPI.Routes {
+	for st := range m.GatewayAPI.Routes.All() {
 		key := routeStatusKey(st)
 		if _, taken := r.statuses.get(key); taken {
 			return fmt.Sprintf("%s %s/%s has its status from two route islands", st.Kind, st.Namespace, st.Name)

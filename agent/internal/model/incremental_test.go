@@ -82,7 +82,7 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 
 	s.Namespaces = ListOf(nsObject("default", nil), nsObject("other", map[string]string{"team": "b"}))
 	check("a Namespace's label", true, "")
-	if m, _ := Build(s); !slices.ContainsFunc(m.GatewayAPI.Routes, func(r *RouteStatus) bool { return r.Name == "r2" && r.Parents[0].Conditions[0].Status }) {
+	if m, _ := Build(s); !slices.ContainsFunc(m.GatewayAPI.Routes.Slice(), func(r *RouteStatus) bool { return r.Name == "r2" && r.Parents[0].Conditions[0].Status }) {
 		t.Fatalf("route other/r2 is not accepted: %s", dump(m.GatewayAPI.Routes))
 	}
 

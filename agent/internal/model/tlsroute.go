@@ -121,7 +121,7 @@ func (p *gatewayProcessor) processTLSRoutes() {
 			parent.Conditions = []Condition{*accepted, resolved}
 			st.Parents = append(st.Parents, parent)
 		}
-		p.status.Routes = append(p.status.Routes, &st)
+		p.routeStatuses = append(p.routeStatuses, &st)
 	}
 }
 

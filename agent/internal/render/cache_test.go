@@ -175,17 +175,19 @@ func manyGatewayRoutes(n int) (without, with model.Model) {
 	without.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n)}}}}
 	var routes []*model.Route
+	var statuses []*model.RouteStatus
 	for i := range n {
 		r, st := route(fmt.Sprintf("app-%06d", 2*i))
 		routes = append(routes, r)
-		without.GatewayAPI.Routes = append(without.GatewayAPI.Routes, st)
+		statuses = append(statuses, st)
 	}
 	without.GatewayRoutes = model.ListOf(routes...)
+	without.GatewayAPI.Routes = model.ListOf(statuses...)
 	with = without
 	at := n / 2
 	r, st := route(fmt.Sprintf("app-%06d", 2*at-1))
 	with.GatewayRoutes = withRoute(without.GatewayRoutes, r)
-	with.GatewayAPI.Routes = slices.Insert(slices.Clone(without.GatewayAPI.Routes), at, st)
+	with.GatewayAPI.Routes = model.ListOf(slices.Insert(slices.Clone(statuses), at, st)...)
 	with.GatewayAPI.Gateways = []model.GatewayStatus{{Namespace: "default", Name: "gw",
 		Listeners: []model.ListenerStatus{{Name: "http", AttachedRoutes: int32(n + 1)}}}}
 	return without, with

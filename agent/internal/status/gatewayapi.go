@@ -267,10 +267,12 @@ func (w *Writer) UpdateGatewayAPI(wanted, applied model.GatewayAPIStatus) {
 
 // diffRoutes brings wantedRoutes to routes, the next wanted ones, and
 // marks pending those that came, changed (another pointer) or went. When
-// both lists are sorted by key (the model's are) they are walked side by
-// side, a pointer comparison for each route that stayed; else by key.
-// The caller holds the Writer's mu.
-func (g *gatewayWriter) diffRoutes(routes []*model.RouteStatus) {
+// both lists are sorted by key (the model's are) they are compared side
+// by side (model.CompareLists), skipping the chunks both hold: a model
+// one route apart from the last shares all but a chunk of its list, so a
+// new route costs that chunk, not a look at each of 50,000 routes; else
+// they are compared by key. The caller holds the Writer's mu.
+func (g *gatewayWriter) diffRoutes(routes model.List[*model.RouteStatus]) {
 	set := func(r *model.RouteStatus) {
 		key := routeKey(r.Kind, r.Namespace, r.Name)
 		g.wantedRoutes[key], g.knownRoutes[key], g.pending[key] = r, true, true
@@ -287,11 +289,11 @@ func (g *gatewayWriter) diffRoutes(routes []*model.RouteStatus) {
 		// Not sorted: nothing was changed yet (walkRoutes checks first).
 	}
 	if g.wantedRoutes == nil {
-		g.wantedRoutes = make(map[objectKey]*model.RouteStatus, len(routes))
+		g.wantedRoutes = make(map[objectKey]*model.RouteStatus, routes.Len())
 	}
 	g.routesSorted = sortedRoutes(routes)
-	present := make(map[objectKey]bool, len(routes))
-	for _, r := range routes {
+	present := make(map[objectKey]bool, routes.Len())
+	for r := range routes.All() {
 		key := routeKey(r.Kind, r.Namespace, r.Name)
 		present[key] = true
 		if g.wantedRoutes[key] != r {
@@ -306,41 +308,34 @@ func (g *gatewayWriter) diffRoutes(routes []*model.RouteStatus) {
 }
 
 // walkRoutes calls set for each route of next not in last (by pointer)
-// and gone for each route of last whose key left, walking both lists side
-// by side; last must be sorted by compareRouteStatus, each key once. It
-// says false, having called neither, when next is not.
-func walkRoutes(last, next []*model.RouteStatus, set, gone func(*model.RouteStatus)) bool {
+// and gone for each route of last whose key left, comparing both lists
+// side by side (model.CompareLists: the chunks both hold are skipped);
+// last must be sorted by compareRouteStatus, each key once. It says
+// false, having called neither, when next is not.
+func walkRoutes(last, next model.List[*model.RouteStatus], set, gone func(*model.RouteStatus)) bool {
 	if !sortedRoutes(next) {
 		return false
 	}
-	i := 0
-	for _, r := range next {
-		for i < len(last) && last[i] != r && compareRouteStatus(last[i], r) < 0 {
-			gone(last[i])
-			i++
+	model.CompareLists(last, next, compareRouteStatus, func(a, b *model.RouteStatus, inLast, inNext bool) {
+		switch {
+		case !inNext:
+			gone(a)
+		case !inLast || a != b:
+			set(b)
 		}
-		if i < len(last) && last[i] == r {
-			i++
-			continue
-		}
-		if i < len(last) && compareRouteStatus(last[i], r) == 0 {
-			i++ // changed
-		}
-		set(r)
-	}
-	for ; i < len(last); i++ {
-		gone(last[i])
-	}
+	})
 	return true
 }
 
 // sortedRoutes says whether routes are sorted by compareRouteStatus,
-// each key once.
-func sortedRoutes(routes []*model.RouteStatus) bool {
-	for j := 1; j < len(routes); j++ {
-		if compareRouteStatus(routes[j-1], routes[j]) >= 0 {
+// each key once (the model's are: it sorts them).
+func sortedRoutes(routes model.List[*model.RouteStatus]) bool {
+	var last *model.RouteStatus
+	for r := range routes.All() {
+		if last != nil && compareRouteStatus(last, r) >= 0 {
 			return false
 		}
+		last = r
 	}
 	return true
 }

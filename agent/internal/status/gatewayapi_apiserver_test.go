@@ -219,8 +219,8 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 			Conditions:        []model.Condition{accepted(true, "Accepted")},
 			SupportedFeatures: []string{"HTTPRoute", "Gateway", "HTTPRouteMethodMatching", "Gateway"}}},
 		Gateways: []model.GatewayStatus{gatewayStatus(gwA, "127.0.50.1"), gatewayStatus(getGateway("b"), "127.0.50.2")},
-		Routes: []*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "web", Generation: route.Generation,
-			Parents: []model.RouteParentStatus{parent("a", true, "Accepted"), parent("b", false, "NotAllowedByListeners")}}},
+		Routes: model.ListOf([]*model.RouteStatus{{Kind: "HTTPRoute", Namespace: "web", Name: "web", Generation: route.Generation,
+			Parents: []model.RouteParentStatus{parent("a", true, "Accepted"), parent("b", false, "NotAllowedByListeners")}}}...),
 	}
 
 	outer := t
@@ -379,16 +379,16 @@ func TestGatewayAPIStatusAPIServer(t *testing.T) {
 		// entry for it goes, the other controller's stays.
 		next := wanted
 		next.Gateways = wanted.Gateways[:1]
-		first := *wanted.Routes[0]
+		first := *wanted.Routes.At(0)
 		first.Parents = first.Parents[:1]
-		next.Routes = []*model.RouteStatus{&first}
+		next.Routes = model.ListOf(&first)
 		w.UpdateGatewayAPI(next, next)
 		eventually(t, "b's entry removed", func() bool {
 			p := ours(getRoute())
 			return len(p) == 1 && p[0].ParentRef.Name == "a"
 		})
 		// The route names none of our Gateways any more: all our entries go.
-		next.Routes = nil
+		next.Routes = model.List[*model.RouteStatus]{}
 		w.UpdateGatewayAPI(next, next)
 		eventually(t, "our entries removed", func() bool { return len(ours(getRoute())) == 0 })
 		// A Gateway no longer ours keeps what it had: nothing is written.

@@ -140,7 +140,7 @@ func TestGatewayAPIRoutesPending(t *testing.T) {
 		t.Helper()
 		cache.refresh(t)
 		m, problems, _ := inc.Build(cache.snapshot())
-		if len(m.GatewayAPI.Routes) == 0 {
+		if m.GatewayAPI.Routes.Len() == 0 {
 			t.Fatalf("%s: no route status; problems %v; %+v; snapshot %+v", what, problems, m.GatewayAPI, cache.snapshot())
 		}
 		w.UpdateGatewayAPI(m.GatewayAPI, m.GatewayAPI)

@@ -30,7 +30,6 @@ func BenchmarkNewHTTPRoute(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				env.s.prepare() // as the loop does between syncs
 				name := fmt.Sprintf("new-%d", env.next)
 				env.next++
 				env.put(b, name+".yaml", benchRouteYAML(name, "f0"))
@@ -94,7 +93,7 @@ spec:
 		}
 		want := min(start+step, n)
 		deadline := time.Now().Add(2 * time.Minute)
-		for e.s.built == nil || len(e.s.built.GatewayAPI.Routes) != want || e.s.buildPath.Globals {
+		for e.s.built == nil || e.s.built.GatewayAPI.Routes.Len() != want || e.s.buildPath.Globals {
 			if time.Now().After(deadline) {
 				b.Fatalf("the fill did not reach %d routes", want)
 			}
@@ -114,7 +113,7 @@ spec:
 			b.Fatal(err)
 		}
 	}
-	if got := len(e.s.built.GatewayAPI.Routes); got != n {
+	if got := e.s.built.GatewayAPI.Routes.Len(); got != n {
 		b.Fatalf("first sync has %d route statuses, want %d", got, n)
 	}
 	return e
@@ -165,9 +164,9 @@ func TestNewHTTPRouteRendersItsRouteAlone(t *testing.T) {
 		env.put(t, name+".yaml", benchRouteYAML(name, "f0"))
 		// The source may have reported an earlier change: sync until
 		// the new route is built.
-		for tries := 0; len(env.s.built.GatewayAPI.Routes) != 201+i; tries++ {
+		for tries := 0; env.s.built.GatewayAPI.Routes.Len() != 201+i; tries++ {
 			if tries == 100 {
-				t.Fatalf("%s: %d route statuses, want %d", name, len(env.s.built.GatewayAPI.Routes), 201+i)
+				t.Fatalf("%s: %d route statuses, want %d", name, env.s.built.GatewayAPI.Routes.Len(), 201+i)
 			}
 			time.Sleep(10 * time.Millisecond)
 			if err := env.s.sync(env.ctx); err != nil {

@@ -32,7 +32,6 @@ func BenchmarkNewIngress(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				env.s.prepare() // as the loop does between syncs
 				env.add(b)
 				b.StartTimer()
 				if err := env.s.sync(env.ctx); err != nil {

@@ -1,13 +1,18 @@
 package syncer
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
 var (
@@ -17,6 +22,8 @@ var (
 	heapDump      = flag.String("heap.dump", "", "TestHeapAtScale: write a heap dump (debug.WriteHeapDump) after the first sync here")
 	heapChanges   = flag.Int("heap.changes", 20, "TestHeapAtScale: how many new Ingresses after the first sync")
 	heapAllocs    = flag.String("heap.allocs", "", "TestHeapAtScale: write the allocs profile before and after the new Ingresses here (.0 and .1)")
+	heapRoutes    = flag.Bool("heap.routes", false, "TestHeapAtScale: -heap.n HTTPRoutes on a Gateway (BenchmarkNewHTTPRoute's), and the changes new HTTPRoutes, instead of Ingresses")
+	heapOwn       = flag.Bool("heap.own", false, "TestHeapAtScale: each new Ingress brings its own Service, EndpointSlice and TLS Secret (else it names an existing Service)")
 )
 
 // heapListed, when set, is called by startNewIngressEnv once the source
@@ -28,12 +35,13 @@ var heapListed func()
 // Ingresses, as BenchmarkNewIngress holds them: once the file source has
 // listed (at the agent's GC percent of the listing), after the first sync,
 // and after -heap.changes new Ingresses; and what each of those changes
-// allocated, the source's publish, the spares made between changes and
-// the saved state's write included (each change's save is waited for, as
+// allocated, the source's publish and the saved state's write included (each change's save is waited for, as
 // a change that comes a second after the last is saved): the bytes a
 // change allocates set how often the GC runs at that size. It is a
 // measuring tool, not a check; the suite runs it at 1,000 so that it
-// keeps working:
+// keeps working. -heap.routes measures HTTPRoutes instead (no "listed"
+// figure: the routes are filled a part at a time), -heap.own new
+// Ingresses that bring their own Service and Secret:
 //
 //	go test -run TestHeapAtScale -heap.n 50000 -v ./agent/internal/syncer
 func TestHeapAtScale(t *testing.T) {
@@ -54,7 +62,28 @@ func TestHeapAtScale(t *testing.T) {
 		debug.SetGCPercent(previous)
 	}
 	defer func() { heapListed = nil }()
-	env := startNewIngressEnv(t, *heapIngresses)
+	var env *newIngressEnv
+	add := func() { env.add(t) }
+	switch {
+	case *heapRoutes:
+		debug.SetGCPercent(previous)
+		env = startNewRouteEnv(t, *heapIngresses)
+		add = func() {
+			name := fmt.Sprintf("new-%d", env.next)
+			env.next++
+			env.put(t, name+".yaml", benchRouteYAML(name, "f0"))
+		}
+	default:
+		env = startNewIngressEnv(t, *heapIngresses)
+		if *heapOwn {
+			cert, key := testcert.New(t, 1, time.Now().Add(24*time.Hour), "*.bench.test")
+			add = func() {
+				name := fmt.Sprintf("new-%d", env.next)
+				env.next++
+				env.put(t, name+".yaml", benchOwnIngressYAML(name, 60000+env.next, cert, key))
+			}
+		}
+	}
 	defer env.stop()
 	// The saved state's write runs beside the syncs (apply's stateWriter),
 	// and the first encodes every item: the agent waits for it before it
@@ -83,8 +112,7 @@ func TestHeapAtScale(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range *heapChanges {
-		env.s.prepare() // as the loop does between syncs
-		env.add(t)
+		add()
 		if err := env.s.sync(env.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -93,9 +121,10 @@ func TestHeapAtScale(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	writeAllocs(".1")
 	if n := *heapChanges; n > 0 {
-		t.Logf("each new Ingress allocated %.0f KB (%d objects), publish to saved state", float64(after.TotalAlloc-before.TotalAlloc)/1e3/float64(n), (after.Mallocs-before.Mallocs)/uint64(n))
+		t.Logf("each new %s allocated %.0f KB (%d objects), publish to saved state", changeKind(), float64(after.TotalAlloc-before.TotalAlloc)/1e3/float64(n), (after.Mallocs-before.Mallocs)/uint64(n))
 	}
-	measure(fmt.Sprintf("%d new Ingresses later", *heapChanges))
+	measure(fmt.Sprintf("%d changes later (each a new %s; the model has %d backends, %d certificates)",
+		*heapChanges, changeKind(), len(env.s.built.Backends), len(env.s.built.Certificates)))
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {
@@ -118,4 +147,29 @@ func writeHeapDump(t *testing.T, path string) {
 	}
 	defer f.Close()
 	debug.WriteHeapDump(f.Fd())
+}
+
+// changeKind names what TestHeapAtScale's changes add.
+func changeKind() string {
+	switch {
+	case *heapRoutes:
+		return "HTTPRoute"
+	case *heapOwn:
+		return "Ingress with its Service and Secret"
+	}
+	return "Ingress"
+}
+
+// benchOwnIngressYAML is the Ingress name with its own Service, a
+// 2-endpoint EndpointSlice (addresses from i) and a TLS Secret
+// (certPEM, keyPEM) its spec.tls names.
+func benchOwnIngressYAML(name string, i int, certPEM, keyPEM string) string {
+	var buf strings.Builder
+	fmt.Fprintf(&buf, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s-tls\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: %s\n            port:\n              number: 80\n", name, name, name, name, name)
+	fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n", name)
+	fmt.Fprintf(&buf, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: %s\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [\"10.%d.%d.1\"]\n  conditions: {ready: true}\n- addresses: [\"10.%d.%d.2\"]\n  conditions: {ready: true}\n",
+		name, name, i/256%256, i%256, i/256%256, i%256)
+	fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s-tls\n  namespace: default\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
+		name, base64.StdEncoding.EncodeToString([]byte(certPEM)), base64.StdEncoding.EncodeToString([]byte(keyPEM)))
+	return buf.String()
 }

@@ -183,21 +183,10 @@ func (s *Syncer) Run(ctx context.Context) error {
 			s.update(func(st *State) { st.LastLoop = time.Now() })
 			s.stage.TrimErrorLog() // between syncs: no reload reads it now
 			s.stage.SaveState()    // what the last syncs changed, if the writer was busy
-			s.prepare()
 			if s.stage.NeedsSync(ctx, s.lastConfig.Hash) {
 				retry.after(s.sync(ctx))
 			}
 		}
-	}
-}
-
-// prepare readies the memory the next model's long lists are made in
-// (model.Incremental.Prepare), between syncs, when no change waits: the
-// loop calls it on its check tick, so that a change after a quiet spell
-// does not fault that memory in on its sync.
-func (s *Syncer) prepare() {
-	if len(s.dirty) == 0 {
-		s.incremental.Prepare()
 	}
 }
 

@@ -20,12 +20,10 @@ import (
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
-// After the loop's first sync (and its check ticks, which ready the
-// Gateway routes' lists: model.Incremental.Prepare), a new host's build
-// beside 20,000 allocates less than half a flat list of the hosts (8
-// bytes a host): the servers list is made from the last one, sharing all
-// but the chunk the host falls in (model.Edited), with nothing to ready
-// for it between syncs.
+// After the loop's first sync (and check ticks after it), a new host's
+// build beside 20,000 allocates less than half a flat list of the hosts
+// (8 bytes a host): the servers list is made from the last one, sharing
+// all but the chunk the host falls in (model.Edited).
 func TestNewHostBuildCopiesNoServersList(t *testing.T) {
 	const n = 20000
 	ingress := func(name string) *networkingv1.Ingress {
