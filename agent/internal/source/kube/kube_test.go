@@ -355,6 +355,48 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// An Ingress whose status alone changed (the status writer's own
+// writes come back so, one per Ingress) is put in the view, which then
+// holds the cache's object, but reported as no change: the model reads
+// no status. A change of its annotations or spec is reported.
+func TestHandlerStatusOnlyIngressUpdate(t *testing.T) {
+	counter := newKindCounter()
+	view := &sortedView[*networkingv1.Ingress]{}
+	h := handler{kind: source.KindIngress, changed: counter.changed, view: view}
+	class := "restysync"
+	v1 := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "web", ResourceVersion: "1", Generation: 1},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: "a.example.com"}}}}
+	h.OnAdd(v1, true)
+
+	v2 := v1.DeepCopy()
+	v2.ResourceVersion = "2"
+	v2.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
+	h.OnUpdate(v1, v2)
+	if got := counter.get(source.KindIngress); got != 1 {
+		t.Errorf("after a status-only update: %d calls, want 1 (the add)", got)
+	}
+	if list := view.objects(); list.Len() != 1 || list.At(0) != v2 {
+		t.Errorf("after a status-only update the view holds %v, want the updated object alone", names(list.Slice()))
+	}
+
+	v3 := v2.DeepCopy()
+	v3.ResourceVersion = "3"
+	v3.Annotations = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
+	h.OnUpdate(v2, v3)
+	v4 := v3.DeepCopy()
+	v4.ResourceVersion, v4.Generation = "4", 2
+	v4.Spec.Rules[0].Host = "b.example.com"
+	h.OnUpdate(v3, v4)
+	v5 := v4.DeepCopy()
+	v5.ResourceVersion = "5"
+	v5.Status.LoadBalancer.Ingress = nil
+	v5.Labels = map[string]string{"team": "a"}
+	h.OnUpdate(v4, v5)
+	if got := counter.get(source.KindIngress); got != 4 {
+		t.Errorf("after an annotation, a spec and a label (with status) change: %d calls, want 4", got)
+	}
+}
+
 // strip, every informer's transform, is source.Strip (tested there) and
 // leaves what is not an object alone (a tombstone).
 func TestStripTombstone(t *testing.T) {

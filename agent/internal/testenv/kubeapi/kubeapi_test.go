@@ -5,6 +5,9 @@ package kubeapi
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -142,5 +145,42 @@ func TestInstallGatewayAPI(t *testing.T) {
 	}
 	if name, _, _ := unstructured.NestedString(got.Object, "spec", "controllerName"); name != "example.com/test" {
 		t.Errorf("controllerName %q", name)
+	}
+}
+
+// With EtcdInMemory, etcd keeps its data in a directory of /dev/shm that
+// holds what the API server stored while it runs, and is gone once the
+// test has ended.
+func TestEtcdInMemory(t *testing.T) {
+	before, _ := filepath.Glob("/dev/shm/kubeapi-etcd-*")
+	var dir string
+	t.Run("server", func(t *testing.T) {
+		s := Start(t, Options{EtcdInMemory: true})
+		client, err := kubernetes.NewForConfig(s.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().Namespaces().Create(context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := filepath.Glob("/dev/shm/kubeapi-etcd-*")
+		for _, d := range after {
+			if !slices.Contains(before, d) {
+				dir = d
+			}
+		}
+		if dir == "" {
+			t.Fatal("no new /dev/shm/kubeapi-etcd-* directory")
+		}
+		if wal, _ := filepath.Glob(filepath.Join(dir, "etcd", "member", "wal", "*.wal")); len(wal) == 0 {
+			t.Errorf("no etcd write-ahead log in %s", dir)
+		}
+	})
+	if dir == "" {
+		return
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still there after the test: %v", dir, err)
 	}
 }
