@@ -124,43 +124,32 @@ func TestMemoryReleaserWaitsToSettle(t *testing.T) {
 	}
 }
 
-// leanFullSync lowers the GC percent until restore, unless GOGC is set.
-func TestLeanFullSync(t *testing.T) {
-	t.Setenv("GOGC", "")
-	lean := leanFullSync(slog.New(slog.DiscardHandler))
-	restore := lean()
-	if got := debug.SetGCPercent(fullSyncGCPercent); got != fullSyncGCPercent {
-		t.Errorf("GC percent during a full sync %d, want %d", got, fullSyncGCPercent)
-	}
-	restore()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("GC percent after restore %d, want 100", got)
-	}
-	t.Setenv("GOGC", "200")
-	debug.SetGCPercent(200)
-	defer debug.SetGCPercent(100)
-	lean()()
-	if got := debug.SetGCPercent(200); got != 200 {
-		t.Errorf("GOGC=200 set: GC percent %d, want 200 left alone", got)
-	}
-}
-
-// leanStart lowers the GC percent until restore, unless GOGC is set.
-func TestLeanStart(t *testing.T) {
-	t.Setenv("GOGC", "")
-	restore := leanStart(slog.New(slog.DiscardHandler))
-	if got := debug.SetGCPercent(startGCPercent); got != startGCPercent {
-		t.Errorf("GC percent during the start %d, want %d", got, startGCPercent)
-	}
-	restore()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("GC percent after restore %d, want 100", got)
-	}
-	t.Setenv("GOGC", "200")
-	debug.SetGCPercent(200)
-	defer debug.SetGCPercent(100)
-	leanStart(slog.New(slog.DiscardHandler))()
-	if got := debug.SetGCPercent(200); got != 200 {
-		t.Errorf("GOGC=200 set: GC percent %d, want 200 left alone", got)
+// leanStart and leanFullSync lower the GC percent until restore, unless
+// GOGC is set.
+func TestLeanGCPercent(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	for _, c := range []struct {
+		name    string
+		lean    func() func()
+		percent int
+	}{
+		{"the start", func() func() { return leanStart(logger) }, startGCPercent},
+		{"a full sync", leanFullSync(logger), fullSyncGCPercent},
+	} {
+		t.Setenv("GOGC", "")
+		restore := c.lean()
+		if got := debug.SetGCPercent(c.percent); got != c.percent {
+			t.Errorf("GC percent during %s %d, want %d", c.name, got, c.percent)
+		}
+		restore()
+		if got := debug.SetGCPercent(100); got != 100 {
+			t.Errorf("GC percent after %s's restore %d, want 100", c.name, got)
+		}
+		t.Setenv("GOGC", "200")
+		debug.SetGCPercent(200)
+		c.lean()()
+		if got := debug.SetGCPercent(100); got != 200 {
+			t.Errorf("GOGC=200 set: GC percent %d during %s, want 200 left alone", got, c.name)
+		}
 	}
 }

@@ -3,11 +3,9 @@ package syncer
 import (
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -71,20 +69,7 @@ func TestFullSyncHeapAtScale(t *testing.T) {
 			}
 		}
 	}()
-	writeAllocs := func(suffix string) {
-		if *fullSyncAllocs == "" {
-			return
-		}
-		runtime.GC() // the profile is as of the last GC
-		f, err := os.Create(*fullSyncAllocs + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeAllocs := func(suffix string) { writeAllocsProfile(t, *fullSyncAllocs, suffix) }
 	writeAllocs(".0")
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)

@@ -94,20 +94,7 @@ func TestHeapAtScale(t *testing.T) {
 	if *heapDump != "" {
 		writeHeapDump(t, *heapDump)
 	}
-	writeAllocs := func(suffix string) {
-		if *heapAllocs == "" {
-			return
-		}
-		runtime.GC() // the profile is as of the last GC
-		f, err := os.Create(*heapAllocs + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeAllocs := func(suffix string) { writeAllocsProfile(t, *heapAllocs, suffix) }
 	writeAllocs(".0")
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -134,6 +121,23 @@ func TestHeapAtScale(t *testing.T) {
 		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// writeAllocsProfile writes the allocs profile, as of a GC made now, to
+// path+suffix; nothing when path is "".
+func writeAllocsProfile(t *testing.T, path, suffix string) {
+	if path == "" {
+		return
+	}
+	runtime.GC() // the profile is as of the last GC
+	f, err := os.Create(path + suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
