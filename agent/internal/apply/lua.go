@@ -20,12 +20,33 @@ import (
 
 // LuaClient talks to the Lua config API over the unix socket.
 type LuaClient struct {
-	push   *retryablehttp.Client
-	status *http.Client
+	push *retryablehttp.Client
+	// pushTimeout bounds one push, every attempt included, by its body's
+	// size (pushTimeoutFor; tests make it short).
+	pushTimeout func(bodyBytes int) time.Duration
+	status      *http.Client
+}
+
+// A push's time limit grows with its body: nginx's one worker decodes and
+// applies it while it serves traffic, and the first push at 50,000
+// Ingresses (14 MB) took over 10 s on a loaded machine. A push that ran out
+// of time is not sent again: nginx is still working through it, and a copy
+// queued behind it only makes the next one later (one start's first push
+// took 51 s that way); the syncer's own retry comes after its backoff.
+const (
+	pushTimeoutBase  = 10 * time.Second
+	pushTimeoutPerMB = 2 * time.Second
+)
+
+// pushTimeoutFor is the time limit of a push of bodyBytes.
+func pushTimeoutFor(bodyBytes int) time.Duration {
+	return pushTimeoutBase + time.Duration(bodyBytes>>20)*pushTimeoutPerMB
 }
 
 // NewLuaClient returns a client for the socket at path. Pushes retry a few
-// times with backoff; status reads do not, as callers poll them. Every
+// times with backoff when nginx could not take them (no connection, a
+// reset, a 5xx), within one time limit (pushTimeoutFor); status reads do
+// not, as callers poll them. Every
 // request carries the config API's secret, read from the file beside the
 // socket (luaapi.SecretName) once it is there; without it only GET /status
 // answers.
@@ -42,13 +63,14 @@ func NewLuaClient(socketPath string) *LuaClient {
 	}
 	transport = luaapi.WithSecret(transport, filepath.Dir(socketPath))
 	push := retryablehttp.NewClient()
-	push.HTTPClient = &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	push.HTTPClient = &http.Client{Transport: transport}
 	push.RetryMax = 4
 	push.RetryWaitMin = 20 * time.Millisecond
 	push.RetryWaitMax = 500 * time.Millisecond
 	// The syncer logs each push once; retryablehttp's per-attempt lines are noise.
 	push.Logger = nil
-	// A 4xx means Lua rejected the payload: retrying cannot help.
+	// A 4xx means Lua rejected the payload: retrying cannot help. Past
+	// the push's time limit the policy does not retry (ctx is done).
 	push.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 {
 			return false, nil
@@ -57,8 +79,9 @@ func NewLuaClient(socketPath string) *LuaClient {
 	}
 	push.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	return &LuaClient{
-		push:   push,
-		status: &http.Client{Transport: transport, Timeout: 2 * time.Second},
+		push:        push,
+		pushTimeout: pushTimeoutFor,
+		status:      &http.Client{Transport: transport, Timeout: 2 * time.Second},
 	}
 }
 
@@ -152,6 +175,9 @@ func (c *LuaClient) post(ctx context.Context, what string, update any) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("encoding %s: %w", what, err)
 	}
+	limit := c.pushTimeout(len(body))
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://restysync/"+what, body)
 	if err != nil {
 		return 0, fmt.Errorf("building push request: %w", err)
@@ -159,6 +185,9 @@ func (c *LuaClient) post(ctx context.Context, what string, update any) (int, err
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.push.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return len(body), fmt.Errorf("pushing %s (%d bytes): no answer within %s: %w", what, len(body), limit, err)
+		}
 		return len(body), fmt.Errorf("pushing %s: %w", what, err)
 	}
 	defer resp.Body.Close()

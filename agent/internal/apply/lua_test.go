@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -66,6 +67,71 @@ func TestPushRetriesServerErrorsOnly(t *testing.T) {
 	}
 	if calls.Load() != 1 {
 		t.Errorf("a 400 was retried: %d calls", calls.Load())
+	}
+}
+
+// A push that runs out of time is not sent again (nginx still works
+// through it; a copy behind it would only queue); one whose connection
+// nginx dropped is, within the same time limit.
+func TestPushOutOfTimeIsNotResent(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	slow := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		w.Write([]byte(`{"version":1}`))
+	}))
+	defer close(release)
+	c := NewLuaClient(slow)
+	c.pushTimeout = func(int) time.Duration { return 200 * time.Millisecond }
+	update := luaapi.RouteUpdate{Removes: []string{"a.example"}}
+	start := time.Now()
+	_, err := c.PushRoutes(context.Background(), update)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Errorf("err %v, want the time limit named", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the push took %s past its 200ms limit", took)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("nginx got %d copies of a push that ran out of time, want 1", n)
+	}
+
+	calls.Store(0)
+	dropping := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Write([]byte(`{"version":1}`))
+	}))
+	if _, err := NewLuaClient(dropping).PushRoutes(context.Background(), update); err != nil {
+		t.Errorf("a dropped connection was not retried: %v", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("calls %d, want 2 (the dropped one and its retry)", n)
+	}
+}
+
+func TestPushTimeoutGrowsWithTheBody(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int
+		want  time.Duration
+	}{
+		{0, 10 * time.Second},
+		{100 << 10, 10 * time.Second},
+		{1 << 20, 12 * time.Second},
+		{14 << 20, 38 * time.Second},
+	} {
+		if got := pushTimeoutFor(tc.bytes); got != tc.want {
+			t.Errorf("pushTimeoutFor(%d) = %s, want %s", tc.bytes, got, tc.want)
+		}
 	}
 }
 
