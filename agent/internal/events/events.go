@@ -19,7 +19,9 @@
 // queue that one goroutine, run by Start, empties by creating each Event.
 // When the queue is full, Events are dropped (one warning per run of
 // drops); an Event the API server does not take is tried a few times with
-// backoff, then dropped.
+// backoff, then dropped. Warnings have a queue of their own, sent first:
+// an agent starting at 50,000 Ingresses emits a Normal "Sync" for each, and
+// a tenant's Problem must not be dropped behind them.
 //
 // It writes through kubeclient, not client-go's EventBroadcaster: that one
 // links the whole clientset and its scheme of every API group.
@@ -109,11 +111,11 @@ type Recorder struct {
 	instance   string // reportingInstance
 	logger     *slog.Logger
 
-	// The sender: queue holds the Events emitted and not yet sent.
-	queue    chan *eventsv1.Event
+	// The sender: the Events emitted and not yet sent, Warnings apart.
+	warnings *queue
+	normals  *queue
 	started  atomic.Bool
 	stopped  atomic.Bool  // the sender has returned: Events are discarded
-	dropping atomic.Bool  // the last Event emitted was dropped (queue full)
 	stamp    atomic.Int64 // the last name suffix, Unix nanoseconds
 	// How the sender tries (the defaults above; tests shorten them).
 	timeout      time.Duration
@@ -157,7 +159,8 @@ func newRecorder(client kubeclient.Interface, opts Options, size int) *Recorder 
 		controller:   controller,
 		instance:     controller + "-" + hostname,
 		logger:       logger,
-		queue:        make(chan *eventsv1.Event, size),
+		warnings:     newQueue(corev1.EventTypeWarning, size),
+		normals:      newQueue(corev1.EventTypeNormal, size),
 		timeout:      requestTimeout,
 		tries:        maxTries,
 		firstBackoff: firstBackoff,
@@ -179,14 +182,58 @@ func (r *Recorder) Start(ctx context.Context) error {
 	return nil
 }
 
-// run sends the queued Events, one at a time, until ctx is done.
+// queue holds the Events of one type emitted and not yet sent.
+type queue struct {
+	eventType string
+	events    chan *eventsv1.Event
+	dropping  atomic.Bool // the last Event offered was dropped (queue full)
+}
+
+func newQueue(eventType string, size int) *queue {
+	return &queue{eventType: eventType, events: make(chan *eventsv1.Event, size)}
+}
+
+// offer queues ev, or drops it if the queue is full; it logs the first
+// drop of each run of drops.
+func (q *queue) offer(ev *eventsv1.Event, logger *slog.Logger) {
+	select {
+	case q.events <- ev:
+		q.dropping.Store(false)
+	default:
+		if !q.dropping.Swap(true) {
+			logger.Warn("event queue full: dropping "+q.eventType+" events until it drains", "capacity", cap(q.events),
+				"regarding", ev.Regarding.Namespace+"/"+ev.Regarding.Name, "reason", ev.Reason)
+		}
+	}
+}
+
+// queueFor returns the queue of Events of eventType.
+func (r *Recorder) queueFor(eventType string) *queue {
+	if eventType == corev1.EventTypeWarning {
+		return r.warnings
+	}
+	return r.normals
+}
+
+// run sends the queued Events, one at a time, Warnings first, until ctx
+// is done.
 func (r *Recorder) run(ctx context.Context) {
 	defer r.stopped.Store(true)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-r.queue:
+		case ev := <-r.warnings.events:
+			r.send(ctx, ev)
+			continue
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.warnings.events:
+			r.send(ctx, ev)
+		case ev := <-r.normals.events:
 			r.send(ctx, ev)
 		}
 	}
@@ -248,7 +295,7 @@ func jitter(d time.Duration) time.Duration {
 	return d - d/4 + rand.N(d/2+1)
 }
 
-// emit queues an Event on regarding, or drops it if the queue is full. It
+// emit queues an Event on regarding, or drops it if its queue is full. It
 // never blocks.
 func (r *Recorder) emit(regarding *corev1.ObjectReference, eventType, reason, note string) {
 	if r.stopped.Load() {
@@ -271,15 +318,7 @@ func (r *Recorder) emit(regarding *corev1.ObjectReference, eventType, reason, no
 		Regarding:           *regarding,
 		Note:                truncate(note),
 	}
-	select {
-	case r.queue <- ev:
-		r.dropping.Store(false)
-	default:
-		if !r.dropping.Swap(true) {
-			r.logger.Warn("event queue full: dropping events until it drains", "capacity", cap(r.queue),
-				"regarding", regarding.Namespace+"/"+regarding.Name, "reason", reason)
-		}
-	}
+	r.queueFor(eventType).offer(ev, r.logger)
 }
 
 // eventName returns regarding name + "." + a hex time stamp, as client-go

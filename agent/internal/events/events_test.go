@@ -30,17 +30,19 @@ func take(r *Recorder) []string {
 }
 
 // drain returns the Events queued and not yet sent.
+// drain returns the queued Events, Warnings first, and empties the queues.
 func drain(r *Recorder) []*eventsv1.Event {
 	var out []*eventsv1.Event
-	for {
-		select {
-		case ev := <-r.queue:
-			out = append(out, ev)
-		default:
-			return out
+	for _, q := range []*queue{r.warnings, r.normals} {
+		for len(q.events) > 0 {
+			out = append(out, <-q.events)
 		}
 	}
+	return out
 }
+
+// queued returns how many Events wait to be sent.
+func (r *Recorder) queued() int { return len(r.warnings.events) + len(r.normals.events) }
 
 func ingress(name string, uid types.UID) *networkingv1.Ingress {
 	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, UID: uid}}

@@ -258,7 +258,7 @@ func TestStartSendsQueued(t *testing.T) {
 	if got := f.createdNames(); len(got) != 0 {
 		t.Fatalf("events created before Start: %v", got)
 	}
-	if n := len(r.queue); n != 3 {
+	if n := r.queued(); n != 3 {
 		t.Fatalf("%d events queued, want 3", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -309,17 +309,40 @@ func TestQueueFullDrops(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("emitting blocked while the API server did not answer")
 	}
-	if n := len(r.queue); n != 2 {
-		t.Errorf("%d events queued, want 2", n)
+	if n := r.queued(); n != 4 {
+		t.Errorf("%d events queued, want 4 (2 Normal, 2 Warning)", n)
 	}
-	if n := logs.count("event queue full"); n != 1 {
-		t.Errorf("%d warnings about the full queue, want 1 for the run of drops:\n%s", n, logs.String())
+	for _, eventType := range []string{"Normal", "Warning"} {
+		if n := logs.count("event queue full: dropping " + eventType + " events"); n != 1 {
+			t.Errorf("%d warnings about the full %s queue, want 1 for the run of drops:\n%s", n, eventType, logs.String())
+		}
 	}
 
 	close(answer)
-	eventually(t, "the queued events sent", func() bool { return len(f.createdNames()) == 3 })
-	if got, want := f.createdNames(), []string{"app0", "app1", "app1"}; !slices.Equal(got, want) {
-		t.Errorf("created %v, want %v (the first, then the two queued)", got, want)
+	eventually(t, "the queued events sent", func() bool { return len(f.createdNames()) == 5 })
+	if got, want := f.createdNames(), []string{"app0", "app1", "app2", "app1", "app2"}; !slices.Equal(got, want) {
+		t.Errorf("created %v, want %v (the first, then the two queued Warnings, then the two Normals)", got, want)
+	}
+}
+
+// TestWarningsGoFirst: a flood of Normal "Sync" Events (an agent starting
+// with many Ingresses) neither drops a Warning nor sends it after them.
+func TestWarningsGoFirst(t *testing.T) {
+	f := newFakeEvents(nil)
+	r := newRecorder(f.client(), Options{}, 3)
+	for i := range 10 {
+		r.Served(ingress("app"+strconv.Itoa(i), "1"))
+	}
+	r.Problems([]model.Problem{{Kind: "Ingress", Namespace: "web", Name: "broken", Reason: "spec: bad"}},
+		func(_, name string) runtime.Object { return ingress(name, "1") })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the queued events sent", func() bool { return len(f.createdNames()) == 4 })
+	if got, want := f.createdNames(), []string{"broken", "app0", "app1", "app2"}; !slices.Equal(got, want) {
+		t.Errorf("created %v, want %v", got, want)
 	}
 }
 
@@ -415,7 +438,7 @@ func TestStop(t *testing.T) {
 	cancel()
 	eventually(t, "the sender stopped", r.stopped.Load)
 	r.Served(ingress("other", "1"))
-	if n := len(r.queue); n != 0 {
+	if n := r.queued(); n != 0 {
 		t.Errorf("%d events queued after the stop, want 0", n)
 	}
 	if got := f.callsOf("app"); got != 1 {
