@@ -221,7 +221,7 @@ type namedInformer struct {
 	informer cache.SharedIndexInformer
 	// view is kept up to date by the informer's handler (nil: none).
 	view viewUpdater
-	// transform replaces strip when set.
+	// transform replaces trim when set.
 	transform cache.TransformFunc
 }
 
@@ -344,7 +344,7 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 	var synced []cache.InformerSynced
 	for _, ni := range informers {
 		kind := ni.kind
-		transform := strip
+		transform := trim
 		if ni.transform != nil {
 			transform = ni.transform
 		}
