@@ -101,3 +101,16 @@ func internMap(m map[string]string) {
 		m[unique.Make(k).Value()] = unique.Make(v).Value()
 	}
 }
+
+// dropSliceLabels takes away the labels of an EndpointSlice the status
+// writer does not manage (gatewayManaged), nothing but its Service's name
+// being read of them, and returns that name; dropped says it did. slice
+// must be the caller's own, not yet handed out.
+func dropSliceLabels(slice *discoveryv1.EndpointSlice) (service string, dropped bool) {
+	if slice.Labels == nil || gatewayManaged(&slice.ObjectMeta) {
+		return "", false
+	}
+	service = slice.Labels[discoveryv1.LabelServiceName]
+	slice.Labels = nil
+	return service, true
+}

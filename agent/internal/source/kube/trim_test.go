@@ -48,20 +48,28 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 		objs = append(objs, app...)
 	}
 	full := snapshotOf(objs)
+	services := source.NewSliceServicesEdit(source.SliceServices{})
 	trimmed := snapshotOf(mapObjects(objs, func(obj kruntime.Object) kruntime.Object {
 		obj = obj.DeepCopyObject()
 		if _, err := trim(obj); err != nil {
 			t.Fatal(err)
 		}
+		// As transformSlice does.
+		if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			if service, dropped := dropSliceLabels(slice); dropped {
+				services.Set(slice, service)
+			}
+		}
 		return obj
 	}))
+	trimmed.SliceServices = services.Done().Of
 	for svc := range trimmed.Services.All() {
 		if svc.UID != "" || svc.Spec.ClusterIPs != nil || svc.Spec.IPFamilyPolicy != nil || svc.Spec.Selector != nil {
 			t.Fatalf("trim kept %s's uid, clusterIPs, ipFamilyPolicy or selector: %+v", svc.Name, svc)
 		}
 	}
-	if slice := trimmed.EndpointSlices.At(0); slice.Annotations != nil || slice.OwnerReferences != nil {
-		t.Fatalf("trim kept a slice's annotations or owners: %+v", slice.ObjectMeta)
+	if slice := trimmed.EndpointSlices.At(0); slice.Annotations != nil || slice.OwnerReferences != nil || slice.Labels != nil {
+		t.Fatalf("trim kept a slice's annotations, owners or labels: %+v", slice.ObjectMeta)
 	}
 	// Stripped alike (managedFields, pods): what trim alone drops differs.
 	for _, snap := range []*model.Snapshot{&full} {
@@ -95,8 +103,9 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 	}
 }
 
-// The status writer's Gateway Services and their slices are kept whole:
-// it updates them from the cached object.
+// The status writer's Gateway Services and their slices are kept whole,
+// labels included: it updates them from the cached object, and lists
+// them by label.
 func TestTrimKeepsGatewayObjects(t *testing.T) {
 	app := apiServerApp("gw", 0)
 	labelled := app[1].(*corev1.Service)
@@ -104,11 +113,20 @@ func TestTrimKeepsGatewayObjects(t *testing.T) {
 	owned := app[2].(*discoveryv1.EndpointSlice)
 	yes := true
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "gw", UID: "g-1", Controller: &yes}}
-	for _, obj := range []kruntime.Object{labelled, owned} {
+	ownedSlice := owned.DeepCopy()
+	labelledSlice := owned.DeepCopy()
+	labelledSlice.OwnerReferences = nil
+	labelledSlice.Labels[model.GatewayServiceManagedByLabel] = model.GatewayServiceManagedBy
+	for _, obj := range []kruntime.Object{labelled, ownedSlice, labelledSlice} {
 		want := obj.DeepCopyObject()
 		source.Strip(want)
 		if _, err := trim(obj); err != nil {
 			t.Fatal(err)
+		}
+		if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			if _, dropped := dropSliceLabels(slice); dropped {
+				t.Errorf("dropSliceLabels dropped the labels of a Gateway Service's slice %+v", slice.ObjectMeta)
+			}
 		}
 		if !reflect.DeepEqual(obj, want) {
 			t.Errorf("trim changed a Gateway Service's object:\n%+v\nwant\n%+v", obj, want)
