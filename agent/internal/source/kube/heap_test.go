@@ -60,7 +60,7 @@ func TestSourceHeap(t *testing.T) {
 		}
 		return true, protobufCopy(t, obj), nil
 	})
-	before := heapAlloc()
+	before, inuseBefore := heapAlloc(), heapInuse()
 	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
 	// Not startSource: its 10 s bound is short for 150,000 objects on a
 	// loaded machine.
@@ -71,11 +71,12 @@ func TestSourceHeap(t *testing.T) {
 	}
 	snap, _ := src.Snapshot()
 	src.TakeChangedServices() // as the syncer does after its first build
-	after := heapAlloc()
+	after, inuseAfter := heapAlloc(), heapInuse()
 	if snap.Ingresses.Len() != n {
 		t.Fatalf("the snapshot holds %d Ingresses, want %d", snap.Ingresses.Len(), n)
 	}
-	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, snap.Ingresses.Len())
+	t.Logf("kube source at %d Ingresses: heap %.1f MB, spans in use %.1f MB (%d Ingresses in the snapshot)",
+		n, float64(after-before)/1e6, (float64(inuseAfter)-float64(inuseBefore))/1e6, snap.Ingresses.Len())
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {
@@ -159,6 +160,14 @@ func protobufCopy(t *testing.T, obj kruntime.Object) kruntime.Object {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// heapInuse is the heap's spans in use (what the process holds of the
+// heap, fragmentation included), after heapAlloc's collections.
+func heapInuse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 func heapAlloc() uint64 {
