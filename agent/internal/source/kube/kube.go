@@ -399,7 +399,7 @@ func (s *Source) createInformers() {
 	// against a server (or fake) that ignores it.
 	s.secretView.keep = func(secret *corev1.Secret) bool { return secret.Type == corev1.SecretTypeTLS }
 	s.informers = []namedInformer{
-		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView},
+		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView, transform: s.transformIngress},
 		{kind: source.KindIngressClass, informer: classes, view: &s.classView},
 		{kind: source.KindService, informer: services, view: &s.serviceView},
 		{kind: source.KindEndpointSlice, informer: slices, view: &s.sliceView, transform: s.transformSlice},
