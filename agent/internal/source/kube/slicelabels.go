@@ -40,10 +40,11 @@ func (s *Source) transformSlice(obj any) (any, error) {
 	if cached := s.cachedSlice(slice); cached != nil {
 		return cached, nil
 	}
-	if _, err := trim(slice); err != nil {
-		return slice, err
-	}
-	if service, dropped := dropSliceLabels(slice); dropped {
+	// The labels go before trim would intern them.
+	source.Strip(slice)
+	service, dropped := dropSliceLabels(slice)
+	trimObject(slice)
+	if dropped {
 		s.sliceServicesMu.Lock()
 		defer s.sliceServicesMu.Unlock()
 		s.sliceServicesEdit().Set(slice, service)

@@ -18,8 +18,8 @@ import (
 // policies. At 50,000 Ingresses (each with a Service and a slice) the
 // informers' caches are most of the agent's heap, so trim drops, in the
 // transform, what no stage reads of a Service and an EndpointSlice, and
-// interns the keys and values of every object's labels and annotations
-// (the same few keys on every object: one copy each).
+// interns the keys of every object's labels and annotations (the same few
+// keys on every object: one copy each).
 //
 // What is read of them (grep the model, status, events and source
 // packages): of a Service its namespace, name, type, clusterIP,
@@ -94,11 +94,13 @@ func gatewayManaged(m *metav1.ObjectMeta) bool {
 	return false
 }
 
-// internMap replaces m's keys and values, in place, by their interned
-// copies: a map assignment to a key it holds stores the key given too.
+// internMap replaces m's keys, in place, by their interned copies: a map
+// assignment to a key it holds stores the key given too. The values are
+// left alone: most are an object's own (an app's name), and interning a
+// value no other object has costs more than it saves.
 func internMap(m map[string]string) {
 	for k, v := range m {
-		m[unique.Make(k).Value()] = unique.Make(v).Value()
+		m[unique.Make(k).Value()] = v
 	}
 }
 
