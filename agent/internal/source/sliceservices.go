@@ -102,6 +102,9 @@ func (e *SliceServicesEdit) Set(slice *discoveryv1.EndpointSlice, service string
 	}
 }
 
+// Of returns the name of the Service of slice as edited so far.
+func (e *SliceServicesEdit) Of(slice *discoveryv1.EndpointSlice) string { return e.next.Of(slice) }
+
 // Done returns the edited SliceServices.
 func (e *SliceServicesEdit) Done() SliceServices {
 	for _, shard := range e.next.shards {

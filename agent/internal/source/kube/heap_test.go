@@ -5,15 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/restysync/restysync/agent/internal/kubeclient/kubeclienttest"
 	"github.com/restysync/restysync/agent/internal/model"
@@ -26,7 +32,8 @@ var (
 )
 
 // TestSourceHeap reports the heap the kube source holds for n served
-// Ingresses, each with a Service and an EndpointSlice, once it has started
+// Ingresses, each with a Service and an EndpointSlice shaped as the API
+// server serves them (apiServerApp), once it has started
 // and served a Snapshot (informer caches, indexes and views; the objects
 // included, the fake clientset's own copies not): go test -run
 // TestSourceHeap -kube.heap.n 50000 ./agent/internal/source/kube -v
@@ -39,11 +46,21 @@ func TestSourceHeap(t *testing.T) {
 	objs = append(objs, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
 	for i := range n {
-		objs = append(objs, benchApp(fmt.Sprintf("app-%06d", i))...)
+		objs = append(objs, apiServerApp(fmt.Sprintf("app-%06d", i), i)...)
 	}
 	client := fake.NewClientset(objs...)
 	objs = nil
-	before := heapAlloc()
+	// As from the API server: each listed object decoded from protobuf,
+	// every string its own, none shared with the fake's copies.
+	client.PrependReactor("list", "*", func(action k8stesting.Action) (bool, kruntime.Object, error) {
+		list := action.(k8stesting.ListActionImpl)
+		obj, err := client.Tracker().List(list.GetResource(), list.Kind, list.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, protobufCopy(t, obj), nil
+	})
+	before, inuseBefore := heapAlloc(), heapInuse()
 	src := New(kubeclienttest.Wrap(client), Options{IngressClass: "restysync"})
 	// Not startSource: its 10 s bound is short for 150,000 objects on a
 	// loaded machine.
@@ -54,11 +71,12 @@ func TestSourceHeap(t *testing.T) {
 	}
 	snap, _ := src.Snapshot()
 	src.TakeChangedServices() // as the syncer does after its first build
-	after := heapAlloc()
+	after, inuseAfter := heapAlloc(), heapInuse()
 	if snap.Ingresses.Len() != n {
 		t.Fatalf("the snapshot holds %d Ingresses, want %d", snap.Ingresses.Len(), n)
 	}
-	t.Logf("kube source at %d Ingresses: heap %.1f MB (%d Ingresses in the snapshot)", n, float64(after-before)/1e6, snap.Ingresses.Len())
+	t.Logf("kube source at %d Ingresses: heap %.1f MB, spans in use %.1f MB (%d Ingresses in the snapshot)",
+		n, float64(after-before)/1e6, (float64(inuseAfter)-float64(inuseBefore))/1e6, snap.Ingresses.Len())
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {
@@ -71,6 +89,85 @@ func TestSourceHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(src)
 	runtime.KeepAlive(client)
+}
+
+// apiServerApp is benchApp's objects as a kube-apiserver serves them:
+// with a uid, a resourceVersion, a creation time and managedFields; the
+// Service headless with what the API server defaults (clusterIPs,
+// ipFamilies, policies, the ports' protocol); the EndpointSlice as the
+// EndpointSlice controller writes it (owner reference, managed-by label,
+// trigger-time annotation, two endpoints with conditions, pod and node,
+// a named port). i makes the uids and resourceVersions.
+func apiServerApp(name string, i int) []kruntime.Object {
+	objs := benchApp(name)
+	created := metav1.NewTime(time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC))
+	meta := func(m *metav1.ObjectMeta, kind int) {
+		m.UID = types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", kind, i))
+		m.ResourceVersion = strconv.Itoa(1000 + 3*i + kind)
+		m.CreationTimestamp, m.Generation = created, 1
+		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+	}
+	ing := objs[0].(*networkingv1.Ingress)
+	meta(&ing.ObjectMeta, 0)
+	svc := objs[1].(*corev1.Service)
+	meta(&svc.ObjectMeta, 1)
+	single, cluster := corev1.IPFamilyPolicySingleStack, corev1.ServiceInternalTrafficPolicyCluster
+	svc.Spec.Type, svc.Spec.ClusterIP, svc.Spec.ClusterIPs = corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
+	svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = []corev1.IPFamily{corev1.IPv4Protocol}, &single
+	svc.Spec.SessionAffinity, svc.Spec.InternalTrafficPolicy = corev1.ServiceAffinityNone, &cluster
+	svc.Spec.Selector = map[string]string{"app": name}
+	svc.Spec.Ports[0].Protocol = corev1.ProtocolTCP
+	slice := objs[2].(*discoveryv1.EndpointSlice)
+	meta(&slice.ObjectMeta, 2)
+	yes, no := true, false
+	slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
+	slice.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	slice.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: "2026-12-07T01:00:00Z"}
+	node := "node-1"
+	slice.Endpoints = nil
+	for j := range 2 {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255+j)},
+			Conditions: discoveryv1.EndpointConditions{Ready: &yes, Serving: &yes, Terminating: &no},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("%s-%d", name, j), UID: types.UID(fmt.Sprintf("pod-%d-%d", i, j))},
+			NodeName:   &node,
+		})
+	}
+	port, portName, tcp := int32(8080), "http", corev1.ProtocolTCP
+	slice.Ports = []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &tcp}}
+	return objs
+}
+
+// protobufCopy returns obj encoded and decoded again, as a client reads
+// it from the API server.
+func protobufCopy(t *testing.T, obj kruntime.Object) kruntime.Object {
+	type protobuf interface {
+		kruntime.Object
+		Marshal() ([]byte, error)
+		Unmarshal([]byte) error
+	}
+	in, ok := obj.(protobuf)
+	if !ok {
+		t.Fatalf("%T has no protobuf encoding", obj)
+	}
+	data, err := in.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(protobuf)
+	if err := out.Unmarshal(data); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// heapInuse is the heap's spans in use (what the process holds of the
+// heap, fragmentation included), after heapAlloc's collections.
+func heapInuse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 func heapAlloc() uint64 {

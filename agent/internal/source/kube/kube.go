@@ -142,6 +142,13 @@ type Source struct {
 	// secretsWithNamed is the last list of Secrets with those watched by
 	// name.
 	secretsWithNamed mergedSecrets
+
+	// The Services of the EndpointSlices whose labels the transform
+	// dropped (slicelabels.go): sliceServicesDone is the last a Snapshot
+	// handed out, sliceServices the edit since (nil: none).
+	sliceServicesMu   sync.Mutex
+	sliceServices     *source.SliceServicesEdit
+	sliceServicesDone source.SliceServices
 }
 
 // mergedSecrets remembers the last list withNamedSecrets made, so that a
@@ -221,7 +228,7 @@ type namedInformer struct {
 	informer cache.SharedIndexInformer
 	// view is kept up to date by the informer's handler (nil: none).
 	view viewUpdater
-	// transform replaces strip when set.
+	// transform replaces trim when set.
 	transform cache.TransformFunc
 }
 
@@ -344,7 +351,7 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 	var synced []cache.InformerSynced
 	for _, ni := range informers {
 		kind := ni.kind
-		transform := strip
+		transform := trim
 		if ni.transform != nil {
 			transform = ni.transform
 		}
@@ -358,7 +365,7 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		}
 		h := handler{kind: kind, changed: changed, view: ni.view}
 		if kind == source.KindEndpointSlice {
-			h.noteSlice = s.noteSlice
+			h.noteSlice, h.forget = s.noteSlice, s.forgetSlice
 		}
 		reg, err := ni.informer.AddEventHandler(h)
 		if err != nil {
@@ -392,10 +399,10 @@ func (s *Source) createInformers() {
 	// against a server (or fake) that ignores it.
 	s.secretView.keep = func(secret *corev1.Secret) bool { return secret.Type == corev1.SecretTypeTLS }
 	s.informers = []namedInformer{
-		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView},
+		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView, transform: s.transformIngress},
 		{kind: source.KindIngressClass, informer: classes, view: &s.classView},
 		{kind: source.KindService, informer: services, view: &s.serviceView},
-		{kind: source.KindEndpointSlice, informer: slices, view: &s.sliceView},
+		{kind: source.KindEndpointSlice, informer: slices, view: &s.sliceView, transform: s.transformSlice},
 		{kind: source.KindSecret, informer: secrets, view: &s.secretView},
 	}
 
@@ -432,6 +439,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap.IngressClasses = s.classView.objects()
 	snap.Services = s.serviceView.objects()
 	snap.EndpointSlices = s.sliceView.objects()
+	snap.SliceServices = s.takeSliceServices().Of
 	tls := s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
@@ -639,6 +647,9 @@ type handler struct {
 	noteSlice func(oldObj, newObj any)
 	// view is kept up to date before each change is reported (nil: none).
 	view viewUpdater
+	// forget, for EndpointSlices only, is told of each slice the view no
+	// longer holds, once it does not (nil: none).
+	forget func(obj any)
 }
 
 var _ cache.ResourceEventHandler = handler{}
@@ -661,11 +672,23 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	oldMeta, err1 := meta.Accessor(oldObj)
 	newMeta, err2 := meta.Accessor(newObj)
 	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
+		if h.forget != nil && oldObj != newObj && h.view != nil && newMeta.GetResourceVersion() != "" {
+			// The same version again, yet not the cache's object (the
+			// transform hands that back, unless this version was
+			// queued before the cache held it): the view and the index
+			// take the cache's, which the next change forgets.
+			h.note(oldObj, newObj)
+			h.view.put(newObj)
+			h.forget(oldObj)
+		}
 		return
 	}
 	h.note(oldObj, newObj)
 	if h.view != nil {
 		h.view.put(newObj)
+	}
+	if h.forget != nil && oldObj != newObj {
+		h.forget(oldObj)
 	}
 	if ingressStatusOnly(oldObj, newObj) {
 		return
@@ -698,6 +721,9 @@ func (h handler) OnDelete(obj any) {
 		obj = tombstone.Obj
 	}
 	h.note(obj, nil)
+	if h.forget != nil {
+		h.forget(obj)
+	}
 	h.report(obj)
 }
 
@@ -717,10 +743,10 @@ func (h handler) note(oldObj, newObj any) {
 	}
 }
 
-// serviceOf is the Service an EndpointSlice belongs to, by its label
-// (Name "" when it names none).
-func serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
-	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
+// serviceOf is the Service an EndpointSlice belongs to (Name "" when it
+// names none): its label, or what the transform kept of it.
+func (s *Source) serviceOf(slice *discoveryv1.EndpointSlice) source.ServiceKey {
+	return source.ServiceKey{Namespace: slice.Namespace, Name: s.sliceService(slice)}
 }
 
 // noteSlice records the Services of a changed EndpointSlice, the one it
@@ -741,14 +767,14 @@ func (s *Source) noteSlice(oldObj, newObj any) {
 	}
 	// A list Get returned is never changed: each change makes a new one.
 	if old, ok := oldObj.(*discoveryv1.EndpointSlice); ok {
-		if key := serviceOf(old); key.Name != "" {
+		if key := s.serviceOf(old); key.Name != "" {
 			note(key)
 			c.slicesOf.Set(key, slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
 				func(o *discoveryv1.EndpointSlice) bool { return o.Name == old.Name }))
 		}
 	}
 	if slice, ok := newObj.(*discoveryv1.EndpointSlice); ok {
-		if key := serviceOf(slice); key.Name != "" {
+		if key := s.serviceOf(slice); key.Name != "" {
 			note(key)
 			list := slices.DeleteFunc(slices.Clone(c.slicesOf.Get(key)),
 				func(o *discoveryv1.EndpointSlice) bool { return o.Name == slice.Name })

@@ -174,6 +174,13 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 	startSource(t, fresh, func(source.Change) {})
 	want, _ := fresh.Snapshot()
 	got, _ := relisted.Snapshot()
+	// Funcs are never DeepEqual: the Service of each slice is compared.
+	for i, slice := range got.EndpointSlices.Slice() {
+		if g, w := got.ServiceOfSlice(slice), want.ServiceOfSlice(want.EndpointSlices.At(i)); g != w || g == "" {
+			t.Errorf("after the relist %s is of Service %q, fresh start: %q", slice.Name, g, w)
+		}
+	}
+	got.SliceServices, want.SliceServices = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after the relist:\n%+v\nfresh start:\n%+v", got, want)
 	}
@@ -320,7 +327,10 @@ func TestServiceEndpoints(t *testing.T) {
 	ctx := context.Background()
 	api := client.DiscoveryV1().EndpointSlices("web")
 	second := first[0].DeepCopy()
+	// The cached slice's only label, its Service's name, was dropped
+	// (slicelabels.go).
 	second.Name, second.ResourceVersion = "app-2", "1"
+	second.Labels = map[string]string{discoveryv1.LabelServiceName: "app"}
 	if _, err := api.Create(ctx, second, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

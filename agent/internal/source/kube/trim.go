@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"strings"
+	"unique"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/restysync/restysync/agent/internal/model"
+)
+
+// The API server's objects carry what a file's YAML seldom does: a uid,
+// owner references and annotations on every EndpointSlice, a Service's
+// clusterIPs, ipFamilies, ipFamilyPolicy, sessionAffinity and traffic
+// policies. At 50,000 Ingresses (each with a Service and a slice) the
+// informers' caches are most of the agent's heap, so trim drops, in the
+// transform, what no stage reads of a Service and an EndpointSlice, and
+// interns the keys of every object's labels and annotations (the same few
+// keys on every object: one copy each).
+//
+// What is read of them (grep the model, status, events and source
+// packages): of a Service its namespace, name, type, clusterIP,
+// externalName, ports and status (the status publisher's Service); of an
+// EndpointSlice its namespace, name, labels (kubernetes.io/service-name),
+// addressType, endpoints and ports; resourceVersion of every object (the
+// handler drops resync replays by it). The status writer's Gateway
+// Services and their slices (labelled app.kubernetes.io/managed-by, or
+// controlled by a Gateway) are kept whole: it updates them from the
+// cached object, and deletes them by uid.
+// TestTrimKeepsWhatIsRead builds a model from trimmed and untrimmed
+// API-server-shaped objects and compares.
+
+// trim is strip, then trimObject.
+func trim(obj any) (any, error) {
+	obj, err := strip(obj)
+	if err != nil {
+		return obj, err
+	}
+	trimObject(obj)
+	return obj, nil
+}
+
+// trimObject trims obj in place, as the package's trim says, and interns
+// its namespace. (The file source also shares port names and protocols,
+// address types, classes and path types: 1.6–2.1 MB more at 50,000 in
+// TestSourceHeap, not done here so as not to write its walk twice.)
+func trimObject(obj any) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetNamespace(intern(o.GetNamespace()))
+		internMap(o.GetLabels())
+		internMap(o.GetAnnotations())
+	}
+	switch o := obj.(type) {
+	case *corev1.Service:
+		if gatewayManaged(&o.ObjectMeta) {
+			return
+		}
+		trimMeta(&o.ObjectMeta)
+		s := &o.Spec
+		s.ClusterIPs, s.IPFamilies, s.IPFamilyPolicy = nil, nil, nil
+		s.SessionAffinity, s.SessionAffinityConfig = "", nil
+		s.InternalTrafficPolicy, s.ExternalTrafficPolicy, s.TrafficDistribution = nil, "", nil
+		s.HealthCheckNodePort, s.AllocateLoadBalancerNodePorts = 0, nil
+		s.LoadBalancerClass, s.LoadBalancerIP, s.LoadBalancerSourceRanges = nil, "", nil
+		s.ExternalIPs, s.Selector, s.PublishNotReadyAddresses = nil, nil, false
+	case *discoveryv1.EndpointSlice:
+		if gatewayManaged(&o.ObjectMeta) {
+			return
+		}
+		trimMeta(&o.ObjectMeta)
+		// endpoints.kubernetes.io/last-change-trigger-time and the like.
+		o.Annotations = nil
+	}
+}
+
+// trimMeta drops what is not read of the metadata of a Service or an
+// EndpointSlice the status writer does not manage.
+func trimMeta(m *metav1.ObjectMeta) {
+	m.UID, m.OwnerReferences, m.GenerateName, m.Finalizers = "", nil, "", nil
+}
+
+// intern is the interned copy of s ("" is left alone). unique's table
+// holds a string only while an object does, so it cannot grow without
+// end.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// gatewayManaged says whether m is the metadata of an object the status
+// writer may manage: labelled as Gateway Services' objects are, or with
+// an owner in the Gateway API's group (model.OwnedByGateway's).
+func gatewayManaged(m *metav1.ObjectMeta) bool {
+	if _, ok := m.Labels[model.GatewayServiceManagedByLabel]; ok {
+		return true
+	}
+	for _, ref := range m.OwnerReferences {
+		if strings.HasPrefix(ref.APIVersion, gatewayv1.GroupName+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// internMap replaces m's keys, in place, by their interned copies: a map
+// assignment to a key it holds stores the key given too. The values are
+// left alone: most are an object's own (an app's name), and interning a
+// value no other object has costs more than it saves.
+func internMap(m map[string]string) {
+	for k, v := range m {
+		m[intern(k)] = v
+	}
+}
+
+// dropSliceLabels takes away the labels of an EndpointSlice the status
+// writer does not manage (gatewayManaged), nothing but its Service's name
+// being read of them, and returns that name; dropped says it did. slice
+// must be the caller's own, not yet handed out.
+func dropSliceLabels(slice *discoveryv1.EndpointSlice) (service string, dropped bool) {
+	if slice.Labels == nil || gatewayManaged(&slice.ObjectMeta) {
+		return "", false
+	}
+	service = slice.Labels[discoveryv1.LabelServiceName]
+	slice.Labels = nil
+	return service, true
+}
