@@ -56,6 +56,6 @@ func TestB7Footprint(t *testing.T) {
 	time.Sleep(10 * time.Second)
 	rss := a.rssKiB()
 	report(t, Row{ID: "B7-rss", What: fmt.Sprintf("agent RSS idle, %d Ingresses from the real API server", n),
-		Target: "≤ 35 MB", Measured: fmt.Sprintf("%.0f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 35*1024,
+		Target: "≤ 35 MB", Measured: fmt.Sprintf("%.1f MB", float64(rss)/1024), Pass: rss > 0 && rss <= 35*1024,
 		Note: "VmRSS of the agent process 10 s after it served the first Ingress"})
 }

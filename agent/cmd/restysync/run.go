@@ -628,7 +628,8 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 }
 
 // releaseMemory calls next for each sync, and hands the memory freed since
-// back to the OS after the first sync that applied, and after a later
+// back to the OS (and the pages of its binary it touched: releaseBinaryPages)
+// after the first sync that applied, and after a later
 // sync that built the model whole (Report.Whole; not an incremental one,
 // whose garbage is small, and whose forced collection of a 500 MB heap
 // would hold up the next change) of a large agent (heap in use over
@@ -706,9 +707,11 @@ func (m *memoryReleaser) ask() {
 		}
 		start := time.Now()
 		debug.FreeOSMemory()
+		paged, err := releaseBinaryPages()
 		m.mu.Lock()
 		m.last, m.pending = time.Now(), false
 		m.mu.Unlock()
-		m.logger.Debug("released memory to the OS", "duration", time.Since(start).Round(time.Millisecond))
+		m.logger.Debug("released memory to the OS", "duration", time.Since(start).Round(time.Millisecond),
+			"binary_bytes_paged_out", paged, "page_out_error", err)
 	})
 }
