@@ -159,29 +159,35 @@ func TestNewRouteSharesTheStatusesList(t *testing.T) {
 
 // A counted list whose changes put back what it holds hands out the very
 // list it did before: an island built again for a Service whose endpoints
-// the fast path already wrote into the list (remove, then add the equal
-// backend) changes nothing, and costs no copy here nor a compare of every
-// backend in the plan. A real change still makes a new list.
+// the fast path already put into the list (remove, then add the equal
+// backend) changes nothing, and costs no new chunk here nor a compare of
+// every backend in the plan. A real change still makes a new list, which
+// shares the chunks it does not touch; the list handed out stays as it was.
 func TestCountedListKeepsItsListForTheSameValues(t *testing.T) {
-	c := newCounted(func(b Backend) string { return b.Name })
-	for i := range 10 {
-		c.add(fmt.Sprintf("b%d", i), Backend{Name: fmt.Sprintf("b%d", i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+	c := newCountedList(func(b Backend) string { return b.Name })
+	const n = 3 * listChunk
+	name := func(i int) string { return fmt.Sprintf("b%04d", i) }
+	for i := range n {
+		c.add(name(i), Backend{Name: name(i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
 	}
-	first := c.list()
-	c.remove("b3")
-	c.add("b3", Backend{Name: "b3", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
-	if again := c.list(); &again[0] != &first[0] || len(again) != len(first) {
+	first := c.list_.list()
+	c.remove(name(3))
+	c.add(name(3), Backend{Name: name(3), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+	if again := c.list_.list(); !again.Same(first) {
 		t.Error("the same backend put back: a new list")
 	}
-	c.remove("b3")
-	c.add("b3", Backend{Name: "b3", Endpoints: []Endpoint{{Address: "10.0.0.2", Port: 80}}})
-	changed := c.list()
-	if &changed[0] == &first[0] || changed[3].Endpoints[0].Address != "10.0.0.2" || first[3].Endpoints[0].Address != "10.0.0.1" {
+	c.remove(name(3))
+	c.add(name(3), Backend{Name: name(3), Endpoints: []Endpoint{{Address: "10.0.0.2", Port: 80}}})
+	changed := c.list_.list()
+	if changed.Same(first) || changed.At(3).Endpoints[0].Address != "10.0.0.2" || first.At(3).Endpoints[0].Address != "10.0.0.1" {
 		t.Error("a changed backend: the list handed out changed, or the new one lacks the change")
 	}
-	c.remove("b4")
-	if gone := c.list(); len(gone) != 9 || len(changed) != 10 {
-		t.Errorf("a backend removed: %d in the new list, %d in the one before", len(gone), len(changed))
+	if !changed.Shares(first) {
+		t.Error("a changed backend: the new list shares no chunk with the last")
+	}
+	c.remove(name(4))
+	if gone := c.list_.list(); gone.Len() != n-1 || changed.Len() != n {
+		t.Errorf("a backend removed: %d in the new list, %d in the one before", gone.Len(), changed.Len())
 	}
 }
 
