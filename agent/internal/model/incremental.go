@@ -209,13 +209,10 @@ func NewIncremental() *Incremental { return &Incremental{} }
 // Build returns Build(s) and how it was computed. s is only read, and its
 // objects must not change after the call (the next Build compares them by
 // identity, as the sources hand them out). The model's slices stay the
-// Incremental's: they are never changed, and must not be by the caller,
-// but for one write: a caller may put into the place of a backend the one
-// a build of a snapshot at least as new would give (EndpointPatch, the
-// syncer's fast path, in place at the cost of the change). The next Build
-// holds that too: it resolves again the backends of every Service whose
-// Service or EndpointSlices it finds changed, and those of the others are
-// what the patch computed from the same objects.
+// Incremental's: they are never changed, and must not be by the caller.
+// The fast path makes a backends list of its own from the model's
+// (EndpointPatch.Apply), which the Incremental can be told to hold from
+// then on (PatchedBackends).
 func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if reason := x.FullReason(s); reason != "" {
 		return x.full(s, reason)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -37,11 +38,13 @@ func TestIncrementalHandedListsStayAsTheyWere(t *testing.T) {
 		copyRoutes  []*Route
 		status      List[*RouteStatus]
 		copyStatus  []*RouteStatus
+		backends    List[Backend]
+		copyBackend []Backend
 	}
 	var kept []handed
 	keep := func(m Model) {
 		kept = append(kept, handed{m.Servers, m.Servers.Slice(), m.GatewayRoutes, m.GatewayRoutes.Slice(),
-			m.GatewayAPI.Routes, m.GatewayAPI.Routes.Slice()})
+			m.GatewayAPI.Routes, m.GatewayAPI.Routes.Slice(), m.Backends, m.Backends.Slice()})
 	}
 	rng := rand.New(rand.NewPCG(42, 1))
 	for step := range 120 {
@@ -81,7 +84,8 @@ func TestIncrementalHandedListsStayAsTheyWere(t *testing.T) {
 		keep(got)
 	}
 	for i, h := range kept {
-		if !slices.Equal(h.servers.Slice(), h.copyServers) || !slices.Equal(h.routes.Slice(), h.copyRoutes) || !slices.Equal(h.status.Slice(), h.copyStatus) {
+		if !slices.Equal(h.servers.Slice(), h.copyServers) || !slices.Equal(h.routes.Slice(), h.copyRoutes) || !slices.Equal(h.status.Slice(), h.copyStatus) ||
+			!reflect.DeepEqual(h.backends.Slice(), h.copyBackend) {
 			t.Fatalf("the lists handed out by build %d changed since", i)
 		}
 	}
@@ -152,6 +156,53 @@ func TestNewRouteSharesTheStatusesList(t *testing.T) {
 		}
 		if _, found := m.GatewayAPI.Routes.Find(func(st *RouteStatus) int { return strings.Compare(st.Name, name) }); !found {
 			t.Errorf("new route %d: no status", added)
+		}
+		last = m
+	}
+}
+
+// A new Ingress that brings its own Service makes the next backends list
+// from the last, sharing every chunk the new backend does not fall in
+// (counted over an editedList): the Build allocates less than half a flat
+// list of the backends (48 bytes a backend), and the list handed out
+// before stays as it was. A flat list made again per new backend was
+// 2.04 MB of such a change's 2.7 MB at 50,000 Ingresses (TestHeapAtScale
+// -heap.own).
+func TestNewServiceSharesTheBackendsList(t *testing.T) {
+	const n = 20000
+	s := benchSnapshot(n)
+	inc := NewIncremental()
+	last, _, _ := inc.Build(s)
+	if last.Backends.Len() != n {
+		t.Fatalf("%d backends, want %d", last.Backends.Len(), n)
+	}
+	list := uint64(48 * n)
+	for added := 1; added <= 3; added++ {
+		kept := last.Backends.Slice()
+		name := fmt.Sprintf("own-%d", added)
+		s.Ingresses = ListOf(append(s.Ingresses.Slice(), newIngress("default", name, createdAt(0),
+			rule(name+".example.com", prefix("/", name, 80))))...)
+		s.Services = ListOf(append(s.Services.Slice(), service("default", name, servicePort("http", 80)))...)
+		s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(), endpointSlice("default", name+"-abc", name,
+			discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready(fmt.Sprintf("10.255.0.%d", added))))...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, _, path := inc.Build(s)
+		runtime.ReadMemStats(&after)
+		if !path.Incremental || m.Backends.Len() != n+added {
+			t.Fatalf("new Service %d: path %+v, %d backends", added, path, m.Backends.Len())
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got >= list/2 {
+			t.Errorf("new Service %d: the Build allocated %d bytes, want less than %d: the backends list was copied", added, got, list/2)
+		}
+		if !m.Backends.Shares(last.Backends) {
+			t.Errorf("new Service %d: the backends list shares no chunk with the last", added)
+		}
+		if _, found := m.Backends.Find(func(b Backend) int { return strings.Compare(b.Name, "default/"+name+":80") }); !found {
+			t.Errorf("new Service %d: its backend is not in the list", added)
+		}
+		if !reflect.DeepEqual(last.Backends.Slice(), kept) {
+			t.Errorf("new Service %d: the list handed out before changed", added)
 		}
 		last = m
 	}
