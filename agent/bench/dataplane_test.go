@@ -311,7 +311,7 @@ func startBaseLuaVariant(t *testing.T, backends []string) (*b3Variant, error) {
 		return nil, err
 	}
 	v := &b3Variant{name: "lua@" + b3BaseCommit, nginx: nginxproc.Start(t, prefix), port: port}
-	pushBackends(t, v.nginx, b3Model(backends).Backends)
+	pushBackends(t, v.nginx, b3Model(backends).Backends.Slice())
 	pushRoutes(t, v.nginx, b3Model(backends), false)
 	return v, nil
 }
@@ -449,7 +449,7 @@ func b3Model(backends []string) model.Model {
 			Host:      b3Host,
 			Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: b3Backend, Ingress: "bench/web"}},
 		}),
-		Backends: []model.Backend{b},
+		Backends: model.ListOf(b),
 	}
 }
 
@@ -493,7 +493,7 @@ func startLuaVariant(t *testing.T, backends []string, name string, requestMetric
 		t.Fatal(err)
 	}
 	v := &b3Variant{name: name, nginx: nginxproc.Start(t, prefix), port: port}
-	pushBackends(t, v.nginx, b3Model(backends).Backends)
+	pushBackends(t, v.nginx, b3Model(backends).Backends.Slice())
 	pushRoutes(t, v.nginx, b3Model(backends), requestMetrics)
 	return v
 }

@@ -129,11 +129,11 @@ func testModel() model.Model {
 				{Path: "/api", PathType: model.PathExact, Backend: "default/api:http", Ingress: "default/a"},
 			}},
 		),
-		Backends: []model.Backend{
+		Backends: model.ListOf([]model.Backend{
 			{Name: "default/api:http"},
 			{Name: "default/fallback:80", Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
 			{Name: "default/web:80", Endpoints: []model.Endpoint{ep("10.0.0.1", 8080), ep("fd00::1", 8080)}},
-		},
+		}...),
 		Certificates: []model.Certificate{
 			{Name: "default/a-tls", Hosts: []string{"a.test"}, CertPEM: "C", KeyPEM: "K", NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 			{Name: "default/bad-tls", Hosts: []string{"b.test"}, Invalid: "key does not match"},
@@ -247,7 +247,7 @@ func TestDebugState(t *testing.T) {
 
 	// In step: Lua holds exactly what is wanted.
 	lua.backends = map[string]model.Backend{}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		lua.backends[b.Name] = b
 	}
 	lua.certs = lua.certs[:1]

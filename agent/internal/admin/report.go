@@ -242,9 +242,9 @@ func FromModel(m model.Model, routes render.RouteList, problems []model.Problem)
 	for _, n := range m.NotServed {
 		r.NotServed = append(r.NotServed, NotServed{Ingress: n.Ingress, Reason: n.Reason})
 	}
-	endpoints := make(map[string][]string, len(m.Backends))
-	policies := make(map[string]model.Policy, len(m.Backends))
-	for _, b := range m.Backends {
+	endpoints := make(map[string][]string, m.Backends.Len())
+	policies := make(map[string]model.Policy, m.Backends.Len())
+	for b := range m.Backends.All() {
 		endpoints[b.Name] = endpointStrings(b.Endpoints)
 		policies[b.Name] = b.PolicyValue()
 	}
@@ -391,8 +391,8 @@ func (r *Report) AddLive(ctx context.Context, st syncer.State, lua Lua) {
 }
 
 func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCerts []luaapi.HeldCertificate) {
-	wanted := make(map[string]bool, len(m.Backends))
-	for _, b := range m.Backends {
+	wanted := make(map[string]bool, m.Backends.Len())
+	for b := range m.Backends.All() {
 		wanted[b.Name] = true
 		have, ok := held[b.Name]
 		switch {

@@ -34,7 +34,7 @@ type LuaState struct {
 
 	boot string
 	// backends are sorted by name, one per name: the record's own list
-	// (the model's is written in place by the syncer's fast path), half
+	// (a flat slice it changes in place as pushes land), half
 	// the size of a map of them at 50,000 (plan.Held.Backends).
 	backends []model.Backend
 	certs    map[string]plan.HeldCertificate

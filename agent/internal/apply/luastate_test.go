@@ -43,7 +43,7 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 		return nil
 	}
 
-	next := plan.Next{Config: cfg, Backends: []model.Backend{a, b}, Routes: render.NewRouteList([]model.Route{route})}
+	next := plan.Next{Config: cfg, Backends: model.ListOf([]model.Backend{a, b}...), Routes: render.NewRouteList([]model.Route{route})}
 	p := plan.Compute(l.Held(status.ConfigHash, nil), next)
 	out, err := l.Execute(ctx, p, reload)
 	if err != nil {
@@ -62,7 +62,7 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 
 	// b goes and the config changes; nginx rejects the config: the removal
 	// after the reload does not run, and b stays recorded as Lua has it.
-	next = plan.Next{Config: render.Config{Hash: "rejected"}, Backends: []model.Backend{a}, Routes: render.NewRouteList([]model.Route{route})}
+	next = plan.Next{Config: render.Config{Hash: "rejected"}, Backends: model.ListOf([]model.Backend{a}...), Routes: render.NewRouteList([]model.Route{route})}
 	p = plan.Compute(l.Held(status.ConfigHash, nil), next)
 	if _, err := l.Execute(ctx, p, reload); !errors.Is(err, apply.ErrRejected) {
 		t.Fatalf("Execute: %v, want the reload's error", err)

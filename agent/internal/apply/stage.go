@@ -58,13 +58,13 @@ type Stage struct {
 		profiles []render.Profile
 	}
 	state stateWriter
-	// planned are the backends of the last plan that ran whole after a
-	// build: the next plan of the very same list compares none
-	// (plan.Next.BackendsUnchanged). The syncer's fast path writes into
-	// that list in place, and its plans push what it wrote, so planned
-	// stays through them (a plan that does not run whole leaves the
-	// record stale, which compares all).
-	planned []model.Backend
+	// planned are the backends Lua holds after the last plan that ran
+	// whole: the next plan of the very same list compares none
+	// (plan.Next.BackendsUnchanged). A fast path's plan pushes the
+	// backends it changed in a list made from planned
+	// (Step.BackendsFrom), which Lua then holds (a plan that does not run
+	// whole leaves the record stale, which compares all).
+	planned model.List[model.Backend]
 	// plannedRoutes are the routes of the last plan that left Lua's
 	// record current: Lua holds exactly them, so a step whose
 	// Step.ChangedRoutes are relative to them compares only those.
@@ -104,6 +104,10 @@ type Step struct {
 	// ChangedBackends are the backends the fast path resolved again (nil
 	// after a full build): the plan compares only those.
 	ChangedBackends []model.Backend
+	// BackendsFrom is the list the fast path made Model.Backends from,
+	// with ChangedBackends put in: when the last plan left Lua holding
+	// it, Lua holds Model.Backends once this plan pushed them.
+	BackendsFrom model.List[model.Backend]
 	// ChangedRoutes are the hosts whose route may differ from those of
 	// RoutesFrom (render.Cache.ChangedRoutes; nil: any): when the last
 	// plan left Lua holding RoutesFrom, the plan compares only those.
@@ -185,12 +189,12 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	}
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
-		BackendsUnchanged: built && sameList(step.Model.Backends, s.planned), ChangedRoutes: changedRoutes,
+		BackendsUnchanged: built && step.Model.Backends.Same(s.planned), ChangedRoutes: changedRoutes,
 		CertificatesUnchanged: sameList(step.Model.Certificates, s.plannedCerts),
 		FullPush:              s.fullPush, HoldReload: hold})
 	res.Plan, res.ComparedBackends = time.Since(planStart), p.ComparedBackends
 	planned := s.planned
-	s.planned, s.plannedRoutes, s.plannedCerts = nil, render.RouteList{}, nil
+	s.planned, s.plannedRoutes, s.plannedCerts = model.List[model.Backend]{}, render.RouteList{}, nil
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {
@@ -201,10 +205,10 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	switch {
 	case built && s.lua.current:
 		s.planned = step.Model.Backends
-	case s.lua.current && sameList(step.Model.Backends, planned):
-		// The fast path wrote its changes into this very list, and
-		// the plan pushed them: Lua holds the list still.
-		s.planned = planned
+	case s.lua.current && !built && step.BackendsFrom.Same(planned):
+		// The fast path made this list from the one Lua held, and the
+		// plan pushed its changes: Lua holds this one.
+		s.planned = step.Model.Backends
 	}
 	if s.lua.current {
 		s.plannedRoutes, s.plannedCerts = step.Routes, step.Model.Certificates

@@ -327,7 +327,7 @@ func TestAccessCustomErrors(t *testing.T) {
 				if got.Errors != tt.want {
 					t.Errorf("errors = %+v, want %+v", got.Errors, tt.want)
 				}
-				if len(m.Backends) != tt.backends {
+				if m.Backends.Len() != tt.backends {
 					t.Errorf("backends = %v, want %d", m.Backends, tt.backends)
 				}
 				checkProblem(t, problems, tt.problem)

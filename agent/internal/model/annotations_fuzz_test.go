@@ -84,7 +84,7 @@ func FuzzAnnotations(f *testing.F) {
 				t.Fatalf("problem reason of %d bytes", len(p.Reason))
 			}
 		}
-		for _, backend := range m.Backends {
+		for _, backend := range m.Backends.Slice() {
 			raw, err := json.Marshal(backend.PolicyValue())
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,7 @@ func policyOf(t *testing.T, annotations map[string]string) (Policy, []Problem) {
 		t.Fatalf("the Ingress is not served: %s", dump(m.Servers))
 	}
 	name := m.Servers.At(0).Locations[0].Backend
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		if b.Name == name {
 			return b.PolicyValue(), problems
 		}
@@ -147,7 +147,7 @@ func canaryBackends(t *testing.T, primary, canary map[string]string) (split, can
 		rule("a.test", prefix("/", "web", "http")))
 	m, problems := Build(snapshotOf(main, newIngress("default", "main-canary", canaryOpts...)))
 	byName := map[string]Backend{}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		byName[b.Name] = b
 	}
 	if m.Servers.Len() != 1 || len(m.Servers.At(0).Locations) != 1 {
@@ -246,7 +246,7 @@ func TestCanaryStickyBackendPerPrimary(t *testing.T) {
 		t.Fatalf("problems: %v", problems)
 	}
 	cookies := map[string]string{}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		if strings.HasPrefix(b.Name, "default/web:http@") {
 			cookies[b.Name] = b.PolicyValue().CookieName
 		}

@@ -327,15 +327,17 @@ func (b *Builder) model(processors []Processor) Model {
 	for _, name := range fallbacks {
 		used[name] = true
 	}
+	backends := make([]Backend, 0, len(used))
 	for name := range used {
 		r := b.resolved[name]
 		if r.policy.Algorithm == "" {
 			r.policy.Algorithm = b.loadBalance // the ConfigMap's load-balance
 		}
 		r.backend.Policy = shareSetting(&b.policies, r.policy)
-		m.Backends = append(m.Backends, r.backend)
+		backends = append(backends, r.backend)
 	}
-	slices.SortFunc(m.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	m.Backends = ListOf(backends...)
 	m.Certificates = b.certificates()
 	return m
 }

@@ -130,7 +130,7 @@ func TestBuildHosts(t *testing.T) {
 				}
 				return
 			}
-			if m.Servers.Len() != 0 || len(m.Backends) != 0 {
+			if m.Servers.Len() != 0 || m.Backends.Len() != 0 {
 				t.Errorf("invalid host served: %s", dump(m))
 			}
 			prefix := fmt.Sprintf("spec.rules[0].host %q: %s", tt.host, tt.wantReason)
@@ -197,7 +197,7 @@ func TestBuildPaths(t *testing.T) {
 			if tt.wantReason == "" {
 				want = Model{
 					Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{matchedAs(loc(tt.wantPath, tt.wantType, "default/web:80", "default/ing"), tt.pathType)}}),
-					Backends: []Backend{{Name: "default/web:80", Endpoints: webEndpoints}},
+					Backends: ListOf([]Backend{{Name: "default/web:80", Endpoints: webEndpoints}}...),
 				}
 			} else {
 				wantProblems = []Problem{ingressProblem("default", "ing", tt.wantReason)}
@@ -236,7 +236,7 @@ func TestBuildMerge(t *testing.T) {
 					loc("/b", PathPrefix, web, "default/b"),
 					loc("/c", PathExact, web, "default/a"),
 				}}),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -250,7 +250,7 @@ func TestBuildMerge(t *testing.T) {
 					&Server{Host: "b.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
 					&Server{Host: "z.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
 				),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -261,7 +261,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/api", PathPrefix, "zzz/web:80", "zzz/old")}}),
-				Backends: []Backend{{Name: "zzz/web:80", Endpoints: []Endpoint{}}},
+				Backends: ListOf([]Backend{{Name: "zzz/web:80", Endpoints: []Endpoint{}}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "new", `spec.rules[0].http.paths[0].path "/api": path "/api" (Prefix) on host "a.example.com" is already served by Ingress zzz/old; path left out`),
@@ -276,7 +276,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/x", PathPrefix, "a/web:80", "a/z")}},
-				Backends: []Backend{{Name: "a/web:80", Endpoints: []Endpoint{}}},
+				Backends: ListOf([]Backend{{Name: "a/web:80", Endpoints: []Endpoint{}}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("a", "z", `spec.rules[0].http.paths[0].backend.service.name "web": Service a/web not found; the path answers 503`),
@@ -291,7 +291,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/x", PathExact, "default/web:http", "default/a")}}),
-				Backends: []Backend{{Name: "default/web:http", Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: "default/web:http", Endpoints: webEndpoints}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "b", `spec.rules[0].http.paths[0].path "/x": path "/x" (Exact) on host "a.example.com" is already served by Ingress default/a; path left out`),
@@ -305,7 +305,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/foo", PathPrefix, web, "default/a")}}),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "b", `spec.rules[0].http.paths[0].path "/foo/": path "/foo" (Prefix) on host "a.example.com" is already served by Ingress default/a; path left out`),
@@ -323,7 +323,7 @@ func TestBuildMerge(t *testing.T) {
 					loc("/foo", PathExact, web, "default/b"),
 					loc("/foo", PathPrefix, web, "default/a"),
 				}}),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -333,7 +333,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/a")}}),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "a", `spec.rules[1].http.paths[0].path "/": path "/" (Prefix) on host "a.example.com" is already served by Ingress default/a; path left out`),
@@ -347,7 +347,7 @@ func TestBuildMerge(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/a", PathPrefix, web, "default/a"), loc("/b", PathExact, web, "default/b")}},
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -427,7 +427,7 @@ func TestBuildBackends(t *testing.T) {
 					loc("/n", PathPrefix, "shop/multi:80", "shop/ing"),
 					loc("/s", PathPrefix, "shop/multi:http", "shop/ing"),
 				}}),
-				Backends: []Backend{{Name: "shop/multi:80", Endpoints: httpEndpoints}, {Name: "shop/multi:http", Endpoints: httpEndpoints}},
+				Backends: ListOf([]Backend{{Name: "shop/multi:80", Endpoints: httpEndpoints}, {Name: "shop/multi:http", Endpoints: httpEndpoints}}...),
 			},
 		},
 		{
@@ -438,7 +438,7 @@ func TestBuildBackends(t *testing.T) {
 					loc("/m", PathPrefix, "shop/multi:9090", "shop/ing"),
 					loc("/u", PathPrefix, "shop/multi:81", "shop/ing"),
 				}}),
-				Backends: []Backend{{Name: "shop/multi:81", Endpoints: at(httpEndpoints, 8081)}, {Name: "shop/multi:9090", Endpoints: at(httpEndpoints, 9091)}},
+				Backends: ListOf([]Backend{{Name: "shop/multi:81", Endpoints: at(httpEndpoints, 8081)}, {Name: "shop/multi:9090", Endpoints: at(httpEndpoints, 9091)}}...),
 			},
 		},
 		{
@@ -452,13 +452,13 @@ func TestBuildBackends(t *testing.T) {
 					loc("/d", PathPrefix, "shop/external:80", "shop/ing"),
 					loc("/e", PathPrefix, "shop/dns:53", "shop/ing"),
 				}}),
-				Backends: []Backend{
+				Backends: ListOf([]Backend{
 					{Name: "shop/dns:53", Endpoints: []Endpoint{}},
 					{Name: "shop/external:80", Endpoints: []Endpoint{}},
 					{Name: "shop/multi:8080", Endpoints: []Endpoint{}},
 					{Name: "shop/multi:grpc", Endpoints: []Endpoint{}},
 					{Name: "shop/nope:80", Endpoints: []Endpoint{}},
-				},
+				}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("shop", "ing", `spec.rules[0].http.paths[0].backend.service.name "nope": Service shop/nope not found; the path answers 503`),
@@ -494,9 +494,9 @@ func TestBuildBackends(t *testing.T) {
 			paths: []networkingv1.HTTPIngressPath{prefix("/", "six", "http")},
 			want: Model{
 				Servers: ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, "shop/six:http", "shop/ing")}}),
-				Backends: []Backend{{Name: "shop/six:http", Endpoints: []Endpoint{
+				Backends: ListOf([]Backend{{Name: "shop/six:http", Endpoints: []Endpoint{
 					{"10.0.0.1", 8080}, {"2001:db8::1", 8080},
-				}}},
+				}}}...),
 			},
 			wantProblems: []Problem{
 				sliceProblem("shop", "six-1", `endpoints[0].addresses[2] "10.0.0.1": is not an IPv6 address; address left out`),
@@ -540,10 +540,10 @@ func TestBuildReadiness(t *testing.T) {
 				endpointSlice("default", "web-1", "web", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), tt.endpoint),
 			)
 			m, problems := Build(s)
-			if len(problems) != 0 || len(m.Backends) != 1 {
+			if len(problems) != 0 || m.Backends.Len() != 1 {
 				t.Fatalf("got %s, problems %v", dump(m), problems)
 			}
-			if got := m.Backends[0].Endpoints; !reflect.DeepEqual(got, tt.want) {
+			if got := m.Backends.At(0).Endpoints; !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("endpoints = %v, want %v", got, tt.want)
 			}
 		})
@@ -564,7 +564,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			ingresses: []*networkingv1.Ingress{newIngress("default", "a", rule("a.example.com", prefix("/x", "web", 80)))},
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/x", PathPrefix, web, "default/a")}}),
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -572,7 +572,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			ingresses: []*networkingv1.Ingress{newIngress("default", "a", defaultBackendTo(backend("web", 80)))},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, web, "default/a")}},
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -583,7 +583,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/old")}},
-				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}},
+				Backends: ListOf([]Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}}...),
 			},
 		},
 		{
@@ -594,7 +594,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, web, "default/new"), loc("/x", PathExact, web, "default/new")}},
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -604,7 +604,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathExact, web, "default/a"), loc("/", PathPrefix, "default/other:80", "default/a")}},
-				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -632,7 +632,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 					&Server{Host: "d.example.com", Locations: []Location{loc("/d", PathPrefix, web, "default/b")}},
 				),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/a")}},
-				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "a", `spec.rules[3].host "Bad.example.com": must be lower case; rule left out`),
@@ -647,7 +647,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			want: Model{
 				Servers:  ListOf(&Server{Host: "a.example.com", Locations: []Location{loc("/", PathPrefix, web, "default/new")}}),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/old")}},
-				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -663,7 +663,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 					loc("/o", PathExact, web, "default/old"),
 				}}),
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/other:80", "default/old")}},
-				Backends: []Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: "default/other:80", Endpoints: []Endpoint{}}, {Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 		{
@@ -674,7 +674,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, "default/missing:http", "default/new")}},
-				Backends: []Backend{{Name: "default/missing:http", Endpoints: []Endpoint{}}},
+				Backends: ListOf([]Backend{{Name: "default/missing:http", Endpoints: []Endpoint{}}}...),
 			},
 			wantProblems: []Problem{
 				ingressProblem("default", "new", `spec.defaultBackend.service.name "missing": Service default/missing not found; requests sent to it answer 503`),
@@ -696,7 +696,7 @@ func TestBuildDefaultBackend(t *testing.T) {
 			},
 			want: Model{
 				Default:  Server{Locations: []Location{loc("/", PathPrefix, web, "default/old")}},
-				Backends: []Backend{{Name: web, Endpoints: webEndpoints}},
+				Backends: ListOf([]Backend{{Name: web, Endpoints: webEndpoints}}...),
 			},
 		},
 	}

@@ -34,7 +34,7 @@ func TestCanarySplitsTheMainLocation(t *testing.T) {
 		t.Errorf("location %+v: want the main Ingress's location on the split variant", loc)
 	}
 	byName := map[string]Backend{}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		byName[b.Name] = b
 	}
 	split, ok := byName[loc.Backend]
@@ -85,7 +85,7 @@ func TestAnnotationKeysChecked(t *testing.T) {
 		annotation("example.com/unrelated", "x"),
 		rule("a.test", prefix("/", "web", 80)))
 	m, problems := Build(snapshotOf(ing))
-	if m.Servers.Len() != 1 || m.Backends[0].PolicyValue().Algorithm != AlgorithmEWMA {
+	if m.Servers.Len() != 1 || m.Backends.At(0).PolicyValue().Algorithm != AlgorithmEWMA {
 		t.Fatalf("the Ingress is not served with its supported annotations: %s", dump(m))
 	}
 	for _, want := range []string{

@@ -46,7 +46,7 @@ func FuzzBuild(f *testing.F) {
 			t.Fatal("two builds of one snapshot differ")
 		}
 		backends := make(map[string]bool)
-		for _, b := range m.Backends {
+		for _, b := range m.Backends.Slice() {
 			backends[b.Name] = true
 			if b.Endpoints == nil {
 				t.Fatalf("backend %s has nil endpoints", b.Name)

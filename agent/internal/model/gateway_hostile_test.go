@@ -343,7 +343,7 @@ func FuzzGatewayBuild(f *testing.F) {
 			t.Fatal("two builds of one snapshot differ")
 		}
 		backends := map[string]bool{}
-		for _, b := range m.Backends {
+		for _, b := range m.Backends.Slice() {
 			backends[b.Name] = true
 		}
 		for r := range m.GatewayRoutes.All() {

@@ -182,7 +182,7 @@ func TestGatewayBackendsIntoThePod(t *testing.T) {
 	s.EndpointSlices = ListOf(append(s.EndpointSlices.Slice(), evil)...)
 	s.Targets = podTargets
 	m, problems := Build(s)
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		if b.Name == "tenant-b/web:80" && len(b.Endpoints) != 0 {
 			t.Errorf("mirror backend endpoints %v, want none", b.Endpoints)
 		}

@@ -83,7 +83,7 @@ func TestHTTPRouteRequestMirror(t *testing.T) {
 		t.Errorf("locations: %s", dump(route.Locations))
 	}
 	for _, name := range []string{"default/mirror:8080", "other/web:80"} {
-		if !slices.ContainsFunc(m.Backends, func(b Backend) bool { return b.Name == name }) {
+		if !slices.ContainsFunc(m.Backends.Slice(), func(b Backend) bool { return b.Name == name }) {
 			t.Errorf("the mirror backend %s is not among the model's backends", name)
 		}
 	}

@@ -57,8 +57,8 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 	if got, want := certificateOf(m, "default/good-tls"), alone.Certificates[0]; !reflect.DeepEqual(got, want) {
 		t.Errorf("neighbour's certificate:\n got %s\nwant %s", dump(got), dump(want))
 	}
-	for _, b := range alone.Backends {
-		if !slices.ContainsFunc(m.Backends, func(x Backend) bool { return reflect.DeepEqual(x, b) }) {
+	for _, b := range alone.Backends.Slice() {
+		if !slices.ContainsFunc(m.Backends.Slice(), func(x Backend) bool { return reflect.DeepEqual(x, b) }) {
 			t.Errorf("neighbour's backend %s is missing or changed", b.Name)
 		}
 	}
@@ -336,8 +336,8 @@ func TestHostileManyPaths(t *testing.T) {
 	if len(locations) != wantServed {
 		t.Errorf("%d locations served, want %d", len(locations), wantServed)
 	}
-	if len(m.Backends) != 2 {
-		t.Errorf("%d backends, want web:80 and the neighbour's web:http", len(m.Backends))
+	if m.Backends.Len() != 2 {
+		t.Errorf("%d backends, want web:80 and the neighbour's web:http", m.Backends.Len())
 	}
 	// The model holds the paths once each, plus small fixed fields.
 	size := 0

@@ -34,7 +34,7 @@ func TestHTTPRouteSimpleSameNamespace(t *testing.T) {
 	if !reflect.DeepEqual(m.GatewayRoutes.Slice(), want) {
 		t.Errorf("routes:\n got %s\nwant %s", dump(m.GatewayRoutes), dump(want))
 	}
-	if len(m.Backends) != 1 || m.Backends[0].Name != "default/web:80" || !reflect.DeepEqual(m.Backends[0].Endpoints, webEndpoints) {
+	if m.Backends.Len() != 1 || m.Backends.At(0).Name != "default/web:80" || !reflect.DeepEqual(m.Backends.At(0).Endpoints, webEndpoints) {
 		t.Errorf("backends: %s", dump(m.Backends))
 	}
 	st := routeStatusOf(t, m, "default", "r")

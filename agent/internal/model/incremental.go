@@ -116,6 +116,23 @@ func (x *Incremental) ChangedGatewayRoutes() (from List[*Route], hosts map[strin
 	return x.gatewayFrom, x.gatewayChanged, x.gatewayChanged != nil
 }
 
+// PatchedBackends tells x that the fast path made to, the backends of
+// the model it hands out next, from from, the backends of the model the
+// last Build returned, with the backends of Services whose EndpointSlices
+// changed resolved again (model.EndpointPatch.Apply): the sum holds to
+// from then on. Its next Build builds every island that reads those
+// slices again, which then puts back the very backends of to (dropSame):
+// the list stays to, which the plan knows Lua holds, rather than a new
+// list of equal backends that the plan would compare with every backend
+// Lua holds. A from that is not the sum's list (a Build since, or a
+// build whole) is left alone: the next Build is right either way.
+func (x *Incremental) PatchedBackends(from, to List[Backend]) {
+	list := x.sum.backends.list_
+	if x.ready && list != nil && len(list.pending) == 0 && list.values.Same(from) && from.Len() == to.Len() {
+		list.values = to
+	}
+}
+
 // BuildPath says how Incremental.Build computed a model: the zero value
 // is a full build.
 type BuildPath struct {
@@ -192,13 +209,10 @@ func NewIncremental() *Incremental { return &Incremental{} }
 // Build returns Build(s) and how it was computed. s is only read, and its
 // objects must not change after the call (the next Build compares them by
 // identity, as the sources hand them out). The model's slices stay the
-// Incremental's: they are never changed, and must not be by the caller,
-// but for one write: a caller may put into the place of a backend the one
-// a build of a snapshot at least as new would give (EndpointPatch, the
-// syncer's fast path, in place at the cost of the change). The next Build
-// holds that too: it resolves again the backends of every Service whose
-// Service or EndpointSlices it finds changed, and those of the others are
-// what the patch computed from the same objects.
+// Incremental's: they are never changed, and must not be by the caller.
+// The fast path makes a backends list of its own from the model's
+// (EndpointPatch.Apply), which the Incremental can be told to hold from
+// then on (PatchedBackends).
 func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if reason := x.FullReason(s); reason != "" {
 		return x.full(s, reason)
@@ -1064,12 +1078,12 @@ type modelSum struct {
 	// defChanged says it changed since the last model.
 	def          *Server
 	defChanged   bool
-	backends     counted[Backend]
-	authFiles    counted[AuthFile]
-	passthrough  counted[PassthroughHost]
-	streamBacks  counted[StreamBackend]
-	notServed    counted[NotServed]
-	certificates counted[Certificate] // without Hosts
+	backends     counted[Backend, *editedList[Backend]]
+	authFiles    flatCounted[AuthFile]
+	passthrough  flatCounted[PassthroughHost]
+	streamBacks  flatCounted[StreamBackend]
+	notServed    flatCounted[NotServed]
+	certificates flatCounted[Certificate] // without Hosts
 	certHosts    map[string]map[string]int
 	certList     sortedList[Certificate]
 	problems     map[Problem]int
@@ -1080,7 +1094,7 @@ type modelSum struct {
 func newModelSum() modelSum {
 	return modelSum{
 		servers:      newEditedList(func(s *Server) string { return s.Host }),
-		backends:     newCounted(func(b Backend) string { return b.Name }),
+		backends:     newCountedList(func(b Backend) string { return b.Name }),
 		authFiles:    newCounted(func(f AuthFile) string { return f.Name }),
 		passthrough:  newCounted(func(p PassthroughHost) string { return p.Host }),
 		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
@@ -1103,7 +1117,7 @@ func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 		u.setServer(srv.Host, srv)
 		h.hosts = append(h.hosts, srv.Host)
 	}
-	for _, b := range m.Backends {
+	for b := range m.Backends.All() {
 		if !u.backends.add(b.Name, b) {
 			return h, fmt.Sprintf("backend %s differs between islands", b.Name)
 		}
@@ -1255,13 +1269,13 @@ func (u *modelSum) model(globals Model) (Model, []Problem) {
 	}
 	u.defChanged = false
 	m.Servers = u.servers.list()
-	m.Backends = u.backends.list()
+	m.Backends = u.backends.list_.list()
 	m.Certificates = u.certList.list()
-	m.AuthFiles = u.authFiles.list()
-	m.Stream = Stream{Passthrough: u.passthrough.list(), Services: globals.Stream.Services,
-		Backends: u.streamBacks.list(), Gateways: globals.Stream.Gateways}
+	m.AuthFiles = u.authFiles.list_.list()
+	m.Stream = Stream{Passthrough: u.passthrough.list_.list(), Services: globals.Stream.Services,
+		Backends: u.streamBacks.list_.list(), Gateways: globals.Stream.Gateways}
 	m.Listeners, m.GatewayAPI, m.GatewayRoutes, m.BackendTLS = globals.Listeners, globals.GatewayAPI, globals.GatewayRoutes, globals.BackendTLS
-	m.NotServed = u.notServed.list()
+	m.NotServed = u.notServed.list_.list()
 	if !u.problemsOK {
 		u.problemList = nil
 		for p := range u.problems {
@@ -1288,20 +1302,39 @@ func compareBool(a, b bool) int {
 }
 
 // counted holds values by key with how many islands hold each; the value
-// of a key is the same in each.
-type counted[T any] struct {
+// of a key is the same in each. L is the list that holds them, which the
+// model hands out: an editedList (a List, Model.Backends) or a sortedList
+// (a flat slice, flatCounted); both with dropSame.
+type counted[T any, L keyedList[T]] struct {
 	count map[string]int
-	list_ sortedList[T]
+	list_ L
 }
 
-func newCounted[T any](key func(T) string) counted[T] {
+// keyedList is what counted needs of its list.
+type keyedList[T any] interface {
+	get(key string) (T, bool)
+	set(key string, v T)
+	delete(key string)
+}
+
+// flatCounted is a counted list handed out flat.
+type flatCounted[T any] = counted[T, *sortedList[T]]
+
+func newCounted[T any](key func(T) string) flatCounted[T] {
 	list := newSortedList(key)
 	list.dropSame = true
-	return counted[T]{count: map[string]int{}, list_: list}
+	return flatCounted[T]{count: map[string]int{}, list_: &list}
+}
+
+// newCountedList is newCounted for a list handed out as a List.
+func newCountedList[T any](key func(T) string) counted[T, *editedList[T]] {
+	list := newEditedList(key)
+	list.dropSame = true
+	return counted[T, *editedList[T]]{count: map[string]int{}, list_: &list}
 }
 
 // add counts v under key and says whether it is the value key holds.
-func (c *counted[T]) add(key string, v T) bool {
+func (c *counted[T, L]) add(key string, v T) bool {
 	if c.count[key] > 0 {
 		held, _ := c.list_.get(key)
 		if !reflect.DeepEqual(held, v) {
@@ -1314,22 +1347,20 @@ func (c *counted[T]) add(key string, v T) bool {
 	return true
 }
 
-func (c *counted[T]) remove(key string) {
+func (c *counted[T, L]) remove(key string) {
 	if c.count[key]--; c.count[key] <= 0 {
 		delete(c.count, key)
 		c.list_.delete(key)
 	}
 }
 
-func (c *counted[T]) removeAll(keys []string) {
+func (c *counted[T, L]) removeAll(keys []string) {
 	for _, key := range keys {
 		c.remove(key)
 	}
 }
 
-func (c *counted[T]) get(key string) (T, bool) { return c.list_.get(key) }
-
-func (c *counted[T]) list() []T { return c.list_.list() }
+func (c *counted[T, L]) get(key string) (T, bool) { return c.list_.get(key) }
 
 // sortedList is editedList's kind for a list handed out flat (the
 // counted lists: Model.Backends, Certificates, …): the changes wait in
@@ -1350,18 +1381,6 @@ func newSortedList[T any](key func(T) string) sortedList[T] {
 	return sortedList[T]{pendingEdits: pendingEdits[T]{key: key}}
 }
 
-// pendingChangesNothing says each pending change puts back the value
-// held, or deletes a key not held.
-func (l *sortedList[T]) pendingChangesNothing() bool {
-	for k, v := range l.pending {
-		i, found := l.find(k)
-		if found != (v != nil) || found && !reflect.DeepEqual(l.values[i], *v) {
-			return false
-		}
-	}
-	return true
-}
-
 func (l *sortedList[T]) find(key string) (int, bool) {
 	return slices.BinarySearchFunc(l.values, key, l.cmp)
 }
@@ -1370,6 +1389,11 @@ func (l *sortedList[T]) get(key string) (T, bool) {
 	if v, held, changed := l.pendingGet(key); changed {
 		return v, held
 	}
+	return l.held(key)
+}
+
+// held is the value of key in the last list, before pending changes.
+func (l *sortedList[T]) held(key string) (T, bool) {
 	if i, ok := l.find(key); ok {
 		return l.values[i], true
 	}
@@ -1380,8 +1404,8 @@ func (l *sortedList[T]) get(key string) (T, bool) {
 // list returns the values in key order; nil for none. The slice is new
 // whenever something changed, so that one handed out stays as it was.
 func (l *sortedList[T]) list() []T {
-	if l.dropSame && len(l.pending) > 0 && l.pendingChangesNothing() {
-		l.pending = nil
+	if l.dropSame {
+		l.dropIfSame(l.held)
 	}
 	if len(l.pending) > 0 {
 		edits := l.take()

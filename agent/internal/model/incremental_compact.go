@@ -37,10 +37,13 @@ func (x *Incremental) compact(m *Model) {
 		x.islandOf[key] = c
 	}
 	x.readers.replace(moved)
-	// m.Backends is the sum's list (modelSum.model): the clones are the
-	// sum's too, equal to what it held.
-	for i := range m.Backends {
-		m.Backends[i].Endpoints = slices.Clone(m.Backends[i].Endpoints)
+	// m.Backends is the sum's list (modelSum.model), handed out to no one
+	// yet: the clones, written into its chunks, are the sum's too, equal
+	// to what it held.
+	for _, chunk := range m.Backends.chunks {
+		for i := range chunk {
+			chunk[i].Endpoints = slices.Clone(chunk[i].Endpoints)
+		}
 	}
 	// m.Servers are the sum's, handed out to no one yet: their locations
 	// (144 bytes each, the size class of much of the build's scratch)

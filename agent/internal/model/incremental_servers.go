@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -18,6 +19,10 @@ import (
 type editedList[T any] struct {
 	pendingEdits[T]
 	values List[T]
+	// dropSame is sortedList's: the counted Model.Backends, whose
+	// Services' islands are built again after the fast path edited the
+	// list (Incremental.PatchedBackends), hand out the very list again.
+	dropSame bool
 }
 
 func newEditedList[T any](key func(T) string) editedList[T] {
@@ -28,6 +33,11 @@ func (l *editedList[T]) get(key string) (T, bool) {
 	if v, held, changed := l.pendingGet(key); changed {
 		return v, held
 	}
+	return l.held(key)
+}
+
+// held is the value of key in the last list, before pending changes.
+func (l *editedList[T]) held(key string) (T, bool) {
 	return l.values.Find(func(v T) int { return l.cmp(v, key) })
 }
 
@@ -35,6 +45,9 @@ func (l *editedList[T]) get(key string) (T, bool) {
 // is new whenever something changed (one handed out is never changed),
 // and the very last one otherwise (List.Same).
 func (l *editedList[T]) list() List[T] {
+	if l.dropSame {
+		l.dropIfSame(l.held)
+	}
 	if len(l.pending) > 0 {
 		l.values = Edited(l.values, l.take(), l.cmp)
 		if l.values.Len() == 0 {
@@ -89,6 +102,19 @@ func (p *pendingEdits[T]) cmp(v T, key string) int {
 		return p.compare(v, key)
 	}
 	return strings.Compare(p.key(v), key)
+}
+
+// dropIfSame drops the pending changes when each puts back the value
+// held (reflect.DeepEqual, as counted.add compares), or deletes a key not
+// held: they change nothing (dropSame).
+func (p *pendingEdits[T]) dropIfSame(held func(key string) (T, bool)) {
+	for k, v := range p.pending {
+		have, found := held(k)
+		if found != (v != nil) || found && !reflect.DeepEqual(have, *v) {
+			return
+		}
+	}
+	p.pending = nil
 }
 
 // take returns the pending changes as edits sorted by key, and drops

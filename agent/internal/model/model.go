@@ -197,8 +197,10 @@ type Model struct {
 	// host-less rules, and the default backend. Host is "".
 	Default Server
 	// Backends sorted by Name; one per (namespace, service, service port) that a
-	// Location or default backend references.
-	Backends []Backend
+	// Location or default backend references. A List: a change of a few
+	// (a new Service, the fast path's endpoints) makes the next model's
+	// from this one, sharing the chunks it does not touch (list.go).
+	Backends List[Backend]
 	// Certificates sorted by Name; one per TLS Secret that spec.tls of one
 	// of our Ingresses names and that won at least one host. They are not
 	// part of the structure: adding, rotating or removing one needs no reload.

@@ -36,8 +36,7 @@ func TestEndpointPatchMatchesBuild(t *testing.T) {
 			findService(after, svc.namespace, svc.name), findSlices(after, svc.namespace, svc.name), after.Targets)
 	}
 	next := old
-	next.Backends = slices.Clone(old.Backends)
-	patch.ApplyTo(next.Backends)
+	next.Backends = patch.Apply(old.Backends)
 	if !reflect.DeepEqual(next, want) {
 		t.Errorf("patched model differs from a full build:\n%+v\nwant\n%+v", next.Backends, want.Backends)
 	}
@@ -93,11 +92,11 @@ func TestServiceBackends(t *testing.T) {
 				want = append(want, i)
 			}
 		}
-		if got := ServiceBackends(backends, svc[0], svc[1]); !slices.Equal(got, want) {
+		if got := ServiceBackends(ListOf(backends...), svc[0], svc[1]); !slices.Equal(got, want) {
 			t.Errorf("ServiceBackends(%s/%s) = %v, want %v", svc[0], svc[1], got, want)
 		}
 	}
-	if got := ServiceBackends(nil, "a", "web"); got != nil {
+	if got := ServiceBackends(List[Backend]{}, "a", "web"); got != nil {
 		t.Errorf("no backends: %v", got)
 	}
 }

@@ -73,7 +73,7 @@ func TestProcessorsShareHosts(t *testing.T) {
 	if m.Servers.Len() != 1 || !reflect.DeepEqual(m.Servers.At(0).Locations, want) {
 		t.Errorf("servers:\n got %s\nwant one host with %s", dump(m.Servers), dump(want))
 	}
-	if len(m.Backends) != 1 || !reflect.DeepEqual(m.Backends[0].Endpoints, webEndpoints) {
+	if m.Backends.Len() != 1 || !reflect.DeepEqual(m.Backends.At(0).Endpoints, webEndpoints) {
 		t.Errorf("backends: got %s, want default/web:80 once", dump(m.Backends))
 	}
 	wantProblems := []Problem{{Kind: "TestRoute", Namespace: "default", Name: "late", Reason: "path / is served by default/app"}}

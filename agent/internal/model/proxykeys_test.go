@@ -298,7 +298,7 @@ func TestServiceUpstream(t *testing.T) {
 	s.EndpointSlices = ListOf(slice, hslice)
 	m, problems := Build(s)
 	backends := map[string][]Endpoint{}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		backends[b.Name] = b.Endpoints
 	}
 	const upstream = "emojivoto/web-svc:80@emojivoto/emojivoto-web-ingress#service-upstream"
@@ -325,7 +325,7 @@ func TestServiceUpstream(t *testing.T) {
 			rule("optout.example.com", prefix("/", "web-svc", 80))))
 	s.ServiceUpstream = true
 	m, _ = Build(s)
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		switch {
 		case strings.HasPrefix(b.Name, "emojivoto/web-svc:80@emojivoto/plain#service-upstream"):
 			if !reflect.DeepEqual(b.Endpoints, []Endpoint{{"10.96.0.10", 80}}) {

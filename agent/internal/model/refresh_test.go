@@ -13,10 +13,10 @@ import (
 func TestResolveBackendMatchesBuild(t *testing.T) {
 	snap := richSnapshot()
 	m, _ := Build(snap)
-	if len(m.Backends) == 0 {
+	if m.Backends.Len() == 0 {
 		t.Fatal("richSnapshot has no backends")
 	}
-	for _, want := range m.Backends {
+	for _, want := range m.Backends.Slice() {
 		namespace, service, ok := BackendService(want.Name)
 		if !ok {
 			t.Fatalf("BackendService(%q) failed", want.Name)
@@ -36,7 +36,7 @@ func TestResolveBackendMatchesBuildWithoutLabels(t *testing.T) {
 	snap := newUnlabelled().snapshot(richSnapshot())
 	m, _ := Build(snap)
 	withEndpoints := 0
-	for _, want := range m.Backends {
+	for _, want := range m.Backends.Slice() {
 		namespace, service, _ := BackendService(want.Name)
 		var slices []*discoveryv1.EndpointSlice
 		for slice := range snap.EndpointSlices.All() {

@@ -45,7 +45,7 @@ func TestBackendsSharePolicy(t *testing.T) {
 	m, _ := Build(snapshotOf(ewma("a", "web"), ewma("b", "api"),
 		newIngress("default", "plain", rule("plain.example.com", prefix("/", "other", "http")))))
 	var shared []*Policy
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		switch {
 		case b.Name == "default/other:http" && b.Policy != nil:
 			t.Errorf("%s holds a policy %+v", b.Name, *b.Policy)

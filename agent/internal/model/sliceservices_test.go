@@ -61,7 +61,7 @@ func TestSliceServicesWithoutLabels(t *testing.T) {
 	u := newUnlabelled()
 	inc := NewIncremental()
 	endpointsOf := func(m Model, name string) []Endpoint {
-		for _, b := range m.Backends {
+		for _, b := range m.Backends.Slice() {
 			if b.Name == name {
 				return b.Endpoints
 			}
@@ -118,7 +118,7 @@ func TestSliceServicesStayInTheSlicesNamespace(t *testing.T) {
 	inc := NewIncremental()
 	checkIncremental(t, inc, s, "a tenant's slice")
 	m, _ := Build(s)
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		if b.Name == "default/web:80" && len(b.Endpoints) != 0 {
 			t.Errorf("default/web has the tenant's endpoints %v", b.Endpoints)
 		}

@@ -230,7 +230,7 @@ func TestSnippetLocations(t *testing.T) {
 	if len(problems) != 2 {
 		t.Errorf("problems %v", problems)
 	}
-	for _, b := range m.Backends {
+	for _, b := range m.Backends.Slice() {
 		if b.Name == "" {
 			t.Errorf("a backend without a name: %+v", m.Backends)
 		}

@@ -262,7 +262,7 @@ func TestTargetEndpoints(t *testing.T) {
 	s.EndpointSlices = ListOf(slice, admin)
 	s.Targets = podTargets
 	m, problems := Build(s)
-	if got := m.Backends[0].Endpoints; len(got) != 1 || got[0] != (Endpoint{"10.0.0.1", 8080}) {
+	if got := m.Backends.At(0).Endpoints; len(got) != 1 || got[0] != (Endpoint{"10.0.0.1", 8080}) {
 		t.Errorf("endpoints %v, want only 10.0.0.1:8080", got)
 	}
 	want := []string{
@@ -282,7 +282,7 @@ func TestTargetEndpoints(t *testing.T) {
 	}
 
 	// The fast path checks the same way.
-	b, fast := ResolveBackend(m.Backends[0].Name, webService, s.EndpointSlices.Slice(), podTargets)
+	b, fast := ResolveBackend(m.Backends.At(0).Name, webService, s.EndpointSlices.Slice(), podTargets)
 	if len(b.Endpoints) != 1 || len(fast) != len(want) {
 		t.Errorf("ResolveBackend: endpoints %v, problems %v", b.Endpoints, fast)
 	}
@@ -290,8 +290,8 @@ func TestTargetEndpoints(t *testing.T) {
 	// The file source keeps loopback, not the pod's ports.
 	s.Targets.Local = true
 	m, problems = Build(s)
-	if got := len(m.Backends[0].Endpoints); got != 3 {
-		t.Errorf("local: endpoints %v, want 10.0.0.1, 10.244.1.7 and 127.0.0.1 at 8080", m.Backends[0].Endpoints)
+	if got := len(m.Backends.At(0).Endpoints); got != 3 {
+		t.Errorf("local: endpoints %v, want 10.0.0.1, 10.244.1.7 and 127.0.0.1 at 8080", m.Backends.At(0).Endpoints)
 	}
 	if len(problems) != 2 {
 		t.Errorf("local: problems %v, want the metadata address and the admin port", problems)
@@ -307,7 +307,7 @@ func TestTargetClusterIP(t *testing.T) {
 	s.Services = ListOf(svc)
 	s.Targets = podTargets
 	m, problems := Build(s)
-	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 0 {
+	if m.Backends.Len() != 1 || len(m.Backends.At(0).Endpoints) != 0 {
 		t.Errorf("backends %v, want one without endpoints", m.Backends)
 	}
 	if len(problems) != 1 || problems[0].Kind != "Service" || !problems[0].Refused || !strings.Contains(problems[0].Reason, "refused: is 127.0.0.1") {

@@ -15,6 +15,7 @@ import (
 func benchModel(n int) model.Model {
 	var m model.Model
 	var servers []*model.Server
+	var backends []model.Backend
 	for i := range n {
 		name := fmt.Sprintf("default/app-%d:80", i)
 		servers = append(servers, &model.Server{Host: fmt.Sprintf("app-%d.example.com", i),
@@ -23,9 +24,10 @@ func benchModel(n int) model.Model {
 		for j := range 10 {
 			b.Endpoints = append(b.Endpoints, model.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d", i/256%256, i%256, j+1), Port: 8080})
 		}
-		m.Backends = append(m.Backends, b)
+		backends = append(backends, b)
 	}
-	slices.SortFunc(m.Backends, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }) // as a model holds them
+	slices.SortFunc(backends, func(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }) // as a model holds them
+	m.Backends = model.ListOf(backends...)
 	m.Servers = model.ListOf(servers...)
 	return m
 }
@@ -40,10 +42,10 @@ func BenchmarkComputeEndpointChange(b *testing.B) {
 			b.Run(fmt.Sprintf("backends=%d/endpoints-only=%v", n, narrow), func(b *testing.B) {
 				applied := benchModel(n)
 				cfg := render.Config{Hash: "same"}
-				held := Held{ConfigHash: cfg.Hash, Backends: slices.SortedFunc(slices.Values(applied.Backends), byName), Current: true}
-				backends := slices.Clone(applied.Backends)
+				held := Held{ConfigHash: cfg.Hash, Backends: applied.Backends.Slice(), Current: true}
+				backends := applied.Backends.Slice()
 				backends[n/2].Endpoints = []model.Endpoint{{Address: "10.255.0.1", Port: 8080}}
-				next := Next{Config: cfg, Backends: backends, EndpointsOnly: narrow}
+				next := Next{Config: cfg, Backends: model.ListOf(backends...), EndpointsOnly: narrow}
 				if narrow {
 					next.ChangedBackends = backends[n/2 : n/2+1]
 				}

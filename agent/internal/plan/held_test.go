@@ -48,7 +48,7 @@ func TestBackendsOfASortedRecord(t *testing.T) {
 				wantRm = append(wantRm, b.Name)
 			}
 		}
-		up, rm := Backends(held, next)
+		up, rm := Backends(held, model.ListOf(next...))
 		if !reflect.DeepEqual(up, wantUp) || !reflect.DeepEqual(rm, wantRm) {
 			t.Fatalf("round %d: upserts %v removes %v, want %v and %v", round, up, rm, wantUp, wantRm)
 		}

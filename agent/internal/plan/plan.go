@@ -53,7 +53,7 @@ type Next struct {
 	Config render.Config
 	// Backends, sorted by name; Certificates; Routes of the hosts Lua
 	// routes (render.Cache.Build).
-	Backends     []model.Backend
+	Backends     model.List[model.Backend]
 	Certificates []model.Certificate
 	Routes       render.RouteList
 	// EndpointsOnly says that nothing but the endpoints of ChangedBackends
@@ -63,10 +63,11 @@ type Next struct {
 	// O(changed).
 	EndpointsOnly   bool
 	ChangedBackends []model.Backend
-	// BackendsUnchanged says Backends is the very list (same array) of the
-	// previous plan's Next, changed since only by EndpointsOnly plans that
-	// pushed what they changed (the syncer's fast path writes into the
-	// list in place): with Held.Current no backend is compared, which
+	// BackendsUnchanged says Backends is what the previous plan left Lua
+	// holding: the very list of its Next (List.Same), or one made from it
+	// by EndpointsOnly plans that pushed what they changed (the syncer's
+	// fast path, apply.Step.BackendsFrom): with Held.Current no backend
+	// is compared, which
 	// keeps a new Ingress of a Service that has a backend O(changed) at
 	// 50,000 backends.
 	BackendsUnchanged bool
@@ -182,10 +183,10 @@ func Compute(held Held, next Next) Plan {
 	case next.BackendsUnchanged && held.Current:
 	default:
 		upserts, removes = Backends(held.Backends, next.Backends)
-		p.ComparedBackends = len(next.Backends)
+		p.ComparedBackends = next.Backends.Len()
 	}
 	if next.FullPush && (len(upserts) > 0 || len(removes) > 0) {
-		upserts = next.Backends
+		upserts = next.Backends.Slice()
 	}
 	if len(upserts) > 0 {
 		p.Steps = append(p.Steps, Step{Kind: PushBackends, Backends: upserts})
@@ -276,12 +277,12 @@ func backendTLSRunning(rule *model.RouteRule, have map[string]bool) bool {
 // endpoints or another Policy, in next's order, and the names Lua holds
 // that next no longer has, sorted. held is sorted by name; when next is
 // too (the model's list), both are walked once side by side.
-func Backends(held, next []model.Backend) (upserts []model.Backend, removes []string) {
-	if !slices.IsSortedFunc(next, byName) {
+func Backends(held []model.Backend, next model.List[model.Backend]) (upserts []model.Backend, removes []string) {
+	if !sortedByName(next) {
 		return backendsBySearch(held, next)
 	}
 	i := 0
-	for _, b := range next {
+	for b := range next.All() {
 		for i < len(held) && held[i].Name < b.Name {
 			removes = append(removes, held[i].Name)
 			i++
@@ -302,9 +303,9 @@ func Backends(held, next []model.Backend) (upserts []model.Backend, removes []st
 }
 
 // backendsBySearch is Backends for a next not sorted by name.
-func backendsBySearch(held, next []model.Backend) (upserts []model.Backend, removes []string) {
+func backendsBySearch(held []model.Backend, next model.List[model.Backend]) (upserts []model.Backend, removes []string) {
 	found := 0
-	for _, b := range next {
+	for b := range next.All() {
 		have, ok := HeldBackend(held, b.Name)
 		if ok {
 			found++
@@ -318,8 +319,8 @@ func backendsBySearch(held, next []model.Backend) (upserts []model.Backend, remo
 	if found == len(held) {
 		return upserts, nil
 	}
-	wanted := make(map[string]struct{}, len(next))
-	for _, b := range next {
+	wanted := make(map[string]struct{}, next.Len())
+	for b := range next.All() {
 		wanted[b.Name] = struct{}{}
 	}
 	for _, b := range held {
@@ -332,6 +333,18 @@ func backendsBySearch(held, next []model.Backend) (upserts []model.Backend, remo
 
 // byName orders backends by name.
 func byName(a, b model.Backend) int { return strings.Compare(a.Name, b.Name) }
+
+// sortedByName says whether backends are sorted by name.
+func sortedByName(backends model.List[model.Backend]) bool {
+	first, last := true, ""
+	for b := range backends.All() {
+		if !first && b.Name < last {
+			return false
+		}
+		first, last = false, b.Name
+	}
+	return true
+}
 
 // HeldBackend returns the backend of name in held, which is sorted by
 // name (Held.Backends).

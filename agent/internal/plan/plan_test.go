@@ -35,19 +35,19 @@ func TestCompute(t *testing.T) {
 		next Next
 		want []Step
 	}{
-		{"first sync: backends, then reload", Held{}, Next{Config: cfg, Backends: []model.Backend{a1}},
+		{"first sync: backends, then reload", Held{}, Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}, {Kind: Reload, Config: cfg}}},
-		{"nothing changed", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{a1}}, nil},
-		{"endpoint moved: push only", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{a2}},
+		{"nothing changed", held("cfg1", a1), Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)}, nil},
+		{"endpoint moved: push only", held("cfg1", a1), Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}}},
-		{"policy changed: push only", held("cfg1", a1), Next{Config: cfg, Backends: []model.Backend{ewma}},
+		{"policy changed: push only", held("cfg1", a1), Next{Config: cfg, Backends: model.ListOf([]model.Backend{ewma}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{ewma}}}},
-		{"config changed: reload only", held("cfg1", a1), Next{Config: cfg2, Backends: []model.Backend{a1}},
+		{"config changed: reload only", held("cfg1", a1), Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: Reload, Config: cfg2}}},
-		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: []model.Backend{a1}},
+		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}},
 		{"the whole order: certificates, backends, routes, reload, removes", withOld,
-			Next{Config: cfg2, Backends: []model.Backend{a2}, Routes: render.NewRouteList([]model.Route{route}), Certificates: []model.Certificate{cert}},
+			Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), Certificates: []model.Certificate{cert}},
 			[]Step{
 				{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}},
 				{Kind: PushBackends, Backends: []model.Backend{a2}},
@@ -55,47 +55,47 @@ func TestCompute(t *testing.T) {
 				{Kind: Reload, Config: cfg2},
 				{Kind: RemoveBackends, Names: []string{"ns/b:80"}},
 			}},
-		{"route changed: push only", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2})},
+		{"route changed: push only", withRoute, Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Routes: render.NewRouteList([]model.Route{route2})},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{route2}}}},
-		{"route gone: removed", withRoute, Next{Config: cfg, Backends: []model.Backend{a1}},
+		{"route gone: removed", withRoute, Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
 		// The fast path: only the changed backends are compared; a backend
 		// gone or a route changed elsewhere waits for the next full build.
 		{"endpoints only: the changed backend alone", withOld,
-			Next{Config: cfg, Backends: []model.Backend{a2}, EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}}},
 		{"endpoints only, but the record is not current: everything", func() Held { h := withOld; h.Current = false; return h }(),
-			Next{Config: cfg, Backends: []model.Backend{a2}, EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), EndpointsOnly: true, ChangedBackends: []model.Backend{a2}},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
 		// The backends of the previous plan, which ran whole: not compared;
 		// the routes still are.
 		{"backends unchanged: no backend compared", withOld,
-			Next{Config: cfg, Backends: []model.Backend{a2}, Routes: render.NewRouteList([]model.Route{route}), BackendsUnchanged: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), BackendsUnchanged: true},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{route}}}},
 		{"backends unchanged, but the record is not current: compared", func() Held { h := withOld; h.Current = false; return h }(),
-			Next{Config: cfg, Backends: []model.Backend{a2}, BackendsUnchanged: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), BackendsUnchanged: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
 		// Only the hosts render says may have changed are compared: one
 		// outside them that differs is taken as held; a named host next
 		// does not route is removed.
 		{"changed routes: only those hosts compared", withRoute,
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{other}}}},
 		{"changed routes: a named host gone is removed", withRoute,
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{other}), ChangedRoutes: map[string]bool{route.Host: true}},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Routes: render.NewRouteList([]model.Route{other}), ChangedRoutes: map[string]bool{route.Host: true}},
 			[]Step{{Kind: RemoveRoutes, Names: []string{route.Host}}}},
 		{"changed routes, but the record is not current: every host compared", func() Held { h := withRoute; h.Current = false; return h }(),
-			Next{Config: cfg, Backends: []model.Backend{a1}, Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Routes: render.NewRouteList([]model.Route{route2, other}), ChangedRoutes: map[string]bool{other.Host: true}},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{other, route2}}}},
 		// The certificates of the previous plan, which left the record
 		// current: not compared (hashed); a record not current compares them.
 		{"certificates unchanged: none compared", held("cfg1", a1),
-			Next{Config: cfg, Backends: []model.Backend{a1}, Certificates: []model.Certificate{cert}, CertificatesUnchanged: true}, nil},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true}, nil},
 		{"certificates unchanged, but the record is not current: compared", func() Held { h := held("cfg1", a1); h.Current = false; return h }(),
-			Next{Config: cfg, Backends: []model.Backend{a1}, Certificates: []model.Certificate{cert}, CertificatesUnchanged: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true},
 			[]Step{{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
-			Next{Config: cfg, Backends: []model.Backend{a2, b1}, FullPush: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2, b1}...), FullPush: true},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2, b1}}}},
 	}
 	for _, tt := range tests {
@@ -114,12 +114,12 @@ func TestComputeHoldReload(t *testing.T) {
 	a1 := model.Backend{Name: "ns/a:80", Endpoints: []model.Endpoint{ep("10.0.0.1")}}
 	b1 := model.Backend{Name: "ns/b:80", Endpoints: []model.Endpoint{ep("10.0.1.1")}}
 	held := Held{ConfigHash: "cfg1", Backends: []model.Backend{b1}}
-	got := Compute(held, Next{Config: render.Config{Hash: "cfg2"}, Backends: []model.Backend{a1}, HoldReload: true})
+	got := Compute(held, Next{Config: render.Config{Hash: "cfg2"}, Backends: model.ListOf([]model.Backend{a1}...), HoldReload: true})
 	want := []Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}
 	if !reflect.DeepEqual(got.Steps, want) || !got.Partial {
 		t.Errorf("HoldReload: %+v, want %+v, partial", got, want)
 	}
-	same := Compute(held, Next{Config: render.Config{Hash: "cfg1"}, Backends: []model.Backend{a1}, HoldReload: true})
+	same := Compute(held, Next{Config: render.Config{Hash: "cfg1"}, Backends: model.ListOf([]model.Backend{a1}...), HoldReload: true})
 	if same.Partial || len(same.Steps) != 2 {
 		t.Errorf("no reload to hold: %+v, want the whole plan", same)
 	}

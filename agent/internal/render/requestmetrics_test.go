@@ -37,7 +37,7 @@ func TestMetricLabels(t *testing.T) {
 func TestRequestMetricsRender(t *testing.T) {
 	m := model.Model{
 		Servers:  model.ListOf(&model.Server{Host: "shop.test", Locations: []model.Location{{Path: "/", PathType: model.PathPrefix, Backend: "shop/web:80", Ingress: "shop/web"}}}),
-		Backends: []model.Backend{{Name: "shop/web:80"}},
+		Backends: model.ListOf([]model.Backend{{Name: "shop/web:80"}}...),
 		GatewayRoutes: model.ListOf(&model.Route{Host: model.FrontKey("127.0.0.1:80", "gw.test"), Ordered: true,
 			Locations: []model.RouteLocation{{Path: "/", Backend: "shop/gw:80", Rule: &model.RouteRule{Route: "HTTPRoute shop/gw"}}}}),
 	}

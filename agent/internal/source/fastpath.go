@@ -21,7 +21,7 @@ func StreamUsesAny(st model.Stream, changed []ServiceKey) bool {
 // PatchEndpoints resolves again, from index, the backends of the Services
 // of changed in backends (sorted by name: model.ServiceBackends finds
 // them). A Service with no backends there adds nothing.
-func PatchEndpoints(index EndpointIndex, changed []ServiceKey, backends []model.Backend, targets model.Targets) model.EndpointPatch {
+func PatchEndpoints(index EndpointIndex, changed []ServiceKey, backends model.List[model.Backend], targets model.Targets) model.EndpointPatch {
 	var patch model.EndpointPatch
 	for _, k := range changed {
 		positions := model.ServiceBackends(backends, k.Namespace, k.Name)

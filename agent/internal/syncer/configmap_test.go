@@ -65,10 +65,10 @@ func TestConfigMapSettings(t *testing.T) {
 	if ewma.cfg.Hash != base.cfg.Hash {
 		t.Error("load-balance changed nginx.conf: it must be a push, not a reload")
 	}
-	if got := ewma.m.Backends[0].PolicyValue().Algorithm; got != model.AlgorithmEWMA {
+	if got := ewma.m.Backends.At(0).PolicyValue().Algorithm; got != model.AlgorithmEWMA {
 		t.Errorf("backend algorithm %q, want ewma", got)
 	}
-	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: []model.Backend{base.m.Backends[0]}}
+	held := plan.Held{ConfigHash: base.cfg.Hash, Backends: []model.Backend{base.m.Backends.At(0)}}
 	p := plan.Compute(held, plan.Next{Config: ewma.cfg, Backends: ewma.m.Backends})
 	if push, ok := p.Step(plan.PushBackends); len(p.Steps) != 1 || !ok || len(push.Backends) != 1 {
 		t.Errorf("plan %+v, want one upsert and no reload", p)

@@ -28,7 +28,7 @@ import (
 // backends, and its model is the one a full build of the new snapshot
 // gives.
 func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
-	mallocs, bytes := map[int]uint64{}, map[int]uint64{}
+	mallocs, bytes, probe := map[int]uint64{}, map[int]uint64{}, map[int]uint64{}
 	for _, n := range []int{500, 5000} {
 		src := &indexSource{fakeSource: fakeSource{snap: manyIngressSnapshot(n)}}
 		s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
@@ -54,13 +54,21 @@ func TestFastPathAfterBuildCostsTheChange(t *testing.T) {
 			t.Fatalf("endpoint change: path %s", path)
 		}
 		mallocs[n], bytes[n] = after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+		s.update(func(st *State) { st.Model = next })
+		runtime.ReadMemStats(&before)
+		s.State() // the next health probe
+		runtime.ReadMemStats(&after)
+		probe[n] = after.TotalAlloc - before.TotalAlloc
 		fresh := New(&indexSource{fakeSource: fakeSource{snap: src.snap}}, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
 		full, _, _ := fresh.model(map[source.Kind]bool{source.KindIngress: true})
 		if !reflect.DeepEqual(next.Backends, full.Backends) {
 			t.Errorf("%d Ingresses: the fast path's backends differ from a full build's", n)
 		}
 	}
-	t.Logf("allocations of the first fast sync after a build: %v, bytes %v", mallocs, bytes)
+	t.Logf("allocations of the first fast sync after a build: %v, bytes %v; the State after it: bytes %v", mallocs, bytes, probe)
+	if probe[5000] > probe[500]+4<<10 {
+		t.Errorf("State after a fast sync allocates %d bytes at 5,000 Ingresses, %d at 500: it copies the backends", probe[5000], probe[500])
+	}
 	if mallocs[5000] > mallocs[500]+50 {
 		t.Errorf("the first fast sync after a build allocates %d times at 5,000 Ingresses, %d at 500: it grows with the backends",
 			mallocs[5000], mallocs[500])
@@ -240,8 +248,10 @@ func TestFastSyncDoesNotWalkTheProblems(t *testing.T) {
 }
 
 // A new Ingress after endpoint changes compares no backend with what Lua
-// holds: the fast path wrote its changes into the list the last build
-// made and pushed them, so the plan knows the list is what Lua holds. It
+// holds: the fast path made its list from the one Lua held and pushed its
+// changes (apply.Step.BackendsFrom), and the Incremental's next build
+// hands out that very list again (model.Incremental.PatchedBackends), so
+// the plan knows the list is what Lua holds. It
 // once compared every backend after any endpoint change (14 ms at 45,000
 // backends here).
 func TestNewIngressAfterAnEndpointChangeComparesNoBackend(t *testing.T) {

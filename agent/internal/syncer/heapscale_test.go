@@ -111,7 +111,7 @@ func TestHeapAtScale(t *testing.T) {
 		t.Logf("each new %s allocated %.0f KB (%d objects), publish to saved state", changeKind(), float64(after.TotalAlloc-before.TotalAlloc)/1e3/float64(n), (after.Mallocs-before.Mallocs)/uint64(n))
 	}
 	measure(fmt.Sprintf("%d changes later (each a new %s; the model has %d backends, %d certificates)",
-		*heapChanges, changeKind(), len(env.s.built.Backends), len(env.s.built.Certificates)))
+		*heapChanges, changeKind(), env.s.built.Backends.Len(), len(env.s.built.Certificates)))
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {

@@ -83,19 +83,13 @@ type State struct {
 	GatewayAPIApplied model.GatewayAPIStatus
 }
 
-// State returns a copy of the loop's state. Model's backends are a copy
-// too, which no sync changes (the fast path writes the loop's own in
-// place); it is made again only when they changed since the last call.
+// State returns a copy of the loop's state. Its model's lists are the
+// loop's own, which no sync changes (the fast path makes a new backends
+// list: patchEndpoints).
 func (s *Syncer) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
-	if backends := st.Model.Backends; len(backends) > 0 {
-		if len(s.handedFrom) != len(backends) || &s.handedFrom[0] != &backends[0] || s.handedAt != s.patches {
-			s.handed, s.handedFrom, s.handedAt = slices.Clone(backends), backends, s.patches
-		}
-		st.Model.Backends = s.handed
-	}
 	st.Problems = append([]model.Problem(nil), s.state.Problems...)
 	st.Quarantined = slices.Clone(s.state.Quarantined)
 	return st
@@ -228,7 +222,7 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 	attrs = append(attrs,
 		"ingresses", s.builtFrom,
 		"servers", next.Servers.Len(),
-		"backends", len(next.Backends),
+		"backends", next.Backends.Len(),
 		"certificates", len(next.Certificates),
 		"upserts", result.Upserts,
 		"removes", result.Removes,

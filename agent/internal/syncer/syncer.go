@@ -61,14 +61,17 @@ type Syncer struct {
 	// changedBackends are the backends the fast path resolved again for
 	// this sync (nil after a full build): the plan compares only those.
 	changedBackends []model.Backend
-	lastConfig      render.Config    // last rendered config
-	lastRoutes      render.RouteList // the routes of lastConfig's model
-	started         time.Time        // when Run began
-	lastSync        time.Time        // when the last sync ended
-	firstApplied    bool             // a config was confirmed once: logged
-	built           *model.Model     // the last model, for the fast path
-	leanEnds        func()           // ends Options.LeanFullSync for the sync under way
-	builtFrom       int              // Ingresses it was built from
+	// patchedFrom is the backends list the fast path made this sync's
+	// from (apply.Step.BackendsFrom); empty after a full build.
+	patchedFrom  model.List[model.Backend]
+	lastConfig   render.Config    // last rendered config
+	lastRoutes   render.RouteList // the routes of lastConfig's model
+	started      time.Time        // when Run began
+	lastSync     time.Time        // when the last sync ended
+	firstApplied bool             // a config was confirmed once: logged
+	built        *model.Model     // the last model, for the fast path
+	leanEnds     func()           // ends Options.LeanFullSync for the sync under way
+	builtFrom    int              // Ingresses it was built from
 	// incremental builds each model from the last one (model.Incremental);
 	// buildPath says how it built the last, for the sync log line.
 	incremental *model.Incremental
@@ -96,13 +99,6 @@ type Syncer struct {
 
 	mu    sync.Mutex
 	state State
-	// The fast path writes the backends of the last model in place
-	// (patchEndpoints), so State hands out a copy of state.Model's:
-	// handed, a copy of handedFrom made at patch count handedAt; patches
-	// counts the fast path's writes. A copy is made again only when the
-	// backends changed since, by the reader that asks: not on the sync.
-	handed, handedFrom []model.Backend
-	handedAt, patches  uint64
 }
 
 // New returns a Syncer; Run starts it.
@@ -311,7 +307,8 @@ func (s *Syncer) apply(ctx context.Context, next model.Model) (syncResult, error
 	// A config nginx rejected before is rendered again for a verdict while
 	// the guard bisects or the ConfigMap's globals are on trial or changed.
 	judging := s.stage.Rejected(cfg.Hash) != nil && (s.guard.Bisecting() || s.configMap.Trial() || s.globalsChanged())
-	step := apply.Step{Model: next, Config: cfg, Routes: routes, ChangedBackends: s.changedBackends, Judging: judging}
+	step := apply.Step{Model: next, Config: cfg, Routes: routes, ChangedBackends: s.changedBackends, BackendsFrom: s.patchedFrom,
+		Judging: judging}
 	if rendered {
 		step.RoutesFrom, step.ChangedRoutes, _ = s.renderCache.ChangedRoutes()
 	}
@@ -395,7 +392,7 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 	// A sync no source event asked for (a retry, the loop's own verdict,
 	// nginx running another config) builds everything.
 	onlyEndpoints := len(kinds) == 1 && kinds[source.KindEndpointSlice]
-	s.changedBackends = nil
+	s.changedBackends, s.patchedFrom = nil, model.List[model.Backend]{}
 	if !tracks || s.built == nil || !onlyEndpoints || s.guard.Bisecting() || s.rerender {
 		return s.fullModel(index, tracks)
 	}
@@ -409,25 +406,22 @@ func (s *Syncer) model(kinds map[source.Kind]bool) (model.Model, []model.Problem
 }
 
 // patchEndpoints is the fast path: the last model with the backends of
-// the changed Services resolved again (source.PatchEndpoints), written in
-// place, into the list the last build made: a copy of every backend per
-// change (or per change after a build, or after each health probe read
-// State) would make the change cost the model's size (2.4 MB at 50,000
-// backends). The list's other holders are on the loop's goroutine and
-// want the patched backends: the model.Incremental the list came from
-// (its next build resolves the changed Services' backends again from the
-// snapshot, which is at least as new), the stage's record of the plan
-// that pushed it (apply.Stage; the fast path's plan pushes what it
-// writes). State's readers get a copy, made under the lock (State).
+// the changed Services resolved again (source.PatchEndpoints), in a new
+// list made from the last build's (model.EndpointPatch.Apply), which
+// shares every chunk but the changed Services': a copy of every backend
+// per change would make the change cost the model's size (2.4 MB at
+// 50,000 backends). No list handed out changes, so State hands out the
+// model as it is. The model.Incremental the list came from holds the new
+// one from then on (PatchedBackends), and the stage, told the list it
+// was made from (apply.Step.BackendsFrom), knows Lua holds it once the
+// plan pushed the changed backends.
 func (s *Syncer) patchEndpoints(index source.EndpointIndex, changed []source.ServiceKey) model.Model {
 	next := *s.built
-	s.changedBackends = []model.Backend{}
+	s.changedBackends, s.patchedFrom = []model.Backend{}, next.Backends
 	if len(changed) > 0 {
 		patch := source.PatchEndpoints(index, changed, next.Backends, s.opts.Targets)
-		s.mu.Lock()
-		patch.ApplyTo(next.Backends)
-		s.patches++
-		s.mu.Unlock()
+		next.Backends = patch.Apply(next.Backends)
+		s.incremental.PatchedBackends(s.built.Backends, next.Backends)
 		s.changedBackends = append(s.changedBackends, patch.Backends()...)
 		s.problems = patch.MergeProblems(s.problems)
 	}

@@ -146,7 +146,7 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	s := New(src, nil, Options{IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
 
 	m, _, path := s.model(map[source.Kind]bool{source.KindIngress: true})
-	if path != "full" || src.snapshots != 1 || len(m.Backends) != 1 || m.Backends[0].Endpoints[0].Address != "10.0.0.1" {
+	if path != "full" || src.snapshots != 1 || m.Backends.Len() != 1 || m.Backends.At(0).Endpoints[0].Address != "10.0.0.1" {
 		t.Fatalf("first build: path %s, snapshots %d, model %+v", path, src.snapshots, m)
 	}
 
@@ -156,7 +156,7 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	if path != "fast" || src.snapshots != 1 {
 		t.Fatalf("endpoint change: path %s, snapshots %d", path, src.snapshots)
 	}
-	if got := m.Backends[0].Endpoints; len(got) != 1 || got[0].Address != "10.0.0.2" {
+	if got := m.Backends.At(0).Endpoints; len(got) != 1 || got[0].Address != "10.0.0.2" {
 		t.Errorf("fast path endpoints %+v, want 10.0.0.2", got)
 	}
 	if m.Servers.Len() != 1 {
@@ -164,7 +164,7 @@ func TestFastPathForEndpointsOnly(t *testing.T) {
 	}
 
 	m, _, path = s.model(map[source.Kind]bool{source.KindEndpointSlice: true, source.KindService: true})
-	if path != "full" || src.snapshots != 2 || m.Backends[0].Endpoints[0].Address != "10.0.0.2" {
+	if path != "full" || src.snapshots != 2 || m.Backends.At(0).Endpoints[0].Address != "10.0.0.2" {
 		t.Errorf("service change: path %s, snapshots %d", path, src.snapshots)
 	}
 }

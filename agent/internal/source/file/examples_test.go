@@ -44,7 +44,7 @@ func TestExamplesLocal(t *testing.T) {
 		t.Errorf("locations:\n got %+v\nwant %+v", got, wantLocations)
 	}
 	wantEndpoints := []model.Endpoint{{Address: "127.0.0.11", Port: 9000}, {Address: "127.0.0.12", Port: 9000}, {Address: "127.0.0.13", Port: 9000}}
-	if len(m.Backends) != 1 || !slices.Equal(m.Backends[0].Endpoints, wantEndpoints) {
+	if m.Backends.Len() != 1 || !slices.Equal(m.Backends.At(0).Endpoints, wantEndpoints) {
 		t.Errorf("backends: %+v, want default/demo:80 with %v", m.Backends, wantEndpoints)
 	}
 }

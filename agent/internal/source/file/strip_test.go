@@ -67,14 +67,14 @@ func TestStripKeepsWhatTheModelReads(t *testing.T) {
 	}
 	wantModel, wantProblems := model.Build(full)
 	endpoints := 0
-	for _, b := range wantModel.Backends {
+	for _, b := range wantModel.Backends.Slice() {
 		endpoints += len(b.Endpoints)
 	}
 	if wantModel.Servers.Len() < 50 || endpoints == 0 {
 		t.Fatalf("the corpus built %d servers and %d endpoints, want the Ingresses served with their backends", wantModel.Servers.Len(), endpoints)
 	}
 	t.Logf("the corpus: %d Ingresses, %d servers, %d backends, %d endpoints, %d problems",
-		full.Ingresses.Len(), wantModel.Servers.Len(), len(wantModel.Backends), endpoints, len(wantProblems))
+		full.Ingresses.Len(), wantModel.Servers.Len(), wantModel.Backends.Len(), endpoints, len(wantProblems))
 	gotModel, gotProblems := model.Build(stripped)
 	if !reflect.DeepEqual(gotModel, wantModel) {
 		t.Errorf("the model built over stripped objects differs from the one over the objects as read")

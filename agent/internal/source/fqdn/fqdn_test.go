@@ -186,7 +186,7 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 				Name: "demo", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}),
 		WatchWithoutClass: true})
-	if len(m.Backends) != 1 || len(m.Backends[0].Endpoints) != 1 || m.Backends[0].Endpoints[0].Address != "10.1.0.1" {
+	if m.Backends.Len() != 1 || len(m.Backends.At(0).Endpoints) != 1 || m.Backends.At(0).Endpoints[0].Address != "10.1.0.1" {
 		t.Errorf("backends %+v (problems %v), want demo's with 10.1.0.1", m.Backends, problems)
 	}
 }
