@@ -3,9 +3,12 @@ package main
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The agent's soft memory limit. Go's GC lets the heap grow to twice what
@@ -72,15 +75,9 @@ func setMemoryLimit(logger *slog.Logger) {
 // at Go's percent again (at 50, they took half as long again).
 const startGCPercent = 50
 
-// leanStart sets startGCPercent unless GOGC is set, and returns what puts
-// the GC percent back (the syncer calls it once the source has listed).
-func leanStart(logger *slog.Logger) (restore func()) {
-	return lowerGCPercent(startGCPercent, "after the listing", logger)
-}
-
 // fullSyncGCPercent is Go's GC percent while a sync that builds the whole
 // model builds and renders it (syncer.Options.LeanFullSync), unless GOGC
-// is set; its push runs at Go's percent (the collector's idle workers
+// is set; its push runs at the steady percent (the collector's idle workers
 // would take the CPU nginx needs to read it). The new model,
 // its views and routes live beside the last ones until the sync ends
 // (at 50,000 Ingresses the live heap goes from 172 to about 290 MB), and
@@ -92,21 +89,131 @@ func leanStart(logger *slog.Logger) (restore func()) {
 // memory releaser (releaseMemory) hands the garbage back.
 const fullSyncGCPercent = 25
 
-// leanFullSync sets fullSyncGCPercent unless GOGC is set, and returns
-// what puts the GC percent back.
-func leanFullSync(logger *slog.Logger) func() (restore func()) {
-	return func() func() { return lowerGCPercent(fullSyncGCPercent, "after a full sync", logger) }
+// Once the first config is applied, each collection sets the next one's
+// GC percent so that the heap grows by at most steadyHeapGrowth past what
+// was live (never under minSteadyGCPercent, never over Go's 100). A large
+// agent otherwise settles near twice its live heap whatever it does: at
+// 50,000 Ingresses a Prometheus scrape or a minute of Ingress status
+// writes makes 100–200 MB of garbage, and at GOGC=100 the heap's next goal
+// was about 500 MB with 220 MB live. Below steadyHeapGrowth of live heap
+// (about 15,000 Ingresses) nothing changes; above it the agent spends more
+// collections, each a mark of its live heap, for an RSS that stays near
+// what is live.
+const (
+	steadyHeapGrowth   = 64 << 20
+	minSteadyGCPercent = 25
+	defaultGCPercent   = 100
+	liveHeapMetric     = "/gc/heap/live:bytes"
+)
+
+// steadyGCPercent is the GC percent that lets a heap with live bytes live
+// grow by at most steadyHeapGrowth.
+func steadyGCPercent(live uint64) int {
+	if live <= steadyHeapGrowth {
+		return defaultGCPercent
+	}
+	return max(minSteadyGCPercent, int(defaultGCPercent*steadyHeapGrowth/live))
 }
 
-// lowerGCPercent sets Go's GC percent to percent unless GOGC is set, and
-// returns what puts it back.
-func lowerGCPercent(percent int, after string, logger *slog.Logger) (restore func()) {
-	if os.Getenv("GOGC") != "" {
+// gcPercents owns Go's GC percent for the agent's life, unless GOGC is
+// set (then it never changes it): a lean phase (the start's listing, a
+// full sync's build) lowers it while it runs, and once steady is called
+// every collection sets it from the live heap (steadyGCPercent). The
+// lower of the two holds.
+type gcPercents struct {
+	logger *slog.Logger
+	set    func(int) int // debug.SetGCPercent
+	live   func() uint64 // the live heap of the last collection
+	mu     sync.Mutex
+	fixed  bool // GOGC is set
+	lean   int  // the running lean phase's percent, 0: none
+	steady int  // steadyGCPercent of the last collection, 0: not steady yet
+	held   int  // the percent set last
+}
+
+func newGCPercents(logger *slog.Logger) *gcPercents {
+	return &gcPercents{logger: logger, set: debug.SetGCPercent, live: liveHeap,
+		fixed: os.Getenv("GOGC") != "", held: defaultGCPercent}
+}
+
+// lower sets percent until the returned restore is called (after names the
+// phase for the log).
+func (g *gcPercents) lower(percent int, after string) (restore func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fixed {
 		return func() {}
 	}
-	previous := debug.SetGCPercent(percent)
+	previous := g.lean
+	g.lean = percent
+	g.apply()
 	return func() {
-		debug.SetGCPercent(previous)
-		logger.Debug("GC percent restored "+after, "gogc", previous)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.lean = previous
+		g.apply()
+		g.logger.Debug("GC percent restored "+after, "gogc", g.held)
 	}
 }
+
+// startSteady makes every collection from now on set the GC percent from
+// the live heap, the first from the heap live now.
+func (g *gcPercents) startSteady() {
+	if g.fixed {
+		return
+	}
+	g.afterGC()
+	onEveryGC(func() bool { g.afterGC(); return true })
+}
+
+func (g *gcPercents) afterGC() {
+	percent := steadyGCPercent(g.live())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.steady = percent
+	g.apply()
+}
+
+// apply sets the lower of the lean and steady percents (Go's default when
+// neither holds), if it changed. g.mu is held.
+func (g *gcPercents) apply() {
+	percent := defaultGCPercent
+	if g.steady > 0 {
+		percent = g.steady
+	}
+	if g.lean > 0 {
+		percent = min(percent, g.lean)
+	}
+	if percent != g.held {
+		g.set(percent)
+		g.held = percent
+	}
+}
+
+// liveHeap is the heap marked live by the last collection.
+func liveHeap() uint64 {
+	sample := []metrics.Sample{{Name: liveHeapMetric}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}
+
+// onEveryGC calls f after each collection from now on, on the runtime's
+// cleanup goroutine, for as long as f returns true: a sentinel nothing
+// refers to is collected by the next collection, and its cleanup arms the
+// next sentinel. Go has no hook of its own for the end of a cycle; this one
+// costs an allocation a cycle.
+func onEveryGC(f func() bool) {
+	sentinel := new(gcSentinel)
+	runtime.AddCleanup(sentinel, func(struct{}) {
+		if f() {
+			onEveryGC(f)
+		}
+	}, struct{}{})
+}
+
+// gcSentinel holds a pointer so that it is never one of the tiny
+// allocator's blocks (freed only with its neighbours).
+type gcSentinel struct{ _ *byte }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"log/slog"
-	"runtime/debug"
+	"runtime"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 // never does. next sees every report.
 func TestReleaseMemory(t *testing.T) {
 	var seen int
-	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler), nil)
+	release := releaseMemory(func(syncer.Report) { seen++ }, slog.New(slog.DiscardHandler), nil, nil)
 	release(syncer.Report{Applied: false, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "full"})
 	release(syncer.Report{Applied: true, Path: "full"})
@@ -124,32 +126,110 @@ func TestMemoryReleaserWaitsToSettle(t *testing.T) {
 	}
 }
 
-// leanStart and leanFullSync lower the GC percent until restore, unless
-// GOGC is set.
-func TestLeanGCPercent(t *testing.T) {
-	logger := slog.New(slog.DiscardHandler)
+// A lean phase lowers the GC percent until restore; once steady, each
+// collection sets it from the live heap; the lower of the two holds; GOGC
+// set leaves it alone.
+func TestGCPercents(t *testing.T) {
+	var live uint64 = 32 << 20
+	var set []int
+	g := &gcPercents{logger: slog.New(slog.DiscardHandler), held: defaultGCPercent,
+		set: func(p int) int { set = append(set, p); return 0 }, live: func() uint64 { return live }}
+	restore := g.lower(startGCPercent, "after the listing")
+	restore()
+	g.afterGC() // steady, small heap: Go's percent
+	live = 256 << 20
+	g.afterGC()
+	restore = g.lower(fullSyncGCPercent, "after a full sync")
+	restore()
+	live = 128 << 20
+	g.afterGC()
+	restore = g.lower(fullSyncGCPercent, "after a full sync")
+	restore()
+	// Set only when it changes: a full sync at 256 MiB live asks for what holds.
+	want := []int{startGCPercent, defaultGCPercent, minSteadyGCPercent, 50, fullSyncGCPercent, 50}
+	if !slices.Equal(set, want) {
+		t.Errorf("GC percents set %v, want %v", set, want)
+	}
+
+	set = nil
+	fixed := &gcPercents{logger: slog.New(slog.DiscardHandler), fixed: true, held: defaultGCPercent,
+		set: func(p int) int { set = append(set, p); return 0 }, live: func() uint64 { return 1 << 30 }}
+	fixed.lower(startGCPercent, "after the listing")()
+	fixed.startSteady()
+	if len(set) > 0 {
+		t.Errorf("GOGC set: GC percents set %v, want none", set)
+	}
+}
+
+func TestSteadyGCPercent(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		lean    func() func()
-		percent int
+		live uint64
+		want int
 	}{
-		{"the start", func() func() { return leanStart(logger) }, startGCPercent},
-		{"a full sync", leanFullSync(logger), fullSyncGCPercent},
+		{0, defaultGCPercent},
+		{steadyHeapGrowth, defaultGCPercent},
+		{2 * steadyHeapGrowth, 50},
+		{3 * steadyHeapGrowth, 33},
+		{220 << 20, 29},
+		{1 << 40, minSteadyGCPercent},
 	} {
-		t.Setenv("GOGC", "")
-		restore := c.lean()
-		if got := debug.SetGCPercent(c.percent); got != c.percent {
-			t.Errorf("GC percent during %s %d, want %d", c.name, got, c.percent)
+		if got := steadyGCPercent(c.live); got != c.want {
+			t.Errorf("steadyGCPercent(%d MiB) = %d, want %d", c.live>>20, got, c.want)
 		}
-		restore()
-		if got := debug.SetGCPercent(100); got != 100 {
-			t.Errorf("GC percent after %s's restore %d, want 100", c.name, got)
+	}
+}
+
+// onEveryGC's function runs after each collection until it says stop.
+func TestOnEveryGC(t *testing.T) {
+	calls := make(chan struct{}, 10)
+	var n atomic.Int32
+	onEveryGC(func() bool {
+		calls <- struct{}{}
+		return n.Add(1) < 3
+	})
+	for i := range 3 {
+		deadline := time.After(10 * time.Second)
+		for got := false; !got; {
+			runtime.GC()
+			select {
+			case <-calls:
+				got = true
+			case <-time.After(10 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("call %d: none after 10 s of collections", i+1)
+			}
 		}
-		t.Setenv("GOGC", "200")
-		debug.SetGCPercent(200)
-		c.lean()()
-		if got := debug.SetGCPercent(100); got != 200 {
-			t.Errorf("GOGC=200 set: GC percent %d during %s, want 200 left alone", got, c.name)
+	}
+	for range 5 {
+		runtime.GC()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := n.Load(); got != 3 {
+		t.Errorf("called %d times, want 3 (it said stop)", got)
+	}
+}
+
+// The releaser runs afterFirst once, after its first release.
+func TestMemoryReleaserAfterFirst(t *testing.T) {
+	var after atomic.Int32
+	m := &memoryReleaser{logger: slog.New(slog.DiscardHandler), afterFirst: func() { after.Add(1) }}
+	for range 2 {
+		m.ask()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			m.mu.Lock()
+			done := !m.pending && !m.last.IsZero()
+			m.mu.Unlock()
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the release did not run")
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	if got := after.Load(); got != 1 {
+		t.Errorf("afterFirst ran %d times, want 1", got)
 	}
 }

@@ -458,7 +458,8 @@ func run(c *cli.Context) error {
 	klog.SetSlogLogger(logger.With("component", "client-go"))
 	logger.Info("starting", "version", versionString(), "source", c.String("source"), "shared_dir", rc.sharedDir)
 	setMemoryLimit(logger)
-	restoreGC := leanStart(logger)
+	gc := newGCPercents(logger)
+	restoreGC := gc.lower(startGCPercent, "after the listing")
 
 	// Start-up contract: Lua modules and a bootstrap nginx.conf come first, so
 	// nginx can start as soon as the file exists.
@@ -495,7 +496,7 @@ func run(c *cli.Context) error {
 	}
 
 	var waitStateWritten func() // the syncer's, set before it runs
-	onSync = releaseMemory(onSync, logger, func() { waitStateWritten() })
+	onSync = releaseMemory(onSync, logger, func() { waitStateWritten() }, gc.startSteady)
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
@@ -514,7 +515,7 @@ func run(c *cli.Context) error {
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,
 		OnListed:              restoreGC,
-		LeanFullSync:          leanFullSync(logger),
+		LeanFullSync:          func() func() { return gc.lower(fullSyncGCPercent, "after a full sync") },
 		FullPush:              rc.fullPush,
 		Metrics:               obs.syncerMetrics(nginx.Lua),
 		Targets:               rc.targets,
@@ -643,9 +644,11 @@ func nginxResolvers(dnsServer, resolvConf string) []string {
 // syncs costs; small agents never pay for it. A release first waits for
 // settle (the saved state's running write, whose first one after a start
 // encodes every item: garbage made after the release would stay in RSS
-// until the next collection, 20 MB at 50,000 hosts).
-func releaseMemory(next func(syncer.Report), logger *slog.Logger, settle func()) func(syncer.Report) {
-	r := &memoryReleaser{logger: logger, settle: settle}
+// until the next collection, 20 MB at 50,000 hosts). After the first
+// release, afterFirst runs once (the steady GC percent starts from the heap
+// live then).
+func releaseMemory(next func(syncer.Report), logger *slog.Logger, settle, afterFirst func()) func(syncer.Report) {
+	r := &memoryReleaser{logger: logger, settle: settle, afterFirst: afterFirst}
 	first := true
 	return func(rep syncer.Report) {
 		if next != nil {
@@ -687,11 +690,12 @@ const (
 
 // memoryReleaser runs debug.FreeOSMemory at most once per releaseInterval.
 type memoryReleaser struct {
-	logger  *slog.Logger
-	settle  func() // nil: none
-	mu      sync.Mutex
-	last    time.Time
-	pending bool
+	logger     *slog.Logger
+	settle     func() // nil: none
+	afterFirst func() // nil: none
+	mu         sync.Mutex
+	last       time.Time
+	pending    bool
 }
 
 func (m *memoryReleaser) ask() {
@@ -709,8 +713,12 @@ func (m *memoryReleaser) ask() {
 		debug.FreeOSMemory()
 		paged, err := releaseBinaryPages()
 		m.mu.Lock()
+		first := m.last.IsZero()
 		m.last, m.pending = time.Now(), false
 		m.mu.Unlock()
+		if first && m.afterFirst != nil {
+			m.afterFirst()
+		}
 		m.logger.Debug("released memory to the OS", "duration", time.Since(start).Round(time.Millisecond),
 			"binary_bytes_paged_out", paged, "page_out_error", err)
 	})
