@@ -142,10 +142,10 @@ type Recorder struct {
 	// UID once the Ingress is decoded anew (a status write, a relist): at
 	// 50,000 Ingresses, TestServedHeap measured 6.8 MB live for a
 	// NamespacedName → UID map (3.7 MB before any decode), 1.7 MB for this
-	// one. The UID is remembered, not
-	// only the name, so that an Ingress deleted and created again between
-	// two calls of Forget is served anew; two UIDs of one name hashing
-	// alike (one chance in 2^64) would cost one Normal Event.
+	// one. The UID is remembered, not only the name, so that an Ingress
+	// deleted and created again between two calls of Forget is served
+	// anew; two UIDs of one name hashing alike (one chance in 2^64) would
+	// cost one Normal Event.
 	served     map[string]map[string]uint64
 	uidSeed    maphash.Seed
 	gatewayAPI bool
