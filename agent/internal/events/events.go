@@ -30,6 +30,7 @@ package events
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -134,8 +135,20 @@ type Recorder struct {
 	// gatewayProblems are those reported in the last call of
 	// GatewayAPIProblems.
 	gatewayProblems map[model.Problem]bool
-	served          map[types.NamespacedName]types.UID
-	gatewayAPI      bool
+	// served is a hash of the UID of each Ingress served, by namespace and
+	// name: a map per namespace (the namespace interned by the source), so
+	// an entry is the name and 8 bytes, and holds no string of its own.
+	// Keeping the UID string instead would keep alive each Ingress's old
+	// UID once the Ingress is decoded anew (a status write, a relist): at
+	// 50,000 Ingresses, TestServedHeap measured 6.8 MB live for a
+	// NamespacedName → UID map (3.7 MB before any decode), 1.7 MB for this
+	// one. The UID is remembered, not only the name, so that an Ingress
+	// deleted and created again between two calls of Forget is served
+	// anew; two UIDs of one name hashing alike (one chance in 2^64) would
+	// cost one Normal Event.
+	served     map[string]map[string]uint64
+	uidSeed    maphash.Seed
+	gatewayAPI bool
 }
 
 // New returns a Recorder that writes Events through client once Start has
@@ -166,7 +179,8 @@ func newRecorder(client kubeclient.Interface, opts Options, size int) *Recorder 
 		firstBackoff: firstBackoff,
 		maxBackoff:   maxBackoff,
 		problems:     map[model.Problem]bool{},
-		served:       map[types.NamespacedName]types.UID{},
+		served:       map[string]map[string]uint64{},
+		uidSeed:      maphash.MakeSeed(),
 		gatewayAPI:   opts.GatewayAPI,
 	}
 }
@@ -448,9 +462,14 @@ func (r *Recorder) IngressClassProblems(problems []model.Problem, lookup func(na
 func (r *Recorder) Forget(lookup func(namespace, name string) runtime.Object) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for key, uid := range r.served {
-		if current := lookup(key.Namespace, key.Name); current == nil || uidOf(current) != uid {
-			delete(r.served, key)
+	for namespace, names := range r.served {
+		for name, uid := range names {
+			if current := lookup(namespace, name); current == nil || r.uidHash(uidOf(current)) != uid {
+				delete(names, name)
+			}
+		}
+		if len(names) == 0 {
+			delete(r.served, namespace)
 		}
 	}
 }
@@ -461,13 +480,22 @@ func (r *Recorder) Served(ing *networkingv1.Ingress) {
 	if ing == nil {
 		return
 	}
-	key := types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if uid, ok := r.served[key]; ok && uid == ing.UID {
+	uid := r.uidHash(ing.UID)
+	names := r.served[ing.Namespace]
+	if last, ok := names[ing.Name]; ok && last == uid {
+		// Stored again: the key becomes this Ingress's name, so that the
+		// map does not keep alive the name of an older copy.
+		names[ing.Name] = uid
 		return
 	}
-	r.served[key] = ing.UID
+	if names == nil {
+		names = map[string]uint64{}
+		r.served[ing.Namespace] = names
+	}
+	names[ing.Name] = uid
+	key := types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}
 	ref, err := reference.GetReference(kubeclient.Scheme, ing)
 	if err != nil {
 		r.logger.Warn("cannot refer to an object in an Event", "object", "Ingress "+key.String(), "error", err)
@@ -477,11 +505,27 @@ func (r *Recorder) Served(ing *networkingv1.Ingress) {
 	r.logger.Debug("event", "ingress", key.String(), "type", corev1.EventTypeNormal, "reason", ReasonSync)
 }
 
+// servedCount returns how many Ingresses are remembered served, for tests.
+func (r *Recorder) servedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, names := range r.served {
+		n += len(names)
+	}
+	return n
+}
+
 // reported returns the problems now remembered, for tests.
 func (r *Recorder) reported() map[model.Problem]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return maps.Clone(r.problems)
+}
+
+// uidHash returns the hash of uid that served keeps.
+func (r *Recorder) uidHash(uid types.UID) uint64 {
+	return maphash.String(r.uidSeed, string(uid))
 }
 
 func uidOf(obj runtime.Object) types.UID {

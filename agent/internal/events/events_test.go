@@ -121,11 +121,60 @@ func TestServed(t *testing.T) {
 	}
 	delete(objects, "web/app")
 	r.Forget(objects.lookup)
-	r.mu.Lock()
-	n := len(r.served)
-	r.mu.Unlock()
-	if n != 0 {
+	if n := r.servedCount(); n != 0 {
 		t.Errorf("%d served Ingresses remembered after the delete, want 0", n)
+	}
+	if n := len(r.served); n != 0 {
+		t.Errorf("%d namespaces remembered after the delete, want 0", n)
+	}
+}
+
+// TestServedOnce: a served Ingress gets its Sync Event once, however its
+// copies come (a relist after the informer restarts, a status write) and
+// whether or not it is served in between; one deleted and created again
+// gets it again, with or without Forget in between.
+func TestServedOnce(t *testing.T) {
+	r := New(nil, Options{})
+	objects := cluster{"web/app": ingress("app", "1"), "web/other": ingress("other", "7")}
+	r.Served(objects["web/app"])
+	r.Served(objects["web/other"])
+	take(r)
+
+	// A relist decodes every Ingress anew: same UID, new strings.
+	relisted := func(ing *networkingv1.Ingress) *networkingv1.Ingress {
+		c := ing.DeepCopy()
+		c.Namespace, c.Name = strings.Clone(c.Namespace), strings.Clone(c.Name)
+		c.UID = types.UID(strings.Clone(string(c.UID)))
+		return c
+	}
+	objects["web/app"], objects["web/other"] = relisted(objects["web/app"]), relisted(objects["web/other"])
+	r.Forget(objects.lookup)
+	r.Served(objects["web/app"])
+	// web/other is not served on this sync (a problem, another class),
+	// then served again: no second Event, it was never deleted.
+	r.Forget(objects.lookup)
+	r.Served(objects["web/app"])
+	r.Served(objects["web/other"])
+	if got := take(r); len(got) != 0 {
+		t.Errorf("relisted Ingresses: events %v, want none", got)
+	}
+
+	// Deleted and created again between two syncs, without Forget.
+	objects["web/app"] = ingress("app", "2")
+	r.Served(objects["web/app"])
+	if got, want := take(r), []string{"Normal Sync web/app : Ingress web/app is served"}; !slices.Equal(got, want) {
+		t.Errorf("re-created Ingress without Forget: events %v, want %v", got, want)
+	}
+	// And again with Forget: the new UID is served once.
+	objects["web/app"] = ingress("app", "3")
+	r.Forget(objects.lookup)
+	if n := r.servedCount(); n != 1 {
+		t.Errorf("%d Ingresses remembered once web/app is re-created, want 1 (web/other)", n)
+	}
+	r.Served(objects["web/app"])
+	r.Served(objects["web/app"])
+	if got := take(r); len(got) != 1 {
+		t.Errorf("re-created Ingress after Forget: events %v, want 1", got)
 	}
 }
 

@@ -161,12 +161,10 @@ func gatewayMetricLabels(routes []model.Route) []model.Route {
 	return out
 }
 
-// withMetric is l with metric as its Metric; the options l had, which
-// copies of l may share, stay as they were.
+// withMetric is l with metric as its Metric.
 func withMetric(l model.RouteLocation, metric string) model.RouteLocation {
-	o := l.Options()
-	o.Metric = metric
-	return l.WithOptions(o)
+	l.Metric = metric
+	return l
 }
 
 // gatewayRouteLabels is r with each location's Metric set, as

@@ -48,8 +48,8 @@ func TestRequestMetricsRender(t *testing.T) {
 	}
 	for _, r := range routes {
 		for _, l := range r.Locations {
-			if l.Options().Metric != "" {
-				t.Errorf("metrics off: route %s has labels %q", r.Host, l.Options().Metric)
+			if l.Metric != "" {
+				t.Errorf("metrics off: route %s has labels %q", r.Host, l.Metric)
 			}
 		}
 	}
@@ -69,7 +69,7 @@ func TestRequestMetricsRender(t *testing.T) {
 	}
 	for _, r := range routes {
 		if w, ok := want[r.Host]; ok {
-			if got := strings.ReplaceAll(r.Locations[0].Options().Metric, metricSeparator, "|"); got != w {
+			if got := strings.ReplaceAll(r.Locations[0].Metric, metricSeparator, "|"); got != w {
 				t.Errorf("route %s: labels %q, want %q", r.Host, got, w)
 			}
 			delete(want, r.Host)
@@ -78,7 +78,7 @@ func TestRequestMetricsRender(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no routes for %v", want)
 	}
-	if m.GatewayRoutes.At(0).Locations[0].Options().Metric != "" {
+	if m.GatewayRoutes.At(0).Locations[0].Metric != "" {
 		t.Error("the model's Gateway route was changed")
 	}
 	for _, line := range []string{
@@ -116,10 +116,10 @@ func TestGatewayRouteLabelsLeaveTheModelsOptions(t *testing.T) {
 	loc := model.RouteLocation{Path: "/", Backend: "shop/web:80"}.WithOptions(model.RouteOptions{MaxBody: 1024})
 	r := model.Route{Host: model.FrontKey("127.0.0.1:80", "gw.test"), Locations: []model.RouteLocation{loc}}
 	out := gatewayRouteLabels(r)
-	if got := r.Locations[0].Options(); got != (model.RouteOptions{MaxBody: 1024}) {
-		t.Errorf("the model's location changed: %+v", got)
+	if got := r.Locations[0]; got.Options() != (model.RouteOptions{MaxBody: 1024}) || got.Metric != "" {
+		t.Errorf("the model's location changed: %+v, %+v", got, got.Options())
 	}
-	if got := out.Locations[0].Options(); got.MaxBody != 1024 || got.Metric == "" {
-		t.Errorf("labelled: options %+v, want MaxBody 1024 and labels", got)
+	if got := out.Locations[0]; got.Options().MaxBody != 1024 || got.Metric == "" {
+		t.Errorf("labelled: %+v, options %+v, want MaxBody 1024 and labels", got, got.Options())
 	}
 }

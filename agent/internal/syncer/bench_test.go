@@ -12,6 +12,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
 )
@@ -83,6 +84,10 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 		write(fmt.Sprintf("fill-%06d.yaml", start), buf.String())
 	}
 	nginx, settings, _ := agentnginx.Start(b)
+	if *heapMetrics {
+		rm := render.DefaultRequestMetrics()
+		settings.RequestMetrics = &rm
+	}
 	src := file.New(dir)
 	s := New(src, nginx, Options{Render: settings, IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())

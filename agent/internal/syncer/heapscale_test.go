@@ -23,6 +23,7 @@ var (
 	heapChanges   = flag.Int("heap.changes", 20, "TestHeapAtScale: how many new Ingresses after the first sync")
 	heapAllocs    = flag.String("heap.allocs", "", "TestHeapAtScale: write the allocs profile before and after the new Ingresses here (.0 and .1)")
 	heapRoutes    = flag.Bool("heap.routes", false, "TestHeapAtScale: -heap.n HTTPRoutes on a Gateway (BenchmarkNewHTTPRoute's), and the changes new HTTPRoutes, instead of Ingresses")
+	heapMetrics   = flag.Bool("heap.metrics", false, "TestHeapAtScale, BenchmarkNewIngress: the request metrics on (render.Settings.RequestMetrics, as the agent with a metrics address), each location with its labels")
 	heapOwn       = flag.Bool("heap.own", false, "TestHeapAtScale: each new Ingress brings its own Service, EndpointSlice and TLS Secret (else it names an existing Service)")
 )
 

@@ -5,17 +5,16 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // shareStrings makes the strings of obj that repeat from object to object
 // (apiVersion and kind, the namespace, label and annotation keys, port
-// names and protocols, the Ingress class, path types) point at one shared
-// copy: decoding gives each object its own copy of each, some 10 MB at
+// names and protocols, the Ingress class, path types: source.ShareFewValued)
+// point at one shared copy: decoding gives each object its own copy of each, some 10 MB at
 // 50,000 Ingresses with a Service and an EndpointSlice each. Only such
 // few-valued fields are shared (names, hosts and addresses are mostly
 // unique), and the table is bounded (maxShared), so manifests cannot make
@@ -30,42 +29,7 @@ func shareStrings(obj runtime.Object) {
 	if t, ok := obj.GetObjectKind().(*metav1.TypeMeta); ok {
 		t.APIVersion, t.Kind = shared(t.APIVersion), shared(t.Kind)
 	}
-	switch o := obj.(type) {
-	case *corev1.Service:
-		for i := range o.Spec.Ports {
-			p := &o.Spec.Ports[i]
-			p.Name, p.Protocol = shared(p.Name), corev1.Protocol(shared(string(p.Protocol)))
-			p.TargetPort.StrVal = shared(p.TargetPort.StrVal)
-		}
-	case *discoveryv1.EndpointSlice:
-		o.AddressType = discoveryv1.AddressType(shared(string(o.AddressType)))
-		for i := range o.Ports {
-			p := &o.Ports[i]
-			if p.Name != nil {
-				*p.Name = shared(*p.Name)
-			}
-			if p.Protocol != nil {
-				*p.Protocol = corev1.Protocol(shared(string(*p.Protocol)))
-			}
-		}
-	case *networkingv1.Ingress:
-		if o.Spec.IngressClassName != nil {
-			*o.Spec.IngressClassName = shared(*o.Spec.IngressClassName)
-		}
-		for i := range o.Spec.Rules {
-			if http := o.Spec.Rules[i].HTTP; http != nil {
-				for j := range http.Paths {
-					p := &http.Paths[j]
-					if p.PathType != nil {
-						*p.PathType = networkingv1.PathType(shared(string(*p.PathType)))
-					}
-					if s := p.Backend.Service; s != nil {
-						s.Port.Name = shared(s.Port.Name)
-					}
-				}
-			}
-		}
-	}
+	source.ShareFewValued(obj, shared)
 }
 
 // maxShared bounds the shared strings; past it a string stays the

@@ -10,6 +10,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
+	"github.com/restysync/restysync/agent/internal/source"
 )
 
 // The API server's objects carry what a file's YAML seldom does: a uid,
@@ -44,15 +45,16 @@ func trim(obj any) (any, error) {
 }
 
 // trimObject trims obj in place, as the package's trim says, and interns
-// its namespace. (The file source also shares port names and protocols,
-// address types, classes and path types: 1.6–2.1 MB more at 50,000 in
-// TestSourceHeap, not done here so as not to write its walk twice.)
+// its namespace and the strings the file source shares too
+// (source.ShareFewValued: port names and protocols, address types,
+// classes, path types).
 func trimObject(obj any) {
 	if o, ok := obj.(metav1.Object); ok {
 		o.SetNamespace(intern(o.GetNamespace()))
 		internMap(o.GetLabels())
 		internMap(o.GetAnnotations())
 	}
+	source.ShareFewValued(obj, intern)
 	switch o := obj.(type) {
 	case *corev1.Service:
 		if gatewayManaged(&o.ObjectMeta) {
