@@ -1,0 +1,191 @@
+package metrics
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/restysync/restysync/agent/internal/apply"
+)
+
+// luaMetricsBody is GET /metrics of the Lua config API as
+// lua/restysync/api.lua writes it, with n backends sorted by name.
+func luaMetricsBody(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"backends":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"tenant-%04d\/svc-%06d:http","endpoints":%d,"requests":%d,"failures":%d}`,
+			i/100, i, 1+i%5, 1000+i*7, i%13)
+	}
+	b.WriteString(`],"balancer_rebuilds":17,"regex_failures":2,"certificates":40,"counting":true,"api_denied":1,"loop_refused":0,` +
+		`"nginx":{"procs":3,"cpu_seconds":12.5,"resident_bytes":123456789,"connections":{"active":4,"reading":0,"writing":1,"waiting":3}}}`)
+	return []byte(b.String())
+}
+
+// luaServer serves body as the Lua config API's GET /metrics on a unix
+// socket, and returns a client of it.
+func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
+	tb.Helper()
+	sock := filepath.Join(tb.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return apply.NewLuaClient(sock)
+}
+
+// BenchmarkScrape is one Prometheus scrape of the agent's /metrics, through
+// the real handler, with the Lua config API answering for n backends.
+func BenchmarkScrape(b *testing.B) {
+	for _, n := range []int{1000, 50000} {
+		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
+			m := New(Options{Version: "v1", Commit: "abc", Lua: luaServer(b, luaMetricsBody(n))})
+			h := m.Handler()
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", "text/plain")
+			var w discardWriter
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				w = discardWriter{header: http.Header{}}
+				h.ServeHTTP(&w, req)
+				if w.code != http.StatusOK || !w.luaUp {
+					b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
+				}
+			}
+			size := w.size
+			b.ReportMetric(float64(size), "bytes/scrape")
+		})
+	}
+}
+
+// discardWriter is the client of a scrape: it counts the body and looks
+// for lua_up 1 without keeping it.
+type discardWriter struct {
+	header http.Header
+	code   int
+	size   int
+	luaUp  bool
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) WriteHeader(code int) { w.code = code }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	w.size += len(p)
+	w.luaUp = w.luaUp || bytes.Contains(p, []byte("\nrestysync_lua_up 1\n"))
+	return len(p), nil
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/scrape.golden from this build")
+
+// deterministic keeps the lines of a text exposition that do not depend
+// on the process or the runtime (go_*, process_*).
+func deterministic(text string) string {
+	var out []string
+	for _, line := range strings.SplitAfter(text, "\n") {
+		name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "")
+}
+
+// goldenLua is a fixed Lua answer with names a scrape must carry through
+// unchanged: escapes, non-ASCII, a duplicate, out of order.
+const goldenLua = `{"backends":[` +
+	`{"name":"default\/web:80","endpoints":3,"requests":10,"failures":1},` +
+	`{"name":"a\/quote\"back\\slash\nnl:80","endpoints":1,"requests":2,"failures":0},` +
+	`{"name":"b\/\u00e9t\u00e9:https","endpoints":0,"requests":0,"failures":0},` +
+	"{\"name\":\"bad\\/\xff\xfe:1\",\"endpoints\":2,\"requests\":9007199254740993,\"failures\":-1}," +
+	`{"name":"default\/api:http","endpoints":2,"requests":2,"failures":2},` +
+	`{"name":"default\/api:http","endpoints":2,"requests":2,"failures":2},` +
+	`{"failures":5,"requests":6,"endpoints":7,"name":"z\/reordered:1"},` +
+	`{"name":"z\/extra:1","endpoints":1,"requests":1,"failures":1,"weight":3},` +
+	`{"name":"z\/null:1","endpoints":null,"requests":1,"failures":0, "Failures" : 4 }` +
+	`],"balancer_rebuilds":4,"regex_failures":3,"certificates":2,"counting":true,"api_denied":5,"loop_refused":6,"nginx":null}`
+
+// The text exposition of a fixed input is byte for byte what it was before
+// the Lua series were built without the registry (testdata/scrape.golden,
+// written by the commit before).
+func TestScrapeGolden(t *testing.T) {
+	for file, body := range map[string]string{
+		"scrape.golden": goldenLua,
+		// A number that is no integer fails the whole answer: lua_up 0.
+		"scrape-float.golden": strings.Replace(goldenLua, `"requests":10,`, `"requests":1e3,`, 1),
+	} {
+		t.Run(file, func(t *testing.T) { golden(t, file, body) })
+	}
+}
+
+func golden(t *testing.T, file, body string) {
+	m := New(Options{Version: "v1", Commit: "abc", Lua: luaServer(t, []byte(body))})
+	got := deterministic(scrape(t, m))
+	path := filepath.Join("testdata", file)
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("exposition differs from %s:\n%s", path, diffLines(string(want), got))
+	}
+}
+
+// diffLines names the lines of want missing from got and the other way.
+func diffLines(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	if b.Len() == 0 {
+		return "(same lines, another order)"
+	}
+	return b.String()
+}
