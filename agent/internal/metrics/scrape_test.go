@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/restysync/restysync/agent/internal/apply"
+	"github.com/restysync/restysync/agent/internal/luaapi"
 )
 
 // luaMetricsBody is GET /metrics of the Lua config API as
@@ -88,7 +94,7 @@ type discardWriter struct {
 	luaUp  bool
 }
 
-func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) Header() http.Header  { return w.header }
 func (w *discardWriter) WriteHeader(code int) { w.code = code }
 func (w *discardWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {
@@ -188,4 +194,87 @@ func diffLines(want, got string) string {
 		return "(same lines, another order)"
 	}
 	return b.String()
+}
+
+// The protobuf exposition (what Prometheus asks for first) parses, and
+// carries the per-backend series of the text one: each name once, sorted.
+func TestScrapeProtobuf(t *testing.T) {
+	m := New(Options{Version: "v1", Lua: luaServer(t, []byte(goldenLua))})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || expfmt.ResponseFormat(resp.Header).FormatType() != expfmt.TypeProtoDelim {
+		t.Fatalf("GET /metrics: %s, %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	got := map[string][]string{}
+	for {
+		var f dto.MetricFamily
+		if err := dec.Decode(&f); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding the protobuf exposition: %v", err)
+		}
+		for _, s := range f.GetMetric() {
+			var v float64
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				v = s.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				v = s.GetGauge().GetValue()
+			default:
+				continue
+			}
+			var labels []string
+			for _, l := range s.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			got[f.GetName()] = append(got[f.GetName()], fmt.Sprintf("%s %v", strings.Join(labels, ","), v))
+		}
+	}
+	want := []string{
+		"backend=a/quote\"back\\slash\nnl:80 2",
+		"backend=b/été:https 0",
+		"backend=bad/\uFFFD\uFFFD:1 9.007199254740992e+15",
+		"backend=default/api:http 2",
+		"backend=default/web:80 10",
+		"backend=z/extra:1 1",
+		"backend=z/null:1 1",
+		"backend=z/reordered:1 6",
+	}
+	if g := got["restysync_lua_backend_requests_total"]; !slices.Equal(g, want) {
+		t.Errorf("restysync_lua_backend_requests_total:\n got %q\nwant %q", g, want)
+	}
+	if g := got["restysync_lua_up"]; !slices.Equal(g, []string{" 1"}) {
+		t.Errorf("restysync_lua_up: %q", g)
+	}
+	if len(got["restysync_lua_backend_endpoints"]) != len(want) || len(got["restysync_lua_backend_failures_total"]) != len(want) {
+		t.Errorf("endpoints %q, failures %q", got["restysync_lua_backend_endpoints"], got["restysync_lua_backend_failures_total"])
+	}
+}
+
+// A backend Lua names twice, or out of order, does not fail the scrape:
+// one series per name, the first.
+func TestScrapeDuplicateBackend(t *testing.T) {
+	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{
+		{Name: "b/x:1", Endpoints: 1, Requests: 5},
+		{Name: "a/x:1", Endpoints: 2, Requests: 6},
+		{Name: "b/x:1", Endpoints: 3, Requests: 7},
+	}}}})
+	text := scrape(t, m)
+	for _, want := range []string{
+		"restysync_lua_backend_endpoints{backend=\"a/x:1\"} 2\nrestysync_lua_backend_endpoints{backend=\"b/x:1\"} 1\n# HELP",
+		"restysync_lua_backend_requests_total{backend=\"a/x:1\"} 6\nrestysync_lua_backend_requests_total{backend=\"b/x:1\"} 5\n",
+		"promhttp_metric_handler_errors_total{cause=\"gathering\"} 0\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, text)
+		}
+	}
 }
