@@ -10,6 +10,8 @@ package metrics
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"slices"
@@ -77,6 +79,9 @@ type Metrics struct {
 
 	ingressNginx *ingressNginxCollector // nil when off
 	lua          *luaGatherer           // nil without Options.Lua
+
+	// scrapeTimeout bounds a scrape's gathering (Handler).
+	scrapeTimeout time.Duration
 }
 
 var (
@@ -100,7 +105,8 @@ func New(opts Options) *Metrics {
 		opts.LuaTimeout = 2 * time.Second
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:           prometheus.NewRegistry(),
+		scrapeTimeout: 10 * time.Second,
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "sync_duration_seconds",
 			Help:    "Duration of one sync, from taking the source's changes to the end of the reload or push; path is fast (only endpoints) or full (model built).",
@@ -208,14 +214,56 @@ func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
 
 // Handler serves every series (Gather) in the Prometheus exposition
 // formats. A collector that fails leaves its series out; the rest are
-// still served.
+// still served. A gather that takes longer than scrapeTimeout answers 503,
+// as promhttp's Timeout option would; that option is not used because the
+// http.TimeoutHandler it wraps holds the whole body in memory before
+// sending it (12 MB at 50,000 backends, grown by doubling, every scrape).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m, promhttp.HandlerOpts{
+	opts := promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          m.reg, // promhttp_metric_handler_errors_total
-		Timeout:           10 * time.Second,
 		EnableOpenMetrics: false,
+	}
+	promhttp.HandlerFor(m, opts) // registers promhttp_metric_handler_errors_total now
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		families, err := m.gatherWithin(m.scrapeTimeout)
+		if errors.Is(err, errGatherTimeout) {
+			http.Error(w, fmt.Sprintf("Exceeded configured timeout of %v.", m.scrapeTimeout), http.StatusServiceUnavailable)
+			return
+		}
+		gathered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
+		promhttp.HandlerFor(gathered, opts).ServeHTTP(w, r)
 	})
+}
+
+// errGatherTimeout is gatherWithin's error when Gather took too long.
+var errGatherTimeout = errors.New("gathering took longer than the scrape timeout")
+
+// gatherWithin is Gather, or errGatherTimeout if it takes longer than
+// timeout (it then goes on in the background, its result thrown away).
+func (m *Metrics) gatherWithin(timeout time.Duration) ([]*dto.MetricFamily, error) {
+	type gathered struct {
+		families []*dto.MetricFamily
+		err      error
+	}
+	done := make(chan gathered, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- gathered{err: fmt.Errorf("gathering panicked: %v", p)}
+			}
+		}()
+		f, err := m.Gather()
+		done <- gathered{f, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case g := <-done:
+		return g.families, g.err
+	case <-timer.C:
+		return nil, errGatherTimeout
+	}
 }
 
 // Synced records one sync.
