@@ -42,13 +42,17 @@ type backendReader struct {
 	spans []int
 }
 
-// backendKeys are the keys of an entry, as Lua spells them.
-var backendKeys = [...]string{"name", "endpoints", "requests", "failures"}
-
 var errShape = errors.New("not the shape Lua writes")
 
 func readBackends(data []byte) (BackendList, bool) {
 	r := backendReader{data: data}
+	list, ok := r.array()
+	r.space()
+	return list, ok && r.pos == len(data)
+}
+
+// array reads the array of backends that starts at r.pos, up to its ']'.
+func (r *backendReader) array() (BackendList, bool) {
 	r.space()
 	if !r.eat('[') {
 		return nil, false
@@ -56,14 +60,14 @@ func readBackends(data []byte) (BackendList, bool) {
 	// Every entry is one object: a '{' count is a bound (names may hold
 	// more), taken without allocating.
 	n := 0
-	for _, c := range data {
+	for _, c := range r.data[r.pos:] {
 		if c == '{' {
 			n++
 		}
 	}
 	list := make(BackendList, 0, n)
-	r.names = make([]byte, 0, len(data)/2)
-	r.spans = make([]int, 0, n+1)
+	r.names = make([]byte, 0, (len(r.data)-r.pos)/2)
+	r.spans = make([]int, 0, 2*n)
 	r.space()
 	if !r.eat(']') {
 		for {
@@ -80,10 +84,6 @@ func readBackends(data []byte) (BackendList, bool) {
 				return nil, false
 			}
 		}
-	}
-	r.space()
-	if r.pos != len(data) {
-		return nil, false
 	}
 	all := string(r.names)
 	for i := range list {
@@ -134,7 +134,7 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 			}
 			r.space()
 			var err error
-			switch key {
+			switch string(key) {
 			case "name":
 				start = len(r.names)
 				err = r.name()
@@ -166,30 +166,23 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 	return b, nil
 }
 
-// plainKey reads a key without escapes; the string returned does not
-// outlive the comparison (no allocation).
-func (r *backendReader) plainKey() (string, bool) {
+// plainKey reads a key without escapes; the bytes returned are r.data's.
+func (r *backendReader) plainKey() ([]byte, bool) {
 	if !r.eat('"') {
-		return "", false
+		return nil, false
 	}
 	start := r.pos
 	for r.pos < len(r.data) {
 		switch c := r.data[r.pos]; {
 		case c == '"':
-			key := r.data[start:r.pos]
 			r.pos++
-			for _, k := range backendKeys {
-				if string(key) == k {
-					return k, true
-				}
-			}
-			return "", false
+			return r.data[start : r.pos-1], true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 		r.pos++
 	}
-	return "", false
+	return nil, false
 }
 
 // name appends a JSON string to r.names, unescaped. Printable ASCII and
