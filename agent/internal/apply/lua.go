@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -25,6 +26,8 @@ type LuaClient struct {
 	// size (pushTimeoutFor; tests make it short).
 	pushTimeout func(bodyBytes int) time.Duration
 	status      *http.Client
+	// metricsSize is the length of Lua's last answer to GET /metrics.
+	metricsSize atomic.Int64
 }
 
 // A push's time limit grows with its body: nginx's one worker decodes and
@@ -102,16 +105,15 @@ func (c *LuaClient) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
 		return luaapi.LuaMetrics{}, err
 	}
 	defer resp.Body.Close()
-	var body []byte
-	if n := resp.ContentLength; n > 0 && n <= maxLuaAnswer {
-		body = make([]byte, n)
-		_, err = io.ReadFull(resp.Body, body)
-	} else {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxLuaAnswer))
-	}
-	if err != nil {
+	// Lua sends no Content-Length: the buffer starts at the last answer's
+	// size, not grown by doubling from 512 bytes.
+	last := c.metricsSize.Load()
+	buf := bytes.NewBuffer(make([]byte, 0, last+last/16+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxLuaAnswer)); err != nil {
 		return luaapi.LuaMetrics{}, fmt.Errorf("reading lua's /metrics: %w", err)
 	}
+	body := buf.Bytes()
+	c.metricsSize.Store(int64(len(body)))
 	m, err := luaapi.DecodeLuaMetrics(body)
 	if err != nil {
 		return luaapi.LuaMetrics{}, fmt.Errorf("decoding lua's /metrics: %w", err)
