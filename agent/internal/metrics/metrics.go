@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,10 @@ type Metrics struct {
 
 	ingressNginx *ingressNginxCollector // nil when off
 	lua          *luaGatherer           // nil without Options.Lua
+	// shared reads Lua once per Gather for lua and ingressNginx, which
+	// then hold gatherMu; nil when they do not read the same Lua.
+	shared   *sharedLua
+	gatherMu sync.Mutex
 
 	// scrapeTimeout bounds a scrape's gathering (Handler).
 	scrapeTimeout time.Duration
@@ -186,11 +191,19 @@ func New(opts Options) *Metrics {
 		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush, m.validationFailures,
 		newStateCollector(opts),
 	)
-	if opts.Lua != nil {
-		m.lua = newLuaGatherer(opts.Lua, opts.LuaTimeout)
+	lua := opts.Lua
+	if in := opts.IngressNginx; in != nil && sameLua(opts.Lua, in.Lua) {
+		m.shared = &sharedLua{lua: opts.Lua}
+		lua = m.shared
+	}
+	if lua != nil {
+		m.lua = newLuaGatherer(lua, opts.LuaTimeout)
 	}
 	if opts.IngressNginx != nil && opts.IngressNginx.Lua != nil {
 		m.ingressNginx = newIngressNginxCollector(*opts.IngressNginx, opts.LuaTimeout, opts.State)
+		if m.shared != nil {
+			m.ingressNginx.metricsLua = m.shared
+		}
 		m.reg.MustRegister(m.ingressNginx)
 	}
 	return m
@@ -204,6 +217,12 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // name as the registry sorts its own. The registry's error, if any, is
 // returned with what it gathered.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
+	if m.shared != nil {
+		m.gatherMu.Lock()
+		defer m.gatherMu.Unlock()
+		m.shared.cur.Store(&luaRead{})
+		defer m.shared.cur.Store(nil)
+	}
 	families, err := m.reg.Gather()
 	if m.lua != nil {
 		families = append(families, m.lua.gather()...)
