@@ -50,12 +50,15 @@ func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
 		tb.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			http.NotFound(w, r)
-			return
-		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(body)
+		switch r.URL.Path {
+		case "/metrics":
+			w.Write(body)
+		case "/metrics/requests":
+			w.Write([]byte(`{"time":[0.1],"length":[100],"size":[1000],"histograms":[],"dropped":0,"series":[]}`))
+		default:
+			http.NotFound(w, r)
+		}
 	})}
 	go srv.Serve(ln)
 	tb.Cleanup(func() { srv.Close() })
@@ -63,32 +66,45 @@ func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
 }
 
 // BenchmarkScrape is one Prometheus scrape of the agent's /metrics, through
-// the real handler, with the Lua config API answering for n backends.
+// the real handler, with the Lua config API answering for n backends;
+// ingress-nginx=true adds the ingress-nginx series on the same Lua, as the
+// agent runs by default (--ingress-nginx-metrics).
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 50000} {
-		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
-			m := New(Options{Version: "v1", Commit: "abc", Lua: luaServer(b, luaMetricsBody(n))})
-			h := m.Handler()
-			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-			req.Header.Set("Accept", "text/plain")
-			var w discardWriter
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := processCPU(b)
-			for range b.N {
-				w = discardWriter{header: http.Header{}}
-				h.ServeHTTP(&w, req)
-				if w.code != http.StatusOK || !w.luaUp {
-					b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
-				}
-			}
-			size := w.size
-			// The process's CPU (the Lua server's part, small, included):
-			// on a shared machine ns/op is also the time spent waiting.
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(size), "bytes/scrape")
-		})
+		for _, ingressNginx := range []bool{false, true} {
+			b.Run(fmt.Sprintf("backends=%d/ingress-nginx=%v", n, ingressNginx), func(b *testing.B) {
+				benchmarkScrape(b, n, ingressNginx)
+			})
+		}
 	}
+}
+
+func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
+	lua := luaServer(b, luaMetricsBody(n))
+	opts := Options{Version: "v1", Commit: "abc", Lua: lua}
+	if ingressNginx {
+		opts.IngressNginx = &IngressNginx{Class: "k8s.io/ingress-nginx", Namespace: "ns", Pod: "pod", Lua: lua}
+	}
+	m := New(opts)
+	h := m.Handler()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "text/plain")
+	var w discardWriter
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := processCPU(b)
+	for range b.N {
+		w = discardWriter{header: http.Header{}}
+		h.ServeHTTP(&w, req)
+		if w.code != http.StatusOK || !w.luaUp {
+			b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
+		}
+	}
+	size := w.size
+	// The process's CPU (the Lua server's part, small, included):
+	// on a shared machine ns/op is also the time spent waiting.
+	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(size), "bytes/scrape")
 }
 
 // processCPU is the user and system CPU time this process has used.
