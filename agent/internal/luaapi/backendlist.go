@@ -120,50 +120,61 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 		return b, errShape
 	}
 	start, end := len(r.names), len(r.names)
-	r.space()
-	if !r.eat('}') {
-		for {
-			r.space()
-			key, ok := r.plainKey()
-			if !ok {
-				return b, errShape
-			}
-			r.space()
-			if !r.eat(':') {
-				return b, errShape
-			}
-			r.space()
-			var err error
-			switch string(key) {
-			case "name":
-				start = len(r.names)
-				err = r.name()
-				end = len(r.names)
-			case "endpoints":
-				var v int64
-				v, err = r.integer()
-				b.Endpoints = int(v)
-			case "requests":
-				b.Requests, err = r.integer()
-			case "failures":
-				b.Failures, err = r.integer()
-			default:
-				err = errShape
-			}
-			if err != nil {
-				return b, err
-			}
-			r.space()
-			if r.eat('}') {
-				break
-			}
-			if !r.eat(',') {
-				return b, errShape
-			}
+	for first := true; ; first = false {
+		key, done, ok := r.field(first)
+		if !ok {
+			return b, errShape
+		}
+		if done {
+			break
+		}
+		var err error
+		switch string(key) {
+		case "name":
+			start = len(r.names)
+			err = r.name()
+			end = len(r.names)
+		case "endpoints":
+			var v int64
+			v, err = r.integer()
+			b.Endpoints = int(v)
+		case "requests":
+			b.Requests, err = r.integer()
+		case "failures":
+			b.Failures, err = r.integer()
+		default:
+			err = errShape
+		}
+		if err != nil {
+			return b, err
 		}
 	}
 	r.spans = append(r.spans, start, end)
 	return b, nil
+}
+
+// field reads up to the next key of an object whose '{' is read, and
+// returns the key with r.pos at its value; done at the object's '}'; ok
+// false if what follows is no key, ',' or '}'. first says it is the
+// object's first key (no ',' before it).
+func (r *backendReader) field(first bool) (key []byte, done, ok bool) {
+	r.space()
+	if r.eat('}') {
+		return nil, true, true
+	}
+	if !first && !r.eat(',') {
+		return nil, false, false
+	}
+	r.space()
+	if key, ok = r.plainKey(); !ok {
+		return nil, false, false
+	}
+	r.space()
+	if !r.eat(':') {
+		return nil, false, false
+	}
+	r.space()
+	return key, false, true
 }
 
 // plainKey reads a key without escapes; the bytes returned are r.data's.

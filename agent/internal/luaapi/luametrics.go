@@ -33,55 +33,42 @@ func readLuaMetrics(data []byte) (LuaMetrics, bool) {
 		return m, false
 	}
 	seen := 0
-	r.space()
-	if !r.eat('}') {
-		for {
-			r.space()
-			key, ok := r.plainKey()
-			if !ok {
-				return m, false
-			}
-			k := bytesIndex(luaMetricsKeys[:], key)
-			if k < 0 || seen&(1<<k) != 0 {
-				return m, false // another key, or one twice
-			}
-			seen |= 1 << k
-			r.space()
-			if !r.eat(':') {
-				return m, false
-			}
-			r.space()
-			var err error
-			switch luaMetricsKeys[k] {
-			case "backends":
-				m.Backends, ok = r.array()
-			case "balancer_rebuilds":
-				m.BalancerRebuilds, err = r.integer()
-			case "regex_failures":
-				m.RegexFailures, err = r.integer()
-			case "certificates":
-				var v int64
-				v, err = r.integer()
-				m.Certificates = int(v)
-			case "counting":
-				m.Counting, ok = r.boolean()
-			case "api_denied":
-				m.APIDenied, err = r.integer()
-			case "loop_refused":
-				m.LoopRefused, err = r.integer()
-			case "nginx":
-				ok = r.nginx(&m.Nginx)
-			}
-			if !ok || err != nil {
-				return m, false
-			}
-			r.space()
-			if r.eat('}') {
-				break
-			}
-			if !r.eat(',') {
-				return m, false
-			}
+	for first := true; ; first = false {
+		key, done, ok := r.field(first)
+		if !ok {
+			return m, false
+		}
+		if done {
+			break
+		}
+		k := bytesIndex(luaMetricsKeys[:], key)
+		if k < 0 || seen&(1<<k) != 0 {
+			return m, false // another key, or one twice
+		}
+		seen |= 1 << k
+		var err error
+		switch luaMetricsKeys[k] {
+		case "backends":
+			m.Backends, ok = r.array()
+		case "balancer_rebuilds":
+			m.BalancerRebuilds, err = r.integer()
+		case "regex_failures":
+			m.RegexFailures, err = r.integer()
+		case "certificates":
+			var v int64
+			v, err = r.integer()
+			m.Certificates = int(v)
+		case "counting":
+			m.Counting, ok = r.boolean()
+		case "api_denied":
+			m.APIDenied, err = r.integer()
+		case "loop_refused":
+			m.LoopRefused, err = r.integer()
+		case "nginx":
+			ok = r.nginx(&m.Nginx)
+		}
+		if !ok || err != nil {
+			return m, false
 		}
 	}
 	r.space()
