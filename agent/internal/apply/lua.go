@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -25,6 +26,8 @@ type LuaClient struct {
 	// size (pushTimeoutFor; tests make it short).
 	pushTimeout func(bodyBytes int) time.Duration
 	status      *http.Client
+	// metricsSize is the length of Lua's last answer to GET /metrics.
+	metricsSize atomic.Int64
 }
 
 // A push's time limit grows with its body: nginx's one worker decodes and
@@ -93,10 +96,29 @@ func (c *LuaClient) Status(ctx context.Context) (luaapi.Status, error) {
 }
 
 // Metrics reads Lua's counters and what it holds, for the agent's /metrics.
+// It is asked on every Prometheus scrape and holds an entry per backend, so
+// it is read whole and decoded by luaapi.DecodeLuaMetrics, without
+// encoding/json's passes over it.
 func (c *LuaClient) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
-	var m luaapi.LuaMetrics
-	err := c.getJSON(ctx, "/metrics", &m)
-	return m, err
+	resp, err := c.get(ctx, "/metrics")
+	if err != nil {
+		return luaapi.LuaMetrics{}, err
+	}
+	defer resp.Body.Close()
+	// Lua sends no Content-Length: the buffer starts at the last answer's
+	// size, not grown by doubling from 512 bytes.
+	last := c.metricsSize.Load()
+	buf := bytes.NewBuffer(make([]byte, 0, last+last/16+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxLuaAnswer)); err != nil {
+		return luaapi.LuaMetrics{}, fmt.Errorf("reading lua's /metrics: %w", err)
+	}
+	body := buf.Bytes()
+	c.metricsSize.Store(int64(len(body)))
+	m, err := luaapi.DecodeLuaMetrics(body)
+	if err != nil {
+		return luaapi.LuaMetrics{}, fmt.Errorf("decoding lua's /metrics: %w", err)
+	}
+	return m, nil
 }
 
 // RequestMetrics returns the request metrics nginx holds.
@@ -246,23 +268,36 @@ func encodeItems[T any](upserts []T, removes []string) ([]byte, error) {
 }
 
 func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://restysync"+path, nil)
+	resp, err := c.get(ctx, path)
 	if err != nil {
-		return fmt.Errorf("building request for %s: %w", path, err)
-	}
-	resp, err := c.status.Do(req)
-	if err != nil {
-		return fmt.Errorf("asking lua for %s: %w", path, err)
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("asking lua for %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(into); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxLuaAnswer)).Decode(into); err != nil {
 		return fmt.Errorf("decoding lua's %s: %w", path, err)
 	}
 	return nil
+}
+
+// maxLuaAnswer bounds the body of a GET read from Lua.
+const maxLuaAnswer = 256 << 20
+
+// get GETs path from Lua; the caller closes the body of the 200 returned.
+func (c *LuaClient) get(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://restysync"+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request for %s: %w", path, err)
+	}
+	resp, err := c.status.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("asking lua for %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("asking lua for %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
+	}
+	return resp, nil
 }
 
 // ErrRejected means nginx refused the new config in its own words (an

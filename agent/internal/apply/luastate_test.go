@@ -56,6 +56,12 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 	if err != nil || len(held) != 2 {
 		t.Fatalf("Lua holds %v (%v), want 2 backends", held, err)
 	}
+	// nginx's own answer to GET /metrics reads (luaapi.DecodeLuaMetrics):
+	// both backends, sorted by name, with their endpoints.
+	if m, err := n.Lua.Metrics(ctx); err != nil || len(m.Backends) != 2 || m.Backends[0].Name != a.Name ||
+		m.Backends[0].Endpoints != 1 || m.Backends[1].Name != b.Name || !m.Counting {
+		t.Errorf("GET /metrics: %+v, counting %v, %v", m.Backends, m.Counting, err)
+	}
 	if p := plan.Compute(l.Held(status.ConfigHash, nil), next); !p.Empty() {
 		t.Errorf("the same state again: plan %+v, want nothing", p.Steps)
 	}

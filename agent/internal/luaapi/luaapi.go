@@ -39,7 +39,7 @@ type Status struct {
 // LuaMetrics is what GET /metrics of the Lua config API reports.
 type LuaMetrics struct {
 	// Backends Lua holds, sorted by name, with their request counters.
-	Backends []BackendMetrics `json:"backends"`
+	Backends BackendList `json:"backends"`
 	// BalancerRebuilds counts the times a worker rebuilt its cached copy of
 	// a backend because the backend's version moved.
 	BalancerRebuilds int64 `json:"balancer_rebuilds"`

@@ -57,7 +57,7 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 	m.Pushed("backends", 100, time.Millisecond, nil)
 	m.Pushed("backends", 100, time.Millisecond, context.DeadlineExceeded)
 	m.Propagated(time.Millisecond)
-	families, err := m.Registry().Gather()
+	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

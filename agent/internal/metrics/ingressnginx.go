@@ -94,6 +94,9 @@ type ingressNginxCollector struct {
 	opts    IngressNginx
 	timeout time.Duration
 	state   func() syncer.State
+	// metricsLua reads GET /metrics: opts.Lua, or the read Metrics.Gather
+	// shares with the Lua families (sharedLua).
+	metricsLua LuaReader
 
 	requests   *prometheus.Desc
 	histograms []*prometheus.Desc // nil where excluded
@@ -131,7 +134,7 @@ func newIngressNginxCollector(opts IngressNginx, timeout time.Duration, state fu
 		return prometheus.NewDesc(name(n), help, labels, constLabels)
 	}
 	c := &ingressNginxCollector{
-		opts: opts, timeout: timeout, state: state,
+		opts: opts, timeout: timeout, state: state, metricsLua: opts.Lua,
 		requests: desc("requests", "The total number of client requests", labels),
 		latency:  desc("ingress_upstream_latency_seconds", "DEPRECATED Upstream service latency per Ingress", latencyLabels),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "lua", "request_series_dropped_total"),
@@ -234,7 +237,7 @@ func (c *ingressNginxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	failed := false
-	if lm, err := c.opts.Lua.Metrics(ctx); err != nil {
+	if lm, err := c.metricsLua.Metrics(ctx); err != nil {
 		failed = true
 	} else if p := lm.Nginx; p != nil {
 		ch <- prometheus.MustNewConstMetric(c.procs, prometheus.GaugeValue, float64(p.Procs))

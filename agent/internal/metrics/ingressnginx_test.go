@@ -126,7 +126,7 @@ func TestIngressNginxRequestSeries(t *testing.T) {
 
 	// Buckets are cumulative, the count and sum are Lua's; label values
 	// keep their quotes and backslashes (the text format escapes them).
-	families, err := m.Registry().Gather()
+	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestIngressNginxRequestSeries(t *testing.T) {
 	// The deprecated summary: connect time per Ingress and canary.
 	mustSummary := func(labels map[string]string, count uint64) {
 		t.Helper()
-		families, err := m.Registry().Gather()
+		families, err := m.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestIngressNginxFlags(t *testing.T) {
 	m := newCompat(requestLua(), IngressNginx{ReportStatusClasses: true, Exclude: []string{"nginx_ingress_controller_bytes_sent", "response_size"}})
 	mustValue(t, m, "nginx_ingress_controller_requests", map[string]string{"status": "2xx", "method": "GET", "path": "/"}, 10)
 	mustValue(t, m, "nginx_ingress_controller_requests", map[string]string{"status": "4xx", "ingress": ""}, 4)
-	families, err := m.Registry().Gather()
+	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,17 +9,20 @@
 package metrics
 
 import (
-	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
@@ -76,9 +79,20 @@ type Metrics struct {
 	validationFailures *prometheus.CounterVec
 
 	ingressNginx *ingressNginxCollector // nil when off
+	lua          *luaGatherer           // nil without Options.Lua
+	// shared reads Lua once per Gather for lua and ingressNginx, which
+	// then hold gatherMu; nil when they do not read the same Lua.
+	shared   *sharedLua
+	gatherMu sync.Mutex
+
+	// scrapeTimeout bounds a scrape's gathering (Handler).
+	scrapeTimeout time.Duration
 }
 
-var _ syncer.Metrics = (*Metrics)(nil)
+var (
+	_ syncer.Metrics      = (*Metrics)(nil)
+	_ prometheus.Gatherer = (*Metrics)(nil)
+)
 
 // Sync outcomes, as the sync log line's action names them, plus "error".
 var outcomes = []string{"nothing", "push", "reload", "reload+push", "wait-for-nginx", "error"}
@@ -96,7 +110,8 @@ func New(opts Options) *Metrics {
 		opts.LuaTimeout = 2 * time.Second
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:           prometheus.NewRegistry(),
+		scrapeTimeout: 10 * time.Second,
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "sync_duration_seconds",
 			Help:    "Duration of one sync, from taking the source's changes to the end of the reload or push; path is fast (only endpoints) or full (model built).",
@@ -176,28 +191,98 @@ func New(opts Options) *Metrics {
 		m.pushes, m.pushFailures, m.pushBytes, m.pushDuration, m.eventToPush, m.validationFailures,
 		newStateCollector(opts),
 	)
-	if opts.Lua != nil {
-		m.reg.MustRegister(newLuaCollector(opts.Lua, opts.LuaTimeout))
+	lua := opts.Lua
+	if in := opts.IngressNginx; in != nil && sameLua(opts.Lua, in.Lua) {
+		m.shared = &sharedLua{lua: opts.Lua}
+		lua = m.shared
+	}
+	if lua != nil {
+		m.lua = newLuaGatherer(lua, opts.LuaTimeout)
 	}
 	if opts.IngressNginx != nil && opts.IngressNginx.Lua != nil {
 		m.ingressNginx = newIngressNginxCollector(*opts.IngressNginx, opts.LuaTimeout, opts.State)
+		if m.shared != nil {
+			m.ingressNginx.metricsLua = m.shared
+		}
 		m.reg.MustRegister(m.ingressNginx)
 	}
 	return m
 }
 
-// Registry is the agent's registry, for tests and for more collectors.
+// Registry is the agent's registry, for more collectors. The Lua series
+// are not in it (luaGatherer): Gather has every series.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Handler serves the registry in the Prometheus exposition formats. A
-// collector that fails leaves its series out; the rest are still served.
+// Gather gathers the registry's series and the Lua series, sorted by
+// name as the registry sorts its own. The registry's error, if any, is
+// returned with what it gathered.
+func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
+	if m.shared != nil {
+		m.gatherMu.Lock()
+		defer m.gatherMu.Unlock()
+		m.shared.cur.Store(&luaRead{})
+		defer m.shared.cur.Store(nil)
+	}
+	families, err := m.reg.Gather()
+	if m.lua != nil {
+		families = append(families, m.lua.gather()...)
+		slices.SortFunc(families, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	}
+	return families, err
+}
+
+// Handler serves every series (Gather) in the Prometheus exposition
+// formats. A collector that fails leaves its series out; the rest are
+// still served. A gather that takes longer than scrapeTimeout answers 503,
+// as promhttp's Timeout option would; that option is not used because the
+// http.TimeoutHandler it wraps holds the whole body in memory before
+// sending it (12 MB at 50,000 backends, grown by doubling, every scrape).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+	opts := promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          m.reg, // promhttp_metric_handler_errors_total
-		Timeout:           10 * time.Second,
 		EnableOpenMetrics: false,
+	}
+	promhttp.HandlerFor(m, opts) // registers promhttp_metric_handler_errors_total now
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		families, err := m.gatherWithin(m.scrapeTimeout)
+		if errors.Is(err, errGatherTimeout) {
+			http.Error(w, fmt.Sprintf("Exceeded configured timeout of %v.", m.scrapeTimeout), http.StatusServiceUnavailable)
+			return
+		}
+		gathered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
+		promhttp.HandlerFor(gathered, opts).ServeHTTP(w, r)
 	})
+}
+
+// errGatherTimeout is gatherWithin's error when Gather took too long.
+var errGatherTimeout = errors.New("gathering took longer than the scrape timeout")
+
+// gatherWithin is Gather, or errGatherTimeout if it takes longer than
+// timeout (it then goes on in the background, its result thrown away).
+func (m *Metrics) gatherWithin(timeout time.Duration) ([]*dto.MetricFamily, error) {
+	type gathered struct {
+		families []*dto.MetricFamily
+		err      error
+	}
+	done := make(chan gathered, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- gathered{err: fmt.Errorf("gathering panicked: %v", p)}
+			}
+		}()
+		f, err := m.Gather()
+		done <- gathered{f, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case g := <-done:
+		return g.families, g.err
+	case <-timer.C:
+		return nil, errGatherTimeout
+	}
 }
 
 // Synced records one sync.
@@ -360,92 +445,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.objects, prometheus.GaugeValue, float64(counts[kind]), kind)
 		}
 	}
-}
-
-// luaCollector asks Lua for its counters on every scrape.
-type luaCollector struct {
-	lua     LuaReader
-	timeout time.Duration
-
-	up           *prometheus.Desc
-	endpoints    *prometheus.Desc
-	requests     *prometheus.Desc
-	failures     *prometheus.Desc
-	rebuilds     *prometheus.Desc
-	regexes      *prometheus.Desc
-	certificates *prometheus.Desc
-	apiDenied    *prometheus.Desc
-	loopRefused  *prometheus.Desc
-	errors       prometheus.Counter
-}
-
-func newLuaCollector(lua LuaReader, timeout time.Duration) *luaCollector {
-	name := func(n string) string { return prometheus.BuildFQName(Namespace, "lua", n) }
-	backend := []string{"backend"}
-	return &luaCollector{
-		lua:     lua,
-		timeout: timeout,
-		up: prometheus.NewDesc(name("up"),
-			"1 when the Lua config API answered this scrape, else 0 (nginx down, or slower than the scrape timeout).", nil, nil),
-		endpoints: prometheus.NewDesc(name("backend_endpoints"),
-			"Endpoints Lua holds for each backend.", backend, nil),
-		requests: prometheus.NewDesc(name("backend_requests_total"),
-			"Requests nginx proxied to each backend (any status), counted by the Lua balancer.", backend, nil),
-		failures: prometheus.NewDesc(name("backend_failures_total"),
-			"Requests to each backend that ended in 502, 503 or 504: no endpoint, none reachable, or a timeout.", backend, nil),
-		rebuilds: prometheus.NewDesc(name("balancer_rebuilds_total"),
-			"Times an nginx worker rebuilt its copy of a backend after a push.", nil, nil),
-		regexes: prometheus.NewDesc(name("regex_failures_total"),
-			"Regexes that could not decide a request (a use-regex path, which then answers 500, or a canary-by-header-pattern): "+
-				"PCRE's match limit or JIT stack, or the request's regex budget spent.", nil, nil),
-		certificates: prometheus.NewDesc(name("certificates"),
-			"Certificates Lua holds and serves by SNI.", nil, nil),
-		apiDenied: prometheus.NewDesc(name("api_denied_total"),
-			"Requests the Lua config API refused (403): without the agent's secret, or sent by nginx itself (a mirror, an auth request).", nil, nil),
-		loopRefused: prometheus.NewDesc(name("loop_refused_total"),
-			"Requests answered 508 Loop Detected: they came back into nginx through its own auth or mirror request "+
-				"(a tenant's auth-url, global-auth-url or mirror-target resolving to nginx) and would have sent another.", nil, nil),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: Namespace, Subsystem: "lua", Name: "scrape_errors_total",
-			Help: "Scrapes for which the Lua config API did not answer.",
-		}),
-	}
-}
-
-func (c *luaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.endpoints, c.requests, c.failures, c.rebuilds, c.regexes, c.certificates, c.apiDenied, c.loopRefused} {
-		ch <- d
-	}
-	c.errors.Describe(ch)
-}
-
-func (c *luaCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	lm, err := c.lua.Metrics(ctx)
-	if err != nil {
-		c.errors.Inc()
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		c.errors.Collect(ch)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	c.errors.Collect(ch)
-	backends := slices.Clone(lm.Backends)
-	slices.SortFunc(backends, func(a, b luaapi.BackendMetrics) int { return cmp.Compare(a.Name, b.Name) })
-	for i, b := range backends {
-		if i > 0 && backends[i-1].Name == b.Name {
-			continue // a duplicate would fail the whole scrape
-		}
-		ch <- prometheus.MustNewConstMetric(c.endpoints, prometheus.GaugeValue, float64(b.Endpoints), b.Name)
-		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(b.Requests), b.Name)
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(b.Failures), b.Name)
-	}
-	ch <- prometheus.MustNewConstMetric(c.rebuilds, prometheus.CounterValue, float64(lm.BalancerRebuilds))
-	ch <- prometheus.MustNewConstMetric(c.regexes, prometheus.CounterValue, float64(lm.RegexFailures))
-	ch <- prometheus.MustNewConstMetric(c.certificates, prometheus.GaugeValue, float64(lm.Certificates))
-	ch <- prometheus.MustNewConstMetric(c.apiDenied, prometheus.CounterValue, float64(lm.APIDenied))
-	ch <- prometheus.MustNewConstMetric(c.loopRefused, prometheus.CounterValue, float64(lm.LoopRefused))
 }
 
 // ProblemReasons are the classes ProblemReason sorts problems into.

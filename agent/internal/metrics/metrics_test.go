@@ -23,7 +23,7 @@ import (
 // histogram's sample count) and whether it exists.
 func value(t *testing.T, m *Metrics, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	families, err := m.Registry().Gather()
+	families, err := m.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
