@@ -22,6 +22,7 @@ func TestCompute(t *testing.T) {
 	route2 := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/a:80"}}}
 	other := model.Route{Host: "o.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
+	certs := model.ListOf(cert)
 	held := func(hash string, backends ...model.Backend) Held {
 		return Held{ConfigHash: hash, Backends: slices.SortedFunc(slices.Values(backends), byName), Certificates: map[string]HeldCertificate{}, Current: true}
 	}
@@ -47,7 +48,7 @@ func TestCompute(t *testing.T) {
 		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}},
 		{"the whole order: certificates, backends, routes, reload, removes", withOld,
-			Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), Certificates: []model.Certificate{cert}},
+			Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), Certificates: model.ListOf([]model.Certificate{cert}...)},
 			[]Step{
 				{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}},
 				{Kind: PushBackends, Backends: []model.Backend{a2}},
@@ -90,9 +91,9 @@ func TestCompute(t *testing.T) {
 		// The certificates of the previous plan, which left the record
 		// current: not compared (hashed); a record not current compares them.
 		{"certificates unchanged: none compared", held("cfg1", a1),
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true}, nil},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: certs, CertificatesFrom: certs}, nil},
 		{"certificates unchanged, but the record is not current: compared", func() Held { h := held("cfg1", a1); h.Current = false; return h }(),
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: certs, CertificatesFrom: certs},
 			[]Step{{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2, b1}...), FullPush: true},
@@ -167,7 +168,7 @@ func TestCertificates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Certificates(tt.held, tt.lastGood, tt.next)
+			got := Certificates(tt.held, tt.lastGood, model.List[model.Certificate]{}, model.ListOf(tt.next...))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
 			}
