@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -223,5 +225,62 @@ func TestReloadReasons(t *testing.T) {
 	unknown := Compute(Held{ConfigHash: "something else"}, Next{Config: next})
 	if step, ok := unknown.Step(Reload); !ok || step.Reasons != nil {
 		t.Errorf("reload from an unknown config: reasons %q, want none", step.Reasons)
+	}
+}
+
+// With what Lua holds known (the previous plan's lists, Held.Current),
+// the plan compares only the items of the chunks the next lists do not
+// share with them: the new certificate and backend are pushed, what the
+// next lists dropped is removed, and the items of the chunks no edit fell
+// in are not looked at (the record here holds them otherwise, which a
+// walk of every item would push). Fails when the plan walks every item.
+func TestComputeComparesOnlyTheChangedChunks(t *testing.T) {
+	const n = 1000
+	var certs []model.Certificate
+	var backends []model.Backend
+	for i := range n {
+		certs = append(certs, model.Certificate{Name: fmt.Sprintf("ns/c%04d", i), Hosts: []string{fmt.Sprintf("h%04d.test", i)}, CertPEM: "c", KeyPEM: "k"})
+		backends = append(backends, model.Backend{Name: fmt.Sprintf("ns/b%04d:80", i), Endpoints: []model.Endpoint{ep("10.0.0.1")}})
+	}
+	fromCerts, fromBackends := model.ListOf(certs...), model.ListOf(backends...)
+	added := model.Certificate{Name: "ns/c0500x", Hosts: []string{"new.test"}, CertPEM: "c", KeyPEM: "k"}
+	addedB := model.Backend{Name: "ns/b0500x:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}
+	byCert := func(c model.Certificate, name string) int { return strings.Compare(c.Name, name) }
+	byBackend := func(b model.Backend, name string) int { return strings.Compare(b.Name, name) }
+	nextCerts := model.Edited(fromCerts, []model.ListEdit[string, model.Certificate]{
+		{Key: "ns/c0100", Remove: true}, {Key: added.Name, Value: added}}, byCert)
+	nextBackends := model.Edited(fromBackends, []model.ListEdit[string, model.Backend]{
+		{Key: "ns/b0100:80", Remove: true}, {Key: addedB.Name, Value: addedB}}, byBackend)
+	// The edits fall in the first two chunks (listChunk 256); the record
+	// holds every item of from, those past them with other content.
+	held := Held{ConfigHash: "cfg", Current: true, Certificates: map[string]HeldCertificate{}}
+	for i, c := range certs {
+		h, b := HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}, backends[i]
+		if i >= 600 {
+			h.Hash, b.Endpoints = "other", []model.Endpoint{ep("10.9.9.9")}
+		}
+		held.Certificates[c.Name] = h
+		held.Backends = append(held.Backends, b)
+	}
+	p := Compute(held, Next{Config: render.Config{Hash: "cfg"}, Backends: nextBackends, BackendsFrom: fromBackends,
+		Certificates: nextCerts, CertificatesFrom: fromCerts})
+	cs, _ := p.Step(PushCertificates)
+	if !reflect.DeepEqual(cs.Certificates, CertificatePlan{Upserts: []model.Certificate{added}, Removes: []string{"ns/c0100"}}) {
+		t.Errorf("certificates: %+v, want the new one pushed and ns/c0100 removed", cs.Certificates)
+	}
+	bs, _ := p.Step(PushBackends)
+	if !reflect.DeepEqual(bs.Backends, []model.Backend{addedB}) || p.ComparedBackends >= 600 {
+		t.Errorf("backends: pushed %d, compared %d; want the new one, of its chunks only", len(bs.Backends), p.ComparedBackends)
+	}
+	if rs, _ := p.Step(RemoveBackends); !reflect.DeepEqual(rs.Names, []string{"ns/b0100:80"}) {
+		t.Errorf("backends removed: %+v, want ns/b0100:80", rs.Names)
+	}
+
+	// Not current: every item compared, as before.
+	held.Current = false
+	p = Compute(held, Next{Config: render.Config{Hash: "cfg"}, Backends: nextBackends, BackendsFrom: fromBackends,
+		Certificates: nextCerts, CertificatesFrom: fromCerts})
+	if cs, _ := p.Step(PushCertificates); len(cs.Certificates.Upserts) != n-600+1 {
+		t.Errorf("record not current: %d certificates pushed, want %d", len(cs.Certificates.Upserts), n-600+1)
 	}
 }
