@@ -443,14 +443,18 @@ func (p CertificatePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Remo
 //
 // from, when not empty, is the list Lua holds exactly (the previous
 // plan's, which left held current): only the certificates in the chunks
-// next does not share with it are compared (model.CompareLists), and those
-// it had that next lacks are removed. Empty, every certificate of next is
+// next does not share with it are looked at (model.CompareLists), those
+// equal to from's not compared (hashed), and those it had that next lacks
+// are removed. Empty, every certificate of next is
 // compared, and what held has beyond them is removed.
 func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Certificate, from, next model.List[model.Certificate]) CertificatePlan {
 	var p CertificatePlan
 	if from.Len() > 0 {
 		// In name order, as Removes are sorted.
-		model.CompareLists(from, next, byCertName, func(was, c model.Certificate, _, inNext bool) {
+		model.CompareLists(from, next, byCertName, func(was, c model.Certificate, inFrom, inNext bool) {
+			if inFrom && inNext && sameCertificate(was, c) {
+				return // Lua holds what the previous plan left for it: not hashed
+			}
 			name := was.Name
 			if inNext {
 				if p.certificate(held, lastGood, c) {
@@ -496,6 +500,14 @@ func (p *CertificatePlan) certificate(held map[string]HeldCertificate, lastGood 
 		p.Upserts = append(p.Upserts, c)
 	}
 	return true
+}
+
+// sameCertificate says whether a and b are the same certificate: content,
+// hosts, expiry and validity (a chunk made again holds the certificates
+// no edit changed as they were, with the very same strings).
+func sameCertificate(a, b model.Certificate) bool {
+	return a.Name == b.Name && a.CertPEM == b.CertPEM && a.KeyPEM == b.KeyPEM && a.Invalid == b.Invalid &&
+		a.NotAfter.Equal(b.NotAfter) && slices.Equal(a.Hosts, b.Hosts)
 }
 
 // byCertName orders certificates by name, as the model's list is.

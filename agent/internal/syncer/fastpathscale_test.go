@@ -188,8 +188,8 @@ func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 }
 
 // A sync that changes no certificate does not walk every certificate: Lua's
-// record (apply.LuaState.Held) and the plan (plan.Next.CertificatesUnchanged)
-// go through them only when the model's list is another one. A new
+// record (apply.LuaState.Held) and the plan (plan.Next.CertificatesFrom)
+// go through only the chunks the model's list does not share with the last. A new
 // Ingress without TLS beside 400 TLS Ingresses allocates what it does
 // beside 40 (each certificate walked is its content copied and hashed, and
 // a map entry: over 1 MB at 400).
