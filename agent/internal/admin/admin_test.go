@@ -134,10 +134,10 @@ func testModel() model.Model {
 			{Name: "default/fallback:80", Endpoints: []model.Endpoint{ep("10.0.0.9", 80)}},
 			{Name: "default/web:80", Endpoints: []model.Endpoint{ep("10.0.0.1", 8080), ep("fd00::1", 8080)}},
 		}...),
-		Certificates: []model.Certificate{
+		Certificates: model.ListOf([]model.Certificate{
 			{Name: "default/a-tls", Hosts: []string{"a.test"}, CertPEM: "C", KeyPEM: "K", NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 			{Name: "default/bad-tls", Hosts: []string{"b.test"}, Invalid: "key does not match"},
-		},
+		}...),
 	}
 }
 
@@ -203,7 +203,7 @@ func TestFromModelPathContext(t *testing.T) {
 // /debug/state compares what the agent wants with what Lua holds.
 func TestDebugState(t *testing.T) {
 	m := testModel()
-	good := m.Certificates[0]
+	good := m.Certificates.At(0)
 	st := syncer.State{Synced: true, Applied: true, ConfigHash: "aaa", WantedHash: "bbb", Model: m, Syncs: 3}
 	lua := &fakeLua{
 		status: luaapi.Status{ConfigHash: "aaa", BootID: "b1"},

@@ -249,7 +249,7 @@ func FromModel(m model.Model, routes render.RouteList, problems []model.Problem)
 		policies[b.Name] = b.PolicyValue()
 	}
 	certOf := map[string]string{}
-	for _, c := range m.Certificates {
+	for c := range m.Certificates.All() {
 		rc := Certificate{Name: c.Name, Hosts: slices.Clone(c.Hosts), Invalid: c.Invalid}
 		if !c.NotAfter.IsZero() {
 			t := c.NotAfter.UTC()
@@ -414,8 +414,8 @@ func diffLua(diff *LuaDiff, m model.Model, held map[string]model.Backend, heldCe
 	for _, c := range heldCerts {
 		byName[c.Name] = c
 	}
-	wantedCerts := make(map[string]bool, len(m.Certificates))
-	for _, c := range m.Certificates {
+	wantedCerts := make(map[string]bool, m.Certificates.Len())
+	for c := range m.Certificates.All() {
 		wantedCerts[c.Name] = true
 		if c.Invalid != "" {
 			continue

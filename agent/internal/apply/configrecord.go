@@ -134,7 +134,7 @@ func (r *ConfigRecord) ReadBack(running string) (bool, error) {
 // Held is what nginx runs and Lua holds, for plan.Compute: lua's record
 // (LuaState.Held), with the config nginx runs when it is the one it last
 // confirmed.
-func (r *ConfigRecord) Held(lua *LuaState, running string, certs []model.Certificate) plan.Held {
+func (r *ConfigRecord) Held(lua *LuaState, running string, certs model.List[model.Certificate]) plan.Held {
 	held := lua.Held(running, certs)
 	if running == r.good.Hash {
 		held.Config = r.good

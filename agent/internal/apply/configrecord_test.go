@@ -22,7 +22,7 @@ func TestConfigRecordHeldAndApplied(t *testing.T) {
 	lua := NewLuaState(nil, nil)
 	cfg := render.Config{Hash: "new", Profiles: []render.Profile{{Name: "p1"}}}
 
-	if held := r.Held(lua, "other", nil); held.ConfigHash != "other" || held.Config.Profiles != nil {
+	if held := r.Held(lua, "other", model.List[model.Certificate]{}); held.ConfigHash != "other" || held.Config.Profiles != nil {
 		t.Errorf("nginx runs a config the record does not know: %+v", held)
 	}
 	r.Observe("other", cfg)
@@ -33,7 +33,7 @@ func TestConfigRecordHeldAndApplied(t *testing.T) {
 	if r.Applied() != "new" || r.Good().Hash != "new" || r.NeedsSync("new", cfg.Hash) {
 		t.Errorf("nginx runs the new config: applied %q, good %q", r.Applied(), r.Good().Hash)
 	}
-	if held := r.Held(lua, "new", nil); len(held.Config.Profiles) != 1 || held.Config.Profiles[0].Name != "p1" {
+	if held := r.Held(lua, "new", model.List[model.Certificate]{}); len(held.Config.Profiles) != 1 || held.Config.Profiles[0].Name != "p1" {
 		t.Errorf("held profiles %+v, want those of the good config", held.Config.Profiles)
 	}
 
@@ -173,7 +173,7 @@ func TestConfigRecordReadsBackTheRunningConfig(t *testing.T) {
 	lua := NewLuaState(nil, nil)
 	p := good.Profiles[1].Name
 	lua.holdRoute(model.Route{Host: "a.test", Locations: []model.RouteLocation{{Path: "/", Profile: p}}})
-	if held := r.Held(lua, running, nil); len(held.Config.Profiles) != len(good.Profiles) {
+	if held := r.Held(lua, running, model.List[model.Certificate]{}); len(held.Config.Profiles) != len(good.Profiles) {
 		t.Errorf("held %d profiles, want %d", len(held.Config.Profiles), len(good.Profiles))
 	}
 	if keep := r.Keep(lua); len(keep) != 1 || keep[0].Name != p {

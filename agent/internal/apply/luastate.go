@@ -69,8 +69,9 @@ type LuaState struct {
 	// change since has nothing to do (a sync that changed no certificate,
 	// at the cost of the change, not of every certificate). nearest is
 	// NearestExpiry as of nearestAt changes.
+	// Observe empties heldFor: the next Held walks every certificate.
 	certsChanged, heldAt, nearestAt uint64
-	heldFor                         []model.Certificate
+	heldFor                         model.List[model.Certificate]
 	nearest                         time.Time
 }
 
@@ -119,6 +120,7 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
 	l.boot, l.backends, l.certs, l.current, l.unsaved = status.BootID, sortedBackends(backends), held, false, true
+	l.heldFor = model.List[model.Certificate]{}
 	l.routes = render.NewRouteList(slices.Collect(maps.Values(routes)))
 	l.certsChanged++
 	// The content the agent knows of what was read back: the certificates
@@ -147,31 +149,33 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 // Held is the record for plan.Compute, with configHash as what nginx
 // runs. certs are the next model's certificates: each valid one becomes
 // the last good content of its name, and names no longer there are
-// forgotten.
-func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held {
+// forgotten. After the first, and until Lua is read back again (Observe),
+// only the certificates of the chunks certs does not share with the list
+// Held last went through are looked at (model.CompareLists): the others
+// taught the record what they could then, and only Observe (which makes
+// the next Held walk every one) brings the record content to learn of
+// them again.
+func (l *LuaState) Held(configHash string, certs model.List[model.Certificate]) plan.Held {
 	held := plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
 		LastGood: l.lastGood, Current: l.current}
-	if sameCertificates(certs, l.heldFor) && l.heldAt == l.certsChanged {
+	if certs.Same(l.heldFor) && l.heldAt == l.certsChanged {
 		return held
 	}
-	named := make(map[string]bool, len(certs))
-	for _, c := range certs {
+	if l.heldFor.Len() > 0 {
+		model.CompareLists(l.heldFor, certs, byCertName, func(was, c model.Certificate, _, inCerts bool) {
+			if inCerts {
+				l.learn(c)
+			} else {
+				delete(l.lastGood, was.Name)
+			}
+		})
+		l.heldFor, l.heldAt = certs, l.certsChanged
+		return held
+	}
+	named := make(map[string]bool, certs.Len())
+	for c := range certs.All() {
 		named[c.Name] = true
-		if c.Invalid == "" {
-			l.lastGood[c.Name] = c
-			// Read back after a restart, a held certificate has no expiry
-			// until the model names the same content.
-			if h, ok := l.certs[c.Name]; ok && h.NotAfter.IsZero() && h.Hash == c.Hash() {
-				h.NotAfter = c.NotAfter
-				l.certs[c.Name] = h
-				l.certsChanged++
-			}
-			// Likewise its content, for the saved state.
-			if h, ok := l.certs[c.Name]; ok && l.pems[c.Name].hash != h.Hash && h.Hash == c.Hash() {
-				l.holdPEM(c.Name, heldPEM{hash: h.Hash, payload: certificatePayload(c)})
-				l.unsaved = true
-			}
-		}
+		l.learn(c)
 	}
 	for name := range l.lastGood {
 		if !named[name] {
@@ -188,11 +192,34 @@ func (l *LuaState) Held(configHash string, certs []model.Certificate) plan.Held 
 	return held
 }
 
-// sameCertificates says whether a and b are the same list: one array, one
-// length (a model never changes a list it handed out).
-func sameCertificates(a, b []model.Certificate) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+// learn records what c, a certificate of the next model, tells: a valid
+// one is the last good content of its name, and the expiry and content
+// of what Lua holds under its name when that is c's content.
+func (l *LuaState) learn(c model.Certificate) {
+	if c.Invalid != "" {
+		return
+	}
+	l.lastGood[c.Name] = c
+	h, ok := l.certs[c.Name]
+	if !ok || !h.NotAfter.IsZero() && l.pems[c.Name].hash == h.Hash || h.Hash != c.Hash() {
+		return
+	}
+	// Read back after a restart, a held certificate has no expiry
+	// until the model names the same content.
+	if h.NotAfter.IsZero() {
+		h.NotAfter = c.NotAfter
+		l.certs[c.Name] = h
+		l.certsChanged++
+	}
+	// Likewise its content, for the saved state.
+	if l.pems[c.Name].hash != h.Hash {
+		l.holdPEM(c.Name, heldPEM{hash: h.Hash, payload: certificatePayload(c)})
+		l.unsaved = true
+	}
 }
+
+// byCertName orders certificates by name, as the model's list is.
+func byCertName(a, b model.Certificate) int { return strings.Compare(a.Name, b.Name) }
 
 // NearestExpiry is when the first leaf of the certificates Lua holds
 // expires, of those whose content the agent knows (zero: none). It walks

@@ -44,7 +44,7 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 	}
 
 	next := plan.Next{Config: cfg, Backends: model.ListOf([]model.Backend{a, b}...), Routes: render.NewRouteList([]model.Route{route})}
-	p := plan.Compute(l.Held(status.ConfigHash, nil), next)
+	p := plan.Compute(l.Held(status.ConfigHash, model.List[model.Certificate]{}), next)
 	out, err := l.Execute(ctx, p, reload)
 	if err != nil {
 		t.Fatal(err)
@@ -62,14 +62,14 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 		m.Backends[0].Endpoints != 1 || m.Backends[1].Name != b.Name || !m.Counting {
 		t.Errorf("GET /metrics: %+v, counting %v, %v", m.Backends, m.Counting, err)
 	}
-	if p := plan.Compute(l.Held(status.ConfigHash, nil), next); !p.Empty() {
+	if p := plan.Compute(l.Held(status.ConfigHash, model.List[model.Certificate]{}), next); !p.Empty() {
 		t.Errorf("the same state again: plan %+v, want nothing", p.Steps)
 	}
 
 	// b goes and the config changes; nginx rejects the config: the removal
 	// after the reload does not run, and b stays recorded as Lua has it.
 	next = plan.Next{Config: render.Config{Hash: "rejected"}, Backends: model.ListOf([]model.Backend{a}...), Routes: render.NewRouteList([]model.Route{route})}
-	p = plan.Compute(l.Held(status.ConfigHash, nil), next)
+	p = plan.Compute(l.Held(status.ConfigHash, model.List[model.Certificate]{}), next)
 	if _, err := l.Execute(ctx, p, reload); !errors.Is(err, apply.ErrRejected) {
 		t.Fatalf("Execute: %v, want the reload's error", err)
 	}
@@ -79,7 +79,7 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 	if held, _ := n.Lua.Backends(ctx); len(held) != 2 {
 		t.Errorf("Lua holds %d backends, want b still there", len(held))
 	}
-	h := l.Held(status.ConfigHash, nil)
+	h := l.Held(status.ConfigHash, model.List[model.Certificate]{})
 	if _, ok := plan.HeldBackend(h.Backends, b.Name); !ok || h.Current {
 		t.Errorf("record %+v: want b kept and the record not current", h)
 	}
@@ -99,7 +99,7 @@ func TestNearestExpiryOfHeldCertificates(t *testing.T) {
 	defer cancel()
 	soon := testCertificate(t, "ns/soon", "soon.example.com", time.Now().Add(48*time.Hour))
 	late := testCertificate(t, "ns/late", "late.example.com", time.Now().Add(900*time.Hour))
-	certs := []model.Certificate{late, soon}
+	certs := model.ListOf(late, soon)
 
 	l := apply.NewLuaState(n.Lua, nil)
 	status, err := n.Lua.Status(ctx)
@@ -146,10 +146,11 @@ func TestHeldWalksCertificatesOnlyWhenTheyChange(t *testing.T) {
 	n, _, cfg := agentnginx.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	var certs []model.Certificate
+	var all []model.Certificate
 	for i := range 200 {
-		certs = append(certs, testCertificate(t, fmt.Sprintf("ns/c%03d", i), fmt.Sprintf("c%d.example.com", i), time.Now().Add(time.Duration(48+i)*time.Hour)))
+		all = append(all, testCertificate(t, fmt.Sprintf("ns/c%03d", i), fmt.Sprintf("c%d.example.com", i), time.Now().Add(time.Duration(48+i)*time.Hour)))
 	}
+	certs := model.ListOf(slices.Clone(all)...)
 	l := apply.NewLuaState(n.Lua, nil)
 	status, err := n.Lua.Status(ctx)
 	if err != nil {
@@ -166,8 +167,8 @@ func TestHeldWalksCertificatesOnlyWhenTheyChange(t *testing.T) {
 	if allocs := testing.AllocsPerRun(20, func() { l.Held(status.ConfigHash, certs) }); allocs > 0 {
 		t.Errorf("Held of the same certificates, nothing changed: %.0f allocations, want none (a walk of every certificate)", allocs)
 	}
-	if got := l.NearestExpiry(); !got.Equal(certs[0].NotAfter) {
-		t.Errorf("NearestExpiry = %s, want %s", got, certs[0].NotAfter)
+	if got := l.NearestExpiry(); !got.Equal(all[0].NotAfter) {
+		t.Errorf("NearestExpiry = %s, want %s", got, all[0].NotAfter)
 	}
 
 	// Read back by an agent that knows the list already (a new boot of
@@ -181,17 +182,18 @@ func TestHeldWalksCertificatesOnlyWhenTheyChange(t *testing.T) {
 		t.Errorf("read back from Lua: NearestExpiry = %s, want none known yet", got)
 	}
 	restarted.Held(status.ConfigHash, certs)
-	if got := restarted.NearestExpiry(); !got.Equal(certs[0].NotAfter) {
-		t.Errorf("the same list after the read back: NearestExpiry = %s, want %s", got, certs[0].NotAfter)
+	if got := restarted.NearestExpiry(); !got.Equal(all[0].NotAfter) {
+		t.Errorf("the same list after the read back: NearestExpiry = %s, want %s", got, all[0].NotAfter)
 	}
 
 	// A certificate with an earlier expiry pushed: NearestExpiry follows.
-	sooner := append(slices.Clone(certs), testCertificate(t, "ns/sooner", "sooner.example.com", time.Now().Add(24*time.Hour)))
+	soonest := testCertificate(t, "ns/sooner", "sooner.example.com", time.Now().Add(24*time.Hour))
+	sooner := model.ListOf(append(slices.Clone(all), soonest)...)
 	p = plan.Compute(l.Held(status.ConfigHash, sooner), plan.Next{Config: cfg, Certificates: sooner})
 	if _, err := l.Execute(ctx, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.NearestExpiry(); !got.Equal(sooner[len(sooner)-1].NotAfter) {
-		t.Errorf("after a sooner one: NearestExpiry = %s, want %s", got, sooner[len(sooner)-1].NotAfter)
+	if got := l.NearestExpiry(); !got.Equal(soonest.NotAfter) {
+		t.Errorf("after a sooner one: NearestExpiry = %s, want %s", got, soonest.NotAfter)
 	}
 }

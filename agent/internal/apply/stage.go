@@ -60,7 +60,8 @@ type Stage struct {
 	state stateWriter
 	// planned are the backends Lua holds after the last plan that ran
 	// whole: the next plan of the very same list compares none
-	// (plan.Next.BackendsUnchanged). A fast path's plan pushes the
+	// (plan.Next.BackendsUnchanged), one made from it compares the chunks
+	// that differ (plan.Next.BackendsFrom). A fast path's plan pushes the
 	// backends it changed in a list made from planned
 	// (Step.BackendsFrom), which Lua then holds (a plan that does not run
 	// whole leaves the record stale, which compares all).
@@ -70,9 +71,10 @@ type Stage struct {
 	// Step.ChangedRoutes are relative to them compares only those.
 	plannedRoutes render.RouteList
 	// plannedCerts are the certificates of the last plan that left Lua's
-	// record current: the next plan of the very same list compares none
-	// (plan.Next.CertificatesUnchanged).
-	plannedCerts []model.Certificate
+	// record current: the next plan compares only the chunks its list
+	// does not share with them, none for the very same list
+	// (plan.Next.CertificatesFrom).
+	plannedCerts model.List[model.Certificate]
 }
 
 // Nginx is which nginx answered last: the zero value (not detected)
@@ -189,12 +191,11 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	}
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
 		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
-		BackendsUnchanged: built && step.Model.Backends.Same(s.planned), ChangedRoutes: changedRoutes,
-		CertificatesUnchanged: sameList(step.Model.Certificates, s.plannedCerts),
-		FullPush:              s.fullPush, HoldReload: hold})
+		BackendsUnchanged: built && step.Model.Backends.Same(s.planned), BackendsFrom: s.planned,
+		ChangedRoutes: changedRoutes, CertificatesFrom: s.plannedCerts, FullPush: s.fullPush, HoldReload: hold})
 	res.Plan, res.ComparedBackends = time.Since(planStart), p.ComparedBackends
 	planned := s.planned
-	s.planned, s.plannedRoutes, s.plannedCerts = model.List[model.Backend]{}, render.RouteList{}, nil
+	s.planned, s.plannedRoutes, s.plannedCerts = model.List[model.Backend]{}, render.RouteList{}, model.List[model.Certificate]{}
 	if reload, ok := p.Step(plan.Reload); ok {
 		res.ReloadReasons = reload.Reasons
 		if reload.Reasons == nil {
@@ -226,12 +227,6 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 	res.ConfigRunning = s.configs.Applied() == step.Config.Hash
 	res.Current = res.ConfigRunning && err == nil
 	return res, err
-}
-
-// sameList says whether a and b are the same slice, not empty: one
-// array, one length.
-func sameList[T any](a, b []T) bool {
-	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // saveState notes which config the saved state is for, and writes what

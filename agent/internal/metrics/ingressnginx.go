@@ -268,7 +268,7 @@ func (c *ingressNginxCollector) collectState(ch chan<- prometheus.Metric, st syn
 		ch <- prometheus.MustNewConstMetric(c.configHash, prometheus.GaugeValue, hashValue(st.ConfigHash))
 	}
 	seen := map[string]bool{}
-	for _, cert := range st.Model.Certificates {
+	for cert := range st.Model.Certificates.All() {
 		if cert.NotAfter.IsZero() {
 			continue
 		}

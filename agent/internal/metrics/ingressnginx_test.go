@@ -81,9 +81,9 @@ func newCompat(lua *fakeRequestLua, opts IngressNginx) *Metrics {
 	opts.Class, opts.Namespace, opts.Pod = "restysync.io/ingress-controller", "ingress", "restysync-0"
 	opts.Lua = lua
 	return New(Options{Lua: lua, IngressNginx: &opts, State: func() syncer.State {
-		return syncer.State{ConfigHash: "abcdef0123456789", Model: model.Model{Certificates: []model.Certificate{
+		return syncer.State{ConfigHash: "abcdef0123456789", Model: model.Model{Certificates: model.ListOf([]model.Certificate{
 			{Name: "shop/tls", Hosts: []string{"*", "shop.test"}, NotAfter: time.Unix(2000000000, 0)},
-		}}}
+		}...)}}
 	}})
 }
 

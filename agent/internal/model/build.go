@@ -338,7 +338,7 @@ func (b *Builder) model(processors []Processor) Model {
 	}
 	slices.SortFunc(backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	m.Backends = ListOf(backends...)
-	m.Certificates = b.certificates()
+	m.Certificates = ListOf(b.certificates()...)
 	return m
 }
 

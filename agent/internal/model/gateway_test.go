@@ -155,8 +155,8 @@ func TestGatewayInvalidTLSConfiguration(t *testing.T) {
 			l := listenerStatusOf(t, gatewayStatusOf(t, m, "default", "gw"), "https")
 			wantCondition(t, name, l.Conditions, condResolvedRefs, false, reasonInvalidCertificateRef)
 			wantCondition(t, name, l.Conditions, condProgrammed, false, reasonInvalid)
-			if len(m.Listeners) != 0 || len(m.Certificates) != 0 || len(problems) == 0 {
-				t.Errorf("listeners %s, certificates %d, problems %v", dump(m.Listeners), len(m.Certificates), problems)
+			if len(m.Listeners) != 0 || m.Certificates.Len() != 0 || len(problems) == 0 {
+				t.Errorf("listeners %s, certificates %d, problems %v", dump(m.Listeners), m.Certificates.Len(), problems)
 			}
 		})
 	}
@@ -173,7 +173,7 @@ func TestGatewayHTTPSListenerCertificate(t *testing.T) {
 	if !reflect.DeepEqual(m.Listeners, want) {
 		t.Errorf("listeners: %s", dump(m.Listeners))
 	}
-	if len(m.Certificates) != 1 || !reflect.DeepEqual(m.Certificates[0].Hosts, []string{"127.0.50.1:443 *", "127.0.50.1:443 a.example.com"}) {
+	if m.Certificates.Len() != 1 || !reflect.DeepEqual(m.Certificates.At(0).Hosts, []string{"127.0.50.1:443 *", "127.0.50.1:443 a.example.com"}) {
 		t.Errorf("certificates: %s", dump(m.Certificates))
 	}
 }

@@ -54,7 +54,7 @@ func checkNeighbourUnchanged(t *testing.T, m Model, problems []Problem) {
 	if got, want := serverOf(m, "good.example.com"), *alone.Servers.At(0); !reflect.DeepEqual(got, want) {
 		t.Errorf("neighbour's server:\n got %s\nwant %s", dump(got), dump(want))
 	}
-	if got, want := certificateOf(m, "default/good-tls"), alone.Certificates[0]; !reflect.DeepEqual(got, want) {
+	if got, want := certificateOf(m, "default/good-tls"), alone.Certificates.At(0); !reflect.DeepEqual(got, want) {
 		t.Errorf("neighbour's certificate:\n got %s\nwant %s", dump(got), dump(want))
 	}
 	for _, b := range alone.Backends.Slice() {
@@ -79,7 +79,7 @@ func serverOf(m Model, host string) Server {
 }
 
 func certificateOf(m Model, name string) Certificate {
-	for _, c := range m.Certificates {
+	for c := range m.Certificates.All() {
 		if c.Name == name {
 			return c
 		}

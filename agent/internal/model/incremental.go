@@ -1085,7 +1085,7 @@ type modelSum struct {
 	notServed    flatCounted[NotServed]
 	certificates flatCounted[Certificate] // without Hosts
 	certHosts    map[string]map[string]int
-	certList     sortedList[Certificate]
+	certList     editedList[Certificate]
 	problems     map[Problem]int
 	problemList  []Problem
 	problemsOK   bool
@@ -1100,7 +1100,7 @@ func newModelSum() modelSum {
 		streamBacks:  newCounted(func(b StreamBackend) string { return b.Name }),
 		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
 		certificates: newCounted(func(c Certificate) string { return c.Name }),
-		certList:     newSortedList(func(c Certificate) string { return c.Name }),
+		certList:     newCertList(),
 		certHosts:    map[string]map[string]int{},
 		problems:     map[Problem]int{},
 	}
@@ -1147,7 +1147,7 @@ func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 		}
 		h.notServed = append(h.notServed, n.Ingress)
 	}
-	for _, c := range m.Certificates {
+	for c := range m.Certificates.All() {
 		hosts := c.Hosts
 		c.Hosts = nil
 		if !u.certificates.add(c.Name, c) {
@@ -1363,7 +1363,7 @@ func (c *counted[T, L]) removeAll(keys []string) {
 func (c *counted[T, L]) get(key string) (T, bool) { return c.list_.get(key) }
 
 // sortedList is editedList's kind for a list handed out flat (the
-// counted lists: Model.Backends, Certificates, …): the changes wait in
+// counted lists: Model.AuthFiles, Stream's, …): the changes wait in
 // pending until list merges them in, in one pass, into a new slice.
 type sortedList[T any] struct {
 	pendingEdits[T]

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -273,5 +274,105 @@ func TestCompareRouteStatusKey(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A new TLS Ingress with its own Secret, and a rotated Secret, make the
+// next certificates list from the last (editedList): it shares every chunk
+// the change does not fall in, so that the plan and Lua's record compare
+// (hash) only the certificates of the changed chunks, and the list handed
+// out before stays as it was. An island built again that puts back its
+// certificate as it was (a new path on a TLS Ingress) hands out the very
+// list (List.Same). Fails when the sum hands out a flat copy of every
+// certificate (a new list per change, 50,000 certificates at issue 31's
+// scale).
+func TestNewTLSHostSharesTheCertificatesList(t *testing.T) {
+	const n = 3 * listChunk
+	s := benchSnapshot(n)
+	ingresses, secrets := s.Ingresses.Slice(), make([]*corev1.Secret, 0, n)
+	for i, ing := range ingresses {
+		name := fmt.Sprintf("app-%04d-tls", i)
+		withTLS(name, ing.Spec.Rules[0].Host)(ing)
+		secrets = append(secrets, tlsSecret("default", name, pairWild))
+	}
+	s.Ingresses, s.Secrets = ListOf(ingresses...), ListOf(secrets...)
+	inc := NewIncremental()
+	last, _, _ := inc.Build(s)
+	if last.Certificates.Len() != n {
+		t.Fatalf("%d certificates, want %d", last.Certificates.Len(), n)
+	}
+	// newChunks counts the chunks of m's certificates that last does not hold.
+	newChunks := func(m, last Model) int {
+		held := map[*Certificate]bool{}
+		for _, c := range last.Certificates.chunks {
+			held[&c[0]] = true
+		}
+		fresh := 0
+		for _, c := range m.Certificates.chunks {
+			if !held[&c[0]] {
+				fresh++
+			}
+		}
+		return fresh
+	}
+	step := func(what string, s Snapshot) Model {
+		t.Helper()
+		kept := last.Certificates.Slice()
+		m, _, path := inc.Build(s)
+		if !path.Incremental {
+			t.Fatalf("%s: not an incremental build (%+v)", what, path)
+		}
+		if !reflect.DeepEqual(last.Certificates.Slice(), kept) {
+			t.Errorf("%s: the certificates list handed out before changed", what)
+		}
+		if want, _ := Build(s); !reflect.DeepEqual(m.Certificates.Slice(), want.Certificates.Slice()) {
+			t.Errorf("%s: the certificates differ from a full build's", what)
+		}
+		return m
+	}
+
+	name := "new-tls"
+	s.Ingresses = ListOf(append(s.Ingresses.Slice(), newIngress("default", name, createdAt(0),
+		rule(name+".example.com", prefix("/", "app-0", 80)), withTLS(name, name+".example.com")))...)
+	s.Secrets = ListOf(append(s.Secrets.Slice(), tlsSecret("default", name, pairWild))...)
+	m := step("new TLS host", s)
+	if m.Certificates.Len() != n+1 || !m.Certificates.Shares(last.Certificates) || newChunks(m, last) != 1 {
+		t.Errorf("new TLS host: %d certificates, %d chunks of %d new, want %d and 1 (the others shared)",
+			m.Certificates.Len(), newChunks(m, last), len(m.Certificates.chunks), n+1)
+	}
+	if c, found := m.Certificates.Find(func(c Certificate) int { return strings.Compare(c.Name, "default/"+name) }); !found || !slices.Equal(c.Hosts, []string{name + ".example.com"}) {
+		t.Errorf("new TLS host: its certificate %+v (found %v)", c, found)
+	}
+	last = m
+
+	rotated := "app-0300-tls"
+	secrets = s.Secrets.Slice()
+	for i, sec := range secrets {
+		if sec.Name == rotated {
+			secrets[i] = tlsSecret("default", rotated, richPair)
+		}
+	}
+	s.Secrets = ListOf(secrets...)
+	m = step("rotated Secret", s)
+	if !m.Certificates.Shares(last.Certificates) || newChunks(m, last) != 1 {
+		t.Errorf("rotated Secret: %d chunks of %d new, want 1", newChunks(m, last), len(m.Certificates.chunks))
+	}
+	if c, _ := m.Certificates.Find(func(c Certificate) int { return strings.Compare(c.Name, "default/"+rotated) }); c.CertPEM != richPair.certPEM {
+		t.Errorf("rotated Secret: the certificate is not the new content")
+	}
+	last = m
+
+	ingresses = s.Ingresses.Slice()
+	for i, ing := range ingresses {
+		if ing.Name == "app-7" {
+			changed := ing.DeepCopy()
+			changed.Spec.Rules[0].HTTP.Paths = append(changed.Spec.Rules[0].HTTP.Paths, changed.Spec.Rules[0].HTTP.Paths[0])
+			changed.Spec.Rules[0].HTTP.Paths[1].Path = "/more"
+			ingresses[i] = changed
+		}
+	}
+	s.Ingresses = ListOf(ingresses...)
+	if m = step("new path on a TLS Ingress", s); !m.Certificates.Same(last.Certificates) {
+		t.Errorf("new path on a TLS Ingress: a new certificates list (%d chunks of %d new), want the very last", newChunks(m, last), len(m.Certificates.chunks))
 	}
 }

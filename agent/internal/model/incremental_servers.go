@@ -21,12 +21,24 @@ type editedList[T any] struct {
 	values List[T]
 	// dropSame is sortedList's: the counted Model.Backends, whose
 	// Services' islands are built again after the fast path edited the
-	// list (Incremental.PatchedBackends), hand out the very list again.
+	// list (Incremental.PatchedBackends), hand out the very list again;
+	// Model.Certificates keep the chunks of the certificates an island
+	// built again puts back as they were (newCertList).
 	dropSame bool
 }
 
 func newEditedList[T any](key func(T) string) editedList[T] {
 	return editedList[T]{pendingEdits: pendingEdits[T]{key: key}}
+}
+
+// newCertList is the sum's Model.Certificates: each island built again
+// sets every certificate of its Secrets (modelSum.updateCertificate), so
+// those that come back as they were are dropped (dropSame), and the next
+// list shares every chunk no changed certificate falls in.
+func newCertList() editedList[Certificate] {
+	l := newEditedList(func(c Certificate) string { return c.Name })
+	l.dropSame = true
+	return l
 }
 
 func (l *editedList[T]) get(key string) (T, bool) {
@@ -104,17 +116,22 @@ func (p *pendingEdits[T]) cmp(v T, key string) int {
 	return strings.Compare(p.key(v), key)
 }
 
-// dropIfSame drops the pending changes when each puts back the value
-// held (reflect.DeepEqual, as counted.add compares), or deletes a key not
-// held: they change nothing (dropSame).
+// dropIfSame drops each pending change that puts back the value held
+// (reflect.DeepEqual, as counted.add compares), or deletes a key not
+// held: it changes nothing (dropSame). When none is left the list stays
+// the very last one (List.Same); otherwise only the chunks of the changes
+// left are made again (an island built again puts back the certificates
+// of its other Secrets, which stay in their chunks).
 func (p *pendingEdits[T]) dropIfSame(held func(key string) (T, bool)) {
 	for k, v := range p.pending {
 		have, found := held(k)
-		if found != (v != nil) || found && !reflect.DeepEqual(have, *v) {
-			return
+		if found == (v != nil) && (!found || reflect.DeepEqual(have, *v)) {
+			delete(p.pending, k)
 		}
 	}
-	p.pending = nil
+	if len(p.pending) == 0 {
+		p.pending = nil
+	}
 }
 
 // take returns the pending changes as edits sorted by key, and drops

@@ -208,7 +208,7 @@ func TestListenerSetProtocolConflict(t *testing.T) {
 	if !reflect.DeepEqual(m.Listeners, want) {
 		t.Errorf("listeners: %s, want %s", dump(m.Listeners), dump(want))
 	}
-	if !slices.ContainsFunc(m.Certificates, func(c Certificate) bool {
+	if !slices.ContainsFunc(m.Certificates.Slice(), func(c Certificate) bool {
 		return c.Name == "infra/cert" && slices.Contains(c.Hosts, FrontKey("127.0.50.1:8443", "set.example.com"))
 	}) {
 		t.Errorf("the ListenerSet's certificate is not served on its front: %s", dump(m.Certificates))

@@ -204,7 +204,9 @@ type Model struct {
 	// Certificates sorted by Name; one per TLS Secret that spec.tls of one
 	// of our Ingresses names and that won at least one host. They are not
 	// part of the structure: adding, rotating or removing one needs no reload.
-	Certificates []Certificate
+	// A List, as Backends: a new TLS Ingress or a rotated Secret makes the
+	// next model's from this one, sharing the chunks it does not touch.
+	Certificates List[Certificate]
 	// AuthFiles sorted by Name: the htpasswd files of the locations with
 	// basic auth. Like certificates they are not structure: nginx reads
 	// them on every request, so a new content needs no reload.

@@ -257,11 +257,11 @@ func TestBuildTLS(t *testing.T) {
 			s.Secrets = ListOf(tt.secrets...)
 			s.Now = tt.now
 			m, problems := Build(s)
-			if len(m.Certificates) != len(tt.want) {
+			if m.Certificates.Len() != len(tt.want) {
 				t.Fatalf("certificates:\n got %s\nwant %s", dump(m.Certificates), dump(tt.want))
 			}
 			for i, want := range tt.want {
-				got := m.Certificates[i]
+				got := m.Certificates.At(i)
 				if got.Name != want.Name || !slices.Equal(got.Hosts, want.Hosts) || got.CertPEM != want.CertPEM ||
 					got.KeyPEM != want.KeyPEM || !got.NotAfter.Equal(want.NotAfter) ||
 					(want.Invalid == "") != (got.Invalid == "") || !strings.Contains(got.Invalid, want.Invalid) {
@@ -296,7 +296,7 @@ func TestBuildTLSLeavesServersAlone(t *testing.T) {
 		t.Errorf("SSLRedirect without TLS %v, with TLS %v; want false, true",
 			a.Servers.At(0).Locations[0].SSLRedirect, b.Servers.At(0).Locations[0].SSLRedirect)
 	}
-	b.Certificates = nil
+	b.Certificates = List[Certificate]{}
 	b.Servers.At(0).HTTPS = false
 	b.Servers.At(0).Locations[0].SSLRedirect = false
 	if dump(a) != dump(b) {
@@ -375,7 +375,7 @@ func TestBuildDefaultCertificate(t *testing.T) {
 		s := snapshotOf()
 		s.DefaultCertificate = "ingress/nope"
 		m, problems := Build(s)
-		if len(m.Certificates) != 0 || len(problems) != 1 || problems[0].Object() != "Secret ingress/nope" ||
+		if m.Certificates.Len() != 0 || len(problems) != 1 || problems[0].Object() != "Secret ingress/nope" ||
 			!strings.Contains(problems[0].Reason, "--default-ssl-certificate: Secret ingress/nope not found; the self-signed default certificate is served") {
 			t.Errorf("certificates %s problems %v", dump(m.Certificates), problems)
 		}
@@ -406,7 +406,7 @@ func TestBuildTLSOfAnotherTenantsHost(t *testing.T) {
 			if got, want := serverOf(m, "a.example.com"), serverOf(alone, "a.example.com"); !reflect.DeepEqual(got, want) {
 				t.Errorf("a.example.com:\n got %s\nwant %s", dump(got), dump(want))
 			}
-			for _, c := range m.Certificates {
+			for c := range m.Certificates.All() {
 				if slices.Contains(c.Hosts, "a.example.com") {
 					t.Errorf("certificate %s is served for a.example.com", c.Name)
 				}

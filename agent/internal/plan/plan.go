@@ -54,7 +54,7 @@ type Next struct {
 	// Backends, sorted by name; Certificates; Routes of the hosts Lua
 	// routes (render.Cache.Build).
 	Backends     model.List[model.Backend]
-	Certificates []model.Certificate
+	Certificates model.List[model.Certificate]
 	Routes       render.RouteList
 	// EndpointsOnly says that nothing but the endpoints of ChangedBackends
 	// differs from the Next of the previous plan: the syncer's fast path,
@@ -71,11 +71,15 @@ type Next struct {
 	// keeps a new Ingress of a Service that has a backend O(changed) at
 	// 50,000 backends.
 	BackendsUnchanged bool
-	// CertificatesUnchanged says Certificates is the very list (same
-	// array) of the previous plan's Next: with Held.Current no certificate
-	// is compared (hashed), which keeps a sync that changes no certificate
-	// from a walk of every one at 50,000 TLS hosts.
-	CertificatesUnchanged bool
+	// BackendsFrom and CertificatesFrom are the lists of the previous
+	// plan's Next when it left Lua holding them (the zero List when not
+	// known): with Held.Current only what differs from them is compared
+	// (model.CompareLists: the chunks the next list does not share with
+	// them), which keeps a new Service or a new TLS Ingress at 50,000 from
+	// a walk of every backend or certificate (a certificate compared is
+	// hashed). The very list compares none.
+	BackendsFrom     model.List[model.Backend]
+	CertificatesFrom model.List[model.Certificate]
 	// ChangedRoutes, when not nil, are the hosts whose route may differ
 	// from the previous plan's Next.Routes (render.Cache.ChangedRoutes):
 	// with Held.Current only they are looked up and compared, which keeps
@@ -169,8 +173,12 @@ func (p Plan) Step(k StepKind) (Step, bool) {
 func Compute(held Held, next Next) Plan {
 	narrow := next.EndpointsOnly && held.Current
 	var p Plan
-	if !narrow && !(next.CertificatesUnchanged && held.Current) {
-		if cp := Certificates(held.Certificates, held.LastGood, next.Certificates); !cp.Empty() {
+	if !narrow {
+		var from model.List[model.Certificate]
+		if held.Current {
+			from = next.CertificatesFrom
+		}
+		if cp := Certificates(held.Certificates, held.LastGood, from, next.Certificates); !cp.Empty() {
 			p.Steps = append(p.Steps, Step{Kind: PushCertificates, Certificates: cp})
 		}
 	}
@@ -181,6 +189,8 @@ func Compute(held Held, next Next) Plan {
 		upserts = changed(held.Backends, next.ChangedBackends)
 		p.ComparedBackends = len(next.ChangedBackends)
 	case next.BackendsUnchanged && held.Current:
+	case held.Current && next.BackendsFrom.Len() > 0:
+		upserts, removes, p.ComparedBackends = changedBackends(held.Backends, next.BackendsFrom, next.Backends)
 	default:
 		upserts, removes = Backends(held.Backends, next.Backends)
 		p.ComparedBackends = next.Backends.Len()
@@ -302,6 +312,25 @@ func Backends(held []model.Backend, next model.List[model.Backend]) (upserts []m
 	return upserts, removes
 }
 
+// changedBackends is Backends when Lua holds exactly from (sorted by
+// name, as next): only the backends of the chunks next does not share
+// with from are looked up in held and compared; compared counts them.
+func changedBackends(held []model.Backend, from, next model.List[model.Backend]) (upserts []model.Backend, removes []string, compared int) {
+	model.CompareLists(from, next, byName, func(was, b model.Backend, _, inNext bool) {
+		compared++
+		if !inNext {
+			if _, ok := HeldBackend(held, was.Name); ok {
+				removes = append(removes, was.Name)
+			}
+			return
+		}
+		if have, ok := HeldBackend(held, b.Name); !ok || !sameBackend(have, b) {
+			upserts = append(upserts, b)
+		}
+	})
+	return upserts, removes, compared
+}
+
 // backendsBySearch is Backends for a next not sorted by name.
 func backendsBySearch(held []model.Backend, next model.List[model.Backend]) (upserts []model.Backend, removes []string) {
 	found := 0
@@ -411,34 +440,78 @@ func (p CertificatePlan) Empty() bool { return len(p.Upserts) == 0 && len(p.Remo
 // that name for the same hosts (after an agent restart the content is not
 // known, and Lua cannot move hosts without it). Otherwise it is removed and
 // its hosts get the default certificate.
-func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Certificate, next []model.Certificate) CertificatePlan {
+//
+// from, when not empty, is the list Lua holds exactly (the previous
+// plan's, which left held current): only the certificates in the chunks
+// next does not share with it are looked at (model.CompareLists), those
+// equal to from's not compared (hashed), and those it had that next lacks
+// are removed. Empty, every certificate of next is
+// compared, and what held has beyond them is removed.
+func Certificates(held map[string]HeldCertificate, lastGood map[string]model.Certificate, from, next model.List[model.Certificate]) CertificatePlan {
 	var p CertificatePlan
-	wanted := make(map[string]struct{}, len(next))
-	for _, c := range next {
-		if c.Invalid != "" {
-			good, ok := lastGood[c.Name]
-			h, isHeld := held[c.Name]
-			switch {
-			case ok && good.Invalid == "":
-				good.Hosts = c.Hosts
-				c = good
-			case isHeld && slices.Equal(h.Hosts, c.Hosts):
-				wanted[c.Name] = struct{}{}
-				p.Kept = append(p.Kept, c.Name)
-				continue
-			default:
-				continue
+	if from.Len() > 0 {
+		// In name order, as Removes are sorted.
+		model.CompareLists(from, next, byCertName, func(was, c model.Certificate, inFrom, inNext bool) {
+			if inFrom && inNext && sameCertificate(was, c) {
+				return // Lua holds what the previous plan left for it: not hashed
 			}
-			p.Kept = append(p.Kept, c.Name)
-		}
-		wanted[c.Name] = struct{}{}
-		if h, ok := held[c.Name]; !ok || h.Hash != c.Hash() || !slices.Equal(h.Hosts, c.Hosts) {
-			p.Upserts = append(p.Upserts, c)
+			name := was.Name
+			if inNext {
+				if p.certificate(held, lastGood, c) {
+					return
+				}
+				name = c.Name
+			}
+			if _, ok := held[name]; ok {
+				p.Removes = append(p.Removes, name)
+			}
+		})
+		return p
+	}
+	wanted := make(map[string]struct{}, next.Len())
+	for c := range next.All() {
+		if p.certificate(held, lastGood, c) {
+			wanted[c.Name] = struct{}{}
 		}
 	}
 	p.Removes = unwanted(held, wanted)
 	return p
 }
+
+// certificate adds c to p when Lua must be told of it (Certificates),
+// and says whether Lua is to hold c's name.
+func (p *CertificatePlan) certificate(held map[string]HeldCertificate, lastGood map[string]model.Certificate, c model.Certificate) bool {
+	if c.Invalid != "" {
+		good, ok := lastGood[c.Name]
+		h, isHeld := held[c.Name]
+		switch {
+		case ok && good.Invalid == "":
+			good.Hosts = c.Hosts
+			c = good
+		case isHeld && slices.Equal(h.Hosts, c.Hosts):
+			p.Kept = append(p.Kept, c.Name)
+			return true
+		default:
+			return false
+		}
+		p.Kept = append(p.Kept, c.Name)
+	}
+	if h, ok := held[c.Name]; !ok || h.Hash != c.Hash() || !slices.Equal(h.Hosts, c.Hosts) {
+		p.Upserts = append(p.Upserts, c)
+	}
+	return true
+}
+
+// sameCertificate says whether a and b are the same certificate: content,
+// hosts, expiry and validity (a chunk made again holds the certificates
+// no edit changed as they were, with the very same strings).
+func sameCertificate(a, b model.Certificate) bool {
+	return a.Name == b.Name && a.CertPEM == b.CertPEM && a.KeyPEM == b.KeyPEM && a.Invalid == b.Invalid &&
+		a.NotAfter.Equal(b.NotAfter) && slices.Equal(a.Hosts, b.Hosts)
+}
+
+// byCertName orders certificates by name, as the model's list is.
+func byCertName(a, b model.Certificate) int { return strings.Compare(a.Name, b.Name) }
 
 // unwanted returns the keys of held that wanted lacks, sorted: what Lua
 // holds and the next state drops.

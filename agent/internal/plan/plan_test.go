@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -22,6 +24,7 @@ func TestCompute(t *testing.T) {
 	route2 := model.Route{Host: "r.example.com", Locations: []model.RouteLocation{{Path: "/x", Backend: "ns/a:80"}}}
 	other := model.Route{Host: "o.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
+	certs := model.ListOf(cert)
 	held := func(hash string, backends ...model.Backend) Held {
 		return Held{ConfigHash: hash, Backends: slices.SortedFunc(slices.Values(backends), byName), Certificates: map[string]HeldCertificate{}, Current: true}
 	}
@@ -47,7 +50,7 @@ func TestCompute(t *testing.T) {
 		{"lua lost its state: push all, no reload", held("cfg1"), Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...)},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a1}}}},
 		{"the whole order: certificates, backends, routes, reload, removes", withOld,
-			Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), Certificates: []model.Certificate{cert}},
+			Next{Config: cfg2, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), Certificates: model.ListOf([]model.Certificate{cert}...)},
 			[]Step{
 				{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}},
 				{Kind: PushBackends, Backends: []model.Backend{a2}},
@@ -90,9 +93,9 @@ func TestCompute(t *testing.T) {
 		// The certificates of the previous plan, which left the record
 		// current: not compared (hashed); a record not current compares them.
 		{"certificates unchanged: none compared", held("cfg1", a1),
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true}, nil},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: certs, CertificatesFrom: certs}, nil},
 		{"certificates unchanged, but the record is not current: compared", func() Held { h := held("cfg1", a1); h.Current = false; return h }(),
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: []model.Certificate{cert}, CertificatesUnchanged: true},
+			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a1}...), Certificates: certs, CertificatesFrom: certs},
 			[]Step{{Kind: PushCertificates, Certificates: CertificatePlan{Upserts: []model.Certificate{cert}}}}},
 		{"full push: every backend when one changed", held("cfg1", a1, b1),
 			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2, b1}...), FullPush: true},
@@ -167,7 +170,7 @@ func TestCertificates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Certificates(tt.held, tt.lastGood, tt.next)
+			got := Certificates(tt.held, tt.lastGood, model.List[model.Certificate]{}, model.ListOf(tt.next...))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
 			}
@@ -222,5 +225,67 @@ func TestReloadReasons(t *testing.T) {
 	unknown := Compute(Held{ConfigHash: "something else"}, Next{Config: next})
 	if step, ok := unknown.Step(Reload); !ok || step.Reasons != nil {
 		t.Errorf("reload from an unknown config: reasons %q, want none", step.Reasons)
+	}
+}
+
+// With what Lua holds known (the previous plan's lists, Held.Current),
+// the plan compares only the items of the chunks the next lists do not
+// share with them: the new certificate and backend are pushed, what the
+// next lists dropped is removed, and the items of the chunks no edit fell
+// in are not looked at (the record here holds them otherwise, which a
+// walk of every item would push). Fails when the plan walks every item.
+func TestComputeComparesOnlyTheChangedChunks(t *testing.T) {
+	const n = 1000
+	var certs []model.Certificate
+	var backends []model.Backend
+	for i := range n {
+		certs = append(certs, model.Certificate{Name: fmt.Sprintf("ns/c%04d", i), Hosts: []string{fmt.Sprintf("h%04d.test", i)}, CertPEM: "c", KeyPEM: "k"})
+		backends = append(backends, model.Backend{Name: fmt.Sprintf("ns/b%04d:80", i), Endpoints: []model.Endpoint{ep("10.0.0.1")}})
+	}
+	fromCerts, fromBackends := model.ListOf(certs...), model.ListOf(backends...)
+	added := model.Certificate{Name: "ns/c0500x", Hosts: []string{"new.test"}, CertPEM: "c", KeyPEM: "k"}
+	addedB := model.Backend{Name: "ns/b0500x:80", Endpoints: []model.Endpoint{ep("10.0.0.2")}}
+	byCert := func(c model.Certificate, name string) int { return strings.Compare(c.Name, name) }
+	byBackend := func(b model.Backend, name string) int { return strings.Compare(b.Name, name) }
+	nextCerts := model.Edited(fromCerts, []model.ListEdit[string, model.Certificate]{
+		{Key: "ns/c0100", Remove: true}, {Key: added.Name, Value: added}}, byCert)
+	nextBackends := model.Edited(fromBackends, []model.ListEdit[string, model.Backend]{
+		{Key: "ns/b0100:80", Remove: true}, {Key: addedB.Name, Value: addedB}}, byBackend)
+	// The edits fall in the first two chunks (listChunk 256); the record
+	// holds every item of from, those past them with other content.
+	held := Held{ConfigHash: "cfg", Current: true, Certificates: map[string]HeldCertificate{}}
+	for i, c := range certs {
+		h, b := HeldCertificate{Hosts: c.Hosts, Hash: c.Hash()}, backends[i]
+		if i >= 600 {
+			h.Hash, b.Endpoints = "other", []model.Endpoint{ep("10.9.9.9")}
+		}
+		if i == 5 {
+			// In an edited chunk, the same in from and next: not
+			// hashed (the record is current: Lua holds from's).
+			h.Hash = "not looked at"
+		}
+		held.Certificates[c.Name] = h
+		held.Backends = append(held.Backends, b)
+	}
+	p := Compute(held, Next{Config: render.Config{Hash: "cfg"}, Backends: nextBackends, BackendsFrom: fromBackends,
+		Certificates: nextCerts, CertificatesFrom: fromCerts})
+	cs, _ := p.Step(PushCertificates)
+	if !reflect.DeepEqual(cs.Certificates, CertificatePlan{Upserts: []model.Certificate{added}, Removes: []string{"ns/c0100"}}) {
+		t.Errorf("certificates: %+v, want the new one pushed and ns/c0100 removed", cs.Certificates)
+	}
+	bs, _ := p.Step(PushBackends)
+	if !reflect.DeepEqual(bs.Backends, []model.Backend{addedB}) || p.ComparedBackends >= 600 {
+		t.Errorf("backends: pushed %d, compared %d; want the new one, of its chunks only", len(bs.Backends), p.ComparedBackends)
+	}
+	if rs, _ := p.Step(RemoveBackends); !reflect.DeepEqual(rs.Names, []string{"ns/b0100:80"}) {
+		t.Errorf("backends removed: %+v, want ns/b0100:80", rs.Names)
+	}
+
+	// Not current: every item compared, as before.
+	held.Current = false
+	p = Compute(held, Next{Config: render.Config{Hash: "cfg"}, Backends: nextBackends, BackendsFrom: fromBackends,
+		Certificates: nextCerts, CertificatesFrom: fromCerts})
+	if cs, _ := p.Step(PushCertificates); len(cs.Certificates.Upserts) != n-600+2 {
+		t.Errorf("record not current: %d certificates pushed, want %d (those held otherwise and the new one)", len(cs.Certificates.Upserts), n-600+2)
 	}
 }

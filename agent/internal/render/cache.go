@@ -202,7 +202,7 @@ func (e *hostEntry) sameServer(srv *model.Server) bool {
 // restOf is m without what the cache follows host by host and route by
 // route, and without what render does not read.
 func restOf(m model.Model) model.Model {
-	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = model.List[*model.Server]{}, model.List[model.Backend]{}, nil, nil, nil
+	m.Servers, m.Backends, m.Certificates, m.AuthFiles, m.NotServed = model.List[*model.Server]{}, model.List[model.Backend]{}, model.List[model.Certificate]{}, nil, nil
 	m.GatewayRoutes, m.GatewayAPI = model.List[*model.Route]{}, model.GatewayAPIStatus{}
 	return m
 }

@@ -76,7 +76,11 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 		var buf strings.Builder
 		for i := start; i < min(start+500, n); i++ {
 			name := fmt.Sprintf("f%d", i)
-			buf.WriteString(benchIngressYAML(name, name))
+			if fillTLS != nil {
+				buf.WriteString(benchTLSIngressYAML(name, name, fillTLS.cert, fillTLS.key))
+			} else {
+				buf.WriteString(benchIngressYAML(name, name))
+			}
 			fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n", name)
 			fmt.Fprintf(&buf, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: %s\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [\"10.%d.%d.1\"]\n  conditions: {ready: true}\n- addresses: [\"10.%d.%d.2\"]\n  conditions: {ready: true}\n",
 				name, name, i/256%256, i%256, i/256%256, i%256)

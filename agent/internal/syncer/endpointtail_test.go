@@ -202,13 +202,13 @@ func addTLSIngresses(t *testing.T, env *newIngressEnv, n, services int) {
 	// A publish may still be gathering the last file when the flag of an
 	// earlier one is seen: sync again until every certificate is in.
 	deadline := time.Now().Add(30 * time.Second)
-	for len(env.s.built.Certificates) != n && time.Now().Before(deadline) {
+	for env.s.built.Certificates.Len() != n && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 		if err := env.s.sync(env.ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := len(env.s.built.Certificates); got != n {
+	if got := env.s.built.Certificates.Len(); got != n {
 		t.Fatalf("%d certificates, want %d", got, n)
 	}
 }
@@ -302,7 +302,7 @@ func (h *syncLines) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case "action", "path", "build", "render", "status", "plan", "compared_backends", "push", "duration", "upserts":
+		case "action", "path", "build", "render", "status", "plan", "compared_backends", "push", "duration", "upserts", "cert_upserts", "cert_removes":
 			fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
 		}
 		return true

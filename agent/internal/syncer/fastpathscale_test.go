@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
+	"github.com/restysync/restysync/agent/internal/testenv/testcert"
 )
 
 // The first endpoint change after a model build costs what it changes: the
@@ -186,8 +188,8 @@ func TestFastPathBetweenIncrementalBuilds(t *testing.T) {
 }
 
 // A sync that changes no certificate does not walk every certificate: Lua's
-// record (apply.LuaState.Held) and the plan (plan.Next.CertificatesUnchanged)
-// go through them only when the model's list is another one. A new
+// record (apply.LuaState.Held) and the plan (plan.Next.CertificatesFrom)
+// go through only the chunks the model's list does not share with the last. A new
 // Ingress without TLS beside 400 TLS Ingresses allocates what it does
 // beside 40 (each certificate walked is its content copied and hashed, and
 // a map entry: over 1 MB at 400).
@@ -283,5 +285,46 @@ func TestNewIngressAfterAnEndpointChangeComparesNoBackend(t *testing.T) {
 	env.write("new-1.yaml", benchIngressYAML("new-1", "f0"))
 	if line := syncLine(source.KindIngress); !strings.Contains(line, "compared_backends=0 ") {
 		t.Errorf("a new Ingress after endpoint changes: %s; want compared_backends=0", line)
+	}
+}
+
+// A new TLS Ingress with its own Service and Secret, at 600 TLS Ingresses
+// (three chunks of backends and of certificates): the plan compares only
+// the backends of the chunk the new one falls in (plan.Next.BackendsFrom,
+// model.CompareLists), not every one, and pushes its one certificate; the
+// model the syncer hands out (State) and Lua hold every certificate.
+// Fails when the plan walks every backend (compared_backends=601).
+func TestNewTLSIngressComparesItsChunks(t *testing.T) {
+	const n = 600
+	cert, key := testcert.New(t, 1, time.Now().Add(24*time.Hour), "*.bench.test")
+	fillTLS = &struct{ cert, key string }{cert, key}
+	env := startNewIngressEnv(t, n)
+	fillTLS = nil
+	defer env.stop()
+	logs := &syncLines{}
+	env.s.logger = slog.New(logs)
+	env.write("new-0.yaml", benchOwnIngressYAML("new-0", 60000, cert, key))
+	waitForKind(t, env.s, source.KindIngress)
+	logs.reset()
+	if err := env.s.sync(env.ctx); err != nil {
+		t.Fatal(err)
+	}
+	line := logs.last()
+	compared := -1
+	if _, rest, ok := strings.Cut(line, "compared_backends="); ok {
+		fmt.Sscanf(rest, "%d", &compared)
+	}
+	if compared < 1 || compared >= n || !strings.Contains(line, "cert_upserts=1 ") || !strings.Contains(line, "cert_removes=0 ") {
+		t.Errorf("a new TLS Ingress with its Service: %s; want compared_backends of the chunk it falls in (< %d), cert_upserts=1, cert_removes=0", line, n)
+	}
+	if got := env.s.State().Model.Certificates.Len(); got != n+1 {
+		t.Errorf("State: %d certificates, want %d", got, n+1)
+	}
+	held, err := env.nginx.Lua.Certificates(env.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != n+1 {
+		t.Errorf("Lua holds %d certificates, want %d", len(held), n+1)
 	}
 }

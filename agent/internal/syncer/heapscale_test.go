@@ -25,7 +25,12 @@ var (
 	heapRoutes    = flag.Bool("heap.routes", false, "TestHeapAtScale: -heap.n HTTPRoutes on a Gateway (BenchmarkNewHTTPRoute's), and the changes new HTTPRoutes, instead of Ingresses")
 	heapMetrics   = flag.Bool("heap.metrics", false, "TestHeapAtScale, BenchmarkNewIngress: the request metrics on (render.Settings.RequestMetrics, as the agent with a metrics address), each location with its labels")
 	heapOwn       = flag.Bool("heap.own", false, "TestHeapAtScale: each new Ingress brings its own Service, EndpointSlice and TLS Secret (else it names an existing Service)")
+	heapTLS       = flag.Bool("heap.tls", false, "TestHeapAtScale: each of the -heap.n Ingresses, and each new one, has spec.tls with its own TLS Secret (a certificate per Ingress)")
 )
+
+// fillTLS, when set, gives each Ingress startNewIngressEnv writes spec.tls
+// and its own TLS Secret of this content (-heap.tls).
+var fillTLS *struct{ cert, key string }
 
 // heapListed, when set, is called by startNewIngressEnv once the source
 // has listed, before the first sync.
@@ -75,13 +80,24 @@ func TestHeapAtScale(t *testing.T) {
 			env.put(t, name+".yaml", benchRouteYAML(name, "f0"))
 		}
 	default:
+		cert, key := testcert.New(t, 1, time.Now().Add(24*time.Hour), "*.bench.test")
+		if *heapTLS {
+			fillTLS = &struct{ cert, key string }{cert, key}
+			defer func() { fillTLS = nil }()
+		}
 		env = startNewIngressEnv(t, *heapIngresses)
-		if *heapOwn {
-			cert, key := testcert.New(t, 1, time.Now().Add(24*time.Hour), "*.bench.test")
+		switch {
+		case *heapOwn:
 			add = func() {
 				name := fmt.Sprintf("new-%d", env.next)
 				env.next++
 				env.put(t, name+".yaml", benchOwnIngressYAML(name, 60000+env.next, cert, key))
+			}
+		case *heapTLS:
+			add = func() {
+				name := fmt.Sprintf("new-%d", env.next)
+				env.next++
+				env.put(t, name+".yaml", benchTLSIngressYAML(name, "f0", cert, key))
 			}
 		}
 	}
@@ -112,7 +128,7 @@ func TestHeapAtScale(t *testing.T) {
 		t.Logf("each new %s allocated %.0f KB (%d objects), publish to saved state", changeKind(), float64(after.TotalAlloc-before.TotalAlloc)/1e3/float64(n), (after.Mallocs-before.Mallocs)/uint64(n))
 	}
 	measure(fmt.Sprintf("%d changes later (each a new %s; the model has %d backends, %d certificates)",
-		*heapChanges, changeKind(), env.s.built.Backends.Len(), len(env.s.built.Certificates)))
+		*heapChanges, changeKind(), env.s.built.Backends.Len(), env.s.built.Certificates.Len()))
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {
@@ -161,6 +177,8 @@ func changeKind() string {
 		return "HTTPRoute"
 	case *heapOwn:
 		return "Ingress with its Service and Secret"
+	case *heapTLS:
+		return "TLS Ingress with its Secret"
 	}
 	return "Ingress"
 }
@@ -170,10 +188,19 @@ func changeKind() string {
 // (certPEM, keyPEM) its spec.tls names.
 func benchOwnIngressYAML(name string, i int, certPEM, keyPEM string) string {
 	var buf strings.Builder
-	fmt.Fprintf(&buf, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s-tls\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: %s\n            port:\n              number: 80\n", name, name, name, name, name)
+	buf.WriteString(benchTLSIngressYAML(name, name, certPEM, keyPEM))
 	fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n", name)
 	fmt.Fprintf(&buf, "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: %s-1\n  namespace: default\n  labels:\n    kubernetes.io/service-name: %s\naddressType: IPv4\nports:\n- name: http\n  port: 8080\nendpoints:\n- addresses: [\"10.%d.%d.1\"]\n  conditions: {ready: true}\n- addresses: [\"10.%d.%d.2\"]\n  conditions: {ready: true}\n",
 		name, name, i/256%256, i%256, i/256%256, i%256)
+	return buf.String()
+}
+
+// benchTLSIngressYAML is the Ingress name of host name.bench.test, which
+// names service, with spec.tls naming its own TLS Secret (certPEM,
+// keyPEM), and that Secret.
+func benchTLSIngressYAML(name, service, certPEM, keyPEM string) string {
+	var buf strings.Builder
+	fmt.Fprintf(&buf, "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  tls:\n  - hosts: [%s.bench.test]\n    secretName: %s-tls\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: %s\n            port:\n              number: 80\n", name, name, name, name, service)
 	fmt.Fprintf(&buf, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s-tls\n  namespace: default\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
 		name, base64.StdEncoding.EncodeToString([]byte(certPEM)), base64.StdEncoding.EncodeToString([]byte(keyPEM)))
 	return buf.String()

@@ -223,7 +223,7 @@ func (s *Syncer) logSync(next model.Model, problems int, path, objects string, r
 		"ingresses", s.builtFrom,
 		"servers", next.Servers.Len(),
 		"backends", next.Backends.Len(),
-		"certificates", len(next.Certificates),
+		"certificates", next.Certificates.Len(),
 		"upserts", result.Upserts,
 		"removes", result.Removes,
 		"cert_upserts", result.CertUpserts,
