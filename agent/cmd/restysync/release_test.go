@@ -53,19 +53,7 @@ func TestReleaseMemory(t *testing.T) {
 func TestMemoryReleaserCoalesces(t *testing.T) {
 	m := &memoryReleaser{logger: slog.New(slog.DiscardHandler)}
 	m.ask()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		m.mu.Lock()
-		done := !m.pending && !m.last.IsZero()
-		m.mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first release did not run")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReleased(t, m)
 	m.mu.Lock()
 	first := m.last
 	m.mu.Unlock()
@@ -77,7 +65,7 @@ func TestMemoryReleaserCoalesces(t *testing.T) {
 	if !pending {
 		t.Fatal("a second ask within the interval is not pending")
 	}
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m.mu.Lock()
 		last, pending := m.last, m.pending
@@ -215,21 +203,27 @@ func TestMemoryReleaserAfterFirst(t *testing.T) {
 	m := &memoryReleaser{logger: slog.New(slog.DiscardHandler), afterFirst: func() { after.Add(1) }}
 	for range 2 {
 		m.ask()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			m.mu.Lock()
-			done := !m.pending && !m.last.IsZero()
-			m.mu.Unlock()
-			if done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the release did not run")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitReleased(t, m)
 	}
 	if got := after.Load(); got != 1 {
 		t.Errorf("afterFirst ran %d times, want 1", got)
+	}
+}
+
+// waitReleased waits up to 5 s for m's asked-for release to have run.
+func waitReleased(t *testing.T, m *memoryReleaser) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m.mu.Lock()
+		done := !m.pending && !m.last.IsZero()
+		m.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the release did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
