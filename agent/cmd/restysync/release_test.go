@@ -99,19 +99,7 @@ func TestMemoryReleaserWaitsToSettle(t *testing.T) {
 		t.Fatal("released before the state was written")
 	}
 	close(settled)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		m.mu.Lock()
-		released := !m.last.IsZero()
-		m.mu.Unlock()
-		if released {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no release once the state was written")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReleased(t, m)
 }
 
 // A lean phase lowers the GC percent until restore; once steady, each

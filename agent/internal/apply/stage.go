@@ -59,10 +59,9 @@ type Stage struct {
 	}
 	state stateWriter
 	// planned are the backends Lua holds after the last plan that ran
-	// whole: the next plan of the very same list compares none
-	// (plan.Next.BackendsUnchanged), one made from it compares the chunks
-	// that differ (plan.Next.BackendsFrom). A fast path's plan pushes the
-	// backends it changed in a list made from planned
+	// whole: the next plan compares only the chunks its list does not
+	// share with it (plan.Next.BackendsFrom; none for the very same list).
+	// A fast path's plan pushes the backends it changed in a list made from planned
 	// (Step.BackendsFrom), which Lua then holds (a plan that does not run
 	// whole leaves the record stale, which compares all).
 	planned model.List[model.Backend]
@@ -190,8 +189,7 @@ func (s *Stage) Apply(ctx context.Context, step Step) (Result, error) {
 		changedRoutes = step.ChangedRoutes
 	}
 	p := plan.Compute(held, plan.Next{Config: step.Config, Backends: step.Model.Backends, Certificates: step.Model.Certificates,
-		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends,
-		BackendsUnchanged: built && step.Model.Backends.Same(s.planned), BackendsFrom: s.planned,
+		Routes: step.Routes, EndpointsOnly: !built, ChangedBackends: step.ChangedBackends, BackendsFrom: s.planned,
 		ChangedRoutes: changedRoutes, CertificatesFrom: s.plannedCerts, FullPush: s.fullPush, HoldReload: hold})
 	res.Plan, res.ComparedBackends = time.Since(planStart), p.ComparedBackends
 	planned := s.planned

@@ -63,14 +63,6 @@ type Next struct {
 	// O(changed).
 	EndpointsOnly   bool
 	ChangedBackends []model.Backend
-	// BackendsUnchanged says Backends is what the previous plan left Lua
-	// holding: the very list of its Next (List.Same), or one made from it
-	// by EndpointsOnly plans that pushed what they changed (the syncer's
-	// fast path, apply.Step.BackendsFrom): with Held.Current no backend
-	// is compared, which
-	// keeps a new Ingress of a Service that has a backend O(changed) at
-	// 50,000 backends.
-	BackendsUnchanged bool
 	// BackendsFrom and CertificatesFrom are the lists of the previous
 	// plan's Next when it left Lua holding them (the zero List when not
 	// known): with Held.Current only what differs from them is compared
@@ -151,8 +143,9 @@ type Plan struct {
 	// (Next.HoldReload): the records will not be whole after it runs.
 	Partial bool
 	// ComparedBackends is how many backends the plan compared with what
-	// Lua holds: the changed ones on the fast path, none for the very list
-	// of the last plan (Next.BackendsUnchanged), else every one.
+	// Lua holds: the changed ones on the fast path, those of the chunks
+	// the list does not share with the last plan's (Next.BackendsFrom; none
+	// for the very list), else every one.
 	ComparedBackends int
 }
 
@@ -188,7 +181,6 @@ func Compute(held Held, next Next) Plan {
 	case narrow:
 		upserts = changed(held.Backends, next.ChangedBackends)
 		p.ComparedBackends = len(next.ChangedBackends)
-	case next.BackendsUnchanged && held.Current:
 	case held.Current && next.BackendsFrom.Len() > 0:
 		upserts, removes, p.ComparedBackends = changedBackends(held.Backends, next.BackendsFrom, next.Backends)
 	default:

@@ -25,6 +25,7 @@ func TestCompute(t *testing.T) {
 	other := model.Route{Host: "o.example.com", Locations: []model.RouteLocation{{Path: "/", Backend: "ns/a:80"}}}
 	cert := model.Certificate{Name: "ns/tls", Hosts: []string{"r.example.com"}, CertPEM: "c", KeyPEM: "k"}
 	certs := model.ListOf(cert)
+	a2s := model.ListOf([]model.Backend{a2}...)
 	held := func(hash string, backends ...model.Backend) Held {
 		return Held{ConfigHash: hash, Backends: slices.SortedFunc(slices.Values(backends), byName), Certificates: map[string]HeldCertificate{}, Current: true}
 	}
@@ -73,10 +74,10 @@ func TestCompute(t *testing.T) {
 		// The backends of the previous plan, which ran whole: not compared;
 		// the routes still are.
 		{"backends unchanged: no backend compared", withOld,
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), Routes: render.NewRouteList([]model.Route{route}), BackendsUnchanged: true},
+			Next{Config: cfg, Backends: a2s, Routes: render.NewRouteList([]model.Route{route}), BackendsFrom: a2s},
 			[]Step{{Kind: PushRoutes, Routes: []model.Route{route}}}},
 		{"backends unchanged, but the record is not current: compared", func() Held { h := withOld; h.Current = false; return h }(),
-			Next{Config: cfg, Backends: model.ListOf([]model.Backend{a2}...), BackendsUnchanged: true},
+			Next{Config: cfg, Backends: a2s, BackendsFrom: a2s},
 			[]Step{{Kind: PushBackends, Backends: []model.Backend{a2}}, {Kind: RemoveBackends, Names: []string{"ns/b:80"}}}},
 		// Only the hosts render says may have changed are compared: one
 		// outside them that differs is taken as held; a named host next
