@@ -112,6 +112,10 @@ func TestB6Kube50k(t *testing.T) {
 	current := 0
 	b1, agentShare := kubeB1(c, a, pods, &current, changes)
 
+	// Steady: Prometheus scrapes the agent.
+	steady := scrapeAndWatch(t, a, "http://"+admin+"/metrics")
+	t.Logf("scraped: %s", steady)
+
 	// A full sync: the IngressClass changes (an annotation); the peak
 	// RSS it reaches.
 	a.resetPeak()
@@ -141,6 +145,7 @@ func TestB6Kube50k(t *testing.T) {
 	report(t, Row{ID: "B6@50k-kube-B1", What: "endpoint propagation, " + size, Target: "p50 ≤ 20 ms, p99 ≤ 50 ms",
 		Measured: b1.String(), Pass: b1.p50 <= 20*time.Millisecond && b1.p99 <= 50*time.Millisecond,
 		Note: "the probe's EndpointSlice updated through the API server → the other pod answers; the agent's fast-path syncs: " + agentShare.String()})
+	report(t, scrapedRow("B6@50k-kube-scraped", size, steady))
 
 	// The second start, with the status writer: its first config, and
 	// the status of every Ingress written.
