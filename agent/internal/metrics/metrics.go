@@ -217,54 +217,90 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // name as the registry sorts its own. The registry's error, if any, is
 // returned with what it gathered.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
+	g := m.gather()
+	return g.allFamilies(), g.err
+}
+
+// gathered is one scrape's series: the registry's as dto, Lua's as read.
+type gathered struct {
+	families []*dto.MetricFamily // the registry's, sorted by name
+	err      error               // the registry's
+	lua      *luaScrape          // nil without Options.Lua
+}
+
+// gather reads the registry and Lua.
+func (m *Metrics) gather() gathered {
 	if m.shared != nil {
 		m.gatherMu.Lock()
 		defer m.gatherMu.Unlock()
 		m.shared.cur.Store(&luaRead{})
 		defer m.shared.cur.Store(nil)
 	}
-	families, err := m.reg.Gather()
+	var g gathered
+	g.families, g.err = m.reg.Gather()
 	if m.lua != nil {
-		families = append(families, m.lua.gather()...)
-		slices.SortFunc(families, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+		lua := m.lua.read()
+		g.lua = &lua
 	}
-	return families, err
+	return g
 }
 
+// allFamilies are every family as dto, sorted by name.
+func (g gathered) allFamilies() []*dto.MetricFamily {
+	if g.lua == nil {
+		return g.families
+	}
+	families := append(slices.Clip(g.families), g.lua.families()...)
+	slices.SortFunc(families, byFamilyName)
+	return families
+}
+
+func byFamilyName(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) }
+
 // Handler serves every series (Gather) in the Prometheus exposition
-// formats. A collector that fails leaves its series out; the rest are
-// still served. A gather that takes longer than scrapeTimeout answers 503,
-// as promhttp's Timeout option would; that option is not used because the
-// http.TimeoutHandler it wraps holds the whole body in memory before
-// sending it (12 MB at 50,000 backends, grown by doubling, every scrape).
+// formats, negotiated by promhttp. A scrape in the text format with no
+// compression or gzip, what Prometheus asks for when it does not ask for
+// protobuf, is written by serveText, which writes the per-backend Lua
+// series without making them dto series first (text.go); every other
+// scrape is promhttp's. A collector that fails leaves its series out; the
+// rest are still served. A gather that takes longer than scrapeTimeout
+// answers 503, as promhttp's Timeout option would; that option is not
+// used because the http.TimeoutHandler it wraps holds the whole body in
+// memory before sending it (12 MB at 50,000 backends, grown by doubling,
+// every scrape).
 func (m *Metrics) Handler() http.Handler {
 	opts := promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          m.reg, // promhttp_metric_handler_errors_total
 		EnableOpenMetrics: false,
 	}
-	promhttp.HandlerFor(m, opts) // registers promhttp_metric_handler_errors_total now
+	// promhttp registers its error counter, finds this one and counts
+	// in it: serveText counts in the same series.
+	handlerErrors := registerHandlerErrors(m.reg)
+	promhttp.HandlerFor(m, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		families, err := m.gatherWithin(m.scrapeTimeout)
-		if errors.Is(err, errGatherTimeout) {
+		g, err := m.gatherWithin(m.scrapeTimeout)
+		if err != nil {
 			http.Error(w, fmt.Sprintf("Exceeded configured timeout of %v.", m.scrapeTimeout), http.StatusServiceUnavailable)
 			return
 		}
-		gathered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
-		promhttp.HandlerFor(gathered, opts).ServeHTTP(w, r)
+		// Nothing gathered and an error: promhttp answers 500.
+		if format, gz, ok := plainTextScrape(r); ok && (g.err == nil || g.lua != nil || len(g.families) > 0) {
+			m.serveText(w, g, gz, format, handlerErrors)
+			return
+		}
+		families := g.allFamilies()
+		gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, g.err })
+		promhttp.HandlerFor(gatherer, opts).ServeHTTP(w, r)
 	})
 }
 
 // errGatherTimeout is gatherWithin's error when Gather took too long.
 var errGatherTimeout = errors.New("gathering took longer than the scrape timeout")
 
-// gatherWithin is Gather, or errGatherTimeout if it takes longer than
+// gatherWithin is gather, or errGatherTimeout if it takes longer than
 // timeout (it then goes on in the background, its result thrown away).
-func (m *Metrics) gatherWithin(timeout time.Duration) ([]*dto.MetricFamily, error) {
-	type gathered struct {
-		families []*dto.MetricFamily
-		err      error
-	}
+func (m *Metrics) gatherWithin(timeout time.Duration) (gathered, error) {
 	done := make(chan gathered, 1)
 	go func() {
 		defer func() {
@@ -272,16 +308,15 @@ func (m *Metrics) gatherWithin(timeout time.Duration) ([]*dto.MetricFamily, erro
 				done <- gathered{err: fmt.Errorf("gathering panicked: %v", p)}
 			}
 		}()
-		f, err := m.Gather()
-		done <- gathered{f, err}
+		done <- m.gather()
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case g := <-done:
-		return g.families, g.err
+		return g, nil
 	case <-timer.C:
-		return nil, errGatherTimeout
+		return gathered{}, errGatherTimeout
 	}
 }
 
