@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"compress/gzip"
 	"flag"
 	"fmt"
 	"io"
@@ -68,18 +69,23 @@ func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
 // BenchmarkScrape is one Prometheus scrape of the agent's /metrics, through
 // the real handler, with the Lua config API answering for n backends;
 // ingress-nginx=true adds the ingress-nginx series on the same Lua, as the
-// agent runs by default (--ingress-nginx-metrics).
+// agent runs by default (--ingress-nginx-metrics). The scrape asks for
+// text/plain, uncompressed; prometheus=true asks as Prometheus 2.42 does
+// (its Accept header, gzip).
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 50000} {
 		for _, ingressNginx := range []bool{false, true} {
 			b.Run(fmt.Sprintf("backends=%d/ingress-nginx=%v", n, ingressNginx), func(b *testing.B) {
-				benchmarkScrape(b, n, ingressNginx)
+				benchmarkScrape(b, n, ingressNginx, false)
 			})
 		}
 	}
+	b.Run("backends=50000/ingress-nginx=true/prometheus=true", func(b *testing.B) {
+		benchmarkScrape(b, 50000, true, true)
+	})
 }
 
-func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
+func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
 	lua := luaServer(b, luaMetricsBody(n))
 	opts := Options{Version: "v1", Commit: "abc", Lua: lua}
 	if ingressNginx {
@@ -89,6 +95,10 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	h := m.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept", "text/plain")
+	if prometheus {
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	var w discardWriter
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -96,7 +106,7 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	for range b.N {
 		w = discardWriter{header: http.Header{}}
 		h.ServeHTTP(&w, req)
-		if w.code != http.StatusOK || !w.luaUp {
+		if w.code != http.StatusOK || !(w.luaUp || prometheus) {
 			b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
 		}
 	}
@@ -105,6 +115,24 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	// on a shared machine ns/op is also the time spent waiting.
 	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(size), "bytes/scrape")
+	if prometheus {
+		b.StopTimer()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.Bytes()
+		if rec.Header().Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !bytes.Contains(body, []byte("\nrestysync_lua_up 1\n")) {
+			b.Fatalf("GET /metrics (%s): no lua_up 1", rec.Header().Get("Content-Encoding"))
+		}
+	}
 }
 
 // processCPU is the user and system CPU time this process has used.
