@@ -159,7 +159,8 @@ var perBackend = [...]struct {
 // uniqueBackends are backends sorted by name, a name's first entry only
 // (the registry would have refused a duplicate, failing the whole
 // scrape), each name valid UTF-8 as encoding/json would have read it.
-// backends is the caller's: it is sorted and compacted in place.
+// backends is the caller's: it may be sorted in place, but keeps its
+// entries (a duplicate makes a new slice: Lua never sends one).
 func uniqueBackends(backends []luaapi.BackendMetrics) []luaapi.BackendMetrics {
 	for i, b := range backends {
 		if !utf8.ValidString(b.Name) {
@@ -170,7 +171,13 @@ func uniqueBackends(backends []luaapi.BackendMetrics) []luaapi.BackendMetrics {
 	if !slices.IsSortedFunc(backends, byName) {
 		slices.SortStableFunc(backends, byName)
 	}
-	return slices.CompactFunc(backends, func(a, b luaapi.BackendMetrics) bool { return a.Name == b.Name })
+	sameName := func(a, b luaapi.BackendMetrics) bool { return a.Name == b.Name }
+	for i := 1; i < len(backends); i++ {
+		if sameName(backends[i-1], backends[i]) {
+			return slices.CompactFunc(slices.Clone(backends), sameName)
+		}
+	}
+	return backends
 }
 
 // backendFamilies are the three per-backend families of backends

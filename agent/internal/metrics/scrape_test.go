@@ -326,7 +326,8 @@ func TestScrapeProtobuf(t *testing.T) {
 }
 
 // A backend Lua names twice, or out of order, does not fail the scrape:
-// one series per name, the first.
+// one series per name, the first. Lua's answer is the caller's: a second
+// scrape of the same answer serves the same.
 func TestScrapeDuplicateBackend(t *testing.T) {
 	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{
 		{Name: "b/x:1", Endpoints: 1, Requests: 5},
@@ -334,6 +335,9 @@ func TestScrapeDuplicateBackend(t *testing.T) {
 		{Name: "b/x:1", Endpoints: 3, Requests: 7},
 	}}}})
 	text := scrape(t, m)
+	if again := scrape(t, m); deterministic(again) != deterministic(text) {
+		t.Errorf("a second scrape of the same answer differs:\n%s", diffLines(deterministic(text), deterministic(again)))
+	}
 	for _, want := range []string{
 		"restysync_lua_backend_endpoints{backend=\"a/x:1\"} 2\nrestysync_lua_backend_endpoints{backend=\"b/x:1\"} 1\n# HELP",
 		"restysync_lua_backend_requests_total{backend=\"a/x:1\"} 6\nrestysync_lua_backend_requests_total{backend=\"b/x:1\"} 5\n",

@@ -131,8 +131,9 @@ func unzipped(t *testing.T, r *httptest.ResponseRecorder) string {
 // (invalid UTF-8 made U+FFFD), each once, and no other series.
 func TestServeTextHostileBackends(t *testing.T) {
 	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: slices.Clone(hostileBackends)}}})
+	text := scrape(t, m)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(scrape(t, m)))
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
