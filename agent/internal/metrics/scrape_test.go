@@ -22,6 +22,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 // luaMetricsBody is GET /metrics of the Lua config API as
@@ -133,6 +134,42 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
 			b.Fatalf("GET /metrics (%s): no lua_up 1", rec.Header().Get("Content-Encoding"))
 		}
 	}
+}
+
+// BenchmarkScrapeRequestSeries is one text scrape with the ingress-nginx
+// request metrics at their most, 4,096 series (requests.lua's MAX_SERIES
+// of one worker), each with every histogram at ingress-nginx's default
+// buckets: the cost of a scrape while traffic reaches many Ingresses.
+func BenchmarkScrapeRequestSeries(b *testing.B) {
+	lua := requestLua()
+	buckets := render.DefaultRequestMetrics()
+	lua.rm.Time, lua.rm.Length, lua.rm.Size = buckets.Time, buckets.Length, buckets.Size
+	width := 1
+	for _, h := range requestHistograms {
+		width += 2 + len(map[string][]float64{"time": buckets.Time, "length": buckets.Length, "size": buckets.Size}[h.bounds])
+	}
+	lua.rm.Series = nil
+	for i := range 4096 {
+		v := make([]float64, width)
+		for j := range v {
+			v[j] = float64(i + j)
+		}
+		labels := []string{fmt.Sprintf("ns-%d", i/10), fmt.Sprintf("web-%d", i), fmt.Sprintf("svc-%d", i), "/", fmt.Sprintf("h-%d.test", i), "200", "GET", ""}
+		lua.rm.Series = append(lua.rm.Series, luaapi.RequestSeries{Labels: strings.Join(labels, "\x01"), Values: v})
+	}
+	h := New(Options{Lua: lua, IngressNginx: &IngressNginx{Class: "c", Namespace: "n", Pod: "p", Lua: lua}}).Handler()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "text/plain")
+	b.ReportAllocs()
+	var w discardWriter
+	for range b.N {
+		w = discardWriter{header: http.Header{}}
+		h.ServeHTTP(&w, req)
+		if w.code != http.StatusOK {
+			b.Fatalf("GET /metrics: %d", w.code)
+		}
+	}
+	b.ReportMetric(float64(w.size), "bytes/scrape")
 }
 
 // processCPU is the user and system CPU time this process has used.
