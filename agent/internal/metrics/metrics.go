@@ -221,8 +221,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // name as the registry sorts its own. The registry's error, if any, is
 // returned with what it gathered.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
-	g := m.gather()
-	return g.allFamilies(), g.err
+	return m.gather().allFamilies()
 }
 
 // gathered is one scrape's series: the registry's as dto, Lua's as read.
@@ -230,17 +229,30 @@ type gathered struct {
 	families []*dto.MetricFamily // the registry's, sorted by name
 	err      error               // the registry's
 	lua      *luaScrape          // nil without Options.Lua
+	// requests are the ingress-nginx request metrics, nil when off.
+	requests     *requestScrape
+	ingressNginx *ingressNginxCollector
 }
 
 // gather reads the registry and Lua.
 func (m *Metrics) gather() gathered {
-	if m.shared != nil {
+	if m.shared != nil || m.ingressNginx != nil {
 		m.gatherMu.Lock()
 		defer m.gatherMu.Unlock()
+	}
+	if m.shared != nil {
 		m.shared.cur.Store(&luaRead{})
 		defer m.shared.cur.Store(nil)
 	}
 	var g gathered
+	if in := m.ingressNginx; in != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), in.timeout)
+		rs := in.readRequests(ctx)
+		cancel()
+		g.requests, g.ingressNginx = &rs, in
+		in.requestsRead.Store(&rs)
+		defer in.requestsRead.Store(nil)
+	}
 	g.families, g.err = m.reg.Gather()
 	if m.lua != nil {
 		lua := m.lua.read()
@@ -249,14 +261,19 @@ func (m *Metrics) gather() gathered {
 	return g
 }
 
-// allFamilies are every family as dto, sorted by name.
-func (g gathered) allFamilies() []*dto.MetricFamily {
-	if g.lua == nil {
-		return g.families
+// allFamilies are every family as dto, sorted by name, and the error
+// gathering them.
+func (g gathered) allFamilies() ([]*dto.MetricFamily, error) {
+	families, err := slices.Clone(g.families), g.err // g is shared: sorted in a copy
+	if g.lua != nil {
+		families = append(families, g.lua.families()...)
 	}
-	families := append(slices.Clip(g.families), g.lua.families()...)
+	if g.requests != nil {
+		requests, rerr := g.ingressNginx.requestFamilies(g.requests, true)
+		families, err = append(families, requests...), errors.Join(err, rerr)
+	}
 	slices.SortFunc(families, byFamilyName)
-	return families
+	return families, err
 }
 
 func byFamilyName(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) }
@@ -293,8 +310,8 @@ func (m *Metrics) Handler() http.Handler {
 			m.serveText(w, g, gz, format, handlerErrors)
 			return
 		}
-		families := g.allFamilies()
-		gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, g.err })
+		families, err := g.allFamilies()
+		gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
 		promhttp.HandlerFor(gatherer, opts).ServeHTTP(w, r)
 	})
 }

@@ -112,34 +112,106 @@ func (m *Metrics) serveText(w http.ResponseWriter, g gathered, gz bool, format e
 			handlerErrors.WithLabelValues("encoding").Inc()
 		}
 	}
-	families := g.families
-	var backends []luaapi.BackendMetrics
-	if g.lua != nil {
-		families = append(g.lua.singleFamilies(), families...)
-		slices.SortFunc(families, byFamilyName)
-		backends = g.lua.backends
-	}
+	families := slices.Clone(g.families)
 	text := textWriter{out: out}
-	next := 0 // the next of perBackend to write, in its place by name
+	var written []textFamily // written here, not by expfmt
+	if g.lua != nil {
+		families = append(families, g.lua.singleFamilies()...)
+		if backends := g.lua.backends; len(backends) > 0 {
+			for i := range perBackend {
+				written = append(written, textFamily{perBackend[i].name, func() error { return text.backendFamily(i, backends) }})
+			}
+		}
+	}
+	if g.requests != nil {
+		dropped, err := g.ingressNginx.requestFamilies(g.requests, false)
+		if err != nil {
+			handlerErrors.WithLabelValues("gathering").Inc()
+		}
+		families = append(families, dropped...)
+		written = append(written, g.ingressNginx.requestText(&text, g.requests)...)
+	}
+	slices.SortFunc(families, byFamilyName)
+	slices.SortFunc(written, func(a, b textFamily) int { return strings.Compare(a.name, b.name) })
 	for _, f := range families {
-		for ; len(backends) > 0 && next < len(perBackend) && perBackend[next].name < f.GetName(); next++ {
-			failed(text.backendFamily(next, backends))
+		for ; len(written) > 0 && written[0].name < f.GetName(); written = written[1:] {
+			failed(written[0].write())
 		}
 		failed(enc.Encode(f))
 	}
-	for ; len(backends) > 0 && next < len(perBackend); next++ {
-		failed(text.backendFamily(next, backends))
+	for _, f := range written {
+		failed(f.write())
 	}
 }
 
-// textWriter writes the per-backend families in the text format, in
-// chunks of textChunk bytes.
+// textFamily is a family serveText writes itself, in its place by name.
+type textFamily struct {
+	name  string
+	write func() error
+}
+
+// textWriter writes families in the text format, in chunks of textChunk
+// bytes.
 type textWriter struct {
 	out io.Writer
 	buf []byte
+	err error // the first write's that failed, for the family under way
 }
 
 const textChunk = 32 << 10
+
+// header starts a family: its HELP and TYPE lines.
+func (t *textWriter) header(name, help, typ string) {
+	if t.buf == nil {
+		t.buf = make([]byte, 0, textChunk+1024)
+	}
+	t.buf = append(t.buf, "# HELP "...)
+	t.buf = append(t.buf, name...)
+	t.buf = append(t.buf, ' ')
+	t.buf = appendEscaped(t.buf, help, false)
+	t.buf = append(t.buf, "\n# TYPE "...)
+	t.buf = append(t.buf, name...)
+	t.buf = append(t.buf, ' ')
+	t.buf = append(t.buf, typ...)
+	t.buf = append(t.buf, '\n')
+}
+
+// sample writes one line: name, its labels (written already, escaped,
+// sorted by name), le when not nil, and v.
+func (t *textWriter) sample(name, suffix, labels string, le *float64, v float64) {
+	t.buf = append(t.buf, name...)
+	t.buf = append(t.buf, suffix...)
+	t.buf = append(t.buf, '{')
+	t.buf = append(t.buf, labels...)
+	if le != nil {
+		t.buf = append(t.buf, `,le="`...)
+		t.buf = appendFloat(t.buf, *le)
+		t.buf = append(t.buf, '"')
+	}
+	t.buf = append(t.buf, "} "...)
+	t.buf = appendFloat(t.buf, v)
+	t.buf = append(t.buf, '\n')
+	if len(t.buf) >= textChunk {
+		t.flush()
+	}
+}
+
+// flush writes what is buffered, and ends the family: it returns the
+// first error writing it.
+func (t *textWriter) flush() error {
+	if t.err == nil && len(t.buf) > 0 {
+		_, t.err = t.out.Write(t.buf)
+	}
+	t.buf = t.buf[:0]
+	return t.err
+}
+
+// end ends a family, returning its first error writing.
+func (t *textWriter) end() error {
+	err := t.flush()
+	t.err = nil
+	return err
+}
 
 // backendFamily writes perBackend[i] of backends as expfmt's
 // MetricFamilyToText would write its dto family: the family's names need
@@ -147,36 +219,119 @@ const textChunk = 32 << 10
 // a label value, has its backslashes, newlines and double quotes escaped.
 func (t *textWriter) backendFamily(i int, backends []luaapi.BackendMetrics) error {
 	f := perBackend[i]
-	if t.buf == nil {
-		t.buf = make([]byte, 0, textChunk+1024)
-	}
-	b := t.buf[:0]
-	b = append(b, "# HELP "...)
-	b = append(b, f.name...)
-	b = append(b, ' ')
-	b = appendEscaped(b, f.help, false)
-	b = append(b, "\n# TYPE "...)
-	b = append(b, f.name...)
-	b = append(b, ' ')
-	b = append(b, strings.ToLower(f.typ.String())...)
-	b = append(b, '\n')
+	t.header(f.name, f.help, strings.ToLower(f.typ.String()))
+	var label []byte
 	for _, backend := range backends {
-		b = append(b, f.name...)
-		b = append(b, "{"+backendLabel+`="`...)
-		b = appendEscaped(b, backend.Name, true)
-		b = append(b, `"} `...)
-		b = appendFloat(b, f.value(backend))
-		b = append(b, '\n')
-		if len(b) >= textChunk {
-			if _, err := t.out.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
+		label = appendEscaped(append(label[:0], backendLabel+`="`...), backend.Name, true)
+		label = append(label, '"')
+		t.sample(f.name, "", string(label), nil, f.value(backend))
 	}
-	_, err := t.out.Write(b)
-	t.buf = b[:0]
-	return err
+	return t.end()
+}
+
+// requestText are the request families of rs for serveText to write,
+// as expfmt would write those requestFamilies makes: a family without
+// series left out, series sorted as the registry sorts them (aggregate),
+// labels sorted by name, the constant ones among them, a histogram's
+// counts as the uint64 a const histogram holds.
+func (c *ingressNginxCollector) requestText(t *textWriter, rs *requestScrape) []textFamily {
+	if rs.err != nil || len(rs.series) == 0 {
+		return nil
+	}
+	consts := []string{"controller_class", c.opts.Class, "controller_namespace", c.opts.Namespace, "controller_pod", c.opts.Pod}
+	labels := labelTexts(rs.series, requestLabelNames(c.opts.PerHost), consts)
+	name := func(n string) string { return prometheus.BuildFQName(IngressNginxNamespace, "", n) }
+	var out []textFamily
+	if c.requests != nil {
+		out = append(out, textFamily{name("requests"), func() error {
+			t.header(name("requests"), requestsHelp, "counter")
+			for i, s := range rs.series {
+				t.sample(name("requests"), "", labels[i], nil, s.values[0])
+			}
+			return t.end()
+		}})
+	}
+	at := 1
+	for i, h := range requestHistograms {
+		first, bounds := at, rs.bounds[i]
+		at += 2 + len(bounds)
+		if c.histograms[i] == nil || !slices.ContainsFunc(rs.series, func(s *requestSeries) bool { return s.values[first] > 0 }) {
+			continue
+		}
+		out = append(out, textFamily{name(h.name), func() error {
+			n := name(h.name)
+			t.header(n, h.help, "histogram")
+			for j, s := range rs.series {
+				count, sum := s.values[first], s.values[first+1]
+				if count <= 0 {
+					continue
+				}
+				cumulative := 0.0
+				for k := range bounds {
+					cumulative += s.values[first+2+k]
+					t.sample(n, "_bucket", labels[j], &bounds[k], float64(uint64(cumulative)))
+				}
+				inf := math.Inf(+1)
+				t.sample(n, "_bucket", labels[j], &inf, float64(uint64(count)))
+				t.sample(n, "_sum", labels[j], nil, sum)
+				t.sample(n, "_count", labels[j], nil, float64(uint64(count)))
+			}
+			return t.end()
+		}})
+	}
+	if c.latency != nil && len(rs.latency) > 0 {
+		latency := labelTexts(rs.latency, latencyLabels, consts)
+		out = append(out, textFamily{name("ingress_upstream_latency_seconds"), func() error {
+			n := name("ingress_upstream_latency_seconds")
+			t.header(n, latencyHelp, "summary")
+			for i, s := range rs.latency {
+				t.sample(n, "_sum", latency[i], nil, s.values[1])
+				t.sample(n, "_count", latency[i], nil, float64(uint64(s.values[0])))
+			}
+			return t.end()
+		}})
+	}
+	return out
+}
+
+// labelTexts are each series' labels as the text format writes them
+// between braces, with the constant ones (name, value, name, value…),
+// sorted by name.
+func labelTexts(series []*requestSeries, names, consts []string) []string {
+	type label struct {
+		name  string
+		index int // in a series' labels; -1 - i for consts[2*i+1]
+	}
+	var all []label
+	for i, n := range names {
+		all = append(all, label{n, i})
+	}
+	for i := 0; i < len(consts); i += 2 {
+		all = append(all, label{consts[i], -1 - i/2})
+	}
+	slices.SortFunc(all, func(a, b label) int { return strings.Compare(a.name, b.name) })
+	out := make([]string, len(series))
+	var b []byte
+	for i, s := range series {
+		b = b[:0]
+		for j, l := range all {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			v := ""
+			if l.index >= 0 {
+				v = s.labels[l.index]
+			} else {
+				v = consts[2*(-1-l.index)+1]
+			}
+			b = append(b, l.name...)
+			b = append(b, `="`...)
+			b = appendEscaped(b, v, true)
+			b = append(b, '"')
+		}
+		out[i] = string(b)
+	}
+	return out
 }
 
 // appendEscaped appends s with backslashes and newlines escaped, and

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 // Accept headers of Prometheus's scrapes. 2.42's was read from a real
@@ -46,11 +48,43 @@ var hostileBackends = []luaapi.BackendMetrics{
 // bytes but for the go_ and process_ series, which move between two
 // gathers); the others are promhttp's.
 func TestServeTextAsPromhttp(t *testing.T) {
-	lua := &fakeLua{m: luaapi.LuaMetrics{Certificates: 2, Nginx: &luaapi.NginxProcess{Procs: 2}}}
-	m := New(Options{Version: "v1", Commit: "abc", Lua: lua,
-		IngressNginx: &IngressNginx{Class: "c", Namespace: "n", Pod: "p", Lua: &fakeRequestLua{fakeLua: *lua}}})
+	for _, opts := range []IngressNginx{
+		{PerHost: true, PerUndefinedHost: true},
+		{ReportStatusClasses: true, Exclude: []string{"nginx_ingress_controller_bytes_sent", "request_size"}},
+		{PerHost: true, Exclude: []string{"requests", "ingress_upstream_latency_seconds"}},
+	} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) { serveTextAsPromhttp(t, opts) })
+	}
+}
+
+func serveTextAsPromhttp(t *testing.T, opts IngressNginx) {
+	lua := requestLua()
+	lua.m.Certificates = 2
+	buckets := render.DefaultRequestMetrics()
+	lua.rm.Time, lua.rm.Length, lua.rm.Size = buckets.Time, buckets.Length, buckets.Size
+	lua.rm.Series = append(lua.rm.Series, hostileRequestSeries(buckets)...)
+	opts.Class, opts.Namespace, opts.Pod, opts.Lua = "c\"lass", "n", "p\n", lua
+	m := New(Options{Version: "v1", Commit: "abc", Lua: &lua.fakeLua, IngressNginx: &opts})
 	h := m.Handler()
 	want := promhttp.HandlerFor(m, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Registry: m.reg})
+	// The registry alone exports the request series as the collector
+	// always did: the text path writes the same lines.
+	registryText := func() string {
+		families, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, f := range families {
+			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}()
+	if !strings.Contains(registryText, "_bucket{") || !strings.Contains(registryText, "ingress_upstream_latency_seconds_count{") && !slices.Contains(opts.Exclude, "ingress_upstream_latency_seconds") {
+		t.Fatalf("the registry's text has no request series:\n%s", registryText)
+	}
 	for _, c := range []struct {
 		accept, encoding, query string
 		text                    bool // taken by serveText
@@ -103,10 +137,50 @@ func TestServeTextAsPromhttp(t *testing.T) {
 		if deterministic(g) != deterministic(w) {
 			t.Errorf("%s: body differs from promhttp's:\n%s", name, diffLines(deterministic(w), deterministic(g)))
 		}
+		if c.query == "" && requestLines(g) != requestLines(registryText) {
+			t.Errorf("%s: request series differ from the registry's:\n%s", name, diffLines(requestLines(registryText), requestLines(g)))
+		}
 		if c.query == "" && !strings.Contains(g, "restysync_lua_backend_failures_total{backend=\"ns/back\\\\slash\\\\:80\"} 4.611686018427388e+18\n") {
 			t.Errorf("%s: no failures line for ns/back\\slash\\:80 in\n%s", name, g)
 		}
 	}
+}
+
+// requestLines are the lines of the request families in text.
+func requestLines(text string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if strings.Contains(line, "nginx_ingress_controller_") && !strings.Contains(line, "nginx_process") && !strings.Contains(line, "config_") &&
+			!strings.Contains(line, "_success") && !strings.Contains(line, "_errors") || strings.Contains(line, "request_series_dropped") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// hostileRequestSeries are request series whose labels a tenant or a
+// client chose (a path, a Host header), at the buckets given, with values
+// that make every histogram's counts and a fraction.
+func hostileRequestSeries(buckets render.RequestMetrics) []luaapi.RequestSeries {
+	width := 1
+	for _, h := range requestHistograms {
+		width += 2 + len(map[string][]float64{"time": buckets.Time, "length": buckets.Length, "size": buckets.Size}[h.bounds])
+	}
+	var out []luaapi.RequestSeries
+	for i, labels := range [][]string{
+		{"shop", "web", "web", "/x\ny\"}", "a\"b\\c\u2028\ufffd.test", "200", "GET", ""},
+		{"shop", "web", "web", "/x\ny\"}", "a\"b\\c\u2028\ufffd.test", "204", "GET", ""},
+		{"shop", "web", "web", "/", "", "404", "HEAD", "shop/canary:80"},
+		{"a", "b", "c", "/z", "z.test", "500", "POST", ""},
+		{"a", "b", "c", "/z", "y.test", "502", "POST", ""},
+	} {
+		v := make([]float64, width)
+		for j := range v {
+			v[j] = float64((i+1)*(j+3)%17) + 0.25*float64(j%2)
+		}
+		out = append(out, luaapi.RequestSeries{Labels: strings.Join(labels, "\x01"), Values: v})
+	}
+	return out
 }
 
 // unzipped is a recorded answer's body, gunzipped if it was gzipped.
