@@ -191,6 +191,11 @@ func (t *textWriter) sample(name, suffix, labels string, le *float64, v float64)
 	t.buf = append(t.buf, "} "...)
 	t.buf = appendFloat(t.buf, v)
 	t.buf = append(t.buf, '\n')
+	t.flushFull()
+}
+
+// flushFull writes the buffer once it holds a chunk.
+func (t *textWriter) flushFull() {
 	if len(t.buf) >= textChunk {
 		t.flush()
 	}
@@ -220,11 +225,14 @@ func (t *textWriter) end() error {
 func (t *textWriter) backendFamily(i int, backends []luaapi.BackendMetrics) error {
 	f := perBackend[i]
 	t.header(f.name, f.help, strings.ToLower(f.typ.String()))
-	var label []byte
 	for _, backend := range backends {
-		label = appendEscaped(append(label[:0], backendLabel+`="`...), backend.Name, true)
-		label = append(label, '"')
-		t.sample(f.name, "", string(label), nil, f.value(backend))
+		t.buf = append(t.buf, f.name...)
+		t.buf = append(t.buf, "{"+backendLabel+`="`...)
+		t.buf = appendEscaped(t.buf, backend.Name, true)
+		t.buf = append(t.buf, `"} `...)
+		t.buf = appendFloat(t.buf, f.value(backend))
+		t.buf = append(t.buf, '\n')
+		t.flushFull()
 	}
 	return t.end()
 }
