@@ -97,8 +97,8 @@ func (f family) single(v float64) *dto.MetricFamily {
 
 // luaScrape is one scrape's read of Lua, before it is encoded: as dto
 // families (families, for protobuf and Gather) or as text straight from
-// backends (writeBackendText), which at 50,000 backends spares a scrape
-// the 150,000 dto series.
+// backends (textWriter.backendFamily), which at 50,000 backends spares a
+// scrape the 150,000 dto series.
 type luaScrape struct {
 	up     bool
 	errors uint64 // restysync_lua_scrape_errors_total
@@ -118,9 +118,6 @@ func (g *luaGatherer) read() luaScrape {
 	}
 	return luaScrape{up: true, errors: g.errors.Load(), m: lm, backends: uniqueBackends(lm.Backends)}
 }
-
-// gather asks Lua and returns its families.
-func (g *luaGatherer) gather() []*dto.MetricFamily { return g.read().families() }
 
 // families are every Lua family as dto: the single ones and, with
 // backends, the three per-backend ones.
