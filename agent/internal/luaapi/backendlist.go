@@ -3,6 +3,7 @@ package luaapi
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -11,7 +12,9 @@ import (
 // encoding/json's reflection made that read half a scrape's CPU and a
 // string and more per entry, so UnmarshalJSON reads the array as Lua writes
 // it ({"name":…,"endpoints":…,"requests":…,"failures":…}, keys spelled
-// exactly, integers) by hand, with every name in one string. Anything else
+// exactly, integers) by hand, with every name a substring of one
+// strings.Builder's (the Builder only appends, so a substring taken as a
+// name is read never changes; it is not copied to a string at the end). Anything else
 // (another key or spelling, a number with a fraction or exponent, null) is
 // handed to encoding/json whole, so the result is always what
 // encoding/json gives, errors included.
@@ -36,10 +39,8 @@ func (l *BackendList) UnmarshalJSON(data []byte) error {
 type backendReader struct {
 	data []byte
 	pos  int
-	// names holds every name read, one after another; spans are where
-	// each entry's is, turned into substrings of one string at the end.
-	names []byte
-	spans []int
+	// names holds every name read, one after another.
+	names strings.Builder
 }
 
 var errShape = errors.New("not the shape Lua writes")
@@ -66,8 +67,9 @@ func (r *backendReader) array() (BackendList, bool) {
 		}
 	}
 	list := make(BackendList, 0, n)
-	r.names = make([]byte, 0, (len(r.data)-r.pos)/2)
-	r.spans = make([]int, 0, 2*n)
+	// The names are at most what is left once each entry's keys and
+	// punctuation are taken out (a guess if an entry lacks a key).
+	r.names.Grow(max(len(r.data)-r.pos-n*len(`{"name":"","endpoints":,"requests":,"failures":},`), 64))
 	r.space()
 	if !r.eat(']') {
 		for {
@@ -84,10 +86,6 @@ func (r *backendReader) array() (BackendList, bool) {
 				return nil, false
 			}
 		}
-	}
-	all := string(r.names)
-	for i := range list {
-		list[i].Name = all[r.spans[2*i]:r.spans[2*i+1]]
 	}
 	return list, true
 }
@@ -111,15 +109,13 @@ func (r *backendReader) eat(c byte) bool {
 	return false
 }
 
-// backend reads one object; its name is appended to r.names and its span
-// to r.spans (an empty one when it has no "name").
+// backend reads one object; its name is appended to r.names.
 func (r *backendReader) backend() (BackendMetrics, error) {
 	var b BackendMetrics
 	r.space()
 	if !r.eat('{') {
 		return b, errShape
 	}
-	start, end := len(r.names), len(r.names)
 	for first := true; ; first = false {
 		key, done, ok := r.field(first)
 		if !ok {
@@ -131,9 +127,7 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 		var err error
 		switch string(key) {
 		case "name":
-			start = len(r.names)
-			err = r.name()
-			end = len(r.names)
+			b.Name, err = r.name()
 		case "endpoints":
 			var v int64
 			v, err = r.integer()
@@ -149,7 +143,6 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 			return b, err
 		}
 	}
-	r.spans = append(r.spans, start, end)
 	return b, nil
 }
 
@@ -196,54 +189,48 @@ func (r *backendReader) plainKey() ([]byte, bool) {
 	return nil, false
 }
 
-// name appends a JSON string to r.names, unescaped. Printable ASCII and
-// the \/ Lua writes for every slash are read here; a string with any other
-// escape or a byte past ASCII is decoded by encoding/json, which also
-// replaces invalid UTF-8 as it would in the slow path.
-func (r *backendReader) name() error {
+// name reads a JSON string, unescaped, appended to r.names. Printable
+// ASCII and the \/ Lua writes for every slash are read here; a string with
+// any other escape or a byte past ASCII is decoded by encoding/json, which
+// also replaces invalid UTF-8 as it would in the slow path.
+func (r *backendReader) name() (string, error) {
 	if !r.eat('"') {
-		return errShape
+		return "", errShape
 	}
-	start, mark := r.pos, len(r.names)
-	for r.pos < len(r.data) {
-		c := r.data[r.pos]
-		switch {
-		case c == '"':
-			r.pos++
-			return nil
+	start := r.pos
+	plain := true
+	for ; r.pos < len(r.data) && r.data[r.pos] != '"'; r.pos++ {
+		switch c := r.data[r.pos]; {
 		case c == '\\' && r.pos+1 < len(r.data) && r.data[r.pos+1] == '/':
-			r.names = append(r.names, '/')
-			r.pos += 2
-			continue
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return r.escapedName(start, mark)
+			r.pos++
+		case c == '\\':
+			plain = false
+			r.pos++ // the escaped byte: a '"' there does not end the string
+		case c < 0x20 || c >= utf8.RuneSelf:
+			plain = false
 		}
-		r.names = append(r.names, c)
-		r.pos++
 	}
-	return errShape
-}
-
-// escapedName decodes the string that starts at start (after its quote)
-// with encoding/json, in place of what name appended past mark.
-func (r *backendReader) escapedName(start, mark int) error {
-	end := start
-	for end < len(r.data) && r.data[end] != '"' {
-		if r.data[end] == '\\' {
-			end++
+	if r.pos >= len(r.data) {
+		return "", errShape
+	}
+	raw := r.data[start:r.pos]
+	r.pos++ // the closing quote
+	mark := r.names.Len()
+	if plain {
+		for i := 0; i < len(raw); i++ {
+			if raw[i] == '\\' {
+				i++ // \/
+			}
+			r.names.WriteByte(raw[i])
 		}
-		end++
+	} else {
+		var s string
+		if err := json.Unmarshal(r.data[start-1:r.pos], &s); err != nil {
+			return "", errShape
+		}
+		r.names.WriteString(s)
 	}
-	if end >= len(r.data) {
-		return errShape
-	}
-	var s string
-	if err := json.Unmarshal(r.data[start-1:end+1], &s); err != nil {
-		return errShape
-	}
-	r.names = append(r.names[:mark], s...)
-	r.pos = end + 1
-	return nil
+	return r.names.String()[mark:], nil
 }
 
 // integer reads a JSON number that is an integer within int64 (what Lua's

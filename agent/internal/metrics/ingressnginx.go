@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
@@ -78,6 +80,12 @@ var requestHistograms = []struct {
 	{"bytes_sent", "bytes_sent", "DEPRECATED The number of bytes sent to a client", "size"},
 }
 
+// The help of the requests counter and of the latency summary.
+const (
+	requestsHelp = "The total number of client requests"
+	latencyHelp  = "DEPRECATED Upstream service latency per Ingress"
+)
+
 // connectHistogram is the index of connect_duration, which the deprecated
 // ingress_upstream_latency_seconds summary also reads.
 const connectHistogram = 2
@@ -97,6 +105,11 @@ type ingressNginxCollector struct {
 	// metricsLua reads GET /metrics: opts.Lua, or the read Metrics.Gather
 	// shares with the Lua families (sharedLua).
 	metricsLua LuaReader
+	// requestsRead is the request metrics Metrics.gather read for the
+	// gather under way, which it exports itself (written as text by a text
+	// scrape: at 4,096 series, dto series were 120 MB a scrape); nil
+	// outside one, when Collect reads and exports them.
+	requestsRead atomic.Pointer[requestScrape]
 
 	requests   *prometheus.Desc
 	histograms []*prometheus.Desc // nil where excluded
@@ -135,8 +148,8 @@ func newIngressNginxCollector(opts IngressNginx, timeout time.Duration, state fu
 	}
 	c := &ingressNginxCollector{
 		opts: opts, timeout: timeout, state: state, metricsLua: opts.Lua,
-		requests: desc("requests", "The total number of client requests", labels),
-		latency:  desc("ingress_upstream_latency_seconds", "DEPRECATED Upstream service latency per Ingress", latencyLabels),
+		requests: desc("requests", requestsHelp, labels),
+		latency:  desc("ingress_upstream_latency_seconds", latencyHelp, latencyLabels),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "lua", "request_series_dropped_total"),
 			"Requests not recorded in the request metrics because the nginx worker that served them held its maximum of series (4096); read from the worker that answered the scrape.", nil, nil),
 		connections: prometheus.NewDesc(name("nginx_process_connections"),
@@ -249,11 +262,13 @@ func (c *ingressNginxCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	if rm, err := c.opts.Lua.RequestMetrics(ctx); err != nil {
+	if read := c.requestsRead.Load(); read != nil {
+		failed = failed || read.err != nil // Metrics.gather exports them
+	} else if rs := c.readRequests(ctx); rs.err != nil {
 		failed = true
 	} else {
-		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, rm.Dropped)
-		c.collectRequests(ch, rm)
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, rs.dropped)
+		c.collectRequests(ch, rs)
 	}
 	if failed {
 		c.scrapeErrs.Inc()
@@ -300,24 +315,48 @@ type requestSeries struct {
 	values []float64
 }
 
-// collectRequests aggregates nginx's series into the exported ones (host
-// left out without PerHost, status classes) and exports them.
-func (c *ingressNginxCollector) collectRequests(ch chan<- prometheus.Metric, rm luaapi.RequestMetrics) {
-	bounds := map[string][]float64{"time": rm.Time, "length": rm.Length, "size": rm.Size}
+// requestScrape is one scrape's read of the request metrics, aggregated
+// into the exported series (aggregate).
+type requestScrape struct {
+	err     error // the read's; nothing else is set then
+	dropped float64
+	// bounds are each histogram's bucket bounds (requestHistograms' order);
+	// nil when Lua's answer was of another shape: no series then.
+	bounds [][]float64
+	// series are the exported request series, sorted as the registry sorts
+	// a family's series (by label value, labels by name); latency the
+	// ingress_upstream_latency_seconds ones, sorted likewise.
+	series, latency []*requestSeries
+}
+
+// readRequests asks Lua for the request metrics and aggregates them.
+func (c *ingressNginxCollector) readRequests(ctx context.Context) requestScrape {
+	rm, err := c.opts.Lua.RequestMetrics(ctx)
+	if err != nil {
+		return requestScrape{err: err}
+	}
+	return c.aggregate(rm)
+}
+
+// aggregate sums nginx's series into the exported ones (host left out
+// without PerHost, status classes).
+func (c *ingressNginxCollector) aggregate(rm luaapi.RequestMetrics) requestScrape {
+	rs := requestScrape{dropped: rm.Dropped}
+	byKind := map[string][]float64{"time": rm.Time, "length": rm.Length, "size": rm.Size}
 	width := 1
 	for _, h := range requestHistograms {
-		width += 2 + len(bounds[h.bounds])
+		width += 2 + len(byKind[h.bounds])
 	}
 	if len(rm.Histograms) != len(requestHistograms) {
-		return // another Lua: nothing it reports can be read
+		return rs // another Lua: nothing it reports can be read
 	}
 	for i, h := range requestHistograms {
 		if rm.Histograms[i] != h.lua {
-			return
+			return rs
 		}
+		rs.bounds = append(rs.bounds, byKind[h.bounds])
 	}
 	series := map[string]*requestSeries{}
-	var order []string
 	for _, s := range rm.Series {
 		values := strings.Split(s.Labels, "\x01")
 		if len(values) != len(requestLabels) || len(s.Values) != width {
@@ -338,23 +377,63 @@ func (c *ingressNginxCollector) collectRequests(ch chan<- prometheus.Metric, rm 
 		if !ok {
 			agg = &requestSeries{labels: values, values: make([]float64, width)}
 			series[key] = agg
-			order = append(order, key)
+			rs.series = append(rs.series, agg)
 		}
 		for i, v := range s.Values {
 			agg.values[i] += v
 		}
 	}
-	slices.Sort(order)
+	sortSeries(rs.series, requestLabelNames(c.opts.PerHost))
 	latency := map[string]*requestSeries{}
-	var latencyOrder []string
-	for _, key := range order {
-		s := series[key]
+	for _, s := range rs.series {
+		at := 1
+		for i, b := range rs.bounds {
+			if count, sum := s.values[at], s.values[at+1]; i == connectHistogram && count > 0 {
+				// namespace, ingress, service and canary (the last label).
+				l := []string{s.labels[0], s.labels[1], s.labels[2], s.labels[len(s.labels)-1]}
+				lkey := strings.Join(l, "\x01")
+				agg, ok := latency[lkey]
+				if !ok {
+					agg = &requestSeries{labels: l, values: make([]float64, 2)}
+					latency[lkey] = agg
+					rs.latency = append(rs.latency, agg)
+				}
+				agg.values[0] += count
+				agg.values[1] += sum
+			}
+			at += 2 + len(b)
+		}
+	}
+	sortSeries(rs.latency, latencyLabels)
+	return rs
+}
+
+// sortSeries sorts series as the registry sorts a family's: by their label
+// values taken in the order of the labels' names (names are their labels').
+func sortSeries(series []*requestSeries, names []string) {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	slices.SortFunc(series, func(a, b *requestSeries) int {
+		for _, i := range order {
+			if c := strings.Compare(a.labels[i], b.labels[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}
+
+// collectRequests exports rs's series.
+func (c *ingressNginxCollector) collectRequests(ch chan<- prometheus.Metric, rs requestScrape) {
+	for _, s := range rs.series {
 		if c.requests != nil {
 			ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, s.values[0], s.labels...)
 		}
 		at := 1
-		for i, h := range requestHistograms {
-			b := bounds[h.bounds]
+		for i, b := range rs.bounds {
 			count, sum := s.values[at], s.values[at+1]
 			if d := c.histograms[i]; d != nil && count > 0 {
 				buckets := make(map[float64]uint64, len(b))
@@ -365,27 +444,52 @@ func (c *ingressNginxCollector) collectRequests(ch chan<- prometheus.Metric, rm 
 				}
 				ch <- prometheus.MustNewConstHistogram(d, uint64(count), sum, buckets, s.labels...)
 			}
-			if i == connectHistogram && count > 0 {
-				// namespace, ingress, service and canary (the last label).
-				l := []string{s.labels[0], s.labels[1], s.labels[2], s.labels[len(s.labels)-1]}
-				lkey := strings.Join(l, "\x01")
-				agg, ok := latency[lkey]
-				if !ok {
-					agg = &requestSeries{labels: l, values: make([]float64, 2)}
-					latency[lkey] = agg
-					latencyOrder = append(latencyOrder, lkey)
-				}
-				agg.values[0] += count
-				agg.values[1] += sum
-			}
 			at += 2 + len(b)
 		}
 	}
 	if c.latency == nil {
 		return
 	}
-	for _, key := range latencyOrder {
-		l := latency[key]
+	for _, l := range rs.latency {
 		ch <- prometheus.MustNewConstSummary(c.latency, uint64(l.values[0]), l.values[1], map[float64]float64{}, l.labels...)
+	}
+}
+
+// requestFamilies are rs's families as dto, as Collect would have exported
+// them, through a registry of their own; only dropped's unless series.
+func (c *ingressNginxCollector) requestFamilies(rs *requestScrape, series bool) ([]*dto.MetricFamily, error) {
+	if rs.err != nil {
+		return nil, nil
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(requestCollector{c, rs, series}); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
+}
+
+// requestCollector exports one requestScrape.
+type requestCollector struct {
+	c      *ingressNginxCollector
+	rs     *requestScrape
+	series bool
+}
+
+func (r requestCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- r.c.dropped
+	if !r.series {
+		return
+	}
+	for _, d := range append([]*prometheus.Desc{r.c.requests, r.c.latency}, r.c.histograms...) {
+		if d != nil {
+			ch <- d
+		}
+	}
+}
+
+func (r requestCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(r.c.dropped, prometheus.CounterValue, r.rs.dropped)
+	if r.series {
+		r.c.collectRequests(ch, *r.rs)
 	}
 }

@@ -5,7 +5,11 @@
 // implements; the state of the loop, the objects the source holds and the
 // Lua side (per-backend endpoints and request counters, certificates) are
 // read at scrape time by collectors, so nothing is computed between scrapes.
-// Every series lives in the agent's own registry, never the global one.
+// Every series lives in the agent's own registry, never the global one,
+// but the Lua series and the ingress-nginx request series, which are read
+// beside it at each scrape and, for a text scrape, written without being
+// made into Prometheus's objects first (text.go): at 50,000 backends or
+// thousands of request series those objects were most of a scrape's cost.
 package metrics
 
 import (
@@ -87,6 +91,10 @@ type Metrics struct {
 
 	// scrapeTimeout bounds a scrape's gathering (Handler).
 	scrapeTimeout time.Duration
+	// inflight is the gather the scrapes under way wait for, nil when none
+	// (gatherWithin).
+	inflightMu sync.Mutex
+	inflight   *inflightGather
 }
 
 var (
@@ -217,72 +225,147 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // name as the registry sorts its own. The registry's error, if any, is
 // returned with what it gathered.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) {
-	if m.shared != nil {
+	return m.gather().allFamilies()
+}
+
+// gathered is one scrape's series: the registry's as dto, Lua's as read.
+type gathered struct {
+	families []*dto.MetricFamily // the registry's, sorted by name
+	err      error               // the registry's
+	lua      *luaScrape          // nil without Options.Lua
+	// requests are the ingress-nginx request metrics, nil when off.
+	requests     *requestScrape
+	ingressNginx *ingressNginxCollector
+}
+
+// gather reads the registry and Lua.
+func (m *Metrics) gather() gathered {
+	if m.shared != nil || m.ingressNginx != nil {
 		m.gatherMu.Lock()
 		defer m.gatherMu.Unlock()
+	}
+	if m.shared != nil {
 		m.shared.cur.Store(&luaRead{})
 		defer m.shared.cur.Store(nil)
 	}
-	families, err := m.reg.Gather()
-	if m.lua != nil {
-		families = append(families, m.lua.gather()...)
-		slices.SortFunc(families, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	var g gathered
+	if in := m.ingressNginx; in != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), in.timeout)
+		rs := in.readRequests(ctx)
+		cancel()
+		g.requests, g.ingressNginx = &rs, in
+		in.requestsRead.Store(&rs)
+		defer in.requestsRead.Store(nil)
 	}
+	g.families, g.err = m.reg.Gather()
+	if m.lua != nil {
+		lua := m.lua.read()
+		g.lua = &lua
+	}
+	return g
+}
+
+// allFamilies are every family as dto, sorted by name, and the error
+// gathering them.
+func (g gathered) allFamilies() ([]*dto.MetricFamily, error) {
+	families, err := slices.Clone(g.families), g.err // g is shared: sorted in a copy
+	if g.lua != nil {
+		families = append(families, g.lua.families()...)
+	}
+	if g.requests != nil {
+		requests, rerr := g.ingressNginx.requestFamilies(g.requests, true)
+		families, err = append(families, requests...), errors.Join(err, rerr)
+	}
+	slices.SortFunc(families, byFamilyName)
 	return families, err
 }
 
+func byFamilyName(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) }
+
 // Handler serves every series (Gather) in the Prometheus exposition
-// formats. A collector that fails leaves its series out; the rest are
-// still served. A gather that takes longer than scrapeTimeout answers 503,
-// as promhttp's Timeout option would; that option is not used because the
-// http.TimeoutHandler it wraps holds the whole body in memory before
-// sending it (12 MB at 50,000 backends, grown by doubling, every scrape).
+// formats, negotiated by promhttp. A scrape in the text format with no
+// compression or gzip, what Prometheus asks for when it does not ask for
+// protobuf, is written by serveText, which writes the per-backend Lua
+// series without making them dto series first (text.go); every other
+// scrape is promhttp's. A collector that fails leaves its series out; the
+// rest are still served. A gather that takes longer than scrapeTimeout
+// answers 503, as promhttp's Timeout option would; that option is not
+// used because the http.TimeoutHandler it wraps holds the whole body in
+// memory before sending it (12 MB at 50,000 backends, grown by doubling,
+// every scrape).
 func (m *Metrics) Handler() http.Handler {
 	opts := promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          m.reg, // promhttp_metric_handler_errors_total
 		EnableOpenMetrics: false,
 	}
-	promhttp.HandlerFor(m, opts) // registers promhttp_metric_handler_errors_total now
+	// promhttp registers its error counter, finds this one and counts
+	// in it: serveText counts in the same series.
+	handlerErrors := registerHandlerErrors(m.reg)
+	promhttp.HandlerFor(m, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		families, err := m.gatherWithin(m.scrapeTimeout)
-		if errors.Is(err, errGatherTimeout) {
+		g, err := m.gatherWithin(m.scrapeTimeout)
+		if err != nil {
 			http.Error(w, fmt.Sprintf("Exceeded configured timeout of %v.", m.scrapeTimeout), http.StatusServiceUnavailable)
 			return
 		}
-		gathered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
-		promhttp.HandlerFor(gathered, opts).ServeHTTP(w, r)
+		// Nothing gathered and an error: promhttp answers 500.
+		if format, gz, ok := plainTextScrape(r); ok && (g.err == nil || g.lua != nil || len(g.families) > 0) {
+			m.serveText(w, g, gz, format, handlerErrors)
+			return
+		}
+		families, err := g.allFamilies()
+		gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return families, err })
+		promhttp.HandlerFor(gatherer, opts).ServeHTTP(w, r)
 	})
 }
 
 // errGatherTimeout is gatherWithin's error when Gather took too long.
 var errGatherTimeout = errors.New("gathering took longer than the scrape timeout")
 
-// gatherWithin is Gather, or errGatherTimeout if it takes longer than
+// gatherWithin is gather, or errGatherTimeout if it takes longer than
 // timeout (it then goes on in the background, its result thrown away).
-func (m *Metrics) gatherWithin(timeout time.Duration) ([]*dto.MetricFamily, error) {
-	type gathered struct {
-		families []*dto.MetricFamily
-		err      error
-	}
-	done := make(chan gathered, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- gathered{err: fmt.Errorf("gathering panicked: %v", p)}
-			}
+// Scrapes that arrive while a gather is under way wait for that one and
+// share what it gathered, as promhttp's CoalesceGather option does: two
+// Prometheus servers scraping together cost one read of Lua (4 MB at
+// 50,000 backends), and scrapes that time out leave one gather running,
+// not one each. What is gathered is only read from then on.
+func (m *Metrics) gatherWithin(timeout time.Duration) (gathered, error) {
+	m.inflightMu.Lock()
+	c := m.inflight
+	if c == nil {
+		c = &inflightGather{done: make(chan struct{})}
+		m.inflight = c
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					c.g = gathered{err: fmt.Errorf("gathering panicked: %v", p)}
+				}
+				m.inflightMu.Lock()
+				m.inflight = nil
+				m.inflightMu.Unlock()
+				close(c.done)
+			}()
+			c.g = m.gather()
 		}()
-		f, err := m.Gather()
-		done <- gathered{f, err}
-	}()
+	}
+	c.scrapes++
+	m.inflightMu.Unlock()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case g := <-done:
-		return g.families, g.err
+	case <-c.done:
+		return c.g, nil
 	case <-timer.C:
-		return nil, errGatherTimeout
+		return gathered{}, errGatherTimeout
 	}
+}
+
+// inflightGather is the gather under way; g is set when done is closed.
+type inflightGather struct {
+	done    chan struct{}
+	g       gathered
+	scrapes int // that came for it (tests)
 }
 
 // Synced records one sync.

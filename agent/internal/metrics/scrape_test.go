@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"compress/gzip"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/restysync/restysync/agent/internal/apply"
 	"github.com/restysync/restysync/agent/internal/luaapi"
+	"github.com/restysync/restysync/agent/internal/render"
 )
 
 // luaMetricsBody is GET /metrics of the Lua config API as
@@ -68,18 +70,23 @@ func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
 // BenchmarkScrape is one Prometheus scrape of the agent's /metrics, through
 // the real handler, with the Lua config API answering for n backends;
 // ingress-nginx=true adds the ingress-nginx series on the same Lua, as the
-// agent runs by default (--ingress-nginx-metrics).
+// agent runs by default (--ingress-nginx-metrics). The scrape asks for
+// text/plain, uncompressed; prometheus=true asks as Prometheus 2.42 does
+// (its Accept header, gzip).
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 50000} {
 		for _, ingressNginx := range []bool{false, true} {
 			b.Run(fmt.Sprintf("backends=%d/ingress-nginx=%v", n, ingressNginx), func(b *testing.B) {
-				benchmarkScrape(b, n, ingressNginx)
+				benchmarkScrape(b, n, ingressNginx, false)
 			})
 		}
 	}
+	b.Run("backends=50000/ingress-nginx=true/prometheus=true", func(b *testing.B) {
+		benchmarkScrape(b, 50000, true, true)
+	})
 }
 
-func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
+func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
 	lua := luaServer(b, luaMetricsBody(n))
 	opts := Options{Version: "v1", Commit: "abc", Lua: lua}
 	if ingressNginx {
@@ -89,6 +96,10 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	h := m.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept", "text/plain")
+	if prometheus {
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	var w discardWriter
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -96,7 +107,7 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	for range b.N {
 		w = discardWriter{header: http.Header{}}
 		h.ServeHTTP(&w, req)
-		if w.code != http.StatusOK || !w.luaUp {
+		if w.code != http.StatusOK || !(w.luaUp || prometheus) {
 			b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
 		}
 	}
@@ -105,6 +116,60 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx bool) {
 	// on a shared machine ns/op is also the time spent waiting.
 	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(size), "bytes/scrape")
+	if prometheus {
+		b.StopTimer()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.Bytes()
+		if rec.Header().Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !bytes.Contains(body, []byte("\nrestysync_lua_up 1\n")) {
+			b.Fatalf("GET /metrics (%s): no lua_up 1", rec.Header().Get("Content-Encoding"))
+		}
+	}
+}
+
+// BenchmarkScrapeRequestSeries is one text scrape with the ingress-nginx
+// request metrics at their most, 4,096 series (requests.lua's MAX_SERIES
+// of one worker), each with every histogram at ingress-nginx's default
+// buckets: the cost of a scrape while traffic reaches many Ingresses.
+func BenchmarkScrapeRequestSeries(b *testing.B) {
+	lua := requestLua()
+	buckets := render.DefaultRequestMetrics()
+	lua.rm.Time, lua.rm.Length, lua.rm.Size = buckets.Time, buckets.Length, buckets.Size
+	width := 1
+	for _, h := range requestHistograms {
+		width += 2 + len(map[string][]float64{"time": buckets.Time, "length": buckets.Length, "size": buckets.Size}[h.bounds])
+	}
+	lua.rm.Series = nil
+	for i := range 4096 {
+		v := make([]float64, width)
+		for j := range v {
+			v[j] = float64(i + j)
+		}
+		labels := []string{fmt.Sprintf("ns-%d", i/10), fmt.Sprintf("web-%d", i), fmt.Sprintf("svc-%d", i), "/", fmt.Sprintf("h-%d.test", i), "200", "GET", ""}
+		lua.rm.Series = append(lua.rm.Series, luaapi.RequestSeries{Labels: strings.Join(labels, "\x01"), Values: v})
+	}
+	h := New(Options{Lua: lua, IngressNginx: &IngressNginx{Class: "c", Namespace: "n", Pod: "p", Lua: lua}}).Handler()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "text/plain")
+	b.ReportAllocs()
+	var w discardWriter
+	for range b.N {
+		w = discardWriter{header: http.Header{}}
+		h.ServeHTTP(&w, req)
+		if w.code != http.StatusOK {
+			b.Fatalf("GET /metrics: %d", w.code)
+		}
+	}
+	b.ReportMetric(float64(w.size), "bytes/scrape")
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -298,7 +363,8 @@ func TestScrapeProtobuf(t *testing.T) {
 }
 
 // A backend Lua names twice, or out of order, does not fail the scrape:
-// one series per name, the first.
+// one series per name, the first. Lua's answer is the caller's: a second
+// scrape of the same answer serves the same.
 func TestScrapeDuplicateBackend(t *testing.T) {
 	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{
 		{Name: "b/x:1", Endpoints: 1, Requests: 5},
@@ -306,6 +372,9 @@ func TestScrapeDuplicateBackend(t *testing.T) {
 		{Name: "b/x:1", Endpoints: 3, Requests: 7},
 	}}}})
 	text := scrape(t, m)
+	if again := scrape(t, m); deterministic(again) != deterministic(text) {
+		t.Errorf("a second scrape of the same answer differs:\n%s", diffLines(deterministic(text), deterministic(again)))
+	}
 	for _, want := range []string{
 		"restysync_lua_backend_endpoints{backend=\"a/x:1\"} 2\nrestysync_lua_backend_endpoints{backend=\"b/x:1\"} 1\n# HELP",
 		"restysync_lua_backend_requests_total{backend=\"a/x:1\"} 6\nrestysync_lua_backend_requests_total{backend=\"b/x:1\"} 5\n",
