@@ -369,11 +369,13 @@ type scraped struct {
 	median, max, end, from int // RSS in KiB: median and max of the samples, the last, the first
 	took                   stats
 	bytes                  int
+	cpu, over              time.Duration // the agent's CPU time over the window
 }
 
 func (s scraped) String() string {
-	return fmt.Sprintf("RSS median %.0f MB, max %.0f MB, at the end %.0f MB (%.0f MB before the first scrape)",
-		float64(s.median)/1024, float64(s.max)/1024, float64(s.end)/1024, float64(s.from)/1024)
+	return fmt.Sprintf("RSS median %.0f MB, max %.0f MB, at the end %.0f MB (%.0f MB before the first scrape); agent CPU %s (%.1f%% of a core)",
+		float64(s.median)/1024, float64(s.max)/1024, float64(s.end)/1024, float64(s.from)/1024,
+		s.cpu.Round(10*time.Millisecond), 100*s.cpu.Seconds()/s.over.Seconds())
 }
 
 // scrapeAndWatch scrapes url every scrapeEvery for -scraped-for, as
@@ -386,6 +388,7 @@ func scrapeAndWatch(t *testing.T, a *agent, url string) scraped {
 	var rss []int
 	var took []time.Duration
 	s := scraped{from: a.rssKiB()}
+	cpu0, began := a.cpuTime(), time.Now()
 	end := time.Now().Add(*scrapedFor)
 	next := time.Now()
 	for now := time.Now(); now.Before(end); now = time.Now() {
@@ -410,6 +413,7 @@ func scrapeAndWatch(t *testing.T, a *agent, url string) scraped {
 		rss = append(rss, a.rssKiB())
 		time.Sleep(500 * time.Millisecond)
 	}
+	s.cpu, s.over = a.cpuTime()-cpu0, time.Since(began)
 	s.end = rss[len(rss)-1]
 	sorted := slices.Clone(rss)
 	slices.Sort(sorted)
