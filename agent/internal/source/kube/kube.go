@@ -44,7 +44,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -117,10 +116,7 @@ type Source struct {
 	// outage (reconnect.go); one for all the informers.
 	reconnector *reconnector
 
-	ingresses      networkinglisters.IngressLister
 	ingressClasses networkinglisters.IngressClassLister
-	services       corelisters.ServiceLister
-	endpointSlices discoverylisters.EndpointSliceLister
 	authSecrets    *authWatches
 	// authConfigMaps are the ConfigMaps served Ingresses name (auth-proxy-set-headers).
 	authConfigMaps *authWatches
@@ -129,6 +125,8 @@ type Source struct {
 
 	// The objects Snapshot serves, each kind kept sorted by its
 	// informer's handler (view.go); secretView holds the TLS Secrets.
+	// The views of Ingresses, Services and EndpointSlices are their
+	// informers' caches too (viewinformer.go).
 	ingressView sortedView[*networkingv1.Ingress]
 	classView   sortedView[*networkingv1.IngressClass]
 	serviceView sortedView[*corev1.Service]
@@ -225,7 +223,7 @@ type changedServices struct {
 
 type namedInformer struct {
 	kind     source.Kind
-	informer cache.SharedIndexInformer
+	informer informer
 	// view is kept up to date by the informer's handler (nil: none).
 	view viewUpdater
 	// transform replaces trim when set.
@@ -314,7 +312,7 @@ func (s *Source) listed() []any {
 	informers := s.allInformers()
 	attrs := make([]any, 0, 2*len(informers))
 	for _, ni := range informers {
-		attrs = append(attrs, string(ni.kind), len(ni.informer.GetStore().ListKeys()))
+		attrs = append(attrs, string(ni.kind), len(cachedKeys(ni.informer)))
 	}
 	return attrs
 }
@@ -367,11 +365,11 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		if kind == source.KindEndpointSlice {
 			h.noteSlice, h.forget = s.noteSlice, s.forgetSlice
 		}
-		reg, err := ni.informer.AddEventHandler(h)
+		handlerSynced, err := addHandler(ni.informer, h)
 		if err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
-		synced = append(synced, ni.informer.HasSynced, reg.HasSynced)
+		synced = append(synced, ni.informer.HasSynced, handlerSynced)
 	}
 	return synced, nil
 }
@@ -383,17 +381,14 @@ func (s *Source) createInformers() {
 	c := s.client
 	s.reconnector = newReconnector(c, s.logger)
 	r := s.reconnector
-	ingresses := kubeclient.NewInformer(c, reconnecting(c.Ingresses(ns), r), &networkingv1.Ingress{}, resync, nil)
+	ingresses := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.Ingresses(ns), r), nil), &networkingv1.Ingress{}, resync, &s.ingressView)
 	// Cluster-scoped: the namespace does not apply.
 	classes := kubeclient.NewInformer(c, reconnecting(c.IngressClasses(), r), &networkingv1.IngressClass{}, resync, nil)
-	services := kubeclient.NewInformer(c, reconnecting(c.Services(ns), r), &corev1.Service{}, resync, nil)
-	slices := kubeclient.NewInformer(c, reconnecting(c.EndpointSlices(ns), r), &discoveryv1.EndpointSlice{}, resync, nil)
+	services := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.Services(ns), r), nil), &corev1.Service{}, resync, &s.serviceView)
+	slices := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.EndpointSlices(ns), r), nil), &discoveryv1.EndpointSlice{}, resync, &s.sliceView)
 	secrets := kubeclient.NewInformer(c, reconnecting(c.Secrets(ns), r), &corev1.Secret{}, resync,
 		func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector })
-	s.ingresses = networkinglisters.NewIngressLister(ingresses.GetIndexer())
 	s.ingressClasses = networkinglisters.NewIngressClassLister(classes.GetIndexer())
-	s.services = corelisters.NewServiceLister(services.GetIndexer())
-	s.endpointSlices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer())
 	s.ingressView.observe = s.observeIngress
 	// The field selector already keeps other types out; this only guards
 	// against a server (or fake) that ignores it.
@@ -490,11 +485,7 @@ func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
 	if !s.isStarted() {
 		return nil
 	}
-	ing, err := s.ingresses.Ingresses(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return ing
+	return s.ingressView.lookup(namespace, name)
 }
 
 // IngressClass returns the cached IngressClass name, or nil. It is the
@@ -805,10 +796,7 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	if !s.isStarted() {
 		return nil, nil
 	}
-	svc, err := s.services.Services(namespace).Get(name)
-	if err != nil {
-		svc = nil
-	}
+	svc := s.serviceView.lookup(namespace, name)
 	c := &s.changedServices
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -823,11 +811,7 @@ func (s *Source) Service(namespace, name string) *corev1.Service {
 	if !s.isStarted() {
 		return nil
 	}
-	svc, err := s.services.Services(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return svc
+	return s.serviceView.lookup(namespace, name)
 }
 
 // EndpointSlice returns the cached EndpointSlice namespace/name, nil if
@@ -836,11 +820,7 @@ func (s *Source) EndpointSlice(namespace, name string) *discoveryv1.EndpointSlic
 	if !s.isStarted() {
 		return nil
 	}
-	slice, err := s.endpointSlices.EndpointSlices(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return slice
+	return s.sliceView.lookup(namespace, name)
 }
 
 // GatewayServiceObjects returns the cached Services and EndpointSlices
@@ -851,7 +831,17 @@ func (s *Source) GatewayServiceObjects() ([]*corev1.Service, []*discoveryv1.Endp
 		return nil, nil
 	}
 	selector := labels.SelectorFromSet(labels.Set{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy})
-	services, _ := s.services.List(selector)
-	endpointSlices, _ := s.endpointSlices.List(selector)
+	var services []*corev1.Service
+	s.serviceView.each(func(svc *corev1.Service) {
+		if selector.Matches(labels.Set(svc.Labels)) {
+			services = append(services, svc)
+		}
+	})
+	var endpointSlices []*discoveryv1.EndpointSlice
+	s.sliceView.each(func(slice *discoveryv1.EndpointSlice) {
+		if selector.Matches(labels.Set(slice.Labels)) {
+			endpointSlices = append(endpointSlices, slice)
+		}
+	})
 	return services, endpointSlices
 }

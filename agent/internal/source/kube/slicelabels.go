@@ -55,11 +55,11 @@ func (s *Source) transformSlice(obj any) (any, error) {
 // cachedSlice is the cached slice of slice's name when it is the same
 // version, else nil.
 func (s *Source) cachedSlice(slice *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	if slice.ResourceVersion == "" || s.endpointSlices == nil {
+	if slice.ResourceVersion == "" {
 		return nil
 	}
-	cached, err := s.endpointSlices.EndpointSlices(slice.Namespace).Get(slice.Name)
-	if err != nil || cached.ResourceVersion != slice.ResourceVersion {
+	cached := s.sliceView.lookup(slice.Namespace, slice.Name)
+	if cached == nil || cached.ResourceVersion != slice.ResourceVersion {
 		return nil
 	}
 	return cached
