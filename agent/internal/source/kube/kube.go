@@ -215,10 +215,36 @@ type changedServices struct {
 	mu   sync.Mutex
 	keys map[source.ServiceKey]struct{}
 	// slicesOf are the EndpointSlices of each Service, kept by noteSlice
-	// (ServiceEndpoints): the file source's index, edited in place under
-	// mu (each of its shards is copied at its first change only). An
-	// informer's index by Service held a set per Service: 14 MB at 50,000.
-	slicesOf *source.SliceIndexEdit
+	// (ServiceEndpoints): the file source's index, edited under mu from
+	// slicesDone, the index the last Snapshot handed out (SlicesOf), nil
+	// when no slice changed since. An informer's index by Service held a
+	// set per Service: 14 MB at 50,000. The handler changes it and the
+	// view under viewMu, so a Snapshot's is of its slices, and the model
+	// holds no index of its own (model.Snapshot.SlicesOf); an edit copies
+	// a shard at its first change after a Snapshot, as the file source's
+	// publish does.
+	slicesOf   *source.SliceIndexEdit
+	slicesDone source.SliceIndex
+}
+
+// slicesIndex is the index as it is now, read-only; the caller holds mu.
+func (c *changedServices) slicesIndex() source.SliceIndex {
+	if c.slicesOf != nil {
+		return c.slicesOf.Done()
+	}
+	return c.slicesDone
+}
+
+// takeSlicesOf returns the index as it is now, to hand out: the next
+// change edits a copy. The caller holds viewMu.
+func (s *Source) takeSlicesOf() source.SliceIndex {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf != nil {
+		c.slicesDone, c.slicesOf = c.slicesOf.Done(), nil
+	}
+	return c.slicesDone
 }
 
 type namedInformer struct {
@@ -363,7 +389,7 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		}
 		h := handler{kind: kind, changed: changed, view: ni.view}
 		if kind == source.KindEndpointSlice {
-			h.noteSlice, h.forget = s.noteSlice, s.forgetSlice
+			h.noteSlice, h.forget, h.lock = s.noteSlice, s.forgetSlice, &s.viewMu
 		}
 		handlerSynced, err := addHandler(ni.informer, h)
 		if err != nil {
@@ -435,6 +461,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap.Services = s.serviceView.objects()
 	snap.EndpointSlices = s.sliceView.objects()
 	snap.SliceServices = s.takeSliceServices().Of
+	snap.SlicesOf = s.takeSlicesOf().Of
 	tls := s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
@@ -641,16 +668,35 @@ type handler struct {
 	// forget, for EndpointSlices only, is told of each slice the view no
 	// longer holds, once it does not (nil: none).
 	forget func(obj any)
+	// lock, for EndpointSlices only, is held while the view, the index
+	// of slices by Service (noteSlice) and the names of the slices'
+	// Services (forget) change: a Snapshot, which holds it, finds the
+	// three in step (nil: none).
+	lock sync.Locker
 }
 
 var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj any, _ bool) {
+	h.lockView()
 	h.note(nil, obj)
 	if h.view != nil {
 		h.view.put(obj)
 	}
+	h.unlockView()
 	h.report(obj)
+}
+
+func (h handler) lockView() {
+	if h.lock != nil {
+		h.lock.Lock()
+	}
+}
+
+func (h handler) unlockView() {
+	if h.lock != nil {
+		h.lock.Unlock()
+	}
 }
 
 // OnUpdate drops resync replays: the object did not change if its
@@ -668,12 +714,15 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 			// transform hands that back, unless this version was
 			// queued before the cache held it): the view and the index
 			// take the cache's, which the next change forgets.
+			h.lockView()
 			h.note(oldObj, newObj)
 			h.view.put(newObj)
 			h.forget(oldObj)
+			h.unlockView()
 		}
 		return
 	}
+	h.lockView()
 	h.note(oldObj, newObj)
 	if h.view != nil {
 		h.view.put(newObj)
@@ -681,6 +730,7 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	if h.forget != nil && oldObj != newObj {
 		h.forget(oldObj)
 	}
+	h.unlockView()
 	if ingressStatusOnly(oldObj, newObj) {
 		return
 	}
@@ -705,6 +755,7 @@ func ingressStatusOnly(oldObj, newObj any) bool {
 // OnDelete is also called with a cache.DeletedFinalStateUnknown when the
 // watch missed the deletion; the object is gone from the cache either way.
 func (h handler) OnDelete(obj any) {
+	h.lockView()
 	if h.view != nil {
 		h.view.remove(obj)
 	}
@@ -715,6 +766,7 @@ func (h handler) OnDelete(obj any) {
 	if h.forget != nil {
 		h.forget(obj)
 	}
+	h.unlockView()
 	h.report(obj)
 }
 
@@ -748,7 +800,7 @@ func (s *Source) noteSlice(oldObj, newObj any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.slicesOf == nil {
-		c.slicesOf = source.NewSliceIndexEdit(source.SliceIndex{})
+		c.slicesOf = source.NewSliceIndexEdit(c.slicesDone)
 	}
 	note := func(key source.ServiceKey) {
 		if c.keys == nil {
@@ -800,10 +852,7 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	c := &s.changedServices
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.slicesOf == nil {
-		return svc, nil
-	}
-	return svc, c.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
+	return svc, c.slicesIndex().Get(source.ServiceKey{Namespace: namespace, Name: name})
 }
 
 // Service returns the cached Service namespace/name, nil if none.

@@ -89,14 +89,12 @@ func (s *Source) sliceService(slice *discoveryv1.EndpointSlice) string {
 }
 
 // forgetSlice takes out the name of a slice the view no longer holds
-// (obj, or a tombstone's object).
+// (obj, or a tombstone's object); the caller (handler) holds viewMu.
 func (s *Source) forgetSlice(obj any) {
 	slice, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || slice.Labels != nil {
 		return
 	}
-	s.viewMu.Lock()
-	defer s.viewMu.Unlock()
 	s.sliceServicesMu.Lock()
 	defer s.sliceServicesMu.Unlock()
 	s.sliceServicesEdit().Set(slice, "")
