@@ -66,9 +66,9 @@ func cachedKeys(i informer) []string {
 	return nil
 }
 
-// viewInformer reads one kind into view, which is its cache: the view's
-// handler (AddEventHandler) must put each object it is told of in view,
-// as handler does.
+// viewInformer reads one kind into view, which is its cache: its handler
+// (setHandler) must put each object it is told of in view, or take it
+// out, as handler does.
 type viewInformer[T interface {
 	comparable
 	source.Named
