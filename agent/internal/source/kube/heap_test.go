@@ -29,6 +29,7 @@ import (
 var (
 	heapN       = flag.Int("kube.heap.n", 1000, "TestSourceHeap: Ingresses (each with a Service and an EndpointSlice); 50000 for the scale")
 	heapProfile = flag.String("kube.heap.profile", "", "TestSourceHeap: write a heap profile there once the source has started")
+	heapModel   = flag.String("kube.heap.model", "", `TestSourceHeap: also build the model of the Snapshot and report its heap: "index" as the syncer does, "noindex" with the Snapshot's SlicesOf cleared (the model then makes its own index of slices)`)
 )
 
 // TestSourceHeap reports the heap the kube source holds for n served
@@ -77,6 +78,18 @@ func TestSourceHeap(t *testing.T) {
 	}
 	t.Logf("kube source at %d Ingresses: heap %.1f MB, spans in use %.1f MB (%d Ingresses in the snapshot)",
 		n, float64(after-before)/1e6, (float64(inuseAfter)-float64(inuseBefore))/1e6, snap.Ingresses.Len())
+	if *heapModel != "" {
+		if *heapModel == "noindex" {
+			snap.SlicesOf = nil
+		}
+		snap.IngressClass = "restysync"
+		inc := model.NewIncremental()
+		m, _, _ := inc.Build(snap)
+		built := heapAlloc()
+		t.Logf("the model of it (%s): heap %.2f MB (%d servers)", *heapModel, (float64(built)-float64(after))/1e6, m.Servers.Len())
+		runtime.KeepAlive(inc)
+		runtime.KeepAlive(m)
+	}
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {
