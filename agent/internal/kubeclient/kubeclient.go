@@ -397,6 +397,13 @@ func (r resource[O, L]) put(ctx context.Context, obj O, subresource string, opts
 // objects of a kind, 1.7 MB). A lister's List of one namespace still
 // works without it, by a scan.
 func NewInformer[L runtime.Object](client any, lw ListWatcher[L], example runtime.Object, resync time.Duration, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(NewListWatch(client, lw, tweak), example, resync, cache.Indexers{})
+}
+
+// NewListWatch is what NewInformer lists and watches through: lw, the
+// list options changed by tweak (nil: unchanged), with watch-list
+// semantics when client supports them.
+func NewListWatch[L runtime.Object](client any, lw ListWatcher[L], tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
 	}
@@ -410,5 +417,5 @@ func NewInformer[L runtime.Object](client any, lw ListWatcher[L], example runtim
 			return lw.Watch(ctx, opts)
 		},
 	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(listWatch, client), example, resync, cache.Indexers{})
+	return cache.ToListWatcherWithWatchListSemantics(listWatch, client)
 }

@@ -144,6 +144,9 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 // their kubernetes.io/service-name label: Snapshot.ServiceOfSlice),
 // Secrets and ConfigMaps of a snapshot by namespace and name.
 //
+// The EndpointSlices by Service are the snapshot's SlicesOf when its
+// source gives one (slicesOf), else the map slices.
+//
 // The Services are serviceList, the snapshot's; services indexes them by
 // name only when that list is not ordered (isOrdered), else a Service is
 // found by a binary search of the list (service). The sources hand their
@@ -153,6 +156,7 @@ type objectIndex struct {
 	services    map[namespacedName]*corev1.Service
 	serviceList List[*corev1.Service]
 	slices      map[namespacedName][]*discoveryv1.EndpointSlice
+	slicesOf    func(namespace, service string) []*discoveryv1.EndpointSlice
 	secrets     map[namespacedName]*corev1.Secret
 	configMaps  map[namespacedName]*corev1.ConfigMap
 }
@@ -160,7 +164,7 @@ type objectIndex struct {
 func newObjectIndex(s Snapshot) *objectIndex {
 	x := &objectIndex{
 		serviceList: s.Services,
-		slices:      make(map[namespacedName][]*discoveryv1.EndpointSlice, s.EndpointSlices.Len()),
+		slicesOf:    s.SlicesOf,
 		secrets:     make(map[namespacedName]*corev1.Secret, s.Secrets.Len()),
 		configMaps:  make(map[namespacedName]*corev1.ConfigMap, s.ConfigMaps.Len()),
 	}
@@ -170,9 +174,12 @@ func newObjectIndex(s Snapshot) *objectIndex {
 	if !isOrdered(s.Services) {
 		x.services, _ = indexNamed(s.Services)
 	}
-	for slice := range s.EndpointSlices.All() {
-		if key, ok := sliceService(s, slice); ok {
-			x.slices[key] = append(x.slices[key], slice)
+	if x.slicesOf == nil {
+		x.slices = make(map[namespacedName][]*discoveryv1.EndpointSlice, s.EndpointSlices.Len())
+		for slice := range s.EndpointSlices.All() {
+			if key, ok := sliceService(s, slice); ok {
+				x.slices[key] = append(x.slices[key], slice)
+			}
 		}
 	}
 	for cm := range s.ConfigMaps.All() {
@@ -189,6 +196,14 @@ func (x *objectIndex) service(key namespacedName) *corev1.Service {
 	}
 	svc, _ := findNamed(x.serviceList, key)
 	return svc
+}
+
+// serviceSlices are the EndpointSlices of the Service key, read-only.
+func (x *objectIndex) serviceSlices(key namespacedName) []*discoveryv1.EndpointSlice {
+	if x.slicesOf != nil {
+		return x.slicesOf(key.namespace, key.name)
+	}
+	return x.slices[key]
 }
 
 // sliceService is the Service an EndpointSlice of s belongs to: always
@@ -218,7 +233,7 @@ func (b *Builder) service(namespace, name string) *corev1.Service {
 func (b *Builder) serviceSlices(namespace, name string) []*discoveryv1.EndpointSlice {
 	key := namespacedName{namespace, name}
 	b.reads.add(readService, key)
-	return b.objects.slices[key]
+	return b.objects.serviceSlices(key)
 }
 
 func (b *Builder) secret(namespace, name string) *corev1.Secret {

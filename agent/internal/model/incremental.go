@@ -200,6 +200,9 @@ func (x *Incremental) FullReason(s Snapshot) string {
 	if s.Now.Before(x.last.Now) {
 		return "the clock went back"
 	}
+	if (s.SlicesOf == nil) != (x.last.SlicesOf == nil) {
+		return "the source's index of EndpointSlices came or went"
+	}
 	return ""
 }
 
@@ -246,7 +249,11 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	sliceServices := x.sliceServices(s, endpointSlices)
 	x.last = s
 	x.objects.serviceList = s.Services
-	x.updateObjects(endpointSlices, sliceServices)
+	if s.SlicesOf != nil {
+		x.objects.slicesOf = s.SlicesOf
+	} else {
+		x.updateObjects(endpointSlices, sliceServices)
+	}
 
 	// The islands to build again: those of the changed Ingresses (found
 	// by closure below), those that read a changed object, those whose
@@ -734,7 +741,7 @@ func (x *Incremental) sliceServices(s Snapshot, endpointSlices []objectChange[*d
 }
 
 // updateObjects takes the changed EndpointSlices into the index the
-// builds read (its Services, Secrets and ConfigMaps are x's, which
+// builds read, when the snapshot brings none (SlicesOf) (its Services, Secrets and ConfigMaps are x's, which
 // diffNamed brought up to date); services are their Services, by change
 // (sliceServices).
 func (x *Incremental) updateObjects(endpointSlices []objectChange[*discoveryv1.EndpointSlice], services []sliceServiceChange) {
@@ -879,6 +886,7 @@ func settingsOf(s Snapshot) Snapshot {
 	s.Ingresses = List[*networkingv1.Ingress]{}
 	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = List[*networkingv1.IngressClass]{}, List[*corev1.Service]{}, List[*discoveryv1.EndpointSlice]{}, List[*corev1.Secret]{}, List[*corev1.ConfigMap]{}
 	s.SliceServices = nil // answers for the slices, compared by themselves
+	s.SlicesOf = nil      // as SliceServices; FullReason compares whether it is set
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil
 	s.Now = time.Time{}
 	return s

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
@@ -166,4 +167,47 @@ func TestIncrementalServiceIndex(t *testing.T) {
 	s.Services = reversed(s.Services)
 	s.Services = withAt(s.Services, 3, changed(s.Services.At(3)))
 	step("a Service changed, in order again", false)
+}
+
+// TestIncrementalSlicesOf: with the source's index of EndpointSlices by
+// Service (Snapshot.SlicesOf) neither Build nor Incremental makes one of
+// its own, a slice's change is built incrementally from the next
+// snapshot's index, and an index that comes or goes builds whole.
+func TestIncrementalSlicesOf(t *testing.T) {
+	withIndex := func(s Snapshot) Snapshot {
+		index := map[namespacedName][]*discoveryv1.EndpointSlice{}
+		for slice := range s.EndpointSlices.All() {
+			key := namespacedName{slice.Namespace, s.ServiceOfSlice(slice)}
+			index[key] = append(index[key], slice)
+		}
+		s.SlicesOf = func(namespace, service string) []*discoveryv1.EndpointSlice {
+			return index[namespacedName{namespace, service}]
+		}
+		return s
+	}
+	s := benchSnapshot(5)
+	if s.EndpointSlices.Len() == 0 {
+		t.Fatal("benchSnapshot has no EndpointSlices")
+	}
+	inc := NewIncremental()
+	step := func(what string, s Snapshot, wantMap, wantIncremental bool) {
+		t.Helper()
+		path := checkIncremental(t, inc, s, what)
+		if (inc.objects.slices != nil) != wantMap || path.Incremental != wantIncremental {
+			t.Errorf("%s: a map of %d Services' slices (nil %v), path %+v; want a map %v, incremental %v",
+				what, len(inc.objects.slices), inc.objects.slices == nil, path, wantMap, wantIncremental)
+		}
+	}
+	step("first", withIndex(s), false, false)
+	if x := newObjectIndex(withIndex(s)); x.slices != nil {
+		t.Errorf("Build's index holds a map of %d Services' slices, want none", len(x.slices))
+	}
+	changed := s.EndpointSlices.At(1).DeepCopy()
+	changed.Endpoints[0].Addresses = []string{"10.9.9.9"}
+	s.EndpointSlices = withAt(s.EndpointSlices, 1, changed)
+	step("a slice changed", withIndex(s), false, true)
+	s.EndpointSlices = ListOf(slices.Delete(s.EndpointSlices.Slice(), 2, 3)...)
+	step("a slice went", withIndex(s), false, true)
+	step("the index went", s, true, false)
+	step("the index came", withIndex(s), false, false)
 }

@@ -129,6 +129,9 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 	if seed%4 < 2 {
 		unlabelled = newUnlabelledSlices()
 	}
+	// Half the sequences of each kind above hand out the index of their
+	// EndpointSlices by Service, as the sources do (Snapshot.SlicesOf).
+	indexed := seed/4%2 == 0
 	var lastServers model.List[*model.Server]
 	var lastGatewayRoutes model.List[*model.Route]
 	for step := range incrementalSteps + 1 {
@@ -149,6 +152,9 @@ func checkIncrementalSequence(world *randomWorld, seed int64, paths map[string]i
 		}
 		if unlabelled != nil {
 			in = unlabelled.snapshot(in)
+		}
+		if indexed {
+			in = withSlicesOf(in)
 		}
 		got, gotProblems, path := inc.Build(in)
 		want, wantProblems := model.Build(in)
@@ -230,6 +236,23 @@ func (u *unlabelledSlices) snapshot(s model.Snapshot) model.Snapshot {
 	}
 	s.EndpointSlices = model.ListOf(out...)
 	s.SliceServices = func(slice *discoveryv1.EndpointSlice) string { return held[slice] }
+	return s
+}
+
+// withSlicesOf is s with a SlicesOf of its EndpointSlices, each
+// Service's in the reverse of their order in the list (the order is the
+// source's, and must not matter).
+func withSlicesOf(s model.Snapshot) model.Snapshot {
+	type key struct{ namespace, name string }
+	index := map[key][]*discoveryv1.EndpointSlice{}
+	list := s.EndpointSlices.Slice()
+	for i := len(list) - 1; i >= 0; i-- {
+		if service := s.ServiceOfSlice(list[i]); service != "" {
+			k := key{list[i].Namespace, service}
+			index[k] = append(index[k], list[i])
+		}
+	}
+	s.SlicesOf = func(namespace, service string) []*discoveryv1.EndpointSlice { return index[key{namespace, service}] }
 	return s
 }
 

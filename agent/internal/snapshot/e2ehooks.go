@@ -52,6 +52,7 @@ func withServiceLabels(snap model.Snapshot) model.Snapshot {
 			slices[i] = &labelled
 		}
 	}
-	snap.EndpointSlices = model.ListOf(slices...)
+	// The source's index by Service holds the slices without labels.
+	snap.EndpointSlices, snap.SlicesOf = model.ListOf(slices...), nil
 	return snap
 }

@@ -39,6 +39,12 @@ func (x SliceIndex) Get(key ServiceKey) []*discoveryv1.EndpointSlice {
 	return x.shards[shardOf(key)][key]
 }
 
+// Of returns the slices of the Service namespace/name, read-only: Get as
+// model.Snapshot.SlicesOf asks it.
+func (x SliceIndex) Of(namespace, name string) []*discoveryv1.EndpointSlice {
+	return x.Get(ServiceKey{Namespace: namespace, Name: name})
+}
+
 // Shard returns the i-th shard of x (for tests: which shards two indexes
 // share), read-only.
 func (x SliceIndex) Shard(i int) map[ServiceKey][]*discoveryv1.EndpointSlice {

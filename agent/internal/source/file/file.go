@@ -225,6 +225,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		Services:       v.services,
 		EndpointSlices: v.endpointSlices,
 		SliceServices:  v.sliceServices.Of,
+		SlicesOf:       v.slicesOf.Of,
 		Secrets:        v.secrets,
 		ConfigMap:      namedConfigMap(v, s.configMap),
 		TCPServices:    namedConfigMap(v, s.tcpServices),

@@ -51,7 +51,8 @@ type view struct {
 	// none), which patchView leaves to buildView.
 	duplicated map[objectKey]bool
 	// slicesOf are the EndpointSlices of each Service (label
-	// kubernetes.io/service-name), for the fast path (endpoints.go).
+	// kubernetes.io/service-name), for the fast path (endpoints.go) and
+	// Snapshot's SlicesOf: those of endpointSlices, no other.
 	slicesOf source.SliceIndex
 	// sliceServices name the Service of each EndpointSlice of
 	// endpointSlices whose label compact dropped (document.service):

@@ -165,7 +165,8 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 		i++
 	}
 	if out != nil {
-		snap.EndpointSlices = model.ListOf(out...)
+		// The source's index by Service holds the slices as listed.
+		snap.EndpointSlices, snap.SlicesOf = model.ListOf(out...), nil
 	}
 	s.mu.Lock()
 	s.plain = model.List[*discoveryv1.EndpointSlice]{}

@@ -92,7 +92,7 @@ func namespace(name string) *corev1.Namespace {
 func storeKeys(src *Source, kind source.Kind) []string {
 	for _, ni := range src.allInformers() {
 		if ni.kind == kind {
-			keys := ni.informer.GetStore().ListKeys()
+			keys := cachedKeys(ni.informer)
 			slices.Sort(keys)
 			return keys
 		}

@@ -29,6 +29,8 @@ import (
 var (
 	heapN       = flag.Int("kube.heap.n", 1000, "TestSourceHeap: Ingresses (each with a Service and an EndpointSlice); 50000 for the scale")
 	heapProfile = flag.String("kube.heap.profile", "", "TestSourceHeap: write a heap profile there once the source has started")
+	heapChart   = flag.Bool("kube.heap.chart", false, "TestSourceHeap: each Service has a chart's labels and annotations (3 and 2, values of its own app)")
+	heapModel   = flag.String("kube.heap.model", "", `TestSourceHeap: also build the model of the Snapshot and report its heap: "index" as the syncer does, "noindex" with the Snapshot's SlicesOf cleared (the model then makes its own index of slices)`)
 )
 
 // TestSourceHeap reports the heap the kube source holds for n served
@@ -46,7 +48,13 @@ func TestSourceHeap(t *testing.T) {
 	objs = append(objs, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 		Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}})
 	for i := range n {
-		objs = append(objs, apiServerApp(fmt.Sprintf("app-%06d", i), i)...)
+		app := apiServerApp(fmt.Sprintf("app-%06d", i), i)
+		if *heapChart {
+			svc := app[1].(*corev1.Service)
+			svc.Labels = map[string]string{"app.kubernetes.io/name": svc.Name, "app.kubernetes.io/instance": svc.Name + "-prod", "helm.sh/chart": "app-1.0.0"}
+			svc.Annotations = map[string]string{"meta.helm.sh/release-name": svc.Name + "-prod", "meta.helm.sh/release-namespace": "default"}
+		}
+		objs = append(objs, app...)
 	}
 	client := fake.NewClientset(objs...)
 	objs = nil
@@ -77,6 +85,18 @@ func TestSourceHeap(t *testing.T) {
 	}
 	t.Logf("kube source at %d Ingresses: heap %.1f MB, spans in use %.1f MB (%d Ingresses in the snapshot)",
 		n, float64(after-before)/1e6, (float64(inuseAfter)-float64(inuseBefore))/1e6, snap.Ingresses.Len())
+	if *heapModel != "" {
+		if *heapModel == "noindex" {
+			snap.SlicesOf = nil
+		}
+		snap.IngressClass = "restysync"
+		inc := model.NewIncremental()
+		m, _, _ := inc.Build(snap)
+		built := heapAlloc()
+		t.Logf("the model of it (%s): heap %.2f MB (%d servers)", *heapModel, (float64(built)-float64(after))/1e6, m.Servers.Len())
+		runtime.KeepAlive(inc)
+		runtime.KeepAlive(m)
+	}
 	if *heapProfile != "" {
 		f, err := os.Create(*heapProfile)
 		if err != nil {

@@ -23,11 +23,11 @@ import (
 func (s *Source) transformIngress(obj any) (any, error) {
 	obj, err := trim(obj)
 	ing, ok := obj.(*networkingv1.Ingress)
-	if err != nil || !ok || s.ingresses == nil {
+	if err != nil || !ok {
 		return obj, err
 	}
-	cached, err := s.ingresses.Ingresses(ing.Namespace).Get(ing.Name)
-	if err != nil || cached.UID != ing.UID {
+	cached := s.ingressView.lookup(ing.Namespace, ing.Name)
+	if cached == nil || cached.UID != ing.UID {
 		return ing, nil
 	}
 	if ing.ResourceVersion != "" && cached.ResourceVersion == ing.ResourceVersion {

@@ -44,7 +44,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -117,10 +116,7 @@ type Source struct {
 	// outage (reconnect.go); one for all the informers.
 	reconnector *reconnector
 
-	ingresses      networkinglisters.IngressLister
 	ingressClasses networkinglisters.IngressClassLister
-	services       corelisters.ServiceLister
-	endpointSlices discoverylisters.EndpointSliceLister
 	authSecrets    *authWatches
 	// authConfigMaps are the ConfigMaps served Ingresses name (auth-proxy-set-headers).
 	authConfigMaps *authWatches
@@ -129,6 +125,8 @@ type Source struct {
 
 	// The objects Snapshot serves, each kind kept sorted by its
 	// informer's handler (view.go); secretView holds the TLS Secrets.
+	// The views of Ingresses, Services and EndpointSlices are their
+	// informers' caches too (viewinformer.go).
 	ingressView sortedView[*networkingv1.Ingress]
 	classView   sortedView[*networkingv1.IngressClass]
 	serviceView sortedView[*corev1.Service]
@@ -217,15 +215,41 @@ type changedServices struct {
 	mu   sync.Mutex
 	keys map[source.ServiceKey]struct{}
 	// slicesOf are the EndpointSlices of each Service, kept by noteSlice
-	// (ServiceEndpoints): the file source's index, edited in place under
-	// mu (each of its shards is copied at its first change only). An
-	// informer's index by Service held a set per Service: 14 MB at 50,000.
-	slicesOf *source.SliceIndexEdit
+	// (ServiceEndpoints): the file source's index, edited under mu from
+	// slicesDone, the index the last Snapshot handed out (SlicesOf), nil
+	// when no slice changed since. An informer's index by Service held a
+	// set per Service: 14 MB at 50,000. The handler changes it and the
+	// view under viewMu, so a Snapshot's is of its slices, and the model
+	// holds no index of its own (model.Snapshot.SlicesOf); an edit copies
+	// a shard at its first change after a Snapshot, as the file source's
+	// publish does.
+	slicesOf   *source.SliceIndexEdit
+	slicesDone source.SliceIndex
+}
+
+// slicesIndex is the index as it is now, read-only; the caller holds mu.
+func (c *changedServices) slicesIndex() source.SliceIndex {
+	if c.slicesOf != nil {
+		return c.slicesOf.Done()
+	}
+	return c.slicesDone
+}
+
+// takeSlicesOf returns the index as it is now, to hand out: the next
+// change edits a copy. The caller holds viewMu.
+func (s *Source) takeSlicesOf() source.SliceIndex {
+	c := &s.changedServices
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slicesOf != nil {
+		c.slicesDone, c.slicesOf = c.slicesOf.Done(), nil
+	}
+	return c.slicesDone
 }
 
 type namedInformer struct {
 	kind     source.Kind
-	informer cache.SharedIndexInformer
+	informer informer
 	// view is kept up to date by the informer's handler (nil: none).
 	view viewUpdater
 	// transform replaces trim when set.
@@ -314,7 +338,7 @@ func (s *Source) listed() []any {
 	informers := s.allInformers()
 	attrs := make([]any, 0, 2*len(informers))
 	for _, ni := range informers {
-		attrs = append(attrs, string(ni.kind), len(ni.informer.GetStore().ListKeys()))
+		attrs = append(attrs, string(ni.kind), len(cachedKeys(ni.informer)))
 	}
 	return attrs
 }
@@ -365,13 +389,13 @@ func (s *Source) register(informers []namedInformer, changed func(source.Change)
 		}
 		h := handler{kind: kind, changed: changed, view: ni.view}
 		if kind == source.KindEndpointSlice {
-			h.noteSlice, h.forget = s.noteSlice, s.forgetSlice
+			h.noteSlice, h.forget, h.lock = s.noteSlice, s.forgetSlice, &s.viewMu
 		}
-		reg, err := ni.informer.AddEventHandler(h)
+		handlerSynced, err := addHandler(ni.informer, h)
 		if err != nil {
 			return nil, fmt.Errorf("kube source: %s informer: %w", kind, err)
 		}
-		synced = append(synced, ni.informer.HasSynced, reg.HasSynced)
+		synced = append(synced, ni.informer.HasSynced, handlerSynced)
 	}
 	return synced, nil
 }
@@ -383,17 +407,14 @@ func (s *Source) createInformers() {
 	c := s.client
 	s.reconnector = newReconnector(c, s.logger)
 	r := s.reconnector
-	ingresses := kubeclient.NewInformer(c, reconnecting(c.Ingresses(ns), r), &networkingv1.Ingress{}, resync, nil)
+	ingresses := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.Ingresses(ns), r), nil), &networkingv1.Ingress{}, resync, &s.ingressView)
 	// Cluster-scoped: the namespace does not apply.
 	classes := kubeclient.NewInformer(c, reconnecting(c.IngressClasses(), r), &networkingv1.IngressClass{}, resync, nil)
-	services := kubeclient.NewInformer(c, reconnecting(c.Services(ns), r), &corev1.Service{}, resync, nil)
-	slices := kubeclient.NewInformer(c, reconnecting(c.EndpointSlices(ns), r), &discoveryv1.EndpointSlice{}, resync, nil)
+	services := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.Services(ns), r), nil), &corev1.Service{}, resync, &s.serviceView)
+	slices := newViewInformer(kubeclient.NewListWatch(c, reconnecting(c.EndpointSlices(ns), r), nil), &discoveryv1.EndpointSlice{}, resync, &s.sliceView)
 	secrets := kubeclient.NewInformer(c, reconnecting(c.Secrets(ns), r), &corev1.Secret{}, resync,
 		func(o *metav1.ListOptions) { o.FieldSelector = tlsSecretSelector })
-	s.ingresses = networkinglisters.NewIngressLister(ingresses.GetIndexer())
 	s.ingressClasses = networkinglisters.NewIngressClassLister(classes.GetIndexer())
-	s.services = corelisters.NewServiceLister(services.GetIndexer())
-	s.endpointSlices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer())
 	s.ingressView.observe = s.observeIngress
 	// The field selector already keeps other types out; this only guards
 	// against a server (or fake) that ignores it.
@@ -440,6 +461,7 @@ func (s *Source) Snapshot() (model.Snapshot, []model.Problem) {
 	snap.Services = s.serviceView.objects()
 	snap.EndpointSlices = s.sliceView.objects()
 	snap.SliceServices = s.takeSliceServices().Of
+	snap.SlicesOf = s.takeSlicesOf().Of
 	tls := s.secretView.objects()
 	var problems []model.Problem
 	if g := s.gateway.Load(); g != nil {
@@ -490,11 +512,7 @@ func (s *Source) Ingress(namespace, name string) *networkingv1.Ingress {
 	if !s.isStarted() {
 		return nil
 	}
-	ing, err := s.ingresses.Ingresses(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return ing
+	return s.ingressView.lookup(namespace, name)
 }
 
 // IngressClass returns the cached IngressClass name, or nil. It is the
@@ -650,16 +668,35 @@ type handler struct {
 	// forget, for EndpointSlices only, is told of each slice the view no
 	// longer holds, once it does not (nil: none).
 	forget func(obj any)
+	// lock, for EndpointSlices only, is held while the view, the index
+	// of slices by Service (noteSlice) and the names of the slices'
+	// Services (forget) change: a Snapshot, which holds it, finds the
+	// three in step (nil: none).
+	lock sync.Locker
 }
 
 var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj any, _ bool) {
+	h.lockView()
 	h.note(nil, obj)
 	if h.view != nil {
 		h.view.put(obj)
 	}
+	h.unlockView()
 	h.report(obj)
+}
+
+func (h handler) lockView() {
+	if h.lock != nil {
+		h.lock.Lock()
+	}
+}
+
+func (h handler) unlockView() {
+	if h.lock != nil {
+		h.lock.Unlock()
+	}
 }
 
 // OnUpdate drops resync replays: the object did not change if its
@@ -677,12 +714,15 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 			// transform hands that back, unless this version was
 			// queued before the cache held it): the view and the index
 			// take the cache's, which the next change forgets.
+			h.lockView()
 			h.note(oldObj, newObj)
 			h.view.put(newObj)
 			h.forget(oldObj)
+			h.unlockView()
 		}
 		return
 	}
+	h.lockView()
 	h.note(oldObj, newObj)
 	if h.view != nil {
 		h.view.put(newObj)
@@ -690,6 +730,7 @@ func (h handler) OnUpdate(oldObj, newObj any) {
 	if h.forget != nil && oldObj != newObj {
 		h.forget(oldObj)
 	}
+	h.unlockView()
 	if ingressStatusOnly(oldObj, newObj) {
 		return
 	}
@@ -714,6 +755,7 @@ func ingressStatusOnly(oldObj, newObj any) bool {
 // OnDelete is also called with a cache.DeletedFinalStateUnknown when the
 // watch missed the deletion; the object is gone from the cache either way.
 func (h handler) OnDelete(obj any) {
+	h.lockView()
 	if h.view != nil {
 		h.view.remove(obj)
 	}
@@ -724,6 +766,7 @@ func (h handler) OnDelete(obj any) {
 	if h.forget != nil {
 		h.forget(obj)
 	}
+	h.unlockView()
 	h.report(obj)
 }
 
@@ -757,7 +800,7 @@ func (s *Source) noteSlice(oldObj, newObj any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.slicesOf == nil {
-		c.slicesOf = source.NewSliceIndexEdit(source.SliceIndex{})
+		c.slicesOf = source.NewSliceIndexEdit(c.slicesDone)
 	}
 	note := func(key source.ServiceKey) {
 		if c.keys == nil {
@@ -805,17 +848,11 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	if !s.isStarted() {
 		return nil, nil
 	}
-	svc, err := s.services.Services(namespace).Get(name)
-	if err != nil {
-		svc = nil
-	}
+	svc := s.serviceView.lookup(namespace, name)
 	c := &s.changedServices
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.slicesOf == nil {
-		return svc, nil
-	}
-	return svc, c.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
+	return svc, c.slicesIndex().Get(source.ServiceKey{Namespace: namespace, Name: name})
 }
 
 // Service returns the cached Service namespace/name, nil if none.
@@ -823,11 +860,7 @@ func (s *Source) Service(namespace, name string) *corev1.Service {
 	if !s.isStarted() {
 		return nil
 	}
-	svc, err := s.services.Services(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return svc
+	return s.serviceView.lookup(namespace, name)
 }
 
 // EndpointSlice returns the cached EndpointSlice namespace/name, nil if
@@ -836,11 +869,7 @@ func (s *Source) EndpointSlice(namespace, name string) *discoveryv1.EndpointSlic
 	if !s.isStarted() {
 		return nil
 	}
-	slice, err := s.endpointSlices.EndpointSlices(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return slice
+	return s.sliceView.lookup(namespace, name)
 }
 
 // GatewayServiceObjects returns the cached Services and EndpointSlices
@@ -851,7 +880,17 @@ func (s *Source) GatewayServiceObjects() ([]*corev1.Service, []*discoveryv1.Endp
 		return nil, nil
 	}
 	selector := labels.SelectorFromSet(labels.Set{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy})
-	services, _ := s.services.List(selector)
-	endpointSlices, _ := s.endpointSlices.List(selector)
+	var services []*corev1.Service
+	s.serviceView.each(func(svc *corev1.Service) {
+		if selector.Matches(labels.Set(svc.Labels)) {
+			services = append(services, svc)
+		}
+	})
+	var endpointSlices []*discoveryv1.EndpointSlice
+	s.sliceView.each(func(slice *discoveryv1.EndpointSlice) {
+		if selector.Matches(labels.Set(slice.Labels)) {
+			endpointSlices = append(endpointSlices, slice)
+		}
+	})
 	return services, endpointSlices
 }

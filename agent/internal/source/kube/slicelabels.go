@@ -55,11 +55,11 @@ func (s *Source) transformSlice(obj any) (any, error) {
 // cachedSlice is the cached slice of slice's name when it is the same
 // version, else nil.
 func (s *Source) cachedSlice(slice *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	if slice.ResourceVersion == "" || s.endpointSlices == nil {
+	if slice.ResourceVersion == "" {
 		return nil
 	}
-	cached, err := s.endpointSlices.EndpointSlices(slice.Namespace).Get(slice.Name)
-	if err != nil || cached.ResourceVersion != slice.ResourceVersion {
+	cached := s.sliceView.lookup(slice.Namespace, slice.Name)
+	if cached == nil || cached.ResourceVersion != slice.ResourceVersion {
 		return nil
 	}
 	return cached
@@ -89,14 +89,12 @@ func (s *Source) sliceService(slice *discoveryv1.EndpointSlice) string {
 }
 
 // forgetSlice takes out the name of a slice the view no longer holds
-// (obj, or a tombstone's object).
+// (obj, or a tombstone's object); the caller (handler) holds viewMu.
 func (s *Source) forgetSlice(obj any) {
 	slice, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || slice.Labels != nil {
 		return
 	}
-	s.viewMu.Lock()
-	defer s.viewMu.Unlock()
 	s.sliceServicesMu.Lock()
 	defer s.sliceServicesMu.Unlock()
 	s.sliceServicesEdit().Set(slice, "")

@@ -23,7 +23,7 @@ import (
 // keys on every object: one copy each).
 //
 // What is read of them (grep the model, status, events and source
-// packages): of a Service its namespace, name, type, clusterIP,
+// packages): of a Service (not its labels or annotations) its namespace, name, type, clusterIP,
 // externalName, ports and status (the status publisher's Service); of an
 // EndpointSlice its namespace, name, labels (kubernetes.io/service-name),
 // addressType, endpoints and ports; resourceVersion of every object (the
@@ -61,6 +61,9 @@ func trimObject(obj any) {
 			return
 		}
 		trimMeta(&o.ObjectMeta)
+		// A chart's labels and annotations (a map each, some 300 bytes
+		// and more): no stage reads them of a Service it does not manage.
+		o.Labels, o.Annotations = nil, nil
 		s := &o.Spec
 		s.ClusterIPs, s.IPFamilies, s.IPFamilyPolicy = nil, nil, nil
 		s.SessionAffinity, s.SessionAffinityConfig = "", nil

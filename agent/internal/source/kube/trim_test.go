@@ -44,6 +44,9 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 		case 4:
 			ing.Annotations = map[string]string{"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}
 			ing.Labels = map[string]string{"team": "a"}
+		case 5: // a chart's Service
+			svc.Labels = map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": "app-5", "helm.sh/chart": "app-1.0.0"}
+			svc.Annotations = map[string]string{"meta.helm.sh/release-name": "app-5", "meta.helm.sh/release-namespace": "default"}
 		}
 		objs = append(objs, app...)
 	}
@@ -64,8 +67,8 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 	}))
 	trimmed.SliceServices = services.Done().Of
 	for svc := range trimmed.Services.All() {
-		if svc.UID != "" || svc.Spec.ClusterIPs != nil || svc.Spec.IPFamilyPolicy != nil || svc.Spec.Selector != nil {
-			t.Fatalf("trim kept %s's uid, clusterIPs, ipFamilyPolicy or selector: %+v", svc.Name, svc)
+		if svc.UID != "" || svc.Spec.ClusterIPs != nil || svc.Spec.IPFamilyPolicy != nil || svc.Spec.Selector != nil || svc.Labels != nil || svc.Annotations != nil {
+			t.Fatalf("trim kept %s's uid, clusterIPs, ipFamilyPolicy, selector, labels or annotations: %+v", svc.Name, svc)
 		}
 	}
 	if slice := trimmed.EndpointSlices.At(0); slice.Annotations != nil || slice.OwnerReferences != nil || slice.Labels != nil {

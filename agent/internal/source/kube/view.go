@@ -120,3 +120,59 @@ func (v *sortedView[T]) objects() model.List[T] {
 	v.pending = nil
 	return v.list
 }
+
+// The view is also the cache of its viewInformer (viewinformer.go): what
+// the handler last put in it, pending changes included.
+
+// get returns the object key, as last put, and whether the view holds it.
+func (v *sortedView[T]) get(key types.NamespacedName) (T, bool) {
+	var zero T
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if obj, ok := v.pending[key]; ok {
+		return obj, obj != zero
+	}
+	return source.FindNamedIn(v.list, key.Namespace, key.Name)
+}
+
+// lookup is get by namespace and name, nil (zero) when the view does not
+// hold it.
+func (v *sortedView[T]) lookup(namespace, name string) T {
+	obj, _ := v.get(types.NamespacedName{Namespace: namespace, Name: name})
+	return obj
+}
+
+// each calls f with each object the view holds, in no order.
+func (v *sortedView[T]) each(f func(T)) {
+	var zero T
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for obj := range v.list.All() {
+		if _, changed := v.pending[types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}]; !changed {
+			f(obj)
+		}
+	}
+	for _, obj := range v.pending {
+		if obj != zero {
+			f(obj)
+		}
+	}
+}
+
+// holdsAny says whether the view may hold an object: false when it
+// surely holds none.
+func (v *sortedView[T]) holdsAny() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.list.Len() > 0 || len(v.pending) > 0
+}
+
+// ListKeys returns the keys ("namespace/name") of the objects the view
+// holds.
+func (v *sortedView[T]) ListKeys() []string {
+	var keys []string
+	v.each(func(obj T) {
+		keys = append(keys, cache.ObjectName{Namespace: obj.GetNamespace(), Name: obj.GetName()}.String())
+	})
+	return keys
+}

@@ -180,7 +180,13 @@ func TestRelistYieldsTheSnapshotOfAFreshStart(t *testing.T) {
 			t.Errorf("after the relist %s is of Service %q, fresh start: %q", slice.Name, g, w)
 		}
 	}
+	for svc := range want.Services.All() {
+		if g, w := names(got.SlicesOf(svc.Namespace, svc.Name)), names(want.SlicesOf(svc.Namespace, svc.Name)); !slices.Equal(g, w) || len(g) == 0 {
+			t.Errorf("after the relist Service %s has slices %v, fresh start: %v", svc.Name, g, w)
+		}
+	}
 	got.SliceServices, want.SliceServices = nil, nil
+	got.SlicesOf, want.SlicesOf = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after the relist:\n%+v\nfresh start:\n%+v", got, want)
 	}
@@ -296,14 +302,28 @@ func TestGatewaySnapshotAfterOneRouteCopiesOnlyRoutes(t *testing.T) {
 // The informers keep no index (kubeclient.NewInformer): nothing reads one
 // by namespace (1.7 MB a kind at 50,000 objects), and the EndpointSlices
 // by Service are the source's own (slicesOf; the informer's index held a
-// set per Service, 14 MB at 50,000).
+// set per Service, 14 MB at 50,000). The Ingresses', Services' and
+// EndpointSlices' informers keep no cache of their own: their views are
+// (viewinformer.go).
 func TestInformersHoldNoIndex(t *testing.T) {
 	gw := gatewayfake.NewSimpleClientset()
 	kubeclienttest.ServeGatewayAPI(gw)
 	src := New(kubeclienttest.WrapGateway(fake.NewClientset(testObjects()...), gw), Options{ConfigMap: "restysync/restysync"})
 	startSource(t, src, func(source.Change) {})
 	for _, ni := range src.allInformers() {
-		if indexers := ni.informer.GetIndexer().GetIndexers(); len(indexers) != 0 {
+		switch ni.kind {
+		case source.KindIngress, source.KindService, source.KindEndpointSlice:
+			if _, ok := ni.informer.(cache.SharedInformer); ok {
+				t.Errorf("%s informer is a shared informer, want one whose cache is the view", ni.kind)
+			}
+			continue
+		}
+		shared, ok := ni.informer.(cache.SharedIndexInformer)
+		if !ok {
+			t.Errorf("%s informer is a %T, want a shared informer", ni.kind, ni.informer)
+			continue
+		}
+		if indexers := shared.GetIndexer().GetIndexers(); len(indexers) != 0 {
 			t.Errorf("%s informer indexers %v, want none", ni.kind, slices.Collect(maps.Keys(indexers)))
 		}
 	}
@@ -335,6 +355,8 @@ func TestServiceEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "web/app-2 served", func() bool { return slices.Equal(endpoints("app"), []string{"web/app-1", "web/app-2"}) })
+	before, _ := src.Snapshot()
+	checkSlicesOf(t, before)
 	moved := second.DeepCopy()
 	moved.Labels = map[string]string{discoveryv1.LabelServiceName: "other"}
 	moved.ResourceVersion = "2"
@@ -351,10 +373,45 @@ func TestServiceEndpoints(t *testing.T) {
 	if !slices.Equal(names(first), []string{"web/app-1"}) {
 		t.Errorf("a list returned before changed: %v", names(first))
 	}
+	after, _ := src.Snapshot()
+	checkSlicesOf(t, after)
+	// The Snapshot before still answers for its own slices.
+	checkSlicesOf(t, before)
 	changed := src.TakeChangedServices()
 	slices.SortFunc(changed, func(a, b source.ServiceKey) int { return strings.Compare(a.Name, b.Name) })
 	if want := []source.ServiceKey{{Namespace: "web", Name: "app"}, {Namespace: "web", Name: "other"}}; !slices.Equal(changed, want) {
 		t.Errorf("changed Services %v, want %v", changed, want)
+	}
+}
+
+// checkSlicesOf checks that snap's SlicesOf holds each of its
+// EndpointSlices under its Service (ServiceOfSlice), and no other.
+func checkSlicesOf(t *testing.T, snap model.Snapshot) {
+	t.Helper()
+	if snap.SlicesOf == nil {
+		t.Fatal("the Snapshot has no SlicesOf")
+	}
+	want := map[string][]string{}
+	for slice := range snap.EndpointSlices.All() {
+		if service := snap.ServiceOfSlice(slice); service != "" {
+			key := slice.Namespace + "/" + service
+			want[key] = append(want[key], slice.Namespace+"/"+slice.Name)
+		}
+	}
+	for svc := range snap.Services.All() {
+		key := svc.Namespace + "/" + svc.Name
+		got := names(snap.SlicesOf(svc.Namespace, svc.Name))
+		slices.Sort(got)
+		if !slices.Equal(got, want[key]) {
+			t.Errorf("SlicesOf(%s) = %v, want %v", key, got, want[key])
+		}
+		delete(want, key)
+	}
+	for key, list := range want {
+		namespace, name, _ := strings.Cut(key, "/")
+		if got := names(snap.SlicesOf(namespace, name)); !slices.Equal(got, list) {
+			t.Errorf("SlicesOf(%s) of no Service = %v, want %v", key, got, list)
+		}
 	}
 }
 
