@@ -401,6 +401,7 @@ func TestRenderErrors(t *testing.T) {
 		{"same ports", model.Model{}, settings(func(s *Settings) { s.HTTPSPort = 80 }), `both 80`},
 		{"bad listen address", model.Model{}, settings(func(s *Settings) { s.ListenAddress = "localhost" }), `listen address "localhost"`},
 		{"bad workers", model.Model{}, settings(func(s *Settings) { s.WorkerProcesses = "02" }), `worker processes "02"`},
+		{"lua dict too small", model.Model{}, settings(func(s *Settings) { s.LuaDictMB = 8 }), `lua dict size 8 MB`},
 		{"module with dollar", model.Model{}, settings(func(s *Settings) { s.LoadModules = []string{"/x/$y.so"} }), `contains "$"`},
 		{"bad redirect port", model.Model{}, settings(func(s *Settings) { s.HTTPSRedirectPort = 70000 }), `HTTPS redirect port 70000`},
 		{"status port is the HTTP port", model.Model{}, settings(func(s *Settings) { s.StatusPort = s.HTTPPort }), `status port`},
@@ -650,4 +651,19 @@ func own[T any](setting **T) *T {
 	}
 	*setting = &v
 	return &v
+}
+
+// Lua's shared dict is 64 MB unless Settings.LuaDictMB says otherwise.
+func TestLuaDictSize(t *testing.T) {
+	for mb, want := range map[int]string{0: "lua_shared_dict restysync 64m;", 256: "lua_shared_dict restysync 256m;"} {
+		s := goldenSettings
+		s.LuaDictMB = mb
+		cfg, err := Render(model.Model{}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cfg.Bytes), want) {
+			t.Errorf("LuaDictMB %d: the config has no %q", mb, want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // BenchmarkNewIngress is B11's sync in-process: one new Ingress beside
@@ -87,7 +89,7 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 		}
 		write(fmt.Sprintf("fill-%06d.yaml", start), buf.String())
 	}
-	nginx, settings, _ := agentnginx.Start(b)
+	nginx, settings, _ := startBenchNginx(b)
 	if *heapMetrics {
 		rm := render.DefaultRequestMetrics()
 		settings.RequestMetrics = &rm
@@ -137,4 +139,20 @@ func (e *newIngressEnv) put(b testing.TB, name, content string) {
 
 func benchIngressYAML(name, service string) string {
 	return fmt.Sprintf("---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: %s\n            port:\n              number: 80\n", name, name, service)
+}
+
+// startBenchNginx starts nginx for startNewIngressEnv, its shared dict
+// -heap.dict MB from the start when that is set (the first sync's pushes
+// come before its reload).
+func startBenchNginx(b testing.TB) (*apply.Nginx, render.Settings, render.Config) {
+	if *heapDict == 0 {
+		return agentnginx.Start(b)
+	}
+	nginxproc.Binary(b)
+	edit := func(conf []byte) []byte {
+		return bytes.Replace(conf, []byte("lua_shared_dict restysync 64m;"), fmt.Appendf(nil, "lua_shared_dict restysync %dm;", *heapDict), 1)
+	}
+	nginx, _, settings, cfg := agentnginx.StartEdited(b, nginxproc.TempPrefix(b), edit)
+	settings.LuaDictMB = *heapDict
+	return nginx, settings, cfg
 }

@@ -25,6 +25,7 @@ var (
 	heapRoutes    = flag.Bool("heap.routes", false, "TestHeapAtScale: -heap.n HTTPRoutes on a Gateway (BenchmarkNewHTTPRoute's), and the changes new HTTPRoutes, instead of Ingresses")
 	heapMetrics   = flag.Bool("heap.metrics", false, "TestHeapAtScale, BenchmarkNewIngress: the request metrics on (render.Settings.RequestMetrics, as the agent with a metrics address), each location with its labels")
 	heapOwn       = flag.Bool("heap.own", false, "TestHeapAtScale: each new Ingress brings its own Service, EndpointSlice and TLS Secret (else it names an existing Service)")
+	heapDict      = flag.Int("heap.dict", 0, "TestHeapAtScale, BenchmarkNewIngress: the size of Lua's shared dict in MB (render.Settings.LuaDictMB; 0: the default 64, which holds about 43,000 certificates: -heap.tls at 50,000 needs 256)")
 	heapTLS       = flag.Bool("heap.tls", false, "TestHeapAtScale: each of the -heap.n Ingresses, and each new one, has spec.tls with its own TLS Secret (a certificate per Ingress)")
 )
 
