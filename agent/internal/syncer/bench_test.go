@@ -95,7 +95,11 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 		settings.RequestMetrics = &rm
 	}
 	src := file.New(dir)
-	s := New(src, nginx, Options{Render: settings, IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+	logger := slog.New(slog.DiscardHandler)
+	if firstSyncLog != nil {
+		logger = slog.New(firstSyncLog)
+	}
+	s := New(src, nginx, Options{Render: settings, IngressClass: "restysync"}, logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := src.Start(ctx, s.changed); err != nil {
 		b.Fatal(err)
@@ -106,6 +110,7 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 	if err := s.sync(ctx); err != nil {
 		b.Fatal(err)
 	}
+	s.logger = slog.New(slog.DiscardHandler)
 	if got := s.built.Servers.Len(); got != n {
 		b.Fatalf("first sync serves %d hosts, want %d", got, n)
 	}

@@ -1,14 +1,17 @@
 package syncer
 
 import (
+	"context"
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +35,33 @@ var (
 // fillTLS, when set, gives each Ingress startNewIngressEnv writes spec.tls
 // and its own TLS Secret of this content (-heap.tls).
 var fillTLS *struct{ cert, key string }
+
+// firstSyncLog, when set, gets the log of startNewIngressEnv's first sync.
+var firstSyncLog *syncAttrs
+
+// syncAttrs keeps the attributes of the last "sync" log line.
+type syncAttrs struct {
+	mu   sync.Mutex
+	line string
+}
+
+func (h *syncAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *syncAttrs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *syncAttrs) WithGroup(string) slog.Handler            { return h }
+func (h *syncAttrs) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "sync" && r.Message != "sync failed" {
+		return nil
+	}
+	var b strings.Builder
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
+		return true
+	})
+	h.mu.Lock()
+	h.line = b.String()
+	h.mu.Unlock()
+	return nil
+}
 
 // heapListed, when set, is called by startNewIngressEnv once the source
 // has listed, before the first sync.
@@ -69,6 +99,8 @@ func TestHeapAtScale(t *testing.T) {
 		debug.SetGCPercent(previous)
 	}
 	defer func() { heapListed = nil }()
+	firstSyncLog = &syncAttrs{}
+	defer func() { firstSyncLog = nil }()
 	var env *newIngressEnv
 	add := func() { env.add(t) }
 	switch {
@@ -107,6 +139,7 @@ func TestHeapAtScale(t *testing.T) {
 	// and the first encodes every item: the agent waits for it before it
 	// gives memory back (run.go), and so does the measure, or the figure
 	// holds whatever part of that write was under way.
+	t.Logf("first sync: %s", firstSyncLog.line)
 	env.s.WaitStateWritten()
 	measure("first sync")
 	if *heapDump != "" {
