@@ -529,7 +529,9 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// of a fixed list (RequestHistograms); the access
 		// log's checked escape token (http.go)
 		".DictSize": true, ".Time": true, ".Length": true, ".Size": true, ".UndefinedHost": true,
-		".Skip": true, ".HTTP.LogEscape": true}
+		".Skip": true, ".HTTP.LogEscape": true,
+		// Lua's shared dict size, an int checkSettings bounds (render.go)
+		".LuaDictMB": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
