@@ -20,3 +20,7 @@ func (l *LuaState) dropBackend(name string)     { l.dropBackends([]string{name})
 
 // HeldRoutes is the record of the routes Lua holds.
 func (s *Stage) HeldRoutes() render.RouteList { return s.lua.routes }
+
+// SetCertificateBatchBytes makes l send certificates in batches of about
+// n bytes.
+func (l *LuaState) SetCertificateBatchBytes(n int) { l.certBatchBytes = n }

@@ -73,6 +73,9 @@ type LuaState struct {
 	certsChanged, heldAt, nearestAt uint64
 	heldFor                         model.List[model.Certificate]
 	nearest                         time.Time
+	// certBatchBytes bounds one certificate push (certificateBatchBytes;
+	// tests make it small).
+	certBatchBytes int
 }
 
 // heldPEM is what the agent sent for one certificate, and its hash.
@@ -87,7 +90,7 @@ func NewLuaState(client *LuaClient, metrics PushMetrics) *LuaState {
 		metrics = noPushMetrics{}
 	}
 	return &LuaState{client: client, metrics: metrics, lastGood: map[string]model.Certificate{}, pems: map[string]heldPEM{},
-		certs: map[string]plan.HeldCertificate{}, profiles: map[string]int{}}
+		certs: map[string]plan.HeldCertificate{}, profiles: map[string]int{}, certBatchBytes: certificateBatchBytes}
 }
 
 type noPushMetrics struct{}
@@ -458,26 +461,55 @@ func (l *LuaState) Execute(ctx context.Context, p plan.Plan, reload Reloader) (O
 	return out, certErr
 }
 
+// pushCertificates sends cp in batches (certificateBatches), each
+// recorded as soon as Lua took it. A batch Lua refuses (400: input the
+// agent's checks let through) costs only its own certificates: the others
+// are still sent, and the first refusal is returned. Any other failure
+// (no answer in time, nginx down) stops the push there; what landed
+// stays recorded, and the next sync sends the rest.
 func (l *LuaState) pushCertificates(ctx context.Context, cp plan.CertificatePlan, out *Outcome) error {
-	update := luaapi.CertificateUpdate{Upserts: make([]luaapi.CertificatePayload, len(cp.Upserts)), Removes: cp.Removes}
-	for i, c := range cp.Upserts {
+	batches := certificateBatches(cp, l.certs, l.certBatchBytes)
+	var refused error
+	for i, b := range batches {
+		err := l.pushCertificateBatch(ctx, b, out)
+		if err == nil {
+			continue
+		}
+		if len(batches) > 1 {
+			err = fmt.Errorf("certificate batch %d of %d (%d upserts, %d removes): %w", i+1, len(batches), len(b.upserts), len(b.removes), err)
+		}
+		if !errors.Is(err, ErrRefused) {
+			return err
+		}
+		if refused == nil {
+			refused = err
+		}
+	}
+	return refused
+}
+
+// pushCertificateBatch sends one batch and records it once Lua took it.
+func (l *LuaState) pushCertificateBatch(ctx context.Context, b certBatch, out *Outcome) error {
+	update := luaapi.CertificateUpdate{Upserts: make([]luaapi.CertificatePayload, len(b.upserts)), Removes: b.removes}
+	for i, c := range b.upserts {
 		update.Upserts[i] = certificatePayload(c)
 	}
 	if err := l.post(ctx, "certificates", update, out); err != nil {
 		return err
 	}
-	for i, c := range cp.Upserts {
+	for i, c := range b.upserts {
 		hash := c.Hash()
 		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: hash, NotAfter: c.NotAfter}
 		l.holdPEM(c.Name, heldPEM{hash: hash, payload: update.Upserts[i]})
 	}
-	for _, name := range cp.Removes {
+	for _, name := range b.removes {
 		delete(l.certs, name)
 		delete(l.pems, name)
 		l.savedCerts.remove(name)
 	}
 	l.certsChanged++
-	out.CertUpserts, out.CertRemoves = len(cp.Upserts), len(cp.Removes)
+	out.CertUpserts += len(b.upserts)
+	out.CertRemoves += len(b.removes)
 	return nil
 }
 

@@ -70,6 +70,13 @@ type Settings struct {
 	Nginx Nginx
 	// WorkerProcesses is "auto" (the default, when empty) or a number.
 	WorkerProcesses string
+	// LuaDictMB is the size of Lua's shared dict in MB, where the config
+	// API keeps every backend, route and certificate (0: DefaultLuaDictMB).
+	// nginx keeps a shared dict over a reload only at the same size: a
+	// reload to another size starts it empty, as a cold start (the saved
+	// state, then the agent's pushes), so it is a flag, not sized from the
+	// model.
+	LuaDictMB int
 	// HTTPSRedirectPort is the port in the Location of the HTTP → HTTPS
 	// redirect (model.Location.SSLRedirect): the port clients reach nginx's
 	// HTTPS port on, when a Service maps another one to it. 0 means HTTPSPort;
@@ -202,6 +209,7 @@ type confView struct {
 	// server, rather than with listen's "http2" (Nginx.HTTP2Directive).
 	HTTP2Directive  bool
 	WorkerProcesses string
+	LuaDictMB       int
 	LuaPackagePath  string
 	ConfigHash      string
 	APIListen       string
@@ -386,6 +394,15 @@ func newConfView(m model.Model, s Settings, views []serverView, profiles profile
 	return view, nil
 }
 
+// The size of Lua's shared dict (Settings.LuaDictMB), in MB. 64 MB holds
+// 50,000 plain Ingresses, and about 43,000 certificates alone (P-256, 1.5 KB
+// each in the dict: the chain and key, their hosts and hash).
+const (
+	DefaultLuaDictMB = 64
+	MinLuaDictMB     = 16
+	MaxLuaDictMB     = 4096
+)
+
 // settingsConfView is the part of the conf view the settings alone
 // decide. render.Cache makes it once per Settings and adds one host's
 // model to a copy of it (Cache.hostConf), where a whole view for each
@@ -400,6 +417,7 @@ func settingsConfView(s Settings) (confView, error) {
 		LoadModules:     LoadModuleLines(s),
 		HTTP2Directive:  s.Nginx.HTTP2Directive(),
 		WorkerProcesses: workers,
+		LuaDictMB:       cmp.Or(s.LuaDictMB, DefaultLuaDictMB),
 		LuaPackagePath:  luaPackagePath(s.SharedDir),
 		ConfigHash:      hashPlaceholder,
 		APIListen:       "unix:" + filepath.Join(s.SharedDir, SocketName),
@@ -732,6 +750,9 @@ func checkSettings(s Settings) error {
 		if err != nil || addr.Zone() != "" {
 			return fmt.Errorf("listen address %q: must be an IP address without zone, or empty for all", s.ListenAddress)
 		}
+	}
+	if m := s.LuaDictMB; m != 0 && (m < MinLuaDictMB || m > MaxLuaDictMB) {
+		return fmt.Errorf("lua dict size %d MB: want %d..%d", m, MinLuaDictMB, MaxLuaDictMB)
 	}
 	if w := s.WorkerProcesses; w != "" && w != "auto" {
 		if n, err := strconv.Atoi(w); err != nil || n < 1 || strconv.Itoa(n) != w {

@@ -401,6 +401,7 @@ func TestRenderErrors(t *testing.T) {
 		{"same ports", model.Model{}, settings(func(s *Settings) { s.HTTPSPort = 80 }), `both 80`},
 		{"bad listen address", model.Model{}, settings(func(s *Settings) { s.ListenAddress = "localhost" }), `listen address "localhost"`},
 		{"bad workers", model.Model{}, settings(func(s *Settings) { s.WorkerProcesses = "02" }), `worker processes "02"`},
+		{"lua dict too small", model.Model{}, settings(func(s *Settings) { s.LuaDictMB = 8 }), `lua dict size 8 MB`},
 		{"module with dollar", model.Model{}, settings(func(s *Settings) { s.LoadModules = []string{"/x/$y.so"} }), `contains "$"`},
 		{"bad redirect port", model.Model{}, settings(func(s *Settings) { s.HTTPSRedirectPort = 70000 }), `HTTPS redirect port 70000`},
 		{"status port is the HTTP port", model.Model{}, settings(func(s *Settings) { s.StatusPort = s.HTTPPort }), `status port`},
@@ -528,7 +529,9 @@ func TestTemplatePrintsOnlyQuoted(t *testing.T) {
 		// of a fixed list (RequestHistograms); the access
 		// log's checked escape token (http.go)
 		".DictSize": true, ".Time": true, ".Length": true, ".Size": true, ".UndefinedHost": true,
-		".Skip": true, ".HTTP.LogEscape": true}
+		".Skip": true, ".HTTP.LogEscape": true,
+		// Lua's shared dict size, an int checkSettings bounds (render.go)
+		".LuaDictMB": true}
 	action := regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 	for _, m := range action.FindAllStringSubmatch(templates.NginxConf, -1) {
 		body := m[1]
@@ -650,4 +653,19 @@ func own[T any](setting **T) *T {
 	}
 	*setting = &v
 	return &v
+}
+
+// Lua's shared dict is 64 MB unless Settings.LuaDictMB says otherwise.
+func TestLuaDictSize(t *testing.T) {
+	for mb, want := range map[int]string{0: "lua_shared_dict restysync 64m;", 256: "lua_shared_dict restysync 256m;"} {
+		s := goldenSettings
+		s.LuaDictMB = mb
+		cfg, err := Render(model.Model{}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cfg.Bytes), want) {
+			t.Errorf("LuaDictMB %d: the config has no %q", mb, want)
+		}
+	}
 }

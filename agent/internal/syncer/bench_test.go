@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/restysync/restysync/agent/internal/render"
 	"github.com/restysync/restysync/agent/internal/source/file"
 	"github.com/restysync/restysync/agent/internal/testenv/agentnginx"
+	"github.com/restysync/restysync/agent/internal/testenv/nginxproc"
 )
 
 // BenchmarkNewIngress is B11's sync in-process: one new Ingress beside
@@ -87,13 +89,17 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 		}
 		write(fmt.Sprintf("fill-%06d.yaml", start), buf.String())
 	}
-	nginx, settings, _ := agentnginx.Start(b)
+	nginx, settings, _ := startBenchNginx(b)
 	if *heapMetrics {
 		rm := render.DefaultRequestMetrics()
 		settings.RequestMetrics = &rm
 	}
 	src := file.New(dir)
-	s := New(src, nginx, Options{Render: settings, IngressClass: "restysync"}, slog.New(slog.DiscardHandler))
+	logger := slog.New(slog.DiscardHandler)
+	if firstSyncLog != nil {
+		logger = slog.New(firstSyncLog)
+	}
+	s := New(src, nginx, Options{Render: settings, IngressClass: "restysync"}, logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := src.Start(ctx, s.changed); err != nil {
 		b.Fatal(err)
@@ -104,6 +110,7 @@ func startNewIngressEnv(b testing.TB, n int) *newIngressEnv {
 	if err := s.sync(ctx); err != nil {
 		b.Fatal(err)
 	}
+	s.logger = slog.New(slog.DiscardHandler)
 	if got := s.built.Servers.Len(); got != n {
 		b.Fatalf("first sync serves %d hosts, want %d", got, n)
 	}
@@ -137,4 +144,20 @@ func (e *newIngressEnv) put(b testing.TB, name, content string) {
 
 func benchIngressYAML(name, service string) string {
 	return fmt.Sprintf("---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: %s\n  namespace: default\nspec:\n  ingressClassName: restysync\n  rules:\n  - host: %s.bench.test\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          service:\n            name: %s\n            port:\n              number: 80\n", name, name, service)
+}
+
+// startBenchNginx starts nginx for startNewIngressEnv, its shared dict
+// -heap.dict MB from the start when that is set (the first sync's pushes
+// come before its reload).
+func startBenchNginx(b testing.TB) (*apply.Nginx, render.Settings, render.Config) {
+	if *heapDict == 0 {
+		return agentnginx.Start(b)
+	}
+	nginxproc.Binary(b)
+	edit := func(conf []byte) []byte {
+		return bytes.Replace(conf, []byte("lua_shared_dict restysync 64m;"), fmt.Appendf(nil, "lua_shared_dict restysync %dm;", *heapDict), 1)
+	}
+	nginx, _, settings, cfg := agentnginx.StartEdited(b, nginxproc.TempPrefix(b), edit)
+	settings.LuaDictMB = *heapDict
+	return nginx, settings, cfg
 }

@@ -1,14 +1,17 @@
 package syncer
 
 import (
+	"context"
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +28,40 @@ var (
 	heapRoutes    = flag.Bool("heap.routes", false, "TestHeapAtScale: -heap.n HTTPRoutes on a Gateway (BenchmarkNewHTTPRoute's), and the changes new HTTPRoutes, instead of Ingresses")
 	heapMetrics   = flag.Bool("heap.metrics", false, "TestHeapAtScale, BenchmarkNewIngress: the request metrics on (render.Settings.RequestMetrics, as the agent with a metrics address), each location with its labels")
 	heapOwn       = flag.Bool("heap.own", false, "TestHeapAtScale: each new Ingress brings its own Service, EndpointSlice and TLS Secret (else it names an existing Service)")
+	heapDict      = flag.Int("heap.dict", 0, "TestHeapAtScale, BenchmarkNewIngress: the size of Lua's shared dict in MB (render.Settings.LuaDictMB; 0: the default 64, which holds about 43,000 certificates: -heap.tls at 50,000 needs 256)")
 	heapTLS       = flag.Bool("heap.tls", false, "TestHeapAtScale: each of the -heap.n Ingresses, and each new one, has spec.tls with its own TLS Secret (a certificate per Ingress)")
 )
 
 // fillTLS, when set, gives each Ingress startNewIngressEnv writes spec.tls
 // and its own TLS Secret of this content (-heap.tls).
 var fillTLS *struct{ cert, key string }
+
+// firstSyncLog, when set, gets the log of startNewIngressEnv's first sync.
+var firstSyncLog *syncAttrs
+
+// syncAttrs keeps the attributes of the last "sync" log line.
+type syncAttrs struct {
+	mu   sync.Mutex
+	line string
+}
+
+func (h *syncAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *syncAttrs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *syncAttrs) WithGroup(string) slog.Handler            { return h }
+func (h *syncAttrs) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "sync" && r.Message != "sync failed" {
+		return nil
+	}
+	var b strings.Builder
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
+		return true
+	})
+	h.mu.Lock()
+	h.line = b.String()
+	h.mu.Unlock()
+	return nil
+}
 
 // heapListed, when set, is called by startNewIngressEnv once the source
 // has listed, before the first sync.
@@ -68,6 +99,8 @@ func TestHeapAtScale(t *testing.T) {
 		debug.SetGCPercent(previous)
 	}
 	defer func() { heapListed = nil }()
+	firstSyncLog = &syncAttrs{}
+	defer func() { firstSyncLog = nil }()
 	var env *newIngressEnv
 	add := func() { env.add(t) }
 	switch {
@@ -106,6 +139,7 @@ func TestHeapAtScale(t *testing.T) {
 	// and the first encodes every item: the agent waits for it before it
 	// gives memory back (run.go), and so does the measure, or the figure
 	// holds whatever part of that write was under way.
+	t.Logf("first sync: %s", firstSyncLog.line)
 	env.s.WaitStateWritten()
 	measure("first sync")
 	if *heapDump != "" {

@@ -75,6 +75,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --status-port={{ .Values.containerPorts.status }}
 - --https-redirect-port={{ .Values.service.httpsPort }}
 - --worker-processes={{ .Values.openresty.workerProcesses }}
+- --lua-dict-mb={{ .Values.openresty.luaDictMB }}
 - --ingress-class={{ .Values.ingressClass.name }}
 {{- if .Values.agent.watchIngressWithoutClass }}
 - --watch-ingress-without-class
