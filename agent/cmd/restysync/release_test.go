@@ -102,27 +102,30 @@ func TestMemoryReleaserWaitsToSettle(t *testing.T) {
 	waitReleased(t, m)
 }
 
-// A lean phase lowers the GC percent until restore; once steady, each
-// collection sets it from the live heap; the lower of the two holds; GOGC
-// set leaves it alone.
+// A phase sets the GC percent until restore; once steady, each collection
+// sets it from the live heap; a running phase's percent holds over the
+// steady one; GOGC set leaves it alone.
 func TestGCPercents(t *testing.T) {
-	var live uint64 = 32 << 20
+	var live uint64 = 8 << 20
 	var set []int
 	g := &gcPercents{logger: slog.New(slog.DiscardHandler), held: defaultGCPercent,
 		set: func(p int) int { set = append(set, p); return 0 }, live: func() uint64 { return live }}
-	restore := g.lower(startGCPercent, "after the listing")
+	restore := g.during(startGCPercent, "after the listing")
 	restore()
-	g.afterGC() // steady, small heap: Go's percent
+	g.afterGC() // steady, small heap: Go's percent, as held
 	live = 256 << 20
 	g.afterGC()
-	restore = g.lower(fullSyncGCPercent, "after a full sync")
+	// A full sync's percent holds while it runs, though the steady one is lower.
+	restore = g.during(fullSyncGCPercent, "after a full sync")
 	restore()
 	live = 128 << 20
 	g.afterGC()
-	restore = g.lower(fullSyncGCPercent, "after a full sync")
+	live = 64 << 20
+	g.afterGC()
+	// Set only when it changes: a full sync at 64 MiB live asks for what holds.
+	restore = g.during(fullSyncGCPercent, "after a full sync")
 	restore()
-	// Set only when it changes: a full sync at 256 MiB live asks for what holds.
-	want := []int{startGCPercent, defaultGCPercent, minSteadyGCPercent, 50, fullSyncGCPercent, 50}
+	want := []int{startGCPercent, defaultGCPercent, 6, fullSyncGCPercent, 6, 12, 25}
 	if !slices.Equal(set, want) {
 		t.Errorf("GC percents set %v, want %v", set, want)
 	}
@@ -130,7 +133,7 @@ func TestGCPercents(t *testing.T) {
 	set = nil
 	fixed := &gcPercents{logger: slog.New(slog.DiscardHandler), fixed: true, held: defaultGCPercent,
 		set: func(p int) int { set = append(set, p); return 0 }, live: func() uint64 { return 1 << 30 }}
-	fixed.lower(startGCPercent, "after the listing")()
+	fixed.during(startGCPercent, "after the listing")()
 	fixed.startSteady()
 	if len(set) > 0 {
 		t.Errorf("GOGC set: GC percents set %v, want none", set)
@@ -146,7 +149,7 @@ func TestSteadyGCPercent(t *testing.T) {
 		{steadyHeapGrowth, defaultGCPercent},
 		{2 * steadyHeapGrowth, 50},
 		{3 * steadyHeapGrowth, 33},
-		{220 << 20, 29},
+		{190 << 20, 8}, // 50,000 Ingresses
 		{1 << 40, minSteadyGCPercent},
 	} {
 		if got := steadyGCPercent(c.live); got != c.want {

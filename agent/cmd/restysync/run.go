@@ -465,7 +465,7 @@ func run(c *cli.Context) error {
 	logger.Info("starting", "version", versionString(), "source", c.String("source"), "shared_dir", rc.sharedDir)
 	setMemoryLimit(logger)
 	gc := newGCPercents(logger)
-	restoreGC := gc.lower(startGCPercent, "after the listing")
+	restoreGC := gc.during(startGCPercent, "after the listing")
 
 	// Start-up contract: Lua modules and a bootstrap nginx.conf come first, so
 	// nginx can start as soon as the file exists.
@@ -521,7 +521,7 @@ func run(c *cli.Context) error {
 		ConfigMap:             rc.kube.configMap,
 		OnSync:                onSync,
 		OnListed:              restoreGC,
-		LeanFullSync:          func() func() { return gc.lower(fullSyncGCPercent, "after a full sync") },
+		LeanFullSync:          func() func() { return gc.during(fullSyncGCPercent, "after a full sync") },
 		FullPush:              rc.fullPush,
 		Metrics:               obs.syncerMetrics(nginx.Lua),
 		Targets:               rc.targets,
