@@ -302,7 +302,7 @@ func (h *syncLines) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case "action", "path", "build", "render", "status", "plan", "compared_backends", "push", "duration", "upserts", "cert_upserts", "cert_removes":
+		case "action", "path", "build", "render", "status", "plan", "compared_backends", "push", "bytes", "duration", "upserts", "cert_upserts", "cert_removes":
 			fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
 		}
 		return true

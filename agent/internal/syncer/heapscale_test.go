@@ -1,17 +1,14 @@
 package syncer
 
 import (
-	"context"
 	"encoding/base64"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,31 +34,7 @@ var (
 var fillTLS *struct{ cert, key string }
 
 // firstSyncLog, when set, gets the log of startNewIngressEnv's first sync.
-var firstSyncLog *syncAttrs
-
-// syncAttrs keeps the attributes of the last "sync" log line.
-type syncAttrs struct {
-	mu   sync.Mutex
-	line string
-}
-
-func (h *syncAttrs) Enabled(context.Context, slog.Level) bool { return true }
-func (h *syncAttrs) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *syncAttrs) WithGroup(string) slog.Handler            { return h }
-func (h *syncAttrs) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "sync" && r.Message != "sync failed" {
-		return nil
-	}
-	var b strings.Builder
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, "%s=%s ", a.Key, a.Value)
-		return true
-	})
-	h.mu.Lock()
-	h.line = b.String()
-	h.mu.Unlock()
-	return nil
-}
+var firstSyncLog *syncLines
 
 // heapListed, when set, is called by startNewIngressEnv once the source
 // has listed, before the first sync.
@@ -99,7 +72,7 @@ func TestHeapAtScale(t *testing.T) {
 		debug.SetGCPercent(previous)
 	}
 	defer func() { heapListed = nil }()
-	firstSyncLog = &syncAttrs{}
+	firstSyncLog = &syncLines{}
 	defer func() { firstSyncLog = nil }()
 	var env *newIngressEnv
 	add := func() { env.add(t) }
@@ -139,7 +112,7 @@ func TestHeapAtScale(t *testing.T) {
 	// and the first encodes every item: the agent waits for it before it
 	// gives memory back (run.go), and so does the measure, or the figure
 	// holds whatever part of that write was under way.
-	t.Logf("first sync: %s", firstSyncLog.line)
+	t.Logf("first sync: %s", firstSyncLog.last())
 	env.s.WaitStateWritten()
 	measure("first sync")
 	if *heapDump != "" {
