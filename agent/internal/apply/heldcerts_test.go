@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -37,8 +38,8 @@ func TestHeldLooksOnlyAtTheChangedCertificates(t *testing.T) {
 	}
 	list := model.ListOf(certs...)
 	l.Held("cfg", list)
-	if len(l.lastGood) != n || len(l.pems) != n || l.NearestExpiry() != expiry {
-		t.Fatalf("the first Held: %d last good, %d contents known, nearest expiry %s; want %d, %d, %s", len(l.lastGood), len(l.pems), l.NearestExpiry(), n, n, expiry)
+	if len(l.lastGood) != 0 || len(l.pems) != n || l.NearestExpiry() != expiry {
+		t.Fatalf("the first Held: %d last good, %d contents known, nearest expiry %s; want 0 (every one is valid), %d, %s", len(l.lastGood), len(l.pems), l.NearestExpiry(), n, expiry)
 	}
 
 	// Lua holds the rotated content and the new certificate (as if
@@ -57,10 +58,10 @@ func TestHeldLooksOnlyAtTheChangedCertificates(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<10 {
 		t.Errorf("Held of a list with 3 changes at %d certificates allocated %d bytes, want at most 32 KB (a walk of every one)", n, got)
 	}
-	if _, ok := l.lastGood["ns/c0007"]; ok || len(l.lastGood) != n || l.lastGood[rotated.Name].CertPEM != rotated.CertPEM {
-		t.Errorf("last good: %d, ns/c0007 kept %v, rotated %q; want %d, false, the new content", len(l.lastGood), ok, l.lastGood[rotated.Name].CertPEM, n)
+	if len(l.lastGood) != 0 {
+		t.Errorf("last good: %d, want none (every one is valid)", len(l.lastGood))
 	}
-	if l.pems[rotated.Name].payload.Cert != rotated.CertPEM || l.pems[added.Name].hash != added.Hash() || l.certs[added.Name].NotAfter != expiry {
+	if _, known := l.pems[added.Name]; l.pems[rotated.Name].cert != rotated.CertPEM || !known || l.certs[added.Name].NotAfter != expiry {
 		t.Errorf("the content and expiry of the changed certificates Lua holds are not learnt")
 	}
 	l.unsaved = true
@@ -71,5 +72,42 @@ func TestHeldLooksOnlyAtTheChangedCertificates(t *testing.T) {
 	// Lua still holds ns/c0007 (no plan ran): n+1 known.
 	if s := readState(t, dir); len(s.Certificates) != n+1 {
 		t.Errorf("the saved state holds %d certificates, want %d", len(s.Certificates), n+1)
+	}
+}
+
+// The record keeps a last good content only for a name the model names
+// Invalid: the valid content the list Held went through before had for
+// it, kept while the certificate stays Invalid (also through a walk of
+// every certificate after a read back), dropped when it is valid again or
+// gone. A valid certificate is its own last good content.
+func TestHeldKeepsLastGoodOfInvalidCertificates(t *testing.T) {
+	good := model.Certificate{Name: "ns/a", Hosts: []string{"a.test"}, CertPEM: "cert", KeyPEM: "key"}
+	bad := model.Certificate{Name: "ns/a", Hosts: []string{"a.test"}, Invalid: "holds an unusable tls.crt"}
+	other := model.Certificate{Name: "ns/b", Hosts: []string{"b.test"}, CertPEM: "cert b", KeyPEM: "key b"}
+	l := NewLuaState(nil, nil)
+	steps := []struct {
+		name    string
+		certs   []model.Certificate
+		walkAll bool // as after Observe
+		want    map[string]string
+	}{
+		{"valid", []model.Certificate{good, other}, false, map[string]string{}},
+		{"turns invalid", []model.Certificate{bad, other}, false, map[string]string{"ns/a": "cert"}},
+		{"stays invalid", []model.Certificate{bad}, false, map[string]string{"ns/a": "cert"}},
+		{"stays invalid, read back", []model.Certificate{bad}, true, map[string]string{"ns/a": "cert"}},
+		{"valid again", []model.Certificate{good}, false, map[string]string{}},
+		{"invalid after a read back", []model.Certificate{bad}, true, map[string]string{"ns/a": "cert"}},
+		{"gone", nil, false, map[string]string{}},
+	}
+	for _, step := range steps {
+		l.walkAll = step.walkAll
+		held := l.Held("cfg", model.ListOf(step.certs...))
+		got := map[string]string{}
+		for name, c := range held.LastGood {
+			got[name] = c.CertPEM
+		}
+		if !maps.Equal(got, step.want) {
+			t.Errorf("%s: last good %v, want %v", step.name, got, step.want)
+		}
 	}
 }

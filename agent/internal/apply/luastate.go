@@ -47,9 +47,15 @@ type LuaState struct {
 	// profiles counts the locations of routes that jump to each profile
 	// (RouteProfiles), kept with routes.
 	profiles map[string]int
+	// lastGood holds, for each certificate the model names that is
+	// Invalid now, the content its name last had when valid (in a list
+	// Held went through: plan.Held.LastGood): a valid one is its own last
+	// good content, and a map of every one of them was 12 MB at 50,000.
 	lastGood map[string]model.Certificate
 	// pems are the contents of the certificates Lua holds, where the agent
-	// knows them, for the saved state (statefile.go).
+	// knows them, for the saved state (statefile.go): an entry is the
+	// content of certs' entry of its name (of its hash; its hosts are
+	// certs'), and goes when that does.
 	pems map[string]heldPEM
 	// current says the records are what the last executed plan left, whole.
 	current bool
@@ -69,19 +75,23 @@ type LuaState struct {
 	// change since has nothing to do (a sync that changed no certificate,
 	// at the cost of the change, not of every certificate). nearest is
 	// NearestExpiry as of nearestAt changes.
-	// Observe empties heldFor: the next Held walks every certificate.
+	// Observe sets walkAll: the next Held walks every certificate.
 	certsChanged, heldAt, nearestAt uint64
 	heldFor                         model.List[model.Certificate]
+	walkAll                         bool
 	nearest                         time.Time
 	// certBatchBytes bounds one certificate push (certificateBatchBytes;
 	// tests make it small).
 	certBatchBytes int
 }
 
-// heldPEM is what the agent sent for one certificate, and its hash.
+// heldPEM is the content the agent sent for one certificate: the very
+// strings of the model's certificate (each held once, by the source, when
+// the Secret's text is in the form the model serves), no hash or hosts
+// (certs has them), which at 50,000 certificates kept the record 4 MB
+// smaller.
 type heldPEM struct {
-	hash    string
-	payload luaapi.CertificatePayload
+	cert, key string
 }
 
 // NewLuaState returns an empty record for client; metrics may be nil.
@@ -122,20 +132,20 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	for _, c := range certs {
 		held[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash}
 	}
-	l.boot, l.backends, l.certs, l.current, l.unsaved = status.BootID, sortedBackends(backends), held, false, true
-	l.heldFor = model.List[model.Certificate]{}
-	l.routes = render.NewRouteList(slices.Collect(maps.Values(routes)))
-	l.certsChanged++
 	// The content the agent knows of what was read back: the certificates
 	// of the same hash (Held learns the others' when the model names them).
 	l.savedCerts.reset()
-	for name, pem := range l.pems {
-		if h, ok := held[name]; ok && h.Hash == pem.hash {
+	for name := range l.pems {
+		if h, ok := held[name]; ok && h.Hash == l.certs[name].Hash {
 			l.savedCerts.changed(name, true)
 		} else {
 			delete(l.pems, name)
 		}
 	}
+	l.boot, l.backends, l.certs, l.current, l.unsaved = status.BootID, sortedBackends(backends), held, false, true
+	l.walkAll = true
+	l.routes = render.NewRouteList(slices.Collect(maps.Values(routes)))
+	l.certsChanged++
 	l.profiles = map[string]int{}
 	l.savedBackends.reset()
 	l.savedRoutes.reset()
@@ -150,24 +160,25 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 }
 
 // Held is the record for plan.Compute, with configHash as what nginx
-// runs. certs are the next model's certificates: each valid one becomes
-// the last good content of its name, and names no longer there are
-// forgotten. After the first, and until Lua is read back again (Observe),
-// only the certificates of the chunks certs does not share with the list
-// Held last went through are looked at (model.CompareLists): the others
-// taught the record what they could then, and only Observe (which makes
-// the next Held walk every one) brings the record content to learn of
-// them again.
+// runs. certs are the next model's certificates: an Invalid one keeps
+// the content its name had, valid, in the list Held went through before
+// (lastGood), and names no longer there are forgotten. After the first,
+// and until Lua is read back again (Observe), only the certificates of
+// the chunks certs does not share with the list Held last went through
+// are looked at (model.CompareLists): the others taught the record what
+// they could then, and only Observe (which makes the next Held walk
+// every one) brings the record content to learn of them again.
 func (l *LuaState) Held(configHash string, certs model.List[model.Certificate]) plan.Held {
 	held := plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
 		LastGood: l.lastGood, Current: l.current}
 	if certs.Same(l.heldFor) && l.heldAt == l.certsChanged {
 		return held
 	}
-	if l.heldFor.Len() > 0 {
-		model.CompareLists(l.heldFor, certs, byCertName, func(was, c model.Certificate, _, inCerts bool) {
+	if l.heldFor.Len() > 0 && !l.walkAll {
+		model.CompareLists(l.heldFor, certs, byCertName, func(was, c model.Certificate, inWas, inCerts bool) {
 			if inCerts {
 				l.learn(c)
+				l.keepLastGood(c, was, inWas)
 			} else {
 				delete(l.lastGood, was.Name)
 			}
@@ -179,6 +190,12 @@ func (l *LuaState) Held(configHash string, certs model.List[model.Certificate]) 
 	for c := range certs.All() {
 		named[c.Name] = true
 		l.learn(c)
+		var was model.Certificate
+		inWas := false
+		if c.Invalid != "" {
+			was, inWas = l.heldFor.Find(func(w model.Certificate) int { return strings.Compare(w.Name, c.Name) })
+		}
+		l.keepLastGood(c, was, inWas)
 	}
 	for name := range l.lastGood {
 		if !named[name] {
@@ -191,20 +208,33 @@ func (l *LuaState) Held(configHash string, certs model.List[model.Certificate]) 
 			l.savedCerts.remove(name)
 		}
 	}
-	l.heldFor, l.heldAt = certs, l.certsChanged
+	l.heldFor, l.heldAt, l.walkAll = certs, l.certsChanged, false
 	return held
 }
 
-// learn records what c, a certificate of the next model, tells: a valid
-// one is the last good content of its name, and the expiry and content
-// of what Lua holds under its name when that is c's content.
+// keepLastGood records the last good content of the name of c, a
+// certificate of the next model, when c is Invalid: was, the one of that
+// name in the list Held went through before (inWas), when it was valid;
+// else the one recorded before stays. A valid c is its own.
+func (l *LuaState) keepLastGood(c, was model.Certificate, inWas bool) {
+	switch {
+	case c.Invalid == "":
+		delete(l.lastGood, c.Name)
+	case inWas && was.Invalid == "":
+		l.lastGood[c.Name] = was
+	}
+}
+
+// learn records what c, a certificate of the next model, tells, when it
+// is valid: the expiry and content of what Lua holds under its name when
+// that is c's content.
 func (l *LuaState) learn(c model.Certificate) {
 	if c.Invalid != "" {
 		return
 	}
-	l.lastGood[c.Name] = c
 	h, ok := l.certs[c.Name]
-	if !ok || !h.NotAfter.IsZero() && l.pems[c.Name].hash == h.Hash || h.Hash != c.Hash() {
+	_, known := l.pems[c.Name]
+	if !ok || !h.NotAfter.IsZero() && known || h.Hash != c.Hash() {
 		return
 	}
 	// Read back after a restart, a held certificate has no expiry
@@ -214,11 +244,10 @@ func (l *LuaState) learn(c model.Certificate) {
 		l.certs[c.Name] = h
 		l.certsChanged++
 	}
-	// Likewise its content, for the saved state.
-	if l.pems[c.Name].hash != h.Hash {
-		l.holdPEM(c.Name, heldPEM{hash: h.Hash, payload: certificatePayload(c)})
-		l.unsaved = true
-	}
+	// Likewise its content, for the saved state (again after a read
+	// back: the content kept from before is of the same hash).
+	l.holdPEM(c.Name, heldPEM{cert: c.CertPEM, key: c.KeyPEM})
+	l.unsaved = true
 }
 
 // byCertName orders certificates by name, as the model's list is.
@@ -322,7 +351,7 @@ func (l *LuaState) backendIndex(name string) (int, bool) {
 }
 
 // holdPEM records the content of the certificate name Lua holds, whose
-// hash is the held one's.
+// hash is the one certs holds for name.
 func (l *LuaState) holdPEM(name string, pem heldPEM) {
 	_, held := l.pems[name]
 	l.pems[name] = pem
@@ -497,10 +526,9 @@ func (l *LuaState) pushCertificateBatch(ctx context.Context, b certBatch, out *O
 	if err := l.post(ctx, "certificates", update, out); err != nil {
 		return err
 	}
-	for i, c := range b.upserts {
-		hash := c.Hash()
-		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: hash, NotAfter: c.NotAfter}
-		l.holdPEM(c.Name, heldPEM{hash: hash, payload: update.Upserts[i]})
+	for _, c := range b.upserts {
+		l.certs[c.Name] = plan.HeldCertificate{Hosts: c.Hosts, Hash: c.Hash(), NotAfter: c.NotAfter}
+		l.holdPEM(c.Name, heldPEM{cert: c.CertPEM, key: c.KeyPEM})
 	}
 	for _, name := range b.removes {
 		delete(l.certs, name)

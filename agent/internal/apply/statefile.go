@@ -118,7 +118,8 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	s.certs = l.savedCerts.take(func(names []string) func() ([]byte, error) {
 		items := make([]luaapi.CertificatePayload, len(names))
 		for i, name := range names {
-			items[i] = l.pems[name].payload
+			pem := l.pems[name]
+			items[i] = luaapi.CertificatePayload{Name: name, Hosts: l.certs[name].Hosts, Cert: pem.cert, Key: pem.key}
 		}
 		return func() ([]byte, error) { return json.Marshal(items) }
 	})

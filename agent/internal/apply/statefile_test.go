@@ -108,7 +108,7 @@ func TestSaveWritesWhatLuaHolds(t *testing.T) {
 	dir := t.TempDir()
 	l := bigState(3, 2)
 	l.certs["default/tls"] = plan.HeldCertificate{Hosts: []string{"a.test"}, Hash: "h1"}
-	l.holdPEM("default/tls", heldPEM{hash: "h1"})
+	l.holdPEM("default/tls", heldPEM{})
 	l.certs["default/unknown"] = plan.HeldCertificate{Hosts: []string{"b.test"}, Hash: "h2"}
 	l.unsaved = true
 	profiles := []render.Profile{{Name: "@restysync_p_0123456789abcdef0123456789abcdef"}}
@@ -435,8 +435,8 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 			data, _ := json.Marshal(luaapi.RoutePayloads([]model.Route{r})[0])
 			out = append(out, string(data))
 		}
-		for _, p := range l.pems {
-			data, _ := json.Marshal(p.payload)
+		for name, p := range l.pems {
+			data, _ := json.Marshal(luaapi.CertificatePayload{Name: name, Hosts: l.certs[name].Hosts, Cert: p.cert, Key: p.key})
 			out = append(out, string(data))
 		}
 		slices.Sort(out)
@@ -456,7 +456,7 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 			l.dropRoute(fmt.Sprintf("h%d.test", n))
 		case 5:
 			name := fmt.Sprintf("ns/c%d", n%50)
-			l.holdPEM(name, heldPEM{hash: "h", payload: luaapi.CertificatePayload{Name: name, Cert: fmt.Sprint(step)}})
+			l.holdPEM(name, heldPEM{cert: fmt.Sprint(step)})
 		case 6:
 			name := fmt.Sprintf("ns/c%d", n%50)
 			delete(l.pems, name)
@@ -504,8 +504,7 @@ func TestSaveEncodesOnlyChangedCertificates(t *testing.T) {
 	for i := range 2000 {
 		name := fmt.Sprintf("ns/tls-%d", i)
 		l.certs[name] = plan.HeldCertificate{Hosts: []string{fmt.Sprintf("h%d.test", i)}, Hash: "h"}
-		l.holdPEM(name, heldPEM{hash: "h", payload: luaapi.CertificatePayload{Name: name, Hosts: []string{fmt.Sprintf("h%d.test", i)},
-			Cert: pemText, Key: pemText}})
+		l.holdPEM(name, heldPEM{cert: pemText, key: pemText})
 	}
 	l.unsaved = true
 	dir := t.TempDir()

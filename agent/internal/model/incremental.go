@@ -1092,11 +1092,14 @@ type modelSum struct {
 	streamBacks  flatCounted[StreamBackend]
 	notServed    flatCounted[NotServed]
 	certificates flatCounted[Certificate] // without Hosts
-	certHosts    map[string]map[string]int
-	certList     editedList[Certificate]
-	problems     map[Problem]int
-	problemList  []Problem
-	problemsOK   bool
+	// certHosts are the hosts of each certificate, sorted, a host once
+	// for each island that gives it the certificate: a list, not a map
+	// of counts, which at 50,000 certificates of a host each was 11 MB.
+	certHosts   map[string][]string
+	certList    editedList[Certificate]
+	problems    map[Problem]int
+	problemList []Problem
+	problemsOK  bool
 }
 
 func newModelSum() modelSum {
@@ -1109,7 +1112,7 @@ func newModelSum() modelSum {
 		notServed:    newCounted(func(n NotServed) string { return n.Ingress }),
 		certificates: newCounted(func(c Certificate) string { return c.Name }),
 		certList:     newCertList(),
-		certHosts:    map[string]map[string]int{},
+		certHosts:    map[string][]string{},
 		problems:     map[Problem]int{},
 	}
 }
@@ -1161,11 +1164,10 @@ func (u *modelSum) add(m *Model, problems []Problem) (held, string) {
 		if !u.certificates.add(c.Name, c) {
 			return h, fmt.Sprintf("certificate %s differs between islands", c.Name)
 		}
-		if u.certHosts[c.Name] == nil {
-			u.certHosts[c.Name] = map[string]int{}
-		}
 		for _, host := range hosts {
-			u.certHosts[c.Name][host]++
+			sorted := u.certHosts[c.Name]
+			i, _ := slices.BinarySearch(sorted, host)
+			u.certHosts[c.Name] = slices.Insert(sorted, i, host)
 		}
 		u.updateCertificate(c.Name)
 		h.certificates = append(h.certificates, heldCertificate{c.Name, hosts})
@@ -1191,8 +1193,9 @@ func (u *modelSum) remove(h held) {
 	for _, c := range h.certificates {
 		u.certificates.remove(c.name)
 		for _, host := range c.hosts {
-			if u.certHosts[c.name][host]--; u.certHosts[c.name][host] == 0 {
-				delete(u.certHosts[c.name], host)
+			sorted := u.certHosts[c.name]
+			if i, found := slices.BinarySearch(sorted, host); found {
+				u.certHosts[c.name] = slices.Delete(sorted, i, i+1)
 			}
 		}
 		u.updateCertificate(c.name)
@@ -1247,12 +1250,9 @@ func (u *modelSum) updateCertificate(name string) {
 		u.certList.delete(name)
 		return
 	}
-	for h, n := range u.certHosts[name] {
-		for range n {
-			c.Hosts = append(c.Hosts, h)
-		}
+	if hosts := u.certHosts[name]; len(hosts) > 0 {
+		c.Hosts = slices.Clone(hosts)
 	}
-	slices.Sort(c.Hosts)
 	u.certList.set(name, c)
 }
 

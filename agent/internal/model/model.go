@@ -262,7 +262,9 @@ type Certificate struct {
 	Hosts []string
 	// CertPEM is the chain, leaf first, re-encoded as PEM CERTIFICATE blocks
 	// (anything else the Secret's tls.crt held is dropped); KeyPEM is the
-	// key as a PKCS #8 PEM block. Both are empty when Invalid is set.
+	// key as a PKCS #8 PEM block. Both are empty when Invalid is set. A
+	// text the Secret holds in that very form is the Secret's own bytes,
+	// not a copy (sharedText): never change a Secret a Snapshot holds.
 	CertPEM string
 	KeyPEM  string
 	// NotAfter is when the leaf expires; zero when Invalid is set.

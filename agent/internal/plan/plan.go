@@ -38,8 +38,9 @@ type Held struct {
 	Backends     []model.Backend
 	Certificates map[string]HeldCertificate
 	Routes       render.RouteList
-	// LastGood is the last valid content of each certificate Next names:
-	// what keeps serving when its Secret turns bad.
+	// LastGood is the last valid content of each certificate Next names
+	// Invalid (a valid one is its own): what keeps serving when its
+	// Secret turns bad.
 	LastGood map[string]model.Certificate
 	// Current says the records are exactly what the previous plan left:
 	// nothing was re-read, lost or left undone since. Only then may
