@@ -132,7 +132,7 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	// The routes are looked up by the writer: the record's list is never
 	// changed (a push makes a new one), so the snapshot keeps it and a
 	// copy of the names.
-	routes := l.routes
+	routes := l.heldRoutes()
 	s.routes = l.savedRoutes.take(func(names []string) func() ([]byte, error) {
 		names = slices.Clone(names)
 		return func() ([]byte, error) {
