@@ -19,7 +19,7 @@ func (l *LuaState) holdBackend(b model.Backend) { l.holdBackends([]model.Backend
 func (l *LuaState) dropBackend(name string)     { l.dropBackends([]string{name}) }
 
 // HeldRoutes is the record of the routes Lua holds.
-func (s *Stage) HeldRoutes() render.RouteList { return s.lua.routes }
+func (s *Stage) HeldRoutes() render.RouteList { return s.lua.heldRoutes() }
 
 // SetCertificateBatchBytes makes l send certificates in batches of about
 // n bytes.

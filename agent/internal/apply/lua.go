@@ -276,8 +276,17 @@ func (c *LuaClient) getJSON(ctx context.Context, path string, into any) error {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxLuaAnswer)).Decode(into); err != nil {
 		return fmt.Errorf("decoding lua's %s: %w", path, err)
 	}
+	// The decoder stops after the value, before Lua's closing newline: a
+	// body closed before its end closes the connection, and the next
+	// request (a status read every sync) dials a new one, with its
+	// buffers (some 5 KB of garbage a sync).
+	io.CopyN(io.Discard, resp.Body, maxLuaTrailer)
 	return nil
 }
+
+// maxLuaTrailer bounds what getJSON reads after the JSON value so that
+// the connection is used again: Lua sends a newline.
+const maxLuaTrailer = 4 << 10
 
 // maxLuaAnswer bounds the body of a GET read from Lua.
 const maxLuaAnswer = 256 << 20

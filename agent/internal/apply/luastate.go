@@ -44,6 +44,14 @@ type LuaState struct {
 	// since change it as render's lists change (RouteList.Upsert,
 	// Remove), sharing the rest.
 	routes render.RouteList
+	// pushed are the routes of the last route push, counted in profiles
+	// and savedRoutes but not yet put in routes: heldRoutes puts them in
+	// when the record is read or pushed to again, unless Adopt came
+	// first. A plan that leaves the record current is followed by Adopt,
+	// which takes render's list, and the Upsert made at the push was
+	// garbage at once (a chunk and the list of chunks: 10 KB a new
+	// Ingress at 50,000).
+	pushed []model.Route
 	// profiles counts the locations of routes that jump to each profile
 	// (RouteProfiles), kept with routes.
 	profiles map[string]int
@@ -144,7 +152,7 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 	}
 	l.boot, l.backends, l.certs, l.current, l.unsaved = status.BootID, sortedBackends(backends), held, false, true
 	l.walkAll = true
-	l.routes = render.NewRouteList(slices.Collect(maps.Values(routes)))
+	l.routes, l.pushed = render.NewRouteList(slices.Collect(maps.Values(routes))), nil
 	l.certsChanged++
 	l.profiles = map[string]int{}
 	l.savedBackends.reset()
@@ -169,7 +177,7 @@ func (l *LuaState) Observe(ctx context.Context, status luaapi.Status) (newBoot b
 // they could then, and only Observe (which makes the next Held walk
 // every one) brings the record content to learn of them again.
 func (l *LuaState) Held(configHash string, certs model.List[model.Certificate]) plan.Held {
-	held := plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.routes,
+	held := plan.Held{ConfigHash: configHash, Backends: l.backends, Certificates: l.certs, Routes: l.heldRoutes(),
 		LastGood: l.lastGood, Current: l.current}
 	if certs.Same(l.heldFor) && l.heldAt == l.certsChanged {
 		return held
@@ -279,25 +287,37 @@ func (l *LuaState) RouteProfiles() map[string]bool {
 	return out
 }
 
-// holdRoutes records that Lua holds routes (distinct hosts).
+// holdRoutes records that Lua holds routes (distinct hosts); the list
+// takes them when it is next read (pushed).
 func (l *LuaState) holdRoutes(routes []model.Route) {
+	held := l.heldRoutes()
 	for _, r := range routes {
-		old, held := l.routes.Get(r.Host)
+		old, found := held.Get(r.Host)
 		l.countProfiles(old, -1)
 		l.countProfiles(r, 1)
-		l.savedRoutes.changed(r.Host, !held)
+		l.savedRoutes.changed(r.Host, !found)
 	}
-	l.routes = l.routes.Upsert(routes)
+	l.pushed = routes
+}
+
+// heldRoutes returns the routes Lua holds, with those of the last push
+// put in (pushed).
+func (l *LuaState) heldRoutes() render.RouteList {
+	if l.pushed != nil {
+		l.routes, l.pushed = l.routes.Upsert(l.pushed), nil
+	}
+	return l.routes
 }
 
 // dropRoutes records that Lua holds no route for hosts (distinct).
 func (l *LuaState) dropRoutes(hosts []string) {
+	held := l.heldRoutes()
 	for _, host := range hosts {
-		old, _ := l.routes.Get(host)
+		old, _ := held.Get(host)
 		l.countProfiles(old, -1)
 		l.savedRoutes.remove(host)
 	}
-	l.routes = l.routes.Remove(hosts)
+	l.routes = held.Remove(hosts)
 }
 
 // Adopt records routes, the Next.Routes of the plan Execute just ran,
@@ -309,7 +329,7 @@ func (l *LuaState) dropRoutes(hosts []string) {
 // handed out (RouteList), so nothing changes the record behind its back.
 func (l *LuaState) Adopt(routes render.RouteList) {
 	if l.current {
-		l.routes = routes
+		l.routes, l.pushed = routes, nil
 	}
 }
 

@@ -25,16 +25,16 @@ func TestLuaStateAdoptsTheRoutesList(t *testing.T) {
 	}
 	next := render.NewRouteList(routes)
 	l.holdRoutes(next.Slice())
-	if l.routes.Same(next) {
+	if l.heldRoutes().Same(next) {
 		t.Fatal("the record shares the list before Adopt")
 	}
 	l.Adopt(next)
-	if l.routes.Same(next) {
+	if l.heldRoutes().Same(next) {
 		t.Error("a record that is not current adopted the list")
 	}
 	l.current = true
 	l.Adopt(next)
-	if !l.routes.Same(next) {
+	if !l.heldRoutes().Same(next) {
 		t.Error("a current record did not adopt the list")
 	}
 	if !reflect.DeepEqual(l.RouteProfiles(), map[string]bool{"p0": true, "p1": true, "p2": true}) {
@@ -48,14 +48,21 @@ func TestLuaStateAdoptsTheRoutesList(t *testing.T) {
 	if !reflect.DeepEqual(next.Slice(), before) {
 		t.Fatal("a push changed the adopted list")
 	}
-	if got, _ := l.routes.Get("h0001.test"); !reflect.DeepEqual(got, changed) {
+	if got, _ := l.heldRoutes().Get("h0001.test"); !reflect.DeepEqual(got, changed) {
 		t.Errorf("record holds %+v, want %+v", got, changed)
 	}
-	if _, ok := l.routes.Get("h0002.test"); ok || l.routes.Len() != 999 {
-		t.Errorf("record holds %d routes and h0002.test: %v, want 999 without it", l.routes.Len(), ok)
+	if _, ok := l.heldRoutes().Get("h0002.test"); ok || l.heldRoutes().Len() != 999 {
+		t.Errorf("record holds %d routes and h0002.test: %v, want 999 without it", l.heldRoutes().Len(), ok)
 	}
 	if l.savedRoutes.count != 999 {
 		t.Errorf("saved state names %d routes, want 999", l.savedRoutes.count)
+	}
+	// A push that a current record's Adopt follows is put in no list of
+	// the record's own: the record holds render's.
+	l.holdRoutes([]model.Route{changed})
+	l.Adopt(next)
+	if !l.heldRoutes().Same(next) || l.pushed != nil {
+		t.Error("a current record did not adopt the list after a push")
 	}
 }
 

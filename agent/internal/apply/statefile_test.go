@@ -310,7 +310,7 @@ func BenchmarkSaveStateWhole(b *testing.B) {
 		for _, b := range l.backends {
 			l.savedBackends.changed(b.Name, false)
 		}
-		for r := range l.routes.All() {
+		for r := range l.heldRoutes().All() {
 			l.savedRoutes.changed(r.Host, false)
 		}
 	})
@@ -431,7 +431,7 @@ func TestSavedItemsFollowTheRecord(t *testing.T) {
 			data, _ := json.Marshal(luaapi.NewBackendPayload(b))
 			out = append(out, string(data))
 		}
-		for r := range l.routes.All() {
+		for r := range l.heldRoutes().All() {
 			data, _ := json.Marshal(luaapi.RoutePayloads([]model.Route{r})[0])
 			out = append(out, string(data))
 		}

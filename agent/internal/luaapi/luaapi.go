@@ -205,7 +205,12 @@ func (d AccessDenied) String() string {
 func RoutePayloads(routes []model.Route) []RoutePayload {
 	out := make([]RoutePayload, len(routes))
 	for i, r := range routes {
-		out[i] = RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered, Listener: r.Listener}
+		out[i] = NewRoutePayload(r)
 	}
 	return out
+}
+
+// NewRoutePayload returns the payload of r.
+func NewRoutePayload(r model.Route) RoutePayload {
+	return RoutePayload{Name: r.Host, HTTPS: r.HTTPS, Locations: r.Locations, Ordered: r.Ordered, Listener: r.Listener}
 }

@@ -91,6 +91,8 @@ type Incremental struct {
 	// Build cannot say (ChangedGatewayRoutes).
 	gatewayRoutes, gatewayFrom List[*Route]
 	gatewayChanged             map[string]bool
+	// compared are deepEqual's copies, empty between its calls.
+	compared [2]Snapshot
 }
 
 // ChangedServers says which servers of the model the last Build returned
@@ -194,7 +196,7 @@ func (x *Incremental) FullReason(s Snapshot) string {
 	if !x.ready {
 		return "first build"
 	}
-	if reason := changedSettings(x.last, s); reason != "" {
+	if reason := x.changedSettings(x.last, s); reason != "" {
 		return reason
 	}
 	if s.Now.Before(x.last.Now) {
@@ -220,7 +222,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	if reason := x.FullReason(s); reason != "" {
 		return x.full(s, reason)
 	}
-	gatewayChanged := gatewayBaseChanged(x.last, s)
+	gatewayChanged := x.gatewayBaseChanged(x.last, s)
 	// In islands, the HTTPRoutes' changes are found once, by diffList
 	// (updateRoutes takes them).
 	routesChanged := !x.routes.on && !samePointers(x.last.HTTPRoutes, s.HTTPRoutes)
@@ -228,7 +230,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 		x.routes.changes, x.routes.ordered = diffList(x.routes.index, x.last.HTTPRoutes, s.HTTPRoutes, x.routes.ordered)
 		routesChanged = len(x.routes.changes) > 0
 	}
-	servedOnly := gatewayChanged && !gatewayBaseChanged(x.last, withServedOf(s, x.last))
+	servedOnly := gatewayChanged && !x.gatewayBaseChanged(x.last, withServedOf(s, x.last))
 	var ingresses []objectChange[*networkingv1.Ingress]
 	var services []objectChange[*corev1.Service]
 	var endpointSlices []objectChange[*discoveryv1.EndpointSlice]
@@ -818,18 +820,28 @@ func linkKey(host string) string {
 // EndpointSlices, Secrets, ConfigMaps, clock and its Gateway API part
 // (gatewayBaseChanged, and the HTTPRoutes), differs from last: any of it may change every
 // island. "" when nothing does.
-func changedSettings(last, s Snapshot) string {
+func (x *Incremental) changedSettings(last, s Snapshot) string {
 	switch {
 	case !samePointers(last.IngressClasses, s.IngressClasses):
 		return "an IngressClass changed"
 	case last.ConfigMap != s.ConfigMap || last.TCPServices != s.TCPServices || last.UDPServices != s.UDPServices:
 		return "the agent's ConfigMap changed"
 	}
-	a, b := settingsOf(last), settingsOf(s)
-	if !reflect.DeepEqual(a, b) {
+	if !x.deepEqual(settingsOf(last), settingsOf(s)) {
 		return "the settings changed"
 	}
 	return ""
+}
+
+// deepEqual is reflect.DeepEqual(a, b), comparing copies in x's own
+// compared: DeepEqual of two Snapshot values boxes each, a heap copy of
+// 1.4 KB, and a sync compares settings three or four times
+// (changedSettings, gatewayBaseChanged). The copies are cleared after.
+func (x *Incremental) deepEqual(a, b Snapshot) bool {
+	x.compared[0], x.compared[1] = a, b
+	equal := reflect.DeepEqual(&x.compared[0], &x.compared[1])
+	x.compared = [2]Snapshot{}
+	return equal
 }
 
 // gatewayBaseChanged says whether a Gateway API object other than an
@@ -839,12 +851,12 @@ func changedSettings(last, s Snapshot) string {
 // HTTPRoutes alone builds the route islands it touches
 // (incremental_routes.go), or the globals part when they are not in
 // islands.
-func gatewayBaseChanged(last, s Snapshot) bool {
+func (x *Incremental) gatewayBaseChanged(last, s Snapshot) bool {
 	return !samePointers(last.GatewayClasses, s.GatewayClasses) || !sameGateways(last.Gateways, s.Gateways) ||
 		!samePointers(last.GRPCRoutes, s.GRPCRoutes) ||
 		!samePointers(last.TLSRoutes, s.TLSRoutes) || !samePointers(last.ReferenceGrants, s.ReferenceGrants) ||
 		!samePointers(last.ListenerSets, s.ListenerSets) || !samePointers(last.BackendTLSPolicies, s.BackendTLSPolicies) ||
-		!samePointers(last.Namespaces, s.Namespaces) || !reflect.DeepEqual(gatewaySettingsOf(last), gatewaySettingsOf(s))
+		!samePointers(last.Namespaces, s.Namespaces) || !x.deepEqual(gatewaySettingsOf(last), gatewaySettingsOf(s))
 }
 
 // withServedOf is s with the GatewayAddressesServed of other.

@@ -40,7 +40,7 @@ func (x *Incremental) compact(m *Model) {
 	// m.Backends is the sum's list (modelSum.model), handed out to no one
 	// yet: the clones, written into its chunks, are the sum's too, equal
 	// to what it held.
-	for _, chunk := range m.Backends.chunks {
+	for chunk := range m.Backends.eachChunk() {
 		for i := range chunk {
 			chunk[i].Endpoints = slices.Clone(chunk[i].Endpoints)
 		}

@@ -304,11 +304,11 @@ func TestNewTLSHostSharesTheCertificatesList(t *testing.T) {
 	// newChunks counts the chunks of m's certificates that last does not hold.
 	newChunks := func(m, last Model) int {
 		held := map[*Certificate]bool{}
-		for _, c := range last.Certificates.chunks {
+		for c := range last.Certificates.eachChunk() {
 			held[&c[0]] = true
 		}
 		fresh := 0
-		for _, c := range m.Certificates.chunks {
+		for c := range m.Certificates.eachChunk() {
 			if !held[&c[0]] {
 				fresh++
 			}
@@ -338,7 +338,7 @@ func TestNewTLSHostSharesTheCertificatesList(t *testing.T) {
 	m := step("new TLS host", s)
 	if m.Certificates.Len() != n+1 || !m.Certificates.Shares(last.Certificates) || newChunks(m, last) != 1 {
 		t.Errorf("new TLS host: %d certificates, %d chunks of %d new, want %d and 1 (the others shared)",
-			m.Certificates.Len(), newChunks(m, last), len(m.Certificates.chunks), n+1)
+			m.Certificates.Len(), newChunks(m, last), chunkCount(m.Certificates), n+1)
 	}
 	if c, found := m.Certificates.Find(func(c Certificate) int { return strings.Compare(c.Name, "default/"+name) }); !found || !slices.Equal(c.Hosts, []string{name + ".example.com"}) {
 		t.Errorf("new TLS host: its certificate %+v (found %v)", c, found)
@@ -355,7 +355,7 @@ func TestNewTLSHostSharesTheCertificatesList(t *testing.T) {
 	s.Secrets = ListOf(secrets...)
 	m = step("rotated Secret", s)
 	if !m.Certificates.Shares(last.Certificates) || newChunks(m, last) != 1 {
-		t.Errorf("rotated Secret: %d chunks of %d new, want 1", newChunks(m, last), len(m.Certificates.chunks))
+		t.Errorf("rotated Secret: %d chunks of %d new, want 1", newChunks(m, last), chunkCount(m.Certificates))
 	}
 	if c, _ := m.Certificates.Find(func(c Certificate) int { return strings.Compare(c.Name, "default/"+rotated) }); c.CertPEM != richPair.certPEM {
 		t.Errorf("rotated Secret: the certificate is not the new content")
@@ -373,6 +373,6 @@ func TestNewTLSHostSharesTheCertificatesList(t *testing.T) {
 	}
 	s.Ingresses = ListOf(ingresses...)
 	if m = step("new path on a TLS Ingress", s); !m.Certificates.Same(last.Certificates) {
-		t.Errorf("new path on a TLS Ingress: a new certificates list (%d chunks of %d new), want the very last", newChunks(m, last), len(m.Certificates.chunks))
+		t.Errorf("new path on a TLS Ingress: a new certificates list (%d chunks of %d new), want the very last", newChunks(m, last), chunkCount(m.Certificates))
 	}
 }

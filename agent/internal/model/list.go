@@ -9,59 +9,100 @@ import (
 // List is a list kept in chunks that no one changes once the list is
 // handed out: the next list is made from the last (Edited), sharing every
 // chunk its edits do not fall in. A change to one of 50,000 objects then
-// costs one chunk and the list of chunks (some 10 KB), not a copy of the
-// whole list (400 KB of pointers): at that size the copies were most of
-// what a change allocated, and so set how often the GC ran (a mark of the
-// whole heap every ~170 changes). Two lists of which one was made from the
+// costs one chunk and the index of chunks, not a copy of the whole list
+// (400 KB of pointers): at that size the copies were most of what a
+// change allocated, and so set how often the GC ran (a mark of the whole
+// heap every ~170 changes). Two lists of which one was made from the
 // other are compared chunk by chunk (CompareLists), skipping the chunks
 // both hold.
+//
+// The chunks are grouped in parts, which are shared the same way: an edit
+// copies the list of parts, the part it falls in (its list of chunks) and
+// the chunk. With one flat list of chunks, that list was most of an
+// edit at 50,000 items (196 chunks of 256: 6 KB, and a chunk of 2 to 4 KB;
+// four lists edited a new Ingress, 40 KB of its 134); parts of 32 chunks of
+// 128 items cost some 3 KB an edit at that size.
 //
 // Lists of objects are sorted (by namespace and name, Servers by host);
 // List itself only keeps the order it is given. The zero List is empty.
 type List[T any] struct {
-	// chunks are not empty; ends[i] is the number of items in
-	// chunks[:i+1].
-	chunks [][]T
-	ends   []int
+	parts []listPart[T] // not empty
+}
+
+// listPart is a run of chunks of a List; end is the number of items in
+// the list's parts up to and including this one.
+type listPart[T any] struct {
+	chunks []listPiece[T] // not empty
+	end    int
+}
+
+// listPiece is a chunk of a list's items; end is the number of items in
+// its part's chunks up to and including this one.
+type listPiece[T any] struct {
+	items []T // not empty
+	end   int
 }
 
 // listChunk is the size a chunk is cut to; a chunk that grows past twice
 // that is cut again, and one that shrinks below half of it joins the
-// chunk before it when both fit in twice that.
-const listChunk = 256
+// chunk before it when both fit in twice that. Parts are cut and joined
+// the same way by their number of chunks (partChunks).
+const (
+	listChunk  = 128
+	partChunks = 32
+)
 
 // ListOf returns the list of items, in their order. It holds items itself,
 // not a copy: the caller must not change them after.
 func ListOf[T any](items ...T) List[T] {
-	var l List[T]
-	l.chunks = appendListChunk(nil, items)
-	l.ends = ends(l.chunks)
-	return l
+	chunks := appendListChunk(nil, items)
+	setChunkEnds(chunks)
+	return List[T]{parts: setPartEnds(appendListPart(nil, chunks))}
 }
 
 // Len is the number of items.
 func (l List[T]) Len() int {
-	if len(l.ends) == 0 {
+	if len(l.parts) == 0 {
 		return 0
 	}
-	return l.ends[len(l.ends)-1]
+	return l.parts[len(l.parts)-1].end
 }
 
 // At returns item i (0 ≤ i < Len).
 func (l List[T]) At(i int) T {
-	c := sort.SearchInts(l.ends, i+1)
-	if c > 0 {
-		i -= l.ends[c-1]
+	p := sort.Search(len(l.parts), func(p int) bool { return l.parts[p].end > i })
+	if p > 0 {
+		i -= l.parts[p-1].end
 	}
-	return l.chunks[c][i]
+	chunks := l.parts[p].chunks
+	c := sort.Search(len(chunks), func(c int) bool { return chunks[c].end > i })
+	if c > 0 {
+		i -= chunks[c-1].end
+	}
+	return chunks[c].items[i]
 }
 
 // All yields the items in order.
 func (l List[T]) All() iter.Seq[T] {
 	return func(yield func(T) bool) {
-		for _, chunk := range l.chunks {
-			for _, v := range chunk {
-				if !yield(v) {
+		for _, part := range l.parts {
+			for _, chunk := range part.chunks {
+				for _, v := range chunk.items {
+					if !yield(v) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// eachChunk yields the chunks of items, in order.
+func (l List[T]) eachChunk() iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for _, part := range l.parts {
+			for _, chunk := range part.chunks {
+				if !yield(chunk.items) {
 					return
 				}
 			}
@@ -75,7 +116,7 @@ func (l List[T]) Slice() []T {
 		return nil
 	}
 	out := make([]T, 0, l.Len())
-	for _, chunk := range l.chunks {
+	for chunk := range l.eachChunk() {
 		out = append(out, chunk...)
 	}
 	return out
@@ -85,16 +126,25 @@ func (l List[T]) Slice() []T {
 // before it, > 0 for those after) is in l, which is sorted as cmp says,
 // or would be, and whether it is there.
 func (l List[T]) Search(cmp func(T) int) (int, bool) {
-	c := sort.Search(len(l.chunks), func(c int) bool {
-		chunk := l.chunks[c]
-		return cmp(chunk[len(chunk)-1]) >= 0
+	p := sort.Search(len(l.parts), func(p int) bool {
+		chunks := l.parts[p].chunks
+		last := chunks[len(chunks)-1].items
+		return cmp(last[len(last)-1]) >= 0
 	})
-	if c == len(l.chunks) {
+	if p == len(l.parts) {
 		return l.Len(), false
 	}
-	j, found := slices.BinarySearchFunc(l.chunks[c], 0, func(v T, _ int) int { return cmp(v) })
+	chunks := l.parts[p].chunks
+	c := sort.Search(len(chunks), func(c int) bool {
+		items := chunks[c].items
+		return cmp(items[len(items)-1]) >= 0
+	})
+	j, found := slices.BinarySearchFunc(chunks[c].items, 0, func(v T, _ int) int { return cmp(v) })
 	if c > 0 {
-		j += l.ends[c-1]
+		j += chunks[c-1].end
+	}
+	if p > 0 {
+		j += l.parts[p-1].end
 	}
 	return j, found
 }
@@ -112,21 +162,21 @@ func (l List[T]) Find(cmp func(T) int) (T, bool) {
 // Same says whether l and o are the same list, not empty: one made from
 // the other with no edit, or both the one handed out.
 func (l List[T]) Same(o List[T]) bool {
-	return len(l.chunks) == len(o.chunks) && len(l.chunks) > 0 && &l.chunks[0] == &o.chunks[0]
+	return len(l.parts) == len(o.parts) && len(l.parts) > 0 && &l.parts[0] == &o.parts[0]
 }
 
 // Shares says whether l and o hold a chunk in common: one was made from
 // the other (Edited), or both from one list, and some chunk no edit fell
 // in is in both. A diff of the two (CompareLists) then skips it.
 func (l List[T]) Shares(o List[T]) bool {
-	if len(l.chunks) == 0 || len(o.chunks) == 0 {
+	if len(l.parts) == 0 || len(o.parts) == 0 {
 		return false
 	}
-	firsts := make(map[*T]bool, len(l.chunks))
-	for _, chunk := range l.chunks {
+	firsts := make(map[*T]bool)
+	for chunk := range l.eachChunk() {
 		firsts[&chunk[0]] = true
 	}
-	for _, chunk := range o.chunks {
+	for chunk := range o.eachChunk() {
 		if firsts[&chunk[0]] {
 			return true
 		}
@@ -143,37 +193,62 @@ type ListEdit[K, T any] struct {
 }
 
 // Edited returns l with edits made; l is not changed, and the result
-// shares every chunk of l no edit falls in. l is sorted as cmp orders an
-// item against a key, and edits are sorted by key, one per key (the
-// caller sorts them). Removing a key l does not hold changes nothing. An
-// empty result is the zero List, as ListOf() is.
+// shares every part and chunk of l no edit falls in. l is sorted as cmp
+// orders an item against a key, and edits are sorted by key, one per key
+// (the caller sorts them). Removing a key l does not hold changes
+// nothing. An empty result is the zero List, as ListOf() is.
 func Edited[K, T any](l List[T], edits []ListEdit[K, T], cmp func(T, K) int) List[T] {
 	if len(edits) == 0 {
 		return l
 	}
-	out := List[T]{chunks: make([][]T, 0, len(l.chunks)+1)}
+	parts := make([]listPart[T], 0, len(l.parts)+1)
 	next := 0 // the first edit not made yet
-	for i, chunk := range l.chunks {
+	for i, part := range l.parts {
 		end := next
-		// An edit falls in this chunk when its key is before the next
-		// chunk's first item (the last chunk takes the rest).
-		for end < len(edits) && (i == len(l.chunks)-1 || cmp(l.chunks[i+1][0], edits[end].Key) > 0) {
+		// An edit falls in this part when its key is before the next
+		// part's first item (the last part takes the rest).
+		for end < len(edits) && (i == len(l.parts)-1 || cmp(l.parts[i+1].chunks[0].items[0], edits[end].Key) > 0) {
 			end++
 		}
 		if end == next {
-			out.chunks = append(out.chunks, chunk)
+			parts = append(parts, part)
 			continue
 		}
-		out.chunks = appendListChunk(out.chunks, mergeEdits(chunk, edits[next:end], cmp))
+		parts = appendListPart(parts, editedChunks(part.chunks, edits[next:end], cmp))
 		next = end
 	}
-	if len(l.chunks) == 0 {
-		out.chunks = appendListChunk(out.chunks, mergeEdits(nil, edits, cmp))
+	if len(l.parts) == 0 {
+		parts = appendListPart(parts, editedChunks(nil, edits, cmp))
 	}
-	if len(out.chunks) == 0 {
+	if len(parts) == 0 {
 		return List[T]{}
 	}
-	out.ends = ends(out.chunks)
+	return List[T]{parts: setPartEnds(parts)}
+}
+
+// editedChunks returns new chunks of a part: chunks with edits (sorted by
+// key, all of them before the next part's first item) made, sharing every
+// chunk no edit falls in.
+func editedChunks[K, T any](chunks []listPiece[T], edits []ListEdit[K, T], cmp func(T, K) int) []listPiece[T] {
+	out := make([]listPiece[T], 0, len(chunks)+1)
+	next := 0
+	for i, chunk := range chunks {
+		end := next
+		// As Edited's parts: the last chunk takes the rest.
+		for end < len(edits) && (i == len(chunks)-1 || cmp(chunks[i+1].items[0], edits[end].Key) > 0) {
+			end++
+		}
+		if end == next {
+			out = append(out, chunk)
+			continue
+		}
+		out = appendListChunk(out, mergeEdits(chunk.items, edits[next:end], cmp))
+		next = end
+	}
+	if len(chunks) == 0 {
+		out = appendListChunk(out, mergeEdits(nil, edits, cmp))
+	}
+	setChunkEnds(out)
 	return out
 }
 
@@ -197,40 +272,71 @@ func mergeEdits[K, T any](chunk []T, edits []ListEdit[K, T], cmp func(T, K) int)
 	return append(out, chunk[i:]...)
 }
 
-// appendListChunk appends chunk to chunks: not at all when empty, cut into
-// pieces of listChunk when larger than twice that, joined to the last of
-// chunks when both are small enough.
-func appendListChunk[T any](chunks [][]T, chunk []T) [][]T {
+// appendListChunk appends items as chunks: not at all when empty, cut
+// into pieces of listChunk when more than twice that, joined to the last
+// of chunks when both are small enough. The caller sets the ends
+// (setChunkEnds).
+func appendListChunk[T any](chunks []listPiece[T], items []T) []listPiece[T] {
 	switch {
-	case len(chunk) == 0:
+	case len(items) == 0:
 		return chunks
-	case len(chunk) > 2*listChunk:
-		for len(chunk) > 0 {
-			n := min(listChunk, len(chunk))
-			chunks = append(chunks, slices.Clip(chunk[:n]))
-			chunk = chunk[n:]
+	case len(items) > 2*listChunk:
+		for len(items) > 0 {
+			n := min(listChunk, len(items))
+			chunks = append(chunks, listPiece[T]{items: slices.Clip(items[:n])})
+			items = items[n:]
 		}
 		return chunks
-	case len(chunk) < listChunk/2 && len(chunks) > 0 && len(chunks[len(chunks)-1])+len(chunk) <= 2*listChunk:
-		last := chunks[len(chunks)-1]
-		chunks[len(chunks)-1] = append(slices.Clip(last), chunk...) // a new array: last may be shared
+	case len(items) < listChunk/2 && len(chunks) > 0 && len(chunks[len(chunks)-1].items)+len(items) <= 2*listChunk:
+		last := &chunks[len(chunks)-1]
+		last.items = append(slices.Clip(last.items), items...) // a new array: last may be shared
 		return chunks
 	}
-	return append(chunks, slices.Clip(chunk))
+	return append(chunks, listPiece[T]{items: slices.Clip(items)})
 }
 
-// ends returns the running counts of chunks' items.
-func ends[T any](chunks [][]T) []int {
-	if len(chunks) == 0 {
-		return nil
+// appendListPart appends chunks (their ends set) as parts, as
+// appendListChunk appends items as chunks; a part cut or joined gets new
+// chunks of its own, its ends set again.
+func appendListPart[T any](parts []listPart[T], chunks []listPiece[T]) []listPart[T] {
+	switch {
+	case len(chunks) == 0:
+		return parts
+	case len(chunks) > 2*partChunks:
+		for len(chunks) > 0 {
+			n := min(partChunks, len(chunks))
+			piece := slices.Clone(chunks[:n])
+			setChunkEnds(piece)
+			parts = append(parts, listPart[T]{chunks: piece})
+			chunks = chunks[n:]
+		}
+		return parts
+	case len(chunks) < partChunks/2 && len(parts) > 0 && len(parts[len(parts)-1].chunks)+len(chunks) <= 2*partChunks:
+		last := &parts[len(parts)-1]
+		last.chunks = append(slices.Clip(last.chunks), chunks...) // a new array: last may be shared
+		setChunkEnds(last.chunks)
+		return parts
 	}
-	out := make([]int, len(chunks))
+	return append(parts, listPart[T]{chunks: slices.Clip(chunks)})
+}
+
+// setChunkEnds sets the running counts of chunks' items.
+func setChunkEnds[T any](chunks []listPiece[T]) {
 	n := 0
-	for i, chunk := range chunks {
-		n += len(chunk)
-		out[i] = n
+	for i := range chunks {
+		n += len(chunks[i].items)
+		chunks[i].end = n
 	}
-	return out
+}
+
+// setPartEnds sets the running counts of parts' items, and returns parts.
+func setPartEnds[T any](parts []listPart[T]) []listPart[T] {
+	n := 0
+	for i := range parts {
+		n += parts[i].chunks[len(parts[i].chunks)-1].end
+		parts[i].end = n
+	}
+	return parts
 }
 
 // sameListChunk says whether a and b are the very same chunk.
@@ -238,50 +344,84 @@ func sameListChunk[T any](a, b []T) bool {
 	return len(a) == len(b) && &a[0] == &b[0]
 }
 
+// sameListPart says whether a and b are the very same part.
+func sameListPart[T any](a, b listPart[T]) bool {
+	return len(a.chunks) == len(b.chunks) && &a.chunks[0] == &b.chunks[0]
+}
+
 // CompareLists calls f for each key of a or b, in order, with its item in
-// each and whether each has one, but for the items of chunks a and b
-// share: lists are never changed, so a chunk of both holds the same items
-// in both. Two lists of which one was made from the other (Edited) share
-// every chunk no edit fell in, so a diff of the two costs the chunks that
-// differ, not a walk of every item. a and b are sorted as cmp orders two
-// items.
+// each and whether each has one, but for the items of parts and chunks a
+// and b share: lists are never changed, so a chunk of both holds the same
+// items in both. Two lists of which one was made from the other (Edited)
+// share every part and chunk no edit fell in, so a diff of the two costs
+// the chunks that differ, not a walk of every item. a and b are sorted as
+// cmp orders two items.
 func CompareLists[T any](a, b List[T], cmp func(x, y T) int, f func(x, y T, inA, inB bool)) {
-	ci, cj := 0, 0 // the chunks of a and b
-	i, j := 0, 0   // the next item in each
+	x, y := listCursor[T]{parts: a.parts}, listCursor[T]{parts: b.parts}
 	var zero T
-	for ci < len(a.chunks) || cj < len(b.chunks) {
-		if ci < len(a.chunks) && cj < len(b.chunks) && i == 0 && j == 0 && sameListChunk(a.chunks[ci], b.chunks[cj]) {
-			ci, cj = ci+1, cj+1
-			continue
+	for !x.done() || !y.done() {
+		if !x.done() && !y.done() && x.i == 0 && y.i == 0 {
+			if x.c == 0 && y.c == 0 && sameListPart(x.parts[x.p], y.parts[y.p]) {
+				x.skipPart()
+				y.skipPart()
+				continue
+			}
+			if sameListChunk(x.chunk(), y.chunk()) {
+				x.skipChunk()
+				y.skipChunk()
+				continue
+			}
 		}
 		var c int // a's next item against b's: cmp once an item met
 		switch {
-		case cj == len(b.chunks):
+		case y.done():
 			c = -1
-		case ci == len(a.chunks):
+		case x.done():
 			c = 1
 		default:
-			c = cmp(a.chunks[ci][i], b.chunks[cj][j])
+			c = cmp(x.item(), y.item())
 		}
 		switch {
 		case c < 0:
-			f(a.chunks[ci][i], zero, true, false)
-			ci, i = nextInChunks(a.chunks, ci, i)
+			f(x.item(), zero, true, false)
+			x.next()
 		case c > 0:
-			f(zero, b.chunks[cj][j], false, true)
-			cj, j = nextInChunks(b.chunks, cj, j)
+			f(zero, y.item(), false, true)
+			y.next()
 		default:
-			f(a.chunks[ci][i], b.chunks[cj][j], true, true)
-			ci, i = nextInChunks(a.chunks, ci, i)
-			cj, j = nextInChunks(b.chunks, cj, j)
+			f(x.item(), y.item(), true, true)
+			x.next()
+			y.next()
 		}
 	}
 }
 
-// nextInChunks returns the position after item i of chunk c.
-func nextInChunks[T any](chunks [][]T, c, i int) (int, int) {
-	if i+1 < len(chunks[c]) {
-		return c, i + 1
+// listCursor is a place in a list's parts: item i of chunk c of part p.
+type listCursor[T any] struct {
+	parts   []listPart[T]
+	p, c, i int
+}
+
+func (k *listCursor[T]) done() bool { return k.p == len(k.parts) }
+func (k *listCursor[T]) chunk() []T { return k.parts[k.p].chunks[k.c].items }
+func (k *listCursor[T]) item() T    { return k.chunk()[k.i] }
+
+// next moves past the item.
+func (k *listCursor[T]) next() {
+	if k.i++; k.i == len(k.chunk()) {
+		k.skipChunk()
 	}
-	return c + 1, 0
+}
+
+// skipChunk moves to the next chunk's first item.
+func (k *listCursor[T]) skipChunk() {
+	k.i = 0
+	if k.c++; k.c == len(k.parts[k.p].chunks) {
+		k.skipPart()
+	}
+}
+
+// skipPart moves to the next part's first item.
+func (k *listCursor[T]) skipPart() {
+	k.p, k.c, k.i = k.p+1, 0, 0
 }

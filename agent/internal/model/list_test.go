@@ -17,6 +17,9 @@ func TestListEditedEqualsASortedSlice(t *testing.T) {
 	byKey := func(v, key int) int { return cmp.Compare(v, key) }
 	for round := range 200 {
 		n := rng.IntN(3000)
+		if round%8 == 0 { // parts: more than 2*partChunks chunks
+			n = 2*listChunk*partChunks + rng.IntN(20000)
+		}
 		want := make([]int, 0, n)
 		for i := range n {
 			want = append(want, 2*i)
@@ -37,6 +40,15 @@ func TestListEditedEqualsASortedSlice(t *testing.T) {
 					keys[k*3] = true
 				}
 			}
+			// A run of keys all added or all removed: parts grow past
+			// 2*partChunks chunks (cut) or shrink (joined).
+			span, removeSpan := listChunk*partChunks+rng.IntN(3000), rng.IntN(2) == 0
+			runFrom := rng.IntN(2*n + 10)
+			if rng.IntN(4) == 0 {
+				for k := runFrom; k < runFrom+span; k++ {
+					keys[k] = true
+				}
+			}
 			for _, k := range slices.Sorted(func(yield func(int) bool) {
 				for k := range keys {
 					if !yield(k) {
@@ -45,6 +57,9 @@ func TestListEditedEqualsASortedSlice(t *testing.T) {
 				}
 			}) {
 				remove := rng.IntN(2) == 0
+				if k >= runFrom && k < runFrom+span {
+					remove = removeSpan
+				}
 				edits = append(edits, ListEdit[int, int]{Key: k, Value: k, Remove: remove})
 				if remove {
 					delete(next, k)
@@ -80,9 +95,14 @@ func TestListEditedEqualsASortedSlice(t *testing.T) {
 					t.Fatalf("Search(%d) = %d, %v; want %d, %v", k, i, found, wi, wfound)
 				}
 			}
-			for _, chunk := range l.chunks {
+			for chunk := range l.eachChunk() {
 				if len(chunk) == 0 || len(chunk) > 2*listChunk {
 					t.Fatalf("a chunk of %d items", len(chunk))
+				}
+			}
+			for _, part := range l.parts {
+				if len(part.chunks) == 0 || len(part.chunks) > 2*partChunks {
+					t.Fatalf("a part of %d chunks", len(part.chunks))
 				}
 			}
 			// CompareLists: every key that differs, and only those.
@@ -129,15 +149,26 @@ func TestListEditedSharesUntouchedChunks(t *testing.T) {
 		t.Fatalf("Len %d / %d, At(2501) %d / %d", next.Len(), l.Len(), next.At(2501), l.At(2501))
 	}
 	shared := 0
-	for i := range next.chunks {
-		for j := range l.chunks {
-			if sameListChunk(next.chunks[i], l.chunks[j]) {
+	for a := range next.eachChunk() {
+		for b := range l.eachChunk() {
+			if sameListChunk(a, b) {
 				shared++
 			}
 		}
 	}
-	if shared != len(l.chunks)-1 {
-		t.Fatalf("the edited list shares %d of %d chunks, want all but one", shared, len(l.chunks))
+	if shared != chunkCount(l)-1 {
+		t.Fatalf("the edited list shares %d of %d chunks, want all but one", shared, chunkCount(l))
+	}
+	sharedParts := 0
+	for _, a := range next.parts {
+		for _, b := range l.parts {
+			if sameListPart(a, b) {
+				sharedParts++
+			}
+		}
+	}
+	if sharedParts != len(l.parts)-1 {
+		t.Fatalf("the edited list shares %d of %d parts, want all but one", sharedParts, len(l.parts))
 	}
 	calls := 0
 	CompareLists(l, next, cmp.Compare[int], func(int, int, bool, bool) { calls++ })
@@ -197,4 +228,13 @@ func TestCompareListsComparesOnceAnItem(t *testing.T) {
 	if calls != 3001 || compares > calls {
 		t.Fatalf("%d items met with %d compares, want 3001 with at most as many", calls, compares)
 	}
+}
+
+// chunkCount is the number of chunks of l.
+func chunkCount[T any](l List[T]) int {
+	n := 0
+	for range l.eachChunk() {
+		n++
+	}
+	return n
 }

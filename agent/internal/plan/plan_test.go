@@ -252,7 +252,7 @@ func TestComputeComparesOnlyTheChangedChunks(t *testing.T) {
 		{Key: "ns/c0100", Remove: true}, {Key: added.Name, Value: added}}, byCert)
 	nextBackends := model.Edited(fromBackends, []model.ListEdit[string, model.Backend]{
 		{Key: "ns/b0100:80", Remove: true}, {Key: addedB.Name, Value: addedB}}, byBackend)
-	// The edits fall in the first two chunks (listChunk 256); the record
+	// The edits fall in two chunks (of model.listChunk items); the record
 	// holds every item of from, those past them with other content.
 	held := Held{ConfigHash: "cfg", Current: true, Certificates: map[string]HeldCertificate{}}
 	for i, c := range certs {
