@@ -79,6 +79,7 @@ func trimObject(obj any) {
 		// endpoints.kubernetes.io/last-change-trigger-time and the like.
 		o.Annotations = nil
 	}
+	sharePointers(obj)
 }
 
 // trimMeta drops what is not read of the metadata of a Service or an
