@@ -41,8 +41,8 @@ func sharedBool(p *bool) *bool {
 // tenants choose them).
 const maxSharedValues = 1024
 
-// sharedValues hands out one pointer per value. The pointer of a value is
-// that of the first object that had it.
+// sharedValues hands out one pointer per value, to a copy of its own:
+// never a field of an object.
 type sharedValues struct {
 	mu      sync.Mutex
 	strings map[string]*string
@@ -55,7 +55,8 @@ var pointers sharedValues
 
 // SharePointers points the fields of obj, an EndpointSlice or an Ingress,
 // at shared values (another object is left alone); obj must be the
-// caller's own, not yet handed out.
+// caller's own, not yet handed out. It comes after ShareFewValued, which
+// writes through those pointers.
 func SharePointers(obj any) {
 	switch o := obj.(type) {
 	case *discoveryv1.EndpointSlice:
@@ -101,8 +102,10 @@ func (t *sharedValues) string(p *string) *string {
 	if t.strings == nil {
 		t.strings = map[string]*string{}
 	}
-	t.strings[*p] = p
-	return p
+	shared := new(string)
+	*shared = *p
+	t.strings[*p] = shared
+	return shared
 }
 
 // number is string for a port number.
@@ -119,6 +122,8 @@ func (t *sharedValues) number(p *int32) *int32 {
 	if t.numbers == nil {
 		t.numbers = map[int32]*int32{}
 	}
-	t.numbers[*p] = p
-	return p
+	shared := new(int32)
+	*shared = *p
+	t.numbers[*p] = shared
+	return shared
 }
