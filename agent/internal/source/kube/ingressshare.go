@@ -17,7 +17,6 @@ import (
 // same version listed again (a relist) is the cached object itself. It
 // reads the informer's cache under the informer's queue lock, as
 // transformSlice does (slicelabels.go).
-
 //
 // The status writer gives every Ingress it serves the same status
 // addresses, a list of its own in each Ingress once decoded (80 bytes
