@@ -244,7 +244,9 @@ func (s *Source) decodeFile(path string) fileRead {
 // twice the room (3 MB at 150,000 documents). An EndpointSlice whose one
 // label names its Service loses the label's map, the name kept in the
 // document (source.DropServiceLabel: 15 MB at 50,000 slices); the view
-// answers for it (view.sliceServices).
+// answers for it (view.sliceServices). The copy's few-valued pointers
+// (conditions, ports, class, path types) point at shared values
+// (source.SharePointers).
 func compact(docs []document) []document {
 	out := make([]document, len(docs))
 	for i, d := range docs {
@@ -255,6 +257,7 @@ func compact(docs []document) []document {
 			}
 		}
 		out[i].obj = d.obj.DeepCopyObject()
+		source.SharePointers(out[i].obj)
 	}
 	return out
 }

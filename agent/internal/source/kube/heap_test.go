@@ -30,6 +30,7 @@ var (
 	heapN       = flag.Int("kube.heap.n", 1000, "TestSourceHeap: Ingresses (each with a Service and an EndpointSlice); 50000 for the scale")
 	heapProfile = flag.String("kube.heap.profile", "", "TestSourceHeap: write a heap profile there once the source has started")
 	heapChart   = flag.Bool("kube.heap.chart", false, "TestSourceHeap: each Service has a chart's labels and annotations (3 and 2, values of its own app)")
+	heapStatus  = flag.Bool("kube.heap.status", false, "TestSourceHeap: each Ingress has the status the status writer gives it (one IP)")
 	heapModel   = flag.String("kube.heap.model", "", `TestSourceHeap: also build the model of the Snapshot and report its heap: "index" as the syncer does, "noindex" with the Snapshot's SlicesOf cleared (the model then makes its own index of slices)`)
 )
 
@@ -53,6 +54,10 @@ func TestSourceHeap(t *testing.T) {
 			svc := app[1].(*corev1.Service)
 			svc.Labels = map[string]string{"app.kubernetes.io/name": svc.Name, "app.kubernetes.io/instance": svc.Name + "-prod", "helm.sh/chart": "app-1.0.0"}
 			svc.Annotations = map[string]string{"meta.helm.sh/release-name": svc.Name + "-prod", "meta.helm.sh/release-namespace": "default"}
+		}
+		if *heapStatus {
+			ing := app[0].(*networkingv1.Ingress)
+			ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.10"}}
 		}
 		objs = append(objs, app...)
 	}

@@ -17,6 +17,12 @@ import (
 // same version listed again (a relist) is the cached object itself. It
 // reads the informer's cache under the informer's queue lock, as
 // transformSlice does (slicelabels.go).
+//
+// The status writer gives every Ingress it serves the same status
+// addresses, a list of its own in each Ingress once decoded (80 bytes
+// with one IP, 4 MB at 50,000): transformIngress makes an Ingress whose
+// list is equal to that of the Ingress transformed before share it
+// (shareStatus). The status writer reads that list, and writes a copy.
 
 // transformIngress is trim for Ingresses, sharing what is unchanged with
 // the cached Ingress; another object is trimmed.
@@ -26,6 +32,7 @@ func (s *Source) transformIngress(obj any) (any, error) {
 	if err != nil || !ok {
 		return obj, err
 	}
+	s.shareStatus(ing)
 	cached := s.ingressView.lookup(ing.Namespace, ing.Name)
 	if cached == nil || cached.UID != ing.UID {
 		return ing, nil
@@ -43,4 +50,21 @@ func (s *Source) transformIngress(obj any) (any, error) {
 		ing.Annotations = cached.Annotations
 	}
 	return ing, nil
+}
+
+// shareStatus gives ing the status addresses of the Ingress before it
+// when they are equal, else keeps ing's for the next; ing must be the
+// caller's own, not yet handed out.
+func (s *Source) shareStatus(ing *networkingv1.Ingress) {
+	addrs := ing.Status.LoadBalancer.Ingress
+	if len(addrs) == 0 {
+		return
+	}
+	s.ingressStatusMu.Lock()
+	defer s.ingressStatusMu.Unlock()
+	if reflect.DeepEqual(addrs, s.ingressStatus) {
+		ing.Status.LoadBalancer.Ingress = s.ingressStatus
+		return
+	}
+	s.ingressStatus = addrs
 }

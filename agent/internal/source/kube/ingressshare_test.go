@@ -54,3 +54,35 @@ func TestTransformIngressShares(t *testing.T) {
 		t.Errorf("the same version again is not the cached Ingress")
 	}
 }
+
+// Ingresses with equal status addresses share one list; one with others
+// keeps its own, which the next equal one shares.
+func TestTransformIngressSharesStatus(t *testing.T) {
+	src := New(kubeclienttest.Wrap(fake.NewClientset()), Options{})
+	withStatus := func(name string, ips ...string) *networkingv1.Ingress {
+		ing := apiServerApp(name, 0)[0].(*networkingv1.Ingress)
+		for _, ip := range ips {
+			ing.Status.LoadBalancer.Ingress = append(ing.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ip})
+		}
+		got, err := src.transformIngress(ing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*networkingv1.Ingress)
+	}
+	first, second := withStatus("a", "192.0.2.10"), withStatus("b", "192.0.2.10")
+	other, third := withStatus("c", "192.0.2.11"), withStatus("d", "192.0.2.11")
+	none := withStatus("e")
+	if &first.Status.LoadBalancer.Ingress[0] != &second.Status.LoadBalancer.Ingress[0] {
+		t.Errorf("equal statuses are not shared")
+	}
+	if &other.Status.LoadBalancer.Ingress[0] == &first.Status.LoadBalancer.Ingress[0] || other.Status.LoadBalancer.Ingress[0].IP != "192.0.2.11" {
+		t.Errorf("another status: %+v, shared %v", other.Status.LoadBalancer.Ingress, &other.Status.LoadBalancer.Ingress[0] == &first.Status.LoadBalancer.Ingress[0])
+	}
+	if &third.Status.LoadBalancer.Ingress[0] != &other.Status.LoadBalancer.Ingress[0] {
+		t.Errorf("the next equal status does not share the other's")
+	}
+	if none.Status.LoadBalancer.Ingress != nil {
+		t.Errorf("an Ingress without status got %+v", none.Status.LoadBalancer.Ingress)
+	}
+}

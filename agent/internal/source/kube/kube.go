@@ -147,6 +147,11 @@ type Source struct {
 	sliceServicesMu   sync.Mutex
 	sliceServices     *source.SliceServicesEdit
 	sliceServicesDone source.SliceServices
+
+	// ingressStatus is the status addresses the Ingresses transformed
+	// last had (ingressshare.go).
+	ingressStatusMu sync.Mutex
+	ingressStatus   []networkingv1.IngressLoadBalancerIngress
 }
 
 // mergedSecrets remembers the last list withNamedSecrets made, so that a

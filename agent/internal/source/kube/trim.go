@@ -44,10 +44,11 @@ func trim(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimObject trims obj in place, as the package's trim says, and interns
+// trimObject trims obj in place, as the package's trim says, interns
 // its namespace and the strings the file source shares too
 // (source.ShareFewValued: port names and protocols, address types,
-// classes, path types).
+// classes, path types), and points its few-valued pointers at shared
+// values (source.SharePointers).
 func trimObject(obj any) {
 	if o, ok := obj.(metav1.Object); ok {
 		o.SetNamespace(intern(o.GetNamespace()))
@@ -79,6 +80,7 @@ func trimObject(obj any) {
 		// endpoints.kubernetes.io/last-change-trigger-time and the like.
 		o.Annotations = nil
 	}
+	source.SharePointers(obj)
 }
 
 // trimMeta drops what is not read of the metadata of a Service or an

@@ -176,3 +176,42 @@ func snapshotOf(objs []kruntime.Object) model.Snapshot {
 	return model.Snapshot{Ingresses: source.SortedList(ingresses), Services: source.SortedList(services),
 		EndpointSlices: source.SortedList(slices), IngressClasses: model.ListOf(class), IngressClass: "restysync"}
 }
+
+// Two slices and two Ingresses trimmed apart point at the same values of
+// their conditions, ports, class and path types, and keep what they said:
+// a condition false stays false.
+func TestTrimSharesPointers(t *testing.T) {
+	var slices [2]*discoveryv1.EndpointSlice
+	var ingresses [2]*networkingv1.Ingress
+	for i := range 2 {
+		app := apiServerApp(fmt.Sprintf("app-%d", i), i)
+		for _, obj := range app {
+			if _, err := trim(obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ingresses[i], slices[i] = app[0].(*networkingv1.Ingress), app[2].(*discoveryv1.EndpointSlice)
+	}
+	a, b := slices[0], slices[1]
+	ca, cb := a.Endpoints[0].Conditions, b.Endpoints[1].Conditions
+	if ca.Ready != cb.Ready || ca.Serving != cb.Serving || ca.Terminating != cb.Terminating {
+		t.Errorf("the slices' conditions are not shared")
+	}
+	if !*ca.Ready || !*ca.Serving || *ca.Terminating {
+		t.Errorf("conditions ready %v, serving %v, terminating %v; want true, true, false", *ca.Ready, *ca.Serving, *ca.Terminating)
+	}
+	pa, pb := a.Ports[0], b.Ports[0]
+	if pa.Name != pb.Name || pa.Protocol != pb.Protocol || pa.Port != pb.Port {
+		t.Errorf("the slices' ports are not shared")
+	}
+	if *pa.Name != "http" || *pa.Protocol != "TCP" || *pa.Port != 8080 {
+		t.Errorf("port %q %q %d, want http TCP 8080", *pa.Name, *pa.Protocol, *pa.Port)
+	}
+	ia, ib := ingresses[0], ingresses[1]
+	if ia.Spec.IngressClassName != ib.Spec.IngressClassName || ia.Spec.Rules[0].HTTP.Paths[0].PathType != ib.Spec.Rules[0].HTTP.Paths[0].PathType {
+		t.Errorf("the Ingresses' class and path type are not shared")
+	}
+	if *ia.Spec.IngressClassName != "restysync" || *ia.Spec.Rules[0].HTTP.Paths[0].PathType != networkingv1.PathTypePrefix {
+		t.Errorf("class %q, path type %q", *ia.Spec.IngressClassName, *ia.Spec.Rules[0].HTTP.Paths[0].PathType)
+	}
+}
