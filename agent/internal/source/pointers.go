@@ -89,41 +89,28 @@ func SharePointers(obj any) {
 
 // string is the shared pointer to *p's value, or p when the table is
 // full; the caller holds mu.
-func (t *sharedValues) string(p *string) *string {
-	if p == nil {
-		return nil
-	}
-	if shared, ok := t.strings[*p]; ok {
-		return shared
-	}
-	if len(t.strings) >= maxSharedValues {
-		return p
-	}
-	if t.strings == nil {
-		t.strings = map[string]*string{}
-	}
-	shared := new(string)
-	*shared = *p
-	t.strings[*p] = shared
-	return shared
-}
+func (t *sharedValues) string(p *string) *string { return shared(&t.strings, p) }
 
 // number is string for a port number.
-func (t *sharedValues) number(p *int32) *int32 {
+func (t *sharedValues) number(p *int32) *int32 { return shared(&t.numbers, p) }
+
+// shared is the pointer table holds for *p's value, made (a copy of its
+// own) when the table has room; p itself when it has none; nil for nil.
+func shared[T comparable](table *map[T]*T, p *T) *T {
 	if p == nil {
 		return nil
 	}
-	if shared, ok := t.numbers[*p]; ok {
-		return shared
+	if v, ok := (*table)[*p]; ok {
+		return v
 	}
-	if len(t.numbers) >= maxSharedValues {
+	if len(*table) >= maxSharedValues {
 		return p
 	}
-	if t.numbers == nil {
-		t.numbers = map[int32]*int32{}
+	if *table == nil {
+		*table = map[T]*T{}
 	}
-	shared := new(int32)
-	*shared = *p
-	t.numbers[*p] = shared
-	return shared
+	v := new(T)
+	*v = *p
+	(*table)[*p] = v
+	return v
 }
