@@ -111,7 +111,7 @@ func TestCheckObjects(t *testing.T) {
 		AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1", "169.254.169.254", "not-an-ip"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 	}
-	_, built := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing), Services: model.ListOf(svc),
+	_, built := checkSnapshot(model.Snapshot{Ingresses: model.ListOf(ing), Services: model.ListOf(model.ServiceOf(svc)),
 		EndpointSlices: model.ListOf(slice)}, "")
 	got := checkObjects(read, built)
 	want := []CheckedObject{

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/restysync/restysync/agent/internal/luaapi"
@@ -155,7 +154,7 @@ func TestStateSeries(t *testing.T) {
 func TestCountObjects(t *testing.T) {
 	got := CountObjects(model.Snapshot{
 		Ingresses: model.ListOf(make([]*networkingv1.Ingress, 2)...),
-		Services:  model.ListOf(make([]*corev1.Service, 3)...),
+		Services:  model.ListOf(make([]*model.Service, 3)...),
 	})
 	if got["Ingress"] != 2 || got["Service"] != 3 || got["Secret"] != 0 || len(got) != len(ObjectKinds) {
 		t.Errorf("CountObjects = %v", got)

@@ -653,13 +653,13 @@ func (b *builder) readDefaultBackend(ing *networkingv1.Ingress) (backendRef, boo
 		b.missingObjectProblem(ing, key, value, "Service "+ing.Namespace+"/"+value, fmt.Sprintf("Service %s/%s not found; ignored", ing.Namespace, value))
 		return backendRef{}, false
 	}
-	if len(svc.Spec.Ports) == 0 {
+	if len(svc.Ports) == 0 {
 		b.annotationProblem(ing, key, value, fmt.Sprintf("Service %s/%s has no port; ignored", ing.Namespace, value))
 		return backendRef{}, false
 	}
-	port := networkingv1.ServiceBackendPort{Name: svc.Spec.Ports[0].Name}
+	port := networkingv1.ServiceBackendPort{Name: svc.Ports[0].Name}
 	if port.Name == "" {
-		port = networkingv1.ServiceBackendPort{Number: svc.Spec.Ports[0].Port}
+		port = networkingv1.ServiceBackendPort{Number: svc.Ports[0].Port}
 	}
 	ref, reason := parseBackend(ing.Namespace, &networkingv1.IngressBackend{
 		Service: &networkingv1.IngressServiceBackend{Name: value, Port: port},

@@ -22,7 +22,7 @@ func accessOf(t *testing.T, prefix string, annotations map[string]string, extra 
 		switch o := e.(type) {
 		case *corev1.Secret:
 			s.Secrets = ListOf(append(s.Secrets.Slice(), o)...)
-		case *corev1.Service:
+		case *Service:
 			s.Services = ListOf(append(s.Services.Slice(), o)...)
 		}
 	}

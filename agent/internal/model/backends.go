@@ -116,17 +116,17 @@ func (b *Builder) resolve(ref backendRef) resolved {
 }
 
 // servicePort finds the Service port that ref names, by number or by name.
-func (b *Builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServicePort, string) {
+func (b *Builder) servicePort(ref backendRef) (*Service, *ServicePort, string) {
 	svc := b.service(ref.namespace, ref.service)
 	if svc == nil {
 		return nil, nil, fmt.Sprintf(".service.name %q: Service %s/%s not found", ref.service, ref.namespace, ref.service)
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+	if svc.Type == corev1.ServiceTypeExternalName {
 		return nil, nil, fmt.Sprintf(".service.name %q: Service %s/%s is of type ExternalName, which is not supported yet", ref.service, ref.namespace, ref.service)
 	}
 	protocol := cmp.Or(ref.protocol, corev1.ProtocolTCP)
-	for i := range svc.Spec.Ports {
-		p := &svc.Spec.Ports[i]
+	for i := range svc.Ports {
+		p := &svc.Ports[i]
 		if cmp.Or(p.Protocol, corev1.ProtocolTCP) != protocol {
 			continue
 		}
@@ -142,7 +142,7 @@ func (b *Builder) servicePort(ref backendRef) (*corev1.Service, *corev1.ServiceP
 
 // endpoints collects the ready endpoints of one Service port from every
 // EndpointSlice of the Service, deduplicated and sorted.
-func (b *Builder) endpoints(svc *corev1.Service, servicePort *corev1.ServicePort) []Endpoint {
+func (b *Builder) endpoints(svc *Service, servicePort *ServicePort) []Endpoint {
 	serviceSlices := b.serviceSlices(svc.Namespace, svc.Name)
 	size := 0
 	for _, slice := range serviceSlices {

@@ -209,7 +209,7 @@ func (p *gatewayProcessor) backendTLSPolicies(namespace, service string, port in
 	}
 	var section string
 	if svc := p.service(namespace, service); svc != nil {
-		for _, sp := range svc.Spec.Ports {
+		for _, sp := range svc.Ports {
 			if sp.Port == port {
 				section = sp.Name
 			}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -19,7 +18,7 @@ func benchSnapshot(n int) Snapshot {
 		IngressClass:   testClass,
 	}
 	var ingresses []*networkingv1.Ingress
-	var services []*corev1.Service
+	var services []*Service
 	var endpointSlices []*discoveryv1.EndpointSlice
 	for i := range n {
 		name := fmt.Sprintf("app-%d", i)

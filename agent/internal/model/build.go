@@ -153,8 +153,8 @@ func newBuilderOf(s Snapshot, objects *objectIndex) *Builder {
 // lists out sorted, and at 50,000 Services the map was 3 MB for a lookup
 // per backend a build resolves.
 type objectIndex struct {
-	services    map[namespacedName]*corev1.Service
-	serviceList List[*corev1.Service]
+	services    map[namespacedName]*Service
+	serviceList List[*Service]
 	slices      map[namespacedName][]*discoveryv1.EndpointSlice
 	slicesOf    func(namespace, service string) []*discoveryv1.EndpointSlice
 	secrets     map[namespacedName]*corev1.Secret
@@ -190,7 +190,7 @@ func newObjectIndex(s Snapshot) *objectIndex {
 
 // service is the Service named key, nil for none: by x.services, or while
 // that is nil (serviceList is ordered) by a binary search of serviceList.
-func (x *objectIndex) service(key namespacedName) *corev1.Service {
+func (x *objectIndex) service(key namespacedName) *Service {
 	if x.services != nil {
 		return x.services[key]
 	}
@@ -224,7 +224,7 @@ func (s Snapshot) ServiceOfSlice(slice *discoveryv1.EndpointSlice) string {
 	return s.SliceServices(slice)
 }
 
-func (b *Builder) service(namespace, name string) *corev1.Service {
+func (b *Builder) service(namespace, name string) *Service {
 	key := namespacedName{namespace, name}
 	b.reads.add(readService, key)
 	return b.objects.service(key)

@@ -392,8 +392,7 @@ func TestBuildBackends(t *testing.T) {
 	}
 	udp := service("shop", "dns", corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP})
 	external := service("shop", "external", servicePort("http", 80))
-	external.Spec.Type = corev1.ServiceTypeExternalName
-	external.Spec.ExternalName = "example.org"
+	external.Type = corev1.ServiceTypeExternalName
 
 	six := service("shop", "six", servicePort("http", 80))
 	sixSlices := []*discoveryv1.EndpointSlice{

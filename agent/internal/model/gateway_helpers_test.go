@@ -187,7 +187,7 @@ func nsObject(name string, labels map[string]string) *corev1.Namespace {
 }
 
 // webIn is the web Service (port 80, named http) in namespace.
-func webIn(namespace string) *corev1.Service {
+func webIn(namespace string) *Service {
 	return service(namespace, "web", servicePort("http", 80))
 }
 

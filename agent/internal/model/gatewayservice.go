@@ -151,7 +151,7 @@ func (p *gatewayProcessor) gatewayServices(statuses map[*gatewayState]GatewaySta
 			p.gatewayProblem(g, fmt.Sprintf("spec.infrastructure: the Gateway's Service %s is that of the older Gateway %s; restysync keeps no Service for this one", name, other))
 			continue
 		}
-		if svc := p.service(g.gw.Namespace, name); svc != nil && !OwnedByGateway(svc, g.gw.UID) {
+		if svc := p.service(g.gw.Namespace, name); svc != nil && !svc.OwnedByGateway(g.gw.UID) {
 			p.gatewayProblem(g, fmt.Sprintf("spec.infrastructure: Service %s exists and is not this Gateway's (its controller ownerReference does not name it); restysync leaves it alone and keeps no Service for the Gateway while it exists", name))
 			continue
 		}

@@ -125,8 +125,8 @@ func TestGatewayServicesHostileKeys(t *testing.T) {
 // two Gateways whose Services would share a name, the older keeps it.
 func TestGatewayServicesClash(t *testing.T) {
 	gw := withInfrastructure(newGateway("default", "gw", httpListener("http", 80, "")), "gw", nil, nil)
-	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw-restysync",
-		Labels: map[string]string{GatewayServiceManagedByLabel: GatewayServiceManagedBy, GatewayNameLabel: "gw"}}}
+	foreign := ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw-restysync",
+		Labels: map[string]string{GatewayServiceManagedByLabel: GatewayServiceManagedBy, GatewayNameLabel: "gw"}}})
 	s := gwSnapshot(gw, foreign)
 	s.GatewayServices = true
 	m, problems := Build(s)
@@ -137,7 +137,7 @@ func TestGatewayServicesClash(t *testing.T) {
 	wantCondition(t, "gw", gatewayStatusOf(t, m, "default", "gw").Conditions, condProgrammed, true, reasonProgrammed)
 
 	yes := true
-	foreign.OwnerReferences = []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "gw", UID: gw.UID, Controller: &yes}}
+	foreign.Object.OwnerReferences = []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "gw", UID: gw.UID, Controller: &yes}}
 	m, problems = Build(s)
 	if len(problems) > 0 || len(m.GatewayAPI.Services) != 1 {
 		t.Errorf("a Service the Gateway owns: problems %s, services %s", problemList(problems), dump(m.GatewayAPI.Services))
@@ -197,7 +197,7 @@ func TestGatewayServiceName(t *testing.T) {
 // the tenant's Service is gone, the next build wants the Gateway's.
 func TestGatewayServicesIncremental(t *testing.T) {
 	gw := withInfrastructure(newGateway("default", "gw", httpListener("http", 80, "")), "gw", nil, nil)
-	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw-restysync"}}
+	foreign := ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw-restysync"}})
 	s := gwSnapshot(gw, foreign)
 	s.GatewayServices = true
 	inc := NewIncremental()
@@ -205,7 +205,7 @@ func TestGatewayServicesIncremental(t *testing.T) {
 	if len(m.GatewayAPI.Services) > 0 {
 		t.Fatalf("services %s despite the clash", dump(m.GatewayAPI.Services))
 	}
-	s.Services = ListOf(slices.DeleteFunc(s.Services.Slice(), func(svc *corev1.Service) bool { return svc == foreign })...)
+	s.Services = ListOf(slices.DeleteFunc(s.Services.Slice(), func(svc *Service) bool { return svc == foreign })...)
 	m, problems, _ := inc.Build(s)
 	want, wantProblems := Build(s)
 	if len(m.GatewayAPI.Services) != 1 || !reflect.DeepEqual(m.GatewayAPI, want.GatewayAPI) || !reflect.DeepEqual(problems, wantProblems) {

@@ -131,11 +131,11 @@ func ingressClass(name, controller string, isDefault bool) *networkingv1.Ingress
 	return c
 }
 
-func service(namespace, name string, ports ...corev1.ServicePort) *corev1.Service {
-	return &corev1.Service{
+func service(namespace, name string, ports ...corev1.ServicePort) *Service {
+	return ServiceOf(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports},
-	}
+	})
 }
 
 func servicePort(name string, port int32) corev1.ServicePort {

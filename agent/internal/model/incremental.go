@@ -232,7 +232,7 @@ func (x *Incremental) Build(s Snapshot) (Model, []Problem, BuildPath) {
 	}
 	servedOnly := gatewayChanged && !x.gatewayBaseChanged(x.last, withServedOf(s, x.last))
 	var ingresses []objectChange[*networkingv1.Ingress]
-	var services []objectChange[*corev1.Service]
+	var services []objectChange[*Service]
 	var endpointSlices []objectChange[*discoveryv1.EndpointSlice]
 	var secrets []objectChange[*corev1.Secret]
 	var configMaps []objectChange[*corev1.ConfigMap]
@@ -475,7 +475,7 @@ func (x *Incremental) diffSlices(next List[*discoveryv1.EndpointSlice]) []object
 // (objects.services, which the builds read) is nil while the lists are
 // ordered, as diffSlices; objects.serviceList is set to next's with
 // last.
-func (x *Incremental) diffServices(next List[*corev1.Service]) []objectChange[*corev1.Service] {
+func (x *Incremental) diffServices(next List[*Service]) []objectChange[*Service] {
 	return diffKeptIndex(x.last.Services, next, &x.objects.services, &x.ordered.services)
 }
 
@@ -896,7 +896,7 @@ func gatewaySettingsOf(s Snapshot) Snapshot {
 func settingsOf(s Snapshot) Snapshot {
 	s = withoutGatewayAPI(s)
 	s.Ingresses = List[*networkingv1.Ingress]{}
-	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = List[*networkingv1.IngressClass]{}, List[*corev1.Service]{}, List[*discoveryv1.EndpointSlice]{}, List[*corev1.Secret]{}, List[*corev1.ConfigMap]{}
+	s.IngressClasses, s.Services, s.EndpointSlices, s.Secrets, s.ConfigMaps = List[*networkingv1.IngressClass]{}, List[*Service]{}, List[*discoveryv1.EndpointSlice]{}, List[*corev1.Secret]{}, List[*corev1.ConfigMap]{}
 	s.SliceServices = nil // answers for the slices, compared by themselves
 	s.SlicesOf = nil      // as SliceServices; FullReason compares whether it is set
 	s.ConfigMap, s.TCPServices, s.UDPServices = nil, nil, nil

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
@@ -113,7 +112,7 @@ func TestIncrementalAfterCompact(t *testing.T) {
 	}
 	s.Services = ListOf(s.Services.Slice()...)
 	svc := s.Services.At(50).DeepCopy()
-	svc.Spec.Ports[0].Port = 81
+	svc.Ports[0].Port = 81
 	s.Services = withAt(s.Services, 50, svc)
 	path := checkIncremental(t, inc, s, "a Service changed")
 	if !path.Incremental || path.Ingresses > firstBatch {
@@ -143,9 +142,9 @@ func TestIncrementalServiceIndex(t *testing.T) {
 				what, len(inc.objects.services), inc.objects.services == nil, path, wantIndex)
 		}
 	}
-	changed := func(svc *corev1.Service) *corev1.Service {
+	changed := func(svc *Service) *Service {
 		c := svc.DeepCopy()
-		c.Spec.Ports[0].Port = 81
+		c.Ports[0].Port = 81
 		return c
 	}
 	checkIncremental(t, inc, s, "first")

@@ -65,7 +65,7 @@ func TestIncrementalReadersShareAHash(t *testing.T) {
 	inc.readers.add(h, other)
 	s.Services = ListOf(s.Services.Slice()...)
 	svc := s.Services.At(20).DeepCopy()
-	svc.Spec.Ports[0].Port = 81
+	svc.Ports[0].Port = 81
 	s.Services = withAt(s.Services, 20, svc)
 	path := checkIncremental(t, inc, s, "app-20's Service changed")
 	if !path.Incremental || path.Ingresses != want {

@@ -50,7 +50,7 @@ func TestIncrementalRouteIslands(t *testing.T) {
 	check("a wildcard and a name under it", false, 2)
 
 	svc := s.Services.At(2).DeepCopy()
-	svc.Spec.Ports[0].Port = 8080
+	svc.Ports[0].Port = 8080
 	s.Services = ListOf(replaced(s.Services.Slice(), 2, svc)...)
 	check("the Service of one route", false, 1)
 

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -62,7 +60,7 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 	check("a new Ingress", true, "")
 
 	svc := s.Services.At(1).DeepCopy()
-	svc.Spec.Ports[0].Port = 8080
+	svc.Ports[0].Port = 8080
 	s.Services = withAt(s.Services, 1, svc)
 	check("the route's Service changed", true, "")
 
@@ -115,12 +113,12 @@ func TestIncrementalWithGatewayAPI(t *testing.T) {
 // with diffNamed's changes and index; a next list out of order or with a
 // name twice is found out, and diffed by name.
 func TestDiffOrderedIsDiffNamed(t *testing.T) {
-	service := func(ns, name string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	service := func(ns, name string) *Service {
+		return &Service{Namespace: ns, Name: name}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 2000 {
-		var last []*corev1.Service
+		var last []*Service
 		for i := range rng.IntN(8) {
 			last = append(last, service(fmt.Sprintf("ns%d", i/3), fmt.Sprintf("s%d", i)))
 		}
@@ -154,16 +152,16 @@ func TestDiffOrderedIsDiffNamed(t *testing.T) {
 		if ordered != isOrdered(ListOf(next...)) {
 			t.Fatalf("round %d: ordered %v, want %v", round, ordered, isOrdered(ListOf(next...)))
 		}
-		key := func(c objectChange[*corev1.Service]) string { return c.key.namespace + "/" + c.key.name }
-		slices.SortFunc(got, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })
-		slices.SortFunc(want, func(a, b objectChange[*corev1.Service]) int { return strings.Compare(key(a), key(b)) })
+		key := func(c objectChange[*Service]) string { return c.key.namespace + "/" + c.key.name }
+		slices.SortFunc(got, func(a, b objectChange[*Service]) int { return strings.Compare(key(a), key(b)) })
+		slices.SortFunc(want, func(a, b objectChange[*Service]) int { return strings.Compare(key(a), key(b)) })
 		if ordered && !reflect.DeepEqual(got, want) || !reflect.DeepEqual(index, byName) {
 			t.Fatalf("round %d: last %v next %v: changes %v, want %v", round, serviceNames(last), serviceNames(next), got, want)
 		}
 	}
 }
 
-func serviceNames(list []*corev1.Service) []string {
+func serviceNames(list []*Service) []string {
 	var out []string
 	for _, s := range list {
 		out = append(out, s.Namespace+"/"+s.Name)

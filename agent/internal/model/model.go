@@ -49,7 +49,9 @@ const ControllerName = "restysync.io/ingress-controller"
 type Snapshot struct {
 	Ingresses      List[*networkingv1.Ingress]
 	IngressClasses List[*networkingv1.IngressClass]
-	Services       List[*corev1.Service]
+	// Services are what the stages read of each (Service, ServiceOf),
+	// not the whole objects.
+	Services       List[*Service]
 	EndpointSlices List[*discoveryv1.EndpointSlice]
 	Secrets        List[*corev1.Secret]
 	// SliceServices names the Service of each EndpointSlice of

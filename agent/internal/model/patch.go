@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -52,7 +51,7 @@ type EndpointPatch struct {
 // of one Service, from that Service (nil: it is gone) and its
 // EndpointSlices, exactly as Build does. Each keeps its Policy: the
 // annotations that set it did not change.
-func (p *EndpointPatch) AddService(backends List[Backend], positions []int, svc *corev1.Service, slices []*discoveryv1.EndpointSlice, targets Targets) {
+func (p *EndpointPatch) AddService(backends List[Backend], positions []int, svc *Service, slices []*discoveryv1.EndpointSlice, targets Targets) {
 	for _, i := range positions {
 		held := backends.At(i)
 		b, problems := ResolveBackend(held.Name, svc, slices, targets)

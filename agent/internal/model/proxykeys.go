@@ -515,7 +515,7 @@ func (b *builder) serviceUpstreamOf(ing *networkingv1.Ingress) bool {
 		}
 		seen[backend.Service.Name] = true
 		svc := b.service(ing.Namespace, backend.Service.Name)
-		if svc == nil || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if svc == nil || svc.Type == corev1.ServiceTypeExternalName {
 			return // the path's own Problem says so
 		}
 		if _, ok := clusterIP(svc); !ok {
@@ -549,8 +549,8 @@ func (b *builder) withServiceUpstream(ref backendRef, ing *networkingv1.Ingress)
 }
 
 // clusterIP returns the cluster IP of svc, if it has a usable one.
-func clusterIP(svc *corev1.Service) (string, bool) {
-	ip := svc.Spec.ClusterIP
+func clusterIP(svc *Service) (string, bool) {
+	ip := svc.ClusterIP
 	if ip == "" || ip == corev1.ClusterIPNone {
 		return "", false
 	}
@@ -565,7 +565,7 @@ func clusterIP(svc *corev1.Service) (string, bool) {
 // cluster IP and the Service port; ok is false when the Service has no
 // cluster IP. A cluster IP the endpoint check refuses is a Problem on the
 // Service and no endpoint.
-func (b *Builder) serviceEndpoints(svc *corev1.Service, port *corev1.ServicePort) ([]Endpoint, bool) {
+func (b *Builder) serviceEndpoints(svc *Service, port *ServicePort) ([]Endpoint, bool) {
 	ip, ok := clusterIP(svc)
 	if !ok {
 		return nil, false

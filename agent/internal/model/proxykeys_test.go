@@ -285,9 +285,9 @@ func TestUpstreamVhostLocationVariables(t *testing.T) {
 // path, agrees with Build.
 func TestServiceUpstream(t *testing.T) {
 	svc := service("emojivoto", "web-svc", servicePort("http", 80))
-	svc.Spec.ClusterIP = "10.96.0.10"
+	svc.ClusterIP = "10.96.0.10"
 	headless := service("emojivoto", "headless", servicePort("http", 80))
-	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	headless.ClusterIP = corev1.ClusterIPNone
 	slice := endpointSlice("emojivoto", "web-svc-1", "web-svc", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.1.0.1"))
 	hslice := endpointSlice("emojivoto", "headless-1", "headless", discoveryv1.AddressTypeIPv4, ports(slicePort("http", 8080)), ready("10.1.0.2"))
 	ing := newIngress("emojivoto", "emojivoto-web-ingress", annotation("nginx.ingress.kubernetes.io/service-upstream", "true"),
@@ -340,7 +340,7 @@ func TestServiceUpstream(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "not-an-ip", "0.0.0.0", "fe80::1%eth0"} {
-		svc.Spec.ClusterIP = bad
+		svc.ClusterIP = bad
 		if _, ok := clusterIP(svc); ok {
 			t.Errorf("cluster IP %q accepted", bad)
 		}

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
@@ -25,7 +24,7 @@ func BackendService(name string) (namespace, service string, ok bool) {
 // Build does. It is the fast path for a change of endpoints only: the rest
 // of the Model stays as it is. The problems are those of the slices read.
 // targets are the Snapshot's (Snapshot.Targets).
-func ResolveBackend(name string, svc *corev1.Service, slices []*discoveryv1.EndpointSlice, targets Targets) (Backend, []Problem) {
+func ResolveBackend(name string, svc *Service, slices []*discoveryv1.EndpointSlice, targets Targets) (Backend, []Problem) {
 	namespace, rest, _ := strings.Cut(baseBackendName(name), "/")
 	service, written, _ := strings.Cut(rest, ":")
 	port := networkingv1.ServiceBackendPort{Name: written}

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -57,7 +56,7 @@ func TestResolveBackendMatchesBuildWithoutLabels(t *testing.T) {
 	}
 }
 
-func findService(s Snapshot, namespace, name string) *corev1.Service {
+func findService(s Snapshot, namespace, name string) *Service {
 	for svc := range s.Services.All() {
 		if svc.Namespace == namespace && svc.Name == name {
 			return svc

@@ -301,7 +301,7 @@ func TestTargetEndpoints(t *testing.T) {
 // A service-upstream backend's cluster IP is an endpoint too.
 func TestTargetClusterIP(t *testing.T) {
 	svc := service("default", "web", servicePort("http", 80))
-	svc.Spec.ClusterIP = "127.0.0.1"
+	svc.ClusterIP = "127.0.0.1"
 	s := snapshotOf(newIngress("default", "app", rule("app.example.com", prefix("/", "web", 80)),
 		annotation(nginxPrefix+"service-upstream", "true")))
 	s.Services = ListOf(svc)

@@ -219,8 +219,8 @@ func TestFastCGIMirrorHeadersHostileNginxAccepts(t *testing.T) {
 		IngressClass: "restysync",
 		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
-		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		Services: model.ListOf(model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})),
 		EndpointSlices: model.ListOf(&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv4,

@@ -313,7 +313,7 @@ func (j *joinPlane) snapshot(t *testing.T, files ...string) model.Snapshot {
 		case *corev1.Secret:
 			s.Secrets = model.ListOf(append(s.Secrets.Slice(), o)...)
 		case *corev1.Service:
-			s.Services = model.ListOf(append(s.Services.Slice(), o)...)
+			s.Services = model.ListOf(append(s.Services.Slice(), model.ServiceOf(o))...)
 			s.EndpointSlices = model.ListOf(append(s.EndpointSlices.Slice(), j.endpointsOf(o))...)
 		}
 	}
@@ -813,8 +813,8 @@ spec:
 	s.HTTPRoutes = model.ListOf(append(s.HTTPRoutes.Slice(), route)...)
 	m, _ := j.sync(t, s)
 	addr := gatewayAddress(t, m, "same-namespace")
-	s.Services = model.ListOf(append(s.Services.Slice(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}})...)
+	s.Services = model.ListOf(append(s.Services.Slice(), model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: infraNS, Name: "loop"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(80)}}}}))...)
 	s.EndpointSlices = model.ListOf(append(s.EndpointSlices.Slice(), &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: infraNS, Name: "loop", Labels: map[string]string{discoveryv1.LabelServiceName: "loop"}},
 		AddressType: discoveryv1.AddressTypeIPv4,

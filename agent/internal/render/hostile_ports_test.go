@@ -91,7 +91,7 @@ func tenantSnapshot(gw *gatewayv1.Gateway) model.Snapshot {
 		GatewayClasses: model.ListOf(&gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 			Spec: gatewayv1.GatewayClassSpec{ControllerName: model.GatewayControllerName}}),
 		Gateways: model.ListOf(gw),
-		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		Services: model.ListOf(model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})),
 	}
 }

@@ -385,7 +385,7 @@ func changeSnapshot(rng *mathrand.Rand, world *randomWorld, s *model.Snapshot, h
 			s.Services = model.ListOf(slices.Delete(s.Services.Slice(), i, i+1)...)
 			return "delete Service " + svc.Namespace + "/" + svc.Name
 		}
-		svc.Spec.Ports = []corev1.ServicePort{{Name: pick(rng, []string{"http", "alt", "other"}), Port: pick(rng, []int32{80, 8080, 81})}}
+		svc.Ports = []model.ServicePort{{Name: pick(rng, []string{"http", "alt", "other"}), Port: pick(rng, []int32{80, 8080, 81})}}
 		s.Services = model.ListOf(replaced(s.Services.Slice(), i, svc)...)
 		return "change Service " + svc.Namespace + "/" + svc.Name
 	case 10:

@@ -109,8 +109,8 @@ func randomHTTPRoute(rng *mathrand.Rand, i int, s *model.Snapshot) *gatewayv1.HT
 				svc := pick(rng, s.Services.Slice())
 				ns := gatewayv1.Namespace(svc.Namespace)
 				ref.Name, ref.Namespace = gatewayv1.ObjectName(svc.Name), &ns
-				if len(svc.Spec.Ports) > 0 {
-					p := svc.Spec.Ports[0].Port
+				if len(svc.Ports) > 0 {
+					p := svc.Ports[0].Port
 					ref.Port = &p
 				}
 			} else {

@@ -517,7 +517,7 @@ func randomCertificate(names ...string) pemPair {
 func (w *randomWorld) snapshot(rng *mathrand.Rand) model.Snapshot {
 	s := model.Snapshot{
 		IngressClasses: model.ListOf(w.classes...),
-		Services:       model.ListOf(w.services...),
+		Services:       model.ListOf(model.ServicesOf(w.services...)...),
 		EndpointSlices: model.ListOf(w.slices...),
 		Secrets:        model.ListOf(w.secrets...),
 		IngressClass:   "restysync",

@@ -26,7 +26,7 @@ func TestHostileObjectNamesNeverReachRender(t *testing.T) {
 					Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
 						Service: &networkingv1.IngressServiceBackend{Name: bad.svc, Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}},
 		}
-		snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(world.services...),
+		snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(model.ServicesOf(world.services...)...),
 			EndpointSlices: model.ListOf(world.slices...), Ingresses: model.ListOf(ing)}
 		m, problems := model.Build(snap)
 		if len(problems) == 0 {

@@ -21,7 +21,7 @@ import (
 // nginx -t takes the config.
 func TestUnrenderableValuesNeverReachRender(t *testing.T) {
 	world := newRandomWorld()
-	snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(world.services...),
+	snap := model.Snapshot{IngressClasses: model.ListOf(world.classes...), IngressClass: "restysync", Services: model.ListOf(model.ServicesOf(world.services...)...),
 		EndpointSlices: model.ListOf(world.slices...), Secrets: model.ListOf(world.secrets...), ConfigMaps: model.ListOf(world.configMaps...)}
 	class := "restysync"
 	pathType := networkingv1.PathTypePrefix

@@ -9,7 +9,6 @@ package source
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -98,5 +97,5 @@ type EndpointIndex interface {
 	TakeChangedServices() []ServiceKey
 	// ServiceEndpoints returns the Service (nil if there is none) and its
 	// EndpointSlices, read-only.
-	ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice)
+	ServiceEndpoints(namespace, name string) (*model.Service, []*discoveryv1.EndpointSlice)
 }

@@ -38,8 +38,8 @@ func TestNewHostBuildCopiesNoServersList(t *testing.T) {
 	snap := model.Snapshot{
 		IngressClasses: model.ListOf(&networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "restysync"},
 			Spec: networkingv1.IngressClassSpec{Controller: model.ControllerName}}),
-		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		Services: model.ListOf(model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})),
 	}
 	for i := range n {
 		snap.Ingresses = model.ListOf(append(snap.Ingresses.Slice(), ingress(fmt.Sprintf("h%05d", i)))...)

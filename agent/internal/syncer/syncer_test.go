@@ -123,8 +123,8 @@ func (f *indexSource) TakeChangedServices() []source.ServiceKey {
 	return out
 }
 
-func (f *indexSource) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
-	var svc *corev1.Service
+func (f *indexSource) ServiceEndpoints(namespace, name string) (*model.Service, []*discoveryv1.EndpointSlice) {
+	var svc *model.Service
 	for s := range f.snap.Services.All() {
 		if s.Namespace == namespace && s.Name == name {
 			svc = s
@@ -217,8 +217,8 @@ func oneIngressSnapshot(address string) model.Snapshot {
 				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
 					Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}),
-		Services: model.ListOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}),
+		Services: model.ListOf(model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})),
 		EndpointSlices: model.ListOf(&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 			AddressType: discoveryv1.AddressTypeIPv4,

@@ -151,7 +151,10 @@ func (k objectKey) String() string {
 // from the object (key), not held beside it: 150,000 keys held 8 MB.
 type document struct {
 	index int // 1-based, counting documents that are not empty
-	obj   runtime.Object
+	// obj is one of the API types the decoder reads, but a Service's is
+	// what the stages read of it (model.Service: its type alone is 112
+	// bytes where the whole object's is 592).
+	obj source.Named
 	// service is the Service of an EndpointSlice whose labels compact
 	// dropped (source.DropServiceLabel), "" for any other object.
 	service string
@@ -171,13 +174,21 @@ func (d document) sliceService() source.ServiceKey {
 	return source.ServiceKey{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
 }
 
+// servedCopy is the copy of obj, a document's, that the source serves
+// (compact).
+func servedCopy(obj source.Named) source.Named {
+	if svc, ok := obj.(*model.Service); ok {
+		return svc.DeepCopy()
+	}
+	return obj.(runtime.Object).DeepCopyObject().(source.Named)
+}
+
 // key is the key of the document's object.
 func (d document) key() objectKey { return keyOf(d.obj) }
 
 // keyOf is the key of obj, one of the types the decoder reads.
-func keyOf(obj runtime.Object) objectKey {
-	meta := obj.(metav1.Object)
-	return objectKey{kind: kindOfType[reflect.TypeOf(obj)], namespace: meta.GetNamespace(), name: meta.GetName()}
+func keyOf(obj source.Named) objectKey {
+	return objectKey{kind: kindOfType[reflect.TypeOf(obj)], namespace: obj.GetNamespace(), name: obj.GetName()}
 }
 
 // problem is a document or file left out. index 0 means the whole file.
@@ -359,7 +370,11 @@ func decodeDocument(raw []byte) (doc document, reason string, byDesign bool) {
 			return document{}, reason, byDesign
 		}
 	}
-	return document{obj: obj}, "", false
+	if svc, ok := obj.(*corev1.Service); ok {
+		// What the stages read of it, from here on.
+		return document{obj: model.ServiceOf(svc)}, "", false
+	}
+	return document{obj: obj.(source.Named)}, "", false // every type of the switch is
 }
 
 // checkSecret accepts TLS Secrets and Opaque ones (the htpasswd of basic

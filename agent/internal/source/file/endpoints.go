@@ -1,9 +1,9 @@
 package file
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -47,10 +47,10 @@ func (s *Source) TakeChangedServices() []source.ServiceKey {
 
 // ServiceEndpoints returns the Service namespace/name of the files (nil if
 // none) and its EndpointSlices, read-only.
-func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+func (s *Source) ServiceEndpoints(namespace, name string) (*model.Service, []*discoveryv1.EndpointSlice) {
 	s.mu.RLock()
 	v := s.view
 	s.mu.RUnlock()
-	svc, _ := v.lookup(objectKey{kind: source.KindService, namespace: namespace, name: name}).(*corev1.Service)
+	svc, _ := v.lookup(objectKey{kind: source.KindService, namespace: namespace, name: name}).(*model.Service)
 	return svc, v.slicesOf.Get(source.ServiceKey{Namespace: namespace, Name: name})
 }

@@ -338,7 +338,7 @@ func TestDecodeFolder(t *testing.T) {
 				{"sub/c.yaml#1", "Service default/web is also defined in"},
 			},
 			check: func(t *testing.T, snap model.Snapshot) {
-				if port := snap.Services.At(1).Spec.Ports[0].Port; port != 80 {
+				if port := snap.Services.At(1).Ports[0].Port; port != 80 {
 					t.Errorf("Service web has port %d, want 80 from a.yaml", port)
 				}
 			},
@@ -563,8 +563,8 @@ func serviceSummary(snap model.Snapshot) []string {
 	var out []string
 	for s := range snap.Services.All() {
 		port := int32(0)
-		if len(s.Spec.Ports) > 0 {
-			port = s.Spec.Ports[0].Port
+		if len(s.Ports) > 0 {
+			port = s.Ports[0].Port
 		}
 		out = append(out, fmt.Sprintf("%s/%s:%d", s.Namespace, s.Name, port))
 	}
@@ -574,8 +574,8 @@ func serviceSummary(snap model.Snapshot) []string {
 // servicePort returns the first port of Service default/name, or 0.
 func servicePort(snap model.Snapshot, name string) int32 {
 	for s := range snap.Services.All() {
-		if s.Namespace == "default" && s.Name == name && len(s.Spec.Ports) > 0 {
-			return s.Spec.Ports[0].Port
+		if s.Namespace == "default" && s.Name == name && len(s.Ports) > 0 {
+			return s.Ports[0].Port
 		}
 	}
 	return 0
@@ -833,7 +833,7 @@ func TestStartErrors(t *testing.T) {
 type publishes struct {
 	mu       sync.Mutex
 	s        *Source
-	seen     []model.List[*corev1.Service]
+	seen     []model.List[*model.Service]
 	count    int
 	problems []model.Problem
 }

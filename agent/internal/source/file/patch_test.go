@@ -133,12 +133,12 @@ func TestKindListsCoverEveryKind(t *testing.T) {
 		}
 	}
 	for kind, apiVersion := range readKinds {
-		obj, _, err := decodeObject([]byte("apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: a}\n"))
-		if err != nil {
-			t.Fatalf("%s: %v", kind, err)
+		doc, reason, _ := decodeDocument([]byte("apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: a, namespace: b}\n"))
+		if reason != "" {
+			t.Fatalf("%s: %s", kind, reason)
 		}
-		if kindOfType[reflect.TypeOf(obj)] != source.Kind(kind) {
-			t.Errorf("%T reads as kind %q, want %s", obj, kindOfType[reflect.TypeOf(obj)], kind)
+		if kindOfType[reflect.TypeOf(doc.obj)] != source.Kind(kind) {
+			t.Errorf("%T reads as kind %q, want %s", doc.obj, kindOfType[reflect.TypeOf(doc.obj)], kind)
 		}
 	}
 }

@@ -256,7 +256,7 @@ func compact(docs []document) []document {
 				out[i].service = service
 			}
 		}
-		out[i].obj = d.obj.DeepCopyObject()
+		out[i].obj = servedCopy(d.obj)
 		source.SharePointers(out[i].obj)
 	}
 	return out

@@ -124,8 +124,8 @@ func addBackends(snap *model.Snapshot) {
 		seen[namespace+"/"+name] = true
 		port := corev1.ServicePort{Name: cmp.Or(portName, "http"), Port: cmp.Or(portNumber, 80),
 			TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}
-		snap.Services = model.ListOf(append(snap.Services.Slice(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}})...)
+		snap.Services = model.ListOf(append(snap.Services.Slice(), model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []corev1.ServicePort{port}}}))...)
 		ready, notReady := true, false
 		snap.EndpointSlices = model.ListOf(append(snap.EndpointSlices.Slice(), &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: namespace, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
@@ -180,11 +180,11 @@ func addUnread(t *testing.T, obj runtime.Object) {
 	}
 }
 
-// mapObjects returns snap with f applied to each of its objects.
+// mapObjects returns snap with f applied to each of its objects (not its
+// Services: a model.Service holds nothing restysync does not read).
 func mapObjects(snap model.Snapshot, f func(runtime.Object) runtime.Object) model.Snapshot {
 	mapList(&snap.Ingresses, f)
 	mapList(&snap.IngressClasses, f)
-	mapList(&snap.Services, f)
 	mapList(&snap.EndpointSlices, f)
 	mapList(&snap.Secrets, f)
 	mapList(&snap.ConfigMaps, f)

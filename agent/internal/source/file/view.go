@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -32,7 +31,7 @@ import (
 type view struct {
 	ingresses      model.List[*networkingv1.Ingress]
 	ingressClasses model.List[*networkingv1.IngressClass]
-	services       model.List[*corev1.Service]
+	services       model.List[*model.Service]
 	endpointSlices model.List[*discoveryv1.EndpointSlice]
 	secrets        model.List[*corev1.Secret]
 	configMaps     model.List[*corev1.ConfigMap]
@@ -228,7 +227,7 @@ const maxPatchEdits = 1000
 // edit is one object patchView changes: old nil adds it, new nil removes it.
 type edit struct {
 	key      objectKey
-	old, new runtime.Object
+	old, new source.Named
 	// newService is new's document's service (an EndpointSlice's whose
 	// label compact dropped).
 	newService string
@@ -292,7 +291,7 @@ func (s *Source) buildView() *view {
 	slicesOf := source.NewSliceIndexEdit(source.SliceIndex{})
 	sliceServices := source.NewSliceServicesEdit(source.SliceServices{})
 	definedAt := map[objectKey]string{}
-	objects := map[source.Kind][]runtime.Object{}
+	objects := map[source.Kind][]source.Named{}
 	var problems []problem
 	for _, path := range slices.Sorted(maps.Keys(s.files)) {
 		file := s.files[path]
@@ -358,7 +357,7 @@ func changedBetween(prev, next *view) []objectKey {
 }
 
 // lookup returns the object of key that v serves, nil if none.
-func (v *view) lookup(key objectKey) runtime.Object {
+func (v *view) lookup(key objectKey) source.Named {
 	return kindLists[key.kind].find(v, key.namespace, key.name)
 }
 
@@ -367,7 +366,7 @@ type kindList interface {
 	// objectType is the type of the list's objects.
 	objectType() reflect.Type
 	// find returns the object namespace/name of the list, nil if none.
-	find(v *view, namespace, name string) runtime.Object
+	find(v *view, namespace, name string) source.Named
 	// changed returns the keys of the objects next's list holds and
 	// prev's does not, or holds another object of, or the other way
 	// round, sorted by namespace and name.
@@ -377,7 +376,7 @@ type kindList interface {
 	patch(v *view, edits []edit) bool
 	// set makes objs, all of the list's kind, v's list, sorted by
 	// namespace and name (buildView).
-	set(v *view, objs []runtime.Object)
+	set(v *view, objs []source.Named)
 }
 
 // listOf is the kindList of the objects of type T, the list of
@@ -386,7 +385,6 @@ type kindList interface {
 // skips the chunks the two views share (model.CompareLists).
 type listOf[T interface {
 	comparable
-	runtime.Object
 	source.Named
 }] struct {
 	kind source.Kind
@@ -395,7 +393,7 @@ type listOf[T interface {
 
 func (l listOf[T]) objectType() reflect.Type { return reflect.TypeFor[T]() }
 
-func (l listOf[T]) find(v *view, namespace, name string) runtime.Object {
+func (l listOf[T]) find(v *view, namespace, name string) source.Named {
 	o, found := source.FindNamedIn(*l.of(v), namespace, name)
 	if !found {
 		return nil
@@ -403,7 +401,7 @@ func (l listOf[T]) find(v *view, namespace, name string) runtime.Object {
 	return o
 }
 
-func (l listOf[T]) set(v *view, objs []runtime.Object) {
+func (l listOf[T]) set(v *view, objs []source.Named) {
 	list := make([]T, len(objs))
 	for i, o := range objs {
 		list[i] = o.(T)
@@ -450,7 +448,7 @@ func (l listOf[T]) changed(prev, next *view) []objectKey {
 var kindLists = map[source.Kind]kindList{
 	source.KindIngressClass:     listOf[*networkingv1.IngressClass]{source.KindIngressClass, func(v *view) *model.List[*networkingv1.IngressClass] { return &v.ingressClasses }},
 	source.KindIngress:          listOf[*networkingv1.Ingress]{source.KindIngress, func(v *view) *model.List[*networkingv1.Ingress] { return &v.ingresses }},
-	source.KindService:          listOf[*corev1.Service]{source.KindService, func(v *view) *model.List[*corev1.Service] { return &v.services }},
+	source.KindService:          listOf[*model.Service]{source.KindService, func(v *view) *model.List[*model.Service] { return &v.services }},
 	source.KindEndpointSlice:    listOf[*discoveryv1.EndpointSlice]{source.KindEndpointSlice, func(v *view) *model.List[*discoveryv1.EndpointSlice] { return &v.endpointSlices }},
 	source.KindSecret:           listOf[*corev1.Secret]{source.KindSecret, func(v *view) *model.List[*corev1.Secret] { return &v.secrets }},
 	source.KindConfigMap:        listOf[*corev1.ConfigMap]{source.KindConfigMap, func(v *view) *model.List[*corev1.ConfigMap] { return &v.configMaps }},

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
@@ -286,7 +285,7 @@ func (x Indexed) TakeChangedServices() []source.ServiceKey {
 }
 
 // ServiceEndpoints returns the inner Service and slices, FQDN slices resolved.
-func (x Indexed) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+func (x Indexed) ServiceEndpoints(namespace, name string) (*model.Service, []*discoveryv1.EndpointSlice) {
 	svc, found := x.index.ServiceEndpoints(namespace, name)
 	var out []*discoveryv1.EndpointSlice
 	for _, slice := range found {

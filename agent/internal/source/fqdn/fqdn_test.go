@@ -130,8 +130,8 @@ func TestResolvedAddressesAreChecked(t *testing.T) {
 	inner := &staticSource{snap: model.Snapshot{EndpointSlices: model.ListOf(slice)}}
 	snap, _ := Wrap(inner, Options{Resolver: r}).Snapshot()
 
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	svc := model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
 	targets := model.Targets{PodAddresses: []netip.Addr{netip.MustParseAddr("10.244.1.7")}, PodPorts: []int32{80, 443, 10254}}
 	b, problems := model.ResolveBackend("default/demo:80", svc, snap.EndpointSlices.Slice(), targets)
 	if len(b.Endpoints) != 1 || b.Endpoints[0].Address != "10.1.0.1" {
@@ -179,8 +179,8 @@ func TestResolvedSlicesKeepTheServiceOfAnUnlabelledSlice(t *testing.T) {
 	if slice.Labels != nil {
 		t.Error("the inner source's slice was modified")
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	svc := model.ServiceOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
 	m, problems := model.Build(model.Snapshot{Services: model.ListOf(svc), EndpointSlices: snap.EndpointSlices, SliceServices: snap.SliceServices,
 		Ingresses: model.ListOf(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 			Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{

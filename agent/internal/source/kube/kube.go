@@ -38,7 +38,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -129,7 +128,7 @@ type Source struct {
 	// informers' caches too (viewinformer.go).
 	ingressView sortedView[*networkingv1.Ingress]
 	classView   sortedView[*networkingv1.IngressClass]
-	serviceView sortedView[*corev1.Service]
+	serviceView sortedView[*model.Service]
 	sliceView   sortedView[*discoveryv1.EndpointSlice]
 	secretView  sortedView[*corev1.Secret]
 	// viewMu makes a Snapshot's lists and refs one state.
@@ -427,7 +426,7 @@ func (s *Source) createInformers() {
 	s.informers = []namedInformer{
 		{kind: source.KindIngress, informer: ingresses, view: &s.ingressView, transform: s.transformIngress},
 		{kind: source.KindIngressClass, informer: classes, view: &s.classView},
-		{kind: source.KindService, informer: services, view: &s.serviceView},
+		{kind: source.KindService, informer: services, view: &s.serviceView, transform: transformService},
 		{kind: source.KindEndpointSlice, informer: slices, view: &s.sliceView, transform: s.transformSlice},
 		{kind: source.KindSecret, informer: secrets, view: &s.secretView},
 	}
@@ -682,6 +681,13 @@ type handler struct {
 
 var _ cache.ResourceEventHandler = handler{}
 
+// versioned is an object the handler is told of: one of the API's
+// (metav1.Object) or a Service as cached (model.Service).
+type versioned interface {
+	source.Named
+	GetResourceVersion() string
+}
+
 func (h handler) OnAdd(obj any, _ bool) {
 	h.lockView()
 	h.note(nil, obj)
@@ -711,9 +717,9 @@ func (h handler) unlockView() {
 // writer's own writes come back so, one per Ingress (50,000 at a start
 // at 50,000 Ingresses, each an incremental sync when reported).
 func (h handler) OnUpdate(oldObj, newObj any) {
-	oldMeta, err1 := meta.Accessor(oldObj)
-	newMeta, err2 := meta.Accessor(newObj)
-	if err1 == nil && err2 == nil && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
+	oldMeta, ok1 := oldObj.(versioned)
+	newMeta, ok2 := newObj.(versioned)
+	if ok1 && ok2 && oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() {
 		if h.forget != nil && oldObj != newObj && h.view != nil && newMeta.GetResourceVersion() != "" {
 			// The same version again, yet not the cache's object (the
 			// transform hands that back, unless this version was
@@ -779,7 +785,7 @@ func (h handler) OnDelete(obj any) {
 // no metadata, which an informer never hands over).
 func (h handler) report(obj any) {
 	c := source.Change{Kind: h.kind}
-	if m, err := meta.Accessor(obj); err == nil {
+	if m, ok := obj.(source.Named); ok {
 		c.Namespace, c.Name = m.GetNamespace(), m.GetName()
 	}
 	h.changed(c)
@@ -849,7 +855,7 @@ func (s *Source) TakeChangedServices() []source.ServiceKey {
 // ServiceEndpoints returns the cached Service namespace/name (nil if none)
 // and its EndpointSlices (read-only), found through an index rather than
 // a scan.
-func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*discoveryv1.EndpointSlice) {
+func (s *Source) ServiceEndpoints(namespace, name string) (*model.Service, []*discoveryv1.EndpointSlice) {
 	if !s.isStarted() {
 		return nil, nil
 	}
@@ -860,12 +866,22 @@ func (s *Source) ServiceEndpoints(namespace, name string) (*corev1.Service, []*d
 	return svc, c.slicesIndex().Get(source.ServiceKey{Namespace: namespace, Name: name})
 }
 
-// Service returns the cached Service namespace/name, nil if none.
+// Service returns the cached Service namespace/name, nil if none: the
+// whole object when the status writer may manage it
+// (model.GatewayManaged), else one with its namespace and name alone (the
+// cache holds no more of it: model.Service), which is not a Gateway's.
 func (s *Source) Service(namespace, name string) *corev1.Service {
 	if !s.isStarted() {
 		return nil
 	}
-	return s.serviceView.lookup(namespace, name)
+	svc := s.serviceView.lookup(namespace, name)
+	switch {
+	case svc == nil:
+		return nil
+	case svc.Object != nil:
+		return svc.Object
+	}
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
 }
 
 // EndpointSlice returns the cached EndpointSlice namespace/name, nil if
@@ -886,9 +902,9 @@ func (s *Source) GatewayServiceObjects() ([]*corev1.Service, []*discoveryv1.Endp
 	}
 	selector := labels.SelectorFromSet(labels.Set{model.GatewayServiceManagedByLabel: model.GatewayServiceManagedBy})
 	var services []*corev1.Service
-	s.serviceView.each(func(svc *corev1.Service) {
-		if selector.Matches(labels.Set(svc.Labels)) {
-			services = append(services, svc)
+	s.serviceView.each(func(svc *model.Service) {
+		if svc.Object != nil && selector.Matches(labels.Set(svc.Object.Labels)) {
+			services = append(services, svc.Object)
 		}
 	})
 	var endpointSlices []*discoveryv1.EndpointSlice

@@ -83,7 +83,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // names returns "namespace/name" of objects, sorted.
-func names[T metav1.Object](objs []T) []string {
+func names[T source.Named](objs []T) []string {
 	var out []string
 	for _, o := range objs {
 		if o.GetNamespace() == "" {

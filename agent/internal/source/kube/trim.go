@@ -1,13 +1,11 @@
 package kube
 
 import (
-	"strings"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
@@ -18,19 +16,20 @@ import (
 // clusterIPs, ipFamilies, ipFamilyPolicy, sessionAffinity and traffic
 // policies. At 50,000 Ingresses (each with a Service and a slice) the
 // informers' caches are most of the agent's heap, so trim drops, in the
-// transform, what no stage reads of a Service and an EndpointSlice, and
-// interns the keys of every object's labels and annotations (the same few
-// keys on every object: one copy each).
+// transform, what no stage reads of an EndpointSlice, and interns the
+// keys of every object's labels and annotations (the same few keys on
+// every object: one copy each). A Service is cached as what the stages
+// read of it (transformService: model.ServiceOf).
 //
 // What is read of them (grep the model, status, events and source
-// packages): of a Service (not its labels or annotations) its namespace, name, type, clusterIP,
-// externalName, ports and status (the status publisher's Service); of an
-// EndpointSlice its namespace, name, labels (kubernetes.io/service-name),
-// addressType, endpoints and ports; resourceVersion of every object (the
-// handler drops resync replays by it). The status writer's Gateway
-// Services and their slices (labelled app.kubernetes.io/managed-by, or
-// controlled by a Gateway) are kept whole: it updates them from the
-// cached object, and deletes them by uid.
+// packages): of an EndpointSlice its namespace, name, labels
+// (kubernetes.io/service-name), addressType, endpoints and ports;
+// resourceVersion of every object (the handler drops resync replays by
+// it). The status writer's Gateway Services and their slices (labelled
+// app.kubernetes.io/managed-by, or controlled by a Gateway:
+// model.GatewayManaged) are kept whole: it updates them from the cached
+// object, and deletes them by uid. (The status publisher's Service has an
+// informer of its own.)
 // TestTrimKeepsWhatIsRead builds a model from trimmed and untrimmed
 // API-server-shaped objects and compares.
 
@@ -57,23 +56,8 @@ func trimObject(obj any) {
 	}
 	source.ShareFewValued(obj, intern)
 	switch o := obj.(type) {
-	case *corev1.Service:
-		if gatewayManaged(&o.ObjectMeta) {
-			return
-		}
-		trimMeta(&o.ObjectMeta)
-		// A chart's labels and annotations (a map each, some 300 bytes
-		// and more): no stage reads them of a Service it does not manage.
-		o.Labels, o.Annotations = nil, nil
-		s := &o.Spec
-		s.ClusterIPs, s.IPFamilies, s.IPFamilyPolicy = nil, nil, nil
-		s.SessionAffinity, s.SessionAffinityConfig = "", nil
-		s.InternalTrafficPolicy, s.ExternalTrafficPolicy, s.TrafficDistribution = nil, "", nil
-		s.HealthCheckNodePort, s.AllocateLoadBalancerNodePorts = 0, nil
-		s.LoadBalancerClass, s.LoadBalancerIP, s.LoadBalancerSourceRanges = nil, "", nil
-		s.ExternalIPs, s.Selector, s.PublishNotReadyAddresses = nil, nil, false
 	case *discoveryv1.EndpointSlice:
-		if gatewayManaged(&o.ObjectMeta) {
+		if model.GatewayManaged(&o.ObjectMeta) {
 			return
 		}
 		trimMeta(&o.ObjectMeta)
@@ -83,8 +67,21 @@ func trimObject(obj any) {
 	source.SharePointers(obj)
 }
 
-// trimMeta drops what is not read of the metadata of a Service or an
-// EndpointSlice the status writer does not manage.
+// transformService is trim for Services: the cache holds what the stages
+// read of a Service (model.ServiceOf: 112 bytes where the whole object's
+// type is 592, some 25 MB at 50,000 Services), and the whole object only
+// of the status writer's Gateway Services (model.GatewayManaged).
+func transformService(obj any) (any, error) {
+	obj, err := trim(obj)
+	svc, ok := obj.(*corev1.Service)
+	if err != nil || !ok {
+		return obj, err
+	}
+	return model.ServiceOf(svc), nil
+}
+
+// trimMeta drops what is not read of the metadata of an EndpointSlice the
+// status writer does not manage.
 func trimMeta(m *metav1.ObjectMeta) {
 	m.UID, m.OwnerReferences, m.GenerateName, m.Finalizers = "", nil, "", nil
 }
@@ -99,21 +96,6 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-// gatewayManaged says whether m is the metadata of an object the status
-// writer may manage: labelled as Gateway Services' objects are, or with
-// an owner in the Gateway API's group (model.OwnedByGateway's).
-func gatewayManaged(m *metav1.ObjectMeta) bool {
-	if _, ok := m.Labels[model.GatewayServiceManagedByLabel]; ok {
-		return true
-	}
-	for _, ref := range m.OwnerReferences {
-		if strings.HasPrefix(ref.APIVersion, gatewayv1.GroupName+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // internMap replaces m's keys, in place, by their interned copies: a map
 // assignment to a key it holds stores the key given too. The values are
 // left alone: most are an object's own (an app's name), and interning a
@@ -125,11 +107,11 @@ func internMap(m map[string]string) {
 }
 
 // dropSliceLabels takes away the labels of an EndpointSlice the status
-// writer does not manage (gatewayManaged), nothing but its Service's name
+// writer does not manage (model.GatewayManaged), nothing but its Service's name
 // being read of them, and returns that name; dropped says it did. slice
 // must be the caller's own, not yet handed out.
 func dropSliceLabels(slice *discoveryv1.EndpointSlice) (service string, dropped bool) {
-	if slice.Labels == nil || gatewayManaged(&slice.ObjectMeta) {
+	if slice.Labels == nil || model.GatewayManaged(&slice.ObjectMeta) {
 		return "", false
 	}
 	service = slice.Labels[discoveryv1.LabelServiceName]

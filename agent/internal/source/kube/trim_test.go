@@ -67,8 +67,8 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 	}))
 	trimmed.SliceServices = services.Done().Of
 	for svc := range trimmed.Services.All() {
-		if svc.UID != "" || svc.Spec.ClusterIPs != nil || svc.Spec.IPFamilyPolicy != nil || svc.Spec.Selector != nil || svc.Labels != nil || svc.Annotations != nil {
-			t.Fatalf("trim kept %s's uid, clusterIPs, ipFamilyPolicy, selector, labels or annotations: %+v", svc.Name, svc)
+		if svc.Object != nil {
+			t.Fatalf("the cache keeps Service %s whole: %+v", svc.Name, svc.Object)
 		}
 	}
 	if slice := trimmed.EndpointSlices.At(0); slice.Annotations != nil || slice.OwnerReferences != nil || slice.Labels != nil {
@@ -99,9 +99,8 @@ func TestTrimKeepsWhatIsRead(t *testing.T) {
 		}
 	}
 	for i := range full.Services.Len() {
-		got, want := trimmed.Services.At(i), full.Services.At(i)
-		if got.Spec.ClusterIP != want.Spec.ClusterIP || !reflect.DeepEqual(got.Status, want.Status) || !reflect.DeepEqual(got.Spec.Ports, want.Spec.Ports) {
-			t.Errorf("trim changed what the status publisher reads of %s: %+v, want %+v", got.Name, got, want)
+		if got, want := trimmed.Services.At(i), full.Services.At(i); !reflect.DeepEqual(got, want) {
+			t.Errorf("trim changed what is read of Service %s: %+v, want %+v", got.Name, got, want)
 		}
 	}
 }
@@ -159,14 +158,15 @@ func mapObjects(objs []kruntime.Object, f func(kruntime.Object) kruntime.Object)
 // restysync.
 func snapshotOf(objs []kruntime.Object) model.Snapshot {
 	var ingresses []*networkingv1.Ingress
-	var services []*corev1.Service
+	var services []*model.Service
 	var slices []*discoveryv1.EndpointSlice
 	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *networkingv1.Ingress:
 			ingresses = append(ingresses, o)
 		case *corev1.Service:
-			services = append(services, o)
+			// What the cache holds of it (transformService).
+			services = append(services, model.ServiceOf(o))
 		case *discoveryv1.EndpointSlice:
 			slices = append(slices, o)
 		}

@@ -3,8 +3,6 @@ package kube
 import (
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -57,7 +55,7 @@ type viewUpdater interface {
 	remove(obj any)
 }
 
-var _ viewUpdater = (*sortedView[*corev1.Service])(nil)
+var _ viewUpdater = (*sortedView[*model.Service])(nil)
 
 func (v *sortedView[T]) put(obj any) {
 	o, ok := obj.(T)
@@ -82,7 +80,7 @@ func (v *sortedView[T]) remove(obj any) {
 			return
 		}
 		key = types.NamespacedName{Namespace: ns, Name: name}
-	} else if m, err := meta.Accessor(obj); err == nil {
+	} else if m, ok := obj.(source.Named); ok {
 		key = types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
 	} else {
 		return

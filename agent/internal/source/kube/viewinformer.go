@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/restysync/restysync/agent/internal/model"
 	"github.com/restysync/restysync/agent/internal/source"
 )
 
@@ -84,7 +84,7 @@ type viewInformer[T interface {
 	controller atomic.Pointer[cache.Controller]
 }
 
-var _ informer = (*viewInformer[*corev1.Service])(nil)
+var _ informer = (*viewInformer[*model.Service])(nil)
 
 func newViewInformer[T interface {
 	comparable
@@ -129,7 +129,7 @@ func (i *viewInformer[T]) HasSynced() bool {
 // listing a change per object kept their array (7 MB at 50,000).
 func (i *viewInformer[T]) RunWithContext(ctx context.Context) {
 	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
-		KeyFunction:           cache.MetaNamespaceKeyFunc,
+		KeyFunction:           namedKey,
 		Transformer:           i.transform,
 		AtomicEvents:          true,
 		UnlockWhileProcessing: true,
@@ -144,6 +144,15 @@ func (i *viewInformer[T]) RunWithContext(ctx context.Context) {
 	})
 	i.controller.Store(&c)
 	c.RunWithContext(ctx)
+}
+
+// namedKey is the key ("namespace/name") of obj, an object as listed or
+// as transformed (a Service's model.Service, which is no metav1.Object).
+func namedKey(obj any) (string, error) {
+	if o, ok := obj.(source.Named); ok {
+		return cache.ObjectName{Namespace: o.GetNamespace(), Name: o.GetName()}.String(), nil
+	}
+	return cache.MetaNamespaceKeyFunc(obj)
 }
 
 // process hands each change to the handler, as client-go's informers do:
