@@ -3,6 +3,7 @@ package luaapi
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,6 +42,44 @@ type backendReader struct {
 	pos  int
 	// names holds every name read, one after another.
 	names strings.Builder
+	// src, when not nil, is the rest of the answer: data is then a window
+	// of streamWindow bytes over it, refilled as it is read (refill).
+	src io.Reader
+	eof bool  // src has ended
+	err error // src's error, if not io.EOF
+	// hint, for src, is the last answer's size, which bounds the list and
+	// its names as len(data) does when data is all there is.
+	hint StreamHint
+}
+
+// streamWindow is what backendReader holds of an answer it reads from a
+// stream: refill keeps half of it ahead of what it reads, more than any
+// entry or key and its value that Lua writes (an entry is a Service's
+// name and three numbers). A longer one fails as "not that shape".
+const streamWindow = 64 << 10
+
+// refill keeps at least streamWindow/2 bytes ahead of r.pos, or what is
+// left of src: it is called where a key or an entry starts, so the slices
+// of data taken before (a key) are not used after it.
+func (r *backendReader) refill() {
+	if r.src == nil || r.eof || len(r.data)-r.pos >= streamWindow/2 {
+		return
+	}
+	if r.data == nil {
+		r.data = make([]byte, 0, streamWindow)
+	}
+	n := copy(r.data[:cap(r.data)], r.data[r.pos:])
+	r.data, r.pos = r.data[:n], 0
+	for len(r.data) < cap(r.data) && !r.eof {
+		k, err := r.src.Read(r.data[len(r.data):cap(r.data)])
+		r.data = r.data[:len(r.data)+k]
+		if err != nil {
+			r.eof = true
+			if err != io.EOF {
+				r.err = err
+			}
+		}
+	}
 }
 
 var errShape = errors.New("not the shape Lua writes")
@@ -58,21 +97,27 @@ func (r *backendReader) array() (BackendList, bool) {
 	if !r.eat('[') {
 		return nil, false
 	}
-	// Every entry is one object: a '{' count is a bound (names may hold
-	// more), taken without allocating.
-	n := 0
-	for _, c := range r.data[r.pos:] {
-		if c == '{' {
-			n++
+	// From a stream, the last answer's sizes, with room for a few more.
+	n, names := r.hint.Backends+r.hint.Backends/64, r.hint.NameBytes+r.hint.NameBytes/64
+	if r.src == nil {
+		// Every entry is one object: a '{' count is a bound (names may
+		// hold more), taken without allocating.
+		n = 0
+		for _, c := range r.data[r.pos:] {
+			if c == '{' {
+				n++
+			}
 		}
+		// The names are at most what is left once each entry's keys and
+		// punctuation are taken out (a guess if an entry lacks a key).
+		names = len(r.data) - r.pos - n*len(`{"name":"","endpoints":,"requests":,"failures":},`)
 	}
 	list := make(BackendList, 0, n)
-	// The names are at most what is left once each entry's keys and
-	// punctuation are taken out (a guess if an entry lacks a key).
-	r.names.Grow(max(len(r.data)-r.pos-n*len(`{"name":"","endpoints":,"requests":,"failures":},`), 64))
+	r.names.Grow(max(names, 64))
 	r.space()
 	if !r.eat(']') {
 		for {
+			r.refill()
 			b, err := r.backend()
 			if err != nil {
 				return nil, false
@@ -151,6 +196,7 @@ func (r *backendReader) backend() (BackendMetrics, error) {
 // false if what follows is no key, ',' or '}'. first says it is the
 // object's first key (no ',' before it).
 func (r *backendReader) field(first bool) (key []byte, done, ok bool) {
+	r.refill()
 	r.space()
 	if r.eat('}') {
 		return nil, true, true
