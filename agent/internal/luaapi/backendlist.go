@@ -1,9 +1,11 @@
 package luaapi
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,13 +15,68 @@ import (
 // encoding/json's reflection made that read half a scrape's CPU and a
 // string and more per entry, so UnmarshalJSON reads the array as Lua writes
 // it ({"name":…,"endpoints":…,"requests":…,"failures":…}, keys spelled
-// exactly, integers) by hand, with every name a substring of one
-// strings.Builder's (the Builder only appends, so a substring taken as a
-// name is read never changes; it is not copied to a string at the end). Anything else
-// (another key or spelling, a number with a fraction or exponent, null) is
-// handed to encoding/json whole, so the result is always what
-// encoding/json gives, errors included.
-type BackendList []BackendMetrics
+// exactly, integers) by hand. Anything else (another key or spelling, a
+// number with a fraction or exponent, null) is handed to encoding/json
+// whole, so the result is always what encoding/json gives, errors
+// included.
+//
+// The list is packed, as it is read: every name in one string, and per
+// entry its name's length and three numbers as varints, some 7 bytes
+// where a BackendMetrics is 40 (at 50,000 backends, 1.7 MB a scrape for
+// the list instead of 3.4). All gives the entries back in order.
+type BackendList struct {
+	names  string // every name, one after another
+	packed []byte // per entry: uvarint len(name), varint endpoints, requests, failures
+	n      int
+}
+
+// BackendListOf packs backends.
+func BackendListOf(backends ...BackendMetrics) BackendList {
+	var names strings.Builder
+	var l BackendList
+	for _, b := range backends {
+		names.WriteString(b.Name)
+		l.add(len(b.Name), b)
+	}
+	l.names = names.String()
+	return l
+}
+
+// add packs b, whose name of nameLen bytes is next in l.names.
+func (l *BackendList) add(nameLen int, b BackendMetrics) {
+	l.packed = binary.AppendUvarint(l.packed, uint64(nameLen))
+	l.packed = binary.AppendVarint(l.packed, int64(b.Endpoints))
+	l.packed = binary.AppendVarint(l.packed, b.Requests)
+	l.packed = binary.AppendVarint(l.packed, b.Failures)
+	l.n++
+}
+
+// Len is the number of entries.
+func (l BackendList) Len() int { return l.n }
+
+// All yields the entries in order; their names are substrings of one
+// string, made without allocating.
+func (l BackendList) All() iter.Seq[BackendMetrics] {
+	return func(yield func(BackendMetrics) bool) {
+		names, packed := l.names, l.packed
+		for len(packed) > 0 {
+			var b BackendMetrics
+			nameLen, k := binary.Uvarint(packed)
+			packed = packed[k:]
+			endpoints, k := binary.Varint(packed)
+			packed = packed[k:]
+			b.Requests, k = binary.Varint(packed)
+			packed = packed[k:]
+			b.Failures, k = binary.Varint(packed)
+			packed = packed[k:]
+			b.Name, names = names[:nameLen], names[nameLen:]
+			b.Endpoints = int(endpoints)
+			if !yield(b) {
+				return
+			}
+		}
+	}
+}
 
 // UnmarshalJSON reads a JSON array of backends.
 func (l *BackendList) UnmarshalJSON(data []byte) error {
@@ -31,7 +88,7 @@ func (l *BackendList) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &slow); err != nil {
 		return err
 	}
-	*l = slow
+	*l = BackendListOf(slow...)
 	return nil
 }
 
@@ -95,43 +152,49 @@ func readBackends(data []byte) (BackendList, bool) {
 func (r *backendReader) array() (BackendList, bool) {
 	r.space()
 	if !r.eat('[') {
-		return nil, false
+		return BackendList{}, false
 	}
 	// From a stream, the last answer's sizes, with room for a few more.
-	n, names := r.hint.Backends+r.hint.Backends/64, r.hint.NameBytes+r.hint.NameBytes/64
+	packed, names := r.hint.PackedBytes+r.hint.PackedBytes/64, r.hint.NameBytes+r.hint.NameBytes/64
 	if r.src == nil {
 		// Every entry is one object: a '{' count is a bound (names may
 		// hold more), taken without allocating.
-		n = 0
+		n := 0
 		for _, c := range r.data[r.pos:] {
 			if c == '{' {
 				n++
 			}
 		}
-		// The names are at most what is left once each entry's keys and
-		// punctuation are taken out (a guess if an entry lacks a key).
+		// An entry packs into about 8 bytes. The names are at most what is
+		// left once each entry's keys and punctuation are taken out (a
+		// guess if an entry lacks a key).
+		packed = 8 * n
 		names = len(r.data) - r.pos - n*len(`{"name":"","endpoints":,"requests":,"failures":},`)
 	}
-	list := make(BackendList, 0, n)
+	list := BackendList{packed: make([]byte, 0, packed)}
 	r.names.Grow(max(names, 64))
+	mark := r.names.Len()
 	r.space()
 	if !r.eat(']') {
 		for {
 			r.refill()
+			start := r.names.Len()
 			b, err := r.backend()
-			if err != nil {
-				return nil, false
+			// A name given twice (its last is the entry's) is not Lua's.
+			if err != nil || r.names.Len()-start != len(b.Name) {
+				return BackendList{}, false
 			}
-			list = append(list, b)
+			list.add(len(b.Name), b)
 			r.space()
 			if r.eat(']') {
 				break
 			}
 			if !r.eat(',') {
-				return nil, false
+				return BackendList{}, false
 			}
 		}
 	}
+	list.names = r.names.String()[mark:]
 	return list, true
 }
 

@@ -34,8 +34,8 @@ func readLuaMetrics(data []byte) (LuaMetrics, bool) {
 // StreamHint is the size of the last answer ReadLuaMetrics read, which it
 // takes as the next one's.
 type StreamHint struct {
-	Backends  int // entries of the backends array
-	NameBytes int // bytes of their names, as read
+	PackedBytes int // of the backends list's entries (BackendList)
+	NameBytes   int // of their names, as read
 }
 
 // ReadLuaMetrics reads the body of GET /metrics from src as
@@ -56,7 +56,7 @@ func ReadLuaMetrics(src io.Reader, hint StreamHint) (m LuaMetrics, next StreamHi
 	if !ok {
 		return LuaMetrics{}, hint, false, nil
 	}
-	return m, StreamHint{Backends: len(m.Backends), NameBytes: r.names.Len()}, true, nil
+	return m, StreamHint{PackedBytes: len(m.Backends.packed), NameBytes: len(m.Backends.names)}, true, nil
 }
 
 // luaMetrics reads the object, and all there is after it.

@@ -366,11 +366,11 @@ func TestScrapeProtobuf(t *testing.T) {
 // one series per name, the first. Lua's answer is the caller's: a second
 // scrape of the same answer serves the same.
 func TestScrapeDuplicateBackend(t *testing.T) {
-	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{
-		{Name: "b/x:1", Endpoints: 1, Requests: 5},
-		{Name: "a/x:1", Endpoints: 2, Requests: 6},
-		{Name: "b/x:1", Endpoints: 3, Requests: 7},
-	}}}})
+	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: luaapi.BackendListOf(
+		luaapi.BackendMetrics{Name: "b/x:1", Endpoints: 1, Requests: 5},
+		luaapi.BackendMetrics{Name: "a/x:1", Endpoints: 2, Requests: 6},
+		luaapi.BackendMetrics{Name: "b/x:1", Endpoints: 3, Requests: 7},
+	)}}})
 	text := scrape(t, m)
 	if again := scrape(t, m); deterministic(again) != deterministic(text) {
 		t.Errorf("a second scrape of the same answer differs:\n%s", diffLines(deterministic(text), deterministic(again)))
