@@ -26,8 +26,9 @@ type LuaClient struct {
 	// size (pushTimeoutFor; tests make it short).
 	pushTimeout func(bodyBytes int) time.Duration
 	status      *http.Client
-	// metricsSize is the length of Lua's last answer to GET /metrics.
-	metricsSize atomic.Int64
+	// metricsHint is the size of Lua's last answer to GET /metrics, a
+	// luaapi.StreamHint.
+	metricsHint atomic.Value
 }
 
 // A push's time limit grows with its body: nginx's one worker decodes and
@@ -96,24 +97,41 @@ func (c *LuaClient) Status(ctx context.Context) (luaapi.Status, error) {
 }
 
 // Metrics reads Lua's counters and what it holds, for the agent's /metrics.
-// It is asked on every Prometheus scrape and holds an entry per backend, so
-// it is read whole and decoded by luaapi.DecodeLuaMetrics, without
-// encoding/json's passes over it.
+// It is asked on every Prometheus scrape and holds an entry per backend
+// (4 MB at 50,000 backends), so it is decoded as it is read, 64 KB at a
+// time (luaapi.ReadLuaMetrics). An answer that is not what Lua writes is
+// asked for again and read whole, for luaapi.DecodeLuaMetrics to decode as
+// encoding/json would, errors included.
 func (c *LuaClient) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
 	resp, err := c.get(ctx, "/metrics")
 	if err != nil {
 		return luaapi.LuaMetrics{}, err
 	}
 	defer resp.Body.Close()
-	// Lua sends no Content-Length: the buffer starts at the last answer's
-	// size, not grown by doubling from 512 bytes.
-	last := c.metricsSize.Load()
-	buf := bytes.NewBuffer(make([]byte, 0, last+last/16+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxLuaAnswer)); err != nil {
+	hint, _ := c.metricsHint.Load().(luaapi.StreamHint)
+	m, next, ok, err := luaapi.ReadLuaMetrics(io.LimitReader(resp.Body, maxLuaAnswer), hint)
+	if err != nil {
 		return luaapi.LuaMetrics{}, fmt.Errorf("reading lua's /metrics: %w", err)
 	}
-	body := buf.Bytes()
-	c.metricsSize.Store(int64(len(body)))
+	if ok {
+		c.metricsHint.Store(next)
+		return m, nil
+	}
+	resp.Body.Close()
+	return c.metricsWhole(ctx)
+}
+
+// metricsWhole reads GET /metrics whole and decodes it.
+func (c *LuaClient) metricsWhole(ctx context.Context) (luaapi.LuaMetrics, error) {
+	resp, err := c.get(ctx, "/metrics")
+	if err != nil {
+		return luaapi.LuaMetrics{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLuaAnswer))
+	if err != nil {
+		return luaapi.LuaMetrics{}, fmt.Errorf("reading lua's /metrics: %w", err)
+	}
 	m, err := luaapi.DecodeLuaMetrics(body)
 	if err != nil {
 		return luaapi.LuaMetrics{}, fmt.Errorf("decoding lua's /metrics: %w", err)

@@ -56,11 +56,12 @@ func TestExecuteKeepsTheRecordOfWhatLuaHolds(t *testing.T) {
 	if err != nil || len(held) != 2 {
 		t.Fatalf("Lua holds %v (%v), want 2 backends", held, err)
 	}
-	// nginx's own answer to GET /metrics reads (luaapi.DecodeLuaMetrics):
+	// nginx's own answer to GET /metrics reads (luaapi.ReadLuaMetrics):
 	// both backends, sorted by name, with their endpoints.
-	if m, err := n.Lua.Metrics(ctx); err != nil || len(m.Backends) != 2 || m.Backends[0].Name != a.Name ||
-		m.Backends[0].Endpoints != 1 || m.Backends[1].Name != b.Name || !m.Counting {
-		t.Errorf("GET /metrics: %+v, counting %v, %v", m.Backends, m.Counting, err)
+	m, err := n.Lua.Metrics(ctx)
+	if got := slices.Collect(m.Backends.All()); err != nil || len(got) != 2 || got[0].Name != a.Name ||
+		got[0].Endpoints != 1 || got[1].Name != b.Name || !m.Counting {
+		t.Errorf("GET /metrics: %+v, counting %v, %v", got, m.Counting, err)
 	}
 	if p := plan.Compute(l.Held(status.ConfigHash, model.List[model.Certificate]{}), next); !p.Empty() {
 		t.Errorf("the same state again: plan %+v, want nothing", p.Steps)

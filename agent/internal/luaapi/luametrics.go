@@ -3,6 +3,7 @@ package luaapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 )
 
 // DecodeLuaMetrics reads the body of GET /metrics as json.Unmarshal reads
@@ -26,8 +27,42 @@ func DecodeLuaMetrics(data []byte) (LuaMetrics, error) {
 var luaMetricsKeys = [...]string{"backends", "balancer_rebuilds", "regex_failures", "certificates", "counting", "api_denied", "loop_refused", "nginx"}
 
 func readLuaMetrics(data []byte) (LuaMetrics, bool) {
-	var m LuaMetrics
 	r := backendReader{data: data}
+	return r.luaMetrics()
+}
+
+// StreamHint is the size of the last answer ReadLuaMetrics read, which it
+// takes as the next one's.
+type StreamHint struct {
+	PackedBytes int // of the backends list's entries (BackendList)
+	NameBytes   int // of their names, as read
+}
+
+// ReadLuaMetrics reads the body of GET /metrics from src as
+// DecodeLuaMetrics decodes it whole, holding 64 KB of it at a time: at
+// 50,000 backends the whole answer is 4 MB that each Prometheus scrape
+// read into one buffer, decoded and threw away. ok is false when the
+// answer is not what Lua writes (see DecodeLuaMetrics) or has an entry or
+// key over 32 KB: what was read is gone, and the caller reads the answer
+// again whole for DecodeLuaMetrics. err is src's error (not io.EOF),
+// whatever was read. hint is the last answer's size (the first time, the
+// zero StreamHint); next, this one's.
+func ReadLuaMetrics(src io.Reader, hint StreamHint) (m LuaMetrics, next StreamHint, ok bool, err error) {
+	r := backendReader{src: src, hint: hint}
+	m, ok = r.luaMetrics()
+	if r.err != nil {
+		return LuaMetrics{}, hint, false, r.err
+	}
+	if !ok {
+		return LuaMetrics{}, hint, false, nil
+	}
+	return m, StreamHint{PackedBytes: len(m.Backends.packed), NameBytes: len(m.Backends.names)}, true, nil
+}
+
+// luaMetrics reads the object, and all there is after it.
+func (r *backendReader) luaMetrics() (LuaMetrics, bool) {
+	var m LuaMetrics
+	r.refill()
 	r.space()
 	if !r.eat('{') {
 		return m, false
@@ -71,8 +106,9 @@ func readLuaMetrics(data []byte) (LuaMetrics, bool) {
 			return m, false
 		}
 	}
+	r.refill()
 	r.space()
-	return m, r.pos == len(r.data)
+	return m, r.pos == len(r.data) && (r.src == nil || r.eof)
 }
 
 func bytesIndex(keys []string, key []byte) int {

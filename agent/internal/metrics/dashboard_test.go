@@ -47,7 +47,7 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 		Objects: func() map[string]int { return map[string]int{"Ingress": 1} },
 		Leader:  func() bool { return true },
 		Lua: &fakeLua{m: luaapi.LuaMetrics{
-			Backends:     []luaapi.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5, Failures: 1}},
+			Backends:     luaapi.BackendListOf(luaapi.BackendMetrics{Name: "default/web:80", Endpoints: 2, Requests: 5, Failures: 1}),
 			Certificates: 1, BalancerRebuilds: 1,
 		}},
 	})

@@ -105,7 +105,7 @@ type luaScrape struct {
 	m      luaapi.LuaMetrics
 	// backends are m.Backends sorted by name, a name's first entry only,
 	// in valid UTF-8 (uniqueBackends).
-	backends []luaapi.BackendMetrics
+	backends luaapi.BackendList
 }
 
 // read asks Lua; when Lua does not answer, lua_up 0 and the error counted.
@@ -155,33 +155,36 @@ var perBackend = [...]struct {
 
 // uniqueBackends are backends sorted by name, a name's first entry only
 // (the registry would have refused a duplicate, failing the whole
-// scrape), each name valid UTF-8 as encoding/json would have read it.
-// backends is the caller's: it may be sorted in place, but keeps its
-// entries (a duplicate makes a new slice: Lua never sends one).
-func uniqueBackends(backends []luaapi.BackendMetrics) []luaapi.BackendMetrics {
+// scrape), each name valid UTF-8 as encoding/json would have read it:
+// backends itself when it is so (as Lua writes it), else a new list.
+func uniqueBackends(backends luaapi.BackendList) luaapi.BackendList {
+	previous, first := "", true
+	for b := range backends.All() {
+		if !utf8.ValidString(b.Name) || (!first && b.Name <= previous) {
+			return luaapi.BackendListOf(uniqueBackendSlice(slices.Collect(backends.All()))...)
+		}
+		previous, first = b.Name, false
+	}
+	return backends
+}
+
+// uniqueBackendSlice is uniqueBackends of a slice, sorted in place.
+func uniqueBackendSlice(backends []luaapi.BackendMetrics) []luaapi.BackendMetrics {
 	for i, b := range backends {
 		if !utf8.ValidString(b.Name) {
 			backends[i].Name = strings.ToValidUTF8(b.Name, string(utf8.RuneError))
 		}
 	}
 	byName := func(a, b luaapi.BackendMetrics) int { return cmp.Compare(a.Name, b.Name) }
-	if !slices.IsSortedFunc(backends, byName) {
-		slices.SortStableFunc(backends, byName)
-	}
-	sameName := func(a, b luaapi.BackendMetrics) bool { return a.Name == b.Name }
-	for i := 1; i < len(backends); i++ {
-		if sameName(backends[i-1], backends[i]) {
-			return slices.CompactFunc(slices.Clone(backends), sameName)
-		}
-	}
-	return backends
+	slices.SortStableFunc(backends, byName)
+	return slices.CompactFunc(backends, func(a, b luaapi.BackendMetrics) bool { return a.Name == b.Name })
 }
 
 // backendFamilies are the three per-backend families of backends
 // (uniqueBackends), as dto; none without backends (as the registry leaves
 // out a family without series).
-func backendFamilies(backends []luaapi.BackendMetrics) []*dto.MetricFamily {
-	n := len(backends)
+func backendFamilies(backends luaapi.BackendList) []*dto.MetricFamily {
+	n := backends.Len()
 	if n == 0 {
 		return nil
 	}
@@ -197,8 +200,8 @@ func backendFamilies(backends []luaapi.BackendMetrics) []*dto.MetricFamily {
 		labels   = make([]*dto.LabelPair, n)
 		names    = make([]string, n)
 	)
-	label := backendLabel
-	for j, b := range backends {
+	label, j := backendLabel, 0
+	for b := range backends.All() {
 		names[j] = b.Name
 		pairs[j] = dto.LabelPair{Name: &label, Value: &names[j]}
 		labels[j] = &pairs[j]
@@ -210,6 +213,7 @@ func backendFamilies(backends []luaapi.BackendMetrics) []*dto.MetricFamily {
 		metrics[j].Label, metrics[j].Gauge = l, &gauges[j]
 		metrics[n+j].Label, metrics[n+j].Counter = l, &counters[j]
 		metrics[2*n+j].Label, metrics[2*n+j].Counter = l, &counters[n+j]
+		j++
 	}
 	for i := range metrics {
 		pointers[i] = &metrics[i]

@@ -172,10 +172,10 @@ func (f *fakeLua) Metrics(context.Context) (luaapi.LuaMetrics, error) { return f
 // the scrape still succeeds, with lua_up 0 and the error counted.
 func TestLuaSeries(t *testing.T) {
 	lua := &fakeLua{m: luaapi.LuaMetrics{
-		Backends: []luaapi.BackendMetrics{
-			{Name: "default/web:80", Endpoints: 3, Requests: 10, Failures: 1},
-			{Name: "default/api:http", Endpoints: 0, Requests: 2, Failures: 2},
-		},
+		Backends: luaapi.BackendListOf(
+			luaapi.BackendMetrics{Name: "default/web:80", Endpoints: 3, Requests: 10, Failures: 1},
+			luaapi.BackendMetrics{Name: "default/api:http", Endpoints: 0, Requests: 2, Failures: 2},
+		),
 		BalancerRebuilds: 4, Certificates: 2, Counting: true, APIDenied: 5, LoopRefused: 6,
 	}}
 	m := New(Options{Lua: lua})

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ func TestPrometheusReadsHostileBackends(t *testing.T) {
 		}
 		t.Skip("prometheus is not installed (go tool task test-deps installs Debian's)")
 	}
-	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: slices.Clone(hostileBackends)}}})
+	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: luaapi.BackendListOf(hostileBackends...)}}})
 	var asked struct {
 		sync.Mutex
 		accept, encoding string
@@ -73,7 +72,7 @@ func TestPrometheusReadsHostileBackends(t *testing.T) {
 	}()
 
 	want := map[string]float64{}
-	for _, b := range uniqueBackends(slices.Clone(hostileBackends)) {
+	for b := range uniqueBackends(luaapi.BackendListOf(hostileBackends...)).All() {
 		want[b.Name] = float64(b.Requests)
 	}
 	var got map[string]float64

@@ -72,21 +72,25 @@ func luaServer(tb testing.TB, body []byte) *apply.LuaClient {
 // ingress-nginx=true adds the ingress-nginx series on the same Lua, as the
 // agent runs by default (--ingress-nginx-metrics). The scrape asks for
 // text/plain, uncompressed; prometheus=true asks as Prometheus 2.42 does
-// (its Accept header, gzip).
+// (its Accept header, gzip); protobuf=true asks for protobuf, as
+// Prometheus does when told to.
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 50000} {
 		for _, ingressNginx := range []bool{false, true} {
 			b.Run(fmt.Sprintf("backends=%d/ingress-nginx=%v", n, ingressNginx), func(b *testing.B) {
-				benchmarkScrape(b, n, ingressNginx, false)
+				benchmarkScrape(b, n, ingressNginx, false, false)
 			})
 		}
 	}
 	b.Run("backends=50000/ingress-nginx=true/prometheus=true", func(b *testing.B) {
-		benchmarkScrape(b, 50000, true, true)
+		benchmarkScrape(b, 50000, true, true, false)
+	})
+	b.Run("backends=50000/ingress-nginx=true/protobuf=true", func(b *testing.B) {
+		benchmarkScrape(b, 50000, true, false, true)
 	})
 }
 
-func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
+func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus, protobuf bool) {
 	lua := luaServer(b, luaMetricsBody(n))
 	opts := Options{Version: "v1", Commit: "abc", Lua: lua}
 	if ingressNginx {
@@ -100,6 +104,9 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
 		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
+	if protobuf {
+		req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
+	}
 	var w discardWriter
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -107,7 +114,7 @@ func benchmarkScrape(b *testing.B, n int, ingressNginx, prometheus bool) {
 	for range b.N {
 		w = discardWriter{header: http.Header{}}
 		h.ServeHTTP(&w, req)
-		if w.code != http.StatusOK || !(w.luaUp || prometheus) {
+		if w.code != http.StatusOK || !(w.luaUp || prometheus || protobuf) {
 			b.Fatalf("GET /metrics: %d, lua_up 1 seen: %v", w.code, w.luaUp)
 		}
 	}
@@ -366,11 +373,11 @@ func TestScrapeProtobuf(t *testing.T) {
 // one series per name, the first. Lua's answer is the caller's: a second
 // scrape of the same answer serves the same.
 func TestScrapeDuplicateBackend(t *testing.T) {
-	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{
-		{Name: "b/x:1", Endpoints: 1, Requests: 5},
-		{Name: "a/x:1", Endpoints: 2, Requests: 6},
-		{Name: "b/x:1", Endpoints: 3, Requests: 7},
-	}}}})
+	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: luaapi.BackendListOf(
+		luaapi.BackendMetrics{Name: "b/x:1", Endpoints: 1, Requests: 5},
+		luaapi.BackendMetrics{Name: "a/x:1", Endpoints: 2, Requests: 6},
+		luaapi.BackendMetrics{Name: "b/x:1", Endpoints: 3, Requests: 7},
+	)}}})
 	text := scrape(t, m)
 	if again := scrape(t, m); deterministic(again) != deterministic(text) {
 		t.Errorf("a second scrape of the same answer differs:\n%s", diffLines(deterministic(text), deterministic(again)))

@@ -31,7 +31,7 @@ func (c *countingLua) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
 func TestScrapeReadsLuaOnce(t *testing.T) {
 	lua := &countingLua{}
 	lua.m = luaapi.LuaMetrics{
-		Backends: []luaapi.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5}},
+		Backends: luaapi.BackendListOf(luaapi.BackendMetrics{Name: "default/web:80", Endpoints: 2, Requests: 5}),
 		Nginx:    &luaapi.NginxProcess{Procs: 3},
 	}
 	m := New(Options{Lua: lua, IngressNginx: &IngressNginx{Class: "c", Namespace: "n", Pod: "p", Lua: lua}})
@@ -75,7 +75,7 @@ func (g *gateLua) Metrics(ctx context.Context) (luaapi.LuaMetrics, error) {
 // Lua, the same series served to each (as text and as protobuf).
 func TestConcurrentScrapesShareAGather(t *testing.T) {
 	lua := &gateLua{asked: make(chan struct{}, 4), release: make(chan struct{})}
-	lua.m = luaapi.LuaMetrics{Backends: []luaapi.BackendMetrics{{Name: "default/web:80", Endpoints: 2, Requests: 5}}}
+	lua.m = luaapi.LuaMetrics{Backends: luaapi.BackendListOf(luaapi.BackendMetrics{Name: "default/web:80", Endpoints: 2, Requests: 5})}
 	m := New(Options{Lua: lua})
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()

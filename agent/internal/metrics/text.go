@@ -117,7 +117,7 @@ func (m *Metrics) serveText(w http.ResponseWriter, g gathered, gz bool, format e
 	var written []textFamily // written here, not by expfmt
 	if g.lua != nil {
 		families = append(families, g.lua.singleFamilies()...)
-		if backends := g.lua.backends; len(backends) > 0 {
+		if backends := g.lua.backends; backends.Len() > 0 {
 			for i := range perBackend {
 				written = append(written, textFamily{perBackend[i].name, func() error { return text.backendFamily(i, backends) }})
 			}
@@ -222,10 +222,10 @@ func (t *textWriter) end() error {
 // MetricFamilyToText would write its dto family: the family's names need
 // no escaping in any of the negotiable escaping schemes; a backend's name,
 // a label value, has its backslashes, newlines and double quotes escaped.
-func (t *textWriter) backendFamily(i int, backends []luaapi.BackendMetrics) error {
+func (t *textWriter) backendFamily(i int, backends luaapi.BackendList) error {
 	f := perBackend[i]
 	t.header(f.name, f.help, strings.ToLower(f.typ.String()))
-	for _, backend := range backends {
+	for backend := range backends.All() {
 		t.buf = append(t.buf, f.name...)
 		t.buf = append(t.buf, "{"+backendLabel+`="`...)
 		t.buf = appendEscaped(t.buf, backend.Name, true)

@@ -105,7 +105,7 @@ func serveTextAsPromhttp(t *testing.T, opts IngressNginx) {
 		{"*/*", "gzip deflate", "", false},
 		{acceptProtobuf, "gzip", "", false},
 	} {
-		lua.m.Backends = slices.Clone(hostileBackends)
+		lua.m.Backends = luaapi.BackendListOf(hostileBackends...)
 		req := httptest.NewRequest(http.MethodGet, "/metrics?"+c.query, nil)
 		if c.accept != "" {
 			req.Header.Set("Accept", c.accept)
@@ -118,7 +118,7 @@ func serveTextAsPromhttp(t *testing.T, opts IngressNginx) {
 		}
 		got := httptest.NewRecorder()
 		h.ServeHTTP(got, req)
-		lua.m.Backends = slices.Clone(hostileBackends)
+		lua.m.Backends = luaapi.BackendListOf(hostileBackends...)
 		ref := httptest.NewRecorder()
 		want.ServeHTTP(ref, req)
 		name := c.accept + " | " + c.encoding + " | " + c.query
@@ -204,7 +204,7 @@ func unzipped(t *testing.T, r *httptest.ResponseRecorder) string {
 // per-backend family: the text parses, with the names as Lua sent them
 // (invalid UTF-8 made U+FFFD), each once, and no other series.
 func TestServeTextHostileBackends(t *testing.T) {
-	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: slices.Clone(hostileBackends)}}})
+	m := New(Options{Lua: &fakeLua{m: luaapi.LuaMetrics{Backends: luaapi.BackendListOf(hostileBackends...)}}})
 	text := scrape(t, m)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(text))

@@ -28,7 +28,7 @@ func (dp *dataPlane) metrics(t *testing.T) luaapi.LuaMetrics {
 // backendCounters returns the counters of name in m, and whether GET
 // /metrics lists it.
 func backendCounters(m luaapi.LuaMetrics, name string) (endpoints int, requests, failures int64, ok bool) {
-	for _, b := range m.Backends {
+	for b := range m.Backends.All() {
 		if b.Name == name {
 			return b.Endpoints, b.Requests, b.Failures, true
 		}
