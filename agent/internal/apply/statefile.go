@@ -82,31 +82,27 @@ const chunkItems = 256
 // each kind's chunks: the file of those written already, and for the
 // others the items as they were when the snapshot was taken, which the
 // writer encodes, so that it can put the state together while the sync
-// goes on.
+// goes on. A chunk is a pointer, 8 bytes of the snapshot's lists: at
+// 50,000 hosts they list some 500 chunks a save.
 type savedState struct {
 	configHash              string
 	profiles                []string
-	certs, backends, routes []stateChunk
+	certs, backends, routes []*chunkContent
 	// folder is what the earlier writes of the same LuaState left on
 	// disk; nil: nothing known (the write reads back and lists).
 	folder *stateFolder
 }
 
-// stateChunk is one chunk file of a savedState.
-type stateChunk struct {
-	name    string        // the file, when written already
-	content *chunkContent // else what to write
-}
-
-// chunkContent is a chunk to write: its items as the snapshot took them,
-// until the writer has written them to file. A snapshot taken before the
-// writer wrote it (a write failed) hands out the same one, not a new copy
-// of the items.
+// chunkContent is a chunk of the saved state: its items as the snapshot
+// took them, until the writer has written them to file, then the file.
+// The snapshots taken until the chunk changes hand out the same one: a
+// snapshot taken before the writer wrote it (a write failed) does not
+// copy the items again, and one taken after names the file.
 type chunkContent struct {
 	// encode returns the chunk's JSON, encoded into buf (encodeJSON);
 	// nil once written: the items are let go.
 	encode func(buf *bytes.Buffer) ([]byte, error)
-	file   string
+	file   string // "" until written
 }
 
 // snapshot returns what l holds, pushed for the config of configHash
@@ -237,20 +233,18 @@ func (s *savedItems) remove(name string) {
 // reset forgets every item: the record was read back whole.
 func (s *savedItems) reset() { *s = savedItems{} }
 
-// take returns the chunks of the saved state: the file of each written
-// since its last change, the content of one taken but not written yet,
-// and for the others the function encode makes of their names (it copies
-// what it needs: the names change after).
-func (s *savedItems) take(encode func(names []string) func(*bytes.Buffer) ([]byte, error)) []stateChunk {
-	out := make([]stateChunk, 0, len(s.chunks))
+// take returns the chunks of the saved state: the content of each taken
+// since its last change (written or not), and for the others a new one
+// of the function encode makes of their names (it copies what it needs:
+// the names change after).
+func (s *savedItems) take(encode func(names []string) func(*bytes.Buffer) ([]byte, error)) []*chunkContent {
+	out := make([]*chunkContent, 0, len(s.chunks))
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		switch {
 		case len(c.names) == 0:
-		case c.content != nil && c.content.file != "":
-			out = append(out, stateChunk{name: c.content.file})
 		case c.content != nil:
-			out = append(out, stateChunk{content: c.content})
+			out = append(out, c.content)
 		default:
 			if cap(c.names)-len(c.names) > len(c.names)/4 {
 				// Grown by append, the list has up to twice the room
@@ -260,7 +254,7 @@ func (s *savedItems) take(encode func(names []string) func(*bytes.Buffer) ([]byt
 				c.names = append(make([]string, 0, len(c.names)+len(c.names)/8), c.names...)
 			}
 			c.content = &chunkContent{encode: encode(c.names)}
-			out = append(out, stateChunk{content: c.content})
+			out = append(out, c.content)
 		}
 	}
 	return out
@@ -380,9 +374,9 @@ func (f *stateFolder) manifest(s *savedState) ([]byte, error) {
 		f.names = []string{} // a kind without chunks is [], not null
 	}
 	f.names = f.names[:0]
-	for _, kind := range [][]stateChunk{s.certs, s.backends, s.routes} {
+	for _, kind := range [][]*chunkContent{s.certs, s.backends, s.routes} {
 		for _, c := range kind {
-			f.names = append(f.names, c.name)
+			f.names = append(f.names, c.file)
 		}
 	}
 	certs, backends := len(s.certs), len(s.certs)+len(s.backends)
@@ -413,17 +407,12 @@ func (s *savedState) writeChunks(dir string, buf *bytes.Buffer) error {
 	if err := os.Mkdir(folder, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	for _, kind := range [][]stateChunk{s.certs, s.backends, s.routes} {
-		for i := range kind {
-			c := &kind[i]
-			if c.content == nil {
+	for _, kind := range [][]*chunkContent{s.certs, s.backends, s.routes} {
+		for _, c := range kind {
+			if c.file != "" { // written by an earlier write
 				continue
 			}
-			if c.content.file != "" { // written by an earlier write
-				c.name = c.content.file
-				continue
-			}
-			data, err := c.content.encode(buf)
+			data, err := c.encode(buf)
 			if err != nil {
 				return fmt.Errorf("encoding a chunk: %w", err)
 			}
@@ -432,7 +421,7 @@ func (s *savedState) writeChunks(dir string, buf *bytes.Buffer) error {
 			if err := writeFileAtomicFrom(filepath.Join(folder, name), func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
 				return err
 			}
-			c.name, c.content.file, c.content.encode = name, name, nil
+			c.file, c.encode = name, nil
 		}
 	}
 	return nil

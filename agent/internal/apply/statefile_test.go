@@ -524,7 +524,7 @@ func TestSaveEncodesOnlyChangedCertificates(t *testing.T) {
 		l.holdBackend(model.Backend{Name: "ns-0/svc-0:80", Endpoints: []model.Endpoint{{Address: fmt.Sprintf("10.9.0.%d", round%200), Port: 80}}})
 		l.unsaved = true
 		s, err := l.snapshot("c1", nil)
-		if err != nil || len(s.certs) != 8 || s.certs[0].content != nil {
+		if err != nil || len(s.certs) != 8 || s.certs[0].file == "" {
 			t.Fatalf("snapshot: %d certificate chunks, %v", len(s.certs), err)
 		}
 	})
@@ -540,10 +540,10 @@ func TestSavedItemsChangeAndTakeCostAChunk(t *testing.T) {
 	for i := range 50000 {
 		s.changed(fmt.Sprintf("ns/svc-%d:80", i), true)
 	}
-	written := func(chunks []stateChunk) {
+	written := func(chunks []*chunkContent) {
 		for _, c := range chunks {
-			if c.content != nil {
-				c.content.file, c.content.encode = "written", nil
+			if c.file == "" {
+				c.file, c.encode = "written", nil
 			}
 		}
 	}
@@ -723,8 +723,8 @@ func TestSaveListsTheFolderOnlyAfterAFailedWrite(t *testing.T) {
 	}
 	var fresh []*chunkContent
 	for _, c := range s.backends {
-		if c.content != nil && c.content.file == "" {
-			fresh = append(fresh, c.content)
+		if c.file == "" {
+			fresh = append(fresh, c)
 		}
 	}
 	if len(fresh) != 2 {
@@ -773,10 +773,10 @@ func TestSaveListsTheFolderOnlyAfterAFailedWrite(t *testing.T) {
 // first sync waits for the first save, which encodes every item.
 func TestStateWriterIdleWaitsAndKeepsTheError(t *testing.T) {
 	gate := make(chan struct{})
-	s := &savedState{configHash: "c", routes: []stateChunk{{content: &chunkContent{encode: func(*bytes.Buffer) ([]byte, error) {
+	s := &savedState{configHash: "c", routes: []*chunkContent{{encode: func(*bytes.Buffer) ([]byte, error) {
 		<-gate
 		return nil, fmt.Errorf("refused")
-	}}}}}
+	}}}}
 	var w stateWriter
 	w.start(t.TempDir(), s, time.Now())
 	idle := make(chan struct{})
