@@ -77,6 +77,9 @@ type LuaState struct {
 	// routes and pems, and the record tells them what came, changed and
 	// went.
 	savedBackends, savedRoutes, savedCerts savedItems
+	// stateFolder is what the saved state's writes left on disk
+	// (statefile.go); only the write that runs uses it.
+	stateFolder stateFolder
 	// certsChanged counts the changes of certs (a push, a read back, an
 	// expiry learnt); heldFor and heldAt are the certificate list and the
 	// count Held last went through: Held of the very same list with no

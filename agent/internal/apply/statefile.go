@@ -21,6 +21,10 @@ package apply
 // manifest or the new, each naming files that exist), then removes the
 // chunk files neither the new manifest nor the one it replaced names (a
 // cold start that read the old one a moment ago still finds its chunks).
+// The writer remembers what its last two manifests named (stateFolder),
+// so a save after one change neither reads the old manifest back nor
+// lists the folder; the first write after a start or after a failed one
+// does both, and removes what a write cut short left there.
 // At 50,000 hosts a single file meant 10 MB written for each save once a
 // second under endpoint churn, and the agent kept every item's JSON
 // (12–16 MB) and an index of them (11 MB) to put it together cheaply;
@@ -39,6 +43,7 @@ package apply
 // sync path, at most once a second (stateWriter).
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,26 +82,27 @@ const chunkItems = 256
 // each kind's chunks: the file of those written already, and for the
 // others the items as they were when the snapshot was taken, which the
 // writer encodes, so that it can put the state together while the sync
-// goes on.
+// goes on. A chunk is a pointer, 8 bytes of the snapshot's lists: at
+// 50,000 hosts they list some 500 chunks a save.
 type savedState struct {
 	configHash              string
 	profiles                []string
-	certs, backends, routes []stateChunk
+	certs, backends, routes []*chunkContent
+	// folder is what the earlier writes of the same LuaState left on
+	// disk; nil: nothing known (the write reads back and lists).
+	folder *stateFolder
 }
 
-// stateChunk is one chunk file of a savedState.
-type stateChunk struct {
-	name    string        // the file, when written already
-	content *chunkContent // else what to write
-}
-
-// chunkContent is a chunk to write: its items as the snapshot took them,
-// until the writer has written them to file. A snapshot taken before the
-// writer wrote it (a write failed) hands out the same one, not a new copy
-// of the items.
+// chunkContent is a chunk of the saved state: its items as the snapshot
+// took them, until the writer has written them to file, then the file.
+// The snapshots taken until the chunk changes hand out the same one: a
+// snapshot taken before the writer wrote it (a write failed) does not
+// copy the items again, and one taken after names the file.
 type chunkContent struct {
-	encode func() ([]byte, error) // nil once written: the items are let go
-	file   string
+	// encode returns the chunk's JSON, encoded into buf (encodeJSON);
+	// nil once written: the items are let go.
+	encode func(buf *bytes.Buffer) ([]byte, error)
+	file   string // "" until written
 }
 
 // snapshot returns what l holds, pushed for the config of configHash
@@ -114,29 +120,29 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 	for i, p := range profiles {
 		names[i] = p.Name
 	}
-	s := &savedState{configHash: configHash, profiles: names}
-	s.certs = l.savedCerts.take(func(names []string) func() ([]byte, error) {
+	s := &savedState{configHash: configHash, profiles: names, folder: &l.stateFolder}
+	s.certs = l.savedCerts.take(func(names []string) func(*bytes.Buffer) ([]byte, error) {
 		items := make([]luaapi.CertificatePayload, len(names))
 		for i, name := range names {
 			pem := l.pems[name]
 			items[i] = luaapi.CertificatePayload{Name: name, Hosts: l.certs[name].Hosts, Cert: pem.cert, Key: pem.key}
 		}
-		return func() ([]byte, error) { return json.Marshal(items) }
+		return func(buf *bytes.Buffer) ([]byte, error) { return encodeJSON(buf, items) }
 	})
-	s.backends = l.savedBackends.take(func(names []string) func() ([]byte, error) {
+	s.backends = l.savedBackends.take(func(names []string) func(*bytes.Buffer) ([]byte, error) {
 		items := make([]model.Backend, len(names))
 		for i, name := range names {
 			items[i], _ = plan.HeldBackend(l.backends, name)
 		}
-		return func() ([]byte, error) { return json.Marshal(payloads(items)) }
+		return func(buf *bytes.Buffer) ([]byte, error) { return encodeJSON(buf, payloads(items)) }
 	})
 	// The routes are looked up by the writer: the record's list is never
 	// changed (a push makes a new one), so the snapshot keeps it and a
 	// copy of the names.
 	routes := l.heldRoutes()
-	s.routes = l.savedRoutes.take(func(names []string) func() ([]byte, error) {
+	s.routes = l.savedRoutes.take(func(names []string) func(*bytes.Buffer) ([]byte, error) {
 		names = slices.Clone(names)
-		return func() ([]byte, error) {
+		return func(buf *bytes.Buffer) ([]byte, error) {
 			// The payloads made as the routes are looked up: a slice of
 			// routes beside them was 30 KB more a save at 256-512 routes.
 			items := make([]luaapi.RoutePayload, len(names))
@@ -144,7 +150,7 @@ func (l *LuaState) snapshot(configHash string, profiles []render.Profile) (*save
 				r, _ := routes.Get(host)
 				items[i] = luaapi.NewRoutePayload(r)
 			}
-			return json.Marshal(items)
+			return encodeJSON(buf, items)
 		}
 	})
 	l.unsaved, l.savedHash = false, configHash
@@ -227,20 +233,18 @@ func (s *savedItems) remove(name string) {
 // reset forgets every item: the record was read back whole.
 func (s *savedItems) reset() { *s = savedItems{} }
 
-// take returns the chunks of the saved state: the file of each written
-// since its last change, the content of one taken but not written yet,
-// and for the others the function encode makes of their names (it copies
-// what it needs: the names change after).
-func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []stateChunk {
-	out := make([]stateChunk, 0, len(s.chunks))
+// take returns the chunks of the saved state: the content of each taken
+// since its last change (written or not), and for the others a new one
+// of the function encode makes of their names (it copies what it needs:
+// the names change after).
+func (s *savedItems) take(encode func(names []string) func(*bytes.Buffer) ([]byte, error)) []*chunkContent {
+	out := make([]*chunkContent, 0, len(s.chunks))
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		switch {
 		case len(c.names) == 0:
-		case c.content != nil && c.content.file != "":
-			out = append(out, stateChunk{name: c.content.file})
 		case c.content != nil:
-			out = append(out, stateChunk{content: c.content})
+			out = append(out, c.content)
 		default:
 			if cap(c.names)-len(c.names) > len(c.names)/4 {
 				// Grown by append, the list has up to twice the room
@@ -250,7 +254,7 @@ func (s *savedItems) take(encode func(names []string) func() ([]byte, error)) []
 				c.names = append(make([]string, 0, len(c.names)+len(c.names)/8), c.names...)
 			}
 			c.content = &chunkContent{encode: encode(c.names)}
-			out = append(out, stateChunk{content: c.content})
+			out = append(out, c.content)
 		}
 	}
 	return out
@@ -275,58 +279,140 @@ func (m manifest) files() []string {
 	return slices.Concat(m.Certificates.Chunks, m.Backends.Chunks, m.Routes.Chunks)
 }
 
+// stateFolder is what the writes of a LuaState's saved state know of
+// what is on disk: after a write that went through whole, the folder of
+// chunks in dir holds the files of the last two manifests written (last,
+// before) and nothing else, so the next write removes the files of before
+// that neither it nor last names, without reading last back or listing
+// the folder (at 50,000 hosts some 500 files: the read back, its decoding
+// and the listing were about 100 KB of garbage a save). A write knows
+// nothing after a failed one, or at the first into dir: it reads the
+// manifest it replaces back and lists the folder, as a crash or a write
+// cut short may have left files there. The writes of a LuaState run one
+// at a time (the stage's writer, Save only once it is idle), and only
+// they use it.
+type stateFolder struct {
+	dir   string
+	known bool // last and before are what dir's folder holds
+	// last and before are the chunk files of the last manifest written
+	// and of the one before it, sorted; spare is a list let go, reused
+	// for the next write's.
+	last, before, spare []string
+	// names are the manifest's chunk files in its order, and encoded the
+	// JSON of a chunk or the manifest, reused from write to write (not
+	// past keptBuffer: a chunk of certificates is a megabyte or two).
+	names   []string
+	encoded bytes.Buffer
+}
+
+// keptBuffer is the most room stateFolder.encoded keeps after a write:
+// a chunk of routes or backends and the manifest at 50,000 hosts (about
+// 35 and 20 KB) fit.
+const keptBuffer = 256 << 10
+
+// encodeJSON returns json.Marshal's bytes of v, encoded into buf (what it
+// held is dropped): Marshal copies them out of its own buffer, which was
+// a chunk's size of garbage a save.
+func encodeJSON(buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil // Encode ends with a newline, Marshal does not
+}
+
 // write writes s to dir: the chunks not written yet into StateChunks, then
 // the manifest StateName, then it removes the chunk files neither that
 // manifest nor the one it replaced names. Not synced to disk: other
 // processes see the renamed files at once, and a file a power cut tore is
 // read as bad (nginx starts empty, as it would without one).
 func (s *savedState) write(dir string) error {
-	if err := s.writeChunks(dir); err != nil {
+	f := s.folder
+	if f == nil {
+		f = &stateFolder{}
+	}
+	known := f.known && f.dir == dir
+	f.dir, f.known = dir, false // until this write went through whole
+	err := s.writeChunks(dir, &f.encoded)
+	if f.encoded.Cap() > keptBuffer {
+		f.encoded = bytes.Buffer{}
+	}
+	if err != nil {
 		return fmt.Errorf("saving the state for nginx's next start: %w", err)
 	}
-	m := manifest{ConfigHash: s.configHash, Profiles: s.profiles}
-	for _, kind := range []struct {
-		chunks []stateChunk
-		to     *[]string
-	}{{s.certs, &m.Certificates.Chunks}, {s.backends, &m.Backends.Chunks}, {s.routes, &m.Routes.Chunks}} {
-		*kind.to = make([]string, len(kind.chunks))
-		for i, c := range kind.chunks {
-			(*kind.to)[i] = c.name
-		}
-	}
-	data, err := json.Marshal(m)
+	data, err := f.manifest(s)
 	if err != nil {
 		return fmt.Errorf("encoding the saved state: %w", err)
 	}
 	path := filepath.Join(dir, StateName)
-	var previous manifest
-	if old, err := os.ReadFile(path); err == nil {
-		json.Unmarshal(old, &previous) // a bad one names nothing to keep
+	previous := f.last
+	if !known {
+		previous = readManifestFiles(path)
 	}
 	if err := writeFileAtomicFrom(path, func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
 		return fmt.Errorf("saving the state for nginx's next start: %w", err)
 	}
-	return removeChunksBut(filepath.Join(dir, StateChunks), m.files(), previous.files())
+	current := append(f.spare[:0], f.names...)
+	slices.Sort(current)
+	folder := filepath.Join(dir, StateChunks)
+	if known {
+		err = removeChunks(folder, f.before, current, previous)
+	} else {
+		err = removeChunksBut(folder, current, previous)
+	}
+	if err != nil {
+		return err
+	}
+	f.spare, f.before, f.last, f.known = f.before[:0], previous, current, true
+	return nil
+}
+
+// manifest returns the manifest of s, its chunks written, as JSON (in
+// f.encoded), its chunk files listed in f.names.
+func (f *stateFolder) manifest(s *savedState) ([]byte, error) {
+	if f.names == nil {
+		f.names = []string{} // a kind without chunks is [], not null
+	}
+	f.names = f.names[:0]
+	for _, kind := range [][]*chunkContent{s.certs, s.backends, s.routes} {
+		for _, c := range kind {
+			f.names = append(f.names, c.file)
+		}
+	}
+	certs, backends := len(s.certs), len(s.certs)+len(s.backends)
+	m := manifest{ConfigHash: s.configHash, Profiles: s.profiles,
+		Certificates: manifestChunks{f.names[:certs:certs]},
+		Backends:     manifestChunks{f.names[certs:backends:backends]},
+		Routes:       manifestChunks{f.names[backends:]}}
+	return encodeJSON(&f.encoded, &m)
+}
+
+// readManifestFiles returns the chunk files the manifest at path names,
+// sorted; none when it does not read or decode.
+func readManifestFiles(path string) []string {
+	var m manifest
+	if data, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(data, &m) // a bad one names nothing to keep
+	}
+	files := m.files()
+	slices.Sort(files)
+	return files
 }
 
 // writeChunks writes each chunk of s not written yet to a file named by
-// its content in StateChunks (made, mode 0700, when missing), and names it.
-func (s *savedState) writeChunks(dir string) error {
+// its content in StateChunks (made, mode 0700, when missing), and names
+// it; each is encoded into buf.
+func (s *savedState) writeChunks(dir string, buf *bytes.Buffer) error {
 	folder := filepath.Join(dir, StateChunks)
 	if err := os.Mkdir(folder, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	for _, kind := range [][]stateChunk{s.certs, s.backends, s.routes} {
-		for i := range kind {
-			c := &kind[i]
-			if c.content == nil {
+	for _, kind := range [][]*chunkContent{s.certs, s.backends, s.routes} {
+		for _, c := range kind {
+			if c.file != "" { // written by an earlier write
 				continue
 			}
-			if c.content.file != "" { // written by an earlier write
-				c.name = c.content.file
-				continue
-			}
-			data, err := c.content.encode()
+			data, err := c.encode(buf)
 			if err != nil {
 				return fmt.Errorf("encoding a chunk: %w", err)
 			}
@@ -335,26 +421,41 @@ func (s *savedState) writeChunks(dir string) error {
 			if err := writeFileAtomicFrom(filepath.Join(folder, name), func(w io.Writer) error { _, err := w.Write(data); return err }, 0o600, false); err != nil {
 				return err
 			}
-			c.name, c.content.file, c.content.encode = name, name, nil
+			c.file, c.encode = name, nil
+		}
+	}
+	return nil
+}
+
+// removeChunks removes the files of folder named in before but neither
+// in keep nor in previous, both sorted: the chunks of the manifest before
+// last that the last two written no longer name.
+func removeChunks(folder string, before, keep, previous []string) error {
+	for _, name := range before {
+		if _, found := slices.BinarySearch(keep, name); found {
+			continue
+		}
+		if _, found := slices.BinarySearch(previous, name); found {
+			continue
+		}
+		if err := os.Remove(filepath.Join(folder, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing an old chunk of the saved state: %w", err)
 		}
 	}
 	return nil
 }
 
 // removeChunksBut removes every file in folder but those named in keep
-// and previous (and leftovers of a write cut short go too); it sorts keep
-// and previous. The folder is listed a batch of names at a time, and each
-// name looked up in the two sorted: a save after one change at 50,000
-// hosts lists some 400 files, and os.ReadDir's entries with a map of the
-// names kept were 130 KB of its garbage.
+// and previous, both sorted (and leftovers of a write cut short go too).
+// The folder is listed a batch of names at a time, and each name looked
+// up in the two: os.ReadDir's entries with a map of the names kept were
+// 130 KB of garbage at 50,000 hosts (some 500 files).
 func removeChunksBut(folder string, keep, previous []string) error {
 	f, err := os.Open(folder)
 	if err != nil {
 		return fmt.Errorf("removing old chunks of the saved state: %w", err)
 	}
 	defer f.Close()
-	slices.Sort(keep)
-	slices.Sort(previous)
 	var gone []string // removed once listed: the listing does not see its own removals
 	for {
 		names, err := f.Readdirnames(256)

@@ -1,8 +1,12 @@
 package apply
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -520,7 +524,7 @@ func TestSaveEncodesOnlyChangedCertificates(t *testing.T) {
 		l.holdBackend(model.Backend{Name: "ns-0/svc-0:80", Endpoints: []model.Endpoint{{Address: fmt.Sprintf("10.9.0.%d", round%200), Port: 80}}})
 		l.unsaved = true
 		s, err := l.snapshot("c1", nil)
-		if err != nil || len(s.certs) != 8 || s.certs[0].content != nil {
+		if err != nil || len(s.certs) != 8 || s.certs[0].file == "" {
 			t.Fatalf("snapshot: %d certificate chunks, %v", len(s.certs), err)
 		}
 	})
@@ -536,16 +540,16 @@ func TestSavedItemsChangeAndTakeCostAChunk(t *testing.T) {
 	for i := range 50000 {
 		s.changed(fmt.Sprintf("ns/svc-%d:80", i), true)
 	}
-	written := func(chunks []stateChunk) {
+	written := func(chunks []*chunkContent) {
 		for _, c := range chunks {
-			if c.content != nil {
-				c.content.file, c.content.encode = "written", nil
+			if c.file == "" {
+				c.file, c.encode = "written", nil
 			}
 		}
 	}
-	encode := func(names []string) func() ([]byte, error) {
+	encode := func(names []string) func(*bytes.Buffer) ([]byte, error) {
 		held := slices.Clone(names)
-		return func() ([]byte, error) { return json.Marshal(held) }
+		return func(buf *bytes.Buffer) ([]byte, error) { return encodeJSON(buf, held) }
 	}
 	written(s.take(encode))
 	round := 0
@@ -634,15 +638,145 @@ func TestSnapshotAfterAFailedWriteCopiesOnlyChanges(t *testing.T) {
 	}
 }
 
+// A save after one change removes the chunk files the manifest before
+// last named and the last two do not, without listing the folder or
+// reading the old manifest back: a file it did not write (here a stray
+// one) stays. A write that failed midway (a chunk written, not the
+// manifest) leaves the last good state loadable, and the next save, or
+// the first of another agent (a restart), lists the folder: it removes
+// the leftovers and the stray file, and keeps the chunks of the manifest
+// it replaced. The manifest is json.Marshal's bytes of what it names.
+func TestSaveListsTheFolderOnlyAfterAFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, StateChunks)
+	l := bigState(2000, 2000)
+	l.unsaved = true
+	if _, err := l.Save(dir, "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Two backends of two chunks (the chunks' hash is seeded anew each run).
+	changed := []string{"ns-7/svc-7:80"}
+	for i := 8; len(changed) < 2; i++ {
+		name := fmt.Sprintf("ns-%d/svc-%d:80", i%50, i)
+		if l.savedBackends.chunkOf(name) != l.savedBackends.chunkOf(changed[0]) {
+			changed = append(changed, name)
+		}
+	}
+	change := func(port int32) {
+		t.Helper()
+		for _, name := range changed {
+			l.holdBackend(model.Backend{Name: name, Endpoints: []model.Endpoint{{Address: "10.9.9.9", Port: port}}})
+		}
+	}
+	// wantFolder checks the folder holds the chunks of the manifest on
+	// disk and of prev (the one before it), and nothing else, and that the
+	// manifest is what json.Marshal makes of it; it returns the state.
+	wantFolder := func(when string, prev []string, extra ...string) savedContent {
+		t.Helper()
+		s := readState(t, dir)
+		data, _ := os.ReadFile(filepath.Join(dir, StateName))
+		if again, _ := json.Marshal(s.manifest); string(again) != string(data) {
+			t.Errorf("%s: the manifest is\n%s\nwant json.Marshal's\n%s", when, data, again)
+		}
+		for _, name := range s.files() {
+			data, _ := os.ReadFile(filepath.Join(folder, name))
+			var items []json.RawMessage
+			json.Unmarshal(data, &items)
+			sum := sha256.Sum256(data)
+			if again, _ := json.Marshal(items); string(again) != string(data) || name != hex.EncodeToString(sum[:16]) {
+				t.Errorf("%s: chunk %s is not json.Marshal's bytes of its items, or not named by them", when, name)
+			}
+		}
+		want := slices.Concat(s.files(), prev, extra)
+		slices.Sort(want)
+		want = slices.Compact(want)
+		have := slices.Sorted(maps.Keys(chunkFiles(t, dir)))
+		if !slices.Equal(have, want) {
+			t.Errorf("%s: the folder holds %d files %v,\nwant %d %v", when, len(have), have, len(want), want)
+		}
+		return s
+	}
+	first := wantFolder("first save", nil)
+	stray := filepath.Join(folder, "stray")
+	if err := os.WriteFile(stray, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	change(1)
+	l.unsaved = true
+	if _, err := l.Save(dir, "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	second := wantFolder("a save after a change", first.files(), "stray")
+	change(2)
+	l.unsaved = true
+	if _, err := l.Save(dir, "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	third := wantFolder("a save after another change: the first manifest's chunks go, the stray file stays (not listed)", second.files(), "stray")
+
+	// The write of two changed chunks fails after the first is written.
+	change(3)
+	l.unsaved = true
+	s, err := l.snapshot("c1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh []*chunkContent
+	for _, c := range s.backends {
+		if c.file == "" {
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) != 2 {
+		t.Fatalf("%d chunks to write after two backends changed, want 2 (two chunks)", len(fresh))
+	}
+	encode := fresh[1].encode
+	fresh[1].encode = func(*bytes.Buffer) ([]byte, error) { return nil, fmt.Errorf("disk full") }
+	if err := s.write(dir); err == nil {
+		t.Fatal("the write did not fail")
+	}
+	leftover := fresh[0].file
+	if leftover == "" {
+		t.Fatal("the first chunk was not written before the failure")
+	}
+	if got := wantFolder("after a failed write", second.files(), "stray", leftover); !reflect.DeepEqual(got.manifest, third.manifest) {
+		t.Errorf("after a failed write the manifest is %+v, want the last good one", got.manifest)
+	}
+	fresh[1].encode = encode
+	change(4) // the leftover chunk is no longer current
+	l.unsaved = true
+	if _, err := l.Save(dir, "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	fourth := wantFolder("a save after a failed write: listed, the leftover and the stray file go", third.files())
+	if slices.Contains(fourth.files(), leftover) {
+		t.Errorf("the leftover chunk %s is named by the manifest", leftover)
+	}
+	if got := savedRoutes(t, dir); got != 2000 {
+		t.Errorf("%d routes saved, want 2000", got)
+	}
+
+	// Another agent's first save into the folder lists it too.
+	if err := os.WriteFile(stray, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := bigState(10, 10)
+	other.unsaved = true
+	if _, err := other.Save(dir, "c1", nil); err != nil {
+		t.Fatal(err)
+	}
+	wantFolder("another agent's first save", fourth.files())
+}
+
 // WaitStateWritten (idle) waits for the running write and leaves its
 // error for the sync loop to take: the agent's release of memory after its
 // first sync waits for the first save, which encodes every item.
 func TestStateWriterIdleWaitsAndKeepsTheError(t *testing.T) {
 	gate := make(chan struct{})
-	s := &savedState{configHash: "c", routes: []stateChunk{{content: &chunkContent{encode: func() ([]byte, error) {
+	s := &savedState{configHash: "c", routes: []*chunkContent{{encode: func(*bytes.Buffer) ([]byte, error) {
 		<-gate
 		return nil, fmt.Errorf("refused")
-	}}}}}
+	}}}}
 	var w stateWriter
 	w.start(t.TempDir(), s, time.Now())
 	idle := make(chan struct{})

@@ -131,8 +131,11 @@ func NewBackendPayload(b model.Backend) BackendPayload {
 	if p.Endpoints == nil {
 		p.Endpoints = []model.Endpoint{}
 	}
-	if policy := b.PolicyValue(); policy != (model.Policy{}) {
-		p.Policy = &policy
+	if b.Policy != nil && *b.Policy != (model.Policy{}) {
+		// The model's, not a copy: a model is never changed once built,
+		// and a copy made every payload a Policy's size (some 300 bytes)
+		// of garbage, the default one too.
+		p.Policy = b.Policy
 	}
 	return p
 }
