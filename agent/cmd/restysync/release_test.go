@@ -218,3 +218,84 @@ func waitReleased(t *testing.T, m *memoryReleaser) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestHeapHalfWay(t *testing.T) {
+	for _, c := range []struct {
+		heap heapState
+		want bool
+	}{
+		{heapState{live: 200, goal: 216, objects: 207}, false},
+		{heapState{live: 200, goal: 216, objects: 208}, true},
+		{heapState{live: 200, goal: 216, objects: 230}, true},
+		{heapState{}, false}, // no collection yet
+	} {
+		if got := c.heap.halfWay(); got != c.want {
+			t.Errorf("%+v: half way %v, want %v", c.heap, got, c.want)
+		}
+	}
+}
+
+// Once steady, an applied sync with no other after it for idleCollectAfter
+// collects, if the heap is half way to its goal; syncs that keep ending
+// push it back, and neither GOGC, a phase nor an unapplied sync collects.
+func TestCollectBetweenSyncs(t *testing.T) {
+	newGC := func(heap heapState) (*gcPercents, *atomic.Int32) {
+		var collected atomic.Int32
+		g := &gcPercents{logger: slog.New(slog.DiscardHandler), held: defaultGCPercent,
+			set: func(int) int { return 0 }, live: func() uint64 { return heap.live },
+			heap: func() heapState { return heap }, collect: func() { collected.Add(1) }}
+		return g, &collected
+	}
+	due := heapState{live: 200 << 20, goal: 216 << 20, objects: 210 << 20}
+	settle := func() { time.Sleep(3 * idleCollectAfter) }
+
+	g, collected := newGC(due)
+	synced := g.betweenSyncs(nil)
+	synced(syncer.Report{Applied: true})
+	settle()
+	if got := collected.Load(); got != 0 {
+		t.Errorf("before steady: %d collections, want 0", got)
+	}
+	g.startSteady()
+	synced(syncer.Report{Applied: false})
+	settle()
+	if got := collected.Load(); got != 0 {
+		t.Errorf("after a sync that did not apply: %d collections, want 0", got)
+	}
+	// Syncs ending closer than idleCollectAfter: one collection, after the last.
+	for range 5 {
+		synced(syncer.Report{Applied: true})
+		time.Sleep(idleCollectAfter / 4)
+	}
+	if got := collected.Load(); got != 0 {
+		t.Errorf("while syncs keep ending: %d collections, want 0", got)
+	}
+	settle()
+	if got := collected.Load(); got != 1 {
+		t.Errorf("after the syncs: %d collections, want 1", got)
+	}
+	restore := g.during(fullSyncGCPercent, "after a full sync")
+	synced(syncer.Report{Applied: true})
+	settle()
+	restore()
+	if got := collected.Load(); got != 1 {
+		t.Errorf("during a phase: %d collections, want still 1", got)
+	}
+
+	early, collected := newGC(heapState{live: 200 << 20, goal: 216 << 20, objects: 205 << 20})
+	early.startSteady()
+	early.betweenSyncs(nil)(syncer.Report{Applied: true})
+	settle()
+	if got := collected.Load(); got != 0 {
+		t.Errorf("heap under half way: %d collections, want 0", got)
+	}
+
+	fixed, collected := newGC(due)
+	fixed.fixed = true
+	fixed.startSteady()
+	fixed.betweenSyncs(nil)(syncer.Report{Applied: true})
+	settle()
+	if got := collected.Load(); got != 0 {
+		t.Errorf("GOGC set: %d collections, want 0", got)
+	}
+}

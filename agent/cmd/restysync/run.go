@@ -502,7 +502,7 @@ func run(c *cli.Context) error {
 	}
 
 	var waitStateWritten func() // the syncer's, set before it runs
-	onSync = releaseMemory(onSync, logger, func() { waitStateWritten() }, gc.startSteady)
+	onSync = gc.betweenSyncs(releaseMemory(onSync, logger, func() { waitStateWritten() }, gc.startSteady))
 
 	nginx := &apply.Nginx{
 		SharedDir:      rc.sharedDir,
